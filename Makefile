@@ -1,0 +1,37 @@
+# Run `make` (or `make help`) to list the targets.
+
+GO ?= go
+GOPATH_BIN := $(shell $(GO) env GOPATH)/bin
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(GOPATH_BIN)/staticcheck)
+
+.DEFAULT_GOAL := help
+.PHONY: help test test-short lint demo bench cluster-up cluster-down
+
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+test: ## Vet, then run all tests with -race (starts real redis-servers)
+	scripts/ensure-redis.sh
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+test-short: ## Run the tests in -short mode, without -race
+	scripts/ensure-redis.sh
+	$(GO) test -short -count=1 ./...
+
+lint: ## gofmt check, go vet, staticcheck
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+demo: ## Run the quickstart example
+	$(GO) run ./examples/quickstart
+
+bench: ## Run the benchmark program (starts its own redis-server)
+	$(GO) run ./bench
+
+cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003
+	scripts/cluster.sh up
+
+cluster-down: ## Stop the local Redis Cluster and delete its state
+	scripts/cluster.sh down

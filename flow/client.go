@@ -1,0 +1,231 @@
+package flow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// DefaultMaxPayload is the default bound on encoded job arguments.
+const DefaultMaxPayload = 1 << 20
+
+// DefaultMaxAttempts is the default number of returned errors that archive
+// a job.
+const DefaultMaxAttempts = 25
+
+// ClientOptions configure a Client; zero values mean the defaults.
+type ClientOptions struct {
+	// Namespace must match the workers'. Default "sluice".
+	Namespace string
+	// Registry, when set, makes enqueueing a kind it does not know an
+	// ErrUnknownKind error instead of a job no worker can run.
+	Registry *Registry
+	// MaxPayload bounds encoded arguments in bytes. Default 1 MiB.
+	MaxPayload int
+	// MaxAttempts is the default for jobs that do not set one. Default 25.
+	MaxAttempts int
+	// Partitions maps a queue to its number of partitions; it must match the
+	// workers'. Default 1.
+	Partitions map[string]int
+	// Clock replaces Redis TIME in scripts (tests only; see
+	// runtime.NewFakeClock).
+	Clock runtime.Clock
+}
+
+// Client enqueues and inspects jobs. It is safe for concurrent use.
+type Client struct {
+	st   *store.Store
+	opts ClientOptions
+	rr   atomic.Uint64
+}
+
+// NewClient returns a client on rdb, which stays the caller's: Sluice never
+// closes it.
+func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalid)
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = "sluice"
+	}
+	if !runtime.ValidQueue(opts.Namespace) {
+		return nil, fmt.Errorf("%w: namespace %q", ErrInvalid, opts.Namespace)
+	}
+	if opts.MaxPayload < 0 || opts.MaxAttempts < 0 {
+		return nil, fmt.Errorf("%w: MaxPayload and MaxAttempts must not be negative", ErrInvalid)
+	}
+	if opts.MaxPayload == 0 {
+		opts.MaxPayload = DefaultMaxPayload
+	}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	for q, n := range opts.Partitions {
+		if !runtime.ValidQueue(q) || n <= 0 || n > 1024 {
+			return nil, fmt.Errorf("%w: partitions of queue %q: %d", ErrInvalid, q, n)
+		}
+	}
+	cfg := store.Config{NS: opts.Namespace}
+	if opts.Clock != nil {
+		cfg.Now = opts.Clock.Now
+	}
+	return &Client{st: store.New(rdb, cfg), opts: opts}, nil
+}
+
+// Enqueued is the result of enqueueing one job.
+type Enqueued struct {
+	ID string
+	// Duplicate: a job with the same caller-supplied ID, kind and arguments
+	// already existed; nothing was added.
+	Duplicate bool
+	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
+	// a different existing job (ErrConflict).
+	Err error
+}
+
+// Item is one job of an EnqueueMany call.
+type Item struct {
+	Args Args
+	Opts []EnqueueOption
+}
+
+// Enqueue adds one job.
+func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) (Enqueued, error) {
+	res, err := c.EnqueueMany(ctx, Item{Args: args, Opts: opts})
+	if err != nil {
+		return Enqueued{}, err
+	}
+	return res[0], res[0].Err
+}
+
+// EnqueueMany adds jobs in one round trip per partition. Every job is
+// validated first: on bad input nothing is added. A job whose ID conflicts
+// has its Err set; the others are added.
+func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
+	type planned struct {
+		ref keys.Ref
+		job store.NewJob
+	}
+	plan := make([]planned, len(items))
+	for i, it := range items {
+		ref, job, err := c.prepare(it)
+		if err != nil {
+			return nil, fmt.Errorf("job %d: %w", i, err)
+		}
+		plan[i] = planned{ref, job}
+	}
+	byPart := map[keys.Partition][]int{}
+	for i, p := range plan {
+		byPart[p.ref.Partition] = append(byPart[p.ref.Partition], i)
+	}
+	out := make([]Enqueued, len(items))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for p, idx := range byPart {
+		wg.Go(func() {
+			jobs := make([]store.NewJob, len(idx))
+			for k, i := range idx {
+				jobs[k] = plan[i].job
+			}
+			sts, errs, err := c.st.Enqueue(ctx, p, jobs)
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+				return
+			}
+			for k, i := range idx {
+				out[i] = Enqueued{ID: plan[i].ref.String(), Duplicate: sts[k] == store.Duplicate, Err: errs[k]}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		return nil, first
+	}
+	return out, nil
+}
+
+func (c *Client) prepare(it Item) (keys.Ref, store.NewJob, error) {
+	if it.Args == nil {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
+	}
+	kind := it.Args.Kind()
+	if !ValidKind(kind) {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+	}
+	if c.opts.Registry != nil && !c.opts.Registry.Known(kind) {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
+	}
+	o := enqueueOptions{queue: "default", maxAttempts: c.opts.MaxAttempts}
+	for _, opt := range it.Opts {
+		if err := opt(&o); err != nil {
+			return keys.Ref{}, store.NewJob{}, err
+		}
+	}
+	payload, err := msgpack.Marshal(it.Args)
+	if err != nil {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
+	}
+	if len(payload) > c.opts.MaxPayload {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %s arguments are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(payload), c.opts.MaxPayload)
+	}
+	var headers []byte
+	if len(o.headers) > 0 {
+		if headers, err = msgpack.Marshal(o.headers); err != nil {
+			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
+		}
+	}
+	local := o.id
+	if local == "" {
+		local = newLocalID()
+	}
+	ref := keys.Ref{Partition: c.st.Partition(o.queue, c.partition(o.queue, o.id)), Local: local}
+	return ref, store.NewJob{
+		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
+		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
+		Priority: o.priority,
+	}, nil
+}
+
+// partition picks the partition of a job: by hash of a caller-supplied ID
+// (so the same ID always lands on the same partition), else round-robin.
+func (c *Client) partition(queue, id string) int {
+	n := max(c.opts.Partitions[queue], 1)
+	if n == 1 {
+		return 0
+	}
+	if id != "" {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id))
+		return int(h.Sum32() % uint32(n))
+	}
+	return int(c.rr.Add(1) % uint64(n))
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// newLocalID is 16 characters: 48 bits of milliseconds then 32 random bits,
+// so IDs sort roughly by creation time.
+func newLocalID() string {
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return idEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,30 @@
+package flow
+
+import (
+	"errors"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrInvalid: bad input (kind, queue name, ID, duration, option).
+	ErrInvalid = errors.New("sluice: invalid input")
+	// ErrPayloadTooLarge: the encoded arguments exceed MaxPayload.
+	ErrPayloadTooLarge = errors.New("sluice: payload too large")
+	// ErrUnknownKind: the kind has no handler in the client's registry.
+	ErrUnknownKind = errors.New("sluice: unknown job kind")
+	// ErrDuplicateKind: a handler for the kind is already registered.
+	ErrDuplicateKind = errors.New("sluice: job kind registered twice")
+	// ErrConflict: a job with the requested ID exists with another kind or
+	// payload.
+	ErrConflict = store.ErrConflict
+	// ErrNotFound: no job has this ID.
+	ErrNotFound = store.ErrNotFound
+	// ErrMalformed: data read from Redis is not a valid job.
+	ErrMalformed = store.ErrMalformed
+	// ErrStale: an attempt's write was rejected because its lease and fence
+	// are no longer current.
+	ErrStale = runtime.ErrStale
+)

@@ -1,0 +1,134 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// EnqueueOption sets one property of an enqueued job.
+type EnqueueOption func(*enqueueOptions) error
+
+type enqueueOptions struct {
+	queue       string
+	id          string
+	delay       time.Duration
+	runAt       time.Time
+	maxAttempts int
+	timeout     time.Duration
+	deadline    time.Time
+	priority    int
+	headers     map[string]string
+}
+
+// MaxIDLength bounds a caller-supplied job ID.
+const MaxIDLength = 128
+
+// MaxPriority is the highest priority; 0 (the default) is the lowest.
+const MaxPriority = 9
+
+// WithQueue puts the job on queue (default "default").
+func WithQueue(queue string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if !runtime.ValidQueue(queue) {
+			return fmt.Errorf("%w: queue name %q", ErrInvalid, queue)
+		}
+		o.queue = queue
+		return nil
+	}
+}
+
+// WithID gives the job a caller-chosen ID, which makes enqueueing it
+// idempotent: the same ID with the same kind and arguments is a no-op
+// success (Enqueued.Duplicate), with different ones an ErrConflict. The ID
+// is remembered until the job is deleted after its retention.
+func WithID(id string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if id == "" || len(id) > MaxIDLength {
+			return fmt.Errorf("%w: job ID must be 1 to %d bytes", ErrInvalid, MaxIDLength)
+		}
+		for _, c := range id {
+			if c <= ' ' || c == 0x7f {
+				return fmt.Errorf("%w: job ID %q contains a space or control character", ErrInvalid, id)
+			}
+		}
+		o.id = id
+		return nil
+	}
+}
+
+// WithDelay makes the job due d from now (store time).
+func WithDelay(d time.Duration) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if d < 0 {
+			return fmt.Errorf("%w: negative delay %s", ErrInvalid, d)
+		}
+		o.delay = d
+		return nil
+	}
+}
+
+// WithRunAt makes the job due at t.
+func WithRunAt(t time.Time) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		o.runAt = t
+		return nil
+	}
+}
+
+// WithMaxAttempts sets how many returned errors archive the job (default
+// 25).
+func WithMaxAttempts(n int) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if n <= 0 {
+			return fmt.Errorf("%w: max attempts %d must be positive", ErrInvalid, n)
+		}
+		o.maxAttempts = n
+		return nil
+	}
+}
+
+// WithTimeout bounds each attempt to d.
+func WithTimeout(d time.Duration) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: timeout %s must be positive", ErrInvalid, d)
+		}
+		o.timeout = d
+		return nil
+	}
+}
+
+// WithDeadline bounds the job's useful life across attempts: once t passes
+// it is archived with reason deadline_exceeded instead of running.
+func WithDeadline(t time.Time) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if t.IsZero() {
+			return fmt.Errorf("%w: zero deadline", ErrInvalid)
+		}
+		o.deadline = t
+		return nil
+	}
+}
+
+// WithPriority sets the job's priority, 0 (default, lowest) to MaxPriority;
+// within a queue partition higher priorities are always claimed first.
+func WithPriority(p int) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if p < 0 || p > MaxPriority {
+			return fmt.Errorf("%w: priority %d not in 0..%d", ErrInvalid, p, MaxPriority)
+		}
+		o.priority = p
+		return nil
+	}
+}
+
+// WithHeaders attaches string headers (trace context, tenant, ...) that the
+// handler sees as Job.Headers.
+func WithHeaders(h map[string]string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		o.headers = h
+		return nil
+	}
+}

@@ -1,0 +1,100 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Args is a job's arguments: any msgpack-encodable type with a stable kind
+// name. Kind must not change once jobs of the type exist.
+type Args interface {
+	Kind() string
+}
+
+var kindName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$`)
+
+// ValidKind reports whether k is a valid kind: 1 to 128 letters, digits or
+// '_', '.', ':', '/', '-', starting with a letter or digit.
+func ValidKind(k string) bool { return kindName.MatchString(k) }
+
+// Registry maps job kinds to handlers. It implements runtime.Handlers.
+type Registry struct {
+	mu       sync.RWMutex
+	handlers map[string]runtime.Handler
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{handlers: map[string]runtime.Handler{}}
+}
+
+// Handler returns the handler of kind.
+func (r *Registry) Handler(kind string) (runtime.Handler, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	h, ok := r.handlers[kind]
+	return h, ok
+}
+
+// Known reports whether kind has a handler.
+func (r *Registry) Known(kind string) bool {
+	_, ok := r.Handler(kind)
+	return ok
+}
+
+func (r *Registry) add(kind string, h runtime.Handler) error {
+	if !ValidKind(kind) {
+		return fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.handlers[kind]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicateKind, kind)
+	}
+	r.handlers[kind] = h
+	return nil
+}
+
+// Register adds the handler of job type T. It fails on an invalid or
+// already registered kind, or a nil handler.
+func Register[T Args](r *Registry, fn func(ctx context.Context, job *Job[T]) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalid)
+	}
+	return RegisterResult(r, func(ctx context.Context, job *Job[T]) (struct{}, error) {
+		return struct{}{}, fn(ctx, job)
+	})
+}
+
+// RegisterResult adds the handler of job type T whose result R is stored
+// (msgpack) with the job when it completes.
+func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job *Job[T]) (R, error)) error {
+	if fn == nil {
+		return fmt.Errorf("%w: nil handler", ErrInvalid)
+	}
+	var zero T
+	_, empty := any(struct{}{}).(R)
+	h := runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+		job, err := newJob[T](a)
+		if err != nil {
+			return nil, &outcome.Park{Reason: "malformed_payload", Err: err}
+		}
+		res, err := fn(ctx, job)
+		if err != nil || empty {
+			return nil, err
+		}
+		b, err := msgpack.Marshal(res)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the result of %s: %w", a.ID, err)
+		}
+		return b, nil
+	})
+	return r.add(zero.Kind(), h)
+}

@@ -1,0 +1,109 @@
+// Package keys builds every Redis key and channel name Sluice uses. No
+// other Go code assembles key strings; the Lua prelude (lua/lib.lua) builds
+// the per-job keys from the same prefix, and a test checks the two agree.
+//
+// All keys of one queue partition share the hash tag {ns:queue:partition},
+// so every script touches a single cluster slot.
+package keys
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Priorities is the number of priority levels (0..Priorities-1).
+const Priorities = 10
+
+// Partition names the keys of one partition of one queue.
+type Partition struct {
+	NS    string
+	Queue string
+	Index int
+}
+
+// Tag is the partition's cluster hash tag, braces included.
+func (p Partition) Tag() string {
+	return "{" + p.NS + ":" + p.Queue + ":" + strconv.Itoa(p.Index) + "}"
+}
+
+// Prefix is what every key of the partition starts with.
+func (p Partition) Prefix() string { return p.Tag() + ":" }
+
+// Job is the hash of one job.
+func (p Partition) Job(id string) string { return p.Prefix() + "j:" + id }
+
+// Errors is the list of a job's most recent errors.
+func (p Partition) Errors(id string) string { return p.Prefix() + "e:" + id }
+
+// Steps is the hash of a job's step checkpoints.
+func (p Partition) Steps(id string) string { return p.Prefix() + "s:" + id }
+
+// Sched is the zset of scheduled and retryable jobs by due time.
+func (p Partition) Sched() string { return p.Prefix() + "sched" }
+
+// Running is the zset of running jobs by lease expiry.
+func (p Partition) Running() string { return p.Prefix() + "run" }
+
+// Stats is the hash counting jobs per state.
+func (p Partition) Stats() string { return p.Prefix() + "stats" }
+
+// Available is the list of available jobs at one priority.
+func (p Partition) Available(priority int) string {
+	return p.Prefix() + "avail:" + strconv.Itoa(priority)
+}
+
+// Terminal is the zset of jobs in a finished state, scored by the time
+// they may be deleted: state is completed, archived, quarantined or
+// cancelled.
+func (p Partition) Terminal(state string) string { return p.Prefix() + state }
+
+// Script is the KEYS list every script receives, in the order lua/lib.lua
+// documents.
+func (p Partition) Script() []string {
+	pfx := p.Prefix()
+	ks := []string{
+		p.Sched(), p.Running(),
+		p.Terminal("completed"), p.Terminal("archived"),
+		p.Terminal("quarantined"), p.Terminal("cancelled"),
+		p.Stats(), pfx + "idle",
+	}
+	for i := range Priorities {
+		ks = append(ks, p.Available(i))
+	}
+	return ks
+}
+
+// WakeChannel is the pub/sub channel on which idle workers of a queue learn
+// that one of its partitions has work. The message is the partition index.
+func WakeChannel(ns, queue string) string { return ns + ":wake:" + queue }
+
+// Ref locates one job: its partition and its ID within the partition. Its
+// string form, queue:partition:local, is the job ID users see; the
+// namespace is the client's.
+type Ref struct {
+	Partition
+	Local string
+}
+
+// String is the job ID users see.
+func (r Ref) String() string {
+	return r.Queue + ":" + strconv.Itoa(r.Index) + ":" + r.Local
+}
+
+// ParseRef reads a job ID written by Ref.String. It reports false when id
+// is not of that form.
+func ParseRef(ns, id string) (Ref, bool) {
+	q, rest, ok := strings.Cut(id, ":")
+	if !ok || q == "" {
+		return Ref{}, false
+	}
+	ps, local, ok := strings.Cut(rest, ":")
+	if !ok || local == "" {
+		return Ref{}, false
+	}
+	idx, err := strconv.Atoi(ps)
+	if err != nil || idx < 0 || strconv.Itoa(idx) != ps {
+		return Ref{}, false
+	}
+	return Ref{Partition: Partition{NS: ns, Queue: q, Index: idx}, Local: local}, true
+}

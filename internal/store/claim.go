@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// ClaimRequest asks for up to N jobs of one partition.
+type ClaimRequest struct {
+	N            int
+	Lease        time.Duration
+	KindLease    map[string]time.Duration // per-kind lease overrides
+	Worker       string
+	Nonce        string // makes lease IDs unique: nonce.1, nonce.2, ...
+	PromoteLimit int
+}
+
+// Parked is a job the claim moved to archived instead of running it.
+type Parked struct {
+	Local  string
+	Reason string
+}
+
+// ClaimResult is what a claim leased.
+type ClaimResult struct {
+	Jobs []*Job
+	// Dry reports that the partition ran out of ready jobs: fewer than N were
+	// claimed. NextDue is then the earliest scheduled job's due time (zero:
+	// none), and the partition will publish a wake-up on new work.
+	Dry     bool
+	NextDue time.Time
+	Parked  []Parked
+}
+
+// Claim leases up to req.N ready jobs in one round trip.
+func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (ClaimResult, error) {
+	args := make([]any, 0, 6+2*len(req.KindLease))
+	args = append(args, req.N, ms(req.Lease), req.Worker, req.Nonce, req.PromoteLimit, len(req.KindLease))
+	for k, d := range req.KindLease {
+		args = append(args, k, ms(d))
+	}
+	v, err := s.run(ctx, lua.Claim, p, args...).Result()
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	reply, ok := v.([]any)
+	if !ok || len(reply) < 2 {
+		return ClaimResult{}, fmt.Errorf("%w: claim reply %T", ErrMalformed, v)
+	}
+	var res ClaimResult
+	if nd, _ := reply[0].(int64); nd != -2 {
+		res.Dry = true
+		res.NextDue = timeOrZero(nd)
+	}
+	parked, err := strs(reply[1])
+	if err != nil {
+		return res, err
+	}
+	for i := 0; i+1 < len(parked); i += 2 {
+		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
+	}
+	for _, e := range reply[2:] {
+		flat, ok := e.([]any)
+		if !ok {
+			return res, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
+		}
+		j, err := decodeJob("", flat)
+		if err != nil {
+			return res, err
+		}
+		res.Jobs = append(res.Jobs, j)
+	}
+	return res, nil
+}

@@ -1,0 +1,49 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// NewJob is a job to add. Validation is the caller's; the store writes
+// what it is given.
+type NewJob struct {
+	Local       string
+	Kind        string
+	Payload     []byte
+	Headers     []byte
+	RunAt       time.Time     // absolute due time; zero: now
+	Delay       time.Duration // due after this long in store time
+	MaxAttempts int
+	Timeout     time.Duration
+	Deadline    time.Time
+	Priority    int
+}
+
+// Enqueue adds jobs to one partition in one round trip. It returns one
+// status per job; a Conflicted job's status comes with ErrConflict in errs.
+func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueStatus, []error, error) {
+	args := make([]any, 0, 1+len(jobs)*10)
+	args = append(args, len(jobs))
+	for _, j := range jobs {
+		args = append(args, j.Local, j.Kind, j.Payload, unixMS(j.RunAt), ms(j.Delay),
+			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers)
+	}
+	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
+	if err != nil {
+		return nil, nil, err
+	}
+	answers, err := strs(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	sts := make([]EnqueueStatus, len(answers))
+	errs := make([]error, len(answers))
+	for i, a := range answers {
+		sts[i], errs[i] = enqueueStatus(a)
+	}
+	return sts, errs, nil
+}

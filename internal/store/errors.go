@@ -1,0 +1,56 @@
+package store
+
+import "errors"
+
+// Errors the store reports. Script status codes are mapped to these here and
+// nowhere else.
+var (
+	// ErrStale: the attempt's identity (lease ID, fence) is no longer current;
+	// nothing was written.
+	ErrStale = errors.New("sluice: stale attempt: the lease or fence moved on")
+	// ErrConflict: a job with the caller's ID exists with other content.
+	ErrConflict = errors.New("sluice: a job with this ID exists with a different kind or payload")
+	// ErrNotFound: no job has this ID (never enqueued, or deleted after its
+	// retention).
+	ErrNotFound = errors.New("sluice: job not found")
+	// ErrMalformed: data read from Redis is not a valid job.
+	ErrMalformed = errors.New("sluice: malformed job data in Redis")
+)
+
+// Enqueue statuses, one per job.
+const (
+	statusNew      = "new"
+	statusExists   = "exists"
+	statusConflict = "conflict"
+	statusStale    = "stale"
+)
+
+// EnqueueStatus says what an enqueue did with one job.
+type EnqueueStatus int
+
+// What an enqueue did.
+const (
+	Added      EnqueueStatus = iota // the job was added
+	Duplicate                       // the same job (ID, kind, payload) already exists: no-op
+	Conflicted                      // the ID is taken by a different job
+)
+
+func enqueueStatus(s string) (EnqueueStatus, error) {
+	switch s {
+	case statusNew:
+		return Added, nil
+	case statusExists:
+		return Duplicate, nil
+	case statusConflict:
+		return Conflicted, ErrConflict
+	}
+	return 0, errors.New("sluice: unexpected enqueue status " + s)
+}
+
+// ackState maps an ack script answer to the job's new state or ErrStale.
+func ackState(s string) (string, error) {
+	if s == statusStale {
+		return "", ErrStale
+	}
+	return s, nil
+}

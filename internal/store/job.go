@@ -1,0 +1,144 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Job is a job hash as read from Redis.
+type Job struct {
+	Local        string // ID within the partition
+	Kind         string
+	Payload      []byte
+	Headers      []byte
+	State        string
+	Priority     int
+	Attempt      int // returned errors (and timeouts) so far
+	CrashAttempt int // crashes (panics, lost leases) so far
+	MaxAttempts  int
+	Fence        int64
+	LeaseID      string
+	Worker       string
+	LeaseStart   time.Time
+	LeaseExpiry  time.Time
+	Timeout      time.Duration
+	Deadline     time.Time
+	Created      time.Time
+	RunAt        time.Time
+	Finished     time.Time
+	Reason       string // why it reached a terminal state, if it did
+	LastError    string
+	Result       []byte
+	Orphan       Orphan
+}
+
+// Orphan is the provenance of a job reclaimed after a crash.
+type Orphan struct {
+	Holder    string    // worker whose lease expired
+	ExpiredAt time.Time // when that lease expired
+	Count     int       // how many times the job was reclaimed
+}
+
+// ErrorRecord is one entry of a job's recent errors.
+type ErrorRecord struct {
+	Class        string    `json:"k"` // error, timeout, panic, lease_expired, deadline, ...
+	At           time.Time `json:"-"`
+	AtMillis     int64     `json:"t"`
+	Attempt      int       `json:"a"`
+	CrashAttempt int       `json:"c"`
+	Message      string    `json:"m"`
+	Stack        string    `json:"s"`
+}
+
+// decodeJob reads a flat HGETALL reply. Unknown fields are ignored, so newer
+// writers do not break older readers.
+func decodeJob(local string, flat []any) (*Job, error) {
+	if len(flat)%2 != 0 {
+		return nil, fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
+	}
+	j := &Job{Local: local}
+	var err error
+	num := func(v string) int64 {
+		n, e := strconv.ParseInt(v, 10, 64)
+		if e != nil && err == nil {
+			err = fmt.Errorf("%w: job %s: field is not a number: %q", ErrMalformed, local, v)
+		}
+		return n
+	}
+	ms := func(v string) time.Time { return time.UnixMilli(num(v)) }
+	seen := false
+	for i := 0; i < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		switch k {
+		case "id":
+			j.Local = v
+		case "k":
+			j.Kind, seen = v, true
+		case "p":
+			j.Payload = []byte(v)
+		case "h":
+			j.Headers = []byte(v)
+		case "s":
+			j.State = v
+		case "pr":
+			j.Priority = int(num(v))
+		case "a":
+			j.Attempt = int(num(v))
+		case "c":
+			j.CrashAttempt = int(num(v))
+		case "ma":
+			j.MaxAttempts = int(num(v))
+		case "f":
+			j.Fence = num(v)
+		case "l":
+			j.LeaseID = v
+		case "w":
+			j.Worker = v
+		case "ls":
+			j.LeaseStart = ms(v)
+		case "le":
+			j.LeaseExpiry = ms(v)
+		case "to":
+			j.Timeout = time.Duration(num(v)) * time.Millisecond
+		case "dl":
+			j.Deadline = ms(v)
+		case "ct":
+			j.Created = ms(v)
+		case "rt":
+			j.RunAt = ms(v)
+		case "ft":
+			j.Finished = ms(v)
+		case "xr":
+			j.Reason = v
+		case "er":
+			j.LastError = v
+		case "r":
+			j.Result = []byte(v)
+		case "oh":
+			j.Orphan.Holder = v
+		case "oe":
+			j.Orphan.ExpiredAt = ms(v)
+		case "on":
+			j.Orphan.Count = int(num(v))
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !seen {
+		return nil, fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
+	}
+	return j, nil
+}
+
+func decodeErrorRecord(s string) (ErrorRecord, error) {
+	var r ErrorRecord
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return r, fmt.Errorf("%w: error record: %v", ErrMalformed, err)
+	}
+	r.At = time.UnixMilli(r.AtMillis)
+	return r, nil
+}

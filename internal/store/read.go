@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// Get reads one job with its recent errors in one round trip.
+func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, error) {
+	var (
+		all  *redis.MapStringStringCmd
+		errs *redis.StringSliceCmd
+		exp  *redis.FloatCmd
+	)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, ref.Job(ref.Local))
+		errs = p.LRange(ctx, ref.Errors(ref.Local), 0, -1)
+		exp = p.ZScore(ctx, ref.Running(), ref.Local)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, err
+	}
+	m := all.Val()
+	if len(m) == 0 {
+		return nil, nil, ErrNotFound
+	}
+	flat := make([]any, 0, 2*len(m)+2)
+	for k, v := range m {
+		flat = append(flat, k, v)
+	}
+	j, err := decodeJob(ref.Local, flat)
+	if err != nil {
+		return nil, nil, err
+	}
+	if e, err := exp.Result(); err == nil && j.State == "running" {
+		j.LeaseExpiry = timeOrZero(int64(e))
+	}
+	var recs []ErrorRecord
+	for _, s := range errs.Val() {
+		r, err := decodeErrorRecord(s)
+		if err != nil {
+			return j, recs, err
+		}
+		recs = append(recs, r)
+	}
+	return j, recs, nil
+}

@@ -1,0 +1,105 @@
+// Package store runs Sluice's Lua scripts against Redis and decodes their
+// answers. It is the only Go code that talks to the job data model; callers
+// work in whole partitions, one script call (one round trip) each.
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// Config is the part of a deployment's settings that scripts need.
+type Config struct {
+	NS              string
+	RetainCompleted time.Duration // < 0: delete completed jobs at once
+	RetainArchived  time.Duration // archived and quarantined jobs
+	RetainCancelled time.Duration
+	CrashLimit      int
+	// Now, when set, replaces the store's TIME in every script (tests only).
+	Now func() time.Time
+}
+
+// Store runs scripts for one namespace.
+type Store struct {
+	rdb redis.UniversalClient
+	cfg Config
+}
+
+// New returns a Store on rdb. rdb is the caller's; the Store never closes it.
+func New(rdb redis.UniversalClient, cfg Config) *Store {
+	return &Store{rdb: rdb, cfg: cfg}
+}
+
+// Client is the Redis client the store runs on.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
+
+// NS is the store's namespace.
+func (s *Store) NS() string { return s.cfg.NS }
+
+// Partition names partition index of queue in this namespace.
+func (s *Store) Partition(queue string, index int) keys.Partition {
+	return keys.Partition{NS: s.cfg.NS, Queue: queue, Index: index}
+}
+
+// run executes a script with the common ARGV header of lua/lib.lua
+// followed by args.
+func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, args ...any) *redis.Cmd {
+	now := ""
+	if s.cfg.Now != nil {
+		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
+	}
+	argv := make([]any, 0, 8+len(args))
+	argv = append(argv, now, p.Prefix(), keys.WakeChannel(p.NS, p.Queue), p.Index,
+		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
+		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
+	argv = append(argv, args...)
+	return sc.Run(ctx, s.rdb, p.Script(), argv...)
+}
+
+func retention(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
+}
+
+func ms(d time.Duration) int64 { return d.Milliseconds() }
+
+func unixMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func timeOrZero(v int64) time.Time {
+	if v < 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
+
+func strs(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: script answered %T, want a list", ErrMalformed, v)
+	}
+	out := make([]string, len(list))
+	for i, e := range list {
+		switch x := e.(type) {
+		case string:
+			out[i] = x
+		case int64:
+			out[i] = strconv.FormatInt(x, 10)
+		default:
+			return nil, fmt.Errorf("%w: list entry %T", ErrMalformed, e)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,90 @@
+-- ack.lua: record the outcomes of finished attempts in one partition.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]: number of outcomes n; then n groups of 8 fields:
+--   id, lease ID, fence, code, delay (ms), message, data, reason
+-- codes and their transitions (all from running):
+--   ok        -> completed; data is the result (kept when non-empty)
+--   retry     attempt+1 -> retryable at now+delay, or archived
+--             ('attempts_exhausted') when attempt reaches max_attempts;
+--             reason names the error class ('error' or 'timeout'), data a stack
+--   free      no counter -> available, or scheduled at now+delay (rate
+--             limited / non-consuming errors)
+--   snooze    no counter -> scheduled at now+delay
+--   skip      -> archived ('skipped')
+--   revoke    -> cancelled ('revoked')
+--   deadline  -> archived ('deadline_exceeded')
+--   crash     crash_attempt+1 -> available (back of its priority list), or
+--             quarantined at the crash limit; data is the stack
+--   release   no counter -> available at the front (shutdown hand-back)
+--   park      -> archived with the given reason (unknown kind, bad payload)
+-- Every outcome first checks the attempt's identity: the job must be
+-- running under exactly this lease ID and fence.
+-- Returns: one entry per outcome: the job's new state, or 'stale' when the
+--   identity check failed (nothing was written for it).
+local n = tonumber(ARGV[9])
+local out = {}
+for i = 0, n - 1 do
+  local b = 10 + i * 8
+  local id, code = ARGV[b], ARGV[b + 3]
+  local delay, msg, data, reason = tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6], ARGV[b + 7]
+  local jk = job_key(id)
+  local h = redis.call('HMGET', jk, 's', 'l', 'f')
+  local state = 'stale'
+  if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
+    clear_lease(jk, id)
+    if code == 'ok' then
+      if data ~= '' then redis.call('HSET', jk, 'r', data) end
+      finish(jk, id, 'running', 'completed', '')
+      state = 'completed'
+    elseif code == 'retry' then
+      local a = redis.call('HINCRBY', jk, 'a', 1)
+      record_error(jk, id, reason, msg, data)
+      local ma = tonumber(redis.call('HGET', jk, 'ma')) or 1
+      if a >= ma then
+        finish(jk, id, 'running', 'archived', 'attempts_exhausted')
+        state = 'archived'
+      else
+        schedule(jk, id, 'running', 'retryable', NOW + delay)
+        state = 'retryable'
+      end
+    elseif code == 'free' then
+      if delay > 0 then
+        schedule(jk, id, 'running', 'scheduled', NOW + delay)
+        state = 'scheduled'
+      else
+        make_available(jk, id, 'running', false)
+        state = 'available'
+      end
+    elseif code == 'snooze' then
+      schedule(jk, id, 'running', 'scheduled', NOW + delay)
+      state = 'scheduled'
+    elseif code == 'skip' then
+      if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
+      finish(jk, id, 'running', 'archived', 'skipped')
+      state = 'archived'
+    elseif code == 'revoke' then
+      if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
+      finish(jk, id, 'running', 'cancelled', 'revoked')
+      state = 'cancelled'
+    elseif code == 'deadline' then
+      record_error(jk, id, 'deadline', msg, '')
+      finish(jk, id, 'running', 'archived', 'deadline_exceeded')
+      state = 'archived'
+    elseif code == 'crash' then
+      record_error(jk, id, reason, msg, data)
+      state = crash(jk, id, 'running')
+    elseif code == 'release' then
+      make_available(jk, id, 'running', true)
+      state = 'available'
+    elseif code == 'park' then
+      record_error(jk, id, reason, msg, '')
+      finish(jk, id, 'running', 'archived', reason)
+      state = 'archived'
+    else
+      return redis.error_reply('ERR sluice: unknown ack code ' .. code)
+    end
+  end
+  out[#out + 1] = state
+end
+return out

@@ -1,0 +1,87 @@
+-- claim.lua: lease up to n ready jobs of one partition to a worker.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]  n, the most jobs to claim
+-- ARGV[10] default lease duration (ms)
+-- ARGV[11] worker identity (recorded as the lease holder)
+-- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim
+-- ARGV[13] how many due scheduled jobs to promote first
+-- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
+-- Returns: { next_due, archived, job... }
+--   next_due  earliest due time in sched (ms), or -1; set only when fewer
+--             than n jobs were claimed (the partition ran dry), else -2
+--   archived  flat list of id, reason for jobs moved to archived instead
+--             of being claimed (deadline passed, malformed hash)
+--   job       the job hash (flat HGETALL) after the claim, plus 'le', the
+--             lease expiry, and 'id', the job's ID in the partition
+-- Transitions: scheduled|retryable -> available (promotion),
+--   available -> running (claim), available -> archived (deadline passed or
+--   malformed job).
+-- Each claim increments the job's fence (HINCRBY f) and draws a new lease
+-- ID; the pair is the attempt's identity. When the partition runs dry the
+-- idle flag is set so the next enqueue publishes a wake-up.
+local n = tonumber(ARGV[9])
+local lease_ms = tonumber(ARGV[10])
+local worker, nonce = ARGV[11], ARGV[12]
+promote(tonumber(ARGV[13]))
+local kind_lease = {}
+local m = tonumber(ARGV[14])
+for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
+
+local jobs, archived = {}, {}
+local seq = 0
+for prio = MAX_PRIORITY, 0, -1 do
+  local ak = avail_key(prio)
+  while #jobs < n do
+    local ids = redis.call('LPOP', ak, n - #jobs)
+    if not ids then break end
+    for _, id in ipairs(ids) do
+      local jk = job_key(id)
+      local h = redis.pcall('HMGET', jk, 's', 'k', 'p', 'dl', 'f', 'a', 'c')
+      if type(h) == 'table' and h.err then
+        -- the key holds something that is not a job hash: set it aside
+        redis.call('RENAME', jk, jk .. ':corrupt')
+        redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
+        finish(jk, id, 'available', 'archived', 'malformed')
+        archived[#archived + 1] = id
+        archived[#archived + 1] = 'malformed'
+      elseif h[1] == 'available' then
+        local dl = tonumber(h[4])
+        if not h[2] or h[2] == '' or not h[3] or not tonumber(h[5]) or not tonumber(h[6]) or not tonumber(h[7]) then
+          finish(jk, id, 'available', 'archived', 'malformed')
+          archived[#archived + 1] = id
+          archived[#archived + 1] = 'malformed'
+        elseif dl and dl <= NOW then
+          finish(jk, id, 'available', 'archived', 'deadline_exceeded')
+          archived[#archived + 1] = id
+          archived[#archived + 1] = 'deadline_exceeded'
+        else
+          seq = seq + 1
+          local fence = redis.call('HINCRBY', jk, 'f', 1)
+          local lease = nonce .. '.' .. seq
+          local expiry = NOW + (kind_lease[h[2]] or lease_ms)
+          redis.call('HSET', jk, 's', 'running', 'l', lease, 'w', worker, 'ls', NOW)
+          redis.call('ZADD', K_RUN, expiry, id)
+          count('available', 'running')
+          local job = redis.call('HGETALL', jk)
+          job[#job + 1] = 'le'
+          job[#job + 1] = tostring(expiry)
+          job[#job + 1] = 'id'
+          job[#job + 1] = id
+          jobs[#jobs + 1] = job
+        end
+      end
+      -- any other state: a stale list entry (the job moved on); drop it
+    end
+  end
+  if #jobs >= n then break end
+end
+
+local nd = -2
+if #jobs < n then
+  nd = next_due()
+  redis.call('SET', K_IDLE, '1')
+end
+local out = { nd, archived }
+for _, job in ipairs(jobs) do out[#out + 1] = job end
+return out

@@ -1,0 +1,157 @@
+-- lib.lua: the shared prelude, prepended to every script in this folder.
+--
+-- Every script receives the same KEYS layout and the same first ARGV
+-- entries, so the key names live in one place here (mirrored by Go's
+-- internal/keys) and script-specific arguments start at ARGV[9].
+--
+-- KEYS (all in one partition, so all share one hash tag):
+--   1 sched   zset  scheduled and retryable jobs, score = due time (ms)
+--   2 run     zset  running jobs, score = lease expiry (ms)
+--   3 done    zset  completed jobs, score = time they may be deleted (ms)
+--   4 dead    zset  archived jobs (dead letters), score = deletion time
+--   5 quar    zset  quarantined jobs, score = deletion time
+--   6 canc    zset  cancelled jobs, score = deletion time
+--   7 stats   hash  number of jobs per state
+--   8 idle    string set while a worker waits for work on this partition
+--   9..18     lists available jobs, one list per priority 0..9
+-- ARGV:
+--   1 now ms, or '' to use the store's TIME
+--   2 prefix of per-job keys ("{tag}:")
+--   3 pub/sub channel that wakes idle workers
+--   4 partition number (the wake-up message)
+--   5 retention of completed jobs in ms (-1: delete at once)
+--   6 retention of archived and quarantined jobs in ms
+--   7 retention of cancelled jobs in ms
+--   8 crash limit: crash_attempt at which a job is quarantined
+
+local K_SCHED, K_RUN, K_DONE, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_QUAR, K_CANC, K_STATS, K_IDLE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
+local RET = {
+  completed = tonumber(ARGV[5]),
+  archived = tonumber(ARGV[6]),
+  quarantined = tonumber(ARGV[6]),
+  cancelled = tonumber(ARGV[7]),
+}
+local TERMINAL = { completed = K_DONE, archived = K_DEAD, quarantined = K_QUAR, cancelled = K_CANC }
+local CRASH_LIMIT = tonumber(ARGV[8])
+local MAX_PRIORITY = 9
+local ERR_KEEP = 10
+local MSG_MAX = 1024
+
+local function now_ms()
+  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local NOW = now_ms()
+
+local function job_key(id) return PFX .. 'j:' .. id end
+local function err_key(id) return PFX .. 'e:' .. id end
+local function steps_key(id) return PFX .. 's:' .. id end
+local function avail_key(prio) return KEYS[9 + prio] end
+
+-- count moves one job between per-state counters.
+local function count(from, to)
+  if from and from ~= '' then redis.call('HINCRBY', K_STATS, from, -1) end
+  if to and to ~= '' then redis.call('HINCRBY', K_STATS, to, 1) end
+end
+
+-- wake tells idle workers (if any registered) that this partition has work.
+local function wake()
+  if redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
+end
+
+local function priority(jk)
+  local p = tonumber(redis.call('HGET', jk, 'pr')) or 0
+  if p < 0 or p > MAX_PRIORITY then p = 0 end
+  return p
+end
+
+-- make_available puts a job at the back of its priority list, or at the
+-- front when it is handed back untouched (shutdown release).
+local function make_available(jk, id, from, front)
+  redis.call('HSET', jk, 's', 'available')
+  redis.call('HDEL', jk, 'rt')
+  if front then
+    redis.call('LPUSH', avail_key(priority(jk)), id)
+  else
+    redis.call('RPUSH', avail_key(priority(jk)), id)
+  end
+  count(from, 'available')
+  wake()
+end
+
+local function schedule(jk, id, from, state, at)
+  redis.call('HSET', jk, 's', state, 'rt', at)
+  redis.call('ZADD', K_SCHED, at, id)
+  count(from, state)
+  wake()
+end
+
+local function clear_lease(jk, id)
+  redis.call('HDEL', jk, 'l', 'w', 'ls')
+  redis.call('ZREM', K_RUN, id)
+end
+
+local function delete_job(id)
+  redis.call('DEL', job_key(id), err_key(id), steps_key(id), job_key(id) .. ':corrupt')
+end
+
+-- finish moves a job to a terminal (or parked) state; reason may be ''.
+local function finish(jk, id, from, state, reason)
+  local ret = RET[state]
+  if ret < 0 then
+    delete_job(id)
+    count(from, nil)
+    return
+  end
+  count(from, state)
+  redis.call('HSET', jk, 's', state, 'ft', NOW)
+  if reason ~= '' then redis.call('HSET', jk, 'xr', reason) end
+  redis.call('ZADD', TERMINAL[state], NOW + ret, id)
+end
+
+-- record_error keeps the last ERR_KEEP errors of a job, newest first.
+local function record_error(jk, id, kind, msg, stack)
+  if #msg > MSG_MAX then msg = string.sub(msg, 1, MSG_MAX) end
+  local a = redis.call('HGET', jk, 'a') or '0'
+  local c = redis.call('HGET', jk, 'c') or '0'
+  redis.call('HSET', jk, 'er', msg)
+  local ek = err_key(id)
+  redis.call('LPUSH', ek, cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack }))
+  redis.call('LTRIM', ek, 0, ERR_KEEP - 1)
+end
+
+-- crash charges crash_attempt and either requeues the job behind the work
+-- already waiting at its priority (suspect demotion) or quarantines it.
+local function crash(jk, id, from)
+  local c = redis.call('HINCRBY', jk, 'c', 1)
+  if c >= CRASH_LIMIT then
+    finish(jk, id, from, 'quarantined', 'crash_limit')
+    return 'quarantined'
+  end
+  make_available(jk, id, from, false)
+  return 'available'
+end
+
+-- promote moves up to limit due scheduled/retryable jobs to available.
+local function promote(limit)
+  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', K_SCHED, id)
+    local jk = job_key(id)
+    local s = redis.call('HGET', jk, 's')
+    if s == 'scheduled' or s == 'retryable' then
+      make_available(jk, id, s, false)
+    end
+  end
+  return #due
+end
+
+-- next_due is the earliest due time in sched, or -1.
+local function next_due()
+  local first = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')
+  if #first == 0 then return -1 end
+  return tonumber(first[2])
+end

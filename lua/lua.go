@@ -1,0 +1,48 @@
+// Package lua holds every Redis script Sluice runs, one .lua file each.
+//
+// Each script is the shared prelude lib.lua followed by the script's own
+// file; the header of every file documents its KEYS, ARGV, return value and
+// the job state transitions it makes. Scripts run through redis.Script:
+// EVALSHA first, EVAL when the server answers NOSCRIPT (after a restart or
+// SCRIPT FLUSH).
+package lua
+
+import (
+	"embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Scripts by name; each is lib.lua followed by <name>.lua.
+var (
+	Enqueue = load("enqueue")
+	Claim   = load("claim")
+	Renew   = load("renew")
+	Ack     = load("ack")
+	Reap    = load("reap")
+	Promote = load("promote")
+	Sweep   = load("sweep")
+)
+
+// Source returns the full text of the named script (prelude included), for
+// tests and debugging.
+func Source(name string) string {
+	return prelude() + body(name)
+}
+
+func load(name string) *redis.Script {
+	return redis.NewScript(Source(name))
+}
+
+func prelude() string { return body("lib") }
+
+func body(name string) string {
+	b, err := files.ReadFile(name + ".lua")
+	if err != nil {
+		panic("lua: missing embedded script " + name + ".lua")
+	}
+	return string(b)
+}

@@ -1,0 +1,22 @@
+-- renew.lua: extend every lease a worker holds in one partition.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]: number of leases n; then n groups of 4 fields:
+--   id, lease ID, fence, lease duration (ms)
+-- Returns: flat list of lease ID, state for each lease that is no longer
+--   held (state is the job's current state, or '' when the job is gone).
+-- Transitions: none; only the lease expiry (score in run) moves.
+local n = tonumber(ARGV[9])
+local lost = {}
+for i = 0, n - 1 do
+  local b = 10 + i * 4
+  local id = ARGV[b]
+  local h = redis.call('HMGET', job_key(id), 's', 'l', 'f')
+  if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
+    redis.call('ZADD', K_RUN, 'XX', NOW + tonumber(ARGV[b + 3]), id)
+  else
+    lost[#lost + 1] = ARGV[b + 1]
+    lost[#lost + 1] = h[1] or ''
+  end
+end
+return lost

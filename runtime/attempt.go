@@ -1,0 +1,61 @@
+package runtime
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Attempt is one execution of a job, as its handler sees it.
+type Attempt struct {
+	ID           string // the job ID (queue:partition:local)
+	Queue        string
+	Kind         string
+	Payload      []byte
+	Headers      []byte
+	Priority     int
+	Attempt      int // returned errors so far (0 on the first try)
+	CrashAttempt int // crashes so far
+	MaxAttempts  int
+	Fence        int64  // this attempt's fencing token
+	LeaseID      string // this attempt's lease ID
+	Created      time.Time
+	Deadline     time.Time // zero: none
+	Orphan       Orphan    // set when the job was ever reclaimed after a crash
+
+	ref      keys.Ref
+	lease    time.Duration
+	timeout  time.Duration // the job's own attempt timeout, if set
+	mu       sync.Mutex
+	cancel   context.CancelCauseFunc
+	leaseEnd time.Time // our own estimate of when the lease runs out
+}
+
+// Orphan is the provenance of a job that was reclaimed after a crash.
+type Orphan = store.Orphan
+
+type attemptKey struct{}
+
+// AttemptFrom returns the attempt running in ctx, if any.
+func AttemptFrom(ctx context.Context) (*Attempt, bool) {
+	a, ok := ctx.Value(attemptKey{}).(*Attempt)
+	return a, ok
+}
+
+func (a *Attempt) storeLease() store.Lease {
+	return store.Lease{Local: a.ref.Local, LeaseID: a.LeaseID, Fence: a.Fence}
+}
+
+func newAttempt(p keys.Partition, j *store.Job, lease time.Duration) *Attempt {
+	ref := keys.Ref{Partition: p, Local: j.Local}
+	return &Attempt{
+		ID: ref.String(), Queue: p.Queue, Kind: j.Kind, Payload: j.Payload, Headers: j.Headers,
+		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
+		MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseID: j.LeaseID,
+		Created: j.Created, Deadline: j.Deadline, Orphan: j.Orphan,
+		ref: ref, lease: lease, timeout: j.Timeout,
+	}
+}

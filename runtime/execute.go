@@ -1,0 +1,189 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// result is what a handler goroutine produced.
+type result struct {
+	data  []byte
+	err   error
+	panic any
+	stack []byte
+}
+
+func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, claimed time.Time) {
+	lease := w.opts.Lease
+	if d, ok := w.opts.KindLease[j.Kind]; ok {
+		lease = d
+	}
+	a := newAttempt(p, j, lease)
+	a.leaseEnd = claimed.Add(lease)
+	w.mu.Lock()
+	w.inflight[a] = struct{}{}
+	w.mu.Unlock()
+	w.busy.Add(1)
+	go w.execute(jobsCtx, a)
+}
+
+// execute runs one attempt and acks its outcome. The handler runs in its
+// own goroutine, which holds the concurrency slot until it returns; if it
+// ignores cancellation past CancelGrace, the job is settled without it.
+func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
+	defer w.busy.Done()
+	defer func() {
+		w.mu.Lock()
+		delete(w.inflight, a)
+		w.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancelCause(jobsCtx)
+	defer cancel(nil)
+	a.mu.Lock()
+	a.cancel = cancel
+	a.mu.Unlock()
+	ctx = context.WithValue(ctx, attemptKey{}, a)
+	if t := w.timeout(a); t > 0 {
+		var stop context.CancelFunc
+		ctx, stop = clock.WithDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
+		defer stop()
+	}
+	if !a.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = clock.WithDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
+		defer stop()
+	}
+
+	h, known := w.handlers.Handler(a.Kind)
+	done := make(chan result, 1)
+	go func() {
+		defer w.release(1)
+		if !known {
+			done <- result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
+			return
+		}
+		done <- call(ctx, h, a)
+	}()
+
+	var r result
+	returned := true
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		g := w.clk.NewTimer(w.opts.CancelGrace)
+		select {
+		case r = <-done:
+		case <-g.C():
+			returned = false
+			w.log.Warn("handler ignored cancellation; settling its job without it",
+				"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
+		}
+		g.Stop()
+	}
+	var cause error
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
+	ack, ok := w.settle(a, r, returned, cause)
+	if !ok {
+		return
+	}
+	res := w.ack(a.ref.Partition, ack)
+	if res.Err != nil {
+		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)
+	}
+}
+
+// call runs the handler, turning a panic into a result.
+func call(ctx context.Context, h Handler, a *Attempt) (r result) {
+	defer func() {
+		if p := recover(); p != nil {
+			r = result{panic: p, stack: debug.Stack()}
+		}
+	}()
+	data, err := h.Work(ctx, a)
+	return result{data: data, err: err}
+}
+
+func (w *Worker) timeout(a *Attempt) time.Duration {
+	if a.timeout > 0 {
+		return a.timeout
+	}
+	if d, ok := w.opts.KindTimeout[a.Kind]; ok {
+		return d
+	}
+	return w.opts.Timeout
+}
+
+// settle decides the ack for an attempt; ok is false when there is nothing
+// to ack (the lease is already lost).
+func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store.Ack, bool) {
+	ack := store.Ack{Lease: a.storeLease()}
+	switch {
+	case errors.Is(cause, ErrLeaseLost):
+		return ack, false
+	case r.panic != nil:
+		ack.Code, ack.Reason = store.CodeCrash, "panic"
+		ack.Message, ack.Data = fmt.Sprintf("panic: %v", r.panic), r.stack
+		return ack, true
+	case returned && r.err == nil:
+		ack.Code, ack.Data = store.CodeOK, r.data
+		return ack, true
+	case errors.Is(cause, ErrTimeout):
+		ack.Code, ack.Reason, ack.Message = store.CodeRetry, "timeout", errText(cause, r.err)
+		ack.Delay = w.opts.Backoff(a.Attempt + 1)
+		return ack, true
+	case errors.Is(cause, ErrDeadline):
+		ack.Code, ack.Message = store.CodeDeadline, errText(cause, r.err)
+		return ack, true
+	case errors.Is(cause, ErrShutdown):
+		ack.Code = store.CodeRelease
+		return ack, true
+	}
+	return w.classify(a, r.err), true
+}
+
+// classify maps a returned error to its ack.
+func (w *Worker) classify(a *Attempt, err error) store.Ack {
+	ack := store.Ack{Lease: a.storeLease(), Message: err.Error()}
+	var (
+		snooze *outcome.Snooze
+		rl     *outcome.RateLimited
+		skip   *outcome.Skip
+		revoke *outcome.Revoke
+		park   *outcome.Park
+	)
+	switch {
+	case errors.As(err, &snooze) && snooze.Delay >= 0:
+		ack.Code, ack.Delay, ack.Message = store.CodeSnooze, snooze.Delay, ""
+	case errors.As(err, &rl) && rl.Delay >= 0:
+		ack.Code, ack.Delay, ack.Message = store.CodeFree, rl.Delay, ""
+	case errors.As(err, &skip):
+		ack.Code, ack.Message = store.CodeSkip, skip.Reason
+	case errors.As(err, &revoke):
+		ack.Code, ack.Message = store.CodeRevoke, revoke.Reason
+	case errors.As(err, &park):
+		ack.Code, ack.Reason = store.CodePark, park.Reason
+	case w.opts.NonConsuming != nil && w.opts.NonConsuming(err):
+		ack.Code, ack.Message = store.CodeFree, ""
+	default:
+		ack.Code, ack.Reason = store.CodeRetry, "error"
+		ack.Delay = w.opts.Backoff(a.Attempt + 1)
+	}
+	return ack
+}
+
+func errText(cause, err error) string {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return cause.Error()
+	}
+	return cause.Error() + ": " + err.Error()
+}

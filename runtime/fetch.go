@@ -1,0 +1,132 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// fetchLoop claims jobs while there are free slots and partitions that may
+// have work. A partition stops being polled once a claim finds it dry; it
+// becomes ready again on a pub/sub wake-up, when its next scheduled job is
+// due, or on the IdlePoll safety net. Under load claims are back to back,
+// sized to the free slots.
+func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
+	n := len(w.parts)
+	ready := make([]bool, n)
+	due := make([]time.Time, n)
+	for i := range ready {
+		ready[i] = true
+	}
+	next := 0
+	errDelay := time.Duration(0)
+	onWake := func(i int) {
+		if i >= 0 {
+			ready[i] = true
+		}
+	}
+	for ctx.Err() == nil {
+		for drained := false; !drained; {
+			select {
+			case m := <-wk.ch:
+				onWake(wk.partition(m))
+			default:
+				drained = true
+			}
+		}
+		now := w.clk.Now()
+		pick := -1
+		for k := range n {
+			i := (next + k) % n
+			if !due[i].IsZero() && !due[i].After(now) {
+				ready[i], due[i] = true, time.Time{}
+			}
+			if ready[i] && pick < 0 {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			w.waitForWork(ctx, wk, ready, due, onWake)
+			continue
+		}
+		slots := w.acquire(w.opts.ClaimBatch)
+		if slots == 0 {
+			select {
+			case <-ctx.Done():
+			case <-w.freed:
+			case m := <-wk.ch:
+				onWake(wk.partition(m))
+			}
+			continue
+		}
+		next = pick + 1
+		p := w.parts[pick]
+		sent := w.clk.Now()
+		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
+			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
+			Nonce: w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10), PromoteLimit: 100,
+		})
+		if err != nil {
+			w.release(slots)
+			if ctx.Err() != nil {
+				return
+			}
+			errDelay = min(max(2*errDelay, 10*time.Millisecond), 2*time.Second)
+			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", errDelay)
+			sleep(ctx, w.clk, errDelay)
+			continue
+		}
+		errDelay = 0
+		w.release(slots - len(res.Jobs))
+		if res.Dry {
+			ready[pick] = false
+			due[pick] = res.NextDue
+		}
+		for _, pk := range res.Parked {
+			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
+		}
+		for _, j := range res.Jobs {
+			w.start(jobsCtx, p, j, sent)
+		}
+	}
+}
+
+// waitForWork blocks until a wake-up, the earliest due time, the idle poll
+// or shutdown.
+func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, ready []bool, due []time.Time, onWake func(int)) {
+	var earliest time.Time
+	for _, d := range due {
+		if !d.IsZero() && (earliest.IsZero() || d.Before(earliest)) {
+			earliest = d
+		}
+	}
+	wait := w.opts.IdlePoll
+	if !earliest.IsZero() {
+		wait = min(wait, max(earliest.Sub(w.clk.Now()), time.Millisecond))
+	}
+	t := w.clk.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case m := <-wk.ch:
+		onWake(wk.partition(m))
+	case <-t.C():
+		if earliest.IsZero() || w.clk.Now().Before(earliest) {
+			for i := range ready {
+				ready[i] = true
+			}
+		}
+	}
+}
+
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) {
+	t := clk.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
+	}
+}

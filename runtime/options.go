@@ -1,0 +1,189 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/clock"
+)
+
+// Clock is the time source of a worker; see NewFakeClock.
+type Clock = clock.Clock
+
+// FakeClock is a clock that only moves when told to, for tests.
+type FakeClock = clock.Fake
+
+// NewFakeClock returns a FakeClock reading start. A worker given a fake
+// clock also uses it, instead of Redis TIME, for every scheduling decision
+// in Redis, so a test can expire leases and backoffs without sleeping.
+func NewFakeClock(start time.Time) *FakeClock { return clock.NewFake(start) }
+
+// Options configure a Worker. The zero value of every field means its
+// documented default.
+type Options struct {
+	// Namespace separates independent Sluice deployments on one Redis.
+	// Default "sluice".
+	Namespace string
+	// Queues maps each queue to serve to its weight. Default {"default": 1}.
+	Queues map[string]int
+	// Partitions maps a queue to its number of partitions (hash tags); it
+	// must match the producers'. Default 1 for every queue.
+	Partitions map[string]int
+	// Concurrency is the most jobs run at once. Default 50.
+	Concurrency int
+	// ClaimBatch is the most jobs one claim leases. Default 32.
+	ClaimBatch int
+	// Lease is how long a claim holds a job before it must be renewed.
+	// Default 30s.
+	Lease time.Duration
+	// KindLease overrides Lease for some job kinds.
+	KindLease map[string]time.Duration
+	// RenewInterval is how often all leases are renewed (one round trip per
+	// partition). Default Lease/3.
+	RenewInterval time.Duration
+	// Timeout bounds one attempt when the job sets none. Default: none.
+	Timeout time.Duration
+	// KindTimeout overrides Timeout for some job kinds.
+	KindTimeout map[string]time.Duration
+	// ShutdownWindow is how long in-flight jobs may finish after shutdown
+	// begins, their leases still renewed. Default 10s.
+	ShutdownWindow time.Duration
+	// CancelGrace is how long a cancelled handler (timeout, deadline,
+	// shutdown) gets to return before the worker settles its job without
+	// it. Default 1s.
+	CancelGrace time.Duration
+	// Backoff gives the delay before a retry. Default DefaultBackoff.
+	Backoff Backoff
+	// CrashLimit is the crash_attempt count at which a job is quarantined.
+	// Default 3.
+	CrashLimit int
+	// NonConsuming reports errors that should put the job back without
+	// spending an attempt or recording a failure (like RateLimited with no
+	// delay). Default: none.
+	NonConsuming func(error) bool
+	// MaintenanceInterval is how often expired leases are reaped, due jobs
+	// promoted and expired finished jobs deleted. Default 1s.
+	MaintenanceInterval time.Duration
+	// IdlePoll is how often an idle worker checks its queues even without a
+	// wake-up, a safety net for lost pub/sub messages. Default 5s.
+	IdlePoll time.Duration
+	// RetainCompleted, RetainArchived (archived and quarantined jobs) and
+	// RetainCancelled say how long finished jobs are kept before they are
+	// deleted with all their keys. Defaults 24h, 7 days, 24h.
+	RetainCompleted time.Duration
+	RetainArchived  time.Duration
+	RetainCancelled time.Duration
+	// DiscardCompleted deletes completed jobs at once instead of keeping them.
+	DiscardCompleted bool
+	// WorkerID identifies this worker as a lease holder. Default
+	// hostname:pid:random.
+	WorkerID string
+	// Clock is the time source. Default the wall clock with Redis TIME for
+	// every decision in Redis; see NewFakeClock.
+	Clock Clock
+	// Logger receives the worker's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidQueue reports whether name is a valid queue name: 1 to 64 letters,
+// digits, '_', '.' or '-', starting with a letter or digit.
+func ValidQueue(name string) bool { return queueName.MatchString(name) }
+
+func (o Options) withDefaults() (Options, error) {
+	bad := func(format string, a ...any) (Options, error) {
+		return o, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, a...)...)
+	}
+	if o.Namespace == "" {
+		o.Namespace = "sluice"
+	}
+	if !ValidQueue(o.Namespace) {
+		return bad("namespace %q", o.Namespace)
+	}
+	if len(o.Queues) == 0 {
+		o.Queues = map[string]int{"default": 1}
+	}
+	for q, w := range o.Queues {
+		if !ValidQueue(q) {
+			return bad("queue name %q", q)
+		}
+		if w <= 0 {
+			return bad("queue %q weight %d must be positive", q, w)
+		}
+	}
+	for q, n := range o.Partitions {
+		if n <= 0 || n > 1024 {
+			return bad("queue %q partitions %d not in 1..1024", q, n)
+		}
+	}
+	durations := map[string]*time.Duration{
+		"Lease": &o.Lease, "RenewInterval": &o.RenewInterval, "Timeout": &o.Timeout,
+		"ShutdownWindow": &o.ShutdownWindow, "CancelGrace": &o.CancelGrace,
+		"MaintenanceInterval": &o.MaintenanceInterval, "IdlePoll": &o.IdlePoll,
+		"RetainCompleted": &o.RetainCompleted, "RetainArchived": &o.RetainArchived,
+		"RetainCancelled": &o.RetainCancelled,
+	}
+	for name, d := range durations {
+		if *d < 0 {
+			return bad("%s %s is negative", name, *d)
+		}
+	}
+	for k, d := range o.KindLease {
+		if d < time.Millisecond {
+			return bad("KindLease[%q] %s is too short", k, d)
+		}
+	}
+	for k, d := range o.KindTimeout {
+		if d <= 0 {
+			return bad("KindTimeout[%q] %s must be positive", k, d)
+		}
+	}
+	if o.Concurrency < 0 || o.ClaimBatch < 0 || o.CrashLimit < 0 {
+		return bad("Concurrency, ClaimBatch and CrashLimit must not be negative")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&o.Lease, 30*time.Second)
+	def(&o.RenewInterval, o.Lease/3)
+	def(&o.ShutdownWindow, 10*time.Second)
+	def(&o.CancelGrace, time.Second)
+	def(&o.MaintenanceInterval, time.Second)
+	def(&o.IdlePoll, 5*time.Second)
+	def(&o.RetainCompleted, 24*time.Hour)
+	def(&o.RetainArchived, 7*24*time.Hour)
+	def(&o.RetainCancelled, 24*time.Hour)
+	if o.RenewInterval >= o.Lease {
+		return bad("RenewInterval %s must be shorter than Lease %s", o.RenewInterval, o.Lease)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 50
+	}
+	if o.ClaimBatch == 0 {
+		o.ClaimBatch = 32
+	}
+	if o.CrashLimit == 0 {
+		o.CrashLimit = 3
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.WorkerID == "" {
+		host, _ := os.Hostname()
+		o.WorkerID = host + ":" + strconv.Itoa(os.Getpid()) + ":" + randomHex(3)
+	}
+	return o, nil
+}

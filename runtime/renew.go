@@ -1,0 +1,76 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+func (w *Worker) renewLoop(ctx context.Context) {
+	for {
+		sleep(ctx, w.clk, w.opts.RenewInterval)
+		if ctx.Err() != nil {
+			return
+		}
+		w.renewAll(ctx)
+	}
+}
+
+// renewAll renews every lease this worker holds, one round trip per
+// partition, and cancels exactly the attempts whose lease is lost. When
+// Redis cannot be reached, attempts whose lease has run out by the worker's
+// own reckoning are cancelled too: the worker can no longer be sure it
+// holds them.
+func (w *Worker) renewAll(ctx context.Context) {
+	groups := map[keys.Partition][]*Attempt{}
+	w.mu.Lock()
+	for a := range w.inflight {
+		groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
+	}
+	w.mu.Unlock()
+	for p, as := range groups {
+		sent := w.clk.Now()
+		rs := make([]store.Renewal, len(as))
+		for i, a := range as {
+			rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.lease}
+		}
+		lost, err := w.st.Renew(ctx, p, rs)
+		if err != nil {
+			w.log.Warn("lease renewal failed", "queue", p.Queue, "err", err)
+			for _, a := range as {
+				a.mu.Lock()
+				expired := sent.After(a.leaseEnd)
+				a.mu.Unlock()
+				if expired {
+					a.lose()
+				}
+			}
+			continue
+		}
+		gone := make(map[string]bool, len(lost))
+		for _, l := range lost {
+			gone[l.LeaseID] = true
+		}
+		for _, a := range as {
+			if gone[a.LeaseID] {
+				w.log.Warn("lease lost; cancelling the attempt", "job", a.ID, "fence", a.Fence)
+				a.lose()
+				continue
+			}
+			a.mu.Lock()
+			a.leaseEnd = sent.Add(a.lease)
+			a.mu.Unlock()
+		}
+	}
+}
+
+// lose cancels the attempt with cause ErrLeaseLost.
+func (a *Attempt) lose() {
+	a.mu.Lock()
+	c := a.cancel
+	a.mu.Unlock()
+	if c != nil {
+		c(ErrLeaseLost)
+	}
+}

@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Worker claims and runs jobs. Create it with NewWorker, start it with Run.
+type Worker struct {
+	opts     Options
+	st       *store.Store
+	handlers Handlers
+	log      *slog.Logger
+	clk      clock.Clock
+	parts    []keys.Partition
+	nonce    string
+	claims   atomic.Int64
+	running  atomic.Bool
+
+	mu       sync.Mutex
+	inflight map[*Attempt]struct{}
+	free     int           // slots not held by a handler
+	freed    chan struct{} // signalled when a slot frees
+	busy     sync.WaitGroup // one per job being run and acked
+
+	acks chan *ackReq
+}
+
+// NewWorker returns a worker on rdb (which stays the caller's: the worker
+// never closes it) that runs the handlers h.
+func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, error) {
+	if rdb == nil || h == nil {
+		return nil, fmt.Errorf("%w: a Redis client and handlers are required", ErrInvalidOptions)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cfg := store.Config{
+		NS: o.Namespace, RetainCompleted: o.RetainCompleted, RetainArchived: o.RetainArchived,
+		RetainCancelled: o.RetainCancelled, CrashLimit: o.CrashLimit,
+	}
+	if o.DiscardCompleted {
+		cfg.RetainCompleted = -1
+	}
+	if _, real := o.Clock.(clock.Real); !real {
+		cfg.Now = o.Clock.Now
+	}
+	w := &Worker{
+		opts: o, st: store.New(rdb, cfg), handlers: h, log: o.Logger.With("worker", o.WorkerID),
+		clk: o.Clock, nonce: randomHex(6), inflight: map[*Attempt]struct{}{},
+		free: o.Concurrency, freed: make(chan struct{}, 1), acks: make(chan *ackReq, 4*o.Concurrency),
+	}
+	for q := range o.Queues {
+		n := max(o.Partitions[q], 1)
+		for i := range n {
+			w.parts = append(w.parts, w.st.Partition(q, i))
+		}
+	}
+	return w, nil
+}
+
+// ID is the worker's identity as a lease holder.
+func (w *Worker) ID() string { return w.opts.WorkerID }
+
+// Run works until ctx is cancelled, then shuts down gracefully: it stops
+// claiming, lets in-flight jobs finish within ShutdownWindow while still
+// renewing their leases, cancels the rest with cause ErrShutdown and hands
+// their jobs back without charging an attempt or a crash. Run returns nil
+// after a graceful shutdown, or an error if it could not start.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.running.CompareAndSwap(false, true) {
+		return errors.New("sluice: worker is already running")
+	}
+	bg := context.WithoutCancel(ctx)
+	wake, err := w.subscribe(ctx)
+	if err != nil {
+		return err
+	}
+
+	// Handlers run under jobsCtx; it is cancelled at the end of the
+	// shutdown window.
+	jobsCtx, cancelJobs := context.WithCancelCause(bg)
+	defer cancelJobs(nil)
+	svcCtx, stopServices := context.WithCancel(bg)
+	var services sync.WaitGroup
+	services.Go(func() { w.ackLoop(svcCtx) })
+	services.Go(func() { w.renewLoop(svcCtx) })
+	services.Go(func() { w.maintainLoop(svcCtx) })
+
+	var fetcher sync.WaitGroup
+	fetcher.Go(func() { w.fetchLoop(ctx, jobsCtx, wake) })
+	fetcher.Wait()
+	wake.close()
+
+	w.drain(cancelJobs)
+	stopServices()
+	services.Wait()
+	return nil
+}
+
+// drain waits for in-flight jobs during the shutdown window, then cancels
+// the rest and waits for their jobs to be handed back.
+func (w *Worker) drain(cancelJobs context.CancelCauseFunc) {
+	done := make(chan struct{})
+	go func() {
+		w.busy.Wait()
+		close(done)
+	}()
+	t := w.clk.NewTimer(w.opts.ShutdownWindow)
+	defer t.Stop()
+	select {
+	case <-done:
+		return
+	case <-t.C():
+	}
+	w.log.Info("shutdown window ended; cancelling in-flight jobs", "jobs", w.inflightCount())
+	cancelJobs(ErrShutdown)
+	<-done
+}
+
+func (w *Worker) inflightCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.inflight)
+}
+
+// acquire takes up to n free slots and returns how many it took.
+func (w *Worker) acquire(n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n = min(n, w.free)
+	w.free -= n
+	return n
+}
+
+// release gives n slots back.
+func (w *Worker) release(n int) {
+	if n == 0 {
+		return
+	}
+	w.mu.Lock()
+	w.free += n
+	w.mu.Unlock()
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
