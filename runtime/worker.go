@@ -29,8 +29,8 @@ type Worker struct {
 
 	mu       sync.Mutex
 	inflight map[*Attempt]struct{}
-	free     int           // slots not held by a handler
-	freed    chan struct{} // signalled when a slot frees
+	free     int            // slots not held by a handler
+	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
 
 	acks chan *ackReq

@@ -78,6 +78,7 @@ func run() error {
 		return err
 	}
 	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	stopped := make(chan error, 1)
 	go func() { stopped <- worker.Run(runCtx) }()
 
