@@ -1,0 +1,142 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestEnqueueIdempotentID: the same ID with the same content is a no-op,
+// with other content a conflict; neither touches the existing job.
+func TestEnqueueIdempotentID(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "order-1", Kind: "charge", Payload: []byte("a")})
+			sts, errs, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{
+				{Local: "order-1", Kind: "charge", Payload: []byte("a"), MaxAttempts: 3},
+				{Local: "order-1", Kind: "charge", Payload: []byte("b"), MaxAttempts: 3},
+				{Local: "order-1", Kind: "refund", Payload: []byte("a"), MaxAttempts: 3},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]store.EnqueueStatus{store.Duplicate, store.Conflicted, store.Conflicted}, sts); diff != "" {
+				t.Fatalf("statuses (-want +got):\n%s", diff)
+			}
+			if errs[0] != nil || !errors.Is(errs[1], store.ErrConflict) || !errors.Is(errs[2], store.ErrConflict) {
+				t.Fatalf("errors %v", errs)
+			}
+			if order := f.availableOrder(0); len(order) != 1 {
+				t.Fatalf("available %v, want the job once", order)
+			}
+			got, _ := f.get("order-1")
+			if got.Kind != "charge" || string(got.Payload) != "a" {
+				t.Fatalf("existing job changed: %+v", got)
+			}
+		})
+	}
+}
+
+// TestDelayedJobs: delayed and run-at jobs wait in the schedule, claims
+// report the next due time, and become claimable once due.
+func TestDelayedJobs(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "later", Delay: time.Minute},
+				store.NewJob{Local: "at", RunAt: epoch.Add(30 * time.Second)})
+			res := f.claim(5, "w")
+			if len(res.Jobs) != 0 || !res.Dry || !res.NextDue.Equal(epoch.Add(30*time.Second)) {
+				t.Fatalf("claim before due = %+v", res)
+			}
+			got, _ := f.get("later")
+			if got.State != "scheduled" || !got.RunAt.Equal(epoch.Add(time.Minute)) {
+				t.Fatalf("delayed job: %+v", got)
+			}
+			f.clk.Advance(30 * time.Second)
+			res = f.claim(5, "w")
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "at" || !res.NextDue.Equal(epoch.Add(time.Minute)) {
+				t.Fatalf("claim at 30s = %+v", res)
+			}
+			f.clk.Advance(30 * time.Second)
+			n, next, err := f.st.Promote(f.ctx, f.p, 10)
+			if err != nil || n != 1 || !next.IsZero() {
+				t.Fatalf("promote = %d %v %v", n, next, err)
+			}
+			if got, _ := f.get("later"); got.State != "available" || !got.RunAt.IsZero() {
+				t.Fatalf("promoted job: %+v", got)
+			}
+		})
+	}
+}
+
+// TestPriority: higher priorities are claimed first, FIFO within one.
+func TestPriority(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "low1"}, store.NewJob{Local: "high1", Priority: 9},
+				store.NewJob{Local: "mid", Priority: 4}, store.NewJob{Local: "low2"}, store.NewJob{Local: "high2", Priority: 9})
+			var order []string
+			for _, j := range f.claim(10, "w").Jobs {
+				order = append(order, j.Local)
+			}
+			if diff := cmp.Diff([]string{"high1", "high2", "mid", "low1", "low2"}, order); diff != "" {
+				t.Fatalf("claim order (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDeadlineAtClaim: a job whose deadline passed while it waited is
+// archived instead of run.
+func TestDeadlineAtClaim(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "late", Deadline: epoch.Add(time.Second)}, store.NewJob{Local: "fine"})
+			f.clk.Advance(2 * time.Second)
+			res := f.claim(5, "w")
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "fine" {
+				t.Fatalf("claimed %+v", res.Jobs)
+			}
+			if diff := cmp.Diff([]store.Parked{{Local: "late", Reason: "deadline_exceeded"}}, res.Parked); diff != "" {
+				t.Fatalf("parked (-want +got):\n%s", diff)
+			}
+			if got, _ := f.get("late"); got.State != "archived" || got.Reason != "deadline_exceeded" {
+				t.Fatalf("late job: %+v", got)
+			}
+		})
+	}
+}
+
+// TestStatsCounters: per-state counters follow every transition.
+func TestStatsCounters(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c", Delay: time.Hour})
+			j := f.claimOne("w")
+			f.ack(j, store.Ack{Code: store.CodeOK})
+			f.claimOne("w")
+			got, err := f.rdb.HGetAll(f.ctx, f.p.Stats()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]string{"available": "0", "running": "1", "completed": "1", "scheduled": "1"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("stats (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

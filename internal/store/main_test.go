@@ -1,0 +1,194 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+var (
+	server  *redistest.Server
+	cluster *redistest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if server, err = redistest.StartServer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if cluster, err = redistest.StartCluster(3); err != nil {
+		server.Close()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	server.Close()
+	cluster.Close()
+	os.Exit(code)
+}
+
+// backend is one kind of Redis every script test runs on.
+type backend struct {
+	name string
+	rdb  redis.UniversalClient
+}
+
+// backends returns miniredis, a real redis-server and a 3-node cluster.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	m := miniredis.RunT(t)
+	mini := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	real := server.Client()
+	cl := cluster.Client()
+	t.Cleanup(func() {
+		mini.Close()
+		real.Close()
+		cl.Close()
+	})
+	return []backend{{"miniredis", mini}, {"redis", real}, {"cluster", cl}}
+}
+
+// testClock is the store time the tests control.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	t   *testing.T
+	ctx context.Context
+	rdb redis.UniversalClient
+	st  *store.Store
+	clk *testClock
+	p   keys.Partition
+}
+
+const (
+	retainCompleted = time.Hour
+	retainArchived  = 7 * 24 * time.Hour
+	retainCancelled = 2 * time.Hour
+)
+
+func newFixture(t *testing.T, b backend) *fixture {
+	t.Helper()
+	clk := &testClock{now: epoch}
+	st := store.New(b.rdb, store.Config{
+		NS: redistest.NewNamespace(t), RetainCompleted: retainCompleted, RetainArchived: retainArchived,
+		RetainCancelled: retainCancelled, CrashLimit: 3, Now: clk.Now,
+	})
+	return &fixture{t: t, ctx: context.Background(), rdb: b.rdb, st: st, clk: clk, p: st.Partition("q", 0)}
+}
+
+func (f *fixture) enqueue(jobs ...store.NewJob) {
+	f.t.Helper()
+	for i := range jobs {
+		if jobs[i].Kind == "" {
+			jobs[i].Kind = "k"
+		}
+		if jobs[i].Payload == nil {
+			jobs[i].Payload = []byte("payload-" + jobs[i].Local)
+		}
+		if jobs[i].MaxAttempts == 0 {
+			jobs[i].MaxAttempts = 3
+		}
+	}
+	sts, errs, err := f.st.Enqueue(f.ctx, f.p, jobs)
+	if err != nil {
+		f.t.Fatalf("enqueue: %v", err)
+	}
+	for i, s := range sts {
+		if s != store.Added || errs[i] != nil {
+			f.t.Fatalf("enqueue %s: status %v, err %v", jobs[i].Local, s, errs[i])
+		}
+	}
+}
+
+func (f *fixture) claim(n int, worker string) store.ClaimResult {
+	f.t.Helper()
+	res, err := f.st.Claim(f.ctx, f.p, store.ClaimRequest{
+		N: n, Lease: 30 * time.Second, Worker: worker, Nonce: worker + "-" + fmt.Sprint(time.Now().UnixNano()), PromoteLimit: 100,
+	})
+	if err != nil {
+		f.t.Fatalf("claim: %v", err)
+	}
+	return res
+}
+
+func (f *fixture) claimOne(worker string) *store.Job {
+	f.t.Helper()
+	res := f.claim(1, worker)
+	if len(res.Jobs) != 1 {
+		f.t.Fatalf("claim: got %d jobs, want 1", len(res.Jobs))
+	}
+	return res.Jobs[0]
+}
+
+func (f *fixture) get(local string) (*store.Job, []store.ErrorRecord) {
+	f.t.Helper()
+	j, recs, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: local})
+	if err != nil {
+		f.t.Fatalf("get %s: %v", local, err)
+	}
+	return j, recs
+}
+
+func (f *fixture) ack(j *store.Job, a store.Ack) store.AckResult {
+	f.t.Helper()
+	a.Lease = lease(j)
+	res, err := f.st.Ack(f.ctx, f.p, []store.Ack{a})
+	if err != nil {
+		f.t.Fatalf("ack: %v", err)
+	}
+	return res[0]
+}
+
+func lease(j *store.Job) store.Lease {
+	return store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}
+}
+
+// availableOrder lists the available jobs of one priority, head first.
+func (f *fixture) availableOrder(prio int) []string {
+	f.t.Helper()
+	ids, err := f.rdb.LRange(f.ctx, f.p.Available(prio), 0, -1).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ids
+}
+
+func (f *fixture) score(zset, member string) (float64, bool) {
+	f.t.Helper()
+	s, err := f.rdb.ZScore(f.ctx, zset, member).Result()
+	if err == redis.Nil {
+		return 0, false
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return s, true
+}

@@ -1,0 +1,201 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestRetention: finished jobs stay for their retention and are then
+// deleted with every key they own.
+func TestRetention(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "done"}, store.NewJob{Local: "dead", MaxAttempts: 1})
+			for _, j := range f.claim(2, "w").Jobs {
+				code := store.CodeOK
+				if j.Local == "dead" {
+					code = store.CodeRetry
+				}
+				f.ack(j, store.Ack{Code: code, Message: "x", Reason: "error"})
+			}
+			owned := func(id string) []string { return []string{f.p.Job(id), f.p.Errors(id), f.p.Steps(id)} }
+			if err := f.rdb.HSet(f.ctx, f.p.Steps("done"), "step", "x").Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(retainCompleted - time.Millisecond)
+			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 0 {
+				t.Fatalf("sweep before retention = %d, %v", n, err)
+			}
+			f.clk.Advance(time.Millisecond)
+			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 1 {
+				t.Fatalf("sweep at retention = %d, %v", n, err)
+			}
+			if n := exists(t, f, owned("done")...); n != 0 {
+				t.Fatalf("%d keys of the completed job left", n)
+			}
+			if _, _, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: "done"}); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("get deleted job: %v", err)
+			}
+			if n := exists(t, f, owned("dead")...); n != 2 {
+				t.Fatalf("archived job lost keys early: %d of 2 left", n)
+			}
+			f.clk.Advance(retainArchived)
+			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 1 || exists(t, f, owned("dead")...) != 0 {
+				t.Fatalf("sweep of archived = %d, %v", n, err)
+			}
+			for _, z := range []string{"completed", "archived"} {
+				if n, _ := f.rdb.ZCard(f.ctx, f.p.Terminal(z)).Result(); n != 0 {
+					t.Fatalf("%s set still has %d entries", z, n)
+				}
+			}
+		})
+	}
+}
+
+// TestDiscardCompleted: with a negative retention a completed job is gone
+// at once.
+func TestDiscardCompleted(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3})
+			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
+			f.enqueue(store.NewJob{Local: "j"})
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}); r.State != "completed" {
+				t.Fatalf("ack = %+v", r)
+			}
+			if n := exists(t, f, f.p.Job("j"), f.p.Errors("j")); n != 0 {
+				t.Fatalf("%d keys left", n)
+			}
+			if got, _ := b.rdb.HGetAll(f.ctx, f.p.Stats()).Result(); got["completed"] != "" && got["completed"] != "0" {
+				t.Fatalf("stats %v", got)
+			}
+		})
+	}
+}
+
+func exists(t *testing.T, f *fixture, ks ...string) int {
+	t.Helper()
+	n := 0
+	for _, k := range ks { // one by one: EXISTS of several keys must share a slot
+		c, err := f.rdb.Exists(f.ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += int(c)
+	}
+	return n
+}
+
+// TestMalformedJobs: a job hash that is not a job (wrong type, missing or
+// non-numeric fields) is archived as malformed at claim: no script error,
+// no crash loop, the data kept, other jobs unaffected.
+func TestMalformedJobs(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "string"}, store.NewJob{Local: "nokind"}, store.NewJob{Local: "badfence"}, store.NewJob{Local: "good"})
+			must := func(err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			must(f.rdb.Del(f.ctx, f.p.Job("string")).Err())
+			must(f.rdb.Set(f.ctx, f.p.Job("string"), "garbage", 0).Err())
+			must(f.rdb.HDel(f.ctx, f.p.Job("nokind"), "k").Err())
+			must(f.rdb.HSet(f.ctx, f.p.Job("badfence"), "f", "x").Err())
+			res := f.claim(10, "w")
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "good" {
+				t.Fatalf("claimed %+v", res.Jobs)
+			}
+			want := []store.Parked{{"string", "malformed"}, {"nokind", "malformed"}, {"badfence", "malformed"}}
+			if diff := cmp.Diff(want, res.Parked); diff != "" {
+				t.Fatalf("parked (-want +got):\n%s", diff)
+			}
+			for _, id := range []string{"string", "badfence"} {
+				if s, _ := f.rdb.HGet(f.ctx, f.p.Job(id), "s").Result(); s != "archived" {
+					t.Fatalf("%s state %q", id, s)
+				}
+			}
+			if v, err := f.rdb.Get(f.ctx, f.p.Job("string")+":corrupt").Result(); err != nil || v != "garbage" {
+				t.Fatalf("corrupt value not kept: %q %v", v, err)
+			}
+			if _, _, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: "nokind"}); !errors.Is(err, store.ErrMalformed) {
+				t.Fatalf("get of a job without kind: %v", err)
+			}
+		})
+	}
+}
+
+// TestScriptFlush: after SCRIPT FLUSH the scripts load again (NOSCRIPT
+// fallback to EVAL) and work continues.
+func TestScriptFlush(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		if b.name == "miniredis" {
+			continue // miniredis is covered by every other test; this is about a real server's cache
+		}
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"})
+			j := f.claimOne("w")
+			flush := func() {
+				if cc, ok := f.rdb.(*redis.ClusterClient); ok {
+					if err := cc.ForEachShard(f.ctx, func(ctx context.Context, c *redis.Client) error {
+						return c.ScriptFlush(ctx).Err()
+					}); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				if err := f.rdb.ScriptFlush(f.ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			flush()
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			flush()
+			f.enqueue(store.NewJob{Local: "b"})
+			flush()
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
+		})
+	}
+}
+
+// TestKeysAgree: the keys the Lua prelude writes are the ones Go's key
+// builder names.
+func TestKeysAgree(t *testing.T) {
+	t.Parallel()
+	b := backends(t)[1]
+	f := newFixture(t, b)
+	f.enqueue(store.NewJob{Local: "j"})
+	f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x", Delay: time.Hour})
+	var got []string
+	iter := f.rdb.Scan(f.ctx, 0, f.p.Prefix()+"*", 1000).Iterator()
+	for iter.Next(f.ctx) {
+		got = append(got, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Sched(), f.p.Stats()}
+	less := func(a, b string) bool { return a < b }
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
+		t.Fatalf("keys (-go builder +written by lua):\n%s", diff)
+	}
+}
