@@ -1,0 +1,100 @@
+package flow_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+var (
+	server  *redistest.Server
+	cluster *redistest.Cluster
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if server, err = redistest.StartServer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if cluster, err = redistest.StartCluster(3); err != nil {
+		server.Close()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	server.Close()
+	cluster.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func realRedis(t *testing.T) redis.UniversalClient {
+	t.Helper()
+	rdb := server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// startWorker runs a worker until the test ends.
+func startWorker(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, opts runtime.Options) *runtime.Worker {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = quiet
+	}
+	w, err := runtime.NewWorker(rdb, reg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	})
+	return w
+}
+
+// waitState polls a job until it reaches state or the timeout passes.
+func waitState(t *testing.T, c *flow.Client, id, state string) *flow.JobInfo {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := c.Job(context.Background(), id)
+		if err == nil && info.State == state {
+			return info
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: state %v (err %v), want %s", id, stateOf(info), err, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func stateOf(i *flow.JobInfo) string {
+	if i == nil {
+		return "<none>"
+	}
+	return i.State
+}
