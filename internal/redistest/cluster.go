@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 const clusterReadyTimeout = 20 * time.Second
-
-// totalSlots is the number of Redis Cluster hash slots.
-const totalSlots = 16384
 
 // Cluster is a Redis Cluster of master-only redis-server processes started
 // by StartCluster.
@@ -88,7 +87,7 @@ func (c *Cluster) setup() error {
 
 	n := len(c.nodes)
 	for i, cl := range clients {
-		lo, hi := i*totalSlots/n, (i+1)*totalSlots/n-1
+		lo, hi := i*keys.Slots/n, (i+1)*keys.Slots/n-1
 		if err := cl.ClusterAddSlotsRange(ctx, lo, hi).Err(); err != nil {
 			return fmt.Errorf("redistest: node %s: CLUSTER ADDSLOTSRANGE %d %d: %w", c.nodes[i].Addr(), lo, hi, err)
 		}
@@ -149,12 +148,12 @@ func (c *Cluster) ready(ctx context.Context, clients []*redis.Client) error {
 }
 
 // tagForNode returns a short hash tag whose slot falls into node i's range
-// when totalSlots are split evenly over n nodes.
+// when keys.Slots are split evenly over n nodes.
 func tagForNode(i, n int) string {
-	lo, hi := i*totalSlots/n, (i+1)*totalSlots/n-1
+	lo, hi := i*keys.Slots/n, (i+1)*keys.Slots/n-1
 	for j := 0; ; j++ {
 		tag := "n" + strconv.Itoa(j)
-		if s := KeySlot(tag); s >= lo && s <= hi {
+		if s := keys.Slot(tag); s >= lo && s <= hi {
 			return tag
 		}
 	}
@@ -198,31 +197,4 @@ func (c *Cluster) Close() error {
 		errs = append(errs, s.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// KeySlot returns the Redis Cluster hash slot of key (CRC16 of the hash tag
-// if the key has a non-empty {tag}, else of the whole key, mod 16384).
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16(key) % totalSlots)
-}
-
-// crc16 is CRC-16/XMODEM (poly 0x1021, init 0), as used by Redis Cluster.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 func ctxT(t *testing.T) context.Context {
@@ -170,7 +172,7 @@ func TestNewNamespaceUnique(t *testing.T) {
 	}
 }
 
-func TestKeySlot(t *testing.T) {
+func TestKeysSlot(t *testing.T) {
 	// Reference values from CLUSTER KEYSLOT.
 	for key, want := range map[string]int{
 		"":             0,
@@ -185,8 +187,8 @@ func TestKeySlot(t *testing.T) {
 		"{user1000}.x": 3443,
 		"no{close":     7129,
 	} {
-		if got := KeySlot(key); got != want {
-			t.Errorf("KeySlot(%q) = %d, want %d", key, got, want)
+		if got := keys.Slot(key); got != want {
+			t.Errorf("keys.Slot(%q) = %d, want %d", key, got, want)
 		}
 	}
 }
@@ -214,8 +216,8 @@ func TestCluster(t *testing.T) {
 	node0 := c.Nodes()[0].Client()
 	defer node0.Close()
 	for _, k := range []string{"{a}x", "{b}x", "{c}x", ns} {
-		if got, err := node0.ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != KeySlot(k) {
-			t.Fatalf("CLUSTER KEYSLOT %q = %d, %v; KeySlot = %d", k, got, err, KeySlot(k))
+		if got, err := node0.ClusterKeySlot(ctx, k).Result(); err != nil || int(got) != keys.Slot(k) {
+			t.Fatalf("CLUSTER KEYSLOT %q = %d, %v; KeySlot = %d", k, got, err, keys.Slot(k))
 		}
 	}
 
