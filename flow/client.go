@@ -2,17 +2,10 @@ package flow
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
-	"encoding/binary"
 	"fmt"
-	"hash/fnv"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
@@ -49,7 +42,7 @@ type ClientOptions struct {
 type Client struct {
 	st   *store.Store
 	opts ClientOptions
-	rr   atomic.Uint64
+	plan *planner
 }
 
 // NewClient returns a client on rdb, which stays the caller's: Sluice never
@@ -82,7 +75,11 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 	if opts.Clock != nil {
 		cfg.Now = opts.Clock.Now
 	}
-	return &Client{st: store.New(rdb, cfg), opts: opts}, nil
+	st := store.New(rdb, cfg)
+	return &Client{st: st, opts: opts, plan: &planner{
+		st: st, registry: opts.Registry, maxPayload: opts.MaxPayload,
+		maxAttempts: opts.MaxAttempts, partitions: opts.Partitions,
+	}}, nil
 }
 
 // Enqueued is the result of enqueueing one job.
@@ -121,7 +118,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 	}
 	plan := make([]planned, len(items))
 	for i, it := range items {
-		ref, job, err := c.prepare(it)
+		ref, job, err := c.plan.job(it, nil)
 		if err != nil {
 			return nil, fmt.Errorf("job %d: %w", i, err)
 		}
@@ -160,72 +157,4 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 		return nil, first
 	}
 	return out, nil
-}
-
-func (c *Client) prepare(it Item) (keys.Ref, store.NewJob, error) {
-	if it.Args == nil {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
-	}
-	kind := it.Args.Kind()
-	if !ValidKind(kind) {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
-	}
-	if c.opts.Registry != nil && !c.opts.Registry.Known(kind) {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
-	}
-	o := enqueueOptions{queue: "default", maxAttempts: c.opts.MaxAttempts}
-	for _, opt := range it.Opts {
-		if err := opt(&o); err != nil {
-			return keys.Ref{}, store.NewJob{}, err
-		}
-	}
-	payload, err := msgpack.Marshal(it.Args)
-	if err != nil {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
-	}
-	if len(payload) > c.opts.MaxPayload {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %s arguments are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(payload), c.opts.MaxPayload)
-	}
-	var headers []byte
-	if len(o.headers) > 0 {
-		if headers, err = msgpack.Marshal(o.headers); err != nil {
-			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
-		}
-	}
-	local := o.id
-	if local == "" {
-		local = newLocalID()
-	}
-	ref := keys.Ref{Partition: c.st.Partition(o.queue, c.partition(o.queue, o.id)), Local: local}
-	return ref, store.NewJob{
-		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
-		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
-		Priority: o.priority,
-	}, nil
-}
-
-// partition picks the partition of a job: by hash of a caller-supplied ID
-// (so the same ID always lands on the same partition), else round-robin.
-func (c *Client) partition(queue, id string) int {
-	n := max(c.opts.Partitions[queue], 1)
-	if n == 1 {
-		return 0
-	}
-	if id != "" {
-		h := fnv.New32a()
-		_, _ = h.Write([]byte(id))
-		return int(h.Sum32() % uint32(n))
-	}
-	return int(c.rr.Add(1) % uint64(n))
-}
-
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
-
-// newLocalID is 16 characters: 48 bits of milliseconds then 32 random bits,
-// so IDs sort roughly by creation time.
-func newLocalID() string {
-	var b [10]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	return idEncoding.EncodeToString(b[:])
 }

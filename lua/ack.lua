@@ -1,10 +1,14 @@
 -- ack.lua: record the outcomes of finished attempts in one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of outcomes n; then n groups of 8 fields:
+-- ARGV[9]: number of outcomes n; then n outcomes, each 8 fields followed by
+--   effects (lib.lua's read_effects; a count of 0 for none):
 --   id, lease ID, fence, code, delay (ms), message, data, reason
 -- codes and their transitions (all from running):
---   ok        -> completed; data is the result (kept when non-empty)
+--   ok        -> completed; data is the result (kept when non-empty); the
+--             effects apply with the completion, all or nothing: when one
+--             cannot apply, the attempt fails instead (attempt+1, retry
+--             after delay, reason 'effect')
 --   retry     attempt+1 -> retryable at now+delay, or archived
 --             ('attempts_exhausted') when attempt reaches max_attempts;
 --             reason names the error class ('error' or 'timeout'), data a stack
@@ -18,26 +22,42 @@
 --             quarantined at the crash limit; data is the stack
 --   release   no counter -> available at the front (shutdown hand-back)
 --   park      -> archived with the given reason (unknown kind, bad payload)
+--   wait      no counter -> scheduled while the children spawned by step
+--             (message) finish: data is how many were spawned, reason the
+--             policy ('f' wakes on the first failure, 'a' waits for all);
+--             due again after delay as a safety net. When the wait is
+--             already over the job goes straight back to available.
 -- Every outcome first checks the attempt's identity: the job must be
--- running under exactly this lease ID and fence.
+-- running under exactly this lease ID and fence. A job that finishes and
+-- was spawned by a parent notifies the parent (lib.lua notify_parent).
 -- Returns: one entry per outcome: the job's new state, or 'stale' when the
---   identity check failed (nothing was written for it).
+--   identity check failed (nothing was written for it); then one more
+--   entry: the number of outbox entries written.
 local n = tonumber(ARGV[9])
 local out = {}
-for i = 0, n - 1 do
-  local b = 10 + i * 8
-  local id, code = ARGV[b], ARGV[b + 3]
+local outboxed = 0
+local b = 10
+for _ = 1, n do
+  local id, lease, fence, code = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local delay, msg, data, reason = tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6], ARGV[b + 7]
+  local fx
+  fx, b = read_effects(b + 8)
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, 's', 'l', 'f')
   local state = 'stale'
-  if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
+  if holds(jk, lease, fence) then
     clear_lease(jk, id)
     if code == 'ok' then
-      if data ~= '' then redis.call('HSET', jk, 'r', data) end
-      finish(jk, id, 'running', 'completed', '')
-      state = 'completed'
-    elseif code == 'retry' then
+      local bad = check_effects(fx)
+      if bad then
+        code, reason, msg, data = 'retry', 'effect', 'completion effects failed: ' .. bad, ''
+      else
+        outboxed = outboxed + apply_effects(fx)
+        if data ~= '' then redis.call('HSET', jk, 'r', data) end
+        finish(jk, id, 'running', 'completed', '')
+        state = 'completed'
+      end
+    end
+    if code == 'retry' then
       local a = redis.call('HINCRBY', jk, 'a', 1)
       record_error(jk, id, reason, msg, data)
       local ma = tonumber(redis.call('HGET', jk, 'ma')) or 1
@@ -81,10 +101,23 @@ for i = 0, n - 1 do
       record_error(jk, id, reason, msg, '')
       finish(jk, id, 'running', 'archived', reason)
       state = 'archived'
-    else
+    elseif code == 'wait' then
+      local counts = redis.call('HMGET', kidcount_key(id), msg, msg .. ':f')
+      local left = tonumber(data) - (tonumber(counts[1]) or 0)
+      local failed = (tonumber(counts[2]) or 0) > 0
+      if left <= 0 or (failed and reason == 'f') then
+        make_available(jk, id, 'running', false)
+        state = 'available'
+      else
+        redis.call('HSET', jk, 'ws', msg, 'wc', left, 'wp', reason)
+        schedule(jk, id, 'running', 'scheduled', NOW + delay)
+        state = 'scheduled'
+      end
+    elseif code ~= 'ok' then
       return redis.error_reply('ERR sluice: unknown ack code ' .. code)
     end
   end
   out[#out + 1] = state
 end
+out[#out + 1] = outboxed
 return out

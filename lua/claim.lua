@@ -12,8 +12,9 @@
 --             than n jobs were claimed (the partition ran dry), else -2
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
---   job       the job hash (flat HGETALL) after the claim, plus 'le', the
---             lease expiry, and 'id', the job's ID in the partition
+--   job       { hash, steps }: the job hash (flat HGETALL) after the
+--             claim, plus 'le', the lease expiry, and 'id', the job's ID in
+--             the partition; and its step checkpoints (flat HGETALL)
 -- Transitions: scheduled|retryable -> available (promotion),
 --   available -> running (claim), available -> archived (deadline passed or
 --   malformed job).
@@ -68,7 +69,7 @@ for prio = MAX_PRIORITY, 0, -1 do
           job[#job + 1] = tostring(expiry)
           job[#job + 1] = 'id'
           job[#job + 1] = id
-          jobs[#jobs + 1] = job
+          jobs[#jobs + 1] = { job, redis.call('HGETALL', steps_key(id)) }
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it

@@ -14,6 +14,8 @@
 --   7 stats   hash  number of jobs per state
 --   8 idle    string set while a worker waits for work on this partition
 --   9..18     lists available jobs, one list per priority 0..9
+--  19 outbox  stream of writes and notifications for other slots, relayed
+--             by workers (effects on foreign keys, child -> parent wake-ups)
 -- ARGV:
 --   1 now ms, or '' to use the store's TIME
 --   2 prefix of per-job keys ("{tag}:")
@@ -26,6 +28,7 @@
 
 local K_SCHED, K_RUN, K_DONE, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_QUAR, K_CANC, K_STATS, K_IDLE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_OUTBOX = KEYS[19]
 local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
 local RET = {
   completed = tonumber(ARGV[5]),
@@ -50,6 +53,11 @@ local function job_key(id) return PFX .. 'j:' .. id end
 local function err_key(id) return PFX .. 'e:' .. id end
 local function steps_key(id) return PFX .. 's:' .. id end
 local function avail_key(prio) return KEYS[9 + prio] end
+-- kids: a parent's finished children, child ID -> state .. '\n' .. result
+-- or error; kidcount: per spawn step, children done ('<step>') and failed
+-- ('<step>:f').
+local function kids_key(id) return PFX .. 'k:' .. id end
+local function kidcount_key(id) return PFX .. 'kc:' .. id end
 
 -- count moves one job between per-state counters.
 local function count(from, to)
@@ -95,11 +103,125 @@ local function clear_lease(jk, id)
 end
 
 local function delete_job(id)
-  redis.call('DEL', job_key(id), err_key(id), steps_key(id), job_key(id) .. ':corrupt')
+  redis.call('DEL', job_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id), job_key(id) .. ':corrupt')
+end
+
+-- holds reports whether the job is running under exactly this lease ID and
+-- fence: the identity check every write of an attempt starts with.
+local function holds(jk, lease, fence)
+  local h = redis.call('HMGET', jk, 's', 'l', 'f')
+  return h[1] == 'running' and h[2] == lease and h[3] == fence
+end
+
+-- Effects arrive in ARGV from index i as a count, then per effect either
+--   'd', op, key, nargs, arg...   a write to a key in this slot, or
+--   'o', blob                     an entry for the outbox (a key elsewhere),
+-- The whitelist maps each op to the type its key must hold (or be absent).
+local EFFECT_TYPES = {
+  INCRBY = 'string', SET = 'string', HINCRBY = 'hash', HSET = 'hash',
+  SADD = 'set', ZADD = 'zset', XADD = 'stream', RPUSH = 'list', PEXPIRE = 'any',
+}
+
+local function read_effects(i)
+  local n = tonumber(ARGV[i])
+  i = i + 1
+  local fx = {}
+  for _ = 1, n do
+    if ARGV[i] == 'd' then
+      local nargs = tonumber(ARGV[i + 3])
+      local args = {}
+      for k = 1, nargs do args[k] = ARGV[i + 3 + k] end
+      fx[#fx + 1] = { op = ARGV[i + 1], key = ARGV[i + 2], args = args }
+      i = i + 4 + nargs
+    else
+      fx[#fx + 1] = { blob = ARGV[i + 1] }
+      i = i + 2
+    end
+  end
+  return fx, i
+end
+
+local function is_int(v) return v == nil or v == false or string.match(v, '^-?%d+$') ~= nil end
+
+-- check_effects validates every direct effect without writing anything, so
+-- that a step's effects apply all or not at all. It returns an error
+-- message, or nil.
+local function check_effects(fx)
+  for _, e in ipairs(fx) do
+    if e.op then
+      local want = EFFECT_TYPES[e.op]
+      if not want then return 'unsupported effect ' .. tostring(e.op) end
+      local t = redis.call('TYPE', e.key)['ok']
+      if t ~= 'none' and want ~= 'any' and t ~= want then
+        return e.op .. ' ' .. e.key .. ': the key holds a ' .. t
+      end
+      if e.op == 'INCRBY' and t == 'string' and not is_int(redis.call('GET', e.key)) then
+        return 'INCRBY ' .. e.key .. ': the value is not an integer'
+      end
+      if e.op == 'HINCRBY' and t == 'hash' and not is_int(redis.call('HGET', e.key, e.args[1])) then
+        return 'HINCRBY ' .. e.key .. ': the field is not an integer'
+      end
+    end
+  end
+  return nil
+end
+
+-- apply_effects writes checked effects; it returns how many went to the
+-- outbox.
+local function apply_effects(fx)
+  local outboxed = 0
+  for _, e in ipairs(fx) do
+    if e.op then
+      redis.call(e.op, e.key, unpack(e.args))
+    else
+      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob)
+      outboxed = outboxed + 1
+    end
+  end
+  return outboxed
+end
+
+-- deliver records that child (of parent, spawned by step) finished, and
+-- wakes the parent when it waits for that step and the wait is over.
+local function deliver(parent, step, child, state, payload)
+  local pk = job_key(parent)
+  if redis.call('EXISTS', pk) == 0 then return end
+  local kk = kids_key(parent)
+  local new = redis.call('HSET', kk, child, state .. '\n' .. payload) == 1
+  if not new then return end
+  local ck = kidcount_key(parent)
+  redis.call('HINCRBY', ck, step, 1)
+  local failed = state ~= 'completed'
+  if failed then redis.call('HINCRBY', ck, step .. ':f', 1) end
+  local h = redis.call('HMGET', pk, 's', 'ws', 'wp')
+  if h[1] ~= 'scheduled' or h[2] ~= step then return end
+  local left = redis.call('HINCRBY', pk, 'wc', -1)
+  if left <= 0 or (failed and h[3] == 'f') then
+    redis.call('HDEL', pk, 'ws', 'wc', 'wp')
+    redis.call('ZREM', K_SCHED, parent)
+    make_available(pk, parent, 'scheduled', false)
+  end
+end
+
+-- notify_parent tells a spawned job's parent that it finished: at once when
+-- the parent lives in this partition, else through the outbox. It returns
+-- how many outbox entries it wrote.
+local function notify_parent(jk, id, state)
+  local p = redis.call('HMGET', jk, 'pa', 'pp', 'ps', 'pl', 'r', 'er')
+  if not p[1] then return 0 end
+  local payload = p[6] or ''
+  if state == 'completed' then payload = p[5] or '' end
+  if p[2] == PFX then
+    deliver(p[4], p[3], id, state, payload)
+    return 0
+  end
+  redis.call('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  return 1
 end
 
 -- finish moves a job to a terminal (or parked) state; reason may be ''.
 local function finish(jk, id, from, state, reason)
+  notify_parent(jk, id, state)
   local ret = RET[state]
   if ret < 0 then
     delete_job(id)
@@ -143,6 +265,8 @@ local function promote(limit)
     local jk = job_key(id)
     local s = redis.call('HGET', jk, 's')
     if s == 'scheduled' or s == 'retryable' then
+      -- a parent whose join wait timed out stops waiting
+      if s == 'scheduled' then redis.call('HDEL', jk, 'ws', 'wc', 'wp') end
       make_available(jk, id, s, false)
     end
   end

@@ -25,6 +25,10 @@ var (
 	Reap    = load("reap")
 	Promote = load("promote")
 	Sweep   = load("sweep")
+	Step    = load("step")
+	Notify  = load("notify")
+	// Relay runs alone: its keys are in another slot than a partition's.
+	Relay = redis.NewScript(body("relay"))
 )
 
 // Source returns the full text of the named script (prelude included), for

@@ -61,7 +61,10 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, reqs []*ackReq
 	giveUp := w.clk.Now().Add(w.opts.Lease)
 	delay := 10 * time.Millisecond
 	for {
-		res, err := w.st.Ack(ctx, p, acks)
+		res, outboxed, err := w.st.Ack(ctx, p, acks)
+		if outboxed > 0 {
+			w.kickRelay()
+		}
 		if err == nil {
 			for i, r := range reqs {
 				r.done <- res[i]

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -27,6 +28,7 @@ type Attempt struct {
 	Orphan       Orphan    // set when the job was ever reclaimed after a crash
 
 	ref      keys.Ref
+	state    *attempt.State
 	lease    time.Duration
 	timeout  time.Duration // the job's own attempt timeout, if set
 	mu       sync.Mutex

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/outcome"
@@ -28,6 +30,14 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	}
 	a := newAttempt(p, j, lease)
 	a.leaseEnd = claimed.Add(lease)
+	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
+	a.state.Partitions = w.opts.Partitions
+	a.state.Lose = a.lose
+	a.state.Committed = func(_ string, outboxed int) {
+		if outboxed > 0 {
+			w.kickRelay()
+		}
+	}
 	w.mu.Lock()
 	w.inflight[a] = struct{}{}
 	w.mu.Unlock()
@@ -51,6 +61,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 	a.cancel = cancel
 	a.mu.Unlock()
 	ctx = context.WithValue(ctx, attemptKey{}, a)
+	ctx = attempt.With(ctx, a.state)
 	if t := w.timeout(a); t > 0 {
 		var stop context.CancelFunc
 		ctx, stop = clock.WithDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
@@ -136,6 +147,8 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		return ack, true
 	case returned && r.err == nil:
 		ack.Code, ack.Data = store.CodeOK, r.data
+		ack.Effects, ack.Commit = a.state.Final(), a.ID+":complete"
+		ack.Delay = w.opts.Backoff(a.Attempt + 1) // should the effects fail
 		return ack, true
 	case errors.Is(cause, ErrTimeout):
 		ack.Code, ack.Reason, ack.Message = store.CodeRetry, "timeout", errText(cause, r.err)
@@ -160,6 +173,7 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		skip   *outcome.Skip
 		revoke *outcome.Revoke
 		park   *outcome.Park
+		wait   *outcome.Wait
 	)
 	switch {
 	case errors.As(err, &snooze) && snooze.Delay >= 0:
@@ -172,6 +186,12 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		ack.Code, ack.Message = store.CodeRevoke, revoke.Reason
 	case errors.As(err, &park):
 		ack.Code, ack.Reason = store.CodePark, park.Reason
+	case errors.As(err, &wait):
+		ack.Code, ack.Message, ack.Data = store.CodeWait, wait.Step, []byte(strconv.Itoa(wait.Count))
+		ack.Reason, ack.Delay = "a", wait.Recheck
+		if wait.FailFast {
+			ack.Reason = "f"
+		}
 	case w.opts.NonConsuming != nil && w.opts.NonConsuming(err):
 		ack.Code, ack.Message = store.CodeFree, ""
 	default:

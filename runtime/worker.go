@@ -33,7 +33,8 @@ type Worker struct {
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
 
-	acks chan *ackReq
+	acks      chan *ackReq
+	relayKick chan struct{}
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -60,6 +61,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 		opts: o, st: store.New(rdb, cfg), handlers: h, log: o.Logger.With("worker", o.WorkerID),
 		clk: o.Clock, nonce: randomHex(6), inflight: map[*Attempt]struct{}{},
 		free: o.Concurrency, freed: make(chan struct{}, 1), acks: make(chan *ackReq, 4*o.Concurrency),
+		relayKick: make(chan struct{}, 1),
 	}
 	for q := range o.Queues {
 		n := max(o.Partitions[q], 1)
@@ -97,6 +99,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	services.Go(func() { w.ackLoop(svcCtx) })
 	services.Go(func() { w.renewLoop(svcCtx) })
 	services.Go(func() { w.maintainLoop(svcCtx) })
+	services.Go(func() { w.relayLoop(svcCtx) })
 
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() { w.fetchLoop(ctx, jobsCtx, wake) })

@@ -38,6 +38,16 @@ func (p Partition) Errors(id string) string { return p.Prefix() + "e:" + id }
 // Steps is the hash of a job's step checkpoints.
 func (p Partition) Steps(id string) string { return p.Prefix() + "s:" + id }
 
+// Kids is the hash of a parent's finished children.
+func (p Partition) Kids(id string) string { return p.Prefix() + "k:" + id }
+
+// KidCount is the hash counting a parent's finished (and failed) children
+// per spawning step.
+func (p Partition) KidCount(id string) string { return p.Prefix() + "kc:" + id }
+
+// Outbox is the stream of writes and notifications bound for other slots.
+func (p Partition) Outbox() string { return p.Prefix() + "outbox" }
+
 // Sched is the zset of scheduled and retryable jobs by due time.
 func (p Partition) Sched() string { return p.Prefix() + "sched" }
 
@@ -70,7 +80,16 @@ func (p Partition) Script() []string {
 	for i := range Priorities {
 		ks = append(ks, p.Available(i))
 	}
-	return ks
+	return append(ks, p.Outbox())
+}
+
+// EffectMark is the marker that an effect relayed from the outbox was
+// applied. It lives in the same cluster slot as target, the key the effect
+// writes; ok is false when no such name exists (target has a '}' but no
+// valid hash tag).
+func EffectMark(ns, target, id string) (string, bool) {
+	m := ns + ":fx:{" + HashTag(target) + "}:" + id
+	return m, Slot(m) == Slot(target)
 }
 
 // WakeChannel is the pub/sub channel on which idle workers of a queue learn

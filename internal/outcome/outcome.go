@@ -40,3 +40,18 @@ type Park struct {
 func (e *Park) Error() string { return e.Reason + ": " + e.Err.Error() }
 
 func (e *Park) Unwrap() error { return e.Err }
+
+// Wait suspends a parent job until the Count children spawned by Step have
+// finished (or, with FailFast, one of them failed), without holding a
+// worker or spending an attempt. Recheck is a safety net: the parent runs
+// again after it even if no wake-up came.
+type Wait struct {
+	Step     string
+	Count    int
+	FailFast bool
+	Recheck  time.Duration
+}
+
+func (e *Wait) Error() string {
+	return fmt.Sprintf("waiting for %d children of step %q", e.Count, e.Step)
+}

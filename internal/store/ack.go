@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -23,6 +25,7 @@ const (
 	CodeCrash    Code = "crash"
 	CodeRelease  Code = "release"
 	CodePark     Code = "park"
+	CodeWait     Code = "wait"
 )
 
 // Ack is the outcome of one attempt.
@@ -33,6 +36,10 @@ type Ack struct {
 	Message string        // error text
 	Data    []byte        // result (ok) or stack (retry, crash)
 	Reason  string        // error class (retry, crash) or archive reason (park)
+	// Effects commit with an ok outcome, all or nothing; Commit names the
+	// commit uniquely for relayed effects.
+	Effects []Effect
+	Commit  string
 }
 
 // AckResult is what one ack did: the job's new state, or ErrStale.
@@ -41,24 +48,30 @@ type AckResult struct {
 	Err   error
 }
 
-// Ack records outcomes of one partition in one round trip.
-func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, error) {
-	args := make([]any, 0, 1+8*len(acks))
+// Ack records outcomes of one partition in one round trip. It also
+// returns how many outbox entries the outcomes wrote.
+func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
+	args := make([]any, 0, 1+9*len(acks))
 	args = append(args, len(acks))
 	for _, a := range acks {
+		var err error
 		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(a.Delay), a.Message, a.Data, a.Reason)
+		if args, err = s.appendEffects(args, p, a.Commit, a.Effects); err != nil {
+			return nil, 0, err
+		}
 	}
 	v, err := s.run(ctx, lua.Ack, p, args...).Result()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	answers, err := strs(v)
-	if err != nil {
-		return nil, err
+	if err != nil || len(answers) != len(acks)+1 {
+		return nil, 0, fmt.Errorf("%w: ack reply %v", ErrMalformed, v)
 	}
-	out := make([]AckResult, len(answers))
-	for i, a := range answers {
+	out := make([]AckResult, len(acks))
+	for i, a := range answers[:len(acks)] {
 		out[i].State, out[i].Err = ackState(a)
 	}
-	return out, nil
+	outboxed, _ := strconv.Atoi(answers[len(acks)])
+	return out, outboxed, nil
 }

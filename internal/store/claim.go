@@ -64,13 +64,24 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
 	}
 	for _, e := range reply[2:] {
-		flat, ok := e.([]any)
-		if !ok {
+		pair, ok := e.([]any)
+		if !ok || len(pair) != 2 {
 			return res, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
 		}
+		flat, _ := pair[0].([]any)
 		j, err := decodeJob("", flat)
 		if err != nil {
 			return res, err
+		}
+		steps, err := strs(pair[1])
+		if err != nil {
+			return res, err
+		}
+		if len(steps) > 0 {
+			j.Steps = make(map[string][]byte, len(steps)/2)
+			for i := 0; i+1 < len(steps); i += 2 {
+				j.Steps[steps[i]] = []byte(steps[i+1])
+			}
 		}
 		res.Jobs = append(res.Jobs, j)
 	}

@@ -21,16 +21,28 @@ type NewJob struct {
 	Timeout     time.Duration
 	Deadline    time.Time
 	Priority    int
+	Parent      *ParentRef // set for a job spawned by a parent job's step
+}
+
+// ParentRef ties a spawned job to the parent waiting for it.
+type ParentRef struct {
+	Ref  keys.Ref // the parent
+	Step string   // the step that spawned the job
 }
 
 // Enqueue adds jobs to one partition in one round trip. It returns one
 // status per job; a Conflicted job's status comes with ErrConflict in errs.
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueStatus, []error, error) {
-	args := make([]any, 0, 1+len(jobs)*10)
+	args := make([]any, 0, 1+len(jobs)*14)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		args = append(args, j.Local, j.Kind, j.Payload, unixMS(j.RunAt), ms(j.Delay),
 			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers)
+		if pa := j.Parent; pa != nil {
+			args = append(args, pa.Ref.String(), pa.Ref.Prefix(), pa.Step, pa.Ref.Local)
+		} else {
+			args = append(args, "", "", "", "")
+		}
 	}
 	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
 	if err != nil {

@@ -32,6 +32,14 @@ type Job struct {
 	LastError    string
 	Result       []byte
 	Orphan       Orphan
+	Parent       string    // the parent's job ID, for a spawned job
+	Progress     time.Time // last step checkpoint
+	CurrentStep  string    // last step checkpointed
+	WaitingFor   string    // for a suspended parent: the spawning step it waits on
+	WaitingCount int       // ... and how many of its children are not done
+	// Steps holds the step checkpoints (record by step field); loaded with
+	// a claim.
+	Steps map[string][]byte
 }
 
 // Orphan is the provenance of a job reclaimed after a crash.
@@ -123,6 +131,16 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.Orphan.ExpiredAt = ms(v)
 		case "on":
 			j.Orphan.Count = int(num(v))
+		case "pa":
+			j.Parent = v
+		case "pt":
+			j.Progress = ms(v)
+		case "cs":
+			j.CurrentStep = v
+		case "ws":
+			j.WaitingFor = v
+		case "wc":
+			j.WaitingCount = int(num(v))
 		}
 	}
 	if err != nil {

@@ -160,7 +160,7 @@ func (f *fixture) get(local string) (*store.Job, []store.ErrorRecord) {
 func (f *fixture) ack(j *store.Job, a store.Ack) store.AckResult {
 	f.t.Helper()
 	a.Lease = lease(j)
-	res, err := f.st.Ack(f.ctx, f.p, []store.Ack{a})
+	res, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{a})
 	if err != nil {
 		f.t.Fatalf("ack: %v", err)
 	}

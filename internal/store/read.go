@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,4 +50,30 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, err
 		recs = append(recs, r)
 	}
 	return j, recs, nil
+}
+
+// Kid is a finished child as its parent recorded it.
+type Kid struct {
+	Done    bool
+	State   string
+	Payload []byte // the result when completed, else the last error
+}
+
+// Kids reads what parent recorded of the children locals, in one round
+// trip in the parent's slot.
+func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]Kid, error) {
+	vals, err := s.rdb.HMGet(ctx, parent.Kids(parent.Local), locals...).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Kid, len(locals))
+	for i, v := range vals {
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		state, payload, _ := strings.Cut(str, "\n")
+		out[i] = Kid{Done: true, State: state, Payload: []byte(payload)}
+	}
+	return out, nil
 }

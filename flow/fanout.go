@@ -1,0 +1,172 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/step"
+)
+
+// JoinRecheck is how long a parent waits for its children before it runs
+// again anyway, a safety net for a child that never finishes (deleted by an
+// operator, stuck in a paused queue).
+const JoinRecheck = 10 * time.Minute
+
+// JoinPolicy says when a parent stops waiting for its children.
+type JoinPolicy int
+
+const (
+	// CollectAll waits for every child and returns each one's result or
+	// failure.
+	CollectAll JoinPolicy = iota
+	// FailFast wakes the parent at the first child that fails; Join then
+	// returns a *ChildFailedError.
+	FailFast
+)
+
+// Children is the handle of the jobs a step spawned.
+type Children struct {
+	Step string
+	IDs  []string
+}
+
+// ChildResult is one child's outcome.
+type ChildResult[R any] struct {
+	ID     string
+	State  string // completed, or archived/cancelled/quarantined when it failed
+	Result R      // when completed: its RegisterResult result
+	Error  string // when failed: its last error
+}
+
+// ChildFailedError is Join's error under FailFast.
+type ChildFailedError struct {
+	ID      string
+	State   string
+	Message string
+}
+
+func (e *ChildFailedError) Error() string {
+	return fmt.Sprintf("child %s %s: %s", e.ID, e.State, e.Message)
+}
+
+// Spawn enqueues items as children of the running job, as the durable step
+// name: atomically per partition and idempotently (child IDs derive from
+// the parent, the step and the item's index, so running the step again
+// never duplicates a child). A child that finishes notifies its parent,
+// through its partition's outbox when the parent lives elsewhere, so the
+// parent is woken even if a worker dies in between.
+func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return nil, step.ErrNoAttempt
+	}
+	ids, err := step.Run(ctx, name, func(ctx context.Context) ([]string, error) {
+		return spawn(ctx, st, name, items)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Children{Step: name, IDs: ids}, nil
+}
+
+func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
+	pl := &planner{st: st.Store, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	parent := &store.ParentRef{Ref: st.Ref, Step: name}
+	ids := make([]string, len(items))
+	byPart := map[keys.Partition][]store.NewJob{}
+	for i, it := range items {
+		ref, job, err := pl.job(it, parent, childID(st.Ref.Local+"~"+name+"~"+strconv.Itoa(i)))
+		if err != nil {
+			return nil, fmt.Errorf("child %d: %w", i, err)
+		}
+		ids[i] = ref.String()
+		byPart[ref.Partition] = append(byPart[ref.Partition], job)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for p, jobs := range byPart {
+		wg.Go(func() {
+			_, errs, err := st.Store.Enqueue(ctx, p, jobs)
+			for _, e := range errs {
+				if e != nil && err == nil {
+					err = fmt.Errorf("%w: a child exists with other arguments (did the step's items change?)", e)
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				first = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return ids, first
+}
+
+// childID sets a spawned child's ID without the length limit of WithID.
+func childID(id string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		o.id = id
+		return nil
+	}
+}
+
+// Join collects the outcomes of children. While some are not finished it
+// returns an error that the handler must return: the job is suspended,
+// without holding a worker or spending an attempt, and runs again (its
+// finished steps skipped) when the children are done. R is the children's
+// result type.
+func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildResult[R], error) {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return nil, step.ErrNoAttempt
+	}
+	locals := make([]string, len(ch.IDs))
+	for i, id := range ch.IDs {
+		ref, ok := keys.ParseRef(st.Store.NS(), id)
+		if !ok {
+			return nil, fmt.Errorf("%w: child ID %q", ErrInvalid, id)
+		}
+		locals[i] = ref.Local
+	}
+	kids, err := st.Store.Kids(ctx, st.Ref, locals)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChildResult[R], len(kids))
+	pending := 0
+	for i, k := range kids {
+		out[i] = ChildResult[R]{ID: ch.IDs[i], State: k.State}
+		switch {
+		case !k.Done:
+			pending++
+		case k.State == StateCompleted:
+			if len(k.Payload) > 0 {
+				if err := msgpack.Unmarshal(k.Payload, &out[i].Result); err != nil {
+					return nil, fmt.Errorf("decoding the result of child %s: %w", ch.IDs[i], err)
+				}
+			}
+		default:
+			out[i].Error = string(k.Payload)
+			if policy == FailFast {
+				return out, &ChildFailedError{ID: ch.IDs[i], State: k.State, Message: out[i].Error}
+			}
+		}
+	}
+	if pending > 0 {
+		return nil, &outcome.Wait{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast, Recheck: JoinRecheck}
+	}
+	return out, nil
+}

@@ -1,0 +1,97 @@
+package flow
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"sync/atomic"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// planner turns Items into jobs ready for the store: validated, encoded,
+// with an ID and a partition. Clients and spawning steps share it.
+type planner struct {
+	st          *store.Store
+	registry    *Registry // nil: any valid kind
+	maxPayload  int
+	maxAttempts int
+	partitions  map[string]int
+	rr          atomic.Uint64
+}
+
+// job plans one item; parent is set for a spawned child, whose ID the
+// caller chose.
+func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+	if it.Args == nil {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
+	}
+	kind := it.Args.Kind()
+	if !ValidKind(kind) {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+	}
+	if pl.registry != nil && !pl.registry.Known(kind) {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
+	}
+	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
+	for _, opt := range append(it.Opts, opts...) {
+		if err := opt(&o); err != nil {
+			return keys.Ref{}, store.NewJob{}, err
+		}
+	}
+	payload, err := msgpack.Marshal(it.Args)
+	if err != nil {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
+	}
+	if len(payload) > pl.maxPayload {
+		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %s arguments are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(payload), pl.maxPayload)
+	}
+	var headers []byte
+	if len(o.headers) > 0 {
+		if headers, err = msgpack.Marshal(o.headers); err != nil {
+			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
+		}
+	}
+	local := o.id
+	if local == "" {
+		local = newLocalID()
+	}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, o.id)), Local: local}
+	return ref, store.NewJob{
+		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
+		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
+		Priority: o.priority, Parent: parent,
+	}, nil
+}
+
+// partition picks the partition of a job: by hash of a caller-supplied ID
+// (so the same ID always lands on the same partition), else round-robin.
+func (pl *planner) partition(queue, id string) int {
+	n := max(pl.partitions[queue], 1)
+	if n == 1 {
+		return 0
+	}
+	if id != "" {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(id))
+		return int(h.Sum32() % uint32(n))
+	}
+	return int(pl.rr.Add(1) % uint64(n))
+}
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// newLocalID is 16 characters: 48 bits of milliseconds then 32 random bits,
+// so IDs sort roughly by creation time.
+func newLocalID() string {
+	var b [10]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	_, _ = rand.Read(b[6:])
+	return idEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,61 @@
+package idempotency
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Effect is a Redis write committed with a step or a completion. Build
+// effects with the functions of this package.
+type Effect = store.Effect
+
+// IncrBy adds n to the integer at key.
+func IncrBy(key string, n int64) Effect {
+	return Effect{Op: "INCRBY", Key: key, Args: []string{strconv.FormatInt(n, 10)}}
+}
+
+// HIncrBy adds n to the integer field of the hash at key.
+func HIncrBy(key, field string, n int64) Effect {
+	return Effect{Op: "HINCRBY", Key: key, Args: []string{field, strconv.FormatInt(n, 10)}}
+}
+
+// Set sets key to value, expiring after ttl (0: never).
+func Set(key, value string, ttl time.Duration) Effect {
+	args := []string{value}
+	if ttl > 0 {
+		args = append(args, "PX", strconv.FormatInt(ttl.Milliseconds(), 10))
+	}
+	return Effect{Op: "SET", Key: key, Args: args}
+}
+
+// HSet sets fields of the hash at key: field, value, field, value, ...
+func HSet(key string, fieldValues ...string) Effect {
+	return Effect{Op: "HSET", Key: key, Args: fieldValues}
+}
+
+// SAdd adds members to the set at key.
+func SAdd(key string, members ...string) Effect {
+	return Effect{Op: "SADD", Key: key, Args: members}
+}
+
+// ZAdd adds member with score to the sorted set at key.
+func ZAdd(key string, score float64, member string) Effect {
+	return Effect{Op: "ZADD", Key: key, Args: []string{strconv.FormatFloat(score, 'g', -1, 64), member}}
+}
+
+// XAdd appends an entry (field, value, ...) to the stream at key.
+func XAdd(key string, fieldValues ...string) Effect {
+	return Effect{Op: "XADD", Key: key, Args: append([]string{"*"}, fieldValues...)}
+}
+
+// RPush appends values to the list at key.
+func RPush(key string, values ...string) Effect {
+	return Effect{Op: "RPUSH", Key: key, Args: values}
+}
+
+// Expire sets key to expire after ttl.
+func Expire(key string, ttl time.Duration) Effect {
+	return Effect{Op: "PEXPIRE", Key: key, Args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
+}

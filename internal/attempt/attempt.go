@@ -1,0 +1,166 @@
+// Package attempt is the running attempt's state that the user-facing
+// packages (step, idempotency, flow) reach through the handler's context:
+// its identity, its step checkpoints, and the commit path to Redis. The
+// runtime creates one per attempt.
+package attempt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// State is one attempt's durable-execution state.
+type State struct {
+	Store      *store.Store
+	Ref        keys.Ref
+	Lease      store.Lease
+	Partitions map[string]int // partitions per queue, for spawned children
+	// Lose cancels the attempt when a commit finds its lease gone.
+	Lose func()
+	// Committed is called after each successful commit with the number of
+	// outbox entries it wrote.
+	Committed func(step string, outboxed int)
+
+	mu      sync.Mutex
+	steps   map[string][]byte
+	seq     int
+	used    map[string]int
+	final   []store.Effect
+	current string
+	memo    map[string]any
+}
+
+// ErrDuplicateStep: a step name was used twice in one attempt.
+var ErrDuplicateStep = errors.New("sluice: step name used twice in one attempt")
+
+// New returns the state of an attempt whose existing checkpoints are steps.
+func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) *State {
+	return &State{Store: st, Ref: ref, Lease: lease, steps: steps, used: map[string]int{}}
+}
+
+type key struct{}
+
+// With returns ctx carrying s.
+func With(ctx context.Context, s *State) context.Context { return context.WithValue(ctx, key{}, s) }
+
+// From returns the attempt state in ctx.
+func From(ctx context.Context) (*State, bool) {
+	s, ok := ctx.Value(key{}).(*State)
+	return s, ok
+}
+
+// Begin registers the next step of the attempt and returns its position in
+// the step sequence (0, 1, ...). A name already used in this attempt is
+// ErrDuplicateStep.
+func (s *State) Begin(name string) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.used[name]; dup {
+		return 0, fmt.Errorf("%w: %q", ErrDuplicateStep, name)
+	}
+	i := s.seq
+	s.seq++
+	s.used[name] = i
+	s.current = name
+	return i, nil
+}
+
+// Position returns where step name sits in this attempt's sequence.
+func (s *State) Position(name string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.used[name]
+	return i, ok
+}
+
+// Checkpoint returns the stored record of field, if any.
+func (s *State) Checkpoint(field string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.steps[field]
+	return b, ok
+}
+
+// Checkpoints returns every stored record (a copy of the map).
+func (s *State) Checkpoints() map[string][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[string][]byte, len(s.steps))
+	for k, v := range s.steps {
+		m[k] = v
+	}
+	return m
+}
+
+// Memo returns the value cached under key, building it on first use: a
+// per-attempt cache for derived views of the checkpoints.
+func (s *State) Memo(key string, build func() any) any {
+	s.mu.Lock()
+	v, ok := s.memo[key]
+	s.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = build()
+	s.mu.Lock()
+	if s.memo == nil {
+		s.memo = map[string]any{}
+	}
+	s.memo[key] = v
+	s.mu.Unlock()
+	return v
+}
+
+// Current is the step running or last run.
+func (s *State) Current() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Commit writes a checkpoint and its effects in one fenced round trip. A
+// stale attempt is cancelled (its lease is gone) and gets store.ErrStale.
+func (s *State) Commit(ctx context.Context, field string, record []byte, mode, commit string, fx []store.Effect) error {
+	n, err := s.Store.Checkpoint(ctx, s.Ref.Partition, store.Checkpoint{
+		Lease: s.Lease, Field: field, Record: record, Mode: mode, Commit: commit, Effects: fx,
+	})
+	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrStepDone) {
+		if s.Lose != nil {
+			s.Lose()
+		}
+		return store.ErrStale
+	}
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.steps == nil {
+		s.steps = map[string][]byte{}
+	}
+	s.steps[field] = record
+	s.mu.Unlock()
+	if s.Committed != nil {
+		s.Committed(field, n)
+	}
+	return nil
+}
+
+// OnComplete stages effects that commit atomically with the job's
+// completion.
+func (s *State) OnComplete(fx ...store.Effect) {
+	s.mu.Lock()
+	s.final = append(s.final, fx...)
+	s.mu.Unlock()
+}
+
+// Final returns the effects staged for the completion.
+func (s *State) Final() []store.Effect {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.final
+}

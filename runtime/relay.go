@@ -1,0 +1,47 @@
+package runtime
+
+import "context"
+
+// relayLimit bounds the outbox entries one relay call handles.
+const relayLimit = 256
+
+// kickRelay asks the relay loop to run now: a commit just wrote to an
+// outbox.
+func (w *Worker) kickRelay() {
+	select {
+	case w.relayKick <- struct{}{}:
+	default:
+	}
+}
+
+// relayLoop relays the outboxes of the partitions served: effects on keys
+// in other cluster slots and notifications to parents in other partitions.
+// It runs when a commit wrote to an outbox and on every maintenance tick,
+// so entries left by a worker that died after its commit are relayed too.
+func (w *Worker) relayLoop(ctx context.Context) {
+	t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+	defer func() { t.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.relayKick:
+		case <-t.C():
+			t = w.clk.NewTimer(w.opts.MaintenanceInterval)
+		}
+		for _, p := range w.parts {
+			for {
+				n, err := w.st.RelayOutbox(ctx, p, relayLimit)
+				if err != nil {
+					if ctx.Err() == nil {
+						w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
+					}
+					break
+				}
+				if n < relayLimit {
+					break
+				}
+			}
+		}
+	}
+}

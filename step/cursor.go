@@ -1,0 +1,131 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Cursor checkpoints the progress of a long loop so that a resumed job
+// continues where the last checkpoint left it:
+//
+//	cur, err := step.NewCursor[int](ctx, "import-rows", 100)
+//	if err != nil {
+//		return err
+//	}
+//	for row := cur.Value(); row < total && !cur.Finished(); row++ {
+//		if err := importRow(ctx, row); err != nil {
+//			return err
+//		}
+//		if err := cur.Advance(ctx, row+1); err != nil { // a checkpoint every 100 rows
+//			return err
+//		}
+//	}
+//	return cur.Finish(ctx)
+//
+// Every checkpoint is fenced: a stale holder's write is rejected with
+// ErrStale. Work done after the last checkpoint runs again on resume.
+type Cursor[C any] struct {
+	st       *attempt.State
+	name     string
+	every    int
+	pending  int
+	value    C
+	finished bool
+}
+
+type cursorRecord[C any] struct {
+	Value C `msgpack:"v"`
+}
+
+// NewCursor starts the cursor step name, checkpointing every `every`
+// advances (every < 1 means every advance). Value starts at the last
+// checkpointed value, or C's zero value.
+func NewCursor[C any](ctx context.Context, name string, every int) (*Cursor[C], error) {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return nil, ErrNoAttempt
+	}
+	_, rec, err := begin(st, name)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cursor[C]{st: st, name: name, every: max(every, 1), finished: rec != nil}
+	if b, ok := st.Checkpoint(cursorField(name)); ok {
+		var r cursorRecord[C]
+		if err := msgpack.Unmarshal(b, &r); err != nil {
+			return nil, park("stale_checkpoint", fmt.Errorf("%w: cursor %q: %v", ErrStaleCheckpoint, name, err))
+		}
+		c.value = r.Value
+	}
+	return c, nil
+}
+
+// Value is the cursor's current value.
+func (c *Cursor[C]) Value() C { return c.value }
+
+// Finished reports that the loop completed (Finish) in an earlier attempt.
+func (c *Cursor[C]) Finished() bool { return c.finished }
+
+// Advance moves the cursor to v and checkpoints it every N advances, or at
+// once when effects are given: they commit atomically with the checkpoint,
+// so a batch's writes happen exactly once.
+func (c *Cursor[C]) Advance(ctx context.Context, v C, effects ...store.Effect) error {
+	c.value = v
+	c.pending++
+	if c.pending < c.every && len(effects) == 0 {
+		return nil
+	}
+	return c.save(ctx, effects)
+}
+
+// Flush checkpoints the current value now.
+func (c *Cursor[C]) Flush(ctx context.Context) error {
+	if c.pending == 0 {
+		return nil
+	}
+	return c.save(ctx, nil)
+}
+
+// Finish marks the loop complete: later attempts see Finished() true.
+func (c *Cursor[C]) Finish(ctx context.Context) error {
+	if c.finished {
+		return nil
+	}
+	if err := c.Flush(ctx); err != nil {
+		return err
+	}
+	idx, _ := c.st.Position(c.name)
+	b, err := encodeRecord(idx, struct{}{})
+	if err != nil {
+		return err
+	}
+	if err := c.st.Commit(ctx, c.name, b, store.ModeOnce, c.st.Ref.String()+":"+c.name, nil); err != nil {
+		return err
+	}
+	c.finished = true
+	return nil
+}
+
+func (c *Cursor[C]) save(ctx context.Context, effects []store.Effect) error {
+	b, err := msgpack.Marshal(cursorRecord[C]{Value: c.value})
+	if err != nil {
+		return park("step_result", fmt.Errorf("%w: cursor %q: %v", ErrResult, c.name, err))
+	}
+	// The commit name must differ per checkpoint (relayed effects are
+	// deduplicated by it) and be the same when a checkpoint is retried.
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	commit := c.st.Ref.String() + ":" + c.name + ":" + strconv.FormatUint(h.Sum64(), 36)
+	if err := c.st.Commit(ctx, cursorField(c.name), b, store.ModeCursor, commit, effects); err != nil {
+		return err
+	}
+	c.pending = 0
+	return nil
+}

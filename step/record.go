@@ -1,0 +1,93 @@
+package step
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+)
+
+// MaxResult bounds a step's encoded result.
+const MaxResult = 1 << 20
+
+var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,99}$`)
+
+// record is a step checkpoint as stored.
+type record struct {
+	Index  int    `msgpack:"i"` // position in the handler's step sequence
+	Result []byte `msgpack:"r"` // msgpack of the step's result
+	At     int64  `msgpack:"t"` // when it was written (unix ms)
+}
+
+// cursorField is the checkpoint field of cursor name's progress.
+func cursorField(name string) string { return "cursor:" + name }
+
+// begin validates name, registers it as the attempt's next step and checks
+// that it sits where the job's checkpoints say it did. It returns the
+// step's own checkpoint, if it has one.
+func begin(st *attempt.State, name string) (int, *record, error) {
+	if !stepName.MatchString(name) {
+		return 0, nil, park("invalid_step", fmt.Errorf("%w: %q", ErrInvalidName, name))
+	}
+	idx, err := st.Begin(name)
+	if err != nil {
+		return 0, nil, park("duplicate_step", err)
+	}
+	byIndex, err := positions(st)
+	if err != nil {
+		return 0, nil, err
+	}
+	b, done := st.Checkpoint(name)
+	if !done {
+		if other, taken := byIndex[idx]; taken {
+			return 0, nil, park("stale_checkpoint", fmt.Errorf("%w: step %d is %q in the checkpoint, %q now", ErrStaleCheckpoint, idx, other, name))
+		}
+		return idx, nil, nil
+	}
+	var r record
+	if err := msgpack.Unmarshal(b, &r); err != nil {
+		return 0, nil, park("stale_checkpoint", fmt.Errorf("%w: step %q: %v", ErrStaleCheckpoint, name, err))
+	}
+	if r.Index != idx {
+		return 0, nil, park("stale_checkpoint", fmt.Errorf("%w: step %q was number %d, is number %d now", ErrStaleCheckpoint, name, r.Index, idx))
+	}
+	return idx, &r, nil
+}
+
+// positions maps each checkpointed step's position to its name, decoded
+// once per attempt.
+func positions(st *attempt.State) (map[int]string, error) {
+	type result struct {
+		m   map[int]string
+		err error
+	}
+	r := st.Memo("step.positions", func() any {
+		m := map[int]string{}
+		for field, b := range st.Checkpoints() {
+			if len(field) > 7 && field[:7] == "cursor:" {
+				continue
+			}
+			var rec record
+			if err := msgpack.Unmarshal(b, &rec); err != nil {
+				return result{err: park("stale_checkpoint", fmt.Errorf("%w: step %q: %v", ErrStaleCheckpoint, field, err))}
+			}
+			m[rec.Index] = field
+		}
+		return result{m: m}
+	}).(result)
+	return r.m, r.err
+}
+
+func encodeRecord(idx int, v any) ([]byte, error) {
+	res, err := msgpack.Marshal(v)
+	if err != nil {
+		return nil, park("step_result", fmt.Errorf("%w: %v", ErrResult, err))
+	}
+	if len(res) > MaxResult {
+		return nil, park("step_result", fmt.Errorf("%w: %d bytes, the limit is %d", ErrResult, len(res), MaxResult))
+	}
+	return msgpack.Marshal(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
+}

@@ -1,0 +1,108 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Run runs fn as the durable step name and returns its result. If the job
+// already completed this step in an earlier attempt, Run returns the
+// checkpointed result without calling fn. fn's error is returned as is and
+// nothing is checkpointed; effects staged with Effect commit with the
+// checkpoint, all or nothing.
+func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return zero, ErrNoAttempt
+	}
+	idx, rec, err := begin(st, name)
+	if err != nil {
+		return zero, err
+	}
+	if rec != nil {
+		var v T
+		if err := msgpack.Unmarshal(rec.Result, &v); err != nil {
+			return zero, park("stale_checkpoint", fmt.Errorf("%w: result of step %q: %v", ErrStaleCheckpoint, name, err))
+		}
+		return v, nil
+	}
+	fx := &staged{}
+	v, err := fn(context.WithValue(ctx, stagedKey{}, fx))
+	if err != nil {
+		return zero, err
+	}
+	b, err := encodeRecord(idx, v)
+	if err != nil {
+		return zero, err
+	}
+	if err := st.Commit(ctx, name, b, store.ModeOnce, st.Ref.String()+":"+name, fx.take()); err != nil {
+		return zero, err
+	}
+	return v, nil
+}
+
+// Do is Run for a step without a result.
+func Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	_, err := Run(ctx, name, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+// Commit is a step whose work is its effects: they are applied, fenced,
+// together with the step's checkpoint, exactly once per job.
+func Commit(ctx context.Context, name string, effects ...store.Effect) error {
+	return Do(ctx, name, func(ctx context.Context) error {
+		return Effect(ctx, effects...)
+	})
+}
+
+// Effect adds effects to the step running in ctx (inside Run or Do's
+// function): they commit atomically with the step's checkpoint.
+func Effect(ctx context.Context, effects ...store.Effect) error {
+	fx, ok := ctx.Value(stagedKey{}).(*staged)
+	if !ok {
+		return fmt.Errorf("%w: step.Effect outside a step function", ErrNoAttempt)
+	}
+	fx.add(effects)
+	return nil
+}
+
+// OnComplete stages effects that commit atomically with the job's
+// fence-verified completion: the job is completed and they are applied, or
+// neither. If they cannot apply, the attempt fails and is retried.
+func OnComplete(ctx context.Context, effects ...store.Effect) error {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return ErrNoAttempt
+	}
+	st.OnComplete(effects...)
+	return nil
+}
+
+type stagedKey struct{}
+
+// staged collects the effects of one step function.
+type staged struct {
+	mu sync.Mutex
+	fx []store.Effect
+}
+
+func (s *staged) add(fx []store.Effect) {
+	s.mu.Lock()
+	s.fx = append(s.fx, fx...)
+	s.mu.Unlock()
+}
+
+func (s *staged) take() []store.Effect {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fx
+}
