@@ -1,0 +1,98 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestCheckpointFenced: a stale attempt's checkpoint, cursor and effects
+// (direct or outboxed) are rejected and nothing of them is written.
+func TestCheckpointFenced(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			old := f.claimOne("a")
+			f.clk.Advance(time.Minute)
+			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+				t.Fatal(err)
+			}
+			cur := f.claimOne("b")
+			direct := f.p.Tag() + ":ledger"
+			foreign := "elsewhere:ledger"
+			fx := []store.Effect{{Op: "INCRBY", Key: direct, Args: []string{"5"}}, {Op: "INCRBY", Key: foreign, Args: []string{"5"}}}
+			for _, mode := range []string{store.ModeOnce, store.ModeCursor} {
+				_, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(old), Field: "s", Record: []byte("r"), Mode: mode, Commit: "c", Effects: fx})
+				if !errors.Is(err, store.ErrStale) {
+					t.Fatalf("%s checkpoint by a stale attempt: %v", mode, err)
+				}
+			}
+			if n := exists(t, f, direct, f.p.Steps("job"), f.p.Outbox()); n != 0 {
+				t.Fatalf("stale writes landed (%d keys)", n)
+			}
+			n, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: fx})
+			if err != nil || n != 1 {
+				t.Fatalf("current checkpoint: %d outboxed, %v", n, err)
+			}
+			if _, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r2"), Mode: store.ModeOnce, Commit: "c", Effects: fx}); !errors.Is(err, store.ErrStepDone) {
+				t.Fatalf("second checkpoint of a step: %v", err)
+			}
+			if v, _ := f.rdb.Get(f.ctx, direct).Result(); v != "5" {
+				t.Fatalf("direct effect %q, want 5 (once)", v)
+			}
+		})
+	}
+}
+
+// TestRelayOnce: an outboxed effect is applied once even when the relay
+// runs again after applying it (a relay that died before deleting the
+// entry), and one that can never apply is moved aside.
+func TestRelayOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			target := f.st.NS() + ":balance"
+			wrong := f.st.NS() + ":a-hash"
+			if err := f.rdb.HSet(f.ctx, wrong, "f", "v").Err(); err != nil {
+				t.Fatal(err)
+			}
+			fx := []store.Effect{{Op: "INCRBY", Key: target, Args: []string{"7"}}, {Op: "INCRBY", Key: wrong, Args: []string{"1"}}}
+			if _, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := f.rdb.XRange(f.ctx, f.p.Outbox(), "-", "+").Result()
+			if err != nil || len(entries) != 2 {
+				t.Fatalf("outbox %v, %v", entries, err)
+			}
+			for range 3 { // the first relay applies; later ones see the entry again
+				if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: entries[0].Values}).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := f.rdb.Get(f.ctx, target).Result(); v != "7" {
+				t.Fatalf("relayed effect applied to %q, want 7 (once)", v)
+			}
+			if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()).Result(); n != 0 {
+				t.Fatalf("outbox still has %d entries", n)
+			}
+			if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()+":dead").Result(); n != 1 {
+				t.Fatalf("dead outbox has %d entries, want the wrong-type effect", n)
+			}
+		})
+	}
+}

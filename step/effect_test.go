@@ -1,0 +1,169 @@
+package step_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/step"
+)
+
+type transfer struct{ Cents int64 }
+
+func (transfer) Kind() string { return "transfer" }
+
+// waitValue polls key (a string) until it equals want.
+func waitValue(t *testing.T, rdb redis.UniversalClient, key, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, _ := rdb.Get(context.Background(), key).Result()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s = %q, want %q", key, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestEffectsApplyOnce: effects in the job's slot and elsewhere (relayed by
+// the outbox) apply exactly once although the attempt that committed them
+// failed afterwards, and completion effects apply with the completion.
+func TestEffectsApplyOnce(t *testing.T) {
+	t.Parallel()
+	for _, backend := range []string{"redis", "cluster"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			var rdb redis.UniversalClient = server.Client()
+			if backend == "cluster" {
+				rdb = cluster.Client()
+			}
+			reg := flow.NewRegistry()
+			var local atomic.Value
+			var foreign, done string
+			register(t, reg, func(ctx context.Context, job *flow.Job[transfer]) error {
+				local.Store(idempotency.JobKey(ctx, "ledger"))
+				err := step.Commit(ctx, "debit",
+					idempotency.IncrBy(idempotency.JobKey(ctx, "ledger"), -job.Args.Cents),
+					idempotency.IncrBy(foreign, job.Args.Cents),
+				)
+				if err != nil {
+					return err
+				}
+				if job.Attempt < 2 {
+					return errors.New("crash-free failure after the commit")
+				}
+				return step.OnComplete(ctx, idempotency.IncrBy(done, 1))
+			})
+			e := newEnv(t, rdb, reg)
+			foreign, done = e.ns+":ledger:bank", e.ns+":completions"
+			info := e.run(transfer{Cents: 250}, flow.StateCompleted)
+			if info.Attempt != 2 {
+				t.Fatalf("attempt %d", info.Attempt)
+			}
+			waitValue(t, rdb, local.Load().(string), "-250")
+			waitValue(t, rdb, foreign, "250")
+			waitValue(t, rdb, done, "1")
+		})
+	}
+}
+
+type wrongType struct{}
+
+func (wrongType) Kind() string { return "wrong_type" }
+
+// TestEffectErrorWritesNothing: when one effect cannot apply, none of the
+// step's effects and not its checkpoint are written.
+func TestEffectErrorWritesNothing(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	var runs atomic.Int64
+	var sawEffectErr atomic.Bool
+	register(t, reg, func(ctx context.Context, job *flow.Job[wrongType]) error {
+		err := step.Do(ctx, "pay", func(ctx context.Context) error {
+			runs.Add(1)
+			return step.Effect(ctx,
+				idempotency.IncrBy(idempotency.JobKey(ctx, "good"), 1),
+				idempotency.IncrBy(idempotency.JobKey(ctx, "hash"), 1),
+			)
+		})
+		var ee *step.EffectError
+		if errors.As(err, &ee) {
+			sawEffectErr.Store(true)
+		}
+		if job.Attempt >= 1 {
+			return flow.Skip("gave up")
+		}
+		return err
+	})
+	e := newEnv(t, server.Client(), reg)
+	tag := "{" + e.ns + ":default:0}:u:"
+	if err := e.rdb.HSet(context.Background(), tag+"hash", "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.run(wrongType{}, flow.StateArchived)
+	if runs.Load() != 2 || !sawEffectErr.Load() {
+		t.Fatalf("step ran %d times (want 2: no checkpoint), effect error seen %v", runs.Load(), sawEffectErr.Load())
+	}
+	if n, err := e.rdb.Exists(context.Background(), tag+"good").Result(); err != nil || n != 0 {
+		t.Fatalf("the good effect was applied (%d, %v)", n, err)
+	}
+}
+
+type importJob struct{ Rows int }
+
+func (importJob) Kind() string { return "import" }
+
+// TestCursorResumes: a long loop resumes from its last cursor checkpoint;
+// effects committed with each checkpoint apply once per batch.
+func TestCursorResumes(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	var processed atomic.Int64
+	var resumedAt atomic.Int64
+	var sumKey atomic.Value
+	register(t, reg, func(ctx context.Context, job *flow.Job[importJob]) error {
+		cur, err := step.NewCursor[int](ctx, "rows", 100)
+		if err != nil {
+			return err
+		}
+		if job.Attempt == 1 {
+			resumedAt.Store(int64(cur.Value()))
+		}
+		key := idempotency.JobKey(ctx, "sum")
+		sumKey.Store(key)
+		batch := 0
+		for row := cur.Value(); row < job.Args.Rows && !cur.Finished(); row++ {
+			if job.Attempt == 0 && row == 550 {
+				return errors.New("interrupted mid-loop")
+			}
+			processed.Add(1)
+			batch++
+			var fx []idempotency.Effect
+			if (row+1)%100 == 0 {
+				fx = append(fx, idempotency.IncrBy(key, int64(batch)))
+				batch = 0
+			}
+			if err := cur.Advance(ctx, row+1, fx...); err != nil {
+				return err
+			}
+		}
+		return cur.Finish(ctx)
+	})
+	e := newEnv(t, server.Client(), reg)
+	e.run(importJob{Rows: 1000}, flow.StateCompleted)
+	if resumedAt.Load() != 500 || processed.Load() != 1050 {
+		t.Fatalf("resumed at %d, processed %d rows; want 500 and 1050", resumedAt.Load(), processed.Load())
+	}
+	if v, _ := e.rdb.Get(context.Background(), sumKey.Load().(string)).Result(); v != "1000" {
+		t.Fatalf("batch effects sum %s, want 1000 (each batch once)", v)
+	}
+}
