@@ -3,10 +3,12 @@ package flow
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -53,6 +55,49 @@ type JobInfo struct {
 	Errors       []ErrorRecord // newest first, at most 10
 	Result       []byte        // msgpack-encoded result; see DecodeResult
 	Orphan       Orphan
+	Parent       string     // the parent's job ID, for a spawned child
+	Steps        []StepInfo // checkpointed steps, in order, then cursors
+	Progress     time.Time  // last checkpoint
+	CurrentStep  string     // last step checkpointed
+	WaitingFor   string     // a suspended parent: the spawning step it waits on
+	WaitingCount int        // ... and how many of its children are not done
+}
+
+// StepInfo is one checkpointed step (or a cursor's progress).
+type StepInfo struct {
+	Name   string
+	Index  int    // position in the handler's step sequence (-1 for a cursor)
+	Cursor bool   // a cursor's progress rather than a completed step
+	Result []byte // msgpack of the step's result or the cursor value
+	At     time.Time
+}
+
+// DecodeStep decodes the result of the step named name into v.
+func (j *JobInfo) DecodeStep(name string, v any) error {
+	for _, s := range j.Steps {
+		if s.Name == name && !s.Cursor {
+			return msgpack.Unmarshal(s.Result, v)
+		}
+	}
+	return fmt.Errorf("%w: job %s has no checkpoint of step %q", ErrNotFound, j.ID, name)
+}
+
+func stepInfos(m map[string][]byte) ([]StepInfo, error) {
+	var steps, cursors []StepInfo
+	for field, b := range m {
+		if checkpoint.IsCursor(field) {
+			cursors = append(cursors, StepInfo{Name: field[len(checkpoint.CursorPrefix):], Index: -1, Cursor: true, Result: b})
+			continue
+		}
+		r, err := checkpoint.Decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: step %q: %v", ErrMalformed, field, err)
+		}
+		steps = append(steps, StepInfo{Name: field, Index: r.Index, Result: r.Result, At: r.Time()})
+	}
+	sort.Slice(steps, func(a, b int) bool { return steps[a].Index < steps[b].Index })
+	sort.Slice(cursors, func(a, b int) bool { return cursors[a].Name < cursors[b].Name })
+	return append(steps, cursors...), nil
 }
 
 // DecodeArgs decodes the job's arguments into v.
@@ -71,12 +116,17 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	steps, err := stepInfos(j.Steps)
+	if err != nil {
+		return nil, err
+	}
 	return &JobInfo{
 		ID: id, Queue: ref.Queue, Kind: j.Kind, State: j.State, Payload: j.Payload,
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
 		MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseID: j.LeaseID, LeaseHolder: j.Worker,
 		LeaseExpiry: j.LeaseExpiry, Created: j.Created, RunAt: j.RunAt, Finished: j.Finished,
 		Timeout: j.Timeout, Deadline: j.Deadline, Reason: j.Reason, LastError: j.LastError,
-		Errors: recs, Result: j.Result, Orphan: j.Orphan,
+		Errors: recs, Result: j.Result, Orphan: j.Orphan, Parent: j.Parent, Steps: steps,
+		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 	}, nil
 }

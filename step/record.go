@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/checkpoint"
 )
 
 // MaxResult bounds a step's encoded result.
@@ -15,15 +16,10 @@ const MaxResult = 1 << 20
 
 var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,99}$`)
 
-// record is a step checkpoint as stored.
-type record struct {
-	Index  int    `msgpack:"i"` // position in the handler's step sequence
-	Result []byte `msgpack:"r"` // msgpack of the step's result
-	At     int64  `msgpack:"t"` // when it was written (unix ms)
-}
+type record = checkpoint.Record
 
 // cursorField is the checkpoint field of cursor name's progress.
-func cursorField(name string) string { return "cursor:" + name }
+func cursorField(name string) string { return checkpoint.CursorPrefix + name }
 
 // begin validates name, registers it as the attempt's next step and checks
 // that it sits where the job's checkpoints say it did. It returns the
@@ -47,8 +43,8 @@ func begin(st *attempt.State, name string) (int, *record, error) {
 		}
 		return idx, nil, nil
 	}
-	var r record
-	if err := msgpack.Unmarshal(b, &r); err != nil {
+	r, err := checkpoint.Decode(b)
+	if err != nil {
 		return 0, nil, park("stale_checkpoint", fmt.Errorf("%w: step %q: %v", ErrStaleCheckpoint, name, err))
 	}
 	if r.Index != idx {
@@ -67,11 +63,11 @@ func positions(st *attempt.State) (map[int]string, error) {
 	r := st.Memo("step.positions", func() any {
 		m := map[int]string{}
 		for field, b := range st.Checkpoints() {
-			if len(field) > 7 && field[:7] == "cursor:" {
+			if checkpoint.IsCursor(field) {
 				continue
 			}
-			var rec record
-			if err := msgpack.Unmarshal(b, &rec); err != nil {
+			rec, err := checkpoint.Decode(b)
+			if err != nil {
 				return result{err: park("stale_checkpoint", fmt.Errorf("%w: step %q: %v", ErrStaleCheckpoint, field, err))}
 			}
 			m[rec.Index] = field
@@ -89,5 +85,5 @@ func encodeRecord(idx int, v any) ([]byte, error) {
 	if len(res) > MaxResult {
 		return nil, park("step_result", fmt.Errorf("%w: %d bytes, the limit is %d", ErrResult, len(res), MaxResult))
 	}
-	return msgpack.Marshal(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
+	return checkpoint.Encode(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
 }

@@ -10,17 +10,20 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 )
 
-// Get reads one job with its recent errors in one round trip.
+// Get reads one job with its recent errors and step checkpoints in one
+// round trip.
 func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, error) {
 	var (
-		all  *redis.MapStringStringCmd
-		errs *redis.StringSliceCmd
-		exp  *redis.FloatCmd
+		all   *redis.MapStringStringCmd
+		errs  *redis.StringSliceCmd
+		exp   *redis.FloatCmd
+		steps *redis.MapStringStringCmd
 	)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		all = p.HGetAll(ctx, ref.Job(ref.Local))
 		errs = p.LRange(ctx, ref.Errors(ref.Local), 0, -1)
 		exp = p.ZScore(ctx, ref.Running(), ref.Local)
+		steps = p.HGetAll(ctx, ref.Steps(ref.Local))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -37,6 +40,12 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, err
 	j, err := decodeJob(ref.Local, flat)
 	if err != nil {
 		return nil, nil, err
+	}
+	if m := steps.Val(); len(m) > 0 {
+		j.Steps = make(map[string][]byte, len(m))
+		for k, v := range m {
+			j.Steps[k] = []byte(v)
+		}
 	}
 	if e, err := exp.Result(); err == nil && j.State == "running" {
 		j.LeaseExpiry = timeOrZero(int64(e))
