@@ -65,8 +65,12 @@ local function count(from, to)
   if to and to ~= '' then redis.call('HINCRBY', K_STATS, to, 1) end
 end
 
--- wake tells idle workers (if any registered) that this partition has work.
+-- wake tells idle workers (if any registered) that this partition has work;
+-- once per script call is enough.
+local woken = false
 local function wake()
+  if woken then return end
+  woken = true
   if redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
 end
 
