@@ -51,14 +51,14 @@ func (w *Worker) ackLoop(ctx context.Context) {
 }
 
 // flushAcks writes one partition's acks, retrying while Redis is
-// unreachable for up to a lease duration (after which the jobs are reaped
+// unreachable for up to the longest lease (after which the jobs are reaped
 // and the acks would be stale anyway).
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, reqs []*ackReq) {
 	acks := make([]store.Ack, len(reqs))
 	for i, r := range reqs {
 		acks[i] = r.ack
 	}
-	giveUp := w.clk.Now().Add(w.opts.Lease)
+	giveUp := w.clk.Now().Add(w.longestLease)
 	delay := 10 * time.Millisecond
 	for {
 		res, outboxed, err := w.st.Ack(ctx, p, acks)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -31,6 +32,7 @@ type Attempt struct {
 	state    *attempt.State
 	lease    time.Duration
 	timeout  time.Duration // the job's own attempt timeout, if set
+	settled  atomic.Bool   // its outcome is being acked
 	mu       sync.Mutex
 	cancel   context.CancelCauseFunc
 	leaseEnd time.Time // our own estimate of when the lease runs out

@@ -81,7 +81,17 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 			done <- result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
 			return
 		}
-		done <- call(ctx, h, a)
+		// runtime.Goexit (t.FailNow in a handler) skips both the return
+		// and recover: settle it like a panic rather than never.
+		returned := false
+		defer func() {
+			if !returned {
+				done <- result{panic: "handler called runtime.Goexit", stack: debug.Stack()}
+			}
+		}()
+		r := call(ctx, h, a)
+		returned = true
+		done <- r
 	}()
 
 	var r result
@@ -107,6 +117,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 	if !ok {
 		return
 	}
+	a.settled.Store(true) // renewals from now on would report it lost
 	res := w.ack(a.ref.Partition, ack)
 	if res.Err != nil {
 		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)

@@ -43,7 +43,7 @@ type Options struct {
 	// KindLease overrides Lease for some job kinds.
 	KindLease map[string]time.Duration
 	// RenewInterval is how often all leases are renewed (one round trip per
-	// partition). Default Lease/3.
+	// partition). Default a third of the shortest lease (Lease, KindLease).
 	RenewInterval time.Duration
 	// Timeout bounds one attempt when the job sets none. Default: none.
 	Timeout time.Duration
@@ -152,7 +152,11 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	def(&o.Lease, 30*time.Second)
-	def(&o.RenewInterval, o.Lease/3)
+	shortest := o.Lease
+	for _, d := range o.KindLease {
+		shortest = min(shortest, d)
+	}
+	def(&o.RenewInterval, shortest/3)
 	def(&o.ShutdownWindow, 10*time.Second)
 	def(&o.CancelGrace, time.Second)
 	def(&o.MaintenanceInterval, time.Second)
@@ -160,8 +164,8 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetainCompleted, 24*time.Hour)
 	def(&o.RetainArchived, 7*24*time.Hour)
 	def(&o.RetainCancelled, 24*time.Hour)
-	if o.RenewInterval >= o.Lease {
-		return bad("RenewInterval %s must be shorter than Lease %s", o.RenewInterval, o.Lease)
+	if o.RenewInterval >= shortest {
+		return bad("RenewInterval %s must be shorter than the shortest lease %s", o.RenewInterval, shortest)
 	}
 	if o.Concurrency == 0 {
 		o.Concurrency = 50

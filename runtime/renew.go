@@ -26,7 +26,9 @@ func (w *Worker) renewAll(ctx context.Context) {
 	groups := map[keys.Partition][]*Attempt{}
 	w.mu.Lock()
 	for a := range w.inflight {
-		groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
+		if !a.settled.Load() {
+			groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
+		}
 	}
 	w.mu.Unlock()
 	for p, as := range groups {

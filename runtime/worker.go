@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,8 +34,9 @@ type Worker struct {
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
 
-	acks      chan *ackReq
-	relayKick chan struct{}
+	acks         chan *ackReq
+	relayKick    chan struct{}
+	longestLease time.Duration
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -63,6 +65,10 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 		free: o.Concurrency, freed: make(chan struct{}, 1), acks: make(chan *ackReq, 4*o.Concurrency),
 		relayKick: make(chan struct{}, 1),
 	}
+	w.longestLease = o.Lease
+	for _, d := range o.KindLease {
+		w.longestLease = max(w.longestLease, d)
+	}
 	for q := range o.Queues {
 		n := max(o.Partitions[q], 1)
 		for i := range n {
@@ -84,6 +90,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("sluice: worker is already running")
 	}
+	defer w.running.Store(false)
 	bg := context.WithoutCancel(ctx)
 	wake, err := w.subscribe(ctx)
 	if err != nil {

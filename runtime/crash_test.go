@@ -1,0 +1,339 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Crash tests with real processes: the test binary re-executes itself as a
+// worker process (TestMain sees envChild), whose handler announces the job
+// it claimed and then blocks forever; the parent SIGKILLs it.
+
+const (
+	envChild     = "SLUICE_RUNTIME_TEST_CHILD" // set: run childMain
+	envChildAddr = "SLUICE_RUNTIME_TEST_CHILD_ADDR"
+	envChildNS   = "SLUICE_RUNTIME_TEST_CHILD_NS"
+	childLease   = 30 * time.Second
+)
+
+// crashArgs is the job the child process claims and never finishes.
+type crashArgs struct{ N int }
+
+func (crashArgs) Kind() string { return "crash_victim" }
+
+// childMain is the worker process: real clock, Lease 30s, one job at a
+// time. It prints "worker <id>", then "claimed <job id>" for the job it
+// claims, whose handler then blocks forever.
+func childMain() int {
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envChildAddr)})
+	reg := flow.NewRegistry()
+	err := flow.Register(reg, func(ctx context.Context, job *flow.Job[crashArgs]) error {
+		fmt.Printf("claimed %s\n", job.ID)
+		select {} // until SIGKILL
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	w, err := runtime.NewWorker(rdb, reg, runtime.Options{
+		Namespace:   os.Getenv(envChildNS),
+		Lease:       childLease,
+		Concurrency: 1,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil)),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		return 2
+	}
+	fmt.Printf("worker %s\n", w.ID())
+	err = w.Run(context.Background())
+	fmt.Fprintln(os.Stderr, "child: Run returned", err)
+	return 2
+}
+
+// child is a worker process started by startChild.
+type child struct {
+	cmd    *exec.Cmd
+	out    *lineWatcher
+	stderr *lockedBuffer
+	id     string // its worker ID
+	killed bool
+}
+
+// startChild starts a worker process on namespace ns and waits until it
+// reports its worker ID.
+func startChild(t *testing.T, ns string) *child {
+	t.Helper()
+	c := &child{out: newLineWatcher(), stderr: &lockedBuffer{}}
+	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	c.cmd.Env = append(os.Environ(), envChild+"=1", envChildAddr+"="+srv.Addr(), envChildNS+"="+ns)
+	c.cmd.Stdout = c.out
+	c.cmd.Stderr = c.stderr
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !c.killed {
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("child %d stderr:\n%s", c.cmd.Process.Pid, c.stderr.String())
+		}
+	})
+	c.id = strings.TrimPrefix(c.waitLine(t, "worker "), "worker ")
+	if !strings.Contains(c.id, ":"+strconv.Itoa(c.cmd.Process.Pid)+":") {
+		t.Errorf("child worker ID %q does not name its pid %d", c.id, c.cmd.Process.Pid)
+	}
+	return c
+}
+
+func (c *child) waitLine(t *testing.T, prefix string) string {
+	t.Helper()
+	line, ok := c.out.wait(prefix, waitTimeout)
+	if !ok {
+		t.Fatalf("child did not print %q; stdout:\n%s\nstderr:\n%s", prefix, c.out.String(), c.stderr.String())
+	}
+	return line
+}
+
+// kill SIGKILLs the process and reaps it.
+func (c *child) kill(t *testing.T) {
+	t.Helper()
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.cmd.Wait()
+	c.killed = true
+	ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child ended with %v, want killed by SIGKILL", c.cmd.ProcessState)
+	}
+}
+
+// lineWatcher is an io.Writer that collects lines and lets a reader wait
+// for one with a given prefix.
+type lineWatcher struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	changed chan struct{}
+}
+
+func newLineWatcher() *lineWatcher { return &lineWatcher{changed: make(chan struct{})} }
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.partial = append(w.partial, p...)
+	for {
+		i := bytes.IndexByte(w.partial, '\n')
+		if i < 0 {
+			break
+		}
+		w.lines = append(w.lines, string(w.partial[:i]))
+		w.partial = w.partial[i+1:]
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (w *lineWatcher) wait(prefix string, timeout time.Duration) (string, bool) {
+	deadline := time.After(timeout)
+	for {
+		w.mu.Lock()
+		lines, ch := w.lines, w.changed
+		w.mu.Unlock()
+		for _, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				return l, true
+			}
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return "", false
+		}
+	}
+}
+
+func (w *lineWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n") + string(w.partial)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestKilledProcessJobIsReapedBehindWaitingWork kills a worker process
+// while it holds a job, then lets another worker (its clock past the
+// lease) reap and finish it: the crash is charged to crash_attempt, not
+// attempt, the job records who lost it, and it runs after the work that
+// was already waiting.
+func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	victim := e.enqueue(crashArgs{N: 0})
+	spawned := time.Now()
+	c := startChild(t, e.ns)
+	c.waitLine(t, "claimed "+victim)
+	checkSummary(t, "victim while the child holds it", e.job(victim),
+		summary{State: flow.StateRunning, Fence: 1, Holder: c.id})
+	c.kill(t)
+	killed := time.Now()
+
+	// Healthy work that is already waiting when the victim is reaped.
+	waiting := []string{e.enqueue(crashArgs{N: 1}), e.enqueue(crashArgs{N: 2})}
+	if got := e.job(victim).State; got != flow.StateRunning {
+		t.Fatalf("victim is %s before any reaping, want running", got)
+	}
+
+	type run struct {
+		id      string
+		attempt int
+		crashes int
+		orphan  flow.Orphan
+		fence   int64
+	}
+	runs := signal[run]()
+	reg := flow.NewRegistry()
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[crashArgs]) error {
+		runs <- run{job.ID, job.Attempt, job.CrashAttempt, job.Orphan, job.Fence}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const maint = 2 * time.Second
+	clk := newTestClock(time.UnixMilli(time.Now().Add(childLease + time.Second).UnixMilli()))
+	e.startWorker(reg, runtime.Options{
+		Clock: clk, Concurrency: 1, MaintenanceInterval: maint, IdlePoll: time.Hour,
+	})
+	clk.waitTimers(t, maint, 1) // the first maintenance pass (which reaps) is done
+	clk.Advance(maint)          // and one more, for good measure
+
+	var order []string
+	var victimRun run
+	for range 3 {
+		r := recv(t, runs, "a job to run")
+		order = append(order, r.id)
+		if r.id == victim {
+			victimRun = r
+		} else if r.attempt != 0 || r.crashes != 0 || r.orphan != (flow.Orphan{}) {
+			t.Errorf("healthy job %s ran with %+v", r.id, r)
+		}
+	}
+	want := append(append([]string(nil), waiting...), victim)
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Errorf("run order %v, want the reaped job behind the waiting ones: %v", order, want)
+	}
+	if victimRun.attempt != 0 || victimRun.crashes != 1 || victimRun.fence != 2 {
+		t.Errorf("reaped job ran with attempt %d crash_attempt %d fence %d, want 0, 1, 2",
+			victimRun.attempt, victimRun.crashes, victimRun.fence)
+	}
+	if victimRun.orphan.Holder != c.id || victimRun.orphan.Count != 1 {
+		t.Errorf("reaped job's handler saw orphan %+v, want holder %s count 1", victimRun.orphan, c.id)
+	}
+
+	j := e.waitState(victim, flow.StateCompleted)
+	checkSummary(t, "victim after completion", j, summary{
+		State: flow.StateCompleted, CrashAttempt: 1, Fence: 2, OrphanHolder: c.id, OrphanCount: 1,
+	})
+	// The orphan's lease expired 30s after the child claimed it.
+	lo, hi := spawned.Add(childLease).Add(-time.Second), killed.Add(childLease).Add(time.Second)
+	if exp := j.Orphan.ExpiredAt; exp.Before(lo) || exp.After(hi) {
+		t.Errorf("orphan ExpiredAt %v, want between %v and %v", exp, lo, hi)
+	}
+	if len(j.Errors) != 1 || j.Errors[0].Class != "lease_expired" || !strings.Contains(j.Errors[0].Message, c.id) {
+		t.Errorf("errors %+v, want one lease_expired naming %s", j.Errors, c.id)
+	}
+	for _, id := range waiting {
+		checkSummary(t, "waiting job "+id, e.waitState(id, flow.StateCompleted),
+			summary{State: flow.StateCompleted, Fence: 1})
+	}
+}
+
+// TestProcessKillsQuarantineAtCrashLimit kills three worker processes in
+// turn while they hold the same job; each loss is reaped, and the third
+// reaches the crash limit (3): the job is quarantined without spending a
+// single attempt.
+func TestProcessKillsQuarantineAtCrashLimit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	id := e.enqueue(crashArgs{N: 7})
+	ref, _ := keys.ParseRef(e.ns, id)
+	// The reaper is the worker's maintenance script run with a clock past
+	// every lease; a Worker would claim the job again at once.
+	st := store.New(e.rdb, store.Config{
+		NS: e.ns, CrashLimit: 3, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour,
+		Now: func() time.Time { return time.Now().Add(childLease + time.Second) },
+	})
+	prev := "" // the child killed in the previous round
+	for round := 1; round <= 3; round++ {
+		c := startChild(t, e.ns)
+		c.waitLine(t, "claimed "+id)
+		checkSummary(t, fmt.Sprintf("round %d: held by the child", round), e.job(id), summary{
+			State: flow.StateRunning, CrashAttempt: round - 1, Fence: int64(round), Holder: c.id,
+			OrphanHolder: prev, OrphanCount: round - 1,
+		})
+		c.kill(t)
+		prev = c.id
+		reaped, err := st.Reap(context.Background(), ref.Partition, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := flow.StateAvailable
+		if round == 3 {
+			state = flow.StateQuarantined
+		}
+		if want := []store.Reaped{{Local: ref.Local, State: state, Holder: c.id}}; fmt.Sprint(reaped) != fmt.Sprint(want) {
+			t.Fatalf("round %d: reaped %+v, want %+v", round, reaped, want)
+		}
+		want := summary{State: state, CrashAttempt: round, Fence: int64(round), OrphanHolder: c.id, OrphanCount: round}
+		if round == 3 {
+			want.Reason = "crash_limit"
+		}
+		checkSummary(t, fmt.Sprintf("round %d: after reaping", round), e.job(id), want)
+	}
+	j := e.job(id)
+	if len(j.Errors) != 3 {
+		t.Fatalf("errors %+v, want 3", j.Errors)
+	}
+	for i, r := range j.Errors {
+		if r.Class != "lease_expired" || r.Attempt != 0 {
+			t.Errorf("error %d: %+v, want class lease_expired at attempt 0", i, r)
+		}
+	}
+}

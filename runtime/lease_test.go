@@ -1,0 +1,306 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestStaleWorkerAckIsFenced: worker A's handler stalls past its lease;
+// worker B (its clock past the lease) reaps the job, runs it again under a
+// new fence and completes it. When A's handler finally returns, A's ack is
+// rejected as stale and the job stays exactly as B left it.
+func TestStaleWorkerAckIsFenced(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	start := fakeStart()
+	clkA := newTestClock(start)
+	e := newEnv(t, clkA)
+
+	startedA := signal[int64]()
+	releaseA := make(chan struct{})
+	regA := flow.NewRegistry()
+	must(t, flow.RegisterResult(regA, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
+		startedA <- job.Fence
+		<-releaseA // stalled: ignores its context
+		return "from A", nil
+	}))
+	// A runs one job at a time, so it cannot claim the job back itself.
+	a := e.startWorker(regA, runtime.Options{
+		Clock: clkA, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	})
+	t.Cleanup(func() {
+		select {
+		case <-releaseA:
+		default:
+			close(releaseA)
+		}
+	})
+	id := e.enqueue(workArgs{N: 1})
+	if f := recv(t, startedA, "A to start the job"); f != 1 {
+		t.Fatalf("A runs fence %d, want 1", f)
+	}
+
+	ranB := signal[int64]()
+	regB := flow.NewRegistry()
+	must(t, flow.RegisterResult(regB, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
+		ranB <- job.Fence
+		return "from B", nil
+	}))
+	e.startWorker(regB, runtime.Options{
+		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
+	})
+	if f := recv(t, ranB, "B to run the reaped job"); f != 2 {
+		t.Errorf("B ran fence %d, want 2", f)
+	}
+	before := e.waitState(id, flow.StateCompleted)
+	rawBefore := e.rawJob(id)
+	checkSummary(t, "after B", before, summary{State: flow.StateCompleted, CrashAttempt: 1, Fence: 2, OrphanHolder: a.ID(), OrphanCount: 1})
+
+	close(releaseA)
+	// A's ack is written or rejected: either the job changes or A logs
+	// the rejection.
+	var rejected *logRec
+	eventually(t, "A's ack to be settled", func() (bool, string) {
+		rejected = a.logs.find(func(r logRec) bool {
+			err, _ := r.Attrs["err"].(error)
+			return r.Attrs["job"] == id && errors.Is(err, runtime.ErrStale)
+		})
+		return rejected != nil || fmt.Sprint(e.rawJob(id)) != fmt.Sprint(rawBefore), "no rejection logged"
+	})
+	if rejected == nil {
+		t.Errorf("A's ack was not rejected as stale")
+	} else if fmt.Sprint(rejected.Attrs["code"]) != "ok" {
+		t.Errorf("rejected ack has code %v, want ok", rejected.Attrs["code"])
+	}
+	after := e.job(id)
+	if fmt.Sprintf("%+v", after) != fmt.Sprintf("%+v", before) {
+		t.Errorf("job changed by a stale ack:\n got %+v\nwant %+v", after, before)
+	}
+	if raw := e.rawJob(id); fmt.Sprint(raw) != fmt.Sprint(rawBefore) {
+		t.Errorf("job hash changed by a stale ack:\n got %v\nwant %v", raw, rawBefore)
+	}
+	var res string
+	if err := after.DecodeResult(&res); err != nil || res != "from B" {
+		t.Errorf("result %q (%v), want %q", res, err, "from B")
+	}
+	if after.Attempt != 0 {
+		t.Errorf("attempt %d, want 0", after.Attempt)
+	}
+}
+
+// TestRenewalOutlivesLease: a job running for several leases is kept by
+// its worker's renewals and never reaped by another worker's maintenance,
+// which runs after every step of the shared clock.
+func TestRenewalOutlivesLease(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second
+		renew = 7 * time.Second // A's renewal interval, and the clock's step
+		maint = 5 * time.Second // B's maintenance interval
+		steps = 9               // 63s: more than two leases
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+
+	started := signal[int64]()
+	release := make(chan struct{})
+	done := signal[error]()
+	regA := flow.NewRegistry()
+	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.Fence
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		done <- context.Cause(ctx)
+		return nil
+	}))
+	a := e.startWorker(regA, runtime.Options{
+		Clock: clk, Lease: lease, RenewInterval: renew, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	})
+	id := e.enqueue(workArgs{N: 1})
+	recv(t, started, "A to start the job")
+
+	stolen := signal[string]()
+	regB := flow.NewRegistry()
+	must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		stolen <- job.ID
+		return nil
+	}))
+	e.startWorker(regB, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: maint, IdlePoll: time.Hour})
+
+	for i := 1; i <= steps; i++ {
+		clk.waitTimers(t, renew, i) // A's renewal is armed
+		clk.waitTimers(t, maint, i) // B's maintenance is armed
+		clk.Advance(renew)
+		clk.waitTimers(t, renew, i+1) // A renewed (and re-armed)
+		clk.waitTimers(t, maint, i+1) // B's maintenance ran at this time
+		j := e.job(id)
+		checkSummary(t, fmt.Sprintf("step %d", i), j, summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
+		if want := clk.Now().Add(lease); !j.LeaseExpiry.Equal(want) {
+			t.Fatalf("step %d: lease expires %v, want %v (renewed now)", i, j.LeaseExpiry, want)
+		}
+	}
+	noRecv(t, stolen, "job run by B")
+	noRecv(t, done, "A's handler cancelled")
+	close(release)
+	if cause := recv(t, done, "A's handler to return"); cause != nil {
+		t.Errorf("A's handler context: %v, want not cancelled", cause)
+	}
+	checkSummary(t, "final", e.waitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+}
+
+// TestLostLeaseCancelsOnlyThatAttempt: worker A runs two jobs; worker B
+// takes one of them over after its (short, per-kind) lease expired. A's
+// next renewal learns that lease is lost and cancels exactly that
+// handler, with cause ErrLeaseLost; the other keeps running and renewing.
+func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
+	t.Parallel()
+	const (
+		long  = 60 * time.Second
+		short = 5 * time.Second // KindLease of "slow" on A
+		renew = 3 * time.Second
+	)
+	start := fakeStart()
+	clkA := newTestClock(start)
+	e := newEnv(t, clkA)
+
+	type ev struct {
+		kind  string
+		cause error
+	}
+	started, finished := signal[string](), signal[ev]()
+	release := make(chan struct{})
+	body := func(ctx context.Context, kind string) error {
+		started <- kind
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		finished <- ev{kind, context.Cause(ctx)}
+		return nil
+	}
+	regA := flow.NewRegistry()
+	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, "work") }))
+	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[slowArgs]) error { return body(ctx, "slow") }))
+	res, err := e.client.EnqueueMany(context.Background(), flow.Item{Args: workArgs{N: 1}}, flow.Item{Args: slowArgs{N: 1}})
+	must(t, err)
+	keep, lose := res[0].ID, res[1].ID
+	// Two slots, both taken: A cannot claim the reaped job back.
+	a := e.startWorker(regA, runtime.Options{
+		Clock: clkA, Lease: long, KindLease: map[string]time.Duration{"slow": short}, RenewInterval: renew,
+		Concurrency: 2, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	})
+	recv(t, started, "A to start a job")
+	recv(t, started, "A to start both jobs")
+	clkA.waitTimers(t, renew, 1)
+
+	startedB := signal[int64]()
+	releaseB := make(chan struct{})
+	regB := flow.NewRegistry()
+	must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+		startedB <- job.Fence
+		<-releaseB
+		return nil
+	}))
+	b := e.startWorker(regB, runtime.Options{
+		Clock: newTestClock(start.Add(short + time.Second)), Lease: long, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	})
+	t.Cleanup(func() { close(releaseB) })
+	if f := recv(t, startedB, "B to take over the short-lease job"); f != 2 {
+		t.Errorf("B runs fence %d, want 2", f)
+	}
+	checkSummary(t, "long-lease job after B's maintenance", e.job(keep), summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
+
+	clkA.Advance(renew)
+	clkA.waitTimers(t, renew, 2) // the renewal round is over
+	got := recv(t, finished, "the lost attempt to be cancelled")
+	if got.kind != "slow" || !errors.Is(got.cause, runtime.ErrLeaseLost) {
+		t.Errorf("cancelled %s with cause %v, want slow with ErrLeaseLost", got.kind, got.cause)
+	}
+	noRecv(t, finished, "other attempt ending")
+	j := e.job(keep)
+	checkSummary(t, "long-lease job after A's renewal", j, summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
+	if want := start.Add(renew + long); !j.LeaseExpiry.Equal(want) {
+		t.Errorf("long-lease job expires %v, want %v (renewed)", j.LeaseExpiry, want)
+	}
+	checkSummary(t, "taken-over job, untouched by A", e.job(lose), summary{
+		State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: b.ID(), OrphanHolder: a.ID(), OrphanCount: 1,
+	})
+
+	close(release)
+	if got := recv(t, finished, "the other attempt to finish"); got.kind != "work" || got.cause != nil {
+		t.Errorf("second finish: %s with cause %v, want work, not cancelled", got.kind, got.cause)
+	}
+	checkSummary(t, "long-lease job", e.waitState(keep, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+}
+
+// TestShortKindLeaseIsRenewedInTime: a kind's lease (KindLease) may be
+// shorter than the renewal interval, which defaults to Lease/3 of the
+// default lease. Such a job must still be renewed before its lease runs
+// out (or the worker must refuse the configuration); otherwise any
+// worker's maintenance reaps it and runs it a second time while the
+// first attempt is still running.
+func TestShortKindLeaseIsRenewedInTime(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second // RenewInterval defaults to 10s
+		short = 6 * time.Second  // KindLease of "slow"
+		step  = 2 * time.Second
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	o := runtime.Options{
+		Clock: clk, Lease: lease, KindLease: map[string]time.Duration{"slow": short},
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	}
+	if _, err := runtime.NewWorker(e.rdb, flow.NewRegistry(), o); errors.Is(err, runtime.ErrInvalidOptions) {
+		t.Logf("the worker refuses the configuration: %v", err)
+		return
+	}
+	started := signal[int64]()
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+		started <- job.Fence
+		<-ctx.Done()
+		return ctx.Err()
+	}))
+	e.startWorker(reg, o)
+	id := e.enqueue(slowArgs{N: 1})
+	recv(t, started, "the job to start")
+	// The worker's periodic timers (renewal, maintenance, idle fetch wait)
+	// are armed; after each step, waiting until every timer that fired is
+	// armed again means the loops that fired (a renewal) are done.
+	waitPending(t, clk, 3)
+	for elapsed := step; elapsed <= 3*short; elapsed += step {
+		armed := clk.Pending()
+		clk.Advance(step)
+		waitPending(t, clk, armed)
+		if j := e.job(id); j.State != flow.StateRunning || !j.LeaseExpiry.After(clk.Now()) {
+			t.Fatalf("%s after the claim, the %s lease of the running job has run out without renewal "+
+				"(%s, expiry %v from now): any worker's maintenance now reaps it and runs it a second time",
+				elapsed, short, j.State, j.LeaseExpiry.Sub(clk.Now()))
+		}
+	}
+}
+
+// waitPending waits until at least n timers are pending on clk.
+func waitPending(t *testing.T, clk *testClock, n int) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		clk.WaitTimers(n)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %d pending timers (have %d)", n, clk.Pending())
+	}
+}

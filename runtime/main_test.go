@@ -1,0 +1,454 @@
+package runtime_test
+
+// Integration tests of the worker runtime against a real redis-server
+// (started once in TestMain, shared; every test has its own namespace).
+//
+// Synchronisation never sleeps: tests wait on channels their handlers
+// signal, on the fake clock's timer hooks (testClock), on captured log
+// records, or poll Redis state with a short interval and an overall
+// timeout.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+var srv *redistest.Server
+
+// waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
+const waitTimeout = 20 * time.Second
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envChild) != "" {
+		// Re-executed by a crash test: be a worker process, not a test run.
+		os.Exit(childMain())
+	}
+	var err error
+	srv, err = redistest.StartServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	srv.Close()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// env is one test's namespace with a Redis client and a flow client.
+type env struct {
+	t      *testing.T
+	ns     string
+	rdb    *redis.Client
+	client *flow.Client
+}
+
+// newEnv makes a namespace; clk (may be nil for Redis TIME) is the flow
+// client's clock.
+func newEnv(t *testing.T, clk runtime.Clock) *env {
+	t.Helper()
+	rdb := srv.Client()
+	t.Cleanup(func() { _ = rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ns: ns, rdb: rdb, client: c}
+}
+
+func (e *env) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
+	e.t.Helper()
+	res, err := e.client.Enqueue(context.Background(), args, opts...)
+	if err != nil {
+		e.t.Fatalf("enqueue %s: %v", args.Kind(), err)
+	}
+	return res.ID
+}
+
+func (e *env) job(id string) *flow.JobInfo {
+	e.t.Helper()
+	j, err := e.client.Job(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("job %s: %v", id, err)
+	}
+	return j
+}
+
+// waitState polls Redis until the job is in state and returns it.
+func (e *env) waitState(id, state string) *flow.JobInfo {
+	e.t.Helper()
+	var j *flow.JobInfo
+	eventually(e.t, "job "+id+" to be "+state, func() (bool, string) {
+		var err error
+		j, err = e.client.Job(context.Background(), id)
+		if err != nil {
+			return false, err.Error()
+		}
+		return j.State == state, fmt.Sprintf("%+v", summarize(j))
+	})
+	return j
+}
+
+// partition is the default queue's only partition of this namespace.
+func (e *env) partition() keys.Partition {
+	return keys.Partition{NS: e.ns, Queue: "default", Index: 0}
+}
+
+// available lists the IDs waiting at priority 0, head first.
+func (e *env) available() []string {
+	e.t.Helper()
+	p := e.partition()
+	locals, err := e.rdb.LRange(context.Background(), p.Available(0), 0, -1).Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ids := make([]string, len(locals))
+	for i, l := range locals {
+		ids[i] = keys.Ref{Partition: p, Local: l}.String()
+	}
+	return ids
+}
+
+// rawJob is the job's hash exactly as stored.
+func (e *env) rawJob(id string) map[string]string {
+	e.t.Helper()
+	ref, ok := keys.ParseRef(e.ns, id)
+	if !ok {
+		e.t.Fatalf("bad job ID %q", id)
+	}
+	m, err := e.rdb.HGetAll(context.Background(), ref.Job(ref.Local)).Result()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+// summary is the part of a job most tests assert on, comparable with ==.
+type summary struct {
+	State        string
+	Reason       string
+	Attempt      int
+	CrashAttempt int
+	Fence        int64
+	Holder       string // lease holder while running
+	OrphanHolder string
+	OrphanCount  int
+}
+
+func summarize(j *flow.JobInfo) summary {
+	return summary{
+		State: j.State, Reason: j.Reason, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
+		Fence: j.Fence, Holder: j.LeaseHolder, OrphanHolder: j.Orphan.Holder, OrphanCount: j.Orphan.Count,
+	}
+}
+
+func checkSummary(t *testing.T, what string, j *flow.JobInfo, want summary) {
+	t.Helper()
+	if got := summarize(j); got != want {
+		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+// eventually polls cond every few milliseconds until it holds, failing
+// the test after waitTimeout. For observing Redis state only.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	if ok, last := poll(waitTimeout, cond); !ok {
+		t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+	}
+}
+
+// poll calls cond every few milliseconds until it holds (true) or timeout
+// passes (false, with cond's last description).
+func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return true, ""
+		}
+		if time.Now().After(deadline) {
+			return false, last
+		}
+		<-tick.C
+	}
+}
+
+// recv waits for a value on ch.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitTimeout):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	panic("unreachable")
+}
+
+// noRecv asserts that nothing is waiting on ch right now.
+func noRecv[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
+	select {
+	case v := <-ch:
+		t.Errorf("unexpected %s: %v", what, v)
+	default:
+	}
+}
+
+// fakeStart is a fake clock's start: now, rounded to a whole millisecond
+// so that times written to Redis (in ms) compare equal.
+func fakeStart() time.Time { return time.UnixMilli(time.Now().UnixMilli()) }
+
+// testClock is a fake clock that also counts the timers made, by
+// duration, so a test knows a loop has armed its next timer (and so has
+// finished the work before it) before it advances the time.
+type testClock struct {
+	*runtime.FakeClock
+
+	mu      sync.Mutex
+	made    map[time.Duration]int
+	changed chan struct{}
+}
+
+var _ runtime.Clock = (*testClock)(nil)
+
+func newTestClock(start time.Time) *testClock {
+	return &testClock{FakeClock: runtime.NewFakeClock(start), made: map[time.Duration]int{}, changed: make(chan struct{})}
+}
+
+func (c *testClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.note(d)
+	return t
+}
+
+func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	t := c.FakeClock.AfterFunc(d, f)
+	c.note(d)
+	return t
+}
+
+func (c *testClock) note(d time.Duration) {
+	c.mu.Lock()
+	c.made[d]++
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// waitTimers waits until at least n timers of duration d have been made
+// (the n-th is then armed: an Advance past it fires it).
+func (c *testClock) waitTimers(t *testing.T, d time.Duration, n int) {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	for {
+		c.mu.Lock()
+		got, ch := c.made[d], c.changed
+		c.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("timed out waiting for timer #%d of %s (made %d)", n, d, got)
+		}
+	}
+}
+
+// logSink captures a worker's log records so tests can wait for events
+// the runtime only logs (a rejected ack).
+type logSink struct {
+	mu      sync.Mutex
+	recs    []logRec
+	changed chan struct{}
+}
+
+type logRec struct {
+	Level slog.Level
+	Msg   string
+	Attrs map[string]any
+}
+
+func newLogSink() *logSink { return &logSink{changed: make(chan struct{})} }
+
+func (s *logSink) add(r logRec) {
+	s.mu.Lock()
+	s.recs = append(s.recs, r)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// find returns the first record so far matching match, or nil.
+func (s *logSink) find(match func(logRec) bool) *logRec {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.recs {
+		if match(s.recs[i]) {
+			r := s.recs[i]
+			return &r
+		}
+	}
+	return nil
+}
+
+func (s *logSink) dump(t *testing.T) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.recs {
+		t.Logf("worker log: %s %s %v", r.Level, r.Msg, r.Attrs)
+	}
+}
+
+type sinkHandler struct {
+	sink  *logSink
+	attrs []slog.Attr
+}
+
+func (h sinkHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h sinkHandler) Handle(_ context.Context, r slog.Record) error {
+	m := make(map[string]any, len(h.attrs)+r.NumAttrs())
+	for _, a := range h.attrs {
+		m[a.Key] = a.Value.Any()
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.Any()
+		return true
+	})
+	h.sink.add(logRec{Level: r.Level, Msg: r.Message, Attrs: m})
+	return nil
+}
+
+func (h sinkHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return sinkHandler{sink: h.sink, attrs: append(append([]slog.Attr(nil), h.attrs...), as...)}
+}
+
+func (h sinkHandler) WithGroup(string) slog.Handler { return h }
+
+// workerRun is a Worker running in the background until Stop.
+type workerRun struct {
+	*runtime.Worker
+	logs   *logSink
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startWorker runs a worker on e's namespace; the test's cleanup stops it
+// (after the test's own cleanups registered later, which release its
+// handlers) and checks that Run returned nil.
+func (e *env) startWorker(h runtime.Handlers, o runtime.Options) *workerRun {
+	e.t.Helper()
+	t := e.t
+	o.Namespace = e.ns
+	logs := newLogSink()
+	if o.Logger == nil {
+		o.Logger = slog.New(sinkHandler{sink: logs})
+	}
+	w, err := runtime.NewWorker(e.rdb, h, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &workerRun{Worker: w, logs: logs, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		r.err = w.Run(ctx)
+		close(r.done)
+	}()
+	tc, _ := o.Clock.(*testClock)
+	t.Cleanup(func() {
+		if !r.stop(tc, o) {
+			t.Errorf("worker %s did not stop (a handler still in flight?)", w.ID())
+		} else if r.err != nil {
+			t.Errorf("worker %s: Run returned %v", w.ID(), r.err)
+		}
+		if t.Failed() {
+			logs.dump(t)
+		}
+	})
+	return r
+}
+
+// stop cancels the worker's Run and waits for it to return. On a test
+// clock it ends the shutdown window and the cancel grace of jobs still in
+// flight (a failed test may leave some) by advancing the clock once each
+// timer is armed.
+func (r *workerRun) stop(tc *testClock, o runtime.Options) bool {
+	timeout := time.After(waitTimeout)
+	if tc == nil {
+		r.cancel()
+		select {
+		case <-r.done:
+			return true
+		case <-timeout:
+			return false
+		}
+	}
+	window, grace := o.ShutdownWindow, o.CancelGrace
+	if window == 0 {
+		window = 10 * time.Second // the documented defaults
+	}
+	if grace == 0 {
+		grace = time.Second
+	}
+	tc.mu.Lock()
+	seenW, seenG := tc.made[window], tc.made[grace]
+	tc.mu.Unlock()
+	r.cancel()
+	for {
+		tc.mu.Lock()
+		w, g, changed := tc.made[window], tc.made[grace], tc.changed
+		tc.mu.Unlock()
+		if w > seenW {
+			seenW = w
+			tc.Advance(window)
+		}
+		if g > seenG {
+			seenG = g
+			tc.Advance(grace)
+		}
+		select {
+		case <-r.done:
+			return true
+		case <-changed:
+		case <-timeout:
+			return false
+		}
+	}
+}
+
+// wait waits for Run to return and returns its error.
+func (r *workerRun) wait(t *testing.T) error {
+	t.Helper()
+	recv(t, (<-chan struct{})(r.done), "Run to return")
+	return r.err
+}
+
+// signal is a buffered channel handlers send on; big enough that a
+// handler never blocks on it.
+func signal[T any]() chan T { return make(chan T, 64) }
