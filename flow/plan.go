@@ -58,15 +58,15 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 		}
 	}
-	local := o.id
+	local, generated := o.id, false
 	if local == "" {
-		local = newLocalID()
+		local, generated = newLocalID(), true
 	}
 	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, o.id)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
-		Priority: o.priority, Parent: parent,
+		Priority: o.priority, Parent: parent, Generated: generated,
 	}, nil
 }
 

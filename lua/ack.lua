@@ -33,27 +33,39 @@
 -- Returns: one entry per outcome: the job's new state, or 'stale' when the
 --   identity check failed (nothing was written for it); then one more
 --   entry: the number of outbox entries written.
+local CODES = {
+  ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
+  deadline = true, crash = true, release = true, park = true, wait = true,
+}
 local n = tonumber(ARGV[9])
-local out = {}
-local outboxed = 0
+local entries = {}
 local b = 10
 for _ = 1, n do
-  local id, lease, fence, code = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
-  local delay, msg, data, reason = tonumber(ARGV[b + 4]), ARGV[b + 5], ARGV[b + 6], ARGV[b + 7]
-  local fx
-  fx, b = read_effects(b + 8)
+  local e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = ARGV[b + 3],
+    delay = tonumber(ARGV[b + 4]), msg = ARGV[b + 5], data = ARGV[b + 6], reason = ARGV[b + 7] }
+  if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
+  e.fx, b = read_effects(b + 8)
+  entries[#entries + 1] = e
+end
+
+local out = {}
+local outboxed = 0
+for _, e in ipairs(entries) do
+  local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
+  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa')
   local state = 'stale'
-  if holds(jk, lease, fence) then
-    clear_lease(jk, id)
+  if h[1] == 'running' and h[2] == e.lease and h[3] == e.fence then
+    local pa = h[4]
+    clear_lease(id)
     if code == 'ok' then
-      local bad = check_effects(fx)
+      local bad = check_effects(e.fx)
       if bad then
         code, reason, msg, data = 'retry', 'effect', 'completion effects failed: ' .. bad, ''
       else
-        outboxed = outboxed + apply_effects(fx)
+        outboxed = outboxed + apply_effects(e.fx)
         if data ~= '' then redis.call('HSET', jk, 'r', data) end
-        finish(jk, id, 'running', 'completed', '')
+        finish(jk, id, 'running', 'completed', '', pa)
         state = 'completed'
       end
     end
@@ -62,7 +74,7 @@ for _ = 1, n do
       record_error(jk, id, reason, msg, data)
       local ma = tonumber(redis.call('HGET', jk, 'ma')) or 1
       if a >= ma then
-        finish(jk, id, 'running', 'archived', 'attempts_exhausted')
+        finish(jk, id, 'running', 'archived', 'attempts_exhausted', pa)
         state = 'archived'
       else
         schedule(jk, id, 'running', 'retryable', NOW + delay)
@@ -81,15 +93,15 @@ for _ = 1, n do
       state = 'scheduled'
     elseif code == 'skip' then
       if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
-      finish(jk, id, 'running', 'archived', 'skipped')
+      finish(jk, id, 'running', 'archived', 'skipped', pa)
       state = 'archived'
     elseif code == 'revoke' then
       if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
-      finish(jk, id, 'running', 'cancelled', 'revoked')
+      finish(jk, id, 'running', 'cancelled', 'revoked', pa)
       state = 'cancelled'
     elseif code == 'deadline' then
       record_error(jk, id, 'deadline', msg, '')
-      finish(jk, id, 'running', 'archived', 'deadline_exceeded')
+      finish(jk, id, 'running', 'archived', 'deadline_exceeded', pa)
       state = 'archived'
     elseif code == 'crash' then
       record_error(jk, id, reason, msg, data)
@@ -99,7 +111,7 @@ for _ = 1, n do
       state = 'available'
     elseif code == 'park' then
       record_error(jk, id, reason, msg, '')
-      finish(jk, id, 'running', 'archived', reason)
+      finish(jk, id, 'running', 'archived', reason, pa)
       state = 'archived'
     elseif code == 'wait' then
       local counts = redis.call('HMGET', kidcount_key(id), msg, msg .. ':f')
@@ -113,11 +125,10 @@ for _ = 1, n do
         schedule(jk, id, 'running', 'scheduled', NOW + delay)
         state = 'scheduled'
       end
-    elseif code ~= 'ok' then
-      return redis.error_reply('ERR sluice: unknown ack code ' .. code)
     end
   end
   out[#out + 1] = state
 end
+flush()
 out[#out + 1] = outboxed
 return out

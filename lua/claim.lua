@@ -12,15 +12,16 @@
 --             than n jobs were claimed (the partition ran dry), else -2
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
---   job       { hash, steps }: the job hash (flat HGETALL) after the
---             claim, plus 'le', the lease expiry, and 'id', the job's ID in
---             the partition; and its step checkpoints (flat HGETALL)
+--   job       { id, lease ID, lease expiry, steps, values... }: steps is
+--             the job's step checkpoints (flat HGETALL, empty when none),
+--             then the values of FIELDS below, in order, after the claim
 -- Transitions: scheduled|retryable -> available (promotion),
 --   available -> running (claim), available -> archived (deadline passed or
 --   malformed job).
--- Each claim increments the job's fence (HINCRBY f) and draws a new lease
--- ID; the pair is the attempt's identity. When the partition runs dry the
--- idle flag is set so the next enqueue publishes a wake-up.
+-- Each claim increments the job's fence and draws a new lease ID; the pair
+-- is the attempt's identity. When the partition runs dry the idle flag is
+-- set so the next enqueue publishes a wake-up.
+local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx' }
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
@@ -30,7 +31,12 @@ local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
 
 local jobs, archived = {}, {}
-local seq = 0
+local function park(jk, id, reason)
+  finish(jk, id, 'available', 'archived', reason)
+  archived[#archived + 1] = id
+  archived[#archived + 1] = reason
+end
+
 for prio = MAX_PRIORITY, 0, -1 do
   local ak = avail_key(prio)
   while #jobs < n do
@@ -38,38 +44,31 @@ for prio = MAX_PRIORITY, 0, -1 do
     if not ids then break end
     for _, id in ipairs(ids) do
       local jk = job_key(id)
-      local h = redis.pcall('HMGET', jk, 's', 'k', 'p', 'dl', 'f', 'a', 'c')
+      local h = redis.pcall('HMGET', jk, unpack(FIELDS))
       if type(h) == 'table' and h.err then
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
-        finish(jk, id, 'available', 'archived', 'malformed')
-        archived[#archived + 1] = id
-        archived[#archived + 1] = 'malformed'
+        park(jk, id, 'malformed')
       elseif h[1] == 'available' then
-        local dl = tonumber(h[4])
-        if not h[2] or h[2] == '' or not h[3] or not tonumber(h[5]) or not tonumber(h[6]) or not tonumber(h[7]) then
-          finish(jk, id, 'available', 'archived', 'malformed')
-          archived[#archived + 1] = id
-          archived[#archived + 1] = 'malformed'
+        local dl, fence = tonumber(h[4]), tonumber(h[5])
+        if not h[2] or h[2] == '' or not h[3] or not fence or not tonumber(h[6]) or not tonumber(h[7]) then
+          park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
-          finish(jk, id, 'available', 'archived', 'deadline_exceeded')
-          archived[#archived + 1] = id
-          archived[#archived + 1] = 'deadline_exceeded'
+          park(jk, id, 'deadline_exceeded')
         else
-          seq = seq + 1
-          local fence = redis.call('HINCRBY', jk, 'f', 1)
-          local lease = nonce .. '.' .. seq
+          fence = fence + 1
+          local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h[2]] or lease_ms)
-          redis.call('HSET', jk, 's', 'running', 'l', lease, 'w', worker, 'ls', NOW)
-          redis.call('ZADD', K_RUN, expiry, id)
+          redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW)
+          later(ZADDS, K_RUN, expiry, id)
           count('available', 'running')
-          local job = redis.call('HGETALL', jk)
-          job[#job + 1] = 'le'
-          job[#job + 1] = tostring(expiry)
-          job[#job + 1] = 'id'
-          job[#job + 1] = id
-          jobs[#jobs + 1] = { job, redis.call('HGETALL', steps_key(id)) }
+          local steps = {}
+          if h[17] then steps = redis.call('HGETALL', steps_key(id)) end
+          h[1], h[5] = 'running', tostring(fence)
+          local job = { id, lease, expiry, steps }
+          for i = 1, #FIELDS do job[4 + i] = h[i] or false end
+          jobs[#jobs + 1] = job
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it
@@ -83,6 +82,7 @@ if #jobs < n then
   nd = next_due()
   redis.call('SET', K_IDLE, '1')
 end
+flush()
 local out = { nd, archived }
 for _, job in ipairs(jobs) do out[#out + 1] = job end
 return out

@@ -59,10 +59,40 @@ local function avail_key(prio) return KEYS[9 + prio] end
 local function kids_key(id) return PFX .. 'k:' .. id end
 local function kidcount_key(id) return PFX .. 'kc:' .. id end
 
--- count moves one job between per-state counters.
+-- Writes that many jobs of one call make to the same key are deferred and
+-- made once by flush(), which every script calls last: per-state counter
+-- deltas, and members added to or removed from the running and terminal
+-- sets.
+local DELTA, ZADDS, ZREMS = {}, {}, {}
+
+-- count moves one job between per-state counters (from or to may be nil).
 local function count(from, to)
-  if from and from ~= '' then redis.call('HINCRBY', K_STATS, from, -1) end
-  if to and to ~= '' then redis.call('HINCRBY', K_STATS, to, 1) end
+  if from then DELTA[from] = (DELTA[from] or 0) - 1 end
+  if to then DELTA[to] = (DELTA[to] or 0) + 1 end
+end
+
+local function later(t, key, ...)
+  local l = t[key]
+  if not l then
+    l = {}
+    t[key] = l
+  end
+  for _, v in ipairs({ ... }) do l[#l + 1] = v end
+end
+
+-- call_chunked runs cmd key args... in chunks that unpack can take.
+local function call_chunked(cmd, key, args, step)
+  for i = 1, #args, 1000 * step do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+  end
+end
+
+local function flush()
+  for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
+  for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
+  for state, d in pairs(DELTA) do
+    if d ~= 0 then redis.call('HINCRBY', K_STATS, state, d) end
+  end
 end
 
 -- wake tells idle workers (if any registered) that this partition has work;
@@ -74,21 +104,27 @@ local function wake()
   if redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
 end
 
-local function priority(jk)
-  local p = tonumber(redis.call('HGET', jk, 'pr')) or 0
+local function priority(p)
+  p = tonumber(p) or 0
   if p < 0 or p > MAX_PRIORITY then p = 0 end
   return p
 end
 
 -- make_available puts a job at the back of its priority list, or at the
--- front when it is handed back untouched (shutdown release).
-local function make_available(jk, id, from, front)
-  redis.call('HSET', jk, 's', 'available')
-  redis.call('HDEL', jk, 'rt')
-  if front then
-    redis.call('LPUSH', avail_key(priority(jk)), id)
+-- front when it is handed back untouched (shutdown release). prio is read
+-- from the job when nil.
+local function make_available(jk, id, from, front, prio)
+  if from == 'scheduled' or from == 'retryable' then
+    redis.call('HSET', jk, 's', 'available')
+    redis.call('HDEL', jk, 'rt')
   else
-    redis.call('RPUSH', avail_key(priority(jk)), id)
+    redis.call('HSET', jk, 's', 'available')
+  end
+  if prio == nil then prio = redis.call('HGET', jk, 'pr') end
+  if front then
+    redis.call('LPUSH', avail_key(priority(prio)), id)
+  else
+    redis.call('RPUSH', avail_key(priority(prio)), id)
   end
   count(from, 'available')
   wake()
@@ -101,9 +137,10 @@ local function schedule(jk, id, from, state, at)
   wake()
 end
 
-local function clear_lease(jk, id)
-  redis.call('HDEL', jk, 'l', 'w', 'ls')
-  redis.call('ZREM', K_RUN, id)
+-- clear_lease takes a job out of the running set. Its lease fields stay
+-- until the next claim overwrites them; they mean nothing outside running.
+local function clear_lease(id)
+  later(ZREMS, K_RUN, id)
 end
 
 local function delete_job(id)
@@ -208,24 +245,26 @@ local function deliver(parent, step, child, state, payload)
 end
 
 -- notify_parent tells a spawned job's parent that it finished: at once when
--- the parent lives in this partition, else through the outbox. It returns
--- how many outbox entries it wrote.
-local function notify_parent(jk, id, state)
+-- the parent lives in this partition, else through the outbox. pa is the
+-- job's parent field when the caller read it (false: none), nil to read it
+-- here.
+local function notify_parent(jk, id, state, pa)
+  if pa == false then return end
+  if pa == nil and not redis.call('HGET', jk, 'pa') then return end
   local p = redis.call('HMGET', jk, 'pa', 'pp', 'ps', 'pl', 'r', 'er')
-  if not p[1] then return 0 end
   local payload = p[6] or ''
   if state == 'completed' then payload = p[5] or '' end
   if p[2] == PFX then
     deliver(p[4], p[3], id, state, payload)
-    return 0
+    return
   end
   redis.call('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
-  return 1
 end
 
--- finish moves a job to a terminal (or parked) state; reason may be ''.
-local function finish(jk, id, from, state, reason)
-  notify_parent(jk, id, state)
+-- finish moves a job to a terminal state; reason may be ''. pa is as for
+-- notify_parent.
+local function finish(jk, id, from, state, reason, pa)
+  notify_parent(jk, id, state, pa)
   local ret = RET[state]
   if ret < 0 then
     delete_job(id)
@@ -233,9 +272,12 @@ local function finish(jk, id, from, state, reason)
     return
   end
   count(from, state)
-  redis.call('HSET', jk, 's', state, 'ft', NOW)
-  if reason ~= '' then redis.call('HSET', jk, 'xr', reason) end
-  redis.call('ZADD', TERMINAL[state], NOW + ret, id)
+  if reason ~= '' then
+    redis.call('HSET', jk, 's', state, 'ft', NOW, 'xr', reason)
+  else
+    redis.call('HSET', jk, 's', state, 'ft', NOW)
+  end
+  later(ZADDS, TERMINAL[state], NOW + ret, id)
 end
 
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.

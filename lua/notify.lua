@@ -12,4 +12,5 @@ for i = 0, n - 1 do
   local b = 10 + i * 5
   deliver(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4])
 end
+flush()
 return n

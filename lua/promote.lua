@@ -6,4 +6,5 @@
 --   due time (ms) or -1.
 -- Transitions: scheduled|retryable -> available.
 local promoted = promote(tonumber(ARGV[9]))
+flush()
 return { promoted, next_due() }

@@ -14,10 +14,9 @@ for i = 1, #expired, 2 do
   local id, expiry = expired[i], expired[i + 1]
   local jk = job_key(id)
   local s, holder = unpack(redis.call('HMGET', jk, 's', 'w'))
-  redis.call('ZREM', K_RUN, id)
+  clear_lease(id)
   if s == 'running' then
     holder = holder or ''
-    redis.call('HDEL', jk, 'l', 'w', 'ls')
     redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
     redis.call('HINCRBY', jk, 'on', 1)
     record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
@@ -26,4 +25,5 @@ for i = 1, #expired, 2 do
     out[#out + 1] = holder
   end
 end
+flush()
 return out

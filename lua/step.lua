@@ -15,7 +15,8 @@
 --   'stale'         the attempt no longer holds the job: nothing written
 --   'exists'        the step was already checkpointed: nothing written
 --   'effect_error', message   an effect cannot apply: nothing written
--- Transitions: none. Records progress on the job ('pt' time, 'cs' step).
+-- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
+-- and that it has checkpoints ('sx').
 local id = ARGV[9]
 local jk = job_key(id)
 if not holds(jk, ARGV[10], ARGV[11]) then return { 'stale', 0 } end
@@ -26,5 +27,5 @@ local bad = check_effects(fx)
 if bad then return { 'effect_error', bad } end
 local outboxed = apply_effects(fx)
 redis.call('HSET', sk, ARGV[12], ARGV[13])
-redis.call('HSET', jk, 'pt', NOW, 'cs', ARGV[12])
+redis.call('HSET', jk, 'pt', NOW, 'cs', ARGV[12], 'sx', 1)
 return { 'ok', outboxed }

@@ -19,4 +19,5 @@ for state, zk in pairs(TERMINAL) do
     end
   end
 end
+flush()
 return deleted

@@ -64,26 +64,50 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
 	}
 	for _, e := range reply[2:] {
-		pair, ok := e.([]any)
-		if !ok || len(pair) != 2 {
-			return res, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
-		}
-		flat, _ := pair[0].([]any)
-		j, err := decodeJob("", flat)
+		j, err := decodeClaimed(e)
 		if err != nil {
 			return res, err
 		}
-		steps, err := strs(pair[1])
-		if err != nil {
-			return res, err
-		}
-		if len(steps) > 0 {
-			j.Steps = make(map[string][]byte, len(steps)/2)
-			for i := 0; i+1 < len(steps); i += 2 {
-				j.Steps[steps[i]] = []byte(steps[i+1])
-			}
-		}
+		j.Worker = req.Worker
 		res.Jobs = append(res.Jobs, j)
 	}
 	return res, nil
+}
+
+// claimedFields are the job fields a claim returns, in lua/claim.lua's
+// FIELDS order.
+var claimedFields = []string{"s", "k", "p", "dl", "f", "a", "c", "ma", "to", "pr", "h", "ct", "oh", "oe", "on", "pa", "sx"}
+
+// decodeClaimed reads one job of a claim reply:
+// { id, lease ID, lease expiry, steps, values of claimedFields... }.
+func decodeClaimed(e any) (*Job, error) {
+	v, ok := e.([]any)
+	if !ok || len(v) != 4+len(claimedFields) {
+		return nil, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
+	}
+	id, _ := v[0].(string)
+	lease, _ := v[1].(string)
+	expiry, _ := v[2].(int64)
+	flat := make([]any, 0, 2*len(claimedFields))
+	for i, f := range claimedFields {
+		if s, ok := v[4+i].(string); ok {
+			flat = append(flat, f, s)
+		}
+	}
+	j, err := decodeJob(id, flat)
+	if err != nil {
+		return nil, err
+	}
+	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
+	steps, err := strs(v[3])
+	if err != nil {
+		return nil, err
+	}
+	if len(steps) > 0 {
+		j.Steps = make(map[string][]byte, len(steps)/2)
+		for i := 0; i+1 < len(steps); i += 2 {
+			j.Steps[steps[i]] = []byte(steps[i+1])
+		}
+	}
+	return j, nil
 }

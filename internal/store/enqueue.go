@@ -11,7 +11,10 @@ import (
 // NewJob is a job to add. Validation is the caller's; the store writes
 // what it is given.
 type NewJob struct {
-	Local       string
+	Local string
+	// Generated: Local is a fresh random ID, so no existing job needs to be
+	// looked for.
+	Generated   bool
 	Kind        string
 	Payload     []byte
 	Headers     []byte
@@ -33,11 +36,15 @@ type ParentRef struct {
 // Enqueue adds jobs to one partition in one round trip. It returns one
 // status per job; a Conflicted job's status comes with ErrConflict in errs.
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueStatus, []error, error) {
-	args := make([]any, 0, 1+len(jobs)*14)
+	args := make([]any, 0, 1+len(jobs)*15)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
+		chosen := "1"
+		if j.Generated {
+			chosen = "0"
+		}
 		args = append(args, j.Local, j.Kind, j.Payload, unixMS(j.RunAt), ms(j.Delay),
-			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers)
+			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers, chosen)
 		if pa := j.Parent; pa != nil {
 			args = append(args, pa.Ref.String(), pa.Ref.Prefix(), pa.Step, pa.Ref.Local)
 		} else {

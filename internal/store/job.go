@@ -81,8 +81,6 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		k, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
 		switch k {
-		case "id":
-			j.Local = v
 		case "k":
 			j.Kind, seen = v, true
 		case "p":
@@ -148,6 +146,9 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	}
 	if !seen {
 		return nil, fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
+	}
+	if j.State != "running" { // lease fields outlive the lease; they mean nothing now
+		j.LeaseID, j.Worker, j.LeaseStart = "", "", time.Time{}
 	}
 	return j, nil
 }
