@@ -76,10 +76,11 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 		cfg.Now = opts.Clock.Now
 	}
 	st := store.New(rdb, cfg)
-	return &Client{st: st, opts: opts, plan: &planner{
-		st: st, registry: opts.Registry, maxPayload: opts.MaxPayload,
-		maxAttempts: opts.MaxAttempts, partitions: opts.Partitions,
-	}}, nil
+	pl := &planner{st: st, maxPayload: opts.MaxPayload, maxAttempts: opts.MaxAttempts, partitions: opts.Partitions}
+	if opts.Registry != nil {
+		pl.known = opts.Registry.Known
+	}
+	return &Client{st: st, opts: opts, plan: pl}, nil
 }
 
 // Enqueued is the result of enqueueing one job.

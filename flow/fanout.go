@@ -33,6 +33,11 @@ const (
 	FailFast
 )
 
+// WaitingError is what Join returns while children are not finished: the
+// handler must return it (wrapped or not) to be suspended. Tell it apart
+// from a failure with errors.As.
+type WaitingError = outcome.Wait
+
 // Children is the handle of the jobs a step spawned.
 type Children struct {
 	Step string
@@ -41,6 +46,7 @@ type Children struct {
 
 // ChildResult is one child's outcome.
 type ChildResult[R any] struct {
+	Index  int // position of the child's item in Spawn
 	ID     string
 	State  string // completed, or archived/cancelled/quarantined when it failed
 	Result R      // when completed: its RegisterResult result
@@ -49,6 +55,7 @@ type ChildResult[R any] struct {
 
 // ChildFailedError is Join's error under FailFast.
 type ChildFailedError struct {
+	Index   int // position of the child's item in Spawn
 	ID      string
 	State   string
 	Message string
@@ -79,7 +86,7 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
-	pl := &planner{st: st.Store, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
 	parent := &store.ParentRef{Ref: st.Ref, Step: name}
 	ids := make([]string, len(items))
 	byPart := map[keys.Partition][]store.NewJob{}
@@ -124,7 +131,7 @@ func childID(id string) EnqueueOption {
 }
 
 // Join collects the outcomes of children. While some are not finished it
-// returns an error that the handler must return: the job is suspended,
+// returns a *WaitingError that the handler must return: the job is suspended,
 // without holding a worker or spending an attempt, and runs again (its
 // finished steps skipped) when the children are done. R is the children's
 // result type.
@@ -148,7 +155,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	out := make([]ChildResult[R], len(kids))
 	pending := 0
 	for i, k := range kids {
-		out[i] = ChildResult[R]{ID: ch.IDs[i], State: k.State}
+		out[i] = ChildResult[R]{Index: i, ID: ch.IDs[i], State: k.State}
 		switch {
 		case !k.Done:
 			pending++
@@ -161,7 +168,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		default:
 			out[i].Error = string(k.Payload)
 			if policy == FailFast {
-				return out, &ChildFailedError{ID: ch.IDs[i], State: k.State, Message: out[i].Error}
+				return out, &ChildFailedError{Index: i, ID: ch.IDs[i], State: k.State, Message: out[i].Error}
 			}
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // with an ID and a partition. Clients and spawning steps share it.
 type planner struct {
 	st          *store.Store
-	registry    *Registry // nil: any valid kind
+	known       func(kind string) bool // nil: any valid kind
 	maxPayload  int
 	maxAttempts int
 	partitions  map[string]int
@@ -36,7 +36,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	if !ValidKind(kind) {
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
 	}
-	if pl.registry != nil && !pl.registry.Known(kind) {
+	if pl.known != nil && !pl.known(kind) {
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
 	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}

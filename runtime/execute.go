@@ -32,6 +32,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.leaseEnd = claimed.Add(lease)
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Partitions = w.opts.Partitions
+	a.state.Known = w.known
 	a.state.Lose = a.lose
 	a.state.Committed = func(_ string, outboxed int) {
 		if outboxed > 0 {

@@ -19,3 +19,9 @@ func (f HandlerFunc) Work(ctx context.Context, a *Attempt) ([]byte, error) { ret
 type Handlers interface {
 	Handler(kind string) (Handler, bool)
 }
+
+// known reports whether the worker has a handler for kind.
+func (w *Worker) known(kind string) bool {
+	_, ok := w.handlers.Handler(kind)
+	return ok
+}

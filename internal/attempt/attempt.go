@@ -20,6 +20,9 @@ type State struct {
 	Ref        keys.Ref
 	Lease      store.Lease
 	Partitions map[string]int // partitions per queue, for spawned children
+	// Known reports whether a job kind has a handler here; spawning a child
+	// of another kind is refused.
+	Known func(kind string) bool
 	// Lose cancels the attempt when a commit finds its lease gone.
 	Lose func()
 	// Committed is called after each successful commit with the number of
