@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// sample is what Redis and our clients had done at one instant: the
+// counters whose difference over a run is the run's cost.
+type sample struct {
+	commands      int64            // INFO stats total_commands_processed
+	cpu           float64          // INFO cpu used_cpu_user + used_cpu_sys, seconds
+	calls         map[string]int64 // INFO commandstats calls, by command
+	producerTrips int64
+	workerTrips   int64
+	goCPU         time.Duration // this process: producers and worker
+}
+
+// takeSample reads INFO (stats, cpu and commandstats in one call on the
+// uncounted admin client) and the round-trip counters.
+//
+// total_commands_processed counts the commands a Lua script runs as well as
+// the EVALSHA that ran it, so commands per job measures the work Redis
+// does, not the traffic. The INFO call of the previous sample is counted
+// too: one command per run, noise at any useful job count.
+func (t *target) takeSample(ctx context.Context) (sample, error) {
+	info, err := t.admin.Info(ctx, "stats", "cpu", "commandstats").Result()
+	if err != nil {
+		return sample{}, fmt.Errorf("INFO: %w", err)
+	}
+	s := sample{
+		calls:         map[string]int64{},
+		producerTrips: t.producer.trips.Load(),
+		workerTrips:   t.worker.trips.Load(),
+		goCPU:         processCPU(),
+	}
+	for line := range strings.Lines(info) {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok {
+			continue
+		}
+		switch {
+		case name == "total_commands_processed":
+			s.commands, _ = strconv.ParseInt(value, 10, 64)
+		case name == "used_cpu_user" || name == "used_cpu_sys":
+			f, _ := strconv.ParseFloat(value, 64)
+			s.cpu += f
+		case strings.HasPrefix(name, "cmdstat_"):
+			// cmdstat_hset:calls=12,usec=34,usec_per_call=2.83,...
+			calls, _, _ := strings.Cut(strings.TrimPrefix(value, "calls="), ",")
+			n, _ := strconv.ParseInt(calls, 10, 64)
+			s.calls[strings.TrimPrefix(name, "cmdstat_")] = n
+		}
+	}
+	return s, nil
+}
+
+// redisCost is what one job cost Redis and the network, on average over
+// a run.
+type redisCost struct {
+	// CommandsPerJob: Redis commands executed, those inside scripts
+	// included.
+	CommandsPerJob float64 `json:"commands_per_job"`
+	// CPUMicrosPerJob: Redis server CPU time (user + system). On a single
+	// Redis core, 1e6 / CPUMicrosPerJob bounds the jobs per second.
+	CPUMicrosPerJob float64 `json:"redis_cpu_us_per_job"`
+	// GoCPUMicrosPerJob: CPU time of the benchmark process (producers,
+	// worker, and the Go runtime), the client side of the cost.
+	GoCPUMicrosPerJob float64 `json:"go_cpu_us_per_job"`
+	// Round trips per job made by the producers' client, by the worker's,
+	// and both together.
+	ProducerTripsPerJob float64 `json:"producer_round_trips_per_job"`
+	WorkerTripsPerJob   float64 `json:"worker_round_trips_per_job"`
+	TripsPerJob         float64 `json:"round_trips_per_job"`
+	// CallsPerJob breaks CommandsPerJob down by command (INFO
+	// commandstats), omitting commands run less than once per 1000 jobs.
+	CallsPerJob map[string]float64 `json:"calls_per_job"`
+}
+
+// costSince is the per-job cost of the jobs processed between from and to.
+func costSince(from, to sample, jobs int) redisCost {
+	n := float64(jobs)
+	c := redisCost{
+		CommandsPerJob:      float64(to.commands-from.commands) / n,
+		CPUMicrosPerJob:     (to.cpu - from.cpu) * 1e6 / n,
+		GoCPUMicrosPerJob:   float64(to.goCPU-from.goCPU) / float64(time.Microsecond) / n,
+		ProducerTripsPerJob: float64(to.producerTrips-from.producerTrips) / n,
+		WorkerTripsPerJob:   float64(to.workerTrips-from.workerTrips) / n,
+		CallsPerJob:         map[string]float64{},
+	}
+	c.TripsPerJob = c.ProducerTripsPerJob + c.WorkerTripsPerJob
+	for cmd, calls := range to.calls {
+		if per := float64(calls-from.calls[cmd]) / n; per >= 0.001 {
+			c.CallsPerJob[cmd] = per
+		}
+	}
+	return c
+}
+
+// topCalls lists the k commands run most per job, most first, as
+// "hset 4.00".
+func (c redisCost) topCalls(k int) []string {
+	names := make([]string, 0, len(c.CallsPerJob))
+	for name := range c.CallsPerJob {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, b := c.CallsPerJob[names[i]], c.CallsPerJob[names[j]]
+		return a > b || a == b && names[i] < names[j]
+	})
+	out := make([]string, 0, k)
+	for _, name := range names[:min(k, len(names))] {
+		out = append(out, fmt.Sprintf("%s %.2f", name, c.CallsPerJob[name]))
+	}
+	return out
+}
