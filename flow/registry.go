@@ -3,11 +3,11 @@ package flow
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -18,11 +18,9 @@ type Args interface {
 	Kind() string
 }
 
-var kindName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$`)
-
 // ValidKind reports whether k is a valid kind: 1 to 128 letters, digits or
 // '_', '.', ':', '/', '-', starting with a letter or digit.
-func ValidKind(k string) bool { return kindName.MatchString(k) }
+func ValidKind(k string) bool { return names.Valid(k, 128, "_.:/-") }
 
 // Registry maps job kinds to handlers. It implements runtime.Handlers.
 type Registry struct {

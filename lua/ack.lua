@@ -53,10 +53,11 @@ local outboxed = 0
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa')
+  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa', 'sx', 'er')
   local state = 'stale'
   if h[1] == 'running' and h[2] == e.lease and h[3] == e.fence then
     local pa = h[4]
+    local plain = not h[5] and not h[6] -- no checkpoints, no errors
     clear_lease(id)
     if code == 'ok' then
       local bad = check_effects(e.fx)
@@ -65,7 +66,7 @@ for _, e in ipairs(entries) do
       else
         outboxed = outboxed + apply_effects(e.fx)
         if data ~= '' then redis.call('HSET', jk, 'r', data) end
-        finish(jk, id, 'running', 'completed', '', pa)
+        finish(jk, id, 'running', 'completed', '', pa, plain)
         state = 'completed'
       end
     end

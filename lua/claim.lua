@@ -51,8 +51,8 @@ for prio = MAX_PRIORITY, 0, -1 do
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
         park(jk, id, 'malformed')
       elseif h[1] == 'available' then
-        local dl, fence = tonumber(h[4]), tonumber(h[5])
-        if not h[2] or h[2] == '' or not h[3] or not fence or not tonumber(h[6]) or not tonumber(h[7]) then
+        local dl, fence = tonumber(h[4]), tonumber(h[5] or 0)
+        if not h[2] or h[2] == '' or not h[3] or not fence or not tonumber(h[6] or 0) or not tonumber(h[7] or 0) then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
@@ -61,7 +61,7 @@ for prio = MAX_PRIORITY, 0, -1 do
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h[2]] or lease_ms)
           redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW)
-          later(ZADDS, K_RUN, expiry, id)
+          zadd_later(K_RUN, expiry, id)
           count('available', 'running')
           local steps = {}
           if h[17] then steps = redis.call('HGETALL', steps_key(id)) end

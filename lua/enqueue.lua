@@ -35,7 +35,8 @@ for i = 0, n - 1 do
     if delay > 0 then due = NOW + delay end
     local state = 'available'
     if due > NOW then state = 'scheduled' end
-    local f = { 'k', kind, 'p', payload, 's', state, 'ma', ARGV[b + 5], 'a', 0, 'c', 0, 'f', 0, 'ct', NOW }
+    -- attempt, crash_attempt and fence start absent, meaning 0
+    local f = { 'k', kind, 'p', payload, 's', state, 'ma', ARGV[b + 5], 'ct', NOW }
     local function opt(field, v, none)
       if v ~= none then
         f[#f + 1] = field

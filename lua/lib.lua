@@ -71,13 +71,23 @@ local function count(from, to)
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
 end
 
-local function later(t, key, ...)
-  local l = t[key]
+local function zadd_later(key, score, member)
+  local l = ZADDS[key]
   if not l then
     l = {}
-    t[key] = l
+    ZADDS[key] = l
   end
-  for _, v in ipairs({ ... }) do l[#l + 1] = v end
+  l[#l + 1] = score
+  l[#l + 1] = member
+end
+
+local function zrem_later(key, member)
+  local l = ZREMS[key]
+  if not l then
+    l = {}
+    ZREMS[key] = l
+  end
+  l[#l + 1] = member
 end
 
 -- call_chunked runs cmd key args... in chunks that unpack can take.
@@ -140,11 +150,17 @@ end
 -- clear_lease takes a job out of the running set. Its lease fields stay
 -- until the next claim overwrites them; they mean nothing outside running.
 local function clear_lease(id)
-  later(ZREMS, K_RUN, id)
+  zrem_later(K_RUN, id)
 end
 
-local function delete_job(id)
-  redis.call('DEL', job_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id), job_key(id) .. ':corrupt')
+-- delete_job deletes a job and every key it owns. plain says it has none
+-- but its hash (no errors, no checkpoints), which saves the lookups.
+local function delete_job(id, plain)
+  if plain then
+    redis.call('DEL', job_key(id))
+  else
+    redis.call('DEL', job_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id), job_key(id) .. ':corrupt')
+  end
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
@@ -262,12 +278,12 @@ local function notify_parent(jk, id, state, pa)
 end
 
 -- finish moves a job to a terminal state; reason may be ''. pa is as for
--- notify_parent.
-local function finish(jk, id, from, state, reason, pa)
+-- notify_parent; plain as for delete_job.
+local function finish(jk, id, from, state, reason, pa, plain)
   notify_parent(jk, id, state, pa)
   local ret = RET[state]
   if ret < 0 then
-    delete_job(id)
+    delete_job(id, plain)
     count(from, nil)
     return
   end
@@ -277,7 +293,7 @@ local function finish(jk, id, from, state, reason, pa)
   else
     redis.call('HSET', jk, 's', state, 'ft', NOW)
   end
-  later(ZADDS, TERMINAL[state], NOW + ret, id)
+  zadd_later(TERMINAL[state], NOW + ret, id)
 end
 
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.

@@ -46,16 +46,12 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	go w.execute(jobsCtx, a)
 }
 
-// execute runs one attempt and acks its outcome. The handler runs in its
-// own goroutine, which holds the concurrency slot until it returns; if it
-// ignores cancellation past CancelGrace, the job is settled without it.
+// execute runs one attempt in the goroutine the fetcher started for it,
+// then acks its outcome. The goroutine holds the concurrency slot until the
+// handler returns. If the handler ignores its context's cancellation past
+// CancelGrace, a watcher settles the job without it (the slot stays taken
+// until the handler does return).
 func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
-	defer w.busy.Done()
-	defer func() {
-		w.mu.Lock()
-		delete(w.inflight, a)
-		w.mu.Unlock()
-	}()
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
 	a.mu.Lock()
@@ -74,51 +70,62 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 		defer stop()
 	}
 
-	h, known := w.handlers.Handler(a.Kind)
-	done := make(chan result, 1)
-	go func() {
-		defer w.release(1)
-		if !known {
-			done <- result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
-			return
-		}
-		// runtime.Goexit (t.FailNow in a handler) skips both the return
-		// and recover: settle it like a panic rather than never.
-		returned := false
-		defer func() {
-			if !returned {
-				done <- result{panic: "handler called runtime.Goexit", stack: debug.Stack()}
-			}
-		}()
-		r := call(ctx, h, a)
-		returned = true
-		done <- r
-	}()
-
-	var r result
-	returned := true
-	select {
-	case r = <-done:
-	case <-ctx.Done():
+	returned := make(chan struct{})
+	stopWatch := context.AfterFunc(ctx, func() {
 		g := w.clk.NewTimer(w.opts.CancelGrace)
+		defer g.Stop()
 		select {
-		case r = <-done:
+		case <-returned:
+			return
 		case <-g.C():
-			returned = false
+		}
+		if a.settled.CompareAndSwap(false, true) {
 			w.log.Warn("handler ignored cancellation; settling its job without it",
 				"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
+			w.conclude(a, result{}, false, context.Cause(ctx))
 		}
-		g.Stop()
+	})
+
+	var r result
+	normal := false
+	defer func() {
+		// runtime.Goexit (t.FailNow in a handler) skips both the return and
+		// recover: settle it like a panic rather than never.
+		if !normal {
+			r = result{panic: "handler called runtime.Goexit", stack: debug.Stack()}
+		}
+		close(returned)
+		stopWatch()
+		w.release(1)
+		if a.settled.CompareAndSwap(false, true) {
+			var cause error
+			if ctx.Err() != nil {
+				cause = context.Cause(ctx)
+			}
+			w.conclude(a, r, true, cause)
+		}
+	}()
+	if h, known := w.handlers.Handler(a.Kind); known {
+		r = call(ctx, h, a)
+	} else {
+		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
 	}
-	var cause error
-	if ctx.Err() != nil {
-		cause = context.Cause(ctx)
-	}
+	normal = true
+}
+
+// conclude acks an attempt's outcome (when there is one to ack) and retires
+// it; exactly one caller per attempt gets here.
+func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
+	defer w.busy.Done()
+	defer func() {
+		w.mu.Lock()
+		delete(w.inflight, a)
+		w.mu.Unlock()
+	}()
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
 		return
 	}
-	a.settled.Store(true) // renewals from now on would report it lost
 	res := w.ack(a.ref.Partition, ack)
 	if res.Err != nil {
 		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)

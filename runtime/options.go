@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // Clock is the time source of a worker; see NewFakeClock.
@@ -89,11 +89,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-var queueName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-
 // ValidQueue reports whether name is a valid queue name: 1 to 64 letters,
 // digits, '_', '.' or '-', starting with a letter or digit.
-func ValidQueue(name string) bool { return queueName.MatchString(name) }
+func ValidQueue(name string) bool { return names.Valid(name, 64, "_.-") }
 
 func (o Options) withDefaults() (Options, error) {
 	bad := func(format string, a ...any) (Options, error) {

@@ -2,19 +2,17 @@ package step
 
 import (
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/checkpoint"
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // MaxResult bounds a step's encoded result.
 const MaxResult = 1 << 20
-
-var stepName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_./-]{0,99}$`)
 
 type record = checkpoint.Record
 
@@ -25,7 +23,7 @@ func cursorField(name string) string { return checkpoint.CursorPrefix + name }
 // that it sits where the job's checkpoints say it did. It returns the
 // step's own checkpoint, if it has one.
 func begin(st *attempt.State, name string) (int, *record, error) {
-	if !stepName.MatchString(name) {
+	if !names.Valid(name, 100, "_./-") {
 		return 0, nil, park("invalid_step", fmt.Errorf("%w: %q", ErrInvalidName, name))
 	}
 	idx, err := st.Begin(name)

@@ -61,6 +61,9 @@ var directOps = map[string]bool{
 // sequence) so relayed effects are applied once.
 func (s *Store) appendEffects(args []any, p keys.Partition, commit string, fx []Effect) ([]any, error) {
 	args = append(args, len(fx))
+	if len(fx) == 0 {
+		return args, nil
+	}
 	slot := keys.Slot(p.Tag())
 	for i, e := range fx {
 		if e.Op == OpEnqueue {
