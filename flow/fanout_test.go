@@ -98,9 +98,9 @@ func TestFanOut(t *testing.T) {
 				var rdb redis.UniversalClient
 				parts := map[string]int{}
 				if backend == "redis" {
-					rdb = server.Client()
+					rdb = env.Server.Client()
 				} else {
-					rdb = cluster.Client()
+					rdb = env.Cluster.Client()
 					parts["default"] = 4
 				}
 				t.Cleanup(func() { rdb.Close() })

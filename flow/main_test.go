@@ -2,52 +2,25 @@ package flow_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 )
 
-var (
-	server  *redistest.Server
-	cluster *redistest.Cluster
-)
+var env redistest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if server, err = redistest.StartServer(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if cluster, err = redistest.StartCluster(3); err != nil {
-		server.Close()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	server.Close()
-	cluster.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &env, true) }
 
 func realRedis(t *testing.T) redis.UniversalClient {
 	t.Helper()
-	rdb := server.Client()
+	rdb := env.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -127,7 +127,7 @@ func TestParkedJobs(t *testing.T) {
 // queues and partitions (all keys of a script in one slot).
 func TestCluster(t *testing.T) {
 	t.Parallel()
-	var rdb redis.UniversalClient = cluster.Client()
+	var rdb redis.UniversalClient = env.Cluster.Client()
 	t.Cleanup(func() { rdb.Close() })
 	reg := flow.NewRegistry()
 	var ran atomic.Int64

@@ -83,7 +83,7 @@ func startChild(t *testing.T, ns string) *child {
 	t.Helper()
 	c := &child{out: newLineWatcher(), stderr: &lockedBuffer{}}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	c.cmd.Env = append(os.Environ(), envChild+"=1", envChildAddr+"="+srv.Addr(), envChildNS+"="+ns)
+	c.cmd.Env = append(os.Environ(), envChild+"=1", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+ns)
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.stderr
 	if err := c.cmd.Start(); err != nil {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/clock"
@@ -27,7 +26,8 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-var srv *redistest.Server
+// shared is the package's redis-server.
+var shared redistest.Env
 
 // waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
 const waitTimeout = 20 * time.Second
@@ -37,21 +37,7 @@ func TestMain(m *testing.M) {
 		// Re-executed by a crash test: be a worker process, not a test run.
 		os.Exit(childMain())
 	}
-	var err error
-	srv, err = redistest.StartServer()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	srv.Close()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	redistest.Main(m, &shared, false)
 }
 
 // env is one test's namespace with a Redis client and a flow client.
@@ -66,7 +52,7 @@ type env struct {
 // client's clock.
 func newEnv(t *testing.T, clk runtime.Clock) *env {
 	t.Helper()
-	rdb := srv.Client()
+	rdb := shared.Server.Client()
 	t.Cleanup(func() { _ = rdb.Close() })
 	ns := redistest.NewNamespace(t)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})

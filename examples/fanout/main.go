@@ -18,9 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
+	"github.com/sluicehq/sluice/examples/internal/exampleredis"
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -73,7 +71,7 @@ func main() {
 func run(args SumSquares) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, where, err := connect()
+	rdb, where, err := exampleredis.Connect()
 	if err != nil {
 		return err
 	}
@@ -234,20 +232,4 @@ func waitFinished(ctx context.Context, c *flow.Client, id string) (*flow.JobInfo
 		case <-time.After(time.Millisecond):
 		}
 	}
-}
-
-// connect uses REDIS_URL when set, else an embedded miniredis.
-func connect() (redis.UniversalClient, string, error) {
-	if url := os.Getenv("REDIS_URL"); url != "" {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, "", fmt.Errorf("REDIS_URL: %w", err)
-		}
-		return redis.NewClient(opts), url, nil
-	}
-	m, err := miniredis.Run()
-	if err != nil {
-		return nil, "", err
-	}
-	return redis.NewClient(&redis.Options{Addr: m.Addr()}), "embedded miniredis at " + m.Addr(), nil
 }

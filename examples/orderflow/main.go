@@ -20,9 +20,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/examples/internal/exampleredis"
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/runtime"
@@ -83,7 +83,7 @@ func main() {
 func run(n int, crashAfter string, resume bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rdb, where, err := connect()
+	rdb, where, err := exampleredis.Connect()
 	if err != nil {
 		return err
 	}
@@ -339,20 +339,4 @@ func short(s string) string {
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
-}
-
-// connect uses REDIS_URL when set, else an embedded miniredis.
-func connect() (redis.UniversalClient, string, error) {
-	if url := os.Getenv("REDIS_URL"); url != "" {
-		opts, err := redis.ParseURL(url)
-		if err != nil {
-			return nil, "", fmt.Errorf("REDIS_URL: %w", err)
-		}
-		return redis.NewClient(opts), url, nil
-	}
-	m, err := miniredis.Run()
-	if err != nil {
-		return nil, "", err
-	}
-	return redis.NewClient(&redis.Options{Addr: m.Addr()}), "embedded miniredis at " + m.Addr(), nil
 }

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,27 +15,9 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-var (
-	server  *redistest.Server
-	cluster *redistest.Cluster
-)
+var env redistest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if server, err = redistest.StartServer(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if cluster, err = redistest.StartCluster(3); err != nil {
-		server.Close()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	server.Close()
-	cluster.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &env, true) }
 
 // backend is one kind of Redis every script test runs on.
 type backend struct {
@@ -49,8 +30,8 @@ func backends(t *testing.T) []backend {
 	t.Helper()
 	m := miniredis.RunT(t)
 	mini := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	real := server.Client()
-	cl := cluster.Client()
+	real := env.Server.Client()
+	cl := env.Cluster.Client()
 	t.Cleanup(func() {
 		mini.Close()
 		real.Close()

@@ -1,0 +1,46 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Env is a test package's shared Redis: one server, and a 3-node cluster
+// when asked for.
+type Env struct {
+	Server  *Server
+	Cluster *Cluster
+}
+
+// Main is a test package's TestMain: it starts env (the cluster only when
+// withCluster), runs the tests, stops env, fails the run if goroutines
+// leaked, and exits.
+func Main(m *testing.M, env *Env, withCluster bool) {
+	var err error
+	if env.Server, err = StartServer(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if withCluster {
+		if env.Cluster, err = StartCluster(3); err != nil {
+			env.Server.Close()
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	env.Server.Close()
+	if env.Cluster != nil {
+		env.Cluster.Close()
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
