@@ -1,17 +1,20 @@
 // Command bench measures Sluice on a real Redis: job throughput (enqueue
 // and processing rates, and what each job costs Redis in commands, CPU and
-// round trips) and enqueue-to-handler latency.
+// round trips), enqueue-to-handler latency, workflows of durable steps
+// against the same workflow as chained jobs, and a fan-out to many
+// children joined by their parent.
 //
 // Without -redis (or REDIS_URL) it starts a private redis-server on a free
 // port and stops it at exit. Every run uses a fresh namespace, so it never
 // collides with other data on a shared Redis, and deletes its keys there
 // afterwards.
 //
-//	go run ./bench                          # every scenario, table on stdout
-//	go run ./bench -scenario latency        # one scenario
-//	go run ./bench -json bench.json         # also write the figures as JSON
-//	go run ./bench -json - 2>table.txt      # JSON on stdout, table on stderr
-//	go run ./bench -cpuprofile cpu.out      # profile the benchmark process
+//	go run ./bench                             # every scenario, table on stdout
+//	go run ./bench -scenario latency           # one scenario
+//	go run ./bench -scenario workflow,chained  # durable steps vs chained jobs
+//	go run ./bench -json bench.json            # also write the figures as JSON
+//	go run ./bench -json - 2>table.txt         # JSON on stdout, table on stderr
+//	go run ./bench -cpuprofile cpu.out         # profile the benchmark process
 package main
 
 import (
@@ -39,30 +42,10 @@ type config struct {
 	Concurrency int           `json:"concurrency"`
 	Rate        int           `json:"rate"`
 	Duration    time.Duration `json:"duration_ns"`
+	Workflows   int           `json:"workflows"`
+	Children    int           `json:"children"`
 	Timeout     time.Duration `json:"timeout_ns"`
 }
-
-// scenario is one named measurement; it stores its result in the report,
-// also when it fails part way.
-type scenario struct {
-	name string
-	run  func(ctx context.Context, t *target, cfg config, r *report) error
-}
-
-var scenarios = []scenario{
-	{"throughput", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
-		r.Throughput, err = runThroughput(ctx, t, cfg)
-		return err
-	}},
-	{"latency", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
-		r.Latency, err = runLatency(ctx, t, cfg)
-		return err
-	}},
-}
-
-// stopGrace is how long a scenario past its timeout gets to unwind (stop
-// its worker) before the benchmark gives up on it.
-const stopGrace = 15 * time.Second
 
 func main() {
 	if err := run(); err != nil {
@@ -79,7 +62,7 @@ func run() error {
 		jsonPath   string
 		cpuProfile string
 	)
-	flag.StringVar(&names, "scenario", "throughput,latency", "comma-separated scenarios to run")
+	flag.StringVar(&names, "scenario", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	flag.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL (default $REDIS_URL; empty: start a private redis-server)")
 	flag.StringVar(&jsonPath, "json", "", `write the results as JSON to this file ("-": stdout, the table then goes to stderr)`)
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file")
@@ -89,6 +72,8 @@ func run() error {
 	flag.IntVar(&cfg.Concurrency, "concurrency", 50, "worker Concurrency")
 	flag.IntVar(&cfg.Rate, "rate", 500, "latency: jobs enqueued per second")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "latency: how long to enqueue")
+	flag.IntVar(&cfg.Workflows, "workflows", 2000, "workflow, chained: workflows per run")
+	flag.IntVar(&cfg.Children, "children", 10000, "fanout: children of the parent")
 	flag.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -136,6 +121,12 @@ func run() error {
 		}
 	}
 
+	if rep.Workflow != nil && rep.Chained != nil && rep.Chained.WorkflowsPerSec > 0 {
+		rep.WorkflowVsChained = rep.Workflow.WorkflowsPerSec / rep.Chained.WorkflowsPerSec
+		if rep.Chained.CPUBoundPerSec > 0 {
+			rep.WorkflowVsChainedCPUBound = rep.Workflow.CPUBoundPerSec / rep.Chained.CPUBoundPerSec
+		}
+	}
 	var table io.Writer = os.Stdout
 	if jsonPath == "-" {
 		table = os.Stderr
@@ -155,40 +146,6 @@ func run() error {
 	return nil
 }
 
-// runScenario runs s under the hard timeout. A scenario stops by itself
-// when its context ends; should it hang anyway (a worker that never
-// returns), the benchmark abandons it after stopGrace.
-func runScenario(ctx context.Context, s scenario, t *target, cfg config, rep *report) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout,
-		fmt.Errorf("scenario %s did not finish within its hard timeout of %s", s.name, cfg.Timeout))
-	defer cancel()
-	// The scenario writes its own copy of the report; it is merged only
-	// once the scenario returned, so an abandoned one races with nothing.
-	part := &report{}
-	done := make(chan error, 1)
-	go func() { done <- s.run(ctx, t, cfg, part) }()
-	finish := func(err error) error {
-		if part.Throughput != nil {
-			rep.Throughput = part.Throughput
-		}
-		if part.Latency != nil {
-			rep.Latency = part.Latency
-		}
-		return err
-	}
-	select {
-	case err := <-done:
-		return finish(err)
-	case <-ctx.Done():
-	}
-	select {
-	case err := <-done:
-		return finish(err)
-	case <-time.After(stopGrace):
-		return fmt.Errorf("%w; it did not stop within %s after that and was abandoned", context.Cause(ctx), stopGrace)
-	}
-}
-
 // setScenarios parses the -scenario list.
 func (c *config) setScenarios(list string) error {
 	c.Scenarios = nil
@@ -199,7 +156,7 @@ func (c *config) setScenarios(list string) error {
 		}
 		known := slices.ContainsFunc(scenarios, func(s scenario) bool { return s.name == name })
 		if !known {
-			return fmt.Errorf("-scenario: unknown scenario %q (known: throughput, latency)", name)
+			return fmt.Errorf("-scenario: unknown scenario %q (known: %s)", name, strings.Join(scenarioNames(), ", "))
 		}
 		c.Scenarios = append(c.Scenarios, name)
 	}
@@ -212,7 +169,8 @@ func (c *config) setScenarios(list string) error {
 func (c *config) validate() error {
 	for name, v := range map[string]int{
 		"jobs": c.Jobs, "producers": c.Producers, "batch": c.Batch,
-		"concurrency": c.Concurrency, "rate": c.Rate,
+		"concurrency": c.Concurrency, "rate": c.Rate, "workflows": c.Workflows,
+		"children": c.Children,
 	} {
 		if v <= 0 {
 			return fmt.Errorf("-%s %d must be positive", name, v)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,7 +18,8 @@ type sample struct {
 	calls         map[string]int64 // INFO commandstats calls, by command
 	producerTrips int64
 	workerTrips   int64
-	goCPU         time.Duration // this process: producers and worker
+	workerScripts map[string]int64 // worker round trips by script
+	goCPU         time.Duration    // this process: producers and worker
 }
 
 // takeSample reads INFO (stats, cpu and commandstats in one call on the
@@ -36,6 +38,7 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 		calls:         map[string]int64{},
 		producerTrips: t.producer.trips.Load(),
 		workerTrips:   t.worker.trips.Load(),
+		workerScripts: t.worker.scriptTrips(),
 		goCPU:         processCPU(),
 	}
 	for line := range strings.Lines(info) {
@@ -76,6 +79,10 @@ type redisCost struct {
 	ProducerTripsPerJob float64 `json:"producer_round_trips_per_job"`
 	WorkerTripsPerJob   float64 `json:"worker_round_trips_per_job"`
 	TripsPerJob         float64 `json:"round_trips_per_job"`
+	// WorkerTripsByScript breaks WorkerTripsPerJob down by Sluice script
+	// ("step" is a step checkpoint, "other" any command not a script),
+	// omitting those made less than once per 1000 jobs.
+	WorkerTripsByScript map[string]float64 `json:"worker_round_trips_per_job_by_script"`
 	// CallsPerJob breaks CommandsPerJob down by command (INFO
 	// commandstats), omitting commands run less than once per 1000 jobs.
 	CallsPerJob map[string]float64 `json:"calls_per_job"`
@@ -91,6 +98,12 @@ func costSince(from, to sample, jobs int) redisCost {
 		ProducerTripsPerJob: float64(to.producerTrips-from.producerTrips) / n,
 		WorkerTripsPerJob:   float64(to.workerTrips-from.workerTrips) / n,
 		CallsPerJob:         map[string]float64{},
+		WorkerTripsByScript: map[string]float64{},
+	}
+	for name, trips := range to.workerScripts {
+		if per := float64(trips-from.workerScripts[name]) / n; per >= 0.001 {
+			c.WorkerTripsByScript[name] = per
+		}
 	}
 	c.TripsPerJob = c.ProducerTripsPerJob + c.WorkerTripsPerJob
 	for cmd, calls := range to.calls {
@@ -101,20 +114,35 @@ func costSince(from, to sample, jobs int) redisCost {
 	return c
 }
 
+// cpuBound is the most jobs per second the machine could run at cost c,
+// had the benchmark its CPUs to itself: Redis uses one core at most, and
+// it shares them all with this process.
+func (c redisCost) cpuBound() float64 {
+	if c.CPUMicrosPerJob <= 0 || c.GoCPUMicrosPerJob <= 0 {
+		return 0
+	}
+	return min(1e6/c.CPUMicrosPerJob, float64(goruntime.NumCPU())*1e6/(c.CPUMicrosPerJob+c.GoCPUMicrosPerJob))
+}
+
 // topCalls lists the k commands run most per job, most first, as
 // "hset 4.00".
-func (c redisCost) topCalls(k int) []string {
-	names := make([]string, 0, len(c.CallsPerJob))
-	for name := range c.CallsPerJob {
+func (c redisCost) topCalls(k int) []string { return top(c.CallsPerJob, k) }
+
+// top lists the k largest entries of m, largest first, as "name 4.00".
+func top(m map[string]float64, k int) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
 		names = append(names, name)
 	}
 	sort.Slice(names, func(i, j int) bool {
-		a, b := c.CallsPerJob[names[i]], c.CallsPerJob[names[j]]
+		a, b := m[names[i]], m[names[j]]
 		return a > b || a == b && names[i] < names[j]
 	})
 	out := make([]string, 0, k)
 	for _, name := range names[:min(k, len(names))] {
-		out = append(out, fmt.Sprintf("%s %.2f", name, c.CallsPerJob[name]))
+		if m[name] >= 0.005 { // what would print as 0.00 is noise
+			out = append(out, fmt.Sprintf("%s %.2f", name, m[name]))
+		}
 	}
 	return out
 }

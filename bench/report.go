@@ -22,7 +22,34 @@ type report struct {
 	Config     config            `json:"config"`
 	Throughput *throughputResult `json:"throughput,omitempty"`
 	Latency    *latencyResult    `json:"latency,omitempty"`
-	Errors     []string          `json:"errors,omitempty"`
+	Workflow   *workflowResult   `json:"workflow,omitempty"`
+	Chained    *chainedResult    `json:"chained,omitempty"`
+	// WorkflowVsChained is workflows/s with durable steps over workflows/s
+	// as chained jobs, when both ran; ...CPUBound the same for their CPU
+	// bounds, which a busy machine disturbs less.
+	WorkflowVsChained         float64       `json:"workflow_vs_chained,omitempty"`
+	WorkflowVsChainedCPUBound float64       `json:"workflow_vs_chained_cpu_bound,omitempty"`
+	Fanout                    *fanoutResult `json:"fanout,omitempty"`
+	Errors                    []string      `json:"errors,omitempty"`
+}
+
+// merge takes the results part holds.
+func (r *report) merge(part *report) {
+	if part.Throughput != nil {
+		r.Throughput = part.Throughput
+	}
+	if part.Latency != nil {
+		r.Latency = part.Latency
+	}
+	if part.Workflow != nil {
+		r.Workflow = part.Workflow
+	}
+	if part.Chained != nil {
+		r.Chained = part.Chained
+	}
+	if part.Fanout != nil {
+		r.Fanout = part.Fanout
+	}
 }
 
 // redisInfo says which Redis was measured.
@@ -65,6 +92,14 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Latency != nil {
 		fmt.Fprintln(w)
 		r.Latency.writeTable(w)
+	}
+	if r.Workflow != nil || r.Chained != nil {
+		fmt.Fprintln(w)
+		r.writeWorkflows(w)
+	}
+	if r.Fanout != nil {
+		fmt.Fprintln(w)
+		r.Fanout.writeTable(w)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nERROR: %s\n", e)
@@ -114,6 +149,59 @@ func (l *latencyResult) writeTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "the producer fell at most %.3fms behind its schedule\n", l.MaxSendLagMS)
+}
+
+// writeWorkflows prints the workflow and chained scenarios together.
+func (r *report) writeWorkflows(w io.Writer) {
+	n, conc := 0, 0
+	if r.Workflow != nil {
+		n, conc = r.Workflow.Workflows, r.Workflow.Concurrency
+	} else {
+		n, conc = r.Chained.Workflows, r.Chained.Concurrency
+	}
+	fmt.Fprintf(w, "Workflows: %d workflows of %d no-op steps; worker Concurrency %d, completed jobs discarded\n",
+		n, workflowSteps, conc)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "written as\tworkflows/s\tsteps/s\ttime\tworker round trips/workflow\t/step\tcmds/workflow\tredis CPU/workflow\tGo CPU/workflow\tCPU bound\t")
+	row := func(name string, perSec, stepsPerSec, secs, bound float64, c redisCost) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%.3f\t%.3f\t%.1f\t%.1fµs\t%.1fµs\t%s/s\t\n",
+			name, thousands(perSec), thousands(stepsPerSec), secs, c.WorkerTripsPerJob,
+			c.WorkerTripsPerJob/workflowSteps, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, thousands(bound))
+	}
+	if f := r.Workflow; f != nil {
+		row("durable steps of 1 job", f.WorkflowsPerSec, f.StepsPerSec, f.Seconds, f.CPUBoundPerSec, f.Redis)
+	}
+	if c := r.Chained; c != nil {
+		row("10 chained jobs", c.WorkflowsPerSec, c.JobsPerSec, c.Seconds, c.CPUBoundPerSec, c.Redis)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "time: from first enqueue to last completion acked; a chained job enqueues the next on the worker's client.")
+	fmt.Fprintf(w, "CPU bound: the most workflows/s %d CPUs could run at these costs, unshared (Redis on one core).\n", r.CPUs)
+	if f := r.Workflow; f != nil {
+		fmt.Fprintf(w, "durable steps: %.3f step-script round trips per step (by design one checkpoint script per step);\n",
+			f.CheckpointTripsPerStep)
+		fmt.Fprintf(w, "  worker round trips per workflow: %s\n", strings.Join(top(f.Redis.WorkerTripsByScript, 6), ", "))
+	}
+	if c := r.Chained; c != nil {
+		fmt.Fprintf(w, "chained jobs: worker round trips per workflow: %s\n", strings.Join(top(c.Redis.WorkerTripsByScript, 6), ", "))
+	}
+	if r.WorkflowVsChained > 0 {
+		fmt.Fprintf(w, "durable steps vs chained jobs: %.2f× the workflows/s, %.2f× the CPU bound\n",
+			r.WorkflowVsChained, r.WorkflowVsChainedCPUBound)
+	}
+}
+
+func (f *fanoutResult) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "Fan-out: 1 parent spawns %s no-op children in one step (flow.Spawn), then flow.Join (CollectAll); worker Concurrency %d\n",
+		thousands(float64(f.Children)), f.Concurrency)
+	fmt.Fprintf(w, "  parent enqueued to completed: %.3fs (%s children/s); the parent ran %d times\n",
+		f.Seconds, thousands(f.ChildrenPerSec), f.ParentRuns)
+	fmt.Fprintf(w, "  parent started %.3fs, + spawned %.3fs, + children ran %.3fs, + parent joined %.3fs, + completion acked %.3fs\n",
+		f.StartSeconds, f.SpawnSeconds, f.ChildrenSeconds, f.JoinSeconds, f.AckSeconds)
+	c := f.Redis
+	fmt.Fprintf(w, "  per child: %.1f cmds, Redis %.1fµs, Go %.1fµs, %.3f round trips (%.3f+%.3f); %s\n",
+		c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, c.TripsPerJob, c.ProducerTripsPerJob,
+		c.WorkerTripsPerJob, strings.Join(c.topCalls(6), ", "))
 }
 
 // thousands formats v rounded to an integer with comma separators.

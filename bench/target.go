@@ -7,7 +7,6 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,14 +64,22 @@ func connect(ctx context.Context, url string, producers int) (*target, error) {
 	t.admin = redis.NewClient(opts)
 	// A new connection costs a handshake (HELLO, CLIENT SETINFO): open
 	// them now, so that it is not counted in the first run. The worker
-	// uses one connection per loop (fetch, ack, renew, maintenance) and
-	// one for pub/sub.
+	// uses one connection per loop (fetch, ack, renew, maintenance), one
+	// for pub/sub, and handlers that run steps or enqueue use the rest of
+	// its pool (go-redis's default size, as a worker would have).
 	err := t.admin.Ping(ctx).Err()
 	if err == nil {
 		err = warmPool(ctx, t.producer.Client, producers)
 	}
 	if err == nil {
-		err = warmPool(ctx, t.worker.Client, 5)
+		err = warmPool(ctx, t.worker.Client, t.worker.Options().PoolSize)
+	}
+	// Load the scripts, so that no run pays the one-off EVALSHA-then-EVAL
+	// of a script's first use.
+	for _, sc := range scripts {
+		if err == nil {
+			err = sc.Load(ctx, t.admin).Err()
+		}
 	}
 	if err != nil {
 		t.close()
@@ -163,38 +170,4 @@ func (t *target) serverVersion(ctx context.Context) string {
 		}
 	}
 	return "unknown"
-}
-
-// countedClient is a go-redis client that counts its round trips: every
-// command sent on its own and every pipeline is one.
-type countedClient struct {
-	*redis.Client
-	trips atomic.Int64
-}
-
-func newCountedClient(opts *redis.Options) *countedClient {
-	c := &countedClient{Client: redis.NewClient(opts)}
-	c.AddHook(tripCounter{&c.trips})
-	return c
-}
-
-// tripCounter is the go-redis hook behind countedClient. Retries happen
-// below hooks, so a retried command counts once; a script run that falls
-// back from EVALSHA to EVAL counts twice, as it costs two round trips.
-type tripCounter struct{ n *atomic.Int64 }
-
-func (h tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
 }

@@ -85,7 +85,7 @@ func throughputOnce(ctx context.Context, t *target, cfg config, mode string, kee
 
 	ns := newNamespace("throughput")
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
-	r := &rig{t: t, cfg: cfg, reg: flow.NewRegistry(), done: newCountdown(cfg.Jobs)}
+	r := &rig{t: t, cfg: cfg, jobs: cfg.Jobs, args: Noop{}, reg: flow.NewRegistry(), done: newCountdown(cfg.Jobs)}
 	if err := flow.Register(r.reg, func(context.Context, *flow.Job[Noop]) error {
 		r.done.tick()
 		return nil
@@ -120,11 +120,14 @@ func throughputOnce(ctx context.Context, t *target, cfg config, mode string, kee
 	return run, nil
 }
 
-// rig is one throughput run, set up: a fresh namespace's registry (the
-// Noop handler counts down done), client and worker options.
+// rig is one run, set up: jobs copies of args to enqueue, a fresh
+// namespace's registry (whose handlers count down done), client and worker
+// options. The throughput, workflow and chained scenarios share it.
 type rig struct {
 	t      *target
 	cfg    config
+	jobs   int
+	args   flow.Args
 	reg    *flow.Registry
 	client *flow.Client
 	opts   runtime.Options
@@ -155,7 +158,7 @@ func (r *rig) concurrent(ctx context.Context) (m measured, err error) {
 	}
 	start := time.Now()
 	// The worker runs in its own goroutines meanwhile.
-	if m.enqueue, err = produce(ctx, r.client, r.cfg); err != nil {
+	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args); err != nil {
 		return m, err
 	}
 	if err := r.finish(ctx, w, start, &m); err != nil {
@@ -169,7 +172,7 @@ func (r *rig) drain(ctx context.Context) (m measured, err error) {
 	if m.before, err = r.t.takeSample(ctx); err != nil {
 		return m, err
 	}
-	if m.enqueue, err = produce(ctx, r.client, r.cfg); err != nil {
+	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args); err != nil {
 		return m, err
 	}
 	if m.filled, err = r.t.takeSample(ctx); err != nil {
@@ -202,10 +205,10 @@ func (r *rig) finish(ctx context.Context, w *bgWorker, start time.Time, m *measu
 	return err
 }
 
-// produce enqueues cfg.Jobs Noop jobs from cfg.Producers goroutines, each
-// sending EnqueueMany calls of cfg.Batch jobs, and returns how long that
-// took. The first error stops every producer.
-func produce(ctx context.Context, client *flow.Client, cfg config) (time.Duration, error) {
+// produce enqueues jobs jobs with arguments args from cfg.Producers
+// goroutines, each sending EnqueueMany calls of cfg.Batch jobs, and returns
+// how long that took. The first error stops every producer.
+func produce(ctx context.Context, client *flow.Client, cfg config, jobs int, args flow.Args) (time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -213,7 +216,7 @@ func produce(ctx context.Context, client *flow.Client, cfg config) (time.Duratio
 		sent    atomic.Int64 // jobs enqueued so far
 		wg      sync.WaitGroup
 	)
-	n, batch := int64(cfg.Jobs), int64(cfg.Batch)
+	n, batch := int64(jobs), int64(cfg.Batch)
 	start := time.Now()
 	for range cfg.Producers {
 		wg.Go(func() {
@@ -225,7 +228,7 @@ func produce(ctx context.Context, client *flow.Client, cfg config) (time.Duratio
 				}
 				items = items[:0]
 				for range min(end, n) - (end - batch) {
-					items = append(items, flow.Item{Args: Noop{}})
+					items = append(items, flow.Item{Args: args})
 				}
 				res, err := client.EnqueueMany(ctx, items...)
 				for _, r := range res {

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/lua"
+)
+
+// countedClient is a go-redis client that counts its round trips: every
+// command sent on its own and every pipeline is one. It also counts them
+// by Sluice script (an EVALSHA of lua.Step is a "step" trip), "other" for
+// the rest.
+type countedClient struct {
+	*redis.Client
+	trips    atomic.Int64
+	byScript map[string]*atomic.Int64 // never written after creation
+}
+
+// scripts are Sluice's scripts, by name.
+var scripts = map[string]*redis.Script{
+	"enqueue": lua.Enqueue, "claim": lua.Claim, "renew": lua.Renew, "ack": lua.Ack,
+	"reap": lua.Reap, "promote": lua.Promote, "sweep": lua.Sweep, "step": lua.Step,
+	"notify": lua.Notify, "relay": lua.Relay,
+}
+
+// scriptNames maps each script's SHA1 to its name.
+var scriptNames = func() map[string]string {
+	m := make(map[string]string, len(scripts))
+	for name, sc := range scripts {
+		m[sc.Hash()] = name
+	}
+	return m
+}()
+
+func newCountedClient(opts *redis.Options) *countedClient {
+	c := &countedClient{Client: redis.NewClient(opts), byScript: map[string]*atomic.Int64{"other": {}}}
+	for name := range scripts {
+		c.byScript[name] = &atomic.Int64{}
+	}
+	c.AddHook(tripCounter{c})
+	return c
+}
+
+// scriptTrips reads the round trips by script.
+func (c *countedClient) scriptTrips() map[string]int64 {
+	m := make(map[string]int64, len(c.byScript))
+	for name, n := range c.byScript {
+		m[name] = n.Load()
+	}
+	return m
+}
+
+// tripCounter is the go-redis hook behind countedClient. Retries happen
+// below hooks, so a retried command counts once; a script run that falls
+// back from EVALSHA to EVAL counts twice (the EVAL as "other"), as it
+// costs two round trips.
+type tripCounter struct{ c *countedClient }
+
+func (h tripCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.c.trips.Add(1)
+		name := "other"
+		if args := cmd.Args(); len(args) > 1 && cmd.Name() == "evalsha" {
+			if sha, ok := args[1].(string); ok && scriptNames[sha] != "" {
+				name = scriptNames[sha]
+			}
+		}
+		h.c.byScript[name].Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h tripCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.c.trips.Add(1)
+		h.c.byScript["other"].Add(1)
+		return next(ctx, cmds)
+	}
+}
