@@ -1,31 +1,45 @@
--- step.lua: checkpoint one durable step of a running attempt, applying the
--- step's effects in the same atomic call.
+-- step.lua: checkpoint durable steps of running attempts, applying each
+-- step's effects in the same atomic call. Steps of several attempts share
+-- a call; each is checked and applied on its own, all or nothing.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]  job ID in the partition
--- ARGV[10] lease ID of the attempt
--- ARGV[11] fence of the attempt
--- ARGV[12] step field (the step name, or 'cursor:' .. name for a cursor)
--- ARGV[13] the checkpoint record (opaque bytes)
--- ARGV[14] mode: 'once' (a step completes once: an existing checkpoint is
---          kept) or 'cursor' (the record replaces the previous one)
--- ARGV[15...] effects, as lib.lua's read_effects describes
--- Returns: { status, detail }:
+-- ARGV[9]: number of checkpoints n; then n checkpoints, each 6 fields
+--   followed by its effects (lib.lua's read_effects; a count of 0 for none):
+--   job ID in the partition, lease ID, fence,
+--   step field (the step name, or 'cursor:' .. name for a cursor),
+--   the checkpoint record (opaque bytes),
+--   mode: 'once' (a step completes once: an existing checkpoint is kept) or
+--   'cursor' (the record replaces the previous one)
+-- Returns: per checkpoint a pair { status, detail }:
 --   'ok', outbox entries written
---   'stale'         the attempt no longer holds the job: nothing written
---   'exists'        the step was already checkpointed: nothing written
+--   'stale', 0      the attempt no longer holds the job: nothing written
+--   'exists', 0     the step was already checkpointed: nothing written
 --   'effect_error', message   an effect cannot apply: nothing written
 -- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
 -- and that it has checkpoints ('sx').
-local id = ARGV[9]
-local jk = job_key(id)
-if not holds(jk, ARGV[10], ARGV[11]) then return { 'stale', 0 } end
-local sk = steps_key(id)
-if ARGV[14] == 'once' and redis.call('HEXISTS', sk, ARGV[12]) == 1 then return { 'exists', 0 } end
-local fx = read_effects(15)
-local bad = check_effects(fx)
-if bad then return { 'effect_error', bad } end
-local outboxed = apply_effects(fx)
-redis.call('HSET', sk, ARGV[12], ARGV[13])
-redis.call('HSET', jk, 'pt', NOW, 'cs', ARGV[12], 'sx', 1)
-return { 'ok', outboxed }
+local n = tonumber(ARGV[9])
+local out = {}
+local b = 10
+for _ = 1, n do
+  local id, lease, fence, field, record, mode = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  local fx
+  fx, b = read_effects(b + 6)
+  local jk = job_key(id)
+  local sk = steps_key(id)
+  if not holds(jk, lease, fence) then
+    out[#out + 1] = { 'stale', 0 }
+  elseif mode == 'once' and redis.call('HEXISTS', sk, field) == 1 then
+    out[#out + 1] = { 'exists', 0 }
+  else
+    local bad = check_effects(fx)
+    if bad then
+      out[#out + 1] = { 'effect_error', bad }
+    else
+      local outboxed = apply_effects(fx)
+      redis.call('HSET', sk, field, record)
+      redis.call('HSET', jk, 'pt', NOW, 'cs', field, 'sx', 1)
+      out[#out + 1] = { 'ok', outboxed }
+    end
+  end
+end
+return out

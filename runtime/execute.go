@@ -34,6 +34,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.state.Partitions = w.opts.Partitions
 	a.state.Known = w.known
 	a.state.Lose = a.lose
+	a.state.Send = func(c store.Checkpoint) store.CheckpointResult { return w.checkpoints.do(a.ref.Partition, c) }
 	a.state.Committed = func(_ string, outboxed int) {
 		if outboxed > 0 {
 			w.kickRelay()

@@ -34,7 +34,8 @@ type Worker struct {
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
 
-	acks         chan *ackReq
+	acks         *batcher[store.Ack, store.AckResult]
+	checkpoints  *batcher[store.Checkpoint, store.CheckpointResult]
 	relayKick    chan struct{}
 	longestLease time.Duration
 }
@@ -62,9 +63,10 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	w := &Worker{
 		opts: o, st: store.New(rdb, cfg), handlers: h, log: o.Logger.With("worker", o.WorkerID),
 		clk: o.Clock, nonce: randomHex(6), inflight: map[*Attempt]struct{}{},
-		free: o.Concurrency, freed: make(chan struct{}, 1), acks: make(chan *ackReq, 4*o.Concurrency),
-		relayKick: make(chan struct{}, 1),
+		free: o.Concurrency, freed: make(chan struct{}, 1), relayKick: make(chan struct{}, 1),
 	}
+	w.acks = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushAcks)
+	w.checkpoints = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushCheckpoints)
 	w.longestLease = o.Lease
 	for _, d := range o.KindLease {
 		w.longestLease = max(w.longestLease, d)
@@ -103,7 +105,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	svcCtx, stopServices := context.WithCancel(bg)
 	var services sync.WaitGroup
-	services.Go(func() { w.ackLoop(svcCtx) })
+	services.Go(func() { w.acks.loop(svcCtx) })
+	services.Go(func() { w.checkpoints.loop(svcCtx) })
 	services.Go(func() { w.renewLoop(svcCtx) })
 	services.Go(func() { w.maintainLoop(svcCtx) })
 	services.Go(func() { w.relayLoop(svcCtx) })

@@ -106,7 +106,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.Commit(ctx, c.name, b, store.ModeOnce, c.st.Ref.String()+":"+c.name, nil); err != nil {
+	if err := c.st.Commit(c.name, b, store.ModeOnce, c.st.Ref.String()+":"+c.name, nil); err != nil {
 		return err
 	}
 	c.finished = true
@@ -123,7 +123,7 @@ func (c *Cursor[C]) save(ctx context.Context, effects []store.Effect) error {
 	h := fnv.New64a()
 	_, _ = h.Write(b)
 	commit := c.st.Ref.String() + ":" + c.name + ":" + strconv.FormatUint(h.Sum64(), 36)
-	if err := c.st.Commit(ctx, cursorField(c.name), b, store.ModeCursor, commit, effects); err != nil {
+	if err := c.st.Commit(cursorField(c.name), b, store.ModeCursor, commit, effects); err != nil {
 		return err
 	}
 	c.pending = 0

@@ -42,7 +42,7 @@ func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (
 	if err != nil {
 		return zero, err
 	}
-	if err := st.Commit(ctx, name, b, store.ModeOnce, st.Ref.String()+":"+name, fx.take()); err != nil {
+	if err := st.Commit(name, b, store.ModeOnce, st.Ref.String()+":"+name, fx.take()); err != nil {
 		return zero, err
 	}
 	return v, nil

@@ -23,6 +23,8 @@ type State struct {
 	// Known reports whether a job kind has a handler here; spawning a child
 	// of another kind is refused.
 	Known func(kind string) bool
+	// Send writes a checkpoint (the runtime batches it with others).
+	Send func(store.Checkpoint) store.CheckpointResult
 	// Lose cancels the attempt when a commit finds its lease gone.
 	Lose func()
 	// Committed is called after each successful commit with the number of
@@ -128,10 +130,11 @@ func (s *State) Current() string {
 
 // Commit writes a checkpoint and its effects in one fenced round trip. A
 // stale attempt is cancelled (its lease is gone) and gets store.ErrStale.
-func (s *State) Commit(ctx context.Context, field string, record []byte, mode, commit string, fx []store.Effect) error {
-	n, err := s.Store.Checkpoint(ctx, s.Ref.Partition, store.Checkpoint{
+func (s *State) Commit(field string, record []byte, mode, commit string, fx []store.Effect) error {
+	res := s.Send(store.Checkpoint{
 		Lease: s.Lease, Field: field, Record: record, Mode: mode, Commit: commit, Effects: fx,
 	})
+	n, err := res.Outboxed, res.Err
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrStepDone) {
 		if s.Lose != nil {
 			s.Lose()

@@ -173,3 +173,10 @@ func (f *fixture) score(zset, member string) (float64, bool) {
 	}
 	return s, true
 }
+
+// checkpoint writes one checkpoint.
+func (f *fixture) checkpoint(c store.Checkpoint) (int, error) {
+	f.t.Helper()
+	r := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{c})
+	return r[0].Outboxed, r[0].Err
+}

@@ -28,34 +28,60 @@ type Checkpoint struct {
 	Effects []Effect
 }
 
-// Checkpoint records a step and applies its effects in one round trip. It
-// returns how many outbox entries it wrote; ErrStale, ErrStepDone or an
-// *EffectError when nothing was written.
-func (s *Store) Checkpoint(ctx context.Context, p keys.Partition, c Checkpoint) (int, error) {
-	args := []any{c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode}
-	args, err := s.appendEffects(args, p, c.Commit, c.Effects)
-	if err != nil {
-		return 0, err
+// CheckpointResult is what one checkpoint did: Outboxed entries written,
+// or Err (ErrStale, ErrStepDone, an *EffectError, or the call's error) when
+// nothing was.
+type CheckpointResult struct {
+	Outboxed int
+	Err      error
+}
+
+// Checkpoints records steps of running attempts of one partition, each
+// with its effects, in one round trip.
+func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
+	out := make([]CheckpointResult, len(cs))
+	fail := func(err error) []CheckpointResult {
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	args := []any{len(cs)}
+	for _, c := range cs {
+		var err error
+		args = append(args, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode)
+		if args, err = s.appendEffects(args, p, c.Commit, c.Effects); err != nil {
+			return fail(err)
+		}
 	}
 	v, err := s.run(ctx, lua.Step, p, args...).Slice()
 	if err != nil {
-		return 0, err
+		return fail(err)
 	}
-	if len(v) != 2 {
-		return 0, fmt.Errorf("%w: step reply %v", ErrMalformed, v)
+	if len(v) != len(cs) {
+		return fail(fmt.Errorf("%w: step reply %v", ErrMalformed, v))
 	}
-	status, _ := v[0].(string)
-	switch status {
-	case "ok":
-		n, _ := v[1].(int64)
-		return int(n), nil
-	case "stale":
-		return 0, ErrStale
-	case "exists":
-		return 0, ErrStepDone
-	case "effect_error":
-		msg, _ := v[1].(string)
-		return 0, &EffectError{Msg: msg}
+	for i, e := range v {
+		pair, _ := e.([]any)
+		if len(pair) != 2 {
+			out[i].Err = fmt.Errorf("%w: step reply %v", ErrMalformed, e)
+			continue
+		}
+		status, _ := pair[0].(string)
+		switch status {
+		case "ok":
+			n, _ := pair[1].(int64)
+			out[i].Outboxed = int(n)
+		case "stale":
+			out[i].Err = ErrStale
+		case "exists":
+			out[i].Err = ErrStepDone
+		case "effect_error":
+			msg, _ := pair[1].(string)
+			out[i].Err = &EffectError{Msg: msg}
+		default:
+			out[i].Err = fmt.Errorf("%w: step status %q", ErrMalformed, status)
+		}
 	}
-	return 0, fmt.Errorf("%w: step status %q", ErrMalformed, status)
+	return out
 }

@@ -28,7 +28,7 @@ func TestCheckpointFenced(t *testing.T) {
 			foreign := "elsewhere:ledger"
 			fx := []store.Effect{{Op: "INCRBY", Key: direct, Args: []string{"5"}}, {Op: "INCRBY", Key: foreign, Args: []string{"5"}}}
 			for _, mode := range []string{store.ModeOnce, store.ModeCursor} {
-				_, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(old), Field: "s", Record: []byte("r"), Mode: mode, Commit: "c", Effects: fx})
+				_, err := f.checkpoint(store.Checkpoint{Lease: lease(old), Field: "s", Record: []byte("r"), Mode: mode, Commit: "c", Effects: fx})
 				if !errors.Is(err, store.ErrStale) {
 					t.Fatalf("%s checkpoint by a stale attempt: %v", mode, err)
 				}
@@ -36,11 +36,11 @@ func TestCheckpointFenced(t *testing.T) {
 			if n := exists(t, f, direct, f.p.Steps("job"), f.p.Outbox()); n != 0 {
 				t.Fatalf("stale writes landed (%d keys)", n)
 			}
-			n, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: fx})
+			n, err := f.checkpoint(store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: fx})
 			if err != nil || n != 1 {
 				t.Fatalf("current checkpoint: %d outboxed, %v", n, err)
 			}
-			if _, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r2"), Mode: store.ModeOnce, Commit: "c", Effects: fx}); !errors.Is(err, store.ErrStepDone) {
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(cur), Field: "s", Record: []byte("r2"), Mode: store.ModeOnce, Commit: "c", Effects: fx}); !errors.Is(err, store.ErrStepDone) {
 				t.Fatalf("second checkpoint of a step: %v", err)
 			}
 			if v, _ := f.rdb.Get(f.ctx, direct).Result(); v != "5" {
@@ -66,7 +66,7 @@ func TestRelayOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			fx := []store.Effect{{Op: "INCRBY", Key: target, Args: []string{"7"}}, {Op: "INCRBY", Key: wrong, Args: []string{"1"}}}
-			if _, err := f.st.Checkpoint(f.ctx, f.p, store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
 				t.Fatal(err)
 			}
 			entries, err := f.rdb.XRange(f.ctx, f.p.Outbox(), "-", "+").Result()
@@ -92,6 +92,41 @@ func TestRelayOnce(t *testing.T) {
 			}
 			if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()+":dead").Result(); n != 1 {
 				t.Fatalf("dead outbox has %d entries, want the wrong-type effect", n)
+			}
+		})
+	}
+}
+
+// TestCheckpointBatch: checkpoints of several attempts in one call are
+// checked and applied each on its own.
+func TestCheckpointBatch(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"})
+			res := f.claim(3, "w")
+			if len(res.Jobs) != 3 {
+				t.Fatalf("claimed %d", len(res.Jobs))
+			}
+			hash := f.p.Tag() + ":a-hash"
+			if err := f.rdb.HSet(f.ctx, hash, "f", "v").Err(); err != nil {
+				t.Fatal(err)
+			}
+			stale := lease(res.Jobs[1])
+			stale.Fence++
+			got := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
+				{Lease: lease(res.Jobs[0]), Field: "s", Record: []byte("1"), Mode: store.ModeOnce, Commit: "a:s"},
+				{Lease: stale, Field: "s", Record: []byte("2"), Mode: store.ModeOnce, Commit: "b:s"},
+				{Lease: lease(res.Jobs[2]), Field: "s", Record: []byte("3"), Mode: store.ModeOnce, Commit: "c:s",
+					Effects: []store.Effect{{Op: "INCRBY", Key: f.p.Tag() + ":n", Args: []string{"1"}}, {Op: "INCRBY", Key: hash, Args: []string{"1"}}}},
+			})
+			var ee *store.EffectError
+			if got[0].Err != nil || !errors.Is(got[1].Err, store.ErrStale) || !errors.As(got[2].Err, &ee) {
+				t.Fatalf("results %+v", got)
+			}
+			if n := exists(t, f, f.p.Steps("a"), f.p.Steps("b"), f.p.Steps("c"), f.p.Tag()+":n"); n != 1 {
+				t.Fatalf("%d keys written, want only a's checkpoint", n)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,8 +28,16 @@ type Config struct {
 
 // Store runs scripts for one namespace.
 type Store struct {
-	rdb redis.UniversalClient
-	cfg Config
+	rdb   redis.UniversalClient
+	cfg   Config
+	pkeys sync.Map // keys.Partition -> *partKeys
+}
+
+// partKeys are the names every script call on a partition passes.
+type partKeys struct {
+	keys    []string // KEYS
+	prefix  string
+	channel string
 }
 
 // New returns a Store on rdb. rdb is the caller's; the Store never closes it.
@@ -55,11 +64,22 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, arg
 		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
 	}
 	argv := make([]any, 0, 8+len(args))
-	argv = append(argv, now, p.Prefix(), keys.WakeChannel(p.NS, p.Queue), p.Index,
+	pk := s.partKeys(p)
+	argv = append(argv, now, pk.prefix, pk.channel, p.Index,
 		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
 		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
 	argv = append(argv, args...)
-	return sc.Run(ctx, s.rdb, p.Script(), argv...)
+	return sc.Run(ctx, s.rdb, pk.keys, argv...)
+}
+
+// partKeys builds a partition's names once.
+func (s *Store) partKeys(p keys.Partition) *partKeys {
+	if pk, ok := s.pkeys.Load(p); ok {
+		return pk.(*partKeys)
+	}
+	pk := &partKeys{keys: p.Script(), prefix: p.Prefix(), channel: keys.WakeChannel(p.NS, p.Queue)}
+	s.pkeys.Store(p, pk)
+	return pk
 }
 
 func retention(d time.Duration) int64 {
