@@ -7,7 +7,7 @@
 // never from a stale attempt, never twice.
 //
 // Co-location rule: an effect on a key in the job's Redis Cluster slot is
-// applied inside that script. Put the job's hash tag in a key (JobKey) to
+// applied inside that script. Put the job's hash tag in a key (SlotKey) to
 // get that. An effect on any other key is written, in the same atomic
 // script, to the partition's outbox (a stream in the job's slot) and a
 // worker relays it shortly afterwards, exactly once (a marker in the target

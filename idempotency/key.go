@@ -17,11 +17,13 @@ func Key(ctx context.Context, step string) string {
 	return st.Store.NS() + ":" + st.Ref.String() + ":" + step
 }
 
-// JobKey returns a Redis key in the running job's cluster slot (its hash
-// tag followed by name): effects on it apply in the same script as the
-// step's checkpoint rather than through the outbox. It returns "" outside
-// a running job.
-func JobKey(ctx context.Context, name string) string {
+// SlotKey returns a Redis key in the running job's cluster slot: the job's
+// partition hash tag followed by name. Effects on it apply in the same
+// script as the step's checkpoint rather than through the outbox. Every job
+// of the partition shares the slot, so the key is per partition, not per
+// job: put a job-specific part in name (or a field) when that matters. It
+// returns "" outside a running job.
+func SlotKey(ctx context.Context, name string) string {
 	st, ok := attempt.From(ctx)
 	if !ok {
 		return ""

@@ -131,5 +131,5 @@ for _, e in ipairs(entries) do
   out[#out + 1] = state
 end
 flush()
-out[#out + 1] = outboxed
+out[#out + 1] = outboxed + notified
 return out

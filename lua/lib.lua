@@ -260,6 +260,9 @@ local function deliver(parent, step, child, state, payload)
   end
 end
 
+-- notified counts the notifications notify_parent put in the outbox.
+local notified = 0
+
 -- notify_parent tells a spawned job's parent that it finished: at once when
 -- the parent lives in this partition, else through the outbox. pa is the
 -- job's parent field when the caller read it (false: none), nil to read it
@@ -275,6 +278,7 @@ local function notify_parent(jk, id, state, pa)
     return
   end
   redis.call('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  notified = notified + 1
 end
 
 -- finish moves a job to a terminal state; reason may be ''. pa is as for

@@ -16,19 +16,11 @@ func (w *Worker) kickRelay() {
 
 // relayLoop relays the outboxes of the partitions served: effects on keys
 // in other cluster slots and notifications to parents in other partitions.
-// It runs when a commit wrote to an outbox and on every maintenance tick,
-// so entries left by a worker that died after its commit are relayed too.
+// It runs at start, when a commit wrote to an outbox and on every
+// maintenance tick, so entries left by a worker that died after its commit
+// are relayed too.
 func (w *Worker) relayLoop(ctx context.Context) {
-	t := w.clk.NewTimer(w.opts.MaintenanceInterval)
-	defer func() { t.Stop() }()
 	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.relayKick:
-		case <-t.C():
-			t = w.clk.NewTimer(w.opts.MaintenanceInterval)
-		}
 		for _, p := range w.parts {
 			for {
 				n, err := w.st.RelayOutbox(ctx, p, relayLimit)
@@ -43,5 +35,14 @@ func (w *Worker) relayLoop(ctx context.Context) {
 				}
 			}
 		}
+		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-w.relayKick:
+		case <-t.C():
+		}
+		t.Stop()
 	}
 }

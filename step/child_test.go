@@ -148,7 +148,7 @@ func foreignLedger(ns string) string { return ns + ":ledger" }
 func stepRuns(ns string) string { return ns + ":runs" }
 
 // ledgerRegistry: each step does some work (10-40 ms) and then commits one
-// effect on a key in the job's slot (JobKey: a key of the job's partition,
+// effect on a key in the job's slot (SlotKey: a key of the job's partition,
 // applied by the step script) and one on the foreign ledger (outboxed,
 // relayed).
 func ledgerRegistry(ns string, rdb redis.UniversalClient) *flow.Registry {
@@ -166,7 +166,7 @@ func ledgerRegistry(ns string, rdb redis.UniversalClient) *flow.Registry {
 			}
 			name := fmt.Sprintf("s%d", i)
 			err := step.Commit(ctx, name,
-				idempotency.HIncrBy(idempotency.JobKey(ctx, "ledger"), ledgerField(n, i), ledgerAmount(n, i)),
+				idempotency.HIncrBy(idempotency.SlotKey(ctx, "ledger"), ledgerField(n, i), ledgerAmount(n, i)),
 				idempotency.HIncrBy(foreignLedger(ns), ledgerField(n, i), ledgerAmount(n, i)),
 			)
 			if err != nil {
@@ -201,7 +201,7 @@ func zombieRegistry(ns string, h zombieHooks) *flow.Registry {
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[zombieJob]) error {
 		fx := func(ctx context.Context, field string, n int64) []idempotency.Effect {
 			return []idempotency.Effect{
-				idempotency.HIncrBy(idempotency.JobKey(ctx, "ledger"), field, n),
+				idempotency.HIncrBy(idempotency.SlotKey(ctx, "ledger"), field, n),
 				idempotency.HIncrBy(foreignLedger(ns), field, n),
 			}
 		}

@@ -31,7 +31,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 	t.Parallel()
 	const jobs, minKills = 60, 50
 	ctx := context.Background()
-	rdb := server.Client()
+	rdb := shared.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ns := redistest.NewNamespace(t)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
@@ -92,7 +92,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
-	cfg := fastLeases("crash", ns, server.Addr())
+	cfg := fastLeases("crash", ns, shared.Server.Addr())
 	cfg.Concurrency, cfg.CrashLimit = 2, 1000
 	kills, killedHolding, stranded := 0, 0, 0
 	started := time.Now()
@@ -168,7 +168,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 		if diff := cmp.Diff([]string{"s1@0", "s2@1", "s3@2", "s4@3", "s5@4"}, names); diff != "" {
 			t.Errorf("job %d steps (-want +got):\n%s", n, diff)
 		}
-		// JobKey names a key of the job's partition (its cluster slot).
+		// SlotKey names a key of the job's partition (its cluster slot).
 		local := refs[n].Tag() + ":u:ledger"
 		if wantLocal[local] == nil {
 			wantLocal[local] = map[string]string{}
@@ -227,7 +227,7 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 	t.Parallel()
 	const kids = 200
 	ctx := context.Background()
-	rdb := server.Client()
+	rdb := shared.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ns := redistest.NewNamespace(t)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: fanRegistry()})
@@ -241,7 +241,7 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 	parent, _ := keys.ParseRef(ns, res.ID)
 	finished := func() int64 { return rdb.HLen(ctx, parent.Kids(parent.Local)).Val() }
 
-	cfg := fastLeases("fanout", ns, server.Addr())
+	cfg := fastLeases("fanout", ns, shared.Server.Addr())
 	cfg.Concurrency = 8
 	var kidIDs []string
 	stranded := 0
@@ -345,7 +345,7 @@ func TestFanOutRelayAfterWorkerDeath(t *testing.T) {
 func fanOutRelayAfterDeath(t *testing.T, refuse bool) {
 	const kids = 200
 	ctx := context.Background()
-	cc := cluster.Client()
+	cc := shared.Cluster.Client()
 	t.Cleanup(func() { cc.Close() })
 	ns := redistest.NewNamespace(t)
 	parts := map[string]int{"kids": 4}
@@ -379,7 +379,7 @@ func fanOutRelayAfterDeath(t *testing.T, refuse bool) {
 		return err == nil && info.State == flow.StateScheduled && info.WaitingFor == "spawn", fmt.Sprintf("%+v %v", info, err)
 	})
 
-	kidsCfg := fastLeases("fanout", ns, cluster.Addrs()...)
+	kidsCfg := fastLeases("fanout", ns, shared.Cluster.Addrs()...)
 	kidsCfg.Cluster, kidsCfg.Queues, kidsCfg.Partitions = true, map[string]int{"kids": 1}, parts
 	firstCfg := kidsCfg
 	if refuse {
@@ -452,7 +452,7 @@ func TestChildNotificationKicksRelay(t *testing.T) {
 	t.Parallel()
 	const kids = 20
 	ctx := context.Background()
-	cc := cluster.Client()
+	cc := shared.Cluster.Client()
 	t.Cleanup(func() { cc.Close() })
 	ns := redistest.NewNamespace(t)
 	parts := map[string]int{"kids": 4}
@@ -495,7 +495,7 @@ func kidsOnlyUser(t *testing.T, ns string) (user, password string) {
 	t.Helper()
 	ctx := context.Background()
 	user, password = "kids-"+ns, "pw-"+ns
-	for _, n := range cluster.Nodes() {
+	for _, n := range shared.Cluster.Nodes() {
 		rdb := n.Client()
 		err := rdb.Do(ctx, "ACL", "SETUSER", user, "reset", "on", ">"+password,
 			"~{"+ns+":kids:*", "allchannels", "+@all").Err()

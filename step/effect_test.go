@@ -42,17 +42,19 @@ func TestEffectsApplyOnce(t *testing.T) {
 	for _, backend := range []string{"redis", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			var rdb redis.UniversalClient = server.Client()
+			var rdb redis.UniversalClient
 			if backend == "cluster" {
-				rdb = cluster.Client()
+				rdb = shared.Cluster.Client()
+			} else {
+				rdb = shared.Server.Client()
 			}
 			reg := flow.NewRegistry()
 			var local atomic.Value
 			var foreign, done string
 			register(t, reg, func(ctx context.Context, job *flow.Job[transfer]) error {
-				local.Store(idempotency.JobKey(ctx, "ledger"))
+				local.Store(idempotency.SlotKey(ctx, "ledger"))
 				err := step.Commit(ctx, "debit",
-					idempotency.IncrBy(idempotency.JobKey(ctx, "ledger"), -job.Args.Cents),
+					idempotency.IncrBy(idempotency.SlotKey(ctx, "ledger"), -job.Args.Cents),
 					idempotency.IncrBy(foreign, job.Args.Cents),
 				)
 				if err != nil {
@@ -91,8 +93,8 @@ func TestEffectErrorWritesNothing(t *testing.T) {
 		err := step.Do(ctx, "pay", func(ctx context.Context) error {
 			runs.Add(1)
 			return step.Effect(ctx,
-				idempotency.IncrBy(idempotency.JobKey(ctx, "good"), 1),
-				idempotency.IncrBy(idempotency.JobKey(ctx, "hash"), 1),
+				idempotency.IncrBy(idempotency.SlotKey(ctx, "good"), 1),
+				idempotency.IncrBy(idempotency.SlotKey(ctx, "hash"), 1),
 			)
 		})
 		var ee *step.EffectError
@@ -104,7 +106,7 @@ func TestEffectErrorWritesNothing(t *testing.T) {
 		}
 		return err
 	})
-	e := newEnv(t, server.Client(), reg)
+	e := newEnv(t, shared.Server.Client(), reg)
 	tag := "{" + e.ns + ":default:0}:u:"
 	if err := e.rdb.HSet(context.Background(), tag+"hash", "f", "v").Err(); err != nil {
 		t.Fatal(err)
@@ -138,7 +140,7 @@ func TestCursorResumes(t *testing.T) {
 		if job.Attempt == 1 {
 			resumedAt.Store(int64(cur.Value()))
 		}
-		key := idempotency.JobKey(ctx, "sum")
+		key := idempotency.SlotKey(ctx, "sum")
 		sumKey.Store(key)
 		batch := 0
 		for row := cur.Value(); row < job.Args.Rows && !cur.Finished(); row++ {
@@ -158,7 +160,7 @@ func TestCursorResumes(t *testing.T) {
 		}
 		return cur.Finish(ctx)
 	})
-	e := newEnv(t, server.Client(), reg)
+	e := newEnv(t, shared.Server.Client(), reg)
 	e.run(importJob{Rows: 1000}, flow.StateCompleted)
 	if resumedAt.Load() != 500 || processed.Load() != 1050 {
 		t.Fatalf("resumed at %d, processed %d rows; want 500 and 1050", resumedAt.Load(), processed.Load())

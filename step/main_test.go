@@ -2,10 +2,8 @@ package step_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -16,27 +14,10 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-var (
-	server  *redistest.Server
-	cluster *redistest.Cluster
-)
+// shared is the package's redis-server and cluster.
+var shared redistest.Env
 
-func TestMain(m *testing.M) {
-	var err error
-	if server, err = redistest.StartServer(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if cluster, err = redistest.StartCluster(3); err != nil {
-		server.Close()
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	server.Close()
-	cluster.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m, &shared, true) }
 
 // env is one test's Redis, namespace, client and worker.
 type env struct {

@@ -65,7 +65,7 @@ func TestStepsRunOnce(t *testing.T) {
 			return nil
 		})
 	})
-	e := newEnv(t, server.Client(), reg)
+	e := newEnv(t, shared.Server.Client(), reg)
 	info := e.run(workflow{}, flow.StateCompleted)
 	if info.Attempt != 1 || calls.get("a") != 1 || calls.get("b") != 1 || calls.get("c") != 1 {
 		t.Fatalf("attempt %d, calls %v", info.Attempt, calls.n)
@@ -119,7 +119,7 @@ func TestStepErrorsPark(t *testing.T) {
 		}
 		return err
 	})
-	e := newEnv(t, server.Client(), reg)
+	e := newEnv(t, shared.Server.Client(), reg)
 	for c, reason := range map[string]string{
 		"duplicate": "duplicate_step", "sequence": "stale_checkpoint", "oversized": "step_result",
 		"unencodable": "step_result", "name": "invalid_step",
@@ -147,7 +147,7 @@ func TestOutsideAJob(t *testing.T) {
 	if _, err := step.NewCursor[int](ctx, "c", 1); !errors.Is(err, step.ErrNoAttempt) {
 		t.Fatalf("NewCursor: %v", err)
 	}
-	if idempotency.Key(ctx, "s") != "" || idempotency.JobKey(ctx, "s") != "" {
+	if idempotency.Key(ctx, "s") != "" || idempotency.SlotKey(ctx, "s") != "" {
 		t.Fatal("keys outside a job")
 	}
 }

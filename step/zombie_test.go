@@ -75,7 +75,7 @@ func readZombieState(t *testing.T, rdb redis.UniversalClient, ns string, ref key
 func TestZombieWritesAreRejected(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	rdb := server.Client()
+	rdb := shared.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ns := redistest.NewNamespace(t)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
@@ -93,7 +93,7 @@ func TestZombieWritesAreRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unblockW.Close() })
-	cfg := fastLeases("zombie", ns, server.Addr())
+	cfg := fastLeases("zombie", ns, shared.Server.Addr())
 	cfg.Concurrency = 1
 	zombie := startProc(t, cfg, unblockR)
 	unblockR.Close()

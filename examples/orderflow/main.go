@@ -46,7 +46,7 @@ type Receipt struct {
 }
 
 // Result is a completed order's stored result. It carries the ledger key
-// because idempotency.JobKey can only be computed inside a handler.
+// because idempotency.SlotKey can only be computed inside a handler.
 type Result struct {
 	LedgerKey string
 }
@@ -184,7 +184,7 @@ func (s *shop) handle(ctx context.Context, job *flow.Job[Order]) (Result, error)
 	}); err != nil {
 		return Result{}, err
 	}
-	ledger := idempotency.JobKey(ctx, "ledger") // in the job's slot
+	ledger := idempotency.SlotKey(ctx, "ledger") // in the job's slot
 	receipt, err := runStep(ctx, s, job, "charge", func(ctx context.Context) (Receipt, error) {
 		// The key is the same in every attempt: the provider charges once.
 		r, err := s.charge(ctx, idempotency.Key(ctx, "charge"), o.Cents)
