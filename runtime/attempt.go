@@ -35,6 +35,7 @@ type Attempt struct {
 	settled  atomic.Bool   // its outcome is being acked
 	mu       sync.Mutex
 	cancel   context.CancelCauseFunc
+	watch    func()    // starts the grace watch once the attempt is cancelled
 	leaseEnd time.Time // our own estimate of when the lease runs out
 }
 

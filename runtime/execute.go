@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -55,37 +56,32 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
+	returned := make(chan struct{})
+	watch := sync.OnceFunc(func() { go w.graceWatch(ctx, a, returned) })
 	a.mu.Lock()
-	a.cancel = cancel
+	a.cancel, a.watch = cancel, watch
 	a.mu.Unlock()
+	if jobsCtx.Err() != nil { // shutdown cancelled it before watch was set
+		watch()
+	}
 	ctx = context.WithValue(ctx, attemptKey{}, a)
 	ctx = attempt.With(ctx, a.state)
-	if t := w.timeout(a); t > 0 {
-		var stop context.CancelFunc
-		ctx, stop = clock.WithDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
-		defer stop()
-	}
-	if !a.Deadline.IsZero() {
-		var stop context.CancelFunc
-		ctx, stop = clock.WithDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
-		defer stop()
-	}
-
-	returned := make(chan struct{})
-	stopWatch := context.AfterFunc(ctx, func() {
-		g := w.clk.NewTimer(w.opts.CancelGrace)
-		defer g.Stop()
-		select {
-		case <-returned:
-			return
-		case <-g.C():
+	stopWatch := func() bool { return false }
+	if t := w.timeout(a); t > 0 || !a.Deadline.IsZero() {
+		if t > 0 {
+			var stop context.CancelFunc
+			ctx, stop = clock.WithDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
+			defer stop()
 		}
-		if a.settled.CompareAndSwap(false, true) {
-			w.log.Warn("handler ignored cancellation; settling its job without it",
-				"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
-			w.conclude(a, result{}, false, context.Cause(ctx))
+		if !a.Deadline.IsZero() {
+			var stop context.CancelFunc
+			ctx, stop = clock.WithDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
+			defer stop()
 		}
-	})
+		// Only timers cancel without telling us; lose and shutdown call
+		// watch themselves, which spares every other job an AfterFunc.
+		stopWatch = context.AfterFunc(ctx, watch)
+	}
 
 	var r result
 	normal := false
@@ -112,6 +108,23 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
 	}
 	normal = true
+}
+
+// graceWatch gives a cancelled handler CancelGrace to return, then settles
+// its job without it.
+func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan struct{}) {
+	g := w.clk.NewTimer(w.opts.CancelGrace)
+	defer g.Stop()
+	select {
+	case <-returned:
+		return
+	case <-g.C():
+	}
+	if a.settled.CompareAndSwap(false, true) {
+		w.log.Warn("handler ignored cancellation; settling its job without it",
+			"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
+		w.conclude(a, result{}, false, context.Cause(ctx))
+	}
 }
 
 // conclude acks an attempt's outcome (when there is one to ack) and retires

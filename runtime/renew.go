@@ -68,11 +68,15 @@ func (w *Worker) renewAll(ctx context.Context) {
 }
 
 // lose cancels the attempt with cause ErrLeaseLost.
-func (a *Attempt) lose() {
+func (a *Attempt) lose() { a.stop(ErrLeaseLost) }
+
+// stop cancels the attempt with cause and starts the grace watch.
+func (a *Attempt) stop(cause error) {
 	a.mu.Lock()
-	c := a.cancel
+	c, watch := a.cancel, a.watch
 	a.mu.Unlock()
 	if c != nil {
-		c(ErrLeaseLost)
+		c(cause)
+		watch()
 	}
 }

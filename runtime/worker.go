@@ -139,6 +139,16 @@ func (w *Worker) drain(cancelJobs context.CancelCauseFunc) {
 	}
 	w.log.Info("shutdown window ended; cancelling in-flight jobs", "jobs", w.inflightCount())
 	cancelJobs(ErrShutdown)
+	w.mu.Lock()
+	for a := range w.inflight {
+		a.mu.Lock()
+		watch := a.watch
+		a.mu.Unlock()
+		if watch != nil {
+			watch()
+		}
+	}
+	w.mu.Unlock()
 	<-done
 }
 
