@@ -21,7 +21,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	for i := range ready {
 		ready[i] = true
 	}
-	next := 0
+	pick := newWeightedPicker(w.parts, w.opts.Queues)
 	errDelay := time.Duration(0)
 	onWake := func(i int) {
 		if i >= 0 {
@@ -38,17 +38,13 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 			}
 		}
 		now := w.clk.Now()
-		pick := -1
-		for k := range n {
-			i := (next + k) % n
+		for i := range n {
 			if !due[i].IsZero() && !due[i].After(now) {
 				ready[i], due[i] = true, time.Time{}
 			}
-			if ready[i] && pick < 0 {
-				pick = i
-			}
 		}
-		if pick < 0 {
+		chosen := pick.next(ready)
+		if chosen < 0 {
 			w.waitForWork(ctx, wk, ready, due, onWake)
 			continue
 		}
@@ -62,8 +58,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 			}
 			continue
 		}
-		next = pick + 1
-		p := w.parts[pick]
+		p := w.parts[chosen]
 		sent := w.clk.Now()
 		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
 			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
@@ -82,8 +77,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		errDelay = 0
 		w.release(slots - len(res.Jobs))
 		if res.Dry {
-			ready[pick] = false
-			due[pick] = res.NextDue
+			ready[chosen] = false
+			due[chosen] = res.NextDue
 		}
 		for _, pk := range res.Parked {
 			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
