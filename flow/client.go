@@ -86,9 +86,11 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 // Enqueued is the result of enqueueing one job.
 type Enqueued struct {
 	ID string
-	// Duplicate: a job with the same caller-supplied ID, kind and arguments
-	// already existed; nothing was added.
+	// Duplicate: nothing was added because the job exists already: a job
+	// with the same caller-supplied ID, kind and arguments, or (Unique) the
+	// job holding the same unique key, whose ID is then ID.
 	Duplicate bool
+	Unique    bool
 	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
 	// a different existing job (ErrConflict).
 	Err error
@@ -141,7 +143,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 			for k, i := range idx {
 				jobs[k] = plan[i].job
 			}
-			sts, errs, err := c.st.Enqueue(ctx, p, jobs)
+			res, err := c.st.Enqueue(ctx, p, jobs)
 			if err != nil {
 				mu.Lock()
 				first = err
@@ -149,7 +151,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 				return
 			}
 			for k, i := range idx {
-				out[i] = Enqueued{ID: plan[i].ref.String(), Duplicate: sts[k] == store.Duplicate, Err: errs[k]}
+				out[i] = enqueued(plan[i].ref, res[k])
 			}
 		})
 	}
@@ -158,4 +160,13 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 		return nil, first
 	}
 	return out, nil
+}
+
+// enqueued turns a store result into what Enqueue reports.
+func enqueued(ref keys.Ref, r store.EnqueueResult) Enqueued {
+	if r.Status == store.Held {
+		ref.Local = r.Existing
+		return Enqueued{ID: ref.String(), Duplicate: true, Unique: true}
+	}
+	return Enqueued{ID: ref.String(), Duplicate: r.Status == store.Duplicate, Err: r.Err}
 }

@@ -105,10 +105,10 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	)
 	for p, jobs := range byPart {
 		wg.Go(func() {
-			_, errs, err := st.Store.Enqueue(ctx, p, jobs)
-			for _, e := range errs {
-				if e != nil && err == nil {
-					err = fmt.Errorf("%w: a child exists with other arguments (did the step's items change?)", e)
+			res, err := st.Store.Enqueue(ctx, p, jobs)
+			for _, r := range res {
+				if r.Err != nil && err == nil {
+					err = fmt.Errorf("%w: a child exists with other arguments (did the step's items change?)", r.Err)
 				}
 			}
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -20,6 +21,9 @@ type enqueueOptions struct {
 	deadline    time.Time
 	priority    int
 	headers     map[string]string
+	limits      store.Limits
+	unique      store.Unique
+	uniqueArgs  bool // derive the unique key from kind and arguments
 }
 
 // MaxIDLength bounds a caller-supplied job ID.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -58,15 +59,24 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 		}
 	}
+	if o.uniqueArgs {
+		h := fnv.New64a()
+		_, _ = h.Write(payload)
+		o.unique.Key = kind + ":" + strconv.FormatUint(h.Sum64(), 36)
+	}
 	local, generated := o.id, false
 	if local == "" {
 		local, generated = newLocalID(), true
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, o.id)), Local: local}
+	routeBy := o.id
+	if routeBy == "" {
+		routeBy = o.unique.Key // duplicates of a unique job meet on one partition
+	}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeBy)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
-		Priority: o.priority, Parent: parent, Generated: generated,
+		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique,
 	}, nil
 }
 

@@ -28,7 +28,8 @@
 --             due again after delay as a safety net. When the wait is
 --             already over the job goes straight back to available.
 -- Every outcome first checks the attempt's identity: the job must be
--- running under exactly this lease ID and fence. A job that finishes and
+-- running under exactly this lease ID and fence. Leaving running frees the
+-- job's concurrency slot, if it has a concurrency key. A job that finishes and
 -- was spawned by a parent notifies the parent (lib.lua notify_parent).
 -- Returns: one entry per outcome: the job's new state, or 'stale' when the
 --   identity check failed (nothing was written for it); then one more
@@ -53,12 +54,13 @@ local outboxed = 0
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa', 'sx', 'er')
+  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck')
   local state = 'stale'
   if h[1] == 'running' and h[2] == e.lease and h[3] == e.fence then
-    local pa = h[4]
-    local plain = not h[5] and not h[6] -- no checkpoints, no errors
+    -- plain: no checkpoints, no errors to delete with the job
+    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6] }
     clear_lease(id)
+    if h[8] then cc_release(h[8]) end
     if code == 'ok' then
       local bad = check_effects(e.fx)
       if bad then
@@ -66,7 +68,7 @@ for _, e in ipairs(entries) do
       else
         outboxed = outboxed + apply_effects(e.fx)
         if data ~= '' then redis.call('HSET', jk, 'r', data) end
-        finish(jk, id, 'running', 'completed', '', pa, plain)
+        finish(jk, id, 'running', 'completed', '', m)
         state = 'completed'
       end
     end
@@ -75,7 +77,7 @@ for _, e in ipairs(entries) do
       record_error(jk, id, reason, msg, data)
       local ma = tonumber(redis.call('HGET', jk, 'ma')) or 1
       if a >= ma then
-        finish(jk, id, 'running', 'archived', 'attempts_exhausted', pa)
+        finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
         state = 'archived'
       else
         schedule(jk, id, 'running', 'retryable', NOW + delay)
@@ -94,15 +96,15 @@ for _, e in ipairs(entries) do
       state = 'scheduled'
     elseif code == 'skip' then
       if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
-      finish(jk, id, 'running', 'archived', 'skipped', pa)
+      finish(jk, id, 'running', 'archived', 'skipped', m)
       state = 'archived'
     elseif code == 'revoke' then
       if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
-      finish(jk, id, 'running', 'cancelled', 'revoked', pa)
+      finish(jk, id, 'running', 'cancelled', 'revoked', m)
       state = 'cancelled'
     elseif code == 'deadline' then
       record_error(jk, id, 'deadline', msg, '')
-      finish(jk, id, 'running', 'archived', 'deadline_exceeded', pa)
+      finish(jk, id, 'running', 'archived', 'deadline_exceeded', m)
       state = 'archived'
     elseif code == 'crash' then
       record_error(jk, id, reason, msg, data)
@@ -112,7 +114,7 @@ for _, e in ipairs(entries) do
       state = 'available'
     elseif code == 'park' then
       record_error(jk, id, reason, msg, '')
-      finish(jk, id, 'running', 'archived', reason, pa)
+      finish(jk, id, 'running', 'archived', reason, m)
       state = 'archived'
     elseif code == 'wait' then
       local counts = redis.call('HMGET', kidcount_key(id), msg, msg .. ':f')

@@ -17,20 +17,37 @@
 --             then the values of FIELDS below, in order, after the claim
 -- Transitions: scheduled|retryable -> available (promotion),
 --   available -> running (claim), available -> archived (deadline passed or
---   malformed job).
+--   malformed job). A job whose concurrency key is at its limit, or whose
+--   rate class has no token, stays available but moves to that key's or
+--   class's wait list (lib.lua, flow control) instead of being claimed.
 -- Each claim increments the job's fence and draws a new lease ID; the pair
 -- is the attempt's identity. When the partition runs dry the idle flag is
 -- set so the next enqueue publishes a wake-up.
-local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx' }
+local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx',
+  'ck', 'cn', 'rk', 'rn', 'rp', 'rb' }
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
 promote(tonumber(ARGV[13]))
+promote_rated()
 local kind_lease = {}
 local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
 
 local jobs, archived = {}, {}
+
+-- rate_limited takes a token from the job's rate class, or parks the job
+-- until there is one and reports true.
+local function rate_limited(h, id)
+  local b = bucket(h[20], h[21], h[22], h[23])
+  if not b then return false end
+  if b.tokens >= 1 then
+    b.tokens = b.tokens - 1
+    return false
+  end
+  rate_wait(h[20], b, id)
+  return true
+end
 local function park(jk, id, reason)
   finish(jk, id, 'available', 'archived', reason)
   archived[#archived + 1] = id
@@ -56,7 +73,12 @@ for prio = MAX_PRIORITY, 0, -1 do
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
+        elseif h[18] and cc_running(h[18]) >= (tonumber(h[19]) or 1) then
+          redis.call('RPUSH', ccwait_key(h[18]), id) -- its key is at its limit
+        elseif h[20] and rate_limited(h, id) then
+          -- parked on its rate class (rate_limited did it)
         else
+          if h[18] then CC[h[18]] = cc_running(h[18]) + 1 end
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h[2]] or lease_ms)

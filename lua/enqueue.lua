@@ -1,38 +1,75 @@
 -- enqueue.lua: add jobs to one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of jobs n; then n groups of 15 fields:
+-- ARGV[9]: number of jobs n; then n groups of 24 fields:
 --   id, kind, payload, run_at (absolute ms, 0 = none), delay (ms),
 --   max_attempts, timeout (ms, 0 = none), deadline (absolute ms, 0 = none),
 --   priority (0..9), headers (opaque bytes, may be empty), whether the ID
 --   was chosen by the caller ('1': check for an existing job; '0': a fresh
 --   random ID), and for a job spawned by a parent (else empty): the
 --   parent's job ID, the parent's key prefix, the spawning step, the
---   parent's ID in its partition
+--   parent's ID in its partition; then flow control (lib.lua): concurrency
+--   key and limit, rate class, jobs, period (ms) and burst (empty/0: none);
+--   then uniqueness: unique key (empty: none), how long it is held (ms, 0:
+--   until the job finishes), and what a duplicate does to a job that has
+--   not started ('', 'replace' its payload, 'debounce' its run time)
 -- Returns: one status per job, in order:
 --   'new'       the job was added
 --   'exists'    a job with this ID and the same kind and payload exists (no-op)
 --   'conflict'  a job with this ID exists with another kind or payload
+--   'unique ' .. id  job id holds the unique key: nothing added
 -- Transitions: (none) -> available | scheduled.
 local n = tonumber(ARGV[9])
 local out = {}
+
+-- due_of is the due time of the job at ARGV[b]: 0 for now.
+local function due_of(b)
+  local run_at, delay = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  if delay > 0 then return NOW + delay end
+  if run_at > 0 then return run_at end
+  return 0
+end
+
+-- unique_holder returns the ID of the job holding unique key uk, if one
+-- does (a key left by a deleted job is free).
+local function unique_holder(uk)
+  local holder = redis.call('GET', PFX .. 'uq:' .. uk)
+  if holder and redis.call('EXISTS', job_key(holder)) == 1 then return holder end
+  return nil
+end
+
+-- on_duplicate applies a duplicate's policy to the holder, if it has not
+-- started.
+local function on_duplicate(holder, policy, payload, due)
+  local jk = job_key(holder)
+  local s = redis.call('HGET', jk, 's')
+  if s ~= 'available' and s ~= 'scheduled' then return end
+  if policy == 'replace' then
+    redis.call('HSET', jk, 'p', payload)
+  elseif policy == 'debounce' and due > NOW then
+    redis.call('ZREM', K_SCHED, holder)
+    schedule(jk, holder, s, 'scheduled', due) -- its available entry is now stale
+  end
+end
 for i = 0, n - 1 do
-  local b = 10 + i * 15
+  local b = 10 + i * 24
   local id, kind, payload = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local jk = job_key(id)
   local old = false
   if ARGV[b + 10] == '1' then old = redis.call('HMGET', jk, 'k', 'p') end
-  if old and old[1] then
+  local uk, holder = ARGV[b + 21], nil
+  if uk ~= '' and not (old and old[1]) then holder = unique_holder(uk) end
+  if holder then
+    on_duplicate(holder, ARGV[b + 23], payload, due_of(b))
+    out[#out + 1] = 'unique ' .. holder
+  elseif old and old[1] then
     if old[1] == kind and old[2] == payload then
       out[#out + 1] = 'exists'
     else
       out[#out + 1] = 'conflict'
     end
   else
-    local run_at, delay = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-    local due = 0
-    if run_at > 0 then due = run_at end
-    if delay > 0 then due = NOW + delay end
+    local due = due_of(b)
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
@@ -51,6 +88,21 @@ for i = 0, n - 1 do
       for k, field in ipairs({ 'pa', 'pp', 'ps', 'pl' }) do opt(field, ARGV[b + 10 + k], nil) end
     end
     if state == 'scheduled' then opt('rt', due, nil) end
+    if ARGV[b + 15] ~= '' then
+      for k, field in ipairs({ 'ck', 'cn' }) do opt(field, ARGV[b + 14 + k], nil) end
+    end
+    if ARGV[b + 17] ~= '' then
+      for k, field in ipairs({ 'rk', 'rn', 'rp', 'rb' }) do opt(field, ARGV[b + 16 + k], nil) end
+    end
+    if uk ~= '' then
+      opt('uk', uk, nil)
+      local ttl = tonumber(ARGV[b + 22])
+      if ttl > 0 then
+        redis.call('SET', PFX .. 'uq:' .. uk, id, 'PX', ttl)
+      else
+        redis.call('SET', PFX .. 'uq:' .. uk, id)
+      end
+    end
     redis.call('HSET', jk, unpack(f))
     if state == 'scheduled' then
       redis.call('ZADD', K_SCHED, due, id)

@@ -16,6 +16,8 @@
 --   9..18     lists available jobs, one list per priority 0..9
 --  19 outbox  stream of writes and notifications for other slots, relayed
 --             by workers (effects on foreign keys, child -> parent wake-ups)
+--  20 cc      hash  running jobs per concurrency key
+--  21 rwake   zset  rate classes with waiting jobs, score = when a token frees
 -- ARGV:
 --   1 now ms, or '' to use the store's TIME
 --   2 prefix of per-job keys ("{tag}:")
@@ -28,7 +30,7 @@
 
 local K_SCHED, K_RUN, K_DONE, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_QUAR, K_CANC, K_STATS, K_IDLE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_OUTBOX = KEYS[19]
+local K_OUTBOX, K_CC, K_RWAKE = KEYS[19], KEYS[20], KEYS[21]
 local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
 local RET = {
   completed = tonumber(ARGV[5]),
@@ -64,6 +66,9 @@ local function kidcount_key(id) return PFX .. 'kc:' .. id end
 -- deltas, and members added to or removed from the running and terminal
 -- sets.
 local DELTA, ZADDS, ZREMS = {}, {}, {}
+-- Flow-control state loaded this call: running counts per concurrency key,
+-- token buckets per rate class, and when each blocked rate class may go on.
+local CC, BUCKETS, RWAKE = {}, {}, {}
 
 -- count moves one job between per-state counters (from or to may be nil).
 local function count(from, to)
@@ -102,6 +107,17 @@ local function flush()
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
   for state, d in pairs(DELTA) do
     if d ~= 0 then redis.call('HINCRBY', K_STATS, state, d) end
+  end
+  for key, n in pairs(CC) do
+    if n > 0 then redis.call('HSET', K_CC, key, n) else redis.call('HDEL', K_CC, key) end
+  end
+  for class, b in pairs(BUCKETS) do
+    local bk = PFX .. 'rl:' .. class
+    redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
+    redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, 3600000))
+  end
+  for class, at in pairs(RWAKE) do
+    if at then redis.call('ZADD', K_RWAKE, at, class) else redis.call('ZREM', K_RWAKE, class) end
   end
 end
 
@@ -145,6 +161,98 @@ local function schedule(jk, id, from, state, at)
   redis.call('ZADD', K_SCHED, at, id)
   count(from, state)
   wake()
+end
+
+-- Flow control. A job may carry a concurrency key ('ck') and limit ('cn'):
+-- at most cn jobs of that key run at once in this partition; and a rate
+-- class ('rk') whose token bucket allows 'rn' jobs per 'rp' ms with a burst
+-- of 'rb'. A job that cannot run now leaves the available lists for the
+-- key's or the class's wait list, so it never holds up other work, and it
+-- comes back to the front of its priority when a slot or a token frees.
+-- Counters and buckets are per partition (one slot).
+local function ccwait_key(key) return PFX .. 'cw:' .. key end
+local function ratewait_key(class) return PFX .. 'rw:' .. class end
+
+local function cc_running(key)
+  local n = CC[key]
+  if n == nil then
+    n = tonumber(redis.call('HGET', K_CC, key)) or 0
+    CC[key] = n
+  end
+  return n
+end
+
+-- requeue_front puts back waiting jobs (still 'available') at the front of
+-- their priority lists, keeping their order; stale entries are dropped. It
+-- returns how many it put back.
+local function requeue_front(ids)
+  local n = 0
+  for i = #ids, 1, -1 do
+    local jk = job_key(ids[i])
+    local h = redis.call('HMGET', jk, 's', 'pr')
+    if h[1] == 'available' then
+      redis.call('LPUSH', avail_key(priority(h[2])), ids[i])
+      n = n + 1
+    end
+  end
+  if n > 0 then wake() end
+  return n
+end
+
+-- cc_release frees a running job's slot of key and lets the job that waited
+-- longest for it go again.
+local function cc_release(key)
+  CC[key] = cc_running(key) - 1
+  while true do
+    local id = redis.call('LPOP', ccwait_key(key))
+    if not id or requeue_front({ id }) > 0 then return end
+  end
+end
+
+-- bucket loads a rate class's token bucket, refilled up to now. n, per and
+-- burst come from the job, or from the stored bucket when nil.
+local function bucket(class, n, per, burst)
+  local b = BUCKETS[class]
+  if b then return b end
+  local v = redis.call('HMGET', PFX .. 'rl:' .. class, 't', 'u', 'n', 'p', 'b')
+  n, per, burst = tonumber(n or v[3]), tonumber(per or v[4]), tonumber(burst or v[5])
+  if not n or not per or not burst then return nil end
+  local tokens, u = tonumber(v[1]), tonumber(v[2])
+  if not tokens then tokens, u = burst, NOW end
+  tokens = math.min(burst, tokens + math.max(NOW - u, 0) * n / per)
+  b = { tokens = tokens, n = n, per = per, burst = burst }
+  BUCKETS[class] = b
+  return b
+end
+
+-- rate_wait parks a job of class until its bucket has a token again.
+local function rate_wait(class, b, id)
+  redis.call('RPUSH', ratewait_key(class), id)
+  local at = NOW + math.ceil((1 - b.tokens) * b.per / b.n)
+  if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
+end
+
+-- promote_rated lets waiting jobs of rate classes whose tokens are back
+-- return to the available lists, as many as there are tokens.
+local function promote_rated()
+  local due = redis.call('ZRANGEBYSCORE', K_RWAKE, '-inf', NOW, 'LIMIT', 0, 100)
+  for _, class in ipairs(due) do
+    local b = bucket(class)
+    local wk = ratewait_key(class)
+    local k = 0
+    if b then k = math.floor(b.tokens) end
+    if k >= 1 then
+      local ids = redis.call('LPOP', wk, k)
+      if ids then requeue_front(ids) end
+    end
+    if redis.call('EXISTS', wk) == 0 then
+      RWAKE[class] = false
+    elseif b then
+      RWAKE[class] = NOW + math.ceil(math.max(1 - (b.tokens - k), 0) * b.per / b.n)
+    else
+      RWAKE[class] = NOW + 1000
+    end
+  end
 end
 
 -- clear_lease takes a job out of the running set. Its lease fields stay
@@ -281,13 +389,23 @@ local function notify_parent(jk, id, state, pa)
   notified = notified + 1
 end
 
--- finish moves a job to a terminal state; reason may be ''. pa is as for
--- notify_parent; plain as for delete_job.
-local function finish(jk, id, from, state, reason, pa, plain)
-  notify_parent(jk, id, state, pa)
+-- finish moves a job to a terminal state; reason may be ''. m is what the
+-- caller read of the job ({ pa = parent or false, uk = unique key or
+-- false, plain = as for delete_job }), or nil to read it here.
+local function finish(jk, id, from, state, reason, m)
+  if not m then
+    local v = redis.call('HMGET', jk, 'pa', 'uk')
+    m = { pa = v[1], uk = v[2], plain = false }
+  end
+  notify_parent(jk, id, state, m.pa)
+  if m.uk then
+    -- a unique key held while the job is active is free again
+    local uq = PFX .. 'uq:' .. m.uk
+    if redis.call('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end
+  end
   local ret = RET[state]
   if ret < 0 then
-    delete_job(id, plain)
+    delete_job(id, m.plain)
     count(from, nil)
     return
   end
@@ -341,7 +459,10 @@ end
 
 -- next_due is the earliest due time in sched, or -1.
 local function next_due()
-  local first = redis.call('ZRANGE', K_SCHED, 0, 0, 'WITHSCORES')
-  if #first == 0 then return -1 end
-  return tonumber(first[2])
+  local nd = -1
+  for _, k in ipairs({ K_SCHED, K_RWAKE }) do
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end
+  end
+  return nd
 end

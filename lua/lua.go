@@ -29,6 +29,8 @@ var (
 	Notify  = load("notify")
 	// Relay runs alone: its keys are in another slot than a partition's.
 	Relay = redis.NewScript(body("relay"))
+	// Schedule runs alone too: schedule keys are not in a partition.
+	Schedule = redis.NewScript(body("schedule"))
 )
 
 // Source returns the full text of the named script (prelude included), for

@@ -4,7 +4,8 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: the most jobs to reap in this call.
 -- Returns: flat list of id, new state, previous holder for each reaped job.
--- Transitions: running -> available (crash_attempt+1, at the back of its
+-- Transitions (each frees the job's concurrency slot, if it has one):
+--   running -> available (crash_attempt+1, at the back of its
 --   priority list: suspect demotion) or running -> quarantined at the crash
 --   limit. Orphan provenance is recorded on the job: the previous holder
 --   ('oh'), when its lease expired ('oe') and how often this happened ('on').
@@ -13,9 +14,10 @@ local out = {}
 for i = 1, #expired, 2 do
   local id, expiry = expired[i], expired[i + 1]
   local jk = job_key(id)
-  local s, holder = unpack(redis.call('HMGET', jk, 's', 'w'))
+  local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
   clear_lease(id)
   if s == 'running' then
+    if ck then cc_release(ck) end
     holder = holder or ''
     redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
     redis.call('HINCRBY', jk, 'on', 1)

@@ -80,7 +80,7 @@ func (p Partition) Script() []string {
 	for i := range Priorities {
 		ks = append(ks, p.Available(i))
 	}
-	return append(ks, p.Outbox())
+	return append(ks, p.Outbox(), p.Prefix()+"cc", p.Prefix()+"rwake")
 }
 
 // EffectMark is the marker that an effect relayed from the outbox was

@@ -25,6 +25,29 @@ type NewJob struct {
 	Deadline    time.Time
 	Priority    int
 	Parent      *ParentRef // set for a job spawned by a parent job's step
+	Limits      Limits
+	Unique      Unique
+}
+
+// Limits are a job's flow-control settings (lua/lib.lua, flow control).
+type Limits struct {
+	ConcurrencyKey   string // at most ConcurrencyLimit jobs of this key run at once
+	ConcurrencyLimit int
+	RateClass        string // token bucket: RateJobs per RatePer, burst RateBurst
+	RateJobs         int
+	RatePer          time.Duration
+	RateBurst        int
+}
+
+// Unique makes a job unique by Key: while a job holds the key (until it
+// finishes, or for TTL when TTL > 0), enqueueing another with the same key
+// adds nothing. OnDuplicate then says what happens to the existing job:
+// "" nothing, "replace" (its arguments become the new ones) or "debounce"
+// (its run time moves to the new one's), when it has not started yet.
+type Unique struct {
+	Key         string
+	TTL         time.Duration
+	OnDuplicate string
 }
 
 // ParentRef ties a spawned job to the parent waiting for it.
@@ -33,10 +56,17 @@ type ParentRef struct {
 	Step string   // the step that spawned the job
 }
 
-// Enqueue adds jobs to one partition in one round trip. It returns one
-// status per job; a Conflicted job's status comes with ErrConflict in errs.
-func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueStatus, []error, error) {
-	args := make([]any, 0, 1+len(jobs)*15)
+// EnqueueResult says what an enqueue did with one job.
+type EnqueueResult struct {
+	Status   EnqueueStatus
+	Existing string // for Held: the ID (in the partition) of the job holding the key
+	Err      error  // ErrConflict for Conflicted
+}
+
+// Enqueue adds jobs to one partition in one round trip, with one result per
+// job.
+func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
+	args := make([]any, 0, 1+len(jobs)*24)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		chosen := "1"
@@ -50,19 +80,24 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		} else {
 			args = append(args, "", "", "", "")
 		}
+		l := j.Limits
+		args = append(args, l.ConcurrencyKey, l.ConcurrencyLimit, l.RateClass, l.RateJobs, ms(l.RatePer), l.RateBurst,
+			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate)
 	}
 	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	answers, err := strs(v)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	sts := make([]EnqueueStatus, len(answers))
-	errs := make([]error, len(answers))
+	out := make([]EnqueueResult, len(answers))
 	for i, a := range answers {
-		sts[i], errs[i] = enqueueStatus(a)
+		out[i], err = enqueueResult(a)
+		if err != nil {
+			return nil, err
+		}
 	}
-	return sts, errs, nil
+	return out, nil
 }

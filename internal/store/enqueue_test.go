@@ -18,7 +18,7 @@ func TestEnqueueIdempotentID(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "order-1", Kind: "charge", Payload: []byte("a")})
-			sts, errs, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{
 				{Local: "order-1", Kind: "charge", Payload: []byte("a"), MaxAttempts: 3},
 				{Local: "order-1", Kind: "charge", Payload: []byte("b"), MaxAttempts: 3},
 				{Local: "order-1", Kind: "refund", Payload: []byte("a"), MaxAttempts: 3},
@@ -26,11 +26,15 @@ func TestEnqueueIdempotentID(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var sts []store.EnqueueStatus
+			for _, r := range res {
+				sts = append(sts, r.Status)
+			}
 			if diff := cmp.Diff([]store.EnqueueStatus{store.Duplicate, store.Conflicted, store.Conflicted}, sts); diff != "" {
 				t.Fatalf("statuses (-want +got):\n%s", diff)
 			}
-			if errs[0] != nil || !errors.Is(errs[1], store.ErrConflict) || !errors.Is(errs[2], store.ErrConflict) {
-				t.Fatalf("errors %v", errs)
+			if res[0].Err != nil || !errors.Is(res[1].Err, store.ErrConflict) || !errors.Is(res[2].Err, store.ErrConflict) {
+				t.Fatalf("results %+v", res)
 			}
 			if order := f.availableOrder(0); len(order) != 1 {
 				t.Fatalf("available %v, want the job once", order)

@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"strings"
+)
 
 // Errors the store reports. Script status codes are mapped to these here and
 // nowhere else.
@@ -22,6 +25,7 @@ const (
 	statusNew      = "new"
 	statusExists   = "exists"
 	statusConflict = "conflict"
+	statusUnique   = "unique" // followed by a space and the holder's ID
 	statusStale    = "stale"
 )
 
@@ -33,18 +37,22 @@ const (
 	Added      EnqueueStatus = iota // the job was added
 	Duplicate                       // the same job (ID, kind, payload) already exists: no-op
 	Conflicted                      // the ID is taken by a different job
+	Held                            // another job holds the unique key: nothing added
 )
 
-func enqueueStatus(s string) (EnqueueStatus, error) {
+func enqueueResult(s string) (EnqueueResult, error) {
 	switch s {
 	case statusNew:
-		return Added, nil
+		return EnqueueResult{Status: Added}, nil
 	case statusExists:
-		return Duplicate, nil
+		return EnqueueResult{Status: Duplicate}, nil
 	case statusConflict:
-		return Conflicted, ErrConflict
+		return EnqueueResult{Status: Conflicted, Err: ErrConflict}, nil
 	}
-	return 0, errors.New("sluice: unexpected enqueue status " + s)
+	if holder, ok := strings.CutPrefix(s, statusUnique+" "); ok {
+		return EnqueueResult{Status: Held, Existing: holder}, nil
+	}
+	return EnqueueResult{}, errors.New("sluice: unexpected enqueue status " + s)
 }
 
 // ackState maps an ack script answer to the job's new state or ErrStale.

@@ -98,13 +98,13 @@ func (f *fixture) enqueue(jobs ...store.NewJob) {
 			jobs[i].MaxAttempts = 3
 		}
 	}
-	sts, errs, err := f.st.Enqueue(f.ctx, f.p, jobs)
+	res, err := f.st.Enqueue(f.ctx, f.p, jobs)
 	if err != nil {
 		f.t.Fatalf("enqueue: %v", err)
 	}
-	for i, s := range sts {
-		if s != store.Added || errs[i] != nil {
-			f.t.Fatalf("enqueue %s: status %v, err %v", jobs[i].Local, s, errs[i])
+	for i, r := range res {
+		if r.Status != store.Added || r.Err != nil {
+			f.t.Fatalf("enqueue %s: %+v", jobs[i].Local, r)
 		}
 	}
 }

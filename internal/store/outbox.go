@@ -102,12 +102,12 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 		if e.Job == nil {
 			return &EffectError{Msg: "ENQUEUE without a job"}
 		}
-		_, errs, err := s.Enqueue(ctx, e.Job.Partition, []NewJob{e.Job.Job})
+		res, err := s.Enqueue(ctx, e.Job.Partition, []NewJob{e.Job.Job})
 		if err != nil {
 			return err
 		}
-		if errs[0] != nil {
-			return &EffectError{Msg: errs[0].Error()}
+		if res[0].Err != nil {
+			return &EffectError{Msg: res[0].Err.Error()}
 		}
 		return nil
 	}

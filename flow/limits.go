@@ -1,0 +1,88 @@
+package flow
+
+import (
+	"fmt"
+	"time"
+)
+
+// RateLimit is a token bucket: Jobs per Per, with bursts of up to Burst
+// (default Jobs).
+type RateLimit struct {
+	Jobs  int
+	Per   time.Duration
+	Burst int
+}
+
+// WithConcurrencyLimit lets at most limit jobs with this key run at once
+// (e.g. per tenant). Jobs over the limit wait without spending attempts and
+// without holding up other jobs. The limit is enforced in the claim script
+// of each queue partition: with several partitions, each allows limit (see
+// the README on limits and partitions).
+func WithConcurrencyLimit(key string, limit int) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if key == "" || limit <= 0 {
+			return fmt.Errorf("%w: concurrency limit needs a key and a positive limit (got %q, %d)", ErrInvalid, key, limit)
+		}
+		o.limits.ConcurrencyKey, o.limits.ConcurrencyLimit = key, limit
+		return nil
+	}
+}
+
+// WithRateLimit puts the job in rate class class, whose jobs start at most
+// at rate r (store time), per queue partition. Jobs over the rate wait
+// without spending attempts and without holding up other classes. Every job
+// of a class should carry the same rate.
+func WithRateLimit(class string, r RateLimit) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {
+			return fmt.Errorf("%w: rate limit needs a class, positive Jobs and Per, and Burst >= 0 (got %q, %+v)", ErrInvalid, class, r)
+		}
+		if r.Burst == 0 {
+			r.Burst = r.Jobs
+		}
+		o.limits.RateClass, o.limits.RateJobs, o.limits.RatePer, o.limits.RateBurst = class, r.Jobs, r.Per, r.Burst
+		return nil
+	}
+}
+
+// OnDuplicate says what enqueueing a duplicate of a unique job does to the
+// existing job while it has not started.
+type OnDuplicate string
+
+const (
+	// KeepExisting leaves the existing job as it is (the default).
+	KeepExisting OnDuplicate = ""
+	// ReplaceArgs gives the existing job the new job's arguments.
+	ReplaceArgs OnDuplicate = "replace"
+	// Debounce moves the existing job's run time to the new job's (its
+	// WithDelay or WithRunAt): each duplicate pushes it back.
+	Debounce OnDuplicate = "debounce"
+)
+
+// WithUnique makes the job unique by key: while a job holds the key —
+// until it finishes when ttl is 0, else for ttl from its enqueue — another
+// enqueue with the key adds nothing and returns the holder's ID with
+// Enqueued.Duplicate and Enqueued.Unique set. Jobs with a unique key are
+// placed on a partition by the key, so the rule holds on partitioned
+// queues.
+func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if key == "" || ttl < 0 || (on != KeepExisting && on != ReplaceArgs && on != Debounce) {
+			return fmt.Errorf("%w: unique key %q, ttl %s, on duplicate %q", ErrInvalid, key, ttl, on)
+		}
+		o.unique.Key, o.unique.TTL, o.unique.OnDuplicate = key, ttl, string(on)
+		return nil
+	}
+}
+
+// WithUniqueArgs is WithUnique with a key derived from the job's kind and
+// arguments.
+func WithUniqueArgs(ttl time.Duration, on OnDuplicate) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if err := WithUnique("args", ttl, on)(o); err != nil {
+			return err
+		}
+		o.uniqueArgs = true
+		return nil
+	}
+}

@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// ErrNoSchedule: no schedule of this name is known in Redis (no scheduler
+// has run it yet). The schedule script's 'missing' status maps to it here.
+var ErrNoSchedule = errors.New("sluice: schedule not found")
+
+// ScheduleDef is what a scheduler publishes about a schedule, for
+// operators: the listing, and TriggerSchedule, which enqueues Template.
+type ScheduleDef struct {
+	Name     string
+	Cron     string        // a cron expression, or
+	Every    time.Duration // a fixed interval
+	TimeZone string
+	Missed   string // the missed-run policy, as text
+	Grace    time.Duration
+	Queue    string
+	Kind     string
+	Template []byte // the job to enqueue, encoded by the caller
+}
+
+// ScheduleRecord is a schedule as stored: its definition and its state.
+type ScheduleRecord struct {
+	ScheduleDef
+	Last   time.Time // the latest tick decided (enqueued or dropped)
+	Ran    time.Time // the latest tick enqueued; zero: none yet
+	Paused bool
+}
+
+// ScheduleSync is a schedule's state at store time Now.
+type ScheduleSync struct {
+	Now, Last time.Time
+	Paused    bool
+	// Abandoned ticks were claimed by a scheduler that did not confirm them
+	// in time; they are now this caller's to enqueue (again) and Ack.
+	Abandoned []time.Time
+}
+
+// Claim statuses.
+const (
+	Claimed      = "ok"     // last moved: the ticks are the caller's to enqueue and Ack
+	ClaimMoved   = "moved"  // another scheduler moved last first
+	ClaimPaused  = "paused" // the schedule is paused
+	claimMissing = "missing"
+)
+
+func (s *Store) sched() keys.Schedules { return keys.Schedules{NS: s.cfg.NS} }
+
+// runSchedule runs lua/schedule.lua on the schedule name.
+func (s *Store) runSchedule(ctx context.Context, name, op string, args ...any) (any, error) {
+	now := ""
+	if s.cfg.Now != nil {
+		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
+	}
+	ks := s.sched()
+	return lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)},
+		append([]any{now, op}, args...)...).Result()
+}
+
+// PublishSchedule writes a schedule's definition (never its state) and adds
+// it to the set of names, atomically.
+func (s *Store) PublishSchedule(ctx context.Context, d ScheduleDef) error {
+	ks := s.sched()
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, ks.Schedule(d.Name), "cron", d.Cron, "every", ms(d.Every), "tz", d.TimeZone,
+			"missed", d.Missed, "grace", ms(d.Grace), "queue", d.Queue, "kind", d.Kind, "job", d.Template)
+		p.SAdd(ctx, ks.Names(), d.Name)
+		return nil
+	})
+	return err
+}
+
+// SyncSchedule reads a schedule's state, starting it at store time now if
+// it has none, and hands over ticks claimed more than abandonAfter ago and
+// never acknowledged.
+func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time.Duration) (ScheduleSync, error) {
+	v, err := s.runSchedule(ctx, name, "sync", ms(abandonAfter))
+	if err != nil {
+		return ScheduleSync{}, err
+	}
+	l, ok := v.([]any)
+	if ok && len(l) == 2 && l[0] == claimMissing {
+		return ScheduleSync{}, fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	if !ok || len(l) < 4 || l[0] != Claimed {
+		return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
+	}
+	n := make([]int64, len(l)-1)
+	for i, e := range l[1:] {
+		if n[i], ok = e.(int64); !ok {
+			return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
+		}
+	}
+	st := ScheduleSync{Now: time.UnixMilli(n[0]), Last: time.UnixMilli(n[1]), Paused: n[2] == 1}
+	for _, t := range n[3:] {
+		st.Abandoned = append(st.Abandoned, time.UnixMilli(t))
+	}
+	sort.Slice(st.Abandoned, func(i, j int) bool { return st.Abandoned[i].Before(st.Abandoned[j]) })
+	return st, nil
+}
+
+// ClaimTicks moves a schedule's last tick from seen to last, and records
+// ticks as pending, if no other scheduler moved it first and the schedule
+// is not paused. It returns Claimed, ClaimMoved or ClaimPaused.
+func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Time, ticks []time.Time) (string, error) {
+	args := []any{seen.UnixMilli(), last.UnixMilli()}
+	for _, t := range ticks {
+		args = append(args, t.UnixMilli())
+	}
+	v, err := s.runSchedule(ctx, name, "claim", args...)
+	if err != nil {
+		return "", err
+	}
+	switch v {
+	case Claimed, ClaimMoved, ClaimPaused:
+		return v.(string), nil
+	case claimMissing:
+		return "", fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	return "", fmt.Errorf("%w: schedule claim answered %v", ErrMalformed, v)
+}
+
+// AckTicks confirms that claimed ticks are enqueued.
+func (s *Store) AckTicks(ctx context.Context, name string, ticks []time.Time) error {
+	args := make([]any, len(ticks))
+	for i, t := range ticks {
+		args[i] = t.UnixMilli()
+	}
+	_, err := s.runSchedule(ctx, name, "ack", args...)
+	return err
+}
+
+// PauseSchedule stops a schedule's ticks until ResumeSchedule.
+func (s *Store) PauseSchedule(ctx context.Context, name string) error {
+	return s.simpleSchedule(ctx, name, "pause")
+}
+
+// ResumeSchedule restarts a paused schedule from store time now; ticks that
+// fell while it was paused are not run. Resuming a running schedule does
+// nothing.
+func (s *Store) ResumeSchedule(ctx context.Context, name string) error {
+	return s.simpleSchedule(ctx, name, "resume")
+}
+
+func (s *Store) simpleSchedule(ctx context.Context, name, op string) error {
+	v, err := s.runSchedule(ctx, name, op)
+	switch {
+	case err != nil:
+		return err
+	case v == claimMissing:
+		return fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	case v != Claimed:
+		return fmt.Errorf("%w: schedule %s answered %v", ErrMalformed, op, v)
+	}
+	return nil
+}
+
+// Schedules reads every published schedule, sorted by name.
+func (s *Store) Schedules(ctx context.Context) ([]ScheduleRecord, error) {
+	ks := s.sched()
+	names, err := s.rdb.SMembers(ctx, ks.Names()).Result()
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	cmds := make([]*redis.MapStringStringCmd, len(names))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, n := range names {
+			cmds[i] = p.HGetAll(ctx, ks.Schedule(n))
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]ScheduleRecord, 0, len(names))
+	for i, n := range names {
+		m := cmds[i].Val()
+		if len(m) == 0 {
+			continue // deleted by hand
+		}
+		r, err := decodeSchedule(n, m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// Schedule reads one published schedule.
+func (s *Store) Schedule(ctx context.Context, name string) (ScheduleRecord, error) {
+	m, err := s.rdb.HGetAll(ctx, s.sched().Schedule(name)).Result()
+	if err != nil {
+		return ScheduleRecord{}, err
+	}
+	if len(m) == 0 {
+		return ScheduleRecord{}, fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	return decodeSchedule(name, m)
+}
+
+func decodeSchedule(name string, m map[string]string) (ScheduleRecord, error) {
+	num := func(f string) (int64, error) {
+		if m[f] == "" {
+			return 0, nil
+		}
+		n, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: schedule %q field %s: %q", ErrMalformed, name, f, m[f])
+		}
+		return n, nil
+	}
+	var n [4]int64
+	for i, f := range []string{"every", "grace", "last", "ran"} {
+		var err error
+		if n[i], err = num(f); err != nil {
+			return ScheduleRecord{}, err
+		}
+	}
+	r := ScheduleRecord{
+		ScheduleDef: ScheduleDef{
+			Name: name, Cron: m["cron"], Every: time.Duration(n[0]) * time.Millisecond, TimeZone: m["tz"],
+			Missed: m["missed"], Grace: time.Duration(n[1]) * time.Millisecond, Queue: m["queue"],
+			Kind: m["kind"], Template: []byte(m["job"]),
+		},
+		Paused: m["paused"] == "1",
+	}
+	if n[2] > 0 {
+		r.Last = time.UnixMilli(n[2])
+	}
+	if n[3] > 0 {
+		r.Ran = time.UnixMilli(n[3])
+	}
+	return r, nil
+}

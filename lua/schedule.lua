@@ -1,0 +1,82 @@
+-- schedule.lua: the state of one periodic schedule, changed atomically so
+-- that any number of schedulers agree on which ticks are enqueued. It runs
+-- alone, without lib.lua: schedule keys are not in a queue partition.
+--
+-- State (KEYS[1] fields): last = the latest tick decided (enqueued, or
+-- dropped by the missed-run policy or a pause), in unix ms; ran = the
+-- latest tick enqueued; paused = '1' while paused. Definition fields are
+-- written by the schedulers with HSET and never read here.
+--
+-- KEYS[1] the schedule's hash
+-- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
+-- ARGV[1] now ms, or '' to use the store's TIME
+-- ARGV[2] op, one of:
+--   'sync'   ARGV[3] ms after which a pending tick counts as abandoned.
+--            Starts the state at last = now when there is none.
+--            Returns {'ok', now, last, paused (0|1), abandoned ticks...}:
+--            each abandoned tick is handed to this caller (its claim time
+--            is reset) to enqueue again; or {'missing', now}.
+--   'claim'  ARGV[3] the last tick the caller saw, ARGV[4] the new last
+--            tick, ARGV[5...] the ticks the caller will enqueue.
+--            Returns 'ok' (last moved, the ticks are pending), 'moved'
+--            (another scheduler moved last first: nothing written),
+--            'paused' or 'missing' (nothing written).
+--   'ack'    ARGV[3...] ticks now enqueued. Returns 'ok'.
+--   'pause'  Returns 'ok' or 'missing'.
+--   'resume' Restarts a paused schedule from now: the ticks that fell
+--            while it was paused are not run. Returns 'ok' or 'missing'.
+-- Transitions: none (no job changes state here).
+local K, KP = KEYS[1], KEYS[2]
+local NOW
+if ARGV[1] ~= '' then
+  NOW = tonumber(ARGV[1])
+else
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local op = ARGV[2]
+if op == 'ack' then
+  for i = 3, #ARGV do redis.call('HDEL', KP, ARGV[i]) end
+  return 'ok'
+end
+if redis.call('EXISTS', K) == 0 then
+  if op == 'sync' then return { 'missing', NOW } end
+  return 'missing'
+end
+
+if op == 'sync' then
+  redis.call('HSETNX', K, 'last', NOW)
+  local st = redis.call('HMGET', K, 'last', 'paused')
+  local paused = 0
+  if st[2] == '1' then paused = 1 end
+  local out = { 'ok', NOW, tonumber(st[1]), paused }
+  local stale = tonumber(ARGV[3])
+  local pend = redis.call('HGETALL', KP)
+  for i = 1, #pend, 2 do
+    if NOW - tonumber(pend[i + 1]) >= stale then
+      redis.call('HSET', KP, pend[i], NOW)
+      out[#out + 1] = tonumber(pend[i])
+    end
+  end
+  return out
+elseif op == 'claim' then
+  local st = redis.call('HMGET', K, 'last', 'paused', 'ran')
+  if tonumber(st[1]) ~= tonumber(ARGV[3]) then return 'moved' end
+  if st[2] == '1' then return 'paused' end
+  local ran = tonumber(st[3] or '0')
+  for i = 5, #ARGV do
+    redis.call('HSET', KP, ARGV[i], NOW)
+    ran = math.max(ran, tonumber(ARGV[i]))
+  end
+  redis.call('HSET', K, 'last', ARGV[4], 'ran', ran)
+  return 'ok'
+elseif op == 'pause' then
+  redis.call('HSET', K, 'paused', '1')
+  return 'ok'
+elseif op == 'resume' then
+  if redis.call('HGET', K, 'paused') == '1' then
+    redis.call('HSET', K, 'paused', '0', 'last', NOW)
+  end
+  return 'ok'
+end
+return redis.error_reply('schedule.lua: unknown op ' .. tostring(op))
