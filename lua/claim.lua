@@ -99,12 +99,12 @@ for prio = MAX_PRIORITY, 0, -1 do
   if #jobs >= n then break end
 end
 
+flush()
 local nd = -2
 if #jobs < n then
   nd = next_due()
   redis.call('SET', K_IDLE, '1')
 end
-flush()
 local out = { nd, archived }
 for _, job in ipairs(jobs) do out[#out + 1] = job end
 return out
