@@ -61,7 +61,22 @@ type JobInfo struct {
 	CurrentStep  string     // last step checkpointed
 	WaitingFor   string     // a suspended parent: the spawning step it waits on
 	WaitingCount int        // ... and how many of its children are not done
+	// Tracking is what the handler last reported doing (runtime
+	// ReportProgress), Stuck the last stuck-attempt evidence (runtime
+	// Options.OnStuck); nil when none. Each names the attempt it belongs
+	// to by Fence: compare with the job's Fence for the current one.
+	Tracking *Tracking
+	Stuck    *StuckInfo
 }
+
+// Tracking is a handler's report of what it is doing: percent done and a
+// free-form state.
+type Tracking = store.Tracking
+
+// StuckInfo is the evidence the runtime recorded of a stuck attempt: which
+// case (ignored_stop, no_progress), why, since when, the step and cursor
+// it was in and its goroutine stacks.
+type StuckInfo = store.StuckReport
 
 // StepInfo is one checkpointed step (or a cursor's progress).
 type StepInfo struct {
@@ -128,5 +143,6 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Timeout: j.Timeout, Deadline: j.Deadline, Reason: j.Reason, LastError: j.LastError,
 		Errors: recs, Result: j.Result, Orphan: j.Orphan, Parent: j.Parent, Steps: steps,
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
+		Tracking: j.Tracking, Stuck: j.Stuck,
 	}, nil
 }

@@ -21,6 +21,7 @@ type Job[T Args] struct {
 	CrashAttempt int // crashes so far (panics, lost leases)
 	MaxAttempts  int
 	Created      time.Time
+	Claimed      time.Time // when this attempt was claimed, in store time
 	Deadline     time.Time // zero: none
 	Orphan       Orphan    // set when the job was reclaimed after a crash
 	// Fence and LeaseID identify this attempt; every write Sluice makes for
@@ -36,7 +37,7 @@ type Orphan = runtime.Orphan
 func newJob[T Args](a *runtime.Attempt) (*Job[T], error) {
 	j := &Job[T]{
 		ID: a.ID, Queue: a.Queue, Kind: a.Kind, Priority: a.Priority, Attempt: a.Attempt,
-		CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts, Created: a.Created,
+		CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts, Created: a.Created, Claimed: a.Claimed,
 		Deadline: a.Deadline, Orphan: a.Orphan, Fence: a.Fence, LeaseID: a.LeaseID,
 	}
 	if err := msgpack.Unmarshal(a.Payload, &j.Args); err != nil {

@@ -27,6 +27,9 @@ var (
 	Sweep   = load("sweep")
 	Step    = load("step")
 	Notify  = load("notify")
+	// Stuck and Progress record what operators see of running attempts.
+	Stuck    = load("stuck")
+	Progress = load("progress")
 	// Relay runs alone: its keys are in another slot than a partition's.
 	Relay = redis.NewScript(body("relay"))
 	// Schedule runs alone too: schedule keys are not in a partition.

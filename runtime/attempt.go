@@ -25,6 +25,7 @@ type Attempt struct {
 	Fence        int64  // this attempt's fencing token
 	LeaseID      string // this attempt's lease ID
 	Created      time.Time
+	Claimed      time.Time // when this attempt's claim happened, in store time
 	Deadline     time.Time // zero: none
 	Orphan       Orphan    // set when the job was ever reclaimed after a crash
 
@@ -37,6 +38,7 @@ type Attempt struct {
 	cancel   context.CancelCauseFunc
 	watch    func()    // starts the grace watch once the attempt is cancelled
 	leaseEnd time.Time // our own estimate of when the lease runs out
+	ctl      control   // lease control, progress, tracked goroutines (control.go)
 }
 
 // Orphan is the provenance of a job that was reclaimed after a crash.
@@ -60,7 +62,7 @@ func newAttempt(p keys.Partition, j *store.Job, lease time.Duration) *Attempt {
 		ID: ref.String(), Queue: p.Queue, Kind: j.Kind, Payload: j.Payload, Headers: j.Headers,
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
 		MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseID: j.LeaseID,
-		Created: j.Created, Deadline: j.Deadline, Orphan: j.Orphan,
+		Created: j.Created, Claimed: j.LeaseExpiry.Add(-lease), Deadline: j.Deadline, Orphan: j.Orphan,
 		ref: ref, lease: lease, timeout: j.Timeout,
 	}
 }

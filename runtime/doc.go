@@ -11,6 +11,13 @@
 // Sluice's state in Redis; it cannot undo external side effects of handler
 // code that ignores its context's cancellation.
 //
+// Handlers of long operations use the lease-control surface on their
+// context: ExtendLease, LeaseLost, ReportProgress (shown to operators on the
+// job) and Go (tracked goroutines: success is not acked while they run).
+// Options.OnDeath observes jobs once their move to archived is durable;
+// Options.OnStuck receives evidence about attempts that ignore being told
+// to stop or make no progress.
+//
 // Users normally register typed handlers with package flow and pass the
 // flow.Registry to NewWorker.
 package runtime

@@ -41,6 +41,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 			w.kickRelay()
 		}
 	}
+	w.track(a)
 	w.mu.Lock()
 	w.inflight[a] = struct{}{}
 	w.mu.Unlock()
@@ -57,7 +58,10 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
 	returned := make(chan struct{})
-	watch := sync.OnceFunc(func() { go w.graceWatch(ctx, a, returned) })
+	watch := sync.OnceFunc(func() {
+		go w.graceWatch(ctx, a, returned)
+		w.watchStopped(ctx, a, returned)
+	})
 	a.mu.Lock()
 	a.cancel, a.watch = cancel, watch
 	a.mu.Unlock()
@@ -85,12 +89,14 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 
 	var r result
 	normal := false
+	w.begin(ctx, a)
 	defer func() {
 		// runtime.Goexit (t.FailNow in a handler) skips both the return and
 		// recover: settle it like a panic rather than never.
 		if !normal {
 			r = result{panic: "handler called runtime.Goexit", stack: debug.Stack()}
 		}
+		r = w.join(a, r) // tracked goroutines (tracked.go)
 		close(returned)
 		stopWatch()
 		w.release(1)
@@ -141,6 +147,7 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 		return
 	}
 	res := w.ack(a.ref.Partition, ack)
+	w.noteDeath(a, ack, res, r.err)
 	if res.Err != nil {
 		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)
 	}
@@ -194,6 +201,9 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		ack.Code = store.CodeRelease
 		return ack, true
 	}
+	if r.err == nil { // settled without the handler for another cause (a failed tracked goroutine)
+		r.err = cause
+	}
 	return w.classify(a, r.err), true
 }
 
@@ -207,8 +217,11 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		revoke *outcome.Revoke
 		park   *outcome.Park
 		wait   *outcome.Wait
+		crash  *outcome.Crash
 	)
 	switch {
+	case errors.As(err, &crash):
+		ack.Code, ack.Reason, ack.Data = store.CodeCrash, crash.Reason, crash.Detail
 	case errors.As(err, &snooze) && snooze.Delay >= 0:
 		ack.Code, ack.Delay, ack.Message = store.CodeSnooze, snooze.Delay, ""
 	case errors.As(err, &rl) && rl.Delay >= 0:

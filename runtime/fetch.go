@@ -75,6 +75,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 			continue
 		}
 		errDelay = 0
+		pick.served(chosen, len(res.Jobs))
 		w.release(slots - len(res.Jobs))
 		if res.Dry {
 			ready[chosen] = false
@@ -83,6 +84,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		for _, pk := range res.Parked {
 			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
 		}
+		w.archivedAtClaim(p, res.Parked)
 		for _, j := range res.Jobs {
 			w.start(jobsCtx, p, j, sent)
 		}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -87,6 +88,25 @@ type Options struct {
 	Clock Clock
 	// Logger receives the worker's logs. Default slog.Default().
 	Logger *slog.Logger
+	// Periodic, when set, runs while the worker runs (see Periodic).
+	Periodic Periodic
+
+	// OnDeath, when set, is told about every job this worker moved to
+	// archived (the dead-letter state), only once the fence-checked script
+	// that archived it succeeded; see Death for the delivery guarantees.
+	OnDeath func(ctx context.Context, d Death)
+	// OnStuck, when set, is told about attempts that stopped progressing;
+	// see Stuck. The evidence is also written to the job and logged,
+	// whether OnStuck is set or not.
+	OnStuck func(ctx context.Context, s Stuck)
+	// StuckAfterStop is how long an attempt told to stop (timeout,
+	// deadline, lost lease, shutdown, cancellation) may keep running before
+	// it is reported stuck. Default 30s.
+	StuckAfterStop time.Duration
+	// StuckNoProgress reports an attempt whose lease is healthy but which
+	// made no progress (no step checkpoint, cursor checkpoint or
+	// ReportProgress) for this long. Default 0: off.
+	StuckNoProgress time.Duration
 }
 
 // ValidQueue reports whether name is a valid queue name: 1 to 64 letters,
@@ -125,6 +145,7 @@ func (o Options) withDefaults() (Options, error) {
 		"MaintenanceInterval": &o.MaintenanceInterval, "IdlePoll": &o.IdlePoll,
 		"RetainCompleted": &o.RetainCompleted, "RetainArchived": &o.RetainArchived,
 		"RetainCancelled": &o.RetainCancelled,
+		"StuckAfterStop":  &o.StuckAfterStop, "StuckNoProgress": &o.StuckNoProgress,
 	}
 	for name, d := range durations {
 		if *d < 0 {
@@ -162,6 +183,7 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetainCompleted, 24*time.Hour)
 	def(&o.RetainArchived, 7*24*time.Hour)
 	def(&o.RetainCancelled, 24*time.Hour)
+	def(&o.StuckAfterStop, 30*time.Second)
 	if o.RenewInterval >= shortest {
 		return bad("RenewInterval %s must be shorter than the shortest lease %s", o.RenewInterval, shortest)
 	}

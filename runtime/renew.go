@@ -35,7 +35,7 @@ func (w *Worker) renewAll(ctx context.Context) {
 		sent := w.clk.Now()
 		rs := make([]store.Renewal, len(as))
 		for i, a := range as {
-			rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.lease}
+			rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration()}
 		}
 		lost, err := w.st.Renew(ctx, p, rs)
 		if err != nil {
@@ -68,7 +68,10 @@ func (w *Worker) renewAll(ctx context.Context) {
 }
 
 // lose cancels the attempt with cause ErrLeaseLost.
-func (a *Attempt) lose() { a.stop(ErrLeaseLost) }
+func (a *Attempt) lose() {
+	a.ctl.markLost()
+	a.stop(ErrLeaseLost)
+}
 
 // stop cancels the attempt with cause and starts the grace watch.
 func (a *Attempt) stop(cause error) {

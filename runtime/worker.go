@@ -38,6 +38,7 @@ type Worker struct {
 	checkpoints  *batcher[store.Checkpoint, store.CheckpointResult]
 	relayKick    chan struct{}
 	longestLease time.Duration
+	rel          reliability // death reports and stuck watches (reliability.go)
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -110,6 +111,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	services.Go(func() { w.renewLoop(svcCtx) })
 	services.Go(func() { w.maintainLoop(svcCtx) })
 	services.Go(func() { w.relayLoop(svcCtx) })
+	stopReliability := w.startReliability(bg)
+	w.runPeriodic(ctx, &services)
 
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() { w.fetchLoop(ctx, jobsCtx, wake) })
@@ -119,6 +122,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.drain(cancelJobs)
 	stopServices()
 	services.Wait()
+	stopReliability()
 	return nil
 }
 

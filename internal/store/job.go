@@ -40,6 +40,10 @@ type Job struct {
 	// Steps holds the step checkpoints (record by step field); loaded with
 	// a claim.
 	Steps map[string][]byte
+	// Tracking is the last progress report, Stuck the last stuck-attempt
+	// evidence (stuck.go); nil when none.
+	Tracking *Tracking
+	Stuck    *StuckReport
 }
 
 // Orphan is the provenance of a job reclaimed after a crash.
@@ -139,6 +143,10 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.WaitingFor = v
 		case "wc":
 			j.WaitingCount = int(num(v))
+		default:
+			if e := decodeReport(j, k, v); e != nil && err == nil {
+				err = e
+			}
 		}
 	}
 	if err != nil {

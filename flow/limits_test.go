@@ -1,0 +1,284 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+type tenantJob struct {
+	Tenant string
+	I      int
+}
+
+func (tenantJob) Kind() string { return "tenant_job" }
+
+// TestConcurrencyCeilingFleet: 50 workers together never run more than 3
+// jobs of a tenant at once, sampled in Redis and in the handlers.
+func TestConcurrencyCeilingFleet(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	reg := flow.NewRegistry()
+	var mu sync.Mutex
+	running, peak := map[string]int{}, map[string]int{}
+	release := make(chan struct{})
+	var done atomic.Int64
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[tenantJob]) error {
+		mu.Lock()
+		running[job.Args.Tenant]++
+		peak[job.Args.Tenant] = max(peak[job.Args.Tenant], running[job.Args.Tenant])
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		running[job.Args.Tenant]--
+		mu.Unlock()
+		done.Add(1)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, ns := newClient(t, rdb, reg)
+	var items []flow.Item
+	for i := range 60 {
+		tenant := fmt.Sprint("tenant-", i%3)
+		items = append(items, flow.Item{Args: tenantJob{Tenant: tenant, I: i}, Opts: []flow.EnqueueOption{flow.WithConcurrencyLimit(tenant, 3)}})
+	}
+	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Concurrency: 2})
+	}
+	ccKey := "{" + ns + ":default:0}:cc"
+	deadline := time.Now().Add(20 * time.Second)
+	for done.Load() < 60 {
+		// Let a few jobs finish at a time while sampling the counters.
+		select {
+		case release <- struct{}{}:
+		case <-time.After(time.Millisecond):
+		}
+		counts, err := rdb.HGetAll(context.Background(), ccKey).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tenant, n := range counts {
+			if n > "3" {
+				t.Fatalf("Redis counts %s running for %s", n, tenant)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 60 jobs done", done.Load())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for tenant, p := range peak {
+		if p > 3 {
+			t.Fatalf("%s peaked at %d running jobs", tenant, p)
+		}
+	}
+}
+
+type mailJob struct{ I int }
+
+func (mailJob) Kind() string { return "mail_job" }
+
+type pingJob struct{ I int }
+
+func (pingJob) Kind() string { return "ping_job" }
+
+// TestRateClassDoesNotBlockOthers: jobs of a slow rate class wait without
+// delaying unlimited work queued behind them, and start at the rate.
+func TestRateClassDoesNotBlockOthers(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	reg := flow.NewRegistry()
+	var mails, pings atomic.Int64
+	_ = flow.Register(reg, func(context.Context, *flow.Job[mailJob]) error { mails.Add(1); return nil })
+	_ = flow.Register(reg, func(context.Context, *flow.Job[pingJob]) error { pings.Add(1); return nil })
+	c, ns := newClient(t, rdb, reg)
+	var items []flow.Item
+	for i := range 500 {
+		items = append(items, flow.Item{Args: mailJob{I: i}, Opts: []flow.EnqueueOption{flow.WithRateLimit("smtp", flow.RateLimit{Jobs: 5, Per: time.Second})}})
+	}
+	for i := range 200 {
+		items = append(items, flow.Item{Args: pingJob{I: i}})
+	}
+	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+	for pings.Load() < 200 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("unlimited jobs held up: %d of 200 done", pings.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// 5 per second with a burst of 5: at most 5 + 5*elapsed have started.
+	if m := mails.Load(); float64(m) > 5+5*time.Since(start).Seconds()+1 {
+		t.Fatalf("%d rate-limited jobs ran in %s", m, time.Since(start))
+	}
+}
+
+// TestRateClassFleet: 3 workers share a class of 200 jobs/s for 4 s: the
+// observed rate is within 10% of the limit and no 1-second window exceeds
+// it by more than the burst.
+func TestRateClassFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for several seconds")
+	}
+	t.Parallel()
+	rdb := realRedis(t)
+	reg := flow.NewRegistry()
+	var mu sync.Mutex
+	var starts []time.Time
+	_ = flow.Register(reg, func(_ context.Context, job *flow.Job[mailJob]) error {
+		mu.Lock()
+		starts = append(starts, job.Claimed) // store time: when the token was taken
+		mu.Unlock()
+		return nil
+	})
+	c, ns := newClient(t, rdb, reg)
+	const rate, burst, window = 200, 20, 4 * time.Second
+	var items []flow.Item
+	for i := range 2000 {
+		items = append(items, flow.Item{Args: mailJob{I: i}, Opts: []flow.EnqueueOption{flow.WithRateLimit("api", flow.RateLimit{Jobs: rate, Per: time.Second, Burst: burst})}})
+	}
+	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+	}
+	time.Sleep(window) // the measurement itself: jobs start at the class's rate meanwhile
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) == 0 {
+		t.Fatal("nothing ran")
+	}
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	first := starts[0]
+	var n int
+	for _, s := range starts {
+		if s.Sub(first) < window-200*time.Millisecond {
+			n++
+		}
+	}
+	observed := float64(n) / (window - 200*time.Millisecond).Seconds()
+	if observed < rate*0.9-burst || observed > rate*1.1+burst {
+		t.Fatalf("observed %.0f jobs/s, want about %d", observed, rate)
+	}
+	for i := range starts {
+		j := i
+		for j < len(starts) && starts[j].Sub(starts[i]) < time.Second {
+			j++
+		}
+		if j-i > rate+burst {
+			t.Fatalf("%d jobs started within one second from %v", j-i, starts[i].Sub(first))
+		}
+	}
+}
+
+type weighted struct{ Q string }
+
+func (weighted) Kind() string { return "weighted" }
+
+// TestWeightedQueues: under saturation, queues weighted 6/3/1 are served
+// in that ratio (within 10%), the lightest included.
+func TestWeightedQueues(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	reg := flow.NewRegistry()
+	var mu sync.Mutex
+	served := map[string]int{}
+	total := 0
+	_ = flow.Register(reg, func(ctx context.Context, job *flow.Job[weighted]) error {
+		mu.Lock()
+		if total < 1000 {
+			served[job.Args.Q]++
+			total++
+		}
+		mu.Unlock()
+		return nil
+	})
+	c, ns := newClient(t, rdb, reg)
+	weights := map[string]int{"critical": 6, "default": 3, "low": 1}
+	var items []flow.Item
+	for q := range weights {
+		for range 1000 {
+			items = append(items, flow.Item{Args: weighted{Q: q}, Opts: []flow.EnqueueOption{flow.WithQueue(q)}})
+		}
+	}
+	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: weights, Concurrency: 4, ClaimBatch: 4})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		mu.Lock()
+		n := total
+		mu.Unlock()
+		if n >= 1000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("served %d", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for q, w := range weights {
+		want := 1000 * w / 10
+		if got := served[q]; got < want*9/10 || got > want*11/10 {
+			t.Errorf("queue %s served %d of the first 1000, want %d ±10%% (all: %v)", q, got, want, served)
+		}
+	}
+}
+
+// TestUniqueThroughClient: WithUnique and WithUniqueArgs through the client,
+// across partitions.
+func TestUniqueThroughClient(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	ns := redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Partitions: map[string]int{"default": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := c.Enqueue(ctx, email{To: "a"}, flow.WithUniqueArgs(0, flow.KeepExisting))
+	if err != nil || first.Duplicate {
+		t.Fatalf("first: %+v %v", first, err)
+	}
+	for range 5 { // any partition the round-robin would pick
+		again, err := c.Enqueue(ctx, email{To: "a"}, flow.WithUniqueArgs(0, flow.KeepExisting))
+		if err != nil || !again.Duplicate || !again.Unique || again.ID != first.ID {
+			t.Fatalf("duplicate: %+v %v (first %s)", again, err, first.ID)
+		}
+	}
+	other, err := c.Enqueue(ctx, email{To: "b"}, flow.WithUniqueArgs(0, flow.KeepExisting))
+	if err != nil || other.Duplicate {
+		t.Fatalf("other args: %+v %v", other, err)
+	}
+	for _, bad := range []flow.EnqueueOption{
+		flow.WithUnique("", 0, flow.KeepExisting), flow.WithUnique("k", -time.Second, flow.KeepExisting),
+		flow.WithUnique("k", 0, "sometimes"), flow.WithRateLimit("r", flow.RateLimit{Jobs: 0, Per: time.Second}),
+		flow.WithRateLimit("r", flow.RateLimit{Jobs: 5, Per: -time.Second}), flow.WithRateLimit("", flow.RateLimit{Jobs: 5, Per: time.Second}),
+		flow.WithConcurrencyLimit("t", 0), flow.WithConcurrencyLimit("", 3),
+	} {
+		if _, err := c.Enqueue(ctx, email{To: "x"}, bad); !errors.Is(err, flow.ErrInvalid) {
+			t.Fatalf("bad option accepted: %v", err)
+		}
+	}
+}

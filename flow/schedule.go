@@ -1,0 +1,269 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Schedule is a periodic job: Args enqueued at every tick of Cron or Every.
+// Register it with Scheduler.Add. However many schedulers run it, each tick
+// is enqueued once, as the job with ID "sched:<Name>:<tick in unix
+// seconds>" (see Scheduler).
+type Schedule struct {
+	// Name identifies the schedule across the fleet, in job IDs and in the
+	// operator API: 1 to 64 letters, digits, '_', '.' or '-'. Every
+	// scheduler that runs a schedule of this name should define it alike.
+	Name string
+	// Cron is a standard cron expression: five fields (minute, hour, day of
+	// month, month, day of week) or @yearly, @monthly, @weekly, @daily,
+	// @hourly. Set Cron or Every, not both.
+	Cron string
+	// Every is a fixed interval, a whole number of seconds. Its ticks fall
+	// on multiples of it since the Unix epoch, so every time.Hour ticks on
+	// the hour, whichever scheduler computes them.
+	Every time.Duration
+	// TimeZone is the IANA zone Cron is read in, such as "Europe/Paris".
+	// Default UTC. Not for Every.
+	TimeZone string
+	// Args are the arguments of every job enqueued.
+	Args Args
+	// Opts apply to every job enqueued; WithID is not allowed (the schedule
+	// names its jobs).
+	Opts []EnqueueOption
+	// Missed says what to do with ticks missed while no scheduler ran.
+	// Default SkipMissed.
+	Missed MissedPolicy
+	// Grace is how late a tick may be enqueued and still count as on time
+	// rather than missed. A tick is also missed once the next tick is due.
+	// Default DefaultGrace.
+	Grace time.Duration
+}
+
+// DefaultGrace is the default of Schedule.Grace.
+const DefaultGrace = time.Minute
+
+// MaxCatchUp bounds CatchUp(n).
+const MaxCatchUp = 1000
+
+// MissedPolicy says what a scheduler does with missed ticks: the ticks
+// that no scheduler enqueued on time (within Grace, before the next tick),
+// typically because none was running. A tick that is on time is always
+// enqueued, whatever the policy.
+type MissedPolicy struct {
+	mode missedMode
+	n    int
+}
+
+type missedMode int
+
+const (
+	missedSkip missedMode = iota
+	missedOnce
+	missedCatchUp
+)
+
+var (
+	// SkipMissed drops missed ticks: the schedule goes on with the next
+	// tick that is on time. The default.
+	SkipMissed = MissedPolicy{}
+	// RunOnce enqueues one job for all the missed ticks, however many, as
+	// the job of the most recent of them.
+	RunOnce = MissedPolicy{mode: missedOnce}
+)
+
+// CatchUp enqueues the most recent n missed ticks (1 <= n <= MaxCatchUp),
+// each as its own job, and drops older ones.
+func CatchUp(n int) MissedPolicy { return MissedPolicy{mode: missedCatchUp, n: n} }
+
+// String is the policy as the operator API shows it: "skip", "once" or
+// "catch-up N".
+func (p MissedPolicy) String() string {
+	switch p.mode {
+	case missedOnce:
+		return "once"
+	case missedCatchUp:
+		return "catch-up " + strconv.Itoa(p.n)
+	}
+	return "skip"
+}
+
+// ScheduleError is a schedule rejected at registration: which schedule,
+// which field and why. Err wraps ErrInvalid for a bad field, or the error
+// enqueueing Args and Opts would give (ErrInvalid, ErrUnknownKind,
+// ErrPayloadTooLarge).
+type ScheduleError struct {
+	Name  string
+	Field string // "Name", "Cron", "Every", "TimeZone", "Missed", "Grace", "Args" or "Opts"
+	Err   error
+}
+
+func (e *ScheduleError) Error() string {
+	return fmt.Sprintf("schedule %q: %s: %v", e.Name, e.Field, e.Err)
+}
+
+func (e *ScheduleError) Unwrap() error { return e.Err }
+
+// ErrScheduleNotFound: no scheduler has published a schedule of this name.
+var ErrScheduleNotFound = store.ErrNoSchedule
+
+// timing is when a schedule ticks: a parsed cron expression or an
+// interval of whole seconds.
+type timing struct {
+	cron  *cron.SpecSchedule
+	every int64 // seconds
+}
+
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// parseTiming validates the when of a schedule; field names the culprit.
+func parseTiming(expr string, every time.Duration, tz string) (tm timing, field string, err error) {
+	bad := func(field, format string, a ...any) (timing, string, error) {
+		return timing{}, field, fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+	}
+	switch {
+	case expr == "" && every == 0:
+		return bad("Every", "set Cron or Every")
+	case expr != "" && every != 0:
+		return bad("Every", "set Cron or Every, not both")
+	case every < 0:
+		return bad("Every", "interval %s is negative", every)
+	case every > 0 && every%time.Second != 0:
+		return bad("Every", "interval %s is not a whole number of seconds", every)
+	case every > 0 && tz != "":
+		return bad("TimeZone", "a time zone applies to Cron only")
+	case every > 0:
+		return timing{every: int64(every / time.Second)}, "", nil
+	}
+	loc := time.UTC
+	if tz != "" {
+		if loc, err = time.LoadLocation(tz); err != nil {
+			return bad("TimeZone", "%v", err)
+		}
+	}
+	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
+		return bad("Cron", "%q: set TimeZone instead of a TZ= prefix", expr)
+	}
+	if strings.HasPrefix(expr, "@every") {
+		return bad("Cron", "%q: use Every for fixed intervals", expr)
+	}
+	sched, err := parseCron(expr)
+	if err != nil {
+		return bad("Cron", "%q: %v", expr, err)
+	}
+	spec, ok := sched.(*cron.SpecSchedule)
+	if !ok {
+		return bad("Cron", "%q is not a cron expression", expr)
+	}
+	spec.Location = loc
+	tm = timing{cron: spec}
+	if tm.next(time.Now()).IsZero() {
+		return bad("Cron", "%q never fires", expr)
+	}
+	return tm, "", nil
+}
+
+// parseCron is the cron parser, which must not panic on any input.
+func parseCron(expr string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, errors.New("unparseable")
+		}
+	}()
+	return cronParser.Parse(expr)
+}
+
+// next is the first tick after t, or zero if there is none within five
+// years.
+func (tm timing) next(t time.Time) time.Time {
+	if tm.cron != nil {
+		return tm.cron.Next(t)
+	}
+	s := t.Unix()
+	n := s / tm.every
+	if s < 0 && s%tm.every != 0 {
+		n-- // floor
+	}
+	return time.Unix((n+1)*tm.every, 0)
+}
+
+// recent returns up to k of the most recent ticks in (after, now],
+// oldest first. It looks back over a window that grows until it holds k
+// ticks or reaches after, so a long outage costs no more than a short one.
+func (tm timing) recent(after, now time.Time, k int) []time.Time {
+	const longest = 50 * 365 * 24 * time.Hour
+	span := time.Minute
+	if tm.every > 0 {
+		span = time.Duration(tm.every) * time.Second
+	}
+	if span > longest/time.Duration(k+1) {
+		span = longest
+	} else {
+		span *= time.Duration(k + 1)
+	}
+	for ; ; span = min(4*span, longest) {
+		from, whole := now.Add(-span), span == longest
+		if whole || !from.After(after) {
+			from, whole = after, true
+		}
+		ticks := make([]time.Time, 0, k+1)
+		for t := tm.next(from); !t.IsZero() && !t.After(now); t = tm.next(t) {
+			if ticks = append(ticks, t); len(ticks) > k {
+				ticks = append(ticks[:0], ticks[1:]...)
+			}
+		}
+		if len(ticks) == k || whole {
+			return ticks
+		}
+	}
+}
+
+// plan decides, at store time now, what to do with the ticks in (last,
+// now]: which of them to enqueue, and the new last tick (zero when no
+// tick is due). Only the most recent due tick can be on time; the others
+// are missed, and so is it when it is later than grace.
+func plan(tm timing, p MissedPolicy, grace time.Duration, last, now time.Time) (enqueue []time.Time, newLast time.Time) {
+	k := 1
+	switch p.mode {
+	case missedOnce:
+		k = 2
+	case missedCatchUp:
+		k = p.n + 1
+	}
+	ticks := tm.recent(last, now, k)
+	if len(ticks) == 0 {
+		return nil, time.Time{}
+	}
+	newLast = ticks[len(ticks)-1]
+	missed, onTime := ticks, now.Sub(newLast) <= grace
+	if onTime {
+		missed = ticks[:len(ticks)-1]
+	}
+	switch p.mode {
+	case missedOnce:
+		if len(missed) > 0 {
+			enqueue = append(enqueue, missed[len(missed)-1])
+		}
+	case missedCatchUp:
+		enqueue = append(enqueue, missed[max(0, len(missed)-p.n):]...)
+	}
+	if onTime {
+		enqueue = append(enqueue, newLast)
+	}
+	return enqueue, newLast
+}
+
+// validName reports whether name is a valid schedule name.
+func validName(name string) bool { return names.Valid(name, 64, "_.-") }
+
+// tickID is the job ID of a schedule's tick.
+func tickID(name string, tick time.Time) string {
+	return "sched:" + name + ":" + strconv.FormatInt(tick.Unix(), 10)
+}

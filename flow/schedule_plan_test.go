@@ -1,0 +1,151 @@
+package flow
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestPlan: which due ticks each missed-run policy enqueues, and the new
+// last tick, from the last tick and the store time.
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	at := func(minutes int, seconds ...int) time.Time {
+		d := time.Duration(minutes) * time.Minute
+		for _, s := range seconds {
+			d += time.Duration(s) * time.Second
+		}
+		return t0.Add(d)
+	}
+	mins := func(ms ...int) []time.Time {
+		out := make([]time.Time, len(ms))
+		for i, m := range ms {
+			out[i] = at(m)
+		}
+		return out
+	}
+	minutely := mustTiming(t, "* * * * *", 0, "")
+	hourly := mustTiming(t, "", time.Hour, "")
+	cases := []struct {
+		name      string
+		tm        timing
+		policy    MissedPolicy
+		grace     time.Duration
+		last, now time.Time
+		want      []time.Time
+		wantLast  time.Time
+	}{
+		{"nothing due", minutely, SkipMissed, time.Minute, at(0), at(0, 59), nil, time.Time{}},
+		{"on time", minutely, SkipMissed, time.Minute, at(0), at(1), mins(1), at(1)},
+		{"on time, a little late", minutely, SkipMissed, time.Minute, at(0), at(1, 20), mins(1), at(1)},
+		{"last not on a tick", minutely, SkipMissed, time.Minute, at(0, 30), at(1), mins(1), at(1)},
+		// A 10-minute outage after tick 0, back at tick 10 exactly: tick 10
+		// is on time, 1..9 were missed.
+		{"outage, skip", minutely, SkipMissed, time.Minute, at(0), at(10), mins(10), at(10)},
+		{"outage, once", minutely, RunOnce, time.Minute, at(0), at(10), mins(9, 10), at(10)},
+		{"outage, catch up 3", minutely, CatchUp(3), time.Minute, at(0), at(10), mins(7, 8, 9, 10), at(10)},
+		{"outage, catch up all", minutely, CatchUp(100), time.Minute, at(0), at(10), mins(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), at(10)},
+		// Back at 10:45 with a 30s grace: tick 10 is missed too.
+		{"late, skip", minutely, SkipMissed, 30 * time.Second, at(0), at(10, 45), nil, at(10)},
+		{"late, once", minutely, RunOnce, 30 * time.Second, at(0), at(10, 45), mins(10), at(10)},
+		{"late, catch up 3", minutely, CatchUp(3), 30 * time.Second, at(0), at(10, 45), mins(8, 9, 10), at(10)},
+		{"one late tick, once", minutely, RunOnce, 30 * time.Second, at(0), at(1, 45), mins(1), at(1)},
+		{"one late tick, skip", minutely, SkipMissed, 30 * time.Second, at(0), at(1, 45), nil, at(1)},
+		{"interval on the hour", hourly, SkipMissed, time.Minute, at(17), at(60, 5), mins(60), at(60)},
+		{"a year down, catch up 2", minutely, CatchUp(2), time.Minute, at(0), at(365 * 24 * 60), mins(365*24*60-2, 365*24*60-1, 365*24*60), at(365 * 24 * 60)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, last := plan(tc.tm, tc.policy, tc.grace, tc.last, tc.now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("enqueued (-want +got):\n%s", diff)
+			}
+			if !last.Equal(tc.wantLast) {
+				t.Errorf("last = %v, want %v", last, tc.wantLast)
+			}
+		})
+	}
+}
+
+// TestTiming: cron expressions are read in their time zone (DST
+// included); intervals tick on multiples since the Unix epoch.
+func TestTiming(t *testing.T) {
+	t.Parallel()
+	paris := mustTiming(t, "0 9 * * *", 0, "Europe/Paris")
+	cases := []struct {
+		name     string
+		tm       timing
+		from     time.Time
+		wantNext time.Time
+	}{
+		{"paris winter", paris, time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC), time.Date(2026, 1, 10, 8, 0, 0, 0, time.UTC)},
+		{"paris summer", paris, time.Date(2026, 7, 10, 0, 0, 0, 0, time.UTC), time.Date(2026, 7, 10, 7, 0, 0, 0, time.UTC)},
+		{"utc by default", mustTiming(t, "@daily", 0, ""), time.Date(2026, 7, 10, 0, 0, 1, 0, time.UTC), time.Date(2026, 7, 11, 0, 0, 0, 0, time.UTC)},
+		{"every 7s", mustTiming(t, "", 7*time.Second, ""), time.Unix(20, 0), time.Unix(21, 0)},
+		{"every 7s, on a tick", mustTiming(t, "", 7*time.Second, ""), time.Unix(21, 0), time.Unix(28, 0)},
+	}
+	for _, tc := range cases {
+		if got := tc.tm.next(tc.from); !got.Equal(tc.wantNext) {
+			t.Errorf("%s: next(%v) = %v, want %v", tc.name, tc.from, got, tc.wantNext)
+		}
+	}
+}
+
+// TestParseTiming: every bad schedule timing is ErrInvalid, naming the
+// field.
+func TestParseTiming(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		cron  string
+		every time.Duration
+		tz    string
+		field string
+	}{
+		{"neither", "", 0, "", "Every"},
+		{"both", "* * * * *", time.Minute, "", "Every"},
+		{"negative interval", "", -time.Minute, "", "Every"},
+		{"fractional interval", "", 1500 * time.Millisecond, "", "Every"},
+		{"zone with interval", "", time.Minute, "UTC", "TimeZone"},
+		{"unknown zone", "* * * * *", 0, "Mars/Olympus_Mons", "TimeZone"},
+		{"garbage", "every minute please", 0, "", "Cron"},
+		{"six fields", "0 * * * * *", 0, "", "Cron"},
+		{"out of range", "61 * * * *", 0, "", "Cron"},
+		{"zero step", "*/0 * * * *", 0, "", "Cron"},
+		{"TZ prefix", "TZ=UTC * * * * *", 0, "", "Cron"},
+		{"TZ prefix without space", "TZ=UTC", 0, "", "Cron"},
+		{"@every", "@every 1m", 0, "", "Cron"},
+		{"unknown descriptor", "@sometimes", 0, "", "Cron"},
+		{"never fires", "0 0 30 2 *", 0, "", "Cron"},
+	}
+	for _, tc := range cases {
+		_, field, err := parseTiming(tc.cron, tc.every, tc.tz)
+		if !errors.Is(err, ErrInvalid) || field != tc.field {
+			t.Errorf("%s: field %q, err %v; want %s, ErrInvalid", tc.name, field, err, tc.field)
+		}
+	}
+}
+
+// FuzzParseCron: the cron parser never panics.
+func FuzzParseCron(f *testing.F) {
+	for _, s := range []string{"* * * * *", "*/5 1-3 * jan mon", "@hourly", "0-", "1-0/0 * * * *"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if tm, _, err := parseTiming(s, 0, ""); err == nil {
+			tm.next(time.Now())
+		}
+	})
+}
+
+func mustTiming(t *testing.T, expr string, every time.Duration, tz string) timing {
+	t.Helper()
+	tm, _, err := parseTiming(expr, every, tz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm
+}

@@ -1,0 +1,297 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestScheduleFleet: three workers run the same every-minute schedule for
+// 60 simulated minutes; every scheduler looks at every tick, and exactly
+// one job runs per tick.
+func TestScheduleFleet(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	reg := flow.NewRegistry()
+	var (
+		mu  sync.Mutex
+		ran = map[string]int{}
+	)
+	if err := flow.Register(reg, func(_ context.Context, job *flow.Job[report]) error {
+		mu.Lock()
+		ran[job.ID]++
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.reg = reg
+	for range 3 {
+		s := e.newScheduler(flow.Schedule{Name: "minutely", Cron: "* * * * *", Args: report{Team: "ops"}})
+		startWorker(t, e.rdb, reg, runtime.Options{
+			Namespace: e.ns, Clock: e.clk, Periodic: s, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+		})
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(ran)
+	}
+	e.wait("minutely", 3)
+	for m := 1; m <= 60; m++ {
+		e.clk.Advance(time.Minute)
+		e.wait("minutely", 3)
+		deadline := time.Now().Add(20 * time.Second)
+		for count() < m && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	want := map[string]int{}
+	for _, id := range tickIDs("minutely", minutes(seq(1, 60)...)...) {
+		want["default:0:"+id] = 1
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if diff := cmp.Diff(want, ran); diff != "" {
+		t.Fatalf("jobs run (-want +got):\n%s", diff)
+	}
+	// Every job is acked: 60 completed, nothing else.
+	var stats map[string]string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		var err error
+		stats, err = e.rdb.HGetAll(context.Background(), keys.Partition{NS: e.ns, Queue: "default"}.Stats()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats[flow.StateCompleted] == "60" {
+			break
+		}
+	}
+	for state, n := range stats {
+		if want := map[bool]string{true: "60", false: "0"}[state == flow.StateCompleted]; n != want {
+			t.Errorf("%s: %s jobs, want %s", state, n, want)
+		}
+	}
+}
+
+// TestScheduleMissed: a minutely schedule ran tick 1, then no scheduler
+// ran for 10 minutes. When one comes back at tick 11 (on time) or at 11:30
+// (with a 10s grace, so tick 11 is missed too), each missed-run policy
+// enqueues what it promises, and the schedule goes on with tick 12.
+func TestScheduleMissed(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name   string
+		policy flow.MissedPolicy
+		grace  time.Duration
+		back   time.Duration
+		want   []int
+	}{
+		{"skip", flow.SkipMissed, 0, 11 * time.Minute, []int{1, 11, 12}},
+		{"once", flow.RunOnce, 0, 11 * time.Minute, []int{1, 10, 11, 12}},
+		{"catch up 3", flow.CatchUp(3), 0, 11 * time.Minute, []int{1, 8, 9, 10, 11, 12}},
+		{"catch up 20", flow.CatchUp(20), 0, 11 * time.Minute, seq(1, 12)},
+		{"skip, late", flow.SkipMissed, 10 * time.Second, 11*time.Minute + 30*time.Second, []int{1, 12}},
+		{"once, late", flow.RunOnce, 10 * time.Second, 11*time.Minute + 30*time.Second, []int{1, 11, 12}},
+		{"catch up 3, late", flow.CatchUp(3), 10 * time.Second, 11*time.Minute + 30*time.Second, []int{1, 9, 10, 11, 12}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newSchedEnv(t)
+			sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}, Missed: tc.policy, Grace: tc.grace}
+			stop := e.run(e.newScheduler(sc))
+			e.wait("m", 1)
+			e.clk.Advance(time.Minute)
+			e.wait("m", 1)
+			stop() // the outage
+			e.clk.Advance(tc.back - time.Minute)
+			e.run(e.newScheduler(sc))
+			e.wait("m", 1)
+			e.clk.Advance(12*time.Minute - tc.back)
+			e.wait("m", 1)
+			if diff := cmp.Diff(tickIDs("m", minutes(tc.want...)...), e.queued()); diff != "" {
+				t.Fatalf("jobs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestScheduleAbandonedTick: a scheduler claimed tick 1 and died before
+// enqueueing it; another enqueues it once the claim is abandoned.
+func TestScheduleAbandonedTick(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
+	stop := e.run(e.newScheduler(sc))
+	e.wait("m", 1)
+	stop()
+	e.clk.Advance(time.Minute)
+	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
+	res, err := st.ClaimTicks(context.Background(), "m", at(0), at(time.Minute), []time.Time{at(time.Minute)})
+	if err != nil || res != store.Claimed {
+		t.Fatalf("claim: %q, %v", res, err)
+	}
+	e.run(e.newScheduler(sc))
+	e.wait("m", 1)
+	if q := e.queued(); len(q) != 0 {
+		t.Fatalf("queued before the claim is abandoned: %v", q)
+	}
+	e.clk.Advance(time.Minute)
+	e.wait("m", 1)
+	if diff := cmp.Diff(tickIDs("m", minutes(1, 2)...), e.queued()); diff != "" {
+		t.Fatalf("jobs (-want +got):\n%s", diff)
+	}
+}
+
+// TestScheduleOperatorAPI: list, pause, trigger and resume schedules.
+func TestScheduleOperatorAPI(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	c := e.client()
+	ctx := context.Background()
+	if err := c.PauseSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
+		t.Fatalf("pause before any scheduler ran: %v", err)
+	}
+	if _, err := c.TriggerSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
+		t.Fatalf("trigger before any scheduler ran: %v", err)
+	}
+	if err := c.ResumeSchedule(ctx, "no spaces"); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("resume with a bad name: %v", err)
+	}
+	e.run(e.newScheduler(
+		flow.Schedule{Name: "reports", Cron: "*/5 * * * *", TimeZone: "Europe/Paris", Args: report{Team: "a"}, Missed: flow.CatchUp(2)},
+		flow.Schedule{Name: "heartbeat", Every: time.Hour, Args: report{Team: "hb"}, Opts: []flow.EnqueueOption{flow.WithQueue("hb")}},
+	))
+	e.wait("reports", 1)
+	e.wait("heartbeat", 1)
+	list := func(want ...flow.ScheduleInfo) {
+		t.Helper()
+		got, err := c.Schedules(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("schedules (-want +got):\n%s", diff)
+		}
+	}
+	hb := flow.ScheduleInfo{Name: "heartbeat", Every: time.Hour, Missed: "skip", Grace: flow.DefaultGrace, Queue: "hb", Kind: "report", NextRun: at(time.Hour)}
+	rep := flow.ScheduleInfo{
+		Name: "reports", Cron: "*/5 * * * *", TimeZone: "Europe/Paris", Missed: "catch-up 2", Grace: flow.DefaultGrace,
+		Queue: "default", Kind: "report", NextRun: at(5 * time.Minute),
+	}
+	list(hb, rep)
+
+	e.clk.Advance(5 * time.Minute)
+	e.wait("reports", 1)
+	rep.LastRun, rep.NextRun = at(5*time.Minute), at(10*time.Minute)
+	list(hb, rep)
+
+	// Paused: tick 10 is not enqueued, a trigger is.
+	if err := c.PauseSchedule(ctx, "reports"); err != nil {
+		t.Fatal(err)
+	}
+	rep.Paused, rep.NextRun = true, time.Time{}
+	list(hb, rep)
+	e.clk.Advance(5 * time.Minute)
+	e.wait("reports", 1)
+	var triggered []string
+	for range 2 {
+		res, err := c.TriggerSchedule(ctx, "reports")
+		if err != nil || res.Duplicate {
+			t.Fatalf("trigger: %+v, %v", res, err)
+		}
+		info, err := c.Job(ctx, res.ID)
+		if err != nil || info.Kind != "report" {
+			t.Fatalf("triggered job %s: %+v, %v", res.ID, info, err)
+		}
+		var args report
+		if err := info.DecodeArgs(&args); err != nil || args.Team != "a" {
+			t.Fatalf("triggered job args %+v, %v", args, err)
+		}
+		triggered = append(triggered, strings.TrimPrefix(res.ID, "default:0:"))
+	}
+	if triggered[0] == triggered[1] || !strings.HasPrefix(triggered[0], "sched:reports:trigger:") {
+		t.Fatalf("triggered IDs %v", triggered)
+	}
+
+	// Resumed at 12: tick 15 is the next, the paused ticks never run.
+	e.clk.Advance(2 * time.Minute)
+	e.wait("reports", 1)
+	if err := c.ResumeSchedule(ctx, "reports"); err != nil {
+		t.Fatal(err)
+	}
+	rep.Paused, rep.NextRun = false, at(15*time.Minute)
+	list(hb, rep)
+	e.clk.Advance(3 * time.Minute)
+	e.wait("reports", 1)
+	want := append(append(tickIDs("reports", 5*time.Minute), triggered...), tickIDs("reports", 15*time.Minute)...)
+	if diff := cmp.Diff(want, e.queued()); diff != "" {
+		t.Fatalf("jobs (-want +got):\n%s", diff)
+	}
+	if got, err := c.Schedule(ctx, "reports"); err != nil || !got.LastRun.Equal(at(15*time.Minute)) {
+		t.Fatalf("schedule: %+v, %v", got, err)
+	}
+}
+
+// TestScheduleBadInput: bad schedules are *ScheduleError at registration,
+// naming the field, and matching the sentinel errors.
+func TestScheduleBadInput(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	s := e.newScheduler(flow.Schedule{Name: "taken", Every: time.Minute, Args: report{}})
+	ok := flow.Schedule{Name: "ok", Cron: "* * * * *", Args: report{}}
+	with := func(f func(*flow.Schedule)) flow.Schedule {
+		sc := ok
+		f(&sc)
+		return sc
+	}
+	cases := []struct {
+		name  string
+		sc    flow.Schedule
+		field string
+		want  error
+	}{
+		{"invalid cron", with(func(s *flow.Schedule) { s.Cron = "61 * * * *" }), "Cron", flow.ErrInvalid},
+		{"cron with seconds", with(func(s *flow.Schedule) { s.Cron = "0 * * * * *" }), "Cron", flow.ErrInvalid},
+		{"cron that never fires", with(func(s *flow.Schedule) { s.Cron = "0 0 31 2 *" }), "Cron", flow.ErrInvalid},
+		{"zero interval", with(func(s *flow.Schedule) { s.Cron = "" }), "Every", flow.ErrInvalid},
+		{"negative interval", with(func(s *flow.Schedule) { s.Cron, s.Every = "", -time.Minute }), "Every", flow.ErrInvalid},
+		{"fractional interval", with(func(s *flow.Schedule) { s.Cron, s.Every = "", time.Millisecond }), "Every", flow.ErrInvalid},
+		{"cron and interval", with(func(s *flow.Schedule) { s.Every = time.Minute }), "Every", flow.ErrInvalid},
+		{"unknown time zone", with(func(s *flow.Schedule) { s.TimeZone = "Europe/Atlantis" }), "TimeZone", flow.ErrInvalid},
+		{"empty name", with(func(s *flow.Schedule) { s.Name = "" }), "Name", flow.ErrInvalid},
+		{"name with a colon", with(func(s *flow.Schedule) { s.Name = "a:b" }), "Name", flow.ErrInvalid},
+		{"name added twice", with(func(s *flow.Schedule) { s.Name = "taken" }), "Name", flow.ErrInvalid},
+		{"catch up 0", with(func(s *flow.Schedule) { s.Missed = flow.CatchUp(0) }), "Missed", flow.ErrInvalid},
+		{"catch up too many", with(func(s *flow.Schedule) { s.Missed = flow.CatchUp(flow.MaxCatchUp + 1) }), "Missed", flow.ErrInvalid},
+		{"negative grace", with(func(s *flow.Schedule) { s.Grace = -time.Second }), "Grace", flow.ErrInvalid},
+		{"WithID", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithID("x")} }), "Opts", flow.ErrInvalid},
+		{"bad option", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithPriority(99)} }), "Opts", flow.ErrInvalid},
+		{"nil args", with(func(s *flow.Schedule) { s.Args = nil }), "Args", flow.ErrInvalid},
+		{"unknown kind", with(func(s *flow.Schedule) { s.Args = unregistered{} }), "Args", flow.ErrUnknownKind},
+	}
+	for _, tc := range cases {
+		err := s.Add(tc.sc)
+		var se *flow.ScheduleError
+		if !errors.Is(err, tc.want) || !errors.As(err, &se) || se.Field != tc.field || se.Name != tc.sc.Name {
+			t.Errorf("%s: %v (%#v), want %v in field %s", tc.name, err, se, tc.want, tc.field)
+		}
+	}
+	if err := s.Add(ok); err != nil {
+		t.Fatalf("a good schedule: %v", err)
+	}
+	if _, err := flow.NewScheduler(nil, flow.SchedulerOptions{}); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("nil client: %v", err)
+	}
+}

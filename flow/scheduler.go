@@ -1,0 +1,271 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Scheduler enqueues the jobs of periodic schedules. Run it beside every
+// worker (runtime.Options.Periodic runs it for the worker's lifetime) or on
+// its own: any number of schedulers, in any number of processes, may run
+// the same schedules, and no leader is needed. For every due tick they
+// agree, through one atomic script on the schedule's state in Redis, on
+// which scheduler enqueues it, and the job's ID (sched:<name>:<tick>)
+// makes a repeated enqueue a no-op. A scheduler that dies after claiming a
+// tick and before enqueueing it leaves the tick pending; another enqueues
+// it 30 to 90 seconds later. Execution is still at-least-once: a job may
+// run twice if its scheduler dies between enqueueing and confirming it and
+// the job is deleted (after its retention) before the tick is re-enqueued.
+//
+// Ticks are decided in store time (Redis TIME, or the client's Clock), so
+// schedulers with skewed clocks still agree. A new schedule's first tick is
+// the first one after a scheduler first runs it. Ticks missed while no
+// scheduler ran are handled by the schedule's MissedPolicy.
+//
+// Schedules are paused, resumed, listed and triggered with the Client.
+type Scheduler struct {
+	c   *Client
+	log *slog.Logger
+	clk clock.Clock
+
+	mu     sync.Mutex
+	scheds []*schedule
+	// onStep, when set (tests), is called after each scheduling round of
+	// a schedule with the store time it ran at (zero after an error).
+	onStep func(name string, now time.Time)
+}
+
+// SchedulerOptions configure a Scheduler.
+type SchedulerOptions struct {
+	// Logger receives the scheduler's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// schedule is a validated Schedule, ready to run.
+type schedule struct {
+	Schedule
+	timing
+	def store.ScheduleDef
+}
+
+// abandonAfter is how long a claimed tick may stay unconfirmed before
+// another scheduler enqueues it; maxWait is the longest a scheduler sleeps
+// between two looks at a schedule, so it finds abandoned ticks and
+// notices resumed schedules.
+const (
+	abandonAfter = 30 * time.Second
+	maxWait      = time.Minute
+	retryWait    = time.Second
+)
+
+var _ runtime.Periodic = (*Scheduler)(nil)
+
+// NewScheduler returns a scheduler that enqueues with c and sleeps on c's
+// Clock.
+func NewScheduler(c *Client, opts SchedulerOptions) (*Scheduler, error) {
+	if c == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	var clk clock.Clock = clock.Real{}
+	if c.opts.Clock != nil {
+		clk = c.opts.Clock
+	}
+	return &Scheduler{c: c, log: opts.Logger, clk: clk}, nil
+}
+
+// Add validates and registers a schedule. Bad input is a *ScheduleError:
+// an invalid name, a name already added, an invalid cron expression, a
+// zero, negative or fractional interval, an unknown time zone, a bad
+// missed-run policy or grace, or arguments and options that Enqueue would
+// reject. Schedules added while the scheduler runs start with its next Run.
+func (s *Scheduler) Add(sc Schedule) error {
+	bad := func(field string, err error) error {
+		return &ScheduleError{Name: sc.Name, Field: field, Err: err}
+	}
+	if !validName(sc.Name) {
+		return bad("Name", fmt.Errorf("%w: 1 to 64 letters, digits, '_', '.' or '-'", ErrInvalid))
+	}
+	tm, field, err := parseTiming(sc.Cron, sc.Every, sc.TimeZone)
+	if err != nil {
+		return bad(field, err)
+	}
+	if p := sc.Missed; p.mode == missedCatchUp && (p.n < 1 || p.n > MaxCatchUp) {
+		return bad("Missed", fmt.Errorf("%w: CatchUp(%d) not in 1..%d", ErrInvalid, p.n, MaxCatchUp))
+	}
+	if sc.Grace < 0 {
+		return bad("Grace", fmt.Errorf("%w: grace %s is negative", ErrInvalid, sc.Grace))
+	}
+	if sc.Grace == 0 {
+		sc.Grace = DefaultGrace
+	}
+	var o enqueueOptions
+	for _, opt := range sc.Opts {
+		if opt == nil {
+			return bad("Opts", fmt.Errorf("%w: nil option", ErrInvalid))
+		}
+		if err := opt(&o); err != nil {
+			return bad("Opts", err)
+		}
+	}
+	if o.id != "" {
+		return bad("Opts", fmt.Errorf("%w: WithID: the schedule names its jobs", ErrInvalid))
+	}
+	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
+	ref, job, err := s.c.plan.job(Item{Args: sc.Args, Opts: sc.Opts}, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
+	if err != nil {
+		return bad("Args", err)
+	}
+	tmpl, err := msgpack.Marshal(job)
+	if err != nil {
+		return bad("Args", fmt.Errorf("%w: encoding the job: %v", ErrInvalid, err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range s.scheds {
+		if x.Name == sc.Name {
+			return bad("Name", fmt.Errorf("%w: added twice", ErrInvalid))
+		}
+	}
+	s.scheds = append(s.scheds, &schedule{Schedule: sc, timing: tm, def: store.ScheduleDef{
+		Name: sc.Name, Cron: sc.Cron, Every: sc.Every, TimeZone: sc.TimeZone, Missed: sc.Missed.String(),
+		Grace: sc.Grace, Queue: ref.Queue, Kind: job.Kind, Template: tmpl,
+	}})
+	return nil
+}
+
+// Run enqueues the schedules' jobs until ctx is cancelled, then returns
+// nil. Redis errors are logged and retried.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.mu.Lock()
+	scheds := slices.Clone(s.scheds)
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, sc := range scheds {
+		wg.Go(func() { s.loop(ctx, sc) })
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+// loop runs one schedule: a round at every tick, and at least every
+// maxWait.
+func (s *Scheduler) loop(ctx context.Context, sc *schedule) {
+	published := false
+	fails := 0
+	for ctx.Err() == nil {
+		if !published {
+			published = s.c.st.PublishSchedule(ctx, sc.def) == nil
+		}
+		now, wait, err := s.round(ctx, sc)
+		if errors.Is(err, store.ErrNoSchedule) {
+			published = false // deleted by hand: publish it again
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			fails++
+			wait = min(retryWait<<min(fails-1, 5), 30*time.Second)
+			s.log.Warn("scheduling failed", "schedule", sc.Name, "err", err, "retry_in", wait)
+		} else {
+			fails = 0
+		}
+		t := s.clk.NewTimer(wait)
+		if f := s.onStep; f != nil {
+			f(sc.Name, now)
+		}
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	}
+}
+
+// round looks at a schedule once: it enqueues abandoned ticks, then the
+// due ticks the missed-run policy keeps if it wins the claim on them. It
+// returns the store time and how long to wait for the next round.
+func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Duration, error) {
+	for range 3 {
+		st, err := s.c.st.SyncSchedule(ctx, sc.Name, abandonAfter)
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		if len(st.Abandoned) > 0 {
+			s.log.Warn("enqueueing ticks another scheduler claimed but did not confirm", "schedule", sc.Name, "ticks", len(st.Abandoned))
+			if err := s.enqueue(ctx, sc, st.Abandoned); err != nil {
+				return st.Now, 0, err
+			}
+		}
+		wait := maxWait
+		if next := sc.next(st.Now); !next.IsZero() {
+			wait = min(next.Sub(st.Now), maxWait)
+		}
+		if st.Paused {
+			return st.Now, wait, nil
+		}
+		ticks, last := plan(sc.timing, sc.Missed, sc.Grace, st.Last, st.Now)
+		if last.IsZero() {
+			return st.Now, wait, nil
+		}
+		res, err := s.c.st.ClaimTicks(ctx, sc.Name, st.Last, last, ticks)
+		if err != nil {
+			return st.Now, 0, err
+		}
+		switch res {
+		case store.Claimed:
+			if dropped := tickCount(sc.timing, st.Last, last) - len(ticks); dropped > 0 {
+				s.log.Info("missed ticks dropped", "schedule", sc.Name, "dropped", dropped, "policy", sc.Missed.String())
+			}
+			return st.Now, wait, s.enqueue(ctx, sc, ticks)
+		case store.ClaimPaused:
+			return st.Now, wait, nil
+		}
+		// Another scheduler moved first: look again.
+	}
+	return time.Time{}, retryWait, nil
+}
+
+// enqueue adds the jobs of claimed ticks, then confirms them. A tick whose
+// ID is taken by a different job (the schedule's arguments changed) is
+// logged and confirmed; on a Redis error the ticks stay pending.
+func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time) error {
+	if len(ticks) == 0 {
+		return nil
+	}
+	items := make([]Item, len(ticks))
+	for i, t := range ticks {
+		items[i] = Item{Args: sc.Args, Opts: append(slices.Clip(sc.Opts), WithID(tickID(sc.Name, t)))}
+	}
+	res, err := s.c.EnqueueMany(ctx, items...)
+	if err != nil {
+		return err
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			s.log.Error("a tick's job ID is taken by another job", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
+		}
+	}
+	return s.c.st.AckTicks(ctx, sc.Name, ticks)
+}
+
+// tickCount counts the ticks in (after, upTo], up to MaxCatchUp+1, for
+// logging.
+func tickCount(tm timing, after, upTo time.Time) int {
+	return len(tm.recent(after, upTo, MaxCatchUp+1))
+}

@@ -1,0 +1,147 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// Stored sizes of stuck evidence: longer texts are cut.
+const (
+	StuckWhyMax   = 1 << 10
+	StuckStackMax = 16 << 10
+)
+
+// StuckReport is the evidence of a stuck attempt as stored on its job
+// (lua/stuck.lua).
+type StuckReport struct {
+	Case    string // ignored_stop or no_progress
+	LeaseID string // the stuck attempt's identity
+	Fence   int64
+	Why     string    // the cancellation cause, or how long without progress
+	Since   time.Time // when it was told to stop, or its last progress
+	At      time.Time // when it was found stuck (store time)
+	Step    string    // the step it was in
+	Cursor  string    // that step's last cursor checkpoint, if a cursor
+	Stack   string    // the goroutine stacks, cut at StuckStackMax
+}
+
+// Tracking is what an attempt last reported doing (lua/progress.lua).
+type Tracking struct {
+	Percent float64
+	State   string
+	At      time.Time // store time of the report
+	Fence   int64     // the reporting attempt
+}
+
+// Stuck records r on the job of l. It reports false when the job no
+// longer belongs to that attempt (nothing was written).
+func (s *Store) Stuck(ctx context.Context, p keys.Partition, l Lease, r StuckReport) (bool, error) {
+	n, err := s.run(ctx, lua.Stuck, p, l.Local, l.LeaseID, l.Fence, r.Case, cut(r.Why, StuckWhyMax),
+		unixMS(r.Since), r.Step, cut(r.Cursor, StuckWhyMax), cut(r.Stack, StuckStackMax)).Int()
+	return n == 1, err
+}
+
+// ProgressReport is one running attempt's report of what it is doing.
+type ProgressReport struct {
+	Lease
+	Percent float64
+	State   string
+}
+
+// Progress records reports of running attempts of one partition in one
+// round trip; written[i] is false when report i's attempt no longer holds
+// its job.
+func (s *Store) Progress(ctx context.Context, p keys.Partition, rs []ProgressReport) (written []bool, err error) {
+	args := make([]any, 0, 1+5*len(rs))
+	args = append(args, len(rs))
+	for _, r := range rs {
+		args = append(args, r.Local, r.LeaseID, r.Fence, strconv.FormatFloat(r.Percent, 'f', -1, 64), r.State)
+	}
+	v, err := s.run(ctx, lua.Progress, p, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	flat, err := strs(v)
+	if err != nil || len(flat) != len(rs) {
+		return nil, fmt.Errorf("%w: progress reply %v", ErrMalformed, v)
+	}
+	written = make([]bool, len(rs))
+	for i, f := range flat {
+		written[i] = f == "1"
+	}
+	return written, nil
+}
+
+// cut shortens s to at most n bytes.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// decodeReport reads the job fields of stuck evidence ('z*') and progress
+// reports ('g*'); other fields are ignored.
+func decodeReport(j *Job, k, v string) error {
+	var (
+		n   int64
+		err error
+	)
+	switch k {
+	case "zf", "zs", "zd", "gf", "gt":
+		n, err = strconv.ParseInt(v, 10, 64)
+	case "gp":
+		var f float64
+		f, err = strconv.ParseFloat(v, 64)
+		j.tracking().Percent = f
+	}
+	if err != nil {
+		return fmt.Errorf("%w: job %s: field %s is not a number: %q", ErrMalformed, j.Local, k, v)
+	}
+	switch k {
+	case "zc":
+		j.stuck().Case = v
+	case "zl":
+		j.stuck().LeaseID = v
+	case "zf":
+		j.stuck().Fence = n
+	case "zw":
+		j.stuck().Why = v
+	case "zs":
+		j.stuck().Since = timeOrZero(n)
+	case "zd":
+		j.stuck().At = time.UnixMilli(n)
+	case "zp":
+		j.stuck().Step = v
+	case "zk":
+		j.stuck().Cursor = v
+	case "zt":
+		j.stuck().Stack = v
+	case "gs":
+		j.tracking().State = v
+	case "gt":
+		j.tracking().At = time.UnixMilli(n)
+	case "gf":
+		j.tracking().Fence = n
+	}
+	return nil
+}
+
+func (j *Job) stuck() *StuckReport {
+	if j.Stuck == nil {
+		j.Stuck = &StuckReport{}
+	}
+	return j.Stuck
+}
+
+func (j *Job) tracking() *Tracking {
+	if j.Tracking == nil {
+		j.Tracking = &Tracking{}
+	}
+	return j.Tracking
+}

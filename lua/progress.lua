@@ -1,0 +1,24 @@
+-- progress.lua: record what running attempts report they are doing
+-- (runtime ReportProgress), for operators.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]: number of reports n; then n groups of 5 fields:
+--   job ID in the partition, lease ID, fence, percent done (0..100),
+--   free-form tracking state
+-- Returns: one entry per report: 1 when written, 0 when the attempt no
+--   longer holds the job (nothing written).
+-- Transitions: none. Sets the job's 'gp' (percent), 'gs' (state), 'gt'
+-- (store time of the report) and 'gf' (the reporting attempt's fence).
+local n = tonumber(ARGV[9])
+local out = {}
+for i = 0, n - 1 do
+  local b = 10 + i * 5
+  local jk = job_key(ARGV[b])
+  if holds(jk, ARGV[b + 1], ARGV[b + 2]) then
+    redis.call('HSET', jk, 'gp', ARGV[b + 3], 'gs', ARGV[b + 4], 'gt', NOW, 'gf', ARGV[b + 2])
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out

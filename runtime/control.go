@@ -1,0 +1,168 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Errors of the lease-control surface.
+var (
+	// ErrNoAttempt: the context (or Attempt) is not that of an attempt run
+	// by a Worker.
+	ErrNoAttempt = errors.New("sluice: no running attempt in this context")
+	// ErrInvalidArgument: a lease-control call got a bad argument.
+	ErrInvalidArgument = errors.New("sluice: invalid argument")
+	// ErrTrackedFailed is the cause of an attempt's cancellation when one
+	// of its tracked goroutines (Go) failed; it wraps that failure.
+	ErrTrackedFailed = errors.New("sluice: a tracked goroutine failed")
+	// ErrAttemptDone: Go was called after the handler returned and its
+	// tracked goroutines finished, or ReportProgress after the attempt's
+	// outcome was settled.
+	ErrAttemptDone = errors.New("sluice: the attempt is over")
+)
+
+// control is an attempt's share of the reliability machinery: lease
+// control, progress, tracked goroutines and what the stuck watch needs.
+type control struct {
+	w        *Worker
+	ctx      context.Context // the handler's context, once it runs
+	gid      atomic.Uint64   // the handler's goroutine
+	lost     chan struct{}   // closed when the lease is lost
+	lostOnce sync.Once
+
+	mu        sync.Mutex
+	progress  time.Time // last progress (worker clock)
+	stoppedAt time.Time // when the attempt was told to stop
+	reported  [2]bool   // stuck reports made, by case
+	rep       progressState
+	tr        trackedState
+}
+
+// track sets up the attempt's control before it starts; step checkpoints
+// count as progress.
+func (w *Worker) track(a *Attempt) {
+	c := &a.ctl
+	c.w, c.lost, c.progress = w, make(chan struct{}), w.clk.Now()
+	prev := a.state.Committed
+	a.state.Committed = func(step string, outboxed int) {
+		c.progressed()
+		if prev != nil {
+			prev(step, outboxed)
+		}
+	}
+}
+
+// begin records the handler's context and goroutine as it starts.
+func (w *Worker) begin(ctx context.Context, a *Attempt) {
+	a.ctl.ctx = ctx
+	a.ctl.gid.Store(goid())
+}
+
+// progressed notes progress now.
+func (c *control) progressed() {
+	now := c.w.clk.Now()
+	c.mu.Lock()
+	c.progress = now
+	c.mu.Unlock()
+}
+
+// markLost closes the LeaseLost channel.
+func (c *control) markLost() {
+	if c.lost != nil {
+		c.lostOnce.Do(func() { close(c.lost) })
+	}
+}
+
+func (a *Attempt) leaseDuration() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lease
+}
+
+// ExtendLease renews the attempt's lease now, to run d from now (store
+// time), and makes d its lease duration from now on: the background
+// renewals keep extending it by d. d <= 0 keeps the current duration (a
+// plain renewal, which also checks that the lease is still held); d must be
+// longer than the worker's RenewInterval. It costs one round trip. A lease
+// already lost is ErrLeaseLost, and the attempt is cancelled with that
+// cause.
+func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
+	w := a.ctl.w
+	if w == nil {
+		return ErrNoAttempt
+	}
+	if d <= 0 {
+		d = a.leaseDuration()
+	}
+	if d <= w.opts.RenewInterval {
+		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
+	}
+	select {
+	case <-a.ctl.lost:
+		return ErrLeaseLost
+	default:
+	}
+	sent := w.clk.Now()
+	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d}})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		a.lose()
+		return ErrLeaseLost
+	}
+	a.mu.Lock()
+	a.lease, a.leaseEnd = d, sent.Add(d)
+	a.mu.Unlock()
+	return nil
+}
+
+// LeaseLost returns a channel closed once the attempt's lease is known to
+// be lost (a renewal, ExtendLease or a step commit found it gone). The
+// handler's context is cancelled with cause ErrLeaseLost at the same time.
+// It returns nil (never closed) for an Attempt not run by a Worker.
+func (a *Attempt) LeaseLost() <-chan struct{} { return a.ctl.lost }
+
+// ExtendLease is Attempt.ExtendLease on the attempt running in ctx.
+func ExtendLease(ctx context.Context, d time.Duration) error {
+	a, ok := AttemptFrom(ctx)
+	if !ok {
+		return ErrNoAttempt
+	}
+	return a.ExtendLease(ctx, d)
+}
+
+// LeaseLost is Attempt.LeaseLost of the attempt running in ctx (nil when
+// there is none).
+func LeaseLost(ctx context.Context) <-chan struct{} {
+	a, ok := AttemptFrom(ctx)
+	if !ok {
+		return nil
+	}
+	return a.LeaseLost()
+}
+
+// ReportProgress is Attempt.ReportProgress on the attempt running in ctx.
+func ReportProgress(ctx context.Context, percent float64, state string) error {
+	a, ok := AttemptFrom(ctx)
+	if !ok {
+		return ErrNoAttempt
+	}
+	return a.ReportProgress(ctx, percent, state)
+}
+
+// Go is Attempt.Go on the attempt running in ctx; f gets a context derived
+// from ctx.
+func Go(ctx context.Context, f func(ctx context.Context) error) error {
+	a, ok := AttemptFrom(ctx)
+	if !ok {
+		return ErrNoAttempt
+	}
+	return a.goWith(ctx, f)
+}

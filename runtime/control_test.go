@@ -1,0 +1,160 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestExtendLease: ExtendLease renews the lease at once to the new length,
+// which later renewals keep; a too short lease is refused.
+func TestExtendLease(t *testing.T) {
+	t.Parallel()
+	const (
+		lease    = 30 * time.Second
+		renew    = 9 * time.Second
+		extended = 2 * time.Minute
+	)
+	start := fakeStart()
+	clk := newTestClock(start)
+	e := newEnv(t, clk)
+	errs := signal[error]()
+	release := make(chan struct{})
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		errs <- runtime.ExtendLease(ctx, renew)
+		errs <- runtime.ExtendLease(ctx, extended)
+		<-release
+		return nil
+	}))
+	e.startWorker(reg, runtime.Options{
+		Clock: clk, Lease: lease, RenewInterval: renew, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
+	})
+	id := e.enqueue(workArgs{N: 1})
+	if err := recv(t, errs, "the short extension"); !errors.Is(err, runtime.ErrInvalidArgument) {
+		t.Errorf("extending to the renewal interval: %v, want ErrInvalidArgument", err)
+	}
+	if err := recv(t, errs, "the extension"); err != nil {
+		t.Fatalf("ExtendLease: %v", err)
+	}
+	if j := e.job(id); !j.LeaseExpiry.Equal(start.Add(extended)) {
+		t.Errorf("lease expires %v, want %v", j.LeaseExpiry, start.Add(extended))
+	}
+	clk.waitTimers(t, renew, 1)
+	clk.Advance(renew)
+	clk.waitTimers(t, renew, 2)
+	if j := e.job(id); !j.LeaseExpiry.Equal(start.Add(renew + extended)) {
+		t.Errorf("after a renewal the lease expires %v, want %v (the extended length)", j.LeaseExpiry, start.Add(renew+extended))
+	}
+	close(release)
+	e.waitState(id, flow.StateCompleted)
+}
+
+// takeOver starts worker B with its clock past lease, which reaps the
+// job A holds and runs it (blocking until the test ends); it returns once
+// B runs the job under fence 2.
+func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
+	t.Helper()
+	started := signal[int64]()
+	release := make(chan struct{})
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.Fence
+		<-release
+		return nil
+	}))
+	e.startWorker(reg, runtime.Options{
+		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+	})
+	t.Cleanup(func() { close(release) })
+	if f := recv(t, started, "B to take the job over"); f != 2 {
+		t.Fatalf("B runs fence %d, want 2", f)
+	}
+}
+
+// TestLeaseLost: after another worker took the job over, ExtendLease
+// reports ErrLeaseLost (and cancels the attempt), as does ReportProgress;
+// a background renewal that finds the lease lost closes LeaseLost and
+// cancels the handler and its tracked goroutines. The stale attempt's
+// return is not acked.
+func TestLeaseLost(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second
+		renew = 9 * time.Second
+	)
+	for _, via := range []string{"ExtendLease", "renewal"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			start := fakeStart()
+			clk := newTestClock(start)
+			e := newEnv(t, clk)
+			started, check := signal[int64](), make(chan struct{})
+			type seen struct {
+				extend, progress, handler, tracked error
+				closed                             bool
+			}
+			saw := signal[seen]()
+			reg := flow.NewRegistry()
+			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+				tracked := make(chan error, 1)
+				if err := runtime.Go(ctx, func(ctx context.Context) error {
+					<-ctx.Done()
+					tracked <- context.Cause(ctx)
+					return ctx.Err()
+				}); err != nil {
+					return err
+				}
+				started <- job.Fence
+				var s seen
+				if via == "ExtendLease" {
+					<-check
+					s.extend = runtime.ExtendLease(ctx, 0)
+				} else {
+					<-runtime.LeaseLost(ctx)
+					s.extend = runtime.ExtendLease(ctx, 0)
+				}
+				select {
+				case <-runtime.LeaseLost(ctx):
+					s.closed = true
+				default:
+				}
+				s.progress = runtime.ReportProgress(ctx, 50, "late")
+				s.handler, s.tracked = context.Cause(ctx), <-tracked
+				saw <- s
+				return nil // not acked: the lease is gone
+			}))
+			a := e.startWorker(reg, runtime.Options{
+				Clock: clk, Lease: lease, RenewInterval: renew, Concurrency: 1,
+				MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+			})
+			id := e.enqueue(workArgs{N: 1})
+			recv(t, started, "A to start the job")
+			takeOver(t, e, start, lease)
+			if via == "ExtendLease" {
+				close(check)
+			} else {
+				clk.waitTimers(t, renew, 1)
+				clk.Advance(renew)
+			}
+			s := recv(t, saw, "A's handler to see the loss")
+			want := seen{extend: runtime.ErrLeaseLost, progress: runtime.ErrLeaseLost, handler: runtime.ErrLeaseLost, tracked: runtime.ErrLeaseLost, closed: true}
+			if s != want {
+				t.Errorf("A's handler saw %+v, want %+v", s, want)
+			}
+			eventually(t, "A's attempt to be retired", func() (bool, string) {
+				return a.InflightCount() == 0, "still in flight"
+			})
+			checkSummary(t, "job after A's attempt", e.job(id), summary{
+				State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: e.job(id).LeaseHolder, OrphanHolder: a.ID(), OrphanCount: 1,
+			})
+			if j := e.job(id); j.Tracking != nil {
+				t.Errorf("the stale attempt's progress was written: %+v", j.Tracking)
+			}
+		})
+	}
+}
