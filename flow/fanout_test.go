@@ -88,8 +88,8 @@ func TestFanOut(t *testing.T) {
 		want string
 	}{
 		{"collect all", parentJob{N: 200, Fail: -1}, "sum 2646700 failures 0"},
-		{"collect all with a failure", parentJob{N: 50, Fail: 7, Policy: flow.CollectAll}, "sum 40376 failures 1"},
-		{"fail fast", parentJob{N: 50, Fail: 7, Policy: flow.FailFast}, "failed fast: archived"},
+		{"1,000 children, collect all with a failure", parentJob{N: 1000, Fail: 7, Policy: flow.CollectAll}, "sum 332833451 failures 1"},
+		{"1,000 children, fail fast", parentJob{N: 1000, Fail: 7, Policy: flow.FailFast}, "failed fast: archived"},
 	}
 	for _, backend := range []string{"redis", "cluster"} {
 		for _, tc := range cases {

@@ -169,3 +169,61 @@ func TestCursorResumes(t *testing.T) {
 		t.Fatalf("batch effects sum %s, want 1000 (each batch once)", v)
 	}
 }
+
+type receipt struct{ Order int }
+
+func (receipt) Kind() string { return "receipt" }
+
+type orderPlaced struct{ Order int }
+
+func (orderPlaced) Kind() string { return "order_placed" }
+
+// TestFollowUpOnce: a follow-up job committed with a step is enqueued
+// exactly once, although the attempt that committed it failed afterwards.
+func TestFollowUpOnce(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	var receipts atomic.Int64
+	register(t, reg, func(ctx context.Context, job *flow.Job[receipt]) error {
+		receipts.Add(1)
+		return nil
+	})
+	register(t, reg, func(ctx context.Context, job *flow.Job[orderPlaced]) error {
+		next, err := flow.FollowUp(ctx, receipt{Order: job.Args.Order})
+		if err != nil {
+			return err
+		}
+		if err := step.Commit(ctx, "send-receipt", next); err != nil {
+			return err
+		}
+		if job.Attempt == 0 {
+			return errors.New("fail after the commit")
+		}
+		return nil
+	})
+	e := newEnv(t, shared.Server.Client(), reg)
+	e.run(orderPlaced{Order: 7}, flow.StateCompleted)
+	deadline := time.Now().Add(10 * time.Second)
+	for receipts.Load() < 1 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := flow.FollowUp(context.Background(), receipt{}); !errors.Is(err, step.ErrNoAttempt) {
+		t.Fatalf("FollowUp outside a job: %v", err)
+	}
+	// Once the outbox is empty every relayed follow-up has been enqueued:
+	// exactly one receipt job may exist, and it has run.
+	part := "{" + e.ns + ":default:0}:"
+	for time.Now().Before(deadline) {
+		if n, _ := e.rdb.XLen(context.Background(), part+"outbox").Result(); n == 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stats, err := e.rdb.HGetAll(context.Background(), part+"stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := receipts.Load(); n != 1 || stats["completed"] != "2" || (stats["available"] != "" && stats["available"] != "0") {
+		t.Fatalf("%d receipts ran, stats %v: want exactly one follow-up", n, stats)
+	}
+}

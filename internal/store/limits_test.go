@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -154,5 +155,37 @@ func TestUniqueJobs(t *testing.T) {
 				t.Fatalf("debounced job: %s at %v", got.State, got.RunAt)
 			}
 		})
+	}
+}
+
+// TestLimitPerPartition documents how a limit is shared on Redis Cluster:
+// counters live in each partition's slot, so every partition enforces the
+// limit on its own: with two partitions of a queue, a key limited to 2 runs
+// at most 2 per partition (4 in all). Split a fleet-wide limit over the
+// partitions, or keep strictly limited work on a one-partition queue.
+func TestLimitPerPartition(t *testing.T) {
+	t.Parallel()
+	b := backends(t)[2] // the cluster
+	f := newFixture(t, b)
+	p0, p1 := f.st.Partition("q", 0), f.st.Partition("q", 1)
+	if keys.Slot(p0.Tag()) == keys.Slot(p1.Tag()) {
+		t.Fatal("the partitions share a slot; pick other names")
+	}
+	running := 0
+	for _, p := range []keys.Partition{p0, p1} {
+		f.p = p
+		var jobs []store.NewJob
+		for i := range 5 {
+			jobs = append(jobs, store.NewJob{Local: "j" + string(rune('0'+i)), Limits: store.Limits{ConcurrencyKey: "tenant", ConcurrencyLimit: 2}})
+		}
+		f.enqueue(jobs...)
+		got := f.claim(10, "w")
+		if len(got.Jobs) != 2 {
+			t.Fatalf("partition %d claimed %d, want its own limit of 2", p.Index, len(got.Jobs))
+		}
+		running += len(got.Jobs)
+	}
+	if running != 4 {
+		t.Fatalf("%d running across partitions, want 4", running)
 	}
 }

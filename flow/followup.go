@@ -1,0 +1,39 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/step"
+)
+
+// FollowUp returns an effect that enqueues a job when the step (or the
+// completion) that carries it commits: exactly once, never from a stale
+// attempt, under an ID derived from the commit (so WithID is refused). It
+// is always relayed through the job partition's outbox, so the follow-up
+// appears shortly after the commit.
+//
+//	next, err := flow.FollowUp(ctx, SendReceipt{Order: id})
+//	if err != nil {
+//		return err
+//	}
+//	err = step.Commit(ctx, "receipt", next)
+func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (idempotency.Effect, error) {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return idempotency.Effect{}, step.ErrNoAttempt
+	}
+	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil)
+	if err != nil {
+		return idempotency.Effect{}, err
+	}
+	if !job.Generated {
+		return idempotency.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
+	}
+	job.Local, job.Generated = "", false // set from the commit when it is written
+	return idempotency.Effect{Op: store.OpEnqueue, Job: &store.FollowUp{Partition: ref.Partition, Job: job}}, nil
+}
