@@ -1,6 +1,7 @@
 // Command bench measures Sluice on a real Redis: job throughput (enqueue
 // and processing rates, and what each job costs Redis in commands, CPU and
-// round trips), enqueue-to-handler latency, workflows of durable steps
+// round trips), what rate classes and concurrency keys that never bind cost
+// it, enqueue-to-handler latency, workflows of durable steps
 // against the same workflow as chained jobs, and a fan-out to many
 // children joined by their parent.
 //
@@ -11,6 +12,7 @@
 //
 //	go run ./bench                             # every scenario, table on stdout
 //	go run ./bench -scenario latency           # one scenario
+//	go run ./bench -scenario limits            # flow control vs none
 //	go run ./bench -scenario workflow,chained  # durable steps vs chained jobs
 //	go run ./bench -json bench.json            # also write the figures as JSON
 //	go run ./bench -json - 2>table.txt         # JSON on stdout, table on stderr
@@ -66,9 +68,9 @@ func run() error {
 	flag.StringVar(&redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL (default $REDIS_URL; empty: start a private redis-server)")
 	flag.StringVar(&jsonPath, "json", "", `write the results as JSON to this file ("-": stdout, the table then goes to stderr)`)
 	flag.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file")
-	flag.IntVar(&cfg.Jobs, "jobs", 20000, "throughput: jobs per run")
-	flag.IntVar(&cfg.Producers, "producers", 16, "throughput: concurrent producer goroutines")
-	flag.IntVar(&cfg.Batch, "batch", 100, "throughput: jobs per EnqueueMany call")
+	flag.IntVar(&cfg.Jobs, "jobs", 20000, "throughput, limits: jobs per run")
+	flag.IntVar(&cfg.Producers, "producers", 16, "throughput, limits: concurrent producer goroutines")
+	flag.IntVar(&cfg.Batch, "batch", 100, "throughput, limits: jobs per EnqueueMany call")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 50, "worker Concurrency")
 	flag.IntVar(&cfg.Rate, "rate", 500, "latency: jobs enqueued per second")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "latency: how long to enqueue")

@@ -16,6 +16,7 @@ type sample struct {
 	commands      int64            // INFO stats total_commands_processed
 	cpu           float64          // INFO cpu used_cpu_user + used_cpu_sys, seconds
 	calls         map[string]int64 // INFO commandstats calls, by command
+	usec          map[string]int64 // INFO commandstats usec, by command
 	producerTrips int64
 	workerTrips   int64
 	workerScripts map[string]int64 // worker round trips by script
@@ -36,6 +37,7 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 	}
 	s := sample{
 		calls:         map[string]int64{},
+		usec:          map[string]int64{},
 		producerTrips: t.producer.trips.Load(),
 		workerTrips:   t.worker.trips.Load(),
 		workerScripts: t.worker.scriptTrips(),
@@ -54,9 +56,16 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 			s.cpu += f
 		case strings.HasPrefix(name, "cmdstat_"):
 			// cmdstat_hset:calls=12,usec=34,usec_per_call=2.83,...
-			calls, _, _ := strings.Cut(strings.TrimPrefix(value, "calls="), ",")
-			n, _ := strconv.ParseInt(calls, 10, 64)
-			s.calls[strings.TrimPrefix(name, "cmdstat_")] = n
+			cmd := strings.TrimPrefix(name, "cmdstat_")
+			for field := range strings.SplitSeq(value, ",") {
+				k, v, _ := strings.Cut(field, "=")
+				switch k {
+				case "calls":
+					s.calls[cmd], _ = strconv.ParseInt(v, 10, 64)
+				case "usec":
+					s.usec[cmd], _ = strconv.ParseInt(v, 10, 64)
+				}
+			}
 		}
 	}
 	return s, nil
@@ -86,6 +95,11 @@ type redisCost struct {
 	// CallsPerJob breaks CommandsPerJob down by command (INFO
 	// commandstats), omitting commands run less than once per 1000 jobs.
 	CallsPerJob map[string]float64 `json:"calls_per_job"`
+	// MicrosPerJob is the time Redis spent running each command (INFO
+	// commandstats usec), omitting those under 0.01µs per job. A script's
+	// time (evalsha) includes that of the commands it ran, which appear
+	// under their own names as well.
+	MicrosPerJob map[string]float64 `json:"usec_per_job"`
 }
 
 // costSince is the per-job cost of the jobs processed between from and to.
@@ -98,6 +112,7 @@ func costSince(from, to sample, jobs int) redisCost {
 		ProducerTripsPerJob: float64(to.producerTrips-from.producerTrips) / n,
 		WorkerTripsPerJob:   float64(to.workerTrips-from.workerTrips) / n,
 		CallsPerJob:         map[string]float64{},
+		MicrosPerJob:        map[string]float64{},
 		WorkerTripsByScript: map[string]float64{},
 	}
 	for name, trips := range to.workerScripts {
@@ -109,6 +124,11 @@ func costSince(from, to sample, jobs int) redisCost {
 	for cmd, calls := range to.calls {
 		if per := float64(calls-from.calls[cmd]) / n; per >= 0.001 {
 			c.CallsPerJob[cmd] = per
+		}
+	}
+	for cmd, usec := range to.usec {
+		if per := float64(usec-from.usec[cmd]) / n; per >= 0.01 {
+			c.MicrosPerJob[cmd] = per
 		}
 	}
 	return c

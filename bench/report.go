@@ -21,6 +21,7 @@ type report struct {
 	Redis      redisInfo         `json:"redis"`
 	Config     config            `json:"config"`
 	Throughput *throughputResult `json:"throughput,omitempty"`
+	Limits     *limitsResult     `json:"limits,omitempty"`
 	Latency    *latencyResult    `json:"latency,omitempty"`
 	Workflow   *workflowResult   `json:"workflow,omitempty"`
 	Chained    *chainedResult    `json:"chained,omitempty"`
@@ -37,6 +38,9 @@ type report struct {
 func (r *report) merge(part *report) {
 	if part.Throughput != nil {
 		r.Throughput = part.Throughput
+	}
+	if part.Limits != nil {
+		r.Limits = part.Limits
 	}
 	if part.Latency != nil {
 		r.Latency = part.Latency
@@ -89,6 +93,10 @@ func (r *report) writeTable(w io.Writer) {
 		fmt.Fprintln(w)
 		r.Throughput.writeTable(w)
 	}
+	if r.Limits != nil {
+		fmt.Fprintln(w)
+		r.Limits.writeTable(w)
+	}
 	if r.Latency != nil {
 		fmt.Fprintln(w)
 		r.Latency.writeTable(w)
@@ -132,6 +140,48 @@ func (t *throughputResult) writeTable(w io.Writer) {
 				e.CommandsPerJob, e.CPUMicrosPerJob, e.GoCPUMicrosPerJob,
 				p.CommandsPerJob, p.CPUMicrosPerJob, p.GoCPUMicrosPerJob)
 		}
+	}
+}
+
+func (l *limitsResult) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "Limits: drain of %d no-op jobs (completed discarded), unlimited and under limits that never bind;\n", l.Jobs)
+	fmt.Fprintf(w, "  %d producers, EnqueueMany batches of %d; worker Concurrency %d; each mode %d times, interleaved, median shown\n",
+		l.Producers, l.Batch, l.Concurrency, l.Rounds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tprocessed/s\tvs unlimited\truns (processed/s)\tcmds/job\tredis CPU/job\tGo CPU/job\tenqueue redis CPU/job\t")
+	for _, md := range l.Modes {
+		if len(md.Runs) == 0 {
+			continue
+		}
+		runs := make([]string, len(md.Runs))
+		for i, run := range md.Runs {
+			runs[i] = thousands(run.ProcessedPerSec)
+		}
+		vs := "-"
+		if md.VsUnlimited > 0 {
+			vs = fmt.Sprintf("%.3f", md.VsUnlimited)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%.1fµs (×%.2f)\t%.1fµs\t%.1fµs\t\n",
+			md.Mode, thousands(md.ProcessedPerSec), vs, strings.Join(runs, " "), md.ProcessCommandsPerJob,
+			md.ProcessRedisCPUMicrosPerJob, md.RedisCPUVsUnlimited, md.ProcessGoCPUMicrosPerJob, md.EnqueueRedisCPUMicrosPerJob)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "cmds, redis CPU (× the unlimited figure) and Go CPU per job are the drain's (claim+run+ack), of the median run.")
+	for _, md := range l.Modes {
+		fmt.Fprintf(w, "%s: %s\n", md.Mode, md.Options)
+		if len(md.Runs) > 0 && md.Runs[md.Median].ProcessRedis != nil {
+			p := md.Runs[md.Median].ProcessRedis
+			fmt.Fprintf(w, "  drain commands per job: %s\n", strings.Join(p.topCalls(8), ", "))
+			fmt.Fprintf(w, "  drain Redis µs per job: %s\n", strings.Join(top(p.MicrosPerJob, 8), ", "))
+		}
+	}
+	if l.RateVsUnlimited > 0 {
+		verdict := "below"
+		if l.Pass {
+			verdict = "meets"
+		}
+		fmt.Fprintf(w, "rate/unlimited %.3f, concurrency/unlimited %.3f: %s the %.2f floor\n",
+			l.RateVsUnlimited, l.ConcurrencyVsUnlimited, verdict, l.Floor)
 	}
 }
 

@@ -18,6 +18,10 @@ var scenarios = []scenario{
 		r.Throughput, err = runThroughput(ctx, t, cfg)
 		return err
 	}},
+	{"limits", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Limits, err = runLimits(ctx, t, cfg)
+		return err
+	}},
 	{"latency", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Latency, err = runLatency(ctx, t, cfg)
 		return err

@@ -76,38 +76,55 @@ func runThroughput(ctx context.Context, t *target, cfg config) (*throughputResul
 }
 
 // throughputOnce runs cfg.Jobs Noop jobs through a fresh namespace.
-func throughputOnce(ctx context.Context, t *target, cfg config, mode string, keep bool) (run throughputRun, err error) {
-	run = throughputRun{Mode: mode, Retention: "discard"}
-	if keep {
-		run.Retention = "keep"
-	}
-	progress("throughput: %s, %s completed jobs", mode, run.Retention)
+func throughputOnce(ctx context.Context, t *target, cfg config, mode string, keep bool) (throughputRun, error) {
+	progress("throughput: %s, %s completed jobs", mode, retention(keep))
+	run, _, err := noopRun(ctx, t, cfg, "throughput", mode, keep, nil, nil)
+	return run, err
+}
 
-	ns := newNamespace("throughput")
+// retention names what happens to completed jobs: "discard"
+// (DiscardCompleted) or "keep".
+func retention(keep bool) string {
+	if keep {
+		return "keep"
+	}
+	return "discard"
+}
+
+// noopRun runs cfg.Jobs Noop jobs in mode through a fresh namespace named
+// after name, and returns the run's figures and the samples they came
+// from. itemOpts, when not nil, gives the enqueue options of the i-th job.
+// check, when not nil, runs once every job was acked and the worker
+// stopped, before the namespace is cleaned up, with the namespace and the
+// samples; its error fails the run.
+func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep bool,
+	itemOpts func(i int) []flow.EnqueueOption, check func(ns string, m measured) error,
+) (run throughputRun, m measured, err error) {
+	run = throughputRun{Mode: mode, Retention: retention(keep)}
+	ns := newNamespace(name)
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
-	r := &rig{t: t, cfg: cfg, jobs: cfg.Jobs, args: Noop{}, reg: flow.NewRegistry(), done: newCountdown(cfg.Jobs)}
+	r := &rig{t: t, cfg: cfg, jobs: cfg.Jobs, args: Noop{}, itemOpts: itemOpts, reg: flow.NewRegistry(), done: newCountdown(cfg.Jobs)}
 	if err := flow.Register(r.reg, func(context.Context, *flow.Job[Noop]) error {
 		r.done.tick()
 		return nil
 	}); err != nil {
-		return run, err
+		return run, m, err
 	}
 	if r.warm, err = registerWarmup(r.reg); err != nil {
-		return run, err
+		return run, m, err
 	}
 	if r.client, err = flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: r.reg}); err != nil {
-		return run, err
+		return run, m, err
 	}
 	r.opts = runtime.Options{Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: !keep}
 
-	var m measured
 	if mode == modeDrain {
 		m, err = r.drain(ctx)
 	} else {
 		m, err = r.concurrent(ctx)
 	}
 	if err != nil {
-		return run, err
+		return run, m, err
 	}
 	n := float64(cfg.Jobs)
 	run.EnqueueSeconds, run.EnqueuePerSec = m.enqueue.Seconds(), n/m.enqueue.Seconds()
@@ -117,22 +134,27 @@ func throughputOnce(ctx context.Context, t *target, cfg config, mode string, kee
 		enq, proc := costSince(m.before, m.filled, cfg.Jobs), costSince(m.filled, m.after, cfg.Jobs)
 		run.EnqueueRedis, run.ProcessRedis = &enq, &proc
 	}
-	return run, nil
+	if check != nil {
+		err = check(ns, m)
+	}
+	return run, m, err
 }
 
-// rig is one run, set up: jobs copies of args to enqueue, a fresh
-// namespace's registry (whose handlers count down done), client and worker
-// options. The throughput, workflow and chained scenarios share it.
+// rig is one run, set up: jobs copies of args to enqueue (the i-th with
+// the options itemOpts(i) when itemOpts is not nil), a fresh namespace's
+// registry (whose handlers count down done), client and worker options.
+// The throughput, limits, workflow and chained scenarios share it.
 type rig struct {
-	t      *target
-	cfg    config
-	jobs   int
-	args   flow.Args
-	reg    *flow.Registry
-	client *flow.Client
-	opts   runtime.Options
-	done   *countdown
-	warm   <-chan struct{}
+	t        *target
+	cfg      config
+	jobs     int
+	args     flow.Args
+	itemOpts func(i int) []flow.EnqueueOption
+	reg      *flow.Registry
+	client   *flow.Client
+	opts     runtime.Options
+	done     *countdown
+	warm     <-chan struct{}
 }
 
 // measured is what a run measured: durations, and samples before, after
@@ -158,7 +180,7 @@ func (r *rig) concurrent(ctx context.Context) (m measured, err error) {
 	}
 	start := time.Now()
 	// The worker runs in its own goroutines meanwhile.
-	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args); err != nil {
+	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args, r.itemOpts); err != nil {
 		return m, err
 	}
 	if err := r.finish(ctx, w, start, &m); err != nil {
@@ -172,7 +194,7 @@ func (r *rig) drain(ctx context.Context) (m measured, err error) {
 	if m.before, err = r.t.takeSample(ctx); err != nil {
 		return m, err
 	}
-	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args); err != nil {
+	if m.enqueue, err = produce(ctx, r.client, r.cfg, r.jobs, r.args, r.itemOpts); err != nil {
 		return m, err
 	}
 	if m.filled, err = r.t.takeSample(ctx); err != nil {
@@ -205,10 +227,11 @@ func (r *rig) finish(ctx context.Context, w *bgWorker, start time.Time, m *measu
 	return err
 }
 
-// produce enqueues jobs jobs with arguments args from cfg.Producers
-// goroutines, each sending EnqueueMany calls of cfg.Batch jobs, and returns
-// how long that took. The first error stops every producer.
-func produce(ctx context.Context, client *flow.Client, cfg config, jobs int, args flow.Args) (time.Duration, error) {
+// produce enqueues jobs jobs with arguments args (the i-th with the options
+// itemOpts(i), when itemOpts is not nil) from cfg.Producers goroutines, each
+// sending EnqueueMany calls of cfg.Batch jobs, and returns how long that
+// took. The first error stops every producer.
+func produce(ctx context.Context, client *flow.Client, cfg config, jobs int, args flow.Args, itemOpts func(i int) []flow.EnqueueOption) (time.Duration, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
@@ -227,8 +250,12 @@ func produce(ctx context.Context, client *flow.Client, cfg config, jobs int, arg
 					return
 				}
 				items = items[:0]
-				for range min(end, n) - (end - batch) {
-					items = append(items, flow.Item{Args: args})
+				for i := end - batch; i < min(end, n); i++ {
+					item := flow.Item{Args: args}
+					if itemOpts != nil {
+						item.Opts = itemOpts(int(i))
+					}
+					items = append(items, item)
 				}
 				res, err := client.EnqueueMany(ctx, items...)
 				for _, r := range res {

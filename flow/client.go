@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
@@ -36,6 +38,14 @@ type ClientOptions struct {
 	// Clock replaces Redis TIME in scripts (tests only; see
 	// runtime.NewFakeClock).
 	Clock runtime.Clock
+	// TracerProvider makes a producer span per enqueued job, whose trace
+	// context the job's headers carry to its attempts (see package
+	// runtime). Default otel.GetTracerProvider(): a no-op unless an SDK is
+	// installed.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the sluice.jobs.enqueued counter. Default
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
 }
 
 // Client enqueues and inspects jobs. It is safe for concurrent use.
@@ -43,6 +53,7 @@ type Client struct {
 	st   *store.Store
 	opts ClientOptions
 	plan *planner
+	tel  *clientTelemetry // telemetry.go
 }
 
 // NewClient returns a client on rdb, which stays the caller's: Sluice never
@@ -80,7 +91,7 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 	if opts.Registry != nil {
 		pl.known = opts.Registry.Known
 	}
-	return &Client{st: st, opts: opts, plan: pl}, nil
+	return &Client{st: st, opts: opts, plan: pl, tel: newClientTelemetry(opts)}, nil
 }
 
 // Enqueued is the result of enqueueing one job.
@@ -120,10 +131,13 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 		job store.NewJob
 	}
 	plan := make([]planned, len(items))
+	tr := c.tel.begin(ctx, items)
 	for i, it := range items {
-		ref, job, err := c.plan.job(it, nil)
+		ref, job, err := c.plan.job(it, nil, tr.start(i))
 		if err != nil {
-			return nil, fmt.Errorf("job %d: %w", i, err)
+			err = fmt.Errorf("job %d: %w", i, err)
+			tr.end(nil, err)
+			return nil, err
 		}
 		plan[i] = planned{ref, job}
 	}
@@ -156,6 +170,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 		})
 	}
 	wg.Wait()
+	tr.end(out, first)
 	if first != nil {
 		return nil, first
 	}

@@ -67,6 +67,12 @@ type JobInfo struct {
 	// to by Fence: compare with the job's Fence for the current one.
 	Tracking *Tracking
 	Stuck    *StuckInfo
+	// Redrives counts how often an operator returned the job to execution
+	// (Redrive, Release); RedrivenAt is the last time, RedrivenFrom the
+	// state and reason it was in then ("archived:attempts_exhausted").
+	Redrives     int
+	RedrivenAt   time.Time
+	RedrivenFrom string
 }
 
 // Tracking is a handler's report of what it is doing: percent done and a
@@ -144,5 +150,6 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Errors: recs, Result: j.Result, Orphan: j.Orphan, Parent: j.Parent, Steps: steps,
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
+		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom,
 	}, nil
 }

@@ -41,9 +41,11 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
 	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
-	for _, opt := range append(it.Opts, opts...) {
-		if err := opt(&o); err != nil {
-			return keys.Ref{}, store.NewJob{}, err
+	for _, set := range [2][]EnqueueOption{it.Opts, opts} { // not append: it.Opts is the caller's
+		for _, opt := range set {
+			if err := opt(&o); err != nil {
+				return keys.Ref{}, store.NewJob{}, err
+			}
 		}
 	}
 	payload, err := msgpack.Marshal(it.Args)

@@ -23,6 +23,13 @@
 -- Each claim increments the job's fence and draws a new lease ID; the pair
 -- is the attempt's identity. When the partition runs dry the idle flag is
 -- set so the next enqueue publishes a wake-up.
+-- A paused partition (keys.Partition.Paused, set by pause.lua) claims and
+-- promotes nothing: it answers { -1, {} } and sets the idle flag, so that
+-- resuming it publishes a wake-up.
+if redis.call('EXISTS', PFX .. 'paused') == 1 then
+  redis.call('SET', K_IDLE, '1')
+  return { -1, {} }
+end
 local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx',
   'ck', 'cn', 'rk', 'rn', 'rp', 'rb' }
 local n = tonumber(ARGV[9])

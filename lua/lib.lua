@@ -102,7 +102,32 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
+-- Throughput for queue stats: how many jobs reached each terminal state in
+-- this call, and the run times of completed attempts in quarter-octave
+-- buckets ('rt:' .. floor(4 * log2(ms + 1))). flush() adds them to the
+-- partition's hash of the current minute (keys.Partition.Minute), kept two
+-- hours.
+local TPUT = {}
+local MINUTE_KEEP = 7200000
+
+local function tally(field)
+  TPUT[field] = (TPUT[field] or 0) + 1
+end
+
+local function tally_run(ms)
+  if ms and ms >= 0 then tally('rt:' .. math.floor(4 * math.log(ms + 1) / math.log(2))) end
+end
+
+local function flush_tput()
+  if next(TPUT) == nil then return end
+  local mk = PFX .. 'm:' .. math.floor(NOW / 60000)
+  for f, n in pairs(TPUT) do redis.call('HINCRBY', mk, f, n) end
+  redis.call('PEXPIRE', mk, MINUTE_KEEP)
+  TPUT = {}
+end
+
 local function flush()
+  flush_tput()
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
   for state, d in pairs(DELTA) do
@@ -391,12 +416,15 @@ end
 
 -- finish moves a job to a terminal state; reason may be ''. m is what the
 -- caller read of the job ({ pa = parent or false, uk = unique key or
--- false, plain = as for delete_job }), or nil to read it here.
+-- false, plain = as for delete_job, ls = lease start or nil }), or nil to
+-- read it here.
 local function finish(jk, id, from, state, reason, m)
   if not m then
     local v = redis.call('HMGET', jk, 'pa', 'uk')
     m = { pa = v[1], uk = v[2], plain = false }
   end
+  tally(state)
+  if state == 'completed' and m.ls then tally_run(NOW - tonumber(m.ls)) end
   notify_parent(jk, id, state, m.pa)
   if m.uk then
     -- a unique key held while the job is active is free again

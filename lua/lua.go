@@ -30,6 +30,14 @@ var (
 	// Stuck and Progress record what operators see of running attempts.
 	Stuck    = load("stuck")
 	Progress = load("progress")
+	// Operator scripts (flow.Client's admin calls).
+	Cancel  = load("cancel")
+	Delete  = load("delete")
+	Pause   = load("pause")
+	Redrive = load("redrive")
+	List    = load("list")
+	// Heartbeat runs alone: the worker registry is not in a partition.
+	Heartbeat = redis.NewScript(body("heartbeat"))
 	// Relay runs alone: its keys are in another slot than a partition's.
 	Relay = redis.NewScript(body("relay"))
 	// Schedule runs alone too: schedule keys are not in a partition.

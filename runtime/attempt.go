@@ -39,6 +39,8 @@ type Attempt struct {
 	watch    func()    // starts the grace watch once the attempt is cancelled
 	leaseEnd time.Time // our own estimate of when the lease runs out
 	ctl      control   // lease control, progress, tracked goroutines (control.go)
+
+	tel attemptTelemetry // its span (telemetry.go)
 }
 
 // Orphan is the provenance of a job that was reclaimed after a crash.

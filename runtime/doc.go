@@ -20,4 +20,47 @@
 //
 // Users normally register typed handlers with package flow and pass the
 // flow.Registry to NewWorker.
+//
+// # Telemetry
+//
+// Workers and clients report through the OpenTelemetry API only, to
+// Options.TracerProvider and MeterProvider (flow.ClientOptions likewise),
+// by default the global providers: no-ops, at no measurable cost, until
+// the program installs an SDK with the exporter it wants
+// (examples/telemetry wires the stdout one).
+//
+// Spans: "sluice.enqueue <kind>" (producer) per enqueued job;
+// "sluice.attempt <kind>" (consumer) per attempt, ended when its outcome
+// is acked, with attributes sluice.job.id, sluice.queue, sluice.job.kind,
+// sluice.attempt, sluice.crash_attempt, sluice.fence, sluice.priority,
+// sluice.worker.id, then sluice.outcome (the ack code: ok, retry, crash,
+// ..., or lease_lost, rejected), sluice.job.state (the job's new state)
+// and sluice.reason, with an error status and an exception event when the
+// attempt failed; "sluice.step <name>" per step.Run/Do/Commit (and
+// flow.Spawn), a child of the span in the handler's context, with
+// sluice.step, sluice.step.index and sluice.step.cached (its result came
+// from the checkpoint). Step spans are only made when that span records.
+//
+// Trace context travels in the job's headers (flow.WithHeaders): the
+// client injects the enqueue span's context (W3C traceparent/tracestate,
+// or the global propagator's fields when one is installed) without
+// overwriting the caller's headers, and a caller's own traceparent wins.
+// Each attempt span is a child of that remote span, so a job's attempts,
+// its steps and the jobs those steps spawn or follow up share the
+// producer's trace; a job without trace context gets a new root span.
+//
+// Metrics, with attributes sluice.queue and sluice.job.kind:
+// sluice.jobs.processed (also by sluice.outcome), sluice.jobs.failed
+// (errors, timeouts, deadlines, panics, parked jobs, lost leases, rejected
+// outcomes), sluice.jobs.retried (failed attempts whose job runs again),
+// sluice.jobs.crashed (panics and crash errors; jobs the worker's reaper
+// reclaims from an expired lease count with sluice.queue only),
+// sluice.jobs.quarantined; histograms sluice.attempt.duration (seconds,
+// worker clock) and sluice.job.latency (enqueue to claim, store clock,
+// also by sluice.attempt.first: no failure before it); the gauge
+// sluice.queue.depth per sluice.queue and sluice.job.state, read from the
+// per-partition counters of the queues the worker serves, only when a
+// reader collects and while the worker runs. Every worker of a queue
+// reports the same depth: aggregate it with max, not sum. The client adds
+// sluice.jobs.enqueued (jobs added, duplicates not counted).
 package runtime

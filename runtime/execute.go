@@ -70,6 +70,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 	}
 	ctx = context.WithValue(ctx, attemptKey{}, a)
 	ctx = attempt.With(ctx, a.state)
+	ctx = w.tel.startAttempt(ctx, a, w.clk.Now())
 	stopWatch := func() bool { return false }
 	if t := w.timeout(a); t > 0 || !a.Deadline.IsZero() {
 		if t > 0 {
@@ -144,9 +145,11 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	}()
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
+		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, w.clk.Now())
 		return
 	}
 	res := w.ack(a.ref.Partition, ack)
+	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)
 	if res.Err != nil {
 		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)

@@ -27,6 +27,7 @@ func (w *Worker) maintain(ctx context.Context) {
 			}
 			for _, r := range reaped {
 				w.log.Warn("reclaimed a job whose lease expired", "queue", p.Queue, "job", r.Local, "holder", r.Holder, "now", r.State)
+				w.tel.reaped(p.Queue, r.State)
 			}
 			if len(reaped) < maintenanceLimit {
 				break

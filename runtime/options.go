@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/names"
 )
@@ -107,6 +110,14 @@ type Options struct {
 	// made no progress (no step checkpoint, cursor checkpoint or
 	// ReportProgress) for this long. Default 0: off.
 	StuckNoProgress time.Duration
+
+	// TracerProvider makes the attempt spans and, through the handler's
+	// context, the step spans (see Telemetry in the package doc). Default
+	// otel.GetTracerProvider(): a no-op unless an SDK is installed.
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the worker's metrics. Default
+	// otel.GetMeterProvider().
+	MeterProvider metric.MeterProvider
 }
 
 // ValidQueue reports whether name is a valid queue name: 1 to 64 letters,

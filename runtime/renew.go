@@ -8,12 +8,16 @@ import (
 )
 
 func (w *Worker) renewLoop(ctx context.Context) {
+	defer w.listenCancels(ctx)() // cancel.go
+	reg := w.register(ctx)       // heartbeat.go
+	defer reg.unregister(ctx)
 	for {
 		sleep(ctx, w.clk, w.opts.RenewInterval)
 		if ctx.Err() != nil {
 			return
 		}
 		w.renewAll(ctx)
+		reg.beat(ctx)
 	}
 }
 
@@ -50,12 +54,16 @@ func (w *Worker) renewAll(ctx context.Context) {
 			}
 			continue
 		}
-		gone := make(map[string]bool, len(lost))
+		gone := make(map[string]string, len(lost))
 		for _, l := range lost {
-			gone[l.LeaseID] = true
+			gone[l.LeaseID] = l.State
 		}
 		for _, a := range as {
-			if gone[a.LeaseID] {
+			if state, ok := gone[a.LeaseID]; ok {
+				if state == stateCancelled { // an operator cancelled the job
+					a.cancelled()
+					continue
+				}
 				w.log.Warn("lease lost; cancelling the attempt", "job", a.ID, "fence", a.Fence)
 				a.lose()
 				continue

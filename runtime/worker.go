@@ -39,6 +39,8 @@ type Worker struct {
 	relayKick    chan struct{}
 	longestLease time.Duration
 	rel          reliability // death reports and stuck watches (reliability.go)
+
+	tel *workerTelemetry // spans and metrics (telemetry.go)
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -78,6 +80,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 			w.parts = append(w.parts, w.st.Partition(q, i))
 		}
 	}
+	w.tel = newTelemetry(o, w.st, w.parts)
 	return w, nil
 }
 
@@ -112,6 +115,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	services.Go(func() { w.maintainLoop(svcCtx) })
 	services.Go(func() { w.relayLoop(svcCtx) })
 	stopReliability := w.startReliability(bg)
+	defer w.tel.watchDepth()()
 	w.runPeriodic(ctx, &services)
 
 	var fetcher sync.WaitGroup

@@ -16,16 +16,27 @@ import (
 // checkpointed result without calling fn. fn's error is returned as is and
 // nothing is checkpointed; effects staged with Effect commit with the
 // checkpoint, all or nothing.
-func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error)) (T, error) {
-	var zero T
+func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error)) (v T, err error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
-		return zero, ErrNoAttempt
+		return v, ErrNoAttempt
 	}
 	idx, rec, err := begin(st, name)
 	if err != nil {
-		return zero, err
+		return v, err
 	}
+	ctx, span := startStep(ctx, st, name, idx, rec != nil) // telemetry.go
+	returned := false
+	defer func() { endStep(span, err, returned) }()
+	v, err = run(ctx, st, name, idx, rec, fn)
+	returned = true
+	return v, err
+}
+
+// run is Run once the step is registered: the checkpointed result, or
+// fn's committed.
+func run[T any](ctx context.Context, st *attempt.State, name string, idx int, rec *record, fn func(ctx context.Context) (T, error)) (T, error) {
+	var zero T
 	if rec != nil {
 		var v T
 		if err := msgpack.Unmarshal(rec.Result, &v); err != nil {

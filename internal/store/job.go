@@ -44,6 +44,11 @@ type Job struct {
 	// evidence (stuck.go); nil when none.
 	Tracking *Tracking
 	Stuck    *StuckReport
+	// Redrives counts the operator redrives (and releases) of the job;
+	// RedrivenAt is the last one's time, RedrivenFrom its state:reason then.
+	Redrives     int
+	RedrivenAt   time.Time
+	RedrivenFrom string
 }
 
 // Orphan is the provenance of a job reclaimed after a crash.
@@ -143,6 +148,12 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.WaitingFor = v
 		case "wc":
 			j.WaitingCount = int(num(v))
+		case "dn":
+			j.Redrives = int(num(v))
+		case "dt":
+			j.RedrivenAt = ms(v)
+		case "df":
+			j.RedrivenFrom = v
 		default:
 			if e := decodeReport(j, k, v); e != nil && err == nil {
 				err = e

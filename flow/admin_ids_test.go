@@ -1,0 +1,107 @@
+package flow_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestRedriveByID: redrive, release, delete and cancel by ID, with typed
+// errors for every refusal.
+func TestRedriveByID(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, realRedis(t), nil)
+	dead := a.enqueue(email{To: "dead"}, flow.WithMaxAttempts(1))
+	a.finish("default", 1, 0, failAck)
+	quar := a.enqueue(email{To: "quar"})
+	for range 3 {
+		a.finish("default", 1, 0, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "p"})
+	}
+	avail := a.enqueue(email{To: "avail"})
+	rep, err := a.c.Redrive(a.ctx, dead, quar, avail, "default:0:nope", "bad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{dead}, rep.Moved); d != "" {
+		t.Fatalf("moved (-want +got):\n%s", d)
+	}
+	var se *flow.StateError
+	if !errors.As(rep.Failed[quar], &se) || se.ID != quar || se.State != flow.StateQuarantined || !errors.Is(rep.Failed[avail], flow.ErrWrongState) ||
+		!errors.Is(rep.Failed["default:0:nope"], flow.ErrNotFound) || !errors.Is(rep.Failed["bad"], flow.ErrInvalid) || len(rep.Failed) != 4 {
+		t.Fatalf("failed: %v", rep.Failed)
+	}
+	j, err := a.c.Job(a.ctx, dead)
+	if err != nil || j.State != flow.StateAvailable || j.Redrives != 1 || j.Attempt != 1 || j.RedrivenFrom != "archived:attempts_exhausted" || len(j.Errors) != 1 {
+		t.Fatalf("redriven job: %+v, %v", j, err)
+	}
+	rep, err = a.c.Release(a.ctx, quar)
+	if err != nil || len(rep.Moved) != 1 {
+		t.Fatalf("release: %+v, %v", rep, err)
+	}
+	if j, _ := a.c.Job(a.ctx, quar); j.CrashAttempt != 0 || j.State != flow.StateAvailable || len(j.Errors) != 3 {
+		t.Fatalf("released job: %+v", j)
+	}
+	many := strings.Split(strings.Repeat("default:0:x,", flow.MaxRedriveIDs+1), ",")[:flow.MaxRedriveIDs+1]
+	if _, err := a.c.Redrive(a.ctx, many...); !errors.Is(err, flow.ErrTooMany) {
+		t.Fatalf("too many: %v", err)
+	}
+	noErr(t, a.c.CancelJob(a.ctx, avail))
+	noErr(t, a.c.DeleteJob(a.ctx, avail))
+	if _, err := a.c.Job(a.ctx, avail); !errors.Is(err, flow.ErrNotFound) {
+		t.Fatalf("deleted job: %v", err)
+	}
+	for _, err := range []error{a.c.CancelJob(a.ctx, avail), a.c.DeleteJob(a.ctx, avail)} {
+		if !errors.Is(err, flow.ErrNotFound) {
+			t.Fatalf("on a deleted job: %v", err)
+		}
+	}
+	if err := a.c.CancelJob(a.ctx, "nope"); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("bad ID: %v", err)
+	}
+}
+
+// TestQueueStats: depth per state, jobs finished per minute and run time
+// percentiles over the window.
+func TestQueueStats(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, realRedis(t), map[string]int{"st": 2})
+	for range 10 {
+		a.enqueue(email{}, flow.WithQueue("st"))
+	}
+	a.finish("st", 2, 100*time.Millisecond, store.Ack{Code: store.CodeOK})
+	a.enqueue(email{}, flow.WithQueue("st"), flow.WithMaxAttempts(1))
+	a.finish("st", 2, time.Second, failAck)
+	a.enqueue(email{}, flow.WithQueue("st"), flow.WithDelay(time.Hour))
+	noErr(t, a.c.PauseQueue(a.ctx, "st"))
+	st, err := a.c.QueueStats(a.ctx, "st", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"scheduled": 1, "available": 0, "running": 0, "retryable": 0, "completed": 10, "archived": 1, "quarantined": 0, "cancelled": 0}
+	if d := cmp.Diff(want, st.Depth); d != "" {
+		t.Fatalf("depth (-want +got):\n%s", d)
+	}
+	if st.Partitions != 2 || st.Paused != 2 || st.Window != 10*time.Minute || st.Finished["completed"] != 10 || st.Finished["archived"] != 1 || st.CompletedPerMinute != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+	// 100ms falls in the bucket [2^(26/4)-1, 2^(27/4)-1) = [89.5ms, 106.6ms)
+	if rt := st.RunTime; rt.Count != 10 || rt.P50 < 100*time.Millisecond || rt.P50 > 107*time.Millisecond || rt.P99 != rt.P50 {
+		t.Fatalf("run times: %+v", rt)
+	}
+	if _, err := a.c.QueueStats(a.ctx, "st", 3*time.Hour); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("long window: %v", err)
+	}
+}
+
+func noErr(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,156 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Bounds of ListJobs.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+)
+
+// ListOptions choose the jobs ListJobs returns.
+type ListOptions struct {
+	Queue string // required
+	State string // required: one of States
+	Kind  string // "" for any kind
+	// Limit is the page size. Default DefaultListLimit, at most
+	// MaxListLimit.
+	Limit int
+	// Cursor continues a listing: the Next of the previous page.
+	Cursor string
+}
+
+// JobPage is one page of a listing.
+type JobPage struct {
+	// Jobs hold the fields a listing reads: not Payload, Result, Errors,
+	// Steps, Tracking or Stuck (read those with Job).
+	Jobs []JobInfo
+	// Next is the cursor of the next page; "" when there are no more.
+	Next string
+}
+
+// ListJobs lists the jobs of a queue (all its partitions) in one state,
+// newest first: running jobs by lease expiry, scheduled and retryable ones
+// by due time, finished ones by finish time (their deletion time, to be
+// exact: finish time plus retention), each latest first; available jobs by
+// priority (highest first), then latest enqueued first.
+//
+// Memory and Redis time are bounded by the page: each script call reads at
+// most a few thousand entries of one partition, and a page needs one or a
+// few calls per partition. Paging is by position, so jobs that change
+// state between pages may be skipped or seen twice; an available job that
+// was cancelled and redriven while still listed may appear twice.
+func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
+	if !runtime.ValidQueue(o.Queue) {
+		return JobPage{}, fmt.Errorf("%w: queue %q", ErrInvalid, o.Queue)
+	}
+	if !validState(o.State) {
+		return JobPage{}, fmt.Errorf("%w: state %q (want one of %s)", ErrInvalid, o.State, strings.Join(States, ", "))
+	}
+	if o.Limit < 0 || o.Limit > MaxListLimit {
+		return JobPage{}, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, o.Limit, MaxListLimit)
+	}
+	if o.Limit == 0 {
+		o.Limit = DefaultListLimit
+	}
+	parts := c.partitions(o.Queue)
+	streams, err := parseCursor(o.Cursor, parts)
+	if err != nil {
+		return JobPage{}, err
+	}
+	budget := min(max(4*o.Limit, 1000), 5000)
+	fill := func(s *stream) error {
+		for len(s.buf) == 0 && !s.done {
+			page, err := c.st.List(ctx, s.p, o.State, s.next, o.Limit, budget, o.Kind)
+			if err != nil {
+				return err
+			}
+			s.buf, s.next, s.done = page.Entries, page.Next, page.Next == ""
+		}
+		return nil
+	}
+	var out JobPage
+	for len(out.Jobs) < o.Limit {
+		var best *stream
+		for _, s := range streams {
+			if err := fill(s); err != nil {
+				return JobPage{}, err
+			}
+			if len(s.buf) > 0 && (best == nil || s.buf[0].Key > best.buf[0].Key) {
+				best = s
+			}
+		}
+		if best == nil {
+			break
+		}
+		e := best.buf[0]
+		best.buf = best.buf[1:]
+		best.resume = e.After
+		if len(best.buf) == 0 {
+			best.resume = best.next
+		}
+		out.Jobs = append(out.Jobs, summary(best.p, e.Job))
+	}
+	out.Next = formatCursor(streams)
+	return out, nil
+}
+
+// stream is one partition's part of a listing.
+type stream struct {
+	p      keys.Partition
+	buf    []store.ListEntry // read, not yet returned
+	next   string            // the partition's cursor after buf
+	done   bool              // nothing after buf
+	resume string            // where the next page starts
+}
+
+// A listing cursor holds one cursor per partition, joined by ','; "-"
+// marks a partition with nothing more.
+const cursorDone = "-"
+
+func parseCursor(c string, parts []keys.Partition) ([]*stream, error) {
+	cs := make([]string, len(parts))
+	if c != "" {
+		cs = strings.Split(c, ",")
+		if len(cs) != len(parts) {
+			return nil, fmt.Errorf("%w: cursor %q is not one of this queue's (%d partitions)", ErrInvalid, c, len(parts))
+		}
+	}
+	out := make([]*stream, len(parts))
+	for i, p := range parts {
+		s := &stream{p: p, next: cs[i], resume: cs[i]}
+		if cs[i] == cursorDone {
+			s.next, s.done = "", true
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func formatCursor(streams []*stream) string {
+	cs := make([]string, len(streams))
+	more := false
+	for i, s := range streams {
+		switch {
+		case len(s.buf) > 0:
+			cs[i] = s.resume
+		case s.done:
+			cs[i] = cursorDone
+		default:
+			cs[i] = s.next
+		}
+		more = more || cs[i] != cursorDone
+	}
+	if !more {
+		return ""
+	}
+	return strings.Join(cs, ",")
+}

@@ -1,0 +1,181 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// MaxRedriveIDs bounds the job IDs of one Redrive or Release call; use
+// RedriveSelected for more.
+const MaxRedriveIDs = 1000
+
+// RedriveReport says what a Redrive or Release by ID did.
+type RedriveReport struct {
+	Moved []string // IDs of the jobs now available, in the order asked
+	// Failed holds the others: ErrInvalid (not a job ID), ErrNotFound, or
+	// a *StateError (ErrWrongState) naming the state that refused it.
+	Failed map[string]error
+}
+
+// Redrive returns archived and cancelled jobs to execution: each goes to
+// the back of its priority's available list. History is kept: attempt
+// and crash_attempt are not reset (a job whose attempts are spent gets one
+// more attempt per redrive), its errors, steps and orphan provenance stay,
+// and JobInfo.Redrives counts the redrives. At most MaxRedriveIDs IDs
+// (else ErrTooMany); one round trip per partition. A job's unique key, if
+// it had one, is not taken again, and a spawned job's parent, told of its
+// failure when it was archived, is not told again.
+func (c *Client) Redrive(ctx context.Context, ids ...string) (RedriveReport, error) {
+	return c.redriveIDs(ctx, store.ActionRedrive, ids)
+}
+
+// Release returns quarantined jobs to execution like Redrive, and resets
+// their crash_attempt to 0 (their orphan provenance is kept).
+func (c *Client) Release(ctx context.Context, ids ...string) (RedriveReport, error) {
+	return c.redriveIDs(ctx, store.ActionRelease, ids)
+}
+
+func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids []string) (RedriveReport, error) {
+	if len(ids) > MaxRedriveIDs {
+		return RedriveReport{}, fmt.Errorf("%w: %d IDs, at most %d (redrive by selector instead)", ErrTooMany, len(ids), MaxRedriveIDs)
+	}
+	rep := RedriveReport{Failed: map[string]error{}}
+	byPart := map[keys.Partition][]int{}
+	var order []keys.Partition
+	refs := make([]keys.Ref, len(ids))
+	for i, id := range ids {
+		ref, err := c.ref(id)
+		if err != nil {
+			rep.Failed[id] = err
+			continue
+		}
+		refs[i] = ref
+		if byPart[ref.Partition] == nil {
+			order = append(order, ref.Partition)
+		}
+		byPart[ref.Partition] = append(byPart[ref.Partition], i)
+	}
+	moved := make([]bool, len(ids))
+	for _, p := range order {
+		idx := byPart[p]
+		locals := make([]string, len(idx))
+		for k, i := range idx {
+			locals[k] = refs[i].Local
+		}
+		errs, err := c.st.RedriveIDs(ctx, p, action, locals)
+		if err != nil {
+			return rep, err
+		}
+		for k, i := range idx {
+			if errs[k] == nil {
+				moved[i] = true
+			} else {
+				rep.Failed[ids[i]] = stateError(ids[i], errs[k])
+			}
+		}
+	}
+	for i, id := range ids {
+		if moved[i] {
+			rep.Moved = append(rep.Moved, id)
+		}
+	}
+	return rep, nil
+}
+
+// Selector chooses finished jobs for RedriveSelected.
+type Selector struct {
+	Queue string // required
+	// State is StateArchived (the default), StateCancelled, or
+	// StateQuarantined (the jobs are released: crash_attempt reset).
+	State  string
+	Kind   string // "" for any kind
+	Reason string // "" for any reason (attempts_exhausted, skipped, operator, crash_limit, ...)
+	// Jobs that finished in [FinishedAfter, FinishedBefore); zero: no bound.
+	FinishedAfter, FinishedBefore time.Time
+}
+
+// RedriveOptions tune RedriveSelected.
+type RedriveOptions struct {
+	// DryRun counts the jobs that would move, and moves none.
+	DryRun bool
+	// BatchSize is how many entries one script call examines. Default
+	// 500, at most 5000.
+	BatchSize int
+	// Progress, when set, is called after every batch and once at the end
+	// (Done set).
+	Progress func(RedriveProgress)
+}
+
+// RedriveProgress is how far RedriveSelected got.
+type RedriveProgress struct {
+	Examined int   // finished jobs examined
+	Total    int64 // jobs in the scanned state when the scan began
+	Matched  int   // jobs moved (or, in a dry run, that would be)
+	Batches  int   // script calls made
+	Done     bool
+}
+
+// RedriveSelected redrives (Redrive, or Release for quarantined jobs) the
+// jobs of a queue that Selector chooses, in batches: each script call
+// examines at most BatchSize jobs of one partition, oldest first, so Redis
+// is never blocked for long. The scan only takes jobs that finished
+// before it began, so a job that fails again during the scan is not taken
+// twice. A dry run with the same selector counts what a real run would
+// move, unless jobs change meanwhile. It returns the final progress; on an
+// error (or ctx cancelled) the jobs moved so far stay moved.
+func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOptions) (RedriveProgress, error) {
+	var pr RedriveProgress
+	if !runtime.ValidQueue(sel.Queue) {
+		return pr, fmt.Errorf("%w: queue %q", ErrInvalid, sel.Queue)
+	}
+	if sel.State == "" {
+		sel.State = StateArchived
+	}
+	if sel.State != StateArchived && sel.State != StateCancelled && sel.State != StateQuarantined {
+		return pr, fmt.Errorf("%w: cannot redrive %s jobs", ErrInvalid, sel.State)
+	}
+	if o.BatchSize < 0 || o.BatchSize > 5000 {
+		return pr, fmt.Errorf("%w: batch size %d not in 1..5000", ErrInvalid, o.BatchSize)
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 500
+	}
+	parts := c.partitions(sel.Queue)
+	sizes, err := c.st.TerminalSizes(ctx, parts, sel.State)
+	if err != nil {
+		return pr, err
+	}
+	for _, n := range sizes {
+		pr.Total += n
+	}
+	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
+	for _, p := range parts {
+		var cur store.ScanCursor
+		for done := false; !done; {
+			if err := ctx.Err(); err != nil {
+				return pr, err
+			}
+			step, err := c.st.RedriveStep(ctx, p, ss, cur, o.BatchSize, o.DryRun)
+			if err != nil {
+				return pr, err
+			}
+			cur, done = step.Cursor, step.Done
+			pr.Examined += step.Examined
+			pr.Matched += step.Matched
+			pr.Batches++
+			if o.Progress != nil {
+				o.Progress(pr)
+			}
+		}
+	}
+	pr.Done = true
+	if o.Progress != nil {
+		o.Progress(pr)
+	}
+	return pr, nil
+}

@@ -1,0 +1,256 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
+)
+
+type traced struct{ Fail bool }
+
+func (traced) Kind() string { return "traced" }
+
+// tracing is a namespace whose client and worker record spans in rec.
+type tracing struct {
+	rec    *tracetest.SpanRecorder
+	tp     *sdktrace.TracerProvider
+	client *flow.Client
+	ns     string
+}
+
+func newTracing(t *testing.T, reg *flow.Registry) *tracing {
+	t.Helper()
+	rdb := realRedis(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ns := redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, rdb, reg, runtime.Options{
+		Namespace: ns, TracerProvider: tp, Backoff: func(int) time.Duration { return 0 },
+		MaintenanceInterval: 10 * time.Millisecond,
+	})
+	return &tracing{rec: rec, tp: tp, client: c, ns: ns}
+}
+
+// spans waits until n ended spans are named name and returns them, oldest
+// first.
+func (tr *tracing) spans(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var got []sdktrace.ReadOnlySpan
+		for _, s := range tr.rec.Ended() {
+			if s.Name() == name {
+				got = append(got, s)
+			}
+		}
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d ended spans named %q, want %d", len(got), name, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[string]any {
+	m := map[string]any{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	return m
+}
+
+// checkAttrs compares the attributes of s named in want.
+func checkAttrs(t *testing.T, s sdktrace.ReadOnlySpan, want map[string]any) {
+	t.Helper()
+	all, got := attrs(s), map[string]any{}
+	for k := range want {
+		got[k] = all[k]
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("span %s attributes (-want +got):\n%s", s.Name(), d)
+	}
+}
+
+// checkParent asserts that child's parent is parent, in the same trace.
+func checkParent(t *testing.T, child, parent sdktrace.ReadOnlySpan, remote bool) {
+	t.Helper()
+	p := child.Parent()
+	if p.TraceID() != parent.SpanContext().TraceID() || p.SpanID() != parent.SpanContext().SpanID() || p.IsRemote() != remote {
+		t.Errorf("span %s: parent %s/%s (remote %v), want %s %s/%s (remote %v)", child.Name(),
+			p.TraceID(), p.SpanID(), p.IsRemote(), parent.Name(), parent.SpanContext().TraceID(), parent.SpanContext().SpanID(), remote)
+	}
+}
+
+// TestTracing: the enqueue span is a child of the caller's span, each
+// attempt a (remote) child of the enqueue span through the job's headers,
+// and each step a child of its attempt; a replayed step is marked cached;
+// a failed attempt has an error status.
+func TestTracing(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	var headers atomic.Value
+	var runs atomic.Int64
+	err := flow.Register(reg, func(ctx context.Context, job *flow.Job[traced]) error {
+		headers.Store(job.Headers)
+		if _, err := step.Run(ctx, "charge", func(context.Context) (int, error) { return 7, nil }); err != nil {
+			return err
+		}
+		if runs.Add(1) == 1 {
+			return errors.New("mail server busy")
+		}
+		return step.Do(ctx, "notify", func(context.Context) error { return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracing(t, reg)
+	ctx, request := tr.tp.Tracer("test").Start(context.Background(), "request")
+	res, err := tr.client.Enqueue(ctx, traced{}, flow.WithHeaders(map[string]string{"tenant": "acme"}))
+	request.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, tr.client, res.ID, flow.StateCompleted)
+
+	enq := tr.spans(t, "sluice.enqueue traced", 1)[0]
+	if enq.SpanKind() != trace.SpanKindProducer {
+		t.Errorf("enqueue span kind %v", enq.SpanKind())
+	}
+	checkParent(t, enq, tr.spans(t, "request", 1)[0], false)
+	checkAttrs(t, enq, map[string]any{"sluice.job.id": res.ID, "sluice.queue": "default", "sluice.job.kind": "traced", "sluice.duplicate": false})
+
+	h, _ := headers.Load().(map[string]string)
+	if h["tenant"] != "acme" || h["traceparent"] == "" {
+		t.Errorf("job headers %v: want the caller's tenant and a traceparent", h)
+	}
+
+	att := tr.spans(t, "sluice.attempt traced", 2)
+	for i, a := range att {
+		checkParent(t, a, enq, true)
+		if a.SpanKind() != trace.SpanKindConsumer {
+			t.Errorf("attempt span kind %v", a.SpanKind())
+		}
+		checkAttrs(t, a, map[string]any{
+			"sluice.job.id": res.ID, "sluice.queue": "default", "sluice.job.kind": "traced",
+			"sluice.attempt": int64(i), "sluice.crash_attempt": int64(0), "sluice.fence": int64(i + 1),
+		})
+	}
+	checkAttrs(t, att[0], map[string]any{"sluice.outcome": "retry", "sluice.job.state": "retryable", "sluice.reason": "error"})
+	if st := att[0].Status(); st.Code != codes.Error || st.Description != "mail server busy" {
+		t.Errorf("failed attempt's status %+v", st)
+	}
+	if ev := att[0].Events(); len(ev) != 1 || ev[0].Name != "exception" {
+		t.Errorf("failed attempt's events %+v, want one exception", ev)
+	}
+	checkAttrs(t, att[1], map[string]any{"sluice.outcome": "ok", "sluice.job.state": "completed"})
+	if st := att[1].Status(); st.Code != codes.Unset {
+		t.Errorf("completed attempt's status %+v", st)
+	}
+
+	charge := tr.spans(t, "sluice.step charge", 2)
+	for i, s := range charge {
+		checkParent(t, s, att[i], false)
+		checkAttrs(t, s, map[string]any{"sluice.step": "charge", "sluice.step.index": int64(0), "sluice.step.cached": i == 1})
+	}
+	notify := tr.spans(t, "sluice.step notify", 1)[0]
+	checkParent(t, notify, att[1], false)
+	checkAttrs(t, notify, map[string]any{"sluice.step": "notify", "sluice.step.index": int64(1), "sluice.step.cached": false})
+}
+
+// TestTracingFanOut: children's attempts are children of the step that
+// spawned them, so a whole fan-out is one trace.
+func TestTracingFanOut(t *testing.T) {
+	t.Parallel()
+	var parentRuns atomic.Int64
+	tr := newTracing(t, fanOutRegistry(t, &parentRuns))
+	res, err := tr.client.Enqueue(context.Background(), parentJob{N: 3, Fail: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, tr.client, res.ID, flow.StateCompleted)
+	spawn := tr.spans(t, "sluice.step spawn", 1)[0]
+	kids := tr.spans(t, "sluice.attempt child", 3)
+	for _, k := range kids {
+		checkParent(t, k, spawn, true)
+	}
+	root := tr.spans(t, "sluice.enqueue parent", 1)[0]
+	if root.Parent().IsValid() {
+		t.Errorf("enqueue without a caller's span has parent %v", root.Parent())
+	}
+	for _, s := range tr.rec.Ended() {
+		if s.SpanContext().TraceID() != root.SpanContext().TraceID() {
+			t.Errorf("span %s is in trace %s, not the enqueue's", s.Name(), s.SpanContext().TraceID())
+		}
+	}
+}
+
+// TestTraceHeaders: a traceparent the caller set is kept (and parents the
+// attempt); without an SDK the trace context of the caller's span still
+// travels; with neither, no header is added.
+func TestTraceHeaders(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	got := make(chan map[string]string, 4)
+	err := flow.Register(reg, func(ctx context.Context, job *flow.Job[traced]) error {
+		got <- job.Headers
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := newTracing(t, reg)
+	const own = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	if _, err := tr.client.Enqueue(context.Background(), traced{}, flow.WithHeaders(map[string]string{"traceparent": own})); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h["traceparent"] != own {
+		t.Errorf("caller's traceparent replaced: %v", h)
+	}
+	att := tr.spans(t, "sluice.attempt traced", 1)[0]
+	if p := att.Parent(); p.TraceID().String() != "0af7651916cd43dd8448eb211c80319c" || p.SpanID().String() != "b7ad6b7169203331" {
+		t.Errorf("attempt's parent %s/%s, want the caller's traceparent", p.TraceID(), p.SpanID())
+	}
+
+	// A client with no SDK (no-op provider): the caller's span context
+	// still reaches the job; nothing is added without one.
+	plain, err := flow.NewClient(realRedis(t), flow.ClientOptions{Namespace: tr.ns, TracerProvider: noop.NewTracerProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6}, TraceFlags: trace.FlagsSampled,
+	})
+	if _, err := plain.Enqueue(trace.ContextWithSpanContext(context.Background(), sc), traced{}); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h["traceparent"] != "00-01020300000000000000000000000000-0405060000000000-01" {
+		t.Errorf("headers %v: want the caller's span context", h)
+	}
+	if _, err := plain.Enqueue(context.Background(), traced{}); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != nil {
+		t.Errorf("headers %v added without a span context", h)
+	}
+}

@@ -1,0 +1,137 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// Cancel moves one job to cancelled (reason 'operator'); a running job's
+// holder loses its lease (lua/cancel.lua). It returns the job's previous
+// state, ErrNotFound, or a *StateError for a finished job.
+func (s *Store) Cancel(ctx context.Context, ref keys.Ref) (string, error) {
+	return s.adminOne(ctx, lua.Cancel, "cancel", ref, ref.Local, keys.CancelChannel(ref.NS))
+}
+
+// Delete deletes one job that is not running, with all its keys
+// (lua/delete.lua). It returns the job's previous state, ErrNotFound, or a
+// *StateError for a running job.
+func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
+	return s.adminOne(ctx, lua.Delete, "delete", ref, ref.Local)
+}
+
+func (s *Store) adminOne(ctx context.Context, sc *redis.Script, op string, ref keys.Ref, args ...any) (string, error) {
+	v, err := s.run(ctx, sc, ref.Partition, args...).Result()
+	if err != nil {
+		return "", err
+	}
+	r, err := strs(v)
+	if err != nil || len(r) != 2 {
+		return "", fmt.Errorf("%w: %s reply %v", ErrMalformed, op, v)
+	}
+	return adminStatus(op, ref.Local, r[0], r[1])
+}
+
+// SetPaused pauses (claims nothing) or resumes one partition and reports
+// whether it was paused before (lua/pause.lua).
+func (s *Store) SetPaused(ctx context.Context, p keys.Partition, paused bool) (bool, error) {
+	flag := "0"
+	if paused {
+		flag = "1"
+	}
+	n, err := s.run(ctx, lua.Pause, p, flag).Int()
+	return n == 1, err
+}
+
+// RedriveAction is what a redrive by ID does.
+type RedriveAction string
+
+// Redrive actions.
+const (
+	ActionRedrive RedriveAction = "redrive" // archived or cancelled -> available
+	ActionRelease RedriveAction = "release" // quarantined -> available, crash_attempt 0
+)
+
+// RedriveIDs moves the jobs locals of one partition back to available, one
+// round trip. It returns one error per job: nil (moved), ErrNotFound, or a
+// *StateError.
+func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action RedriveAction, locals []string) ([]error, error) {
+	args := make([]any, 0, 3+len(locals))
+	args = append(args, "ids", string(action), len(locals))
+	for _, l := range locals {
+		args = append(args, l)
+	}
+	v, err := s.run(ctx, lua.Redrive, p, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	r, err := strs(v)
+	if err != nil || len(r) != len(locals) {
+		return nil, fmt.Errorf("%w: redrive reply %v", ErrMalformed, v)
+	}
+	out := make([]error, len(r))
+	for i, st := range r {
+		if st == adminOK {
+			continue
+		}
+		_, out[i] = adminStatus(string(action), locals[i], st, st)
+	}
+	return out, nil
+}
+
+// Selector chooses finished jobs of one state for a redrive by selector.
+type Selector struct {
+	State  string // archived, cancelled or quarantined
+	Kind   string // "" any
+	Reason string // "" any
+	// Finished in [After, Before); zero: unbounded.
+	After, Before time.Time
+}
+
+// ScanCursor is where a redrive scan of one partition stands: the last
+// zset entry examined and the store time the scan began (zero: not begun).
+type ScanCursor struct {
+	Score, Member string
+	AsOf          int64
+}
+
+// ScanStep is what one step of a redrive scan did.
+type ScanStep struct {
+	Cursor   ScanCursor
+	Examined int
+	Matched  int // moved, or in a dry run would be
+	Done     bool
+	Size     int64 // entries in the scanned zset after the step
+}
+
+// RedriveStep runs one bounded step (at most limit entries examined) of a
+// redrive scan of partition p from cur (lua/redrive.lua 'select').
+func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector, cur ScanCursor, limit int, dry bool) (ScanStep, error) {
+	asof, d := "", "0"
+	if cur.AsOf > 0 {
+		asof = strconv.FormatInt(cur.AsOf, 10)
+	}
+	if dry {
+		d = "1"
+	}
+	v, err := s.run(ctx, lua.Redrive, p, "select", sel.State, cur.Score, cur.Member, asof, limit, d,
+		sel.Kind, sel.Reason, unixMS(sel.After), unixMS(sel.Before)).Result()
+	if err != nil {
+		return ScanStep{}, err
+	}
+	r, err := strs(v)
+	if err != nil || len(r) != 7 {
+		return ScanStep{}, fmt.Errorf("%w: redrive step reply %v", ErrMalformed, v)
+	}
+	n := func(s string) int64 { x, _ := strconv.ParseInt(s, 10, 64); return x }
+	return ScanStep{
+		Cursor:   ScanCursor{Score: r[3], Member: r[4], AsOf: n(r[0])},
+		Examined: int(n(r[1])), Matched: int(n(r[2])), Done: r[5] == "1", Size: n(r[6]),
+	}, nil
+}

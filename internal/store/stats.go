@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// Minute is what one partition finished during one minute: jobs that
+// reached each terminal state, and run times of completed attempts by
+// bucket (lua/lib.lua tally: bucket b holds run times in
+// [2^(b/4)-1, 2^((b+1)/4)-1) ms).
+type Minute struct {
+	Finished map[string]int64 // by terminal state
+	RunTimes map[int]int64    // by bucket
+}
+
+// Minutes reads the minute hashes of partitions parts for unix minutes
+// from..to (inclusive), summed over the partitions, in one pipelined round
+// trip; the result is indexed by minute - from.
+func (s *Store) Minutes(ctx context.Context, parts []keys.Partition, from, to int64) ([]Minute, error) {
+	if to < from {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, 0, len(parts)*int(to-from+1))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, part := range parts {
+			for m := from; m <= to; m++ {
+				cmds = append(cmds, p.HGetAll(ctx, part.Minute(m)))
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]Minute, to-from+1)
+	for i := range out {
+		out[i] = Minute{Finished: map[string]int64{}, RunTimes: map[int]int64{}}
+	}
+	span := int(to - from + 1)
+	for i, c := range cmds {
+		m := &out[i%span]
+		for f, v := range c.Val() {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%w: minute counter %s = %q", ErrMalformed, f, v)
+			}
+			if b, ok := strings.CutPrefix(f, "rt:"); ok {
+				k, err := strconv.Atoi(b)
+				if err != nil {
+					return nil, fmt.Errorf("%w: run time bucket %q", ErrMalformed, f)
+				}
+				m.RunTimes[k] += n
+				continue
+			}
+			m.Finished[f] += n
+		}
+	}
+	return out, nil
+}
+
+// PausedFlags reports which of parts are paused, in one pipelined round
+// trip.
+func (s *Store) PausedFlags(ctx context.Context, parts []keys.Partition) ([]bool, error) {
+	cmds := make([]*redis.IntCmd, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			cmds[i] = p.Exists(ctx, part.Paused())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(parts))
+	for i, c := range cmds {
+		out[i] = c.Val() == 1
+	}
+	return out, nil
+}
+
+// TerminalSizes reads the size of the zset of terminal state in each of
+// parts, in one pipelined round trip.
+func (s *Store) TerminalSizes(ctx context.Context, parts []keys.Partition, state string) ([]int64, error) {
+	cmds := make([]*redis.IntCmd, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			cmds[i] = p.ZCard(ctx, part.Terminal(state))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(parts))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}

@@ -1,0 +1,129 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// WorkerInfo is a worker as the registry of live workers knows it.
+type WorkerInfo struct {
+	ID          string
+	Host        string
+	PID         int
+	Started     time.Time
+	Queues      map[string]int // served queue -> its partitions
+	Concurrency int
+	Jobs        []string // IDs of the jobs it runs
+	LastSeen    time.Time
+}
+
+// MaxWorkersListed bounds a listing of the registry.
+const MaxWorkersListed = 1000
+
+func (s *Store) workers() keys.Workers { return keys.Workers{NS: s.cfg.NS} }
+
+// Heartbeat registers w as alive for ttl (lua/heartbeat.lua).
+func (s *Store) Heartbeat(ctx context.Context, w WorkerInfo, ttl time.Duration) error {
+	qs := make([]string, 0, len(w.Queues))
+	for q, n := range w.Queues {
+		qs = append(qs, q+":"+strconv.Itoa(n))
+	}
+	sort.Strings(qs)
+	return s.heartbeat(ctx, w.ID, ms(ttl), "host", w.Host, "pid", w.PID, "started", unixMS(w.Started),
+		"queues", strings.Join(qs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "))
+}
+
+// Unregister removes worker id from the registry.
+func (s *Store) Unregister(ctx context.Context, id string) error {
+	return s.heartbeat(ctx, id, 0)
+}
+
+func (s *Store) heartbeat(ctx context.Context, id string, ttl int64, fields ...any) error {
+	now := ""
+	if s.cfg.Now != nil {
+		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
+	}
+	ks := s.workers()
+	args := append([]any{now, id, ttl, ks.WorkerPrefix()}, fields...)
+	return lua.Heartbeat.Run(ctx, s.rdb, []string{ks.Live(), ks.Worker(id)}, args...).Err()
+}
+
+// Workers lists the live workers (at most MaxWorkersListed), most recently
+// seen first, and drops the dead ones it meets from the registry.
+func (s *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
+	ks := s.workers()
+	ids, err := s.rdb.ZRevRange(ctx, ks.Live(), 0, MaxWorkersListed-1).Result()
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGetAll(ctx, ks.Worker(id))
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	var out []WorkerInfo
+	var dead []any
+	for i, c := range cmds {
+		m := c.Val()
+		if len(m) == 0 {
+			dead = append(dead, ids[i])
+			continue
+		}
+		w, err := decodeWorker(ids[i], m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	if len(dead) > 0 {
+		if err := s.rdb.ZRem(ctx, ks.Live(), dead...).Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func decodeWorker(id string, m map[string]string) (WorkerInfo, error) {
+	var bad error
+	num := func(f string) int64 {
+		n, err := strconv.ParseInt(m[f], 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("%w: worker %s: %s = %q", ErrMalformed, id, f, m[f])
+		}
+		return n
+	}
+	w := WorkerInfo{
+		ID: id, Host: m["host"], PID: int(num("pid")), Started: time.UnixMilli(num("started")),
+		Concurrency: int(num("conc")), LastSeen: time.UnixMilli(num("seen")), Queues: map[string]int{},
+	}
+	if m["jobs"] != "" {
+		w.Jobs = strings.Split(m["jobs"], " ")
+	}
+	for q := range strings.SplitSeq(m["queues"], ",") {
+		name, n, ok := strings.Cut(q, ":")
+		if !ok {
+			continue
+		}
+		p, err := strconv.Atoi(n)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("%w: worker %s: queue %q", ErrMalformed, id, q)
+		}
+		w.Queues[name] = p
+	}
+	return w, bad
+}

@@ -1,0 +1,35 @@
+-- cancel.lua: an operator cancels one job.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]  the job's ID in the partition
+-- ARGV[10] the namespace's cancel channel (keys.CancelChannel)
+-- Returns: { status, state }
+--   'ok', previous state     the job is now cancelled (reason 'operator')
+--   'missing', ''            no such job
+--   'final', state           the job is already in a terminal state
+-- Transitions: available|scheduled|retryable|running -> cancelled.
+-- A running job's fence is incremented and its lease cleared, so every
+-- later write of the attempt that held it is rejected as stale and its
+-- next renewal reports the lease lost (with state 'cancelled'); its
+-- concurrency slot is freed as an ack would, and the lease ID is published
+-- on the cancel channel so its worker can cancel the handler at once. An
+-- available job's list entry becomes stale (claim skips it). A spawned job
+-- notifies its parent, as any job reaching a terminal state does.
+local id = ARGV[9]
+local jk = job_key(id)
+local h = redis.call('HMGET', jk, 's', 'l', 'ck')
+local s = h[1]
+if not s then return { 'missing', '' } end
+if TERMINAL[s] then return { 'final', s } end
+if s == 'running' then
+  redis.call('HINCRBY', jk, 'f', 1)
+  clear_lease(id)
+  if h[3] then cc_release(h[3]) end
+  if h[2] then redis.call('PUBLISH', ARGV[10], h[2]) end
+elseif s == 'scheduled' or s == 'retryable' then
+  redis.call('ZREM', K_SCHED, id)
+  redis.call('HDEL', jk, 'ws', 'wc', 'wp')
+end
+finish(jk, id, s, 'cancelled', 'operator')
+flush()
+return { 'ok', s }

@@ -1,0 +1,34 @@
+-- delete.lua: an operator deletes one job that is not running, with every
+-- key it owns (hash, errors, step checkpoints, children's results).
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] the job's ID in the partition
+-- Returns: { status, state }
+--   'ok', previous state     the job is gone
+--   'missing', ''            no such job
+--   'running', 'running'     refused: cancel it first
+-- Transitions: available|scheduled|retryable|completed|archived|
+--   quarantined|cancelled -> (deleted). An available job's list entry
+--   becomes stale (claim skips it). A job deleted before it finished frees
+--   its unique key and tells its parent, if any, that it ended as
+--   'cancelled', so the parent is not left waiting.
+local id = ARGV[9]
+local jk = job_key(id)
+local h = redis.call('HMGET', jk, 's', 'uk')
+local s = h[1]
+if not s then return { 'missing', '' } end
+if s == 'running' then return { 'running', s } end
+if TERMINAL[s] then
+  redis.call('ZREM', TERMINAL[s], id)
+else
+  if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
+  notify_parent(jk, id, 'cancelled')
+  if h[2] then
+    local uq = PFX .. 'uq:' .. h[2]
+    if redis.call('GET', uq) == id then redis.call('DEL', uq) end
+  end
+end
+delete_job(id)
+count(s, nil)
+flush()
+return { 'ok', s }

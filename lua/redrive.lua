@@ -1,0 +1,117 @@
+-- redrive.lua: an operator returns finished jobs to execution.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] mode, 'ids' or 'select'.
+--
+-- 'ids': ARGV[10] what to do: 'redrive' (archived or cancelled jobs) or
+--   'release' (quarantined jobs); ARGV[11] n; then n job IDs.
+--   Returns one status per ID: 'ok' (moved), 'missing', or the job's state
+--   when it is not one the action takes (nothing written for it).
+--
+-- 'select': one bounded step of a scan of one terminal zset, oldest
+--   first, moving (or, in a dry run, only counting) the jobs that match.
+--   ARGV[10] state scanned: archived, cancelled or quarantined (released)
+--   ARGV[11] cursor score, ARGV[12] cursor member: the last entry the
+--            previous step examined ('' and '': start at the beginning)
+--   ARGV[13] as-of time (ms) the scan started; '' on the first step
+--   ARGV[14] the most entries to examine in this step
+--   ARGV[15] '1': dry run (count, move nothing)
+--   ARGV[16] kind ('' any), ARGV[17] reason ('' any),
+--   ARGV[18] finished at or after (ms, 0 none), ARGV[19] finished before
+--            (ms, 0 none)
+--   A job matches when it is in the scanned state, has the kind and
+--   reason asked, and finished in the range and not after the as-of time
+--   (so jobs that fail again during the scan are not taken twice).
+--   Returns { as-of, examined, matched, cursor score, cursor member,
+--   done (1 when the scan reached the end), zset size }.
+--
+-- Transitions: archived|cancelled -> available ('redrive'),
+--   quarantined -> available ('release'), at the back of the job's
+--   priority list. Counters (attempt, crash_attempt), errors, steps and
+--   orphan provenance are kept; 'dn' counts the job's redrives, 'dt' is
+--   the time of the last one, 'df' what it was redriven from
+--   (state:reason). Releasing a quarantined job resets crash_attempt to 0.
+--   The finish time and terminal reason are cleared.
+local TAKES = {
+  redrive = { archived = true, cancelled = true },
+  release = { quarantined = true },
+}
+
+local function revive(jk, id, state, reason)
+  zrem_later(TERMINAL[state], id)
+  redis.call('HDEL', jk, 'ft', 'xr')
+  redis.call('HINCRBY', jk, 'dn', 1)
+  redis.call('HSET', jk, 'dt', NOW, 'df', state .. ':' .. (reason or ''))
+  if state == 'quarantined' then redis.call('HSET', jk, 'c', 0) end
+  make_available(jk, id, state, false)
+end
+
+if ARGV[9] == 'ids' then
+  local takes = TAKES[ARGV[10]]
+  if not takes then return redis.error_reply('ERR sluice: unknown redrive action ' .. tostring(ARGV[10])) end
+  local out = {}
+  for i = 1, tonumber(ARGV[11]) do
+    local id = ARGV[11 + i]
+    local jk = job_key(id)
+    local h = redis.call('HMGET', jk, 's', 'xr')
+    if not h[1] then
+      out[i] = 'missing'
+    elseif takes[h[1]] then
+      revive(jk, id, h[1], h[2])
+      out[i] = 'ok'
+    else
+      out[i] = h[1]
+    end
+  end
+  flush()
+  return out
+end
+
+if ARGV[9] ~= 'select' then return redis.error_reply('ERR sluice: unknown redrive mode ' .. tostring(ARGV[9])) end
+local state = ARGV[10]
+local zk = TERMINAL[state]
+if not zk or state == 'completed' then return redis.error_reply('ERR sluice: cannot redrive ' .. tostring(state)) end
+local cscore, cmember = ARGV[11], ARGV[12]
+local asof = tonumber(ARGV[13]) or NOW
+local limit = tonumber(ARGV[14])
+local dry = ARGV[15] == '1'
+local kind, reason = ARGV[16], ARGV[17]
+local after, before = tonumber(ARGV[18]), tonumber(ARGV[19])
+
+-- start is the rank of the first entry after the cursor (score, member) in
+-- zset order, whether or not the cursor's member is still there (a
+-- moved job left): the member is put at the cursor's score for a moment,
+-- ranked, and put back as it was.
+local start = 0
+if cscore ~= '' then
+  local old = redis.call('ZSCORE', zk, cmember)
+  redis.call('ZADD', zk, cscore, cmember)
+  local r = redis.call('ZRANK', zk, cmember)
+  if old then
+    redis.call('ZADD', zk, old, cmember)
+    if tonumber(old) <= tonumber(cscore) then r = r + 1 end
+  else
+    redis.call('ZREM', zk, cmember)
+  end
+  start = r
+end
+
+local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
+local examined, matched = 0, 0
+for i = 1, #batch, 2 do
+  local id = batch[i]
+  local jk = job_key(id)
+  local h = redis.call('HMGET', jk, 's', 'k', 'xr', 'ft')
+  local ft = tonumber(h[4]) or 0
+  if h[1] == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
+    and ft <= asof and (after == 0 or ft >= after) and (before == 0 or ft < before) then
+    matched = matched + 1
+    if not dry then revive(jk, id, state, h[3]) end
+  end
+  examined = examined + 1
+  cscore, cmember = batch[i + 1], id
+end
+flush()
+local done = 0
+if examined < limit then done = 1 end
+return { asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk) }

@@ -1,0 +1,117 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// blockingHandler registers a handler that reports its job's start, waits
+// for its context to end and reports the cause; N=0 jobs return at once.
+func blockingHandler(t *testing.T) (*flow.Registry, chan string, chan error) {
+	started, causes := signal[string](), signal[error]()
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		if job.Args.N == 0 {
+			return nil
+		}
+		started <- job.ID
+		<-ctx.Done()
+		causes <- context.Cause(ctx)
+		return ctx.Err()
+	}))
+	return reg, started, causes
+}
+
+// TestOperatorCancel: cancelling a running job cancels its handler's
+// context at once (pub/sub) with cause ErrCancelled, its outcome is not
+// written, and its slot runs the next job. The worker shows in the
+// registry with the job it runs.
+func TestOperatorCancel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reg, started, causes := blockingHandler(t)
+	w := e.startWorker(reg, runtime.Options{Concurrency: 1, Lease: 3 * time.Second})
+	id := e.enqueue(workArgs{N: 1})
+	recv(t, started, "the handler to start")
+	ctx := context.Background()
+	eventually(t, "the worker to list its job", func() (bool, string) {
+		ws, err := e.client.Workers(ctx)
+		if err != nil || len(ws) != 1 {
+			return false, "workers: " + strconv.Itoa(len(ws))
+		}
+		return ws[0].ID == w.ID() && slices.Equal(ws[0].Jobs, []string{id}) && ws[0].Concurrency == 1, "jobs: " + ws[0].ID
+	})
+	must(t, e.client.CancelJob(ctx, id))
+	if c := recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) || !errors.Is(c, runtime.ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrCancelled", c)
+	}
+	next := e.enqueue(workArgs{N: 0})
+	e.waitState(next, flow.StateCompleted)
+	checkSummary(t, "cancelled job", e.job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
+	if err := e.client.CancelJob(ctx, id); !errors.Is(err, flow.ErrWrongState) {
+		t.Fatalf("cancel twice: %v", err)
+	}
+}
+
+// TestCancelSeenAtRenewal: when the pub/sub message is missed, the next
+// lease renewal reports the job cancelled and the handler's context ends
+// with cause ErrCancelled.
+func TestCancelSeenAtRenewal(t *testing.T) {
+	t.Parallel()
+	const renew = 7 * time.Second
+	tc := newTestClock(fakeStart())
+	e := newEnv(t, tc)
+	reg, started, causes := blockingHandler(t)
+	e.startWorker(reg, runtime.Options{Clock: tc, Concurrency: 1, RenewInterval: renew, IdlePoll: time.Hour})
+	id := e.enqueue(workArgs{N: 1})
+	recv(t, started, "the handler to start")
+	// cancel.lua as the store runs it, but publishing where no one listens
+	ref, _ := keys.ParseRef(e.ns, id)
+	p := ref.Partition
+	argv := []any{strconv.FormatInt(tc.Now().UnixMilli(), 10), p.Prefix(), keys.WakeChannel(e.ns, p.Queue), p.Index,
+		3600000, 3600000, 3600000, 3, ref.Local, "nowhere"}
+	if err := lua.Cancel.Run(context.Background(), e.rdb, p.Script(), argv...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tc.waitTimers(t, renew, 1)
+	tc.Advance(renew)
+	if c := recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) {
+		t.Fatalf("cause %v, want ErrCancelled", c)
+	}
+	checkSummary(t, "cancelled job", e.job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
+}
+
+// TestPausedQueue: a paused queue runs nothing until resumed; resuming
+// wakes the idle worker.
+func TestPausedQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	must(t, e.client.PauseQueue(ctx, "default"))
+	reg, _, _ := blockingHandler(t)
+	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour})
+	id := e.enqueue(workArgs{N: 0})
+	// the worker claimed (nothing) once it is idle: its claim set the flag
+	eventually(t, "the worker to go idle", func() (bool, string) {
+		n, err := e.rdb.Exists(ctx, e.partition().Prefix()+"idle").Result()
+		return err == nil && n == 1, "not idle"
+	})
+	if j := e.job(id); j.State != flow.StateAvailable {
+		t.Fatalf("paused queue ran job: %s", j.State)
+	}
+	st, err := e.client.QueueStats(ctx, "default", 0)
+	if err != nil || st.Paused != 1 || st.Depth[flow.StateAvailable] != 1 {
+		t.Fatalf("stats of the paused queue: %+v, %v", st, err)
+	}
+	must(t, e.client.ResumeQueue(ctx, "default"))
+	e.waitState(id, flow.StateCompleted)
+}

@@ -1,0 +1,66 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// ErrCancelled is the cause of an attempt's cancellation when an operator
+// cancelled its job (flow.Client.CancelJob). It wraps ErrLeaseLost: the
+// job is no longer the attempt's, and nothing the attempt writes to
+// Sluice state is accepted.
+var ErrCancelled = fmt.Errorf("sluice: job cancelled by an operator: %w", ErrLeaseLost)
+
+// stateCancelled is the state renewal reports for a job an operator
+// cancelled.
+const stateCancelled = "cancelled"
+
+// listenCancels cancels, as soon as the news arrives on the namespace's
+// cancel channel, the attempts whose job an operator cancelled. It is a
+// shortcut: renewal reports the lost lease anyway. stop ends the listener.
+func (w *Worker) listenCancels(ctx context.Context) (stop func()) {
+	ps := w.st.Client().Subscribe(ctx, keys.CancelChannel(w.opts.Namespace))
+	// Wait for the confirmation, so that a cancellation published once the
+	// worker is registered (heartbeat.go) is not missed; on failure go-redis
+	// goes on subscribing in the background.
+	if _, err := ps.Receive(ctx); err != nil && ctx.Err() == nil {
+		w.log.Warn("subscribing to operator cancellations failed; renewal will report them", "err", err)
+	}
+	ch := ps.Channel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m := range ch {
+			w.cancelLease(m.Payload)
+		}
+	}()
+	return func() {
+		_ = ps.Close()
+		<-done
+	}
+}
+
+// cancelLease cancels the attempt holding lease, if this worker runs it.
+func (w *Worker) cancelLease(lease string) {
+	var hit *Attempt
+	w.mu.Lock()
+	for a := range w.inflight {
+		if a.LeaseID == lease && !a.settled.Load() {
+			hit = a
+			break
+		}
+	}
+	w.mu.Unlock()
+	if hit != nil {
+		w.log.Info("job cancelled by an operator; cancelling the attempt", "job", hit.ID, "fence", hit.Fence)
+		hit.cancelled()
+	}
+}
+
+// cancelled cancels the attempt with cause ErrCancelled.
+func (a *Attempt) cancelled() {
+	a.ctl.markLost()
+	a.stop(ErrCancelled)
+}

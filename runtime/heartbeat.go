@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// heartbeatTTL is how many longest leases a worker counts as alive in the
+// registry without a heartbeat.
+const heartbeatTTL = 3
+
+// registry keeps this worker's entry in the namespace's registry of live
+// workers (flow.Client.Workers): refreshed on every renewal tick with the
+// jobs it runs, removed when it stops.
+type registry struct {
+	w       *Worker
+	host    string
+	started time.Time
+}
+
+// register writes the first heartbeat.
+func (w *Worker) register(ctx context.Context) *registry {
+	host, _ := os.Hostname()
+	r := &registry{w: w, host: host, started: w.clk.Now()}
+	r.beat(ctx)
+	return r
+}
+
+// beat writes one heartbeat; a failure is logged, the next tick retries.
+func (r *registry) beat(ctx context.Context) {
+	w := r.w
+	queues := make(map[string]int, len(w.opts.Queues))
+	for q := range w.opts.Queues {
+		queues[q] = max(w.opts.Partitions[q], 1)
+	}
+	var jobs []string
+	w.mu.Lock()
+	for a := range w.inflight {
+		if !a.settled.Load() {
+			jobs = append(jobs, a.ID)
+		}
+	}
+	w.mu.Unlock()
+	slices.Sort(jobs)
+	info := store.WorkerInfo{
+		ID: w.opts.WorkerID, Host: r.host, PID: os.Getpid(), Started: r.started,
+		Queues: queues, Concurrency: w.opts.Concurrency, Jobs: jobs,
+	}
+	if err := w.st.Heartbeat(ctx, info, heartbeatTTL*w.longestLease); err != nil && ctx.Err() == nil {
+		w.log.Warn("worker heartbeat failed", "err", err)
+	}
+}
+
+// unregister removes the worker from the registry as it stops.
+func (r *registry) unregister(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := r.w.st.Unregister(ctx, r.w.opts.WorkerID); err != nil {
+		r.w.log.Warn("leaving the worker registry failed", "err", err)
+	}
+}

@@ -1,0 +1,229 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// metrics reads everything reader holds, one entry per data point: a
+// sum's or gauge's value, a histogram's count and sum, keyed
+// "name{attributes}" (histograms "name.count{...}" and "name.sum{...}").
+func metrics(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	key := func(name string, s attribute.Set) string {
+		return name + "{" + s.Encoded(attribute.DefaultEncoder()) + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[key(m.Name+".count", p.Attributes)] = float64(p.Count)
+					out[key(m.Name+".sum", p.Attributes)] = p.Sum
+				}
+			default:
+				t.Fatalf("metric %s: unexpected data %T", m.Name, m.Data)
+			}
+		}
+	}
+	return out
+}
+
+// checkMetrics compares the entries of got whose name starts with one of
+// prefixes with want.
+func checkMetrics(t *testing.T, got, want map[string]float64, prefixes ...string) {
+	t.Helper()
+	sel := map[string]float64{}
+	for k, v := range got {
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				sel[k] = v
+			}
+		}
+	}
+	if d := cmp.Diff(want, sel); d != "" {
+		t.Errorf("metrics (-want +got):\n%s", d)
+	}
+}
+
+// TestMetrics: the counters of a worker's attempts by outcome, the
+// attempt duration (worker clock) and enqueue-to-claim latency (store
+// clock) histograms, the client's enqueued counter and the queue depth.
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	client, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Clock: clk, MeterProvider: mp})
+	must(t, err)
+
+	started, release := signal[int](), make(chan struct{})
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		switch job.Args.N {
+		case 1: // fails once, then completes
+			if job.Attempt == 0 {
+				return errors.New("flaky")
+			}
+		case 2: // fails for good (MaxAttempts 1)
+			return errors.New("broken")
+		case 3: // panics until quarantined
+			panic("boom")
+		case 5: // runs for 2s of worker time
+			started <- 5
+			<-release
+		}
+		return nil
+	}))
+	for n := 1; n <= 4; n++ {
+		opts := []flow.EnqueueOption{}
+		if n == 2 {
+			opts = append(opts, flow.WithMaxAttempts(1))
+		}
+		if _, err := client.Enqueue(context.Background(), workArgs{N: n}, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(3 * time.Second) // every first attempt is claimed 3s after its enqueue
+	e.startWorker(reg, runtime.Options{
+		Clock: clk, MeterProvider: mp, CrashLimit: 2, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
+	})
+	eventually(t, "the jobs' outcomes to be counted", func() (bool, string) {
+		m := metrics(t, reader)
+		n := m["sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"]
+		return n == 6, fmt.Sprintf("%v attempts", n)
+	})
+	res, err := client.Enqueue(context.Background(), workArgs{N: 5})
+	must(t, err)
+	recv(t, started, "job 5 to start")
+	clk.Advance(2 * time.Second)
+	close(release)
+	e.waitState(res.ID, flow.StateCompleted)
+	eventually(t, "job 5 to be counted", func() (bool, string) {
+		n := metrics(t, reader)["sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"]
+		return n == 7, fmt.Sprintf("%v attempts", n)
+	})
+
+	const job = "{sluice.job.kind=work,sluice.queue=default}"
+	outcome := func(o string) string {
+		return "sluice.jobs.processed{sluice.job.kind=work,sluice.outcome=" + o + ",sluice.queue=default}"
+	}
+	depth := func(state string) string {
+		return "sluice.queue.depth{sluice.job.state=" + state + ",sluice.queue=default}"
+	}
+	checkMetrics(t, metrics(t, reader), map[string]float64{
+		"sluice.jobs.enqueued" + job:          5,
+		outcome("ok"):                         3, // 1 (second try), 4, 5
+		outcome("retry"):                      2, // 1 (first try), 2
+		outcome("crash"):                      2, // 3 twice
+		"sluice.jobs.failed" + job:            4,
+		"sluice.jobs.retried" + job:           2, // 1 retryable, 3 available again
+		"sluice.jobs.crashed" + job:           2,
+		"sluice.jobs.quarantined" + job:       1,
+		"sluice.attempt.duration.count" + job: 7,
+		"sluice.attempt.duration.sum" + job:   2,
+		// first attempts: 1-4 claimed 3s after their enqueue, 5 at once;
+		// the retries of 1 and 3 as well 3s after the enqueue.
+		"sluice.job.latency.count{sluice.attempt.first=true,sluice.job.kind=work,sluice.queue=default}":  5,
+		"sluice.job.latency.sum{sluice.attempt.first=true,sluice.job.kind=work,sluice.queue=default}":    12,
+		"sluice.job.latency.count{sluice.attempt.first=false,sluice.job.kind=work,sluice.queue=default}": 2,
+		"sluice.job.latency.sum{sluice.attempt.first=false,sluice.job.kind=work,sluice.queue=default}":   6,
+		depth("scheduled"): 0, depth("available"): 0, depth("running"): 0, depth("retryable"): 0,
+		depth("completed"): 3, depth("archived"): 1, depth("quarantined"): 1, depth("cancelled"): 0,
+	}, "sluice.")
+}
+
+// TestTelemetryReapedAndRejected: worker A stalls past its lease; worker
+// B reaps the job (a crash, counted by B without a kind) and completes
+// it; A's late ack is rejected: a failed attempt with outcome "rejected"
+// and an error status on A's span.
+func TestTelemetryReapedAndRejected(t *testing.T) {
+	t.Parallel()
+	const lease = 30 * time.Second
+	start := fakeStart()
+	clkA := newTestClock(start)
+	e := newEnv(t, clkA)
+	readerA, readerB := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+
+	startedA, releaseA := signal[int64](), make(chan struct{})
+	regA := flow.NewRegistry()
+	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		startedA <- job.Fence
+		<-releaseA // stalled: ignores its context
+		return nil
+	}))
+	e.startWorker(regA, runtime.Options{
+		Clock: clkA, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
+		TracerProvider: tp, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerA)),
+	})
+	t.Cleanup(func() {
+		select {
+		case <-releaseA:
+		default:
+			close(releaseA)
+		}
+	})
+	id := e.enqueue(workArgs{N: 1})
+	recv(t, startedA, "A to start the job")
+
+	regB := flow.NewRegistry()
+	must(t, flow.Register(regB, func(context.Context, *flow.Job[workArgs]) error { return nil }))
+	e.startWorker(regB, runtime.Options{
+		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB)),
+	})
+	e.waitState(id, flow.StateCompleted)
+	close(releaseA)
+	eventually(t, "A's attempt to end", func() (bool, string) {
+		return len(rec.Ended()) == 1, fmt.Sprintf("%d spans", len(rec.Ended()))
+	})
+	const job = "{sluice.job.kind=work,sluice.queue=default}"
+	eventually(t, "B's attempt to be counted", func() (bool, string) {
+		m := metrics(t, readerB)
+		return m["sluice.attempt.duration.count"+job] == 1, fmt.Sprint(m)
+	})
+	checkMetrics(t, metrics(t, readerB), map[string]float64{
+		"sluice.jobs.crashed{sluice.queue=default}":                                          1,
+		"sluice.jobs.processed{sluice.job.kind=work,sluice.outcome=ok,sluice.queue=default}": 1,
+	}, "sluice.jobs.")
+	checkMetrics(t, metrics(t, readerA), map[string]float64{
+		"sluice.jobs.processed{sluice.job.kind=work,sluice.outcome=rejected,sluice.queue=default}": 1,
+		"sluice.jobs.failed" + job: 1,
+	}, "sluice.jobs.")
+	span := rec.Ended()[0]
+	if span.Name() != "sluice.attempt work" || span.Status().Code != codes.Error ||
+		!strings.HasPrefix(span.Status().Description, "outcome rejected") {
+		t.Errorf("A's span %s: status %+v", span.Name(), span.Status())
+	}
+}
