@@ -49,18 +49,25 @@ for _ = 1, n do
   entries[#entries + 1] = e
 end
 
+local ckeys = {}
+for i, e in ipairs(entries) do
+  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls', 'cn')
+  ckeys[i] = e.h[8]
+end
+cc_prefetch(ckeys)
+
 local out = {}
 local outboxed = 0
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls')
+  local h = e.h
   local state = 'stale'
   if h[1] == 'running' and h[2] == e.lease and h[3] == e.fence then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
-    if h[8] then cc_release(h[8]) end
+    if h[8] then cc_release(h[8], h[10]) end
     if code == 'ok' then
       local bad = check_effects(e.fx)
       if bad then

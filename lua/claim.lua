@@ -66,9 +66,15 @@ for prio = MAX_PRIORITY, 0, -1 do
   while #jobs < n do
     local ids = redis.call('LPOP', ak, n - #jobs)
     if not ids then break end
-    for _, id in ipairs(ids) do
+    local hs, ckeys = {}, {}
+    for i, id in ipairs(ids) do
+      hs[i] = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
+      if not hs[i].err then ckeys[i] = hs[i][18] end
+    end
+    cc_prefetch(ckeys)
+    for i, id in ipairs(ids) do
       local jk = job_key(id)
-      local h = redis.pcall('HMGET', jk, unpack(FIELDS))
+      local h = hs[i]
       if type(h) == 'table' and h.err then
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')

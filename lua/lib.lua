@@ -133,9 +133,17 @@ local function flush()
   for state, d in pairs(DELTA) do
     if d ~= 0 then redis.call('HINCRBY', K_STATS, state, d) end
   end
+  local set, del = {}, {}
   for key, n in pairs(CC) do
-    if n > 0 then redis.call('HSET', K_CC, key, n) else redis.call('HDEL', K_CC, key) end
+    if n > 0 then
+      set[#set + 1] = key
+      set[#set + 1] = n
+    else
+      del[#del + 1] = key
+    end
   end
+  if #set > 0 then call_chunked('HSET', K_CC, set, 2) end
+  if #del > 0 then call_chunked('HDEL', K_CC, del, 1) end
   for class, b in pairs(BUCKETS) do
     local bk = PFX .. 'rl:' .. class
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
@@ -224,10 +232,28 @@ local function requeue_front(ids)
   return n
 end
 
+-- cc_prefetch loads the running counts of keys (nil entries skipped) in
+-- one call, so a batch of jobs with distinct keys costs one lookup.
+local function cc_prefetch(keys)
+  local want = {}
+  for _, key in pairs(keys) do
+    if key and CC[key] == nil then
+      CC[key] = false
+      want[#want + 1] = key
+    end
+  end
+  if #want == 0 then return end
+  local v = redis.call('HMGET', K_CC, unpack(want))
+  for i, key in ipairs(want) do CC[key] = tonumber(v[i]) or 0 end
+end
+
 -- cc_release frees a running job's slot of key and lets the job that waited
--- longest for it go again.
-local function cc_release(key)
-  CC[key] = cc_running(key) - 1
+-- longest for it go again. Jobs wait only while their key is at its limit,
+-- so when limit is known and the key was below it there is nobody to wake.
+local function cc_release(key, limit)
+  local before = cc_running(key)
+  CC[key] = before - 1
+  if tonumber(limit) and before < tonumber(limit) then return end
   while true do
     local id = redis.call('LPOP', ccwait_key(key))
     if not id or requeue_front({ id }) > 0 then return end
