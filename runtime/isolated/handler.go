@@ -1,0 +1,158 @@
+package isolated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Command is the program a handler runs for each attempt. It is fixed when
+// the handler is made: nothing of a job (its payload, its ID) ever becomes
+// part of the command line or the environment, and no shell is involved.
+type Command struct {
+	// Path is the program. A name without a slash is looked up in PATH
+	// once, by Handler.
+	Path string
+	// Args are the arguments after the program name.
+	Args []string
+	// Dir is the working directory; "" means the worker's.
+	Dir string
+	// Env is the child's environment ("KEY=value"). By default it is all
+	// of it: the child does not inherit the worker's environment (see
+	// Options.InheritEnv).
+	Env []string
+}
+
+// Options configure an isolated handler. The zero value of every field
+// means its documented default.
+type Options struct {
+	// InheritEnv gives the child the worker's environment, followed by
+	// Command.Env. Default false: the child sees only Command.Env.
+	InheritEnv bool
+	// MaxStdout bounds the bytes one attempt's child may write on stdout
+	// (its protocol frames: step checkpoints, then its reply and result).
+	// Past it the child is killed and the attempt fails with
+	// ErrOutputLimit. Default 16 MiB.
+	MaxStdout int
+	// MaxStderr bounds the child's stderr in one attempt, likewise.
+	// Default 1 MiB.
+	MaxStderr int
+	// Stderr, when set, receives a copy of the child's stderr (up to
+	// MaxStderr). The children of concurrent attempts write to it
+	// concurrently. Default: only an excerpt (its first and last 2 KiB) is
+	// kept, for the error recorded when the child crashes.
+	Stderr io.Writer
+	// ExitGrace is how long the child may take to exit after its reply, or
+	// after closing its stdout, before its process group is killed.
+	// Default 1s.
+	ExitGrace time.Duration
+}
+
+// Errors of this package; match them with errors.Is.
+var (
+	// ErrOutputLimit: the child wrote more than MaxStdout or MaxStderr.
+	// The attempt fails like a returned error.
+	ErrOutputLimit = errors.New("isolated: child output over its limit")
+	// ErrParentGone: Serve's parent closed the child's stdin before the
+	// attempt's reply.
+	ErrParentGone = errors.New("isolated: the parent worker went away")
+)
+
+// CrashError is the error of an attempt whose child died by a signal,
+// exited without a valid reply or panicked. The runtime counts it as a
+// crash (crash_attempt+1), not as an ordinary error, so a job that keeps
+// killing its child is quarantined at the crash limit. Its Reason is
+// "child_crash" or, for a panic the child reported, "panic"; its Detail
+// is an excerpt of the child's stderr (its start and its end) or the
+// panic's stack.
+type CrashError = outcome.Crash
+
+// ChildError is an ordinary error a child's handler returned. It spends
+// an attempt; the job is retried with backoff.
+type ChildError struct{ Message string }
+
+func (e *ChildError) Error() string { return e.Message }
+
+// Handler returns a runtime.Handler that runs each attempt in a new child
+// process started from cmd: the attempt goes to the child's stdin and its
+// outcome comes back on its stdout (see the package documentation). It
+// fails when cmd.Path is empty or cannot be found.
+func Handler(cmd Command, opts Options) (runtime.Handler, error) {
+	if cmd.Path == "" {
+		return nil, errors.New("isolated: Command.Path is empty")
+	}
+	path, err := exec.LookPath(cmd.Path)
+	if err != nil {
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	if path, err = filepath.Abs(path); err != nil {
+		return nil, fmt.Errorf("isolated: %w", err)
+	}
+	if opts.MaxStdout < 0 || opts.MaxStderr < 0 || opts.ExitGrace < 0 {
+		return nil, errors.New("isolated: negative Options")
+	}
+	if opts.MaxStdout == 0 {
+		opts.MaxStdout = 16 << 20
+	}
+	if opts.MaxStderr == 0 {
+		opts.MaxStderr = 1 << 20
+	}
+	if opts.ExitGrace == 0 {
+		opts.ExitGrace = time.Second
+	}
+	env := []string{} // not nil: exec gives a nil Env the worker's environment
+	if opts.InheritEnv {
+		env = append(env, os.Environ()...)
+	}
+	cmd.Path, cmd.Args, cmd.Env = path, append([]string(nil), cmd.Args...), append(env, cmd.Env...)
+	return &handler{cmd: cmd, opts: opts}, nil
+}
+
+type handler struct {
+	cmd  Command
+	opts Options
+}
+
+// Work runs one attempt in a child process.
+func (h *handler) Work(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+	st, ok := attempt.From(ctx)
+	if !ok {
+		return nil, errors.New("isolated: Work called outside a running attempt")
+	}
+	if ctx.Err() != nil {
+		return nil, context.Cause(ctx)
+	}
+	s, err := h.start(a, st)
+	if err != nil {
+		return nil, fmt.Errorf("isolated: starting %s: %w", h.cmd.Path, err)
+	}
+	return s.run(ctx)
+}
+
+// Handlers is a runtime.Handlers that runs the kinds in Kinds with their
+// (isolated) handlers and hands every other kind to Next, typically the
+// *flow.Registry of the worker's in-process handlers.
+type Handlers struct {
+	Kinds map[string]runtime.Handler
+	Next  runtime.Handlers // may be nil
+}
+
+// Handler returns the handler of kind.
+func (h Handlers) Handler(kind string) (runtime.Handler, bool) {
+	if hd, ok := h.Kinds[kind]; ok {
+		return hd, true
+	}
+	if h.Next == nil {
+		return nil, false
+	}
+	return h.Next.Handler(kind)
+}

@@ -1,0 +1,192 @@
+//go:build unix
+
+package isolated_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/isolated"
+)
+
+// TestHandlerRefusesBadSetUp: a command that cannot run or negative
+// limits are refused when the handler is made.
+func TestHandlerRefusesBadSetUp(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		cmd  isolated.Command
+		opts isolated.Options
+	}{
+		"no path":         {},
+		"missing program": {cmd: isolated.Command{Path: "/nonexistent/sluice-child"}},
+		"not in PATH":     {cmd: isolated.Command{Path: "sluice-no-such-program"}},
+		"negative limit":  {cmd: command(), opts: isolated.Options{MaxStderr: -1}},
+		"negative grace":  {cmd: command(), opts: isolated.Options{ExitGrace: -1}},
+		"negative stdout": {cmd: command(), opts: isolated.Options{MaxStdout: -1}},
+	} {
+		if _, err := isolated.Handler(tc.cmd, tc.opts); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// TestSuccess: the child gets the attempt's identity and an environment
+// of exactly Command.Env, and its result becomes the job's.
+func TestSuccess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.startWorker(isolate(t, command("EXTRA=1"), isolated.Options{}, echoArgs{}.Kind()), runtime.Options{})
+	id := e.enqueue(echoArgs{Msg: "hi"})
+	j := e.waitState(id, flow.StateCompleted)
+	var got echoResult
+	if err := j.DecodeResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.LeaseID == "" || got.Claimed.IsZero() {
+		t.Errorf("the child saw lease ID %q, claimed at %v", got.LeaseID, got.Claimed)
+	}
+	got.LeaseID, got.Claimed = "", time.Time{}
+	want := echoResult{Msg: "echo: hi", ID: id, Fence: 1, Env: command("EXTRA=1").Env}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("child result\n got %+v\nwant %+v", got, want)
+	}
+	if j.Attempt != 0 || j.CrashAttempt != 0 {
+		t.Errorf("attempt %d crash_attempt %d, want 0 0", j.Attempt, j.CrashAttempt)
+	}
+}
+
+// TestInheritEnv: with InheritEnv the child also gets the worker's
+// environment.
+func TestInheritEnv(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.startWorker(isolate(t, command(), isolated.Options{InheritEnv: true}, echoArgs{}.Kind()), runtime.Options{})
+	j := e.waitState(e.enqueue(echoArgs{}), flow.StateCompleted)
+	var got echoResult
+	if err := j.DecodeResult(&got); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range append(os.Environ(), command().Env...) {
+		if !slices.Contains(got.Env, kv) {
+			t.Errorf("the child's environment lacks %q", kv)
+		}
+	}
+}
+
+// TestOutcomes: each outcome a child's handler returns decides the job's
+// fate as it would in the worker.
+func TestOutcomes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.startWorker(isolate(t, command(), isolated.Options{}, outcomeArgs{}.Kind(), unknownArgs{}.Kind()), runtime.Options{})
+	tests := []struct {
+		args    flow.Args
+		state   string
+		reason  string
+		attempt int
+		class   string // of the error recorded, if any
+		message string
+	}{
+		{args: outcomeArgs{Outcome: "error"}, state: flow.StateRetryable, attempt: 1, class: "error", message: "boom"},
+		{args: outcomeArgs{Outcome: "snooze"}, state: flow.StateScheduled},
+		{args: outcomeArgs{Outcome: "rate_limited"}, state: flow.StateScheduled},
+		{args: outcomeArgs{Outcome: "skip"}, state: flow.StateArchived, reason: "skipped"},
+		{args: outcomeArgs{Outcome: "revoke"}, state: flow.StateCancelled, reason: "revoked"},
+		{args: outcomeArgs{Outcome: "spawn"}, state: flow.StateRetryable, attempt: 1, class: "error",
+			message: "isolated: a child process has no Redis connection: spawn and join child jobs in the worker"},
+		{args: unknownArgs{}, state: flow.StateArchived, reason: "unknown_kind", class: "unknown_kind",
+			message: `unknown_kind: no handler registered for kind "iso_unknown" in the isolated child`},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
+			t.Parallel()
+			j := e.waitState(e.enqueue(tt.args), tt.state)
+			if j.Reason != tt.reason || j.Attempt != tt.attempt || j.CrashAttempt != 0 {
+				t.Errorf("reason %q attempt %d crash_attempt %d, want %q %d 0", j.Reason, j.Attempt, j.CrashAttempt, tt.reason, tt.attempt)
+			}
+			var got []string
+			for _, r := range j.Errors {
+				got = append(got, r.Class+": "+r.Message)
+			}
+			var want []string
+			if tt.class != "" {
+				want = []string{tt.class + ": " + tt.message}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("errors %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestOutput: what a handler prints to stdout goes to stderr and the
+// reply stays intact; a child writing more than its limits on either
+// stream is killed and its attempt fails as a returned error.
+func TestOutput(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    isolated.Options
+		args    floodArgs
+		state   string
+		message string // of the error recorded
+	}{
+		{name: "within limits", opts: isolated.Options{MaxStdout: 1 << 10, MaxStderr: 1 << 10},
+			args: floodArgs{Stray: "stray print", Stderr: 900, Result: 900}, state: flow.StateCompleted},
+		{name: "stderr over", opts: isolated.Options{MaxStderr: 1 << 10},
+			args: floodArgs{Stderr: 64 << 10}, state: flow.StateRetryable, message: "isolated: child output over its limit: stderr over 1024 bytes"},
+		{name: "stdout over", opts: isolated.Options{MaxStdout: 4 << 10},
+			args: floodArgs{Result: 64 << 10}, state: flow.StateRetryable, message: "isolated: child output over its limit: stdout over 4096 bytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			var stderr lockedBuffer
+			tt.opts.Stderr = &stderr
+			e.startWorker(isolate(t, command(), tt.opts, floodArgs{}.Kind()), runtime.Options{})
+			j := e.waitState(e.enqueue(tt.args), tt.state)
+			if tt.state == flow.StateCompleted {
+				var res string
+				if err := j.DecodeResult(&res); err != nil || res != strings.Repeat("r", tt.args.Result) {
+					t.Errorf("result %d bytes (%v), want %d", len(res), err, tt.args.Result)
+				}
+				if want := tt.args.Stray + strings.Repeat("e", tt.args.Stderr); stderr.String() != want {
+					t.Errorf("stderr copy %q, want %q", stderr.String(), want)
+				}
+				return
+			}
+			if len(j.Errors) != 1 || j.Errors[0].Class != "error" || j.Errors[0].Message != tt.message || j.Attempt != 1 {
+				t.Errorf("attempt %d, errors %+v, want attempt 1 and one error %q", j.Attempt, j.Errors, tt.message)
+			}
+			if n := len(stderr.String()); n > tt.opts.MaxStderr && tt.opts.MaxStderr > 0 {
+				t.Errorf("stderr copy has %d bytes, over MaxStderr %d", n, tt.opts.MaxStderr)
+			}
+		})
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

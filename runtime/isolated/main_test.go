@@ -1,0 +1,229 @@
+//go:build unix
+
+package isolated_test
+
+// Integration tests of isolated execution against a real redis-server
+// (started once in TestMain, shared; every test has its own namespace).
+// The child processes are this test binary, re-executed with a first
+// argument that TestMain recognises (childArg: serve one attempt with
+// childRegistry). Synchronisation never sleeps: tests wait on Redis lists
+// the children push to (BLPOP), or poll Redis and /proc state.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/runtime/isolated"
+)
+
+// shared is the package's redis-server.
+var shared redistest.Env
+
+// waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
+const waitTimeout = 30 * time.Second
+
+// The first argument of a re-executed test binary: what to be.
+const (
+	childArg   = "sluice-isolated-test-child"   // an isolated child: isolated.Main
+	sleeperArg = "sluice-isolated-test-sleeper" // a grandchild that sleeps
+	garbageArg = "sluice-isolated-test-garbage" // a child that prints text, not frames
+	workerArg  = "sluice-isolated-test-worker"  // a worker process (namespace: the next argument)
+)
+
+// envRedis tells a child where the tests' Redis is (its environment is
+// otherwise empty).
+const envRedis = "SLUICE_ISOLATED_TEST_REDIS"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case childArg:
+			isolated.Main(childRegistry())
+		case sleeperArg:
+			time.Sleep(time.Hour)
+			os.Exit(0)
+		case garbageArg:
+			fmt.Println("hello, I am not a protocol frame")
+			os.Exit(0)
+		case workerArg:
+			os.Exit(workerMain(os.Args[2]))
+		}
+	}
+	redistest.Main(m, &shared, false)
+}
+
+// workerMain is a worker process on namespace ns running hangArgs jobs in
+// isolated children, until it is killed.
+func workerMain(ns string) int {
+	hd, err := isolated.Handler(command(), isolated.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedis)})
+	w, err := runtime.NewWorker(rdb, isolated.Handlers{Kinds: map[string]runtime.Handler{hangArgs{}.Kind(): hd}},
+		runtime.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	fmt.Fprintln(os.Stderr, "worker: Run returned", w.Run(context.Background()))
+	return 2
+}
+
+// env is one test's namespace with a Redis client and a flow client.
+type env struct {
+	t      *testing.T
+	ns     string
+	rdb    *redis.Client
+	client *flow.Client
+}
+
+func newEnv(t *testing.T, clk runtime.Clock) *env {
+	t.Helper()
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { _ = rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, ns: ns, rdb: rdb, client: c}
+}
+
+// command is the test binary as an isolated child, told where Redis is.
+func command(extraEnv ...string) isolated.Command {
+	addr := os.Getenv(envRedis) // in a worker process
+	if shared.Server != nil {
+		addr = shared.Server.Addr()
+	}
+	// A -race binary otherwise lingers a second at exit.
+	env := []string{envRedis + "=" + addr, "GORACE=atexit_sleep_ms=0"}
+	return isolated.Command{Path: os.Args[0], Args: []string{childArg}, Env: append(env, extraEnv...)}
+}
+
+// baseName is the children's program name, as error messages give it.
+func baseName() string { return filepath.Base(os.Args[0]) }
+
+// isolate makes the handler of each kind an isolated child with opts.
+func isolate(t *testing.T, cmd isolated.Command, opts isolated.Options, kinds ...string) isolated.Handlers {
+	t.Helper()
+	h := isolated.Handlers{Kinds: map[string]runtime.Handler{}}
+	for _, k := range kinds {
+		hd, err := isolated.Handler(cmd, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Kinds[k] = hd
+	}
+	return h
+}
+
+// startWorker runs a worker on e's namespace until the test ends; it
+// returns a function that stops it (once) and reports whether Run
+// returned nil.
+func (e *env) startWorker(h runtime.Handlers, o runtime.Options) (stop func() error) {
+	e.t.Helper()
+	o.Namespace = e.ns
+	if o.Backoff == nil {
+		o.Backoff = func(int) time.Duration { return time.Hour }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	w, err := runtime.NewWorker(e.rdb, h, o)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var (
+		stopped bool
+		result  error
+	)
+	stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			select {
+			case result = <-done:
+			case <-time.After(waitTimeout):
+				result = fmt.Errorf("worker did not stop")
+			}
+		}
+		return result
+	}
+	e.t.Cleanup(func() {
+		if err := stop(); err != nil {
+			e.t.Errorf("worker: %v", err)
+		}
+	})
+	return stop
+}
+
+func (e *env) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
+	e.t.Helper()
+	res, err := e.client.Enqueue(context.Background(), args, opts...)
+	if err != nil {
+		e.t.Fatalf("enqueue %s: %v", args.Kind(), err)
+	}
+	return res.ID
+}
+
+// waitState polls Redis until the job is in state and returns it.
+func (e *env) waitState(id, state string) *flow.JobInfo {
+	e.t.Helper()
+	var j *flow.JobInfo
+	eventually(e.t, "job "+id+" to be "+state, func() (bool, string) {
+		var err error
+		if j, err = e.client.Job(context.Background(), id); err != nil {
+			return false, err.Error()
+		}
+		return j.State == state, fmt.Sprintf("%s (attempt %d, crash %d, errors %+v)", j.State, j.Attempt, j.CrashAttempt, j.Errors)
+	})
+	return j
+}
+
+// key is a Redis key of this test's namespace.
+func (e *env) key(name string) string { return e.ns + ":test:" + name }
+
+// pop waits for a child to push to list key and returns what it pushed.
+func (e *env) pop(key string) string {
+	e.t.Helper()
+	v, err := e.rdb.BLPop(context.Background(), waitTimeout, key).Result()
+	if err != nil {
+		e.t.Fatalf("waiting for a child to push to %s: %v", key, err)
+	}
+	return v[1]
+}
+
+// eventually polls cond every few milliseconds until it holds, failing
+// the test after waitTimeout. For observing Redis and process state only.
+func eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
+		}
+		<-tick.C
+	}
+}

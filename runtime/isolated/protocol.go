@@ -1,0 +1,163 @@
+package isolated
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Version is the protocol version this package speaks: the first byte of
+// every frame.
+const Version = 1
+
+// Frame types.
+const (
+	frameStart      = 'S' // parent -> child: the attempt (startMsg), first and once
+	frameCheckpoint = 'C' // child -> parent: commit a step checkpoint (checkpointMsg)
+	frameAnswer     = 'A' // parent -> child: what a checkpoint did (answerMsg)
+	frameReply      = 'R' // child -> parent: the attempt's outcome (replyMsg), last
+)
+
+// headerLen is a frame's header: version, type, body length (big endian).
+const headerLen = 6
+
+// maxFrameIn bounds a frame the child accepts from its parent.
+const maxFrameIn = 1 << 30
+
+// errProtocol: a frame is malformed or unexpected.
+var errProtocol = errors.New("isolated: protocol error")
+
+// startMsg is the attempt the child runs: its identity, its job and the
+// step checkpoints of earlier attempts.
+type startMsg struct {
+	NS           string            `msgpack:"ns"`
+	ID           string            `msgpack:"id"`
+	Queue        string            `msgpack:"queue"`
+	Kind         string            `msgpack:"kind"`
+	Payload      []byte            `msgpack:"payload"`
+	Headers      []byte            `msgpack:"headers"`
+	Priority     int               `msgpack:"priority"`
+	Attempt      int               `msgpack:"attempt"`
+	CrashAttempt int               `msgpack:"crash_attempt"`
+	MaxAttempts  int               `msgpack:"max_attempts"`
+	Fence        int64             `msgpack:"fence"`
+	LeaseID      string            `msgpack:"lease_id"`
+	Created      time.Time         `msgpack:"created"`
+	Claimed      time.Time         `msgpack:"claimed"`
+	Deadline     time.Time         `msgpack:"deadline"`
+	Orphan       store.Orphan      `msgpack:"orphan"`
+	Partitions   map[string]int    `msgpack:"partitions"`
+	Steps        map[string][]byte `msgpack:"steps"`
+}
+
+// checkpointMsg asks the parent to commit a step checkpoint with its
+// effects, fenced by the parent's lease. Seq pairs it with its answer.
+type checkpointMsg struct {
+	Seq     uint64         `msgpack:"seq"`
+	Field   string         `msgpack:"field"`
+	Record  []byte         `msgpack:"record"`
+	Mode    string         `msgpack:"mode"`
+	Commit  string         `msgpack:"commit"`
+	Effects []store.Effect `msgpack:"effects"`
+}
+
+// Answer codes of a failed checkpoint.
+const (
+	answerStale  = "stale"  // the attempt lost its lease: nothing was written
+	answerEffect = "effect" // an effect could not apply: nothing was written
+	answerError  = "error"  // anything else (Redis unreachable, ...)
+)
+
+// answerMsg is what a checkpoint did: nothing to say when it was
+// committed, Code and Error when nothing was written.
+type answerMsg struct {
+	Seq   uint64 `msgpack:"seq"`
+	Code  string `msgpack:"code"`
+	Error string `msgpack:"error"`
+}
+
+// Reply outcomes.
+const (
+	outcomeOK          = "ok"           // Result is the job's result
+	outcomeError       = "error"        // Message: an ordinary error (attempt+1, retry)
+	outcomeSnooze      = "snooze"       // run again after DelayMS, no attempt spent
+	outcomeRateLimited = "rate_limited" // back after DelayMS, no attempt spent
+	outcomeSkip        = "skip"         // archive; Message is the reason
+	outcomeRevoke      = "revoke"       // cancel for good; Message is the reason
+	outcomePark        = "park"         // archive with Reason (a bug: bad payload, changed steps)
+	outcomePanic       = "panic"        // the handler panicked: a crash; Stack
+)
+
+// replyMsg is the attempt's outcome. Complete are effects to commit with
+// the job's completion (outcome ok only).
+type replyMsg struct {
+	Outcome  string         `msgpack:"outcome"`
+	Result   []byte         `msgpack:"result"`
+	Message  string         `msgpack:"message"`
+	Reason   string         `msgpack:"reason"`
+	DelayMS  int64          `msgpack:"delay_ms"`
+	Stack    []byte         `msgpack:"stack"`
+	Complete []store.Effect `msgpack:"complete"`
+}
+
+// writeFrame writes one frame: version, type, body length, msgpack body.
+func writeFrame(w io.Writer, typ byte, msg any) error {
+	body, err := msgpack.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, headerLen, headerLen+len(body))
+	buf[0], buf[1] = Version, typ
+	binary.BigEndian.PutUint32(buf[2:], uint32(len(body)))
+	_, err = w.Write(append(buf, body...))
+	return err
+}
+
+// readFrame reads one frame whose body is at most limit bytes. A longer
+// body is a *tooLongError (with nothing of it read); a clean end of stream
+// before the frame is io.EOF.
+func readFrame(r io.Reader, limit int) (typ byte, body []byte, err error) {
+	var h [headerLen]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		if err == io.ErrUnexpectedEOF {
+			return 0, nil, fmt.Errorf("%w: truncated frame header", errProtocol)
+		}
+		return 0, nil, err
+	}
+	if h[0] != Version {
+		return 0, nil, fmt.Errorf("%w: frame version %d, want %d", errProtocol, h[0], Version)
+	}
+	n := binary.BigEndian.Uint32(h[2:])
+	if int64(n) > int64(limit) {
+		return 0, nil, &tooLongError{n: int64(n), limit: limit}
+	}
+	body = make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, nil, fmt.Errorf("%w: truncated frame body: %v", errProtocol, err)
+	}
+	return h[1], body, nil
+}
+
+// tooLongError: a frame's body is longer than the reader accepts.
+type tooLongError struct {
+	n     int64
+	limit int
+}
+
+func (e *tooLongError) Error() string {
+	return fmt.Sprintf("isolated: a frame of %d bytes, with %d allowed", e.n, e.limit)
+}
+
+// decode decodes a frame body into msg.
+func decode(body []byte, msg any) error {
+	if err := msgpack.Unmarshal(body, msg); err != nil {
+		return fmt.Errorf("%w: %v", errProtocol, err)
+	}
+	return nil
+}

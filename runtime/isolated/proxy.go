@@ -1,0 +1,101 @@
+package isolated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// proxy is the child's end of the protocol: it writes frames to the parent
+// and sends each step checkpoint there, waiting for its answer.
+type proxy struct {
+	out io.Writer
+	wmu sync.Mutex // one frame at a time
+
+	mu      sync.Mutex
+	seq     uint64
+	waiting map[uint64]chan answerMsg
+	ended   bool
+	gone    chan struct{} // closed when the parent's stream ends
+}
+
+// send writes one frame to the parent.
+func (p *proxy) send(typ byte, msg any) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	return writeFrame(p.out, typ, msg)
+}
+
+// checkpoint is the child's attempt.State.Send: the parent commits the
+// checkpoint with its own lease, so it is fenced exactly as in a worker.
+func (p *proxy) checkpoint(c store.Checkpoint) store.CheckpointResult {
+	ch := make(chan answerMsg, 1)
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return store.CheckpointResult{Err: ErrParentGone}
+	}
+	p.seq++
+	seq := p.seq
+	p.waiting[seq] = ch
+	p.mu.Unlock()
+	m := checkpointMsg{Seq: seq, Field: c.Field, Record: c.Record, Mode: c.Mode, Commit: c.Commit, Effects: c.Effects}
+	if err := p.send(frameCheckpoint, m); err != nil {
+		p.mu.Lock()
+		delete(p.waiting, seq)
+		p.mu.Unlock()
+		return store.CheckpointResult{Err: fmt.Errorf("isolated: sending a checkpoint: %w", err)}
+	}
+	select {
+	case a := <-ch:
+		return a.result()
+	case <-p.gone:
+		return store.CheckpointResult{Err: ErrParentGone}
+	}
+}
+
+// readAnswers delivers the parent's answers to the checkpoints waiting for
+// them until the parent's stream ends, then cancels the attempt.
+func (p *proxy) readAnswers(in io.Reader, cancel context.CancelCauseFunc) {
+	defer func() {
+		p.mu.Lock()
+		p.ended = true
+		p.mu.Unlock()
+		close(p.gone)
+		cancel(ErrParentGone)
+	}()
+	for {
+		typ, body, err := readFrame(in, maxFrameIn)
+		if err != nil {
+			return
+		}
+		var a answerMsg
+		if typ != frameAnswer || decode(body, &a) != nil {
+			return
+		}
+		p.mu.Lock()
+		ch := p.waiting[a.Seq]
+		delete(p.waiting, a.Seq)
+		p.mu.Unlock()
+		if ch != nil {
+			ch <- a
+		}
+	}
+}
+
+// result is the checkpoint result an answer stands for.
+func (a answerMsg) result() store.CheckpointResult {
+	switch a.Code {
+	case "":
+		return store.CheckpointResult{}
+	case answerStale:
+		return store.CheckpointResult{Err: store.ErrStale}
+	case answerEffect:
+		return store.CheckpointResult{Err: &store.EffectError{Msg: a.Error}}
+	}
+	return store.CheckpointResult{Err: errors.New("isolated: the parent could not commit the checkpoint: " + a.Error)}
+}

@@ -1,0 +1,137 @@
+package isolated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// Main is the main function of a child program: it runs Serve and exits
+// the process, with status 0 once the reply is written and 1 (after
+// printing the error to stderr) otherwise. When the parent worker went
+// away, Main first kills the processes the child started: its process
+// group, if it leads one, as it does when a worker started it.
+func Main(h runtime.Handlers) {
+	err := Serve(h)
+	if err == nil {
+		os.Exit(0)
+	}
+	if errors.Is(err, ErrParentGone) {
+		killOwnGroup()
+	}
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+// Serve runs the one attempt a child process is started for: it reads the
+// attempt from stdin, runs the handler of its kind from h (typically a
+// *flow.Registry, with handlers registered as for a worker) and writes the
+// outcome to stdout. Call it once per process.
+//
+// The handler's step calls (step.Run, step.Do, step.Commit, cursors,
+// step.OnComplete, with their effects, flow.FollowUp included) work as in
+// a worker: each checkpoint is committed by the parent worker, fenced by
+// its lease, before the call returns. The child has no Redis connection of
+// its own: flow.Spawn and flow.Join fail, and the lease-control calls of
+// package runtime find no attempt; use them in the worker.
+//
+// Serve keeps stdout for the protocol: it moves the process's file
+// descriptor 1 to stderr, so that stray prints, of Go code or of C
+// libraries, cannot corrupt the reply. If the parent goes away (stdin ends
+// before the reply) Serve cancels the handler's context and returns
+// ErrParentGone without waiting for the handler: the caller should exit.
+// So that the child lives to see it, a write to its stderr once the
+// parent is gone fails (EPIPE) instead of killing the process (SIGPIPE).
+// A panic of the handler is reported to the parent, which counts it as a
+// crash.
+func Serve(h runtime.Handlers) error {
+	survivePipes()
+	return serve(context.Background(), h, os.Stdin, protocolOut())
+}
+
+func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer) error {
+	typ, body, err := readFrame(in, maxFrameIn)
+	if err == nil && typ != frameStart {
+		err = fmt.Errorf("%w: frame type %q, want the start", errProtocol, typ)
+	}
+	var m startMsg
+	if err == nil {
+		err = decode(body, &m)
+	}
+	if err != nil {
+		return fmt.Errorf("isolated: reading the attempt: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	p := &proxy{out: out, waiting: map[uint64]chan answerMsg{}, gone: make(chan struct{})}
+	go p.readAnswers(in, cancel)
+	a, st, err := m.attempt(p, func() { cancel(runtime.ErrLeaseLost) })
+	if err != nil {
+		return err
+	}
+	replies := make(chan replyMsg, 1)
+	go func() { replies <- work(attempt.With(ctx, st), h, a, st) }()
+	var r replyMsg
+	select {
+	case r = <-replies:
+	case <-p.gone:
+		return ErrParentGone
+	}
+	select {
+	case <-p.gone: // the handler saw its context cancelled for it
+		return ErrParentGone
+	default:
+	}
+	if err := p.send(frameReply, r); err != nil {
+		return fmt.Errorf("%w: writing the reply: %v", ErrParentGone, err)
+	}
+	return nil
+}
+
+// attempt builds the handler's view of the attempt and the step state
+// whose checkpoints go to the parent.
+func (m *startMsg) attempt(p *proxy, lose func()) (*runtime.Attempt, *attempt.State, error) {
+	ref, ok := keys.ParseRef(m.NS, m.ID)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: job ID %q", errProtocol, m.ID)
+	}
+	lease := store.Lease{Local: ref.Local, LeaseID: m.LeaseID, Fence: m.Fence}
+	st := attempt.New(store.New(noRedis(), store.Config{NS: m.NS}), ref, lease, m.Steps)
+	st.Partitions = m.Partitions
+	st.Send = p.checkpoint
+	st.Lose = lose
+	a := &runtime.Attempt{
+		ID: m.ID, Queue: m.Queue, Kind: m.Kind, Payload: m.Payload, Headers: m.Headers,
+		Priority: m.Priority, Attempt: m.Attempt, CrashAttempt: m.CrashAttempt, MaxAttempts: m.MaxAttempts,
+		Fence: m.Fence, LeaseID: m.LeaseID, Created: m.Created, Claimed: m.Claimed, Deadline: m.Deadline,
+		Orphan: m.Orphan,
+	}
+	return a, st, nil
+}
+
+// work runs the handler and turns what it did into a reply.
+func work(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attempt.State) (r replyMsg) {
+	hd, ok := h.Handler(a.Kind)
+	if !ok {
+		return replyMsg{Outcome: outcomePark, Reason: "unknown_kind", Message: fmt.Sprintf("no handler registered for kind %q in the isolated child", a.Kind)}
+	}
+	normal := false
+	defer func() {
+		if p := recover(); p != nil {
+			r = replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(p), Stack: debug.Stack()}
+		} else if !normal {
+			r = replyMsg{Outcome: outcomePanic, Message: "handler called runtime.Goexit", Stack: debug.Stack()}
+		}
+	}()
+	data, err := hd.Work(ctx, a)
+	normal = true
+	return reply(data, err, st)
+}

@@ -1,0 +1,238 @@
+package isolated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// session is one attempt's child process, seen from the worker.
+type session struct {
+	h       *handler
+	st      *attempt.State
+	cmd     *exec.Cmd
+	begin   startMsg
+	stdin   *os.File // our ends of the child's stdin and stdout
+	stdout  *os.File
+	stderr  *capture
+	wmu     sync.Mutex     // one frame at a time on stdin
+	pending sync.WaitGroup // frames being written to stdin, checkpoints being committed
+	exited  chan struct{}  // closed once the child has exited (see awaitExit)
+
+	reapOnce sync.Once
+	state    *os.ProcessState
+}
+
+// readResult is how the child's stdout ended: with its reply, or err.
+type readResult struct {
+	reply *replyMsg
+	err   error
+}
+
+// start starts the child of one attempt, in a process group of its own.
+func (h *handler) start(a *runtime.Attempt, st *attempt.State) (*session, error) {
+	var files []*os.File // the child's ends, then ours
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (r, w *os.File, err error) {
+		if r, w, err = os.Pipe(); err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, err
+	}
+	cmd := &exec.Cmd{
+		Path: h.cmd.Path, Args: append([]string{h.cmd.Path}, h.cmd.Args...), Dir: h.cmd.Dir, Env: h.cmd.Env,
+		Stdin: inR, Stdout: outW, Stderr: errW, SysProcAttr: procAttr(),
+	}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		return nil, err
+	}
+	for _, f := range []*os.File{inR, outW, errW} {
+		_ = f.Close()
+	}
+	s := &session{
+		h: h, st: st, cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}),
+		stderr: newCapture(errR, h.opts.MaxStderr, h.opts.Stderr),
+		begin: startMsg{
+			ID: a.ID, Queue: a.Queue, Kind: a.Kind, Payload: a.Payload, Headers: a.Headers,
+			Priority: a.Priority, Attempt: a.Attempt, CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts,
+			Fence: a.Fence, LeaseID: a.LeaseID, Created: a.Created, Claimed: a.Claimed, Deadline: a.Deadline,
+			Orphan: a.Orphan, Partitions: st.Partitions, Steps: st.Checkpoints(),
+		},
+	}
+	if st.Store != nil {
+		s.begin.NS = st.Store.NS()
+	}
+	go func() {
+		awaitExit(s)
+		close(s.exited)
+	}()
+	return s, nil
+}
+
+// run sends the attempt, serves the child's checkpoints until its reply,
+// and makes sure that nothing of the child's process group outlives the
+// attempt: it is killed once the reply is in (after ExitGrace for the
+// child to exit by itself), or at once when ctx ends or the child
+// oversteps its output limits.
+func (s *session) run(ctx context.Context) ([]byte, error) {
+	s.pending.Go(func() { s.send(frameStart, s.begin) })
+	replies := make(chan readResult, 1)
+	go func() { replies <- s.read() }()
+
+	var r readResult
+	var stopped error // why the child was stopped before its stdout ended
+	select {
+	case r = <-replies:
+	case <-ctx.Done():
+		stopped = fmt.Errorf("isolated: child killed: %w", context.Cause(ctx))
+	case <-s.stderr.full:
+		stopped = s.stderrOver()
+	}
+	if stopped == nil && (r.err == nil || errors.Is(r.err, io.EOF)) {
+		s.awaitExit(ctx) // the child is done: let it exit by itself
+	}
+	killGroup(s.cmd.Process)
+	ps := s.reap()
+	_ = s.stdin.Close()
+	_ = s.stdout.Close()
+	if stopped != nil {
+		r = <-replies
+	}
+	s.pending.Wait()
+	excerpt := s.stderr.finish(s.h.opts.ExitGrace)
+	if stopped != nil {
+		return nil, stopped
+	}
+	return s.verdict(r, ps, excerpt)
+}
+
+// verdict is the outcome of an attempt whose child ended its stdout by
+// itself: with its reply, or with nothing valid, a crash.
+func (s *session) verdict(r readResult, ps *os.ProcessState, excerpt []byte) ([]byte, error) {
+	var long *tooLongError
+	switch {
+	case r.err == nil && s.stderr.over(): // written before the reply, read after it
+		return nil, s.stderrOver()
+	case r.err == nil:
+		return s.decide(r.reply)
+	case errors.As(r.err, &long):
+		return nil, fmt.Errorf("%w: stdout over %d bytes", ErrOutputLimit, s.h.opts.MaxStdout)
+	}
+	why := "exited without a reply"
+	if !errors.Is(r.err, io.EOF) {
+		why = "sent no valid reply (" + r.err.Error() + ")"
+	}
+	return nil, &CrashError{
+		Reason:  "child_crash",
+		Message: fmt.Sprintf("isolated child %s %s: %s", filepath.Base(s.h.cmd.Path), why, describe(ps)),
+		Detail:  excerpt,
+	}
+}
+
+func (s *session) stderrOver() error {
+	return fmt.Errorf("%w: stderr over %d bytes", ErrOutputLimit, s.h.opts.MaxStderr)
+}
+
+// read reads the child's frames until its reply, serving its checkpoints
+// meanwhile. Everything the child writes counts against MaxStdout.
+func (s *session) read() readResult {
+	budget := s.h.opts.MaxStdout
+	for {
+		typ, body, err := readFrame(s.stdout, budget-headerLen)
+		if err != nil {
+			return readResult{err: err}
+		}
+		budget -= headerLen + len(body)
+		switch typ {
+		case frameCheckpoint:
+			var m checkpointMsg
+			if err := decode(body, &m); err != nil {
+				return readResult{err: err}
+			}
+			s.pending.Go(func() { s.send(frameAnswer, s.commit(m)) })
+		case frameReply:
+			var m replyMsg
+			if err := decode(body, &m); err != nil {
+				return readResult{err: err}
+			}
+			return readResult{reply: &m}
+		default:
+			return readResult{err: fmt.Errorf("%w: unexpected frame type %q", errProtocol, typ)}
+		}
+	}
+}
+
+// commit commits a checkpoint of the child through the attempt's state:
+// fenced by this worker's lease, and cancelling the attempt if it is lost.
+func (s *session) commit(m checkpointMsg) answerMsg {
+	a := answerMsg{Seq: m.Seq}
+	err := s.st.Commit(m.Field, m.Record, m.Mode, m.Commit, m.Effects)
+	var fx *store.EffectError
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrStale):
+		a.Code, a.Error = answerStale, err.Error()
+	case errors.As(err, &fx):
+		a.Code, a.Error = answerEffect, fx.Msg
+	default:
+		a.Code, a.Error = answerError, err.Error()
+	}
+	return a
+}
+
+// send writes a frame to the child. An error means the child stopped
+// reading: it is dead or about to be killed, and run sees to it.
+func (s *session) send(typ byte, msg any) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = writeFrame(s.stdin, typ, msg)
+}
+
+// awaitExit closes the child's stdin and waits up to ExitGrace for it to
+// exit.
+func (s *session) awaitExit(ctx context.Context) {
+	_ = s.stdin.Close()
+	t := time.NewTimer(s.h.opts.ExitGrace)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// reap waits for the child's exit and returns its status (nil if it cannot
+// be had).
+func (s *session) reap() *os.ProcessState {
+	s.reapOnce.Do(func() { s.state, _ = s.cmd.Process.Wait() })
+	return s.state
+}
+
+func describe(ps *os.ProcessState) string {
+	if ps == nil {
+		return "exit status unknown"
+	}
+	return ps.String()
+}
