@@ -47,7 +47,9 @@ type JobPage struct {
 // most a few thousand entries of one partition, and a page needs one or a
 // few calls per partition. Paging is by position, so jobs that change
 // state between pages may be skipped or seen twice; an available job that
-// was cancelled and redriven while still listed may appear twice.
+// was cancelled and redriven while still listed may appear twice. Available
+// jobs parked on a concurrency key's or rate class's wait list are counted
+// by QueueStats but not listed.
 func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if !runtime.ValidQueue(o.Queue) {
 		return JobPage{}, fmt.Errorf("%w: queue %q", ErrInvalid, o.Queue)

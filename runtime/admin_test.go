@@ -60,6 +60,12 @@ func TestOperatorCancel(t *testing.T) {
 	if err := e.client.CancelJob(ctx, id); !errors.Is(err, flow.ErrWrongState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
+	if !w.stop(nil, runtime.Options{}) {
+		t.Fatal("the worker did not stop")
+	}
+	if ws, err := e.client.Workers(ctx); err != nil || len(ws) != 0 {
+		t.Fatalf("a stopped worker is still registered: %v, %v", ws, err)
+	}
 }
 
 // TestCancelSeenAtRenewal: when the pub/sub message is missed, the next

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestChangeCommands: cancel, delete, redrive and release, with their
+// exit codes.
+func TestChangeCommands(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.populate()
+	check := func(want int, args ...string) string {
+		t.Helper()
+		out, errs, code := f.sluice(args...)
+		if code != want {
+			t.Fatalf("sluice %q: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	check(exitNotFound, "jobs", "show", "default:0:nope")
+	check(exitError, "jobs", "cancel", "default:0:a1") // finished
+	if out := check(exitOK, "jobs", "cancel", "default:0:v1"); out != "cancelled default:0:v1\n" {
+		t.Fatalf("cancel: %q", out)
+	}
+	check(exitOK, "jobs", "delete", "default:0:v1")
+	check(exitNotFound, "jobs", "delete", "default:0:v1")
+
+	// by ID: a2 moves, a1 after it; an unknown ID alone exits 3, with a
+	// job in the wrong state 1
+	if out := check(exitNotFound, "redrive", "default:0:a2", "default:0:nope"); !strings.Contains(out, "redrove default:0:a2") {
+		t.Fatalf("redrive by ID: %q", out)
+	}
+	check(exitError, "redrive", "default:0:a2", "default:0:nope")
+	var rep redriveJSON
+	if err := json.Unmarshal([]byte(check(exitOK, "--json", "redrive", "default:0:a1")), &rep); err != nil || len(rep.Moved) != 1 {
+		t.Fatalf("redrive --json: %+v, %v", rep, err)
+	}
+	check(exitError, "release", "default:0:a1") // available, not quarantined
+
+	// by selector: archive both again, count them, move them
+	f.settle(0, fail)
+	out := check(exitOK, "redrive", "--queue", "default", "--dry-run", "--batch", "1", "--after", "1s")
+	if !strings.Contains(out, "would redrive 2 jobs (2 examined in 3 batches)") || !strings.Contains(out, "[==============================] 2/2 examined, 2 matched") {
+		t.Fatalf("dry run output: %q", out)
+	}
+	var sel selectJSON
+	if err := json.Unmarshal([]byte(f.must("redrive", "--queue", "default", "--kind", "email", "--json")), &sel); err != nil || sel.Matched != 2 || sel.DryRun {
+		t.Fatalf("redrive selector --json: %+v, %v", sel, err)
+	}
+	page := f.must("jobs", "list", "--state", "available")
+	if strings.Count(page, "default:0:a") != 2 {
+		t.Fatalf("redriven jobs not available:\n%s", page)
+	}
+}
+
+// TestScheduleCommands: list, pause, resume and trigger.
+func TestScheduleCommands(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	tmpl, err := msgpack.Marshal(store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Grace: time.Minute, Queue: "default", Kind: "email", Template: tmpl}
+	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "schedules_list", f.must("schedules", "list"))
+	if out := f.must("schedules", "pause", "digest"); out != "paused digest\n" {
+		t.Fatalf("pause: %q", out)
+	}
+	var ss []scheduleJSON
+	if err := json.Unmarshal([]byte(f.must("schedules", "list", "--json")), &ss); err != nil || len(ss) != 1 || !ss[0].Paused || ss[0].Every != "1h0m0s" {
+		t.Fatalf("schedules list --json: %+v, %v", ss, err)
+	}
+	f.must("schedules", "resume", "digest")
+	out := f.must("schedules", "trigger", "digest")
+	if !strings.HasPrefix(out, "triggered digest: job default:0:sched:digest:trigger:") {
+		t.Fatalf("trigger: %q", out)
+	}
+	if _, _, code := f.sluice("schedules", "pause", "nope"); code != exitNotFound {
+		t.Fatalf("pause unknown: exit %d", code)
+	}
+}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/sluicehq/sluice/flow"
+)
+
+func (c *cli) jobsShow(ctx context.Context, args []string) error {
+	rest, err := parse(c.flags("jobs show"), args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return usagef("jobs show ID")
+	}
+	client, err := c.connect(ctx)
+	if err != nil {
+		return err
+	}
+	j, err := client.Job(ctx, rest[0])
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return writeJSON(c.stdout, toJSON(j, true))
+	}
+	showJob(c.stdout, j)
+	return nil
+}
+
+// showJob prints one job for people: a field per line, then its steps and
+// recent errors.
+func showJob(w io.Writer, j *flow.JobInfo) {
+	t := newTable(w, "ID:", j.ID)
+	line := func(k, v string) { t.row(k+":", v) }
+	line("Queue", j.Queue)
+	line("Kind", j.Kind)
+	state := j.State
+	if j.Reason != "" {
+		state += " (" + j.Reason + ")"
+	}
+	line("State", state)
+	line("Priority", strconv.Itoa(j.Priority))
+	line("Attempts", fmt.Sprintf("%d of %d, crashes %d", j.Attempt, j.MaxAttempts, j.CrashAttempt))
+	line("Fence", strconv.FormatInt(j.Fence, 10))
+	line("Created", when(j.Created))
+	if !j.RunAt.IsZero() {
+		line("Due", when(j.RunAt))
+	}
+	if !j.Finished.IsZero() {
+		line("Finished", when(j.Finished))
+	}
+	if j.Timeout > 0 || !j.Deadline.IsZero() {
+		line("Limits", "timeout "+dur(j.Timeout)+", deadline "+when(j.Deadline))
+	}
+	if j.State == flow.StateRunning {
+		line("Lease", fmt.Sprintf("%s held by %s, expires %s", j.LeaseID, j.LeaseHolder, when(j.LeaseExpiry)))
+	}
+	if o := j.Orphan; o.Count > 0 {
+		line("Orphan", fmt.Sprintf("reclaimed %d times; last holder %s, lease expired %s", o.Count, o.Holder, when(o.ExpiredAt)))
+	}
+	if j.Redrives > 0 {
+		line("Redrives", fmt.Sprintf("%d, last %s from %s", j.Redrives, when(j.RedrivenAt), j.RedrivenFrom))
+	}
+	if j.Parent != "" {
+		line("Parent", j.Parent)
+	}
+	if j.WaitingFor != "" {
+		line("Waiting", fmt.Sprintf("for %d children of step %s", j.WaitingCount, j.WaitingFor))
+	}
+	line("Args", compact(decoded(j.Payload)))
+	if len(j.Result) > 0 {
+		line("Result", compact(decoded(j.Result)))
+	}
+	if j.LastError != "" {
+		line("Last error", clip(j.LastError, 200))
+	}
+	if r := j.Tracking; r != nil {
+		line("Progress", fmt.Sprintf("%g%% %q at %s (fence %d)", r.Percent, r.State, when(r.At), r.Fence))
+	}
+	if s := j.Stuck; s != nil {
+		line("Stuck", fmt.Sprintf("%s since %s in step %s (fence %d): %s", s.Case, when(s.Since), orDash(s.Step), s.Fence, s.Why))
+	}
+	t.flush()
+	if len(j.Steps) > 0 {
+		fmt.Fprintln(w, "\nSteps:")
+		st := newTable(w, "  #", "STEP", "AT", "RESULT")
+		for _, s := range j.Steps {
+			idx := strconv.Itoa(s.Index)
+			if s.Cursor {
+				idx = "cursor"
+			}
+			st.row("  "+idx, s.Name, when(s.At), clip(compact(decoded(s.Result)), 60))
+		}
+		st.flush()
+	}
+	if len(j.Errors) > 0 {
+		fmt.Fprintln(w, "\nErrors (newest first):")
+		et := newTable(w, "  AT", "CLASS", "ATTEMPT", "CRASHES", "MESSAGE")
+		for _, e := range j.Errors {
+			et.row("  "+when(e.At), e.Class, strconv.Itoa(e.Attempt), strconv.Itoa(e.CrashAttempt), clip(e.Message, 80))
+		}
+		et.flush()
+	}
+}
