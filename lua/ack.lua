@@ -51,7 +51,7 @@ end
 
 local ckeys = {}
 for i, e in ipairs(entries) do
-  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls', 'cn')
+  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls')
   ckeys[i] = e.h[8]
 end
 cc_prefetch(ckeys)
@@ -67,7 +67,7 @@ for _, e in ipairs(entries) do
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
-    if h[8] then cc_release(h[8], h[10]) end
+    if h[8] then cc_release(h[8]) end
     if code == 'ok' then
       local bad = check_effects(e.fx)
       if bad then

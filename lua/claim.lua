@@ -87,7 +87,7 @@ for prio = MAX_PRIORITY, 0, -1 do
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
         elseif h[18] and cc_running(h[18]) >= (tonumber(h[19]) or 1) then
-          redis.call('RPUSH', ccwait_key(h[18]), id) -- its key is at its limit
+          cc_wait(h[18], id) -- its key is at its limit
         elseif h[20] and rate_limited(h, id) then
           -- parked on its rate class (rate_limited did it)
         else

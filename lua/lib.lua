@@ -68,7 +68,7 @@ local function kidcount_key(id) return PFX .. 'kc:' .. id end
 local DELTA, ZADDS, ZREMS = {}, {}, {}
 -- Flow-control state loaded this call: running counts per concurrency key,
 -- token buckets per rate class, and when each blocked rate class may go on.
-local CC, BUCKETS, RWAKE = {}, {}, {}
+local CC, WAIT, BUCKETS, RWAKE = {}, {}, {}, {}
 
 -- count moves one job between per-state counters (from or to may be nil).
 local function count(from, to)
@@ -144,6 +144,17 @@ local function flush()
   end
   if #set > 0 then call_chunked('HSET', K_CC, set, 2) end
   if #del > 0 then call_chunked('HDEL', K_CC, del, 1) end
+  set, del = {}, {}
+  for key, n in pairs(WAIT) do
+    if n > 0 then
+      set[#set + 1] = key
+      set[#set + 1] = n
+    else
+      del[#del + 1] = key
+    end
+  end
+  if #set > 0 then call_chunked('HSET', PFX .. 'cwn', set, 2) end
+  if #del > 0 then call_chunked('HDEL', PFX .. 'cwn', del, 1) end
   for class, b in pairs(BUCKETS) do
     local bk = PFX .. 'rl:' .. class
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
@@ -232,8 +243,25 @@ local function requeue_front(ids)
   return n
 end
 
--- cc_prefetch loads the running counts of keys (nil entries skipped) in
--- one call, so a batch of jobs with distinct keys costs one lookup.
+-- cc_waiting is how many jobs wait on key's wait list.
+local function cc_waiting(key)
+  local n = WAIT[key]
+  if n == nil then
+    n = tonumber(redis.call('HGET', PFX .. 'cwn', key)) or 0
+    WAIT[key] = n
+  end
+  return n
+end
+
+-- cc_wait puts a job on key's wait list: its key is at its limit.
+local function cc_wait(key, id)
+  redis.call('RPUSH', ccwait_key(key), id)
+  WAIT[key] = cc_waiting(key) + 1
+end
+
+-- cc_prefetch loads the running and waiting counts of keys (nil entries
+-- skipped) in two calls, so a batch of jobs with distinct keys costs two
+-- lookups, not two per job.
 local function cc_prefetch(keys)
   local want = {}
   for _, key in pairs(keys) do
@@ -243,20 +271,26 @@ local function cc_prefetch(keys)
     end
   end
   if #want == 0 then return end
-  local v = redis.call('HMGET', K_CC, unpack(want))
-  for i, key in ipairs(want) do CC[key] = tonumber(v[i]) or 0 end
+  local run = redis.call('HMGET', K_CC, unpack(want))
+  local wait = redis.call('HMGET', PFX .. 'cwn', unpack(want))
+  for i, key in ipairs(want) do
+    CC[key] = tonumber(run[i]) or 0
+    WAIT[key] = tonumber(wait[i]) or 0
+  end
 end
 
 -- cc_release frees a running job's slot of key and lets the job that waited
--- longest for it go again. Jobs wait only while their key is at its limit,
--- so when limit is known and the key was below it there is nobody to wake.
-local function cc_release(key, limit)
-  local before = cc_running(key)
-  CC[key] = before - 1
-  if tonumber(limit) and before < tonumber(limit) then return end
-  while true do
+-- longest for it go again (waiters that moved on meanwhile are dropped).
+local function cc_release(key)
+  CC[key] = cc_running(key) - 1
+  while cc_waiting(key) > 0 do
     local id = redis.call('LPOP', ccwait_key(key))
-    if not id or requeue_front({ id }) > 0 then return end
+    if not id then
+      WAIT[key] = 0
+      return
+    end
+    WAIT[key] = WAIT[key] - 1
+    if requeue_front({ id }) > 0 then return end
   end
 end
 

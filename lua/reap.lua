@@ -14,10 +14,10 @@ local out = {}
 for i = 1, #expired, 2 do
   local id, expiry = expired[i], expired[i + 1]
   local jk = job_key(id)
-  local s, holder, ck, cn = unpack(redis.call('HMGET', jk, 's', 'w', 'ck', 'cn'))
+  local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
   clear_lease(id)
   if s == 'running' then
-    if ck then cc_release(ck, cn) end
+    if ck then cc_release(ck) end
     holder = holder or ''
     redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
     redis.call('HINCRBY', jk, 'on', 1)

@@ -189,3 +189,37 @@ func TestLimitPerPartition(t *testing.T) {
 		t.Fatalf("%d running across partitions, want 4", running)
 	}
 }
+
+// TestConcurrencyWaitersAllWake: several slots freed in one ack call let
+// as many waiters go, and every waiter runs in the end.
+func TestConcurrencyWaitersAllWake(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			var jobs []store.NewJob
+			for i := range 8 {
+				jobs = append(jobs, store.NewJob{Local: "j" + string(rune('0'+i)), Limits: store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 3}})
+			}
+			f.enqueue(jobs...)
+			done := 0
+			for round := 0; round < 10 && done < 8; round++ {
+				res := f.claim(10, "w")
+				if len(res.Jobs) > 3 {
+					t.Fatalf("%d running at once, limit 3", len(res.Jobs))
+				}
+				acks := make([]store.Ack, len(res.Jobs))
+				for i, j := range res.Jobs {
+					acks[i] = store.Ack{Lease: lease(j), Code: store.CodeOK}
+				}
+				if _, _, err := f.st.Ack(f.ctx, f.p, acks); err != nil { // all slots freed in one call
+					t.Fatal(err)
+				}
+				done += len(res.Jobs)
+			}
+			if done != 8 {
+				t.Fatalf("%d of 8 jobs ran; waiters were lost", done)
+			}
+		})
+	}
+}
