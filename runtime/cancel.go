@@ -61,6 +61,6 @@ func (w *Worker) cancelLease(lease string) {
 
 // cancelled cancels the attempt with cause ErrCancelled.
 func (a *Attempt) cancelled() {
+	a.stop(ErrCancelled) // before LeaseLost closes, as in lose
 	a.ctl.markLost()
-	a.stop(ErrCancelled)
 }

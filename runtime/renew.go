@@ -77,8 +77,9 @@ func (w *Worker) renewAll(ctx context.Context) {
 
 // lose cancels the attempt with cause ErrLeaseLost.
 func (a *Attempt) lose() {
-	a.ctl.markLost()
+	// Cancel first: whoever wakes on LeaseLost must find the cause set.
 	a.stop(ErrLeaseLost)
+	a.ctl.markLost()
 }
 
 // stop cancels the attempt with cause and starts the grace watch.
