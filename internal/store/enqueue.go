@@ -63,9 +63,29 @@ type EnqueueResult struct {
 	Err      error  // ErrConflict for Conflicted
 }
 
-// Enqueue adds jobs to one partition in one round trip, with one result per
-// job.
+// maxEnqueueBatch bounds the jobs one enqueue script call adds, so a huge
+// batch (a fan-out of 10,000 children) never blocks Redis for long.
+const maxEnqueueBatch = 1000
+
+// Enqueue adds jobs to one partition, with one result per job: in one
+// round trip for up to maxEnqueueBatch jobs, in consecutive calls of that
+// size beyond. Each call is atomic; a failure part way leaves the earlier
+// calls' jobs added, and enqueueing the same IDs again is a no-op for them.
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
+	out := make([]EnqueueResult, 0, len(jobs))
+	for len(jobs) > 0 {
+		n := min(len(jobs), maxEnqueueBatch)
+		res, err := s.enqueue(ctx, p, jobs[:n])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res...)
+		jobs = jobs[n:]
+	}
+	return out, nil
+}
+
+func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
 	args := make([]any, 0, 1+len(jobs)*24)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
