@@ -31,7 +31,7 @@ if redis.call('EXISTS', PFX .. 'paused') == 1 then
   return { -1, {} }
 end
 local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx',
-  'ck', 'cn', 'rk', 'rn', 'rp', 'rb' }
+  'ck', 'cn', 'rk' }
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
@@ -46,7 +46,7 @@ local jobs, archived = {}, {}
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true.
 local function rate_limited(h, id)
-  local b = bucket(h[20], h[21], h[22], h[23])
+  local b = bucket(h[20])
   if not b then return false end
   if b.tokens >= 1 then
     b.tokens = b.tokens - 1

@@ -92,7 +92,8 @@ for i = 0, n - 1 do
       for k, field in ipairs({ 'ck', 'cn' }) do opt(field, ARGV[b + 14 + k], nil) end
     end
     if ARGV[b + 17] ~= '' then
-      for k, field in ipairs({ 'rk', 'rn', 'rp', 'rb' }) do opt(field, ARGV[b + 16 + k], nil) end
+      opt('rk', ARGV[b + 17], nil)
+      rate_define(ARGV[b + 17], ARGV[b + 18], ARGV[b + 19], ARGV[b + 20])
     end
     if uk ~= '' then
       opt('uk', uk, nil)

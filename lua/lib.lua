@@ -43,6 +43,7 @@ local CRASH_LIMIT = tonumber(ARGV[8])
 local MAX_PRIORITY = 9
 local ERR_KEEP = 10
 local MSG_MAX = 1024
+local RATE_KEEP = 7 * 24 * 3600 * 1000 -- how long an idle rate bucket is kept (ms)
 
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
@@ -69,6 +70,7 @@ local DELTA, ZADDS, ZREMS = {}, {}, {}
 -- Flow-control state loaded this call: running counts per concurrency key,
 -- token buckets per rate class, and when each blocked rate class may go on.
 local CC, WAIT, BUCKETS, RWAKE = {}, {}, {}, {}
+local WAIT_DIRTY = {} -- keys whose waiter count changed this call
 
 -- count moves one job between per-state counters (from or to may be nil).
 local function count(from, to)
@@ -145,7 +147,8 @@ local function flush()
   if #set > 0 then call_chunked('HSET', K_CC, set, 2) end
   if #del > 0 then call_chunked('HDEL', K_CC, del, 1) end
   set, del = {}, {}
-  for key, n in pairs(WAIT) do
+  for key in pairs(WAIT_DIRTY) do
+    local n = WAIT[key]
     if n > 0 then
       set[#set + 1] = key
       set[#set + 1] = n
@@ -158,7 +161,7 @@ local function flush()
   for class, b in pairs(BUCKETS) do
     local bk = PFX .. 'rl:' .. class
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
-    redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, 3600000))
+    redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, RATE_KEEP))
   end
   for class, at in pairs(RWAKE) do
     if at then redis.call('ZADD', K_RWAKE, at, class) else redis.call('ZREM', K_RWAKE, class) end
@@ -209,10 +212,11 @@ end
 
 -- Flow control. A job may carry a concurrency key ('ck') and limit ('cn'):
 -- at most cn jobs of that key run at once in this partition; and a rate
--- class ('rk') whose token bucket allows 'rn' jobs per 'rp' ms with a burst
--- of 'rb'. A job that cannot run now leaves the available lists for the
--- key's or the class's wait list, so it never holds up other work, and it
--- comes back to the front of its priority when a slot or a token frees.
+-- class ('rk') whose token bucket (PFX .. 'rl:' .. class, its parameters
+-- set by the latest enqueue) allows n jobs per p ms with a burst of b. A
+-- job that cannot run now leaves the available lists for the key's or the
+-- class's wait list, so it never holds up other work, and it comes back to
+-- the front of its priority when a slot or a token frees.
 -- Counters and buckets are per partition (one slot).
 local function ccwait_key(key) return PFX .. 'cw:' .. key end
 local function ratewait_key(class) return PFX .. 'rw:' .. class end
@@ -257,6 +261,7 @@ end
 local function cc_wait(key, id)
   redis.call('RPUSH', ccwait_key(key), id)
   WAIT[key] = cc_waiting(key) + 1
+  WAIT_DIRTY[key] = true
 end
 
 -- cc_prefetch loads the running and waiting counts of keys (nil entries
@@ -285,6 +290,7 @@ local function cc_release(key)
   CC[key] = cc_running(key) - 1
   while cc_waiting(key) > 0 do
     local id = redis.call('LPOP', ccwait_key(key))
+    WAIT_DIRTY[key] = true
     if not id then
       WAIT[key] = 0
       return
@@ -308,6 +314,17 @@ local function bucket(class, n, per, burst)
   b = { tokens = tokens, n = n, per = per, burst = burst }
   BUCKETS[class] = b
   return b
+end
+
+-- rate_define records a rate class's parameters in its bucket (the latest
+-- enqueue's win), so jobs need to carry only the class name.
+local DEFINED = {}
+local function rate_define(class, n, per, burst)
+  if DEFINED[class] then return end
+  DEFINED[class] = true
+  local bk = PFX .. 'rl:' .. class
+  redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
+  redis.call('PEXPIRE', bk, math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP))
 end
 
 -- rate_wait parks a job of class until its bucket has a token again.
