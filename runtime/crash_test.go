@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -72,7 +73,7 @@ func childMain() int {
 type child struct {
 	cmd    *exec.Cmd
 	out    *lineWatcher
-	stderr *lockedBuffer
+	stderr *proctest.Buffer
 	id     string // its worker ID
 	killed bool
 }
@@ -81,7 +82,7 @@ type child struct {
 // reports its worker ID.
 func startChild(t *testing.T, ns string) *child {
 	t.Helper()
-	c := &child{out: newLineWatcher(), stderr: &lockedBuffer{}}
+	c := &child{out: newLineWatcher(), stderr: &proctest.Buffer{}}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	c.cmd.Env = append(os.Environ(), envChild+"=1", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+ns)
 	c.cmd.Stdout = c.out
@@ -179,23 +180,6 @@ func (w *lineWatcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return strings.Join(w.lines, "\n") + string(w.partial)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestKilledProcessJobIsReapedBehindWaitingWork kills a worker process

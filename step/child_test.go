@@ -34,6 +34,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
@@ -325,7 +326,7 @@ type proc struct {
 	cfg    childConfig
 	cmd    *exec.Cmd
 	out    *lineLog
-	stderr *lockedBuffer
+	stderr *proctest.Buffer
 	id     string // worker ID
 	exited bool
 	killed bool // by the test, with SIGKILL
@@ -339,7 +340,7 @@ func startProc(t *testing.T, cfg childConfig, extra ...*os.File) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cfg: cfg, out: &lineLog{}, stderr: &lockedBuffer{}}
+	p := &proc{cfg: cfg, out: &lineLog{}, stderr: &proctest.Buffer{}}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), envChild+"="+string(raw))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.stderr
@@ -497,23 +498,6 @@ func (l *lineLog) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n") + string(l.partial)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func tail(s string, n int) string {

@@ -3,16 +3,15 @@
 package isolated_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/isolated"
 )
@@ -150,7 +149,7 @@ func TestOutput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, nil)
-			var stderr lockedBuffer
+			var stderr proctest.Buffer
 			tt.opts.Stderr = &stderr
 			e.startWorker(isolate(t, command(), tt.opts, floodArgs{}.Kind()), runtime.Options{})
 			j := e.waitState(e.enqueue(tt.args), tt.state)
@@ -172,21 +171,4 @@ func TestOutput(t *testing.T) {
 			}
 		})
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/isolated"
 )
@@ -61,7 +62,7 @@ func TestWorkerDeathKillsChildren(t *testing.T) {
 	e := newEnv(t, nil)
 	worker := exec.Command(os.Args[0], workerArg, e.ns)
 	worker.Env = []string{envRedis + "=" + shared.Server.Addr(), "GORACE=atexit_sleep_ms=0"}
-	var stderr lockedBuffer
+	var stderr proctest.Buffer
 	worker.Stderr = &stderr
 	if err := worker.Start(); err != nil {
 		t.Fatal(err)
