@@ -24,6 +24,23 @@ type enqueueOptions struct {
 	limits      store.Limits
 	unique      store.Unique
 	uniqueArgs  bool // derive the unique key from kind and arguments
+	sticky      store.Sticky
+}
+
+// WithPreferredWorker routes the job to the worker whose WorkerID is
+// worker, with fallback mode "wait" (only that worker, ever), "after" (any
+// worker once it has waited d unclaimed) or "fail" (archived with reason
+// sticky_unavailable after d). Package sticky wraps it.
+func WithPreferredWorker(worker, mode string, d time.Duration) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		codes := map[string]string{"wait": "w", "after": "a", "fail": "f"}
+		code, ok := codes[mode]
+		if !runtime.ValidWorkerID(worker) || !ok || d < 0 || (code != "w" && d == 0) {
+			return fmt.Errorf("%w: preferred worker %q, fallback %q after %s", ErrInvalid, worker, mode, d)
+		}
+		o.sticky = store.Sticky{Worker: worker, Mode: code, After: d}
+		return nil
+	}
 }
 
 // MaxIDLength bounds a caller-supplied job ID.

@@ -78,7 +78,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
-		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique,
+		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
 	}, nil
 }
 

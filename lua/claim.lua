@@ -15,6 +15,10 @@
 --   job       { id, lease ID, lease expiry, steps, values... }: steps is
 --             the job's step checkpoints (flat HGETALL, empty when none),
 --             then the values of FIELDS below, in order, after the claim
+-- Sticky jobs wait on their preferred worker's pin list, which only that
+-- worker's claims read; when a fallback deadline passes, After hands the
+-- job to every worker (the shared list) and FailAfter archives it
+-- ('sticky_unavailable').
 -- Transitions: scheduled|retryable -> available (promotion),
 --   available -> running (claim), available -> archived (deadline passed or
 --   malformed job). A job whose concurrency key is at its limit, or whose
@@ -37,6 +41,7 @@ local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
 promote(tonumber(ARGV[13]))
 promote_rated()
+local unpinned = promote_pinned()
 local kind_lease = {}
 local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
@@ -61,8 +66,13 @@ local function park(jk, id, reason)
   archived[#archived + 1] = reason
 end
 
-for prio = MAX_PRIORITY, 0, -1 do
-  local ak = avail_key(prio)
+for _, id in ipairs(unpinned) do
+  archived[#archived + 1] = id
+  archived[#archived + 1] = 'sticky_unavailable'
+end
+
+-- take claims from the list ak until n jobs are claimed or it is empty.
+local function take(ak)
   while #jobs < n do
     local ids = redis.call('LPOP', ak, n - #jobs)
     if not ids then break end
@@ -109,7 +119,15 @@ for prio = MAX_PRIORITY, 0, -1 do
       -- any other state: a stale list entry (the job moved on); drop it
     end
   end
+end
+
+-- This worker's pinned jobs first (sticky routing), then the shared lists
+-- from the highest priority down. Other workers' pin lists are never
+-- touched, so a backlog pinned elsewhere costs this claim nothing.
+take(PFX .. 'pin:' .. worker)
+for prio = MAX_PRIORITY, 0, -1 do
   if #jobs >= n then break end
+  take(avail_key(prio))
 end
 
 flush()

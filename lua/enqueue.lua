@@ -1,7 +1,7 @@
 -- enqueue.lua: add jobs to one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of jobs n; then n groups of 24 fields:
+-- ARGV[9]: number of jobs n; then n groups of 27 fields:
 --   id, kind, payload, run_at (absolute ms, 0 = none), delay (ms),
 --   max_attempts, timeout (ms, 0 = none), deadline (absolute ms, 0 = none),
 --   priority (0..9), headers (opaque bytes, may be empty), whether the ID
@@ -12,7 +12,9 @@
 --   key and limit, rate class, jobs, period (ms) and burst (empty/0: none);
 --   then uniqueness: unique key (empty: none), how long it is held (ms, 0:
 --   until the job finishes), and what a duplicate does to a job that has
---   not started ('', 'replace' its payload, 'debounce' its run time)
+--   not started ('', 'replace' its payload, 'debounce' its run time); then
+--   sticky routing: preferred worker (empty: none), fallback ('w' wait,
+--   'a' any worker after, 'f' fail after) and its delay (ms)
 -- Returns: one status per job, in order:
 --   'new'       the job was added
 --   'exists'    a job with this ID and the same kind and payload exists (no-op)
@@ -52,7 +54,7 @@ local function on_duplicate(holder, policy, payload, due)
   end
 end
 for i = 0, n - 1 do
-  local b = 10 + i * 24
+  local b = 10 + i * 27
   local id, kind, payload = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local jk = job_key(id)
   local old = false
@@ -104,11 +106,17 @@ for i = 0, n - 1 do
         redis.call('SET', PFX .. 'uq:' .. uk, id)
       end
     end
+    local sw = ARGV[b + 24]
+    if sw ~= '' then
+      for k, field in ipairs({ 'sw', 'sm', 'sd' }) do opt(field, ARGV[b + 23 + k], nil) end
+    else
+      sw = nil
+    end
     redis.call('HSET', jk, unpack(f))
     if state == 'scheduled' then
       redis.call('ZADD', K_SCHED, due, id)
     else
-      redis.call('RPUSH', avail_key(priority(ARGV[b + 8])), id)
+      push_ready(id, false, ARGV[b + 8], sw, ARGV[b + 25], ARGV[b + 26])
     end
     count(nil, state)
     out[#out + 1] = 'new'

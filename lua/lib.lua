@@ -183,25 +183,38 @@ local function priority(p)
   return p
 end
 
--- make_available puts a job at the back of its priority list, or at the
--- front when it is handed back untouched (shutdown release). prio is read
--- from the job when nil.
-local function make_available(jk, id, from, front, prio)
+-- push_ready puts an available job where claims find it: the list of its
+-- priority or, for a job that prefers a worker ('sw'), that worker's pin
+-- list, with the deadline of its fallback in pinx ('sm' is 'a' to hand it
+-- to any worker, 'f' to fail it, after 'sd' ms; 'w' waits for ever).
+local function push_ready(id, front, prio, sw, sm, sd)
+  local key = avail_key(priority(prio))
+  if sw then
+    key = PFX .. 'pin:' .. sw
+    if sm == 'a' or sm == 'f' then redis.call('ZADD', PFX .. 'pinx', NOW + (tonumber(sd) or 0), id) end
+  end
+  if front then
+    redis.call('LPUSH', key, id)
+  else
+    redis.call('RPUSH', key, id)
+  end
+end
+
+-- make_available puts a job at the back of its priority list (or pin list),
+-- or at the front when it is handed back untouched (shutdown release).
+local function make_available(jk, id, from, front)
   if from == 'scheduled' or from == 'retryable' then
     redis.call('HSET', jk, 's', 'available')
     redis.call('HDEL', jk, 'rt')
   else
     redis.call('HSET', jk, 's', 'available')
   end
-  if prio == nil then prio = redis.call('HGET', jk, 'pr') end
-  if front then
-    redis.call('LPUSH', avail_key(priority(prio)), id)
-  else
-    redis.call('RPUSH', avail_key(priority(prio)), id)
-  end
+  local h = redis.call('HMGET', jk, 'pr', 'sw', 'sm', 'sd')
+  push_ready(id, front, h[1], h[2], h[3], h[4])
   count(from, 'available')
   wake()
 end
+
 
 local function schedule(jk, id, from, state, at)
   redis.call('HSET', jk, 's', state, 'rt', at)
@@ -237,9 +250,9 @@ local function requeue_front(ids)
   local n = 0
   for i = #ids, 1, -1 do
     local jk = job_key(ids[i])
-    local h = redis.call('HMGET', jk, 's', 'pr')
+    local h = redis.call('HMGET', jk, 's', 'pr', 'sw', 'sm', 'sd')
     if h[1] == 'available' then
-      redis.call('LPUSH', avail_key(priority(h[2])), ids[i])
+      push_ready(ids[i], true, h[2], h[3], h[4], h[5])
       n = n + 1
     end
   end
@@ -560,6 +573,28 @@ local function promote(limit)
     end
   end
   return #due
+end
+
+-- promote_pinned applies the fallback of pinned jobs whose preferred worker
+-- did not claim them in time; it returns the IDs it archived.
+local function promote_pinned()
+  local failed = {}
+  local due = redis.call('ZRANGEBYSCORE', PFX .. 'pinx', '-inf', NOW, 'LIMIT', 0, 100)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', PFX .. 'pinx', id)
+    local jk = job_key(id)
+    local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
+    if h[1] == 'available' then
+      if h[2] == 'a' then
+        redis.call('LPUSH', avail_key(priority(h[3])), id) -- its pin entry goes stale
+        wake()
+      elseif h[2] == 'f' then
+        finish(jk, id, 'available', 'archived', 'sticky_unavailable')
+        failed[#failed + 1] = id
+      end
+    end
+  end
+  return failed
 end
 
 -- next_due is the earliest due time in sched, or -1.

@@ -83,7 +83,8 @@ type Options struct {
 	RetainCancelled time.Duration
 	// DiscardCompleted deletes completed jobs at once instead of keeping them.
 	DiscardCompleted bool
-	// WorkerID identifies this worker as a lease holder. Default
+	// WorkerID identifies this worker as a lease holder and as the target
+	// of sticky routing (package sticky): set a stable one for that. Default
 	// hostname:pid:random.
 	WorkerID string
 	// Clock is the time source. Default the wall clock with Redis TIME for
@@ -119,6 +120,10 @@ type Options struct {
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }
+
+// ValidWorkerID reports whether id can name a worker: 1 to 128 letters,
+// digits, '_', '.', ':' or '-', starting with a letter or digit.
+func ValidWorkerID(id string) bool { return names.Valid(id, 128, "_.:-") }
 
 // ValidQueue reports whether name is a valid queue name: 1 to 64 letters,
 // digits, '_', '.' or '-', starting with a letter or digit.
@@ -215,6 +220,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.WorkerID != "" && !ValidWorkerID(o.WorkerID) {
+		return bad("worker ID %q", o.WorkerID)
 	}
 	if o.WorkerID == "" {
 		host, _ := os.Hostname()

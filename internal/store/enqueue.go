@@ -27,6 +27,17 @@ type NewJob struct {
 	Parent      *ParentRef // set for a job spawned by a parent job's step
 	Limits      Limits
 	Unique      Unique
+	Sticky      Sticky
+}
+
+// Sticky routes a job to a preferred worker. Mode says what happens while
+// that worker does not claim it: "w" it waits for ever, "a" any worker may
+// take it after After, "f" it is archived ('sticky_unavailable') after
+// After.
+type Sticky struct {
+	Worker string
+	Mode   string
+	After  time.Duration
 }
 
 // Limits are a job's flow-control settings (lua/lib.lua, flow control).
@@ -86,7 +97,7 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
-	args := make([]any, 0, 1+len(jobs)*24)
+	args := make([]any, 0, 1+len(jobs)*27)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		chosen := "1"
@@ -102,7 +113,8 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		}
 		l := j.Limits
 		args = append(args, l.ConcurrencyKey, l.ConcurrencyLimit, l.RateClass, l.RateJobs, ms(l.RatePer), l.RateBurst,
-			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate)
+			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate,
+			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After))
 	}
 	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
 	if err != nil {

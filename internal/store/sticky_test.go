@@ -1,0 +1,64 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestStickyRouting: a pinned job is claimed only by its preferred worker,
+// never hides unpinned work from others, keeps its preference on retry and
+// after a crash, and follows its fallback when that worker does not come.
+func TestStickyRouting(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			pin := func(mode string, after time.Duration) store.Sticky {
+				return store.Sticky{Worker: "worker-b", Mode: mode, After: after}
+			}
+			f.enqueue(store.NewJob{Local: "wait", Priority: 9, Sticky: pin("w", 0)},
+				store.NewJob{Local: "after", Priority: 9, Sticky: pin("a", time.Minute)},
+				store.NewJob{Local: "fail", Priority: 9, Sticky: pin("f", time.Minute)},
+				store.NewJob{Local: "free"})
+			first := f.claim(10, "worker-a")
+			if got := locals(first.Jobs); len(got) != 1 || !got["free"] {
+				t.Fatalf("worker A claimed %v, want only the unpinned job", got)
+			}
+			f.ack(first.Jobs[0], store.Ack{Code: store.CodeOK})
+			f.clk.Advance(time.Minute)
+			res := f.claim(10, "worker-a")
+			if got := locals(res.Jobs); len(got) != 1 || !got["after"] {
+				t.Fatalf("after the fallback delay A claimed %v, want the After job", got)
+			}
+			f.ack(res.Jobs[0], store.Ack{Code: store.CodeOK})
+			if len(res.Parked) != 1 || res.Parked[0].Local != "fail" || res.Parked[0].Reason != "sticky_unavailable" {
+				t.Fatalf("parked %+v, want the FailAfter job archived", res.Parked)
+			}
+			if got := locals(f.claim(10, "worker-c").Jobs); len(got) != 0 {
+				t.Fatalf("worker C claimed %v, want nothing (Wait keeps its job for B)", got)
+			}
+			j := f.claimOne("worker-b")
+			if j.Local != "wait" {
+				t.Fatalf("worker B claimed %s", j.Local)
+			}
+			f.ack(j, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x"}) // retry: still pinned
+			f.clk.Advance(time.Hour)
+			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {
+				t.Fatalf("retried pinned job went to A: %v", got)
+			}
+			j = f.claimOne("worker-b")
+			f.clk.Advance(time.Hour) // B's lease expires: crash recovery keeps the pin
+			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+				t.Fatal(err)
+			}
+			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {
+				t.Fatalf("reaped pinned job went to A: %v", got)
+			}
+			if j2 := f.claimOne("worker-b"); j2.Local != j.Local || j2.CrashAttempt != 1 {
+				t.Fatalf("B got %s with crash %d", j2.Local, j2.CrashAttempt)
+			}
+		})
+	}
+}

@@ -1,0 +1,220 @@
+package sticky_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sticky"
+)
+
+var shared redistest.Env
+
+func TestMain(m *testing.M) { redistest.Main(m, &shared, false) }
+
+type render struct {
+	Pinned bool
+	I      int
+}
+
+func (render) Kind() string { return "render" }
+
+// fleet is a registry whose handler counts what each worker ran.
+type fleet struct {
+	reg                  *flow.Registry
+	pinnedByOthers, free atomic.Int64
+	pinnedByB            atomic.Int64
+	onB                  func(*flow.Job[render]) error
+}
+
+func newFleet(t *testing.T) *fleet {
+	f := &fleet{reg: flow.NewRegistry()}
+	err := flow.Register(f.reg, func(ctx context.Context, job *flow.Job[render]) error {
+		switch {
+		case job.Args.Pinned && workerOf(ctx) == "worker-b":
+			f.pinnedByB.Add(1)
+			if f.onB != nil {
+				return f.onB(job)
+			}
+		case job.Args.Pinned:
+			f.pinnedByOthers.Add(1)
+		default:
+			f.free.Add(1)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+type workerKey struct{}
+
+func workerOf(ctx context.Context) string { s, _ := ctx.Value(workerKey{}).(string); return s }
+
+// named wraps handlers so each worker's handler context says which it is.
+type named struct {
+	reg  *flow.Registry
+	name string
+}
+
+func (n named) Handler(kind string) (runtime.Handler, bool) {
+	h, ok := n.reg.Handler(kind)
+	if !ok {
+		return nil, false
+	}
+	return runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+		return h.Work(context.WithValue(ctx, workerKey{}, n.name), a)
+	}), true
+}
+
+func start(t *testing.T, rdb redis.UniversalClient, f *fleet, ns, name string, opts runtime.Options) {
+	t.Helper()
+	opts.Namespace, opts.WorkerID = ns, name
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	w, err := runtime.NewWorker(rdb, named{f.reg, name}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestPinnedBacklogDoesNotSlowOthers: 5,000 high-priority jobs pinned to B
+// (absent) do not hold up A's unpinned work, and neither A nor C runs any
+// of them; B, once it comes, runs them all.
+func TestPinnedBacklogDoesNotSlowOthers(t *testing.T) {
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	f := newFleet(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []flow.Item
+	for i := range 5000 {
+		items = append(items, flow.Item{Args: render{Pinned: true, I: i}, Opts: []flow.EnqueueOption{
+			sticky.To("worker-b", sticky.Wait()), flow.WithPriority(9)}})
+	}
+	for i := range 500 {
+		items = append(items, flow.Item{Args: render{I: i}})
+	}
+	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	start(t, rdb, f, ns, "worker-a", runtime.Options{})
+	start(t, rdb, f, ns, "worker-c", runtime.Options{})
+	waitFor(t, "A and C to run the unpinned jobs", func() bool { return f.free.Load() == 500 })
+	t.Logf("500 unpinned jobs ran in %s beside 5,000 pinned ones", time.Since(began))
+	if f.pinnedByOthers.Load() != 0 {
+		t.Fatalf("other workers ran %d pinned jobs", f.pinnedByOthers.Load())
+	}
+	start(t, rdb, f, ns, "worker-b", runtime.Options{})
+	waitFor(t, "B to run its pinned jobs", func() bool { return f.pinnedByB.Load() == 5000 })
+	if f.pinnedByOthers.Load() != 0 {
+		t.Fatalf("other workers ran %d pinned jobs", f.pinnedByOthers.Load())
+	}
+}
+
+// TestFallbacks: with B away, After hands its job over after the delay,
+// FailAfter archives it, Wait keeps it (fake clock).
+func TestFallbacks(t *testing.T) {
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	clk := runtime.NewFakeClock(time.Now())
+	f := newFleet(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	after, _ := c.Enqueue(ctx, render{Pinned: true, I: 1}, sticky.To("worker-b", sticky.After(time.Minute)))
+	fail, _ := c.Enqueue(ctx, render{Pinned: true, I: 2}, sticky.To("worker-b", sticky.FailAfter(time.Minute)))
+	wait, _ := c.Enqueue(ctx, render{Pinned: true, I: 3}, sticky.To("worker-b", sticky.Wait()))
+	start(t, rdb, f, ns, "worker-a", runtime.Options{Clock: clk, IdlePoll: time.Second})
+	clk.Advance(time.Minute + time.Second)
+	state := func(id string) string {
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			return err.Error()
+		}
+		return info.State + "/" + info.Reason
+	}
+	waitFor(t, "the fallbacks", func() bool {
+		clk.Advance(time.Second) // wake A's idle poll
+		return state(after.ID) == "completed/" && state(fail.ID) == "archived/sticky_unavailable"
+	})
+	if s := state(wait.ID); s != "available/" {
+		t.Fatalf("Wait job is %s, want still available for B", s)
+	}
+	if _, err := c.Enqueue(ctx, render{}, sticky.To("no spaces", sticky.Wait())); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("bad worker name: %v", err)
+	}
+	if _, err := c.Enqueue(ctx, render{}, sticky.To("b", sticky.After(0))); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("zero delay: %v", err)
+	}
+}
+
+// TestPreferenceSurvivesRedrive: a pinned job archived and redriven goes
+// back to its worker, not to others.
+func TestPreferenceSurvivesRedrive(t *testing.T) {
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	f := newFleet(t)
+	var skipped atomic.Bool
+	f.onB = func(*flow.Job[render]) error {
+		if skipped.CompareAndSwap(false, true) {
+			return flow.Skip("first time")
+		}
+		return nil
+	}
+	c, _ := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+	ctx := context.Background()
+	res, err := c.Enqueue(ctx, render{Pinned: true}, sticky.To("worker-b", sticky.Wait()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, rdb, f, ns, "worker-b", runtime.Options{})
+	start(t, rdb, f, ns, "worker-a", runtime.Options{})
+	waitFor(t, "the job to be archived", func() bool {
+		info, err := c.Job(ctx, res.ID)
+		return err == nil && info.State == flow.StateArchived
+	})
+	if _, err := c.Redrive(ctx, res.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the redriven job to complete", func() bool {
+		info, err := c.Job(ctx, res.ID)
+		return err == nil && info.State == flow.StateCompleted
+	})
+	if f.pinnedByB.Load() != 2 || f.pinnedByOthers.Load() != 0 {
+		t.Fatalf("B ran %d, others %d", f.pinnedByB.Load(), f.pinnedByOthers.Load())
+	}
+}
