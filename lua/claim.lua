@@ -35,7 +35,7 @@ if redis.call('EXISTS', PFX .. 'paused') == 1 then
   return { -1, {} }
 end
 local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx',
-  'ck', 'cn', 'rk' }
+  'ck', 'cn', 'rk', 'sw' }
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
@@ -72,7 +72,8 @@ for _, id in ipairs(unpinned) do
 end
 
 -- take claims from the list ak until n jobs are claimed or it is empty.
-local function take(ak)
+-- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
+local function take(ak, pinned_to)
   while #jobs < n do
     local ids = redis.call('LPOP', ak, n - #jobs)
     if not ids then break end
@@ -90,6 +91,8 @@ local function take(ak)
         redis.call('RENAME', jk, jk .. ':corrupt')
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
         park(jk, id, 'malformed')
+      elseif h[1] == 'available' and pinned_to and h[21] ~= pinned_to then
+        -- rerouted since it was pinned here: its entry on this list is stale
       elseif h[1] == 'available' then
         local dl, fence = tonumber(h[4]), tonumber(h[5] or 0)
         if not h[2] or h[2] == '' or not h[3] or not fence or not tonumber(h[6] or 0) or not tonumber(h[7] or 0) then
@@ -124,7 +127,7 @@ end
 -- This worker's pinned jobs first (sticky routing), then the shared lists
 -- from the highest priority down. Other workers' pin lists are never
 -- touched, so a backlog pinned elsewhere costs this claim nothing.
-take(PFX .. 'pin:' .. worker)
+take(PFX .. 'pin:' .. worker, worker)
 for prio = MAX_PRIORITY, 0, -1 do
   if #jobs >= n then break end
   take(avail_key(prio))

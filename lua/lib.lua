@@ -597,10 +597,11 @@ local function promote_pinned()
   return failed
 end
 
--- next_due is the earliest due time in sched, or -1.
+-- next_due is the earliest time something becomes claimable: a scheduled
+-- job, a rate token, a sticky fallback; -1 when there is none.
 local function next_due()
   local nd = -1
-  for _, k in ipairs({ K_SCHED, K_RWAKE }) do
+  for _, k in ipairs({ K_SCHED, K_RWAKE, PFX .. 'pinx' }) do
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end
   end

@@ -36,6 +36,8 @@ var (
 	Pause   = load("pause")
 	Redrive = load("redrive")
 	List    = load("list")
+	// Reroute changes a job's preferred worker (sticky routing).
+	Reroute = load("reroute")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = redis.NewScript(body("heartbeat"))
 	// Relay runs alone: its keys are in another slot than a partition's.

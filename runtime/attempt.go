@@ -24,6 +24,7 @@ type Attempt struct {
 	MaxAttempts  int
 	Fence        int64  // this attempt's fencing token
 	LeaseID      string // this attempt's lease ID
+	Worker       string // the ID of the worker running it
 	Created      time.Time
 	Claimed      time.Time // when this attempt's claim happened, in store time
 	Deadline     time.Time // zero: none

@@ -30,6 +30,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 		lease = d
 	}
 	a := newAttempt(p, j, lease)
+	a.Worker = w.opts.WorkerID
 	a.leaseEnd = claimed.Add(lease)
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Partitions = w.opts.Partitions

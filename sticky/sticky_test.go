@@ -218,3 +218,31 @@ func TestPreferenceSurvivesRedrive(t *testing.T) {
 		t.Fatalf("B ran %d, others %d", f.pinnedByB.Load(), f.pinnedByOthers.Load())
 	}
 }
+
+// TestReroute: an operator moves a pinned job from an absent worker to
+// another, and unpins one; the old worker's stale entry is skipped.
+func TestReroute(t *testing.T) {
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	f := newFleet(t)
+	c, _ := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+	ctx := context.Background()
+	moved, _ := c.Enqueue(ctx, render{Pinned: true, I: 1}, sticky.To("worker-old", sticky.Wait()))
+	unpinned, _ := c.Enqueue(ctx, render{Pinned: false, I: 2}, sticky.To("worker-old", sticky.Wait()))
+	if err := c.Reroute(ctx, moved.ID, sticky.To("worker-b", sticky.Wait())); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reroute(ctx, unpinned.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reroute(ctx, "default:0:nope", nil); !errors.Is(err, flow.ErrNotFound) {
+		t.Fatalf("reroute of a missing job: %v", err)
+	}
+	start(t, rdb, f, ns, "worker-old", runtime.Options{})
+	start(t, rdb, f, ns, "worker-b", runtime.Options{})
+	waitFor(t, "both jobs", func() bool { return f.pinnedByB.Load() == 1 && f.free.Load() == 1 })
+	if f.pinnedByOthers.Load() != 0 {
+		t.Fatalf("the old worker ran the rerouted job")
+	}
+}

@@ -135,3 +135,17 @@ func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector,
 		Examined: int(n(r[1])), Matched: int(n(r[2])), Done: r[5] == "1", Size: n(r[6]),
 	}, nil
 }
+
+// Reroute sets the worker a job prefers (sticky routing), or unpins it
+// when s.Worker is "". It returns the job's state; ErrNotFound when there
+// is no such job.
+func (s *Store) Reroute(ctx context.Context, ref keys.Ref, st Sticky) (string, error) {
+	state, err := s.run(ctx, lua.Reroute, ref.Partition, ref.Local, st.Worker, st.Mode, ms(st.After)).Text()
+	if err != nil {
+		return "", err
+	}
+	if state == "" {
+		return "", ErrNotFound
+	}
+	return state, nil
+}

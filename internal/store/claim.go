@@ -77,7 +77,7 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 // claimedFields are the job fields a claim returns, in lua/claim.lua's
 // FIELDS order.
 var claimedFields = []string{"s", "k", "p", "dl", "f", "a", "c", "ma", "to", "pr", "h", "ct", "oh", "oe", "on", "pa", "sx",
-	"ck", "cn", "rk"}
+	"ck", "cn", "rk", "sw"}
 
 // decodeClaimed reads one job of a claim reply:
 // { id, lease ID, lease expiry, steps, values of claimedFields... }.

@@ -1,0 +1,26 @@
+-- reroute.lua: an operator changes the worker a job prefers (sticky
+-- routing), e.g. after a worker was renamed, or unpins it.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]  job ID in the partition
+-- ARGV[10] the new preferred worker, or '' to unpin the job
+-- ARGV[11] fallback for the new worker ('w', 'a', 'f'), ARGV[12] its delay (ms)
+-- Returns: the job's state, or '' when there is no such job.
+-- Transitions: none. An available job moves to its new list at once; the
+-- entry left on the old worker's list is skipped by that worker's claims
+-- (claim.lua checks that a pinned job still prefers the claiming worker).
+local id = ARGV[9]
+local jk = job_key(id)
+local s = redis.call('HGET', jk, 's')
+if not s then return '' end
+if ARGV[10] == '' then
+  redis.call('HDEL', jk, 'sw', 'sm', 'sd')
+else
+  redis.call('HSET', jk, 'sw', ARGV[10], 'sm', ARGV[11], 'sd', ARGV[12])
+end
+if s == 'available' then
+  local h = redis.call('HMGET', jk, 'pr', 'sw', 'sm', 'sd')
+  push_ready(id, true, h[1], h[2], h[3], h[4])
+  wake()
+end
+return s
