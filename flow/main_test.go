@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,25 +48,14 @@ func startWorker(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, op
 	return w
 }
 
-// waitState polls a job until it reaches state or the timeout passes.
+// waitState polls a job until it reaches state.
 func waitState(t *testing.T, c *flow.Client, id, state string) *flow.JobInfo {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := c.Job(context.Background(), id)
-		if err == nil && info.State == state {
-			return info
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: state %v (err %v), want %s", id, stateOf(info), err, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func stateOf(i *flow.JobInfo) string {
-	if i == nil {
-		return "<none>"
-	}
-	return i.State
+	var info *flow.JobInfo
+	redistest.Eventually(t, "job "+id+" to be "+state, func() bool {
+		var err error
+		info, err = c.Job(context.Background(), id)
+		return err == nil && info.State == state
+	})
+	return info
 }

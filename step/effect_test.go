@@ -5,12 +5,12 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -21,17 +21,10 @@ func (transfer) Kind() string { return "transfer" }
 // waitValue polls key (a string) until it equals want.
 func waitValue(t *testing.T, rdb redis.UniversalClient, key, want string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	redistest.Eventually(t, key+" to be "+want, func() bool {
 		got, _ := rdb.Get(context.Background(), key).Result()
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s = %q, want %q", key, got, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return got == want
+	})
 }
 
 // TestEffectsApplyOnce: effects in the job's slot and elsewhere (relayed by
@@ -203,22 +196,17 @@ func TestFollowUpOnce(t *testing.T) {
 	})
 	e := newEnv(t, shared.Server.Client(), reg)
 	e.run(orderPlaced{Order: 7}, flow.StateCompleted)
-	deadline := time.Now().Add(10 * time.Second)
-	for receipts.Load() < 1 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	redistest.Eventually(t, "the receipt", func() bool { return receipts.Load() >= 1 })
 	if _, err := flow.FollowUp(context.Background(), receipt{}); !errors.Is(err, step.ErrNoAttempt) {
 		t.Fatalf("FollowUp outside a job: %v", err)
 	}
 	// Once the outbox is empty every relayed follow-up has been enqueued:
 	// exactly one receipt job may exist, and it has run.
 	part := "{" + e.ns + ":default:0}:"
-	for time.Now().Before(deadline) {
-		if n, _ := e.rdb.XLen(context.Background(), part+"outbox").Result(); n == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	redistest.Eventually(t, "the outbox to be relayed", func() bool {
+		n, _ := e.rdb.XLen(context.Background(), part+"outbox").Result()
+		return n == 0
+	})
 	stats, err := e.rdb.HGetAll(context.Background(), part+"stats").Result()
 	if err != nil {
 		t.Fatal(err)

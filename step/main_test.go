@@ -58,17 +58,12 @@ func (e *env) run(args flow.Args, state string) *flow.JobInfo {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := e.c.Job(context.Background(), res.ID)
-		if err == nil && info.State == state {
-			return info
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s: %+v (err %v), want state %s", res.ID, info, err, state)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var info *flow.JobInfo
+	redistest.Eventually(e.t, "job "+res.ID+" to be "+state, func() bool {
+		info, err = e.c.Job(context.Background(), res.ID)
+		return err == nil && info.State == state
+	})
+	return info
 }
 
 func register[T flow.Args](t *testing.T, reg *flow.Registry, fn func(context.Context, *flow.Job[T]) error) {

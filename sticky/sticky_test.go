@@ -94,13 +94,7 @@ func start(t *testing.T, rdb redis.UniversalClient, f *fleet, ns, name string, o
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	redistest.Eventually(t, what, cond)
 }
 
 // TestPinnedBacklogDoesNotSlowOthers: 5,000 high-priority jobs pinned to B
