@@ -223,19 +223,11 @@ func TestWeightedQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: weights, Concurrency: 4, ClaimBatch: 4})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	redistest.Eventually(t, "1,000 jobs served", func() bool {
 		mu.Lock()
-		n := total
-		mu.Unlock()
-		if n >= 1000 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("served %d", n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return total >= 1000
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	for q, w := range weights {
