@@ -59,9 +59,9 @@ func (w *Worker) track(a *Attempt) {
 }
 
 // begin records the handler's context and goroutine as it starts.
-func (w *Worker) begin(ctx context.Context, a *Attempt) {
+func (w *Worker) begin(ctx context.Context, a *Attempt, gid uint64) {
 	a.ctl.ctx = ctx
-	a.ctl.gid.Store(goid())
+	a.ctl.gid.Store(gid)
 }
 
 // progressed notes progress now.

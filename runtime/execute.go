@@ -47,15 +47,15 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	w.inflight[a] = struct{}{}
 	w.mu.Unlock()
 	w.busy.Add(1)
-	go w.execute(jobsCtx, a)
+	w.run(jobsCtx, a)
 }
 
-// execute runs one attempt in the goroutine the fetcher started for it,
-// then acks its outcome. The goroutine holds the concurrency slot until the
+// execute runs one attempt on a runner goroutine (runner.go) whose ID is
+// gid, then acks its outcome. The goroutine holds the concurrency slot until the
 // handler returns. If the handler ignores its context's cancellation past
 // CancelGrace, a watcher settles the job without it (the slot stays taken
 // until the handler does return).
-func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
+func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
 	returned := make(chan struct{})
@@ -91,7 +91,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt) {
 
 	var r result
 	normal := false
-	w.begin(ctx, a)
+	w.begin(ctx, a, gid)
 	defer func() {
 		// runtime.Goexit (t.FailNow in a handler) skips both the return and
 		// recover: settle it like a panic rather than never.

@@ -33,6 +33,7 @@ type Worker struct {
 	free     int            // slots not held by a handler
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
+	pool     *runners       // goroutines that run handlers (runner.go)
 
 	acks         *batcher[store.Ack, store.AckResult]
 	checkpoints  *batcher[store.Checkpoint, store.CheckpointResult]
@@ -118,6 +119,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.tel.watchDepth()()
 	w.runPeriodic(ctx, &services)
 
+	w.pool = newRunners()
+	defer close(w.pool.quit)
 	var fetcher sync.WaitGroup
 	fetcher.Go(func() { w.fetchLoop(ctx, jobsCtx, wake) })
 	fetcher.Wait()
