@@ -12,9 +12,12 @@
 --             than n jobs were claimed (the partition ran dry), else -2
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
---   job       { id, lease ID, lease expiry, steps, values... }: steps is
---             the job's step checkpoints (flat HGETALL, empty when none),
---             then the values of FIELDS below, in order, after the claim
+--   job       { id, lease ID, lease expiry, fence, steps, fields }: the
+--             new fence; steps is the job's step checkpoints (flat HGETALL,
+--             empty when none); fields the job hash as it was before the
+--             claim (flat HGETALL: only the fields it has, which keeps the
+--             reply small), whose state, fence and lease fields the claim
+--             has since replaced
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
@@ -34,8 +37,6 @@ if redis.call('EXISTS', PFX .. 'paused') == 1 then
   redis.call('SET', K_IDLE, '1')
   return { -1, {} }
 end
-local FIELDS = { 's', 'k', 'p', 'dl', 'f', 'a', 'c', 'ma', 'to', 'pr', 'h', 'ct', 'oh', 'oe', 'on', 'pa', 'sx',
-  'ck', 'cn', 'rk', 'sw' }
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
@@ -51,13 +52,13 @@ local jobs, archived = {}, {}
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true.
 local function rate_limited(h, id)
-  local b = bucket(h[20])
+  local b = bucket(h.rk)
   if not b then return false end
   if b.tokens >= 1 then
     b.tokens = b.tokens - 1
     return false
   end
-  rate_wait(h[20], b, id)
+  rate_wait(h.rk, b, id)
   return true
 end
 local function park(jk, id, reason)
@@ -71,67 +72,76 @@ for _, id in ipairs(unpinned) do
   archived[#archived + 1] = 'sticky_unavailable'
 end
 
--- take claims from the list ak until n jobs are claimed or it is empty.
--- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
+-- take claims from the list ak until n jobs are claimed or it is empty,
+-- and says whether it emptied it. From a pin list (pinned to worker), it
+-- skips jobs rerouted elsewhere.
 local function take(ak, pinned_to)
   while #jobs < n do
-    local ids = redis.call('LPOP', ak, n - #jobs)
-    if not ids then break end
-    local hs, ckeys = {}, {}
+    local want = n - #jobs
+    local ids = redis.call('LPOP', ak, want)
+    if not ids then return true end
+    local raws, hs, ckeys = {}, {}, {}
     for i, id in ipairs(ids) do
-      hs[i] = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
-      if not hs[i].err then ckeys[i] = hs[i][18] end
+      local raw = redis.pcall('HGETALL', job_key(id))
+      raws[i] = raw
+      if not raw.err then
+        local h = {}
+        for k = 1, #raw, 2 do h[raw[k]] = raw[k + 1] end
+        hs[i], ckeys[i] = h, h.ck
+      end
     end
     cc_prefetch(ckeys)
     for i, id in ipairs(ids) do
       local jk = job_key(id)
       local h = hs[i]
-      if type(h) == 'table' and h.err then
+      if not h then
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
         park(jk, id, 'malformed')
-      elseif h[1] == 'available' and pinned_to and h[21] ~= pinned_to then
+      elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
         -- rerouted since it was pinned here: its entry on this list is stale
-      elseif h[1] == 'available' then
-        local dl, fence = tonumber(h[4]), tonumber(h[5] or 0)
-        if not h[2] or h[2] == '' or not h[3] or not fence or not tonumber(h[6] or 0) or not tonumber(h[7] or 0) then
+      elseif h.s == 'available' then
+        local dl, fence = tonumber(h.dl), tonumber(h.f or 0)
+        if not h.k or h.k == '' or not h.p or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
-        elseif h[18] and cc_running(h[18]) >= (tonumber(h[19]) or 1) then
-          cc_wait(h[18], id) -- its key is at its limit
-        elseif h[20] and rate_limited(h, id) then
+        elseif h.ck and cc_running(h.ck) >= (tonumber(h.cn) or 1) then
+          cc_wait(h.ck, id) -- its key is at its limit
+        elseif h.rk and rate_limited(h, id) then
           -- parked on its rate class (rate_limited did it)
         else
-          if h[18] then CC[h[18]] = cc_running(h[18]) + 1 end
+          if h.ck then CC[h.ck] = cc_running(h.ck) + 1 end
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
-          local expiry = NOW + (kind_lease[h[2]] or lease_ms)
+          local expiry = NOW + (kind_lease[h.k] or lease_ms)
           redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW)
           zadd_later(K_RUN, expiry, id)
           count('available', 'running')
           local steps = {}
-          if h[17] then steps = redis.call('HGETALL', steps_key(id)) end
-          h[1], h[5] = 'running', tostring(fence)
-          local job = { id, lease, expiry, steps }
-          for i = 1, #FIELDS do job[4 + i] = h[i] or false end
-          jobs[#jobs + 1] = job
+          if h.sx then steps = redis.call('HGETALL', steps_key(id)) end
+          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i] }
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it
     end
+    if #ids < want then return true end
   end
+  return false
 end
 
 -- This worker's pinned jobs first (sticky routing), then the shared lists
--- from the highest priority down. Other workers' pin lists are never
--- touched, so a backlog pinned elsewhere costs this claim nothing.
+-- from the highest priority down (those the priority mask flags, and 0).
+-- Other workers' pin lists are never touched, so a backlog pinned
+-- elsewhere costs this claim nothing.
 take(PFX .. 'pin:' .. worker, worker)
-for prio = MAX_PRIORITY, 0, -1 do
+local pm = redis.call('GET', PM_KEY)
+for prio = MAX_PRIORITY, 1, -1 do
   if #jobs >= n then break end
-  take(avail_key(prio))
+  if may_hold(pm, prio) and take(avail_key(prio)) then redis.call('SETBIT', PM_KEY, prio, 0) end
 end
+if #jobs < n then take(avail_key(0)) end
 
 flush()
 local nd = -2

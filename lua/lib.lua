@@ -72,6 +72,24 @@ local DELTA, ZADDS, ZREMS = {}, {}, {}
 local CC, WAIT, BUCKETS, RWAKE = {}, {}, {}, {}
 local WAIT_DIRTY = {} -- keys whose waiter count changed this call
 
+-- The priority lists above 0 that may hold jobs are flagged in a bit mask
+-- (PFX .. 'pm', bit p as SETBIT numbers it), so that a claim pops only
+-- those and the default list 0: every push to such a list flags it (at
+-- flush), and a claim that empties a list clears its flag. A missing mask
+-- means every list may hold jobs.
+local PM_KEY = PFX .. 'pm'
+local PM_PUSHED = {}
+local function mark_priority(p)
+  if p > 0 then PM_PUSHED[p] = true end
+end
+-- may_hold says whether list p may hold jobs, given the mask pm (GET)
+-- and the pushes of this call.
+local function may_hold(pm, p)
+  if not pm or PM_PUSHED[p] then return true end
+  local byte = string.byte(pm, math.floor(p / 8) + 1) or 0
+  return math.floor(byte / 2 ^ (7 - p % 8)) % 2 == 1
+end
+
 -- count moves one job between per-state counters (from or to may be nil).
 local function count(from, to)
   if from then DELTA[from] = (DELTA[from] or 0) - 1 end
@@ -130,6 +148,8 @@ end
 
 local function flush()
   flush_tput()
+  for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, p, 1) end
+  PM_PUSHED = {}
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
   for state, d in pairs(DELTA) do
@@ -188,10 +208,14 @@ end
 -- list, with the deadline of its fallback in pinx ('sm' is 'a' to hand it
 -- to any worker, 'f' to fail it, after 'sd' ms; 'w' waits for ever).
 local function push_ready(id, front, prio, sw, sm, sd)
-  local key = avail_key(priority(prio))
+  local key
   if sw then
     key = PFX .. 'pin:' .. sw
     if sm == 'a' or sm == 'f' then redis.call('ZADD', PFX .. 'pinx', NOW + (tonumber(sd) or 0), id) end
+  else
+    local p = priority(prio)
+    key = avail_key(p)
+    mark_priority(p)
   end
   if front then
     redis.call('LPUSH', key, id)
@@ -586,7 +610,9 @@ local function promote_pinned()
     local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
     if h[1] == 'available' then
       if h[2] == 'a' then
-        redis.call('LPUSH', avail_key(priority(h[3])), id) -- its pin entry goes stale
+        local p = priority(h[3])
+        redis.call('LPUSH', avail_key(p), id) -- its pin entry goes stale
+        mark_priority(p)
         wake()
       elseif h[2] == 'f' then
         finish(jk, id, 'available', 'archived', 'sticky_unavailable')

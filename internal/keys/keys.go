@@ -62,6 +62,11 @@ func (p Partition) Available(priority int) string {
 	return p.Prefix() + "avail:" + strconv.Itoa(priority)
 }
 
+// Priorities is a bit mask (a string, bit i for priority i as SETBIT
+// numbers them) of the priority lists above 0 that may hold jobs, so that
+// a claim pops only those; lua/lib.lua keeps it. Missing means any may.
+func (p Partition) Priorities() string { return p.Prefix() + "pm" }
+
 // Terminal is the zset of jobs in a finished state, scored by the time
 // they may be deleted: state is completed, archived, quarantined or
 // cancelled.

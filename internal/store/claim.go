@@ -64,43 +64,37 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
 	}
 	for _, e := range reply[2:] {
-		j, err := decodeClaimed(e)
+		j, err := decodeClaimed(e, req.Worker)
 		if err != nil {
 			return res, err
 		}
-		j.Worker = req.Worker
 		res.Jobs = append(res.Jobs, j)
 	}
 	return res, nil
 }
 
-// claimedFields are the job fields a claim returns, in lua/claim.lua's
-// FIELDS order.
-var claimedFields = []string{"s", "k", "p", "dl", "f", "a", "c", "ma", "to", "pr", "h", "ct", "oh", "oe", "on", "pa", "sx",
-	"ck", "cn", "rk", "sw"}
-
 // decodeClaimed reads one job of a claim reply:
-// { id, lease ID, lease expiry, steps, values of claimedFields... }.
-func decodeClaimed(e any) (*Job, error) {
+// { id, lease ID, lease expiry, fence, steps, job hash before the claim }.
+func decodeClaimed(e any, worker string) (*Job, error) {
 	v, ok := e.([]any)
-	if !ok || len(v) != 4+len(claimedFields) {
+	if !ok || len(v) != 6 {
 		return nil, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
 	}
 	id, _ := v[0].(string)
 	lease, _ := v[1].(string)
 	expiry, _ := v[2].(int64)
-	flat := make([]any, 0, 2*len(claimedFields))
-	for i, f := range claimedFields {
-		if s, ok := v[4+i].(string); ok {
-			flat = append(flat, f, s)
-		}
+	fence, _ := v[3].(int64)
+	flat, ok := v[5].([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: claimed job %s: fields %T", ErrMalformed, id, v[5])
 	}
 	j, err := decodeJob(id, flat)
 	if err != nil {
 		return nil, err
 	}
+	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
-	steps, err := strs(v[3])
+	steps, err := strs(v[4])
 	if err != nil {
 		return nil, err
 	}

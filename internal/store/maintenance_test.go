@@ -193,7 +193,7 @@ func TestKeysAgree(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Sched(), f.p.Stats()}
+	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Sched(), f.p.Stats(), f.p.Priorities()}
 	less := func(a, b string) bool { return a < b }
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
 		t.Fatalf("keys (-go builder +written by lua):\n%s", diff)

@@ -1,0 +1,55 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestPriorityMask: a claim pops only the priority lists the mask flags,
+// so the mask must never hide a job: not after a list was emptied and
+// filled again, not for a job that reaches its list by retry promotion or
+// by a crash, and not when the mask is missing (data written before it
+// existed), which means every list.
+func TestPriorityMask(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			claimed := func(want string) *store.Job {
+				t.Helper()
+				res := f.claim(10, "w")
+				if len(res.Jobs) != 1 || res.Jobs[0].Local != want {
+					t.Fatalf("claimed %v, want only %s", locals(res.Jobs), want)
+				}
+				return res.Jobs[0]
+			}
+			f.enqueue(store.NewJob{Local: "a", Priority: 5})
+			f.ack(claimed("a"), store.Ack{Code: store.CodeOK}) // list 5 emptied: flag cleared
+			f.enqueue(store.NewJob{Local: "b", Priority: 5})
+			b5 := claimed("b")
+			f.ack(b5, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x", Delay: time.Minute})
+			if got := f.claim(10, "w").Jobs; len(got) != 0 {
+				t.Fatalf("claimed %v before the retry was due", locals(got))
+			}
+			f.clk.Advance(time.Minute) // promoted by the claim itself
+			claimed("b")
+			f.clk.Advance(time.Hour) // the lease expires: reaped back to list 5
+			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+				t.Fatal(err)
+			}
+			f.ack(claimed("b"), store.Ack{Code: store.CodeOK})
+			f.enqueue(store.NewJob{Local: "c", Priority: 7})
+			if err := f.rdb.Del(f.ctx, f.p.Priorities()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			claimed("c")
+			if err := f.rdb.LPush(f.ctx, f.p.Available(3), "ghost").Err(); err != nil {
+				t.Fatal(err) // a stale entry in an unflagged list is harmless
+			}
+			f.enqueue(store.NewJob{Local: "d"})
+			claimed("d")
+		})
+	}
+}
