@@ -17,12 +17,18 @@ func (w *Worker) maintainLoop(ctx context.Context) {
 
 // maintain reclaims jobs whose lease expired, promotes due jobs and deletes
 // finished jobs past their retention, on every partition served.
+// A call cut short by shutdown is not worth a warning.
 func (w *Worker) maintain(ctx context.Context) {
+	warn := func(msg, queue string, err error) {
+		if ctx.Err() == nil {
+			w.log.Warn(msg, "queue", queue, "err", err)
+		}
+	}
 	for _, p := range w.parts {
 		for {
 			reaped, err := w.st.Reap(ctx, p, maintenanceLimit)
 			if err != nil {
-				w.log.Warn("reaping expired leases failed", "queue", p.Queue, "err", err)
+				warn("reaping expired leases failed", p.Queue, err)
 				break
 			}
 			for _, r := range reaped {
@@ -34,10 +40,10 @@ func (w *Worker) maintain(ctx context.Context) {
 			}
 		}
 		if _, _, err := w.st.Promote(ctx, p, 10*maintenanceLimit); err != nil {
-			w.log.Warn("promoting due jobs failed", "queue", p.Queue, "err", err)
+			warn("promoting due jobs failed", p.Queue, err)
 		}
 		if _, err := w.st.Sweep(ctx, p, maintenanceLimit); err != nil {
-			w.log.Warn("deleting expired jobs failed", "queue", p.Queue, "err", err)
+			warn("deleting expired jobs failed", p.Queue, err)
 		}
 	}
 }
