@@ -51,10 +51,11 @@ type controller struct {
 
 // run injects faults every 150-600 ms until the deadline, drawing them
 // from a shuffled deck holding each fault once, so that every kind occurs
-// as often as the others. Stopped workers are resumed when due.
+// as often as the others. Stopped workers are resumed when due, the last
+// ones after the deadline.
 func (c *controller) run(until time.Time) {
 	for time.Now().Before(until) {
-		c.resumeDue(false)
+		c.resumeDue()
 		if len(c.deck) == 0 {
 			c.deck = make([]fault, numFaults)
 			for i := range c.deck {
@@ -67,7 +68,10 @@ func (c *controller) run(until time.Time) {
 		}
 		time.Sleep(time.Duration(150+c.rng.IntN(451)) * time.Millisecond)
 	}
-	c.resumeDue(true)
+	for len(c.resumeAt) > 0 {
+		c.resumeDue()
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // inject injects f and reports whether it could (a stall needs another
@@ -110,10 +114,10 @@ func (c *controller) inject(f fault) bool {
 	return true
 }
 
-// resumeDue resumes the stopped workers whose time has come, or all.
-func (c *controller) resumeDue(all bool) {
+// resumeDue resumes the stopped workers whose time has come.
+func (c *controller) resumeDue() {
 	for p, at := range c.resumeAt {
-		if all || !time.Now().Before(at) {
+		if !time.Now().Before(at) {
 			c.fleet.resume(p)
 			delete(c.resumeAt, p)
 		}
