@@ -173,9 +173,9 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pinfo.State != flow.StateQuarantined || pinfo.Reason != "crash_limit" || pinfo.CrashAttempt != 3 || !hasClass(pinfo.Errors, "panic") {
-		t.Errorf("poison pill: %s (%s) crash_attempt %d errors %+v; want quarantined at the crash limit 3 after panics",
-			pinfo.State, pinfo.Reason, pinfo.CrashAttempt, pinfo.Errors)
+	if pinfo.State != flow.StateQuarantined || pinfo.Reason != "crash_limit" || pinfo.CrashAttempt != poisonCrashLimit || !hasClass(pinfo.Errors, "panic") {
+		t.Errorf("poison pill: %s (%s) crash_attempt %d errors %+v; want quarantined at the crash limit %d after panics",
+			pinfo.State, pinfo.Reason, pinfo.CrashAttempt, pinfo.Errors, poisonCrashLimit)
 	}
 	pst, err := c.QueueStats(ctx, poisonQueue, time.Minute)
 	if err != nil {

@@ -49,6 +49,9 @@ type workerConfig struct {
 // the default limit.
 const ordinaryCrashLimit = 1000
 
+// poisonCrashLimit is the poison pill's workers' crash limit, the default.
+const poisonCrashLimit = 3
+
 // childMain runs two workers on one connection pool: one for the ordinary
 // jobs and one for the poison pill's queue. It prints "ready" once both
 // exist and works until SIGKILL or SIGTERM (graceful, exit status 0).
@@ -69,7 +72,7 @@ func childMain(raw string) int {
 	}
 	ordinary, poison := base, base
 	ordinary.Concurrency, ordinary.CrashLimit = cfg.Concurrency, ordinaryCrashLimit
-	poison.Queues, poison.Concurrency = map[string]int{poisonQueue: 1}, 1
+	poison.Queues, poison.Concurrency, poison.CrashLimit = map[string]int{poisonQueue: 1}, 1, poisonCrashLimit
 	var workers []*runtime.Worker
 	for _, o := range []runtime.Options{ordinary, poison} {
 		w, err := runtime.NewWorker(rdb, reg, o)

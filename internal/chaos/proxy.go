@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Proxy forwards TCP connections from a local listener to an upstream
@@ -71,6 +72,7 @@ func (p *Proxy) accept() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
+			time.Sleep(10 * time.Millisecond) // out of file descriptors, say
 			continue
 		}
 		p.wg.Go(func() { p.forward(c) })
