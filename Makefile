@@ -5,7 +5,7 @@ GOPATH_BIN := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(GOPATH_BIN)/staticcheck)
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-short lint demo bench cluster-up cluster-down
+.PHONY: help test test-short chaos lint demo bench cluster-up cluster-down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -18,6 +18,12 @@ test: ## Vet, then run all tests with -race (starts real redis-servers)
 test-short: ## Run the tests in -short mode, without -race
 	scripts/ensure-redis.sh
 	$(GO) test -short -count=1 ./...
+
+SLUICE_CHAOS_DURATION ?= 5m
+
+chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m) with -race and print its counts
+	scripts/ensure-redis.sh
+	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos$$' -v ./internal/chaos
 
 lint: ## gofmt check, go vet, staticcheck
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi

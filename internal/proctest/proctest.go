@@ -26,3 +26,28 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Lines is an io.Writer for a child process's output that calls Line with
+// each complete line, without its newline, in order.
+type Lines struct {
+	Line func(string)
+
+	mu      sync.Mutex
+	partial []byte
+}
+
+// Write buffers p and passes on the lines it completes.
+func (l *Lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.partial[:i])
+		l.partial = l.partial[i+1:]
+		l.Line(line)
+	}
+}

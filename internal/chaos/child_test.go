@@ -1,0 +1,134 @@
+package chaos
+
+// The worker process. The test binary re-executes itself with envWorker
+// set; init recognises it before TestMain, so a worker process starts no
+// redis-server of its own.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// envWorker, when set, makes the test binary a worker process configured
+// by its value (a JSON workerConfig).
+const envWorker = "SLUICE_CHAOS_WORKER"
+
+func init() {
+	if cfg := os.Getenv(envWorker); cfg != "" {
+		os.Exit(childMain(cfg))
+	}
+}
+
+// workerConfig is a worker process's set-up.
+type workerConfig struct {
+	Addr        string // the proxy in front of Redis
+	NS          string
+	Concurrency int
+	Lease       time.Duration
+	Renew       time.Duration
+	Maintenance time.Duration
+}
+
+// ordinaryCrashLimit is the crash limit of the ordinary jobs' workers:
+// every lease lost to a SIGKILL, a stop, a Redis restart or a cut
+// connection charges a crash to each job the worker held, so a limit of 3
+// would quarantine unlucky ordinary jobs in a long run. Crash limits are
+// per worker, so the poison pill has its own queue served by workers with
+// the default limit.
+const ordinaryCrashLimit = 1000
+
+// poisonCrashLimit is the poison pill's workers' crash limit, the default.
+const poisonCrashLimit = 3
+
+// childMain runs two workers on one connection pool: one for the ordinary
+// jobs and one for the poison pill's queue. It prints "ready" once both
+// exist and works until SIGKILL or SIGTERM (graceful, exit status 0).
+func childMain(raw string) int {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "worker: bad config:", err)
+		return 2
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr, DialTimeout: time.Second})
+	defer rdb.Close()
+	reg := registry(cfg.NS, rdb)
+	log := slog.New(staleSpy{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
+	base := runtime.Options{
+		Namespace: cfg.NS, Lease: cfg.Lease, RenewInterval: cfg.Renew, MaintenanceInterval: cfg.Maintenance,
+		IdlePoll: 500 * time.Millisecond, ShutdownWindow: 5 * time.Second,
+		Backoff: func(int) time.Duration { return 0 }, NonConsuming: transient, Logger: log,
+	}
+	ordinary, poison := base, base
+	ordinary.Concurrency, ordinary.CrashLimit = cfg.Concurrency, ordinaryCrashLimit
+	poison.Queues, poison.Concurrency, poison.CrashLimit = map[string]int{poisonQueue: 1}, 1, poisonCrashLimit
+	var workers []*runtime.Worker
+	for _, o := range []runtime.Options{ordinary, poison} {
+		w, err := runtime.NewWorker(rdb, reg, o)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			return 2
+		}
+		workers = append(workers, w)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	fmt.Println("ready")
+	var wg sync.WaitGroup
+	for _, w := range workers {
+		wg.Go(func() { run(ctx, w) })
+	}
+	wg.Wait()
+	return 0
+}
+
+// run runs w until ctx ends, starting it again while Run fails (Redis
+// unreachable at start-up).
+func run(ctx context.Context, w *runtime.Worker) {
+	for ctx.Err() == nil {
+		err := w.Run(ctx)
+		if err == nil {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "worker: Run:", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// staleSpy passes Warn and above to the next handler and reports every
+// log record that carries runtime.ErrStale (an outcome the fence refused)
+// on stdout as "stale outcome".
+type staleSpy struct{ next slog.Handler }
+
+func (s staleSpy) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+
+func (s staleSpy) Handle(ctx context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if err, ok := a.Value.Any().(error); ok && errors.Is(err, runtime.ErrStale) {
+			fmt.Println("stale outcome")
+			return false
+		}
+		return true
+	})
+	if !s.next.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return s.next.Handle(ctx, r)
+}
+
+func (s staleSpy) WithAttrs(as []slog.Attr) slog.Handler { return staleSpy{s.next.WithAttrs(as)} }
+func (s staleSpy) WithGroup(g string) slog.Handler       { return staleSpy{s.next.WithGroup(g)} }

@@ -1,0 +1,150 @@
+package chaos
+
+// The controller: injects one fault after another until the chaos ends.
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// fault is a kind of injected failure.
+type fault int
+
+const (
+	faultKill    fault = iota // SIGKILL a worker, start a replacement
+	faultStall                // SIGSTOP a worker past its lease, SIGCONT it later
+	faultRestart              // SIGTERM a worker (graceful), start a replacement
+	faultRedis                // restart Redis (half the time after a SIGKILL)
+	faultCut                  // cut every connection through the proxy
+	numFaults
+)
+
+// counts are the faults injected.
+type counts struct {
+	Kills, Stalls, Restarts, RedisRestarts, RedisKills, Cuts, CutConns int
+}
+
+// controller injects faults into a fleet of workers, their proxy and
+// their Redis.
+type controller struct {
+	t     *testing.T
+	rng   *rand.Rand
+	fleet *fleet
+	srv   *redistest.Server
+	proxy *Proxy
+	// stallFor is the shortest stop: longer than a lease, plus time for
+	// the reaper to reclaim the stopped worker's jobs.
+	stallFor time.Duration
+	resumeAt map[*proc]time.Time
+	deck     []fault
+	counts
+}
+
+// run injects faults every 150-600 ms until the deadline, drawing them
+// from a shuffled deck holding each fault once, so that every kind occurs
+// as often as the others. Stopped workers are resumed when due, the last
+// ones after the deadline.
+func (c *controller) run(until time.Time) {
+	for time.Now().Before(until) {
+		c.resumeDue()
+		if len(c.deck) == 0 {
+			c.deck = make([]fault, numFaults)
+			for i := range c.deck {
+				c.deck[i] = fault(i)
+			}
+			c.rng.Shuffle(len(c.deck), func(i, j int) { c.deck[i], c.deck[j] = c.deck[j], c.deck[i] })
+		}
+		if c.inject(c.deck[0]) {
+			c.deck = c.deck[1:]
+		}
+		time.Sleep(time.Duration(150+c.rng.IntN(451)) * time.Millisecond)
+	}
+	for len(c.resumeAt) > 0 {
+		c.resumeDue()
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// inject injects f and reports whether it could (a stall needs another
+// worker left running).
+func (c *controller) inject(f fault) bool {
+	t := c.t
+	t.Helper()
+	running := c.fleet.running()
+	pick := func() *proc { return running[c.rng.IntN(len(running))] }
+	switch f {
+	case faultKill:
+		c.fleet.kill(pick())
+		c.fleet.start(c.fleet.cfg)
+		c.Kills++
+	case faultStall:
+		if len(running) < 2 {
+			return false
+		}
+		p := pick()
+		c.fleet.stall(p)
+		c.resumeAt[p] = time.Now().Add(c.stallFor + time.Duration(c.rng.IntN(1000))*time.Millisecond)
+		c.Stalls++
+	case faultRestart:
+		c.fleet.term(pick())
+		c.fleet.start(c.fleet.cfg)
+		c.Restarts++
+	case faultRedis:
+		if c.rng.IntN(2) == 0 {
+			c.killRedis()
+			c.RedisKills++
+		}
+		if err := c.srv.Restart(); err != nil {
+			t.Fatalf("restarting Redis: %v", err)
+		}
+		c.RedisRestarts++
+	case faultCut:
+		c.CutConns += c.proxy.Cut()
+		c.Cuts++
+	}
+	return true
+}
+
+// resumeDue resumes the stopped workers whose time has come.
+func (c *controller) resumeDue() {
+	for p, at := range c.resumeAt {
+		if !time.Now().Before(at) {
+			c.fleet.resume(p)
+			delete(c.resumeAt, p)
+		}
+	}
+}
+
+// killRedis SIGKILLs the redis-server process; Restart then starts it
+// again on its append-only file.
+func (c *controller) killRedis() {
+	t := c.t
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: c.srv.Addr()})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatalf("INFO server: %v", err)
+	}
+	pid := 0
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
+			pid, _ = strconv.Atoi(v)
+		}
+	}
+	if pid <= 0 {
+		t.Fatalf("INFO server has no process_id:\n%s", info)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("SIGKILL to redis-server %d: %v", pid, err)
+	}
+}
