@@ -5,7 +5,7 @@ GOPATH_BIN := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(GOPATH_BIN)/staticcheck)
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-short chaos lint demo bench cluster-up cluster-down
+.PHONY: help test test-short chaos lint demo bench bench-peers cluster-up cluster-down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,12 +29,16 @@ lint: ## gofmt check, go vet, staticcheck
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
+	cd bench/peers && $(GO) vet ./... && $(STATICCHECK) ./...
 
 demo: ## Run the quickstart example
 	$(GO) run ./examples/quickstart
 
 bench: ## Run the benchmark program (starts its own redis-server)
 	$(GO) run ./bench
+
+bench-peers: ## Run the benchmark side by side with asynq (bench/peers)
+	cd bench/peers && $(GO) run . $(ARGS)
 
 cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003
 	scripts/cluster.sh up

@@ -1,0 +1,150 @@
+package main
+
+// The Sluice side: the Sluice benchmark program (github.com/sluicehq/sluice/bench),
+// built from this checkout and run as a subprocess on the same Redis.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// sluiceProgram is the import path of the Sluice benchmark program; this
+// module's go.mod names it as a tool and replaces the sluice module with
+// this checkout.
+const sluiceProgram = "github.com/sluicehq/sluice/bench"
+
+// buildSluice compiles the Sluice benchmark program into dir and returns
+// the binary's path. It runs the go tool in the current directory, which
+// must be inside this module (bench/peers).
+func buildSluice(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "sluice-bench")
+	cmd := exec.CommandContext(ctx, goTool(), "build", "-o", bin, sluiceProgram)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s (run from bench/peers, or give -sluice-bin): %w", sluiceProgram, err)
+	}
+	return bin, nil
+}
+
+// goTool is the go command: $GOROOT/bin/go of the running toolchain when
+// it is there (as under go run), else "go" from PATH.
+func goTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// sluiceArgs are the Sluice program's flags for scenarios, with cfg's
+// sizes, on the Redis at url, writing JSON to stdout.
+func sluiceArgs(url string, cfg config, scenarios ...string) []string {
+	itoa := strconv.Itoa
+	return []string{
+		"-redis", url, "-scenario", strings.Join(scenarios, ","), "-json", "-",
+		"-jobs", itoa(cfg.Jobs), "-producers", itoa(cfg.Producers), "-batch", itoa(cfg.Batch),
+		"-concurrency", itoa(cfg.Concurrency), "-rate", itoa(cfg.Rate),
+		"-duration", cfg.Duration.String(), "-workflows", itoa(cfg.Workflows),
+		"-timeout", cfg.Timeout.String(),
+	}
+}
+
+// runSluice runs the Sluice program at bin for scenarios and returns its
+// figures. Its table and progress (stderr) go to log.
+func runSluice(ctx context.Context, bin, url string, cfg config, log io.Writer, scenarios ...string) (figures, error) {
+	progress("sluice: %s", strings.Join(scenarios, ","))
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, sluiceArgs(url, cfg, scenarios...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, io.MultiWriter(&stderr, log)
+	runErr := cmd.Run()
+	figs, parseErr := parseSluiceReport(stdout.Bytes())
+	if runErr != nil || parseErr != nil {
+		return nil, fmt.Errorf("sluice program %v: %w; its stderr ends:\n%s",
+			scenarios, errors.Join(runErr, parseErr), tail(stderr.String(), 2000))
+	}
+	return figs, nil
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// sluiceReport is the part of the Sluice program's JSON report (bench's
+// report.go) that is compared; field names are the program's.
+type sluiceReport struct {
+	Throughput *struct {
+		Runs []struct {
+			Mode            string  `json:"mode"`
+			Retention       string  `json:"retention"`
+			EnqueuePerSec   float64 `json:"enqueue_per_sec"`
+			ProcessedPerSec float64 `json:"processed_per_sec"`
+		} `json:"runs"`
+	} `json:"throughput"`
+	Latency *struct {
+		Pickup       distribution `json:"pickup"`
+		EnqueueCall  distribution `json:"enqueue_call"`
+		MaxSendLagMS float64      `json:"max_send_lag_ms"`
+	} `json:"latency"`
+	Workflow *struct {
+		WorkflowsPerSec float64 `json:"workflows_per_sec"`
+	} `json:"workflow"`
+	Chained *struct {
+		WorkflowsPerSec float64 `json:"workflows_per_sec"`
+	} `json:"chained"`
+	Errors []string `json:"errors"`
+}
+
+// errReport: the Sluice program's output is not the report expected.
+var errReport = errors.New("unexpected Sluice benchmark report")
+
+// parseSluiceReport reads the Sluice program's JSON report and returns
+// its figures under the names the asynq side uses.
+func parseSluiceReport(b []byte) (figures, error) {
+	var rep sluiceReport
+	if err := json.Unmarshal(b, &rep); err != nil {
+		return nil, fmt.Errorf("%w: %w", errReport, err)
+	}
+	if len(rep.Errors) > 0 {
+		return nil, fmt.Errorf("%w: it reports errors: %s", errReport, strings.Join(rep.Errors, "; "))
+	}
+	out := figures{}
+	if t := rep.Throughput; t != nil {
+		for _, run := range t.Runs {
+			out[throughputKey(run.Mode, run.Retention, "enqueue/s")] = run.EnqueuePerSec
+			out[throughputKey(run.Mode, run.Retention, "processed/s")] = run.ProcessedPerSec
+		}
+	}
+	if l := rep.Latency; l != nil {
+		maps.Copy(out, latencyFigures(l.Pickup, l.EnqueueCall, l.MaxSendLagMS))
+	}
+	if w := rep.Workflow; w != nil {
+		out[workflowKey] = w.WorkflowsPerSec
+	}
+	if c := rep.Chained; c != nil {
+		out[chainedKey] = c.WorkflowsPerSec
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no figures in it", errReport)
+	}
+	return out, nil
+}

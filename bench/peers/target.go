@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// target is the Redis both systems are measured on, and the clients the
+// asynq side uses there.
+//
+// As in the Sluice program, producers and the asynq server get separate
+// clients (separate connection pools, as separate processes would have);
+// a third client waits for acks and cleans up.
+type target struct {
+	url      string // given to the Sluice program
+	addr     string
+	producer *redis.Client
+	worker   *redis.Client
+	admin    *redis.Client
+	server   *redistest.Server // nil for a Redis we did not start
+}
+
+// connect uses the Redis at url, or when url is empty starts a private
+// redis-server on a free port. producers is how many connections the
+// producers' client opens up front.
+func connect(ctx context.Context, url string, producers int) (*target, error) {
+	t := &target{url: url}
+	if url == "" {
+		srv, err := redistest.StartServer()
+		if err != nil {
+			return nil, fmt.Errorf("starting redis-server: %w", err)
+		}
+		t.server, t.url = srv, "redis://"+srv.Addr()
+	}
+	opts, err := redis.ParseURL(t.url)
+	if err != nil {
+		t.close()
+		return nil, fmt.Errorf("redis URL: %w", err)
+	}
+	t.addr = opts.Addr
+	popts := *opts
+	popts.PoolSize = max(producers, 10*goruntime.GOMAXPROCS(0))
+	t.producer = redis.NewClient(&popts)
+	t.worker = redis.NewClient(opts)
+	t.admin = redis.NewClient(opts)
+	// Open the producers' connections now, so that no run pays for them.
+	if err := warmPool(ctx, t.producer, producers); err != nil {
+		t.close()
+		return nil, fmt.Errorf("redis at %s: %w", t.addr, err)
+	}
+	return t, nil
+}
+
+// warmPool makes c's pool open n connections: it holds n of them at once,
+// each used once, then returns them to the pool.
+func warmPool(ctx context.Context, c *redis.Client, n int) error {
+	conns := make([]*redis.Conn, 0, n)
+	defer func() {
+		for _, cn := range conns {
+			_ = cn.Close()
+		}
+	}()
+	for range n {
+		cn := c.Conn()
+		conns = append(conns, cn)
+		if err := cn.Ping(ctx).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// close closes the clients and stops the server we started, if any.
+func (t *target) close() {
+	for _, c := range []*redis.Client{t.producer, t.worker, t.admin} {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+	if t.server != nil {
+		_ = t.server.Close()
+	}
+}
+
+// serverVersion is the redis_version of INFO server, or "unknown".
+func (t *target) serverVersion(ctx context.Context) string {
+	info, err := t.admin.Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// asynqQueues is asynq's set of every queue name it has seen.
+const asynqQueues = "asynq:queues"
+
+// newQueue returns an asynq queue name no other run uses: its keys are
+// "asynq:{name}:…", so runs never see each other's tasks, also on a
+// shared Redis.
+func newQueue(scenario string) string {
+	return "peers-" + scenario + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+}
+
+// cleanup deletes every key of asynq queue q and its entry in asynq's
+// queue set. The server's own keys (asynq:servers, asynq:workers) are
+// removed by its Shutdown.
+func (t *target) cleanup(ctx context.Context, q string) error {
+	iter := t.admin.Scan(ctx, 0, "asynq:{"+q+"}:*", 1000).Iterator()
+	var batch []string
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := t.admin.Unlink(ctx, batch...).Err()
+		batch = batch[:0]
+		return err
+	}
+	for iter.Next(ctx) {
+		if batch = append(batch, iter.Val()); len(batch) == 1000 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := iter.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return t.admin.SRem(ctx, asynqQueues, q).Err()
+}
+
+// activeKey is asynq's list of queue q's tasks being processed: a task
+// leaves it when its outcome is written.
+func activeKey(q string) string { return "asynq:{" + q + "}:active" }
