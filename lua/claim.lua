@@ -135,6 +135,7 @@ end
 -- from the highest priority down (those the priority mask flags, and 0).
 -- Other workers' pin lists are never touched, so a backlog pinned
 -- elsewhere costs this claim nothing.
+flush_pushes() -- promoted jobs are in their lists before the pops
 take(PFX .. 'pin:' .. worker, worker)
 local pm = redis.call('GET', PM_KEY)
 for prio = MAX_PRIORITY, 1, -1 do

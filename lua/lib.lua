@@ -122,6 +122,22 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
+-- Jobs put at the back of a ready list are pushed in one RPUSH per list,
+-- in order, by flush_pushes: at flush(), and by a claim before it pops.
+local PUSHES = {}
+local function push_later(key, id)
+  local l = PUSHES[key]
+  if not l then
+    l = {}
+    PUSHES[key] = l
+  end
+  l[#l + 1] = id
+end
+local function flush_pushes()
+  for k, l in pairs(PUSHES) do call_chunked('RPUSH', k, l, 1) end
+  PUSHES = {}
+end
+
 -- Throughput for queue stats: how many jobs reached each terminal state in
 -- this call, and the run times of completed attempts in quarter-octave
 -- buckets ('rt:' .. floor(4 * log2(ms + 1))). flush() adds them to the
@@ -148,6 +164,7 @@ end
 
 local function flush()
   flush_tput()
+  flush_pushes()
   for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, p, 1) end
   PM_PUSHED = {}
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
@@ -220,7 +237,7 @@ local function push_ready(id, front, prio, sw, sm, sd)
   if front then
     redis.call('LPUSH', key, id)
   else
-    redis.call('RPUSH', key, id)
+    push_later(key, id)
   end
 end
 
