@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func runThroughput(ctx context.Context, t *target, cfg config) (*throughputResul
 
 // throughputOnce runs cfg.Jobs Noop jobs through a fresh namespace.
 func throughputOnce(ctx context.Context, t *target, cfg config, mode string, keep bool) (throughputRun, error) {
-	progress("throughput: %s, %s completed jobs", mode, retention(keep))
+	t.progress("throughput: %s, %s completed jobs", mode, retention(keep))
 	run, _, err := noopRun(ctx, t, cfg, "throughput", mode, keep, nil, nil)
 	return run, err
 }
@@ -113,10 +113,10 @@ func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep
 	if r.warm, err = registerWarmup(r.reg); err != nil {
 		return run, m, err
 	}
-	if r.client, err = flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: r.reg}); err != nil {
+	if r.client, err = flow.NewClient(t.producer, t.clientOptions(ns, r.reg)); err != nil {
 		return run, m, err
 	}
-	r.opts = runtime.Options{Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: !keep}
+	r.opts = t.workerOptions(ns, cfg.Concurrency, !keep)
 
 	if mode == modeDrain {
 		m, err = r.drain(ctx)
@@ -167,7 +167,7 @@ type measured struct {
 // concurrent starts a worker, waits until it is idle, then times the
 // producers and the worker together.
 func (r *rig) concurrent(ctx context.Context) (m measured, err error) {
-	w, err := startWorker(ctx, r.t.worker, r.reg, r.opts)
+	w, err := startWorker(ctx, r.t, r.reg, r.opts)
 	if err != nil {
 		return m, err
 	}
@@ -201,7 +201,7 @@ func (r *rig) drain(ctx context.Context) (m measured, err error) {
 		return m, err
 	}
 	start := time.Now()
-	w, err := startWorker(ctx, r.t.worker, r.reg, r.opts)
+	w, err := startWorker(ctx, r.t, r.reg, r.opts)
 	if err != nil {
 		return m, err
 	}
