@@ -11,6 +11,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -161,6 +162,8 @@ func topologies(list string, cluster bool, url string) ([]string, error) {
 // Both the bench program (go run ./bench) and the sluice CLI (sluice
 // bench) call it.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Progress, worker logs and worker processes' stderr all go there.
+	stderr = &syncWriter{w: stderr}
 	o, err := flags(args, stderr)
 	if err != nil {
 		return err
@@ -222,6 +225,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("%d scenario(s) failed", failed)
 	}
 	return nil
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // runTopology runs the scenarios on one Redis set-up.

@@ -155,7 +155,9 @@ func runLimits(ctx context.Context, t *target, cfg config) (*limitsResult, error
 
 // limitsSpecs are the three modes.
 func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
-	rate := []flow.EnqueueOption{flow.WithRateLimit(limitsRateClass, flow.RateLimit{Jobs: limitsRateJobs, Per: limitsRatePer})}
+	// Burst is set: WithRateLimit's option writes its default into the
+	// RateLimit it captured, a data race when producers share the option.
+	rate := []flow.EnqueueOption{flow.WithRateLimit(limitsRateClass, flow.RateLimit{Jobs: limitsRateJobs, Per: limitsRatePer, Burst: limitsRateJobs})}
 	perKey := make([][]flow.EnqueueOption, limitsKeys)
 	for k := range perKey {
 		perKey[k] = []flow.EnqueueOption{flow.WithConcurrencyLimit("tenant-"+strconv.Itoa(k), limitsKeyLimit)}
@@ -174,7 +176,7 @@ func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
 		{mode: limitsUnlimited, options: "none"},
 		{
 			mode:     limitsRate,
-			options:  fmt.Sprintf("WithRateLimit(%q, RateLimit{Jobs: %d, Per: %s})", limitsRateClass, limitsRateJobs, limitsRatePer),
+			options:  fmt.Sprintf("WithRateLimit(%q, RateLimit{Jobs: %d, Per: %s, Burst: %d})", limitsRateClass, limitsRateJobs, limitsRatePer, limitsRateJobs),
 			itemOpts: func(int) []flow.EnqueueOption { return rate },
 			// The class's bucket exists once a claim took a token from it.
 			check: func(ns string, _ measured) error {
