@@ -11,6 +11,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // Pending is the memory scenario's job: it carries Data, a fixed payload,
@@ -46,6 +47,10 @@ type memoryResult struct {
 	// OverheadPerJob that less PayloadBytes: what Sluice adds to a job.
 	BytesPerJob    float64 `json:"bytes_per_job"`
 	OverheadPerJob float64 `json:"overhead_bytes_per_job"`
+	// JobHashBytes is MEMORY USAGE of one pending job's hash: the part of
+	// BytesPerJob spent on the hash, the rest on index entries (the
+	// scheduled zset) and Redis's key table.
+	JobHashBytes int64 `json:"job_hash_bytes"`
 	// Budget is the requirement for OverheadPerJob; Pass says if it holds.
 	Budget int  `json:"budget_bytes"`
 	Pass   bool `json:"pass"`
@@ -85,6 +90,9 @@ func runMemory(ctx context.Context, t *target, cfg config) (res *memoryResult, e
 	if res.PendingBytes, err = t.usedMemory(ctx); err != nil {
 		return nil, err
 	}
+	if res.JobHashBytes, err = jobHashBytes(ctx, t, client, ns, args); err != nil {
+		return nil, err
+	}
 	if err := t.deleteNamespace(ctx, ns); err != nil {
 		return nil, fmt.Errorf("deleting the jobs: %w", err)
 	}
@@ -97,6 +105,20 @@ func runMemory(ctx context.Context, t *target, cfg config) (res *memoryResult, e
 	return res, nil
 }
 
+// jobHashBytes enqueues one more job like the others and reads the
+// MEMORY USAGE of its hash.
+func jobHashBytes(ctx context.Context, t *target, client *flow.Client, ns string, args Pending) (int64, error) {
+	job, err := client.Enqueue(ctx, args, flow.WithDelay(memoryDelay))
+	if err != nil {
+		return 0, err
+	}
+	ref, ok := keys.ParseRef(ns, job.ID)
+	if !ok {
+		return 0, fmt.Errorf("unexpected job ID %q", job.ID)
+	}
+	return t.admin.MemoryUsage(ctx, ref.Job(ref.Local), 0).Result()
+}
+
 func (m *memoryResult) writeTable(w io.Writer) {
 	verdict := "within"
 	if !m.Pass {
@@ -106,8 +128,8 @@ func (m *memoryResult) writeTable(w io.Writer) {
 		thousands(float64(m.Jobs)), m.PayloadBytes)
 	fmt.Fprintf(w, "  baseline %s, %s with the jobs pending, %s once they were deleted\n",
 		mib(m.BaselineBytes), mib(m.PendingBytes), mib(m.DeletedBytes))
-	fmt.Fprintf(w, "  %.1f bytes per pending job, %.1f beyond its payload: %s the %d-byte budget\n",
-		m.BytesPerJob, m.OverheadPerJob, verdict, m.Budget)
+	fmt.Fprintf(w, "  %.1f bytes per pending job, %.1f beyond its payload: %s the %d-byte budget; MEMORY USAGE of one job hash %d bytes\n",
+		m.BytesPerJob, m.OverheadPerJob, verdict, m.Budget, m.JobHashBytes)
 }
 
 // mib formats a byte count in MiB.
