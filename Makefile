@@ -27,8 +27,9 @@ lint: ## gofmt check, go vet, staticcheck
 demo: ## Run the quickstart example
 	$(GO) run ./examples/quickstart
 
-bench: ## Run the benchmark program (starts its own redis-server)
-	$(GO) run ./bench
+bench: ## Benchmarks on a private redis-server and 3-node cluster, then the 1,000,000-job soak (~15 min)
+	$(GO) run ./bench -topology single,cluster
+	$(GO) run ./bench -scenario soak
 
 cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003
 	scripts/cluster.sh up

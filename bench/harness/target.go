@@ -103,9 +103,9 @@ func connect(ctx context.Context, topology, url string, producers, partitions in
 	}
 	// Each producer holds a connection while its call is in flight; give
 	// every one of them its own, as separate processes would have.
-	t.producer = newCountedClient(base, max(producers, 10*goruntime.GOMAXPROCS(0)))
-	t.worker = newCountedClient(base, 0)
-	t.admin = newClient(base, 0)
+	t.producer = newCountedClient(base, t.url, max(producers, 10*goruntime.GOMAXPROCS(0)))
+	t.worker = newCountedClient(base, t.url, 0)
+	t.admin = newClient(base, t.url, 0)
 	if err := t.warm(ctx, producers); err != nil {
 		t.close()
 		return nil, fmt.Errorf("redis at %s: %w", t.addr, err)
@@ -113,9 +113,9 @@ func connect(ctx context.Context, topology, url string, producers, partitions in
 	return t, nil
 }
 
-// newClient returns a new client with base's options and, if poolSize is
-// not zero, that pool size.
-func newClient(base redis.UniversalClient, poolSize int) redis.UniversalClient {
+// newClient returns a new client with the options of base (made from url)
+// and, if poolSize is not zero, that pool size.
+func newClient(base redis.UniversalClient, url string, poolSize int) redis.UniversalClient {
 	switch b := base.(type) {
 	case *redis.ClusterClient:
 		o := *b.Options()
@@ -127,12 +127,16 @@ func newClient(base redis.UniversalClient, poolSize int) redis.UniversalClient {
 		o.MaintNotificationsConfig = nil
 		return redis.NewClusterClient(&o)
 	case *redis.Client:
-		o := *b.Options()
+		// Parsed again, not copied: a copy of a client's options shares
+		// its push-notification handlers (see the cluster case).
+		o, err := redis.ParseURL(url)
+		if err != nil {
+			panic(fmt.Sprintf("harness: %s parsed before but not now: %v", url, err))
+		}
 		if poolSize > 0 {
 			o.PoolSize = poolSize
 		}
-		o.MaintNotificationsConfig = nil // as for a cluster
-		return redis.NewClient(&o)
+		return redis.NewClient(o)
 	}
 	panic(fmt.Sprintf("harness: unexpected Redis client %T", base))
 }

@@ -36,10 +36,10 @@ var scriptNames = func() map[string]string {
 	return m
 }()
 
-// newCountedClient returns a counting client with base's options and, if
-// poolSize is not zero, that pool size.
-func newCountedClient(base redis.UniversalClient, poolSize int) *countedClient {
-	c := &countedClient{UniversalClient: newClient(base, poolSize), byScript: map[string]*atomic.Int64{"other": {}}}
+// newCountedClient returns a counting client with the options of base
+// (made from url) and, if poolSize is not zero, that pool size.
+func newCountedClient(base redis.UniversalClient, url string, poolSize int) *countedClient {
+	c := &countedClient{UniversalClient: newClient(base, url, poolSize), byScript: map[string]*atomic.Int64{"other": {}}}
 	for name := range scripts {
 		c.byScript[name] = &atomic.Int64{}
 	}
