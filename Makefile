@@ -28,7 +28,7 @@ demo: ## Run the quickstart example
 	$(GO) run ./examples/quickstart
 
 bench: ## Benchmarks on a private redis-server and 3-node cluster, then the 1,000,000-job soak (~15 min)
-	$(GO) run ./bench -topology single,cluster
+	$(GO) run ./bench -topology single,cluster -rounds 3
 	$(GO) run ./bench -scenario soak
 
 cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003

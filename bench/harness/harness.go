@@ -52,6 +52,9 @@ type config struct {
 	// long it keeps completed jobs.
 	SoakJobs      int           `json:"soak_jobs"`
 	SoakRetention time.Duration `json:"soak_retention_ns"`
+	// Rounds is how many times the throughput scenario runs on each
+	// topology, interleaved; the median is reported.
+	Rounds int `json:"rounds"`
 }
 
 // options are the flags that are not part of the report's config.
@@ -92,6 +95,7 @@ func flags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&cfg.Workflows, "workflows", 2000, "workflow, chained: workflows per run")
 	fs.IntVar(&cfg.Children, "children", 10000, "fanout: children of the parent")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario (soak: 10 times that)")
+	fs.IntVar(&cfg.Rounds, "rounds", 1, "throughput: runs on each topology, interleaved across topologies; the median is reported")
 	fs.IntVar(&cfg.Partitions, "partitions", 0, "partitions of the benchmark's queue (0: 1 on a single Redis, 2 per node on a cluster)")
 	fs.IntVar(&cfg.Pending, "pending", 100000, "memory: delayed jobs to hold")
 	fs.IntVar(&cfg.Payload, "payload", 64, "memory: payload bytes per job")
@@ -180,16 +184,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 
-	var reps []*report
-	for _, topology := range o.topologies {
-		if ctx.Err() != nil {
-			break
-		}
-		rep, err := runTopology(ctx, topology, o, stderr)
-		if err != nil {
-			return err
-		}
-		reps = append(reps, rep)
+	reps, err := runAll(ctx, o, stderr)
+	if err != nil {
+		return err
 	}
 	table := stdout
 	if o.jsonPath == "-" {
@@ -239,37 +236,55 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// runTopology runs the scenarios on one Redis set-up.
-func runTopology(ctx context.Context, topology string, o *options, stderr io.Writer) (*report, error) {
-	cfg := o.cfg
-	t, err := connect(ctx, topology, o.redisURL, cfg.Producers, cfg.Partitions, stderr)
-	if err != nil {
-		return nil, err
-	}
-	defer t.close()
-	cfg.Partitions = t.partitions
-	rep := &report{
-		Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
-		CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Config: cfg,
-		Topology: topology,
-		Redis:    redisInfo{Addr: t.addr, Version: t.serverVersion(ctx), External: t.external, Cluster: t.cluster},
-	}
-	for _, s := range scenarios {
-		if !slices.Contains(cfg.Scenarios, s.name) || ctx.Err() != nil {
-			continue
+// runAll connects to every topology, runs the throughput rounds on them
+// interleaved, then the other scenarios on one topology after the other.
+func runAll(ctx context.Context, o *options, stderr io.Writer) ([]*report, error) {
+	var (
+		targets []*target
+		reps    []*report
+	)
+	defer func() {
+		for _, t := range targets {
+			t.close()
 		}
-		if err := runScenario(ctx, s, t, cfg, rep); err != nil {
-			fmt.Fprintf(stderr, "bench: %s: %s: %v\n", topology, s.name, err)
-			rep.Errors = append(rep.Errors, s.name+": "+err.Error())
+	}()
+	for _, topology := range o.topologies {
+		cfg := o.cfg
+		t, err := connect(ctx, topology, o.redisURL, cfg.Producers, cfg.Partitions, stderr)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, t)
+		cfg.Partitions = t.partitions
+		reps = append(reps, &report{
+			Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
+			CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Config: cfg,
+			Topology: topology,
+			Redis:    redisInfo{Addr: t.addr, Version: t.serverVersion(ctx), External: t.external, Cluster: t.cluster},
+		})
+	}
+	if slices.Contains(o.cfg.Scenarios, "throughput") {
+		runThroughputRounds(ctx, targets, reps, o.cfg)
+	}
+	for i, t := range targets {
+		rep := reps[i]
+		for _, s := range scenarios {
+			if s.name == "throughput" || !slices.Contains(rep.Config.Scenarios, s.name) || ctx.Err() != nil {
+				continue
+			}
+			if err := runScenario(ctx, s, t, rep.Config, rep); err != nil {
+				fmt.Fprintf(stderr, "bench: %s: %s: %v\n", t.topology, s.name, err)
+				rep.Errors = append(rep.Errors, s.name+": "+err.Error())
+			}
+		}
+		if rep.Workflow != nil && rep.Chained != nil && rep.Chained.WorkflowsPerSec > 0 {
+			rep.WorkflowVsChained = rep.Workflow.WorkflowsPerSec / rep.Chained.WorkflowsPerSec
+			if rep.Chained.CPUBoundPerSec > 0 {
+				rep.WorkflowVsChainedCPUBound = rep.Workflow.CPUBoundPerSec / rep.Chained.CPUBoundPerSec
+			}
 		}
 	}
-	if rep.Workflow != nil && rep.Chained != nil && rep.Chained.WorkflowsPerSec > 0 {
-		rep.WorkflowVsChained = rep.Workflow.WorkflowsPerSec / rep.Chained.WorkflowsPerSec
-		if rep.Chained.CPUBoundPerSec > 0 {
-			rep.WorkflowVsChainedCPUBound = rep.Workflow.CPUBoundPerSec / rep.Chained.CPUBoundPerSec
-		}
-	}
-	return rep, nil
+	return reps, nil
 }
 
 // setScenarios parses the -scenario list.
@@ -305,7 +320,7 @@ func (c *config) validate() error {
 		"jobs": c.Jobs, "producers": c.Producers, "batch": c.Batch,
 		"concurrency": c.Concurrency, "rate": c.Rate, "workflows": c.Workflows,
 		"children": c.Children, "pending": c.Pending, "crash-samples": c.CrashSamples,
-		"soak-jobs": c.SoakJobs,
+		"soak-jobs": c.SoakJobs, "rounds": c.Rounds,
 	} {
 		if v <= 0 {
 			return usagef("-%s %d must be positive", name, v)

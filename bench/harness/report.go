@@ -163,6 +163,16 @@ func (t *throughputResult) writeTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "time: %s from first enqueue to last ack; %s from worker start to last ack on a pre-filled queue.\n",
 		modeConcurrent, modeDrain)
+	if t.Rounds > 1 {
+		fmt.Fprintf(w, "Each row is the median of %d rounds, interleaved with the other topologies; processed/s of every round:\n", t.Rounds)
+		for _, run := range t.Runs {
+			rounds := make([]string, len(run.RoundsPerSec))
+			for i, v := range run.RoundsPerSec {
+				rounds[i] = thousands(v)
+			}
+			fmt.Fprintf(w, "  %s, %s: %s\n", run.Mode, run.Retention, strings.Join(rounds, " "))
+		}
+	}
 	fmt.Fprintln(w, "Per-job costs cover enqueue and processing; cmds include those run inside scripts;")
 	fmt.Fprintln(w, "Redis CPU is the server's (one core bounds it at 1e6/µs jobs/s), Go CPU this process's.")
 	for _, run := range t.Runs {

@@ -55,6 +55,16 @@ var scenarios = []scenario{
 	}},
 }
 
+// scenarioByName is the scenario called name, which must exist.
+func scenarioByName(name string) scenario {
+	for _, s := range scenarios {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("harness: no scenario " + name)
+}
+
 // defaultScenarios lists the scenarios run when -scenario is not given:
 // all but the long ones.
 func defaultScenarios() []string {

@@ -48,21 +48,27 @@ type throughputRun struct {
 	// In drain mode the two phases are apart, and so are their costs.
 	EnqueueRedis *redisCost `json:"enqueue_redis,omitempty"`
 	ProcessRedis *redisCost `json:"process_redis,omitempty"`
+	// RoundsPerSec, with -rounds above 1, is every round's
+	// ProcessedPerSec, in the order they ran; the run reported is the
+	// median one.
+	RoundsPerSec []float64 `json:"rounds_processed_per_sec,omitempty"`
 }
 
 // throughputResult is the throughput scenario's report.
 type throughputResult struct {
-	Jobs        int             `json:"jobs"`
-	Producers   int             `json:"producers"`
-	Batch       int             `json:"batch"`
-	Concurrency int             `json:"concurrency"`
-	Runs        []throughputRun `json:"runs"`
+	Jobs        int `json:"jobs"`
+	Producers   int `json:"producers"`
+	Batch       int `json:"batch"`
+	Concurrency int `json:"concurrency"`
+	// Rounds is how many times each run was made (-rounds).
+	Rounds int             `json:"rounds"`
+	Runs   []throughputRun `json:"runs"`
 }
 
 // runThroughput runs both modes, first discarding completed jobs (the
 // headline: retention is not part of what is measured), then keeping them.
 func runThroughput(ctx context.Context, t *target, cfg config) (*throughputResult, error) {
-	res := &throughputResult{Jobs: cfg.Jobs, Producers: cfg.Producers, Batch: cfg.Batch, Concurrency: cfg.Concurrency}
+	res := &throughputResult{Jobs: cfg.Jobs, Producers: cfg.Producers, Batch: cfg.Batch, Concurrency: cfg.Concurrency, Rounds: 1}
 	for _, keep := range []bool{false, true} {
 		for _, mode := range []string{modeConcurrent, modeDrain} {
 			run, err := throughputOnce(ctx, t, cfg, mode, keep)
