@@ -34,8 +34,9 @@ lint: ## gofmt check, go vet, staticcheck
 demo: ## Run the quickstart example
 	$(GO) run ./examples/quickstart
 
-bench: ## Run the benchmark program (starts its own redis-server)
-	$(GO) run ./bench
+bench: ## Benchmarks on a private redis-server and 3-node cluster, then the 1,000,000-job soak (~15 min)
+	$(GO) run ./bench -topology single,cluster -rounds 3
+	$(GO) run ./bench -scenario soak
 
 bench-peers: ## Run the benchmark side by side with asynq (bench/peers)
 	cd bench/peers && $(GO) run . $(ARGS)

@@ -75,6 +75,7 @@ commands:
   queues pause Q | queues resume Q | queues stats [Q...] [--window D]
   workers
   schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
+  bench [-scenario S,...] [-topology single,cluster] [-cluster] [flags]   (bench -h lists the flags)
 
 exit codes: 0 ok, 1 error, 2 usage, 3 not found
 `
@@ -149,6 +150,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.workers(ctx, rest)
 	case cmd == "schedules":
 		return c.schedules(ctx, sub, rest)
+	case cmd == "bench":
+		return c.bench(ctx, rest)
 	case cmd == "help":
 		return flag.ErrHelp
 	}

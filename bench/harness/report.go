@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"encoding/json"
@@ -13,11 +13,14 @@ import (
 
 // report is everything one invocation measured; it is what -json writes.
 type report struct {
-	Started    time.Time         `json:"started"`
-	Go         string            `json:"go"`
-	Platform   string            `json:"platform"`
-	CPUs       int               `json:"cpus"`
-	GOMAXPROCS int               `json:"gomaxprocs"`
+	Started    time.Time `json:"started"`
+	Go         string    `json:"go"`
+	Platform   string    `json:"platform"`
+	CPUs       int       `json:"cpus"`
+	GOMAXPROCS int       `json:"gomaxprocs"`
+	// Topology is the Redis set-up: single, cluster (both started by the
+	// benchmark) or url (given by -redis).
+	Topology   string            `json:"topology"`
 	Redis      redisInfo         `json:"redis"`
 	Config     config            `json:"config"`
 	Throughput *throughputResult `json:"throughput,omitempty"`
@@ -31,6 +34,9 @@ type report struct {
 	WorkflowVsChained         float64       `json:"workflow_vs_chained,omitempty"`
 	WorkflowVsChainedCPUBound float64       `json:"workflow_vs_chained_cpu_bound,omitempty"`
 	Fanout                    *fanoutResult `json:"fanout,omitempty"`
+	Memory                    *memoryResult `json:"memory,omitempty"`
+	CrashResume               *crashResult  `json:"crash_resume,omitempty"`
+	Soak                      *soakResult   `json:"soak,omitempty"`
 	Errors                    []string      `json:"errors,omitempty"`
 }
 
@@ -54,6 +60,15 @@ func (r *report) merge(part *report) {
 	if part.Fanout != nil {
 		r.Fanout = part.Fanout
 	}
+	if part.Memory != nil {
+		r.Memory = part.Memory
+	}
+	if part.CrashResume != nil {
+		r.CrashResume = part.CrashResume
+	}
+	if part.Soak != nil {
+		r.Soak = part.Soak
+	}
 }
 
 // redisInfo says which Redis was measured.
@@ -64,17 +79,20 @@ type redisInfo struct {
 	// may have been using at the same time (the Redis figures include
 	// their commands).
 	External bool `json:"external"`
+	// Cluster: a Redis Cluster; the Redis figures are summed over its
+	// masters.
+	Cluster bool `json:"cluster"`
 }
 
-// writeJSON writes r, indented, to path ("-" for stdout).
-func (r *report) writeJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+// writeJSON writes v, indented, to path ("-" for stdout).
+func writeJSON(v any, path string, stdout io.Writer) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
 	b = append(b, '\n')
 	if path == "-" {
-		_, err = os.Stdout.Write(b)
+		_, err = stdout.Write(b)
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
@@ -87,8 +105,12 @@ func (r *report) writeTable(w io.Writer) {
 		where = "external, possibly shared"
 	}
 	fmt.Fprintf(w, "Sluice benchmark, %s\n", r.Started.Format(time.RFC3339))
-	fmt.Fprintf(w, "%s %s, %d CPUs (GOMAXPROCS %d); Redis %s at %s (%s)\n",
-		r.Go, r.Platform, r.CPUs, r.GOMAXPROCS, r.Redis.Version, r.Redis.Addr, where)
+	kind := "Redis"
+	if r.Redis.Cluster {
+		kind = "Redis Cluster"
+	}
+	fmt.Fprintf(w, "%s %s, %d CPUs (GOMAXPROCS %d); %s %s at %s (%s); topology %s, %d partition(s) per queue\n",
+		r.Go, r.Platform, r.CPUs, r.GOMAXPROCS, kind, r.Redis.Version, r.Redis.Addr, where, r.Topology, r.Config.Partitions)
 	if r.Throughput != nil && len(r.Throughput.Runs) > 0 {
 		fmt.Fprintln(w)
 		r.Throughput.writeTable(w)
@@ -108,6 +130,18 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Fanout != nil {
 		fmt.Fprintln(w)
 		r.Fanout.writeTable(w)
+	}
+	if r.Memory != nil {
+		fmt.Fprintln(w)
+		r.Memory.writeTable(w)
+	}
+	if r.CrashResume != nil {
+		fmt.Fprintln(w)
+		r.CrashResume.writeTable(w)
+	}
+	if r.Soak != nil {
+		fmt.Fprintln(w)
+		r.Soak.writeTable(w)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "\nERROR: %s\n", e)
@@ -129,6 +163,16 @@ func (t *throughputResult) writeTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "time: %s from first enqueue to last ack; %s from worker start to last ack on a pre-filled queue.\n",
 		modeConcurrent, modeDrain)
+	if t.Rounds > 1 {
+		fmt.Fprintf(w, "Each row is the median of %d rounds, interleaved with the other topologies; processed/s of every round:\n", t.Rounds)
+		for _, run := range t.Runs {
+			rounds := make([]string, len(run.RoundsPerSec))
+			for i, v := range run.RoundsPerSec {
+				rounds[i] = thousands(v)
+			}
+			fmt.Fprintf(w, "  %s, %s: %s\n", run.Mode, run.Retention, strings.Join(rounds, " "))
+		}
+	}
 	fmt.Fprintln(w, "Per-job costs cover enqueue and processing; cmds include those run inside scripts;")
 	fmt.Fprintln(w, "Redis CPU is the server's (one core bounds it at 1e6/µs jobs/s), Go CPU this process's.")
 	for _, run := range t.Runs {

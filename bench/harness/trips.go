@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 )
 
 // countedClient is a go-redis client that counts its round trips: every
-// command sent on its own and every pipeline is one. It also counts them
-// by Sluice script (an EVALSHA of lua.Step is a "step" trip), "other" for
-// the rest.
+// command sent on its own and every pipeline to one Redis is one. On a
+// cluster it counts on each node's client, so a pipeline that spans three
+// masters counts three. It also counts them by Sluice script (an EVALSHA of
+// lua.Step is a "step" trip), "other" for the rest.
 type countedClient struct {
-	*redis.Client
+	redis.UniversalClient
 	trips    atomic.Int64
 	byScript map[string]*atomic.Int64 // never written after creation
 }
@@ -35,12 +36,20 @@ var scriptNames = func() map[string]string {
 	return m
 }()
 
-func newCountedClient(opts *redis.Options) *countedClient {
-	c := &countedClient{Client: redis.NewClient(opts), byScript: map[string]*atomic.Int64{"other": {}}}
+// newCountedClient returns a counting client with the options of base
+// (made from url) and, if poolSize is not zero, that pool size.
+func newCountedClient(base redis.UniversalClient, url string, poolSize int) *countedClient {
+	c := &countedClient{UniversalClient: newClient(base, url, poolSize), byScript: map[string]*atomic.Int64{"other": {}}}
 	for name := range scripts {
 		c.byScript[name] = &atomic.Int64{}
 	}
-	c.AddHook(tripCounter{c})
+	switch rdb := c.UniversalClient.(type) {
+	case *redis.ClusterClient:
+		// Before any command: node clients are made on first use.
+		rdb.OnNewNode(func(node *redis.Client) { node.AddHook(tripCounter{c}) })
+	default:
+		rdb.AddHook(tripCounter{c})
+	}
 	return c
 }
 

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -40,10 +40,10 @@ type chainedResult struct {
 // enqueues the next one with a client of its own, and the last one counts
 // the workflow finished. Timed like the workflow scenario.
 func runChained(ctx context.Context, t *target, cfg config) (*chainedResult, error) {
-	progress("chained: %d chains of %d jobs", cfg.Workflows, workflowSteps)
+	t.progress("chained: %d chains of %d jobs", cfg.Workflows, workflowSteps)
 	m, err := runRig(ctx, t, cfg, "chained", Chain{}, func(r *rig) error {
 		// The worker process's own client, as a handler would have.
-		next, err := flow.NewClient(t.worker, flow.ClientOptions{Namespace: r.opts.Namespace, Registry: r.reg})
+		next, err := flow.NewClient(t.worker, t.clientOptions(r.opts.Namespace, r.reg))
 		if err != nil {
 			return err
 		}

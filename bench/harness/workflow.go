@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -62,7 +61,7 @@ type workflowResult struct {
 // worker, enqueued as the throughput scenario enqueues, and times them
 // from the first enqueue to the last completion.
 func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, error) {
-	progress("workflow: %d jobs of %d durable steps", cfg.Workflows, workflowSteps)
+	t.progress("workflow: %d jobs of %d durable steps", cfg.Workflows, workflowSteps)
 	var runs atomic.Int64
 	noop := func(context.Context) error {
 		runs.Add(1)
@@ -110,7 +109,7 @@ func runRig(ctx context.Context, t *target, cfg config, name string, args flow.A
 	r := &rig{
 		t: t, cfg: cfg, jobs: cfg.Workflows, args: args, reg: flow.NewRegistry(),
 		done: newCountdown(cfg.Workflows),
-		opts: runtime.Options{Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: true},
+		opts: t.workerOptions(ns, cfg.Concurrency, true),
 	}
 	if err := register(r); err != nil {
 		return m, err
@@ -118,7 +117,7 @@ func runRig(ctx context.Context, t *target, cfg config, name string, args flow.A
 	if r.warm, err = registerWarmup(r.reg); err != nil {
 		return m, err
 	}
-	if r.client, err = flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: r.reg}); err != nil {
+	if r.client, err = flow.NewClient(t.producer, t.clientOptions(ns, r.reg)); err != nil {
 		return m, err
 	}
 	return r.concurrent(ctx)

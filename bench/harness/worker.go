@@ -1,4 +1,4 @@
-package main
+package harness
 
 // The worker under test: started in the background, warmed up, and
 // stopped gracefully so that its last acks are part of the measurement.
@@ -7,11 +7,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
@@ -33,13 +30,13 @@ type bgWorker struct {
 	err     error // what Run returned
 }
 
-// startWorker runs a worker on rdb with reg's handlers until stop or the
-// end of ctx.
-func startWorker(ctx context.Context, rdb redis.UniversalClient, reg *flow.Registry, opts runtime.Options) (*bgWorker, error) {
+// startWorker runs a worker on t's worker client with reg's handlers
+// until stop or the end of ctx.
+func startWorker(ctx context.Context, t *target, reg *flow.Registry, opts runtime.Options) (*bgWorker, error) {
 	// Warnings (a failed claim, a rejected ack) matter to a benchmark; the
 	// info-level chatter does not.
-	opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w, err := runtime.NewWorker(rdb, reg, opts)
+	opts.Logger = slog.New(slog.NewTextHandler(t.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w, err := runtime.NewWorker(t.worker, reg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/runtime"
 )
 
 // FanParent is the fan-out parent: it spawns N FanChild jobs in one step
@@ -83,7 +82,7 @@ func (st *fanStamps) end(err error) {
 // warmed-up worker and times it until the parent completed.
 func runFanout(ctx context.Context, t *target, cfg config) (res *fanoutResult, err error) {
 	n := cfg.Children
-	progress("fanout: 1 parent, %d children", n)
+	t.progress("fanout: 1 parent, %d children", n)
 	ns := newNamespace("fanout")
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
 
@@ -96,13 +95,11 @@ func runFanout(ctx context.Context, t *target, cfg config) (res *fanoutResult, e
 	if err != nil {
 		return nil, err
 	}
-	client, err := flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: reg})
+	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
 	if err != nil {
 		return nil, err
 	}
-	w, err := startWorker(ctx, t.worker, reg, runtime.Options{
-		Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: true,
-	})
+	w, err := startWorker(ctx, t, reg, t.workerOptions(ns, cfg.Concurrency, true))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -11,33 +11,70 @@ import (
 type scenario struct {
 	name string
 	run  func(ctx context.Context, t *target, cfg config, r *report) error
+	// long: not run unless asked for by name or by "all", and given 10
+	// times the -timeout.
+	long bool
 }
 
 var scenarios = []scenario{
-	{"throughput", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "throughput", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Throughput, err = runThroughput(ctx, t, cfg)
 		return err
 	}},
-	{"limits", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "limits", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Limits, err = runLimits(ctx, t, cfg)
 		return err
 	}},
-	{"latency", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "latency", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Latency, err = runLatency(ctx, t, cfg)
 		return err
 	}},
-	{"workflow", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "workflow", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Workflow, err = runWorkflow(ctx, t, cfg)
 		return err
 	}},
-	{"chained", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "chained", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Chained, err = runChained(ctx, t, cfg)
 		return err
 	}},
-	{"fanout", func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+	{name: "fanout", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Fanout, err = runFanout(ctx, t, cfg)
 		return err
 	}},
+	{name: "memory", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Memory, err = runMemory(ctx, t, cfg)
+		return err
+	}},
+	{name: "crash-resume", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.CrashResume, err = runCrashResume(ctx, t, cfg)
+		return err
+	}},
+	{name: "soak", long: true, run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Soak, err = runSoak(ctx, t, cfg)
+		return err
+	}},
+}
+
+// scenarioByName is the scenario called name, which must exist.
+func scenarioByName(name string) scenario {
+	for _, s := range scenarios {
+		if s.name == name {
+			return s
+		}
+	}
+	panic("harness: no scenario " + name)
+}
+
+// defaultScenarios lists the scenarios run when -scenario is not given:
+// all but the long ones.
+func defaultScenarios() []string {
+	var names []string
+	for _, s := range scenarios {
+		if !s.long {
+			names = append(names, s.name)
+		}
+	}
+	return names
 }
 
 // scenarioNames lists every scenario, in the order they run.
@@ -57,8 +94,12 @@ const stopGrace = 15 * time.Second
 // when its context ends; should it hang anyway (a worker that never
 // returns), the benchmark abandons it after stopGrace.
 func runScenario(ctx context.Context, s scenario, t *target, cfg config, rep *report) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, cfg.Timeout,
-		fmt.Errorf("scenario %s did not finish within its hard timeout of %s", s.name, cfg.Timeout))
+	timeout := cfg.Timeout
+	if s.long {
+		timeout *= 10
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, timeout,
+		fmt.Errorf("scenario %s did not finish within its hard timeout of %s", s.name, timeout))
 	defer cancel()
 	// The scenario writes its own copy of the report; it is merged only
 	// once the scenario returned, so an abandoned one races with nothing.

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/runtime"
 )
 
 // Stamp is the latency job: At is when it was enqueued, in UnixNano.
@@ -51,7 +50,7 @@ type distribution struct {
 // enqueue to the start of its handler.
 func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult, err error) {
 	n := max(int(cfg.Duration.Seconds()*float64(cfg.Rate)), 1)
-	progress("latency: %d jobs at %d/s", n, cfg.Rate)
+	t.progress("latency: %d jobs at %d/s", n, cfg.Rate)
 	ns := newNamespace("latency")
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
 
@@ -76,13 +75,11 @@ func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult,
 	if err != nil {
 		return nil, err
 	}
-	client, err := flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: reg})
+	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
 	if err != nil {
 		return nil, err
 	}
-	w, err := startWorker(ctx, t.worker, reg, runtime.Options{
-		Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: true,
-	})
+	w, err := startWorker(ctx, t, reg, t.workerOptions(ns, cfg.Concurrency, true))
 	if err != nil {
 		return nil, err
 	}

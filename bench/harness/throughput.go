@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -48,21 +48,27 @@ type throughputRun struct {
 	// In drain mode the two phases are apart, and so are their costs.
 	EnqueueRedis *redisCost `json:"enqueue_redis,omitempty"`
 	ProcessRedis *redisCost `json:"process_redis,omitempty"`
+	// RoundsPerSec, with -rounds above 1, is every round's
+	// ProcessedPerSec, in the order they ran; the run reported is the
+	// median one.
+	RoundsPerSec []float64 `json:"rounds_processed_per_sec,omitempty"`
 }
 
 // throughputResult is the throughput scenario's report.
 type throughputResult struct {
-	Jobs        int             `json:"jobs"`
-	Producers   int             `json:"producers"`
-	Batch       int             `json:"batch"`
-	Concurrency int             `json:"concurrency"`
-	Runs        []throughputRun `json:"runs"`
+	Jobs        int `json:"jobs"`
+	Producers   int `json:"producers"`
+	Batch       int `json:"batch"`
+	Concurrency int `json:"concurrency"`
+	// Rounds is how many times each run was made (-rounds).
+	Rounds int             `json:"rounds"`
+	Runs   []throughputRun `json:"runs"`
 }
 
 // runThroughput runs both modes, first discarding completed jobs (the
 // headline: retention is not part of what is measured), then keeping them.
 func runThroughput(ctx context.Context, t *target, cfg config) (*throughputResult, error) {
-	res := &throughputResult{Jobs: cfg.Jobs, Producers: cfg.Producers, Batch: cfg.Batch, Concurrency: cfg.Concurrency}
+	res := &throughputResult{Jobs: cfg.Jobs, Producers: cfg.Producers, Batch: cfg.Batch, Concurrency: cfg.Concurrency, Rounds: 1}
 	for _, keep := range []bool{false, true} {
 		for _, mode := range []string{modeConcurrent, modeDrain} {
 			run, err := throughputOnce(ctx, t, cfg, mode, keep)
@@ -77,7 +83,7 @@ func runThroughput(ctx context.Context, t *target, cfg config) (*throughputResul
 
 // throughputOnce runs cfg.Jobs Noop jobs through a fresh namespace.
 func throughputOnce(ctx context.Context, t *target, cfg config, mode string, keep bool) (throughputRun, error) {
-	progress("throughput: %s, %s completed jobs", mode, retention(keep))
+	t.progress("throughput: %s, %s completed jobs", mode, retention(keep))
 	run, _, err := noopRun(ctx, t, cfg, "throughput", mode, keep, nil, nil)
 	return run, err
 }
@@ -113,10 +119,10 @@ func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep
 	if r.warm, err = registerWarmup(r.reg); err != nil {
 		return run, m, err
 	}
-	if r.client, err = flow.NewClient(t.producer, flow.ClientOptions{Namespace: ns, Registry: r.reg}); err != nil {
+	if r.client, err = flow.NewClient(t.producer, t.clientOptions(ns, r.reg)); err != nil {
 		return run, m, err
 	}
-	r.opts = runtime.Options{Namespace: ns, Concurrency: cfg.Concurrency, DiscardCompleted: !keep}
+	r.opts = t.workerOptions(ns, cfg.Concurrency, !keep)
 
 	if mode == modeDrain {
 		m, err = r.drain(ctx)
@@ -167,7 +173,7 @@ type measured struct {
 // concurrent starts a worker, waits until it is idle, then times the
 // producers and the worker together.
 func (r *rig) concurrent(ctx context.Context) (m measured, err error) {
-	w, err := startWorker(ctx, r.t.worker, r.reg, r.opts)
+	w, err := startWorker(ctx, r.t, r.reg, r.opts)
 	if err != nil {
 		return m, err
 	}
@@ -201,7 +207,7 @@ func (r *rig) drain(ctx context.Context) (m measured, err error) {
 		return m, err
 	}
 	start := time.Now()
-	w, err := startWorker(ctx, r.t.worker, r.reg, r.opts)
+	w, err := startWorker(ctx, r.t, r.reg, r.opts)
 	if err != nil {
 		return m, err
 	}

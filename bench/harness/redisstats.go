@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -7,7 +7,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // sample is what Redis and our clients had done at one instant: the
@@ -24,17 +27,14 @@ type sample struct {
 }
 
 // takeSample reads INFO (stats, cpu and commandstats in one call on the
-// uncounted admin client) and the round-trip counters.
+// uncounted admin client, on every master of a cluster, summed) and the
+// round-trip counters.
 //
 // total_commands_processed counts the commands a Lua script runs as well as
 // the EVALSHA that ran it, so commands per job measures the work Redis
 // does, not the traffic. The INFO call of the previous sample is counted
-// too: one command per run, noise at any useful job count.
+// too: one command per node and run, noise at any useful job count.
 func (t *target) takeSample(ctx context.Context) (sample, error) {
-	info, err := t.admin.Info(ctx, "stats", "cpu", "commandstats").Result()
-	if err != nil {
-		return sample{}, fmt.Errorf("INFO: %w", err)
-	}
 	s := sample{
 		calls:         map[string]int64{},
 		usec:          map[string]int64{},
@@ -43,6 +43,57 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 		workerScripts: t.worker.scriptTrips(),
 		goCPU:         processCPU(),
 	}
+	infos, err := t.infos(ctx, "stats", "cpu", "commandstats")
+	if err != nil {
+		return sample{}, err
+	}
+	for _, info := range infos {
+		s.add(info)
+	}
+	return s, nil
+}
+
+// infos is INFO sections of every node: the Redis, or each master of a
+// cluster.
+func (t *target) infos(ctx context.Context, sections ...string) ([]string, error) {
+	var (
+		mu  sync.Mutex
+		out []string
+	)
+	err := t.forEachNode(ctx, t.admin, func(ctx context.Context, c *redis.Client) error {
+		info, err := c.Info(ctx, sections...).Result()
+		if err != nil {
+			return fmt.Errorf("INFO on %s: %w", c.Options().Addr, err)
+		}
+		mu.Lock()
+		out = append(out, info)
+		mu.Unlock()
+		return nil
+	})
+	return out, err
+}
+
+// usedMemory is INFO memory used_memory, summed over the nodes: the bytes
+// Redis allocated for data and its own structures.
+func (t *target) usedMemory(ctx context.Context) (int64, error) {
+	infos, err := t.infos(ctx, "memory")
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, info := range infos {
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				total += n
+			}
+		}
+	}
+	return total, nil
+}
+
+// add adds the counters of one node's INFO to s.
+func (s *sample) add(info string) {
 	for line := range strings.Lines(info) {
 		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
 		if !ok {
@@ -50,7 +101,8 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 		}
 		switch {
 		case name == "total_commands_processed":
-			s.commands, _ = strconv.ParseInt(value, 10, 64)
+			n, _ := strconv.ParseInt(value, 10, 64)
+			s.commands += n
 		case name == "used_cpu_user" || name == "used_cpu_sys":
 			f, _ := strconv.ParseFloat(value, 64)
 			s.cpu += f
@@ -59,16 +111,16 @@ func (t *target) takeSample(ctx context.Context) (sample, error) {
 			cmd := strings.TrimPrefix(name, "cmdstat_")
 			for field := range strings.SplitSeq(value, ",") {
 				k, v, _ := strings.Cut(field, "=")
+				n, _ := strconv.ParseInt(v, 10, 64)
 				switch k {
 				case "calls":
-					s.calls[cmd], _ = strconv.ParseInt(v, 10, 64)
+					s.calls[cmd] += n
 				case "usec":
-					s.usec[cmd], _ = strconv.ParseInt(v, 10, 64)
+					s.usec[cmd] += n
 				}
 			}
 		}
 	}
-	return s, nil
 }
 
 // redisCost is what one job cost Redis and the network, on average over

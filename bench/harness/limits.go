@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -121,7 +121,7 @@ func runLimits(ctx context.Context, t *target, cfg config) (*limitsResult, error
 	for _, sp := range specs {
 		res.Modes = append(res.Modes, &limitsMode{Mode: sp.mode, Options: sp.options})
 	}
-	progress("limits: warm-up drain (not counted)")
+	t.progress("limits: warm-up drain (not counted)")
 	var err error
 	pprof.Do(ctx, pprof.Labels("limits", "warm-up"), func(ctx context.Context) {
 		_, _, err = noopRun(ctx, t, cfg, "limits", modeDrain, false, nil, nil)
@@ -131,7 +131,7 @@ func runLimits(ctx context.Context, t *target, cfg config) (*limitsResult, error
 	}
 	for round := range limitsRounds {
 		for i, sp := range specs {
-			progress("limits: round %d of %d, %s", round+1, limitsRounds, sp.mode)
+			t.progress("limits: round %d of %d, %s", round+1, limitsRounds, sp.mode)
 			var (
 				run throughputRun
 				m   measured
@@ -155,27 +155,38 @@ func runLimits(ctx context.Context, t *target, cfg config) (*limitsResult, error
 
 // limitsSpecs are the three modes.
 func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
-	rate := []flow.EnqueueOption{flow.WithRateLimit(limitsRateClass, flow.RateLimit{Jobs: limitsRateJobs, Per: limitsRatePer})}
+	// Burst is set: WithRateLimit's option writes its default into the
+	// RateLimit it captured, a data race when producers share the option.
+	rate := []flow.EnqueueOption{flow.WithRateLimit(limitsRateClass, flow.RateLimit{Jobs: limitsRateJobs, Per: limitsRatePer, Burst: limitsRateJobs})}
 	perKey := make([][]flow.EnqueueOption, limitsKeys)
 	for k := range perKey {
 		perKey[k] = []flow.EnqueueOption{flow.WithConcurrencyLimit("tenant-"+strconv.Itoa(k), limitsKeyLimit)}
 	}
 	// The scripts' flow-control keys (lua/lib.lua): the cc hash counts
-	// running jobs per concurrency key, rl:<class> is a class's bucket.
-	partition := func(ns string) keys.Partition { return keys.Partition{NS: ns, Queue: "default"} }
+	// running jobs per concurrency key, rl:<class> is a class's bucket;
+	// each partition has its own.
+	partitions := func(ns string) []keys.Partition {
+		ps := make([]keys.Partition, t.partitions)
+		for i := range ps {
+			ps[i] = keys.Partition{NS: ns, Queue: "default", Index: i}
+		}
+		return ps
+	}
 	return []limitsSpec{
 		{mode: limitsUnlimited, options: "none"},
 		{
 			mode:     limitsRate,
-			options:  fmt.Sprintf("WithRateLimit(%q, RateLimit{Jobs: %d, Per: %s})", limitsRateClass, limitsRateJobs, limitsRatePer),
+			options:  fmt.Sprintf("WithRateLimit(%q, RateLimit{Jobs: %d, Per: %s, Burst: %d})", limitsRateClass, limitsRateJobs, limitsRatePer, limitsRateJobs),
 			itemOpts: func(int) []flow.EnqueueOption { return rate },
 			// The class's bucket exists once a claim took a token from it.
 			check: func(ns string, _ measured) error {
-				n, err := t.admin.Exists(ctx, partition(ns).Prefix()+"rl:"+limitsRateClass).Result()
-				if err == nil && n == 0 {
-					err = errors.New("no token bucket for the rate class: the limit never reached the claim")
+				for _, p := range partitions(ns) {
+					n, err := t.admin.Exists(ctx, p.Prefix()+"rl:"+limitsRateClass).Result()
+					if err != nil || n > 0 {
+						return err
+					}
 				}
-				return err
+				return errors.New("no token bucket for the rate class: the limit never reached the claim")
 			},
 		},
 		{
@@ -189,11 +200,16 @@ func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
 				if !t.external && m.after.calls["hdel"] == m.filled.calls["hdel"] {
 					return errors.New("no concurrency slot was released: the limit never reached the claim")
 				}
-				n, err := t.admin.HLen(ctx, partition(ns).Prefix()+"cc").Result()
-				if err == nil && n > 0 {
-					err = fmt.Errorf("%d concurrency keys still count running jobs after every job was acked", n)
+				for _, p := range partitions(ns) {
+					n, err := t.admin.HLen(ctx, p.Prefix()+"cc").Result()
+					if err == nil && n > 0 {
+						err = fmt.Errorf("%d concurrency keys of partition %d still count running jobs after every job was acked", n, p.Index)
+					}
+					if err != nil {
+						return err
+					}
 				}
-				return err
+				return nil
 			},
 		},
 	}

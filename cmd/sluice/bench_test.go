@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestBench: sluice bench runs the benchmark with its own flags on the
+// Redis of --redis, prints its figures as JSON with --json, lists its
+// flags for -h and exits 2 on a bad flag.
+func TestBench(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	out, errs, code := f.sluice("--redis", f.url, "--json", "bench", "-scenario", "throughput",
+		"-jobs", "200", "-producers", "2", "-batch", "20", "-concurrency", "4")
+	if code != exitOK {
+		t.Fatalf("sluice bench: exit %d\nstderr: %s", code, errs)
+	}
+	var rep struct {
+		Topology   string
+		Throughput struct {
+			Runs []struct {
+				ProcessedPerSec float64 `json:"processed_per_sec"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("sluice bench --json: %v\n%s", err, out)
+	}
+	if rep.Topology != "url" || len(rep.Throughput.Runs) != 4 || rep.Throughput.Runs[0].ProcessedPerSec <= 0 {
+		t.Fatalf("sluice bench --json: %+v", rep)
+	}
+	if !strings.Contains(errs, "Throughput: 200 no-op jobs") {
+		t.Fatalf("sluice bench --json: no table on stderr:\n%s", errs)
+	}
+
+	if _, errs, code := f.sluice("bench", "-h"); code != exitOK || !strings.Contains(errs, "-scenario") {
+		t.Fatalf("sluice bench -h: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := f.sluice("bench", "-scenario", "nope"); code != exitUsage || !strings.Contains(errs, `unknown scenario "nope"`) {
+		t.Fatalf("sluice bench -scenario nope: exit %d, stderr %q", code, errs)
+	}
+}
