@@ -37,10 +37,11 @@ func WithRateLimit(class string, r RateLimit) EnqueueOption {
 		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {
 			return fmt.Errorf("%w: rate limit needs a class, positive Jobs and Per, and Burst >= 0 (got %q, %+v)", ErrInvalid, class, r)
 		}
-		if r.Burst == 0 {
-			r.Burst = r.Jobs
+		burst := r.Burst // r is shared by every use of this option: never write it
+		if burst == 0 {
+			burst = r.Jobs
 		}
-		o.limits.RateClass, o.limits.RateJobs, o.limits.RatePer, o.limits.RateBurst = class, r.Jobs, r.Per, r.Burst
+		o.limits.RateClass, o.limits.RateJobs, o.limits.RatePer, o.limits.RateBurst = class, r.Jobs, r.Per, burst
 		return nil
 	}
 }

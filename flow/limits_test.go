@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
@@ -272,5 +275,31 @@ func TestUniqueThroughClient(t *testing.T) {
 		if _, err := c.Enqueue(ctx, email{To: "x"}, bad); !errors.Is(err, flow.ErrInvalid) {
 			t.Fatalf("bad option accepted: %v", err)
 		}
+	}
+}
+
+// TestRateLimitOptionShared: one WithRateLimit option used by concurrent
+// producers (as a package-level option would be) is safe under -race: the
+// option must not write the RateLimit it captured.
+func TestRateLimitOptionShared(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	c, _ := newClient(t, rdb, nil)
+	opt := flow.WithRateLimit("shared", flow.RateLimit{Jobs: 5, Per: time.Second})
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Go(func() {
+			if _, err := c.Enqueue(context.Background(), email{To: "a@example.com"}, opt); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }
