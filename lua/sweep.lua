@@ -10,7 +10,7 @@ local deleted = 0
 for state, zk in pairs(TERMINAL) do
   local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
-    redis.call('ZREM', zk, id)
+    zrem_later(zk, id)
     local s = redis.call('HGET', job_key(id), 's')
     if s == state then
       delete_job(id)

@@ -1,9 +1,23 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+)
 
 // maintenanceLimit bounds the jobs one maintenance script call touches.
 const maintenanceLimit = 100
+
+// sweepLimit bounds the expired jobs one sweep call deletes per terminal
+// state, and sweepBudget the time one maintenance pass spends sweeping a
+// partition: a busy queue finishes thousands of jobs a second, and they all
+// expire as fast once their retention ends.
+const (
+	sweepLimit  = 500
+	sweepBudget = 200 * time.Millisecond
+)
 
 func (w *Worker) maintainLoop(ctx context.Context) {
 	for {
@@ -42,8 +56,22 @@ func (w *Worker) maintain(ctx context.Context) {
 		if _, _, err := w.st.Promote(ctx, p, 10*maintenanceLimit); err != nil {
 			warn("promoting due jobs failed", p.Queue, err)
 		}
-		if _, err := w.st.Sweep(ctx, p, maintenanceLimit); err != nil {
+		w.sweep(ctx, p, warn)
+	}
+}
+
+// sweep deletes the partition's finished jobs whose retention passed, in
+// full batches until none is left or the pass has used sweepBudget.
+func (w *Worker) sweep(ctx context.Context, p keys.Partition, warn func(msg, queue string, err error)) {
+	start := w.clk.Now()
+	for {
+		n, err := w.st.Sweep(ctx, p, sweepLimit)
+		if err != nil {
 			warn("deleting expired jobs failed", p.Queue, err)
+			return
+		}
+		if n < sweepLimit || w.clk.Now().Sub(start) >= sweepBudget {
+			return
 		}
 	}
 }
