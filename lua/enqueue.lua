@@ -47,7 +47,11 @@ local function on_duplicate(holder, policy, payload, due)
   local s = redis.call('HGET', jk, 's')
   if s ~= 'available' and s ~= 'scheduled' then return end
   if policy == 'replace' then
-    redis.call('HSET', jk, 'p', payload)
+    local stale = chunk_fields(field_map(jk), 'p')
+    if #stale > 0 then redis.call('HDEL', jk, unpack(stale)) end
+    local f = {}
+    put_chunked(f, 'p', payload)
+    redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
     redis.call('ZREM', K_SCHED, holder)
     schedule(jk, holder, s, 'scheduled', due) -- its available entry is now stale
@@ -57,8 +61,11 @@ for i = 0, n - 1 do
   local b = 10 + i * 27
   local id, kind, payload = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local jk = job_key(id)
-  local old = false
-  if ARGV[b + 10] == '1' then old = redis.call('HMGET', jk, 'k', 'p') end
+  local old = false -- { kind, payload } of an existing job with this ID
+  if ARGV[b + 10] == '1' and redis.call('EXISTS', jk) == 1 then
+    local h = field_map(jk)
+    old = { h.k, joined(h, 'p') }
+  end
   local uk, holder = ARGV[b + 21], nil
   if uk ~= '' and not (old and old[1]) then holder = unique_holder(uk) end
   if holder then
@@ -75,7 +82,8 @@ for i = 0, n - 1 do
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { 'k', kind, 'p', payload, 's', state, 'ma', ARGV[b + 5], 'ct', NOW }
+    local f = { 'k', kind, 's', state, 'ma', ARGV[b + 5], 'ct', NOW }
+    put_chunked(f, 'p', payload)
     local function opt(field, v, none)
       if v ~= none then
         f[#f + 1] = field
@@ -85,7 +93,7 @@ for i = 0, n - 1 do
     opt('to', ARGV[b + 6], '0')
     opt('dl', ARGV[b + 7], '0')
     opt('pr', ARGV[b + 8], '0')
-    opt('h', ARGV[b + 9], '')
+    if ARGV[b + 9] ~= '' then put_chunked(f, 'h', ARGV[b + 9]) end
     if ARGV[b + 11] ~= '' then
       for k, field in ipairs({ 'pa', 'pp', 'ps', 'pl' }) do opt(field, ARGV[b + 10 + k], nil) end
     end

@@ -122,6 +122,59 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
+-- A job's payload and headers are stored in chunks of CHUNK bytes (field
+-- 'p', then 'p1', 'p2', ...) so that the job hash keeps Redis's compact
+-- encoding, which only holds values up to hash-max-listpack-value (64 bytes
+-- by default): one value longer than that turns the whole hash into a
+-- hash table, several hundred bytes more per pending job. Values longer
+-- than CHUNK_MAX chunks are stored whole: the hash would outgrow the
+-- compact encoding's entry count anyway, and they dwarf the difference.
+local CHUNK, CHUNK_MAX = 64, 96
+
+-- put_chunked appends field v (chunked) to the flat field list f.
+local function put_chunked(f, field, v)
+  local n = #v
+  f[#f + 1] = field
+  if n <= CHUNK or n > CHUNK * CHUNK_MAX then
+    f[#f + 1] = v
+    return
+  end
+  f[#f + 1] = string.sub(v, 1, CHUNK)
+  local i = 1
+  for off = CHUNK + 1, n, CHUNK do
+    f[#f + 1] = field .. i
+    f[#f + 1] = string.sub(v, off, off + CHUNK - 1)
+    i = i + 1
+  end
+end
+
+-- chunk_fields lists the extra chunk fields of field in h (a field map).
+local function chunk_fields(h, field)
+  local out, i = {}, 1
+  while h[field .. i] do
+    out[i] = field .. i
+    i = i + 1
+  end
+  return out
+end
+
+-- joined is field's whole value in h (a field map), or nil.
+local function joined(h, field)
+  local v = h[field]
+  if not v then return nil end
+  local parts = { v }
+  for _, name in ipairs(chunk_fields(h, field)) do parts[#parts + 1] = h[name] end
+  return table.concat(parts)
+end
+
+-- field_map reads a hash into a map of field -> value.
+local function field_map(key)
+  local flat = redis.call('HGETALL', key)
+  local h = {}
+  for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
+  return h
+end
+
 -- Jobs put at the back of a ready list are pushed in one RPUSH per list,
 -- in order, by flush_pushes: at flush(), and by a claim before it pops.
 local PUSHES = {}

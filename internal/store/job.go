@@ -86,6 +86,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	}
 	ms := func(v string) time.Time { return time.UnixMilli(num(v)) }
 	seen := false
+	var payload, headers chunks
 	for i := 0; i < len(flat); i += 2 {
 		k, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
@@ -93,9 +94,9 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		case "k":
 			j.Kind, seen = v, true
 		case "p":
-			j.Payload = []byte(v)
+			payload.add(0, v)
 		case "h":
-			j.Headers = []byte(v)
+			headers.add(0, v)
 		case "s":
 			j.State = v
 		case "pr":
@@ -155,12 +156,22 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		case "df":
 			j.RedrivenFrom = v
 		default:
-			if e := decodeReport(j, k, v); e != nil && err == nil {
+			if n, ok := chunkIndex(k, 'p'); ok {
+				payload.add(n, v)
+			} else if n, ok := chunkIndex(k, 'h'); ok {
+				headers.add(n, v)
+			} else if e := decodeReport(j, k, v); e != nil && err == nil {
 				err = e
 			}
 		}
 	}
 	if err != nil {
+		return nil, err
+	}
+	if j.Payload, err = payload.join(local, "payload"); err != nil {
+		return nil, err
+	}
+	if j.Headers, err = headers.join(local, "headers"); err != nil {
 		return nil, err
 	}
 	if !seen {
