@@ -211,7 +211,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out = cmp
 	}
 	if o.jsonPath != "" {
-		if err := writeJSON(out, o.jsonPath, stdout); err != nil {
+		if err := WriteJSON(out, o.jsonPath, stdout); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 	}
@@ -260,7 +260,7 @@ func runAll(ctx context.Context, o *options, stderr io.Writer) ([]*report, error
 			Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
 			CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Config: cfg,
 			Topology: topology,
-			Redis:    redisInfo{Addr: t.addr, Version: t.serverVersion(ctx), External: t.external, Cluster: t.cluster},
+			Redis:    redisInfo{Addr: t.addr, Version: RedisVersion(ctx, t.admin), External: t.external, Cluster: t.cluster},
 		})
 	}
 	if slices.Contains(o.cfg.Scenarios, "throughput") {
