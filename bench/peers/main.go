@@ -31,6 +31,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
 // config is the run's parameters, set by flags; the sizes are the Sluice
@@ -144,7 +146,7 @@ func run() error {
 	}
 	rep.writeTable(table)
 	if jsonPath != "" {
-		if err := rep.writeJSON(jsonPath); err != nil {
+		if err := harness.WriteJSON(rep, jsonPath, os.Stdout); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 	}
