@@ -26,7 +26,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/bench/harness"
@@ -69,14 +68,7 @@ func fileExists(p string) bool {
 // sluiceArgs are the Sluice program's flags for scenarios, with cfg's
 // sizes, on the Redis at url, writing JSON to stdout.
 func sluiceArgs(url string, cfg config, scenarios ...string) []string {
-	itoa := strconv.Itoa
-	return []string{
-		"-redis", url, "-scenario", strings.Join(scenarios, ","), "-json", "-",
-		"-jobs", itoa(cfg.Jobs), "-producers", itoa(cfg.Producers), "-batch", itoa(cfg.Batch),
-		"-concurrency", itoa(cfg.Concurrency), "-rate", itoa(cfg.Rate),
-		"-duration", cfg.Duration.String(), "-workflows", itoa(cfg.Workflows),
-		"-timeout", cfg.Timeout.String(),
-	}
+	return append([]string{"-redis", url, "-scenario", strings.Join(scenarios, ","), "-json", "-"}, cfg.Sizes.Args()...)
 }
 
 // runSluice runs the Sluice program at bin for scenarios and returns its
