@@ -34,4 +34,6 @@
 // alike: Countdown, SendPaced, Summarize and Distribution, SettleTime,
 // WorkflowSteps, Sleep, the Redis helpers WarmPool, RedisVersion and
 // DeleteKeys, and the output helpers Millis, Thousands and WriteJSON.
+// bench/peers takes the run sizes from the same flags (Sizes.AddFlags) and
+// passes them on to the bench program (Sizes.Args).
 package harness
