@@ -35,12 +35,12 @@ type chainedResult struct {
 	CPUBoundPerSec float64 `json:"cpu_bound_workflows_per_sec"`
 }
 
-// runChained runs cfg.Workflows chains of workflowSteps plain jobs: the
+// runChained runs cfg.Workflows chains of WorkflowSteps plain jobs: the
 // producers enqueue the first job of each chain, each job's handler
 // enqueues the next one with a client of its own, and the last one counts
 // the workflow finished. Timed like the workflow scenario.
 func runChained(ctx context.Context, t *target, cfg config) (*chainedResult, error) {
-	t.progress("chained: %d chains of %d jobs", cfg.Workflows, workflowSteps)
+	t.progress("chained: %d chains of %d jobs", cfg.Workflows, WorkflowSteps)
 	m, err := runRig(ctx, t, cfg, "chained", Chain{}, func(r *rig) error {
 		// The worker process's own client, as a handler would have.
 		next, err := flow.NewClient(t.worker, t.clientOptions(r.opts.Namespace, r.reg))
@@ -48,13 +48,13 @@ func runChained(ctx context.Context, t *target, cfg config) (*chainedResult, err
 			return err
 		}
 		return flow.Register(r.reg, func(ctx context.Context, job *flow.Job[Chain]) error {
-			if k := job.Args.K + 1; k < workflowSteps {
+			if k := job.Args.K + 1; k < WorkflowSteps {
 				if _, err := next.Enqueue(ctx, Chain{K: k}); err != nil {
 					return fmt.Errorf("enqueueing step %d: %w", k, err)
 				}
 				return nil
 			}
-			r.done.tick()
+			r.done.Tick()
 			return nil
 		})
 	})
@@ -63,9 +63,9 @@ func runChained(ctx context.Context, t *target, cfg config) (*chainedResult, err
 	}
 	n := cfg.Workflows
 	res := &chainedResult{
-		Workflows: n, Jobs: workflowSteps, Concurrency: cfg.Concurrency,
+		Workflows: n, Jobs: WorkflowSteps, Concurrency: cfg.Concurrency,
 		Seconds: m.process.Seconds(), WorkflowsPerSec: float64(n) / m.process.Seconds(),
-		JobsPerSec: float64(n*workflowSteps) / m.process.Seconds(),
+		JobsPerSec: float64(n*WorkflowSteps) / m.process.Seconds(),
 		Redis:      costSince(m.before, m.after, n),
 	}
 	res.CPUBoundPerSec = res.Redis.cpuBound()

@@ -239,7 +239,7 @@ type crashHooks struct {
 	ran, checkpointed func(i int)
 }
 
-// registerCrashFlow adds the CrashFlow handler to reg: workflowSteps durable
+// registerCrashFlow adds the CrashFlow handler to reg: WorkflowSteps durable
 // steps, each doing work for work, calling the hooks that are not nil.
 func registerCrashFlow(reg *flow.Registry, work time.Duration, h crashHooks) error {
 	return flow.Register(reg, func(ctx context.Context, _ *flow.Job[CrashFlow]) error {
@@ -251,7 +251,7 @@ func registerCrashFlow(reg *flow.Registry, work time.Duration, h crashHooks) err
 				if h.ran != nil {
 					h.ran(i)
 				}
-				return sleep(ctx, work)
+				return Sleep(ctx, work)
 			}); err != nil {
 				return err
 			}
@@ -261,9 +261,4 @@ func registerCrashFlow(reg *flow.Registry, work time.Duration, h crashHooks) err
 		}
 		return nil
 	})
-}
-
-// sleep waits for d or the end of ctx.
-func sleep(ctx context.Context, d time.Duration) error {
-	return sleepUntil(ctx, time.Now().Add(d))
 }

@@ -76,8 +76,8 @@ func (c *comparison) writeTable(w io.Writer) {
 		if !r.Pass {
 			verdict = "below"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Mode, r.Retention, r.Base, thousands(r.BasePerSec),
-			r.Other, thousands(r.OtherPerSec), r.Ratio, verdict)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%s\t\n", r.Mode, r.Retention, r.Base, Thousands(r.BasePerSec),
+			r.Other, Thousands(r.OtherPerSec), r.Ratio, verdict)
 	}
 	tw.Flush()
 }

@@ -6,30 +6,32 @@ import (
 	"sync/atomic"
 )
 
-// countdown closes done once n events have been counted; handlers count
-// their jobs with it.
-type countdown struct {
+// Countdown is done once n events have been counted; handlers count their
+// jobs with it, and the run waits for it before it stops the clock. The
+// bench/peers comparison counts asynq's tasks with it too.
+type Countdown struct {
 	n    int
 	left atomic.Int64
 	done chan struct{}
 }
 
-func newCountdown(n int) *countdown {
-	c := &countdown{n: n, done: make(chan struct{})}
+// NewCountdown returns a Countdown of n events.
+func NewCountdown(n int) *Countdown {
+	c := &Countdown{n: n, done: make(chan struct{})}
 	c.left.Store(int64(n))
 	return c
 }
 
-// tick counts one event.
-func (c *countdown) tick() {
+// Tick counts one event; it is safe for concurrent use.
+func (c *Countdown) Tick() {
 	if c.left.Add(-1) == 0 {
 		close(c.done)
 	}
 }
 
-// wait blocks until every event was counted or ctx ends; the error then
-// says how far it got.
-func (c *countdown) wait(ctx context.Context, what string) error {
+// Wait blocks until every event was counted or ctx ends; the error then
+// starts with what and says how far it got.
+func (c *Countdown) Wait(ctx context.Context, what string) error {
 	select {
 	case <-c.done:
 		return nil

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 )
 
-// CrashFlow is the crash-resume scenario's workflow: workflowSteps durable
+// CrashFlow is the crash-resume scenario's workflow: WorkflowSteps durable
 // steps that each work for crashStepWork.
 type CrashFlow struct{}
 
@@ -26,7 +26,7 @@ const (
 	crashStepWork = 20 * time.Millisecond
 	// crashKillAfter is the step after whose checkpoint the worker
 	// process is killed: half the workflow is done.
-	crashKillAfter = workflowSteps/2 - 1
+	crashKillAfter = WorkflowSteps/2 - 1
 	// crashPoll is how often the benchmark looks whether the resumed
 	// workflow's completion was acked.
 	crashPoll = 5 * time.Millisecond
@@ -72,7 +72,7 @@ type crashResult struct {
 // the time from the kill to the workflow's completion.
 func runCrashResume(ctx context.Context, t *target, cfg config) (*crashResult, error) {
 	res := &crashResult{
-		Steps: workflowSteps, StepWorkMS: ms(crashStepWork), KilledAfter: crashKillAfter + 1,
+		Steps: WorkflowSteps, StepWorkMS: Millis(crashStepWork), KilledAfter: crashKillAfter + 1,
 		LeaseSeconds: cfg.Lease.Seconds(), ReapEverySecs: (cfg.Lease / 4).Seconds(),
 	}
 	for i := range cfg.CrashSamples {
@@ -124,7 +124,7 @@ func crashOnce(ctx context.Context, t *target, cfg config) (s crashSample, err e
 		started: func() { started.CompareAndSwap(0, time.Now().UnixNano()) },
 		ran:     func(int) { reruns.Add(1) },
 		checkpointed: func(i int) {
-			if i == workflowSteps-1 {
+			if i == WorkflowSteps-1 {
 				once.Do(func() { close(finished) })
 			}
 		},
@@ -173,7 +173,7 @@ func crashOnce(ctx context.Context, t *target, cfg config) (s crashSample, err e
 		ReclaimSeconds: resumed.Sub(killed).Seconds(), FinishSeconds: done.Sub(resumed).Seconds(),
 		ResumeSeconds: done.Sub(killed).Seconds(), StepsRerun: int(reruns.Load()), CrashAttempt: info.CrashAttempt,
 	}
-	if max := workflowSteps - crashKillAfter - 1; s.StepsRerun > max {
+	if max := WorkflowSteps - crashKillAfter - 1; s.StepsRerun > max {
 		return s, fmt.Errorf("the standby ran %d step functions, but %d steps were checkpointed before the kill: at most %d should run again",
 			s.StepsRerun, crashKillAfter+1, max)
 	}
@@ -190,7 +190,7 @@ func awaitState(ctx context.Context, client *flow.Client, id, state string) (*fl
 		if info.State == state {
 			return info, nil
 		}
-		if err := sleep(ctx, crashPoll); err != nil {
+		if err := Sleep(ctx, crashPoll); err != nil {
 			return nil, fmt.Errorf("waiting for job %s to be %s (it is %s): %w", id, state, info.State, err)
 		}
 	}

@@ -28,4 +28,12 @@
 // The crash-resume and soak scenarios run workers in child processes: the
 // benchmark re-executes its own binary with the environment variable
 // SLUICE_BENCH_CHILD set, which this package's init turns into a worker.
+//
+// The comparison with asynq (the separate module bench/peers) measures
+// asynq with this package's instruments, so that both sides are measured
+// alike: Countdown, SendPaced, Summarize and Distribution, SettleTime,
+// WorkflowSteps, Sleep, the Redis helpers WarmPool, RedisVersion and
+// DeleteKeys, and the output helpers Millis, Thousands and WriteJSON.
+// bench/peers takes the run sizes from the same flags (Sizes.AddFlags) and
+// passes them on to the bench program (Sizes.Args).
 package harness

@@ -27,16 +27,11 @@ func usagef(format string, a ...any) error { return &UsageError{fmt.Errorf(forma
 
 // config is the benchmark's parameters, set by flags.
 type config struct {
-	Scenarios   []string      `json:"scenarios"`
-	Jobs        int           `json:"jobs"`
-	Producers   int           `json:"producers"`
-	Batch       int           `json:"batch"`
-	Concurrency int           `json:"concurrency"`
-	Rate        int           `json:"rate"`
-	Duration    time.Duration `json:"duration_ns"`
-	Workflows   int           `json:"workflows"`
-	Children    int           `json:"children"`
-	Timeout     time.Duration `json:"timeout_ns"`
+	Scenarios []string `json:"scenarios"`
+	// Sizes: -jobs, -producers, ... -timeout; encoding/json flattens the
+	// embedded fields, so their JSON names stay at the top of config.
+	Sizes
+	Children int `json:"children"`
 	// Partitions of the queue "default"; 0: 1 on a single Redis, 2 per
 	// node on a cluster.
 	Partitions int `json:"partitions"`
@@ -86,15 +81,8 @@ func flags(args []string, stderr io.Writer) (*options, error) {
 		`comma-separated Redis set-ups to run the scenarios on, one after the other: "single", "cluster" (both private); with two, also print cluster/single ratios`)
 	fs.StringVar(&o.jsonPath, "json", "", `write the results as JSON to this file ("-": stdout, the table then goes to stderr)`)
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark process to this file")
-	fs.IntVar(&cfg.Jobs, "jobs", 20000, "throughput, limits: jobs per run")
-	fs.IntVar(&cfg.Producers, "producers", 16, "throughput, limits, memory, soak: concurrent producer goroutines")
-	fs.IntVar(&cfg.Batch, "batch", 100, "throughput, limits, memory, soak: jobs per EnqueueMany call")
-	fs.IntVar(&cfg.Concurrency, "concurrency", 50, "worker Concurrency")
-	fs.IntVar(&cfg.Rate, "rate", 500, "latency: jobs enqueued per second")
-	fs.DurationVar(&cfg.Duration, "duration", 5*time.Second, "latency: how long to enqueue")
-	fs.IntVar(&cfg.Workflows, "workflows", 2000, "workflow, chained: workflows per run")
+	cfg.Sizes.AddFlags(fs)
 	fs.IntVar(&cfg.Children, "children", 10000, "fanout: children of the parent")
-	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario (soak: 10 times that)")
 	fs.IntVar(&cfg.Rounds, "rounds", 1, "throughput: runs on each topology, interleaved across topologies; the median is reported")
 	fs.IntVar(&cfg.Partitions, "partitions", 0, "partitions of the benchmark's queue (0: 1 on a single Redis, 2 per node on a cluster)")
 	fs.IntVar(&cfg.Pending, "pending", 100000, "memory: delayed jobs to hold")
@@ -211,7 +199,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out = cmp
 	}
 	if o.jsonPath != "" {
-		if err := writeJSON(out, o.jsonPath, stdout); err != nil {
+		if err := WriteJSON(out, o.jsonPath, stdout); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 	}
@@ -260,7 +248,7 @@ func runAll(ctx context.Context, o *options, stderr io.Writer) ([]*report, error
 			Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
 			CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), Config: cfg,
 			Topology: topology,
-			Redis:    redisInfo{Addr: t.addr, Version: t.serverVersion(ctx), External: t.external, Cluster: t.cluster},
+			Redis:    redisInfo{Addr: t.addr, Version: RedisVersion(ctx, t.admin), External: t.external, Cluster: t.cluster},
 		})
 	}
 	if slices.Contains(o.cfg.Scenarios, "throughput") {
@@ -316,9 +304,10 @@ func (c *config) setScenarios(list string) error {
 }
 
 func (c *config) validate() error {
+	if err := c.Sizes.Validate(); err != nil {
+		return err
+	}
 	for name, v := range map[string]int{
-		"jobs": c.Jobs, "producers": c.Producers, "batch": c.Batch,
-		"concurrency": c.Concurrency, "rate": c.Rate, "workflows": c.Workflows,
 		"children": c.Children, "pending": c.Pending, "crash-samples": c.CrashSamples,
 		"soak-jobs": c.SoakJobs, "rounds": c.Rounds,
 	} {
@@ -332,8 +321,8 @@ func (c *config) validate() error {
 	if c.Payload < 0 {
 		return usagef("-payload %d must not be negative", c.Payload)
 	}
-	if c.Duration <= 0 || c.Timeout <= 0 || c.SoakRetention <= 0 {
-		return usagef("-duration, -timeout and -soak-retention must be positive")
+	if c.SoakRetention <= 0 {
+		return usagef("-soak-retention %s must be positive", c.SoakRetention)
 	}
 	if c.Lease < 100*time.Millisecond {
 		return usagef("-lease %s: want at least 100ms", c.Lease)

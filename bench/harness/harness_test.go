@@ -191,7 +191,7 @@ func checkCrash(t *testing.T, c *crashResult) {
 	// The lease must expire before the standby can take the job: the
 	// reclaim takes at least most of it.
 	if s.CrashAttempt != 1 || s.ReclaimSeconds < 0.5*c.LeaseSeconds || s.FinishSeconds <= 0 ||
-		s.StepsRerun < 1 || s.StepsRerun > workflowSteps-crashKillAfter-1 {
+		s.StepsRerun < 1 || s.StepsRerun > WorkflowSteps-crashKillAfter-1 {
 		t.Errorf("crash-resume sample: %+v (lease %gs)", s, c.LeaseSeconds)
 	}
 }

@@ -125,7 +125,7 @@ func (m *memoryResult) writeTable(w io.Writer) {
 		verdict = "over"
 	}
 	fmt.Fprintf(w, "Memory: %s pending (delayed) jobs, %d payload bytes each; Redis used_memory (INFO memory)\n",
-		thousands(float64(m.Jobs)), m.PayloadBytes)
+		Thousands(float64(m.Jobs)), m.PayloadBytes)
 	fmt.Fprintf(w, "  baseline %s, %s with the jobs pending, %s once they were deleted\n",
 		mib(m.BaselineBytes), mib(m.PendingBytes), mib(m.DeletedBytes))
 	fmt.Fprintf(w, "  %.1f bytes per pending job, %.1f beyond its payload: %s the %d-byte budget; MEMORY USAGE of one job hash %d bytes\n",

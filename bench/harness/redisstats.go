@@ -60,7 +60,7 @@ func (t *target) infos(ctx context.Context, sections ...string) ([]string, error
 		mu  sync.Mutex
 		out []string
 	)
-	err := t.forEachNode(ctx, t.admin, func(ctx context.Context, c *redis.Client) error {
+	err := forEachNode(ctx, t.admin, func(ctx context.Context, c *redis.Client) error {
 		info, err := c.Info(ctx, sections...).Result()
 		if err != nil {
 			return fmt.Errorf("INFO on %s: %w", c.Options().Addr, err)

@@ -1,11 +1,8 @@
 package harness
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -84,20 +81,6 @@ type redisInfo struct {
 	Cluster bool `json:"cluster"`
 }
 
-// writeJSON writes v, indented, to path ("-" for stdout).
-func writeJSON(v any, path string, stdout io.Writer) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if path == "-" {
-		_, err = stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // writeTable prints r for people.
 func (r *report) writeTable(w io.Writer) {
 	where := "started by the benchmark"
@@ -156,7 +139,7 @@ func (t *throughputResult) writeTable(w io.Writer) {
 	for _, run := range t.Runs {
 		c := run.Redis
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.1f\t%.1fµs\t%.1fµs\t%.3f (%.3f+%.3f)\t\n",
-			run.Mode, run.Retention, thousands(run.EnqueuePerSec), thousands(run.ProcessedPerSec),
+			run.Mode, run.Retention, Thousands(run.EnqueuePerSec), Thousands(run.ProcessedPerSec),
 			run.ProcessSeconds, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob,
 			c.TripsPerJob, c.ProducerTripsPerJob, c.WorkerTripsPerJob)
 	}
@@ -168,7 +151,7 @@ func (t *throughputResult) writeTable(w io.Writer) {
 		for _, run := range t.Runs {
 			rounds := make([]string, len(run.RoundsPerSec))
 			for i, v := range run.RoundsPerSec {
-				rounds[i] = thousands(v)
+				rounds[i] = Thousands(v)
 			}
 			fmt.Fprintf(w, "  %s, %s: %s\n", run.Mode, run.Retention, strings.Join(rounds, " "))
 		}
@@ -199,14 +182,14 @@ func (l *limitsResult) writeTable(w io.Writer) {
 		}
 		runs := make([]string, len(md.Runs))
 		for i, run := range md.Runs {
-			runs[i] = thousands(run.ProcessedPerSec)
+			runs[i] = Thousands(run.ProcessedPerSec)
 		}
 		vs := "-"
 		if md.VsUnlimited > 0 {
 			vs = fmt.Sprintf("%.3f", md.VsUnlimited)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%.1fµs (×%.2f)\t%.1fµs\t%.1fµs\t\n",
-			md.Mode, thousands(md.ProcessedPerSec), vs, strings.Join(runs, " "), md.ProcessCommandsPerJob,
+			md.Mode, Thousands(md.ProcessedPerSec), vs, strings.Join(runs, " "), md.ProcessCommandsPerJob,
 			md.ProcessRedisCPUMicrosPerJob, md.RedisCPUVsUnlimited, md.ProcessGoCPUMicrosPerJob, md.EnqueueRedisCPUMicrosPerJob)
 	}
 	tw.Flush()
@@ -236,7 +219,7 @@ func (l *latencyResult) writeTable(w io.Writer) {
 	fmt.Fprintln(tw, "\tp50\tp90\tp99\tmax\tmean\t")
 	for _, row := range []struct {
 		name string
-		d    distribution
+		d    Distribution
 	}{{"enqueue to handler", l.Pickup}, {"Enqueue call", l.EnqueueCall}} {
 		fmt.Fprintf(tw, "%s\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t%.3fms\t\n",
 			row.name, row.d.P50, row.d.P90, row.d.P99, row.d.Max, row.d.Mean)
@@ -254,13 +237,13 @@ func (r *report) writeWorkflows(w io.Writer) {
 		n, conc = r.Chained.Workflows, r.Chained.Concurrency
 	}
 	fmt.Fprintf(w, "Workflows: %d workflows of %d no-op steps; worker Concurrency %d, completed jobs discarded\n",
-		n, workflowSteps, conc)
+		n, WorkflowSteps, conc)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "written as\tworkflows/s\tsteps/s\ttime\tworker round trips/workflow\t/step\tcmds/workflow\tredis CPU/workflow\tGo CPU/workflow\tCPU bound\t")
 	row := func(name string, perSec, stepsPerSec, secs, bound float64, c redisCost) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fs\t%.3f\t%.3f\t%.1f\t%.1fµs\t%.1fµs\t%s/s\t\n",
-			name, thousands(perSec), thousands(stepsPerSec), secs, c.WorkerTripsPerJob,
-			c.WorkerTripsPerJob/workflowSteps, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, thousands(bound))
+			name, Thousands(perSec), Thousands(stepsPerSec), secs, c.WorkerTripsPerJob,
+			c.WorkerTripsPerJob/WorkflowSteps, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, Thousands(bound))
 	}
 	if f := r.Workflow; f != nil {
 		row("durable steps of 1 job", f.WorkflowsPerSec, f.StepsPerSec, f.Seconds, f.CPUBoundPerSec, f.Redis)
@@ -287,26 +270,13 @@ func (r *report) writeWorkflows(w io.Writer) {
 
 func (f *fanoutResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "Fan-out: 1 parent spawns %s no-op children in one step (flow.Spawn), then flow.Join (CollectAll); worker Concurrency %d\n",
-		thousands(float64(f.Children)), f.Concurrency)
+		Thousands(float64(f.Children)), f.Concurrency)
 	fmt.Fprintf(w, "  parent enqueued to completed: %.3fs (%s children/s); the parent ran %d times\n",
-		f.Seconds, thousands(f.ChildrenPerSec), f.ParentRuns)
+		f.Seconds, Thousands(f.ChildrenPerSec), f.ParentRuns)
 	fmt.Fprintf(w, "  parent started %.3fs, + spawned %.3fs, + children ran %.3fs, + parent joined %.3fs, + completion acked %.3fs\n",
 		f.StartSeconds, f.SpawnSeconds, f.ChildrenSeconds, f.JoinSeconds, f.AckSeconds)
 	c := f.Redis
 	fmt.Fprintf(w, "  per child: %.1f cmds, Redis %.1fµs, Go %.1fµs, %.3f round trips (%.3f+%.3f); %s\n",
 		c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, c.TripsPerJob, c.ProducerTripsPerJob,
 		c.WorkerTripsPerJob, strings.Join(c.topCalls(6), ", "))
-}
-
-// thousands formats v rounded to an integer with comma separators.
-func thousands(v float64) string {
-	s := strconv.FormatInt(int64(v+0.5), 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }

@@ -130,7 +130,7 @@ func runSoak(ctx context.Context, t *target, cfg config) (res *soakResult, err e
 		return res, err
 	}
 	for processed.Load() < int64(n) {
-		if err := sleep(ctx, childReport); err != nil {
+		if err := Sleep(ctx, childReport); err != nil {
 			return res, fmt.Errorf("waiting for the worker: %w (%d of %d processed)", err, processed.Load(), n)
 		}
 	}
@@ -150,7 +150,7 @@ func runSoak(ctx context.Context, t *target, cfg config) (res *soakResult, err e
 		if res.RedisReturned = used <= res.RedisBaseline+soakTolerance; res.RedisReturned || time.Now().After(deadline) {
 			break
 		}
-		if err := sleep(ctx, soakSampleEvery); err != nil {
+		if err := Sleep(ctx, soakSampleEvery); err != nil {
 			return res, err
 		}
 	}
@@ -174,7 +174,7 @@ func soakProduce(ctx context.Context, t *target, client *flow.Client, cfg config
 	chunk := soakWindow / 2
 	for sent := 0; sent < cfg.SoakJobs; {
 		for int64(sent)-processed.Load() > int64(chunk) {
-			if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			if err := Sleep(ctx, 5*time.Millisecond); err != nil {
 				return fmt.Errorf("waiting for the worker: %w (%d of %d processed)", err, processed.Load(), cfg.SoakJobs)
 			}
 		}
@@ -230,7 +230,7 @@ func (s *soakSampler) run(ctx context.Context) {
 
 func (s *soakResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "Soak: %s no-op jobs through one worker process (Concurrency %d), completed jobs kept %gs; %s jobs/s over %.1fs\n",
-		thousands(float64(s.Jobs)), s.Concurrency, s.RetentionSeconds, thousands(s.JobsPerSec), s.Seconds)
+		Thousands(float64(s.Jobs)), s.Concurrency, s.RetentionSeconds, Thousands(s.JobsPerSec), s.Seconds)
 	fmt.Fprintf(w, "  worker RSS: %s ready, %s warm (10%% of the jobs), %s peak, %s after the last job (%+.2f MiB since warm)\n",
 		mib(s.WorkerRSSBaseline), mib(s.WorkerRSSWarm), mib(s.WorkerRSSPeak), mib(s.WorkerRSSFinal),
 		float64(s.WorkerRSSFinal-s.WorkerRSSWarm)/(1<<20))

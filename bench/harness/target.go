@@ -152,49 +152,18 @@ func (t *target) warm(ctx context.Context, producers int) error {
 	if err := t.admin.Ping(ctx).Err(); err != nil {
 		return err
 	}
-	if err := t.forEachNode(ctx, t.producer.UniversalClient, func(ctx context.Context, c *redis.Client) error {
-		return warmPool(ctx, c, producers)
+	if err := forEachNode(ctx, t.producer.UniversalClient, func(ctx context.Context, c *redis.Client) error {
+		return WarmPool(ctx, c, producers)
 	}); err != nil {
 		return err
 	}
-	if err := t.forEachNode(ctx, t.worker.UniversalClient, func(ctx context.Context, c *redis.Client) error {
-		return warmPool(ctx, c, c.Options().PoolSize)
+	if err := forEachNode(ctx, t.worker.UniversalClient, func(ctx context.Context, c *redis.Client) error {
+		return WarmPool(ctx, c, c.Options().PoolSize)
 	}); err != nil {
 		return err
 	}
 	for _, sc := range scripts {
 		if err := sc.Load(ctx, t.admin).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// forEachNode calls fn with c itself on a single Redis, or with the client
-// of each master of a cluster.
-func (t *target) forEachNode(ctx context.Context, c redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
-	switch c := c.(type) {
-	case *redis.ClusterClient:
-		return c.ForEachMaster(ctx, fn)
-	case *redis.Client:
-		return fn(ctx, c)
-	}
-	return fmt.Errorf("harness: unexpected Redis client %T", c)
-}
-
-// warmPool makes c's pool open n connections: it holds n of them at once,
-// each used once, then returns them to the pool.
-func warmPool(ctx context.Context, c *redis.Client, n int) error {
-	conns := make([]*redis.Conn, 0, n)
-	defer func() {
-		for _, cn := range conns {
-			_ = cn.Close()
-		}
-	}()
-	for range n {
-		cn := c.Conn()
-		conns = append(conns, cn)
-		if err := cn.Ping(ctx).Err(); err != nil {
 			return err
 		}
 	}
@@ -255,51 +224,7 @@ func (t *target) cleanup(ctx context.Context, ns string) error {
 }
 
 // deleteNamespace deletes every key of namespace ns: all share the prefix
-// "{ns:" (the queues' partitions, the worker registry), on every master.
+// "{ns:" (the queues' partitions, the worker registry).
 func (t *target) deleteNamespace(ctx context.Context, ns string) error {
-	pattern := "{" + ns + ":*"
-	return t.forEachNode(ctx, t.admin, func(ctx context.Context, c *redis.Client) error {
-		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			// One UNLINK per key: in a cluster the keys of a batch lie in
-			// different slots.
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range batch {
-					p.Unlink(ctx, k)
-				}
-				return nil
-			})
-			batch = batch[:0]
-			return err
-		}
-		for iter.Next(ctx) {
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
-			return err
-		}
-		return flush()
-	})
-}
-
-// serverVersion is the redis_version of INFO server, or "unknown".
-func (t *target) serverVersion(ctx context.Context) string {
-	info, err := t.admin.Info(ctx, "server").Result()
-	if err != nil {
-		return "unknown"
-	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v
-		}
-	}
-	return "unknown"
+	return DeleteKeys(ctx, t.admin, "{"+ns+":*")
 }

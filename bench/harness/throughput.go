@@ -109,9 +109,9 @@ func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep
 	run = throughputRun{Mode: mode, Retention: retention(keep)}
 	ns := newNamespace(name)
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
-	r := &rig{t: t, cfg: cfg, jobs: cfg.Jobs, args: Noop{}, itemOpts: itemOpts, reg: flow.NewRegistry(), done: newCountdown(cfg.Jobs)}
+	r := &rig{t: t, cfg: cfg, jobs: cfg.Jobs, args: Noop{}, itemOpts: itemOpts, reg: flow.NewRegistry(), done: NewCountdown(cfg.Jobs)}
 	if err := flow.Register(r.reg, func(context.Context, *flow.Job[Noop]) error {
-		r.done.tick()
+		r.done.Tick()
 		return nil
 	}); err != nil {
 		return run, m, err
@@ -159,7 +159,7 @@ type rig struct {
 	reg      *flow.Registry
 	client   *flow.Client
 	opts     runtime.Options
-	done     *countdown
+	done     *Countdown
 	warm     <-chan struct{}
 }
 
@@ -222,7 +222,7 @@ func (r *rig) drain(ctx context.Context) (m measured, err error) {
 // (which returns once every ack is written: that is the end of the run),
 // and takes the closing sample.
 func (r *rig) finish(ctx context.Context, w *bgWorker, start time.Time, m *measured) (err error) {
-	if err := r.done.wait(ctx, "processing"); err != nil {
+	if err := r.done.Wait(ctx, "processing"); err != nil {
 		return err
 	}
 	if err := w.stop(); err != nil {

@@ -71,10 +71,11 @@ func registerWarmup(reg *flow.Registry) (<-chan struct{}, error) {
 	return ran, err
 }
 
-// settleTime is how long warmUp lets the worker settle after the warm-up
+// SettleTime is how long warmUp lets the worker settle after the warm-up
 // job ran: its ack and the worker's first maintenance pass finish, and
-// its fetch loop goes back to waiting for a wake-up.
-const settleTime = 100 * time.Millisecond
+// its fetch loop goes back to waiting for a wake-up. bench/peers lets the
+// asynq server settle as long.
+const SettleTime = 100 * time.Millisecond
 
 // warmUp enqueues a Warmup job, waits until the handler registered by
 // registerWarmup reports it ran, then lets the worker settle.
@@ -87,10 +88,5 @@ func warmUp(ctx context.Context, client *flow.Client, ran <-chan struct{}) error
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the warm-up job: %w", context.Cause(ctx))
 	}
-	select {
-	case <-time.After(settleTime):
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return Sleep(ctx, SettleTime)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/step"
 )
 
-// Workflow is the workflow job: its handler runs workflowSteps durable
+// Workflow is the workflow job: its handler runs WorkflowSteps durable
 // steps that do nothing, so what is measured is the cost of the steps
 // themselves.
 type Workflow struct{}
@@ -19,13 +19,14 @@ type Workflow struct{}
 // Kind names the job type.
 func (Workflow) Kind() string { return "bench.workflow" }
 
-// workflowSteps is the length of a workflow, as steps of one job (the
-// workflow scenario) or as chained jobs (the chained scenario).
-const workflowSteps = 10
+// WorkflowSteps is the length of a workflow, as steps of one job (the
+// workflow scenario) or as chained jobs (the chained scenario, and the
+// asynq chains of bench/peers).
+const WorkflowSteps = 10
 
 // stepNames are the workflow's steps: "s0" to "s9".
 var stepNames = func() []string {
-	names := make([]string, workflowSteps)
+	names := make([]string, WorkflowSteps)
 	for i := range names {
 		names[i] = "s" + strconv.Itoa(i)
 	}
@@ -61,7 +62,7 @@ type workflowResult struct {
 // worker, enqueued as the throughput scenario enqueues, and times them
 // from the first enqueue to the last completion.
 func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, error) {
-	t.progress("workflow: %d jobs of %d durable steps", cfg.Workflows, workflowSteps)
+	t.progress("workflow: %d jobs of %d durable steps", cfg.Workflows, WorkflowSteps)
 	var runs atomic.Int64
 	noop := func(context.Context) error {
 		runs.Add(1)
@@ -74,7 +75,7 @@ func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, e
 					return err
 				}
 			}
-			r.done.tick()
+			r.done.Tick()
 			return nil
 		})
 	})
@@ -82,9 +83,9 @@ func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, e
 		return nil, err
 	}
 	n := cfg.Workflows
-	steps := float64(n * workflowSteps)
+	steps := float64(n * WorkflowSteps)
 	res := &workflowResult{
-		Workflows: n, Steps: workflowSteps, Concurrency: cfg.Concurrency,
+		Workflows: n, Steps: WorkflowSteps, Concurrency: cfg.Concurrency,
 		Seconds: m.process.Seconds(), WorkflowsPerSec: float64(n) / m.process.Seconds(),
 		StepsPerSec: steps / m.process.Seconds(), StepRuns: runs.Load(),
 		Redis: costSince(m.before, m.after, n),
@@ -108,7 +109,7 @@ func runRig(ctx context.Context, t *target, cfg config, name string, args flow.A
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
 	r := &rig{
 		t: t, cfg: cfg, jobs: cfg.Workflows, args: args, reg: flow.NewRegistry(),
-		done: newCountdown(cfg.Workflows),
+		done: NewCountdown(cfg.Workflows),
 		opts: t.workerOptions(ns, cfg.Concurrency, true),
 	}
 	if err := register(r); err != nil {

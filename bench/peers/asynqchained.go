@@ -7,36 +7,34 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
-// workflowSteps is the length of a workflow: 10 steps, as in the Sluice
-// program's workflow and chained scenarios.
-const workflowSteps = 10
-
-// asynqChained runs cfg.Workflows chains of workflowSteps tasks: the
+// asynqChained runs cfg.Workflows chains of harness.WorkflowSteps tasks: the
 // producers enqueue the first task of each chain, each task's handler
 // enqueues the next one with a client on the server's Redis client (as a
 // handler in the worker process would), and the last one counts the
 // workflow finished. Timed from the first enqueue to the last task acked,
 // as the Sluice program times its workflow and chained scenarios.
 func asynqChained(ctx context.Context, t *target, cfg config, setup asynqSetup) (out figures, err error) {
-	progress("asynq (%s) chained: %d chains of %d tasks", setup.Name, cfg.Workflows, workflowSteps)
+	progress("asynq (%s) chained: %d chains of %d tasks", setup.Name, cfg.Workflows, harness.WorkflowSteps)
 	r := newAsynqRig(t, setup, cfg, "chained")
 	defer r.close(ctx, &err)
-	done := newCountdown(cfg.Workflows)
+	done := harness.NewCountdown(cfg.Workflows)
 	next := asynq.NewClientFromRedisClient(t.worker)
 	r.mux.HandleFunc(typeChain, func(ctx context.Context, task *asynq.Task) error {
 		step, n := binary.Uvarint(task.Payload())
 		if n <= 0 {
 			return fmt.Errorf("%w (%d bytes): %w", errBadPayload, len(task.Payload()), asynq.SkipRetry)
 		}
-		if k := int(step) + 1; k < workflowSteps {
+		if k := int(step) + 1; k < harness.WorkflowSteps {
 			if _, err := next.EnqueueContext(ctx, chainTask(k), asynq.Queue(r.queue)); err != nil {
 				return fmt.Errorf("enqueueing step %d: %w", k, err)
 			}
 			return nil
 		}
-		done.tick()
+		done.Tick()
 		return nil
 	})
 	if err := r.startWarm(ctx); err != nil {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
 // asynqSetup is one way of configuring the asynq server.
@@ -31,10 +33,6 @@ const (
 	typeLatency = "peers:latency"
 	typeChain   = "peers:chain"
 )
-
-// settleTime is how long a warmed-up server is left to settle, as the
-// Sluice program does for its worker.
-const settleTime = 100 * time.Millisecond
 
 // asynqRig is one asynq run: a fresh queue, its handlers, a client for
 // the producers and, once started, a server.
@@ -92,7 +90,8 @@ func (r *asynqRig) startWarm(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the warm-up task: %w", context.Cause(ctx))
 	}
-	return sleepCtx(ctx, settleTime)
+	// As long as the Sluice program lets its worker settle.
+	return harness.Sleep(ctx, harness.SettleTime)
 }
 
 // finish waits until done counted every task or workflow, then until
@@ -100,8 +99,8 @@ func (r *asynqRig) startWarm(ctx context.Context) error {
 // outcome written. That marks the end of a run. (Server.Shutdown is not
 // timed: it waits for the fetch loop's sleep on an empty queue, up to 1½
 // TaskCheckInterval.)
-func (r *asynqRig) finish(ctx context.Context, done *countdown) error {
-	if err := done.wait(ctx, "processing"); err != nil {
+func (r *asynqRig) finish(ctx context.Context, done *harness.Countdown) error {
+	if err := done.Wait(ctx, "processing"); err != nil {
 		return err
 	}
 	for {
@@ -112,7 +111,7 @@ func (r *asynqRig) finish(ctx context.Context, done *countdown) error {
 		if n == 0 {
 			return nil
 		}
-		if err := sleepCtx(ctx, 200*time.Microsecond); err != nil {
+		if err := harness.Sleep(ctx, 200*time.Microsecond); err != nil {
 			return fmt.Errorf("waiting for the acks (%d tasks still active): %w", n, err)
 		}
 	}
@@ -161,48 +160,4 @@ func (r *asynqRig) produce(ctx context.Context, n int, task func(i int) *asynq.T
 		return 0, fmt.Errorf("enqueueing: %w (%d of %d enqueued)", err, sent.Load(), n)
 	}
 	return time.Since(start), nil
-}
-
-// countdown closes done once n events have been counted; handlers count
-// their tasks with it.
-type countdown struct {
-	n    int
-	left atomic.Int64
-	done chan struct{}
-}
-
-func newCountdown(n int) *countdown {
-	c := &countdown{n: n, done: make(chan struct{})}
-	c.left.Store(int64(n))
-	return c
-}
-
-// tick counts one event.
-func (c *countdown) tick() {
-	if c.left.Add(-1) == 0 {
-		close(c.done)
-	}
-}
-
-// wait blocks until every event was counted or ctx ends; the error then
-// says how far it got.
-func (c *countdown) wait(ctx context.Context, what string) error {
-	select {
-	case <-c.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s: %w (%d of %d done)", what, context.Cause(ctx), c.n-int(c.left.Load()), c.n)
-	}
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
 // Throughput run modes and retentions, named as the Sluice program names
@@ -58,9 +60,9 @@ func throughputKey(mode, retention, what string) string {
 func asynqNoopRun(ctx context.Context, t *target, cfg config, setup asynqSetup, mode string, keep bool) (enqueue, process time.Duration, err error) {
 	r := newAsynqRig(t, setup, cfg, "throughput")
 	defer r.close(ctx, &err)
-	done := newCountdown(cfg.Jobs)
+	done := harness.NewCountdown(cfg.Jobs)
 	r.mux.HandleFunc(typeNoop, func(context.Context, *asynq.Task) error {
-		done.tick()
+		done.Tick()
 		return nil
 	})
 	var opts []asynq.Option

@@ -31,21 +31,18 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
 // config is the run's parameters, set by flags; the sizes are the Sluice
 // program's flags of the same names, with the same defaults.
 type config struct {
-	Scenarios   []string      `json:"scenarios"`
-	Rounds      int           `json:"rounds"`
-	Jobs        int           `json:"jobs"`
-	Producers   int           `json:"producers"`
-	Batch       int           `json:"batch"`
-	Concurrency int           `json:"concurrency"`
-	Rate        int           `json:"rate"`
-	Duration    time.Duration `json:"duration_ns"`
-	Workflows   int           `json:"workflows"`
-	Timeout     time.Duration `json:"timeout_ns"`
+	Scenarios []string `json:"scenarios"`
+	Rounds    int      `json:"rounds"`
+	// Sizes are the Sluice program's flags, given to it as they are;
+	// encoding/json flattens them into config.
+	harness.Sizes
 	// TunedCheck is the tuned asynq setup's TaskCheckInterval; 0 runs
 	// asynq's defaults alone.
 	TunedCheck time.Duration `json:"asynq_tuned_task_check_interval_ns"`
@@ -91,14 +88,18 @@ func run() error {
 	flag.StringVar(&sluiceBin, "sluice-bin", "", "a built Sluice benchmark program to run (default: build it from this checkout)")
 	flag.BoolVar(&verbose, "v", false, "show the Sluice program's own tables and progress")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "rounds of each scenario (Sluice and asynq alternating); medians are reported")
-	flag.IntVar(&cfg.Jobs, "jobs", 20000, "throughput: jobs per run")
-	flag.IntVar(&cfg.Producers, "producers", 16, "throughput, workflow: concurrent producer goroutines")
-	flag.IntVar(&cfg.Batch, "batch", 100, "throughput, workflow: Sluice's jobs per EnqueueMany call (asynq has no batch enqueue)")
-	flag.IntVar(&cfg.Concurrency, "concurrency", 50, "worker (server) Concurrency")
-	flag.IntVar(&cfg.Rate, "rate", 500, "latency: jobs enqueued per second")
-	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "latency: how long to enqueue")
-	flag.IntVar(&cfg.Workflows, "workflows", 2000, "workflow: workflows per run")
-	flag.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario run")
+	cfg.Sizes.AddFlags(flag.CommandLine)
+	// The Sluice program's defaults, with this program's usage texts.
+	for name, usage := range map[string]string{
+		"jobs":        "throughput: jobs per run",
+		"producers":   "throughput, workflow: concurrent producer goroutines",
+		"batch":       "throughput, workflow: Sluice's jobs per EnqueueMany call (asynq has no batch enqueue)",
+		"concurrency": "worker (server) Concurrency",
+		"workflows":   "workflow: workflows per run",
+		"timeout":     "hard time limit of each scenario run",
+	} {
+		flag.Lookup(name).Usage = usage
+	}
 	flag.DurationVar(&cfg.TunedCheck, "asynq-tuned", time.Millisecond, "TaskCheckInterval of the tuned asynq setup (0: asynq's defaults only)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -144,7 +145,7 @@ func run() error {
 	}
 	rep.writeTable(table)
 	if jsonPath != "" {
-		if err := rep.writeJSON(jsonPath); err != nil {
+		if err := harness.WriteJSON(rep, jsonPath, os.Stdout); err != nil {
 			return fmt.Errorf("writing JSON: %w", err)
 		}
 	}
@@ -233,16 +234,11 @@ func (c *config) setScenarios(list string) error {
 }
 
 func (c *config) validate() error {
-	for name, v := range map[string]int{
-		"rounds": c.Rounds, "jobs": c.Jobs, "producers": c.Producers, "batch": c.Batch,
-		"concurrency": c.Concurrency, "rate": c.Rate, "workflows": c.Workflows,
-	} {
-		if v <= 0 {
-			return fmt.Errorf("-%s %d must be positive", name, v)
-		}
+	if c.Rounds <= 0 {
+		return fmt.Errorf("-rounds %d must be positive", c.Rounds)
 	}
-	if c.Duration <= 0 || c.Timeout <= 0 {
-		return errors.New("-duration and -timeout must be positive")
+	if err := c.Sizes.Validate(); err != nil {
+		return err
 	}
 	if c.TunedCheck < 0 {
 		return errors.New("-asynq-tuned must not be negative")

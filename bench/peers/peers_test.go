@@ -9,13 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/bench/harness"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // tiny is a run small enough for a test on a loaded machine.
 var tiny = config{
-	Rounds: 1, Jobs: 300, Producers: 4, Batch: 50, Concurrency: 10, Rate: 200,
-	Duration: 300 * time.Millisecond, Workflows: 30, Timeout: time.Minute, TunedCheck: time.Millisecond,
+	Rounds: 1, TunedCheck: time.Millisecond, Sizes: harness.Sizes{
+		Jobs: 300, Producers: 4, Batch: 50, Concurrency: 10, Rate: 200,
+		Duration: 300 * time.Millisecond, Workflows: 30, Timeout: time.Minute,
+	},
 }
 
 // startTarget starts a private redis-server and connects to it.

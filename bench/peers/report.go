@@ -2,16 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	goruntime "runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sluicehq/sluice/bench/harness"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // report is everything one invocation measured; it is what -json writes.
@@ -63,7 +64,7 @@ func newReport(ctx context.Context, t *target, cfg config) *report {
 	return &report{
 		Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
 		CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), LoadStart: loadAverage(),
-		Redis:  redisInfo{Addr: t.addr, Version: t.serverVersion(ctx), External: t.server == nil || os.Getenv("SLUICE_TEST_REDIS_ADDR") != ""},
+		Redis:  redisInfo{Addr: t.addr, Version: harness.RedisVersion(ctx, t.admin), External: t.server == nil || os.Getenv(redistest.EnvExternalAddr) != ""},
 		Asynq:  asynqVersion(),
 		Config: cfg, Setups: cfg.setups(), Samples: map[string]map[string][]float64{},
 	}
@@ -120,20 +121,6 @@ func (r *report) finish() {
 	}
 }
 
-// writeJSON writes r, indented, to path ("-" for stdout).
-func (r *report) writeJSON(path string) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	if path == "-" {
-		_, err = os.Stdout.Write(b)
-		return err
-	}
-	return os.WriteFile(path, b, 0o644)
-}
-
 // writeTable prints r for people.
 func (r *report) writeTable(w io.Writer) {
 	where := "started by this program"
@@ -147,9 +134,9 @@ func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "load average (1, 5, 15 min): %s at start, %s at end; %d rounds, sides interleaved, medians shown\n",
 		r.LoadStart, r.LoadEnd, c.Rounds)
 	fmt.Fprintf(w, "throughput: %s no-op jobs, %d producers (Sluice: EnqueueMany batches of %d; asynq: one Enqueue per task,\n",
-		thousands(float64(c.Jobs)), c.Producers, c.Batch)
+		harness.Thousands(float64(c.Jobs)), c.Producers, c.Batch)
 	fmt.Fprintf(w, "  it has no batch enqueue), Concurrency %d; latency: %d jobs/s for %s to an idle worker;\n", c.Concurrency, c.Rate, c.Duration)
-	fmt.Fprintf(w, "workflow: %s workflows of %d no-op steps, Concurrency %d\n", thousands(float64(c.Workflows)), workflowSteps, c.Concurrency)
+	fmt.Fprintf(w, "workflow: %s workflows of %d no-op steps, Concurrency %d\n", harness.Thousands(float64(c.Workflows)), harness.WorkflowSteps, c.Concurrency)
 	var setups []string
 	for _, s := range r.Setups {
 		check := "1s, the default"
@@ -200,18 +187,5 @@ func (l line) format(v float64) string {
 	if l.LowerBetter {
 		return fmt.Sprintf("%.3fms", v)
 	}
-	return thousands(v) + l.Unit
-}
-
-// thousands formats v rounded to an integer with comma separators.
-func thousands(v float64) string {
-	s := strconv.FormatInt(int64(v+0.5), 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
+	return harness.Thousands(v) + l.Unit
 }

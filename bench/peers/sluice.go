@@ -2,6 +2,18 @@ package main
 
 // The Sluice side: the Sluice benchmark program (github.com/sluicehq/sluice/bench),
 // built from this checkout and run as a subprocess on the same Redis.
+//
+// It could call the harness in process instead; it does not, on purpose.
+// The figures compared are then the ones `go run ./bench` prints for
+// anyone, read from its JSON report (its public output), not from the
+// harness's internals, which would have to be exported for this alone. And
+// each side's heap and goroutines stay its own: in one process, the
+// garbage and the clients asynq's runs leave behind would be collected and
+// scheduled during Sluice's timed runs and the other way round, and which
+// side paid for the other would change with the round order. Both sides
+// still run the same way: producers and worker (server) in one process,
+// with separate connection pools, timed from the first enqueue to the last
+// ack; process start and the build are outside every timed window.
 
 import (
 	"bytes"
@@ -14,8 +26,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/bench/harness"
 )
 
 // sluiceProgram is the import path of the Sluice benchmark program; this
@@ -55,14 +68,7 @@ func fileExists(p string) bool {
 // sluiceArgs are the Sluice program's flags for scenarios, with cfg's
 // sizes, on the Redis at url, writing JSON to stdout.
 func sluiceArgs(url string, cfg config, scenarios ...string) []string {
-	itoa := strconv.Itoa
-	return []string{
-		"-redis", url, "-scenario", strings.Join(scenarios, ","), "-json", "-",
-		"-jobs", itoa(cfg.Jobs), "-producers", itoa(cfg.Producers), "-batch", itoa(cfg.Batch),
-		"-concurrency", itoa(cfg.Concurrency), "-rate", itoa(cfg.Rate),
-		"-duration", cfg.Duration.String(), "-workflows", itoa(cfg.Workflows),
-		"-timeout", cfg.Timeout.String(),
-	}
+	return append([]string{"-redis", url, "-scenario", strings.Join(scenarios, ","), "-json", "-"}, cfg.Sizes.Args()...)
 }
 
 // runSluice runs the Sluice program at bin for scenarios and returns its
@@ -101,9 +107,9 @@ type sluiceReport struct {
 		} `json:"runs"`
 	} `json:"throughput"`
 	Latency *struct {
-		Pickup       distribution `json:"pickup"`
-		EnqueueCall  distribution `json:"enqueue_call"`
-		MaxSendLagMS float64      `json:"max_send_lag_ms"`
+		Pickup       harness.Distribution `json:"pickup"`
+		EnqueueCall  harness.Distribution `json:"enqueue_call"`
+		MaxSendLagMS float64              `json:"max_send_lag_ms"`
 	} `json:"latency"`
 	Workflow *struct {
 		WorkflowsPerSec float64 `json:"workflows_per_sec"`

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/bench/harness"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -52,30 +52,11 @@ func connect(ctx context.Context, url string, producers int) (*target, error) {
 	t.worker = redis.NewClient(opts)
 	t.admin = redis.NewClient(opts)
 	// Open the producers' connections now, so that no run pays for them.
-	if err := warmPool(ctx, t.producer, producers); err != nil {
+	if err := harness.WarmPool(ctx, t.producer, producers); err != nil {
 		t.close()
 		return nil, fmt.Errorf("redis at %s: %w", t.addr, err)
 	}
 	return t, nil
-}
-
-// warmPool makes c's pool open n connections: it holds n of them at once,
-// each used once, then returns them to the pool.
-func warmPool(ctx context.Context, c *redis.Client, n int) error {
-	conns := make([]*redis.Conn, 0, n)
-	defer func() {
-		for _, cn := range conns {
-			_ = cn.Close()
-		}
-	}()
-	for range n {
-		cn := c.Conn()
-		conns = append(conns, cn)
-		if err := cn.Ping(ctx).Err(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // close closes the clients and stops the server we started, if any.
@@ -88,20 +69,6 @@ func (t *target) close() {
 	if t.server != nil {
 		_ = t.server.Close()
 	}
-}
-
-// serverVersion is the redis_version of INFO server, or "unknown".
-func (t *target) serverVersion(ctx context.Context) string {
-	info, err := t.admin.Info(ctx, "server").Result()
-	if err != nil {
-		return "unknown"
-	}
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
-			return v
-		}
-	}
-	return "unknown"
 }
 
 // asynqQueues is asynq's set of every queue name it has seen.
@@ -118,27 +85,7 @@ func newQueue(scenario string) string {
 // queue set. The server's own keys (asynq:servers, asynq:workers) are
 // removed by its Shutdown.
 func (t *target) cleanup(ctx context.Context, q string) error {
-	iter := t.admin.Scan(ctx, 0, "asynq:{"+q+"}:*", 1000).Iterator()
-	var batch []string
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := t.admin.Unlink(ctx, batch...).Err()
-		batch = batch[:0]
-		return err
-	}
-	for iter.Next(ctx) {
-		if batch = append(batch, iter.Val()); len(batch) == 1000 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	if err := iter.Err(); err != nil {
-		return err
-	}
-	if err := flush(); err != nil {
+	if err := harness.DeleteKeys(ctx, t.admin, "asynq:{"+q+"}:*"); err != nil {
 		return err
 	}
 	return t.admin.SRem(ctx, asynqQueues, q).Err()
