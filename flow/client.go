@@ -19,7 +19,7 @@ const DefaultMaxPayload = 1 << 20
 
 // DefaultMaxAttempts is the default number of returned errors that archive
 // a job.
-const DefaultMaxAttempts = 25
+const DefaultMaxAttempts = store.DefaultMaxAttempts
 
 // ClientOptions configure a Client; zero values mean the defaults.
 type ClientOptions struct {

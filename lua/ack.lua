@@ -82,7 +82,7 @@ for _, e in ipairs(entries) do
     if code == 'retry' then
       local a = redis.call('HINCRBY', jk, 'a', 1)
       record_error(jk, id, reason, msg, data)
-      local ma = tonumber(redis.call('HGET', jk, 'ma')) or 1
+      local ma = tonumber(redis.call('HGET', jk, 'ma') or DEFAULT_MAX_ATTEMPTS)
       if a >= ma then
         finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
         state = 'archived'

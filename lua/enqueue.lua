@@ -82,7 +82,8 @@ for i = 0, n - 1 do
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { 'k', kind, 's', state, 'ma', ARGV[b + 5], 'ct', NOW }
+    local f = { 'k', kind, 's', state, 'ct', NOW }
+    if ARGV[b + 5] ~= DEFAULT_MAX_ATTEMPTS then f[#f + 1], f[#f + 2] = 'ma', ARGV[b + 5] end
     put_chunked(f, 'p', payload)
     local function opt(field, v, none)
       if v ~= none then

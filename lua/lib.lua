@@ -41,6 +41,9 @@ local RET = {
 local TERMINAL = { completed = K_DONE, archived = K_DEAD, quarantined = K_QUAR, cancelled = K_CANC }
 local CRASH_LIMIT = tonumber(ARGV[8])
 local MAX_PRIORITY = 9
+-- A job's max attempts ('ma') is not stored when it is the default: every
+-- pending job is a few bytes smaller (store.DefaultMaxAttempts).
+local DEFAULT_MAX_ATTEMPTS = '25'
 local ERR_KEEP = 10
 local MSG_MAX = 1024
 local RATE_KEEP = 7 * 24 * 3600 * 1000 -- how long an idle rate bucket is kept (ms)

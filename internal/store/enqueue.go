@@ -74,6 +74,11 @@ type EnqueueResult struct {
 	Err      error  // ErrConflict for Conflicted
 }
 
+// DefaultMaxAttempts is the max attempts of a job whose hash has no 'ma'
+// field: the scripts leave it out for the default, to keep pending jobs
+// small (lua/lib.lua DEFAULT_MAX_ATTEMPTS).
+const DefaultMaxAttempts = 25
+
 // maxEnqueueBatch bounds the jobs one enqueue script call adds, so a huge
 // batch (a fan-out of 10,000 children) never blocks Redis for long.
 const maxEnqueueBatch = 1000

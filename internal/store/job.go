@@ -75,7 +75,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	if len(flat)%2 != 0 {
 		return nil, fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
 	}
-	j := &Job{Local: local}
+	j := &Job{Local: local, MaxAttempts: DefaultMaxAttempts} // 'ma' is not stored for the default
 	var err error
 	num := func(v string) int64 {
 		n, e := strconv.ParseInt(v, 10, 64)
