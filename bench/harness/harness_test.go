@@ -177,8 +177,13 @@ func TestClusterAgainstSingle(t *testing.T) {
 
 func checkMemory(t *testing.T, m *memoryResult) {
 	t.Helper()
-	if m == nil || m.Jobs != 500 || m.PayloadBytes < 16 || m.BytesPerJob <= float64(m.PayloadBytes) {
-		t.Errorf("memory: %+v", m)
+	if m == nil || m.Jobs != 500 || m.PayloadBytes < 16 {
+		t.Fatalf("memory: %+v", m)
+	}
+	for _, st := range []memoryState{m.Ready, m.Delayed} {
+		if st.BytesPerJob <= float64(m.PayloadBytes) || st.JobHashBytes <= 0 {
+			t.Errorf("memory: %+v", st)
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -27,16 +29,28 @@ func (Pending) Kind() string { return "bench.pending" }
 // payload.
 const memoryBudget = 200
 
-// memoryDelay is how far in the future the memory scenario's jobs are due:
-// they stay pending for the whole measurement.
+// memoryDelay is how far in the future the memory scenario's delayed jobs
+// are due: they stay pending for the whole measurement.
 const memoryDelay = 24 * time.Hour
 
-// memoryResult is the memory scenario's report.
+// memoryResult is the memory scenario's report: what pending jobs cost
+// Redis, once as jobs ready to run (in a ready list; no worker runs) and
+// once as delayed jobs (in the scheduled zset).
 type memoryResult struct {
 	Jobs int `json:"jobs"`
 	// PayloadBytes is the length of one job's encoded arguments (msgpack),
 	// the payload Redis stores.
-	PayloadBytes int `json:"payload_bytes"`
+	PayloadBytes int         `json:"payload_bytes"`
+	Ready        memoryState `json:"ready"`
+	Delayed      memoryState `json:"delayed"`
+	// Budget is the requirement for Ready.OverheadPerJob; Pass says if it
+	// holds.
+	Budget int  `json:"budget_bytes"`
+	Pass   bool `json:"pass"`
+}
+
+// memoryState is what Jobs pending jobs of one kind cost.
+type memoryState struct {
 	// Redis used_memory (INFO memory, summed over the nodes) before the
 	// jobs were enqueued, once they were all pending, and after they were
 	// deleted.
@@ -48,67 +62,82 @@ type memoryResult struct {
 	BytesPerJob    float64 `json:"bytes_per_job"`
 	OverheadPerJob float64 `json:"overhead_bytes_per_job"`
 	// JobHashBytes is MEMORY USAGE of one pending job's hash: the part of
-	// BytesPerJob spent on the hash, the rest on index entries (the
-	// scheduled zset) and Redis's key table.
+	// BytesPerJob spent on the hash, the rest on its index entry (ready
+	// list or scheduled zset) and Redis's key table.
 	JobHashBytes int64 `json:"job_hash_bytes"`
-	// Budget is the requirement for OverheadPerJob; Pass says if it holds.
-	Budget int  `json:"budget_bytes"`
-	Pass   bool `json:"pass"`
 }
 
-// runMemory enqueues cfg.Pending delayed jobs (due in a day, so none runs
-// and no worker is needed), measures what they cost Redis in memory, then
-// deletes them.
-func runMemory(ctx context.Context, t *target, cfg config) (res *memoryResult, err error) {
+// runMemory measures cfg.Pending jobs ready to run, then as many delayed
+// jobs; no worker runs, and the jobs are deleted after each measurement.
+func runMemory(ctx context.Context, t *target, cfg config) (*memoryResult, error) {
 	args := Pending{Data: bytes.Repeat([]byte{'x'}, cfg.Payload)}
 	payload, err := msgpack.Marshal(args)
 	if err != nil {
 		return nil, err
 	}
-	t.progress("memory: %d pending jobs of %d payload bytes", cfg.Pending, len(payload))
-	ns := newNamespace("memory")
+	res := &memoryResult{Jobs: cfg.Pending, PayloadBytes: len(payload), Budget: memoryBudget}
+	for _, m := range []struct {
+		what  string
+		state *memoryState
+		opts  []flow.EnqueueOption
+	}{
+		{"ready", &res.Ready, nil},
+		{"delayed", &res.Delayed, []flow.EnqueueOption{flow.WithDelay(memoryDelay)}},
+	} {
+		t.progress("memory: %d %s jobs of %d payload bytes", cfg.Pending, m.what, len(payload))
+		if err := measurePending(ctx, t, cfg, args, m.opts, m.state); err != nil {
+			return res, fmt.Errorf("%s jobs: %w", m.what, err)
+		}
+		m.state.OverheadPerJob = m.state.BytesPerJob - float64(res.PayloadBytes)
+	}
+	res.Pass = res.Ready.OverheadPerJob <= memoryBudget
+	return res, nil
+}
+
+// measurePending enqueues cfg.Pending jobs with opts in a fresh namespace
+// as long as the default one ("sluice"), so that key names are as long
+// as a user's, and measures them into st.
+func measurePending(ctx context.Context, t *target, cfg config, args Pending, opts []flow.EnqueueOption, st *memoryState) (err error) {
+	ns := "m" + strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36), 36)
+	ns += strings.Repeat("0", 6-len(ns))
 	// Whatever happens, the jobs go: a day-long delay would keep them.
 	defer func() { err = errors.Join(err, t.deleteNamespace(context.WithoutCancel(ctx), ns)) }()
 	reg := flow.NewRegistry()
 	if err := flow.Register(reg, func(context.Context, *flow.Job[Pending]) error {
 		return errors.New("a pending job of the memory scenario ran")
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	res = &memoryResult{Jobs: cfg.Pending, PayloadBytes: len(payload), Budget: memoryBudget}
-	if res.BaselineBytes, err = t.usedMemory(ctx); err != nil {
-		return nil, err
+	if st.BaselineBytes, err = t.usedMemory(ctx); err != nil {
+		return err
 	}
-	delay := []flow.EnqueueOption{flow.WithDelay(memoryDelay)}
-	if _, err := produce(ctx, client, cfg, cfg.Pending, args, func(int) []flow.EnqueueOption { return delay }); err != nil {
-		return nil, err
+	if _, err := produce(ctx, client, cfg, cfg.Pending, args, func(int) []flow.EnqueueOption { return opts }); err != nil {
+		return err
 	}
-	if res.PendingBytes, err = t.usedMemory(ctx); err != nil {
-		return nil, err
+	if st.PendingBytes, err = t.usedMemory(ctx); err != nil {
+		return err
 	}
-	if res.JobHashBytes, err = jobHashBytes(ctx, t, client, ns, args); err != nil {
-		return nil, err
+	if st.JobHashBytes, err = jobHashBytes(ctx, t, client, ns, args, opts); err != nil {
+		return err
 	}
 	if err := t.deleteNamespace(ctx, ns); err != nil {
-		return nil, fmt.Errorf("deleting the jobs: %w", err)
+		return fmt.Errorf("deleting the jobs: %w", err)
 	}
-	if res.DeletedBytes, err = t.usedMemory(ctx); err != nil {
-		return nil, err
+	if st.DeletedBytes, err = t.usedMemory(ctx); err != nil {
+		return err
 	}
-	res.BytesPerJob = float64(res.PendingBytes-res.BaselineBytes) / float64(cfg.Pending)
-	res.OverheadPerJob = res.BytesPerJob - float64(res.PayloadBytes)
-	res.Pass = res.OverheadPerJob <= memoryBudget
-	return res, nil
+	st.BytesPerJob = float64(st.PendingBytes-st.BaselineBytes) / float64(cfg.Pending)
+	return nil
 }
 
 // jobHashBytes enqueues one more job like the others and reads the
 // MEMORY USAGE of its hash.
-func jobHashBytes(ctx context.Context, t *target, client *flow.Client, ns string, args Pending) (int64, error) {
-	job, err := client.Enqueue(ctx, args, flow.WithDelay(memoryDelay))
+func jobHashBytes(ctx context.Context, t *target, client *flow.Client, ns string, args Pending, opts []flow.EnqueueOption) (int64, error) {
+	job, err := client.Enqueue(ctx, args, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -124,12 +153,16 @@ func (m *memoryResult) writeTable(w io.Writer) {
 	if !m.Pass {
 		verdict = "over"
 	}
-	fmt.Fprintf(w, "Memory: %s pending (delayed) jobs, %d payload bytes each; Redis used_memory (INFO memory)\n",
+	fmt.Fprintf(w, "Memory: %s pending jobs, %d payload bytes each; Redis used_memory (INFO memory)\n",
 		Thousands(float64(m.Jobs)), m.PayloadBytes)
-	fmt.Fprintf(w, "  baseline %s, %s with the jobs pending, %s once they were deleted\n",
-		mib(m.BaselineBytes), mib(m.PendingBytes), mib(m.DeletedBytes))
-	fmt.Fprintf(w, "  %.1f bytes per pending job, %.1f beyond its payload: %s the %d-byte budget; MEMORY USAGE of one job hash %d bytes\n",
-		m.BytesPerJob, m.OverheadPerJob, verdict, m.Budget, m.JobHashBytes)
+	for _, s := range []struct {
+		what string
+		st   memoryState
+	}{{"ready to run", m.Ready}, {"delayed", m.Delayed}} {
+		fmt.Fprintf(w, "  %-12s %.1f bytes per job, %.1f beyond its payload (job hash %d bytes); baseline %s, pending %s, deleted %s\n",
+			s.what, s.st.BytesPerJob, s.st.OverheadPerJob, s.st.JobHashBytes, mib(s.st.BaselineBytes), mib(s.st.PendingBytes), mib(s.st.DeletedBytes))
+	}
+	fmt.Fprintf(w, "  jobs ready to run: %s the %d-byte budget beyond the payload\n", verdict, m.Budget)
 }
 
 // mib formats a byte count in MiB.
