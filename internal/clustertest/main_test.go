@@ -61,14 +61,15 @@ func partitionOf(id string) string {
 	return parts[1]
 }
 
-// registry runs task jobs, recording them in l, with work for each.
-func registry(t *testing.T, l *ledger, work func()) *flow.Registry {
+// registry runs task jobs, recording them in l, then calling work with
+// the job ID.
+func registry(t *testing.T, l *ledger, work func(id string)) *flow.Registry {
 	t.Helper()
 	reg := flow.NewRegistry()
 	err := flow.Register(reg, func(_ context.Context, j *flow.Job[task]) error {
 		l.record(j.ID)
 		if work != nil {
-			work()
+			work(j.ID)
 		}
 		return nil
 	})
