@@ -2,8 +2,11 @@ package runtime_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/lua"
@@ -91,5 +94,54 @@ func TestIdleWorkerWokenByPush(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("an idle worker did not pick up a new job within 5s")
 	}
+	e.waitState(id, flow.StateCompleted)
+}
+
+// TestWakeAllAfterResubscribe: wake-ups published while the worker's
+// subscription was down are lost, so when go-redis re-establishes it (here
+// after CLIENT KILL; on a cluster, after a failover of its node) the
+// worker claims from every partition again instead of waiting for its
+// idle poll (an hour away).
+func TestWakeAllAfterResubscribe(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.rdb = redis.NewClient(&redis.Options{Addr: shared.Server.Addr(), ClientName: e.ns})
+	t.Cleanup(func() { _ = e.rdb.Close() })
+	ran := signal[time.Time]()
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		ran <- time.Now()
+		return nil
+	}))
+	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
+	ctx := context.Background()
+	idle := e.partition().Script()[7]
+	eventually(t, "the worker to go idle", func() (bool, string) {
+		n, err := e.rdb.Exists(ctx, idle).Result()
+		return err == nil && n == 1, "idle flag not set"
+	})
+	// Lose the wake-up: without the idle flag the enqueue publishes none.
+	must(t, e.rdb.Del(ctx, idle).Err())
+	id := e.enqueue(workArgs{N: 1})
+	noRecv(t, ran, "a job without a wake-up")
+
+	clients, err := e.rdb.ClientList(ctx).Result()
+	must(t, err)
+	killed := 0
+	for _, line := range strings.Split(clients, "\n") {
+		if !strings.Contains(line, " name="+e.ns+" ") || !strings.Contains(line, " sub=1 ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "id="); ok {
+				must(t, e.rdb.Do(ctx, "CLIENT", "KILL", "ID", v).Err())
+				killed++
+			}
+		}
+	}
+	if killed == 0 { // the wake-ups' and the cancellations' subscriptions
+		t.Fatalf("no subscription of the worker's client:\n%s", clients)
+	}
+	recv(t, ran, "the job after the resubscription")
 	e.waitState(id, flow.StateCompleted)
 }
