@@ -30,7 +30,7 @@ demo: ## Run the quickstart example
 bench: ## Run the benchmark program (starts its own redis-server)
 	$(GO) run ./bench
 
-cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003
+cluster-up: ## Start a local Redis Cluster: 3 masters on 127.0.0.1:7001-7003 (REPLICAS=1: replicas on 7004-7006)
 	scripts/cluster.sh up
 
 cluster-down: ## Stop the local Redis Cluster and delete its state
