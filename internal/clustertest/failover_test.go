@@ -283,9 +283,18 @@ func TestFailover(t *testing.T) {
 		// are replicated first; writes after that may still be lost, which
 		// only makes a job run again.
 		must(t, c.AwaitReplicated(ctx))
-		_, _, err := c.KillMaster(ctx, r.slot())
+		_, promoted, err := c.KillMaster(ctx, r.slot())
 		close(gate)
 		must(t, err)
+		// The workers' wake-up subscriptions were on the killed master:
+		// go-redis re-establishes them on the channel slot's new master.
+		channel := keys.WakeChannel(r.ns, "default")
+		node := promoted.Client()
+		defer node.Close()
+		redistest.Eventually(t, "both workers to resubscribe on "+promoted.Addr(), func() bool {
+			n, err := node.PubSubNumSub(ctx, channel).Result()
+			return err == nil && n[channel] == 2
+		})
 		r.enqueue(ctx, jobs, jobs+jobs/3)
 		if t.Failed() {
 			t.FailNow()
