@@ -41,7 +41,7 @@ bench: ## Benchmarks on a private redis-server and 3-node cluster, then the 1,00
 bench-peers: ## Run the benchmark side by side with asynq (bench/peers)
 	cd bench/peers && $(GO) run . $(ARGS)
 
-cluster-up: ## Start a local 3-node Redis Cluster on 127.0.0.1:7001-7003
+cluster-up: ## Start a local Redis Cluster: 3 masters on 127.0.0.1:7001-7003 (REPLICAS=1: replicas on 7004-7006)
 	scripts/cluster.sh up
 
 cluster-down: ## Stop the local Redis Cluster and delete its state

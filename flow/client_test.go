@@ -73,6 +73,8 @@ func TestBadInput(t *testing.T) {
 		{"empty ID", email{}, []flow.EnqueueOption{flow.WithID("")}, flow.ErrInvalid},
 		{"ID with a space", email{}, []flow.EnqueueOption{flow.WithID("a b")}, flow.ErrInvalid},
 		{"priority out of range", email{}, []flow.EnqueueOption{flow.WithPriority(10)}, flow.ErrInvalid},
+		{"empty partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey("")}, flow.ErrInvalid},
+		{"oversized partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey(strings.Repeat("k", flow.MaxPartitionKeyLength+1))}, flow.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ type EnqueueOption func(*enqueueOptions) error
 type enqueueOptions struct {
 	queue       string
 	id          string
+	partKey     string // WithPartitionKey
 	delay       time.Duration
 	runAt       time.Time
 	maxAttempts int
@@ -75,6 +76,33 @@ func WithID(id string) EnqueueOption {
 			}
 		}
 		o.id = id
+		return nil
+	}
+}
+
+// MaxPartitionKeyLength bounds a WithPartitionKey key.
+const MaxPartitionKeyLength = 256
+
+// WithPartitionKey places the job on its queue's partition chosen by a
+// stable hash of key, so that all jobs with the same key share one
+// partition and are claimed in the order they were enqueued (within a
+// priority; a retried or delayed job goes back by its due time). Different
+// keys spread over the partitions. With one worker of Concurrency 1, or
+// with WithConcurrencyLimit(key, 1) (the limit is per partition, and the
+// key has only one), one key's jobs also run one at a time, in order.
+//
+// The key decides the partition even when WithID or WithUnique is given:
+// a job ID is idempotent, and a unique key held, within a partition, so
+// repeated enqueues of the same ID or unique key must give the same
+// partition key (or always none) to meet. Changing the queue's number of
+// partitions moves keys to other partitions. On a queue of one partition
+// the key has no effect.
+func WithPartitionKey(key string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if key == "" || len(key) > MaxPartitionKeyLength {
+			return fmt.Errorf("%w: partition key must be 1 to %d bytes, got %d", ErrInvalid, MaxPartitionKeyLength, len(key))
+		}
+		o.partKey = key
 		return nil
 	}
 }

@@ -70,7 +70,10 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	if local == "" {
 		local, generated = newLocalID(), true
 	}
-	routeBy := o.id
+	routeBy := o.partKey // see WithPartitionKey for how it overrides the others
+	if routeBy == "" {
+		routeBy = o.id // the same ID meets its earlier enqueue
+	}
 	if routeBy == "" {
 		routeBy = o.unique.Key // duplicates of a unique job meet on one partition
 	}
@@ -82,16 +85,18 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	}, nil
 }
 
-// partition picks the partition of a job: by hash of a caller-supplied ID
-// (so the same ID always lands on the same partition), else round-robin.
-func (pl *planner) partition(queue, id string) int {
+// partition picks the partition of a job: by a stable hash of key (a
+// partition key, job ID or unique key: the same key always lands on the
+// same partition while the queue's partition count stays the same), else
+// round-robin.
+func (pl *planner) partition(queue, key string) int {
 	n := max(pl.partitions[queue], 1)
 	if n == 1 {
 		return 0
 	}
-	if id != "" {
+	if key != "" {
 		h := fnv.New32a()
-		_, _ = h.Write([]byte(id))
+		_, _ = h.Write([]byte(key))
 		return int(h.Sum32() % uint32(n))
 	}
 	return int(pl.rr.Add(1) % uint64(n))

@@ -11,9 +11,12 @@ import (
 
 // fetchLoop claims jobs while there are free slots and partitions that may
 // have work. A partition stops being polled once a claim finds it dry; it
-// becomes ready again on a pub/sub wake-up, when its next scheduled job is
-// due, or on the IdlePoll safety net. Under load claims are back to back,
-// sized to the free slots.
+// becomes ready again on a pub/sub wake-up naming it, when its next
+// scheduled job is due, after IdlePoll (the safety net for a lost wake-up,
+// per partition, so it also holds while other partitions keep the worker
+// busy), or when the subscription was re-established (wake-ups sent while
+// it was down are lost). Under load claims are back to back, sized to the
+// free slots.
 func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	n := len(w.parts)
 	ready := make([]bool, n)
@@ -24,8 +27,13 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	pick := newWeightedPicker(w.parts, w.opts.Queues)
 	errDelay := time.Duration(0)
 	onWake := func(i int) {
-		if i >= 0 {
+		switch {
+		case i >= 0:
 			ready[i] = true
+		case i == wakeAll:
+			for j := range ready {
+				ready[j] = true
+			}
 		}
 	}
 	for ctx.Err() == nil {
@@ -45,7 +53,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		}
 		chosen := pick.next(ready)
 		if chosen < 0 {
-			w.waitForWork(ctx, wk, ready, due, onWake)
+			w.waitForWork(ctx, wk, due, onWake)
 			continue
 		}
 		slots := w.acquire(w.opts.ClaimBatch)
@@ -79,7 +87,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		w.release(slots - len(res.Jobs))
 		if res.Dry {
 			ready[chosen] = false
-			due[chosen] = res.NextDue
+			due[chosen] = sent.Add(w.opts.IdlePoll)
+			if !res.NextDue.IsZero() && res.NextDue.Before(due[chosen]) {
+				due[chosen] = res.NextDue
+			}
 		}
 		for _, pk := range res.Parked {
 			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
@@ -91,18 +102,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	}
 }
 
-// waitForWork blocks until a wake-up, the earliest due time, the idle poll
-// or shutdown.
-func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, ready []bool, due []time.Time, onWake func(int)) {
-	var earliest time.Time
-	for _, d := range due {
-		if !d.IsZero() && (earliest.IsZero() || d.Before(earliest)) {
-			earliest = d
-		}
-	}
+// waitForWork blocks until a wake-up, the earliest due time (every
+// partition that is not ready has one), or shutdown.
+func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, due []time.Time, onWake func(int)) {
 	wait := w.opts.IdlePoll
-	if !earliest.IsZero() {
-		wait = min(wait, max(earliest.Sub(w.clk.Now()), time.Millisecond))
+	for _, d := range due {
+		if !d.IsZero() {
+			wait = min(wait, max(d.Sub(w.clk.Now()), time.Millisecond))
+		}
 	}
 	t := w.clk.NewTimer(wait)
 	defer t.Stop()
@@ -110,12 +117,7 @@ func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, ready []bool, due
 	case <-ctx.Done():
 	case m := <-wk.ch:
 		onWake(wk.partition(m))
-	case <-t.C():
-		if earliest.IsZero() || w.clk.Now().Before(earliest) {
-			for i := range ready {
-				ready[i] = true
-			}
-		}
+	case <-t.C(): // the loop readies what is due
 	}
 }
 

@@ -72,8 +72,9 @@ type Options struct {
 	// MaintenanceInterval is how often expired leases are reaped, due jobs
 	// promoted and expired finished jobs deleted. Default 1s.
 	MaintenanceInterval time.Duration
-	// IdlePoll is how often an idle worker checks its queues even without a
-	// wake-up, a safety net for lost pub/sub messages. Default 5s.
+	// IdlePoll is how long a partition whose last claim found it dry goes
+	// unpolled without a wake-up, a safety net for lost pub/sub messages
+	// (e.g. during a cluster failover). Default 5s.
 	IdlePoll time.Duration
 	// RetainCompleted, RetainArchived (archived and quarantined jobs) and
 	// RetainCancelled say how long finished jobs are kept before they are

@@ -12,7 +12,10 @@ import (
 // wakeups delivers the pub/sub messages that say a partition has work.
 type wakeups struct {
 	ps *redis.PubSub
-	ch <-chan *redis.Message
+	// ch carries *redis.Message wake-ups and, after go-redis reconnected
+	// the subscription (e.g. its node failed over), *redis.Subscription
+	// confirmations: wake-ups published in the gap are lost.
+	ch <-chan any
 	// index finds a partition's position in Worker.parts by queue channel
 	// and partition number.
 	index map[string]map[int]int
@@ -39,12 +42,21 @@ func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
 			return nil, err
 		}
 	}
-	wk.ch = wk.ps.Channel(redis.WithChannelSize(1024))
+	wk.ch = wk.ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 	return wk, nil
 }
 
-// partition maps a message to a partition position, or -1.
-func (wk *wakeups) partition(m *redis.Message) int {
+// wakeAll is what partition answers for a resubscription: any partition
+// may have been sent a wake-up that was lost.
+const wakeAll = -2
+
+// partition maps a message to a partition position, wakeAll after a
+// reconnection, or -1.
+func (wk *wakeups) partition(msg any) int {
+	m, ok := msg.(*redis.Message)
+	if !ok {
+		return wakeAll
+	}
 	idx, err := strconv.Atoi(m.Payload)
 	if err != nil {
 		return -1

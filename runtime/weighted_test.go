@@ -38,3 +38,44 @@ func TestWeightedPicker(t *testing.T) {
 		t.Fatalf("nothing ready: %d", got)
 	}
 }
+
+// TestWeightedPickerPartitions: a queue's share does not grow with its
+// partitions, and within a queue the jobs spread evenly over the ready
+// partitions.
+func TestWeightedPickerPartitions(t *testing.T) {
+	var parts []keys.Partition
+	for i := range 12 {
+		parts = append(parts, keys.Partition{Queue: "wide", Index: i})
+	}
+	parts = append(parts, keys.Partition{Queue: "narrow"})
+	p := newWeightedPicker(parts, map[string]int{"wide": 1, "narrow": 1})
+	ready := make([]bool, len(parts))
+	for i := range ready {
+		ready[i] = i%2 == 0 || i == 12 // six wide partitions and the narrow one
+	}
+	counts := make([]int, len(parts))
+	for n := range 2400 {
+		i := p.next(ready)
+		k := 1 + n%3
+		counts[i] += k
+		p.served(i, k)
+	}
+	wide, total := 0, 0
+	for i, c := range counts {
+		total += c
+		if i < 12 {
+			wide += c
+		}
+		if !ready[i] && c != 0 {
+			t.Fatalf("partition %d was not ready but served %d", i, c)
+		}
+	}
+	if wide*100 < total*48 || wide*100 > total*52 {
+		t.Fatalf("wide queue served %d of %d jobs, want half: %v", wide, total, counts)
+	}
+	for i := 0; i < 12; i += 2 {
+		if counts[i]*100 < wide/6*95 || counts[i]*100 > wide/6*105 {
+			t.Fatalf("wide partition %d served %d of %d, want a sixth: %v", i, counts[i], wide, counts)
+		}
+	}
+}

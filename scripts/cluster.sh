@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Start/stop a local 3-master Redis Cluster for manual experiments:
-#   scripts/cluster.sh up     # 127.0.0.1:7001-7003, state in /tmp/sluice-cluster
-#   scripts/cluster.sh down   # stop the nodes and delete their state
+#   scripts/cluster.sh up             # masters on 127.0.0.1:7001-7003
+#   REPLICAS=1 scripts/cluster.sh up  # plus a replica each on 7004-7006
+#   scripts/cluster.sh down           # stop the nodes and delete their state
+# State lives in /tmp/sluice-cluster. Nodes mark a peer failed after 2000 ms
+# (--cluster-node-timeout), then its replica takes over.
 # Uses redis-cli when available, else speaks RESP over bash's /dev/tcp.
 # (Tests do not use this: they start their own cluster via internal/redistest.)
 set -euo pipefail
 
-ports=(7001 7002 7003)
+masters=3
+replicas=${REPLICAS:-0}
+[[ $replicas =~ ^[0-9]$ ]] || { echo "cluster.sh: REPLICAS must be 0-9, got '$replicas'" >&2; exit 1; }
+ports=()
+for ((i = 1; i <= masters * (1 + replicas); i++)); do ports+=($((7000 + i))); done
 base=${SLUICE_CLUSTER_DIR:-/tmp/sluice-cluster}
 server=${REDIS_SERVER:-redis-server}
 cli=${REDIS_CLI-$(command -v redis-cli || true)}
@@ -54,6 +61,9 @@ wait_for() {
 
 is_pong() { [[ "$(rcmd "$1" PING)" == PONG ]]; }
 is_ok() { rcmd "$1" CLUSTER INFO | grep -q '^cluster_state:ok'; }
+link_up() { rcmd "$1" INFO replication | grep -q '^master_link_status:up'; }
+# replicate PORT MASTER_PORT : fails until gossip told PORT about the master.
+replicate() { rcmd "$1" CLUSTER REPLICATE "$(rcmd "$2" CLUSTER MYID)"; }
 
 up() {
 	command -v "$server" >/dev/null 2>&1 ||
@@ -81,28 +91,36 @@ up() {
 		wait_for "redis-server on port $p (log: $base/$p/redis.log)" is_pong "$p"
 	done
 
-	local n=${#ports[@]} i lo hi
+	local n=$masters i lo hi
 	for ((i = 0; i < n; i++)); do
 		lo=$((i * 16384 / n))
 		hi=$(((i + 1) * 16384 / n - 1))
 		rcmd "${ports[i]}" CLUSTER ADDSLOTSRANGE "$lo" "$hi" >/dev/null ||
 			die "CLUSTER ADDSLOTSRANGE $lo $hi on port ${ports[i]} failed"
 	done
-	for ((i = 1; i < n; i++)); do
+	for ((i = 1; i < ${#ports[@]}; i++)); do
 		rcmd "${ports[0]}" CLUSTER MEET 127.0.0.1 "${ports[i]}" >/dev/null ||
 			die "CLUSTER MEET 127.0.0.1 ${ports[i]} failed"
+	done
+	for ((i = n; i < ${#ports[@]}; i++)); do
+		wait_for "port ${ports[i]} to replicate port ${ports[i % n]}" replicate "${ports[i]}" "${ports[i % n]}"
 	done
 	for p in "${ports[@]}"; do
 		wait_for "cluster_state:ok on port $p" is_ok "$p"
 	done
-	echo "cluster up: $(printf '127.0.0.1:%s ' "${ports[@]}")(state in $base)"
+	for ((i = n; i < ${#ports[@]}; i++)); do
+		wait_for "replication link of port ${ports[i]}" link_up "${ports[i]}"
+	done
+	echo "cluster up: masters $(printf '127.0.0.1:%s ' "${ports[@]:0:n}")"
+	((n == ${#ports[@]})) || echo "            replicas $(printf '127.0.0.1:%s ' "${ports[@]:n}")"
+	echo "state in $base; connect with redis+cluster://127.0.0.1:${ports[0]},127.0.0.1:${ports[1]}"
 }
 
 down() {
-	local p pid i
-	for p in "${ports[@]}"; do
-		[[ -f "$base/$p/redis.pid" ]] || continue
-		pid=$(<"$base/$p/redis.pid")
+	local f pid i
+	for f in "$base"/*/redis.pid; do # whatever REPLICAS was at 'up'
+		[[ -f "$f" ]] || continue
+		pid=$(<"$f")
 		kill -TERM "$pid" 2>/dev/null || continue
 		for ((i = 0; i < 50; i++)); do
 			kill -0 "$pid" 2>/dev/null || break

@@ -27,7 +27,9 @@
 //		// use keys under ns ...
 //	}
 //
-// [StartCluster] does the same for a small Redis Cluster (masters only).
+// [StartCluster] does the same for a small Redis Cluster, with replicas
+// when asked for ([WithReplicas]); [Cluster.Failover], [Cluster.KillMaster]
+// and [Cluster.MigrateSlot] change its topology under a running test.
 //
 // The redis-server binary is taken from $REDIS_SERVER, else from $PATH. If it
 // cannot be found, StartServer and StartCluster return [ErrNoRedis].
@@ -90,6 +92,7 @@ type config struct {
 	// returns extra arguments that need their own free ports (for example
 	// the cluster bus port). Retried together with the main port.
 	bindPorts func() ([]string, error)
+	replicas  int // per master, StartCluster only
 }
 
 // WithAppendOnly turns on AOF persistence with fsync on every write
@@ -336,6 +339,26 @@ func (s *Server) stop() error {
 	cmd.Process.Kill()
 	<-done
 	return fmt.Errorf("redistest: redis-server on %s ignored SIGTERM for %s and was killed", s.addr, stopTimeout)
+}
+
+// Kill stops the server with SIGKILL, as a crash would: no shutdown save,
+// clients see their connections drop. It stays down until Restart.
+func (s *Server) Kill() error {
+	if s.external {
+		return fmt.Errorf("redistest: cannot kill external server %s (%s)", s.addr, EnvExternalAddr)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return fmt.Errorf("redistest: kill of stopped server %s", s.addr)
+	}
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	_ = cmd.Process.Kill()
+	<-done
+	s.logFile.Close()
+	s.logFile = nil
+	return nil
 }
 
 // Close stops the server (SIGTERM, SIGKILL after 5s) and removes its

@@ -69,7 +69,9 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, arg
 		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
 		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
 	argv = append(argv, args...)
-	return sc.Run(ctx, s.rdb, pk.keys, argv...)
+	cmd := sc.Run(ctx, s.rdb, pk.keys, argv...)
+	s.refreshSlots(cmd.Err())
+	return cmd
 }
 
 // partKeys builds a partition's names once.
