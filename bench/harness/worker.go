@@ -36,7 +36,10 @@ func startWorker(ctx context.Context, t *target, reg *flow.Registry, opts runtim
 	// Warnings (a failed claim, a rejected ack) matter to a benchmark; the
 	// info-level chatter does not.
 	opts.Logger = slog.New(slog.NewTextHandler(t.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w, err := runtime.NewWorker(t.worker, reg, opts)
+	// The worker gets the client itself, not the counting wrapper (whose
+	// hooks on it count all the same), so that it sees a *redis.ClusterClient
+	// as a user's worker would.
+	w, err := runtime.NewWorker(t.worker.UniversalClient, reg, opts)
 	if err != nil {
 		return nil, err
 	}
