@@ -179,6 +179,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 
 // enqueued turns a store result into what Enqueue reports.
 func enqueued(ref keys.Ref, r store.EnqueueResult) Enqueued {
+	if r.Local != "" { // its generated ID was taken: it got another
+		ref.Local = r.Local
+	}
 	if r.Status == store.Held {
 		ref.Local = r.Existing
 		return Enqueued{ID: ref.String(), Duplicate: true, Unique: true}

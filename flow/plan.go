@@ -1,14 +1,10 @@
 package flow
 
 import (
-	"crypto/rand"
-	"encoding/base32"
-	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync/atomic"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -68,7 +64,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	}
 	local, generated := o.id, false
 	if local == "" {
-		local, generated = newLocalID(), true
+		local, generated = keys.NewLocal(), true
 	}
 	routeBy := o.partKey // see WithPartitionKey for how it overrides the others
 	if routeBy == "" {
@@ -100,15 +96,4 @@ func (pl *planner) partition(queue, key string) int {
 		return int(h.Sum32() % uint32(n))
 	}
 	return int(pl.rr.Add(1) % uint64(n))
-}
-
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
-
-// newLocalID is 16 characters: 48 bits of milliseconds then 32 random bits,
-// so IDs sort roughly by creation time.
-func newLocalID() string {
-	var b [10]byte
-	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
-	return idEncoding.EncodeToString(b[:])
 }

@@ -92,7 +92,7 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (Enqueued, er
 	if err := msgpack.Unmarshal(r.Template, &job); err != nil || job.Kind == "" {
 		return Enqueued{}, fmt.Errorf("%w: schedule %q: job template: %v", ErrMalformed, name, err)
 	}
-	job.Local, job.Generated = "sched:"+name+":trigger:"+newLocalID(), true
+	job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
 	ref := keys.Ref{Partition: c.st.Partition(r.Queue, c.plan.partition(r.Queue, job.Local)), Local: job.Local}
 	res, err := c.st.Enqueue(ctx, ref.Partition, []store.NewJob{job})
 	if err != nil {

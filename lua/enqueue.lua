@@ -20,6 +20,9 @@
 --   'exists'    a job with this ID and the same kind and payload exists (no-op)
 --   'conflict'  a job with this ID exists with another kind or payload
 --   'unique ' .. id  job id holds the unique key: nothing added
+--   'taken'     the ID was a fresh random one ('0' above) but a job has it
+--               (two producers drew the same ID): nothing added; the
+--               caller retries with another ID
 -- Transitions: (none) -> available | scheduled.
 local n = tonumber(ARGV[9])
 local out = {}
@@ -62,13 +65,20 @@ for i = 0, n - 1 do
   local id, kind, payload = ARGV[b], ARGV[b + 1], ARGV[b + 2]
   local jk = job_key(id)
   local old = false -- { kind, payload } of an existing job with this ID
-  if ARGV[b + 10] == '1' and redis.call('EXISTS', jk) == 1 then
-    local h = field_map(jk)
-    old = { h.k, joined(h, 'p') }
+  local taken = false -- a fresh random ID that another job already has
+  if redis.call('EXISTS', jk) == 1 then
+    if ARGV[b + 10] == '1' then
+      local h = field_map(jk)
+      old = { h.k, joined(h, 'p') }
+    else
+      taken = true
+    end
   end
   local uk, holder = ARGV[b + 21], nil
-  if uk ~= '' and not (old and old[1]) then holder = unique_holder(uk) end
-  if holder then
+  if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
+  if taken then
+    out[#out + 1] = 'taken'
+  elseif holder then
     on_duplicate(holder, ARGV[b + 23], payload, due_of(b))
     out[#out + 1] = 'unique ' .. holder
   elseif old and old[1] then

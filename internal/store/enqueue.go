@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -69,7 +71,10 @@ type ParentRef struct {
 
 // EnqueueResult says what an enqueue did with one job.
 type EnqueueResult struct {
-	Status   EnqueueStatus
+	Status EnqueueStatus
+	// Local is set when the job's generated ID was taken and it was
+	// enqueued under this one instead.
+	Local    string
 	Existing string // for Held: the ID (in the partition) of the job holding the key
 	Err      error  // ErrConflict for Conflicted
 }
@@ -87,6 +92,11 @@ const maxEnqueueBatch = 1000
 // round trip for up to maxEnqueueBatch jobs, in consecutive calls of that
 // size beyond. Each call is atomic; a failure part way leaves the earlier
 // calls' jobs added, and enqueueing the same IDs again is a no-op for them.
+//
+// A generated ID (Generated) that another job already has, which two
+// producers drawing the same random bits in the same millisecond could
+// cause, is never written over: the job is enqueued again with a random
+// suffix added to its ID, and its result's Local says so.
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
 	out := make([]EnqueueResult, 0, len(jobs))
 	for len(jobs) > 0 {
@@ -95,10 +105,46 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		if err != nil {
 			return nil, err
 		}
+		if err := s.retryTaken(ctx, p, jobs[:n], res); err != nil {
+			return nil, err
+		}
 		out = append(out, res...)
 		jobs = jobs[n:]
 	}
 	return out, nil
+}
+
+// maxIDRetries bounds the new IDs tried for one job whose generated ID was
+// taken; running out means something else is wrong.
+const maxIDRetries = 5
+
+// retryTaken enqueues again, under new IDs, the jobs of res whose
+// generated ID was taken, and fills in their results.
+func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob, res []EnqueueResult) error {
+	jobs = slices.Clone(jobs) // the caller's stay as they were
+	for range maxIDRetries {
+		var again []NewJob
+		var at []int
+		for i, r := range res {
+			if r.Status == taken {
+				j := jobs[i]
+				j.Local += "-" + keys.NewLocal()[10:]
+				again, at = append(again, j), append(at, i)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		more, err := s.enqueue(ctx, p, again)
+		if err != nil {
+			return err
+		}
+		for k, i := range at {
+			jobs[i], res[i] = again[k], more[k]
+			res[i].Local = again[k].Local
+		}
+	}
+	return fmt.Errorf("sluice: no free job ID after %d tries", maxIDRetries)
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {

@@ -26,6 +26,7 @@ const (
 	statusExists   = "exists"
 	statusConflict = "conflict"
 	statusUnique   = "unique" // followed by a space and the holder's ID
+	statusTaken    = "taken"  // a generated ID another job has: retried
 	statusStale    = "stale"
 )
 
@@ -38,6 +39,9 @@ const (
 	Duplicate                       // the same job (ID, kind, payload) already exists: no-op
 	Conflicted                      // the ID is taken by a different job
 	Held                            // another job holds the unique key: nothing added
+	// taken: the job's generated ID was another job's; Enqueue retries it
+	// with a new one and never returns this status.
+	taken
 )
 
 func enqueueResult(s string) (EnqueueResult, error) {
@@ -48,6 +52,8 @@ func enqueueResult(s string) (EnqueueResult, error) {
 		return EnqueueResult{Status: Duplicate}, nil
 	case statusConflict:
 		return EnqueueResult{Status: Conflicted, Err: ErrConflict}, nil
+	case statusTaken:
+		return EnqueueResult{Status: taken}, nil
 	}
 	if holder, ok := strings.CutPrefix(s, statusUnique+" "); ok {
 		return EnqueueResult{Status: Held, Existing: holder}, nil
