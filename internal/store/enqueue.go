@@ -14,8 +14,9 @@ import (
 // what it is given.
 type NewJob struct {
 	Local string
-	// Generated: Local is a fresh random ID, so no existing job needs to be
-	// looked for.
+	// Generated: Local is a fresh random ID, not the caller's: an existing
+	// job with it is another job (a collision, retried under a new ID), not
+	// a repeat of this one.
 	Generated   bool
 	Kind        string
 	Payload     []byte
