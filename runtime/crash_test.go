@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -72,7 +70,7 @@ func childMain() int {
 // child is a worker process started by startChild.
 type child struct {
 	cmd    *exec.Cmd
-	out    *lineWatcher
+	out    *proctest.LineLog
 	stderr *proctest.Buffer
 	id     string // its worker ID
 	killed bool
@@ -82,7 +80,7 @@ type child struct {
 // reports its worker ID.
 func startChild(t *testing.T, ns string) *child {
 	t.Helper()
-	c := &child{out: newLineWatcher(), stderr: &proctest.Buffer{}}
+	c := &child{out: &proctest.LineLog{}, stderr: &proctest.Buffer{}}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	c.cmd.Env = append(os.Environ(), envChild+"=1", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+ns)
 	c.cmd.Stdout = c.out
@@ -108,7 +106,7 @@ func startChild(t *testing.T, ns string) *child {
 
 func (c *child) waitLine(t *testing.T, prefix string) string {
 	t.Helper()
-	line, ok := c.out.wait(prefix, waitTimeout)
+	line, ok := c.out.Wait(prefix, waitTimeout)
 	if !ok {
 		t.Fatalf("child did not print %q; stdout:\n%s\nstderr:\n%s", prefix, c.out.String(), c.stderr.String())
 	}
@@ -127,59 +125,6 @@ func (c *child) kill(t *testing.T) {
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("child ended with %v, want killed by SIGKILL", c.cmd.ProcessState)
 	}
-}
-
-// lineWatcher is an io.Writer that collects lines and lets a reader wait
-// for one with a given prefix.
-type lineWatcher struct {
-	mu      sync.Mutex
-	partial []byte
-	lines   []string
-	changed chan struct{}
-}
-
-func newLineWatcher() *lineWatcher { return &lineWatcher{changed: make(chan struct{})} }
-
-func (w *lineWatcher) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.partial = append(w.partial, p...)
-	for {
-		i := bytes.IndexByte(w.partial, '\n')
-		if i < 0 {
-			break
-		}
-		w.lines = append(w.lines, string(w.partial[:i]))
-		w.partial = w.partial[i+1:]
-	}
-	close(w.changed)
-	w.changed = make(chan struct{})
-	return len(p), nil
-}
-
-func (w *lineWatcher) wait(prefix string, timeout time.Duration) (string, bool) {
-	deadline := time.After(timeout)
-	for {
-		w.mu.Lock()
-		lines, ch := w.lines, w.changed
-		w.mu.Unlock()
-		for _, l := range lines {
-			if strings.HasPrefix(l, prefix) {
-				return l, true
-			}
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			return "", false
-		}
-	}
-}
-
-func (w *lineWatcher) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.lines, "\n") + string(w.partial)
 }
 
 // TestKilledProcessJobIsReapedBehindWaitingWork kills a worker process

@@ -13,7 +13,6 @@ package step_test
 // SIGTERM (graceful shutdown, exit status 0).
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -325,7 +324,7 @@ func must(err error) {
 type proc struct {
 	cfg    childConfig
 	cmd    *exec.Cmd
-	out    *lineLog
+	out    *proctest.LineLog
 	stderr *proctest.Buffer
 	id     string // worker ID
 	exited bool
@@ -340,7 +339,7 @@ func startProc(t *testing.T, cfg childConfig, extra ...*os.File) *proc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cfg: cfg, out: &lineLog{}, stderr: &proctest.Buffer{}}
+	p := &proc{cfg: cfg, out: &proctest.LineLog{}, stderr: &proctest.Buffer{}}
 	p.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	p.cmd.Env = append(os.Environ(), envChild+"="+string(raw))
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.stderr
@@ -366,7 +365,7 @@ func startProc(t *testing.T, cfg childConfig, extra ...*os.File) *proc {
 // waitLine waits for a line of the child's stdout that starts with prefix.
 func (p *proc) waitLine(t *testing.T, prefix string) string {
 	t.Helper()
-	line, ok := p.out.wait(prefix, procTimeout)
+	line, ok := p.out.Wait(prefix, procTimeout)
 	if !ok {
 		t.Fatalf("worker process %d did not print %q within %s; stdout:\n%s\nstderr:\n%s",
 			p.cmd.Process.Pid, prefix, procTimeout, p.out, tail(p.stderr.String(), 40))
@@ -428,76 +427,6 @@ func (p *proc) checkRaces(t *testing.T) {
 	if s := p.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
 		t.Errorf("worker process %d reported a data race:\n%s", p.cmd.Process.Pid, s)
 	}
-}
-
-// lineLog is an io.Writer that collects lines and lets a reader wait for
-// one with a given prefix.
-type lineLog struct {
-	mu      sync.Mutex
-	partial []byte
-	lines   []string
-	changed chan struct{}
-}
-
-func (l *lineLog) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.lines = append(l.lines, string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
-	}
-	if l.changed != nil {
-		close(l.changed)
-		l.changed = nil
-	}
-	return len(b), nil
-}
-
-func (l *lineLog) wait(prefix string, timeout time.Duration) (string, bool) {
-	deadline := time.After(timeout)
-	for {
-		l.mu.Lock()
-		for _, s := range l.lines {
-			if strings.HasPrefix(s, prefix) {
-				l.mu.Unlock()
-				return s, true
-			}
-		}
-		if l.changed == nil {
-			l.changed = make(chan struct{})
-		}
-		ch := l.changed
-		l.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline:
-			return "", false
-		}
-	}
-}
-
-// matching returns the lines that start with prefix.
-func (l *lineLog) matching(prefix string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, s := range l.lines {
-		if strings.HasPrefix(s, prefix) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n") + string(l.partial)
 }
 
 func tail(s string, n int) string {

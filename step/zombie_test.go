@@ -150,7 +150,7 @@ func TestZombieWritesAreRejected(t *testing.T) {
 	}
 	zombie.waitLine(t, "zombie complete ")
 	for _, what := range []string{"s2", "advance", "finish"} {
-		got := zombie.out.matching("zombie " + what + " ")
+		got := zombie.out.Matching("zombie " + what + " ")
 		if len(got) != 1 || !strings.HasPrefix(got[0], "zombie "+what+" stale=true ") {
 			t.Errorf("zombie's %s: %q, want refused with ErrStale", what, got)
 		}
@@ -169,5 +169,5 @@ func TestZombieWritesAreRejected(t *testing.T) {
 	if info.State != flow.StateCompleted || info.Fence != 2 {
 		t.Errorf("job after the zombie: %s fence %d, want completed at fence 2", info.State, info.Fence)
 	}
-	t.Logf("reclaimed %s after SIGSTOP; zombie: %q", reclaimed.Round(time.Millisecond), zombie.out.matching("unblocked"))
+	t.Logf("reclaimed %s after SIGSTOP; zombie: %q", reclaimed.Round(time.Millisecond), zombie.out.Matching("unblocked"))
 }

@@ -3,7 +3,9 @@ package proctest
 
 import (
 	"bytes"
+	"strings"
 	"sync"
+	"time"
 )
 
 // Buffer is a bytes.Buffer safe for a child process's output writer and a
@@ -50,4 +52,78 @@ func (l *Lines) Write(p []byte) (int, error) {
 		l.partial = l.partial[i+1:]
 		l.Line(line)
 	}
+}
+
+// LineLog is an io.Writer for a child process's output that keeps its
+// complete lines and lets a test wait for one.
+type LineLog struct {
+	mu      sync.Mutex
+	partial []byte
+	lines   []string
+	changed chan struct{} // closed and replaced when a line arrives
+}
+
+// Write buffers p and keeps the lines it completes.
+func (l *LineLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		l.lines = append(l.lines, string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	return len(p), nil
+}
+
+// Wait returns the first line that starts with prefix, waiting up to
+// timeout for it; false if none came.
+func (l *LineLog) Wait(prefix string, timeout time.Duration) (string, bool) {
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		for _, s := range l.lines {
+			if strings.HasPrefix(s, prefix) {
+				l.mu.Unlock()
+				return s, true
+			}
+		}
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			return "", false
+		}
+	}
+}
+
+// Matching returns the lines so far that start with prefix.
+func (l *LineLog) Matching(prefix string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range l.lines {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// String returns everything written so far.
+func (l *LineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n") + string(l.partial)
 }
