@@ -42,15 +42,20 @@ type Lines struct {
 func (l *Lines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.partial = append(l.partial, p...)
+	l.partial = splitLines(append(l.partial, p...), l.Line)
+	return len(p), nil
+}
+
+// splitLines calls line with each complete line of buf and returns what
+// is left after the last newline.
+func splitLines(buf []byte, line func(string)) []byte {
 	for {
-		i := bytes.IndexByte(l.partial, '\n')
+		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
-			return len(p), nil
+			return buf
 		}
-		line := string(l.partial[:i])
-		l.partial = l.partial[i+1:]
-		l.Line(line)
+		line(string(buf[:i]))
+		buf = buf[i+1:]
 	}
 }
 
@@ -67,15 +72,7 @@ type LineLog struct {
 func (l *LineLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.partial = append(l.partial, p...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			break
-		}
-		l.lines = append(l.lines, string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
-	}
+	l.partial = splitLines(append(l.partial, p...), func(s string) { l.lines = append(l.lines, s) })
 	if l.changed != nil {
 		close(l.changed)
 		l.changed = nil
