@@ -101,6 +101,9 @@ local function take(ak, pinned_to)
         park(jk, id, 'malformed')
       elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
         -- rerouted since it was pinned here: its entry on this list is stale
+      elseif h.s == 'available' and not pinned_to and h.sw and not h.sf then
+        -- pinned (rerouted) since it was listed here, and its fallback has
+        -- not handed it to every worker: the entry is stale
       elseif h.s == 'available' then
         local dl, fence = tonumber(h.dl), tonumber(h.f or 0)
         if not h.k or h.k == '' or not h.p or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then

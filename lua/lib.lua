@@ -283,6 +283,7 @@ end
 local function push_ready(id, front, prio, sw, sm, sd)
   local key
   if sw then
+    redis.call('HDEL', job_key(id), 'sf') -- pinned again (a retry, a reroute): its fallback starts over
     key = PFX .. 'pin:' .. sw
     if sm == 'a' or sm == 'f' then redis.call('ZADD', PFX .. 'pinx', NOW + (tonumber(sd) or 0), id) end
   else
@@ -683,6 +684,7 @@ local function promote_pinned()
     local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
     if h[1] == 'available' then
       if h[2] == 'a' then
+        redis.call('HSET', jk, 'sf', '1') -- handed to every worker: claims take it from the shared list
         local p = priority(h[3])
         redis.call('LPUSH', avail_key(p), id) -- its pin entry goes stale
         mark_priority(p)

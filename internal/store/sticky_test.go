@@ -62,3 +62,36 @@ func TestStickyRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestRerouteUnpinnedJob: pinning an available job that was not pinned
+// leaves its entry on the shared list, which no worker may take it from
+// any more: only the new preferred worker claims it, until its fallback
+// hands it to every worker.
+func TestRerouteUnpinnedJob(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j"})
+			if _, err := f.st.Reroute(f.ctx, f.ref("j"), store.Sticky{Worker: "worker-b", Mode: "a", After: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {
+				t.Fatalf("worker A claimed %v, want nothing: the job prefers B", got)
+			}
+			f.clk.Advance(time.Minute)
+			j := f.claimOne("worker-a")
+			if j.Local != "j" {
+				t.Fatalf("after the fallback A claimed %s", j.Local)
+			}
+			f.ack(j, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x"}) // pinned to B again
+			f.clk.Advance(time.Hour)
+			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {
+				t.Fatalf("the retried job went to A at once: %v", got)
+			}
+			if j := f.claimOne("worker-b"); j.Local != "j" {
+				t.Fatalf("B claimed %s", j.Local)
+			}
+		})
+	}
+}
