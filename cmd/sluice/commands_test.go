@@ -8,6 +8,7 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -88,5 +89,53 @@ func TestScheduleCommands(t *testing.T) {
 	}
 	if _, _, code := f.sluice("schedules", "pause", "nope"); code != exitNotFound {
 		t.Fatalf("pause unknown: exit %d", code)
+	}
+}
+
+// TestRerouteCommand: jobs reroute pins an available job to a worker (others
+// no longer claim it) and --unpin frees it; bad flags are usage errors and
+// an unknown job exits 3.
+func TestRerouteCommand(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.populate()
+	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
+	claimed := func(worker string) []string {
+		t.Helper()
+		res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 10, Lease: time.Minute, Worker: worker, Nonce: worker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, j := range res.Jobs {
+			ids = append(ids, j.Local)
+		}
+		return ids
+	}
+	if out := f.must("jobs", "reroute", "default:0:v1", "--to", "worker-b", "--after", "1h"); out != "rerouted to worker-b default:0:v1\n" {
+		t.Fatalf("reroute: %q", out)
+	}
+	if got := claimed("worker-a"); len(got) != 0 {
+		t.Fatalf("worker-a claimed %v after the job was pinned to worker-b", got)
+	}
+	var rep map[string]string
+	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "reroute", "default:0:v1", "--unpin")), &rep); err != nil || rep["result"] != "unpinned" {
+		t.Fatalf("unpin --json: %v, %v", rep, err)
+	}
+	if got := claimed("worker-a"); len(got) != 1 || got[0] != "v1" {
+		t.Fatalf("worker-a claimed %v after unpinning, want v1", got)
+	}
+	for _, args := range [][]string{
+		{"jobs", "reroute", "default:0:v1"},
+		{"jobs", "reroute", "default:0:v1", "--to", "b", "--unpin"},
+		{"jobs", "reroute", "default:0:v1", "--to", "b", "--after", "1s", "--fail-after", "1s"},
+		{"jobs", "reroute", "--to", "b"},
+	} {
+		if _, errs, code := f.sluice(args...); code != exitUsage {
+			t.Errorf("sluice %q: exit %d, want %d (stderr %q)", args, code, exitUsage, errs)
+		}
+	}
+	if _, _, code := f.sluice("jobs", "reroute", "default:0:nope", "--to", "b"); code != exitNotFound {
+		t.Errorf("unknown job: exit %d, want %d", code, exitNotFound)
 	}
 }

@@ -70,6 +70,7 @@ const usage = `usage: sluice [--redis URL] [--namespace NS] [--partitions Q=N,..
 commands:
   jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
   jobs show ID | jobs cancel ID | jobs delete ID
+  jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
   redrive ID... | redrive --queue Q [--state S] [--kind K] [--reason R] [--after T] [--before T] [--dry-run]
   release ID...
   queues pause Q | queues resume Q | queues stats [Q...] [--window D]
@@ -140,6 +141,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.jobsShow(ctx, rest[1:])
 	case cmd == "jobs" && (sub == "cancel" || sub == "delete"):
 		return c.jobsChange(ctx, sub, rest[1:])
+	case cmd == "jobs" && sub == "reroute":
+		return c.jobsReroute(ctx, rest[1:])
 	case cmd == "redrive" || cmd == "release":
 		return c.redrive(ctx, cmd, rest)
 	case cmd == "queues" && (sub == "pause" || sub == "resume"):
