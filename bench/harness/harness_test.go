@@ -171,6 +171,9 @@ func TestClusterAgainstSingle(t *testing.T) {
 	if cost.CommandsPerJob <= 0 || cost.ProducerTripsPerJob <= 0 || cost.WorkerTripsPerJob <= 0 {
 		t.Errorf("cluster throughput cost: %+v", cost)
 	}
+	if run := c.Throughput.Runs[0]; run.CommandsPerSec < cost.CommandsPerJob*run.ProcessedPerSec*0.999 || run.CommandsPerSec <= 0 {
+		t.Errorf("commands/s %v, want %v commands/job × %v jobs/s", run.CommandsPerSec, cost.CommandsPerJob, run.ProcessedPerSec)
+	}
 	checkMemory(t, c.Memory)
 	checkCrash(t, c.CrashResume)
 }

@@ -135,12 +135,12 @@ func (t *throughputResult) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "Throughput: %d no-op jobs; %d producers, EnqueueMany batches of %d; worker Concurrency %d\n",
 		t.Jobs, t.Producers, t.Batch, t.Concurrency)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tcompleted\tenqueue/s\tprocessed/s\ttime\tcmds/job\tredis CPU/job\tGo CPU/job\tround trips/job (enq+worker)\t")
+	fmt.Fprintln(tw, "mode\tcompleted\tenqueue/s\tprocessed/s\ttime\tcmds/job\tcmds/s\tredis CPU/job\tGo CPU/job\tround trips/job (enq+worker)\t")
 	for _, run := range t.Runs {
 		c := run.Redis
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.1f\t%.1fµs\t%.1fµs\t%.3f (%.3f+%.3f)\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2fs\t%.1f\t%s\t%.1fµs\t%.1fµs\t%.3f (%.3f+%.3f)\t\n",
 			run.Mode, run.Retention, Thousands(run.EnqueuePerSec), Thousands(run.ProcessedPerSec),
-			run.ProcessSeconds, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob,
+			run.ProcessSeconds, c.CommandsPerJob, Thousands(run.CommandsPerSec), c.CPUMicrosPerJob, c.GoCPUMicrosPerJob,
 			c.TripsPerJob, c.ProducerTripsPerJob, c.WorkerTripsPerJob)
 	}
 	tw.Flush()

@@ -42,6 +42,10 @@ type throughputRun struct {
 	// Processing figures, timed as the mode says.
 	ProcessSeconds  float64 `json:"process_seconds"`
 	ProcessedPerSec float64 `json:"processed_per_sec"`
+	// CommandsPerSec is the Redis commands (those inside scripts
+	// included) run per second of processing: commands per job times
+	// ProcessedPerSec.
+	CommandsPerSec float64 `json:"redis_commands_per_sec"`
 	// Redis is the cost per job over the whole run: enqueueing and
 	// processing.
 	Redis redisCost `json:"redis"`
@@ -136,6 +140,7 @@ func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep
 	run.EnqueueSeconds, run.EnqueuePerSec = m.enqueue.Seconds(), n/m.enqueue.Seconds()
 	run.ProcessSeconds, run.ProcessedPerSec = m.process.Seconds(), n/m.process.Seconds()
 	run.Redis = costSince(m.before, m.after, cfg.Jobs)
+	run.CommandsPerSec = run.Redis.CommandsPerJob * run.ProcessedPerSec
 	if mode == modeDrain {
 		enq, proc := costSince(m.before, m.filled, cfg.Jobs), costSince(m.filled, m.after, cfg.Jobs)
 		run.EnqueueRedis, run.ProcessRedis = &enq, &proc
