@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,20 +20,29 @@ import (
 // waits for the previous segment's delayed acknowledgement: measured here,
 // pickup p90 35 ms with one subscription, 1.2 ms with one per node. Each
 // wake-up then arrives several times (a ready partition stays ready). A
-// replica's subscription is already there when failover promotes it;
-// nodes added after the worker started are heard through the bus.
+// replica's subscription is already there when failover promotes it. The
+// set of nodes is checked every nodeRefresh: nodes that joined get a
+// subscription, and nodes gone from the cluster (a dead master replaced by
+// its replica) lose theirs, instead of being redialled for ever.
 type wakeups struct {
-	subs []*redis.PubSub
+	chans []string
 	// ch carries *redis.Message wake-ups and, after go-redis reconnected
 	// a subscription (e.g. its node failed over), *redis.Subscription
 	// confirmations: wake-ups published in the gap are lost.
-	ch   <-chan any
-	done chan struct{}
-	fwd  sync.WaitGroup
+	ch     <-chan any
+	merged chan any // ch, when there are several subscriptions
+	done   chan struct{}
+	fwd    sync.WaitGroup
+	mu     sync.Mutex
+	subs   map[string]*redis.PubSub // by node address ("" for a single client)
 	// index finds a partition's position in Worker.parts by queue channel
 	// and partition number.
 	index map[string]map[int]int
 }
+
+// nodeRefresh is how often a cluster worker matches its wake-up
+// subscriptions to the cluster's nodes.
+const nodeRefresh = 5 * time.Second
 
 // shardedClient is a cluster client that can reach each of its nodes
 // (*redis.ClusterClient, or a wrapper that passes ForEachShard on).
@@ -44,59 +54,112 @@ type shardedClient interface {
 // only once every subscription is confirmed, so no wake-up published after
 // the first claim can be missed.
 func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
-	wk := &wakeups{index: map[string]map[int]int{}, done: make(chan struct{})}
-	var chans []string
+	wk := &wakeups{index: map[string]map[int]int{}, done: make(chan struct{}), subs: map[string]*redis.PubSub{}}
 	for i, p := range w.parts {
 		c := keys.WakeChannel(p.NS, p.Queue)
 		if wk.index[c] == nil {
 			wk.index[c] = map[int]int{}
-			chans = append(chans, c)
+			wk.chans = append(wk.chans, c)
 		}
 		wk.index[c][p.Index] = i
 	}
-	if sc, ok := w.st.Client().(shardedClient); ok {
-		var mu sync.Mutex
-		err := sc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error {
-			ps := node.Subscribe(ctx, chans...)
-			mu.Lock()
-			wk.subs = append(wk.subs, ps)
-			mu.Unlock()
-			return nil
-		})
-		if err != nil {
-			wk.close()
+	sc, isCluster := w.st.Client().(shardedClient)
+	if !isCluster {
+		ps := w.st.Client().Subscribe(ctx, wk.chans...)
+		if err := wk.confirm(ctx, ps); err != nil {
 			return nil, err
 		}
-	} else {
-		wk.subs = []*redis.PubSub{w.st.Client().Subscribe(ctx, chans...)}
-	}
-	for _, ps := range wk.subs {
-		for range chans {
-			if _, err := ps.Receive(ctx); err != nil {
-				wk.close()
-				return nil, err
-			}
-		}
-	}
-	if len(wk.subs) == 1 {
-		wk.ch = wk.subs[0].ChannelWithSubscriptions(redis.WithChannelSize(1024))
+		wk.subs[""] = ps
+		wk.ch = ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 		return wk, nil
 	}
-	merged := make(chan any, 1024)
-	wk.ch = merged
-	for _, ps := range wk.subs {
+	wk.merged = make(chan any, 1024)
+	wk.ch = wk.merged
+	if err := wk.sync(ctx, sc); err != nil {
+		wk.close()
+		return nil, err
+	}
+	wk.fwd.Go(func() { wk.follow(sc, w) })
+	return wk, nil
+}
+
+// confirm waits for ps's subscription to every channel.
+func (wk *wakeups) confirm(ctx context.Context, ps *redis.PubSub) error {
+	for range wk.chans {
+		if _, err := ps.Receive(ctx); err != nil {
+			_ = ps.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// sync subscribes on the cluster's nodes that have no subscription yet and
+// drops the subscriptions of nodes no longer in it.
+func (wk *wakeups) sync(ctx context.Context, sc shardedClient) error {
+	var mu sync.Mutex
+	current := map[string]*redis.Client{}
+	err := sc.ForEachShard(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		current[node.Options().Addr] = node
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	select {
+	case <-wk.done: // closed meanwhile: subscribe to nothing more
+		return nil
+	default:
+	}
+	for addr, ps := range wk.subs {
+		if current[addr] == nil {
+			_ = ps.Close() // its forwarder ends with its channel
+			delete(wk.subs, addr)
+		}
+	}
+	for addr, node := range current {
+		if wk.subs[addr] != nil {
+			continue
+		}
+		ps := node.Subscribe(ctx, wk.chans...)
+		if err := wk.confirm(ctx, ps); err != nil {
+			return err
+		}
+		wk.subs[addr] = ps
 		in := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 		wk.fwd.Go(func() {
 			for m := range in {
 				select {
-				case merged <- m:
+				case wk.merged <- m:
 				case <-wk.done:
 					return
 				}
 			}
 		})
 	}
-	return wk, nil
+	return nil
+}
+
+// follow re-syncs the subscriptions every nodeRefresh until close.
+func (wk *wakeups) follow(sc shardedClient, w *Worker) {
+	for {
+		t := w.clk.NewTimer(nodeRefresh)
+		select {
+		case <-wk.done:
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), nodeRefresh)
+		if err := wk.sync(ctx, sc); err != nil {
+			w.log.Debug("matching wake-up subscriptions to the cluster's nodes failed", "err", err)
+		}
+		cancel()
+	}
 }
 
 // wakeAll is what partition answers for a resubscription: any partition
@@ -122,8 +185,11 @@ func (wk *wakeups) partition(msg any) int {
 
 func (wk *wakeups) close() {
 	close(wk.done)
+	wk.mu.Lock()
 	for _, ps := range wk.subs {
 		_ = ps.Close()
 	}
+	wk.subs = map[string]*redis.PubSub{}
+	wk.mu.Unlock()
 	wk.fwd.Wait()
 }
