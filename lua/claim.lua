@@ -141,6 +141,12 @@ end
 flush_pushes() -- promoted jobs are in their lists before the pops
 take(PFX .. 'pin:' .. worker, worker)
 local pm = redis.call('GET', PM_KEY)
+if not pm then
+  -- no mask (older data, or evicted): every list may hold jobs, and the
+  -- lists this claim finds empty clear their flags from here on
+  pm = PM_ALL
+  redis.call('SET', PM_KEY, pm)
+end
 for prio = MAX_PRIORITY, 1, -1 do
   if #jobs >= n then break end
   if may_hold(pm, prio) and take(avail_key(prio)) then redis.call('SETBIT', PM_KEY, prio, 0) end

@@ -78,9 +78,10 @@ local WAIT_DIRTY = {} -- keys whose waiter count changed this call
 -- The priority lists above 0 that may hold jobs are flagged in a bit mask
 -- (PFX .. 'pm', bit p as SETBIT numbers it), so that a claim pops only
 -- those and the default list 0: every push to such a list flags it (at
--- flush), and a claim that empties a list clears its flag. A missing mask
--- means every list may hold jobs.
+-- flush), and a claim that empties a list clears its flag. A claim that
+-- finds no mask sets every flag first.
 local PM_KEY = PFX .. 'pm'
+local PM_ALL = '\127\192' -- bits 1..9 set
 local PM_PUSHED = {}
 local function mark_priority(p)
   if p > 0 then PM_PUSHED[p] = true end
@@ -88,7 +89,7 @@ end
 -- may_hold says whether list p may hold jobs, given the mask pm (GET)
 -- and the pushes of this call.
 local function may_hold(pm, p)
-  if not pm or PM_PUSHED[p] then return true end
+  if PM_PUSHED[p] then return true end
   local byte = string.byte(pm, math.floor(p / 8) + 1) or 0
   return math.floor(byte / 2 ^ (7 - p % 8)) % 2 == 1
 end

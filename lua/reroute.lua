@@ -23,4 +23,5 @@ if s == 'available' then
   push_ready(id, true, h[1], h[2], h[3], h[4])
   wake()
 end
+flush() -- the priority mask learns of the push (lib.lua)
 return s

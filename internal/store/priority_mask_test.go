@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -50,6 +51,56 @@ func TestPriorityMask(t *testing.T) {
 			}
 			f.enqueue(store.NewJob{Local: "d"})
 			claimed("d")
+		})
+	}
+}
+
+// TestPriorityMaskMissing: with no mask (older data, or evicted) claims
+// of one job at a time still reach every job of every list, although the
+// first of them empties a list and so writes a mask.
+func TestPriorityMaskMissing(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a5", Priority: 5}, store.NewJob{Local: "b5", Priority: 5}, store.NewJob{Local: "c3", Priority: 3})
+			if err := f.rdb.Del(f.ctx, f.p.Priorities()).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for range 5 {
+				for _, j := range f.claim(1, "w").Jobs {
+					got = append(got, j.Local)
+				}
+			}
+			if diff := cmp.Diff([]string{"a5", "b5", "c3"}, got); diff != "" {
+				t.Fatalf("claimed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPriorityMaskUnpin: unpinning an available job puts it on its
+// priority's shared list, which the mask must flag even when that list
+// was emptied before.
+func TestPriorityMaskUnpin(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "first", Priority: 5})
+			res := f.claim(10, "w") // finds list 5 emptied: its flag is cleared
+			if len(res.Jobs) != 1 {
+				t.Fatalf("claimed %v", locals(res.Jobs))
+			}
+			f.ack(res.Jobs[0], store.Ack{Code: store.CodeOK})
+			f.enqueue(store.NewJob{Local: "pinned", Priority: 5, Sticky: store.Sticky{Worker: "gone", Mode: "w"}})
+			if _, err := f.st.Reroute(f.ctx, f.ref("pinned"), store.Sticky{}); err != nil {
+				t.Fatal(err)
+			}
+			if j := f.claimOne("w"); j.Local != "pinned" {
+				t.Fatalf("claimed %s, want the unpinned job", j.Local)
+			}
 		})
 	}
 }
