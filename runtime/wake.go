@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -75,13 +77,17 @@ func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
 	}
 	wk.merged = make(chan any, 1024)
 	wk.ch = wk.merged
-	if err := wk.sync(ctx, sc); err != nil {
+	if err := wk.sync(ctx, sc, w.log); err != nil {
 		wk.close()
 		return nil, err
 	}
 	wk.fwd.Go(func() { wk.follow(sc, w) })
 	return wk, nil
 }
+
+// nodeTimeout bounds the subscription on one node, so that a node that
+// does not answer cannot hold up the others.
+const nodeTimeout = 2 * time.Second
 
 // confirm waits for ps's subscription to every channel.
 func (wk *wakeups) confirm(ctx context.Context, ps *redis.PubSub) error {
@@ -95,8 +101,11 @@ func (wk *wakeups) confirm(ctx context.Context, ps *redis.PubSub) error {
 }
 
 // sync subscribes on the cluster's nodes that have no subscription yet and
-// drops the subscriptions of nodes no longer in it.
-func (wk *wakeups) sync(ctx context.Context, sc shardedClient) error {
+// drops the subscriptions of nodes no longer in it. A node that cannot be
+// subscribed on is logged and tried again at the next sync; sync fails
+// only when no node at all has a subscription (one is enough to hear
+// every wake-up, through the cluster bus).
+func (wk *wakeups) sync(ctx context.Context, sc shardedClient, log *slog.Logger) error {
 	var mu sync.Mutex
 	current := map[string]*redis.Client{}
 	err := sc.ForEachShard(ctx, func(_ context.Context, node *redis.Client) error {
@@ -121,13 +130,19 @@ func (wk *wakeups) sync(ctx context.Context, sc shardedClient) error {
 			delete(wk.subs, addr)
 		}
 	}
+	var failed error
 	for addr, node := range current {
 		if wk.subs[addr] != nil {
 			continue
 		}
-		ps := node.Subscribe(ctx, wk.chans...)
-		if err := wk.confirm(ctx, ps); err != nil {
-			return err
+		nctx, cancel := context.WithTimeout(ctx, nodeTimeout)
+		ps := node.Subscribe(nctx, wk.chans...)
+		err := wk.confirm(nctx, ps)
+		cancel()
+		if err != nil {
+			log.Warn("cannot subscribe to wake-ups on a cluster node; trying again later", "node", addr, "err", err)
+			failed = err
+			continue
 		}
 		wk.subs[addr] = ps
 		in := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
@@ -140,6 +155,9 @@ func (wk *wakeups) sync(ctx context.Context, sc shardedClient) error {
 				}
 			}
 		})
+	}
+	if len(wk.subs) == 0 {
+		return fmt.Errorf("sluice: no cluster node accepted the wake-up subscription: %w", failed)
 	}
 	return nil
 }
@@ -155,8 +173,8 @@ func (wk *wakeups) follow(sc shardedClient, w *Worker) {
 		case <-t.C():
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), nodeRefresh)
-		if err := wk.sync(ctx, sc); err != nil {
-			w.log.Debug("matching wake-up subscriptions to the cluster's nodes failed", "err", err)
+		if err := wk.sync(ctx, sc, w.log); err != nil {
+			w.log.Warn("matching wake-up subscriptions to the cluster's nodes failed", "err", err)
 		}
 		cancel()
 	}

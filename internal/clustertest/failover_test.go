@@ -301,6 +301,30 @@ func TestFailover(t *testing.T) {
 		}
 		r.finish(jobs + jobs/3)
 	})
+
+	// A worker subscribes to wake-ups on every node; one that does not
+	// answer (a replica just killed, still listed by the cluster) must not
+	// keep the worker from starting.
+	t.Run("replica down at start", func(t *testing.T) {
+		ctx := context.Background()
+		var replica *redistest.Server
+		for _, s := range c.Nodes() {
+			info := s.Client()
+			role, err := info.Do(ctx, "ROLE").Slice()
+			info.Close()
+			if err == nil && len(role) > 0 && role[0] == "slave" {
+				replica = s
+				break
+			}
+		}
+		if replica == nil {
+			t.Fatal("no replica left")
+		}
+		must(t, replica.Kill())
+		r := newRig(t, c, runtime.Options{}, nil)
+		r.enqueue(ctx, 0, jobs/3)
+		r.finish(jobs / 3)
+	})
 }
 
 // replicaOf returns the master of slot and its replica.
