@@ -98,7 +98,8 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		if !normal {
 			r = result{panic: "handler called runtime.Goexit", stack: debug.Stack()}
 		}
-		r = w.join(a, r) // tracked goroutines (tracked.go)
+		a.ctl.gid.Store(0) // the runner goroutine moves on to other attempts
+		r = w.join(a, r)   // tracked goroutines (tracked.go)
 		close(returned)
 		stopWatch()
 		w.release(1)

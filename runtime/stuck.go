@@ -170,12 +170,23 @@ func cursorOf(st *attempt.State, step string) any {
 }
 
 // stacks returns the stacks of the handler's and its tracked goroutines.
+// Runner goroutines outlive attempts (runner.go): when the handler has
+// returned by the end of the dump, the dump may show the runner's next
+// attempt instead, so it is dropped.
 func (c *control) stacks() []byte {
-	ids := map[uint64]bool{c.gid.Load(): true}
+	gid := c.gid.Load()
+	if gid == 0 {
+		return nil
+	}
+	ids := map[uint64]bool{gid: true}
 	c.mu.Lock()
 	for id := range c.tr.gids {
 		ids[id] = true
 	}
 	c.mu.Unlock()
-	return goroutineStacks(ids)
+	out := goroutineStacks(ids)
+	if c.gid.Load() != gid {
+		return nil
+	}
+	return out
 }
