@@ -30,16 +30,19 @@ type Attempt struct {
 	Deadline     time.Time // zero: none
 	Orphan       Orphan    // set when the job was ever reclaimed after a crash
 
-	ref      keys.Ref
-	state    *attempt.State
-	lease    time.Duration
-	timeout  time.Duration // the job's own attempt timeout, if set
-	settled  atomic.Bool   // its outcome is being acked
-	mu       sync.Mutex
-	cancel   context.CancelCauseFunc
-	watch    func()    // starts the grace watch once the attempt is cancelled
-	leaseEnd time.Time // our own estimate of when the lease runs out
-	ctl      control   // lease control, progress, tracked goroutines (control.go)
+	ref     keys.Ref
+	state   *attempt.State
+	lease   time.Duration
+	timeout time.Duration // the job's own attempt timeout, if set
+	// malformed is why the claim could not decode the job: it is parked
+	// instead of run.
+	malformed error
+	settled   atomic.Bool // its outcome is being acked
+	mu        sync.Mutex
+	cancel    context.CancelCauseFunc
+	watch     func()    // starts the grace watch once the attempt is cancelled
+	leaseEnd  time.Time // our own estimate of when the lease runs out
+	ctl       control   // lease control, progress, tracked goroutines (control.go)
 
 	tel attemptTelemetry // its span (telemetry.go)
 }
@@ -66,6 +69,6 @@ func newAttempt(p keys.Partition, j *store.Job, lease time.Duration) *Attempt {
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
 		MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseID: j.LeaseID,
 		Created: j.Created, Claimed: j.LeaseExpiry.Add(-lease), Deadline: j.Deadline, Orphan: j.Orphan,
-		ref: ref, lease: lease, timeout: j.Timeout,
+		ref: ref, lease: lease, timeout: j.Timeout, malformed: j.Malformed,
 	}
 }

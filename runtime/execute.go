@@ -111,7 +111,9 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 			w.conclude(a, r, true, cause)
 		}
 	}()
-	if h, known := w.handlers.Handler(a.Kind); known {
+	if a.malformed != nil {
+		r = result{err: &outcome.Park{Reason: "malformed", Err: a.malformed}}
+	} else if h, known := w.handlers.Handler(a.Kind); known {
 		r = call(ctx, h, a)
 	} else {
 		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}

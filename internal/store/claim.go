@@ -89,14 +89,19 @@ func decodeClaimed(e any, worker string) (*Job, error) {
 		return nil, fmt.Errorf("%w: claimed job %s: fields %T", ErrMalformed, id, v[5])
 	}
 	j, err := decodeJob(id, flat)
+	steps, serr := strs(v[4])
+	if err == nil {
+		err = serr
+	}
 	if err != nil {
-		return nil, err
+		// Leased all the same: the caller parks it (Job.Malformed), and the
+		// rest of the claim runs.
+		j = &Job{Local: id, Malformed: err}
 	}
 	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
-	steps, err := strs(v[4])
-	if err != nil {
-		return nil, err
+	if j.Malformed != nil {
+		return j, nil
 	}
 	if len(steps) > 0 {
 		j.Steps = make(map[string][]byte, len(steps)/2)

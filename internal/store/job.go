@@ -9,7 +9,11 @@ import (
 
 // Job is a job hash as read from Redis.
 type Job struct {
-	Local        string // ID within the partition
+	Local string // ID within the partition
+	// Malformed is set by Claim for a job it leased whose fields could not
+	// be decoded; only Local and the lease fields are then set, and the
+	// worker parks the job instead of running it.
+	Malformed    error
 	Kind         string
 	Payload      []byte
 	Headers      []byte
