@@ -117,24 +117,26 @@ func (wk *wakeups) sync(ctx context.Context, sc shardedClient, log *slog.Logger)
 	if err != nil {
 		return err
 	}
+	// Only subscribe (at start) and follow (after) call sync, one at a
+	// time; the lock guards wk.subs against close, and is not held across
+	// the network calls.
 	wk.mu.Lock()
-	defer wk.mu.Unlock()
-	select {
-	case <-wk.done: // closed meanwhile: subscribe to nothing more
-		return nil
-	default:
-	}
 	for addr, ps := range wk.subs {
 		if current[addr] == nil {
 			_ = ps.Close() // its forwarder ends with its channel
 			delete(wk.subs, addr)
 		}
 	}
-	var failed error
+	missing := map[string]*redis.Client{}
 	for addr, node := range current {
-		if wk.subs[addr] != nil {
-			continue
+		if wk.subs[addr] == nil {
+			missing[addr] = node
 		}
+	}
+	wk.mu.Unlock()
+	var failed error
+	added := map[string]*redis.PubSub{}
+	for addr, node := range missing {
 		nctx, cancel := context.WithTimeout(ctx, nodeTimeout)
 		ps := node.Subscribe(nctx, wk.chans...)
 		err := wk.confirm(nctx, ps)
@@ -144,6 +146,19 @@ func (wk *wakeups) sync(ctx context.Context, sc shardedClient, log *slog.Logger)
 			failed = err
 			continue
 		}
+		added[addr] = ps
+	}
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	select {
+	case <-wk.done: // closed meanwhile: keep nothing
+		for _, ps := range added {
+			_ = ps.Close()
+		}
+		return nil
+	default:
+	}
+	for addr, ps := range added {
 		wk.subs[addr] = ps
 		in := ps.ChannelWithSubscriptions(redis.WithChannelSize(1024))
 		wk.fwd.Go(func() {
