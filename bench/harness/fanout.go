@@ -91,22 +91,11 @@ func runFanout(ctx context.Context, t *target, cfg config) (res *fanoutResult, e
 	if err := registerFanout(reg, st); err != nil {
 		return nil, err
 	}
-	warm, err := registerWarmup(reg)
-	if err != nil {
-		return nil, err
-	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
-	if err != nil {
-		return nil, err
-	}
-	w, err := startWorker(ctx, t, reg, t.workerOptions(ns, cfg.Concurrency, true))
+	client, w, err := startWarm(ctx, t, reg, ns, cfg.Concurrency)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
-	if err := warmUp(ctx, client, warm); err != nil {
-		return nil, err
-	}
 
 	before, err := t.takeSample(ctx)
 	if err != nil {

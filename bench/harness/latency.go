@@ -60,22 +60,11 @@ func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult,
 	}); err != nil {
 		return nil, err
 	}
-	warm, err := registerWarmup(reg)
-	if err != nil {
-		return nil, err
-	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
-	if err != nil {
-		return nil, err
-	}
-	w, err := startWorker(ctx, t, reg, t.workerOptions(ns, cfg.Concurrency, true))
+	client, w, err := startWarm(ctx, t, reg, ns, cfg.Concurrency)
 	if err != nil {
 		return nil, err
 	}
 	defer w.stop()
-	if err := warmUp(ctx, client, warm); err != nil {
-		return nil, err
-	}
 
 	calls, maxLag, err := SendPaced(ctx, n, cfg.Rate, func(_ int, sent time.Time) error {
 		_, err := client.Enqueue(ctx, Stamp{At: sent.UnixNano()})

@@ -93,3 +93,26 @@ func warmUp(ctx context.Context, client *flow.Client, ran <-chan struct{}) error
 	}
 	return Sleep(ctx, SettleTime)
 }
+
+// startWarm registers the warm-up job in reg, makes a producer client and
+// a worker (Concurrency, completed jobs discarded) on namespace ns, and
+// returns once the worker ran the warm-up job. The caller stops the worker.
+func startWarm(ctx context.Context, t *target, reg *flow.Registry, ns string, concurrency int) (*flow.Client, *bgWorker, error) {
+	warm, err := registerWarmup(reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := startWorker(ctx, t, reg, t.workerOptions(ns, concurrency, true))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := warmUp(ctx, client, warm); err != nil {
+		_ = w.stop()
+		return nil, nil, err
+	}
+	return client, w, nil
+}
