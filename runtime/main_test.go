@@ -155,31 +155,11 @@ func checkSummary(t *testing.T, what string, j *flow.JobInfo, want summary) {
 	}
 }
 
-// eventually polls cond every few milliseconds until it holds, failing
-// the test after waitTimeout. For observing Redis state only.
+// eventually polls cond until it holds, failing the test after
+// waitTimeout. For observing Redis state only.
 func eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	if ok, last := poll(waitTimeout, cond); !ok {
-		t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-	}
-}
-
-// poll calls cond every few milliseconds until it holds (true) or timeout
-// passes (false, with cond's last description).
-func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return true, ""
-		}
-		if time.Now().After(deadline) {
-			return false, last
-		}
-		<-tick.C
-	}
+	redistest.Within(t, waitTimeout, what, cond)
 }
 
 // recv waits for a value on ch.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -287,7 +288,7 @@ func TestHandlerGoexitIsSettled(t *testing.T) {
 	e.startWorker(reg, runtime.Options{Clock: clk, ShutdownWindow: window, CancelGrace: grace, IdlePoll: time.Hour})
 	id := e.enqueue(workArgs{N: 1})
 	recv(t, calls, "the handler to run")
-	settled, last := poll(5*time.Second, func() (bool, string) {
+	settled, last := redistest.Poll(5*time.Second, func() (bool, string) {
 		j := e.job(id)
 		return j.State != flow.StateRunning || j.Fence > 1, fmt.Sprintf("%+v", summarize(j))
 	})

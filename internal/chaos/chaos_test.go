@@ -112,7 +112,7 @@ func TestChaos(t *testing.T) {
 		t.Errorf("enqueue: %v", err)
 	}
 	part := keys.Partition{NS: ns, Queue: "default"}
-	waitFor(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
+	redistest.Within(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
 		st, err := c.QueueStats(ctx, "default", time.Minute)
 		if err != nil {
 			return false, err.Error()
@@ -233,21 +233,4 @@ func hasClass(errs []flow.ErrorRecord, class string) bool {
 		}
 	}
 	return false
-}
-
-// waitFor polls cond until it holds, failing the test after timeout with
-// cond's last description of the state.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; last state: %s", what, timeout, state)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

@@ -11,11 +11,32 @@ import (
 // must not use it to wait for time to pass.
 func Eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
+	Within(tb, 20*time.Second, what, func() (bool, string) { return cond(), "" })
+}
+
+// Within is Eventually with a timeout, and a cond that also describes the
+// state it saw, for the failure message.
+func Within(tb testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	tb.Helper()
+	if ok, last := Poll(timeout, cond); !ok {
+		tb.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+	}
+}
+
+// Poll calls cond every few milliseconds until it holds (true) or timeout
+// passes (false, with cond's last description).
+func Poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return true, ""
 		}
-		time.Sleep(2 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return false, last
+		}
+		<-tick.C
 	}
 }
