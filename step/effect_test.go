@@ -201,16 +201,16 @@ func TestFollowUpOnce(t *testing.T) {
 		t.Fatalf("FollowUp outside a job: %v", err)
 	}
 	// Once the outbox is empty every relayed follow-up has been enqueued:
-	// exactly one receipt job may exist, and it has run.
+	// exactly one receipt job may exist, and it has run (its handler counts
+	// before its ack lands, so wait for the ack too).
 	part := "{" + e.ns + ":default:0}:"
-	redistest.Eventually(t, "the outbox to be relayed", func() bool {
+	var stats map[string]string
+	redistest.Eventually(t, "the outbox relayed and the receipt acked", func() bool {
 		n, _ := e.rdb.XLen(context.Background(), part+"outbox").Result()
-		return n == 0
+		var err error
+		stats, err = e.rdb.HGetAll(context.Background(), part+"stats").Result()
+		return err == nil && n == 0 && (stats["running"] == "" || stats["running"] == "0")
 	})
-	stats, err := e.rdb.HGetAll(context.Background(), part+"stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if n := receipts.Load(); n != 1 || stats["completed"] != "2" || (stats["available"] != "" && stats["available"] != "0") {
 		t.Fatalf("%d receipts ran, stats %v: want exactly one follow-up", n, stats)
 	}
