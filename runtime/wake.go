@@ -134,20 +134,29 @@ func (wk *wakeups) sync(ctx context.Context, sc shardedClient, log *slog.Logger)
 		}
 	}
 	wk.mu.Unlock()
-	var failed error
-	added := map[string]*redis.PubSub{}
-	for addr, node := range missing {
-		nctx, cancel := context.WithTimeout(ctx, nodeTimeout)
-		ps := node.Subscribe(nctx, wk.chans...)
-		err := wk.confirm(nctx, ps)
-		cancel()
-		if err != nil {
-			log.Warn("cannot subscribe to wake-ups on a cluster node; trying again later", "node", addr, "err", err)
-			failed = err
-			continue
-		}
-		added[addr] = ps
+	var (
+		failed error
+		added  = map[string]*redis.PubSub{}
+		amu    sync.Mutex
+		all    sync.WaitGroup
+	)
+	for addr, node := range missing { // at once: a dead node delays none of the others
+		all.Go(func() {
+			nctx, cancel := context.WithTimeout(ctx, nodeTimeout)
+			defer cancel()
+			ps := node.Subscribe(nctx, wk.chans...)
+			err := wk.confirm(nctx, ps)
+			amu.Lock()
+			defer amu.Unlock()
+			if err != nil {
+				log.Warn("cannot subscribe to wake-ups on a cluster node; trying again later", "node", addr, "err", err)
+				failed = err
+				return
+			}
+			added[addr] = ps
+		})
 	}
+	all.Wait()
 	wk.mu.Lock()
 	defer wk.mu.Unlock()
 	select {

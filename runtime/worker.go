@@ -92,7 +92,8 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // claiming, lets in-flight jobs finish within ShutdownWindow while still
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
 // their jobs back without charging an attempt or a crash. Run returns nil
-// after a graceful shutdown, or an error if it could not start.
+// after a graceful shutdown (also when ctx ends while it is starting), or
+// an error if it could not start.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("sluice: worker is already running")
@@ -101,6 +102,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 	wake, err := w.subscribe(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing to shut down
+		}
 		return err
 	}
 
