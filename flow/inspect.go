@@ -45,7 +45,7 @@ type JobInfo struct {
 	LeaseID      string    // current lease, while running
 	LeaseHolder  string    // worker holding the lease, while running
 	LeaseExpiry  time.Time // while running
-	Created      time.Time
+	Created      time.Time // enqueue time in store time, or the producer's when within 50 ms of it
 	RunAt        time.Time // when scheduled or retryable: due time
 	Finished     time.Time // when in a terminal state
 	Timeout      time.Duration

@@ -20,7 +20,7 @@ type Job[T Args] struct {
 	Attempt      int // returned errors so far (0 on the first try)
 	CrashAttempt int // crashes so far (panics, lost leases)
 	MaxAttempts  int
-	Created      time.Time
+	Created      time.Time // enqueue time in store time, or the producer's when within 50 ms of it
 	Claimed      time.Time // when this attempt was claimed, in store time
 	Deadline     time.Time // zero: none
 	Orphan       Orphan    // set when the job was reclaimed after a crash

@@ -64,7 +64,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	}
 	local, generated := o.id, false
 	if local == "" {
-		local, generated = keys.NewLocal(), true
+		local, generated = pl.st.NewLocal(), true
 	}
 	routeBy := o.partKey // see WithPartitionKey for how it overrides the others
 	if routeBy == "" {

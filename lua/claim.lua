@@ -119,7 +119,7 @@ local function take(ak, pinned_to)
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h.k] or lease_ms)
-          redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW)
+          redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW_S)
           zadd_later(K_RUN, expiry, id)
           count('available', 'running')
           local steps = {}

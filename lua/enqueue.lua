@@ -4,9 +4,12 @@
 -- ARGV[9]: number of jobs n; then n groups of 27 fields:
 --   id, kind, payload, run_at (absolute ms, 0 = none), delay (ms),
 --   max_attempts, timeout (ms, 0 = none), deadline (absolute ms, 0 = none),
---   priority (0..9), headers (opaque bytes, may be empty), whether the ID
---   was chosen by the caller ('1': check for an existing job; '0': a fresh
---   random ID), and for a job spawned by a parent (else empty): the
+--   priority (0..9), headers (opaque bytes, may be empty), where the ID
+--   comes from ('c': the caller chose it, so check for an existing job;
+--   else a fresh random ID: 'g', or the creation time in ms it carries
+--   (keys.LocalTime), which saves storing the created time when it agrees
+--   with the store's to CT_SLACK ms), and for a job spawned by a parent
+--   (else empty): the
 --   parent's job ID, the parent's key prefix, the spawning step, the
 --   parent's ID in its partition; then flow control (lib.lua): concurrency
 --   key and limit, rate class, jobs, period (ms) and burst (empty/0: none);
@@ -26,6 +29,9 @@
 -- Transitions: (none) -> available | scheduled.
 local n = tonumber(ARGV[9])
 local out = {}
+-- CT_SLACK (ms): a job whose generated ID carries a time this close to
+-- the store's has no created-time field ('ct'): readers take the ID's.
+local CT_SLACK = 50
 
 -- due_of is the due time of the job at ARGV[b]: 0 for now.
 local function due_of(b)
@@ -67,7 +73,7 @@ for i = 0, n - 1 do
   local old = false -- { kind, payload } of an existing job with this ID
   local taken = false -- a fresh random ID that another job already has
   if redis.call('EXISTS', jk) == 1 then
-    if ARGV[b + 10] == '1' then
+    if ARGV[b + 10] == 'c' then
       local h = field_map(jk)
       old = { h.k, joined(h, 'p') }
     else
@@ -92,7 +98,9 @@ for i = 0, n - 1 do
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { 'k', kind, 's', state, 'ct', NOW }
+    local f = { 'k', kind, 's', state }
+    local id_ms = tonumber(ARGV[b + 10])
+    if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = 'ct', NOW_S end
     if ARGV[b + 5] ~= DEFAULT_MAX_ATTEMPTS then f[#f + 1], f[#f + 2] = 'ma', ARGV[b + 5] end
     put_chunked(f, 'p', payload)
     local function opt(field, v, none)

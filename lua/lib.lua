@@ -54,6 +54,9 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local NOW = now_ms()
+-- NOW_S is NOW as written to Redis: formatting a number in Lua is slow, so
+-- per-job writes of the time use this string.
+local NOW_S = string.format('%d', NOW)
 
 local function job_key(id) return PFX .. 'j:' .. id end
 local function err_key(id) return PFX .. 'e:' .. id end

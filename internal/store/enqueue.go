@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -152,12 +153,15 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	args := make([]any, 0, 1+len(jobs)*27)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
-		chosen := "1"
+		origin := "c" // the caller's ID: a job with it may be this one again
 		if j.Generated {
-			chosen = "0"
+			origin = "g" // a fresh ID, whose time is unknown
+			if t, ok := keys.LocalTime(j.Local); ok {
+				origin = strconv.FormatInt(t.UnixMilli(), 10)
+			}
 		}
 		args = append(args, j.Local, j.Kind, j.Payload, unixMS(j.RunAt), ms(j.Delay),
-			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers, chosen)
+			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers, origin)
 		if pa := j.Parent; pa != nil {
 			args = append(args, pa.Ref.String(), pa.Ref.Prefix(), pa.Step, pa.Ref.Local)
 		} else {

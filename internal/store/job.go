@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // Job is a job hash as read from Redis.
@@ -180,6 +182,11 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	}
 	if !seen {
 		return nil, fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
+	}
+	if j.Created.IsZero() {
+		// no 'ct': the job's generated ID carries its created time
+		// (enqueue.lua, CT_SLACK)
+		j.Created, _ = keys.LocalTime(local)
 	}
 	if j.State != "running" { // lease fields outlive the lease; they mean nothing now
 		j.LeaseID, j.Worker, j.LeaseStart = "", "", time.Time{}

@@ -56,6 +56,16 @@ func (s *Store) Partition(queue string, index int) keys.Partition {
 	return keys.Partition{NS: s.cfg.NS, Queue: queue, Index: index}
 }
 
+// NewLocal returns a fresh job ID (keys.NewLocal) that carries the
+// injected clock's time when there is one, so that a job's created time
+// read from its ID (enqueue.lua, CT_SLACK) agrees with the store time.
+func (s *Store) NewLocal() string {
+	if s.cfg.Now != nil {
+		return keys.NewLocalAt(s.cfg.Now())
+	}
+	return keys.NewLocal()
+}
+
 // run executes a script with the common ARGV header of lua/lib.lua
 // followed by args.
 func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, args ...any) *redis.Cmd {
