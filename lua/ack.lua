@@ -3,7 +3,9 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: number of outcomes n; then n outcomes, each 8 fields followed by
 --   effects (lib.lua's read_effects; a count of 0 for none):
---   id, lease ID, fence, code, delay (ms), message, data, reason
+--   id, lease ID, fence, code, delay (ms), message, data, reason;
+--   or, for the most common outcome, a completion with no result and no
+--   effects, only 4: id, lease ID, fence, 'k'
 -- codes and their transitions (all from running):
 --   ok        -> completed; data is the result (kept when non-empty); the
 --             effects apply with the completion, all or nothing: when one
@@ -41,11 +43,19 @@ local CODES = {
 local n = tonumber(ARGV[9])
 local entries = {}
 local b = 10
+local NO_FX = {}
 for _ = 1, n do
-  local e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = ARGV[b + 3],
-    delay = tonumber(ARGV[b + 4]), msg = ARGV[b + 5], data = ARGV[b + 6], reason = ARGV[b + 7] }
-  if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
-  e.fx, b = read_effects(b + 8)
+  local e
+  if ARGV[b + 3] == 'k' then
+    e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = 'ok',
+      delay = 0, msg = '', data = '', reason = '', fx = NO_FX }
+    b = b + 4
+  else
+    e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = ARGV[b + 3],
+      delay = tonumber(ARGV[b + 4]), msg = ARGV[b + 5], data = ARGV[b + 6], reason = ARGV[b + 7] }
+    if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
+    e.fx, b = read_effects(b + 8)
+  end
   entries[#entries + 1] = e
 end
 

@@ -7,17 +7,18 @@
 -- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim
 -- ARGV[13] how many due scheduled jobs to promote first
 -- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
--- Returns: { next_due, archived, job... }
+-- Returns: { next_due, archived, job... }, each job's fields inline (a
+-- flat reply is cheaper to build, send and read than one array per job)
 --   next_due  earliest due time in sched (ms), or -1; set only when fewer
 --             than n jobs were claimed (the partition ran dry), else -2
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
---   job       { id, lease ID, lease expiry, fence, steps, fields }: the
---             new fence; steps is the job's step checkpoints (flat HGETALL,
---             empty when none); fields the job hash as it was before the
---             claim (flat HGETALL: only the fields it has, which keeps the
---             reply small), whose state, fence and lease fields the claim
---             has since replaced
+--   job       id, lease ID, lease expiry, fence, s, s step fields, f, f
+--             job fields: the new fence; the step fields are the job's
+--             step checkpoints (flat HGETALL, none when none); the job
+--             fields are its hash as it was before the claim (flat HGETALL:
+--             only the fields it has, which keeps the reply small), whose
+--             state, fence and lease fields the claim has since replaced
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
@@ -48,6 +49,7 @@ local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
 
 local jobs, archived = {}, {}
+local NO_STEPS = {}
 
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true.
@@ -119,10 +121,10 @@ local function take(ak, pinned_to)
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h.k] or lease_ms)
-          redis.call('HSET', jk, 's', 'running', 'f', fence, 'l', lease, 'w', worker, 'ls', NOW_S)
-          zadd_later(K_RUN, expiry, id)
+          redis.call('HSET', jk, 's', 'running', 'f', num_s(fence), 'l', lease, 'w', worker, 'ls', NOW_S)
+          zadd_later(K_RUN, num_s(expiry), id)
           count('available', 'running')
-          local steps = {}
+          local steps = NO_STEPS
           if h.sx then steps = redis.call('HGETALL', steps_key(id)) end
           jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i] }
         end
@@ -160,5 +162,18 @@ if #jobs < n then
   redis.call('SET', K_IDLE, '1')
 end
 local out = { nd, archived }
-for _, job in ipairs(jobs) do out[#out + 1] = job end
+local o = 2
+-- counted appends a count, then the elements of list, to out
+local function counted(list)
+  local m = #list
+  out[o + 1] = m
+  for k = 1, m do out[o + 1 + k] = list[k] end
+  o = o + 1 + m
+end
+for _, job in ipairs(jobs) do
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = job[1], job[2], job[3], job[4]
+  o = o + 4
+  counted(job[5])
+  counted(job[6])
+end
 return out

@@ -1,23 +1,25 @@
 -- enqueue.lua: add jobs to one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of jobs n; then n groups of 27 fields:
---   id, kind, payload, run_at (absolute ms, 0 = none), delay (ms),
+-- ARGV[9]: number of jobs n; then n groups of fields. Each starts with
+--   id, kind, payload, where the ID comes from ('c': the caller chose it,
+--   so check for an existing job; else a fresh random ID: 'g', or the
+--   creation time in ms it carries (keys.LocalTime), which saves storing
+--   the created time when it agrees with the store's to CT_SLACK ms), and
+--   'x' when 23 more fields follow (else '': a plain job, every one of them
+--   at its default): run_at (absolute ms, 0 = none), delay (ms),
 --   max_attempts, timeout (ms, 0 = none), deadline (absolute ms, 0 = none),
---   priority (0..9), headers (opaque bytes, may be empty), where the ID
---   comes from ('c': the caller chose it, so check for an existing job;
---   else a fresh random ID: 'g', or the creation time in ms it carries
---   (keys.LocalTime), which saves storing the created time when it agrees
---   with the store's to CT_SLACK ms), and for a job spawned by a parent
---   (else empty): the
---   parent's job ID, the parent's key prefix, the spawning step, the
---   parent's ID in its partition; then flow control (lib.lua): concurrency
---   key and limit, rate class, jobs, period (ms) and burst (empty/0: none);
---   then uniqueness: unique key (empty: none), how long it is held (ms, 0:
---   until the job finishes), and what a duplicate does to a job that has
---   not started ('', 'replace' its payload, 'debounce' its run time); then
---   sticky routing: preferred worker (empty: none), fallback ('w' wait,
---   'a' any worker after, 'f' fail after) and its delay (ms)
+--   priority (0..9), headers (opaque bytes, may be empty), and for a job
+--   spawned by a parent (else empty): the parent's job ID, the parent's
+--   key prefix, the spawning step, the parent's ID in its partition; then
+--   flow control (lib.lua): concurrency key and limit, rate class, jobs,
+--   period (ms) and burst (empty/0: none); then uniqueness: unique key
+--   (empty: none), how long it is held (ms, 0: until the job finishes), and
+--   what a duplicate does to a job that has not started ('', 'replace' its
+--   payload, 'debounce' its run time); then sticky routing: preferred
+--   worker (empty: none), fallback ('w' wait, 'a' any worker after, 'f'
+--   fail after) and its delay (ms). Most jobs are plain, and their five
+--   fields are all Redis parses and Lua copies.
 -- Returns: one status per job, in order:
 --   'new'       the job was added
 --   'exists'    a job with this ID and the same kind and payload exists (no-op)
@@ -33,13 +35,14 @@ local out = {}
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50
 
--- due_of is the due time of the job at ARGV[b]: 0 for now.
-local function due_of(b)
-  local run_at, delay = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  if delay > 0 then return NOW + delay end
-  if run_at > 0 then return run_at end
-  return 0
-end
+-- PLAIN holds the 23 optional fields at their defaults, in ARGV order.
+local PLAIN = {
+  '0', '0', DEFAULT_MAX_ATTEMPTS, '0', '0', '0', '',
+  '', '', '', '',
+  '', '0', '', '0', '0', '0',
+  '', '0', '',
+  '', '', '0',
+}
 
 -- unique_holder returns the ID of the job holding unique key uk, if one
 -- does (a key left by a deleted job is free).
@@ -66,26 +69,41 @@ local function on_duplicate(holder, policy, payload, due)
     schedule(jk, holder, s, 'scheduled', due) -- its available entry is now stale
   end
 end
-for i = 0, n - 1 do
-  local b = 10 + i * 27
-  local id, kind, payload = ARGV[b], ARGV[b + 1], ARGV[b + 2]
+
+local b = 10
+for _ = 1, n do
+  local id, kind, payload, origin = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local o = PLAIN -- o[k]: optional field k of this job
+  if ARGV[b + 4] == 'x' then
+    o = { unpack(ARGV, b + 5, b + 27) }
+    b = b + 28
+  else
+    b = b + 5
+  end
   local jk = job_key(id)
   local old = false -- { kind, payload } of an existing job with this ID
   local taken = false -- a fresh random ID that another job already has
   if redis.call('EXISTS', jk) == 1 then
-    if ARGV[b + 10] == 'c' then
+    if origin == 'c' then
       local h = field_map(jk)
       old = { h.k, joined(h, 'p') }
     else
       taken = true
     end
   end
-  local uk, holder = ARGV[b + 21], nil
+  local due = 0 -- 0: now
+  local run_at, delay = tonumber(o[1]), tonumber(o[2])
+  if delay > 0 then
+    due = NOW + delay
+  elseif run_at > 0 then
+    due = run_at
+  end
+  local uk, holder = o[18], nil
   if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
   if taken then
     out[#out + 1] = 'taken'
   elseif holder then
-    on_duplicate(holder, ARGV[b + 23], payload, due_of(b))
+    on_duplicate(holder, o[20], payload, due)
     out[#out + 1] = 'unique ' .. holder
   elseif old and old[1] then
     if old[1] == kind and old[2] == payload then
@@ -94,56 +112,56 @@ for i = 0, n - 1 do
       out[#out + 1] = 'conflict'
     end
   else
-    local due = due_of(b)
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
     local f = { 'k', kind, 's', state }
-    local id_ms = tonumber(ARGV[b + 10])
+    local id_ms = tonumber(origin)
     if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = 'ct', NOW_S end
-    if ARGV[b + 5] ~= DEFAULT_MAX_ATTEMPTS then f[#f + 1], f[#f + 2] = 'ma', ARGV[b + 5] end
     put_chunked(f, 'p', payload)
-    local function opt(field, v, none)
-      if v ~= none then
-        f[#f + 1] = field
-        f[#f + 1] = v
+    if o ~= PLAIN then
+      local function opt(field, v, none)
+        if v ~= none then
+          f[#f + 1] = field
+          f[#f + 1] = v
+        end
       end
-    end
-    opt('to', ARGV[b + 6], '0')
-    opt('dl', ARGV[b + 7], '0')
-    opt('pr', ARGV[b + 8], '0')
-    if ARGV[b + 9] ~= '' then put_chunked(f, 'h', ARGV[b + 9]) end
-    if ARGV[b + 11] ~= '' then
-      for k, field in ipairs({ 'pa', 'pp', 'ps', 'pl' }) do opt(field, ARGV[b + 10 + k], nil) end
-    end
-    if state == 'scheduled' then opt('rt', due, nil) end
-    if ARGV[b + 15] ~= '' then
-      for k, field in ipairs({ 'ck', 'cn' }) do opt(field, ARGV[b + 14 + k], nil) end
-    end
-    if ARGV[b + 17] ~= '' then
-      opt('rk', ARGV[b + 17], nil)
-      rate_define(ARGV[b + 17], ARGV[b + 18], ARGV[b + 19], ARGV[b + 20])
-    end
-    if uk ~= '' then
-      opt('uk', uk, nil)
-      local ttl = tonumber(ARGV[b + 22])
-      if ttl > 0 then
-        redis.call('SET', PFX .. 'uq:' .. uk, id, 'PX', ttl)
-      else
-        redis.call('SET', PFX .. 'uq:' .. uk, id)
+      opt('ma', o[3], DEFAULT_MAX_ATTEMPTS)
+      opt('to', o[4], '0')
+      opt('dl', o[5], '0')
+      opt('pr', o[6], '0')
+      if o[7] ~= '' then put_chunked(f, 'h', o[7]) end
+      if o[8] ~= '' then
+        for k, field in ipairs({ 'pa', 'pp', 'ps', 'pl' }) do opt(field, o[7 + k], nil) end
       end
-    end
-    local sw = ARGV[b + 24]
-    if sw ~= '' then
-      for k, field in ipairs({ 'sw', 'sm', 'sd' }) do opt(field, ARGV[b + 23 + k], nil) end
-    else
-      sw = nil
+      if state == 'scheduled' then opt('rt', due, nil) end
+      if o[12] ~= '' then
+        for k, field in ipairs({ 'ck', 'cn' }) do opt(field, o[11 + k], nil) end
+      end
+      if o[14] ~= '' then
+        opt('rk', o[14], nil)
+        rate_define(o[14], o[15], o[16], o[17])
+      end
+      if uk ~= '' then
+        opt('uk', uk, nil)
+        local ttl = tonumber(o[19])
+        if ttl > 0 then
+          redis.call('SET', PFX .. 'uq:' .. uk, id, 'PX', ttl)
+        else
+          redis.call('SET', PFX .. 'uq:' .. uk, id)
+        end
+      end
+      if o[21] ~= '' then
+        for k, field in ipairs({ 'sw', 'sm', 'sd' }) do opt(field, o[20 + k], nil) end
+      end
     end
     redis.call('HSET', jk, unpack(f))
     if state == 'scheduled' then
       redis.call('ZADD', K_SCHED, due, id)
     else
-      push_ready(id, false, ARGV[b + 8], sw, ARGV[b + 25], ARGV[b + 26])
+      local sw = o[21]
+      if sw == '' then sw = nil end
+      push_ready(id, false, o[6], sw, o[22], o[23])
     end
     count(nil, state)
     out[#out + 1] = 'new'

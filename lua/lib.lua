@@ -57,6 +57,17 @@ local NOW = now_ms()
 -- NOW_S is NOW as written to Redis: formatting a number in Lua is slow, so
 -- per-job writes of the time use this string.
 local NOW_S = string.format('%d', NOW)
+-- num_s is integer n as a string, formatted once per call: the jobs of a
+-- batch share their lease expiries, fences and retention times.
+local NUM_S = {}
+local function num_s(n)
+  local v = NUM_S[n]
+  if not v then
+    v = string.format('%d', n)
+    NUM_S[n] = v
+  end
+  return v
+end
 
 local function job_key(id) return PFX .. 'j:' .. id end
 local function err_key(id) return PFX .. 'e:' .. id end
@@ -210,8 +221,17 @@ local function tally(field)
   TPUT[field] = (TPUT[field] or 0) + 1
 end
 
+-- RT_FIELD caches the bucket field of each run time seen in this call:
+-- most attempts of a batch share a few, and building one is slow.
+local RT_FIELD = {}
 local function tally_run(ms)
-  if ms and ms >= 0 then tally('rt:' .. math.floor(4 * math.log(ms + 1) / math.log(2))) end
+  if not ms or ms < 0 then return end
+  local f = RT_FIELD[ms]
+  if not f then
+    f = 'rt:' .. math.floor(4 * math.log(ms + 1) / math.log(2))
+    RT_FIELD[ms] = f
+  end
+  tally(f)
 end
 
 local function flush_tput()
@@ -631,11 +651,11 @@ local function finish(jk, id, from, state, reason, m)
   end
   count(from, state)
   if reason ~= '' then
-    redis.call('HSET', jk, 's', state, 'ft', NOW, 'xr', reason)
+    redis.call('HSET', jk, 's', state, 'ft', NOW_S, 'xr', reason)
   else
-    redis.call('HSET', jk, 's', state, 'ft', NOW)
+    redis.call('HSET', jk, 's', state, 'ft', NOW_S)
   end
-  zadd_later(TERMINAL[state], NOW + ret, id)
+  zadd_later(TERMINAL[state], num_s(NOW + ret), id)
 end
 
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.

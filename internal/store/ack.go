@@ -54,6 +54,10 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	args := make([]any, 0, 1+9*len(acks))
 	args = append(args, len(acks))
 	for _, a := range acks {
+		if a.Code == CodeOK && len(a.Data) == 0 && len(a.Effects) == 0 {
+			args = append(args, a.Local, a.LeaseID, a.Fence, "k") // a plain completion (lua/ack.lua)
+			continue
+		}
 		var err error
 		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(a.Delay), a.Message, a.Data, a.Reason)
 		if args, err = s.appendEffects(args, p, a.Commit, a.Effects); err != nil {

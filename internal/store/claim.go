@@ -63,9 +63,9 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	for i := 0; i+1 < len(parked); i += 2 {
 		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
 	}
-	for _, e := range reply[2:] {
-		j, err := decodeClaimed(e, req.Worker)
-		if err != nil {
+	for rest := reply[2:]; len(rest) > 0; {
+		var j *Job
+		if j, rest, err = decodeClaimed(rest, req.Worker); err != nil {
 			return res, err
 		}
 		res.Jobs = append(res.Jobs, j)
@@ -73,25 +73,29 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	return res, nil
 }
 
-// decodeClaimed reads one job of a claim reply:
-// { id, lease ID, lease expiry, fence, steps, job hash before the claim }.
-func decodeClaimed(e any, worker string) (*Job, error) {
-	v, ok := e.([]any)
-	if !ok || len(v) != 6 {
-		return nil, fmt.Errorf("%w: claimed job %T", ErrMalformed, e)
+// decodeClaimed reads the first job of the rest of a claim reply, and
+// returns the rest after it: id, lease ID, lease expiry, fence, a count
+// and that many step fields, a count and that many fields of the job hash
+// before the claim (lua/claim.lua).
+func decodeClaimed(v []any, worker string) (*Job, []any, error) {
+	if len(v) < 6 {
+		return nil, nil, fmt.Errorf("%w: claimed job: %d elements", ErrMalformed, len(v))
 	}
 	id, _ := v[0].(string)
 	lease, _ := v[1].(string)
 	expiry, _ := v[2].(int64)
 	fence, _ := v[3].(int64)
-	flat, ok := v[5].([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: claimed job %s: fields %T", ErrMalformed, id, v[5])
+	steps, v, err := counted(v[4:])
+	if err != nil {
+		return nil, nil, fmt.Errorf("claimed job %s: steps: %w", id, err)
+	}
+	flat, v, err := counted(v)
+	if err != nil {
+		return nil, nil, fmt.Errorf("claimed job %s: fields: %w", id, err)
 	}
 	j, err := decodeJob(id, flat)
-	steps, serr := strs(v[4])
 	if err == nil {
-		err = serr
+		err = evenStrings(steps)
 	}
 	if err != nil {
 		// Leased all the same: the caller parks it (Job.Malformed), and the
@@ -100,14 +104,40 @@ func decodeClaimed(e any, worker string) (*Job, error) {
 	}
 	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
-	if j.Malformed != nil {
-		return j, nil
+	if j.Malformed != nil || len(steps) == 0 {
+		return j, v, nil
 	}
-	if len(steps) > 0 {
-		j.Steps = make(map[string][]byte, len(steps)/2)
-		for i := 0; i+1 < len(steps); i += 2 {
-			j.Steps[steps[i]] = []byte(steps[i+1])
+	j.Steps = make(map[string][]byte, len(steps)/2)
+	for i := 0; i+1 < len(steps); i += 2 {
+		k, _ := steps[i].(string)
+		s, _ := steps[i+1].(string)
+		j.Steps[k] = []byte(s)
+	}
+	return j, v, nil
+}
+
+// counted splits v into the elements its first element counts, and the
+// rest after them.
+func counted(v []any) (list, rest []any, err error) {
+	if len(v) == 0 {
+		return nil, nil, fmt.Errorf("%w: count missing", ErrMalformed)
+	}
+	n, ok := v[0].(int64)
+	if !ok || n < 0 || int(n) > len(v)-1 {
+		return nil, nil, fmt.Errorf("%w: bad count %v of %d elements", ErrMalformed, v[0], len(v)-1)
+	}
+	return v[1 : 1+n], v[1+n:], nil
+}
+
+// evenStrings checks that v is a flat list of field, value strings.
+func evenStrings(v []any) error {
+	if len(v)%2 != 0 {
+		return fmt.Errorf("%w: odd field list", ErrMalformed)
+	}
+	for _, e := range v {
+		if _, ok := e.(string); !ok {
+			return fmt.Errorf("%w: field %T", ErrMalformed, e)
 		}
 	}
-	return j, nil
+	return nil
 }

@@ -150,7 +150,7 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
-	args := make([]any, 0, 1+len(jobs)*27)
+	args := make([]any, 0, 1+len(jobs)*5)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		origin := "c" // the caller's ID: a job with it may be this one again
@@ -160,8 +160,13 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 				origin = strconv.FormatInt(t.UnixMilli(), 10)
 			}
 		}
-		args = append(args, j.Local, j.Kind, j.Payload, unixMS(j.RunAt), ms(j.Delay),
-			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers, origin)
+		args = append(args, j.Local, j.Kind, j.Payload, origin)
+		if j.plain() {
+			args = append(args, "")
+			continue
+		}
+		args = append(args, "x", unixMS(j.RunAt), ms(j.Delay),
+			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers)
 		if pa := j.Parent; pa != nil {
 			args = append(args, pa.Ref.String(), pa.Ref.Prefix(), pa.Step, pa.Ref.Local)
 		} else {
@@ -188,4 +193,13 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		}
 	}
 	return out, nil
+}
+
+// plain reports whether every setting of j but its ID, kind and payload is
+// at its default, so that the enqueue script is sent only those
+// (lua/enqueue.lua).
+func (j *NewJob) plain() bool {
+	return j.RunAt.IsZero() && j.Delay == 0 && j.MaxAttempts == DefaultMaxAttempts && j.Timeout == 0 &&
+		j.Deadline.IsZero() && j.Priority == 0 && len(j.Headers) == 0 && j.Parent == nil &&
+		j.Limits == (Limits{}) && j.Unique == (Unique{}) && j.Sticky == (Sticky{})
 }
