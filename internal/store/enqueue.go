@@ -123,6 +123,9 @@ const maxIDRetries = 5
 // retryTaken enqueues again, under new IDs, the jobs of res whose
 // generated ID was taken, and fills in their results.
 func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob, res []EnqueueResult) error {
+	if !slices.ContainsFunc(res, func(r EnqueueResult) bool { return r.Status == taken }) {
+		return nil // the common case: no copy
+	}
 	jobs = slices.Clone(jobs) // the caller's stay as they were
 	for range maxIDRetries {
 		var again []NewJob
