@@ -1,7 +1,7 @@
 // Package lua holds every Redis script Sluice runs, one .lua file each.
 //
-// Each script is the shared prelude lib.lua followed by the script's own
-// file; the header of every file documents its KEYS, ARGV, return value and
+// Each script is the parts of the shared prelude lib.lua it uses followed
+// by the script's own file; the header of every file documents its KEYS, ARGV, return value and
 // the job state transitions it makes. Scripts run through redis.Script:
 // EVALSHA first, EVAL when the server answers NOSCRIPT (after a restart or
 // SCRIPT FLUSH).
@@ -16,7 +16,7 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// Scripts by name; each is lib.lua followed by <name>.lua.
+// Scripts by name; each is what it uses of lib.lua followed by <name>.lua.
 var (
 	Enqueue = load("enqueue")
 	Claim   = load("claim")
@@ -46,17 +46,17 @@ var (
 	Schedule = redis.NewScript(body("schedule"))
 )
 
-// Source returns the full text of the named script (prelude included), for
-// tests and debugging.
+// Source returns the full text of the named script: the parts of the
+// prelude it uses (prelude.go), then its own file. For tests and
+// debugging.
 func Source(name string) string {
-	return prelude() + body(name)
+	b := body(name)
+	return preludeFor(body("lib"), b) + b
 }
 
 func load(name string) *redis.Script {
 	return redis.NewScript(Source(name))
 }
-
-func prelude() string { return body("lib") }
 
 func body(name string) string {
 	b, err := files.ReadFile(name + ".lua")
