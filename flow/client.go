@@ -122,9 +122,12 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 	return res[0], res[0].Err
 }
 
-// EnqueueMany adds jobs in one round trip per partition. Every job is
-// validated first: on bad input nothing is added. A job whose ID conflicts
-// has its Err set; the others are added.
+// EnqueueMany adds jobs in one round trip per partition. Jobs without a
+// key that places them (a partition key, ID or unique key) fill
+// consecutive partitions in blocks of at least 64, starting one partition
+// further on each call. Every job is validated first: on bad input nothing
+// is added. A job whose ID conflicts has its Err set; the others are
+// added.
 func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
 	type planned struct {
 		ref keys.Ref
@@ -132,8 +135,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 	}
 	plan := make([]planned, len(items))
 	tr := c.tel.begin(ctx, items)
+	start := c.plan.rr.Add(1)
 	for i, it := range items {
-		ref, job, err := c.plan.job(it, nil, tr.start(i))
+		ref, job, err := c.plan.job(it, nil, &spread{start: start, size: len(items), index: i}, tr.start(i))
 		if err != nil {
 			err = fmt.Errorf("job %d: %w", i, err)
 			tr.end(nil, err)

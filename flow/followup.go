@@ -27,7 +27,7 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (idempotenc
 		return idempotency.Effect{}, step.ErrNoAttempt
 	}
 	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
-	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil, traceHeaders(ctx))
+	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
 	if err != nil {
 		return idempotency.Effect{}, err
 	}

@@ -179,3 +179,60 @@ func TestPartitionKeyRouting(t *testing.T) {
 		t.Fatalf("16 unkeyed jobs used partitions %v, want all 16", seen)
 	}
 }
+
+// TestEnqueueManySpreadsInBlocks: unkeyed jobs of one EnqueueMany call go
+// to consecutive partitions in blocks of at least 64, so that a small
+// batch costs one or two round trips rather than one per partition, and a
+// large batch still spreads evenly over every partition; the next call
+// starts one partition further.
+func TestEnqueueManySpreadsInBlocks(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: redistest.NewNamespace(t), Partitions: map[string]int{"default": 6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := func(n int) []string {
+		t.Helper()
+		items := make([]flow.Item, n)
+		for i := range items {
+			items[i] = flow.Item{Args: email{To: fmt.Sprint(i)}}
+		}
+		res, err := c.EnqueueMany(context.Background(), items...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([]string, n)
+		for i, r := range res {
+			out[i] = partitionOf(t, r.ID)
+		}
+		return out
+	}
+	small := batch(100)
+	for i, p := range small {
+		want := small[0]
+		if i >= 64 {
+			want = small[64]
+		}
+		if p != want {
+			t.Fatalf("job %d of 100 on partition %s, want %s (blocks of 64): %v", i, p, want, small)
+		}
+	}
+	if small[0] == small[64] {
+		t.Fatalf("100 jobs on one partition %s, want two blocks", small[0])
+	}
+	large := batch(6 * 200)
+	count := map[string]int{}
+	for _, p := range large {
+		count[p]++
+	}
+	for p := range 6 {
+		if n := count[fmt.Sprint(p)]; n != 200 {
+			t.Errorf("partition %d has %d of 1,200 jobs, want 200: %v", p, n, count)
+		}
+	}
+	again := batch(1)
+	if again[0] == small[0] {
+		t.Errorf("the next call started on partition %s again", again[0])
+	}
+}

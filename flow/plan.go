@@ -25,7 +25,7 @@ type planner struct {
 
 // job plans one item; parent is set for a spawned child, whose ID the
 // caller chose.
-func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
 	if it.Args == nil {
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
 	}
@@ -73,7 +73,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 	if routeBy == "" {
 		routeBy = o.unique.Key // duplicates of a unique job meet on one partition
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeBy)), Local: local}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeBy, sp)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
@@ -84,8 +84,11 @@ func (pl *planner) job(it Item, parent *store.ParentRef, opts ...EnqueueOption) 
 // partition picks the partition of a job: by a stable hash of key (a
 // partition key, job ID or unique key: the same key always lands on the
 // same partition while the queue's partition count stays the same), else
-// round-robin.
-func (pl *planner) partition(queue, key string) int {
+// round-robin: per call, and within one EnqueueMany call (sp) in
+// contiguous blocks of at least minSpreadBlock jobs, so that a batch costs
+// a round trip per block rather than one per partition, while a large one
+// still spreads over every partition.
+func (pl *planner) partition(queue, key string, sp *spread) int {
 	n := max(pl.partitions[queue], 1)
 	if n == 1 {
 		return 0
@@ -95,5 +98,20 @@ func (pl *planner) partition(queue, key string) int {
 		_, _ = h.Write([]byte(key))
 		return int(h.Sum32() % uint32(n))
 	}
-	return int(pl.rr.Add(1) % uint64(n))
+	if sp == nil {
+		return int(pl.rr.Add(1) % uint64(n))
+	}
+	block := max((sp.size+n-1)/n, minSpreadBlock)
+	return int((sp.start + uint64(sp.index/block)) % uint64(n))
+}
+
+// minSpreadBlock is the fewest jobs of one EnqueueMany call that go to a
+// partition before the next one takes over.
+const minSpreadBlock = 64
+
+// spread is the place of a job in an EnqueueMany call of size jobs whose
+// round-robin starts at partition start.
+type spread struct {
+	start       uint64
+	size, index int
 }

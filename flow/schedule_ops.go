@@ -93,7 +93,7 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (Enqueued, er
 		return Enqueued{}, fmt.Errorf("%w: schedule %q: job template: %v", ErrMalformed, name, err)
 	}
 	job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
-	ref := keys.Ref{Partition: c.st.Partition(r.Queue, c.plan.partition(r.Queue, job.Local)), Local: job.Local}
+	ref := keys.Ref{Partition: c.st.Partition(r.Queue, c.plan.partition(r.Queue, job.Local, nil)), Local: job.Local}
 	res, err := c.st.Enqueue(ctx, ref.Partition, []store.NewJob{job})
 	if err != nil {
 		return Enqueued{}, err

@@ -125,7 +125,7 @@ func (s *Scheduler) Add(sc Schedule) error {
 		return bad("Opts", fmt.Errorf("%w: WithID: the schedule names its jobs", ErrInvalid))
 	}
 	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
-	ref, job, err := s.c.plan.job(Item{Args: sc.Args, Opts: sc.Opts}, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
+	ref, job, err := s.c.plan.job(Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
 	if err != nil {
 		return bad("Args", err)
 	}
