@@ -274,18 +274,22 @@ func TestShortKindLeaseIsRenewedInTime(t *testing.T) {
 	e.startWorker(reg, o)
 	id := e.enqueue(slowArgs{N: 1})
 	recv(t, started, "the job to start")
-	// The worker's periodic timers (renewal, maintenance, idle fetch wait)
-	// are armed; after each step, waiting until every timer that fired is
-	// armed again means the loops that fired (a renewal) are done.
-	waitPending(t, clk, 3)
+	// The renewal loop sleeps short/3 between rounds (RenewInterval's
+	// default); its first sleep is armed before the clock moves, and after
+	// each step a new sleep means the round that fell due has renewed. Any
+	// other timer does not count: under load, waiting for a number of
+	// pending timers let the clock move before the renewal loop slept.
+	renewEvery := short / 3
+	clk.waitTimers(t, renewEvery, 1)
 	// After each step the renewal that fell due must have extended the
 	// lease; the wait is for the worker's loops to run (real time,
 	// generous for a loaded machine), not for store time.
 	// Renewals every short/3 keep the expiry at least short-step ahead.
+	rounds := 1
 	for elapsed := step; elapsed <= 3*short; elapsed += step {
-		armed := clk.Pending()
 		clk.Advance(step)
-		waitPending(t, clk, armed)
+		rounds += int(step / renewEvery)
+		clk.waitTimers(t, renewEvery, rounds)
 		eventually(t, fmt.Sprintf("the lease renewed %s after the claim", elapsed), func() (bool, string) {
 			j := e.job(id)
 			return j.State == flow.StateRunning && !j.LeaseExpiry.Before(clk.Now().Add(short-step)), fmt.Sprintf(
