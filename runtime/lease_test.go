@@ -299,18 +299,3 @@ func TestShortKindLeaseIsRenewedInTime(t *testing.T) {
 		})
 	}
 }
-
-// waitPending waits until at least n timers are pending on clk.
-func waitPending(t *testing.T, clk *testClock, n int) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() {
-		clk.WaitTimers(n)
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %d pending timers (have %d)", n, clk.Pending())
-	}
-}
