@@ -123,7 +123,7 @@ func counted(v []any) (list, rest []any, err error) {
 		return nil, nil, fmt.Errorf("%w: count missing", ErrMalformed)
 	}
 	n, ok := v[0].(int64)
-	if !ok || n < 0 || int(n) > len(v)-1 {
+	if !ok || n < 0 || n > int64(len(v)-1) {
 		return nil, nil, fmt.Errorf("%w: bad count %v of %d elements", ErrMalformed, v[0], len(v)-1)
 	}
 	return v[1 : 1+n], v[1+n:], nil

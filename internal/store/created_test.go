@@ -50,3 +50,35 @@ func TestCreatedTimeFromID(t *testing.T) {
 		})
 	}
 }
+
+// TestListKeyOfCreatedFromID: listing available jobs orders them by
+// priority, then created time, also for jobs whose created time comes
+// from their ID (no 'ct'): the later job's sort key is the higher, across
+// partitions too (flow's listing merges partitions by these keys).
+func TestListKeyOfCreatedFromID(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			early := keys.NewLocalAt(f.clk.Now())
+			f.enqueue(store.NewJob{Local: early, Generated: true})
+			f.clk.Advance(time.Hour)
+			other := f.st.Partition("q", 1)
+			late := keys.NewLocalAt(f.clk.Now())
+			if _, err := f.st.Enqueue(f.ctx, other, []store.NewJob{{Local: late, Generated: true, Kind: "k", Payload: []byte("p"), MaxAttempts: store.DefaultMaxAttempts}}); err != nil {
+				t.Fatal(err)
+			}
+			key := func(p keys.Partition) float64 {
+				t.Helper()
+				page, err := f.st.List(f.ctx, p, "available", "", 10, 100, "")
+				if err != nil || len(page.Entries) != 1 {
+					t.Fatalf("list: %+v %v", page, err)
+				}
+				return page.Entries[0].Key
+			}
+			if k0, k1 := key(f.p), key(other); k0 >= k1 || k0 != float64(f.clk.Now().Add(-time.Hour).UnixMilli()) {
+				t.Errorf("keys: earlier job %.0f, later job %.0f; want the earlier one's created time, and lower", k0, k1)
+			}
+		})
+	}
+}

@@ -14,6 +14,9 @@ import (
 // FIELDS order.
 var listFields = []string{"s", "k", "pr", "a", "c", "ma", "ct", "rt", "ft", "xr", "er", "w", "ls", "dn", "pa", "to", "dl", "dt"}
 
+// ctField is the index of "ct" in listFields.
+const ctField = 6
+
 // ListEntry is one job of a listing page.
 type ListEntry struct {
 	Job   *Job    // the fields of listFields only: no payload, result or steps
@@ -79,6 +82,11 @@ func decodeListed(e any) (ListEntry, error) {
 	}
 	if j.State == "running" {
 		j.LeaseExpiry = time.UnixMilli(int64(key))
+	}
+	if _, stored := v[3+ctField].(string); j.State == "available" && !stored {
+		// list.lua's key is priority*1e14 + created time, and a job whose
+		// generated ID carries its created time has no 'ct' (enqueue.lua)
+		key += float64(j.Created.UnixMilli())
 	}
 	return ListEntry{Job: j, Key: key, After: after}, nil
 }
