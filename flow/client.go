@@ -135,9 +135,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 	}
 	plan := make([]planned, len(items))
 	tr := c.tel.begin(ctx, items)
-	start := c.plan.rr.Add(1)
+	sp := newSpread(c.plan.rr.Add(1), len(items))
 	for i, it := range items {
-		ref, job, err := c.plan.job(it, nil, &spread{start: start, size: len(items), index: i}, tr.start(i))
+		ref, job, err := c.plan.job(it, nil, sp, tr.start(i))
 		if err != nil {
 			err = fmt.Errorf("job %d: %w", i, err)
 			tr.end(nil, err)

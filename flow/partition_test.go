@@ -235,4 +235,23 @@ func TestEnqueueManySpreadsInBlocks(t *testing.T) {
 	if again[0] == small[0] {
 		t.Errorf("the next call started on partition %s again", again[0])
 	}
+	// Keyed jobs in the same call do not break the unkeyed ones' blocks.
+	items := make([]flow.Item, 200)
+	for i := range items {
+		items[i] = flow.Item{Args: email{To: fmt.Sprint(i)}}
+		if i%2 == 1 {
+			items[i].Opts = []flow.EnqueueOption{flow.WithPartitionKey(fmt.Sprint("k", i))}
+		}
+	}
+	res, err := c.EnqueueMany(context.Background(), items...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unkeyed := map[string]int{}
+	for i := 0; i < len(res); i += 2 {
+		unkeyed[partitionOf(t, res[i].ID)]++
+	}
+	if len(unkeyed) != 2 {
+		t.Errorf("100 unkeyed jobs among keyed ones went to %v, want 2 partitions (blocks of 64)", unkeyed)
+	}
 }

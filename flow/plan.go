@@ -101,17 +101,24 @@ func (pl *planner) partition(queue, key string, sp *spread) int {
 	if sp == nil {
 		return int(pl.rr.Add(1) % uint64(n))
 	}
+	i := sp.placed[queue] // this queue's unkeyed jobs placed so far in the call
+	sp.placed[queue] = i + 1
 	block := max((sp.size+n-1)/n, minSpreadBlock)
-	return int((sp.start + uint64(sp.index/block)) % uint64(n))
+	return int((sp.start + uint64(i/block)) % uint64(n))
 }
 
 // minSpreadBlock is the fewest jobs of one EnqueueMany call that go to a
 // partition before the next one takes over.
 const minSpreadBlock = 64
 
-// spread is the place of a job in an EnqueueMany call of size jobs whose
-// round-robin starts at partition start.
+// spread places the unkeyed jobs of one EnqueueMany call of size jobs,
+// whose round-robin starts at partition start.
 type spread struct {
-	start       uint64
-	size, index int
+	start  uint64
+	size   int
+	placed map[string]int // per queue, its unkeyed jobs placed so far
+}
+
+func newSpread(start uint64, size int) *spread {
+	return &spread{start: start, size: size, placed: map[string]int{}}
 }
