@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -27,6 +28,9 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (idempotenc
 		return idempotency.Effect{}, step.ErrNoAttempt
 	}
 	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	// A planner per call: its round-robin starts anywhere, or every
+	// unkeyed follow-up would land on the same partition.
+	pl.rr.Store(rand.Uint64())
 	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
 	if err != nil {
 		return idempotency.Effect{}, err
