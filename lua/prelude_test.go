@@ -77,3 +77,22 @@ func TestEveryScriptDefinesWhatItUses(t *testing.T) {
 		}
 	}
 }
+
+// TestLibShape: lib.lua keeps the shape preludeFor relies on. Every line
+// at column 0 is a comment, a 'local' statement that defines names (a
+// function, or names with '='; a bare forward declaration would never be
+// included), or the end of a block; code in any other top-level statement
+// would be glued to the definition above it and dropped with it.
+func TestLibShape(t *testing.T) {
+	for i, l := range strings.Split(body("lib"), "\n") {
+		switch {
+		case l == "", strings.HasPrefix(l, " "), strings.HasPrefix(l, "\t"), l == "end", l == "}", l == ")":
+		case strings.HasPrefix(l, "--[["):
+			t.Errorf("lib.lua:%d: a block comment: the prelude parser reads comments line by line", i+1)
+		case strings.HasPrefix(l, "--"):
+		case localFunc.MatchString(l), localVars.MatchString(l):
+		default:
+			t.Errorf("lib.lua:%d: %q is not a definition; top-level code outside 'local' statements would be dropped", i+1, l)
+		}
+	}
+}
