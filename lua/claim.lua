@@ -99,7 +99,7 @@ local function take(ak, pinned_to)
       if not h then
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
-        redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '')
+        redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '', 'ct', NOW_S)
         park(jk, id, 'malformed')
       elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
         -- rerouted since it was pinned here: its entry on this list is stale

@@ -133,6 +133,10 @@ func TestMalformedJobs(t *testing.T) {
 			if v, err := f.rdb.Get(f.ctx, f.p.Job("string")+":corrupt").Result(); err != nil || v != "garbage" {
 				t.Fatalf("corrupt value not kept: %q %v", v, err)
 			}
+			// the hash put in its place says when it was set aside
+			if j, _ := f.get("string"); !j.Created.Equal(f.clk.Now().Truncate(time.Millisecond)) {
+				t.Errorf("set-aside job created %v, want the claim's time %v", j.Created, f.clk.Now())
+			}
 			if _, _, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: "nokind"}); !errors.Is(err, store.ErrMalformed) {
 				t.Fatalf("get of a job without kind: %v", err)
 			}
