@@ -47,12 +47,20 @@ func TestScheduleFleet(t *testing.T) {
 		defer mu.Unlock()
 		return len(ran)
 	}
+	completed := func() int {
+		n, _ := e.rdb.HGet(context.Background(), keys.Partition{NS: e.ns, Queue: "default"}.Stats(), flow.StateCompleted).Int()
+		return n
+	}
 	e.wait("minutely", 3)
 	for m := 1; m <= 60; m++ {
 		e.clk.Advance(time.Minute)
 		e.wait("minutely", 3)
+		// Wait for the tick's job to be acked, not only run: a job still
+		// running when the clock next moves a minute is past its 30 s
+		// lease, and the maintenance pass at minute 60 would reap it and
+		// run it again.
 		deadline := time.Now().Add(20 * time.Second)
-		for count() < m && time.Now().Before(deadline) {
+		for (count() < m || completed() < m) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 	}
