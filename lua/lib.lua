@@ -114,22 +114,24 @@ local function count(from, to)
   if to then DELTA[to] = (DELTA[to] or 0) + 1 end
 end
 
-local function zadd_later(key, score, member)
-  local l = ZADDS[key]
+-- list_in returns the list under key in table t, adding an empty one.
+local function list_in(t, key)
+  local l = t[key]
   if not l then
     l = {}
-    ZADDS[key] = l
+    t[key] = l
   end
+  return l
+end
+
+local function zadd_later(key, score, member)
+  local l = list_in(ZADDS, key)
   l[#l + 1] = score
   l[#l + 1] = member
 end
 
 local function zrem_later(key, member)
-  local l = ZREMS[key]
-  if not l then
-    l = {}
-    ZREMS[key] = l
-  end
+  local l = list_in(ZREMS, key)
   l[#l + 1] = member
 end
 
@@ -197,11 +199,7 @@ end
 -- in order, by flush_pushes: at flush(), and by a claim before it pops.
 local PUSHES = {}
 local function push_later(key, id)
-  local l = PUSHES[key]
-  if not l then
-    l = {}
-    PUSHES[key] = l
-  end
+  local l = list_in(PUSHES, key)
   l[#l + 1] = id
 end
 local function flush_pushes()

@@ -27,12 +27,13 @@ var (
 	word      = regexp.MustCompile(`[A-Za-z_]\w*`)
 )
 
-// parseUnits splits lib into its top-level definitions and records which
-// of them each one refers to. A name that only appears in a whole-line
+// parseUnits splits lib into its top-level definitions, records which of
+// them each one refers to, and returns with them the unit defining each
+// name. A name that only appears in a whole-line
 // comment is not a reference; anywhere else (a trailing comment, a string)
 // it counts, which at worst includes a definition the script does not
 // need.
-func parseUnits(lib string) []unit {
+func parseUnits(lib string) ([]unit, map[string]int) {
 	lines := strings.Split(lib, "\n")
 	var starts []int // first line (its comments) of each unit
 	for i, l := range lines {
@@ -76,7 +77,7 @@ func parseUnits(lib string) []unit {
 			}
 		}
 	}
-	return units
+	return units, defined
 }
 
 // mentions lists the units whose names text mentions outside whole-line
@@ -98,13 +99,7 @@ func mentions(text string, defined map[string]int) []int {
 
 // preludeFor returns the definitions of lib that script needs, in order.
 func preludeFor(lib, script string) string {
-	units := parseUnits(lib)
-	defined := map[string]int{}
-	for k, u := range units {
-		for _, n := range u.names {
-			defined[n] = k
-		}
-	}
+	units, defined := parseUnits(lib)
 	need := make([]bool, len(units))
 	stack := mentions(script, defined)
 	for len(stack) > 0 {
