@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -298,4 +302,79 @@ func TestShortKindLeaseIsRenewedInTime(t *testing.T) {
 				elapsed, short, j.State, j.LeaseExpiry.Sub(clk.Now()))
 		})
 	}
+}
+
+// TestSlowAckKeepsItsLease: the handler has returned, but its ack is held
+// back on its way to Redis for twice the lease. The renewal loop must keep
+// renewing the lease meanwhile, or any worker's maintenance could reap the
+// finished job and run it again; once the ack goes through, the job is
+// complete after one run.
+func TestSlowAckKeepsItsLease(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second
+		renew = lease / 3 // RenewInterval's default
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	gate := &ackGate{sha: lua.Ack.Hash(), held: make(chan struct{}, 1), release: make(chan struct{})}
+	e.rdb.AddHook(gate)
+	var once sync.Once
+	releaseAck := func() { once.Do(func() { close(gate.release) }) }
+
+	runs := signal[int64]()
+	reg := flow.NewRegistry()
+	must(t, flow.Register(reg, func(_ context.Context, job *flow.Job[workArgs]) error {
+		runs <- job.Fence
+		return nil
+	}))
+	e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(releaseAck) // registered after the worker's: runs before it stops
+	id := e.enqueue(workArgs{N: 1})
+	fence := recv(t, runs, "the job to run")
+	recv(t, (<-chan struct{})(gate.held), "the ack to be held back")
+	clk.waitTimers(t, renew, 1)
+	for rounds := 1; rounds <= 6; rounds++ { // 60 s: twice the lease
+		clk.Advance(renew)
+		clk.waitTimers(t, renew, rounds+1)
+		eventually(t, fmt.Sprintf("the lease renewed %s after the handler returned", time.Duration(rounds)*renew), func() (bool, string) {
+			j := e.job(id)
+			return j.State == flow.StateRunning && j.LeaseExpiry.After(clk.Now().Add(lease-renew)), fmt.Sprintf(
+				"%s with its ack in flight, the job is %s with its lease expiring %v from now: maintenance would reap it and run it again",
+				time.Duration(rounds)*renew, j.State, j.LeaseExpiry.Sub(clk.Now()))
+		})
+	}
+	releaseAck()
+	j := e.waitState(id, flow.StateCompleted)
+	if j.Fence != fence {
+		t.Errorf("completed under fence %d, want the first run's %d", j.Fence, fence)
+	}
+	noRecv(t, runs, "a second run")
+}
+
+// ackGate is a go-redis hook that holds back calls of the ack script until
+// release is closed, and says on held when it holds one.
+type ackGate struct {
+	sha     string
+	held    chan struct{}
+	release chan struct{}
+}
+
+func (g *ackGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *ackGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == g.sha {
+			select {
+			case g.held <- struct{}{}:
+			default:
+			}
+			<-g.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g *ackGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

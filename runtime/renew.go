@@ -26,13 +26,17 @@ func (w *Worker) renewLoop(ctx context.Context) {
 // Redis cannot be reached, attempts whose lease has run out by the worker's
 // own reckoning are cancelled too: the worker can no longer be sure it
 // holds them.
+//
+// An attempt whose outcome is being acked is renewed as well, until the
+// ack returns: an ack that waits (on a slow or briefly unreachable Redis)
+// must not let the lease run out under it, or another worker would run
+// the job again although it is done. Such an attempt has nothing left to
+// cancel, so a lost lease there is only the ack's to report.
 func (w *Worker) renewAll(ctx context.Context) {
 	groups := map[keys.Partition][]*Attempt{}
 	w.mu.Lock()
 	for a := range w.inflight {
-		if !a.settled.Load() {
-			groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
-		}
+		groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
 	}
 	w.mu.Unlock()
 	for p, as := range groups {
@@ -48,7 +52,7 @@ func (w *Worker) renewAll(ctx context.Context) {
 				a.mu.Lock()
 				expired := sent.After(a.leaseEnd)
 				a.mu.Unlock()
-				if expired {
+				if expired && !a.settled.Load() {
 					a.lose()
 				}
 			}
@@ -60,6 +64,9 @@ func (w *Worker) renewAll(ctx context.Context) {
 		}
 		for _, a := range as {
 			if state, ok := gone[a.LeaseID]; ok {
+				if a.settled.Load() { // acked meanwhile, or the ack will say why
+					continue
+				}
 				if state == stateCancelled { // an operator cancelled the job
 					a.cancelled()
 					continue
