@@ -124,7 +124,7 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 
 // EnqueueMany adds jobs in one round trip per partition. Jobs without a
 // key that places them (a partition key, ID or unique key) fill
-// consecutive partitions in blocks of at least 64, starting one partition
+// consecutive partitions in blocks of at least 128, starting one partition
 // further on each call. Every job is validated first: on bad input nothing
 // is added. A job whose ID conflicts has its Err set; the others are
 // added.

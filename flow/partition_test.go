@@ -181,8 +181,8 @@ func TestPartitionKeyRouting(t *testing.T) {
 }
 
 // TestEnqueueManySpreadsInBlocks: unkeyed jobs of one EnqueueMany call go
-// to consecutive partitions in blocks of at least 64, so that a small
-// batch costs one or two round trips rather than one per partition, and a
+// to consecutive partitions in blocks of at least 128, so that a batch
+// of 100 costs one round trip rather than one per partition, and a
 // large batch still spreads evenly over every partition; the next call
 // starts one partition further.
 func TestEnqueueManySpreadsInBlocks(t *testing.T) {
@@ -208,18 +208,24 @@ func TestEnqueueManySpreadsInBlocks(t *testing.T) {
 		}
 		return out
 	}
-	small := batch(100)
-	for i, p := range small {
-		want := small[0]
-		if i >= 64 {
-			want = small[64]
-		}
-		if p != want {
-			t.Fatalf("job %d of 100 on partition %s, want %s (blocks of 64): %v", i, p, want, small)
+	one := batch(100)
+	for i, p := range one {
+		if p != one[0] {
+			t.Fatalf("job %d of 100 on partition %s, job 0 on %s: want one block of 128", i, p, one[0])
 		}
 	}
-	if small[0] == small[64] {
-		t.Fatalf("100 jobs on one partition %s, want two blocks", small[0])
+	small := batch(200)
+	for i, p := range small {
+		want := small[0]
+		if i >= 128 {
+			want = small[128]
+		}
+		if p != want {
+			t.Fatalf("job %d of 200 on partition %s, want %s (blocks of 128): %v", i, p, want, small)
+		}
+	}
+	if small[0] == small[128] {
+		t.Fatalf("200 jobs on one partition %s, want two blocks", small[0])
 	}
 	large := batch(6 * 200)
 	count := map[string]int{}
@@ -236,7 +242,7 @@ func TestEnqueueManySpreadsInBlocks(t *testing.T) {
 		t.Errorf("the next call started on partition %s again", again[0])
 	}
 	// Keyed jobs in the same call do not break the unkeyed ones' blocks.
-	items := make([]flow.Item, 200)
+	items := make([]flow.Item, 400)
 	for i := range items {
 		items[i] = flow.Item{Args: email{To: fmt.Sprint(i)}}
 		if i%2 == 1 {
@@ -252,6 +258,6 @@ func TestEnqueueManySpreadsInBlocks(t *testing.T) {
 		unkeyed[partitionOf(t, res[i].ID)]++
 	}
 	if len(unkeyed) != 2 {
-		t.Errorf("100 unkeyed jobs among keyed ones went to %v, want 2 partitions (blocks of 64)", unkeyed)
+		t.Errorf("200 unkeyed jobs among keyed ones went to %v, want 2 partitions (blocks of 128)", unkeyed)
 	}
 }

@@ -109,7 +109,7 @@ func (pl *planner) partition(queue, key string, sp *spread) int {
 
 // minSpreadBlock is the fewest jobs of one EnqueueMany call that go to a
 // partition before the next one takes over.
-const minSpreadBlock = 64
+const minSpreadBlock = 128
 
 // spread places the unkeyed jobs of one EnqueueMany call of size jobs,
 // whose round-robin starts at partition start.

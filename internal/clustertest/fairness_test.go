@@ -140,7 +140,7 @@ func TestDryPartitionsNotPolled(t *testing.T) {
 // claims.
 func TestBusyPartitionsServedFairly(t *testing.T) {
 	t.Parallel()
-	const nParts, perPart, window = 12, 64, 120
+	const nParts, perPart, window = 12, 128, 120
 	ns := redistest.NewNamespace(t)
 	parts := map[string]int{"default": nParts}
 	l := newLedger()
@@ -150,7 +150,7 @@ func TestBusyPartitionsServedFairly(t *testing.T) {
 	must(t, err)
 	items := make([]flow.Item, nParts*perPart)
 	for i := range items {
-		items[i] = flow.Item{Args: task{N: i}} // a block of 64 per partition
+		items[i] = flow.Item{Args: task{N: i}} // a block of 128 per partition
 	}
 	res, err := c.EnqueueMany(context.Background(), items...)
 	must(t, err)
