@@ -18,7 +18,9 @@
 --             step checkpoints (flat HGETALL, none when none); the job
 --             fields are its hash as it was before the claim (flat HGETALL:
 --             only the fields it has, which keeps the reply small), whose
---             state, fence and lease fields the claim has since replaced
+--             state, fence and lease fields the claim has since replaced;
+--             a payload kept in its own key (lib.lua, put_payload) comes
+--             last, as field 'p'
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
@@ -108,7 +110,8 @@ local function take(ak, pinned_to)
         -- not handed it to every worker: the entry is stale
       elseif h.s == 'available' then
         local dl, fence = tonumber(h.dl), tonumber(h.f or 0)
-        if not h.k or h.k == '' or not h.p or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then
+        local body = h.pb and redis.call('GET', body_key(id))
+        if not h.k or h.k == '' or not (h.p or body) or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
@@ -126,7 +129,11 @@ local function take(ak, pinned_to)
           count('available', 'running')
           local steps = NO_STEPS
           if h.sx then steps = redis.call('HGETALL', steps_key(id)) end
-          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i] }
+          local raw = raws[i]
+          if body then -- the payload from its own key, as if the hash held it
+            raw[#raw + 1], raw[#raw + 2] = 'p', body
+          end
+          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raw }
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it

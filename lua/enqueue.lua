@@ -60,9 +60,11 @@ local function on_duplicate(holder, policy, payload, due)
   if s ~= 'available' and s ~= 'scheduled' then return end
   if policy == 'replace' then
     local stale = chunk_fields(field_map(jk), 'p')
-    if #stale > 0 then redis.call('HDEL', jk, unpack(stale)) end
+    stale[#stale + 1], stale[#stale + 2] = 'p', 'pb'
+    redis.call('HDEL', jk, unpack(stale))
+    redis.call('DEL', body_key(holder))
     local f = {}
-    put_chunked(f, 'p', payload)
+    put_payload(f, holder, payload)
     redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
     redis.call('ZREM', K_SCHED, holder)
@@ -86,7 +88,7 @@ for _ = 1, n do
   if redis.call('EXISTS', jk) == 1 then
     if origin == 'c' then
       local h = field_map(jk)
-      old = { h.k, joined(h, 'p') }
+      old = { h.k, payload_of(h, id) }
     else
       taken = true
     end
@@ -118,7 +120,7 @@ for _ = 1, n do
     local f = { 'k', kind, 's', state }
     local id_ms = tonumber(origin)
     if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = 'ct', NOW_S end
-    put_chunked(f, 'p', payload)
+    put_payload(f, id, payload)
     if o ~= PLAIN then
       local function opt(field, v, none)
         if v ~= none then

@@ -35,6 +35,11 @@ func (p Partition) Job(id string) string { return p.Prefix() + "j:" + id }
 // Errors is the list of a job's most recent errors.
 func (p Partition) Errors(id string) string { return p.Prefix() + "e:" + id }
 
+// Body is the string holding a job's payload when it is too long to keep
+// in the job hash (lua/lib.lua, put_payload); the hash then has the field
+// "pb" instead of "p".
+func (p Partition) Body(id string) string { return p.Prefix() + "b:" + id }
+
 // Steps is the hash of a job's step checkpoints.
 func (p Partition) Steps(id string) string { return p.Prefix() + "s:" + id }
 

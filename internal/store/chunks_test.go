@@ -2,7 +2,8 @@ package store_test
 
 import (
 	"bytes"
-	"strings"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -10,10 +11,12 @@ import (
 
 // TestLongValuesKeepCompactHash: payloads and headers longer than Redis's
 // listpack value limit come back byte for byte from a claim and a read,
-// while the job hash stays in the compact encoding; the same ID with the
-// same long payload is a no-op, with another a conflict; replacing a long
-// payload by a short one leaves no stale chunk behind.
+// while the job hash stays in the compact encoding; a payload over bodyMin
+// bytes is a key of its own instead of chunks; the same ID with the same
+// long payload is a no-op, with another a conflict; replacing a payload
+// leaves no stale chunk or key behind, whichever way it is stored.
 func TestLongValuesKeepCompactHash(t *testing.T) {
+	const bodyMin = 832 // lua/lib.lua BODY_MIN
 	t.Parallel()
 	long := func(n int) []byte {
 		b := make([]byte, n)
@@ -26,8 +29,8 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			cases := map[string][]byte{
-				"at-limit": long(64), "just-over": long(65), "kilobyte": long(1000),
-				"largest-chunked": long(64 * 96), "stored-whole": long(64*96 + 1),
+				"at-limit": long(64), "just-over": long(65), "largest-chunked": long(bodyMin),
+				"kilobyte": long(1000), "headers-whole": long(2*64*96 + 2),
 			}
 			for id, p := range cases {
 				f.enqueue(store.NewJob{Local: id, Payload: p, Headers: long(len(p) / 2)})
@@ -40,6 +43,9 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 				}
 				if got, _ := f.get(j.Local); !bytes.Equal(got.Payload, want) {
 					t.Errorf("%s: read back %d payload bytes, want %d", j.Local, len(got.Payload), len(want))
+				}
+				if own := exists(t, f, f.p.Body(j.Local)) == 1; own != (len(want) > bodyMin) {
+					t.Errorf("%s: %d-byte payload in a key of its own: %v", j.Local, len(want), own)
 				}
 			}
 			if b.name != "miniredis" { // miniredis has no OBJECT ENCODING
@@ -60,19 +66,43 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 				t.Fatalf("re-enqueue: %+v, want exists then conflict", res)
 			}
 
+			// Replaced: chunks by a key of its own, that by chunks, then by
+			// a short payload.
 			uq := store.Unique{Key: "u", OnDuplicate: "replace"}
 			f.enqueue(store.NewJob{Local: "u1", Payload: long(500), Unique: uq})
-			res, err = f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "u2", Kind: "k", Payload: []byte("short"), MaxAttempts: 3, Unique: uq}})
-			if err != nil || res[0].Status != store.Held {
-				t.Fatalf("duplicate: %+v, %v", res, err)
-			}
-			fields, err := f.rdb.HKeys(f.ctx, f.p.Job("u1")).Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, k := range fields {
-				if strings.HasPrefix(k, "p") && len(k) > 1 && k[1] >= '1' && k[1] <= '9' {
-					t.Errorf("stale payload chunk %q after the replace", k)
+			for i, p := range [][]byte{long(3000), long(700), []byte("short")} {
+				res, err = f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: fmt.Sprint("u", i+2), Kind: "k", Payload: p, MaxAttempts: 3, Unique: uq}})
+				if err != nil || res[0].Status != store.Held {
+					t.Fatalf("duplicate: %+v, %v", res, err)
+				}
+				if got, _ := f.get("u1"); !bytes.Equal(got.Payload, p) {
+					t.Fatalf("after replacing by %d bytes, read back %d", len(p), len(got.Payload))
+				}
+				fields, err := f.rdb.HKeys(f.ctx, f.p.Job("u1")).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, want []string // the payload's fields
+				for _, k := range fields {
+					if k == "p" || k == "pb" || (len(k) > 1 && k[0] == 'p' && k[1] >= '1' && k[1] <= '9') {
+						got = append(got, k)
+					}
+				}
+				if len(p) > bodyMin {
+					want = []string{"pb"}
+				} else {
+					want = []string{"p"}
+					for i := 1; i < (len(p)+63)/64; i++ {
+						want = append(want, fmt.Sprint("p", i))
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("after replacing by %d bytes: payload fields %v, want %v", len(p), got, want)
+				}
+				if own := exists(t, f, f.p.Body("u1")) == 1; own != (len(p) > bodyMin) {
+					t.Errorf("after replacing by %d bytes: payload in a key of its own: %v", len(p), own)
 				}
 			}
 			if j := f.claimOne("w"); j.Local != "u1" || string(j.Payload) != "short" {

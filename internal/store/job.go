@@ -91,7 +91,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		return n
 	}
 	ms := func(v string) time.Time { return time.UnixMilli(num(v)) }
-	seen := false
+	seen, body := false, false
 	var payload, headers chunks
 	for i := 0; i < len(flat); i += 2 {
 		k, _ := flat[i].(string)
@@ -101,6 +101,8 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.Kind, seen = v, true
 		case "p":
 			payload.add(0, v)
+		case "pb":
+			body = true
 		case "h":
 			headers.add(0, v)
 		case "s":
@@ -176,6 +178,11 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	}
 	if j.Payload, err = payload.join(local, "payload"); err != nil {
 		return nil, err
+	}
+	if body && j.Payload == nil {
+		// 'pb': the payload is a key of its own, which the reader appends
+		// as 'p' (lua/claim.lua, Store.Get)
+		return nil, fmt.Errorf("%w: job %s: its payload key is missing", ErrMalformed, local)
 	}
 	if j.Headers, err = headers.join(local, "headers"); err != nil {
 		return nil, err

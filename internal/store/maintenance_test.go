@@ -22,7 +22,8 @@ func TestRetention(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "done"}, store.NewJob{Local: "dead", MaxAttempts: 1})
+			// "done" has a payload long enough for a key of its own
+			f.enqueue(store.NewJob{Local: "done", Payload: make([]byte, 2000)}, store.NewJob{Local: "dead", MaxAttempts: 1})
 			for _, j := range f.claim(2, "w").Jobs {
 				code := store.CodeOK
 				if j.Local == "dead" {
@@ -30,7 +31,7 @@ func TestRetention(t *testing.T) {
 				}
 				f.ack(j, store.Ack{Code: code, Message: "x", Reason: "error"})
 			}
-			owned := func(id string) []string { return []string{f.p.Job(id), f.p.Errors(id), f.p.Steps(id)} }
+			owned := func(id string) []string { return []string{f.p.Job(id), f.p.Body(id), f.p.Errors(id), f.p.Steps(id)} }
 			if err := f.rdb.HSet(f.ctx, f.p.Steps("done"), "step", "x").Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -72,11 +73,14 @@ func TestDiscardCompleted(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3})
 			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
-			f.enqueue(store.NewJob{Local: "j"})
+			f.enqueue(store.NewJob{Local: "j", Payload: make([]byte, 2000)}) // a body key of its own
+			if n := exists(t, f, f.p.Body("j")); n != 1 {
+				t.Fatalf("the 2,000-byte payload has no key of its own")
+			}
 			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}); r.State != "completed" {
 				t.Fatalf("ack = %+v", r)
 			}
-			if n := exists(t, f, f.p.Job("j"), f.p.Errors("j")); n != 0 {
+			if n := exists(t, f, f.p.Job("j"), f.p.Body("j"), f.p.Errors("j")); n != 0 {
 				t.Fatalf("%d keys left", n)
 			}
 			if got, _ := b.rdb.HGetAll(f.ctx, f.p.Stats()).Result(); got["completed"] != "" && got["completed"] != "0" {

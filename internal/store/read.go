@@ -15,12 +15,14 @@ import (
 func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, error) {
 	var (
 		all   *redis.MapStringStringCmd
+		body  *redis.StringCmd
 		errs  *redis.StringSliceCmd
 		exp   *redis.FloatCmd
 		steps *redis.MapStringStringCmd
 	)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		all = p.HGetAll(ctx, ref.Job(ref.Local))
+		body = p.Get(ctx, ref.Body(ref.Local))
 		errs = p.LRange(ctx, ref.Errors(ref.Local), 0, -1)
 		exp = p.ZScore(ctx, ref.Running(), ref.Local)
 		steps = p.HGetAll(ctx, ref.Steps(ref.Local))
@@ -36,6 +38,9 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, err
 	flat := make([]any, 0, 2*len(m)+2)
 	for k, v := range m {
 		flat = append(flat, k, v)
+	}
+	if b, err := body.Result(); err == nil && m["pb"] != "" {
+		flat = append(flat, "p", b) // the payload has a key of its own
 	}
 	j, err := decodeJob(ref.Local, flat)
 	if err != nil {
