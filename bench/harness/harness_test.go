@@ -188,6 +188,10 @@ func checkMemory(t *testing.T, m *memoryResult) {
 			t.Errorf("memory: %+v", st)
 		}
 	}
+	if p := m.Plain; p.BytesPerValue <= float64(m.PayloadBytes) || p.OverheadPerValue != p.BytesPerValue-float64(m.PayloadBytes) ||
+		m.ReadyBeyondPlain != m.Ready.BytesPerJob-p.BytesPerValue {
+		t.Errorf("memory: plain values %+v, ready jobs beyond them %v", p, m.ReadyBeyondPlain)
+	}
 }
 
 func checkCrash(t *testing.T, c *crashResult) {

@@ -43,6 +43,11 @@ type memoryResult struct {
 	PayloadBytes int         `json:"payload_bytes"`
 	Ready        memoryState `json:"ready"`
 	Delayed      memoryState `json:"delayed"`
+	// Plain is the same payloads held as plain string values, measured
+	// after the jobs, and ReadyBeyondPlain what a job ready to run costs
+	// beyond its plain value: Sluice's own share.
+	Plain            plainValues `json:"plain"`
+	ReadyBeyondPlain float64     `json:"ready_beyond_plain_bytes"`
 	// Budget is the requirement for Ready.OverheadPerJob; Pass says if it
 	// holds.
 	Budget int  `json:"budget_bytes"`
@@ -90,6 +95,11 @@ func runMemory(ctx context.Context, t *target, cfg config) (*memoryResult, error
 		}
 		m.state.OverheadPerJob = m.state.BytesPerJob - float64(res.PayloadBytes)
 	}
+	t.progress("memory: %d plain values of %d bytes", cfg.Pending, len(payload))
+	if res.Plain, err = measurePlain(ctx, t, cfg, payload); err != nil {
+		return res, err
+	}
+	res.ReadyBeyondPlain = res.Ready.BytesPerJob - res.Plain.BytesPerValue
 	res.Pass = res.Ready.OverheadPerJob <= memoryBudget
 	return res, nil
 }
@@ -162,7 +172,10 @@ func (m *memoryResult) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "  %-12s %.1f bytes per job, %.1f beyond its payload (job hash %d bytes); baseline %s, pending %s, deleted %s\n",
 			s.what, s.st.BytesPerJob, s.st.OverheadPerJob, s.st.JobHashBytes, mib(s.st.BaselineBytes), mib(s.st.PendingBytes), mib(s.st.DeletedBytes))
 	}
-	fmt.Fprintf(w, "  jobs ready to run: %s the %d-byte budget beyond the payload\n", verdict, m.Budget)
+	fmt.Fprintf(w, "  plain value  %.1f bytes per value, %.1f beyond its payload: the payload alone, SET under a key as long as a job's\n",
+		m.Plain.BytesPerValue, m.Plain.OverheadPerValue)
+	fmt.Fprintf(w, "  jobs ready to run: %s the %d-byte budget beyond the payload; %.1f bytes beyond the plain value\n",
+		verdict, m.Budget, m.ReadyBeyondPlain)
 }
 
 // mib formats a byte count in MiB.
