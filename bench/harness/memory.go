@@ -122,7 +122,7 @@ func measurePending(ctx context.Context, t *target, cfg config, args Pending, op
 	if err != nil {
 		return err
 	}
-	if st.BaselineBytes, err = t.usedMemory(ctx); err != nil {
+	if st.BaselineBytes, err = t.settledMemory(ctx); err != nil {
 		return err
 	}
 	if _, err := produce(ctx, client, cfg, cfg.Pending, args, func(int) []flow.EnqueueOption { return opts }); err != nil {
@@ -137,7 +137,7 @@ func measurePending(ctx context.Context, t *target, cfg config, args Pending, op
 	if err := t.deleteNamespace(ctx, ns); err != nil {
 		return fmt.Errorf("deleting the jobs: %w", err)
 	}
-	if st.DeletedBytes, err = t.usedMemory(ctx); err != nil {
+	if st.DeletedBytes, err = t.settledMemory(ctx); err != nil {
 		return err
 	}
 	st.BytesPerJob = float64(st.PendingBytes-st.BaselineBytes) / float64(cfg.Pending)

@@ -38,7 +38,7 @@ func measurePlain(ctx context.Context, t *target, cfg config, payload []byte) (p
 	ns := "v" + strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36), 36)
 	ns += strings.Repeat("0", 6-len(ns))
 	defer func() { err = errors.Join(err, t.deleteNamespace(context.WithoutCancel(ctx), ns)) }()
-	if pv.BaselineBytes, err = t.usedMemory(ctx); err != nil {
+	if pv.BaselineBytes, err = t.settledMemory(ctx); err != nil {
 		return pv, err
 	}
 	parts := max(t.partitions, 1)

@@ -76,20 +76,62 @@ func (t *target) infos(ctx context.Context, sections ...string) ([]string, error
 // usedMemory is INFO memory used_memory, summed over the nodes: the bytes
 // Redis allocated for data and its own structures.
 func (t *target) usedMemory(ctx context.Context) (int64, error) {
+	used, _, err := t.memoryInfo(ctx)
+	return used, err
+}
+
+// memoryInfo is INFO memory used_memory and lazyfree_pending_objects, each
+// summed over the nodes.
+func (t *target) memoryInfo(ctx context.Context) (used, lazy int64, err error) {
 	infos, err := t.infos(ctx, "memory")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var total int64
 	for _, info := range infos {
 		for line := range strings.Lines(info) {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				total += n
+			name, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch name {
+			case "used_memory":
+				used += n
+			case "lazyfree_pending_objects":
+				lazy += n
 			}
 		}
 	}
-	return total, nil
+	return used, lazy, nil
+}
+
+// settledMemory is usedMemory once Redis has finished freeing what was
+// deleted before: UNLINK frees big values in the background and the key
+// table shrinks in steps, so a baseline read at once would count memory
+// about to be freed as the next measurement's. It waits, for at most
+// settleLimit, until nothing awaits a lazy free and two readings
+// settleGap apart differ by less than settleSlack.
+func (t *target) settledMemory(ctx context.Context) (int64, error) {
+	const (
+		settleLimit = 5 * time.Second
+		settleGap   = 100 * time.Millisecond
+		settleSlack = 64 << 10
+	)
+	give := time.Now().Add(settleLimit)
+	prev := int64(-1)
+	for {
+		used, lazy, err := t.memoryInfo(ctx)
+		if err != nil {
+			return 0, err
+		}
+		settled := lazy == 0 && prev >= 0 && used-prev < settleSlack && prev-used < settleSlack
+		if settled || time.Now().After(give) {
+			return used, nil
+		}
+		prev = used
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(settleGap):
+		}
+	}
 }
 
 // add adds the counters of one node's INFO to s.
