@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -142,6 +143,10 @@ func TestChaos(t *testing.T) {
 		if info.State != flow.StateCompleted {
 			t.Errorf("job %d: %s (%s), crash_attempt %d attempt %d, errors %+v; want completed", n, info.State, info.Reason, info.CrashAttempt, info.Attempt, info.Errors)
 		}
+		var args ledgerJob
+		if err := info.DecodeArgs(&args); err != nil || args.N != n || !bytes.Equal(args.Pad, padFor(n)) {
+			t.Errorf("job %d read back as job %d with %d bytes of padding (%v), want %d", n, args.N, len(args.Pad), err, len(padFor(n)))
+		}
 		var steps []string
 		for _, s := range info.Steps {
 			steps = append(steps, fmt.Sprintf("%s@%d", s.Name, s.Index))
@@ -154,6 +159,9 @@ func TestChaos(t *testing.T) {
 		if info.CrashAttempt > 0 {
 			crashed++
 		}
+	}
+	if bad, err := rdb.SMembers(ctx, badPayloads(ns)).Result(); err != nil || len(bad) > 0 {
+		t.Errorf("attempts saw wrong padding in jobs %v (%v)", bad, err)
 	}
 	// Nothing else finished, nothing else exists: quarantine is the poison
 	// pill's alone.

@@ -3,6 +3,7 @@ package chaos
 // The jobs of the chaos suite and the registry that runs them.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,24 @@ const ledgerSteps = 4
 
 // ledgerJob is the ordinary job: ledgerSteps steps, each committing one
 // increment of its own counter in two ledgers, and a completion effect.
-type ledgerJob struct{ N int }
+// Pad is padFor(N): every fourth job carries a payload long enough for a
+// key of its own (lua/lib.lua, BODY_MIN), which must reach every attempt
+// intact.
+type ledgerJob struct {
+	N   int
+	Pad []byte
+}
+
+// padFor is job n's padding.
+func padFor(n int) []byte {
+	if n%4 != 0 {
+		return nil
+	}
+	return bytes.Repeat([]byte{byte('a' + n%26)}, 2000)
+}
+
+// badPayloads is the set of jobs an attempt saw with the wrong padding.
+func badPayloads(ns string) string { return ns + ":badpayload" }
 
 func (ledgerJob) Kind() string { return "chaos_ledger" }
 
@@ -59,6 +77,10 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
 		n := job.Args.N
+		if !bytes.Equal(job.Args.Pad, padFor(n)) {
+			_ = rdb.SAdd(context.WithoutCancel(ctx), badPayloads(ns), n).Err()
+			return fmt.Errorf("job %d: %d bytes of padding, want %d", n, len(job.Args.Pad), len(padFor(n)))
+		}
 		for i := 1; i <= ledgerSteps; i++ {
 			name := stepName(i)
 			field := ledgerField(n, name)

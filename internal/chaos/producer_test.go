@@ -76,7 +76,7 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	p.mu.Unlock()
 	items := make([]flow.Item, n)
 	for i := range items {
-		items[i] = flow.Item{Args: ledgerJob{N: next + i}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}}
+		items[i] = flow.Item{Args: ledgerJob{N: next + i, Pad: padFor(next + i)}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}}
 	}
 	res, err := p.c.EnqueueMany(ctx, items...)
 	if err != nil {
