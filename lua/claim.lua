@@ -52,6 +52,11 @@ for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) en
 
 local jobs, archived = {}, {}
 local NO_STEPS = {}
+-- seen: the IDs this claim has popped. A job can be listed twice (a stale
+-- entry left by a cancel, a debounce or a reroute, and a fresh one), and
+-- both copies can come in one pop, where the hashes read before either is
+-- handled would let the second pass as available too: a second lease.
+local seen = {}
 
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true.
@@ -98,7 +103,11 @@ local function take(ak, pinned_to)
     for i, id in ipairs(ids) do
       local jk = job_key(id)
       local h = hs[i]
-      if not h then
+      local again = seen[id]
+      seen[id] = true
+      if again then
+        -- the repeat of an entry this claim handled already: drop it
+      elseif not h then
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '', 'ct', NOW_S)

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -107,6 +108,37 @@ func TestCancelAvailable(t *testing.T) {
 			res := f.claim(5, "w")
 			if len(res.Jobs) != 1 || res.Jobs[0].Local != "b" {
 				t.Fatalf("claimed %v, want only b", locals(res.Jobs))
+			}
+		})
+	}
+}
+
+// TestListedTwiceClaimedOnce: a job cancelled while available leaves its
+// entry in the ready list; redriven, it is listed again. Both entries come
+// in one claim's pop, which must lease the job once.
+func TestListedTwiceClaimedOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"})
+			if _, err := f.st.Cancel(f.ctx, f.ref("a")); err != nil {
+				t.Fatal(err)
+			}
+			errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"a"})
+			if err != nil || errs[0] != nil {
+				t.Fatalf("redrive: %v %v", err, errs)
+			}
+			res := f.claim(5, "w")
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "a" {
+				t.Fatalf("claimed %d jobs %v, want a once", len(res.Jobs), locals(res.Jobs))
+			}
+			if got, want := f.stats(), map[string]int64{"running": 1}; !maps.Equal(got, want) {
+				t.Errorf("state counts %v, want %v", got, want)
+			}
+			if got, _ := f.get("a"); got.LeaseID != res.Jobs[0].LeaseID || got.Fence != res.Jobs[0].Fence {
+				t.Errorf("job holds lease %s fence %d, the claim returned %s fence %d",
+					got.LeaseID, got.Fence, res.Jobs[0].LeaseID, res.Jobs[0].Fence)
 			}
 		})
 	}
