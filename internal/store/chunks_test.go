@@ -111,3 +111,25 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingPayloadKey: a job whose payload key is gone is archived as
+// malformed at claim rather than run, and stays readable, with no payload.
+func TestMissingPayloadKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Payload: make([]byte, 2000)})
+			if err := f.rdb.Del(f.ctx, f.p.Body("j")).Err(); err != nil {
+				t.Fatal(err)
+			}
+			res := f.claim(1, "w")
+			if len(res.Jobs) != 0 || len(res.Parked) != 1 || res.Parked[0].Reason != "malformed" {
+				t.Fatalf("claim: %d jobs, archived %+v; want j archived as malformed", len(res.Jobs), res.Parked)
+			}
+			if got, _ := f.get("j"); got.State != "archived" || got.Payload != nil {
+				t.Errorf("read back: %s with %d payload bytes, want archived with none", got.State, len(got.Payload))
+			}
+		})
+	}
+}

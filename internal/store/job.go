@@ -91,7 +91,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		return n
 	}
 	ms := func(v string) time.Time { return time.UnixMilli(num(v)) }
-	seen, body := false, false
+	seen := false
 	var payload, headers chunks
 	for i := 0; i < len(flat); i += 2 {
 		k, _ := flat[i].(string)
@@ -102,7 +102,10 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		case "p":
 			payload.add(0, v)
 		case "pb":
-			body = true
+			// the payload is a key of its own, which the reader appends as
+			// 'p' (lua/claim.lua, Store.Get); when that key is missing the
+			// job reads with no payload, as one missing 'p' does (a claim
+			// archives it as malformed)
 		case "h":
 			headers.add(0, v)
 		case "s":
@@ -178,11 +181,6 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	}
 	if j.Payload, err = payload.join(local, "payload"); err != nil {
 		return nil, err
-	}
-	if body && j.Payload == nil {
-		// 'pb': the payload is a key of its own, which the reader appends
-		// as 'p' (lua/claim.lua, Store.Get)
-		return nil, fmt.Errorf("%w: job %s: its payload key is missing", ErrMalformed, local)
 	}
 	if j.Headers, err = headers.join(local, "headers"); err != nil {
 		return nil, err

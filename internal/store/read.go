@@ -11,7 +11,10 @@ import (
 )
 
 // Get reads one job with its recent errors and step checkpoints in one
-// round trip.
+// round trip, as one transaction: the job hash and its payload key (see
+// keys.Partition.Body) are read at the same instant, never across a
+// script that moves or deletes the payload. Every key shares the
+// partition's slot.
 func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, error) {
 	var (
 		all   *redis.MapStringStringCmd
@@ -20,7 +23,7 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, err
 		exp   *redis.FloatCmd
 		steps *redis.MapStringStringCmd
 	)
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		all = p.HGetAll(ctx, ref.Job(ref.Local))
 		body = p.Get(ctx, ref.Body(ref.Local))
 		errs = p.LRange(ctx, ref.Errors(ref.Local), 0, -1)
