@@ -52,10 +52,12 @@ for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) en
 
 local jobs, archived = {}, {}
 local NO_STEPS = {}
--- seen: the IDs this claim has popped. A job can be listed twice (a stale
--- entry left by a cancel, a debounce or a reroute, and a fresh one), and
--- both copies can come in one pop, where the hashes read before either is
--- handled would let the second pass as available too: a second lease.
+-- seen: the IDs this claim has acted on. A job can be listed twice (a
+-- stale entry left by a cancel, a debounce or a reroute, and a fresh one),
+-- and both copies can come in one pop, where the hashes read before either
+-- is handled would let the second pass as available too: a second lease.
+-- An entry dropped as stale changes nothing and is not counted: the job's
+-- live entry, perhaps further on in this claim, must still be taken.
 local seen = {}
 
 -- rate_limited takes a token from the job's rate class, or parks the job
@@ -103,11 +105,11 @@ local function take(ak, pinned_to)
     for i, id in ipairs(ids) do
       local jk = job_key(id)
       local h = hs[i]
-      local again = seen[id]
-      seen[id] = true
-      if again then
-        -- the repeat of an entry this claim handled already: drop it
+      if seen[id] then
+        -- this claim acted on the job already (leased, parked or set it
+        -- waiting): a repeat entry, stale; drop it
       elseif not h then
+        seen[id] = true
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
         redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '', 'ct', NOW_S)
@@ -118,6 +120,7 @@ local function take(ak, pinned_to)
         -- pinned (rerouted) since it was listed here, and its fallback has
         -- not handed it to every worker: the entry is stale
       elseif h.s == 'available' then
+        seen[id] = true -- every branch below acts on the job
         local dl, fence = tonumber(h.dl), tonumber(h.f or 0)
         local body = h.pb and redis.call('GET', body_key(id))
         if not h.k or h.k == '' or not (h.p or body) or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then

@@ -95,3 +95,23 @@ func TestRerouteUnpinnedJob(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleEntryDoesNotHideLiveOne: a job pinned to B and then unpinned
+// has a stale entry on B's pin list and a live one on the shared list.
+// B's claim meets the stale entry first, and must still take the job
+// from the shared list in the same claim.
+func TestStaleEntryDoesNotHideLiveOne(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Sticky: store.Sticky{Worker: "worker-b", Mode: "w"}})
+			if _, err := f.st.Reroute(f.ctx, f.ref("j"), store.Sticky{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := locals(f.claim(10, "worker-b").Jobs); len(got) != 1 || !got["j"] {
+				t.Fatalf("worker B claimed %v, want the unpinned job", got)
+			}
+		})
+	}
+}
