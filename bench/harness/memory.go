@@ -108,8 +108,7 @@ func runMemory(ctx context.Context, t *target, cfg config) (*memoryResult, error
 // as long as the default one ("sluice"), so that key names are as long
 // as a user's, and measures them into st.
 func measurePending(ctx context.Context, t *target, cfg config, args Pending, opts []flow.EnqueueOption, st *memoryState) (err error) {
-	ns := "m" + strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36), 36)
-	ns += strings.Repeat("0", 6-len(ns))
+	ns := sixCharNamespace("m")
 	// Whatever happens, the jobs go: a day-long delay would keep them.
 	defer func() { err = errors.Join(err, t.deleteNamespace(context.WithoutCancel(ctx), ns)) }()
 	reg := flow.NewRegistry()
@@ -180,3 +179,11 @@ func (m *memoryResult) writeTable(w io.Writer) {
 
 // mib formats a byte count in MiB.
 func mib(n int64) string { return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20)) }
+
+// sixCharNamespace is a fresh namespace starting with letter, as long as
+// the default one ("sluice"), so that the keys measured are as long as a
+// user's.
+func sixCharNamespace(letter string) string {
+	ns := letter + strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36), 36)
+	return ns + strings.Repeat("0", 6-len(ns))
+}

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -35,8 +32,7 @@ const plainBatch = 1000
 // shape and length of the jobs' ({ns:default:partition}:j: and a
 // 16-character ID) and spread over the same partitions' slots.
 func measurePlain(ctx context.Context, t *target, cfg config, payload []byte) (pv plainValues, err error) {
-	ns := "v" + strconv.FormatInt(time.Now().UnixNano()%(36*36*36*36*36), 36)
-	ns += strings.Repeat("0", 6-len(ns))
+	ns := sixCharNamespace("v")
 	defer func() { err = errors.Join(err, t.deleteNamespace(context.WithoutCancel(ctx), ns)) }()
 	if pv.BaselineBytes, err = t.settledMemory(ctx); err != nil {
 		return pv, err
