@@ -73,7 +73,7 @@ for _, e in ipairs(entries) do
   local jk = job_key(id)
   local h = e.h
   local state = 'stale'
-  if h[1] == 'running' and h[2] == e.lease and h[3] == e.fence then
+  if state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)

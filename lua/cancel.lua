@@ -18,7 +18,7 @@
 local id = ARGV[9]
 local jk = job_key(id)
 local h = redis.call('HMGET', jk, 's', 'l', 'ck')
-local s = h[1]
+local s = state_of(h[1])
 if not s then return { 'missing', '' } end
 if TERMINAL[s] then return { 'final', s } end
 if s == 'running' then

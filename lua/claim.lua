@@ -98,6 +98,7 @@ local function take(ak, pinned_to)
       if not raw.err then
         local h = {}
         for k = 1, #raw, 2 do h[raw[k]] = raw[k + 1] end
+        h.s = state_of(h.s)
         hs[i], ckeys[i] = h, h.ck
       end
     end
@@ -112,7 +113,7 @@ local function take(ak, pinned_to)
         seen[id] = true
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, jk .. ':corrupt')
-        redis.call('HSET', jk, 's', 'available', 'k', '', 'p', '', 'ct', NOW_S)
+        redis.call('HSET', jk, 's', SCODE.available, 'k', '', 'p', '', 'ct', NOW_S)
         park(jk, id, 'malformed')
       elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
         -- rerouted since it was pinned here: its entry on this list is stale
@@ -136,7 +137,7 @@ local function take(ak, pinned_to)
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h.k] or lease_ms)
-          redis.call('HSET', jk, 's', 'running', 'f', num_s(fence), 'l', lease, 'w', worker, 'ls', NOW_S)
+          redis.call('HSET', jk, 's', SCODE.running, 'f', num_s(fence), 'l', lease, 'w', worker, 'ls', NOW_S)
           zadd_later(K_RUN, num_s(expiry), id)
           count('available', 'running')
           local steps = NO_STEPS

@@ -15,7 +15,7 @@
 local id = ARGV[9]
 local jk = job_key(id)
 local h = redis.call('HMGET', jk, 's', 'uk')
-local s = h[1]
+local s = state_of(h[1])
 if not s then return { 'missing', '' } end
 if s == 'running' then return { 'running', s } end
 if TERMINAL[s] then

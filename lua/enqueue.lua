@@ -56,7 +56,7 @@ end
 -- started.
 local function on_duplicate(holder, policy, payload, due)
   local jk = job_key(holder)
-  local s = redis.call('HGET', jk, 's')
+  local s = state_of(redis.call('HGET', jk, 's'))
   if s ~= 'available' and s ~= 'scheduled' then return end
   if policy == 'replace' then
     local stale = chunk_fields(field_map(jk), 'p')
@@ -117,7 +117,7 @@ for _ = 1, n do
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { 'k', kind, 's', state }
+    local f = { 'k', kind, 's', SCODE[state] }
     local id_ms = tonumber(origin)
     if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = 'ct', NOW_S end
     put_payload(f, id, payload)

@@ -44,6 +44,23 @@ local MAX_PRIORITY = 9
 -- A job's max attempts ('ma') is not stored when it is the default: every
 -- pending job is a few bytes smaller (store.DefaultMaxAttempts).
 local DEFAULT_MAX_ATTEMPTS = '25'
+-- A job hash stores its state ('s') as a one-digit code, which a hash
+-- holds as a small integer: 2 bytes instead of up to 13 for the name.
+-- Scripts work with the names: SCODE gives the code to write, state_of
+-- the name of what was read (a name written before codes, or anything
+-- unknown, reads as itself; a missing field stays false). Mirrored by Go's
+-- store.StateName.
+local SCODE = {
+  available = '1', scheduled = '2', running = '3', retryable = '4',
+  completed = '5', archived = '6', quarantined = '7', cancelled = '8',
+}
+local function inverted(t)
+  local out = {}
+  for k, v in pairs(t) do out[v] = k end
+  return out
+end
+local SNAME = inverted(SCODE)
+local function state_of(v) return SNAME[v] or v end
 local ERR_KEEP = 10
 local MSG_MAX = 1024
 local RATE_KEEP = 7 * 24 * 3600 * 1000 -- how long an idle rate bucket is kept (ms)
@@ -356,10 +373,10 @@ end
 -- or at the front when it is handed back untouched (shutdown release).
 local function make_available(jk, id, from, front)
   if from == 'scheduled' or from == 'retryable' then
-    redis.call('HSET', jk, 's', 'available')
+    redis.call('HSET', jk, 's', SCODE.available)
     redis.call('HDEL', jk, 'rt')
   else
-    redis.call('HSET', jk, 's', 'available')
+    redis.call('HSET', jk, 's', SCODE.available)
   end
   local h = redis.call('HMGET', jk, 'pr', 'sw', 'sm', 'sd')
   push_ready(id, front, h[1], h[2], h[3], h[4])
@@ -369,7 +386,7 @@ end
 
 
 local function schedule(jk, id, from, state, at)
-  redis.call('HSET', jk, 's', state, 'rt', at)
+  redis.call('HSET', jk, 's', SCODE[state], 'rt', at)
   redis.call('ZADD', K_SCHED, at, id)
   count(from, state)
   wake()
@@ -403,7 +420,7 @@ local function requeue_front(ids)
   for i = #ids, 1, -1 do
     local jk = job_key(ids[i])
     local h = redis.call('HMGET', jk, 's', 'pr', 'sw', 'sm', 'sd')
-    if h[1] == 'available' then
+    if state_of(h[1]) == 'available' then
       push_ready(ids[i], true, h[2], h[3], h[4], h[5])
       n = n + 1
     end
@@ -544,7 +561,7 @@ end
 -- fence: the identity check every write of an attempt starts with.
 local function holds(jk, lease, fence)
   local h = redis.call('HMGET', jk, 's', 'l', 'f')
-  return h[1] == 'running' and h[2] == lease and h[3] == fence
+  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
 end
 
 -- Effects arrive in ARGV from index i as a count, then per effect either
@@ -628,7 +645,7 @@ local function deliver(parent, step, child, state, payload)
   local failed = state ~= 'completed'
   if failed then redis.call('HINCRBY', ck, step .. ':f', 1) end
   local h = redis.call('HMGET', pk, 's', 'ws', 'wp')
-  if h[1] ~= 'scheduled' or h[2] ~= step then return end
+  if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
   local left = redis.call('HINCRBY', pk, 'wc', -1)
   if left <= 0 or (failed and h[3] == 'f') then
     redis.call('HDEL', pk, 'ws', 'wc', 'wp')
@@ -683,9 +700,9 @@ local function finish(jk, id, from, state, reason, m)
   end
   count(from, state)
   if reason ~= '' then
-    redis.call('HSET', jk, 's', state, 'ft', NOW_S, 'xr', reason)
+    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S, 'xr', reason)
   else
-    redis.call('HSET', jk, 's', state, 'ft', NOW_S)
+    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S)
   end
   zadd_later(TERMINAL[state], num_s(NOW + ret), id)
 end
@@ -719,7 +736,7 @@ local function promote(limit)
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
     local jk = job_key(id)
-    local s = redis.call('HGET', jk, 's')
+    local s = state_of(redis.call('HGET', jk, 's'))
     if s == 'scheduled' or s == 'retryable' then
       -- a parent whose join wait timed out stops waiting
       if s == 'scheduled' then redis.call('HDEL', jk, 'ws', 'wc', 'wp') end
@@ -738,7 +755,7 @@ local function promote_pinned()
     redis.call('ZREM', PFX .. 'pinx', id)
     local jk = job_key(id)
     local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
-    if h[1] == 'available' then
+    if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, 'sf', '1') -- handed to every worker: claims take it from the shared list
         local p = priority(h[3])

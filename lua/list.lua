@@ -33,7 +33,9 @@ local function consider(id, key, after)
   if seen[id] then return end
   seen[id] = true
   local h = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
-  if h.err or h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
+  if h.err then return end
+  h[1] = state_of(h[1])
+  if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
   if state == 'available' then key = string.format('%.0f', priority(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end

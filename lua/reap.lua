@@ -15,6 +15,7 @@ for i = 1, #expired, 2 do
   local id, expiry = expired[i], expired[i + 1]
   local jk = job_key(id)
   local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
+  s = state_of(s)
   clear_lease(id)
   if s == 'running' then
     if ck then cc_release(ck) end

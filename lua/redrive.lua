@@ -54,6 +54,7 @@ if ARGV[9] == 'ids' then
     local id = ARGV[11 + i]
     local jk = job_key(id)
     local h = redis.call('HMGET', jk, 's', 'xr')
+    h[1] = state_of(h[1])
     if not h[1] then
       out[i] = 'missing'
     elseif takes[h[1]] then
@@ -103,7 +104,7 @@ for i = 1, #batch, 2 do
   local jk = job_key(id)
   local h = redis.call('HMGET', jk, 's', 'k', 'xr', 'ft')
   local ft = tonumber(h[4]) or 0
-  if h[1] == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
+  if state_of(h[1]) == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
     and ft <= asof and (after == 0 or ft >= after) and (before == 0 or ft < before) then
     matched = matched + 1
     if not dry then revive(jk, id, state, h[3]) end

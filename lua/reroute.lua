@@ -11,7 +11,7 @@
 -- (claim.lua checks that a pinned job still prefers the claiming worker).
 local id = ARGV[9]
 local jk = job_key(id)
-local s = redis.call('HGET', jk, 's')
+local s = state_of(redis.call('HGET', jk, 's'))
 if not s then return '' end
 if ARGV[10] == '' then
   redis.call('HDEL', jk, 'sw', 'sm', 'sd')

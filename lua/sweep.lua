@@ -11,7 +11,7 @@ for state, zk in pairs(TERMINAL) do
   local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     zrem_later(zk, id)
-    local s = redis.call('HGET', job_key(id), 's')
+    local s = state_of(redis.call('HGET', job_key(id), 's'))
     if s == state then
       delete_job(id)
       count(state, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -38,7 +39,8 @@ func TestUndecodableJobParkedAlone(t *testing.T) {
 	}
 	eventually(t, "the undecodable job archived as malformed", func() (bool, string) {
 		h := e.rawJob(ids[1])
-		return h["s"] == "archived" && h["xr"] == "malformed", fmt.Sprintf("state %q, reason %q", h["s"], h["xr"])
+		s := store.StateName(h["s"])
+		return s == "archived" && h["xr"] == "malformed", fmt.Sprintf("state %q, reason %q", s, h["xr"])
 	})
 	close(ran)
 	for n := range ran {

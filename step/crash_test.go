@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -79,6 +80,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 		for _, cmd := range cmds {
 			v := cmd.(*redis.SliceCmd).Val()
 			s, _ := v[0].(string)
+			s = store.StateName(s)
 			w, _ := v[1].(string)
 			switch s {
 			case flow.StateCompleted:
@@ -268,7 +270,7 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 		for _, id := range kidIDs {
 			ref, _ := keys.ParseRef(ns, id)
 			h, _ := rdb.HMGet(ctx, ref.Job(ref.Local), "s", "w").Result()
-			if h[0] == flow.StateRunning && h[1] == p.id {
+			if s, _ := h[0].(string); store.StateName(s) == flow.StateRunning && h[1] == p.id {
 				stranded++
 			}
 		}

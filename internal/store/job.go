@@ -109,7 +109,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		case "h":
 			headers.add(0, v)
 		case "s":
-			j.State = v
+			j.State = StateName(v)
 		case "pr":
 			j.Priority = int(num(v))
 		case "a":

@@ -130,7 +130,7 @@ func TestMalformedJobs(t *testing.T) {
 				t.Fatalf("parked (-want +got):\n%s", diff)
 			}
 			for _, id := range []string{"string", "badfence"} {
-				if s, _ := f.rdb.HGet(f.ctx, f.p.Job(id), "s").Result(); s != "archived" {
+				if s, _ := f.rdb.HGet(f.ctx, f.p.Job(id), "s").Result(); store.StateName(s) != "archived" {
 					t.Fatalf("%s state %q", id, s)
 				}
 			}
