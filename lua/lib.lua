@@ -162,14 +162,23 @@ local function call_chunked(cmd, key, args, step)
 end
 
 -- A job's headers, and its payload up to BODY_MIN bytes, are stored in
--- chunks of CHUNK bytes (field 'p', then 'p1', 'p2', ...) so that the job
--- hash keeps Redis's compact encoding, which only holds values up to
+-- chunks of CHUNK bytes (fields 'h', 'h1', 'h2', ... and 'p', '1', '2',
+-- ...: a name that reads as a small integer takes 2 bytes in the hash, not
+-- 4; chunk_name) so that the job hash keeps Redis's compact encoding, which only holds values up to
 -- hash-max-listpack-value (64 bytes by default): one value longer than
 -- that turns the whole hash into a hash table, several hundred bytes more
 -- per pending job. Values longer than CHUNK_MAX chunks are stored whole:
 -- the hash would outgrow the compact encoding's entry count anyway, and
 -- they dwarf the difference.
 local CHUNK, CHUNK_MAX = 64, 96
+
+-- chunk_name is the name of chunk i >= 1 of field: the number alone for
+-- the payload, as its chunks are most of a job's; field .. i for headers,
+-- and for payloads written before numbers (chunk_fields reads both).
+local function chunk_name(field, i)
+  if field == 'p' then return num_s(i) end
+  return field .. i
+end
 
 -- put_chunked appends field v (chunked) to the flat field list f.
 local function put_chunked(f, field, v)
@@ -182,20 +191,23 @@ local function put_chunked(f, field, v)
   f[#f + 1] = string.sub(v, 1, CHUNK)
   local i = 1
   for off = CHUNK + 1, n, CHUNK do
-    f[#f + 1] = field .. i
+    f[#f + 1] = chunk_name(field, i)
     f[#f + 1] = string.sub(v, off, off + CHUNK - 1)
     i = i + 1
   end
 end
 
--- chunk_fields lists the extra chunk fields of field in h (a field map).
+-- chunk_fields lists the extra chunk fields of field in h (a field map),
+-- under either name of each (chunk_name).
 local function chunk_fields(h, field)
   local out, i = {}, 1
-  while h[field .. i] do
-    out[i] = field .. i
+  while true do
+    local name = chunk_name(field, i)
+    if not h[name] then name = field .. i end
+    if not h[name] then return out end
+    out[i] = name
     i = i + 1
   end
-  return out
 end
 
 -- A payload longer than BODY_MIN bytes is a string key of its own

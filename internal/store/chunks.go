@@ -6,8 +6,8 @@ import (
 )
 
 // chunks reassembles a value lua/lib.lua stored in chunks (put_chunked):
-// field f holds chunk 0, fields f1, f2, ... the rest, so that the job hash
-// keeps Redis's compact encoding.
+// field f holds chunk 0, further fields the rest (chunkIndex), so that the
+// job hash keeps Redis's compact encoding.
 type chunks struct {
 	parts []string
 	set   []bool
@@ -47,11 +47,20 @@ func (c *chunks) join(local, what string) ([]byte, error) {
 const maxChunks = 1024
 
 // chunkIndex reports whether field is chunk n >= 1 of the field named by
-// the one letter f ("p1", "p2", ...).
+// the one letter f: "h1", "h2", ... for headers; for the payload ('p')
+// the number alone, "1", "2", ..., or "p1", "p2", ... as written before
+// numbers (lua/lib.lua chunk_name).
 func chunkIndex(field string, f byte) (int, bool) {
-	if len(field) < 2 || field[0] != f || field[1] < '1' || field[1] > '9' {
+	digits := field
+	switch {
+	case len(field) > 0 && field[0] == f:
+		digits = field[1:]
+	case f != 'p':
 		return 0, false
 	}
-	n, err := strconv.Atoi(field[1:])
+	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
 	return n, err == nil && n < maxChunks
 }

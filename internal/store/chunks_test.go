@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -84,7 +86,7 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 				}
 				var got, want []string // the payload's fields
 				for _, k := range fields {
-					if k == "p" || k == "pb" || (len(k) > 1 && k[0] == 'p' && k[1] >= '1' && k[1] <= '9') {
+					if k == "p" || k == "pb" || isPayloadChunk(k) {
 						got = append(got, k)
 					}
 				}
@@ -93,7 +95,7 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 				} else {
 					want = []string{"p"}
 					for i := 1; i < (len(p)+63)/64; i++ {
-						want = append(want, fmt.Sprint("p", i))
+						want = append(want, fmt.Sprint(i))
 					}
 				}
 				slices.Sort(got)
@@ -129,6 +131,56 @@ func TestMissingPayloadKey(t *testing.T) {
 			}
 			if got, _ := f.get("j"); got.State != "archived" || got.Payload != nil {
 				t.Errorf("read back: %s with %d payload bytes, want archived with none", got.State, len(got.Payload))
+			}
+		})
+	}
+}
+
+// isPayloadChunk says whether field names a payload chunk after the first:
+// "1", "2", ..., or "p1", "p2", ... as written before numbers.
+func isPayloadChunk(field string) bool {
+	field = strings.TrimPrefix(field, "p")
+	_, err := strconv.Atoi(field)
+	return err == nil && field[0] != '0'
+}
+
+// TestChunkNamesBeforeNumbers: a payload written in chunks named "p1",
+// "p2", ... (before numbered chunks) reads back whole, from a claim, a
+// read and a duplicate's comparison, and a replacement leaves none of
+// those chunks behind.
+func TestChunkNamesBeforeNumbers(t *testing.T) {
+	t.Parallel()
+	payload := bytes.Repeat([]byte("0123456789abcdef"), 10) // 160 bytes: 3 chunks
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			for _, id := range []string{"a", "b"} {
+				f.enqueue(store.NewJob{Local: id, Payload: payload, Unique: store.Unique{Key: id, OnDuplicate: "replace"}})
+				jk := f.p.Job(id)
+				if err := f.rdb.HDel(f.ctx, jk, "1", "2").Err(); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.rdb.HSet(f.ctx, jk, "p1", payload[64:128], "p2", payload[128:]).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := f.get(id); !bytes.Equal(got.Payload, payload) {
+					t.Fatalf("%s read back as %q", id, got.Payload)
+				}
+			}
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "a", Kind: "k", Payload: payload, MaxAttempts: 3}})
+			if err != nil || res[0].Status != store.Duplicate {
+				t.Fatalf("the same job again: %+v, %v; want a duplicate", res, err)
+			}
+			uq := store.Unique{Key: "b", OnDuplicate: "replace"}
+			res, err = f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b2", Kind: "k", Payload: []byte("short"), MaxAttempts: 3, Unique: uq}})
+			if err != nil || res[0].Status != store.Held {
+				t.Fatalf("replacing b: %+v, %v", res, err)
+			}
+			if fields, _ := f.rdb.HKeys(f.ctx, f.p.Job("b")).Result(); slices.ContainsFunc(fields, isPayloadChunk) {
+				t.Errorf("b keeps chunk fields after its payload was replaced: %v", fields)
+			}
+			if j := f.claimOne("w"); j.Local != "a" || !bytes.Equal(j.Payload, payload) {
+				t.Errorf("claimed %s with payload %q, want a with its whole payload", j.Local, j.Payload)
 			}
 		})
 	}
