@@ -18,6 +18,8 @@ import (
 //	rediss://...                                                   the same over TLS
 //	redis+cluster://[user:password@]host:port[,host:port...][?option=value...]
 //	rediss+cluster://...                                           a cluster over TLS
+//	redis+sentinel://[user:password@]host:port[,host:port...][/db]?master_name=name[&option=value...]
+//	rediss+sentinel://...                                          the same over TLS
 //
 // A URL whose host part lists several comma-separated addresses is a
 // cluster as well, whatever its scheme's suffix. user and password are the
@@ -25,16 +27,24 @@ import (
 // percent-encode special characters. The options are go-redis's
 // (redis.ParseURL for a server, redis.ParseClusterURL for a cluster), for
 // example dial_timeout=3s, read_timeout=2s, pool_size=20. A cluster is
-// discovered from its seed addresses; Sentinel is not handled here: build
-// a redis.NewFailoverClient yourself.
+// discovered from its seed addresses.
+//
+// A Sentinel URL lists the Sentinels' addresses and names the master they
+// watch (master_name, required); the client asks them for the current
+// master and follows it when they fail over (redis.NewFailoverClient).
+// user and password are the master's, as in the other forms; Sentinels
+// that require a password of their own take sentinel_username and
+// sentinel_password options. The other options are go-redis's
+// (redis.ParseFailoverURL).
 func Connect(rawURL string) (redis.UniversalClient, error) {
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
-		return nil, fmt.Errorf("%w: Redis URL %q has no scheme (want redis://, rediss://, redis+cluster:// or rediss+cluster://)", ErrInvalid, redact(rawURL))
+		return nil, fmt.Errorf("%w: Redis URL %q has no scheme (want redis://, rediss://, redis+cluster://, redis+sentinel:// or their rediss forms)", ErrInvalid, redact(rawURL))
 	}
 	base, cluster := strings.CutSuffix(scheme, "+cluster")
+	base, sentinel := strings.CutSuffix(base, "+sentinel")
 	if base != "redis" && base != "rediss" {
-		return nil, fmt.Errorf("%w: Redis URL scheme %q (want redis, rediss, redis+cluster or rediss+cluster)", ErrInvalid, scheme)
+		return nil, fmt.Errorf("%w: Redis URL scheme %q (want redis, rediss, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", ErrInvalid, scheme)
 	}
 	// authority is userinfo@hosts, up to the path or query
 	end := strings.IndexAny(rest, "/?")
@@ -47,13 +57,16 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 		user, hosts = authority[:i+1], authority[i+1:]
 	}
 	addrs := strings.Split(hosts, ",")
-	if len(addrs) > 1 {
-		cluster = true
-	}
 	for _, a := range addrs {
 		if a == "" {
 			return nil, fmt.Errorf("%w: Redis URL %q has an empty address", ErrInvalid, redact(rawURL))
 		}
+	}
+	if sentinel {
+		return failoverClient(rawURL, base, user, addrs, tail)
+	}
+	if len(addrs) > 1 {
+		cluster = true
 	}
 	if !cluster {
 		opts, err := redis.ParseURL(base + "://" + rest)
@@ -84,7 +97,44 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 	return redis.NewClusterClient(opts), nil
 }
 
-// redact hides the password of a URL in error messages.
+// failoverClient is Connect for a Sentinel URL: base is its scheme
+// without "+sentinel", user its "user:password@" part (or ""), addrs the
+// Sentinels' addresses and tail the rest from the path on.
+func failoverClient(rawURL, base, user string, addrs []string, tail string) (redis.UniversalClient, error) {
+	path, query, _ := strings.Cut(tail, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+	}
+	if q.Get("master_name") == "" {
+		return nil, fmt.Errorf("%w: Redis URL %q: a Sentinel URL names the master it watches (master_name=...)", ErrInvalid, redact(rawURL))
+	}
+	sentinelUser, sentinelPass := q.Get("sentinel_username"), q.Get("sentinel_password")
+	q.Del("sentinel_username")
+	q.Del("sentinel_password")
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	// go-redis reads the URL's user and password as the Sentinels'; here
+	// they are the master's, as in every other form
+	opts, err := redis.ParseFailoverURL(base + "://" + addrs[0] + path + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+	}
+	if user != "" {
+		u, err := url.Parse(base + "://" + user + addrs[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+		}
+		opts.Username = u.User.Username()
+		opts.Password, _ = u.User.Password()
+	}
+	opts.SentinelUsername, opts.SentinelPassword = sentinelUser, sentinelPass
+	return redis.NewFailoverClient(opts), nil
+}
+
+// redact hides the passwords of a URL in error messages: its user's, and
+// any option named *password (sentinel_password, password).
 func redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -94,13 +144,19 @@ func redact(raw string) string {
 	if end < 0 {
 		end = len(rest)
 	}
-	i := strings.LastIndexByte(rest[:end], '@')
-	if i < 0 {
-		return raw
+	if i := strings.LastIndexByte(rest[:end], '@'); i >= 0 {
+		if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
+			rest = user + ":xxxxx" + rest[i:]
+		}
 	}
-	user, _, hasPass := strings.Cut(rest[:i], ":")
-	if !hasPass {
-		return raw
+	if head, query, ok := strings.Cut(rest, "?"); ok {
+		opts := strings.Split(query, "&")
+		for i, o := range opts {
+			if k, _, ok := strings.Cut(o, "="); ok && strings.HasSuffix(k, "password") {
+				opts[i] = k + "=xxxxx"
+			}
+		}
+		rest = head + "?" + strings.Join(opts, "&")
 	}
-	return scheme + "://" + user + ":xxxxx" + rest[i:]
+	return scheme + "://" + rest
 }

@@ -105,6 +105,9 @@ func flags(args []string, stderr io.Writer) (*options, error) {
 	if !explicit && (cluster || topology != "") {
 		o.redisURL = "" // $REDIS_URL is only a default
 	}
+	if strings.Contains(o.redisURL, "+sentinel://") {
+		return nil, usagef("-redis: a Sentinel URL; the benchmark measures one server or a cluster, so give the master's own address (redis://host:port)")
+	}
 	if err := cfg.setScenarios(o.scenarios); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-scenario", "nope"}, {"-scenario", ","}, {"-jobs", "0"}, {"-topology", "triple"},
 		{"-cluster", "-topology", "single"}, {"-redis", "redis://x:1", "-cluster"}, {"-partitions", "2000"},
-		{"-lease", "1ms"}, {"-rounds", "0"}, {"extra"}, {"-bogus"},
+		{"-lease", "1ms"}, {"-rounds", "0"}, {"extra"}, {"-bogus"}, {"-redis", "redis+sentinel://s:1?master_name=m"},
 	} {
 		var usage *UsageError
 		if _, err := flags(args, io.Discard); !errors.As(err, &usage) {

@@ -15,7 +15,8 @@
 //
 //	--redis URL         Redis URL (default $REDIS_URL, else redis://localhost:6379);
 //	                    see flow.Connect: redis://, rediss:// (TLS), ACL
-//	                    user:password, redis+cluster://host1:port,host2:port
+//	                    user:password, redis+cluster://host1:port,host2:port,
+//	                    redis+sentinel://host1:port,host2:port?master_name=name
 //	--namespace NS      Sluice namespace (default $SLUICE_NAMESPACE, else "sluice")
 //	--partitions Q=N,.. partitions per queue; by default read from the live
 //	                    workers' registry, else 1

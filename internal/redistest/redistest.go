@@ -93,6 +93,9 @@ type config struct {
 	// the cluster bus port). Retried together with the main port.
 	bindPorts func() ([]string, error)
 	replicas  int // per master, StartCluster only
+	// sentinel, when set, is the configuration of a Sentinel (StartSentinel):
+	// the server runs in Sentinel mode from a file holding it.
+	sentinel string
 }
 
 // WithAppendOnly turns on AOF persistence with fsync on every write
@@ -148,6 +151,13 @@ func startServer(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("redistest: %w", err)
 	}
 	s := &Server{bin: bin, dir: dir}
+	if cfg.sentinel != "" {
+		// Sentinel rewrites its file as it learns the topology
+		if err := os.WriteFile(filepath.Join(dir, sentinelConfFile), []byte(cfg.sentinel), 0o644); err != nil {
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("redistest: %w", err)
+		}
+	}
 
 	for attempt := 1; ; attempt++ {
 		port, err := freePort()
@@ -191,7 +201,12 @@ func serverArgs(port int, dir string, cfg *config, portArgs []string) []string {
 		args = append(args, "--appendonly", "no")
 	}
 	args = append(args, portArgs...)
-	return append(args, cfg.extraArgs...)
+	args = append(args, cfg.extraArgs...)
+	if cfg.sentinel != "" {
+		// the configuration file must come first
+		args = append(append([]string{filepath.Join(dir, sentinelConfFile)}, args...), "--sentinel")
+	}
+	return args
 }
 
 func externalServer(addr string) (*Server, error) {

@@ -1,0 +1,129 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// sentinelConfFile is the name of a Sentinel's configuration file in its
+// directory.
+const sentinelConfFile = "sentinel.conf"
+
+// sentinelTimeout bounds how long StartSentinel waits for the Sentinel to
+// see the replica, and Failover for the replica to take over.
+const sentinelTimeout = 20 * time.Second
+
+// Sentinel is a master, one replica of it, and a Redis Sentinel watching
+// them under a master name, started by StartSentinel: for tests of
+// clients that find the master through Sentinel.
+type Sentinel struct {
+	Name     string  // the master name Sentinel knows them by
+	Master   *Server // the master at start; the replica after Failover
+	Replica  *Server
+	Sentinel *Server
+}
+
+// StartSentinel starts a master, a replica of it and a Sentinel that
+// monitors them as name (quorum 1), and waits until the replica is in
+// sync and the Sentinel knows of it.
+func StartSentinel(name string) (*Sentinel, error) {
+	s := &Sentinel{Name: name}
+	var err error
+	// private servers, even with SLUICE_TEST_REDIS_ADDR set: the test
+	// fails one of them over
+	if s.Master, err = startServer(); err != nil {
+		return nil, err
+	}
+	if s.Replica, err = startServer(WithArgs("--replicaof", "127.0.0.1", fmt.Sprint(s.Master.Port()))); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds %[1]s 1000\n"+
+		"sentinel failover-timeout %[1]s 5000\n", name, s.Master.Port())
+	if s.Sentinel, err = startServer(func(c *config) { c.sentinel = conf }); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
+	defer cancel()
+	if err := s.await(ctx, "the replica in sync and known to Sentinel", func() (bool, error) {
+		rdb := s.Replica.Client()
+		defer rdb.Close()
+		info, err := rdb.Info(ctx, "replication").Result()
+		if err != nil || parseInfo(info)["master_link_status"] != "up" {
+			return false, err
+		}
+		sdb := s.Sentinel.Client()
+		defer sdb.Close()
+		replicas, err := sdb.Do(ctx, "SENTINEL", "REPLICAS", name).Slice()
+		return len(replicas) == 1, err
+	}); err != nil {
+		return nil, errors.Join(err, s.Close())
+	}
+	return s, nil
+}
+
+// Addr is the Sentinel's address.
+func (s *Sentinel) Addr() string { return s.Sentinel.Addr() }
+
+// Failover has the Sentinel promote the replica (SENTINEL FAILOVER) and
+// waits until the Sentinel names it as the master and it takes writes;
+// Master and Replica then swap. Writes the old master took that had not
+// reached the replica are lost, as in a real failover: a test that needs
+// them kept waits for them to replicate first (WAIT).
+func (s *Sentinel) Failover(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, sentinelTimeout)
+	defer cancel()
+	sdb := s.Sentinel.Client()
+	defer sdb.Close()
+	if err := sdb.Do(ctx, "SENTINEL", "FAILOVER", s.Name).Err(); err != nil {
+		return fmt.Errorf("redistest: SENTINEL FAILOVER %s: %w", s.Name, err)
+	}
+	want := s.Replica.Addr()
+	if err := s.await(ctx, "the replica promoted", func() (bool, error) {
+		addr, err := sdb.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.Name).StringSlice()
+		if err != nil || len(addr) != 2 || net.JoinHostPort(addr[0], addr[1]) != want {
+			return false, err
+		}
+		rdb := s.Replica.Client()
+		defer rdb.Close()
+		role, err := rdb.Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master", nil
+	}); err != nil {
+		return err
+	}
+	s.Master, s.Replica = s.Replica, s.Master
+	return nil
+}
+
+// await polls cond until it holds or ctx ends.
+func (s *Sentinel) await(ctx context.Context, what string, cond func() (bool, error)) error {
+	var last error
+	for {
+		ok, err := cond()
+		if ok {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: sentinel %s: waiting for %s: %w (last error: %v)", s.Name, what, ctx.Err(), last)
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// Close stops the three servers and removes their directories.
+func (s *Sentinel) Close() error {
+	var errs []error
+	for _, srv := range []*Server{s.Sentinel, s.Replica, s.Master} {
+		if srv != nil {
+			errs = append(errs, srv.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
