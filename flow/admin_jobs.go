@@ -10,7 +10,8 @@ import (
 )
 
 // DefaultRetainCancelled is how long a job cancelled by CancelJob is kept
-// before the workers' retention sweep deletes it: the workers' default
+// before the workers' retention sweep deletes it, unless
+// ClientOptions.RetainCancelled says otherwise: the workers' default
 // (runtime.Options.RetainCancelled).
 const DefaultRetainCancelled = 24 * time.Hour
 
@@ -50,7 +51,7 @@ func (c *Client) ref(id string) (keys.Ref, error) {
 // admin is the store the operator calls write through: the client's, with
 // the retention a cancelled job gets.
 func (c *Client) admin() *store.Store {
-	cfg := store.Config{NS: c.opts.Namespace, RetainCancelled: DefaultRetainCancelled, RetainArchived: 7 * 24 * time.Hour}
+	cfg := store.Config{NS: c.opts.Namespace, RetainCancelled: c.opts.RetainCancelled, RetainArchived: 7 * 24 * time.Hour}
 	if c.opts.Clock != nil {
 		cfg.Now = c.opts.Clock.Now
 	}
@@ -58,7 +59,7 @@ func (c *Client) admin() *store.Store {
 }
 
 // CancelJob cancels a job that has not finished: it moves to cancelled
-// with reason "operator" and is kept DefaultRetainCancelled. A running
+// with reason "operator" and is kept ClientOptions.RetainCancelled. A running
 // job's lease is revoked at once: the worker holding it is told over
 // pub/sub (or at its next lease renewal at the latest) and cancels the
 // handler's context with cause runtime.ErrCancelled; any write that

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
@@ -35,6 +36,11 @@ type ClientOptions struct {
 	// Partitions maps a queue to its number of partitions; it must match the
 	// workers'. Default 1.
 	Partitions map[string]int
+	// RetainCancelled is how long a job cancelled by CancelJob (or the
+	// CLI) is kept before the workers' retention sweep deletes it; match
+	// the workers' runtime.Options.RetainCancelled. Default
+	// DefaultRetainCancelled.
+	RetainCancelled time.Duration
 	// Clock replaces Redis TIME in scripts (tests only; see
 	// runtime.NewFakeClock).
 	Clock runtime.Clock
@@ -68,14 +74,17 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 	if !runtime.ValidQueue(opts.Namespace) {
 		return nil, fmt.Errorf("%w: namespace %q", ErrInvalid, opts.Namespace)
 	}
-	if opts.MaxPayload < 0 || opts.MaxAttempts < 0 {
-		return nil, fmt.Errorf("%w: MaxPayload and MaxAttempts must not be negative", ErrInvalid)
+	if opts.MaxPayload < 0 || opts.MaxAttempts < 0 || opts.RetainCancelled < 0 {
+		return nil, fmt.Errorf("%w: MaxPayload, MaxAttempts and RetainCancelled must not be negative", ErrInvalid)
 	}
 	if opts.MaxPayload == 0 {
 		opts.MaxPayload = DefaultMaxPayload
 	}
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
+	}
+	if opts.RetainCancelled == 0 {
+		opts.RetainCancelled = DefaultRetainCancelled
 	}
 	for q, n := range opts.Partitions {
 		if !runtime.ValidQueue(q) || n <= 0 || n > 1024 {

@@ -31,6 +31,25 @@ func TestChangeCommands(t *testing.T) {
 	if out := check(exitOK, "jobs", "cancel", "default:0:v1"); out != "cancelled default:0:v1\n" {
 		t.Fatalf("cancel: %q", out)
 	}
+	// kept 24h by default, else --retain
+	cancelled := keys.Partition{NS: f.ns, Queue: "default"}.Terminal("cancelled")
+	kept := func(local string) time.Duration {
+		t.Helper()
+		ms, err := f.st.Client().ZScore(f.ctx, cancelled, local).Result()
+		if err != nil {
+			t.Fatalf("%s in the cancelled set: %v", local, err)
+		}
+		return time.UnixMilli(int64(ms)).Sub(f.clk.Now())
+	}
+	if d := kept("v1"); d != 24*time.Hour {
+		t.Fatalf("cancelled job kept %v, want 24h", d)
+	}
+	f.enqueue("r1", email{To: "roy@example.com"})
+	check(exitUsage, "jobs", "cancel", "default:0:r1", "--retain", "-1h")
+	check(exitOK, "jobs", "cancel", "default:0:r1", "--retain", "2h")
+	if d := kept("r1"); d != 2*time.Hour {
+		t.Fatalf("cancelled with --retain 2h: kept %v", d)
+	}
 	check(exitOK, "jobs", "delete", "default:0:v1")
 	check(exitNotFound, "jobs", "delete", "default:0:v1")
 

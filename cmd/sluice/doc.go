@@ -26,7 +26,8 @@
 //
 //	jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
 //	jobs show ID
-//	jobs cancel ID
+//	jobs cancel ID [--retain D]                     kept D (default 24h; match the workers'
+//	                                                runtime.Options.RetainCancelled)
 //	jobs delete ID
 //	redrive ID...                                   archived or cancelled jobs by ID (at most 1000)
 //	redrive --queue Q [--state archived|cancelled|quarantined] [--kind K]

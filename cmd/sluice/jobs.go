@@ -193,7 +193,11 @@ func stateTime(j *flow.JobInfo) time.Time {
 }
 
 func (c *cli) jobsChange(ctx context.Context, op string, args []string) error {
-	rest, err := parse(c.flags("jobs "+op), args)
+	fs := c.flags("jobs " + op)
+	if op == "cancel" {
+		fs.DurationVar(&c.retainCancelled, "retain", 0, "how long the cancelled job is kept")
+	}
+	rest, err := parse(fs, args)
 	if err != nil {
 		return err
 	}

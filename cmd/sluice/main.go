@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -54,8 +55,10 @@ type cli struct {
 	namespace  string
 	json       bool
 	partitions partitionsFlag
-	rdb        redis.UniversalClient
-	client     *flow.Client
+	// retainCancelled is jobs cancel --retain (0: the client's default)
+	retainCancelled time.Duration
+	rdb             redis.UniversalClient
+	client          *flow.Client
 }
 
 // usageError is a bad command line (exit 2).
@@ -69,7 +72,7 @@ const usage = `usage: sluice [--redis URL] [--namespace NS] [--partitions Q=N,..
 
 commands:
   jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
-  jobs show ID | jobs cancel ID | jobs delete ID
+  jobs show ID | jobs cancel ID [--retain D] | jobs delete ID
   jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
   redrive ID... | redrive --queue Q [--state S] [--kind K] [--reason R] [--after T] [--before T] [--dry-run]
   release ID...
@@ -209,7 +212,7 @@ func (c *cli) connect(ctx context.Context) (*flow.Client, error) {
 		return nil, usagef("--redis: %v", err)
 	}
 	c.rdb = rdb
-	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions)}
+	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
 	if len(c.partitions) == 0 {
 		probe, err := flow.NewClient(rdb, opts)
 		if err != nil {
