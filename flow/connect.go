@@ -43,7 +43,7 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 	}
 	base, cluster := strings.CutSuffix(scheme, "+cluster")
 	base, sentinel := strings.CutSuffix(base, "+sentinel")
-	if base != "redis" && base != "rediss" {
+	if (base != "redis" && base != "rediss") || (cluster && sentinel) {
 		return nil, fmt.Errorf("%w: Redis URL scheme %q (want redis, rediss, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", ErrInvalid, scheme)
 	}
 	// authority is userinfo@hosts, up to the path or query

@@ -24,6 +24,7 @@ func TestConnectSentinel(t *testing.T) {
 		"redis+sentinel://h:1",                            // no master name
 		"redis+sentinel://u:secret@h:1?master_name=m&x=1", // unknown option
 		"redis+sentinel://h:1,,h:2?master_name=m",
+		"redis+sentinel+cluster://h:1?master_name=m",
 		"redis+sentinel://h:1/x?master_name=m&sentinel_password=secret",
 	} {
 		_, err := flow.Connect(bad)
