@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -22,7 +23,8 @@ import (
 //	rediss+sentinel://...                                          the same over TLS
 //
 // A URL whose host part lists several comma-separated addresses is a
-// cluster as well, whatever its scheme's suffix. user and password are the
+// cluster as well, whatever its scheme's suffix, unless it is a Sentinel
+// URL. user and password are the
 // Redis ACL user and password (a password alone is the default user's);
 // percent-encode special characters. The options are go-redis's
 // (redis.ParseURL for a server, redis.ParseClusterURL for a cluster), for
@@ -71,7 +73,7 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 	if !cluster {
 		opts, err := redis.ParseURL(base + "://" + rest)
 		if err != nil {
-			return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+			return nil, badURL(rawURL, err)
 		}
 		return redis.NewClient(opts), nil
 	}
@@ -81,7 +83,7 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 	}
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+		return nil, badURL(rawURL, err)
 	}
 	for _, a := range addrs[1:] {
 		q.Add("addr", a)
@@ -92,7 +94,7 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 	}
 	opts, err := redis.ParseClusterURL(u)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+		return nil, badURL(rawURL, err)
 	}
 	return redis.NewClusterClient(opts), nil
 }
@@ -104,10 +106,10 @@ func failoverClient(rawURL, base, user string, addrs []string, tail string) (red
 	path, query, _ := strings.Cut(tail, "?")
 	q, err := url.ParseQuery(query)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+		return nil, badURL(rawURL, err)
 	}
-	if q.Get("master_name") == "" {
-		return nil, fmt.Errorf("%w: Redis URL %q: a Sentinel URL names the master it watches (master_name=...)", ErrInvalid, redact(rawURL))
+	if len(q["master_name"]) != 1 || q.Get("master_name") == "" {
+		return nil, fmt.Errorf("%w: Redis URL %q: a Sentinel URL names the master it watches, once (master_name=...)", ErrInvalid, redact(rawURL))
 	}
 	sentinelUser, sentinelPass := q.Get("sentinel_username"), q.Get("sentinel_password")
 	q.Del("sentinel_username")
@@ -119,18 +121,37 @@ func failoverClient(rawURL, base, user string, addrs []string, tail string) (red
 	// they are the master's, as in every other form
 	opts, err := redis.ParseFailoverURL(base + "://" + addrs[0] + path + "?" + q.Encode())
 	if err != nil {
-		return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+		return nil, badURL(rawURL, err)
 	}
 	if user != "" {
 		u, err := url.Parse(base + "://" + user + addrs[0])
 		if err != nil {
-			return nil, fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+			return nil, badURL(rawURL, err)
 		}
 		opts.Username = u.User.Username()
-		opts.Password, _ = u.User.Password()
+		if pass, ok := u.User.Password(); ok {
+			opts.Password = pass
+		}
 	}
 	opts.SentinelUsername, opts.SentinelPassword = sentinelUser, sentinelPass
+	if opts.TLSConfig != nil {
+		// go-redis names the first Sentinel as the server to verify on
+		// every connection, the master's too; empty, each connection
+		// verifies the host it dials
+		opts.TLSConfig.ServerName = ""
+	}
 	return redis.NewFailoverClient(opts), nil
+}
+
+// badURL is the ErrInvalid error for rawURL, for the reason err gives. A
+// *url.Error quotes the URL it failed on, password and all: only its cause
+// is kept.
+func badURL(rawURL string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
 }
 
 // redact hides the passwords of a URL in error messages: its user's, and

@@ -72,7 +72,7 @@ func TestConnect(t *testing.T) {
 		t.Fatalf("rediss+cluster options: %+v", co)
 	}
 
-	for _, bad := range []string{"localhost:6379", "http://x", "redis://a,,b", "redis+cluster://a:1/3", "redis://h/x", "redis://u:secret@h?bogus=1"} {
+	for _, bad := range []string{"localhost:6379", "http://x", "redis://a,,b", "redis+cluster://a:1/3", "redis://h/x", "redis://u:secret@h?bogus=1", "redis://u:p%zzsecret@h"} {
 		_, err := flow.Connect(bad)
 		if !errors.Is(err, flow.ErrInvalid) {
 			t.Errorf("Connect(%q) = %v, want ErrInvalid", bad, err)

@@ -45,7 +45,9 @@ func TestChangeCommands(t *testing.T) {
 		t.Fatalf("cancelled job kept %v, want 24h", d)
 	}
 	f.enqueue("r1", email{To: "roy@example.com"})
-	check(exitUsage, "jobs", "cancel", "default:0:r1", "--retain", "-1h")
+	if out := check(exitUsage, "jobs", "cancel", "default:0:r1", "--retain", "-1h"); !strings.Contains(out, "--retain") {
+		t.Fatalf("a negative --retain: %q", out)
+	}
 	check(exitOK, "jobs", "cancel", "default:0:r1", "--retain", "2h")
 	if d := kept("r1"); d != 2*time.Hour {
 		t.Fatalf("cancelled with --retain 2h: kept %v", d)

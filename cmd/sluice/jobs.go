@@ -204,6 +204,9 @@ func (c *cli) jobsChange(ctx context.Context, op string, args []string) error {
 	if len(rest) != 1 {
 		return usagef("jobs %s ID", op)
 	}
+	if c.retainCancelled < 0 {
+		return usagef("--retain %v: must not be negative", c.retainCancelled)
+	}
 	client, err := c.connect(ctx)
 	if err != nil {
 		return err

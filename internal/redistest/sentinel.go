@@ -41,7 +41,7 @@ func StartSentinel(name string) (*Sentinel, error) {
 		return nil, errors.Join(err, s.Close())
 	}
 	conf := fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 1\n"+
-		"sentinel down-after-milliseconds %[1]s 1000\n"+
+		"sentinel down-after-milliseconds %[1]s 30000\n"+
 		"sentinel failover-timeout %[1]s 5000\n", name, s.Master.Port())
 	if s.Sentinel, err = startServer(func(c *config) { c.sentinel = conf }); err != nil {
 		return nil, errors.Join(err, s.Close())
@@ -57,12 +57,32 @@ func StartSentinel(name string) (*Sentinel, error) {
 		}
 		sdb := s.Sentinel.Client()
 		defer sdb.Close()
+		// a replica SENTINEL FAILOVER can promote: flags "slave", no more
 		replicas, err := sdb.Do(ctx, "SENTINEL", "REPLICAS", name).Slice()
-		return len(replicas) == 1, err
+		if err != nil || len(replicas) != 1 {
+			return false, err
+		}
+		return replicaFlags(replicas[0]) == "slave", nil
 	}); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil
+}
+
+// replicaFlags is the flags field of one SENTINEL REPLICAS entry: a map
+// (RESP3) or a flat list of fields and values (RESP2).
+func replicaFlags(entry any) any {
+	switch e := entry.(type) {
+	case map[any]any:
+		return e["flags"]
+	case []any:
+		for i := 0; i+1 < len(e); i += 2 {
+			if e[i] == "flags" {
+				return e[i+1]
+			}
+		}
+	}
+	return nil
 }
 
 // Addr is the Sentinel's address.
@@ -72,7 +92,8 @@ func (s *Sentinel) Addr() string { return s.Sentinel.Addr() }
 // waits until the Sentinel names it as the master and it takes writes;
 // Master and Replica then swap. Writes the old master took that had not
 // reached the replica are lost, as in a real failover: a test that needs
-// them kept waits for them to replicate first (WAIT).
+// them kept makes a write of its own on the master and WAITs on the same
+// connection first (WAIT waits for that connection's last write).
 func (s *Sentinel) Failover(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, sentinelTimeout)
 	defer cancel()
