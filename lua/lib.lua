@@ -167,9 +167,9 @@ end
 -- not 4; chunk_name) so that the job hash keeps Redis's compact encoding,
 -- which only holds values up to hash-max-listpack-value (64 bytes by
 -- default): one value longer than that turns the whole hash into a hash
--- table, several hundred bytes more per pending job. Values longer than CHUNK_MAX chunks are stored whole:
--- the hash would outgrow the compact encoding's entry count anyway, and
--- they dwarf the difference.
+-- table, several hundred bytes more per pending job. Values longer than
+-- CHUNK_MAX chunks are stored whole: the hash would outgrow the compact
+-- encoding's entry count anyway, and they dwarf the difference.
 local CHUNK, CHUNK_MAX = 64, 96
 
 -- chunk_name is the name of chunk i >= 1 of field: the number alone for
