@@ -744,6 +744,56 @@ local function crash(jk, id, from)
   return 'available'
 end
 
+-- reap reclaims up to limit jobs whose lease expired (crashed, stalled or
+-- partitioned workers) and returns a flat list of id, new state, previous
+-- holder for each. Each frees its concurrency slot, if it has one, and is
+-- charged a crash: running -> available (crash_attempt+1, at the back of
+-- its priority list: suspect demotion) or running -> quarantined at the
+-- crash limit. Orphan provenance is recorded on the job: the previous
+-- holder ('oh'), when its lease expired ('oe') and how often this happened
+-- ('on').
+local function reap(limit)
+  local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, limit)
+  local out = {}
+  for i = 1, #expired, 2 do
+    local id, expiry = expired[i], expired[i + 1]
+    local jk = job_key(id)
+    local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
+    s = state_of(s)
+    clear_lease(id)
+    if s == 'running' then
+      if ck then cc_release(ck) end
+      holder = holder or ''
+      redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
+      redis.call('HINCRBY', jk, 'on', 1)
+      record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
+      out[#out + 1] = id
+      out[#out + 1] = crash(jk, id, 'running')
+      out[#out + 1] = holder
+    end
+  end
+  return out
+end
+
+-- sweep deletes up to limit finished jobs per terminal state whose
+-- retention has passed, with all their keys, and returns how many.
+local function sweep(limit)
+  local deleted = 0
+  for state, zk in pairs(TERMINAL) do
+    local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
+    for _, id in ipairs(ids) do
+      zrem_later(zk, id)
+      local s = state_of(redis.call('HGET', job_key(id), 's'))
+      if s == state then
+        delete_job(id)
+        count(state, nil)
+        deleted = deleted + 1
+      end
+    end
+  end
+  return deleted
+end
+
 -- promote moves up to limit due scheduled/retryable jobs to available.
 local function promote(limit)
   local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)

@@ -22,11 +22,11 @@ var (
 	Claim   = load("claim")
 	Renew   = load("renew")
 	Ack     = load("ack")
-	Reap    = load("reap")
-	Promote = load("promote")
-	Sweep   = load("sweep")
-	Step    = load("step")
-	Notify  = load("notify")
+	// Maintain is a worker's maintenance pass over a partition: reap
+	// expired leases, promote due jobs, delete expired finished jobs.
+	Maintain = load("maintain")
+	Step     = load("step")
+	Notify   = load("notify")
 	// Stuck and Progress record what operators see of running attempts.
 	Stuck    = load("stuck")
 	Progress = load("progress")

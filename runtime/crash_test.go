@@ -239,10 +239,11 @@ func TestProcessKillsQuarantineAtCrashLimit(t *testing.T) {
 		})
 		c.kill(t)
 		prev = c.id
-		reaped, err := st.Reap(context.Background(), ref.Partition, 10)
+		m, err := st.Maintain(context.Background(), ref.Partition, 10, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
+		reaped := m.Reaped
 		state := flow.StateAvailable
 		if round == 3 {
 			state = flow.StateQuarantined

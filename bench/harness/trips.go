@@ -23,7 +23,7 @@ type countedClient struct {
 // scripts are Sluice's scripts, by name.
 var scripts = map[string]*redis.Script{
 	"enqueue": lua.Enqueue, "claim": lua.Claim, "renew": lua.Renew, "ack": lua.Ack,
-	"reap": lua.Reap, "promote": lua.Promote, "sweep": lua.Sweep, "step": lua.Step,
+	"maintain": lua.Maintain, "step": lua.Step,
 	"notify": lua.Notify, "relay": lua.Relay,
 }
 

@@ -70,12 +70,14 @@ func TestDelayedJobs(t *testing.T) {
 				t.Fatalf("claim at 30s = %+v", res)
 			}
 			f.clk.Advance(30 * time.Second)
-			n, next, err := f.st.Promote(f.ctx, f.p, 10)
-			if err != nil || n != 1 || !next.IsZero() {
-				t.Fatalf("promote = %d %v %v", n, next, err)
+			if n, err := f.promote(10); err != nil || n != 1 {
+				t.Fatalf("promote = %d, %v", n, err)
 			}
 			if got, _ := f.get("later"); got.State != "available" || !got.RunAt.IsZero() {
 				t.Fatalf("promoted job: %+v", got)
+			}
+			if res := f.claim(5, "w"); len(res.Jobs) != 1 || res.Jobs[0].Local != "later" || !res.NextDue.IsZero() {
+				t.Fatalf("claim after the last promotion = %+v", res)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -58,12 +59,8 @@ type Reaped struct {
 	Holder string // the worker that lost it
 }
 
-// Reap reclaims up to limit jobs of one partition whose lease expired.
-func (s *Store) Reap(ctx context.Context, p keys.Partition, limit int) ([]Reaped, error) {
-	v, err := s.run(ctx, lua.Reap, p, limit).Result()
-	if err != nil {
-		return nil, err
-	}
+// reapedOf decodes the reply of lib.lua's reap.
+func reapedOf(v any) ([]Reaped, error) {
 	flat, err := strs(v)
 	if err != nil {
 		return nil, err
@@ -75,24 +72,36 @@ func (s *Store) Reap(ctx context.Context, p keys.Partition, limit int) ([]Reaped
 	return out, nil
 }
 
-// Promote makes up to limit due jobs of one partition available and returns
-// how many it moved and the next due time (zero: none).
-func (s *Store) Promote(ctx context.Context, p keys.Partition, limit int) (int, time.Time, error) {
-	v, err := s.run(ctx, lua.Promote, p, limit).Result()
-	if err != nil {
-		return 0, time.Time{}, err
-	}
-	r, _ := v.([]any)
-	if len(r) != 2 {
-		return 0, time.Time{}, ErrMalformed
-	}
-	n, _ := r[0].(int64)
-	nd, _ := r[1].(int64)
-	return int(n), timeOrZero(nd), nil
+// Maintenance is what one Maintain call did.
+type Maintenance struct {
+	Reaped   []Reaped
+	Promoted int // due jobs made available
+	Deleted  int // finished jobs deleted, their retention passed
 }
 
-// Sweep deletes up to limit jobs per terminal state whose retention passed.
-func (s *Store) Sweep(ctx context.Context, p keys.Partition, limit int) (int, error) {
-	n, err := s.run(ctx, lua.Sweep, p, limit).Int()
-	return n, err
+// Maintain makes one maintenance pass over a partition in one call
+// (lua/maintain.lua): it reclaims up to reapLimit jobs whose lease expired,
+// makes up to promoteLimit due jobs available, and deletes up to
+// sweepLimit finished jobs per terminal state whose retention passed. A
+// limit of 0 skips that part.
+func (s *Store) Maintain(ctx context.Context, p keys.Partition, reapLimit, promoteLimit, sweepLimit int) (Maintenance, error) {
+	v, err := s.run(ctx, lua.Maintain, p, reapLimit, promoteLimit, sweepLimit).Result()
+	if err != nil {
+		return Maintenance{}, err
+	}
+	r, _ := v.([]any)
+	if len(r) != 3 {
+		return Maintenance{}, fmt.Errorf("%w: maintain answered %v", ErrMalformed, v)
+	}
+	var m Maintenance
+	if m.Reaped, err = reapedOf(r[0]); err != nil {
+		return Maintenance{}, err
+	}
+	promoted, ok1 := r[1].(int64)
+	deleted, ok2 := r[2].(int64)
+	if !ok1 || !ok2 {
+		return Maintenance{}, fmt.Errorf("%w: maintain answered %v", ErrMalformed, v)
+	}
+	m.Promoted, m.Deleted = int(promoted), int(deleted)
+	return m, nil
 }

@@ -21,7 +21,7 @@ func TestFencing(t *testing.T) {
 				t.Fatalf("claim A: fence %d lease %q worker %q", a.Fence, a.LeaseID, a.Worker)
 			}
 			f.clk.Advance(31 * time.Second)
-			reaped, err := f.st.Reap(f.ctx, f.p, 10)
+			reaped, err := f.reap(10)
 			if err != nil || len(reaped) != 1 || reaped[0].Holder != "worker-a" || reaped[0].State != "available" {
 				t.Fatalf("reap = %+v, %v", reaped, err)
 			}
@@ -70,7 +70,7 @@ func TestReapProvenance(t *testing.T) {
 				}
 				expiry := f.clk.Now().Add(30 * time.Second)
 				f.clk.Advance(30 * time.Second)
-				reaped, err := f.st.Reap(f.ctx, f.p, 10)
+				reaped, err := f.reap(10)
 				if err != nil || len(reaped) != 1 {
 					t.Fatalf("reap %d = %+v, %v", i, reaped, err)
 				}
@@ -114,7 +114,7 @@ func TestRenewExtends(t *testing.T) {
 				if err != nil || len(lost) != 0 {
 					t.Fatalf("renew = %+v, %v", lost, err)
 				}
-				if reaped, _ := f.st.Reap(f.ctx, f.p, 10); len(reaped) != 0 {
+				if reaped, _ := f.reap(10); len(reaped) != 0 {
 					t.Fatalf("renewed job reaped: %+v", reaped)
 				}
 			}

@@ -53,7 +53,7 @@ func TestConcurrencyCeiling(t *testing.T) {
 			}
 			// a crash (lease expiry) frees the slot too
 			f.clk.Advance(time.Minute)
-			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
 			if n, _ := f.rdb.HLen(f.ctx, f.p.Prefix()+"cc").Result(); n != 0 {

@@ -129,6 +129,23 @@ func (f *fixture) claimOne(worker string) *store.Job {
 	return res.Jobs[0]
 }
 
+// reap, promote and sweep run the part of a maintenance pass (Maintain)
+// each names, with that limit.
+func (f *fixture) reap(limit int) ([]store.Reaped, error) {
+	m, err := f.st.Maintain(f.ctx, f.p, limit, 0, 0)
+	return m.Reaped, err
+}
+
+func (f *fixture) promote(limit int) (int, error) {
+	m, err := f.st.Maintain(f.ctx, f.p, 0, limit, 0)
+	return m.Promoted, err
+}
+
+func (f *fixture) sweep(limit int) (int, error) {
+	m, err := f.st.Maintain(f.ctx, f.p, 0, 0, limit)
+	return m.Deleted, err
+}
+
 func (f *fixture) get(local string) (*store.Job, []store.ErrorRecord) {
 	f.t.Helper()
 	j, recs, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: local})

@@ -36,11 +36,11 @@ func TestRetention(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.clk.Advance(retainCompleted - time.Millisecond)
-			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 0 {
+			if n, err := f.sweep(10); err != nil || n != 0 {
 				t.Fatalf("sweep before retention = %d, %v", n, err)
 			}
 			f.clk.Advance(time.Millisecond)
-			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 1 {
+			if n, err := f.sweep(10); err != nil || n != 1 {
 				t.Fatalf("sweep at retention = %d, %v", n, err)
 			}
 			if n := exists(t, f, owned("done")...); n != 0 {
@@ -53,7 +53,7 @@ func TestRetention(t *testing.T) {
 				t.Fatalf("archived job lost keys early: %d of 2 left", n)
 			}
 			f.clk.Advance(retainArchived)
-			if n, err := f.st.Sweep(f.ctx, f.p, 10); err != nil || n != 1 || exists(t, f, owned("dead")...) != 0 {
+			if n, err := f.sweep(10); err != nil || n != 1 || exists(t, f, owned("dead")...) != 0 {
 				t.Fatalf("sweep of archived = %d, %v", n, err)
 			}
 			for _, z := range []string{"completed", "archived"} {
@@ -205,5 +205,39 @@ func TestKeysAgree(t *testing.T) {
 	less := func(a, b string) bool { return a < b }
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
 		t.Fatalf("keys (-go builder +written by lua):\n%s", diff)
+	}
+}
+
+// TestMaintainOnePass: one Maintain call reclaims an expired lease,
+// promotes a due job and deletes a finished job past its retention, and a
+// limit of 0 skips its part.
+func TestMaintainOnePass(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "done"})
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
+			f.enqueue(store.NewJob{Local: "held"})
+			f.claimOne("gone")
+			f.enqueue(store.NewJob{Local: "due", Delay: time.Minute})
+			f.clk.Advance(retainCompleted)
+			if m, err := f.st.Maintain(f.ctx, f.p, 0, 0, 0); err != nil || len(m.Reaped)+m.Promoted+m.Deleted != 0 {
+				t.Fatalf("maintain with no limits = %+v, %v; want nothing done", m, err)
+			}
+			m, err := f.st.Maintain(f.ctx, f.p, 10, 10, 10)
+			want := store.Maintenance{Reaped: []store.Reaped{{Local: "held", State: "available", Holder: "gone"}}, Promoted: 1, Deleted: 1}
+			if err != nil || !cmp.Equal(m, want) {
+				t.Fatalf("maintain = %+v, %v; want %+v", m, err, want)
+			}
+			for id, state := range map[string]string{"held": "available", "due": "available"} {
+				if j, _ := f.get(id); j.State != state {
+					t.Errorf("%s is %s, want %s", id, j.State, state)
+				}
+			}
+			if _, _, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: "done"}); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("the completed job past its retention: %v, want it deleted", err)
+			}
+		})
 	}
 }

@@ -37,7 +37,7 @@ func TestPriorityMask(t *testing.T) {
 			f.clk.Advance(time.Minute) // promoted by the claim itself
 			claimed("b")
 			f.clk.Advance(time.Hour) // the lease expires: reaped back to list 5
-			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
 			f.ack(claimed("b"), store.Ack{Code: store.CodeOK})

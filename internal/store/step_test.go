@@ -20,7 +20,7 @@ func TestCheckpointFenced(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "job"})
 			old := f.claimOne("a")
 			f.clk.Advance(time.Minute)
-			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
 			cur := f.claimOne("b")

@@ -50,7 +50,7 @@ func TestStickyRouting(t *testing.T) {
 			}
 			j = f.claimOne("worker-b")
 			f.clk.Advance(time.Hour) // B's lease expires: crash recovery keeps the pin
-			if _, err := f.st.Reap(f.ctx, f.p, 10); err != nil {
+			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
 			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {

@@ -72,7 +72,7 @@ func TestStuckEvidence(t *testing.T) {
 				t.Fatalf("job %s attempt %d after the evidence, want retryable 1", j.State, j.Attempt)
 			}
 			f.clk.Advance(time.Hour)
-			if _, _, err := f.st.Promote(f.ctx, f.p, 10); err != nil {
+			if _, err := f.promote(10); err != nil {
 				t.Fatal(err)
 			}
 			bj := f.claimOne("worker-b")

@@ -1,0 +1,21 @@
+-- maintain.lua: a worker's maintenance pass over a partition, in one call:
+-- reclaim expired leases, promote due jobs, delete finished jobs past their
+-- retention (lib.lua reap, promote and sweep), in that order. A limit of 0
+-- skips its part.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9]:  the most jobs to reap
+-- ARGV[10]: the most jobs to promote
+-- ARGV[11]: the most jobs to delete per terminal state
+-- Returns: { reaped, promoted, deleted }: reaped is a flat list of id, new
+--   state, previous holder per reaped job; promoted and deleted are counts.
+-- Transitions: running -> available | quarantined (reap: crash_attempt+1,
+--   at the back of its priority list, or quarantined at the crash limit);
+--   scheduled|retryable -> available (promote); completed|archived|
+--   quarantined|cancelled -> (deleted, with the job hash, its error list,
+--   its payload key and its step checkpoints).
+local reaped = reap(tonumber(ARGV[9]))
+local promoted = promote(tonumber(ARGV[10]))
+local deleted = sweep(tonumber(ARGV[11]))
+flush()
+return { reaped, promoted, deleted }
