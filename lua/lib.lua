@@ -203,7 +203,7 @@ local function chunk_fields(h, field)
   local out, i = {}, 1
   while true do
     local name = chunk_name(field, i)
-    if not h[name] then name = field .. i end
+    if not h[name] and field == 'p' then name = 'p' .. i end -- written before numbers
     if not h[name] then return out end
     out[i] = name
     i = i + 1

@@ -46,24 +46,24 @@ func StartSentinel(name string) (*Sentinel, error) {
 	if s.Sentinel, err = startServer(func(c *config) { c.sentinel = conf }); err != nil {
 		return nil, errors.Join(err, s.Close())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), sentinelTimeout)
-	defer cancel()
-	if err := s.await(ctx, "the replica in sync and known to Sentinel", func() (bool, error) {
-		rdb := s.Replica.Client()
-		defer rdb.Close()
+	ctx := context.Background()
+	rdb, sdb := s.Replica.Client(), s.Sentinel.Client()
+	defer rdb.Close()
+	defer sdb.Close()
+	if ok, last := Poll(sentinelTimeout, func() (bool, string) {
 		info, err := rdb.Info(ctx, "replication").Result()
-		if err != nil || parseInfo(info)["master_link_status"] != "up" {
-			return false, err
+		if link := parseInfo(info)["master_link_status"]; err != nil || link != "up" {
+			return false, fmt.Sprintf("replica link %q, %v", link, err)
 		}
-		sdb := s.Sentinel.Client()
-		defer sdb.Close()
 		// a replica SENTINEL FAILOVER can promote: flags "slave", no more
 		replicas, err := sdb.Do(ctx, "SENTINEL", "REPLICAS", name).Slice()
 		if err != nil || len(replicas) != 1 {
-			return false, err
+			return false, fmt.Sprintf("Sentinel knows %d replicas, %v", len(replicas), err)
 		}
-		return replicaFlags(replicas[0]) == "slave", nil
-	}); err != nil {
+		flags := replicaFlags(replicas[0])
+		return flags == "slave", fmt.Sprintf("replica flags %v", flags)
+	}); !ok {
+		err := fmt.Errorf("redistest: sentinel %s: the replica not in sync and known to Sentinel after %s: %s", name, sentinelTimeout, last)
 		return nil, errors.Join(err, s.Close())
 	}
 	return s, nil
@@ -95,47 +95,25 @@ func (s *Sentinel) Addr() string { return s.Sentinel.Addr() }
 // them kept makes a write of its own on the master and WAITs on the same
 // connection first (WAIT waits for that connection's last write).
 func (s *Sentinel) Failover(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, sentinelTimeout)
-	defer cancel()
-	sdb := s.Sentinel.Client()
+	sdb, rdb := s.Sentinel.Client(), s.Replica.Client()
 	defer sdb.Close()
+	defer rdb.Close()
 	if err := sdb.Do(ctx, "SENTINEL", "FAILOVER", s.Name).Err(); err != nil {
 		return fmt.Errorf("redistest: SENTINEL FAILOVER %s: %w", s.Name, err)
 	}
 	want := s.Replica.Addr()
-	if err := s.await(ctx, "the replica promoted", func() (bool, error) {
+	if ok, last := Poll(sentinelTimeout, func() (bool, string) {
 		addr, err := sdb.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.Name).StringSlice()
 		if err != nil || len(addr) != 2 || net.JoinHostPort(addr[0], addr[1]) != want {
-			return false, err
+			return false, fmt.Sprintf("Sentinel names %v as master, %v", addr, err)
 		}
-		rdb := s.Replica.Client()
-		defer rdb.Close()
 		role, err := rdb.Do(ctx, "ROLE").Slice()
-		return err == nil && len(role) > 0 && role[0] == "master", nil
-	}); err != nil {
-		return err
+		return err == nil && len(role) > 0 && role[0] == "master", fmt.Sprintf("role %v, %v", role, err)
+	}); !ok {
+		return fmt.Errorf("redistest: sentinel %s: the replica not promoted after %s: %s", s.Name, sentinelTimeout, last)
 	}
 	s.Master, s.Replica = s.Replica, s.Master
 	return nil
-}
-
-// await polls cond until it holds or ctx ends.
-func (s *Sentinel) await(ctx context.Context, what string, cond func() (bool, error)) error {
-	var last error
-	for {
-		ok, err := cond()
-		if ok {
-			return nil
-		}
-		if err != nil {
-			last = err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("redistest: sentinel %s: waiting for %s: %w (last error: %v)", s.Name, what, ctx.Err(), last)
-		case <-time.After(pollInterval):
-		}
-	}
 }
 
 // Close stops the three servers and removes their directories.

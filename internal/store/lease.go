@@ -59,19 +59,6 @@ type Reaped struct {
 	Holder string // the worker that lost it
 }
 
-// reapedOf decodes the reply of lib.lua's reap.
-func reapedOf(v any) ([]Reaped, error) {
-	flat, err := strs(v)
-	if err != nil {
-		return nil, err
-	}
-	var out []Reaped
-	for i := 0; i+2 < len(flat); i += 3 {
-		out = append(out, Reaped{Local: flat[i], State: flat[i+1], Holder: flat[i+2]})
-	}
-	return out, nil
-}
-
 // Maintenance is what one Maintain call did.
 type Maintenance struct {
 	Reaped   []Reaped
@@ -93,9 +80,13 @@ func (s *Store) Maintain(ctx context.Context, p keys.Partition, reapLimit, promo
 	if len(r) != 3 {
 		return Maintenance{}, fmt.Errorf("%w: maintain answered %v", ErrMalformed, v)
 	}
-	var m Maintenance
-	if m.Reaped, err = reapedOf(r[0]); err != nil {
+	flat, err := strs(r[0])
+	if err != nil {
 		return Maintenance{}, err
+	}
+	var m Maintenance
+	for i := 0; i+2 < len(flat); i += 3 {
+		m.Reaped = append(m.Reaped, Reaped{Local: flat[i], State: flat[i+1], Holder: flat[i+2]})
 	}
 	promoted, ok1 := r[1].(int64)
 	deleted, ok2 := r[2].(int64)
