@@ -1,13 +1,20 @@
 // Package chaos holds the machinery of Sluice's chaos suite (chaos_test.go):
 // a TCP proxy between worker processes and Redis that can cut every
-// connection at once. The suite itself runs real worker processes against
-// it while faults are injected; see TestChaos.
+// connection at once, lose the reply to a request Redis ran, or deliver a
+// request twice. The suite itself runs real worker processes against it
+// while faults are injected; see TestChaos.
 package chaos
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,6 +23,12 @@ import (
 // address, each client connection with its own upstream connection. If
 // the upstream cannot be dialled, the client connection is closed at once,
 // as a server that went away would.
+//
+// It parses the RESP requests and replies it forwards (verbatim), so that
+// it can fault single requests: see Inject and SetRandom. A connection
+// whose client sends an inline command or anything other than RESP, or
+// that subscribes (pub/sub messages answer no request), is copied through
+// unparsed and unfaulted from then on.
 type Proxy struct {
 	ln       net.Listener
 	upstream string
@@ -24,6 +37,11 @@ type Proxy struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 	wg     sync.WaitGroup
+
+	fmu                 sync.Mutex // guards the faults below
+	armed               []*injection
+	random              *randomFaults // nil when off
+	dropped, duplicated int
 }
 
 // NewProxy listens on a free 127.0.0.1 port and forwards to upstream.
@@ -65,6 +83,145 @@ func (p *Proxy) Close() error {
 	return err
 }
 
+// FaultKind is a fault the proxy can inject into one request.
+type FaultKind int
+
+const (
+	// DropReply forwards the request to Redis, then, when its reply comes
+	// back, cuts the client's connection instead of passing the reply on:
+	// Redis ran the command, the client never learns it (go-redis re-sends
+	// it on a new connection). Replies to earlier requests are passed on;
+	// those to later ones on the same connection are lost with it.
+	DropReply FaultKind = iota + 1
+	// Duplicate sends the request to Redis twice in a row and passes back
+	// only the reply of the second delivery (the first is swallowed), as a
+	// network that re-delivered it would.
+	Duplicate
+)
+
+func (k FaultKind) String() string {
+	switch k {
+	case 0:
+		return "none"
+	case DropReply:
+		return "DropReply"
+	case Duplicate:
+		return "Duplicate"
+	}
+	return fmt.Sprintf("FaultKind(%d)", int(k))
+}
+
+type injection struct {
+	kind  FaultKind
+	n     int // requests still to fault
+	match func(args []string) bool
+}
+
+type randomFaults struct {
+	drop, dup float64
+	rng       *rand.Rand
+	match     func(args []string) bool
+}
+
+// Inject arms kind for the next n requests whose arguments match (args[0]
+// is the command name as the client sent it, e.g. "evalsha": compare it
+// case-insensitively, or use Commands). A nil match matches every request.
+// Faults armed by earlier calls come first; an armed fault takes
+// precedence over SetRandom's. Requests that subscribe, unsubscribe or
+// PING are never faulted, nor any after a subscription on its connection:
+// there, replies cannot be matched to requests. Such requests do not count
+// towards n.
+func (p *Proxy) Inject(kind FaultKind, n int, match func(args []string) bool) {
+	if kind != DropReply && kind != Duplicate {
+		panic(fmt.Sprintf("chaos: Inject of %v", kind))
+	}
+	if n <= 0 {
+		return
+	}
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	p.armed = append(p.armed, &injection{kind: kind, n: n, match: match})
+}
+
+// SetRandom injects faults at random into matching requests, for chaos
+// runs: each matching request gets DropReply with probability drop and
+// Duplicate with probability dup, drawn from a math/rand/v2 PCG seeded
+// with seed, so that a run's decisions can be reproduced: one draw per
+// matching request, in the order the proxy reads them (requests that do
+// not match, or that an Inject fault took, draw nothing). drop = dup = 0
+// turns it off. It replaces an earlier SetRandom's settings and restarts
+// the sequence.
+func (p *Proxy) SetRandom(drop, dup float64, seed uint64, match func(args []string) bool) {
+	if !(drop >= 0 && dup >= 0 && drop+dup <= 1) {
+		panic(fmt.Sprintf("chaos: SetRandom(%v, %v): probabilities must be at least 0 and add up to at most 1", drop, dup))
+	}
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	p.random = nil
+	if drop > 0 || dup > 0 {
+		p.random = &randomFaults{drop: drop, dup: dup, rng: rand.New(rand.NewPCG(seed, seed)), match: match}
+	}
+}
+
+// Fired reports how many faults of each kind have fired so far: a reply
+// dropped, a first reply of a duplicated request swallowed. A fault whose
+// connection ends before the reply comes back has not fired.
+func (p *Proxy) Fired() (dropped, duplicated int) {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	return p.dropped, p.duplicated
+}
+
+// Commands returns a match function for Inject and SetRandom that matches
+// requests for any of the named commands, in any case.
+func Commands(names ...string) func(args []string) bool {
+	return func(args []string) bool {
+		return len(args) > 0 && slices.ContainsFunc(names, func(n string) bool { return strings.EqualFold(n, args[0]) })
+	}
+}
+
+// decide returns the fault for a request, 0 for none. args builds the
+// request's arguments, which only a match function needs.
+func (p *Proxy) decide(args func() []string) FaultKind {
+	var a []string
+	get := func() []string {
+		if a == nil {
+			a = args()
+		}
+		return a
+	}
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	for i, in := range p.armed {
+		if in.match == nil || in.match(get()) {
+			if in.n--; in.n == 0 {
+				p.armed = slices.Delete(p.armed, i, i+1)
+			}
+			return in.kind
+		}
+	}
+	if r := p.random; r != nil && (r.match == nil || r.match(get())) {
+		switch u := r.rng.Float64(); {
+		case u < r.drop:
+			return DropReply
+		case u < r.drop+r.dup:
+			return Duplicate
+		}
+	}
+	return 0
+}
+
+func (p *Proxy) fired(kind FaultKind) {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	switch kind {
+	case DropReply:
+		p.dropped++
+	case Duplicate:
+		p.duplicated++
+	}
+}
+
 func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
@@ -79,7 +236,7 @@ func (p *Proxy) accept() {
 	}
 }
 
-// forward dials the upstream for client c and copies both ways until
+// forward dials the upstream for client c and forwards both ways until
 // either side ends, then closes both.
 func (p *Proxy) forward(c net.Conn) {
 	u, err := net.Dial("tcp", p.upstream)
@@ -93,17 +250,249 @@ func (p *Proxy) forward(c net.Conn) {
 		return
 	}
 	defer p.untrack(c, u)
+	l := &link{p: p, client: c, server: u}
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+	go func() {
+		l.requests()
 		done <- struct{}{}
-	}
-	go pipe(u, c)
-	go pipe(c, u)
+	}()
+	go func() {
+		l.replies()
+		done <- struct{}{}
+	}()
 	<-done
 	c.Close()
 	u.Close()
 	<-done
+}
+
+// A link is one client connection and its upstream connection. requests
+// forwards the client's requests and replies the server's replies; they
+// share the faults decided for the requests forwarded, oldest first, for
+// replies come back in the order of the requests.
+type link struct {
+	p              *Proxy
+	client, server net.Conn
+
+	mu      sync.Mutex
+	pending []pending // one per request whose reply has not come back, from first on
+	first   int
+}
+
+type pending struct {
+	fault FaultKind
+	// raw marks the point from which the connection is copied through
+	// unparsed: the replies that follow may not answer requests.
+	raw bool
+}
+
+// bufSize is the size of the proxy's read and write buffers.
+const bufSize = 32 << 10
+
+// requests reads the client's requests, decides each one's fault and
+// forwards it to the server, until either connection fails.
+func (l *link) requests() {
+	w := bufio.NewWriterSize(l.server, bufSize)
+	r := bufio.NewReaderSize(flushReader{l.client, w}, bufSize)
+	var (
+		buf  []byte
+		args [][2]int
+	)
+	for {
+		b, err := r.Peek(1)
+		if err != nil {
+			return
+		}
+		if b[0] != '*' { // an inline command, or not RESP at all
+			l.push(pending{raw: true})
+			copyRaw(l.server, l.client, w, r)
+			return
+		}
+		if buf, args, err = readRequest(r, buf[:0], args[:0]); err != nil {
+			return
+		}
+		if len(args) == 0 { // no reply will come
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+			continue
+		}
+		var e pending
+		switch name := buf[args[0][0]:args[0][1]]; {
+		case passthrough(name):
+			e.raw = true
+		case !faultable(name):
+		default:
+			e.fault = l.p.decide(func() []string {
+				s := make([]string, len(args))
+				for i, a := range args {
+					s[i] = string(buf[a[0]:a[1]])
+				}
+				return s
+			})
+		}
+		// Before the request goes out, or its reply could beat the entry.
+		l.push(e)
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		if e.fault == Duplicate {
+			if _, err := w.Write(buf); err != nil {
+				return
+			}
+		}
+		if e.raw {
+			copyRaw(l.server, l.client, w, r)
+			return
+		}
+		buf = trim(buf)
+	}
+}
+
+// replies reads the server's replies and passes each on to the client, or
+// not, as the fault of the request it answers says, until either
+// connection fails or a reply is dropped.
+func (l *link) replies() {
+	w := bufio.NewWriterSize(l.client, bufSize)
+	r := bufio.NewReaderSize(flushReader{l.server, w}, bufSize)
+	var buf []byte
+	for {
+		if _, err := r.Peek(1); err != nil {
+			return
+		}
+		// Only now: the request this reply answers has been pushed.
+		e, ok := l.head()
+		if ok && e.raw {
+			copyRaw(l.client, l.server, w, r)
+			return
+		}
+		var (
+			kind byte
+			err  error
+		)
+		if buf, kind, err = readReply(r, buf[:0]); err != nil {
+			return
+		}
+		// A push (RESP3) answers no request. A reply when no request is
+		// pending is one Redis sends before it hangs up (max clients).
+		if kind != '>' && ok {
+			switch e.fault {
+			case Duplicate: // the first delivery's reply: swallow it
+				l.swallowed()
+				l.p.fired(Duplicate)
+				continue
+			case DropReply:
+				w.Flush() // the replies before it
+				l.p.fired(DropReply)
+				l.client.Close()
+				l.server.Close()
+				return
+			}
+			l.pop()
+		}
+		if _, err := w.Write(buf); err != nil {
+			return
+		}
+		buf = trim(buf)
+	}
+}
+
+// trim lets a buffer that held a large request or reply go, rather than
+// keep it as long as the connection lasts.
+func trim(buf []byte) []byte {
+	if cap(buf) > 1<<20 {
+		return nil
+	}
+	return buf
+}
+
+func (l *link) push(e pending) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.pending) == cap(l.pending) && l.first > 0 { // reuse the space popped
+		n := copy(l.pending, l.pending[l.first:])
+		l.pending, l.first = l.pending[:n], 0
+	}
+	l.pending = append(l.pending, e)
+}
+
+func (l *link) head() (pending, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first == len(l.pending) {
+		return pending{}, false
+	}
+	return l.pending[l.first], true
+}
+
+func (l *link) pop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.first++; l.first == len(l.pending) {
+		l.pending, l.first = l.pending[:0], 0
+	}
+}
+
+// swallowed turns the oldest request, a duplicated one whose first reply
+// has been swallowed, into one awaiting an ordinary reply.
+func (l *link) swallowed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending[l.first].fault = 0
+}
+
+// passthrough reports whether a request puts its connection into a state
+// in which the server sends what answers no request (pub/sub messages, a
+// MONITOR feed, a replication stream), after which the connection is
+// copied through unparsed. UNSUBSCRIBE is among them: in RESP3 its replies
+// are pushes.
+func passthrough(name []byte) bool {
+	for _, n := range [...]string{"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "monitor", "sync", "psync"} {
+		if bytes.EqualFold(name, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// faultable reports whether a request, not a passthrough one, may be
+// faulted: not PING, which a pub/sub client sends on its connection.
+func faultable(name []byte) bool {
+	return !bytes.EqualFold(name, []byte("ping"))
+}
+
+// copyRaw copies src to dst unparsed until either fails, after flushing
+// w (dst's writer) and passing on what r (src's reader) holds.
+func copyRaw(dst, src net.Conn, w *bufio.Writer, r *bufio.Reader) {
+	if w.Flush() != nil {
+		return
+	}
+	if n := r.Buffered(); n > 0 {
+		b, _ := r.Peek(n)
+		if _, err := dst.Write(b); err != nil {
+			return
+		}
+		r.Discard(n)
+	}
+	_, _ = io.Copy(dst, src)
+}
+
+// flushReader reads from r after flushing w, so that what has been
+// written is sent whenever the reader is about to wait for more: pipelined
+// traffic goes out in large writes, and nothing waits in the buffer while
+// the proxy waits for input.
+type flushReader struct {
+	r io.Reader
+	w *bufio.Writer
+}
+
+func (f flushReader) Read(p []byte) (int, error) {
+	if f.w.Buffered() > 0 {
+		if err := f.w.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return f.r.Read(p)
 }
 
 func (p *Proxy) track(c, u net.Conn) bool {
