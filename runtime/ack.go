@@ -2,7 +2,10 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
@@ -18,7 +21,9 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 
 // flushAcks writes one partition's acks, retrying while Redis is
 // unreachable for up to the longest lease (after which the jobs are reaped
-// and the acks would be stale anyway).
+// and the acks would be stale anyway), but not on a closed client, which
+// never answers again. A retry is the same call as the first try
+// (store.Ack), so a first try that Redis ran is answered, not repeated.
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.Ack) []store.AckResult {
 	giveUp := w.clk.Now().Add(w.longestLease)
 	delay := 10 * time.Millisecond
@@ -30,7 +35,7 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 		if err == nil {
 			return res
 		}
-		if w.clk.Now().After(giveUp) || ctx.Err() != nil {
+		if w.clk.Now().After(giveUp) || ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
 			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", len(acks), "err", err)
 			out := make([]store.AckResult, len(acks))
 			for i := range out {

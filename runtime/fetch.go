@@ -2,8 +2,12 @@ package runtime
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/store"
@@ -16,8 +20,9 @@ import (
 // per partition, so it also holds while other partitions keep the worker
 // busy), or when the subscription was re-established (wake-ups sent while
 // it was down are lost). Under load claims are back to back, sized to the
-// free slots.
-func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
+// free slots. It returns nil when ctx ends, or an error once the Redis
+// client is closed under the worker: nothing could be claimed any more.
+func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	n := len(w.parts)
 	ready := make([]bool, n)
 	due := make([]time.Time, n)
@@ -26,7 +31,18 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	}
 	pick := newWeightedPicker(w.parts, w.opts.Queues)
 	errDelay := time.Duration(0)
-	onWake := func(i int) {
+	wake := wk.ch // nil once closed: a nil channel is never ready
+	onWake := func(m any, open bool) {
+		i := wakeAll
+		if !open {
+			// go-redis closes it only when the subscription ends for good
+			// (the client was closed). A closed channel is always ready, so
+			// stop reading it and poll; the claim tells whether to go on.
+			w.log.Warn("wake-up subscription closed; polling instead")
+			wake = nil
+		} else {
+			i = wk.partition(m)
+		}
 		switch {
 		case i >= 0:
 			ready[i] = true
@@ -39,8 +55,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 	for ctx.Err() == nil {
 		for drained := false; !drained; {
 			select {
-			case m := <-wk.ch:
-				onWake(wk.partition(m))
+			case m, open := <-wake:
+				onWake(m, open)
 			default:
 				drained = true
 			}
@@ -53,7 +69,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		}
 		chosen := pick.next(ready)
 		if chosen < 0 {
-			w.waitForWork(ctx, wk, due, onWake)
+			w.waitForWork(ctx, wake, due, onWake)
 			continue
 		}
 		slots := w.acquire(w.opts.ClaimBatch)
@@ -61,8 +77,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 			select {
 			case <-ctx.Done():
 			case <-w.freed:
-			case m := <-wk.ch:
-				onWake(wk.partition(m))
+			case m, open := <-wake:
+				onWake(m, open)
 			}
 			continue
 		}
@@ -75,7 +91,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 		if err != nil {
 			w.release(slots)
 			if ctx.Err() != nil {
-				return
+				return nil
+			}
+			if w.clientClosed(ctx, err) {
+				return fmt.Errorf("sluice: cannot claim: %w", err)
 			}
 			errDelay = min(max(2*errDelay, 10*time.Millisecond), 2*time.Second)
 			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", errDelay)
@@ -100,11 +119,20 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) {
 			w.start(jobsCtx, p, j, sent)
 		}
 	}
+	return nil
 }
 
-// waitForWork blocks until a wake-up, the earliest due time (every
+// clientClosed tells whether err means the Redis client is closed, for
+// good. A cluster client also fails a command on one of its node clients
+// that was closed under it (the node left the cluster); a PING, which any
+// node answers, tells the two apart.
+func (w *Worker) clientClosed(ctx context.Context, err error) bool {
+	return errors.Is(err, redis.ErrClosed) && errors.Is(w.st.Client().Ping(ctx).Err(), redis.ErrClosed)
+}
+
+// waitForWork blocks until a wake-up on wake, the earliest due time (every
 // partition that is not ready has one), or shutdown.
-func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, due []time.Time, onWake func(int)) {
+func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, due []time.Time, onWake func(any, bool)) {
 	wait := w.opts.IdlePoll
 	for _, d := range due {
 		if !d.IsZero() {
@@ -115,8 +143,8 @@ func (w *Worker) waitForWork(ctx context.Context, wk *wakeups, due []time.Time, 
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-	case m := <-wk.ch:
-		onWake(wk.partition(m))
+	case m, open := <-wake:
+		onWake(m, open)
 	case <-t.C(): // the loop readies what is due
 	}
 }

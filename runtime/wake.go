@@ -30,7 +30,9 @@ type wakeups struct {
 	chans []string
 	// ch carries *redis.Message wake-ups and, after go-redis reconnected
 	// a subscription (e.g. its node failed over), *redis.Subscription
-	// confirmations: wake-ups published in the gap are lost.
+	// confirmations: wake-ups published in the gap are lost. go-redis
+	// closes it when the client is closed under the worker (merged is
+	// never closed: its forwarders just end).
 	ch     <-chan any
 	merged chan any // ch, when there are several subscriptions
 	done   chan struct{}

@@ -69,8 +69,10 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 		clk: o.Clock, nonce: randomHex(6), inflight: map[*Attempt]struct{}{},
 		free: o.Concurrency, freed: make(chan struct{}, 1), relayKick: make(chan struct{}, 1),
 	}
-	w.acks = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushAcks)
-	w.checkpoints = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushCheckpoints)
+	w.acks = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushAcks,
+		func(_ store.Ack, err error) store.AckResult { return store.AckResult{Err: err} })
+	w.checkpoints = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushCheckpoints,
+		func(_ store.Checkpoint, err error) store.CheckpointResult { return store.CheckpointResult{Err: err} })
 	w.longestLease = o.Lease
 	for _, d := range o.KindLease {
 		w.longestLease = max(w.longestLease, d)
@@ -93,7 +95,8 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
 // their jobs back without charging an attempt or a crash. Run returns nil
 // after a graceful shutdown (also when ctx ends while it is starting), or
-// an error if it could not start.
+// an error if it could not start, or, after the same shutdown, one that
+// wraps redis.ErrClosed if its Redis client was closed under it.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("sluice: worker is already running")
@@ -114,8 +117,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelJobs(nil)
 	svcCtx, stopServices := context.WithCancel(bg)
 	var services sync.WaitGroup
-	services.Go(func() { w.acks.loop(svcCtx) })
-	services.Go(func() { w.checkpoints.loop(svcCtx) })
+	w.acks.start(svcCtx, &services)
+	w.checkpoints.start(svcCtx, &services)
 	services.Go(func() { w.renewLoop(svcCtx) })
 	services.Go(func() { w.maintainLoop(svcCtx) })
 	services.Go(func() { w.relayLoop(svcCtx) })
@@ -125,8 +128,11 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	w.pool = newRunners()
 	defer close(w.pool.quit)
-	var fetcher sync.WaitGroup
-	fetcher.Go(func() { w.fetchLoop(ctx, jobsCtx, wake) })
+	var (
+		fetcher sync.WaitGroup
+		lost    error // the Redis client was closed
+	)
+	fetcher.Go(func() { lost = w.fetchLoop(ctx, jobsCtx, wake) })
 	fetcher.Wait()
 	wake.close()
 
@@ -134,7 +140,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopServices()
 	services.Wait()
 	stopReliability()
-	return nil
+	return lost
 }
 
 // drain waits for in-flight jobs during the shutdown window, then cancels

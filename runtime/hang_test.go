@@ -1,0 +1,177 @@
+package runtime
+
+// Regression tests for two ways a worker hung: a write made after its
+// batcher stopped waited for ever, and Run spun on a closed wake-up
+// channel when its Redis client was closed under it. The package's
+// TestMain fails the run if goroutines leak.
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/clock"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+)
+
+// hangBound is how long a call that must not block may take: a failure
+// bound, generous for -race on 2 cores.
+const hangBound = 10 * time.Second
+
+// hangResult is a test batcher's result: the item, and the error of an
+// item not sent.
+type hangResult struct {
+	item int
+	err  error
+}
+
+// TestHangBatcherStopped: a write made while the batcher's loop stops, or
+// after it stopped, fails with errNotSent at once instead of blocking for
+// ever; the writes the loop took are answered; a batcher started again
+// serves again.
+func TestHangBatcherStopped(t *testing.T) {
+	t.Parallel()
+	flushing := make(chan int, 8)
+	release := make(chan struct{})
+	b := newBatcher(1, 1,
+		func(_ context.Context, _ keys.Partition, items []int) []hangResult {
+			out := make([]hangResult, len(items))
+			for i, it := range items {
+				flushing <- it
+				<-release
+				out[i] = hangResult{item: it}
+			}
+			return out
+		},
+		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+	results := make(chan hangResult, 8)
+	do := func(item int) { results <- b.do(keys.Partition{}, item) }
+	recvResult := func(what string) hangResult {
+		t.Helper()
+		select {
+		case r := <-results:
+			return r
+		case <-time.After(hangBound):
+			t.Fatalf("%s: do blocked", what)
+		}
+		panic("unreachable")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var g sync.WaitGroup
+	b.start(ctx, &g)
+	go do(1)
+	if got := <-flushing; got != 1 { // the loop is busy with 1
+		t.Fatalf("flushing %d, want 1", got)
+	}
+	go do(2) // fills the queue (size 1)
+	go do(3) // waits for room, or is refused if the loop stopped first
+	cancel()
+	close(release)
+	g.Wait()
+	got := map[int]error{}
+	for range 3 {
+		r := recvResult("a write queued when the loop stopped")
+		got[r.item] = r.err
+	}
+	if got[1] != nil {
+		t.Errorf("write 1, taken before the stop: %v, want sent", got[1])
+	}
+	for _, it := range []int{2, 3} {
+		if !errors.Is(got[it], errNotSent) {
+			t.Errorf("write %d, left when the loop stopped: %v, want %v", it, got[it], errNotSent)
+		}
+	}
+
+	go do(4)
+	if r := recvResult("a write after the loop stopped"); !errors.Is(r.err, errNotSent) {
+		t.Errorf("write after the stop: %v, want %v", r.err, errNotSent)
+	}
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	b.start(ctx, &g)
+	go do(5)
+	if r := recvResult("a write after a restart"); r.err != nil || r.item != 5 {
+		t.Errorf("write after a restart: %+v, want 5 sent", r)
+	}
+	if got := <-flushing; got != 5 { // buffered by the flush that answered
+		t.Errorf("flushed %d, want 5", got)
+	}
+	cancel()
+	g.Wait()
+}
+
+// idleClock is a fake clock that signals when a timer of idle is made: the
+// fetch loop has found every partition dry and waits for a wake-up.
+type idleClock struct {
+	*clock.Fake
+	idle    time.Duration
+	waiting chan struct{}
+}
+
+func (c *idleClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.Fake.NewTimer(d)
+	if d == c.idle {
+		select {
+		case c.waiting <- struct{}{}:
+		default:
+		}
+	}
+	return t
+}
+
+// noHandlers knows no kind.
+type noHandlers struct{}
+
+func (noHandlers) Handler(string) (Handler, bool) { return nil, false }
+
+// TestHangClientClosed: Run, idle on its wake-up subscription, returns an
+// error wrapping redis.ErrClosed soon after its Redis client is closed
+// under it, instead of spinning on the closed wake-up channel.
+func TestHangClientClosed(t *testing.T) {
+	t.Parallel()
+	srv, err := redistest.StartServer() // the shared server is runtime_test's
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	rdb := srv.Client()
+	t.Cleanup(func() { _ = rdb.Close() })
+	const idle = 7 * time.Hour // IdlePoll: no other timer is as long
+	clk := &idleClock{Fake: clock.NewFake(time.UnixMilli(time.Now().UnixMilli())), idle: idle, waiting: make(chan struct{}, 1)}
+	w, err := NewWorker(rdb, noHandlers{}, Options{
+		Namespace: redistest.NewNamespace(t), Clock: clk, IdlePoll: idle,
+		MaintenanceInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	select {
+	case <-clk.waiting:
+	case err := <-done:
+		t.Fatalf("Run returned %v before it was idle", err)
+	case <-time.After(hangBound):
+		t.Fatal("the worker never waited for a wake-up")
+	}
+
+	_ = rdb.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, redis.ErrClosed) {
+			t.Errorf("Run returned %v, want an error wrapping %v", err, redis.ErrClosed)
+		}
+	case <-time.After(hangBound):
+		t.Fatal("Run did not return after its Redis client was closed")
+	}
+}
