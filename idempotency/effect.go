@@ -21,11 +21,12 @@ func HIncrBy(key, field string, n int64) Effect {
 	return Effect{Op: "HINCRBY", Key: key, Args: []string{field, strconv.FormatInt(n, 10)}}
 }
 
-// Set sets key to value, expiring after ttl (0: never).
+// Set sets key to value, expiring after ttl (0: never), rounded up to a
+// whole millisecond.
 func Set(key, value string, ttl time.Duration) Effect {
 	args := []string{value}
 	if ttl > 0 {
-		args = append(args, "PX", strconv.FormatInt(ttl.Milliseconds(), 10))
+		args = append(args, "PX", millis(ttl))
 	}
 	return Effect{Op: "SET", Key: key, Args: args}
 }
@@ -55,7 +56,19 @@ func RPush(key string, values ...string) Effect {
 	return Effect{Op: "RPUSH", Key: key, Args: values}
 }
 
-// Expire sets key to expire after ttl.
+// Expire sets key to expire after ttl, rounded up to a whole millisecond.
+// A ttl of 0 or less is refused when the effect commits (it would delete
+// the key at once).
 func Expire(key string, ttl time.Duration) Effect {
-	return Effect{Op: "PEXPIRE", Key: key, Args: []string{strconv.FormatInt(ttl.Milliseconds(), 10)}}
+	return Effect{Op: "PEXPIRE", Key: key, Args: []string{millis(ttl)}}
+}
+
+// millis is ttl in milliseconds, rounded up: Redis takes whole ones, and
+// a TTL cut to 0 would mean another thing.
+func millis(ttl time.Duration) string {
+	ms := ttl.Milliseconds()
+	if ttl > 0 && ttl%time.Millisecond != 0 {
+		ms++
+	}
+	return strconv.FormatInt(ms, 10)
 }

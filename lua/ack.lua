@@ -33,9 +33,18 @@
 -- running under exactly this lease ID and fence. Leaving running frees the
 -- job's concurrency slot, if it has a concurrency key. A job that finishes and
 -- was spawned by a parent notifies the parent (lib.lua notify_parent).
+-- Deadline outcomes are checked in store time: a job whose deadline
+-- ('dl') has not passed by Redis's clock goes back to available with no
+-- counter charged instead (a worker's clock ran ahead), and is archived at
+-- its next claim if the deadline has passed by then.
 -- Returns: one entry per outcome: the job's new state, or 'stale' when the
 --   identity check failed (nothing was written for it); then one more
---   entry: the number of outbox entries written.
+--   entry: the number of outbox entries written. A re-sent call answers
+--   what its first run did (lib_replay.lua); an ack of an attempt that
+--   has already ended (its lease ID and fence still on the job, which no
+--   longer runs) answers the job's state rather than 'stale'.
+local again = replayed()
+if again then return again end
 local CODES = {
   ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
   deadline = true, crash = true, release = true, park = true, wait = true,
@@ -61,7 +70,7 @@ end
 
 local ckeys = {}
 for i, e in ipairs(entries) do
-  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls')
+  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls', 'dl')
   ckeys[i] = e.h[8]
 end
 cc_prefetch(ckeys)
@@ -78,6 +87,9 @@ for _, e in ipairs(entries) do
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
+    if code == 'deadline' and not (tonumber(h[10]) and tonumber(h[10]) <= NOW) then
+      code, delay = 'free', 0
+    end
     if code == 'ok' then
       local bad = check_effects(e.fx)
       if bad then
@@ -146,9 +158,11 @@ for _, e in ipairs(entries) do
         state = 'scheduled'
       end
     end
+  elseif h[1] and h[2] == e.lease and h[3] == e.fence then
+    state = state_of(h[1]) -- this attempt ended before (a late re-send)
   end
   out[#out + 1] = state
 end
 flush()
 out[#out + 1] = outboxed + notified
-return out
+return remember(out)

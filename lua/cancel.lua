@@ -15,6 +15,9 @@
 -- on the cancel channel so its worker can cancel the handler at once. An
 -- available job's list entry becomes stale (claim skips it). A spawned job
 -- notifies its parent, as any job reaching a terminal state does.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
 local h = redis.call('HMGET', jk, 's', 'l', 'ck')
@@ -32,4 +35,4 @@ elseif s == 'scheduled' or s == 'retryable' then
 end
 finish(jk, id, s, 'cancelled', 'operator')
 flush()
-return { 'ok', s }
+return remember({ 'ok', s })

@@ -36,6 +36,50 @@
 -- A paused partition (keys.Partition.Paused, set by pause.lua) claims and
 -- promotes nothing: it answers { -1, {} } and sets the idle flag, so that
 -- resuming it publishes a wake-up.
+-- A re-sent claim (lib_replay.lua) answers the jobs its first run leased
+-- that still run under those leases, and what it archived: its record
+-- holds the next due time, the archived list and the leased IDs in lease
+-- order, not the jobs' data, which is read again.
+local out = {}
+local o = 0
+-- counted appends a count, then the elements of list, to out
+local function counted(list)
+  local m = #list
+  out[o + 1] = m
+  for k = 1, m do out[o + 1 + k] = list[k] end
+  o = o + 1 + m
+end
+-- emit appends a leased job to out; raw is its hash (flat HGETALL), with
+-- a payload kept in its own key added as field 'p'.
+local function emit(id, lease, expiry, fence, steps, raw, body)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, lease, expiry, fence
+  o = o + 4
+  counted(steps)
+  if body then -- the payload from its own key, as if the hash held it
+    raw[#raw + 1], raw[#raw + 2] = 'p', body
+  end
+  counted(raw)
+end
+local record = redis.call('GET', call_key())
+if record then
+  record = decode_reply(record, 1)
+  out[1], out[2] = record[1], record[2]
+  o = 2
+  for k = 3, #record do
+    local id = record[k]
+    local jk = job_key(id)
+    local lease = ARGV[12] .. '.' .. (k - 2)
+    local h = redis.call('HMGET', jk, 's', 'l', 'f', 'sx', 'pb')
+    local expiry = redis.call('ZSCORE', K_RUN, id)
+    if state_of(h[1]) == 'running' and h[2] == lease and expiry then
+      local steps = {}
+      if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
+      emit(id, lease, tonumber(expiry), tonumber(h[3]), steps, redis.call('HGETALL', jk),
+        h[5] and redis.call('GET', body_key(id)))
+    end
+  end
+  return out
+end
 if redis.call('EXISTS', PFX .. 'paused') == 1 then
   redis.call('SET', K_IDLE, '1')
   return { -1, {} }
@@ -112,7 +156,7 @@ local function take(ak, pinned_to)
       elseif not h then
         seen[id] = true
         -- the key holds something that is not a job hash: set it aside
-        redis.call('RENAME', jk, jk .. ':corrupt')
+        redis.call('RENAME', jk, corrupt_key(id))
         redis.call('HSET', jk, 's', SCODE.available, 'k', '', 'p', '', 'ct', NOW_S)
         park(jk, id, 'malformed')
       elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
@@ -142,11 +186,7 @@ local function take(ak, pinned_to)
           count('available', 'running')
           local steps = NO_STEPS
           if h.sx then steps = redis.call('HGETALL', steps_key(id)) end
-          local raw = raws[i]
-          if body then -- the payload from its own key, as if the hash held it
-            raw[#raw + 1], raw[#raw + 2] = 'p', body
-          end
-          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raw }
+          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it
@@ -181,19 +221,12 @@ if #jobs < n then
   nd = next_due()
   redis.call('SET', K_IDLE, '1')
 end
-local out = { nd, archived }
-local o = 2
--- counted appends a count, then the elements of list, to out
-local function counted(list)
-  local m = #list
-  out[o + 1] = m
-  for k = 1, m do out[o + 1 + k] = list[k] end
-  o = o + 1 + m
-end
+out[1], out[2] = nd, archived
+o = 2
+local leased = { nd, archived }
 for _, job in ipairs(jobs) do
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = job[1], job[2], job[3], job[4]
-  o = o + 4
-  counted(job[5])
-  counted(job[6])
+  emit(job[1], job[2], job[3], job[4], job[5], job[6], job[7])
+  leased[#leased + 1] = job[1]
 end
+if #jobs > 0 or #archived > 0 then remember(leased) end
 return out

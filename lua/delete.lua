@@ -12,6 +12,9 @@
 --   becomes stale (claim skips it). A job deleted before it finished frees
 --   its unique key and tells its parent, if any, that it ended as
 --   'cancelled', so the parent is not left waiting.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
 local h = redis.call('HMGET', jk, 's', 'uk')
@@ -31,4 +34,4 @@ end
 delete_job(id)
 count(s, nil)
 flush()
-return { 'ok', s }
+return remember({ 'ok', s })

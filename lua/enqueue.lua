@@ -3,7 +3,10 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: number of jobs n; then n groups of fields. Each starts with
 --   id, kind, payload, where the ID comes from ('c': the caller chose it,
---   so check for an existing job; else a fresh random ID: 'g', or the
+--   so check for an existing job; 'f': a follow-up relayed from an outbox,
+--   like 'c' but remembered for FOLLOW_KEEP ms by a marker, so that a
+--   relay repeated after the job was deleted adds nothing; else a fresh
+--   random ID: 'g', or the
 --   creation time in ms it carries (keys.LocalTime), which saves storing
 --   the created time when it agrees with the store's to CT_SLACK ms), and
 --   'x' when 23 more fields follow (else '': a plain job, every one of them
@@ -29,11 +32,17 @@
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
 -- Transitions: (none) -> available | scheduled.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
 -- CT_SLACK (ms): a job whose generated ID carries a time this close to
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50
+-- FOLLOW_KEEP (ms): how long a relayed follow-up's marker is kept (Go's
+-- store.relayMarkTTL).
+local FOLLOW_KEEP = 7 * 24 * 3600 * 1000
 
 -- PLAIN holds the 23 optional fields at their defaults, in ARGV order.
 local PLAIN = {
@@ -83,6 +92,9 @@ for _ = 1, n do
     b = b + 5
   end
   local jk = job_key(id)
+  local relayed = origin == 'f'
+  if relayed then origin = 'c' end
+  local marked = relayed and redis.call('EXISTS', PFX .. 'fu:' .. id) == 1
   local old = false -- { kind, payload } of an existing job with this ID
   local taken = false -- a fresh random ID that another job already has
   if redis.call('EXISTS', jk) == 1 then
@@ -102,7 +114,9 @@ for _ = 1, n do
   end
   local uk, holder = o[18], nil
   if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
-  if taken then
+  if marked then
+    out[#out + 1] = 'exists' -- relayed before: the follow-up may be gone since
+  elseif taken then
     out[#out + 1] = 'taken'
   elseif holder then
     on_duplicate(holder, o[20], payload, due)
@@ -166,9 +180,10 @@ for _ = 1, n do
       push_ready(id, false, o[6], sw, o[22], o[23])
     end
     count(nil, state)
+    if relayed then redis.call('SET', PFX .. 'fu:' .. id, '1', 'PX', FOLLOW_KEEP) end
     out[#out + 1] = 'new'
   end
 end
 if #out > 0 then wake() end
 flush()
-return out
+return remember(out)

@@ -97,6 +97,8 @@ local function avail_key(prio) return KEYS[9 + prio] end
 -- ('<step>:f').
 local function kids_key(id) return PFX .. 'k:' .. id end
 local function kidcount_key(id) return PFX .. 'kc:' .. id end
+-- corrupt_key: what a job's key held when it was not a job hash (claim)
+local function corrupt_key(id) return PFX .. 'x:' .. id end
 
 -- Writes that many jobs of one call make to the same key are deferred and
 -- made once by flush(), which every script calls last: per-state counter
@@ -567,7 +569,7 @@ local function delete_job(id, plain)
     redis.call('DEL', job_key(id), body_key(id))
   else
     redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
-      job_key(id) .. ':corrupt')
+      corrupt_key(id))
   end
 end
 
@@ -576,74 +578,6 @@ end
 local function holds(jk, lease, fence)
   local h = redis.call('HMGET', jk, 's', 'l', 'f')
   return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
-end
-
--- Effects arrive in ARGV from index i as a count, then per effect either
---   'd', op, key, nargs, arg...   a write to a key in this slot, or
---   'o', blob                     an entry for the outbox (a key elsewhere),
--- The whitelist maps each op to the type its key must hold (or be absent).
-local EFFECT_TYPES = {
-  INCRBY = 'string', SET = 'string', HINCRBY = 'hash', HSET = 'hash',
-  SADD = 'set', ZADD = 'zset', XADD = 'stream', RPUSH = 'list', PEXPIRE = 'any',
-}
-
-local function read_effects(i)
-  local n = tonumber(ARGV[i])
-  i = i + 1
-  local fx = {}
-  for _ = 1, n do
-    if ARGV[i] == 'd' then
-      local nargs = tonumber(ARGV[i + 3])
-      local args = {}
-      for k = 1, nargs do args[k] = ARGV[i + 3 + k] end
-      fx[#fx + 1] = { op = ARGV[i + 1], key = ARGV[i + 2], args = args }
-      i = i + 4 + nargs
-    else
-      fx[#fx + 1] = { blob = ARGV[i + 1] }
-      i = i + 2
-    end
-  end
-  return fx, i
-end
-
-local function is_int(v) return v == nil or v == false or string.match(v, '^-?%d+$') ~= nil end
-
--- check_effects validates every direct effect without writing anything, so
--- that a step's effects apply all or not at all. It returns an error
--- message, or nil.
-local function check_effects(fx)
-  for _, e in ipairs(fx) do
-    if e.op then
-      local want = EFFECT_TYPES[e.op]
-      if not want then return 'unsupported effect ' .. tostring(e.op) end
-      local t = redis.call('TYPE', e.key)['ok']
-      if t ~= 'none' and want ~= 'any' and t ~= want then
-        return e.op .. ' ' .. e.key .. ': the key holds a ' .. t
-      end
-      if e.op == 'INCRBY' and t == 'string' and not is_int(redis.call('GET', e.key)) then
-        return 'INCRBY ' .. e.key .. ': the value is not an integer'
-      end
-      if e.op == 'HINCRBY' and t == 'hash' and not is_int(redis.call('HGET', e.key, e.args[1])) then
-        return 'HINCRBY ' .. e.key .. ': the field is not an integer'
-      end
-    end
-  end
-  return nil
-end
-
--- apply_effects writes checked effects; it returns how many went to the
--- outbox.
-local function apply_effects(fx)
-  local outboxed = 0
-  for _, e in ipairs(fx) do
-    if e.op then
-      redis.call(e.op, e.key, unpack(e.args))
-    else
-      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob)
-      outboxed = outboxed + 1
-    end
-  end
-  return outboxed
 end
 
 -- deliver records that child (of parent, spawned by step) finished, and

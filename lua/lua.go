@@ -9,6 +9,7 @@ package lua
 
 import (
 	"embed"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -40,8 +41,9 @@ var (
 	Reroute = load("reroute")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = redis.NewScript(body("heartbeat"))
-	// Relay runs alone: its keys are in another slot than a partition's.
-	Relay = redis.NewScript(body("relay"))
+	// Relay's keys are in another slot than a partition's: it uses only
+	// the prelude's effects, which need none of a partition's keys.
+	Relay = load("relay")
 	// Schedule runs alone too: schedule keys are not in a partition.
 	Schedule = redis.NewScript(body("schedule"))
 )
@@ -51,7 +53,21 @@ var (
 // debugging.
 func Source(name string) string {
 	b := body(name)
-	return preludeFor(body("lib"), b) + b
+	return preludeFor(lib(), b) + b
+}
+
+// libParts are the prelude's files, in the order they are joined: a Lua
+// local can only refer to locals defined above it.
+var libParts = []string{"lib", "lib_effects", "lib_replay"}
+
+// lib is the whole prelude.
+func lib() string {
+	var b strings.Builder
+	for _, name := range libParts {
+		b.WriteString(body(name))
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func load(name string) *redis.Script {

@@ -14,8 +14,11 @@
 --   scheduled|retryable -> available (promote); completed|archived|
 --   quarantined|cancelled -> (deleted, with the job hash, its error list,
 --   its payload key and its step checkpoints).
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local reaped = reap(tonumber(ARGV[9]))
 local promoted = promote(tonumber(ARGV[10]))
 local deleted = sweep(tonumber(ARGV[11]))
 flush()
-return { reaped, promoted, deleted }
+return remember({ reaped, promoted, deleted })

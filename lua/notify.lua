@@ -7,10 +7,13 @@
 -- Returns: the number of notifications processed.
 -- Transitions: scheduled -> available for a parent whose wait is over.
 -- Delivery is idempotent: a child already recorded is not counted again.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local n = tonumber(ARGV[9])
 for i = 0, n - 1 do
   local b = 10 + i * 5
   deliver(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4])
 end
 flush()
-return n
+return remember(n)

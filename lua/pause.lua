@@ -7,6 +7,9 @@
 -- (keys.Partition.Paused), which makes claim.lua claim nothing there;
 -- running jobs go on, and reaping, promotion and retention sweeps go on.
 -- Resuming deletes the flag and wakes idle workers.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local pk = PFX .. 'paused'
 local was = redis.call('EXISTS', pk)
 if ARGV[9] == '1' then
@@ -15,4 +18,4 @@ else
   redis.call('DEL', pk)
   if was == 1 then wake() end
 end
-return was
+return remember(was)

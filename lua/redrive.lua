@@ -32,6 +32,9 @@
 --   the time of the last one, 'df' what it was redriven from
 --   (state:reason). Releasing a quarantined job resets crash_attempt to 0.
 --   The finish time and terminal reason are cleared.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local TAKES = {
   redrive = { archived = true, cancelled = true },
   release = { quarantined = true },
@@ -65,7 +68,7 @@ if ARGV[9] == 'ids' then
     end
   end
   flush()
-  return out
+  return remember(out)
 end
 
 if ARGV[9] ~= 'select' then return redis.error_reply('ERR sluice: unknown redrive mode ' .. tostring(ARGV[9])) end
@@ -115,4 +118,4 @@ end
 flush()
 local done = 0
 if examined < limit then done = 1 end
-return { asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk) }
+return remember({ asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk) })

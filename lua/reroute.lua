@@ -9,6 +9,9 @@
 -- Transitions: none. An available job moves to its new list at once; the
 -- entry left on the old worker's list is skipped by that worker's claims
 -- (claim.lua checks that a pinned job still prefers the claiming worker).
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
 local s = state_of(redis.call('HGET', jk, 's'))
@@ -24,4 +27,4 @@ if s == 'available' then
   wake()
 end
 flush() -- the priority mask learns of the push (lib.lua)
-return s
+return remember(s)

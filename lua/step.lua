@@ -13,10 +13,15 @@
 -- Returns: per checkpoint a pair { status, detail }:
 --   'ok', outbox entries written
 --   'stale', 0      the attempt no longer holds the job: nothing written
---   'exists', 0     the step was already checkpointed: nothing written
+--   'exists', 0     the step was already checkpointed with another
+--                   record: nothing written (the same record is this
+--                   commit's own, sent again: 'ok', 0)
 --   'effect_error', message   an effect cannot apply: nothing written
+-- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
 -- and that it has checkpoints ('sx').
+local again = replayed()
+if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
 local b = 10
@@ -28,18 +33,23 @@ for _ = 1, n do
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then
     out[#out + 1] = { 'stale', 0 }
-  elseif mode == 'once' and redis.call('HEXISTS', sk, field) == 1 then
-    out[#out + 1] = { 'exists', 0 }
   else
-    local bad = check_effects(fx)
-    if bad then
-      out[#out + 1] = { 'effect_error', bad }
+    local prev = mode == 'once' and redis.call('HGET', sk, field)
+    if prev == record then
+      out[#out + 1] = { 'ok', 0 }
+    elseif prev then
+      out[#out + 1] = { 'exists', 0 }
     else
-      local outboxed = apply_effects(fx)
-      redis.call('HSET', sk, field, record)
-      redis.call('HSET', jk, 'pt', NOW, 'cs', field, 'sx', 1)
-      out[#out + 1] = { 'ok', outboxed }
+      local bad = check_effects(fx)
+      if bad then
+        out[#out + 1] = { 'effect_error', bad }
+      else
+        local outboxed = apply_effects(fx)
+        redis.call('HSET', sk, field, record)
+        redis.call('HSET', jk, 'pt', NOW, 'cs', field, 'sx', 1)
+        out[#out + 1] = { 'ok', outboxed }
+      end
     end
   end
 end
-return out
+return remember(out)

@@ -194,7 +194,9 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		return ack, true
 	case returned && r.err == nil:
 		ack.Code, ack.Data = store.CodeOK, r.data
-		ack.Effects, ack.Commit = a.state.Final(), a.ID+":complete"
+		// '#' is in no step name (step.validName): a step cannot be named
+		// like the completion, whose relayed effects its commit would mark
+		ack.Effects, ack.Commit = a.state.Final(), a.ID+":#complete"
 		ack.Delay = w.opts.Backoff(a.Attempt + 1) // should the effects fail
 		return ack, true
 	case errors.Is(cause, ErrTimeout):

@@ -3,7 +3,6 @@ package step
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -37,11 +36,17 @@ type Cursor[C any] struct {
 	every    int
 	pending  int
 	value    C
+	seq      uint64 // checkpoints saved, in this attempt and before
 	finished bool
 }
 
+// cursorRecord is a cursor checkpoint. Seq numbers the checkpoints of the
+// cursor across attempts, so that each names its commit apart from every
+// other, even one of the same value (relayed effects are applied once
+// per commit name).
 type cursorRecord[C any] struct {
-	Value C `msgpack:"v"`
+	Value C      `msgpack:"v"`
+	Seq   uint64 `msgpack:"n,omitempty"`
 }
 
 // NewCursor starts the cursor step name, checkpointing every `every`
@@ -62,7 +67,7 @@ func NewCursor[C any](ctx context.Context, name string, every int) (*Cursor[C], 
 		if err := msgpack.Unmarshal(b, &r); err != nil {
 			return nil, park("stale_checkpoint", fmt.Errorf("%w: cursor %q: %v", ErrStaleCheckpoint, name, err))
 		}
-		c.value = r.Value
+		c.value, c.seq = r.Value, r.Seq
 	}
 	return c, nil
 }
@@ -114,18 +119,18 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 }
 
 func (c *Cursor[C]) save(ctx context.Context, effects []store.Effect) error {
-	b, err := msgpack.Marshal(cursorRecord[C]{Value: c.value})
+	seq := c.seq + 1
+	b, err := msgpack.Marshal(cursorRecord[C]{Value: c.value, Seq: seq})
 	if err != nil {
 		return park("step_result", fmt.Errorf("%w: cursor %q: %v", ErrResult, c.name, err))
 	}
-	// The commit name must differ per checkpoint (relayed effects are
-	// deduplicated by it) and be the same when a checkpoint is retried.
-	h := fnv.New64a()
-	_, _ = h.Write(b)
-	commit := c.st.Ref.String() + ":" + c.name + ":" + strconv.FormatUint(h.Sum64(), 36)
+	// The commit name differs per checkpoint (relayed effects are
+	// deduplicated by it), and a re-sent checkpoint is the same call
+	// (store.Checkpoints).
+	commit := c.st.Ref.String() + ":" + c.name + ":@" + strconv.FormatUint(seq, 10)
 	if err := c.st.Commit(cursorField(c.name), b, store.ModeCursor, commit, effects); err != nil {
 		return err
 	}
-	c.pending = 0
+	c.seq, c.pending = seq, 0
 	return nil
 }

@@ -50,6 +50,21 @@ func (p Partition) Kids(id string) string { return p.Prefix() + "k:" + id }
 // per spawning step.
 func (p Partition) KidCount(id string) string { return p.Prefix() + "kc:" + id }
 
+// Corrupt holds what a job's key held when it was found not to be a job
+// hash (lua/claim.lua sets it aside there). A family of its own, not a
+// suffix of Job: a suffix could name another job's hash ("a" + ":x" is
+// job "a:x").
+func (p Partition) Corrupt(id string) string { return p.Prefix() + "x:" + id }
+
+// Call is the record of a script call's reply by its call ID, which lets
+// a re-sent call answer without running again (lua/lib_replay.lua).
+func (p Partition) Call(id string) string { return p.Prefix() + "rc:" + id }
+
+// FollowUp marks a follow-up job (flow.FollowUp) that a relay enqueued,
+// so that relaying its outbox entry again never enqueues it twice, even
+// once the job itself is deleted.
+func (p Partition) FollowUp(id string) string { return p.Prefix() + "fu:" + id }
+
 // Outbox is the stream of writes and notifications bound for other slots.
 func (p Partition) Outbox() string { return p.Prefix() + "outbox" }
 

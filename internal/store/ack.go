@@ -49,22 +49,32 @@ type AckResult struct {
 }
 
 // Ack records outcomes of one partition in one round trip. It also
-// returns how many outbox entries the outcomes wrote.
+// returns how many outbox entries the outcomes wrote. Each outcome stands
+// alone: a completion whose effects are invalid fails its own attempt
+// (a retry, reason "effect", as when Redis finds them unable to apply)
+// and no other outcome of the call. A retry of the same acks is the same
+// call (contentCallID): a reply lost the first time is answered, not
+// applied again.
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
 	args := make([]any, 0, 1+9*len(acks))
 	args = append(args, len(acks))
+	ids := make([]string, 0, 3*len(acks))
 	for _, a := range acks {
+		ids = append(ids, a.Local, a.LeaseID, strconv.FormatInt(a.Fence, 10), string(a.Code), a.Message)
 		if a.Code == CodeOK && len(a.Data) == 0 && len(a.Effects) == 0 {
 			args = append(args, a.Local, a.LeaseID, a.Fence, "k") // a plain completion (lua/ack.lua)
 			continue
 		}
-		var err error
-		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(a.Delay), a.Message, a.Data, a.Reason)
-		if args, err = s.appendEffects(args, p, a.Commit, a.Effects); err != nil {
-			return nil, 0, err
+		fx, err := s.appendEffects(nil, p, a.Commit, a.Effects)
+		if err != nil && a.Code == CodeOK {
+			a.Code, a.Reason, a.Message, a.Data, fx = CodeRetry, "effect", "completion effects failed: "+err.Error(), nil, []any{0}
+		} else if err != nil {
+			fx = []any{0} // effects commit only with a completion
 		}
+		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(a.Delay), a.Message, a.Data, a.Reason)
+		args = append(args, fx...)
 	}
-	v, err := s.run(ctx, lua.Ack, p, args...).Result()
+	v, err := s.runCall(ctx, lua.Ack, p, contentCallID(ids...), args...).Result()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -27,7 +27,8 @@ func TestAckOutcomes(t *testing.T) {
 		name     string
 		ack      store.Ack
 		maxAtt   int
-		crashes  int // crash_attempt before this attempt
+		crashes  int  // crash_attempt before this attempt
+		deadline bool // the job's deadline passes (store time) while it runs
 		want     want
 		terminal string // zset the job must be in, scored by deletion time
 		retain   time.Duration
@@ -50,7 +51,9 @@ func TestAckOutcomes(t *testing.T) {
 			want: want{State: "archived", Reason: "skipped"}, terminal: "archived", retain: retainArchived},
 		{name: "revoke cancels for good", ack: store.Ack{Code: store.CodeRevoke, Message: "customer left"},
 			want: want{State: "cancelled", Reason: "revoked"}, terminal: "cancelled", retain: retainCancelled},
-		{name: "deadline archives", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"},
+		{name: "deadline not passed in store time frees the job", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"},
+			want: want{State: "available", Position: "back"}},
+		{name: "deadline archives", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"}, deadline: true,
 			want: want{State: "archived", Reason: "deadline_exceeded", ErrorClasses: []string{"deadline"}}, terminal: "archived", retain: retainArchived},
 		{name: "panic is a crash, requeued behind waiting work", ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Data: []byte("stack"), Reason: "panic"},
 			want: want{State: "available", CrashAttempt: 1, ErrorClasses: []string{"panic"}, Position: "back"}},
@@ -69,7 +72,11 @@ func TestAckOutcomes(t *testing.T) {
 				if maxAtt == 0 {
 					maxAtt = 3
 				}
-				f.enqueue(store.NewJob{Local: "job", MaxAttempts: maxAtt})
+				job := store.NewJob{Local: "job", MaxAttempts: maxAtt}
+				if tc.deadline {
+					job.Deadline = f.clk.Now().Add(time.Minute)
+				}
+				f.enqueue(job)
 				for range tc.crashes {
 					j := f.claimOne("w0")
 					if r := f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "earlier"}); r.Err != nil {
@@ -78,6 +85,9 @@ func TestAckOutcomes(t *testing.T) {
 				}
 				j := f.claimOne("w1")
 				f.enqueue(store.NewJob{Local: "waiting"}) // healthy work that arrived meanwhile
+				if tc.deadline {
+					f.clk.Advance(2 * time.Minute)
+				}
 				res := f.ack(j, tc.ack)
 				if res.Err != nil || res.State != tc.want.State {
 					t.Fatalf("ack = %+v, want state %s", res, tc.want.State)
@@ -118,7 +128,7 @@ func TestAckOutcomes(t *testing.T) {
 				}
 				if tc.terminal != "" {
 					s, ok := f.score(f.p.Terminal(tc.terminal), "job")
-					if !ok || time.UnixMilli(int64(s)).Sub(epoch) != tc.retain {
+					if !ok || time.UnixMilli(int64(s)).Sub(f.clk.Now()) != tc.retain {
 						t.Errorf("terminal set %s: score %v (present %v), want now+%s", tc.terminal, s, ok, tc.retain)
 					}
 				}

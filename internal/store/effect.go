@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -56,6 +57,90 @@ var directOps = map[string]bool{
 	"ZADD": true, "XADD": true, "RPUSH": true, "PEXPIRE": true,
 }
 
+// Bounds of an effect, the same in lua/lib_effects.lua.
+const (
+	// MaxEffectArgs bounds one effect's arguments.
+	MaxEffectArgs = 100000
+	// MaxXAddArgs bounds an XADD's arguments (ID, then field, value
+	// pairs): one entry is written by one command, and Lua's unpack takes
+	// about 8,000 values.
+	MaxXAddArgs = 1001
+	// MaxTTLMillis bounds a TTL (SET PX, PEXPIRE), far beyond any use and
+	// far from the 64-bit overflow that Redis refuses.
+	MaxTTLMillis = 1_000_000_000_000_000
+)
+
+// validateEffect checks what can be checked of a write without Redis, by
+// the rules lua/lib_effects.lua applies again against the keys' contents:
+// so a commit is refused before anything of it is written.
+func validateEffect(e Effect) error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w: %s %s: %s", ErrInvalidEffect, e.Op, e.Key, fmt.Sprintf(format, a...))
+	}
+	n := len(e.Args)
+	if n > MaxEffectArgs {
+		return bad("%d arguments, more than %d", n, MaxEffectArgs)
+	}
+	switch e.Op {
+	case "INCRBY":
+		if n != 1 || !isInt64(e.Args[0]) {
+			return bad("the increment is not a 64-bit integer")
+		}
+	case "HINCRBY":
+		if n != 2 || !isInt64(e.Args[1]) {
+			return bad("want a field and a 64-bit integer increment")
+		}
+	case "SET":
+		if n != 1 && (n != 3 || e.Args[1] != "PX") {
+			return bad("want a value and an optional PX ttl")
+		}
+		if n == 3 && !isTTL(e.Args[2]) {
+			return bad("the TTL must be 1 to %d ms, got %q", int64(MaxTTLMillis), e.Args[2])
+		}
+	case "PEXPIRE":
+		if n != 1 || !isTTL(e.Args[0]) {
+			return bad("the TTL must be 1 to %d ms", int64(MaxTTLMillis))
+		}
+	case "HSET":
+		if n < 2 || n%2 != 0 {
+			return bad("want field, value pairs, got %d arguments", n)
+		}
+	case "ZADD":
+		if n < 2 || n%2 != 0 {
+			return bad("want score, member pairs, got %d arguments", n)
+		}
+		for i := 0; i < n; i += 2 {
+			if f, err := strconv.ParseFloat(e.Args[i], 64); err != nil || math.IsNaN(f) {
+				return bad("score %q is not a number", e.Args[i])
+			}
+		}
+	case "XADD":
+		if n < 3 || n%2 != 1 || e.Args[0] != "*" {
+			return bad("want *, then field, value pairs")
+		}
+		if n > MaxXAddArgs {
+			return bad("%d arguments, more than %d", n, MaxXAddArgs)
+		}
+	default: // SADD, RPUSH
+		if n < 1 {
+			return bad("no values")
+		}
+	}
+	return nil
+}
+
+// isInt64 reports whether v is an integer as Redis reads one: canonical
+// decimal (no '+', no leading zero) within 64 bits.
+func isInt64(v string) bool {
+	i, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && strconv.FormatInt(i, 10) == v
+}
+
+func isTTL(v string) bool {
+	i, err := strconv.ParseInt(v, 10, 64)
+	return err == nil && strconv.FormatInt(i, 10) == v && i > 0 && i <= MaxTTLMillis
+}
+
 // appendEffects adds effects to a script's ARGV as lua/lib.lua's
 // read_effects expects. commit names this commit uniquely (job, step and
 // sequence) so relayed effects are applied once.
@@ -81,6 +166,9 @@ func (s *Store) appendEffects(args []any, p keys.Partition, commit string, fx []
 		}
 		if !directOps[e.Op] || e.Key == "" {
 			return nil, fmt.Errorf("%w: %q on key %q", ErrInvalidEffect, e.Op, e.Key)
+		}
+		if err := validateEffect(e); err != nil {
+			return nil, err
 		}
 		if keys.Slot(e.Key) == slot {
 			args = append(args, "d", e.Op, e.Key, len(e.Args))

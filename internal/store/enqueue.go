@@ -18,7 +18,12 @@ type NewJob struct {
 	// Generated: Local is a fresh random ID, not the caller's: an existing
 	// job with it is another job (a collision, retried under a new ID), not
 	// a repeat of this one.
-	Generated   bool
+	Generated bool
+	// Relayed: a follow-up enqueued by an outbox relay under an ID derived
+	// from its commit. Its enqueue is remembered (keys.Partition.FollowUp)
+	// as long as a relay could repeat it, so a repeat never enqueues it
+	// again, even once the job is deleted.
+	Relayed     bool `msgpack:"-"`
 	Kind        string
 	Payload     []byte
 	Headers     []byte
@@ -157,7 +162,9 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		origin := "c" // the caller's ID: a job with it may be this one again
-		if j.Generated {
+		if j.Relayed {
+			origin = "f"
+		} else if j.Generated {
 			origin = "g" // a fresh ID, whose time is unknown
 			if t, ok := keys.LocalTime(j.Local); ok {
 				origin = strconv.FormatInt(t.UnixMilli(), 10)

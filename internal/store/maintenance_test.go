@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,7 +135,7 @@ func TestMalformedJobs(t *testing.T) {
 					t.Fatalf("%s state %q", id, s)
 				}
 			}
-			if v, err := f.rdb.Get(f.ctx, f.p.Job("string")+":corrupt").Result(); err != nil || v != "garbage" {
+			if v, err := f.rdb.Get(f.ctx, f.p.Corrupt("string")).Result(); err != nil || v != "garbage" {
 				t.Fatalf("corrupt value not kept: %q %v", v, err)
 			}
 			// the hash put in its place says when it was set aside
@@ -194,9 +195,17 @@ func TestKeysAgree(t *testing.T) {
 	f.enqueue(store.NewJob{Local: "j"})
 	f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x", Delay: time.Hour})
 	var got []string
+	calls := 0 // call records (lua/lib_replay.lua), under Go's builder
 	iter := f.rdb.Scan(f.ctx, 0, f.p.Prefix()+"*", 1000).Iterator()
 	for iter.Next(f.ctx) {
+		if strings.HasPrefix(iter.Val(), f.p.Call("")) {
+			calls++
+			continue
+		}
 		got = append(got, iter.Val())
+	}
+	if calls != 3 {
+		t.Errorf("%d call records, want 3 (enqueue, claim, ack)", calls)
 	}
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)

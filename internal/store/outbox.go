@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,9 +14,24 @@ import (
 	"github.com/sluicehq/sluice/lua"
 )
 
-// relayMarkTTL is how long an applied relayed effect is remembered; an
-// outbox entry older than this is long gone.
+// relayMarkTTL is how long an applied relayed effect, or an enqueued
+// follow-up, is remembered (lua/enqueue.lua FOLLOW_KEEP): an outbox entry
+// is relayed within moments, and one older than relayMaxAge is never
+// applied (RelayOutbox).
 const relayMarkTTL = 7 * 24 * time.Hour
+
+// relayMaxAge is the age past which an outbox entry is dead-lettered
+// rather than relayed: a day short of relayMarkTTL, so that the marker of
+// an entry applied before (and not deleted, its relayer having died) is
+// always still there, whatever the clocks' skew.
+const relayMaxAge = relayMarkTTL - 24*time.Hour
+
+// entryTime is the time in a stream entry ID ("ms-seq").
+func entryTime(id string) time.Time {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return time.UnixMilli(n)
+}
 
 // note is a child-finished notification bound for a parent's partition.
 type note struct {
@@ -40,7 +56,13 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (i
 	notes := map[keys.Partition][]note{}
 	var done, dead []string
 	var deadErr []string
+	oldest := s.now().Add(-relayMaxAge)
 	for _, m := range msgs {
+		if entryTime(m.ID).Before(oldest) {
+			dead, deadErr = append(dead, m.ID), append(deadErr, "not relayed: older than "+relayMaxAge.String()+
+				", so whether it was applied before is no longer known")
+			continue
+		}
 		switch m.Values["t"] {
 		case "n":
 			n, ok := s.decodeNote(m.Values)
@@ -102,7 +124,9 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 		if e.Job == nil {
 			return &EffectError{Msg: "ENQUEUE without a job"}
 		}
-		res, err := s.Enqueue(ctx, e.Job.Partition, []NewJob{e.Job.Job})
+		job := e.Job.Job
+		job.Relayed = true
+		res, err := s.Enqueue(ctx, e.Job.Partition, []NewJob{job})
 		if err != nil {
 			return err
 		}

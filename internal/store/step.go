@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -40,28 +41,41 @@ type CheckpointResult struct {
 // with its effects, in one round trip.
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
 	out := make([]CheckpointResult, len(cs))
-	fail := func(err error) []CheckpointResult {
-		for i := range out {
+	// A checkpoint whose effects are invalid fails alone: the others go.
+	args := []any{0}
+	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
+	ids := make([]string, 0, 3*len(cs))
+	for i, c := range cs {
+		fx, err := s.appendEffects(nil, p, c.Commit, c.Effects)
+		if err != nil {
+			out[i].Err = err
+			continue
+		}
+		sent = append(sent, i)
+		ids = append(ids, c.Local, c.LeaseID, strconv.FormatInt(c.Fence, 10), c.Field, c.Commit, string(c.Record))
+		args = append(args, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode)
+		args = append(args, fx...)
+	}
+	if len(sent) == 0 {
+		return out
+	}
+	args[0] = len(sent)
+	v, err := s.runCall(ctx, lua.Step, p, contentCallID(ids...), args...).Slice()
+	if err != nil {
+		for _, i := range sent {
 			out[i].Err = err
 		}
 		return out
 	}
-	args := []any{len(cs)}
-	for _, c := range cs {
-		var err error
-		args = append(args, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode)
-		if args, err = s.appendEffects(args, p, c.Commit, c.Effects); err != nil {
-			return fail(err)
+	if len(v) != len(sent) {
+		err := fmt.Errorf("%w: step reply %v", ErrMalformed, v)
+		for _, i := range sent {
+			out[i].Err = err
 		}
+		return out
 	}
-	v, err := s.run(ctx, lua.Step, p, args...).Slice()
-	if err != nil {
-		return fail(err)
-	}
-	if len(v) != len(cs) {
-		return fail(fmt.Errorf("%w: step reply %v", ErrMalformed, v))
-	}
-	for i, e := range v {
+	for k, e := range v {
+		i := sent[k]
 		pair, _ := e.([]any)
 		if len(pair) != 2 {
 			out[i].Err = fmt.Errorf("%w: step reply %v", ErrMalformed, e)

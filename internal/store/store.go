@@ -67,18 +67,29 @@ func (s *Store) NewLocal() string {
 }
 
 // run executes a script with the common ARGV header of lua/lib.lua
-// followed by args.
+// followed by args and a fresh call ID (callID).
 func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, args ...any) *redis.Cmd {
+	return s.runCall(ctx, sc, p, newCallID(), args...)
+}
+
+// runCall is run with the given call ID: the last ARGV entry, by which a
+// script that receives the same call twice (go-redis re-sends a command
+// whose reply was lost; Sluice retries some calls itself) answers the
+// second time what it did the first, without running again
+// (lua/lib_replay.lua). One logical call keeps one ID through all its
+// re-sends; distinct calls never share one.
+func (s *Store) runCall(ctx context.Context, sc *redis.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
 	now := ""
 	if s.cfg.Now != nil {
 		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
 	}
-	argv := make([]any, 0, 8+len(args))
+	argv := make([]any, 0, 9+len(args))
 	pk := s.partKeys(p)
 	argv = append(argv, now, pk.prefix, pk.channel, p.Index,
 		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
 		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
 	argv = append(argv, args...)
+	argv = append(argv, call)
 	cmd := sc.Run(ctx, s.rdb, pk.keys, argv...)
 	s.refreshSlots(cmd.Err())
 	return cmd
@@ -98,10 +109,18 @@ func retention(d time.Duration) int64 {
 	if d < 0 {
 		return -1
 	}
-	return d.Milliseconds()
+	return ms(d)
 }
 
-func ms(d time.Duration) int64 { return d.Milliseconds() }
+// ms is d in whole milliseconds, what scripts take. A positive d under
+// 1 ms is 1, not 0, which most fields read as "none" (no timeout, a key
+// held until the job ends).
+func ms(d time.Duration) int64 {
+	if d > 0 && d < time.Millisecond {
+		return 1
+	}
+	return d.Milliseconds()
+}
 
 func unixMS(t time.Time) int64 {
 	if t.IsZero() {
@@ -134,4 +153,12 @@ func strs(v any) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// now is the injected clock's time, or the machine's.
+func (s *Store) now() time.Time {
+	if s.cfg.Now != nil {
+		return s.cfg.Now()
+	}
+	return time.Now()
 }

@@ -1,0 +1,220 @@
+package store_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// effectCase is a commit's effect list; key names are suffixes of the
+// partition's tag, so every key is in the job's slot.
+type effectCase struct {
+	name  string
+	setup func(f *fixture) // writes made before the commit
+	fx    func(f *fixture) []store.Effect
+}
+
+func (f *fixture) key(name string) string { return f.p.Tag() + ":" + name }
+
+func fx(op, key string, args ...string) store.Effect {
+	return store.Effect{Op: op, Key: key, Args: args}
+}
+
+// invalidEffectCases each end with an effect Redis would refuse, after a
+// valid IncrBy of "bal": a commit must apply none of it.
+func invalidEffectCases() []effectCase {
+	many := make([]string, 9001)
+	many[0] = "*"
+	for i := 1; i < len(many); i++ {
+		many[i] = "v" + strconv.Itoa(i)
+	}
+	set := func(key, v string) func(f *fixture) {
+		return func(f *fixture) { f.rdb.Set(f.ctx, f.key(key), v, 0) }
+	}
+	one := func(e func(f *fixture) store.Effect) func(f *fixture) []store.Effect {
+		return func(f *fixture) []store.Effect { return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), e(f)} }
+	}
+	return []effectCase{
+		{name: "ZAdd NaN", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NaN", "m") })},
+		{name: "ZAdd flag", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NX", "1", "m") })},
+		{name: "Set PX 0", fx: one(func(f *fixture) store.Effect { return fx("SET", f.key("s"), "v", "PX", "0") })},
+		{name: "Expire negative", fx: one(func(f *fixture) store.Effect { return fx("PEXPIRE", f.key("bal"), "-1") })},
+		{name: "Set then IncrBy", fx: func(f *fixture) []store.Effect {
+			return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("SET", f.key("s"), "x"), fx("INCRBY", f.key("s"), "1")}
+		}},
+		{name: "IncrBy overflow", setup: set("big", "9223372036854775800"),
+			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("big"), "8") })},
+		{name: "IncrBy underflow", setup: set("big", "-9223372036854775800"),
+			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("big"), "-9") })},
+		{name: "IncrBy twice past the top", setup: set("big", "9223372036854775000"),
+			fx: func(f *fixture) []store.Effect {
+				return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("INCRBY", f.key("big"), "800"), fx("INCRBY", f.key("big"), "8")}
+			}},
+		{name: "IncrBy a value Redis does not read as an integer", setup: set("zero", "007"),
+			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("zero"), "1") })},
+		{name: "IncrBy not an integer", fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("n"), "+5") })},
+		{name: "HIncrBy overflow", setup: func(f *fixture) { f.rdb.HSet(f.ctx, f.key("h"), "f", "9223372036854775807") },
+			fx: one(func(f *fixture) store.Effect { return fx("HINCRBY", f.key("h"), "f", "1") })},
+		{name: "HSet then HIncrBy a text field", fx: func(f *fixture) []store.Effect {
+			return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("HSET", f.key("h"), "f", "x"), fx("HINCRBY", f.key("h"), "f", "1")}
+		}},
+		{name: "HSet odd arguments", fx: one(func(f *fixture) store.Effect { return fx("HSET", f.key("h"), "f", "v", "g") })},
+		{name: "XAdd too long for unpack", fx: one(func(f *fixture) store.Effect { return fx("XADD", f.key("x"), many...) })},
+		{name: "wrong type", setup: func(f *fixture) { f.rdb.RPush(f.ctx, f.key("l"), "a") },
+			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("l"), "1") })},
+		{name: "unsupported op", fx: one(func(f *fixture) store.Effect { return fx("DEL", f.key("bal")) })},
+	}
+}
+
+// TestEffectsAllOrNothing: a commit whose last effect Redis would refuse
+// writes nothing, neither its valid effects nor its checkpoint, whether
+// Go refuses it first or the script does (each is checked alone: the
+// script through CheckpointUnchecked).
+func TestEffectsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, tc := range invalidEffectCases() {
+			for _, path := range []string{"store", "script"} {
+				t.Run(b.name+"/"+tc.name+"/"+path, func(t *testing.T) {
+					f := newFixture(t, b)
+					if tc.setup != nil {
+						tc.setup(f)
+					}
+					f.enqueue(store.NewJob{Local: "job"})
+					j := f.claimOne("w")
+					c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: tc.fx(f)}
+					if path == "store" {
+						_, err := f.checkpoint(c)
+						var ee *store.EffectError
+						if !errors.As(err, &ee) && !errors.Is(err, store.ErrInvalidEffect) {
+							t.Fatalf("checkpoint: %v, want an effect error", err)
+						}
+					} else {
+						status, detail, err := f.st.CheckpointUnchecked(f.ctx, f.p, c)
+						if err != nil || status != "effect_error" {
+							t.Fatalf("script: %s %v %v, want effect_error", status, detail, err)
+						}
+					}
+					if n := exists(t, f, f.key("bal"), f.p.Steps("job")); n != 0 {
+						t.Fatalf("a refused commit wrote %d keys", n)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestEffectsAtTheLimits: effects at the edge of what Redis takes apply
+// whole: an IncrBy to the largest integer, 9,000 members in one SAdd
+// (written in chunks), a field set then incremented, a 1 ms TTL.
+func TestEffectsAtTheLimits(t *testing.T) {
+	t.Parallel()
+	members := make([]string, 9000)
+	for i := range members {
+		members[i] = "m" + strconv.Itoa(i)
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.rdb.Set(f.ctx, f.key("big"), "9223372036854775800", 0)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			effects := []store.Effect{
+				fx("INCRBY", f.key("big"), "7"),
+				fx("SADD", f.key("set"), members...),
+				fx("HSET", f.key("h"), "f", "40"),
+				fx("HINCRBY", f.key("h"), "f", "2"),
+				fx("SET", f.key("s"), "v", "PX", "100000"),
+				fx("INCRBY", f.key("neg"), "-9223372036854775808"),
+			}
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: effects}); err != nil {
+				t.Fatal(err)
+			}
+			if v, _ := f.rdb.Get(f.ctx, f.key("big")).Result(); v != "9223372036854775807" {
+				t.Errorf("big = %s", v)
+			}
+			if n, _ := f.rdb.SCard(f.ctx, f.key("set")).Result(); n != 9000 {
+				t.Errorf("set has %d members, want 9000", n)
+			}
+			if v, _ := f.rdb.HGet(f.ctx, f.key("h"), "f").Result(); v != "42" {
+				t.Errorf("h.f = %s, want 42", v)
+			}
+			if v, _ := f.rdb.Get(f.ctx, f.key("neg")).Result(); v != "-9223372036854775808" {
+				t.Errorf("neg = %s", v)
+			}
+		})
+	}
+}
+
+// TestAckBatchIsolation: acks of unrelated jobs share one script call; a
+// completion whose effects cannot apply fails its own job only (a retry,
+// reason "effect", none of its effects written), and every other job of
+// the call ends where its own outcome says, indexed, with counters equal
+// to the jobs counted.
+func TestAckBatchIsolation(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, bad := range []string{"script", "go"} {
+			t.Run(b.name+"/"+bad, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.rdb.RPush(f.ctx, f.key("list"), "x")
+				f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"})
+				res := f.claim(3, "w")
+				if len(res.Jobs) != 3 {
+					t.Fatalf("claimed %d", len(res.Jobs))
+				}
+				byID := map[string]*store.Job{}
+				for _, j := range res.Jobs {
+					byID[j.Local] = j
+				}
+				badFx := fx("INCRBY", f.key("list"), "1") // the key holds a list
+				if bad == "go" {
+					badFx = fx("ZADD", f.key("z"), "NaN", "m")
+				}
+				acks := []store.Ack{
+					{Lease: lease(byID["a"]), Code: store.CodeFree},
+					{Lease: lease(byID["b"]), Code: store.CodeOK, Commit: "b:#complete", Delay: 1000,
+						Effects: []store.Effect{fx("INCRBY", f.key("bal"), "100"), badFx}},
+					{Lease: lease(byID["c"]), Code: store.CodeOK, Commit: "c:#complete", Effects: []store.Effect{fx("INCRBY", f.key("bal2"), "5")}},
+				}
+				out, _, err := f.st.Ack(f.ctx, f.p, acks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := []string{out[0].State, out[1].State, out[2].State}
+				if strings.Join(got, " ") != "available retryable completed" {
+					t.Fatalf("states %v, want available retryable completed", got)
+				}
+				if n := exists(t, f, f.key("bal")); n != 0 {
+					t.Error("the failed completion's first effect was written")
+				}
+				if v, _ := f.rdb.Get(f.ctx, f.key("bal2")).Result(); v != "5" {
+					t.Errorf("c's effect: %q, want 5", v)
+				}
+				if ids := f.availableOrder(0); len(ids) != 1 || ids[0] != "a" {
+					t.Errorf("available list %v, want [a]", ids)
+				}
+				if _, ok := f.score(f.p.Terminal("completed"), "c"); !ok {
+					t.Error("c is in no retention set")
+				}
+				if _, ok := f.score(f.p.Sched(), "b"); !ok {
+					t.Error("b is not scheduled for its retry")
+				}
+				_, recs := f.get("b")
+				if len(recs) == 0 || recs[0].Class != "effect" {
+					t.Errorf("b's errors %+v, want an effect error first", recs)
+				}
+				stats, _ := f.rdb.HGetAll(f.ctx, f.p.Stats()).Result()
+				want := map[string]string{"available": "1", "retryable": "1", "completed": "1", "running": "0"}
+				for k, v := range want {
+					if stats[k] != v {
+						t.Errorf("stats %s = %q, want %s (all: %v)", k, stats[k], v, stats)
+					}
+				}
+			})
+		}
+	}
+}

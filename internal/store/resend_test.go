@@ -1,0 +1,249 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/chaos"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// lossy is a fixture whose store reaches a real redis-server through the
+// chaos proxy, which can drop the reply of a script call after Redis ran
+// it (go-redis then sends the call again) or deliver the call twice.
+type lossy struct {
+	*fixture
+	proxy *chaos.Proxy
+}
+
+func newLossy(t *testing.T) *lossy {
+	t.Helper()
+	px, err := chaos.NewProxy(env.Server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: px.Addr()})
+	// Loaded first, so that the faulted call is the script's run, not an
+	// EVALSHA answered NOSCRIPT.
+	for _, sc := range []*redis.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete, lua.Redrive, lua.Maintain} {
+		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		rdb.Close()
+		px.Close()
+	})
+	return &lossy{fixture: newFixture(t, backend{"lossy", rdb}), proxy: px}
+}
+
+// fault arms kind for the next script call and returns a check that it
+// fired.
+func (l *lossy) fault(kind chaos.FaultKind) func() {
+	l.t.Helper()
+	d0, u0 := l.proxy.Fired()
+	l.proxy.Inject(kind, 1, chaos.Commands("evalsha", "eval"))
+	return func() {
+		l.t.Helper()
+		d, u := l.proxy.Fired()
+		if d+u != d0+u0+1 {
+			l.t.Fatalf("the %v fault did not fire", kind)
+		}
+	}
+}
+
+// TestResend: every mutating script, delivered twice (by go-redis after a
+// lost reply, or twice in a row), has the effect of one delivery and
+// answers the caller what the first did. Each case names the defect of a
+// script that was not safe to receive twice.
+func TestResend(t *testing.T) {
+	t.Parallel()
+	type tc struct {
+		name string
+		run  func(t *testing.T, l *lossy, fire func() func())
+	}
+	cases := []tc{
+		{"enqueue without an ID makes one job", func(t *testing.T, l *lossy, fire func() func()) {
+			check := fire()
+			res, err := l.st.Enqueue(l.ctx, l.p, []store.NewJob{{Local: l.st.NewLocal(), Generated: true, Kind: "k", Payload: []byte("x"), MaxAttempts: 3}})
+			check()
+			if err != nil || res[0].Status != store.Added || res[0].Local != "" {
+				t.Fatalf("enqueue: %+v %v", res, err)
+			}
+			l.wantStats(map[string]string{"available": "1"})
+		}},
+		{"claim leases only what it answers", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"})
+			check := fire()
+			res := l.claim(2, "w")
+			check()
+			if len(res.Jobs) != 2 {
+				t.Fatalf("claimed %d, want 2", len(res.Jobs))
+			}
+			if n, _ := l.rdb.ZCard(l.ctx, l.p.Running()).Result(); n != 2 {
+				t.Fatalf("%d jobs running, want the 2 answered", n)
+			}
+			for _, j := range res.Jobs {
+				if r := l.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
+					t.Fatalf("ack of a claimed job: %+v", r)
+				}
+			}
+		}},
+		{"ack that archives answers archived", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
+			j := l.claimOne("w")
+			check := fire()
+			r := l.ack(j, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"})
+			check()
+			if r.Err != nil || r.State != "archived" {
+				t.Fatalf("ack: %+v, want archived (OnDeath is called on it)", r)
+			}
+		}},
+		{"completion effect applies once", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			j := l.claimOne("w")
+			check := fire()
+			r := l.ack(j, store.Ack{Code: store.CodeOK, Commit: "a:#complete", Effects: []store.Effect{fx("INCRBY", l.key("bal"), "100")}})
+			check()
+			if r.Err != nil || r.State != "completed" {
+				t.Fatalf("ack: %+v", r)
+			}
+			l.wantValue("bal", "100")
+		}},
+		{"step checkpoint answers ok and applies once", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			j := l.claimOne("w")
+			check := fire()
+			_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "a:s",
+				Effects: []store.Effect{fx("INCRBY", l.key("bal"), "100")}})
+			check()
+			if err != nil {
+				t.Fatalf("checkpoint: %v (a healthy attempt would give up its lease)", err)
+			}
+			l.wantValue("bal", "100")
+		}},
+		{"cursor advance applies once", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			j := l.claimOne("w")
+			check := fire()
+			_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: "cursor:c", Record: []byte("1"), Mode: store.ModeCursor, Commit: "a:c:@1",
+				Effects: []store.Effect{fx("INCRBY", l.key("rows"), "100")}})
+			check()
+			if err != nil {
+				t.Fatalf("advance: %v", err)
+			}
+			l.wantValue("rows", "100")
+		}},
+		{"cancel answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			check := fire()
+			prev, err := l.st.Cancel(l.ctx, keys.Ref{Partition: l.p, Local: "a"})
+			check()
+			if err != nil || prev != "available" {
+				t.Fatalf("cancel: %q %v", prev, err)
+			}
+		}},
+		{"delete answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			check := fire()
+			prev, err := l.st.Delete(l.ctx, keys.Ref{Partition: l.p, Local: "a"})
+			check()
+			if err != nil || prev != "available" {
+				t.Fatalf("delete: %q %v", prev, err)
+			}
+		}},
+		{"redrive answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
+			l.ack(l.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"})
+			check := fire()
+			errs, err := l.st.RedriveIDs(l.ctx, l.p, store.ActionRedrive, []string{"a"})
+			check()
+			if err != nil || errs[0] != nil {
+				t.Fatalf("redrive: %v %v", errs, err)
+			}
+			l.wantStats(map[string]string{"available": "1", "archived": "0"})
+		}},
+		{"reap reports what it reaped", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			l.claimOne("w")
+			l.clk.Advance(time.Hour)
+			check := fire()
+			m, err := l.st.Maintain(l.ctx, l.p, 10, 0, 0)
+			check()
+			if err != nil || len(m.Reaped) != 1 {
+				t.Fatalf("maintain: %+v %v, want the job reaped once and reported", m, err)
+			}
+			if j, _ := l.get("a"); j.CrashAttempt != 1 {
+				t.Fatalf("crash_attempt %d, want 1", j.CrashAttempt)
+			}
+		}},
+	}
+	for _, c := range cases {
+		for _, kind := range []chaos.FaultKind{chaos.DropReply, chaos.Duplicate} {
+			t.Run(c.name+"/"+kind.String(), func(t *testing.T) {
+				t.Parallel()
+				l := newLossy(t)
+				c.run(t, l, func() func() { return l.fault(kind) })
+			})
+		}
+	}
+}
+
+// TestResendLate: a call delivered again after its record expired (a
+// retry much later than go-redis makes) still applies nothing twice; an
+// ack answers the job's state rather than 'stale'.
+func TestResendLate(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
+			j := f.claimOne("w")
+			a := store.Ack{Lease: lease(j), Code: store.CodeRetry, Reason: "error", Message: "boom"}
+			if r := f.ack(j, a); r.State != "archived" {
+				t.Fatalf("ack: %+v", r)
+			}
+			iter := f.rdb.Scan(f.ctx, 0, f.p.Call("")+"*", 100).Iterator()
+			for iter.Next(f.ctx) {
+				f.rdb.Del(f.ctx, iter.Val())
+			}
+			if r := f.ack(j, a); r.Err != nil || r.State != "archived" {
+				t.Fatalf("late re-sent ack: %+v, want archived", r)
+			}
+			_, recs := f.get("a")
+			if len(recs) != 1 {
+				t.Fatalf("%d errors recorded, want 1", len(recs))
+			}
+		})
+	}
+}
+
+func (f *fixture) wantStats(want map[string]string) {
+	f.t.Helper()
+	stats, err := f.rdb.HGetAll(f.ctx, f.p.Stats()).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for k, v := range want {
+		if got := stats[k]; got != v && (v != "0" || got != "") {
+			f.t.Errorf("stats %s = %q, want %s (all %v)", k, got, v, stats)
+		}
+	}
+}
+
+func (f *fixture) wantValue(key, want string) {
+	f.t.Helper()
+	got, err := f.rdb.Get(f.ctx, f.key(key)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		f.t.Fatal(err)
+	}
+	if got != want {
+		f.t.Errorf("%s = %q, want %q", key, got, want)
+	}
+}

@@ -1,0 +1,65 @@
+-- lib_replay.lua: the prelude's call records, which make a mutating
+-- script safe to receive twice.
+--
+-- go-redis sends a command again when its reply was lost (a cut
+-- connection, a read timeout) although Redis may have run it, and Sluice
+-- retries some calls itself. So a mutating script ends its ARGV with a
+-- call ID, fresh for each logical call and the same in every re-send of
+-- it (store's callID). Its first run records its reply under the ID, in
+-- the partition's slot, for CALL_KEEP ms (remember); a second delivery
+-- finds the record and answers it without running again (replayed).
+-- Past CALL_KEEP, each script's own checks still keep a late second run
+-- from applying anything twice (the fence moved on, the checkpoint is
+-- there): only its answer may differ. Mirrored by Go's store.CallKeep
+-- and keys.Partition.Call.
+local CALL_KEEP = 60000
+local CALL_ID = ARGV[#ARGV]
+local function call_key() return PFX .. 'rc:' .. CALL_ID end
+
+-- encode_reply appends to parts a script reply (nested lists of strings,
+-- integers and false) in a form decode_reply reads back exactly:
+-- 't' count ':' items, 's' length ':' bytes, 'n' integer ':', 'f'.
+local function encode_reply(v, parts)
+  local t = type(v)
+  if t == 'table' then
+    parts[#parts + 1] = 't' .. #v .. ':'
+    for i = 1, #v do encode_reply(v[i], parts) end
+  elseif t == 'string' then
+    parts[#parts + 1] = 's' .. #v .. ':'
+    parts[#parts + 1] = v
+  elseif t == 'number' then
+    parts[#parts + 1] = 'n' .. string.format('%d', v) .. ':'
+  else
+    parts[#parts + 1] = 'f'
+  end
+end
+
+-- decode_reply reads the value encode_reply wrote at position i of s and
+-- returns it with the position after it.
+local function decode_reply(s, i)
+  local tag = string.sub(s, i, i)
+  if tag == 'f' then return false, i + 1 end
+  local colon = string.find(s, ':', i, true)
+  local num = tonumber(string.sub(s, i + 1, colon - 1))
+  if tag == 'n' then return num, colon + 1 end
+  if tag == 's' then return string.sub(s, colon + 1, colon + num), colon + 1 + num end
+  local out, p = {}, colon + 1
+  for k = 1, num do out[k], p = decode_reply(s, p) end
+  return out, p
+end
+
+-- replayed is the reply this call's first run recorded, or nil when this
+-- is its first run.
+local function replayed()
+  local v = redis.call('GET', call_key())
+  if not v then return nil end
+  return (decode_reply(v, 1))
+end
+
+-- remember records reply as this call's answer and returns it.
+local function remember(reply)
+  local parts = {}
+  encode_reply(reply, parts)
+  redis.call('SET', call_key(), table.concat(parts), 'PX', CALL_KEEP)
+  return reply
+end
