@@ -132,7 +132,7 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 }
 
 // EnqueueMany adds jobs in one round trip per partition. Jobs without a
-// key that places them (a partition key, ID or unique key) fill
+// key that places them (a partition key, unique key or ID) fill
 // consecutive partitions in blocks of at least 128, starting one partition
 // further on each call. Every job is validated first: on bad input nothing
 // is added. A job whose ID conflicts has its Err set; the others are

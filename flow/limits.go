@@ -63,9 +63,14 @@ const (
 // WithUnique makes the job unique by key: while a job holds the key —
 // until it finishes when ttl is 0, else for ttl from its enqueue — another
 // enqueue with the key adds nothing and returns the holder's ID with
-// Enqueued.Duplicate and Enqueued.Unique set. Jobs with a unique key are
-// placed on a partition by the key, so the rule holds on partitioned
-// queues.
+// Enqueued.Duplicate and Enqueued.Unique set.
+//
+// A unique key is held within a queue partition, so on a partitioned queue
+// the key places the job, by a stable hash, ahead of a WithID ID: jobs
+// with one key meet on one partition whatever their IDs, and all but the
+// holder are duplicates. Only WithPartitionKey goes before it (see there),
+// so repeated enqueues of the same unique key must give the same partition
+// key (or always none) to meet.
 func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if key == "" || ttl < 0 || (on != KeepExisting && on != ReplaceArgs && on != Debounce) {

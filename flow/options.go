@@ -65,6 +65,15 @@ func WithQueue(queue string) EnqueueOption {
 // idempotent: the same ID with the same kind and arguments is a no-op
 // success (Enqueued.Duplicate), with different ones an ErrConflict. The ID
 // is remembered until the job is deleted after its retention.
+//
+// On a queue of several partitions the ID places the job only when neither
+// WithPartitionKey nor WithUnique (WithUniqueArgs) is given: the partition
+// key, else the unique key, decides the partition ahead of the ID, so that
+// jobs sharing a unique key meet whatever their IDs. A job ID is idempotent
+// within a partition, so repeated enqueues of the same ID must give the
+// same partition key and the same unique key (or always none) to meet.
+// The returned Enqueued.ID (queue:partition:id) names the job's partition:
+// lookups by it need no such care.
 func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if id == "" || len(id) > MaxIDLength {

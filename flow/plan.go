@@ -66,14 +66,7 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	routeBy := o.partKey // see WithPartitionKey for how it overrides the others
-	if routeBy == "" {
-		routeBy = o.id // the same ID meets its earlier enqueue
-	}
-	if routeBy == "" {
-		routeBy = o.unique.Key // duplicates of a unique job meet on one partition
-	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeBy, sp)), Local: local}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeKey(&o), sp)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
@@ -81,9 +74,31 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 	}, nil
 }
 
-// partition picks the partition of a job: by a stable hash of key (a
-// partition key, job ID or unique key: the same key always lands on the
-// same partition while the queue's partition count stays the same), else
+// routeKey is the key whose hash places a job on its queue's partition,
+// the first of: its partition key (WithPartitionKey), its unique key
+// (WithUnique, WithUniqueArgs), its caller-chosen ID (WithID, or a spawned
+// child's or a schedule tick's ID); "" for none. A unique key is held per
+// partition (uq:<key> in the partition's slot), so jobs sharing one must
+// meet on one partition whatever their IDs: it goes before the ID. An ID
+// is idempotent per partition too, and keeps meeting its earlier enqueue
+// as long as it comes with the same partition key and unique key (or
+// always none), which then choose the same partition again. A job found
+// later by its returned ID needs no routing: the ID names its partition
+// (queue:partition:local, keys.Ref).
+func routeKey(o *enqueueOptions) string {
+	switch {
+	case o.partKey != "":
+		return o.partKey
+	case o.unique.Key != "":
+		return o.unique.Key
+	default:
+		return o.id
+	}
+}
+
+// partition picks the partition of a job: by a stable hash of key (see
+// routeKey: the same key always lands on the same partition while the
+// queue's partition count stays the same), else
 // round-robin: per call, and within one EnqueueMany call (sp) in
 // contiguous blocks of at least minSpreadBlock jobs, so that a batch costs
 // a round trip per block rather than one per partition, while a large one
