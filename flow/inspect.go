@@ -73,6 +73,10 @@ type JobInfo struct {
 	Redrives     int
 	RedrivenAt   time.Time
 	RedrivenFrom string
+	// DeadEffects counts the job's committed effects on keys in other
+	// slots that could not be applied (see runtime.DeadEffect); each is
+	// also in Errors, class "effect_dead", and listed by Client.DeadEffects.
+	DeadEffects int
 }
 
 // Tracking is a handler's report of what it is doing: percent done and a
@@ -150,6 +154,6 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Errors: recs, Result: j.Result, Orphan: j.Orphan, Parent: j.Parent, Steps: steps,
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
-		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom,
+		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
 	}, nil
 }

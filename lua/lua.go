@@ -37,6 +37,9 @@ var (
 	Pause   = load("pause")
 	Redrive = load("redrive")
 	List    = load("list")
+	// DeadEffects dead-letters outbox entries that cannot be relayed, and
+	// sends them back to be relayed again.
+	DeadEffects = load("deadfx")
 	// Reroute changes a job's preferred worker (sticky routing).
 	Reroute = load("reroute")
 	// Heartbeat runs alone: the worker registry is not in a partition.

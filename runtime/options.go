@@ -100,6 +100,11 @@ type Options struct {
 	// archived (the dead-letter state), only once the fence-checked script
 	// that archived it succeeded; see Death for the delivery guarantees.
 	OnDeath func(ctx context.Context, d Death)
+	// OnDeadEffect, when set, is told about every effect on a key in
+	// another slot that this worker's relay could not apply; see
+	// DeadEffect. Such effects are logged and counted whether it is set or
+	// not. It runs on the relay loop: keep it short.
+	OnDeadEffect func(ctx context.Context, d DeadEffect)
 	// OnStuck, when set, is told about attempts that stopped progressing;
 	// see Stuck. The evidence is also written to the job and logged,
 	// whether OnStuck is set or not.

@@ -23,14 +23,15 @@ func (w *Worker) relayLoop(ctx context.Context) {
 	for {
 		for _, p := range w.parts {
 			for {
-				n, err := w.st.RelayOutbox(ctx, p, relayLimit)
+				res, err := w.st.RelayOutbox(ctx, p, relayLimit)
+				w.reportDead(ctx, p, res.Dead)
 				if err != nil {
 					if ctx.Err() == nil {
 						w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
 					}
 					break
 				}
-				if n < relayLimit {
+				if res.Handled < relayLimit {
 					break
 				}
 			}

@@ -30,6 +30,7 @@ type workerTelemetry struct {
 	parts  []keys.Partition
 
 	processed, failed, retried, crashed, quarantined metric.Int64Counter
+	deadEffects                                      metric.Int64Counter
 	duration, latency                                metric.Float64Histogram
 	depth                                            metric.Int64ObservableGauge
 }
@@ -65,6 +66,8 @@ func newTelemetry(o Options, st *store.Store, parts []keys.Partition) *workerTel
 	t.crashed = counter("sluice.jobs.crashed", "{job}",
 		"Crashes: panics and crash errors of this worker's attempts, and jobs its reaper reclaimed from an expired lease.")
 	t.quarantined = counter("sluice.jobs.quarantined", "{job}", "Jobs quarantined at the crash limit.")
+	t.deadEffects = counter("sluice.effects.dead", "{effect}",
+		"Effects on keys in other slots that could not be applied and were dead-lettered.")
 	t.duration = histogram("sluice.attempt.duration", "How long attempts ran, from start to outcome (worker clock).")
 	t.latency = histogram("sluice.job.latency", "Time from a job's enqueue to an attempt's claim (store clock).")
 	var err error
@@ -227,6 +230,12 @@ func (t *workerTelemetry) reaped(queue, state string) {
 	if state == "quarantined" {
 		t.quarantined.Add(ctx, 1, q)
 	}
+}
+
+// deadEffect counts an effect of queue p dead-lettered by this worker's
+// relay.
+func (t *workerTelemetry) deadEffect(ctx context.Context, p keys.Partition) {
+	t.deadEffects.Add(ctx, 1, metric.WithAttributes(telemetry.Queue.String(p.Queue)))
 }
 
 // depthStates are the states the depth gauge reports, 0 included.

@@ -79,6 +79,7 @@ commands:
   queues pause Q | queues resume Q | queues stats [Q...] [--window D]
   workers
   schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
+  effects list --queue Q [--limit N] | effects redrive ID...
   bench [-scenario S,...] [-topology single,cluster] [-cluster] [flags]   (bench -h lists the flags)
 
 exit codes: 0 ok, 1 error, 2 usage, 3 not found
@@ -102,9 +103,12 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(c.stderr, "sluice: %s\n\n%s", ue.msg, usage)
 		return exitUsage
-	case errors.Is(err, flow.ErrNotFound), errors.Is(err, flow.ErrScheduleNotFound):
-		fmt.Fprintln(c.stderr, "sluice:", err)
+	case errors.Is(err, flow.ErrNotFound), errors.Is(err, flow.ErrScheduleNotFound), errors.Is(err, flow.ErrNoDeadEffect):
+		fmt.Fprintln(c.stderr, "sluice:", strings.TrimPrefix(err.Error(), "sluice: "))
 		return exitNotFound
+	case errors.Is(err, flow.ErrInvalid): // a malformed ID or name: the command line's fault
+		fmt.Fprintln(c.stderr, "sluice:", strings.TrimPrefix(err.Error(), "sluice: "))
+		return exitUsage
 	case errors.Is(err, errExit3):
 		return exitNotFound
 	case errors.Is(err, errExit1):
@@ -156,6 +160,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.workers(ctx, rest)
 	case cmd == "schedules":
 		return c.schedules(ctx, sub, rest)
+	case cmd == "effects":
+		return c.effects(ctx, sub, rest)
 	case cmd == "bench":
 		return c.bench(ctx, rest)
 	case cmd == "help":

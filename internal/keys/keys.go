@@ -68,6 +68,10 @@ func (p Partition) FollowUp(id string) string { return p.Prefix() + "fu:" + id }
 // Outbox is the stream of writes and notifications bound for other slots.
 func (p Partition) Outbox() string { return p.Prefix() + "outbox" }
 
+// DeadOutbox is the stream of outbox entries that could not be relayed
+// (lua/deadfx.lua), kept until an operator sends them back or trims it.
+func (p Partition) DeadOutbox() string { return p.Outbox() + ":dead" }
+
 // Sched is the zset of scheduled and retryable jobs by due time.
 func (p Partition) Sched() string { return p.Prefix() + "sched" }
 

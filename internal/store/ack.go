@@ -65,7 +65,7 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 			args = append(args, a.Local, a.LeaseID, a.Fence, "k") // a plain completion (lua/ack.lua)
 			continue
 		}
-		fx, err := s.appendEffects(nil, p, a.Commit, a.Effects)
+		fx, err := s.appendEffects(nil, p, a.Local, a.Commit, a.Effects)
 		if err != nil && a.Code == CodeOK {
 			a.Code, a.Reason, a.Message, a.Data, fx = CodeRetry, "effect", "completion effects failed: "+err.Error(), nil, []any{0}
 		} else if err != nil {

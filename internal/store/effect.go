@@ -45,6 +45,7 @@ var ErrInvalidEffect = errors.New("sluice: invalid effect")
 
 // relayed is an outbox entry's effect, encoded with msgpack.
 type relayed struct {
+	From string    `msgpack:"f,omitempty"` // the ID in the partition of the job whose commit wrote it
 	Mark string    `msgpack:"m"`
 	Key  string    `msgpack:"k"`
 	Op   string    `msgpack:"o"`
@@ -143,8 +144,9 @@ func isTTL(v string) bool {
 
 // appendEffects adds effects to a script's ARGV as lua/lib.lua's
 // read_effects expects. commit names this commit uniquely (job, step and
-// sequence) so relayed effects are applied once.
-func (s *Store) appendEffects(args []any, p keys.Partition, commit string, fx []Effect) ([]any, error) {
+// sequence) so relayed effects are applied once; local is the committing
+// job's ID in p, which relayed effects carry to report a failure on it.
+func (s *Store) appendEffects(args []any, p keys.Partition, local, commit string, fx []Effect) ([]any, error) {
 	args = append(args, len(fx))
 	if len(fx) == 0 {
 		return args, nil
@@ -157,7 +159,7 @@ func (s *Store) appendEffects(args []any, p keys.Partition, commit string, fx []
 			}
 			job := *e.Job
 			job.Job.Local = commit + ":" + strconv.Itoa(i)
-			b, err := msgpack.Marshal(relayed{Op: OpEnqueue, Job: &job})
+			b, err := msgpack.Marshal(relayed{From: local, Op: OpEnqueue, Job: &job})
 			if err != nil {
 				return nil, err
 			}
@@ -181,7 +183,7 @@ func (s *Store) appendEffects(args []any, p keys.Partition, commit string, fx []
 		if !ok {
 			return nil, fmt.Errorf("%w: key %q has a '}' but no valid hash tag", ErrInvalidEffect, e.Key)
 		}
-		b, err := msgpack.Marshal(relayed{Mark: mark, Key: e.Key, Op: e.Op, Args: e.Args})
+		b, err := msgpack.Marshal(relayed{From: local, Mark: mark, Key: e.Key, Op: e.Op, Args: e.Args})
 		if err != nil {
 			return nil, err
 		}

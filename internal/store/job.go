@@ -55,6 +55,9 @@ type Job struct {
 	Redrives     int
 	RedrivenAt   time.Time
 	RedrivenFrom string
+	// DeadEffects counts this job's effects that the relay could not apply
+	// (lua/deadfx.lua).
+	DeadEffects int
 }
 
 // Orphan is the provenance of a job reclaimed after a crash.
@@ -166,6 +169,8 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.RedrivenAt = ms(v)
 		case "df":
 			j.RedrivenFrom = v
+		case "xd":
+			j.DeadEffects = int(num(v))
 		default:
 			if n, ok := chunkIndex(k, 'p'); ok {
 				payload.add(n, v)

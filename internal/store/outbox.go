@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -42,32 +43,68 @@ type note struct {
 	result string
 }
 
+// RelayResult is what one relay call did.
+type RelayResult struct {
+	Handled int          // outbox entries read
+	Dead    []DeadEffect // those of them dead-lettered
+}
+
+// DeadEffect is an outbox entry that could not be relayed: an effect on a
+// key in another slot that Redis refuses (its key holds another type, its
+// value would overflow, ...), a follow-up that cannot be enqueued, or an
+// entry that cannot be read. It stays in its partition's dead stream
+// (keys.Partition.DeadOutbox) until sent back (ReviveEffects) or trimmed.
+type DeadEffect struct {
+	ID    string    // in the dead stream
+	Entry string    // in the outbox, before it was dead-lettered
+	Job   string    // ID in the partition of the job whose commit wrote it; "" unknown
+	Error string    // why it could not be relayed
+	At    time.Time // when it was dead-lettered
+	// What it would write: Op, Key and Args, or the follow-up job for
+	// OpEnqueue; Op is "" for an entry that could not be read.
+	Op       string
+	Key      string
+	Args     []string
+	FollowUp *FollowUp
+
+	raw []byte // the entry's effect as the outbox held it
+}
+
+// ErrNoDeadEffect: no dead-lettered outbox entry has this ID.
+var ErrNoDeadEffect = errors.New("sluice: dead effect not found")
+
 // RelayOutbox relays up to limit outbox entries of one partition: effects
 // on keys in other slots (each applied exactly once, by its dedup marker)
 // and notifications to parents in other partitions (idempotent). Entries
-// are deleted once relayed; one whose effect can never apply is moved to
-// the outbox's dead-letter stream with the error. It returns how many
-// entries it handled.
-func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (int, error) {
+// are deleted once relayed. One that can never apply is dead-lettered
+// (lua/deadfx.lua): moved to the dead stream with its error, which its job
+// records too; the call reports it, and relaying goes on with the rest. A
+// failure that may pass (Redis unreachable) stops the call.
+func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
 	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
-		return 0, err
+		return RelayResult{}, err
 	}
 	notes := map[keys.Partition][]note{}
-	var done, dead []string
-	var deadErr []string
+	var done []string
+	var dead []DeadEffect
+	bury := func(m redis.XMessage, msg string) {
+		b, _ := m.Values["b"].(string)
+		d := DeadEffect{Entry: m.ID, Error: msg}
+		d.describe([]byte(b))
+		dead = append(dead, d)
+	}
 	oldest := s.now().Add(-relayMaxAge)
 	for _, m := range msgs {
 		if entryTime(m.ID).Before(oldest) {
-			dead, deadErr = append(dead, m.ID), append(deadErr, "not relayed: older than "+relayMaxAge.String()+
-				", so whether it was applied before is no longer known")
+			bury(m, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
 		}
 		switch m.Values["t"] {
 		case "n":
 			n, ok := s.decodeNote(m.Values)
 			if !ok {
-				dead, deadErr = append(dead, m.ID), append(deadErr, "malformed notification")
+				bury(m, "malformed notification")
 				continue
 			}
 			notes[n.parent.Partition] = append(notes[n.parent.Partition], n)
@@ -75,15 +112,15 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (i
 		case "fx":
 			b, _ := m.Values["b"].(string)
 			if err := s.relayEffect(ctx, []byte(b)); err != nil {
-				if _, permanent := err.(*EffectError); !permanent {
-					return 0, err
+				if !permanent(err) {
+					return RelayResult{}, err
 				}
-				dead, deadErr = append(dead, m.ID), append(deadErr, err.Error())
+				bury(m, err.Error())
 				continue
 			}
 			done = append(done, m.ID)
 		default:
-			dead, deadErr = append(dead, m.ID), append(deadErr, "unknown outbox entry")
+			bury(m, "unknown outbox entry")
 		}
 	}
 	for pp, ns := range notes {
@@ -92,19 +129,128 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (i
 			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result)
 		}
 		if err := s.run(ctx, lua.Notify, pp, args...).Err(); err != nil {
-			return 0, err
+			return RelayResult{}, err
 		}
 	}
-	_, err = s.rdb.Pipelined(ctx, func(pl redis.Pipeliner) error {
-		for i, id := range dead {
-			pl.XAdd(ctx, &redis.XAddArgs{Stream: p.Outbox() + ":dead", Values: []any{"id", id, "error", deadErr[i]}})
+	if len(done) > 0 {
+		if err := s.rdb.XDel(ctx, p.Outbox(), done...).Err(); err != nil {
+			return RelayResult{}, err
 		}
-		if ids := append(done, dead...); len(ids) > 0 {
-			pl.XDel(ctx, p.Outbox(), ids...)
+	}
+	buried, err := s.bury(ctx, p, dead)
+	return RelayResult{Handled: len(msgs), Dead: buried}, err
+}
+
+// permanent reports whether relaying an entry failed for good: the effect
+// cannot apply, or Redis answered an error (not a connection failure, nor
+// a state that passes: LOADING, BUSY, TRYAGAIN, ...), which a script
+// validating its input only answers for what will never apply.
+func permanent(err error) bool {
+	if _, ok := err.(*EffectError); ok {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "ERR ")
+}
+
+// bury dead-letters entries of p's outbox and returns those it moved (an
+// entry that another relay handled meanwhile is no longer there).
+func (s *Store) bury(ctx context.Context, p keys.Partition, dead []DeadEffect) ([]DeadEffect, error) {
+	if len(dead) == 0 {
+		return nil, nil
+	}
+	args := []any{"bury", len(dead)}
+	for _, d := range dead {
+		args = append(args, d.Entry, d.Job, d.Error, d.blob())
+	}
+	v, err := s.run(ctx, lua.DeadEffects, p, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	moved, err := strs(v)
+	if err != nil {
+		return nil, err
+	}
+	byEntry := make(map[string]DeadEffect, len(dead))
+	for _, d := range dead {
+		byEntry[d.Entry] = d
+	}
+	out := make([]DeadEffect, 0, len(moved)/2)
+	for i := 0; i+1 < len(moved); i += 2 {
+		d := byEntry[moved[i]]
+		d.ID, d.At = moved[i+1], entryTime(moved[i+1])
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// DeadEffects lists up to n dead-lettered entries of p's outbox, oldest
+// first, after the dead entry ID after ("" from the start).
+func (s *Store) DeadEffects(ctx context.Context, p keys.Partition, after string, n int) ([]DeadEffect, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	msgs, err := s.rdb.XRangeN(ctx, p.DeadOutbox(), start, "+", int64(n)).Result()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadEffect, len(msgs))
+	for i, m := range msgs {
+		str := func(k string) string { v, _ := m.Values[k].(string); return v }
+		out[i] = DeadEffect{ID: m.ID, Entry: str("id"), Job: str("job"), Error: str("error"), At: entryTime(m.ID)}
+		out[i].describe([]byte(str("b")))
+	}
+	return out, nil
+}
+
+// ReviveEffects sends dead-lettered entries of p back to its outbox, to be
+// relayed again, with one error per ID: nil, or ErrNotFound.
+func (s *Store) ReviveEffects(ctx context.Context, p keys.Partition, ids []string) ([]error, error) {
+	args := []any{"revive", len(ids)}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	v, err := s.run(ctx, lua.DeadEffects, p, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	res, err := strs(v)
+	if err != nil || len(res) != len(ids) {
+		return nil, fmt.Errorf("%w: revive reply %v", ErrMalformed, v)
+	}
+	out := make([]error, len(ids))
+	for i, r := range res {
+		if r != "ok" {
+			out[i] = fmt.Errorf("%w: %s", ErrNoDeadEffect, ids[i])
 		}
-		return nil
-	})
-	return len(msgs), err
+	}
+	return out, nil
+}
+
+// describe fills in what the entry would write from its blob, kept to
+// send it back.
+func (d *DeadEffect) describe(b []byte) {
+	d.raw = b
+	var e relayed
+	if len(b) == 0 || msgpack.Unmarshal(b, &e) != nil {
+		return
+	}
+	if d.Job == "" {
+		d.Job = e.From
+	}
+	d.Op, d.Key, d.Args, d.FollowUp = e.Op, e.Key, e.Args, e.Job
+}
+
+func (d *DeadEffect) blob() []byte { return d.raw }
+
+// Refs are the IDs users see, for a dead effect of partition p: its own
+// (queue:partition:entry) and its job's ("" when unknown).
+func (d DeadEffect) Refs(p keys.Partition) (id, job string) {
+	if d.Job != "" {
+		job = keys.Ref{Partition: p, Local: d.Job}.String()
+	}
+	return keys.Ref{Partition: p, Local: d.ID}.String(), job
 }
 
 func (s *Store) decodeNote(v map[string]any) (note, bool) {

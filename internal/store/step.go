@@ -46,7 +46,7 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
 	ids := make([]string, 0, 3*len(cs))
 	for i, c := range cs {
-		fx, err := s.appendEffects(nil, p, c.Commit, c.Effects)
+		fx, err := s.appendEffects(nil, p, c.Local, c.Commit, c.Effects)
 		if err != nil {
 			out[i].Err = err
 			continue

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestEffectsCommands: a dead-lettered effect is listed with its job and
+// what it would write, sent back once its cause is mended, and a second
+// send-back of the same ID exits 3; `jobs show` counts it on the job.
+func TestEffectsCommands(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
+	check := func(want int, args ...string) string {
+		t.Helper()
+		out, errs, code := f.sluice(args...)
+		if code != want {
+			t.Fatalf("sluice %q: exit %d, want %d\nstdout: %s\nstderr: %s", args, code, want, out, errs)
+		}
+		return out + errs
+	}
+	if out := check(exitOK, "effects", "list", "--queue", "default"); !strings.Contains(out, "no dead-lettered effects in queue default (namespace "+f.ns+")") {
+		t.Fatalf("empty list: %q", out)
+	}
+	check(exitUsage, "effects", "list")
+	check(exitUsage, "effects", "redrive")
+
+	bad := f.ns + ":elsewhere:list"
+	f.st.Client().RPush(f.ctx, bad, "x")
+	f.enqueue("j1", email{To: "ann@example.com"})
+	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "fx"})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claim: %+v %v", res, err)
+	}
+	j := res.Jobs[0]
+	ack := store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK,
+		Commit: "j1:#complete", Effects: []store.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
+	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
+		t.Fatalf("ack: %+v %v", r, err)
+	}
+	if r, err := f.st.RelayOutbox(f.ctx, p, 10); err != nil || len(r.Dead) != 1 {
+		t.Fatalf("relay: %+v %v", r, err)
+	}
+	out := check(exitOK, "effects", "list", "--queue", "default")
+	if !strings.Contains(out, "default:0:j1") || !strings.Contains(out, "INCRBY "+bad+" 5") || !strings.Contains(out, "holds a list") {
+		t.Fatalf("list: %q", out)
+	}
+	id := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if show := check(exitOK, "jobs", "show", "default:0:j1"); !strings.Contains(show, "1 could not be applied") {
+		t.Fatalf("jobs show: %q", show)
+	}
+	f.st.Client().Del(f.ctx, bad)
+	check(exitOK, "effects", "redrive", id)
+	if out := check(exitNotFound, "effects", "redrive", id); !strings.Contains(out, id) {
+		t.Fatalf("second redrive names no ID: %q", out)
+	}
+	check(exitUsage, "effects", "redrive", "not-an-id")
+}

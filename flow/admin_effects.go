@@ -1,0 +1,96 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// DeadEffect is a committed effect on a key in another slot that could not
+// be applied; see runtime.DeadEffect.
+type DeadEffect = runtime.DeadEffect
+
+// ErrNoDeadEffect: no dead-lettered effect has this ID.
+var ErrNoDeadEffect = store.ErrNoDeadEffect
+
+// Namespace is the namespace the client reads and writes.
+func (c *Client) Namespace() string { return c.opts.Namespace }
+
+// DeadEffects lists up to limit (1 to MaxListLimit; 0: 100) dead-lettered
+// effects of queue, partition by partition, oldest first in each. One
+// that names its job is also in that job's Errors (class "effect_dead").
+func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]DeadEffect, error) {
+	if !runtime.ValidQueue(queue) {
+		return nil, fmt.Errorf("%w: queue %q", ErrInvalid, queue)
+	}
+	if limit < 0 || limit > MaxListLimit {
+		return nil, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, limit, MaxListLimit)
+	}
+	if limit == 0 {
+		limit = 100
+	}
+	var out []DeadEffect
+	for _, p := range c.partitions(queue) {
+		ds, err := c.st.DeadEffects(ctx, p, "", limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range ds {
+			out = append(out, deadEffectOf(p, d))
+		}
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// RedriveEffects sends dead-lettered effects back to be relayed again, by
+// the IDs DeadEffects gives. The relay applies each once at most (its
+// dedup marker stands); one that still cannot apply is dead-lettered
+// again. The error joins one error per ID that failed: ErrInvalid for a
+// malformed ID, ErrNoDeadEffect for one that is not there.
+func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
+	if len(ids) > MaxRedriveIDs {
+		return fmt.Errorf("%w: %d dead effects, at most %d", ErrTooMany, len(ids), MaxRedriveIDs)
+	}
+	byPart := map[keys.Partition][]string{}
+	names := map[keys.Partition][]string{} // the IDs as given, for errors
+	var errs []error
+	for _, id := range ids {
+		ref, err := c.ref(id)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: dead effect ID %q", ErrInvalid, id))
+			continue
+		}
+		byPart[ref.Partition] = append(byPart[ref.Partition], ref.Local)
+		names[ref.Partition] = append(names[ref.Partition], id)
+	}
+	parts := make([]keys.Partition, 0, len(byPart))
+	for p := range byPart {
+		parts = append(parts, p)
+	}
+	slices.SortFunc(parts, func(a, b keys.Partition) int { return a.Index - b.Index })
+	for _, p := range parts {
+		res, err := c.st.ReviveEffects(ctx, p, byPart[p])
+		if err != nil {
+			return err
+		}
+		for i, e := range res {
+			if e != nil {
+				errs = append(errs, fmt.Errorf("%w: %s", ErrNoDeadEffect, names[p][i]))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func deadEffectOf(p keys.Partition, d store.DeadEffect) DeadEffect {
+	id, job := d.Refs(p)
+	return DeadEffect{ID: id, JobID: job, Error: d.Error, Op: d.Op, Key: d.Key, Args: d.Args, At: d.At}
+}

@@ -1,0 +1,93 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestDeadEffectsVisible: an effect on a key in another slot that the
+// relay cannot apply is dead-lettered, not dropped: the relay reports it,
+// the job records it (DeadEffects, an "effect_dead" error), it is listed
+// with what it would write, and once its cause is mended it can be sent
+// back and applies once. The commit's other effects applied meanwhile.
+func TestDeadEffectsVisible(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			bad, good := f.p.NS+":elsewhere:list", f.p.NS+":elsewhere:ledger"
+			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			fx := []store.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", good, "7")}
+			if n, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil || n != 2 {
+				t.Fatalf("checkpoint: %d outboxed, %v", n, err)
+			}
+			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			if err != nil || res.Handled != 2 || len(res.Dead) != 1 {
+				t.Fatalf("relay: %+v %v, want 2 handled, 1 dead", res, err)
+			}
+			d := res.Dead[0]
+			if d.Job != "job" || d.Op != "INCRBY" || d.Key != bad || !strings.Contains(d.Error, "holds a list") || d.ID == "" {
+				t.Fatalf("dead effect %+v", d)
+			}
+			if v, _ := f.rdb.Get(f.ctx, good).Result(); v != "7" {
+				t.Errorf("the commit's other relayed effect: %q, want 7", v)
+			}
+			got, recs := f.get("job")
+			if got.DeadEffects != 1 || len(recs) == 0 || recs[0].Class != "effect_dead" {
+				t.Fatalf("job: %d dead effects, errors %+v", got.DeadEffects, recs)
+			}
+			listed, err := f.st.DeadEffects(f.ctx, f.p, "", 10)
+			if err != nil || len(listed) != 1 || listed[0].ID != d.ID || listed[0].Key != bad || listed[0].Job != "job" {
+				t.Fatalf("listed %+v %v", listed, err)
+			}
+			if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()).Result(); n != 0 {
+				t.Fatalf("%d entries left in the outbox", n)
+			}
+
+			f.rdb.Del(f.ctx, bad) // the cause mended
+			errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{d.ID, "1-1"})
+			if err != nil || errs[0] != nil || !errors.Is(errs[1], store.ErrNoDeadEffect) {
+				t.Fatalf("revive: %v %v", errs, err)
+			}
+			if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+				t.Fatalf("relay after revive: %+v %v", res, err)
+			}
+			if v, _ := f.rdb.Get(f.ctx, bad).Result(); v != "5" {
+				t.Errorf("revived effect: %q, want 5", v)
+			}
+			if listed, _ := f.st.DeadEffects(f.ctx, f.p, "", 10); len(listed) != 0 {
+				t.Errorf("still listed: %+v", listed)
+			}
+		})
+	}
+}
+
+// TestOutboxOldEntryDeadLettered: an outbox entry older than its dedup
+// window is dead-lettered rather than applied, since whether it applied
+// before can no longer be told; the entries after it still relay.
+func TestOutboxOldEntryDeadLettered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, backends(t)[1])
+	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), ID: "1-1", Values: []any{"t", "fx", "b", ""}})
+	f.enqueue(store.NewJob{Local: "job"})
+	j := f.claimOne("w")
+	ledger := f.p.NS + ":elsewhere:ledger"
+	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
+		Effects: []store.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+	if err != nil || len(res.Dead) != 1 || res.Dead[0].Entry != "1-1" || !strings.Contains(res.Dead[0].Error, "older than") {
+		t.Fatalf("relay: %+v %v", res, err)
+	}
+	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "3" {
+		t.Errorf("the entry after it: %q, want 3", v)
+	}
+}

@@ -1,0 +1,57 @@
+-- deadfx.lua: dead-letter outbox entries that cannot be relayed, and send
+-- dead-lettered ones back to the outbox.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] mode, 'bury' or 'revive'.
+-- 'bury': ARGV[10] n, then n groups of 4: outbox entry ID, the ID in the
+--   partition of the job whose commit wrote it ('' when unknown), the
+--   error, the entry's effect (its blob, '' for none). Each entry still in
+--   the outbox leaves it for the dead stream (K_OUTBOX .. ':dead': fields
+--   'id', 'job', 'error', 'b'), and a job that still exists records it:
+--   'xd' (dead effects) + 1 and an error of class 'effect_dead'. An entry
+--   no longer in the outbox (another relay handled it) is skipped.
+-- 'revive': ARGV[10] n, then n dead entry IDs: each one's effect goes back
+--   to the outbox as a new entry, relayed again (its dedup marker still
+--   keeps it to once), and leaves the dead stream.
+-- Returns: 'bury': the entries dead-lettered, as a flat list of outbox
+--   entry ID, dead entry ID; 'revive': per ID, 'ok' or 'missing'.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+-- Transitions: none.
+local again = replayed()
+if again then return again end
+local DEAD = K_OUTBOX .. ':dead'
+local mode, n = ARGV[9], tonumber(ARGV[10])
+local out = {}
+if mode == 'bury' then
+  for i = 0, n - 1 do
+    local b = 11 + 4 * i
+    local entry, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+    if redis.call('XDEL', K_OUTBOX, entry) == 1 then
+      local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'job', id, 'error', msg, 'b', blob)
+      local jk = job_key(id)
+      if id ~= '' and redis.call('EXISTS', jk) == 1 then
+        redis.call('HINCRBY', jk, 'xd', 1)
+        record_error(jk, id, 'effect_dead', msg, '')
+      end
+      out[#out + 1] = entry
+      out[#out + 1] = dead
+    end
+  end
+elseif mode == 'revive' then
+  for i = 0, n - 1 do
+    local id = ARGV[11 + i]
+    local e = redis.call('XRANGE', DEAD, id, id)
+    if #e == 0 then
+      out[#out + 1] = 'missing'
+    else
+      local f = {}
+      for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end
+      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b or '')
+      redis.call('XDEL', DEAD, id)
+      out[#out + 1] = 'ok'
+    end
+  end
+else
+  return redis.error_reply('ERR sluice: unknown deadfx mode ' .. tostring(mode))
+end
+return remember(out)

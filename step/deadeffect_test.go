@@ -1,0 +1,111 @@
+package step_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
+)
+
+type payout struct{}
+
+func (payout) Kind() string { return "payout" }
+
+// lockedBuffer is a log sink the worker and the test share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestDeadEffectNotSilent: a committed effect on a key in another slot
+// that Redis refuses is not dropped in silence: the worker logs it at
+// error level and calls OnDeadEffect, the job counts it, the client lists
+// it, and once its cause is mended a redrive applies it, once.
+func TestDeadEffectNotSilent(t *testing.T) {
+	t.Parallel()
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	bad, ledger := ns+":elsewhere:list", ns+":elsewhere:ledger"
+	ctx := context.Background()
+	rdb.RPush(ctx, bad, "x") // INCRBY cannot apply to a list
+	reg := flow.NewRegistry()
+	register(t, reg, func(ctx context.Context, job *flow.Job[payout]) error {
+		return step.Commit(ctx, "pay", idempotency.IncrBy(bad, 5), idempotency.IncrBy(ledger, 7))
+	})
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	hooked := make(chan runtime.DeadEffect, 1)
+	w, err := runtime.NewWorker(rdb, reg, runtime.Options{
+		Namespace: ns, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		OnDeadEffect: func(_ context.Context, d runtime.DeadEffect) { hooked <- d },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	res, err := c.Enqueue(ctx, payout{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d runtime.DeadEffect
+	select {
+	case d = <-hooked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("OnDeadEffect was not called")
+	}
+	if d.JobID != res.ID || d.Op != "INCRBY" || d.Key != bad || !strings.Contains(d.Error, "holds a list") {
+		t.Fatalf("dead effect %+v", d)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "effect dead-lettered") || !strings.Contains(l, d.ID) {
+		t.Fatalf("no error log naming it:\n%s", l)
+	}
+	waitValue(t, rdb, ledger, "7") // the commit's other effect applied
+	info, err := c.Job(ctx, res.ID)
+	if err != nil || info.DeadEffects != 1 {
+		t.Fatalf("job: %+v %v", info, err)
+	}
+	listed, err := c.DeadEffects(ctx, "default", 0)
+	if err != nil || len(listed) != 1 || listed[0].ID != d.ID {
+		t.Fatalf("listed %+v %v", listed, err)
+	}
+	rdb.Del(ctx, bad)
+	if err := c.RedriveEffects(ctx, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitValue(t, rdb, bad, "5")
+	if listed, _ := c.DeadEffects(ctx, "default", 0); len(listed) != 0 {
+		t.Fatalf("still listed after redrive: %+v", listed)
+	}
+}
