@@ -56,6 +56,34 @@ func (w *Worker) track(a *Attempt) {
 			prev(step, outboxed)
 		}
 	}
+	// The step boundary (attempt.State.Check): what this worker knows of
+	// the lease, locally, and lease control's renewal to confirm it.
+	a.state.Lost = a.lostCause
+	a.state.Expired = func() bool {
+		now := w.clk.Now()
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return now.After(a.leaseEnd)
+	}
+	a.state.Confirm = func(ctx context.Context) error { return a.ExtendLease(ctx, 0) }
+}
+
+// lostCause is why the attempt's lease is known to be gone (ErrLeaseLost,
+// or ErrCancelled after an operator's cancellation), nil while it is not.
+// The handler's context is cancelled just before LeaseLost closes: either
+// tells.
+func (a *Attempt) lostCause() error {
+	if ctx := a.ctl.ctx; ctx != nil && ctx.Err() != nil {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrLeaseLost) {
+			return cause
+		}
+	}
+	select {
+	case <-a.ctl.lost:
+		return ErrLeaseLost
+	default:
+		return nil
+	}
 }
 
 // begin records the handler's context and goroutine as it starts.
@@ -114,7 +142,11 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		return err
 	}
 	if len(lost) > 0 {
-		a.lose()
+		if lost[0].State == stateCancelled { // as renewAll does
+			a.cancelled()
+		} else {
+			a.lose()
+		}
 		return ErrLeaseLost
 	}
 	a.mu.Lock()

@@ -81,7 +81,16 @@ func (c *Cursor[C]) Finished() bool { return c.finished }
 // Advance moves the cursor to v and checkpoints it every N advances, or at
 // once when effects are given: they commit atomically with the checkpoint,
 // so a batch's writes happen exactly once.
+//
+// Each Advance is a boundary between items: once the attempt is known not
+// to own the job any more (as for Run, from what the worker knows, without
+// a round trip), Advance returns ErrStale and saves nothing, so that the
+// loop stops before its next item. It does not look at ctx's cancellation
+// (a timeout still saves the progress made): the loop should.
 func (c *Cursor[C]) Advance(ctx context.Context, v C, effects ...store.Effect) error {
+	if err := c.st.Owned(ctx); err != nil {
+		return err
+	}
 	c.value = v
 	c.pending++
 	if c.pending < c.every && len(effects) == 0 {

@@ -27,8 +27,9 @@ var (
 	// ErrResult: a step's result cannot be encoded, or is larger than
 	// MaxResult.
 	ErrResult = errors.New("sluice: step result cannot be checkpointed")
-	// ErrStale: the attempt lost its lease; its checkpoint was rejected and
-	// its context is cancelled.
+	// ErrStale: the attempt lost its lease; its checkpoint was rejected, or
+	// a step boundary did not run the step's function, and its context is
+	// cancelled.
 	ErrStale = store.ErrStale
 	// ErrInvalidEffect: an effect is malformed.
 	ErrInvalidEffect = store.ErrInvalidEffect

@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -16,7 +17,13 @@ import (
 // checkpointed result without calling fn. fn's error is returned as is and
 // nothing is checkpointed; effects staged with Effect commit with the
 // checkpoint, all or nothing.
-func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error)) (v T, err error) {
+//
+// fn runs only if the attempt still owns the job as far as the worker
+// knows: otherwise Run returns, without calling fn, ErrStale (the lease is
+// lost or the job was cancelled) or the cause of ctx's cancellation
+// (timeout, deadline, shutdown). With Strict, Run also confirms ownership
+// with Redis right before fn runs. See the package documentation.
+func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (T, error), opts ...Option) (v T, err error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
 		return v, ErrNoAttempt
@@ -28,14 +35,14 @@ func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (
 	ctx, span := startStep(ctx, st, name, idx, rec != nil) // telemetry.go
 	returned := false
 	defer func() { endStep(span, err, returned) }()
-	v, err = run(ctx, st, name, idx, rec, fn)
+	v, err = run(ctx, st, name, idx, rec, fn, opts)
 	returned = true
 	return v, err
 }
 
 // run is Run once the step is registered: the checkpointed result, or
 // fn's committed.
-func run[T any](ctx context.Context, st *attempt.State, name string, idx int, rec *record, fn func(ctx context.Context) (T, error)) (T, error) {
+func run[T any](ctx context.Context, st *attempt.State, name string, idx int, rec *record, fn func(ctx context.Context) (T, error), opts []Option) (T, error) {
 	var zero T
 	if rec != nil {
 		var v T
@@ -43,6 +50,9 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 			return zero, park("stale_checkpoint", fmt.Errorf("%w: result of step %q: %v", ErrStaleCheckpoint, name, err))
 		}
 		return v, nil
+	}
+	if err := boundary(ctx, st, name, opts); err != nil {
+		return zero, err
 	}
 	fx := &staged{}
 	v, err := fn(context.WithValue(ctx, stagedKey{}, fx))
@@ -60,10 +70,51 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 }
 
 // Do is Run for a step without a result.
-func Do(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+func Do(ctx context.Context, name string, fn func(ctx context.Context) error, opts ...Option) error {
 	_, err := Run(ctx, name, func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, fn(ctx)
-	})
+	}, opts...)
+	return err
+}
+
+// Option changes how Run and Do run a step.
+type Option func(*options)
+
+type options struct {
+	strict bool
+}
+
+// Strict makes a step confirm with Redis, immediately before its function
+// runs, that the attempt still owns the job: one fenced lease renewal (the
+// lease ID and fence must be current; the lease is extended as
+// runtime.ExtendLease does). If the job moved on — another worker reclaimed
+// it, an operator cancelled it — and the worker did not know yet, the
+// function does not run and the step returns ErrStale; if Redis cannot be
+// reached, its error. Use it for a step whose function has external
+// effects (a payment, an e-mail): it costs one round trip, and only when
+// the function runs (not when the step's result is replayed). The window
+// left is the function's own run time: ownership can still move while it
+// runs.
+//
+// A strict step needs the worker's Redis connection: in an isolated child
+// (package runtime/isolated) it fails and parks the job (reason
+// strict_step).
+func Strict() Option { return func(o *options) { o.strict = true } }
+
+// boundary is the check at a step boundary, before its function runs
+// (attempt.State.Check): local knowledge by default, a round trip when
+// strict.
+func boundary(ctx context.Context, st *attempt.State, name string, opts []Option) error {
+	var o options
+	for _, f := range opts {
+		if f != nil {
+			f(&o)
+		}
+	}
+	err := st.Check(ctx, o.strict)
+	if errors.Is(err, attempt.ErrNoConfirm) {
+		return park("strict_step", fmt.Errorf("step %q: %w", name, err))
+	}
 	return err
 }
 

@@ -50,6 +50,8 @@ type config struct {
 	// Rounds is how many times the throughput scenario runs on each
 	// topology, interleaved; the median is reported.
 	Rounds int `json:"rounds"`
+	// StrictSteps: the workflow scenario's steps are strict (step.Strict).
+	StrictSteps bool `json:"strict_steps,omitempty"`
 }
 
 // options are the flags that are not part of the report's config.
@@ -91,6 +93,7 @@ func flags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&cfg.Lease, "lease", time.Second, "crash-resume: lease of the workers")
 	fs.IntVar(&cfg.SoakJobs, "soak-jobs", 1_000_000, "soak: no-op jobs through one worker process")
 	fs.DurationVar(&cfg.SoakRetention, "soak-retention", 2*time.Second, "soak: how long completed jobs are kept")
+	fs.BoolVar(&cfg.StrictSteps, "strict-steps", false, "workflow: strict steps (step.Strict: one more round trip per step, to confirm the lease)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err

@@ -246,7 +246,11 @@ func (r *report) writeWorkflows(w io.Writer) {
 			c.WorkerTripsPerJob/WorkflowSteps, c.CommandsPerJob, c.CPUMicrosPerJob, c.GoCPUMicrosPerJob, Thousands(bound))
 	}
 	if f := r.Workflow; f != nil {
-		row("durable steps of 1 job", f.WorkflowsPerSec, f.StepsPerSec, f.Seconds, f.CPUBoundPerSec, f.Redis)
+		name := "durable steps of 1 job"
+		if f.Strict {
+			name = "strict steps of 1 job"
+		}
+		row(name, f.WorkflowsPerSec, f.StepsPerSec, f.Seconds, f.CPUBoundPerSec, f.Redis)
 	}
 	if c := r.Chained; c != nil {
 		row("10 chained jobs", c.WorkflowsPerSec, c.JobsPerSec, c.Seconds, c.CPUBoundPerSec, c.Redis)

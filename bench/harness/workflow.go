@@ -56,6 +56,9 @@ type workflowResult struct {
 	// CheckpointTripsPerStep counts the step script's round trips alone.
 	// By design a step is one checkpoint script: 1.
 	CheckpointTripsPerStep float64 `json:"checkpoint_round_trips_per_step"`
+	// Strict: the steps were strict (-strict-steps), each confirming the
+	// lease with one more round trip.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // runWorkflow runs cfg.Workflows Workflow jobs through an idle, warmed-up
@@ -68,10 +71,14 @@ func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, e
 		runs.Add(1)
 		return nil
 	}
+	var opts []step.Option
+	if cfg.StrictSteps {
+		opts = append(opts, step.Strict())
+	}
 	m, err := runRig(ctx, t, cfg, "workflow", Workflow{}, func(r *rig) error {
 		return flow.Register(r.reg, func(ctx context.Context, _ *flow.Job[Workflow]) error {
 			for _, name := range stepNames {
-				if err := step.Do(ctx, name, noop); err != nil {
+				if err := step.Do(ctx, name, noop, opts...); err != nil {
 					return err
 				}
 			}
@@ -88,7 +95,7 @@ func runWorkflow(ctx context.Context, t *target, cfg config) (*workflowResult, e
 		Workflows: n, Steps: WorkflowSteps, Concurrency: cfg.Concurrency,
 		Seconds: m.process.Seconds(), WorkflowsPerSec: float64(n) / m.process.Seconds(),
 		StepsPerSec: steps / m.process.Seconds(), StepRuns: runs.Load(),
-		Redis: costSince(m.before, m.after, n),
+		Redis: costSince(m.before, m.after, n), Strict: cfg.StrictSteps,
 	}
 	res.CPUBoundPerSec = res.Redis.cpuBound()
 	res.WorkerTripsPerStep = float64(m.after.workerTrips-m.before.workerTrips) / steps

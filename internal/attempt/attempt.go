@@ -31,6 +31,21 @@ type State struct {
 	// outbox entries it wrote.
 	Committed func(step string, outboxed int)
 
+	// The step boundary (Check) asks the runtime these; a nil hook knows
+	// nothing (an attempt not run by a worker, an isolated child).
+	//
+	// Lost returns why the attempt's lease is known to be gone (a renewal,
+	// a commit, lease control or an operator's cancellation found it), nil
+	// while it is not. Local: no round trip.
+	Lost func() error
+	// Expired reports that, by the worker's clock, the lease may have run
+	// out since its last successful renewal. Local: no round trip.
+	Expired func() bool
+	// Confirm checks with Redis that the attempt still holds its lease (its
+	// lease ID and fence are current) and extends it, in one round trip; a
+	// lease found gone cancels the attempt and is returned as the error.
+	Confirm func(ctx context.Context) error
+
 	mu      sync.Mutex
 	steps   map[string][]byte
 	seq     int
@@ -42,6 +57,10 @@ type State struct {
 
 // ErrDuplicateStep: a step name was used twice in one attempt.
 var ErrDuplicateStep = errors.New("sluice: step name used twice in one attempt")
+
+// ErrNoConfirm: a strict boundary cannot reach Redis from here (an isolated
+// child has no connection of its own).
+var ErrNoConfirm = errors.New("sluice: the lease cannot be confirmed with Redis here")
 
 // New returns the state of an attempt whose existing checkpoints are steps.
 func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) *State {
@@ -126,6 +145,77 @@ func (s *State) Current() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.current
+}
+
+// Check is the step boundary: it returns nil when the step's function may
+// run, and otherwise why not, before anything runs.
+//
+// The default check (strict false) uses what the worker already knows,
+// with no round trip: a lease known lost is store.ErrStale (wrapping the
+// cause); a cancelled ctx (timeout, deadline, shutdown) is its cause. Only
+// when the worker's clock says the lease may have run out since the last
+// renewal does it confirm with Redis, as a strict check does every time:
+// one fenced renewal (Confirm) that both proves the lease ID and fence
+// current and extends the lease. A lease found gone is store.ErrStale; a
+// failed round trip is its error (the function does not run without
+// proof).
+func (s *State) Check(ctx context.Context, strict bool) error {
+	if err := s.lost(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return s.confirm(ctx, strict)
+}
+
+// Owned is Check without strictness and without looking at ctx's
+// cancellation: nil unless the attempt is known, or found, not to own its
+// job any more (store.ErrStale), or may not and Redis cannot say.
+func (s *State) Owned(ctx context.Context) error {
+	if err := s.lost(); err != nil {
+		return err
+	}
+	return s.confirm(ctx, false)
+}
+
+// lost is store.ErrStale, wrapping why, once the lease is known lost.
+func (s *State) lost() error {
+	if s.Lost == nil {
+		return nil
+	}
+	if err := s.Lost(); err != nil {
+		return stale(err)
+	}
+	return nil
+}
+
+// confirm asks Redis when strict, or when the lease may have expired.
+func (s *State) confirm(ctx context.Context, strict bool) error {
+	if !strict && (s.Expired == nil || !s.Expired()) {
+		return nil
+	}
+	if s.Confirm == nil {
+		if strict {
+			return ErrNoConfirm
+		}
+		return nil
+	}
+	if err := s.Confirm(ctx); err != nil {
+		if lost := s.lost(); lost != nil {
+			return lost
+		}
+		return err
+	}
+	return nil
+}
+
+// stale makes err, why a lease is lost, match store.ErrStale.
+func stale(err error) error {
+	if errors.Is(err, store.ErrStale) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrStale, err)
 }
 
 // Commit writes a checkpoint and its effects in one fenced round trip. A

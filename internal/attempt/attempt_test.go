@@ -1,0 +1,119 @@
+package attempt
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+var (
+	errLost    = errors.New("lease lost")
+	errNet     = errors.New("connection refused")
+	errTimeout = errors.New("timed out")
+)
+
+// hooked is a State whose runtime hooks answer as told: lost, the lease
+// is known lost; expired, the local clock says it may have run out;
+// confirm, Confirm's answer (errLost also marks the lease lost, as the
+// runtime's does). confirms counts Confirm's round trips.
+func hooked(lost, expired bool, confirm error, confirms *int) *State {
+	return &State{
+		Lost: func() error {
+			if lost {
+				return errLost
+			}
+			return nil
+		},
+		Expired: func() bool { return expired },
+		Confirm: func(context.Context) error {
+			*confirms++
+			if confirm == errLost {
+				lost = true
+			}
+			return confirm
+		},
+	}
+}
+
+func cancelledCtx() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errTimeout)
+	return ctx
+}
+
+// TestCheck: the step boundary asks Redis (Confirm) only when strict or
+// when the lease may have expired by the worker's clock; a lease known
+// lost is store.ErrStale wrapping why; a cancelled context is its cause.
+func TestCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		cancel   bool
+		strict   bool
+		lost     bool
+		expired  bool
+		confirm  error
+		want     []error // errors.Is targets; none: nil
+		confirms int
+	}{
+		{name: "owned"},
+		{name: "owned, strict", strict: true, confirms: 1},
+		{name: "known lost", lost: true, want: []error{store.ErrStale, errLost}},
+		{name: "known lost, strict", lost: true, strict: true, want: []error{store.ErrStale, errLost}},
+		{name: "cancelled", cancel: true, want: []error{errTimeout}},
+		{name: "cancelled, strict", cancel: true, strict: true, want: []error{errTimeout}},
+		{name: "expired, still held", expired: true, confirms: 1},
+		{name: "expired, gone", expired: true, confirm: errLost, want: []error{store.ErrStale, errLost}, confirms: 1},
+		{name: "expired, Redis down", expired: true, confirm: errNet, want: []error{errNet}, confirms: 1},
+		{name: "strict, gone", strict: true, confirm: errLost, want: []error{store.ErrStale, errLost}, confirms: 1},
+		{name: "strict, Redis down", strict: true, confirm: errNet, want: []error{errNet}, confirms: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			confirms := 0
+			s := hooked(tc.lost, tc.expired, tc.confirm, &confirms)
+			ctx := context.Background()
+			if tc.cancel {
+				ctx = cancelledCtx()
+			}
+			check(t, s.Check(ctx, tc.strict), tc.want)
+			if confirms != tc.confirms {
+				t.Errorf("%d round trips (Confirm), want %d", confirms, tc.confirms)
+			}
+		})
+	}
+}
+
+// TestOwned: Owned is the ownership half of Check: never strict, blind to
+// the context's cancellation.
+func TestOwned(t *testing.T) {
+	confirms := 0
+	check(t, hooked(false, false, nil, &confirms).Owned(cancelledCtx()), nil)
+	check(t, hooked(true, false, nil, &confirms).Owned(context.Background()), []error{store.ErrStale, errLost})
+	check(t, hooked(false, true, errLost, &confirms).Owned(context.Background()), []error{store.ErrStale, errLost})
+	if confirms != 1 {
+		t.Errorf("%d round trips, want 1 (the expired lease)", confirms)
+	}
+}
+
+// TestCheckWithoutHooks: a State no worker filled (an isolated child)
+// checks the context only, and cannot be strict.
+func TestCheckWithoutHooks(t *testing.T) {
+	s := &State{}
+	check(t, s.Check(context.Background(), false), nil)
+	check(t, s.Check(cancelledCtx(), false), []error{errTimeout})
+	check(t, s.Check(context.Background(), true), []error{ErrNoConfirm})
+	check(t, s.Owned(context.Background()), nil)
+}
+
+func check(t *testing.T, err error, want []error) {
+	t.Helper()
+	if len(want) == 0 && err != nil {
+		t.Errorf("err %v, want nil", err)
+	}
+	for _, w := range want {
+		if !errors.Is(err, w) {
+			t.Errorf("err %v, want it to match %v", err, w)
+		}
+	}
+}
