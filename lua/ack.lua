@@ -20,7 +20,8 @@
 --   skip      -> archived ('skipped')
 --   revoke    -> cancelled ('revoked')
 --   deadline  -> archived ('deadline_exceeded')
---   crash     crash_attempt+1 -> available (back of its priority list), or
+--   crash     crash_attempt+1 -> retryable after delay, the crash delay
+--             (lib.lua crash; available at once for 0), or
 --             quarantined at the crash limit; data is the stack
 --   release   no counter -> available at the front (shutdown hand-back)
 --   park      -> archived with the given reason (unknown kind, bad payload)
@@ -137,7 +138,7 @@ for _, e in ipairs(entries) do
       state = 'archived'
     elseif code == 'crash' then
       record_error(jk, id, reason, msg, data)
-      state = crash(jk, id, 'running')
+      state = crash(jk, id, 'running', delay)
     elseif code == 'release' then
       make_available(jk, id, 'running', true)
       state = 'available'

@@ -7,6 +7,9 @@
 -- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim
 -- ARGV[13] how many due scheduled jobs to promote first
 -- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
+-- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on
+--          record): this claim may lease one; '0' (or absent) when it
+--          runs one already
 -- Returns: { next_due, archived, job... }, each job's fields inline (a
 -- flat reply is cheaper to build, send and read than one array per job)
 --   next_due  earliest due time in sched (ms), or -1; set only when fewer
@@ -21,6 +24,14 @@
 --             state, fence and lease fields the claim has since replaced;
 --             a payload kept in its own key (lib.lua, put_payload) comes
 --             last, as field 'p'
+-- Suspect isolation: a claim leases at most one job with a crash on
+-- record ('c' > 0), and none for a worker that runs one already. Others
+-- it meets stay where they were, at the front of their lists, for another
+-- worker; when that leaves it short, next_due is at most SUSPECT_POLL ms
+-- away, so the worker looks again soon. A job that takes its process down
+-- thus runs beside healthy jobs only, and its innocent victims, which are
+-- suspects after one crash, never run beside it again: only the culprit
+-- reaches the crash limit.
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
@@ -93,6 +104,11 @@ local unpinned = promote_pinned()
 local kind_lease = {}
 local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
+local suspect_ok = ARGV[15 + 2 * m] == '1'
+local SUSPECT_POLL = 100
+-- held: suspects this claim passed over, { list, id, priority }, put back
+-- at the front of their lists after the pops
+local held = {}
 
 local jobs, archived = {}, {}
 local NO_STEPS = {}
@@ -127,10 +143,10 @@ for _, id in ipairs(unpinned) do
   archived[#archived + 1] = 'sticky_unavailable'
 end
 
--- take claims from the list ak until n jobs are claimed or it is empty,
--- and says whether it emptied it. From a pin list (pinned to worker), it
--- skips jobs rerouted elsewhere.
-local function take(ak, pinned_to)
+-- take claims from the list ak (of priority prio; nil for a pin list)
+-- until n jobs are claimed or it is empty, and says whether it emptied it.
+-- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
+local function take(ak, pinned_to, prio)
   while #jobs < n do
     local want = n - #jobs
     local ids = redis.call('LPOP', ak, want)
@@ -172,12 +188,15 @@ local function take(ak, pinned_to)
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
+        elseif (tonumber(h.c) or 0) > 0 and not suspect_ok then
+          held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
         elseif h.ck and cc_running(h.ck) >= (tonumber(h.cn) or 1) then
           cc_wait(h.ck, id) -- its key is at its limit
         elseif h.rk and rate_limited(h, id) then
           -- parked on its rate class (rate_limited did it)
         else
           if h.ck then CC[h.ck] = cc_running(h.ck) + 1 end
+          if (tonumber(h.c) or 0) > 0 then suspect_ok = false end
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
           local expiry = NOW + (kind_lease[h.k] or lease_ms)
@@ -211,14 +230,19 @@ if not pm then
 end
 for prio = MAX_PRIORITY, 1, -1 do
   if #jobs >= n then break end
-  if may_hold(pm, prio) and take(avail_key(prio)) then redis.call('SETBIT', PM_KEY, prio, 0) end
+  if may_hold(pm, prio) and take(avail_key(prio), nil, prio) then redis.call('SETBIT', PM_KEY, prio, 0) end
 end
-if #jobs < n then take(avail_key(0)) end
+if #jobs < n then take(avail_key(0), nil, 0) end
+for i = #held, 1, -1 do
+  redis.call('LPUSH', held[i][1], held[i][2])
+  if held[i][3] then mark_priority(held[i][3]) end
+end
 
 flush()
 local nd = -2
 if #jobs < n then
   nd = next_due()
+  if #held > 0 and (nd < 0 or nd > NOW + SUSPECT_POLL) then nd = NOW + SUSPECT_POLL end
   redis.call('SET', K_IDLE, '1')
 end
 out[1], out[2] = nd, archived

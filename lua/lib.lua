@@ -570,6 +570,7 @@ local function delete_job(id, plain)
   else
     redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
       corrupt_key(id))
+    redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
   end
 end
 
@@ -623,6 +624,13 @@ local function notify_parent(jk, id, state, pa)
   notified = notified + 1
 end
 
+-- A job that reaches archived or quarantined (a death) has a pending death
+-- report in PFX .. 'dd' until a worker's death handler has run for it
+-- (deaths.lua 'done'): scored by when a sweep may deliver it, DEATH_GRACE
+-- ms on (the worker that made the death reports it at once, unless it
+-- dies first). Mirrored by keys.Partition.Deaths.
+local DEATH_GRACE = 30000
+
 -- finish moves a job to a terminal state; reason may be ''. m is what the
 -- caller read of the job ({ pa = parent or false, uk = unique key or
 -- false, plain = as for delete_job, ls = lease start or nil }), or nil to
@@ -653,6 +661,9 @@ local function finish(jk, id, from, state, reason, m)
     redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S)
   end
   zadd_later(TERMINAL[state], num_s(NOW + ret), id)
+  if state == 'archived' or state == 'quarantined' then
+    zadd_later(PFX .. 'dd', num_s(NOW + DEATH_GRACE), id)
+  end
 end
 
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.
@@ -666,27 +677,38 @@ local function record_error(jk, id, kind, msg, stack)
   redis.call('LTRIM', ek, 0, ERR_KEEP - 1)
 end
 
--- crash charges crash_attempt and either requeues the job behind the work
--- already waiting at its priority (suspect demotion) or quarantines it.
-local function crash(jk, id, from)
+-- crash charges crash_attempt and either quarantines the job at the
+-- crash limit or retries it behind the work already waiting (suspect
+-- demotion): retryable after delay ms (the worker's crash delay), doubling
+-- with each crash up to CRASH_DELAY_MAX, so that a job that takes its
+-- process down neither comes straight back nor comes back beside the jobs
+-- it took down with it (claims also lease at most one job with a crash on
+-- record per worker that runs none: claim.lua). A delay of 0 makes it
+-- available at once, at the back of its list.
+local CRASH_DELAY_MAX = 60000
+local function crash(jk, id, from, delay)
   local c = redis.call('HINCRBY', jk, 'c', 1)
   if c >= CRASH_LIMIT then
     finish(jk, id, from, 'quarantined', 'crash_limit')
     return 'quarantined'
   end
-  make_available(jk, id, from, false)
-  return 'available'
+  if delay <= 0 then
+    make_available(jk, id, from, false)
+    return 'available'
+  end
+  schedule(jk, id, from, 'retryable', NOW + math.min(delay * 2 ^ (c - 1), math.max(delay, CRASH_DELAY_MAX)))
+  return 'retryable'
 end
 
 -- reap reclaims up to limit jobs whose lease expired (crashed, stalled or
 -- partitioned workers) and returns a flat list of id, new state, previous
 -- holder for each. Each frees its concurrency slot, if it has one, and is
--- charged a crash: running -> available (crash_attempt+1, at the back of
--- its priority list: suspect demotion) or running -> quarantined at the
--- crash limit. Orphan provenance is recorded on the job: the previous
--- holder ('oh'), when its lease expired ('oe') and how often this happened
--- ('on').
-local function reap(limit)
+-- charged a crash: running -> retryable (crash_attempt+1, after the crash
+-- delay of crash(); available at once for a delay of 0: suspect demotion)
+-- or running -> quarantined at the crash limit.
+-- Orphan provenance is recorded on the job: the previous holder ('oh'),
+-- when its lease expired ('oe') and how often this happened ('on').
+local function reap(limit, delay)
   local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, limit)
   local out = {}
   for i = 1, #expired, 2 do
@@ -702,7 +724,7 @@ local function reap(limit)
       redis.call('HINCRBY', jk, 'on', 1)
       record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
       out[#out + 1] = id
-      out[#out + 1] = crash(jk, id, 'running')
+      out[#out + 1] = crash(jk, id, 'running', delay)
       out[#out + 1] = holder
     end
   end

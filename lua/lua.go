@@ -37,6 +37,8 @@ var (
 	Pause   = load("pause")
 	Redrive = load("redrive")
 	List    = load("list")
+	// Deaths delivers pending death reports at least once.
+	Deaths = load("deaths")
 	// DeadEffects dead-letters outbox entries that cannot be relayed, and
 	// sends them back to be relayed again.
 	DeadEffects = load("deadfx")

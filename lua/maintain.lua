@@ -7,17 +7,20 @@
 -- ARGV[9]:  the most jobs to reap
 -- ARGV[10]: the most jobs to promote
 -- ARGV[11]: the most jobs to delete per terminal state
+-- ARGV[12]: the crash delay (ms) of a reaped job's first crash (lib.lua
+--   crash; 0: available at once)
 -- Returns: { reaped, promoted, deleted }: reaped is a flat list of id, new
 --   state, previous holder per reaped job; promoted and deleted are counts.
--- Transitions: running -> available | quarantined (reap: crash_attempt+1,
---   at the back of its priority list, or quarantined at the crash limit);
+-- Transitions: running -> retryable | available | quarantined (reap:
+--   crash_attempt+1, retried after the crash delay, or quarantined at the
+--   crash limit);
 --   scheduled|retryable -> available (promote); completed|archived|
 --   quarantined|cancelled -> (deleted, with the job hash, its error list,
 --   its payload key and its step checkpoints).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end
-local reaped = reap(tonumber(ARGV[9]))
+local reaped = reap(tonumber(ARGV[9]), tonumber(ARGV[12]))
 local promoted = promote(tonumber(ARGV[10]))
 local deleted = sweep(tonumber(ARGV[11]))
 flush()

@@ -31,7 +31,9 @@
 --   orphan provenance are kept; 'dn' counts the job's redrives, 'dt' is
 --   the time of the last one, 'df' what it was redriven from
 --   (state:reason). Releasing a quarantined job resets crash_attempt to 0.
---   The finish time and terminal reason are cleared.
+--   The finish time and terminal reason are cleared. A job with a unique
+--   key takes it again (held while it is active) unless another live job
+--   holds it; its pending death report, if any, is dropped.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end
@@ -42,6 +44,17 @@ local TAKES = {
 
 local function revive(jk, id, state, reason)
   zrem_later(TERMINAL[state], id)
+  zrem_later(PFX .. 'dd', id) -- alive again: no death to report
+  local uk = redis.call('HGET', jk, 'uk')
+  if uk then
+    -- active again, it holds its unique key again, while it is active,
+    -- unless another live job took the key meanwhile
+    local uq = PFX .. 'uq:' .. uk
+    local holder = redis.call('GET', uq)
+    if not holder or (holder ~= id and redis.call('EXISTS', job_key(holder)) == 0) then
+      redis.call('SET', uq, id)
+    end
+  end
   redis.call('HDEL', jk, 'ft', 'xr')
   redis.call('HINCRBY', jk, 'dn', 1)
   redis.call('HSET', jk, 'dt', NOW, 'df', state .. ':' .. (reason or ''))

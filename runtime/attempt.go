@@ -37,12 +37,15 @@ type Attempt struct {
 	// malformed is why the claim could not decode the job: it is parked
 	// instead of run.
 	malformed error
-	settled   atomic.Bool // its outcome is being acked
-	mu        sync.Mutex
-	cancel    context.CancelCauseFunc
-	watch     func()    // starts the grace watch once the attempt is cancelled
-	leaseEnd  time.Time // our own estimate of when the lease runs out
-	ctl       control   // lease control, progress, tracked goroutines (control.go)
+	// suspect: the job has a crash on record and its handler is not
+	// Contained; it counts in Worker.suspects while its handler runs.
+	suspect  bool
+	settled  atomic.Bool // its outcome is being acked
+	mu       sync.Mutex
+	cancel   context.CancelCauseFunc
+	watch    func()    // starts the grace watch once the attempt is cancelled
+	leaseEnd time.Time // our own estimate of when the lease runs out
+	ctl      control   // lease control, progress, tracked goroutines (control.go)
 
 	tel attemptTelemetry // its span (telemetry.go)
 }

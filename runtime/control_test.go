@@ -67,7 +67,7 @@ func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
 		<-release
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{
+	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() { close(release) })
@@ -128,7 +128,7 @@ func TestLeaseLost(t *testing.T) {
 				saw <- s
 				return nil // not acked: the lease is gone
 			}))
-			a := e.startWorker(reg, runtime.Options{
+			a := e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 				Clock: clk, Lease: lease, RenewInterval: renew, Concurrency: 1,
 				MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 			})

@@ -10,9 +10,17 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// deathQueueSize bounds the deaths waiting for OnDeath; more are dropped
-// (and logged) rather than slowing acks down.
+// deathQueueSize bounds the deaths waiting for OnDeath; more are left to
+// the sweep (and logged) rather than slowing acks down.
 const deathQueueSize = 1024
+
+// deathHold is how long a death report taken by a sweep is held for this
+// worker: a worker that dies while its handler runs leaves it to another
+// after that.
+const deathHold = time.Minute
+
+// deathSweepLimit bounds the death reports one sweep takes per partition.
+const deathSweepLimit = 100
 
 // JobSnapshot is a job as a death or stuck report sees it: its identity,
 // arguments and counters.
@@ -31,21 +39,30 @@ type JobSnapshot struct {
 	Deadline     time.Time // zero: none
 }
 
-// Death is a job that was moved to archived, the dead-letter state.
+// Death is a job that was moved to archived, the dead-letter state, or
+// quarantined at the crash limit.
 //
-// OnDeath is called only after the fence-checked script that archived the
-// job answered 'archived' to this worker: a stale attempt, whose write was
-// rejected, never reports one. It is called from a single goroutine fed by
-// a bounded queue, never on the ack path, so a slow handler delays other
-// death reports but no job. Delivery is at most once per archive
-// transition and best effort: a worker that crashes (or whose queue is
-// full) between the archive and the call loses the report. The archived
-// job itself is the durable record; list archived jobs to reconcile.
+// OnDeath is called only once the script that made the move succeeded: a
+// stale attempt, whose write was rejected, never reports one. Delivery is
+// at least once: the script that archives or quarantines a job also keeps
+// a pending death report in the job's slot (keys.Partition.Deaths), which
+// is dropped only after a death handler has run for it (returned or
+// panicked). The worker that made the move reports it at once; a report
+// still pending 30 s later (that worker died, or its queue was full) is
+// delivered by any worker with OnDeath set, on its maintenance tick, held
+// for a minute so that two do not deliver it at once. So a handler may
+// see a death twice (its worker died after the handler ran but before
+// the report was dropped): make it idempotent, by Job.ID and Job.Fence.
+// Calls come from a single goroutine per worker, never on the ack path,
+// so a slow handler delays other death reports but no job. A job deleted
+// at once (a negative RetainArchived) keeps no pending report.
 type Death struct {
 	Job JobSnapshot
+	// State is "archived" or "quarantined".
+	State string
 	// Reason is the archive reason: attempts_exhausted, skipped,
 	// deadline_exceeded, or a park reason (unknown_kind,
-	// malformed_payload, malformed, ...).
+	// malformed_payload, malformed, ...); crash_limit for a quarantine.
 	Reason string
 	// LastError is the last error recorded with the job ("" when none).
 	LastError string
@@ -63,26 +80,58 @@ type deathItem struct {
 	fill bool
 }
 
-// noteDeath queues the death of an attempt whose ack answered 'archived'.
+// noteDeath queues the death of an attempt whose ack answered 'archived'
+// or 'quarantined'.
 func (w *Worker) noteDeath(a *Attempt, ack store.Ack, res store.AckResult, err error) {
-	if w.opts.OnDeath == nil || res.Err != nil || res.State != "archived" {
+	if w.opts.OnDeath == nil || res.Err != nil || (res.State != "archived" && res.State != "quarantined") {
 		return
 	}
-	it := deathItem{ref: a.ref, d: Death{Job: snapshot(a), LastError: ack.Message, Err: err, At: w.clk.Now()}}
-	switch ack.Code {
-	case store.CodeRetry:
-		it.d.Reason = "attempts_exhausted"
-		it.d.Job.Attempt++
-	case store.CodeSkip:
-		it.d.Reason = "skipped"
-	case store.CodeDeadline:
-		it.d.Reason = "deadline_exceeded"
-	case store.CodePark:
-		it.d.Reason = ack.Reason
-	default: // completion effects failed, or a code archiving for its own reason
-		it.fill = true
+	it := deathItem{ref: a.ref, d: Death{Job: snapshot(a), State: res.State, LastError: ack.Message, Err: err, At: w.clk.Now()}}
+	switch {
+	case res.State == "quarantined":
+		it.d.Reason = "crash_limit"
+		it.d.Job.CrashAttempt++
+	default:
+		it.fill = !archiveReason(&it.d, ack)
 	}
 	w.queueDeath(it)
+}
+
+// archiveReason sets d's reason from the ack that archived it, and says
+// whether the ack tells it (else the job, read from Redis, does).
+func archiveReason(d *Death, ack store.Ack) bool {
+	switch ack.Code {
+	case store.CodeRetry:
+		d.Reason = "attempts_exhausted"
+		d.Job.Attempt++
+	case store.CodeSkip:
+		d.Reason = "skipped"
+	case store.CodeDeadline:
+		d.Reason = "deadline_exceeded"
+	case store.CodePark:
+		d.Reason = ack.Reason
+	default: // completion effects failed, or a code archiving for its own reason
+		return false
+	}
+	return true
+}
+
+// reapedDeaths queues the deaths of jobs a maintenance pass quarantined
+// (a lease lost at the crash limit).
+func (w *Worker) reapedDeaths(p keys.Partition, reaped []store.Reaped) {
+	if w.opts.OnDeath == nil {
+		return
+	}
+	for _, r := range reaped {
+		if r.State != "quarantined" {
+			continue
+		}
+		ref := keys.Ref{Partition: p, Local: r.Local}
+		w.queueDeath(deathItem{
+			ref: ref, fill: true,
+			d: Death{Job: JobSnapshot{ID: ref.String(), Queue: p.Queue}, State: r.State, Reason: "crash_limit", At: w.clk.Now()},
+		})
+	}
 }
 
 // archivedAtClaim queues the deaths of jobs a claim archived instead of
@@ -95,7 +144,7 @@ func (w *Worker) archivedAtClaim(p keys.Partition, parked []store.Parked) {
 		ref := keys.Ref{Partition: p, Local: pk.Local}
 		w.queueDeath(deathItem{
 			ref: ref, fill: true,
-			d: Death{Job: JobSnapshot{ID: ref.String(), Queue: p.Queue}, Reason: pk.Reason, At: w.clk.Now()},
+			d: Death{Job: JobSnapshot{ID: ref.String(), Queue: p.Queue}, State: "archived", Reason: pk.Reason, At: w.clk.Now()},
 		})
 	}
 }
@@ -104,18 +153,26 @@ func (w *Worker) queueDeath(it deathItem) {
 	select {
 	case w.rel.deaths() <- it:
 	default:
-		w.log.Error("death handler queue full; dropping the report", "job", it.d.Job.ID, "reason", it.d.Reason)
+		w.log.Error("death handler queue full; the sweep will deliver the report", "job", it.d.Job.ID, "reason", it.d.Reason)
 	}
 }
 
-// deathLoop delivers queued deaths until quit, then the ones still queued.
+// deathLoop delivers queued deaths, and on every maintenance tick the
+// death reports left pending in Redis (sweepDeaths), until quit; then the
+// ones still queued.
 func (w *Worker) deathLoop(run *relRun) {
 	for {
+		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
 		select {
 		case it := <-w.rel.deaths():
+			t.Stop()
 			w.deliverDeath(run.ctx, it)
 			continue
+		case <-t.C():
+			w.sweepDeaths(run.ctx)
+			continue
 		case <-run.quit:
+			t.Stop()
 		}
 		for {
 			select {
@@ -128,12 +185,35 @@ func (w *Worker) deathLoop(run *relRun) {
 	}
 }
 
+// sweepDeaths delivers the death reports of the worker's partitions that
+// are still pending in Redis past their grace: their worker died, or its
+// queue was full.
+func (w *Worker) sweepDeaths(ctx context.Context) {
+	for _, p := range w.parts {
+		jobs, err := w.st.TakeDeaths(ctx, p, deathSweepLimit, deathHold)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("reading pending death reports failed", "queue", p.Queue, "partition", p.Index, "err", err)
+			}
+			continue
+		}
+		for _, j := range jobs {
+			ref := keys.Ref{Partition: p, Local: j.Local}
+			w.deliverDeath(ctx, deathItem{ref: ref, d: Death{
+				Job: jobSnapshot(ref, j), State: j.State, Reason: j.Reason, LastError: j.LastError, At: w.clk.Now(),
+			}})
+		}
+	}
+}
+
+// deliverDeath calls OnDeath, then drops the job's pending death report:
+// whether the handler returned or panicked, it has run.
 func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 	w.rel.active.Add(1)
 	defer w.rel.active.Add(-1)
 	if it.fill {
 		if j, _, err := w.st.Get(ctx, it.ref); err != nil {
-			w.log.Warn("reading an archived job for its death report failed", "job", it.d.Job.ID, "err", err)
+			w.log.Warn("reading a dead job for its death report failed", "job", it.d.Job.ID, "err", err)
 		} else {
 			it.d.Job = jobSnapshot(it.ref, j)
 			it.d.LastError = j.LastError
@@ -142,12 +222,19 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 			}
 		}
 	}
+	w.callOnDeath(ctx, it.d)
+	if err := w.st.DoneDeaths(ctx, it.ref.Partition, it.ref.Local); err != nil && ctx.Err() == nil {
+		w.log.Warn("dropping a delivered death report failed; it may be delivered again", "job", it.d.Job.ID, "err", err)
+	}
+}
+
+func (w *Worker) callOnDeath(ctx context.Context, d Death) {
 	defer func() {
 		if p := recover(); p != nil {
-			w.log.Error("death handler panicked", "job", it.d.Job.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			w.log.Error("death handler panicked", "job", d.Job.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 		}
 	}()
-	w.opts.OnDeath(ctx, it.d)
+	w.opts.OnDeath(ctx, d)
 }
 
 func snapshot(a *Attempt) JobSnapshot {

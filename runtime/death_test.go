@@ -156,7 +156,7 @@ func TestDeathNotReportedForStaleArchive(t *testing.T) {
 			<-r.release // ignores its context
 			return flow.Skip("by fence " + string(rune('0'+job.Fence)))
 		}))
-		o := runtime.Options{
+		o := runtime.Options{CrashDelay: noCrashDelay,
 			Clock: clk, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 			OnDeath: func(_ context.Context, d runtime.Death) { r.deaths <- d },
 		}

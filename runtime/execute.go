@@ -42,6 +42,10 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 			w.kickRelay()
 		}
 	}
+	if j.CrashAttempt > 0 && !w.contained(j.Kind) {
+		a.suspect = true
+		w.suspects.Add(1) // until its handler returns (execute)
+	}
 	w.track(a)
 	w.mu.Lock()
 	w.inflight[a] = struct{}{}
@@ -102,6 +106,9 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		r = w.join(a, r)   // tracked goroutines (tracked.go)
 		close(returned)
 		stopWatch()
+		if a.suspect {
+			w.suspects.Add(-1)
+		}
 		w.release(1)
 		if a.settled.CompareAndSwap(false, true) {
 			var cause error

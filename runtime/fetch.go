@@ -87,6 +87,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
 			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
 			Nonce: w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10), PromoteLimit: 100,
+			NoSuspect: w.suspects.Load() > 0,
 		})
 		if err != nil {
 			w.release(slots)

@@ -15,6 +15,23 @@ type HandlerFunc func(ctx context.Context, a *Attempt) ([]byte, error)
 // Work calls f.
 func (f HandlerFunc) Work(ctx context.Context, a *Attempt) ([]byte, error) { return f(ctx, a) }
 
+// Contained is implemented by a Handler whose attempts cannot take the
+// worker's process down (runtime/isolated runs each in a child process).
+// A job with a crash on record whose handler is contained does not keep
+// the worker from claiming another such job, as other suspects do (see
+// Options.CrashDelay and the README's outcome table).
+type Contained interface {
+	Handler
+	Contained() bool
+}
+
+// contained reports whether kind's handler is Contained.
+func (w *Worker) contained(kind string) bool {
+	h, ok := w.handlers.Handler(kind)
+	c, is := h.(Contained)
+	return ok && is && c.Contained()
+}
+
 // Handlers finds the handler of a job kind. *flow.Registry implements it.
 type Handlers interface {
 	Handler(kind string) (Handler, bool)

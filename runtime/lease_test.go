@@ -35,7 +35,7 @@ func TestStaleWorkerAckIsFenced(t *testing.T) {
 		return "from A", nil
 	}))
 	// A runs one job at a time, so it cannot claim the job back itself.
-	a := e.startWorker(regA, runtime.Options{
+	a := e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clkA, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() {
@@ -56,7 +56,7 @@ func TestStaleWorkerAckIsFenced(t *testing.T) {
 		ranB <- job.Fence
 		return "from B", nil
 	}))
-	e.startWorker(regB, runtime.Options{
+	e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
 	})
 	if f := recv(t, ranB, "B to run the reaped job"); f != 2 {
@@ -197,7 +197,7 @@ func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
 	must(t, err)
 	keep, lose := res[0].ID, res[1].ID
 	// Two slots, both taken: A cannot claim the reaped job back.
-	a := e.startWorker(regA, runtime.Options{
+	a := e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clkA, Lease: long, KindLease: map[string]time.Duration{"slow": short}, RenewInterval: renew,
 		Concurrency: 2, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
@@ -213,7 +213,7 @@ func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
 		<-releaseB
 		return nil
 	}))
-	b := e.startWorker(regB, runtime.Options{
+	b := e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(short + time.Second)), Lease: long, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() { close(releaseB) })

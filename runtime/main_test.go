@@ -29,11 +29,21 @@ import (
 // shared is the package's redis-server.
 var shared redistest.Env
 
+// noCrashDelay is the CrashDelay of tests whose fake clock does not move
+// while a crashed job should run again.
+const noCrashDelay = -1
+
 // waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
 const waitTimeout = 20 * time.Second
 
 func TestMain(m *testing.M) {
-	if os.Getenv(envChild) != "" {
+	switch os.Getenv(envChild) {
+	case "":
+	case "poison":
+		os.Exit(poisonChildMain())
+	case "deathexit":
+		os.Exit(deathExitChildMain())
+	default:
 		// Re-executed by a crash test: be a worker process, not a test run.
 		os.Exit(childMain())
 	}

@@ -47,6 +47,7 @@ func (w *Worker) maintain(ctx context.Context) {
 				w.log.Warn("reclaimed a job whose lease expired", "queue", p.Queue, "job", r.Local, "holder", r.Holder, "now", r.State)
 				w.tel.reaped(p.Queue, r.State)
 			}
+			w.reapedDeaths(p, m.Reaped)
 			more := len(m.Reaped) == maintenanceLimit ||
 				m.Deleted >= sweepLimit && w.clk.Now().Sub(start) < sweepBudget
 			if !more {

@@ -65,6 +65,12 @@ type Options struct {
 	// CrashLimit is the crash_attempt count at which a job is quarantined.
 	// Default 3.
 	CrashLimit int
+	// CrashDelay is how long a job waits after its first crash (a panic, a
+	// lost lease) before it runs again, doubling with each crash up to a
+	// minute (or CrashDelay if longer), in store time: a job that took its
+	// process down does not come straight back. Default 1s; negative:
+	// none, the job is available again at once behind waiting work.
+	CrashDelay time.Duration
 	// NonConsuming reports errors that should put the job back without
 	// spending an attempt or recording a failure (like RateLimited with no
 	// delay). Default: none.
@@ -217,6 +223,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CrashLimit == 0 {
 		o.CrashLimit = 3
+	}
+	switch {
+	case o.CrashDelay == 0:
+		o.CrashDelay = time.Second
+	case o.CrashDelay < 0:
+		o.CrashDelay = 0 // the store's "none"
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff

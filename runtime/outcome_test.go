@@ -74,7 +74,7 @@ func TestPanicsCountAsCrashesAndErrorsAsAttempts(t *testing.T) {
 			}
 			// No backoff: the retry is due at once, so the fake clock need
 			// not move.
-			e.startWorker(reg, runtime.Options{
+			e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 				Clock: clk, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
 			})
 			id := e.enqueue(workArgs{N: 1}, tt.opts...)
@@ -236,7 +236,7 @@ func TestPanicDoesNotDisturbOtherJobs(t *testing.T) {
 	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
 		panic("poison")
 	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Concurrency: 2, IdlePoll: time.Hour})
+	w := e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Clock: clk, Concurrency: 2, IdlePoll: time.Hour})
 
 	steady := e.enqueue(workArgs{N: 1})
 	recv(t, started, "the steady job to start")
@@ -285,7 +285,7 @@ func TestHandlerGoexitIsSettled(t *testing.T) {
 		goruntime.Goexit()
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{Clock: clk, ShutdownWindow: window, CancelGrace: grace, IdlePoll: time.Hour})
+	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Clock: clk, ShutdownWindow: window, CancelGrace: grace, IdlePoll: time.Hour})
 	id := e.enqueue(workArgs{N: 1})
 	recv(t, calls, "the handler to run")
 	settled, last := redistest.Poll(5*time.Second, func() (bool, string) {

@@ -114,7 +114,7 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	clk.Advance(3 * time.Second) // every first attempt is claimed 3s after its enqueue
-	e.startWorker(reg, runtime.Options{
+	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clk, MeterProvider: mp, CrashLimit: 2, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
 	})
 	eventually(t, "the jobs' outcomes to be counted", func() (bool, string) {
@@ -183,7 +183,7 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 		<-releaseA // stalled: ignores its context
 		return nil
 	}))
-	e.startWorker(regA, runtime.Options{
+	e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clkA, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 		TracerProvider: tp, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerA)),
 	})
@@ -199,7 +199,7 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 
 	regB := flow.NewRegistry()
 	must(t, flow.Register(regB, func(context.Context, *flow.Job[workArgs]) error { return nil }))
-	e.startWorker(regB, runtime.Options{
+	e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB)),
 	})

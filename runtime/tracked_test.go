@@ -31,7 +31,7 @@ func trackedEnvClock(t *testing.T, work func(ctx context.Context, job *flow.Job[
 	e := newEnv(t, clk)
 	reg := flow.NewRegistry()
 	must(t, flow.Register(reg, work))
-	e.startWorker(reg, runtime.Options{
+	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour, Backoff: func(int) time.Duration { return 0 },
 	})
 	return e, clk

@@ -27,6 +27,10 @@ type Worker struct {
 	nonce    string
 	claims   atomic.Int64
 	running  atomic.Bool
+	// suspects counts the attempts running here of jobs with a crash on
+	// record: while one runs, claims lease no other (lua/claim.lua), so a
+	// job that kills its process takes down only jobs with none.
+	suspects atomic.Int32
 
 	mu       sync.Mutex
 	inflight map[*Attempt]struct{}
@@ -56,7 +60,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	}
 	cfg := store.Config{
 		NS: o.Namespace, RetainCompleted: o.RetainCompleted, RetainArchived: o.RetainArchived,
-		RetainCancelled: o.RetainCancelled, CrashLimit: o.CrashLimit,
+		RetainCancelled: o.RetainCancelled, CrashLimit: o.CrashLimit, CrashDelay: o.CrashDelay,
 	}
 	if o.DiscardCompleted {
 		cfg.RetainCompleted = -1

@@ -39,7 +39,9 @@ type Harness struct {
 }
 
 // New returns a harness for reg; it is torn down when the test ends. opts
-// tunes the worker (Namespace and Clock are set by the harness).
+// tunes the worker (Namespace and Clock are set by the harness; Backoff
+// and CrashDelay default to none, so that retries run without moving the
+// clock).
 func New(t testing.TB, reg *flow.Registry, opts ...runtime.Options) *Harness {
 	t.Helper()
 	m := miniredis.RunT(t)
@@ -60,6 +62,9 @@ func New(t testing.TB, reg *flow.Registry, opts ...runtime.Options) *Harness {
 	}
 	if h.opts.Backoff == nil {
 		h.opts.Backoff = func(int) time.Duration { return 0 }
+	}
+	if h.opts.CrashDelay == 0 {
+		h.opts.CrashDelay = -1 // a crash retries at once, as Backoff's retries do
 	}
 	return h
 }

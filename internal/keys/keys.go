@@ -50,6 +50,16 @@ func (p Partition) Kids(id string) string { return p.Prefix() + "k:" + id }
 // per spawning step.
 func (p Partition) KidCount(id string) string { return p.Prefix() + "kc:" + id }
 
+// Unique is the key that holds a unique key for the job holding it (its
+// ID in the partition), while it is active or for its TTL
+// (lua/enqueue.lua).
+func (p Partition) Unique(key string) string { return p.Prefix() + "uq:" + key }
+
+// Deaths is the sorted set of a partition's pending death reports: jobs
+// that reached archived or quarantined and for which no death handler
+// has run yet, scored by when a sweep may deliver them (lua/deaths.lua).
+func (p Partition) Deaths() string { return p.Prefix() + "dd" }
+
 // Corrupt holds what a job's key held when it was found not to be a job
 // hash (lua/claim.lua sets it aside there). A family of its own, not a
 // suffix of Job: a suffix could name another job's hash ("a" + ":x" is

@@ -71,7 +71,11 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		} else if err != nil {
 			fx = []any{0} // effects commit only with a completion
 		}
-		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(a.Delay), a.Message, a.Data, a.Reason)
+		delay := a.Delay
+		if a.Code == CodeCrash {
+			delay = s.cfg.CrashDelay
+		}
+		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(delay), a.Message, a.Data, a.Reason)
 		args = append(args, fx...)
 	}
 	v, err := s.runCall(ctx, lua.Ack, p, contentCallID(ids...), args...).Result()

@@ -55,8 +55,8 @@ func TestAckOutcomes(t *testing.T) {
 			want: want{State: "available", Position: "back"}},
 		{name: "deadline archives", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"}, deadline: true,
 			want: want{State: "archived", Reason: "deadline_exceeded", ErrorClasses: []string{"deadline"}}, terminal: "archived", retain: retainArchived},
-		{name: "panic is a crash, requeued behind waiting work", ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Data: []byte("stack"), Reason: "panic"},
-			want: want{State: "available", CrashAttempt: 1, ErrorClasses: []string{"panic"}, Position: "back"}},
+		{name: "panic is a crash, retried after the crash delay", ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Data: []byte("stack"), Reason: "panic"},
+			want: want{State: "retryable", CrashAttempt: 1, ErrorClasses: []string{"panic"}, DueIn: time.Second}},
 		{name: "crash at the limit quarantines", crashes: 2, ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Reason: "panic"},
 			want: want{State: "quarantined", CrashAttempt: 3, Reason: "crash_limit", ErrorClasses: []string{"panic"}}, terminal: "quarantined", retain: retainArchived},
 		{name: "shutdown release goes back to the front", ack: store.Ack{Code: store.CodeRelease},
@@ -82,6 +82,7 @@ func TestAckOutcomes(t *testing.T) {
 					if r := f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "earlier"}); r.Err != nil {
 						t.Fatal(r.Err)
 					}
+					f.clk.Advance(time.Minute) // past the crash delay
 				}
 				j := f.claimOne("w1")
 				f.enqueue(store.NewJob{Local: "waiting"}) // healthy work that arrived meanwhile

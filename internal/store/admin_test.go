@@ -222,6 +222,7 @@ func TestRedriveIDs(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "quar"})
 			for range 3 {
 				f.ack(f.claimOne("w"), store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "p"})
+				f.clk.Advance(time.Minute) // past the crash delay
 			}
 			f.enqueue(store.NewJob{Local: "avail"})
 			if j, _ := f.get("quar"); j.State != "quarantined" {
@@ -251,6 +252,40 @@ func TestRedriveIDs(t *testing.T) {
 			}
 			if d := cmp.Diff(map[string]int64{"available": 3}, f.stats()); d != "" {
 				t.Fatalf("stats (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestRedriveRetakesUniqueKey: a redriven job holds its unique key again
+// while it is active, so a duplicate enqueued meanwhile is refused; when
+// another live job took the key while it was archived, that job keeps it.
+func TestRedriveRetakesUniqueKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			uq := store.Unique{Key: "report"}
+			f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1, Unique: uq})
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}); r.State != "archived" {
+				t.Fatalf("ack: %+v", r)
+			}
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"a"}); err != nil || errs[0] != nil {
+				t.Fatalf("redrive: %v %v", errs, err)
+			}
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Unique: uq}})
+			if err != nil || res[0].Status != store.Held || res[0].Existing != "a" {
+				t.Fatalf("a duplicate after the redrive: %+v %v, want held by a", res, err)
+			}
+
+			// archived again, its key is taken by c; a second redrive leaves c the key
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"})
+			f.enqueue(store.NewJob{Local: "c", Unique: uq})
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"a"}); err != nil || errs[0] != nil {
+				t.Fatalf("second redrive: %v %v", errs, err)
+			}
+			if holder, _ := f.rdb.Get(f.ctx, f.p.Unique("report")).Result(); holder != "c" {
+				t.Fatalf("unique key held by %q, want c", holder)
 			}
 		})
 	}

@@ -17,6 +17,10 @@ type ClaimRequest struct {
 	Worker       string
 	Nonce        string // makes lease IDs unique: nonce.1, nonce.2, ...
 	PromoteLimit int
+	// NoSuspect says the worker runs a job with a crash on record: the
+	// claim leases no other. Without it, a claim leases at most one
+	// (lua/claim.lua).
+	NoSuspect bool
 }
 
 // Parked is a job the claim moved to archived instead of running it.
@@ -43,6 +47,11 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	for k, d := range req.KindLease {
 		args = append(args, k, ms(d))
 	}
+	suspect := "1"
+	if req.NoSuspect {
+		suspect = "0"
+	}
+	args = append(args, suspect)
 	v, err := s.run(ctx, lua.Claim, p, args...).Result()
 	if err != nil {
 		return ClaimResult{}, err

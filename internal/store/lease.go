@@ -72,7 +72,7 @@ type Maintenance struct {
 // sweepLimit finished jobs per terminal state whose retention passed. A
 // limit of 0 skips that part.
 func (s *Store) Maintain(ctx context.Context, p keys.Partition, reapLimit, promoteLimit, sweepLimit int) (Maintenance, error) {
-	v, err := s.run(ctx, lua.Maintain, p, reapLimit, promoteLimit, sweepLimit).Result()
+	v, err := s.run(ctx, lua.Maintain, p, reapLimit, promoteLimit, sweepLimit, ms(s.cfg.CrashDelay)).Result()
 	if err != nil {
 		return Maintenance{}, err
 	}

@@ -22,9 +22,10 @@ func TestFencing(t *testing.T) {
 			}
 			f.clk.Advance(31 * time.Second)
 			reaped, err := f.reap(10)
-			if err != nil || len(reaped) != 1 || reaped[0].Holder != "worker-a" || reaped[0].State != "available" {
+			if err != nil || len(reaped) != 1 || reaped[0].Holder != "worker-a" || reaped[0].State != "retryable" {
 				t.Fatalf("reap = %+v, %v", reaped, err)
 			}
+			f.clk.Advance(time.Second) // the first crash delay
 			b := f.claimOne("worker-b")
 			if b.Fence != 2 || b.LeaseID == a.LeaseID {
 				t.Fatalf("claim B: fence %d lease %q (A had %q)", b.Fence, b.LeaseID, a.LeaseID)
@@ -45,7 +46,7 @@ func TestFencing(t *testing.T) {
 			}
 			// A stale renewal must not have moved B's lease expiry.
 			s, _ := f.score(f.p.Running(), "job")
-			if want := epoch.Add(31*time.Second + 30*time.Second); !time.UnixMilli(int64(s)).Equal(want) {
+			if want := epoch.Add(32*time.Second + 30*time.Second); !time.UnixMilli(int64(s)).Equal(want) {
 				t.Fatalf("lease expiry %v, want %v", time.UnixMilli(int64(s)), want)
 			}
 			if r := f.ack(b, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
@@ -79,7 +80,17 @@ func TestReapProvenance(t *testing.T) {
 					!got.Orphan.ExpiredAt.Equal(expiry) || got.Orphan.Count != i || recs[0].Class != "lease_expired" {
 					t.Fatalf("after reap %d: %+v errors %+v", i, got, recs)
 				}
+				if i < 3 {
+					due, _ := f.score(f.p.Sched(), "job")
+					if delay := time.UnixMilli(int64(due)).Sub(f.clk.Now()); delay != time.Duration(1<<(i-1))*time.Second {
+						t.Fatalf("crash %d: retry due in %v, want %ds", i, delay, 1<<(i-1))
+					}
+					f.clk.Advance(time.Minute)
+				}
 				if i == 1 {
+					if _, err := f.promote(10); err != nil {
+						t.Fatal(err)
+					}
 					if order := f.availableOrder(0); len(order) != 3 || order[2] != "job" {
 						t.Fatalf("reaped job not behind waiting work: %v", order)
 					}
@@ -88,7 +99,7 @@ func TestReapProvenance(t *testing.T) {
 						f.ack(w, store.Ack{Code: store.CodeOK})
 					}
 				}
-				if i < 3 && got.State != "available" {
+				if i < 3 && got.State != "retryable" {
 					t.Fatalf("state %s after %d crashes", got.State, i)
 				}
 				if i == 3 && (got.State != "quarantined" || got.Reason != "crash_limit") {

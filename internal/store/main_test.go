@@ -80,7 +80,7 @@ func newFixture(t *testing.T, b backend) *fixture {
 	clk := &testClock{now: epoch}
 	st := store.New(b.rdb, store.Config{
 		NS: redistest.NewNamespace(t), RetainCompleted: retainCompleted, RetainArchived: retainArchived,
-		RetainCancelled: retainCancelled, CrashLimit: 3, Now: clk.Now,
+		RetainCancelled: retainCancelled, CrashLimit: 3, CrashDelay: time.Second, Now: clk.Now,
 	})
 	return &fixture{t: t, ctx: context.Background(), rdb: b.rdb, st: st, clk: clk, p: st.Partition("q", 0)}
 }

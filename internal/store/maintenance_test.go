@@ -235,11 +235,11 @@ func TestMaintainOnePass(t *testing.T) {
 				t.Fatalf("maintain with no limits = %+v, %v; want nothing done", m, err)
 			}
 			m, err := f.st.Maintain(f.ctx, f.p, 10, 10, 10)
-			want := store.Maintenance{Reaped: []store.Reaped{{Local: "held", State: "available", Holder: "gone"}}, Promoted: 1, Deleted: 1}
+			want := store.Maintenance{Reaped: []store.Reaped{{Local: "held", State: "retryable", Holder: "gone"}}, Promoted: 1, Deleted: 1}
 			if err != nil || !cmp.Equal(m, want) {
 				t.Fatalf("maintain = %+v, %v; want %+v", m, err, want)
 			}
-			for id, state := range map[string]string{"held": "available", "due": "available"} {
+			for id, state := range map[string]string{"held": "retryable", "due": "available"} {
 				if j, _ := f.get(id); j.State != state {
 					t.Errorf("%s is %s, want %s", id, j.State, state)
 				}

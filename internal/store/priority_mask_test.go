@@ -40,6 +40,7 @@ func TestPriorityMask(t *testing.T) {
 			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
+			f.clk.Advance(time.Minute) // past the crash delay
 			f.ack(claimed("b"), store.Ack{Code: store.CodeOK})
 			f.enqueue(store.NewJob{Local: "c", Priority: 7})
 			if err := f.rdb.Del(f.ctx, f.p.Priorities()).Err(); err != nil {

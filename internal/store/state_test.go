@@ -30,6 +30,7 @@ func TestStateStoredAsCode(t *testing.T) {
 					claimed["quarantined"] = f.claimOne("w")
 				}
 				f.ack(claimed["quarantined"], store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "x"})
+				f.clk.Advance(time.Duration(1<<(crash-1)) * time.Second) // its crash delay, not the retry's minute
 			}
 			f.enqueue(store.NewJob{Local: "available"}, store.NewJob{Local: "scheduled", Delay: time.Hour})
 			f.enqueue(store.NewJob{Local: "cancelled", Delay: time.Hour})

@@ -23,6 +23,7 @@ func TestCheckpointFenced(t *testing.T) {
 			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
+			f.clk.Advance(time.Minute) // past the crash delay
 			cur := f.claimOne("b")
 			direct := f.p.Tag() + ":ledger"
 			foreign := "elsewhere:ledger"

@@ -53,6 +53,7 @@ func TestStickyRouting(t *testing.T) {
 			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
+			f.clk.Advance(time.Minute) // past the crash delay
 			if got := locals(f.claim(10, "worker-a").Jobs); len(got) != 0 {
 				t.Fatalf("reaped pinned job went to A: %v", got)
 			}

@@ -22,6 +22,10 @@ type Config struct {
 	RetainArchived  time.Duration // archived and quarantined jobs
 	RetainCancelled time.Duration
 	CrashLimit      int
+	// CrashDelay is how long a job waits, after its first crash, before it
+	// is retried (doubling with each crash, at most a minute, or this if
+	// longer); 0: it is available again at once (lua/lib.lua crash).
+	CrashDelay time.Duration
 	// Now, when set, replaces the store's TIME in every script (tests only).
 	Now func() time.Time
 }

@@ -122,6 +122,11 @@ type handler struct {
 	opts Options
 }
 
+// Contained is true: an attempt that crashes ends its child process, not
+// the worker's, so a job with a crash on record need not run apart from
+// other such jobs (runtime.Contained).
+func (h *handler) Contained() bool { return true }
+
 // Work runs one attempt in a child process.
 func (h *handler) Work(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
 	st, ok := attempt.From(ctx)

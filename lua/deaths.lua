@@ -1,0 +1,49 @@
+-- deaths.lua: deliver the pending death reports of a partition at least
+-- once (lib.lua finish keeps one per job that reached archived or
+-- quarantined, in PFX .. 'dd', scored by when a sweep may take it).
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] mode, 'take' or 'done'.
+-- 'take': ARGV[10] the most reports to take, ARGV[11] how long a taken
+--   report is held for its taker (ms): reports due by now are due again
+--   only after that, so two workers do not deliver one at the same time,
+--   and one whose taker died is delivered again.
+-- 'done': ARGV[10] n, then n job IDs whose report a death handler has run
+--   for: their reports are dropped.
+-- Returns: 'take': per report, the job's ID and its hash (a count, then
+--   flat HGETALL, a payload kept in its own key added as field 'p'); a
+--   report whose job is gone is dropped, not returned. 'done': how many
+--   reports were dropped.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+-- Transitions: none.
+local again = replayed()
+if again then return again end
+local DD = PFX .. 'dd'
+local out = {}
+if ARGV[9] == 'take' then
+  local ids = redis.call('ZRANGEBYSCORE', DD, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[10]))
+  local hold = NOW + tonumber(ARGV[11])
+  for _, id in ipairs(ids) do
+    local raw = redis.call('HGETALL', job_key(id))
+    if #raw == 0 then
+      redis.call('ZREM', DD, id)
+    else
+      redis.call('ZADD', DD, hold, id)
+      local body = redis.call('GET', body_key(id))
+      if body then
+        raw[#raw + 1], raw[#raw + 2] = 'p', body
+      end
+      out[#out + 1] = id
+      out[#out + 1] = #raw
+      for k = 1, #raw do out[#out + 1] = raw[k] end
+    end
+  end
+elseif ARGV[9] == 'done' then
+  local n = tonumber(ARGV[10])
+  local dropped = 0
+  for i = 1, n do dropped = dropped + redis.call('ZREM', DD, ARGV[10 + i]) end
+  return remember(dropped)
+else
+  return redis.error_reply('ERR sluice: unknown deaths mode ' .. tostring(ARGV[9]))
+end
+return remember(out)
