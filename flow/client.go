@@ -114,6 +114,9 @@ type Enqueued struct {
 	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
 	// a different existing job (ErrConflict).
 	Err error
+	// HeldBy is set when the job was added held behind this quarantined
+	// job (WithQuarantineHold): it runs once that job is released.
+	HeldBy string
 }
 
 // Item is one job of an EnqueueMany call.
@@ -199,5 +202,9 @@ func enqueued(ref keys.Ref, r store.EnqueueResult) Enqueued {
 		ref.Local = r.Existing
 		return Enqueued{ID: ref.String(), Duplicate: true, Unique: true}
 	}
-	return Enqueued{ID: ref.String(), Duplicate: r.Status == store.Duplicate, Err: r.Err}
+	e := Enqueued{ID: ref.String(), Duplicate: r.Status == store.Duplicate, Err: r.Err}
+	if r.HeldBy != "" {
+		e.HeldBy = keys.Ref{Partition: ref.Partition, Local: r.HeldBy}.String()
+	}
+	return e
 }

@@ -77,6 +77,9 @@ type JobInfo struct {
 	// slots that could not be applied (see runtime.DeadEffect); each is
 	// also in Errors, class "effect_dead", and listed by Client.DeadEffects.
 	DeadEffects int
+	// HeldBy is the quarantined job this one waits on, while it does
+	// (WithQuarantineHold).
+	HeldBy string
 }
 
 // Tracking is a handler's report of what it is doing: percent done and a
@@ -155,5 +158,15 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
+		HeldBy: heldBy(ref, j.HeldBy),
 	}, nil
+}
+
+// heldBy is the job ID of the quarantined job of ref's partition with ID
+// local in it, "" for none.
+func heldBy(ref keys.Ref, local string) string {
+	if local == "" {
+		return ""
+	}
+	return keys.Ref{Partition: ref.Partition, Local: local}.String()
 }

@@ -81,6 +81,22 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 	}
 }
 
+// WithQuarantineHold holds the job while a job of the same kind and
+// arguments is quarantined: it is added, but waits (scheduled, never due,
+// JobInfo.HeldBy naming the quarantined job) until an operator releases
+// that job (Client.Release, sluice release) or it is deleted, so that a
+// payload that crashes workers cannot come straight back under a new ID
+// and crash them again up to the crash limit. Jobs are matched by a
+// fingerprint of kind and arguments, within a partition: on a queue of
+// several partitions the fingerprint places the job (after a partition
+// key or unique key), so copies meet; give every copy the option.
+func WithQuarantineHold() EnqueueOption {
+	return func(o *enqueueOptions) error {
+		o.hold = true
+		return nil
+	}
+}
+
 // WithUniqueArgs is WithUnique with a key derived from the job's kind and
 // arguments.
 func WithUniqueArgs(ttl time.Duration, on OnDuplicate) EnqueueOption {

@@ -26,6 +26,7 @@ type enqueueOptions struct {
 	unique      store.Unique
 	uniqueArgs  bool // derive the unique key from kind and arguments
 	sticky      store.Sticky
+	hold        bool // WithQuarantineHold
 }
 
 // WithPreferredWorker routes the job to the worker whose WorkerID is

@@ -1,6 +1,8 @@
 package flow
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -62,22 +64,30 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 		_, _ = h.Write(payload)
 		o.unique.Key = kind + ":" + strconv.FormatUint(h.Sum64(), 36)
 	}
+	hold := ""
+	if o.hold {
+		sum := sha256.Sum256(append([]byte(kind+"\x00"), payload...))
+		hold = hex.EncodeToString(sum[:16])
+	}
 	local, generated := o.id, false
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeKey(&o), sp)), Local: local}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeKey(&o, hold), sp)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
 		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
+		Hold: hold,
 	}, nil
 }
 
 // routeKey is the key whose hash places a job on its queue's partition,
 // the first of: its partition key (WithPartitionKey), its unique key
-// (WithUnique, WithUniqueArgs), its caller-chosen ID (WithID, or a spawned
-// child's or a schedule tick's ID); "" for none. A unique key is held per
+// (WithUnique, WithUniqueArgs), its quarantine-hold fingerprint hold
+// (WithQuarantineHold: held copies must meet the quarantined job), its
+// caller-chosen ID (WithID, or a spawned child's or a schedule tick's ID);
+// "" for none. A unique key is held per
 // partition (uq:<key> in the partition's slot), so jobs sharing one must
 // meet on one partition whatever their IDs: it goes before the ID. An ID
 // is idempotent per partition too, and keeps meeting its earlier enqueue
@@ -85,12 +95,14 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 // always none), which then choose the same partition again. A job found
 // later by its returned ID needs no routing: the ID names its partition
 // (queue:partition:local, keys.Ref).
-func routeKey(o *enqueueOptions) string {
+func routeKey(o *enqueueOptions, hold string) string {
 	switch {
 	case o.partKey != "":
 		return o.partKey
 	case o.unique.Key != "":
 		return o.unique.Key
+	case hold != "":
+		return hold
 	default:
 		return o.id
 	}

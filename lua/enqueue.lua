@@ -9,7 +9,7 @@
 --   random ID: 'g', or the
 --   creation time in ms it carries (keys.LocalTime), which saves storing
 --   the created time when it agrees with the store's to CT_SLACK ms), and
---   'x' when 23 more fields follow (else '': a plain job, every one of them
+--   'x' when 24 more fields follow (else '': a plain job, every one of them
 --   at its default): run_at (absolute ms, 0 = none), delay (ms),
 --   max_attempts, timeout (ms, 0 = none), deadline (absolute ms, 0 = none),
 --   priority (0..9), headers (opaque bytes, may be empty), and for a job
@@ -21,13 +21,18 @@
 --   what a duplicate does to a job that has not started ('', 'replace' its
 --   payload, 'debounce' its run time); then sticky routing: preferred
 --   worker (empty: none), fallback ('w' wait, 'a' any worker after, 'f'
---   fail after) and its delay (ms). Most jobs are plain, and their five
---   fields are all Redis parses and Lua copies.
+--   fail after) and its delay (ms); then the quarantine hold: the job's
+--   fingerprint (kind and arguments; empty: no hold). A job with a
+--   fingerprint whose twin (lib.lua qh:) is quarantined is added held:
+--   scheduled at HOLD_AT, never due, until that job is released or deleted
+--   (lib.lua free_held). Most jobs are plain, and their five fields are
+--   all Redis parses and Lua copies.
 -- Returns: one status per job, in order:
 --   'new'       the job was added
 --   'exists'    a job with this ID and the same kind and payload exists (no-op)
 --   'conflict'  a job with this ID exists with another kind or payload
 --   'unique ' .. id  job id holds the unique key: nothing added
+--   'held ' .. id    added, held behind quarantined job id (same fingerprint)
 --   'taken'     the ID was a fresh random one ('0' above) but a job has it
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
@@ -44,14 +49,18 @@ local CT_SLACK = 50
 -- store.relayMarkTTL).
 local FOLLOW_KEEP = 7 * 24 * 3600 * 1000
 
--- PLAIN holds the 23 optional fields at their defaults, in ARGV order.
+-- PLAIN holds the 24 optional fields at their defaults, in ARGV order.
 local PLAIN = {
   '0', '0', DEFAULT_MAX_ATTEMPTS, '0', '0', '0', '',
   '', '', '', '',
   '', '0', '', '0', '0', '0',
   '', '0', '',
   '', '', '0',
+  '',
 }
+-- HOLD_AT: the due time of a held job, never reached (14 digits, which
+-- Lua writes as an integer).
+local HOLD_AT = 99999999999999
 
 -- unique_holder returns the ID of the job holding unique key uk, if one
 -- does (a key left by a deleted job is free).
@@ -86,8 +95,8 @@ for _ = 1, n do
   local id, kind, payload, origin = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local o = PLAIN -- o[k]: optional field k of this job
   if ARGV[b + 4] == 'x' then
-    o = { unpack(ARGV, b + 5, b + 27) }
-    b = b + 28
+    o = { unpack(ARGV, b + 5, b + 28) }
+    b = b + 29
   else
     b = b + 5
   end
@@ -128,6 +137,14 @@ for _ = 1, n do
       out[#out + 1] = 'conflict'
     end
   else
+    local held_by = false
+    if o[24] ~= '' then
+      local q = redis.call('GET', PFX .. 'qh:' .. o[24])
+      if q and state_of(redis.call('HGET', job_key(q), 's')) == 'quarantined' then
+        held_by = q
+        due = HOLD_AT
+      end
+    end
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
@@ -170,6 +187,13 @@ for _ = 1, n do
       if o[21] ~= '' then
         for k, field in ipairs({ 'sw', 'sm', 'sd' }) do opt(field, o[20 + k], nil) end
       end
+      if o[24] ~= '' then
+        opt('qf', o[24], nil)
+        if held_by then
+          opt('qb', held_by, nil)
+          redis.call('RPUSH', PFX .. 'qw:' .. o[24], id)
+        end
+      end
     end
     redis.call('HSET', jk, unpack(f))
     if state == 'scheduled' then
@@ -181,7 +205,11 @@ for _ = 1, n do
     end
     count(nil, state)
     if relayed then redis.call('SET', PFX .. 'fu:' .. id, '1', 'PX', FOLLOW_KEEP) end
-    out[#out + 1] = 'new'
+    if held_by then
+      out[#out + 1] = 'held ' .. held_by
+    else
+      out[#out + 1] = 'new'
+    end
   end
 end
 if #out > 0 then wake() end

@@ -561,6 +561,34 @@ local function clear_lease(id)
   zrem_later(K_RUN, id)
 end
 
+-- Quarantine hold (flow.WithQuarantineHold): a job may carry a
+-- fingerprint of its kind and arguments ('qf'). When it is quarantined,
+-- PFX .. 'qh:' .. fingerprint names it, and a job enqueued later with the
+-- same fingerprint is held (enqueue.lua: 'qb' names the job it waits on,
+-- and it waits on the list PFX .. 'qw:' .. fingerprint) until the
+-- quarantined one is released or deleted. Mirrored by keys.Partition's
+-- QuarantineHold and HeldOn.
+-- free_held ends quarantined job id's hold (fingerprint qf): the jobs held
+-- behind it become due now.
+local function free_held(qf, id)
+  local qh = PFX .. 'qh:' .. qf
+  if redis.call('GET', qh) ~= id then return end
+  redis.call('DEL', qh)
+  local wk = PFX .. 'qw:' .. qf
+  local ids = redis.call('LRANGE', wk, 0, -1)
+  redis.call('DEL', wk)
+  for _, h in ipairs(ids) do
+    local hk = job_key(h)
+    local v = redis.call('HMGET', hk, 's', 'qb')
+    if state_of(v[1]) == 'scheduled' and v[2] == id then
+      redis.call('HDEL', hk, 'qb')
+      redis.call('HSET', hk, 'rt', NOW_S)
+      redis.call('ZADD', K_SCHED, NOW, h)
+      wake()
+    end
+  end
+end
+
 -- delete_job deletes a job and every key it owns. plain says it has none
 -- but its hash and perhaps a body key (no errors, no checkpoints), which
 -- saves the lookups.
@@ -568,6 +596,8 @@ local function delete_job(id, plain)
   if plain then
     redis.call('DEL', job_key(id), body_key(id))
   else
+    local qf = redis.call('HGET', job_key(id), 'qf')
+    if qf then free_held(qf, id) end
     redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
       corrupt_key(id))
     redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
@@ -663,6 +693,10 @@ local function finish(jk, id, from, state, reason, m)
   zadd_later(TERMINAL[state], num_s(NOW + ret), id)
   if state == 'archived' or state == 'quarantined' then
     zadd_later(PFX .. 'dd', num_s(NOW + DEATH_GRACE), id)
+  end
+  if state == 'quarantined' then
+    local qf = redis.call('HGET', jk, 'qf')
+    if qf then redis.call('SET', PFX .. 'qh:' .. qf, id) end
   end
 end
 

@@ -58,7 +58,11 @@ local function revive(jk, id, state, reason)
   redis.call('HDEL', jk, 'ft', 'xr')
   redis.call('HINCRBY', jk, 'dn', 1)
   redis.call('HSET', jk, 'dt', NOW, 'df', state .. ':' .. (reason or ''))
-  if state == 'quarantined' then redis.call('HSET', jk, 'c', 0) end
+  if state == 'quarantined' then
+    redis.call('HSET', jk, 'c', 0)
+    local qf = redis.call('HGET', jk, 'qf')
+    if qf then free_held(qf, id) end -- its twins held behind it run too
+  end
   make_available(jk, id, state, false)
 end
 

@@ -66,6 +66,9 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	if j.Redrives > 0 {
 		line("Redrives", fmt.Sprintf("%d, last %s from %s", j.Redrives, when(j.RedrivenAt), j.RedrivenFrom))
 	}
+	if j.HeldBy != "" {
+		line("Held", "behind quarantined job "+j.HeldBy+" (runs once it is released: sluice release "+j.HeldBy+")")
+	}
 	if j.DeadEffects > 0 {
 		line("Dead effects", fmt.Sprintf("%d could not be applied (sluice effects list --queue %s)", j.DeadEffects, j.Queue))
 	}

@@ -55,6 +55,16 @@ func (p Partition) KidCount(id string) string { return p.Prefix() + "kc:" + id }
 // (lua/enqueue.lua).
 func (p Partition) Unique(key string) string { return p.Prefix() + "uq:" + key }
 
+// QuarantineHold names the quarantined job whose fingerprint (kind and
+// arguments) is fp, while it is quarantined; HeldOn lists the jobs with
+// that fingerprint held until it is released or deleted (lua/lib.lua
+// free_held, flow.WithQuarantineHold).
+func (p Partition) QuarantineHold(fp string) string { return p.Prefix() + "qh:" + fp }
+
+// HeldOn is the list of jobs held behind the quarantined job of
+// fingerprint fp; see QuarantineHold.
+func (p Partition) HeldOn(fp string) string { return p.Prefix() + "qw:" + fp }
+
 // Deaths is the sorted set of a partition's pending death reports: jobs
 // that reached archived or quarantined and for which no death handler
 // has run yet, scored by when a sweep may deliver them (lua/deaths.lua).

@@ -37,6 +37,11 @@ type NewJob struct {
 	Limits      Limits
 	Unique      Unique
 	Sticky      Sticky
+	// Hold is the job's fingerprint (kind and arguments) for the
+	// quarantine hold: while a job with the same fingerprint is
+	// quarantined in the partition, this one is added held, never due,
+	// until that one is released or deleted. "": no hold.
+	Hold string
 }
 
 // Sticky routes a job to a preferred worker. Mode says what happens while
@@ -83,6 +88,9 @@ type EnqueueResult struct {
 	// enqueued under this one instead.
 	Local    string
 	Existing string // for Held: the ID (in the partition) of the job holding the key
+	// HeldBy is set, with Added, when the job was added held behind this
+	// quarantined job (its ID in the partition): NewJob.Hold.
+	HeldBy string
 	Err      error  // ErrConflict for Conflicted
 }
 
@@ -185,7 +193,7 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		l := j.Limits
 		args = append(args, l.ConcurrencyKey, l.ConcurrencyLimit, l.RateClass, l.RateJobs, ms(l.RatePer), l.RateBurst,
 			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate,
-			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After))
+			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After), j.Hold)
 	}
 	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
 	if err != nil {
@@ -211,5 +219,5 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 func (j *NewJob) plain() bool {
 	return j.RunAt.IsZero() && j.Delay == 0 && j.MaxAttempts == DefaultMaxAttempts && j.Timeout == 0 &&
 		j.Deadline.IsZero() && j.Priority == 0 && len(j.Headers) == 0 && j.Parent == nil &&
-		j.Limits == (Limits{}) && j.Unique == (Unique{}) && j.Sticky == (Sticky{})
+		j.Limits == (Limits{}) && j.Unique == (Unique{}) && j.Sticky == (Sticky{}) && j.Hold == ""
 }

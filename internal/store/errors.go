@@ -55,6 +55,9 @@ func enqueueResult(s string) (EnqueueResult, error) {
 	case statusTaken:
 		return EnqueueResult{Status: taken}, nil
 	}
+	if q, ok := strings.CutPrefix(s, "held "); ok {
+		return EnqueueResult{Status: Added, HeldBy: q}, nil
+	}
 	if holder, ok := strings.CutPrefix(s, statusUnique+" "); ok {
 		return EnqueueResult{Status: Held, Existing: holder}, nil
 	}

@@ -58,6 +58,9 @@ type Job struct {
 	// DeadEffects counts this job's effects that the relay could not apply
 	// (lua/deadfx.lua).
 	DeadEffects int
+	// HeldBy is the quarantined job (its ID in the partition) this one is
+	// held behind (NewJob.Hold), while it is.
+	HeldBy string
 }
 
 // Orphan is the provenance of a job reclaimed after a crash.
@@ -171,6 +174,10 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.RedrivenFrom = v
 		case "xd":
 			j.DeadEffects = int(num(v))
+		case "qb":
+			j.HeldBy = v
+		case "qf":
+			// the fingerprint of the quarantine hold: the scripts' business
 		default:
 			if n, ok := chunkIndex(k, 'p'); ok {
 				payload.add(n, v)

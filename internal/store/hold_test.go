@@ -1,0 +1,78 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestQuarantineHold: while a job is quarantined, a job with its
+// fingerprint is added held (never due, naming it); other jobs run. A
+// release, or the quarantined job's deletion, lets the held ones run.
+func TestQuarantineHold(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			quarantine := func(local string) {
+				t.Helper()
+				f.enqueue(store.NewJob{Local: local, Hold: "fp"})
+				for range 3 {
+					f.ack(f.claimOne("w"), store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
+					f.clk.Advance(time.Minute)
+				}
+				if j, _ := f.get(local); j.State != "quarantined" {
+					t.Fatalf("%s is %s, want quarantined", local, j.State)
+				}
+			}
+			hold := func(local, by string) {
+				t.Helper()
+				res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: local, Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"}})
+				if err != nil || res[0].Status != store.Added || res[0].HeldBy != by {
+					t.Fatalf("enqueue %s: %+v %v, want added held by %s", local, res, err, by)
+				}
+				if j, _ := f.get(local); j.State != "scheduled" || j.HeldBy != by {
+					t.Fatalf("%s: %s held by %q", local, j.State, j.HeldBy)
+				}
+			}
+			quarantine("a")
+			hold("b", "a")
+			f.enqueue(store.NewJob{Local: "free"})
+			f.clk.Advance(365 * 24 * time.Hour)
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["free"] {
+				t.Fatalf("claimed %v, want only the job without the fingerprint", got)
+			}
+			f.wantStats(map[string]string{"scheduled": "1", "quarantined": "1"})
+
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRelease, []string{"a"}); err != nil || errs[0] != nil {
+				t.Fatalf("release: %v %v", errs, err)
+			}
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 2 || !got["a"] || !got["b"] {
+				t.Fatalf("after the release claimed %v, want a and b", got)
+			}
+			if n, _ := f.rdb.Exists(f.ctx, f.p.QuarantineHold("fp"), f.p.HeldOn("fp")).Result(); n != 0 {
+				t.Fatalf("%d hold keys left after the release", n)
+			}
+
+			// deleting the quarantined job ends its hold too
+			f2 := newFixture(t, b)
+			f2.enqueue(store.NewJob{Local: "c", Hold: "fp"})
+			for range 3 {
+				f2.ack(f2.claimOne("w"), store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
+				f2.clk.Advance(time.Minute)
+			}
+			res, err := f2.st.Enqueue(f2.ctx, f2.p, []store.NewJob{{Local: "d", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"}})
+			if err != nil || res[0].HeldBy != "c" {
+				t.Fatalf("enqueue d: %+v %v", res, err)
+			}
+			if _, err := f2.st.Delete(f2.ctx, keys.Ref{Partition: f2.p, Local: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := locals(f2.claim(10, "w").Jobs); len(got) != 1 || !got["d"] {
+				t.Fatalf("after deleting c claimed %v, want d", got)
+			}
+		})
+	}
+}
