@@ -91,7 +91,7 @@ type EnqueueResult struct {
 	// HeldBy is set, with Added, when the job was added held behind this
 	// quarantined job (its ID in the partition): NewJob.Hold.
 	HeldBy string
-	Err      error  // ErrConflict for Conflicted
+	Err    error // ErrConflict for Conflicted
 }
 
 // DefaultMaxAttempts is the max attempts of a job whose hash has no 'ma'
