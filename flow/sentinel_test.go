@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -44,7 +45,7 @@ func TestConnectSentinel(t *testing.T) {
 		t.Fatalf("rediss+sentinel options: user %q, password %q, db %d, TLS %+v", o.Username, o.Password, o.DB, o.TLSConfig)
 	}
 
-	sen, err := redistest.StartSentinel("sluice")
+	sen, err := redisproc.StartSentinel("sluice")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -137,7 +138,7 @@ func (noHandlers) Handler(string) (Handler, bool) { return nil, false }
 // under it, instead of spinning on the closed wake-up channel.
 func TestHangClientClosed(t *testing.T) {
 	t.Parallel()
-	srv, err := redistest.StartServer() // the shared server is runtime_test's
+	srv, err := redisproc.StartServer() // the shared server is runtime_test's
 	if err != nil {
 		t.Fatal(err)
 	}

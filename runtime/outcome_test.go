@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -288,7 +288,7 @@ func TestHandlerGoexitIsSettled(t *testing.T) {
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Clock: clk, ShutdownWindow: window, CancelGrace: grace, IdlePoll: time.Hour})
 	id := e.enqueue(workArgs{N: 1})
 	recv(t, calls, "the handler to run")
-	settled, last := redistest.Poll(5*time.Second, func() (bool, string) {
+	settled, last := redisproc.Poll(5*time.Second, func() (bool, string) {
 		j := e.job(id)
 		return j.State != flow.StateRunning || j.Fence > 1, fmt.Sprintf("%+v", summarize(j))
 	})

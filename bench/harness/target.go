@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -63,7 +63,7 @@ func connect(ctx context.Context, topology, url string, producers, partitions in
 	case TopologyURL:
 		t.url, t.external = url, true
 	case TopologySingle:
-		srv, err := redistest.StartServer()
+		srv, err := redisproc.StartServer()
 		if err != nil {
 			return nil, fmt.Errorf("starting redis-server: %w", err)
 		}
@@ -71,9 +71,9 @@ func connect(ctx context.Context, topology, url string, producers, partitions in
 		t.url = "redis://" + srv.Addr()
 		// redistest honours SLUICE_TEST_REDIS_ADDR: then the server is
 		// someone else's.
-		t.external = os.Getenv(redistest.EnvExternalAddr) != ""
+		t.external = os.Getenv(redisproc.EnvExternalAddr) != ""
 	case TopologyCluster:
-		c, err := redistest.StartCluster(clusterNodes)
+		c, err := redisproc.StartCluster(clusterNodes)
 		if err != nil {
 			return nil, fmt.Errorf("starting a %d-node cluster: %w", clusterNodes, err)
 		}

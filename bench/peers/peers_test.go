@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/bench/harness"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // tiny is a run small enough for a test on a loaded machine.
@@ -24,7 +24,7 @@ var tiny = config{
 // startTarget starts a private redis-server and connects to it.
 func startTarget(t *testing.T) *target {
 	t.Helper()
-	srv, err := redistest.StartServer()
+	srv, err := redisproc.StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}

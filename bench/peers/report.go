@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/bench/harness"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // report is everything one invocation measured; it is what -json writes.
@@ -64,7 +64,7 @@ func newReport(ctx context.Context, t *target, cfg config) *report {
 	return &report{
 		Started: time.Now(), Go: goruntime.Version(), Platform: goruntime.GOOS + "/" + goruntime.GOARCH,
 		CPUs: goruntime.NumCPU(), GOMAXPROCS: goruntime.GOMAXPROCS(0), LoadStart: loadAverage(),
-		Redis:  redisInfo{Addr: t.addr, Version: harness.RedisVersion(ctx, t.admin), External: t.server == nil || os.Getenv(redistest.EnvExternalAddr) != ""},
+		Redis:  redisInfo{Addr: t.addr, Version: harness.RedisVersion(ctx, t.admin), External: t.server == nil || os.Getenv(redisproc.EnvExternalAddr) != ""},
 		Asynq:  asynqVersion(),
 		Config: cfg, Setups: cfg.setups(), Samples: map[string]map[string][]float64{},
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/bench/harness"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // target is the Redis both systems are measured on, and the clients the
@@ -25,7 +25,7 @@ type target struct {
 	producer *redis.Client
 	worker   *redis.Client
 	admin    *redis.Client
-	server   *redistest.Server // nil for a Redis we did not start
+	server   *redisproc.Server // nil for a Redis we did not start
 }
 
 // connect uses the Redis at url, or when url is empty starts a private
@@ -34,7 +34,7 @@ type target struct {
 func connect(ctx context.Context, url string, producers int) (*target, error) {
 	t := &target{url: url}
 	if url == "" {
-		srv, err := redistest.StartServer()
+		srv, err := redisproc.StartServer()
 		if err != nil {
 			return nil, fmt.Errorf("starting redis-server: %w", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
@@ -60,7 +61,7 @@ func (r *redirects) count(err error) {
 // go-redis as redis.UniversalClient through Sluice's APIs).
 type rig struct {
 	t      *testing.T
-	c      *redistest.Cluster
+	c      *redisproc.Cluster
 	ns     string
 	client *flow.Client
 	l      *ledger
@@ -74,7 +75,7 @@ const rigPartitions = 6
 
 // newRig starts a scenario whose jobs take work; gate, when not nil,
 // holds the jobs of partition 0 until it is closed.
-func newRig(t *testing.T, c *redistest.Cluster, opts runtime.Options, gate chan struct{}) *rig {
+func newRig(t *testing.T, c *redisproc.Cluster, opts runtime.Options, gate chan struct{}) *rig {
 	t.Helper()
 	r := &rig{t: t, c: c, ns: wakeColocated(t, c), l: newLedger(), redir: &redirects{}}
 	parts := map[string]int{"default": rigPartitions}
@@ -113,7 +114,7 @@ func partitionSlot(ns string) int {
 // wakeColocated returns a namespace whose partition 0 has the same master
 // as the queue's wake-up channel, so that a failover of that master also
 // moves the workers' subscription.
-func wakeColocated(t *testing.T, c *redistest.Cluster) string {
+func wakeColocated(t *testing.T, c *redisproc.Cluster) string {
 	t.Helper()
 	ctx := context.Background()
 	for range 100 {
@@ -200,7 +201,7 @@ func (r *rig) finish(total int) {
 }
 
 // scriptLoaded reports whether s has the claim script in its cache.
-func scriptLoaded(t *testing.T, s *redistest.Server) bool {
+func scriptLoaded(t *testing.T, s *redisproc.Server) bool {
 	t.Helper()
 	cl := s.Client()
 	defer cl.Close()
@@ -217,7 +218,7 @@ func scriptLoaded(t *testing.T, s *redistest.Server) bool {
 // partition. The scenarios share one cluster, in order.
 func TestFailover(t *testing.T) {
 	t.Parallel()
-	c, err := redistest.StartCluster(3, redistest.WithReplicas(1), redistest.WithArgs("--cluster-node-timeout", "1000"))
+	c, err := redisproc.StartCluster(3, redisproc.WithReplicas(1), redisproc.WithArgs("--cluster-node-timeout", "1000"))
 	must(t, err)
 	t.Cleanup(func() { c.Close() })
 	const jobs = 300
@@ -307,7 +308,7 @@ func TestFailover(t *testing.T) {
 	// keep the worker from starting.
 	t.Run("replica down at start", func(t *testing.T) {
 		ctx := context.Background()
-		var replica *redistest.Server
+		var replica *redisproc.Server
 		for _, s := range c.Nodes() {
 			info := s.Client()
 			role, err := info.Do(ctx, "ROLE").Slice()
@@ -328,7 +329,7 @@ func TestFailover(t *testing.T) {
 }
 
 // replicaOf returns the master of slot and its replica.
-func replicaOf(ctx context.Context, c *redistest.Cluster, slot int) (master, replica *redistest.Server, err error) {
+func replicaOf(ctx context.Context, c *redisproc.Cluster, slot int) (master, replica *redisproc.Server, err error) {
 	if master, err = c.MasterOf(ctx, slot); err != nil {
 		return nil, nil, err
 	}
@@ -340,7 +341,7 @@ func replicaOf(ctx context.Context, c *redistest.Cluster, slot int) (master, rep
 }
 
 // otherMaster returns a master of c other than not.
-func otherMaster(ctx context.Context, t *testing.T, c *redistest.Cluster, not *redistest.Server) *redistest.Server {
+func otherMaster(ctx context.Context, t *testing.T, c *redisproc.Cluster, not *redisproc.Server) *redisproc.Server {
 	t.Helper()
 	for _, s := range c.Nodes() {
 		info := s.Client()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -101,7 +102,7 @@ func startWorker(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, op
 }
 
 // clusterClient is a new ClusterClient on c, closed when the test ends.
-func clusterClient(t *testing.T, c *redistest.Cluster) *redis.ClusterClient {
+func clusterClient(t *testing.T, c *redisproc.Cluster) *redis.ClusterClient {
 	t.Helper()
 	cc := c.Client()
 	t.Cleanup(func() { cc.Close() })

@@ -3,6 +3,8 @@ package redistest
 import (
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // Eventually polls cond every few milliseconds until it holds, and fails
@@ -18,25 +20,7 @@ func Eventually(tb testing.TB, what string, cond func() bool) {
 // state it saw, for the failure message.
 func Within(tb testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	tb.Helper()
-	if ok, last := Poll(timeout, cond); !ok {
+	if ok, last := redisproc.Poll(timeout, cond); !ok {
 		tb.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
-	}
-}
-
-// Poll calls cond every few milliseconds until it holds (true) or timeout
-// passes (false, with cond's last description).
-func Poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return true, ""
-		}
-		if time.Now().After(deadline) {
-			return false, last
-		}
-		<-tick.C
 	}
 }

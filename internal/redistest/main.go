@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // Env is a test package's shared Redis: one server, and a 3-node cluster
 // when asked for.
 type Env struct {
-	Server  *Server
-	Cluster *Cluster
+	Server  *redisproc.Server
+	Cluster *redisproc.Cluster
 }
 
 // Main is a test package's TestMain: it starts env (the cluster only when
@@ -20,12 +22,12 @@ type Env struct {
 // leaked, and exits.
 func Main(m *testing.M, env *Env, withCluster bool) {
 	var err error
-	if env.Server, err = StartServer(); err != nil {
+	if env.Server, err = redisproc.StartServer(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	if withCluster {
-		if env.Cluster, err = StartCluster(3); err != nil {
+		if env.Cluster, err = redisproc.StartCluster(3); err != nil {
 			env.Server.Close()
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func TestClusterTopology(t *testing.T) {
 	defer cancel()
 	cc := c.Client()
 	defer cc.Close()
-	key := "{" + NewNamespace(t) + "}k"
+	key := "{" + testKeys(t) + "}k"
 	slot := keys.Slot(key)
 	if err := cc.Set(ctx, key, "v", 0).Err(); err != nil {
 		t.Fatal(err)

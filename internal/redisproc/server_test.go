@@ -1,8 +1,10 @@
-package redistest
+package redisproc
 
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func TestServerPingSetGet(t *testing.T) {
 	if got, err := rdb.Ping(ctx).Result(); err != nil || got != "PONG" {
 		t.Fatalf("PING = %q, %v", got, err)
 	}
-	ns := NewNamespace(t)
+	ns := testKeys(t)
 	if err := rdb.Set(ctx, ns+":k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +73,7 @@ func TestServerRestartKeepsAOFData(t *testing.T) {
 	if got, err := rdb.ConfigGet(ctx, "appendfsync").Result(); err != nil || got["appendfsync"] != "always" {
 		t.Fatalf("appendfsync = %v, %v", got, err)
 	}
-	ns := NewNamespace(t)
+	ns := testKeys(t)
 	if err := rdb.Set(ctx, ns+":survivor", "still here", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,20 +160,6 @@ func TestExternalAddr(t *testing.T) {
 	}
 }
 
-func TestNewNamespaceUnique(t *testing.T) {
-	seen := map[string]bool{}
-	for range 1000 {
-		ns := NewNamespace(t)
-		if !strings.HasPrefix(ns, "t") || len(ns) != 13 || strings.ContainsAny(ns, "{}: ") {
-			t.Fatalf("bad namespace %q", ns)
-		}
-		if seen[ns] {
-			t.Fatalf("duplicate namespace %q", ns)
-		}
-		seen[ns] = true
-	}
-}
-
 func TestKeysSlot(t *testing.T) {
 	// Reference values from CLUSTER KEYSLOT.
 	for key, want := range map[string]int{
@@ -210,7 +198,7 @@ func TestCluster(t *testing.T) {
 	ctx := ctxT(t)
 	cc := c.Client()
 	defer cc.Close()
-	ns := NewNamespace(t)
+	ns := testKeys(t)
 
 	// Redis computes the same slots we do.
 	node0 := c.Nodes()[0].Client()
@@ -265,4 +253,11 @@ func TestCluster(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "CROSSSLOT") {
 		t.Fatalf("EVAL different tags: err = %v, want CROSSSLOT", err)
 	}
+}
+
+// testKeys is a key prefix of this test's own (redistest.NewNamespace,
+// which this package's tests cannot import: it imports this package).
+func testKeys(t *testing.T) string {
+	t.Helper()
+	return "t" + strconv.FormatInt(time.Now().UnixNano(), 36) + strconv.Itoa(rand.IntN(1<<30))
 }

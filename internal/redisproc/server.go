@@ -1,49 +1,22 @@
-// Package redistest starts real redis-server processes on free loopback
-// ports for integration tests.
-//
-// The intended pattern is one server per test package, started in TestMain
-// and shared by every test in the package. Tests never FLUSHDB; instead each
-// test prefixes its keys with a namespace from [NewNamespace], so tests can
-// share one server (and run with t.Parallel) without colliding:
-//
-//	var srv *redistest.Server
-//
-//	func TestMain(m *testing.M) {
-//		var err error
-//		srv, err = redistest.StartServer()
-//		if err != nil {
-//			fmt.Fprintln(os.Stderr, err)
-//			os.Exit(1)
-//		}
-//		code := m.Run()
-//		srv.Close()
-//		os.Exit(code)
-//	}
-//
-//	func TestSomething(t *testing.T) {
-//		rdb := srv.Client()
-//		t.Cleanup(func() { rdb.Close() })
-//		ns := redistest.NewNamespace(t)
-//		// use keys under ns ...
-//	}
-//
-// [StartCluster] does the same for a small Redis Cluster, with replicas
-// when asked for ([WithReplicas]); [Cluster.Failover], [Cluster.KillMaster]
-// and [Cluster.MigrateSlot] change its topology under a running test.
+// Package redisproc starts and stops real redis-server processes on free
+// loopback ports: a single server, a small Redis Cluster with replicas
+// when asked for ([WithReplicas]), a Sentinel setup; [Cluster.Failover],
+// [Cluster.KillMaster] and [Cluster.MigrateSlot] change a cluster's
+// topology under a running program. The test harness (internal/redistest)
+// and the benchmark (sluice bench) use it; it imports no test code, so
+// binaries that start servers link none.
 //
 // The redis-server binary is taken from $REDIS_SERVER, else from $PATH. If it
 // cannot be found, StartServer and StartCluster return [ErrNoRedis].
 //
 // If $SLUICE_TEST_REDIS_ADDR is set (host:port), StartServer does not start
 // anything: it returns a Server pointing at that address, whose Close is a
-// no-op and whose Restart fails. Tests must therefore not assume an empty
-// database, which they should not do anyway.
-package redistest
+// no-op and whose Restart fails. Callers must therefore not assume an empty
+// database.
+package redisproc
 
 import (
 	"bufio"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -55,7 +28,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -528,16 +500,4 @@ func quoteArgs(args []string) []string {
 		out[i] = a
 	}
 	return out
-}
-
-// NewNamespace returns a namespace unique to this call ("t" followed by 12
-// random hex digits), for prefixing every key a test touches so that tests
-// sharing one server never collide.
-func NewNamespace(tb testing.TB) string {
-	tb.Helper()
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		tb.Fatalf("redistest: random namespace: %v", err)
-	}
-	return "t" + hex.EncodeToString(b[:])
 }
