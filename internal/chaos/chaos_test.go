@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -44,11 +45,11 @@ const drainTimeout = 3 * time.Minute
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
-	if os.Getenv(redistest.EnvExternalAddr) != "" {
-		t.Skipf("the chaos suite restarts its own redis-server; %s points at an external one", redistest.EnvExternalAddr)
+	if os.Getenv(redisproc.EnvExternalAddr) != "" {
+		t.Skipf("the chaos suite restarts its own redis-server; %s points at an external one", redisproc.EnvExternalAddr)
 	}
 	ctx := context.Background()
-	srv, err := redistest.StartServer(redistest.WithAppendOnly())
+	srv, err := redisproc.StartServer(redisproc.WithAppendOnly())
 	if err != nil {
 		t.Fatal(err)
 	}

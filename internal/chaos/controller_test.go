@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // fault is a kind of injected failure.
@@ -39,7 +39,7 @@ type controller struct {
 	t     *testing.T
 	rng   *rand.Rand
 	fleet *fleet
-	srv   *redistest.Server
+	srv   *redisproc.Server
 	proxy *Proxy
 	// stallFor is the shortest stop: longer than a lease, plus time for
 	// the reaper to reclaim the stopped worker's jobs.

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -105,9 +106,9 @@ func TestProxy(t *testing.T) {
 }
 
 // startRedis starts a redis-server for one test.
-func startRedis(t *testing.T) *redistest.Server {
+func startRedis(t *testing.T) *redisproc.Server {
 	t.Helper()
-	srv, err := redistest.StartServer()
+	srv, err := redisproc.StartServer()
 	if err != nil {
 		t.Fatal(err)
 	}
