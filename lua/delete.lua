@@ -31,7 +31,7 @@ else
     if redis.call('GET', uq) == id then redis.call('DEL', uq) end
   end
 end
-delete_job(id)
+delete_job(id, false, s)
 count(s, nil)
 flush()
 return remember({ 'ok', s })

@@ -589,19 +589,26 @@ local function free_held(qf, id)
   end
 end
 
--- delete_job deletes a job and every key it owns. plain says it has none
--- but its hash and perhaps a body key (no errors, no checkpoints), which
--- saves the lookups.
-local function delete_job(id, plain)
+-- delete_job deletes job id, in state (a name), and every key it owns.
+-- plain says it has none but its hash and perhaps a body key (no errors,
+-- no checkpoints), which saves the lookups. Only an archived or
+-- quarantined job can have a pending death report or hold other jobs
+-- (free_held): a completed one, deleted at once in the hot path, skips
+-- those lookups.
+local function delete_job(id, plain, state)
   if plain then
     redis.call('DEL', job_key(id), body_key(id))
-  else
-    local qf = redis.call('HGET', job_key(id), 'qf')
-    if qf then free_held(qf, id) end
-    redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
-      corrupt_key(id))
-    redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
+    return
   end
+  if state == 'archived' or state == 'quarantined' then
+    redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
+    if state == 'quarantined' then
+      local qf = redis.call('HGET', job_key(id), 'qf')
+      if qf then free_held(qf, id) end
+    end
+  end
+  redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
+    corrupt_key(id))
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
@@ -680,7 +687,7 @@ local function finish(jk, id, from, state, reason, m)
   end
   local ret = RET[state]
   if ret < 0 then
-    delete_job(id, m.plain)
+    delete_job(id, m.plain, state)
     count(from, nil)
     return
   end
@@ -775,7 +782,7 @@ local function sweep(limit)
       zrem_later(zk, id)
       local s = state_of(redis.call('HGET', job_key(id), 's'))
       if s == state then
-        delete_job(id)
+        delete_job(id, false, s)
         count(state, nil)
         deleted = deleted + 1
       end
