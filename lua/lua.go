@@ -63,7 +63,9 @@ func Source(name string) string {
 
 // libParts are the prelude's files, in the order they are joined: a Lua
 // local can only refer to locals defined above it.
-var libParts = []string{"lib", "lib_effects", "lib_replay"}
+var libParts = []string{
+	"lib", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_effects", "lib_replay",
+}
 
 // lib is the whole prelude.
 func lib() string {

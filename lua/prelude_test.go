@@ -92,3 +92,22 @@ func TestLibShape(t *testing.T) {
 		}
 	}
 }
+
+// TestLibDefinesBeforeUse: every definition of the prelude refers only to
+// definitions above it in the joined files (libParts): a Lua local is not
+// visible above its definition, where the name would read as an undefined
+// global on that path only.
+func TestLibDefinesBeforeUse(t *testing.T) {
+	units, defined := parseUnits(lib())
+	for k, u := range units {
+		var code strings.Builder // u without its trailing comments, which may name anything
+		for l := range strings.SplitSeq(u.text, "\n") {
+			code.WriteString(strings.SplitN(l, " -- ", 2)[0] + "\n")
+		}
+		for _, r := range mentions(code.String(), defined) {
+			if r > k {
+				t.Errorf("%v refers to %v, defined below it", u.names, units[r].names)
+			}
+		}
+	}
+}

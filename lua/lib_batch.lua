@@ -1,0 +1,163 @@
+-- lib_batch.lua: the prelude's deferred writes. Writes that many jobs of
+-- one call make to the same key (counters, sets, lists, throughput) are
+-- gathered and made once by flush(), which every script calls last.
+
+-- Writes that many jobs of one call make to the same key are deferred and
+-- made once by flush(), which every script calls last: per-state counter
+-- deltas, and members added to or removed from the running and terminal
+-- sets.
+local DELTA, ZADDS, ZREMS = {}, {}, {}
+-- Flow-control state loaded this call: running counts per concurrency key,
+-- token buckets per rate class, and when each blocked rate class may go on.
+local CC, WAIT, BUCKETS, RWAKE = {}, {}, {}, {}
+local WAIT_DIRTY = {} -- keys whose waiter count changed this call
+
+-- The priority lists above 0 that may hold jobs are flagged in a bit mask
+-- (PFX .. 'pm', bit p as SETBIT numbers it), so that a claim pops only
+-- those and the default list 0: every push to such a list flags it (at
+-- flush), and a claim that empties a list clears its flag. A claim that
+-- finds no mask sets every flag first.
+local PM_KEY = PFX .. 'pm'
+local PM_ALL = '\127\192' -- bits 1..9 set
+local PM_PUSHED = {}
+local function mark_priority(p)
+  if p > 0 then PM_PUSHED[p] = true end
+end
+-- may_hold says whether list p may hold jobs, given the mask pm (GET)
+-- and the pushes of this call.
+local function may_hold(pm, p)
+  if PM_PUSHED[p] then return true end
+  local byte = string.byte(pm, math.floor(p / 8) + 1) or 0
+  return math.floor(byte / 2 ^ (7 - p % 8)) % 2 == 1
+end
+
+-- count moves one job between per-state counters (from or to may be nil).
+local function count(from, to)
+  if from then DELTA[from] = (DELTA[from] or 0) - 1 end
+  if to then DELTA[to] = (DELTA[to] or 0) + 1 end
+end
+
+-- list_in returns the list under key in table t, adding an empty one.
+local function list_in(t, key)
+  local l = t[key]
+  if not l then
+    l = {}
+    t[key] = l
+  end
+  return l
+end
+
+local function zadd_later(key, score, member)
+  local l = list_in(ZADDS, key)
+  l[#l + 1] = score
+  l[#l + 1] = member
+end
+
+local function zrem_later(key, member)
+  local l = list_in(ZREMS, key)
+  l[#l + 1] = member
+end
+
+-- call_chunked runs cmd key args... in chunks that unpack can take.
+local function call_chunked(cmd, key, args, step)
+  for i = 1, #args, 1000 * step do
+    redis.call(cmd, key, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+  end
+end
+
+-- Jobs put at the back of a ready list are pushed in one RPUSH per list,
+-- in order, by flush_pushes: at flush(), and by a claim before it pops.
+local PUSHES = {}
+local function push_later(key, id)
+  local l = list_in(PUSHES, key)
+  l[#l + 1] = id
+end
+local function flush_pushes()
+  for k, l in pairs(PUSHES) do call_chunked('RPUSH', k, l, 1) end
+  PUSHES = {}
+end
+
+-- Throughput for queue stats: how many jobs reached each terminal state in
+-- this call, and the run times of completed attempts in quarter-octave
+-- buckets ('rt:' .. floor(4 * log2(ms + 1))). flush() adds them to the
+-- partition's hash of the current minute (keys.Partition.Minute), kept two
+-- hours.
+local TPUT = {}
+local MINUTE_KEEP = 7200000
+
+local function tally(field)
+  TPUT[field] = (TPUT[field] or 0) + 1
+end
+
+-- RT_FIELD caches the bucket field of each run time seen in this call:
+-- most attempts of a batch share a few, and building one is slow.
+local RT_FIELD = {}
+local function tally_run(ms)
+  if not ms or ms < 0 then return end
+  local f = RT_FIELD[ms]
+  if not f then
+    f = 'rt:' .. math.floor(4 * math.log(ms + 1) / math.log(2))
+    RT_FIELD[ms] = f
+  end
+  tally(f)
+end
+
+local function flush_tput()
+  if next(TPUT) == nil then return end
+  local mk = PFX .. 'm:' .. math.floor(NOW / 60000)
+  for f, n in pairs(TPUT) do redis.call('HINCRBY', mk, f, n) end
+  redis.call('PEXPIRE', mk, MINUTE_KEEP)
+  TPUT = {}
+end
+
+local function flush()
+  flush_tput()
+  flush_pushes()
+  for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, p, 1) end
+  PM_PUSHED = {}
+  for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
+  for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
+  for state, d in pairs(DELTA) do
+    if d ~= 0 then redis.call('HINCRBY', K_STATS, state, d) end
+  end
+  local set, del = {}, {}
+  for key, n in pairs(CC) do
+    if n > 0 then
+      set[#set + 1] = key
+      set[#set + 1] = n
+    else
+      del[#del + 1] = key
+    end
+  end
+  if #set > 0 then call_chunked('HSET', K_CC, set, 2) end
+  if #del > 0 then call_chunked('HDEL', K_CC, del, 1) end
+  set, del = {}, {}
+  for key in pairs(WAIT_DIRTY) do
+    local n = WAIT[key]
+    if n > 0 then
+      set[#set + 1] = key
+      set[#set + 1] = n
+    else
+      del[#del + 1] = key
+    end
+  end
+  if #set > 0 then call_chunked('HSET', PFX .. 'cwn', set, 2) end
+  if #del > 0 then call_chunked('HDEL', PFX .. 'cwn', del, 1) end
+  for class, b in pairs(BUCKETS) do
+    local bk = PFX .. 'rl:' .. class
+    redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
+    redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, RATE_KEEP))
+  end
+  for class, at in pairs(RWAKE) do
+    if at then redis.call('ZADD', K_RWAKE, at, class) else redis.call('ZREM', K_RWAKE, class) end
+  end
+end
+
+-- wake tells idle workers (if any registered) that this partition has work;
+-- once per script call is enough.
+local woken = false
+local function wake()
+  if woken then return end
+  woken = true
+  if redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
+end

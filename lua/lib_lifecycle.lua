@@ -1,0 +1,291 @@
+-- lib_lifecycle.lua: the prelude's job lifecycle: leases, deletion,
+-- parents and children, terminal states and death reports, crashes,
+-- reaping, sweeping, promotion.
+
+-- clear_lease takes a job out of the running set. Its lease fields stay
+-- until the next claim overwrites them; they mean nothing outside running.
+local function clear_lease(id)
+  zrem_later(K_RUN, id)
+end
+
+-- Quarantine hold (flow.WithQuarantineHold): a job may carry a
+-- fingerprint of its kind and arguments ('qf'). When it is quarantined,
+-- PFX .. 'qh:' .. fingerprint names it, and a job enqueued later with the
+-- same fingerprint is held (enqueue.lua: 'qb' names the job it waits on,
+-- and it waits on the list PFX .. 'qw:' .. fingerprint) until the
+-- quarantined one is released or deleted. Mirrored by keys.Partition's
+-- QuarantineHold and HeldOn.
+-- free_held ends quarantined job id's hold (fingerprint qf): the jobs held
+-- behind it become due now.
+local function free_held(qf, id)
+  local qh = PFX .. 'qh:' .. qf
+  if redis.call('GET', qh) ~= id then return end
+  redis.call('DEL', qh)
+  local wk = PFX .. 'qw:' .. qf
+  local ids = redis.call('LRANGE', wk, 0, -1)
+  redis.call('DEL', wk)
+  for _, h in ipairs(ids) do
+    local hk = job_key(h)
+    local v = redis.call('HMGET', hk, 's', 'qb')
+    if state_of(v[1]) == 'scheduled' and v[2] == id then
+      redis.call('HDEL', hk, 'qb')
+      redis.call('HSET', hk, 'rt', NOW_S)
+      redis.call('ZADD', K_SCHED, NOW, h)
+      wake()
+    end
+  end
+end
+
+-- delete_job deletes job id, in state (a name), and every key it owns.
+-- plain says it has none but its hash and perhaps a body key (no errors,
+-- no checkpoints), which saves the lookups. Only an archived or
+-- quarantined job can have a pending death report or hold other jobs
+-- (free_held): a completed one, deleted at once in the hot path, skips
+-- those lookups.
+local function delete_job(id, plain, state)
+  if plain then
+    redis.call('DEL', job_key(id), body_key(id))
+    return
+  end
+  if state == 'archived' or state == 'quarantined' then
+    redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
+    if state == 'quarantined' then
+      local qf = redis.call('HGET', job_key(id), 'qf')
+      if qf then free_held(qf, id) end
+    end
+  end
+  redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
+    corrupt_key(id))
+end
+
+-- holds reports whether the job is running under exactly this lease ID and
+-- fence: the identity check every write of an attempt starts with.
+local function holds(jk, lease, fence)
+  local h = redis.call('HMGET', jk, 's', 'l', 'f')
+  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
+end
+
+-- deliver records that child (of parent, spawned by step) finished, and
+-- wakes the parent when it waits for that step and the wait is over.
+local function deliver(parent, step, child, state, payload)
+  local pk = job_key(parent)
+  if redis.call('EXISTS', pk) == 0 then return end
+  local kk = kids_key(parent)
+  local new = redis.call('HSET', kk, child, state .. '\n' .. payload) == 1
+  if not new then return end
+  local ck = kidcount_key(parent)
+  redis.call('HINCRBY', ck, step, 1)
+  local failed = state ~= 'completed'
+  if failed then redis.call('HINCRBY', ck, step .. ':f', 1) end
+  local h = redis.call('HMGET', pk, 's', 'ws', 'wp')
+  if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
+  local left = redis.call('HINCRBY', pk, 'wc', -1)
+  if left <= 0 or (failed and h[3] == 'f') then
+    redis.call('HDEL', pk, 'ws', 'wc', 'wp')
+    redis.call('ZREM', K_SCHED, parent)
+    make_available(pk, parent, 'scheduled', false)
+  end
+end
+
+-- notified counts the notifications notify_parent put in the outbox.
+local notified = 0
+
+-- notify_parent tells a spawned job's parent that it finished: at once when
+-- the parent lives in this partition, else through the outbox. pa is the
+-- job's parent field when the caller read it (false: none), nil to read it
+-- here.
+local function notify_parent(jk, id, state, pa)
+  if pa == false then return end
+  if pa == nil and not redis.call('HGET', jk, 'pa') then return end
+  local p = redis.call('HMGET', jk, 'pa', 'pp', 'ps', 'pl', 'r', 'er')
+  local payload = p[6] or ''
+  if state == 'completed' then payload = p[5] or '' end
+  if p[2] == PFX then
+    deliver(p[4], p[3], id, state, payload)
+    return
+  end
+  redis.call('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  notified = notified + 1
+end
+
+-- A job that reaches archived or quarantined (a death) has a pending death
+-- report in PFX .. 'dd' until a worker's death handler has run for it
+-- (deaths.lua 'done'): scored by when a sweep may deliver it, DEATH_GRACE
+-- ms on (the worker that made the death reports it at once, unless it
+-- dies first). Mirrored by keys.Partition.Deaths.
+local DEATH_GRACE = 30000
+
+-- finish moves a job to a terminal state; reason may be ''. m is what the
+-- caller read of the job ({ pa = parent or false, uk = unique key or
+-- false, plain = as for delete_job, ls = lease start or nil }), or nil to
+-- read it here.
+local function finish(jk, id, from, state, reason, m)
+  if not m then
+    local v = redis.call('HMGET', jk, 'pa', 'uk')
+    m = { pa = v[1], uk = v[2], plain = false }
+  end
+  tally(state)
+  if state == 'completed' and m.ls then tally_run(NOW - tonumber(m.ls)) end
+  notify_parent(jk, id, state, m.pa)
+  if m.uk then
+    -- a unique key held while the job is active is free again
+    local uq = PFX .. 'uq:' .. m.uk
+    if redis.call('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end
+  end
+  local ret = RET[state]
+  if ret < 0 then
+    delete_job(id, m.plain, state)
+    count(from, nil)
+    return
+  end
+  count(from, state)
+  if reason ~= '' then
+    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S, 'xr', reason)
+  else
+    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S)
+  end
+  zadd_later(TERMINAL[state], num_s(NOW + ret), id)
+  if state == 'archived' or state == 'quarantined' then
+    zadd_later(PFX .. 'dd', num_s(NOW + DEATH_GRACE), id)
+  end
+  if state == 'quarantined' then
+    local qf = redis.call('HGET', jk, 'qf')
+    if qf then redis.call('SET', PFX .. 'qh:' .. qf, id) end
+  end
+end
+
+-- record_error keeps the last ERR_KEEP errors of a job, newest first.
+local function record_error(jk, id, kind, msg, stack)
+  if #msg > MSG_MAX then msg = string.sub(msg, 1, MSG_MAX) end
+  local a = redis.call('HGET', jk, 'a') or '0'
+  local c = redis.call('HGET', jk, 'c') or '0'
+  redis.call('HSET', jk, 'er', msg)
+  local ek = err_key(id)
+  redis.call('LPUSH', ek, cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack }))
+  redis.call('LTRIM', ek, 0, ERR_KEEP - 1)
+end
+
+-- crash charges crash_attempt and either quarantines the job at the
+-- crash limit or retries it behind the work already waiting (suspect
+-- demotion): retryable after delay ms (the worker's crash delay), doubling
+-- with each crash up to CRASH_DELAY_MAX, so that a job that takes its
+-- process down neither comes straight back nor comes back beside the jobs
+-- it took down with it (claims also lease at most one job with a crash on
+-- record per worker that runs none: claim.lua). A delay of 0 makes it
+-- available at once, at the back of its list.
+local CRASH_DELAY_MAX = 60000
+local function crash(jk, id, from, delay)
+  local c = redis.call('HINCRBY', jk, 'c', 1)
+  if c >= CRASH_LIMIT then
+    finish(jk, id, from, 'quarantined', 'crash_limit')
+    return 'quarantined'
+  end
+  if delay <= 0 then
+    make_available(jk, id, from, false)
+    return 'available'
+  end
+  schedule(jk, id, from, 'retryable', NOW + math.min(delay * 2 ^ (c - 1), math.max(delay, CRASH_DELAY_MAX)))
+  return 'retryable'
+end
+
+-- reap reclaims up to limit jobs whose lease expired (crashed, stalled or
+-- partitioned workers) and returns a flat list of id, new state, previous
+-- holder for each. Each frees its concurrency slot, if it has one, and is
+-- charged a crash: running -> retryable (crash_attempt+1, after the crash
+-- delay of crash(); available at once for a delay of 0: suspect demotion)
+-- or running -> quarantined at the crash limit.
+-- Orphan provenance is recorded on the job: the previous holder ('oh'),
+-- when its lease expired ('oe') and how often this happened ('on').
+local function reap(limit, delay)
+  local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, limit)
+  local out = {}
+  for i = 1, #expired, 2 do
+    local id, expiry = expired[i], expired[i + 1]
+    local jk = job_key(id)
+    local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
+    s = state_of(s)
+    clear_lease(id)
+    if s == 'running' then
+      if ck then cc_release(ck) end
+      holder = holder or ''
+      redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
+      redis.call('HINCRBY', jk, 'on', 1)
+      record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
+      out[#out + 1] = id
+      out[#out + 1] = crash(jk, id, 'running', delay)
+      out[#out + 1] = holder
+    end
+  end
+  return out
+end
+
+-- sweep deletes up to limit finished jobs per terminal state whose
+-- retention has passed, with all their keys, and returns how many.
+local function sweep(limit)
+  local deleted = 0
+  for state, zk in pairs(TERMINAL) do
+    local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
+    for _, id in ipairs(ids) do
+      zrem_later(zk, id)
+      local s = state_of(redis.call('HGET', job_key(id), 's'))
+      if s == state then
+        delete_job(id, false, s)
+        count(state, nil)
+        deleted = deleted + 1
+      end
+    end
+  end
+  return deleted
+end
+
+-- promote moves up to limit due scheduled/retryable jobs to available.
+local function promote(limit)
+  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', K_SCHED, id)
+    local jk = job_key(id)
+    local s = state_of(redis.call('HGET', jk, 's'))
+    if s == 'scheduled' or s == 'retryable' then
+      -- a parent whose join wait timed out stops waiting
+      if s == 'scheduled' then redis.call('HDEL', jk, 'ws', 'wc', 'wp') end
+      make_available(jk, id, s, false)
+    end
+  end
+  return #due
+end
+
+-- promote_pinned applies the fallback of pinned jobs whose preferred worker
+-- did not claim them in time; it returns the IDs it archived.
+local function promote_pinned()
+  local failed = {}
+  local due = redis.call('ZRANGEBYSCORE', PFX .. 'pinx', '-inf', NOW, 'LIMIT', 0, 100)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', PFX .. 'pinx', id)
+    local jk = job_key(id)
+    local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
+    if state_of(h[1]) == 'available' then
+      if h[2] == 'a' then
+        redis.call('HSET', jk, 'sf', '1') -- handed to every worker: claims take it from the shared list
+        local p = priority(h[3])
+        redis.call('LPUSH', avail_key(p), id) -- its pin entry goes stale
+        mark_priority(p)
+        wake()
+      elseif h[2] == 'f' then
+        finish(jk, id, 'available', 'archived', 'sticky_unavailable')
+        failed[#failed + 1] = id
+      end
+    end
+  end
+  return failed
+end
+
+-- next_due is the earliest time something becomes claimable: a scheduled
+-- job, a rate token, a sticky fallback; -1 when there is none.
+local function next_due()
+  local nd = -1
+  for _, k in ipairs({ K_SCHED, K_RWAKE, PFX .. 'pinx' }) do
+    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end
+  end
+  return nd
+end

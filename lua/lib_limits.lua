@@ -1,0 +1,150 @@
+-- lib_limits.lua: the prelude's flow control: concurrency keys and rate
+-- classes, decided inside the scripts so any number of workers together
+-- never exceed them.
+
+-- Flow control. A job may carry a concurrency key ('ck') and limit ('cn'):
+-- at most cn jobs of that key run at once in this partition; and a rate
+-- class ('rk') whose token bucket (PFX .. 'rl:' .. class, its parameters
+-- set by the latest enqueue) allows n jobs per p ms with a burst of b. A
+-- job that cannot run now leaves the available lists for the key's or the
+-- class's wait list, so it never holds up other work, and it comes back to
+-- the front of its priority when a slot or a token frees.
+-- Counters and buckets are per partition (one slot).
+local function ccwait_key(key) return PFX .. 'cw:' .. key end
+local function ratewait_key(class) return PFX .. 'rw:' .. class end
+
+local function cc_running(key)
+  local n = CC[key]
+  if n == nil then
+    n = tonumber(redis.call('HGET', K_CC, key)) or 0
+    CC[key] = n
+  end
+  return n
+end
+
+-- requeue_front puts back waiting jobs (still 'available') at the front of
+-- their priority lists, keeping their order; stale entries are dropped. It
+-- returns how many it put back.
+local function requeue_front(ids)
+  local n = 0
+  for i = #ids, 1, -1 do
+    local jk = job_key(ids[i])
+    local h = redis.call('HMGET', jk, 's', 'pr', 'sw', 'sm', 'sd')
+    if state_of(h[1]) == 'available' then
+      push_ready(ids[i], true, h[2], h[3], h[4], h[5])
+      n = n + 1
+    end
+  end
+  if n > 0 then wake() end
+  return n
+end
+
+-- cc_waiting is how many jobs wait on key's wait list.
+local function cc_waiting(key)
+  local n = WAIT[key]
+  if n == nil then
+    n = tonumber(redis.call('HGET', PFX .. 'cwn', key)) or 0
+    WAIT[key] = n
+  end
+  return n
+end
+
+-- cc_wait puts a job on key's wait list: its key is at its limit.
+local function cc_wait(key, id)
+  redis.call('RPUSH', ccwait_key(key), id)
+  WAIT[key] = cc_waiting(key) + 1
+  WAIT_DIRTY[key] = true
+end
+
+-- cc_prefetch loads the running and waiting counts of keys (nil entries
+-- skipped) in two calls, so a batch of jobs with distinct keys costs two
+-- lookups, not two per job.
+local function cc_prefetch(keys)
+  local want = {}
+  for _, key in pairs(keys) do
+    if key and CC[key] == nil then
+      CC[key] = false
+      want[#want + 1] = key
+    end
+  end
+  if #want == 0 then return end
+  local run = redis.call('HMGET', K_CC, unpack(want))
+  local wait = redis.call('HMGET', PFX .. 'cwn', unpack(want))
+  for i, key in ipairs(want) do
+    CC[key] = tonumber(run[i]) or 0
+    WAIT[key] = tonumber(wait[i]) or 0
+  end
+end
+
+-- cc_release frees a running job's slot of key and lets the job that waited
+-- longest for it go again (waiters that moved on meanwhile are dropped).
+local function cc_release(key)
+  CC[key] = cc_running(key) - 1
+  while cc_waiting(key) > 0 do
+    local id = redis.call('LPOP', ccwait_key(key))
+    WAIT_DIRTY[key] = true
+    if not id then
+      WAIT[key] = 0
+      return
+    end
+    WAIT[key] = WAIT[key] - 1
+    if requeue_front({ id }) > 0 then return end
+  end
+end
+
+-- bucket loads a rate class's token bucket, refilled up to now. n, per and
+-- burst come from the job, or from the stored bucket when nil.
+local function bucket(class, n, per, burst)
+  local b = BUCKETS[class]
+  if b then return b end
+  local v = redis.call('HMGET', PFX .. 'rl:' .. class, 't', 'u', 'n', 'p', 'b')
+  n, per, burst = tonumber(n or v[3]), tonumber(per or v[4]), tonumber(burst or v[5])
+  if not n or not per or not burst then return nil end
+  local tokens, u = tonumber(v[1]), tonumber(v[2])
+  if not tokens then tokens, u = burst, NOW end
+  tokens = math.min(burst, tokens + math.max(NOW - u, 0) * n / per)
+  b = { tokens = tokens, n = n, per = per, burst = burst }
+  BUCKETS[class] = b
+  return b
+end
+
+-- rate_define records a rate class's parameters in its bucket (the latest
+-- enqueue's win), so jobs need to carry only the class name.
+local DEFINED = {}
+local function rate_define(class, n, per, burst)
+  if DEFINED[class] then return end
+  DEFINED[class] = true
+  local bk = PFX .. 'rl:' .. class
+  redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
+  redis.call('PEXPIRE', bk, math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP))
+end
+
+-- rate_wait parks a job of class until its bucket has a token again.
+local function rate_wait(class, b, id)
+  redis.call('RPUSH', ratewait_key(class), id)
+  local at = NOW + math.ceil((1 - b.tokens) * b.per / b.n)
+  if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
+end
+
+-- promote_rated lets waiting jobs of rate classes whose tokens are back
+-- return to the available lists, as many as there are tokens.
+local function promote_rated()
+  local due = redis.call('ZRANGEBYSCORE', K_RWAKE, '-inf', NOW, 'LIMIT', 0, 100)
+  for _, class in ipairs(due) do
+    local b = bucket(class)
+    local wk = ratewait_key(class)
+    local k = 0
+    if b then k = math.floor(b.tokens) end
+    if k >= 1 then
+      local ids = redis.call('LPOP', wk, k)
+      if ids then requeue_front(ids) end
+    end
+    if redis.call('EXISTS', wk) == 0 then
+      RWAKE[class] = false
+    elseif b then
+      RWAKE[class] = NOW + math.ceil(math.max(1 - (b.tokens - k), 0) * b.per / b.n)
+    else
+      RWAKE[class] = NOW + 1000
+    end
+  end
+end

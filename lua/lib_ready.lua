@@ -1,0 +1,53 @@
+-- lib_ready.lua: the prelude's ready lists: putting an available job
+-- where claims find it, and scheduling one for later.
+
+local function priority(p)
+  p = tonumber(p) or 0
+  if p < 0 or p > MAX_PRIORITY then p = 0 end
+  return p
+end
+
+-- push_ready puts an available job where claims find it: the list of its
+-- priority or, for a job that prefers a worker ('sw'), that worker's pin
+-- list, with the deadline of its fallback in pinx ('sm' is 'a' to hand it
+-- to any worker, 'f' to fail it, after 'sd' ms; 'w' waits for ever).
+local function push_ready(id, front, prio, sw, sm, sd)
+  local key
+  if sw then
+    redis.call('HDEL', job_key(id), 'sf') -- pinned again (a retry, a reroute): its fallback starts over
+    key = PFX .. 'pin:' .. sw
+    if sm == 'a' or sm == 'f' then redis.call('ZADD', PFX .. 'pinx', NOW + (tonumber(sd) or 0), id) end
+  else
+    local p = priority(prio)
+    key = avail_key(p)
+    mark_priority(p)
+  end
+  if front then
+    redis.call('LPUSH', key, id)
+  else
+    push_later(key, id)
+  end
+end
+
+-- make_available puts a job at the back of its priority list (or pin list),
+-- or at the front when it is handed back untouched (shutdown release).
+local function make_available(jk, id, from, front)
+  if from == 'scheduled' or from == 'retryable' then
+    redis.call('HSET', jk, 's', SCODE.available)
+    redis.call('HDEL', jk, 'rt')
+  else
+    redis.call('HSET', jk, 's', SCODE.available)
+  end
+  local h = redis.call('HMGET', jk, 'pr', 'sw', 'sm', 'sd')
+  push_ready(id, front, h[1], h[2], h[3], h[4])
+  count(from, 'available')
+  wake()
+end
+
+
+local function schedule(jk, id, from, state, at)
+  redis.call('HSET', jk, 's', SCODE[state], 'rt', at)
+  redis.call('ZADD', K_SCHED, at, id)
+  count(from, state)
+  wake()
+end
