@@ -91,7 +91,7 @@ if record then
   end
   return out
 end
-if redis.call('EXISTS', PFX .. 'paused') == 1 then
+if redis.call('EXISTS', PAUSED) == 1 then
   redis.call('SET', K_IDLE, '1')
   return { -1, {} }
 end
@@ -220,7 +220,7 @@ end
 -- Other workers' pin lists are never touched, so a backlog pinned
 -- elsewhere costs this claim nothing.
 flush_pushes() -- promoted jobs are in their lists before the pops
-take(PFX .. 'pin:' .. worker, worker)
+take(pin_key(worker), worker)
 local pm = redis.call('GET', PM_KEY)
 if not pm then
   -- no mask (older data, or evicted): every list may hold jobs, and the

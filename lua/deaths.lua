@@ -18,17 +18,17 @@
 -- Transitions: none.
 local again = replayed()
 if again then return again end
-local DD = PFX .. 'dd'
+
 local out = {}
 if ARGV[9] == 'take' then
-  local ids = redis.call('ZRANGEBYSCORE', DD, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[10]))
+  local ids = redis.call('ZRANGEBYSCORE', DEATHS, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[10]))
   local hold = NOW + tonumber(ARGV[11])
   for _, id in ipairs(ids) do
     local raw = redis.call('HGETALL', job_key(id))
     if #raw == 0 then
-      redis.call('ZREM', DD, id)
+      redis.call('ZREM', DEATHS, id)
     else
-      redis.call('ZADD', DD, hold, id)
+      redis.call('ZADD', DEATHS, hold, id)
       local body = redis.call('GET', body_key(id))
       if body then
         raw[#raw + 1], raw[#raw + 2] = 'p', body
@@ -41,7 +41,7 @@ if ARGV[9] == 'take' then
 elseif ARGV[9] == 'done' then
   local n = tonumber(ARGV[10])
   local dropped = 0
-  for i = 1, n do dropped = dropped + redis.call('ZREM', DD, ARGV[10 + i]) end
+  for i = 1, n do dropped = dropped + redis.call('ZREM', DEATHS, ARGV[10 + i]) end
   return remember(dropped)
 else
   return redis.error_reply('ERR sluice: unknown deaths mode ' .. tostring(ARGV[9]))

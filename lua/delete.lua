@@ -27,7 +27,7 @@ else
   if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
   notify_parent(jk, id, 'cancelled')
   if h[2] then
-    local uq = PFX .. 'uq:' .. h[2]
+    local uq = unique_key(h[2])
     if redis.call('GET', uq) == id then redis.call('DEL', uq) end
   end
 end

@@ -65,7 +65,7 @@ local HOLD_AT = 99999999999999
 -- unique_holder returns the ID of the job holding unique key uk, if one
 -- does (a key left by a deleted job is free).
 local function unique_holder(uk)
-  local holder = redis.call('GET', PFX .. 'uq:' .. uk)
+  local holder = redis.call('GET', unique_key(uk))
   if holder and redis.call('EXISTS', job_key(holder)) == 1 then return holder end
   return nil
 end
@@ -103,7 +103,7 @@ for _ = 1, n do
   local jk = job_key(id)
   local relayed = origin == 'f'
   if relayed then origin = 'c' end
-  local marked = relayed and redis.call('EXISTS', PFX .. 'fu:' .. id) == 1
+  local marked = relayed and redis.call('EXISTS', followup_key(id)) == 1
   local old = false -- { kind, payload } of an existing job with this ID
   local taken = false -- a fresh random ID that another job already has
   if redis.call('EXISTS', jk) == 1 then
@@ -139,7 +139,7 @@ for _ = 1, n do
   else
     local held_by = false
     if o[24] ~= '' then
-      local q = redis.call('GET', PFX .. 'qh:' .. o[24])
+      local q = redis.call('GET', hold_key(o[24]))
       if q and state_of(redis.call('HGET', job_key(q), 's')) == 'quarantined' then
         held_by = q
         due = HOLD_AT
@@ -179,9 +179,9 @@ for _ = 1, n do
         opt('uk', uk, nil)
         local ttl = tonumber(o[19])
         if ttl > 0 then
-          redis.call('SET', PFX .. 'uq:' .. uk, id, 'PX', ttl)
+          redis.call('SET', unique_key(uk), id, 'PX', ttl)
         else
-          redis.call('SET', PFX .. 'uq:' .. uk, id)
+          redis.call('SET', unique_key(uk), id)
         end
       end
       if o[21] ~= '' then
@@ -191,7 +191,7 @@ for _ = 1, n do
         opt('qf', o[24], nil)
         if held_by then
           opt('qb', held_by, nil)
-          redis.call('RPUSH', PFX .. 'qw:' .. o[24], id)
+          redis.call('RPUSH', held_key(o[24]), id)
         end
       end
     end
@@ -204,7 +204,7 @@ for _ = 1, n do
       push_ready(id, false, o[6], sw, o[22], o[23])
     end
     count(nil, state)
-    if relayed then redis.call('SET', PFX .. 'fu:' .. id, '1', 'PX', FOLLOW_KEEP) end
+    if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
     if held_by then
       out[#out + 1] = 'held ' .. held_by
     else

@@ -104,3 +104,22 @@ local function kids_key(id) return PFX .. 'k:' .. id end
 local function kidcount_key(id) return PFX .. 'kc:' .. id end
 -- corrupt_key: what a job's key held when it was not a job hash (claim)
 local function corrupt_key(id) return PFX .. 'x:' .. id end
+-- The partition's other keys, each named here only (Go: keys.Partition,
+-- TestLuaKeysAgree): a held unique key, a rate class's token bucket and
+-- wait list, a concurrency key's wait list and the waiter counts, a
+-- worker's pin list and the sticky fallback deadlines, the paused flag,
+-- a minute's throughput, pending death reports, the quarantine hold of a
+-- fingerprint and the jobs held on it, a relayed follow-up's marker.
+local function unique_key(k) return PFX .. 'uq:' .. k end
+local function rate_key(class) return PFX .. 'rl:' .. class end
+local function ratewait_key(class) return PFX .. 'rw:' .. class end
+local function ccwait_key(key) return PFX .. 'cw:' .. key end
+local CC_WAITING = PFX .. 'cwn'
+local function pin_key(worker) return PFX .. 'pin:' .. worker end
+local PIN_DEADLINES = PFX .. 'pinx'
+local PAUSED = PFX .. 'paused'
+local function minute_key(m) return PFX .. 'm:' .. m end
+local DEATHS = PFX .. 'dd'
+local function hold_key(fp) return PFX .. 'qh:' .. fp end
+local function held_key(fp) return PFX .. 'qw:' .. fp end
+local function followup_key(id) return PFX .. 'fu:' .. id end

@@ -104,7 +104,7 @@ end
 
 local function flush_tput()
   if next(TPUT) == nil then return end
-  local mk = PFX .. 'm:' .. math.floor(NOW / 60000)
+  local mk = minute_key(math.floor(NOW / 60000))
   for f, n in pairs(TPUT) do redis.call('HINCRBY', mk, f, n) end
   redis.call('PEXPIRE', mk, MINUTE_KEEP)
   TPUT = {}
@@ -141,10 +141,10 @@ local function flush()
       del[#del + 1] = key
     end
   end
-  if #set > 0 then call_chunked('HSET', PFX .. 'cwn', set, 2) end
-  if #del > 0 then call_chunked('HDEL', PFX .. 'cwn', del, 1) end
+  if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2) end
+  if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1) end
   for class, b in pairs(BUCKETS) do
-    local bk = PFX .. 'rl:' .. class
+    local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
     redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, RATE_KEEP))
   end

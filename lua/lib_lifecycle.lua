@@ -18,10 +18,10 @@ end
 -- free_held ends quarantined job id's hold (fingerprint qf): the jobs held
 -- behind it become due now.
 local function free_held(qf, id)
-  local qh = PFX .. 'qh:' .. qf
+  local qh = hold_key(qf)
   if redis.call('GET', qh) ~= id then return end
   redis.call('DEL', qh)
-  local wk = PFX .. 'qw:' .. qf
+  local wk = held_key(qf)
   local ids = redis.call('LRANGE', wk, 0, -1)
   redis.call('DEL', wk)
   for _, h in ipairs(ids) do
@@ -48,7 +48,7 @@ local function delete_job(id, plain, state)
     return
   end
   if state == 'archived' or state == 'quarantined' then
-    redis.call('ZREM', PFX .. 'dd', id) -- its pending death report, if any
+    redis.call('ZREM', DEATHS, id) -- its pending death report, if any
     if state == 'quarantined' then
       local qf = redis.call('HGET', job_key(id), 'qf')
       if qf then free_held(qf, id) end
@@ -129,7 +129,7 @@ local function finish(jk, id, from, state, reason, m)
   notify_parent(jk, id, state, m.pa)
   if m.uk then
     -- a unique key held while the job is active is free again
-    local uq = PFX .. 'uq:' .. m.uk
+    local uq = unique_key(m.uk)
     if redis.call('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end
   end
   local ret = RET[state]
@@ -146,11 +146,11 @@ local function finish(jk, id, from, state, reason, m)
   end
   zadd_later(TERMINAL[state], num_s(NOW + ret), id)
   if state == 'archived' or state == 'quarantined' then
-    zadd_later(PFX .. 'dd', num_s(NOW + DEATH_GRACE), id)
+    zadd_later(DEATHS, num_s(NOW + DEATH_GRACE), id)
   end
   if state == 'quarantined' then
     local qf = redis.call('HGET', jk, 'qf')
-    if qf then redis.call('SET', PFX .. 'qh:' .. qf, id) end
+    if qf then redis.call('SET', hold_key(qf), id) end
   end
 end
 
@@ -258,9 +258,9 @@ end
 -- did not claim them in time; it returns the IDs it archived.
 local function promote_pinned()
   local failed = {}
-  local due = redis.call('ZRANGEBYSCORE', PFX .. 'pinx', '-inf', NOW, 'LIMIT', 0, 100)
+  local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW, 'LIMIT', 0, 100)
   for _, id in ipairs(due) do
-    redis.call('ZREM', PFX .. 'pinx', id)
+    redis.call('ZREM', PIN_DEADLINES, id)
     local jk = job_key(id)
     local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
     if state_of(h[1]) == 'available' then
@@ -283,7 +283,7 @@ end
 -- job, a rate token, a sticky fallback; -1 when there is none.
 local function next_due()
   local nd = -1
-  for _, k in ipairs({ K_SCHED, K_RWAKE, PFX .. 'pinx' }) do
+  for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES }) do
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end
   end

@@ -10,8 +10,6 @@
 -- class's wait list, so it never holds up other work, and it comes back to
 -- the front of its priority when a slot or a token frees.
 -- Counters and buckets are per partition (one slot).
-local function ccwait_key(key) return PFX .. 'cw:' .. key end
-local function ratewait_key(class) return PFX .. 'rw:' .. class end
 
 local function cc_running(key)
   local n = CC[key]
@@ -43,7 +41,7 @@ end
 local function cc_waiting(key)
   local n = WAIT[key]
   if n == nil then
-    n = tonumber(redis.call('HGET', PFX .. 'cwn', key)) or 0
+    n = tonumber(redis.call('HGET', CC_WAITING, key)) or 0
     WAIT[key] = n
   end
   return n
@@ -69,7 +67,7 @@ local function cc_prefetch(keys)
   end
   if #want == 0 then return end
   local run = redis.call('HMGET', K_CC, unpack(want))
-  local wait = redis.call('HMGET', PFX .. 'cwn', unpack(want))
+  local wait = redis.call('HMGET', CC_WAITING, unpack(want))
   for i, key in ipairs(want) do
     CC[key] = tonumber(run[i]) or 0
     WAIT[key] = tonumber(wait[i]) or 0
@@ -97,7 +95,7 @@ end
 local function bucket(class, n, per, burst)
   local b = BUCKETS[class]
   if b then return b end
-  local v = redis.call('HMGET', PFX .. 'rl:' .. class, 't', 'u', 'n', 'p', 'b')
+  local v = redis.call('HMGET', rate_key(class), 't', 'u', 'n', 'p', 'b')
   n, per, burst = tonumber(n or v[3]), tonumber(per or v[4]), tonumber(burst or v[5])
   if not n or not per or not burst then return nil end
   local tokens, u = tonumber(v[1]), tonumber(v[2])
@@ -114,7 +112,7 @@ local DEFINED = {}
 local function rate_define(class, n, per, burst)
   if DEFINED[class] then return end
   DEFINED[class] = true
-  local bk = PFX .. 'rl:' .. class
+  local bk = rate_key(class)
   redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
   redis.call('PEXPIRE', bk, math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP))
 end

@@ -15,8 +15,8 @@ local function push_ready(id, front, prio, sw, sm, sd)
   local key
   if sw then
     redis.call('HDEL', job_key(id), 'sf') -- pinned again (a retry, a reroute): its fallback starts over
-    key = PFX .. 'pin:' .. sw
-    if sm == 'a' or sm == 'f' then redis.call('ZADD', PFX .. 'pinx', NOW + (tonumber(sd) or 0), id) end
+    key = pin_key(sw)
+    if sm == 'a' or sm == 'f' then redis.call('ZADD', PIN_DEADLINES, NOW + (tonumber(sd) or 0), id) end
   else
     local p = priority(prio)
     key = avail_key(p)

@@ -88,3 +88,7 @@ func body(name string) string {
 	}
 	return string(b)
 }
+
+// Prelude is the whole prelude, every part joined: for tests that check
+// it against Go (internal/keys names the same keys).
+func Prelude() string { return lib() }

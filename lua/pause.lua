@@ -10,7 +10,7 @@
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end
-local pk = PFX .. 'paused'
+local pk = PAUSED
 local was = redis.call('EXISTS', pk)
 if ARGV[9] == '1' then
   redis.call('SET', pk, '1')

@@ -44,12 +44,12 @@ local TAKES = {
 
 local function revive(jk, id, state, reason)
   zrem_later(TERMINAL[state], id)
-  zrem_later(PFX .. 'dd', id) -- alive again: no death to report
+  zrem_later(DEATHS, id) -- alive again: no death to report
   local uk = redis.call('HGET', jk, 'uk')
   if uk then
     -- active again, it holds its unique key again, while it is active,
     -- unless another live job took the key meanwhile
-    local uq = PFX .. 'uq:' .. uk
+    local uq = unique_key(uk)
     local holder = redis.call('GET', uq)
     if not holder or (holder ~= id and redis.call('EXISTS', job_key(holder)) == 0) then
       redis.call('SET', uq, id)

@@ -108,7 +108,7 @@ func TestPausedQueue(t *testing.T) {
 	id := e.enqueue(workArgs{N: 0})
 	// the worker claimed (nothing) once it is idle: its claim set the flag
 	eventually(t, "the worker to go idle", func() (bool, string) {
-		n, err := e.rdb.Exists(ctx, e.partition().Prefix()+"idle").Result()
+		n, err := e.rdb.Exists(ctx, e.partition().Idle()).Result()
 		return err == nil && n == 1, "not idle"
 	})
 	if j := e.job(id); j.State != flow.StateAvailable {

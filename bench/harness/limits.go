@@ -181,7 +181,7 @@ func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
 			// The class's bucket exists once a claim took a token from it.
 			check: func(ns string, _ measured) error {
 				for _, p := range partitions(ns) {
-					n, err := t.admin.Exists(ctx, p.Prefix()+"rl:"+limitsRateClass).Result()
+					n, err := t.admin.Exists(ctx, p.RateBucket(limitsRateClass)).Result()
 					if err != nil || n > 0 {
 						return err
 					}
@@ -201,7 +201,7 @@ func limitsSpecs(ctx context.Context, t *target) []limitsSpec {
 					return errors.New("no concurrency slot was released: the limit never reached the claim")
 				}
 				for _, p := range partitions(ns) {
-					n, err := t.admin.HLen(ctx, p.Prefix()+"cc").Result()
+					n, err := t.admin.HLen(ctx, p.Concurrency()).Result()
 					if err == nil && n > 0 {
 						err = fmt.Errorf("%d concurrency keys of partition %d still count running jobs after every job was acked", n, p.Index)
 					}

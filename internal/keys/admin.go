@@ -35,3 +35,26 @@ func (w Workers) WorkerPrefix() string { return w.Tag() + ":w:" }
 // Worker is the hash describing one worker (its queues and in-flight jobs);
 // it expires when the worker stops heartbeating.
 func (w Workers) Worker(id string) string { return w.WorkerPrefix() + id }
+
+// RateBucket is the token bucket of a rate class (lua/lib_limits.lua),
+// RateWait the list of its jobs waiting for a token.
+func (p Partition) RateBucket(class string) string { return p.Prefix() + "rl:" + class }
+
+// RateWait is the list of a rate class's jobs waiting for a token.
+func (p Partition) RateWait(class string) string { return p.Prefix() + "rw:" + class }
+
+// ConcurrencyWait is the list of a concurrency key's jobs waiting for a
+// slot; ConcurrencyWaiting counts them per key.
+func (p Partition) ConcurrencyWait(key string) string { return p.Prefix() + "cw:" + key }
+
+// ConcurrencyWaiting is the hash of how many jobs wait per concurrency
+// key.
+func (p Partition) ConcurrencyWaiting() string { return p.Prefix() + "cwn" }
+
+// Pinned is the list of jobs that prefer worker (sticky routing), read by
+// that worker's claims only; PinDeadlines scores pinned jobs by when their
+// fallback applies.
+func (p Partition) Pinned(worker string) string { return p.Prefix() + "pin:" + worker }
+
+// PinDeadlines is the sorted set of pinned jobs by their fallback time.
+func (p Partition) PinDeadlines() string { return p.Prefix() + "pinx" }

@@ -119,18 +119,28 @@ func (p Partition) Terminal(state string) string { return p.Prefix() + state }
 // Script is the KEYS list every script receives, in the order lua/lib.lua
 // documents.
 func (p Partition) Script() []string {
-	pfx := p.Prefix()
 	ks := []string{
 		p.Sched(), p.Running(),
 		p.Terminal("completed"), p.Terminal("archived"),
 		p.Terminal("quarantined"), p.Terminal("cancelled"),
-		p.Stats(), pfx + "idle",
+		p.Stats(), p.Idle(),
 	}
 	for i := range Priorities {
 		ks = append(ks, p.Available(i))
 	}
-	return append(ks, p.Outbox(), p.Prefix()+"cc", p.Prefix()+"rwake")
+	return append(ks, p.Outbox(), p.Concurrency(), p.RateWake())
 }
+
+// Idle is set while a worker waits for work on the partition: the next
+// enqueue deletes it and publishes a wake-up.
+func (p Partition) Idle() string { return p.Prefix() + "idle" }
+
+// Concurrency is the hash of running jobs per concurrency key.
+func (p Partition) Concurrency() string { return p.Prefix() + "cc" }
+
+// RateWake is the sorted set of rate classes with waiting jobs, scored by
+// when a token frees.
+func (p Partition) RateWake() string { return p.Prefix() + "rwake" }
 
 // EffectMark is the marker that an effect relayed from the outbox was
 // applied. It lives in the same cluster slot as target, the key the effect

@@ -48,7 +48,7 @@ func TestConcurrencyCeiling(t *testing.T) {
 			if got := locals(next.Jobs); len(got) != 1 || !got["a2"] {
 				t.Fatalf("after a0 finished: %v, want a2 (the longest waiter)", got)
 			}
-			if n, _ := f.rdb.HGet(f.ctx, f.p.Prefix()+"cc", "tenant-a").Int(); n != 2 {
+			if n, _ := f.rdb.HGet(f.ctx, f.p.Concurrency(), "tenant-a").Int(); n != 2 {
 				t.Fatalf("running count of tenant-a %d, want 2", n)
 			}
 			// a crash (lease expiry) frees the slot too
@@ -56,7 +56,7 @@ func TestConcurrencyCeiling(t *testing.T) {
 			if _, err := f.reap(10); err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := f.rdb.HLen(f.ctx, f.p.Prefix()+"cc").Result(); n != 0 {
+			if n, _ := f.rdb.HLen(f.ctx, f.p.Concurrency()).Result(); n != 0 {
 				t.Fatalf("counters left after every job stopped running: %d", n)
 			}
 		})
