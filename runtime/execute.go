@@ -226,32 +226,23 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 // classify maps a returned error to its ack.
 func (w *Worker) classify(a *Attempt, err error) store.Ack {
 	ack := store.Ack{Lease: a.storeLease(), Message: err.Error()}
-	var (
-		snooze *outcome.Snooze
-		rl     *outcome.RateLimited
-		skip   *outcome.Skip
-		revoke *outcome.Revoke
-		park   *outcome.Park
-		wait   *outcome.Wait
-		crash  *outcome.Crash
-	)
-	switch {
-	case errors.As(err, &crash):
-		ack.Code, ack.Reason, ack.Data = store.CodeCrash, crash.Reason, crash.Detail
-	case errors.As(err, &snooze) && snooze.Delay >= 0:
-		ack.Code, ack.Delay, ack.Message = store.CodeSnooze, snooze.Delay, ""
-	case errors.As(err, &rl) && rl.Delay >= 0:
-		ack.Code, ack.Delay, ack.Message = store.CodeFree, rl.Delay, ""
-	case errors.As(err, &skip):
-		ack.Code, ack.Message = store.CodeSkip, skip.Reason
-	case errors.As(err, &revoke):
-		ack.Code, ack.Message = store.CodeRevoke, revoke.Reason
-	case errors.As(err, &park):
-		ack.Code, ack.Reason = store.CodePark, park.Reason
-	case errors.As(err, &wait):
-		ack.Code, ack.Message, ack.Data = store.CodeWait, wait.Step, []byte(strconv.Itoa(wait.Count))
-		ack.Reason, ack.Delay = "a", wait.Recheck
-		if wait.FailFast {
+	switch c := outcome.Classify(err); {
+	case c.Kind == outcome.KindCrash:
+		ack.Code, ack.Reason, ack.Data = store.CodeCrash, c.Crash.Reason, c.Crash.Detail
+	case c.Kind == outcome.KindSnooze:
+		ack.Code, ack.Delay, ack.Message = store.CodeSnooze, c.Snooze.Delay, ""
+	case c.Kind == outcome.KindRateLimited:
+		ack.Code, ack.Delay, ack.Message = store.CodeFree, c.RateLimited.Delay, ""
+	case c.Kind == outcome.KindSkip:
+		ack.Code, ack.Message = store.CodeSkip, c.Skip.Reason
+	case c.Kind == outcome.KindRevoke:
+		ack.Code, ack.Message = store.CodeRevoke, c.Revoke.Reason
+	case c.Kind == outcome.KindPark:
+		ack.Code, ack.Reason = store.CodePark, c.Park.Reason
+	case c.Kind == outcome.KindWait:
+		ack.Code, ack.Message, ack.Data = store.CodeWait, c.Wait.Step, []byte(strconv.Itoa(c.Wait.Count))
+		ack.Reason, ack.Delay = "a", c.Wait.Recheck
+		if c.Wait.FailFast {
 			ack.Reason = "f"
 		}
 	case w.opts.NonConsuming != nil && w.opts.NonConsuming(err):

@@ -16,28 +16,24 @@ import (
 
 // reply encodes a handler's outcome in the child.
 func reply(data []byte, err error, st *attempt.State) replyMsg {
-	var (
-		snooze *outcome.Snooze
-		rl     *outcome.RateLimited
-		skip   *outcome.Skip
-		revoke *outcome.Revoke
-		park   *outcome.Park
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return replyMsg{Outcome: outcomeOK, Result: data, Complete: st.Final()}
-	case errors.As(err, &snooze) && snooze.Delay >= 0:
-		return replyMsg{Outcome: outcomeSnooze, DelayMS: snooze.Delay.Milliseconds()}
-	case errors.As(err, &rl) && rl.Delay >= 0:
-		return replyMsg{Outcome: outcomeRateLimited, DelayMS: rl.Delay.Milliseconds()}
-	case errors.As(err, &skip):
-		return replyMsg{Outcome: outcomeSkip, Message: skip.Reason}
-	case errors.As(err, &revoke):
-		return replyMsg{Outcome: outcomeRevoke, Message: revoke.Reason}
-	case errors.As(err, &park):
-		r := replyMsg{Outcome: outcomePark, Reason: park.Reason}
-		if park.Err != nil {
-			r.Message = park.Err.Error()
+	}
+	// A crash or a wait does not cross the boundary: the child has no
+	// children of its own to wait for, and its crash is its process's.
+	switch c := outcome.Classify(err); c.Kind {
+	case outcome.KindSnooze:
+		return replyMsg{Outcome: outcomeSnooze, DelayMS: c.Snooze.Delay.Milliseconds()}
+	case outcome.KindRateLimited:
+		return replyMsg{Outcome: outcomeRateLimited, DelayMS: c.RateLimited.Delay.Milliseconds()}
+	case outcome.KindSkip:
+		return replyMsg{Outcome: outcomeSkip, Message: c.Skip.Reason}
+	case outcome.KindRevoke:
+		return replyMsg{Outcome: outcomeRevoke, Message: c.Revoke.Reason}
+	case outcome.KindPark:
+		r := replyMsg{Outcome: outcomePark, Reason: c.Park.Reason}
+		if c.Park.Err != nil {
+			r.Message = c.Park.Err.Error()
 		}
 		return r
 	}

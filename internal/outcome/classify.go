@@ -1,0 +1,57 @@
+package outcome
+
+import "errors"
+
+// Kind is what an error a handler returned asks for.
+type Kind int
+
+// The kinds of outcome, in the order Classify tests them.
+const (
+	KindError       Kind = iota // an ordinary error: a retry, spending an attempt
+	KindCrash                   // *Crash: crash_attempt+1
+	KindSnooze                  // *Snooze
+	KindRateLimited             // *RateLimited
+	KindSkip                    // *Skip
+	KindRevoke                  // *Revoke
+	KindPark                    // *Park
+	KindWait                    // *Wait
+)
+
+// Class is a handler's returned error classified: its kind and the value
+// of that kind found in its chain (nil for KindError).
+type Class struct {
+	Kind        Kind
+	Crash       *Crash
+	Snooze      *Snooze
+	RateLimited *RateLimited
+	Skip        *Skip
+	Revoke      *Revoke
+	Park        *Park
+	Wait        *Wait
+}
+
+// Classify finds what err asks for: the first outcome value in its chain,
+// in the order of the kinds (a Snooze or RateLimited with a negative delay
+// counts as an ordinary error). It is the one place that reads a
+// handler's error; the worker (an ack) and an isolated child (a reply to
+// its parent) each map the class to what they send.
+func Classify(err error) Class {
+	var c Class
+	switch {
+	case errors.As(err, &c.Crash):
+		c.Kind = KindCrash
+	case errors.As(err, &c.Snooze) && c.Snooze.Delay >= 0:
+		c.Kind = KindSnooze
+	case errors.As(err, &c.RateLimited) && c.RateLimited.Delay >= 0:
+		c.Kind = KindRateLimited
+	case errors.As(err, &c.Skip):
+		c.Kind = KindSkip
+	case errors.As(err, &c.Revoke):
+		c.Kind = KindRevoke
+	case errors.As(err, &c.Park):
+		c.Kind = KindPark
+	case errors.As(err, &c.Wait):
+		c.Kind = KindWait
+	}
+	return c
+}
