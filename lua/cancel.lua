@@ -13,7 +13,7 @@
 -- next renewal reports the lease lost (with state 'cancelled'); its
 -- concurrency slot is freed as an ack would, and the lease ID is published
 -- on the cancel channel so its worker can cancel the handler at once. An
--- available job's list entry becomes stale (claim skips it). A spawned job
+-- available job leaves its list (lib_ready.lua unlist). A spawned job
 -- notifies its parent, as any job reaching a terminal state does.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
@@ -32,6 +32,8 @@ if s == 'running' then
 elseif s == 'scheduled' or s == 'retryable' then
   redis.call('ZREM', K_SCHED, id)
   redis.call('HDEL', jk, 'ws', 'wc', 'wp')
+elseif s == 'available' then
+  unlist(jk, id)
 end
 finish(jk, id, s, 'cancelled', 'operator')
 flush()

@@ -25,6 +25,7 @@ if TERMINAL[s] then
   redis.call('ZREM', TERMINAL[s], id)
 else
   if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
+  if s == 'available' then unlist(jk, id) end
   notify_parent(jk, id, 'cancelled')
   if h[2] then
     local uq = unique_key(h[2])

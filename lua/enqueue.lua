@@ -86,7 +86,14 @@ local function on_duplicate(holder, policy, payload, due)
     redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
     redis.call('ZREM', K_SCHED, holder)
-    schedule(jk, holder, s, 'scheduled', due) -- its available entry is now stale
+    if s == 'available' then
+      -- out of its list, as lib_ready.lua unlist does (not called here:
+      -- each definition a script uses costs every call of it)
+      local h = redis.call('HMGET', jk, 'pr', 'sw', 'sf')
+      if h[2] then redis.call('LREM', pin_key(h[2]), -1, holder) end
+      if not h[2] or h[3] then redis.call('LREM', avail_key(priority(h[1])), -1, holder) end
+    end
+    schedule(jk, holder, s, 'scheduled', due)
   end
 end
 

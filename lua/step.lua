@@ -14,8 +14,10 @@
 --   'ok', outbox entries written
 --   'stale', 0      the attempt no longer holds the job: nothing written
 --   'exists', 0     the step was already checkpointed with another
---                   record: nothing written (the same record is this
---                   commit's own, sent again: 'ok', 0)
+--                   record: nothing written. The same record, in either
+--                   mode, is this commit's own sent again (a cursor's
+--                   records differ by their sequence number): 'ok', 0,
+--                   and nothing written, even once its call record is gone
 --   'effect_error', message   an effect cannot apply: nothing written
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
@@ -34,10 +36,10 @@ for _ = 1, n do
   if not holds(jk, lease, fence) then
     out[#out + 1] = { 'stale', 0 }
   else
-    local prev = mode == 'once' and redis.call('HGET', sk, field)
+    local prev = redis.call('HGET', sk, field)
     if prev == record then
-      out[#out + 1] = { 'ok', 0 }
-    elseif prev then
+      out[#out + 1] = { 'ok', 0 } -- this very commit, sent again: applied before
+    elseif prev and mode == 'once' then
       out[#out + 1] = { 'exists', 0 }
     else
       local bad = check_effects(fx)

@@ -33,6 +33,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.Worker = w.opts.WorkerID
 	a.leaseEnd = claimed.Add(lease)
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
+	a.state.Created = j.Created
 	a.state.Partitions = w.opts.Partitions
 	a.state.Known = w.known
 	a.state.Lose = a.lose
@@ -203,7 +204,7 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		ack.Code, ack.Data = store.CodeOK, r.data
 		// '#' is in no step name (step.validName): a step cannot be named
 		// like the completion, whose relayed effects its commit would mark
-		ack.Effects, ack.Commit = a.state.Final(), a.ID+":#complete"
+		ack.Effects, ack.Commit = a.state.Final(), a.state.CommitName("#complete")
 		ack.Delay = w.opts.Backoff(a.Attempt + 1) // should the effects fail
 		return ack, true
 	case errors.Is(cause, ErrTimeout):

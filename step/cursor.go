@@ -120,7 +120,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.Commit(c.name, b, store.ModeOnce, c.st.Ref.String()+":"+c.name, nil); err != nil {
+	if err := c.st.Commit(c.name, b, store.ModeOnce, c.st.CommitName(c.name), nil); err != nil {
 		return err
 	}
 	c.finished = true
@@ -136,7 +136,7 @@ func (c *Cursor[C]) save(ctx context.Context, effects []store.Effect) error {
 	// The commit name differs per checkpoint (relayed effects are
 	// deduplicated by it), and a re-sent checkpoint is the same call
 	// (store.Checkpoints).
-	commit := c.st.Ref.String() + ":" + c.name + ":@" + strconv.FormatUint(seq, 10)
+	commit := c.st.CommitName(c.name + ":@" + strconv.FormatUint(seq, 10))
 	if err := c.st.Commit(cursorField(c.name), b, store.ModeCursor, commit, effects); err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err != nil {
 		return zero, err
 	}
-	if err := st.Commit(name, b, store.ModeOnce, st.Ref.String()+":"+name, fx.take()); err != nil {
+	if err := st.Commit(name, b, store.ModeOnce, st.CommitName(name), fx.take()); err != nil {
 		return zero, err
 	}
 	return v, nil

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
@@ -16,8 +18,12 @@ import (
 
 // State is one attempt's durable-execution state.
 type State struct {
-	Store      *store.Store
-	Ref        keys.Ref
+	Store *store.Store
+	Ref   keys.Ref
+	// Created is when the job was enqueued: with Ref, it names this job's
+	// commits apart from those of any job enqueued under its ID before
+	// (CommitName).
+	Created    time.Time
 	Lease      store.Lease
 	Partitions map[string]int // partitions per queue, for spawned children
 	// Known reports whether a job kind has a handler here; spawning a child
@@ -65,6 +71,15 @@ var ErrNoConfirm = errors.New("sluice: the lease cannot be confirmed with Redis 
 // New returns the state of an attempt whose existing checkpoints are steps.
 func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) *State {
 	return &State{Store: st, Ref: ref, Lease: lease, steps: steps, used: map[string]int{}}
+}
+
+// CommitName names a commit of this job (what: a step's name, a cursor
+// checkpoint, the completion): relayed effects and follow-up jobs are
+// applied once per name, by markers kept seven days. The job's creation
+// time is part of it, so that a job enqueued again under the ID of one
+// deleted before never has its commits taken for the old job's.
+func (s *State) CommitName(what string) string {
+	return s.Ref.String() + "@" + strconv.FormatInt(s.Created.UnixMilli(), 36) + ":" + what
 }
 
 type key struct{}
