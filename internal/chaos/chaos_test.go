@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -28,20 +30,43 @@ const (
 	backlog   = 20 // available jobs the producer keeps
 )
 
+// exitPillStagger is the delay between the exit pills' first runs.
+const exitPillStagger = 1500 * time.Millisecond
+
 // drainTimeout bounds the final worker's drain after the chaos.
 const drainTimeout = 3 * time.Minute
+
+// envSeed, when set, is the seed of a run (a uint64) instead of the time:
+// the controller's draws and the proxy's random faults (SetRandom) repeat.
+const envSeed = "SLUICE_CHAOS_SEED"
+
+// The proxy's random faults on script calls (EVALSHA, EVAL): the chance
+// that Redis runs one and its reply is lost (go-redis sends it again), and
+// that Redis receives one twice.
+const (
+	dropRate = 0.02
+	dupRate  = 0.02
+)
 
 // TestChaos runs ledger jobs (four durable steps, each committing fenced
 // effects, and a completion effect) on worker processes that reach Redis
 // through a TCP proxy, while a producer keeps enqueueing and a controller
 // SIGKILLs workers, SIGSTOPs them past their lease and resumes them,
 // restarts them gracefully, restarts Redis (append-only, fsync always;
-// half the time after a SIGKILL) and cuts every proxied connection. One
-// poison pill panics in every attempt. Then a last healthy worker drains
-// the queue. Every acknowledged job must be completed with all its
-// checkpoints, every effect applied exactly once (a zombie's accepted
-// write would apply one twice), the poison pill alone quarantined, and
-// each fault injected at least once, including stale writes refused.
+// half the time after a SIGKILL) and cuts every proxied connection; the
+// proxy also loses the reply to, or delivers twice, a few of the script
+// calls (dropRate, dupRate). Among the ledger jobs run bad-effect jobs,
+// whose commits hold an effect that cannot apply; beside them, in the
+// same worker processes, run the culprits: a poison pill that panics in
+// every attempt and exit pills that end their process with os.Exit (the
+// fleet restarts it). Then a last healthy worker drains the queues, the
+// random proxy faults still on. Every acknowledged ledger job must be
+// completed with all its checkpoints, every effect applied exactly once (a
+// zombie's accepted write, or a script run twice, would apply one twice),
+// every bad-effect job archived with none of its effects applied, every
+// job hash in exactly the index its state names, the stats counters equal
+// to the real counts, the culprits alone quarantined, and each fault
+// injected at least once, including stale writes refused.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
@@ -59,6 +84,9 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proxy.Close() })
+	seed := chaosSeed(t)
+	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
+	proxy.SetRandom(dropRate, dupRate, seed, Commands("evalsha", "eval", "evalsha_ro", "eval_ro"))
 	rdb := srv.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ns := redistest.NewNamespace(t)
@@ -68,6 +96,23 @@ func TestChaos(t *testing.T) {
 	}
 	poison, err := c.Enqueue(ctx, poisonJob{}, flow.WithQueue(poisonQueue), flow.WithID("poison"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	culprits := map[string]bool{poison.ID: true}
+	var exits []string
+	for i := range exitPills(dur) {
+		// staggered, so that they seldom take two processes down at once
+		r, err := c.Enqueue(ctx, exitPill{}, flow.WithQueue(poisonQueue), flow.WithID(exitPillID(i)), flow.WithDelay(time.Duration(i)*exitPillStagger))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exits = append(exits, r.ID)
+		culprits[r.ID] = true
+	}
+	part := keys.Partition{NS: ns, Queue: "default"}
+	ppart := keys.Partition{NS: ns, Queue: poisonQueue}
+	// The list in the jobs' slot that the bad-effect jobs' INCRBYs hit.
+	if err := rdb.RPush(ctx, part.Tag()+":u:"+badList, "not a counter").Err(); err != nil {
 		t.Fatal(err)
 	}
 
@@ -90,7 +135,6 @@ func TestChaos(t *testing.T) {
 		<-produced
 	})
 
-	seed := uint64(time.Now().UnixNano())
 	ctl := &controller{
 		t: t, rng: rand.New(rand.NewPCG(seed, 0)), fleet: f, srv: srv, proxy: proxy,
 		stallFor: lease + time.Second, resumeAt: map[*proc]time.Time{},
@@ -102,20 +146,25 @@ func TestChaos(t *testing.T) {
 	chaosWall := time.Since(started)
 
 	// The drain: the chaos workers shut down gracefully, a healthy one
-	// finishes everything.
+	// finishes everything (restarted if an exit pill ends it).
 	for len(f.live) > 0 {
 		f.term(f.live[0])
 	}
 	final := cfg
 	final.Concurrency = 16
-	last := f.start(final)
+	f.start(final)
 	ids, retries, errs := prod.result()
+	bad := prod.badJobs()
 	for _, err := range errs {
 		t.Errorf("enqueue: %v", err)
 	}
-	part := keys.Partition{NS: ns, Queue: "default"}
 	redistest.Within(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
+		f.restartExited(final)
 		st, err := c.QueueStats(ctx, "default", time.Minute)
+		if err != nil {
+			return false, err.Error()
+		}
+		pst, err := c.QueueStats(ctx, poisonQueue, time.Minute)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -124,17 +173,30 @@ func TestChaos(t *testing.T) {
 			return false, err.Error()
 		}
 		done := st.Depth[flow.StateCompleted] + st.Depth[flow.StateArchived] + st.Depth[flow.StateQuarantined]
-		return done >= int64(len(ids)) && outbox == 0, fmt.Sprintf("%d of %d jobs finished (%v), %d outbox entries", done, len(ids), st.Depth, outbox)
+		pdone := pst.Depth[flow.StateArchived] + pst.Depth[flow.StateQuarantined]
+		return done >= int64(len(ids)+len(bad)) && pdone >= int64(len(culprits)) && outbox == 0,
+			fmt.Sprintf("%d of %d jobs finished (%v), %d of %d culprits (%v), %d outbox entries",
+				done, len(ids)+len(bad), st.Depth, pdone, len(culprits), pst.Depth, outbox)
 	})
-	f.term(last)
+	for len(f.live) > 0 {
+		f.term(f.live[0])
+	}
 	drainWall := time.Since(started) - chaosWall
+	dropped, duplicated := proxy.Fired()
+
+	// The checks read Redis directly, not through the proxy.
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { direct.Close() })
+	if c, err = flow.NewClient(direct, flow.ClientOptions{Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
 
 	// Every job: completed with its four checkpoints, none lost.
 	wantSteps := make([]string, ledgerSteps)
 	for i := range wantSteps {
 		wantSteps[i] = fmt.Sprintf("%s@%d", stepName(i+1), i)
 	}
-	crashes, crashed, attempts := 0, 0, 0
+	crashes, crashed, attempts, maxCrash := 0, 0, 0, 0
 	for n, id := range ids {
 		info, err := c.Job(ctx, id)
 		if err != nil {
@@ -156,16 +218,20 @@ func TestChaos(t *testing.T) {
 			t.Errorf("job %d checkpoints (-want +got):\n%s", n, diff)
 		}
 		crashes += info.CrashAttempt
+		maxCrash = max(maxCrash, info.CrashAttempt)
 		attempts += info.Attempt
 		if info.CrashAttempt > 0 {
 			crashed++
 		}
 	}
-	if bad, err := rdb.SMembers(ctx, badPayloads(ns)).Result(); err != nil || len(bad) > 0 {
-		t.Errorf("attempts saw wrong padding in jobs %v (%v)", bad, err)
+	if wrong, err := direct.SMembers(ctx, badPayloads(ns)).Result(); err != nil || len(wrong) > 0 {
+		t.Errorf("attempts saw wrong padding in jobs %v (%v)", wrong, err)
 	}
-	// Nothing else finished, nothing else exists: quarantine is the poison
-	// pill's alone.
+	// The bad-effect jobs: archived, none of their effects applied.
+	badClasses := checkBadEffects(ctx, t, c, direct, part, bad)
+
+	// Nothing else finished, nothing else exists: the ledger jobs
+	// completed, the bad-effect jobs archived.
 	st, err := c.QueueStats(ctx, "default", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -175,9 +241,13 @@ func TestChaos(t *testing.T) {
 		wantDepth[s] = 0
 	}
 	wantDepth[flow.StateCompleted] = int64(len(ids))
+	wantDepth[flow.StateArchived] = int64(len(bad))
 	if diff := cmp.Diff(wantDepth, st.Depth); diff != "" {
 		t.Errorf("ordinary jobs per state (-want +got):\n%s", diff)
 	}
+
+	// The culprits: quarantined at the crash limit, the poison pill after
+	// panics, the exit pills after losing their leases with their process.
 	pinfo, err := c.Job(ctx, poison.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -186,37 +256,88 @@ func TestChaos(t *testing.T) {
 		t.Errorf("poison pill: %s (%s) crash_attempt %d errors %+v; want quarantined at the crash limit %d after panics",
 			pinfo.State, pinfo.Reason, pinfo.CrashAttempt, pinfo.Errors, poisonCrashLimit)
 	}
+	for _, id := range exits {
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State != flow.StateQuarantined || info.Reason != "crash_limit" || info.CrashAttempt != poisonCrashLimit || !hasClass(info.Errors, "lease_expired") {
+			t.Errorf("exit pill %s: %s (%s) crash_attempt %d errors %+v; want quarantined at the crash limit %d after lost leases",
+				id, info.State, info.Reason, info.CrashAttempt, info.Errors, poisonCrashLimit)
+		}
+	}
 	pst, err := c.QueueStats(ctx, poisonQueue, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pst.Depth[flow.StateQuarantined] != 1 {
-		t.Errorf("poison queue: %v, want the one quarantined job", pst.Depth)
+	if pst.Depth[flow.StateQuarantined] != int64(len(culprits)) {
+		t.Errorf("poison queue: %v, want the %d culprits quarantined", pst.Depth, len(culprits))
 	}
 
 	// Every effect exactly once, in the jobs' slot and relayed.
-	checkLedger(t, rdb, part.Tag()+":u:ledger", len(ids))
-	checkLedger(t, rdb, foreignLedger(ns), len(ids))
-	if n, err := rdb.XLen(ctx, part.Outbox()+":dead").Result(); err != nil || n != 0 {
+	checkLedger(t, direct, part.Tag()+":u:ledger", len(ids))
+	checkLedger(t, direct, foreignLedger(ns), len(ids))
+	if n, err := direct.XLen(ctx, part.Outbox()+":dead").Result(); err != nil || n != 0 {
 		t.Errorf("%d outbox entries could not be relayed (%v)", n, err)
 	}
 
+	// Every job hash in exactly the index its state names, the counters
+	// equal to the real counts, and only culprits quarantined.
+	hashes, quarantined := 0, 0
+	parts := partitionsOf(ctx, t, direct, ns, part, ppart)
+	for _, p := range parts {
+		ps, err := checkPartition(ctx, direct, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.report(t, p)
+		hashes += ps.Jobs
+		for _, id := range ps.Quarantined {
+			quarantined++
+			if !culprits[id] {
+				t.Errorf("job %s quarantined: not a culprit", id)
+			}
+		}
+	}
+	if want := len(ids) + len(bad) + len(culprits); hashes != want {
+		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d culprits)", hashes, want, len(ids), len(bad), len(culprits))
+	}
+
 	stale := f.staleSteps.Load() + f.staleOutcomes.Load()
-	again := reruns(t, rdb, ns, len(ids))
-	summary := fmt.Sprintf("chaos %s + drain %s (seed %d): %d jobs, %d kills, %d stalls, %d worker restarts, "+
-		"%d Redis restarts (%d after SIGKILL), %d proxy cuts (%d connections), %d rejected stale writes "+
-		"(%d steps, %d outcomes), 1 quarantined; %d crashes charged to %d jobs, %d attempts spent, "+
-		"%d step executions repeated, %d enqueue calls retried",
-		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), ctl.Kills, ctl.Stalls,
-		ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns, stale, f.staleSteps.Load(),
-		f.staleOutcomes.Load(), crashes, crashed, attempts, again, retries)
+	again := reruns(t, direct, ns, len(ids))
+	summary := fmt.Sprintf("chaos %s + drain %s (seed %d): %d jobs + %d bad-effect jobs (errors by class %v), "+
+		"%d kills, %d stalls, %d worker restarts, %d Redis restarts (%d after SIGKILL), %d proxy cuts (%d connections), "+
+		"script calls faulted at %g%% drop, %g%% duplicate (seed %d): %d replies dropped, %d requests duplicated; "+
+		"%d worker processes ended by exit pills (%d exit pill runs), %d rejected stale writes (%d steps, %d outcomes), "+
+		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
+		"%d crashes charged to %d ledger jobs (at most %d to one), %d attempts spent, %d step executions repeated, "+
+		"%d enqueue calls retried",
+		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
+		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns,
+		dropRate*100, dupRate*100, seed, dropped, duplicated,
+		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
+		quarantined, len(culprits), hashes, len(parts),
+		crashes, crashed, maxCrash, attempts, again, retries)
 	t.Log(summary)
 
 	// The chaos happened: each fault at least once, and zombies tried to
 	// write and were refused.
-	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || stale == 0 || len(ids) == 0 {
+	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || stale == 0 ||
+		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes {
 		t.Errorf("not every fault happened: %s", summary)
 	}
+}
+
+// chaosSeed is the run's seed: envSeed, else the time.
+func chaosSeed(t *testing.T) uint64 {
+	if s := os.Getenv(envSeed); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: want a uint64", envSeed, s)
+		}
+		return seed
+	}
+	return uint64(time.Now().UnixNano())
 }
 
 // chaosDuration is how long the faults go on: envDuration, else 20 s (8 s

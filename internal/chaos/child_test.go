@@ -45,15 +45,17 @@ type workerConfig struct {
 // every lease lost to a SIGKILL, a stop, a Redis restart or a cut
 // connection charges a crash to each job the worker held, so a limit of 3
 // would quarantine unlucky ordinary jobs in a long run. Crash limits are
-// per worker, so the poison pill has its own queue served by workers with
-// the default limit.
+// per worker, so the culprits (the poison pill, the exit pills) have their
+// own queue served by workers with the default limit. They share the
+// worker processes with the ordinary jobs: an exit pill takes the ordinary
+// jobs running in its process down with it.
 const ordinaryCrashLimit = 1000
 
-// poisonCrashLimit is the poison pill's workers' crash limit, the default.
+// poisonCrashLimit is the culprits' workers' crash limit, the default.
 const poisonCrashLimit = 3
 
 // childMain runs two workers on one connection pool: one for the ordinary
-// jobs and one for the poison pill's queue. It prints "ready" once both
+// jobs and one for the culprits' queue. It prints "ready" once both
 // exist and works until SIGKILL or SIGTERM (graceful, exit status 0).
 func childMain(raw string) int {
 	var cfg workerConfig

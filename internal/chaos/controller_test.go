@@ -5,6 +5,7 @@ package chaos
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,11 +52,21 @@ type controller struct {
 
 // run injects faults every 150-600 ms until the deadline, drawing them
 // from a shuffled deck holding each fault once, so that every kind occurs
-// as often as the others. Stopped workers are resumed when due, the last
-// ones after the deadline.
+// as often as the others (one that cannot be injected yet, a stall with
+// too few workers running, waits while those after it go). It goes on past
+// the deadline, by up to a minute, until each kind has been injected once:
+// on a loaded machine a worker process built with -race takes seconds to
+// start, and a short run could end before its first deck does. Stopped
+// workers are resumed when due, the last ones after the deadline; workers
+// that an exit pill ended are replaced before each fault.
 func (c *controller) run(until time.Time) {
-	for time.Now().Before(until) {
+	more := func() bool {
+		now := time.Now()
+		return now.Before(until) || !c.everyKind() && now.Before(until.Add(time.Minute))
+	}
+	for more() {
 		c.resumeDue()
+		c.fleet.restartExited(c.fleet.cfg)
 		if len(c.deck) == 0 {
 			c.deck = make([]fault, numFaults)
 			for i := range c.deck {
@@ -63,8 +74,11 @@ func (c *controller) run(until time.Time) {
 			}
 			c.rng.Shuffle(len(c.deck), func(i, j int) { c.deck[i], c.deck[j] = c.deck[j], c.deck[i] })
 		}
-		if c.inject(c.deck[0]) {
-			c.deck = c.deck[1:]
+		for i, f := range c.deck { // the first that can be injected now
+			if c.inject(f) {
+				c.deck = slices.Delete(c.deck, i, i+1)
+				break
+			}
 		}
 		time.Sleep(time.Duration(150+c.rng.IntN(451)) * time.Millisecond)
 	}
@@ -72,22 +86,28 @@ func (c *controller) run(until time.Time) {
 		c.resumeDue()
 		time.Sleep(20 * time.Millisecond)
 	}
+	c.fleet.restartExited(c.fleet.cfg)
 }
 
 // inject injects f and reports whether it could (a stall needs another
-// worker left running).
+// worker left running, or starting; a kill, a stall and a restart need a
+// ready worker running: the replacements of those exit pills ended may
+// still be starting).
 func (c *controller) inject(f fault) bool {
 	t := c.t
 	t.Helper()
 	running := c.fleet.running()
 	pick := func() *proc { return running[c.rng.IntN(len(running))] }
+	if len(running) == 0 && (f == faultKill || f == faultStall || f == faultRestart) {
+		return false
+	}
 	switch f {
 	case faultKill:
 		c.fleet.kill(pick())
 		c.fleet.start(c.fleet.cfg)
 		c.Kills++
 	case faultStall:
-		if len(running) < 2 {
+		if c.fleet.unstalled() < 2 {
 			return false
 		}
 		p := pick()
@@ -112,6 +132,11 @@ func (c *controller) inject(f fault) bool {
 		c.Cuts++
 	}
 	return true
+}
+
+// everyKind reports whether each kind of fault has been injected.
+func (c *controller) everyKind() bool {
+	return c.Kills > 0 && c.Stalls > 0 && c.Restarts > 0 && c.RedisRestarts > 0 && c.Cuts > 0
 }
 
 // resumeDue resumes the stopped workers whose time has come.

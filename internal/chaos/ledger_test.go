@@ -1,15 +1,20 @@
 package chaos
 
-// The ledger check: every effect of every job applied exactly once.
+// The ledger checks: every effect of every ledger job applied exactly
+// once, none of a bad-effect job's.
 
 import (
 	"context"
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // ledgerReport sums up one ledger against the effects expected.
@@ -95,4 +100,65 @@ func first(s []string) string {
 		return fmt.Sprintf("%v ... (%d in all)", s[:10], len(s))
 	}
 	return fmt.Sprint(s)
+}
+
+// checkBadEffects checks the bad-effect jobs (IDs, job k at index k): each
+// is archived, its attempts spent (attempts_exhausted) on refused commits
+// that recorded errors of the class badClass gives, naming the invalid
+// effect; and no effect of any of them applied: its ledger field is absent
+// from both ledgers (in the jobs' slot and relayed through the outbox).
+// It returns the errors of each class the jobs recorded.
+func checkBadEffects(ctx context.Context, t *testing.T, c *flow.Client, rdb redis.UniversalClient, part keys.Partition, ids []string) map[string]int {
+	t.Helper()
+	classes := map[string]int{}
+	for k, id := range ids {
+		mode := k % badModes
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			t.Errorf("bad-effect job %s lost: %v", id, err)
+			continue
+		}
+		want, text := badClass(mode), "holds a list"
+		if mode == badStepNaN || mode == badDoneNaN {
+			text = "NaN"
+		}
+		refused := 0
+		for _, e := range info.Errors {
+			classes[e.Class]++
+			switch {
+			case e.Class == want && strings.Contains(e.Message, text):
+				refused++
+			case e.Class == "error" || e.Class == "effect":
+				t.Errorf("bad-effect job %s (mode %d): error %q of class %s, want class %s naming the invalid effect (%q)", id, mode, e.Message, e.Class, want, text)
+			}
+		}
+		if info.State != flow.StateArchived || info.Reason != "attempts_exhausted" || info.Attempt != badMaxAttempts || refused == 0 {
+			t.Errorf("bad-effect job %s (mode %d): %s (%s), attempt %d, crash_attempt %d, errors %+v; want archived (attempts_exhausted) after %d attempts refused with class %s",
+				id, mode, info.State, info.Reason, info.Attempt, info.CrashAttempt, info.Errors, badMaxAttempts, want)
+		}
+	}
+	fields := make([]string, len(ids))
+	for k := range ids {
+		fields[k] = badField(k)
+	}
+	if len(fields) > 0 {
+		for _, ledger := range []string{part.Tag() + ":u:ledger", foreignLedger(part.NS)} {
+			got, err := rdb.HMGet(ctx, ledger, fields...).Result()
+			if err != nil {
+				t.Fatalf("reading ledger %s: %v", ledger, err)
+			}
+			for k, v := range got {
+				if v != nil {
+					t.Errorf("ledger %s: the refused effect of bad-effect job %s applied: %s = %v", ledger, ids[k], fields[k], v)
+				}
+			}
+		}
+	}
+	if typ, err := rdb.Type(ctx, part.Tag()+":u:"+badList).Result(); err != nil || typ != "list" {
+		t.Errorf("%s holds a %s (%v), want the list the bad INCRBYs hit", part.Tag()+":u:"+badList, typ, err)
+	}
+	if n, err := rdb.Exists(ctx, part.Tag()+":u:badz").Result(); err != nil || n != 0 {
+		t.Errorf("the NaN ZADDs' key exists (%d, %v)", n, err)
+	}
+	return classes
 }

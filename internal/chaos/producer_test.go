@@ -1,6 +1,7 @@
 package chaos
 
-// The producer: enqueues ledger jobs while the chaos goes on.
+// The producer: enqueues ledger jobs, and a few bad-effect jobs among
+// them, while the chaos goes on.
 
 import (
 	"context"
@@ -16,6 +17,8 @@ import (
 // than a final worker can drain. Job n has the ID "j<n>": an enqueue whose
 // answer was lost (Redis restarted) is sent again and is then a no-op if
 // the first one was written, so every job the producer counts exists.
+// Alongside ledger job badEvery*k + badEvery/2 goes bad-effect job k, ID
+// "b<k>", in the same call.
 type producer struct {
 	c       *flow.Client
 	backlog int
@@ -26,6 +29,7 @@ type producer struct {
 
 	mu      sync.Mutex
 	ids     []string // acknowledged, job n at index n
+	bad     []string // bad-effect jobs acknowledged, job k at index k
 	retries int      // enqueue calls that failed and were sent again
 	errs    []error  // unexpected answers
 }
@@ -74,9 +78,17 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	p.mu.Lock()
 	next := len(p.ids)
 	p.mu.Unlock()
-	items := make([]flow.Item, n)
-	for i := range items {
-		items[i] = flow.Item{Args: ledgerJob{N: next + i, Pad: padFor(next + i)}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}}
+	items := make([]flow.Item, 0, n+n/badEvery+1)
+	var bad []int // the bad-effect jobs of the call, after the ledger jobs
+	for i := range n {
+		items = append(items, flow.Item{Args: ledgerJob{N: next + i, Pad: padFor(next + i)}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}})
+		if (next+i)%badEvery == badEvery/2 {
+			bad = append(bad, (next+i)/badEvery)
+		}
+	}
+	for _, k := range bad {
+		items = append(items, flow.Item{Args: badEffectJob{K: k, Mode: k % badModes}, Opts: []flow.EnqueueOption{
+			flow.WithID(badJobID(k)), flow.WithMaxAttempts(badMaxAttempts)}})
 	}
 	res, err := p.c.EnqueueMany(ctx, items...)
 	if err != nil {
@@ -86,17 +98,28 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	defer p.mu.Unlock()
 	for i, r := range res {
 		if r.Err != nil {
-			p.errs = append(p.errs, fmt.Errorf("job j%d: %w", next+i, r.Err))
+			p.errs = append(p.errs, fmt.Errorf("job %d of a call (j%d...): %w", i, next, r.Err))
 		}
-		p.ids = append(p.ids, r.ID)
+		if i < n {
+			p.ids = append(p.ids, r.ID)
+		} else {
+			p.bad = append(p.bad, r.ID)
+		}
 	}
 	return nil
 }
 
-// result returns the acknowledged jobs' IDs, the retried calls and the
-// unexpected answers.
+// result returns the acknowledged ledger jobs' IDs, the retried calls and
+// the unexpected answers.
 func (p *producer) result() ([]string, int, []error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.ids, p.retries, p.errs
+}
+
+// badJobs returns the acknowledged bad-effect jobs' IDs, job k at index k.
+func (p *producer) badJobs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.bad
 }
