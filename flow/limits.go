@@ -89,7 +89,10 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 // and crash them again up to the crash limit. Jobs are matched by a
 // fingerprint of kind and arguments, within a partition: on a queue of
 // several partitions the fingerprint places the job (after a partition
-// key or unique key), so copies meet; give every copy the option.
+// key or unique key), so copies meet; give every copy the option. The
+// fingerprint places the job ahead of a WithID: the same ID with other
+// arguments lands on another partition, where it is added rather than
+// refused as ErrConflict.
 func WithQuarantineHold() EnqueueOption {
 	return func(o *enqueueOptions) error {
 		o.hold = true

@@ -35,9 +35,9 @@
 -- job's concurrency slot, if it has a concurrency key. A job that finishes and
 -- was spawned by a parent notifies the parent (lib.lua notify_parent).
 -- Deadline outcomes are checked in store time: a job whose deadline
--- ('dl') has not passed by Redis's clock goes back to available with no
--- counter charged instead (a worker's clock ran ahead), and is archived at
--- its next claim if the deadline has passed by then.
+-- ('dl') has not passed by Redis's clock (a worker's clock ran ahead) is
+-- scheduled at its deadline instead, no counter charged, and archived
+-- ('deadline_exceeded') by the claim that finds it due then.
 -- Returns: one entry per outcome: the job's new state, or 'stale' when the
 --   identity check failed (nothing was written for it); then one more
 --   entry: the number of outbox entries written. A re-sent call answers
@@ -88,8 +88,9 @@ for _, e in ipairs(entries) do
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
-    if code == 'deadline' and not (tonumber(h[10]) and tonumber(h[10]) <= NOW) then
-      code, delay = 'free', 0
+    local dl = tonumber(h[10])
+    if code == 'deadline' and dl and dl > NOW then
+      code, delay = 'snooze', dl - NOW -- due at its deadline, archived by the claim then
     end
     if code == 'ok' then
       local bad = check_effects(e.fx)

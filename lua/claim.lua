@@ -13,7 +13,8 @@
 -- Returns: { next_due, archived, job... }, each job's fields inline (a
 -- flat reply is cheaper to build, send and read than one array per job)
 --   next_due  earliest due time in sched (ms), or -1; set only when fewer
---             than n jobs were claimed (the partition ran dry), else -2
+--             than n jobs were claimed (the partition ran dry), else -2;
+--             -3 when suspects were passed over (claim again soon)
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
 --   job       id, lease ID, lease expiry, fence, s, s step fields, f, f
@@ -27,8 +28,9 @@
 -- Suspect isolation: a claim leases at most one job with a crash on
 -- record ('c' > 0), and none for a worker that runs one already. Others
 -- it meets stay where they were, at the front of their lists, for another
--- worker; when that leaves it short, next_due is at most SUSPECT_POLL ms
--- away, so the worker looks again soon. A job that takes its process down
+-- worker; a claim passes over at most HELD_MAX of them (then it stops
+-- popping that list), and when that leaves it short it answers next_due
+-- -3, so the worker looks again soon. A job that takes its process down
 -- thus runs beside healthy jobs only, and its innocent victims, which are
 -- suspects after one crash, never run beside it again: only the culprit
 -- reaches the crash limit.
@@ -105,10 +107,11 @@ local kind_lease = {}
 local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
 local suspect_ok = ARGV[15 + 2 * m] == '1'
-local SUSPECT_POLL = 100
+local HELD_MAX = 64
 -- held: suspects this claim passed over, { list, id, priority }, put back
--- at the front of their lists after the pops
-local held = {}
+-- at the front of their lists after the pops; halt: HELD_MAX reached, no
+-- more popping (what follows in the list stays there, in order)
+local held, halt = {}, false
 
 local jobs, archived = {}, {}
 local NO_STEPS = {}
@@ -147,7 +150,7 @@ end
 -- until n jobs are claimed or it is empty, and says whether it emptied it.
 -- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
 local function take(ak, pinned_to, prio)
-  while #jobs < n do
+  while #jobs < n and not halt do
     local want = n - #jobs
     local ids = redis.call('LPOP', ak, want)
     if not ids then return true end
@@ -190,6 +193,7 @@ local function take(ak, pinned_to, prio)
           park(jk, id, 'deadline_exceeded')
         elseif (tonumber(h.c) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
+          if #held >= HELD_MAX then halt = true end
         elseif h.ck and cc_running(h.ck) >= (tonumber(h.cn) or 1) then
           cc_wait(h.ck, id) -- its key is at its limit
         elseif h.rk and rate_limited(h, id) then
@@ -242,7 +246,7 @@ flush()
 local nd = -2
 if #jobs < n then
   nd = next_due()
-  if #held > 0 and (nd < 0 or nd > NOW + SUSPECT_POLL) then nd = NOW + SUSPECT_POLL end
+  if #held > 0 then nd = -3 end
   redis.call('SET', K_IDLE, '1')
 end
 out[1], out[2] = nd, archived

@@ -12,9 +12,13 @@
 --   no longer in the outbox (another relay handled it) is skipped.
 -- 'revive': ARGV[10] n, then n dead entry IDs: each one's effect goes back
 --   to the outbox as a new entry, relayed again (its dedup marker still
---   keeps it to once), and leaves the dead stream.
+--   keeps it to once), and leaves the dead stream. The new entry carries
+--   the first one's ID ('o'), so the relay's age check still counts from
+--   it: one too old to tell whether it applied is never relayed.
 -- Returns: 'bury': the entries dead-lettered, as a flat list of outbox
---   entry ID, dead entry ID; 'revive': per ID, 'ok' or 'missing'.
+--   entry ID, dead entry ID; 'revive': per ID, 'ok', 'missing' (no such
+--   dead entry, or not an entry ID) or 'empty' (it holds no effect: a
+--   notification, or an entry that could not be read).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none.
 local again = replayed()
@@ -26,10 +30,10 @@ if mode == 'bury' then
   for i = 0, n - 1 do
     local b = 11 + 4 * i
     local entry, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
-    if redis.call('XDEL', K_OUTBOX, entry) == 1 then
+    if string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
       local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
-      if id ~= '' and redis.call('EXISTS', jk) == 1 then
+      if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
         redis.call('HINCRBY', jk, 'xd', 1)
         record_error(jk, id, 'effect_dead', msg, '')
       end
@@ -40,13 +44,18 @@ if mode == 'bury' then
 elseif mode == 'revive' then
   for i = 0, n - 1 do
     local id = ARGV[11 + i]
-    local e = redis.call('XRANGE', DEAD, id, id)
+    local e = string.find(id, '^%d+%-%d+$') and redis.call('XRANGE', DEAD, id, id) or {}
+    local f = {}
+    if #e > 0 then
+      for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end
+    end
     if #e == 0 then
       out[#out + 1] = 'missing'
+    elseif (f.b or '') == '' then
+      out[#out + 1] = 'empty' -- a notification or an unreadable entry: nothing to relay
     else
-      local f = {}
-      for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end
-      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b or '')
+      -- 'o': the first entry's ID, whose time the relay's age check reads
+      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
       redis.call('XDEL', DEAD, id)
       out[#out + 1] = 'ok'
     end

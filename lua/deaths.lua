@@ -8,8 +8,10 @@
 --   report is held for its taker (ms): reports due by now are due again
 --   only after that, so two workers do not deliver one at the same time,
 --   and one whose taker died is delivered again.
--- 'done': ARGV[10] n, then n job IDs whose report a death handler has run
---   for: their reports are dropped.
+-- 'done': ARGV[10] n, then n pairs of job ID and fence: the job's report,
+--   for which a death handler has run, is dropped if the job still has that
+--   fence (or is gone): a job redriven and dead again since keeps its new
+--   report.
 -- Returns: 'take': per report, the job's ID and its hash (a count, then
 --   flat HGETALL, a payload kept in its own key added as field 'p'); a
 --   report whose job is gone is dropped, not returned. 'done': how many
@@ -41,7 +43,11 @@ if ARGV[9] == 'take' then
 elseif ARGV[9] == 'done' then
   local n = tonumber(ARGV[10])
   local dropped = 0
-  for i = 1, n do dropped = dropped + redis.call('ZREM', DEATHS, ARGV[10 + i]) end
+  for i = 0, n - 1 do
+    local id, fence = ARGV[11 + 2 * i], ARGV[12 + 2 * i]
+    local f = redis.call('HGET', job_key(id), 'f')
+    if not f or f == fence then dropped = dropped + redis.call('ZREM', DEATHS, id) end
+  end
   return remember(dropped)
 else
   return redis.error_reply('ERR sluice: unknown deaths mode ' .. tostring(ARGV[9]))

@@ -74,8 +74,10 @@ end
 -- started.
 local function on_duplicate(holder, policy, payload, due)
   local jk = job_key(holder)
-  local s = state_of(redis.call('HGET', jk, 's'))
+  local h = redis.call('HMGET', jk, 's', 'qb')
+  local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
+  if h[2] then return end -- held behind a quarantined twin: it stays held
   if policy == 'replace' then
     local stale = chunk_fields(field_map(jk), 'p')
     stale[#stale + 1], stale[#stale + 2] = 'p', 'pb'

@@ -90,10 +90,34 @@ local function ttl_ok(v)
 end
 
 -- score_ok reports whether v is a sorted-set score Redis takes: a number
--- (inf allowed) with no space around it, not NaN.
+-- with no space around it, not NaN, and not out of range: Redis refuses a
+-- value that overflows to infinity (only inf written as such is taken) or
+-- underflows to 0 (a mantissa with a digit other than 0 that reads as 0).
 local function score_ok(v)
+  local lv = string.lower(v)
+  if lv == 'inf' or lv == '+inf' or lv == '-inf' or lv == 'infinity' or lv == '+infinity' or lv == '-infinity' then
+    return true -- as Redis reads them (not every Lua's tonumber does)
+  end
   local x = tonumber(v)
-  return x ~= nil and x == x and not string.find(v, '^%s') and not string.find(v, '%s$')
+  if x == nil then
+    -- a decimal exponent some Lua builds (gopher-lua, under miniredis) do
+    -- not read; Redis's own Lua does
+    local m, e = string.match(v, '^([+-]?%d*%.?%d+)[eE]([+-]?%d+)$')
+    if m then x = tonumber(m) * 10 ^ tonumber(e) end
+    if x and x == 0 and tonumber(m) ~= 0 then return false end
+  end
+  if x == nil or x ~= x or string.find(v, '^%s') or string.find(v, '%s$') then return false end
+  if x * 0 ~= 0 then return false end -- an overflow to infinity (inf * 0 is NaN)
+  if x == 0 then
+    local mant = string.lower(string.match(v, '^[+-]?(.*)$'))
+    if string.sub(mant, 1, 2) == '0x' then
+      mant = string.match(string.sub(mant, 3), '^[^p]*')
+    else
+      mant = string.match(mant, '^[^e]*')
+    end
+    return not string.find(mant, '[1-9a-f]')
+  end
+  return true
 end
 
 -- effect_shape checks an effect's arguments alone; it returns an error

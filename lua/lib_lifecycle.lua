@@ -19,19 +19,19 @@ end
 -- behind it become due now.
 local function free_held(qf, id)
   local qh = hold_key(qf)
-  if redis.call('GET', qh) ~= id then return end
-  redis.call('DEL', qh)
+  if redis.call('GET', qh) == id then redis.call('DEL', qh) end
   local wk = held_key(qf)
-  local ids = redis.call('LRANGE', wk, 0, -1)
-  redis.call('DEL', wk)
-  for _, h in ipairs(ids) do
+  for _, h in ipairs(redis.call('LRANGE', wk, 0, -1)) do
     local hk = job_key(h)
     local v = redis.call('HMGET', hk, 's', 'qb')
-    if state_of(v[1]) == 'scheduled' and v[2] == id then
-      redis.call('HDEL', hk, 'qb')
-      redis.call('HSET', hk, 'rt', NOW_S)
-      redis.call('ZADD', K_SCHED, NOW, h)
-      wake()
+    if v[2] == id or not v[1] then
+      redis.call('LREM', wk, 1, h) -- held by id, or gone: the others stay held
+      if v[2] == id and state_of(v[1]) == 'scheduled' then
+        redis.call('HDEL', hk, 'qb')
+        redis.call('HSET', hk, 'rt', NOW_S)
+        redis.call('ZADD', K_SCHED, NOW, h)
+        wake()
+      end
     end
   end
 end
@@ -149,8 +149,14 @@ local function finish(jk, id, from, state, reason, m)
     zadd_later(DEATHS, num_s(NOW + DEATH_GRACE), id)
   end
   if state == 'quarantined' then
+    -- it holds its twins, unless one quarantined before it still does
     local qf = redis.call('HGET', jk, 'qf')
-    if qf then redis.call('SET', hold_key(qf), id) end
+    if qf then
+      local cur = redis.call('GET', hold_key(qf))
+      if not cur or state_of(redis.call('HGET', job_key(cur), 's')) ~= 'quarantined' then
+        redis.call('SET', hold_key(qf), id)
+      end
+    end
   end
 end
 
@@ -209,6 +215,8 @@ local function reap(limit, delay)
       if ck then cc_release(ck) end
       holder = holder or ''
       redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
+      -- the attempt is over, not acked: a late ack of it is stale (ack.lua)
+      redis.call('HDEL', jk, 'l')
       redis.call('HINCRBY', jk, 'on', 1)
       record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
       out[#out + 1] = id

@@ -58,7 +58,8 @@ var (
 // debugging.
 func Source(name string) string {
 	b := body(name)
-	return preludeFor(lib(), b) + b
+	units, defined := parsed()
+	return preludeOf(units, defined, header(lib()), b) + b
 }
 
 // libParts are the prelude's files, in the order they are joined: a Lua

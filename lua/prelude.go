@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Redis runs a script's whole text on every call, and most of lib.lua is
@@ -100,6 +101,15 @@ func mentions(text string, defined map[string]int) []int {
 // preludeFor returns the definitions of lib that script needs, in order.
 func preludeFor(lib, script string) string {
 	units, defined := parseUnits(lib)
+	return preludeOf(units, defined, header(lib), script)
+}
+
+// parsed is the whole prelude parsed once: every script's source is cut
+// from it (parsing it per script cost seconds at start under -race).
+var parsed = sync.OnceValues(func() ([]unit, map[string]int) { return parseUnits(lib()) })
+
+// preludeOf is preludeFor on a prelude already parsed, with its header.
+func preludeOf(units []unit, defined map[string]int, head, script string) string {
 	need := make([]bool, len(units))
 	stack := mentions(script, defined)
 	for len(stack) > 0 {
@@ -111,7 +121,7 @@ func preludeFor(lib, script string) string {
 		}
 	}
 	var b strings.Builder
-	b.WriteString(header(lib))
+	b.WriteString(head)
 	for k, u := range units {
 		if need[k] {
 			b.WriteString(u.text)

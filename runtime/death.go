@@ -223,7 +223,7 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 		}
 	}
 	w.callOnDeath(ctx, it.d)
-	if err := w.st.DoneDeaths(ctx, it.ref.Partition, it.ref.Local); err != nil && ctx.Err() == nil {
+	if err := w.st.DoneDeath(ctx, it.ref.Partition, it.ref.Local, it.d.Job.Fence); err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping a delivered death report failed; it may be delivered again", "job", it.d.Job.ID, "err", err)
 	}
 }

@@ -111,6 +111,9 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			if !res.NextDue.IsZero() && res.NextDue.Before(due[chosen]) {
 				due[chosen] = res.NextDue
 			}
+			if res.HeldSuspects {
+				due[chosen] = sent.Add(suspectPoll)
+			}
 		}
 		for _, pk := range res.Parked {
 			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
@@ -130,6 +133,11 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 func (w *Worker) clientClosed(ctx context.Context, err error) bool {
 	return errors.Is(err, redis.ErrClosed) && errors.Is(w.st.Client().Ping(ctx).Err(), redis.ErrClosed)
 }
+
+// suspectPoll is how soon a worker claims again from a partition whose
+// last claim passed over jobs with a crash on record: one of them may run
+// here once the worker's own suspect is done.
+const suspectPoll = 100 * time.Millisecond
 
 // waitForWork blocks until a wake-up on wake, the earliest due time (every
 // partition that is not ready has one), or shutdown.

@@ -29,9 +29,12 @@ func TestAckOutcomes(t *testing.T) {
 		maxAtt   int
 		crashes  int  // crash_attempt before this attempt
 		deadline bool // the job's deadline passes (store time) while it runs
-		want     want
-		terminal string // zset the job must be in, scored by deletion time
-		retain   time.Duration
+		// the job has a deadline a minute on, which has not passed when a
+		// worker (its clock ahead) reports it
+		deadlineAhead bool
+		want          want
+		terminal      string // zset the job must be in, scored by deletion time
+		retain        time.Duration
 	}{
 		{name: "ok completes with result", ack: store.Ack{Code: store.CodeOK, Data: []byte("res")},
 			want: want{State: "completed", Result: "res"}, terminal: "completed", retain: retainCompleted},
@@ -51,8 +54,8 @@ func TestAckOutcomes(t *testing.T) {
 			want: want{State: "archived", Reason: "skipped"}, terminal: "archived", retain: retainArchived},
 		{name: "revoke cancels for good", ack: store.Ack{Code: store.CodeRevoke, Message: "customer left"},
 			want: want{State: "cancelled", Reason: "revoked"}, terminal: "cancelled", retain: retainCancelled},
-		{name: "deadline not passed in store time frees the job", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"},
-			want: want{State: "available", Position: "back"}},
+		{name: "deadline not passed in store time schedules the job at it", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"},
+			deadlineAhead: true, want: want{State: "scheduled", DueIn: time.Minute}},
 		{name: "deadline archives", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"}, deadline: true,
 			want: want{State: "archived", Reason: "deadline_exceeded", ErrorClasses: []string{"deadline"}}, terminal: "archived", retain: retainArchived},
 		{name: "panic is a crash, retried after the crash delay", ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Data: []byte("stack"), Reason: "panic"},
@@ -73,7 +76,7 @@ func TestAckOutcomes(t *testing.T) {
 					maxAtt = 3
 				}
 				job := store.NewJob{Local: "job", MaxAttempts: maxAtt}
-				if tc.deadline {
+				if tc.deadline || tc.deadlineAhead {
 					job.Deadline = f.clk.Now().Add(time.Minute)
 				}
 				f.enqueue(job)

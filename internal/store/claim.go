@@ -37,7 +37,11 @@ type ClaimResult struct {
 	// none), and the partition will publish a wake-up on new work.
 	Dry     bool
 	NextDue time.Time
-	Parked  []Parked
+	// HeldSuspects says the claim passed over jobs with a crash on record
+	// (NoSuspect, or one leased already) and was left short: claim again
+	// soon, by the worker's clock.
+	HeldSuspects bool
+	Parked       []Parked
 }
 
 // Claim leases up to req.N ready jobs in one round trip.
@@ -61,7 +65,11 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		return ClaimResult{}, fmt.Errorf("%w: claim reply %T", ErrMalformed, v)
 	}
 	var res ClaimResult
-	if nd, _ := reply[0].(int64); nd != -2 {
+	switch nd, _ := reply[0].(int64); nd {
+	case -2:
+	case -3:
+		res.Dry, res.HeldSuspects = true, true
+	default:
 		res.Dry = true
 		res.NextDue = timeOrZero(nd)
 	}

@@ -52,8 +52,8 @@ func TestDeadEffectsVisible(t *testing.T) {
 			}
 
 			f.rdb.Del(f.ctx, bad) // the cause mended
-			errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{d.ID, "1-1"})
-			if err != nil || errs[0] != nil || !errors.Is(errs[1], store.ErrNoDeadEffect) {
+			errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{"garbage", d.ID, "1-1"})
+			if err != nil || errs[1] != nil || !errors.Is(errs[0], store.ErrNoDeadEffect) || !errors.Is(errs[2], store.ErrNoDeadEffect) {
 				t.Fatalf("revive: %v %v", errs, err)
 			}
 			if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
@@ -89,5 +89,14 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	}
 	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "3" {
 		t.Errorf("the entry after it: %q, want 3", v)
+	}
+	// sent back, it is still as old: dead-lettered again, not applied
+	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.DeadOutbox(), Values: []any{"id", "2-1", "job", "", "error", "x", "b", "blob"}})
+	dead, _ := f.st.DeadEffects(f.ctx, f.p, "", 10)
+	if errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{dead[len(dead)-1].ID}); err != nil || errs[0] != nil {
+		t.Fatalf("revive: %v %v", errs, err)
+	}
+	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+		t.Fatalf("relay of the revived old entry: %+v %v", res, err)
 	}
 }

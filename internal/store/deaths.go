@@ -36,12 +36,9 @@ func (s *Store) TakeDeaths(ctx context.Context, p keys.Partition, n int, hold ti
 	return out, nil
 }
 
-// DoneDeaths drops the pending death reports of jobs of p (their IDs in
-// the partition) whose death handler has run.
-func (s *Store) DoneDeaths(ctx context.Context, p keys.Partition, locals ...string) error {
-	args := []any{"done", len(locals)}
-	for _, l := range locals {
-		args = append(args, l)
-	}
-	return s.run(ctx, lua.Deaths, p, args...).Err()
+// DoneDeath drops the pending death report of job local of p, whose death
+// handler has run for the death of the attempt with this fence: a job
+// redriven and dead again since (a new fence) keeps its new report.
+func (s *Store) DoneDeath(ctx context.Context, p keys.Partition, local string, fence int64) error {
+	return s.run(ctx, lua.Deaths, p, "done", 1, local, fence).Err()
 }

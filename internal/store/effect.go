@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -111,8 +112,8 @@ func validateEffect(e Effect) error {
 			return bad("want score, member pairs, got %d arguments", n)
 		}
 		for i := 0; i < n; i += 2 {
-			if f, err := strconv.ParseFloat(e.Args[i], 64); err != nil || math.IsNaN(f) {
-				return bad("score %q is not a number", e.Args[i])
+			if !isScore(e.Args[i]) {
+				return bad("score %q is not a number Redis takes", e.Args[i])
 			}
 		}
 	case "XADD":
@@ -128,6 +129,25 @@ func validateEffect(e Effect) error {
 		}
 	}
 	return nil
+}
+
+// isScore reports whether v is a sorted-set score Redis takes: a number,
+// not NaN, neither overflowing (ParseFloat's range error) nor underflowing
+// to 0 from a mantissa that is not 0, which Redis refuses too.
+func isScore(v string) bool {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(f) {
+		return false
+	}
+	if f == 0 {
+		mant, _, _ := strings.Cut(strings.ToLower(v), "e")
+		if strings.HasPrefix(strings.TrimLeft(mant, "+-"), "0x") {
+			mant, _, _ = strings.Cut(mant, "p")
+			return strings.Trim(strings.TrimLeft(mant, "+-")[2:], "0.") == ""
+		}
+		return strings.Trim(strings.TrimLeft(mant, "+-"), "0.") == ""
+	}
+	return true
 }
 
 // isInt64 reports whether v is an integer as Redis reads one: canonical

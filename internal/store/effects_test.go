@@ -40,6 +40,9 @@ func invalidEffectCases() []effectCase {
 	return []effectCase{
 		{name: "ZAdd NaN", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NaN", "m") })},
 		{name: "ZAdd flag", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NX", "1", "m") })},
+		{name: "ZAdd score underflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "1e-400", "m") })},
+		{name: "ZAdd hex score underflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "0x1p-1100", "m") })},
+		{name: "ZAdd score overflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "-1e400", "m") })},
 		{name: "Set PX 0", fx: one(func(f *fixture) store.Effect { return fx("SET", f.key("s"), "v", "PX", "0") })},
 		{name: "Expire negative", fx: one(func(f *fixture) store.Effect { return fx("PEXPIRE", f.key("bal"), "-1") })},
 		{name: "Set then IncrBy", fx: func(f *fixture) []store.Effect {
@@ -129,6 +132,7 @@ func TestEffectsAtTheLimits(t *testing.T) {
 				fx("HINCRBY", f.key("h"), "f", "2"),
 				fx("SET", f.key("s"), "v", "PX", "100000"),
 				fx("INCRBY", f.key("neg"), "-9223372036854775808"),
+				fx("ZADD", f.key("z"), "0", "a", "-0.0e5", "b", "+inf", "c", "1e-300", "e", "1e+06", "f"),
 			}
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: effects}); err != nil {
 				t.Fatal(err)
@@ -144,6 +148,9 @@ func TestEffectsAtTheLimits(t *testing.T) {
 			}
 			if v, _ := f.rdb.Get(f.ctx, f.key("neg")).Result(); v != "-9223372036854775808" {
 				t.Errorf("neg = %s", v)
+			}
+			if n, _ := f.rdb.ZCard(f.ctx, f.key("z")).Result(); n != 5 {
+				t.Errorf("z has %d members, want 5 (zero, signed zero, inf, a tiny score, 1e+06)", n)
 			}
 		})
 	}

@@ -76,3 +76,57 @@ func TestQuarantineHold(t *testing.T) {
 		})
 	}
 }
+
+// TestQuarantineHoldTwoQuarantined: a second job of the fingerprint
+// quarantined while the first still is leaves the hold with the first,
+// and deleting either never strands a held job; a debounce of a held job
+// leaves it held.
+func TestQuarantineHoldTwoQuarantined(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			crashOut := func(local string) {
+				t.Helper()
+				for range 3 {
+					j := f.claimOne("w")
+					if j.Local != local {
+						t.Fatalf("claimed %s, want %s", j.Local, local)
+					}
+					f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
+					f.clk.Advance(time.Minute)
+				}
+			}
+			f.enqueue(store.NewJob{Local: "a", Hold: "fp"}, store.NewJob{Local: "c", Hold: "fp", Delay: 10 * time.Hour})
+			crashOut("a")
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp",
+				Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}}})
+			if err != nil || res[0].HeldBy != "a" {
+				t.Fatalf("b: %+v %v", res, err)
+			}
+			// a debounced duplicate of b must not move it off its hold
+			f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b2", Kind: "k", Payload: []byte("y"), MaxAttempts: 3, Delay: time.Second,
+				Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}}})
+			f.clk.Advance(time.Hour)
+			if got := f.claim(10, "w").Jobs; len(got) != 0 {
+				t.Fatalf("claimed %v while b is held", locals(got))
+			}
+			// c, a twin enqueued before a's quarantine, is quarantined too:
+			// the hold stays a's, and deleting c frees nothing
+			f.clk.Advance(10 * time.Hour)
+			crashOut("c")
+			if _, err := f.st.Delete(f.ctx, keys.Ref{Partition: f.p, Local: "c"}); err != nil {
+				t.Fatal(err)
+			}
+			if j, _ := f.get("b"); j.State != "scheduled" || j.HeldBy != "a" {
+				t.Fatalf("b after deleting c: %s held by %q", j.State, j.HeldBy)
+			}
+			if _, err := f.st.Delete(f.ctx, keys.Ref{Partition: f.p, Local: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["b"] {
+				t.Fatalf("after deleting a claimed %v, want b", got)
+			}
+		})
+	}
+}

@@ -156,6 +156,7 @@ func (r *modelRun) promote(m *model, limit int) int {
 func (r *modelRun) reap(m *model, limit int) []store.Reaped {
 	var out []store.Reaped
 	for _, j := range r.due(m, limit, "running") {
+		j.lease = "" // the reaper ends the attempt: a late ack of it is stale
 		out = append(out, store.Reaped{Local: j.id, Holder: j.worker, State: r.crash(m, j)})
 	}
 	return out
@@ -484,16 +485,15 @@ func (r *modelRun) opClaim() {
 				nd = j.score
 			}
 		}
-		// suspects passed over: look again soon (claim.lua SUSPECT_POLL)
-		if poll := r.now() + 100; held > 0 && (nd < 0 || nd > poll) {
-			nd = poll
-		}
-		if nd >= 0 {
+		// suspects passed over: look again soon, by the worker's clock
+		// (claim.lua answers -3, HeldSuspects)
+		if nd >= 0 && held == 0 {
 			nextDue = time.UnixMilli(nd)
 		}
 	}
-	if res.Dry != (len(res.Jobs) < n) || !res.NextDue.Equal(nextDue) {
-		r.fail("claim: dry %v next due %v, want dry %v next due %v", res.Dry, res.NextDue, len(res.Jobs) < n, nextDue)
+	if res.Dry != (len(res.Jobs) < n) || !res.NextDue.Equal(nextDue) || res.HeldSuspects != (res.Dry && held > 0) {
+		r.fail("claim: dry %v next due %v held suspects %v, want dry %v next due %v held %v",
+			res.Dry, res.NextDue, res.HeldSuspects, len(res.Jobs) < n, nextDue, res.Dry && held > 0)
 	}
 	r.m = post
 }

@@ -58,7 +58,7 @@ func (r *modelRun) randomAck(l store.Lease, i int, invalidUsed *bool) ackSpec {
 	case x < 86:
 		a.Code = store.CodeRevoke
 	case x < 90:
-		a.Code = store.CodeDeadline // the job has no deadline: a free
+		a.Code = store.CodeDeadline // the job has no deadline field: archived as the worker says
 	default:
 		a.Code = store.CodeRelease
 	}
@@ -114,7 +114,10 @@ func staleAnswer(m *model, l store.Lease) string {
 func (r *modelRun) applyAck(m *model, j *mjob, s ackSpec) string {
 	code, delay := s.ack.Code, msOf(s.ack.Delay)
 	if code == store.CodeDeadline {
-		code, delay = store.CodeFree, 0
+		// the model's jobs have no deadline field: the ack's word stands
+		// (ack.lua checks a deadline against store time only when there is one)
+		r.finish(m, j, "archived")
+		return "archived"
 	}
 	if code == store.CodeOK {
 		if s.invalid == "" {

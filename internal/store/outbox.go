@@ -96,7 +96,11 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	}
 	oldest := s.now().Add(-relayMaxAge)
 	for _, m := range msgs {
-		if entryTime(m.ID).Before(oldest) {
+		first, _ := m.Values["o"].(string) // a revived entry's first ID (lua/deadfx.lua)
+		if first == "" {
+			first = m.ID
+		}
+		if entryTime(first).Before(oldest) {
 			bury(m, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
 		}
@@ -221,7 +225,11 @@ func (s *Store) ReviveEffects(ctx context.Context, p keys.Partition, ids []strin
 	}
 	out := make([]error, len(ids))
 	for i, r := range res {
-		if r != "ok" {
+		switch r {
+		case "ok":
+		case "empty":
+			out[i] = fmt.Errorf("%w: %s holds no effect to relay (a notification, or an unreadable entry)", ErrNoDeadEffect, ids[i])
+		default:
 			out[i] = fmt.Errorf("%w: %s", ErrNoDeadEffect, ids[i])
 		}
 	}

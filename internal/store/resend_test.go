@@ -247,3 +247,24 @@ func (f *fixture) wantValue(key, want string) {
 		f.t.Errorf("%s = %q, want %q", key, got, want)
 	}
 }
+
+// TestLateAckAfterReapIsStale: an attempt the reaper ended is over, not
+// acked: its late ack is stale (its death, say, is not reported), though
+// a re-sent ack of an attempt that did end by its ack answers that.
+func TestLateAckAfterReapIsStale(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
+			j := f.claimOne("w")
+			f.clk.Advance(time.Hour)
+			if _, err := f.reap(10); err != nil {
+				t.Fatal(err)
+			}
+			if r := f.ack(j, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "late"}); !errors.Is(r.Err, store.ErrStale) {
+				t.Fatalf("late ack after the reaper: %+v, want ErrStale", r)
+			}
+		})
+	}
+}
