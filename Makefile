@@ -20,10 +20,12 @@ test-short: ## Run the tests in -short mode, without -race
 	$(GO) test -short -count=1 ./...
 
 SLUICE_CHAOS_DURATION ?= 5m
+SLUICE_MODEL_STEPS ?= 20000
 
-chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m) with -race and print its counts
+chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m), then the store model for SLUICE_MODEL_STEPS, with -race
 	scripts/ensure-redis.sh
 	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos$$' -v ./internal/chaos
+	SLUICE_MODEL_STEPS=$(SLUICE_MODEL_STEPS) $(GO) test -race -count=1 -timeout 2h -run '^TestModel$$' -v ./internal/store
 
 lint: ## gofmt check, go vet, staticcheck
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
