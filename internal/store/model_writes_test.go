@@ -682,7 +682,7 @@ func (r *modelRun) opTick() {
 	default:
 		d = time.Hour + r.delay(6*3600*1000)
 	}
-	if r.clk.Now().Add(d).Sub(time.Now()) > modelMaxSkew {
+	if time.Until(r.clk.Now().Add(d)) > modelMaxSkew {
 		d = min(d, 45*time.Second)
 	}
 	r.clk.Advance(d)
