@@ -26,13 +26,15 @@ if ARGV[9] == 'take' then
   local ids = redis.call('ZRANGEBYSCORE', DEATHS, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[10]))
   local hold = NOW + tonumber(ARGV[11])
   for _, id in ipairs(ids) do
-    local raw = redis.call('HGETALL', job_key(id))
-    if #raw == 0 then
-      redis.call('ZREM', DEATHS, id)
+    -- pcall: a key that is not a job hash (corrupt data) must not make the
+    -- script raise after the writes made for the reports before it
+    local raw = redis.pcall('HGETALL', job_key(id))
+    if raw.err or #raw == 0 then
+      redis.call('ZREM', DEATHS, id) -- gone, or no job to report
     else
       redis.call('ZADD', DEATHS, hold, id)
-      local body = redis.call('GET', body_key(id))
-      if body then
+      local body = redis.pcall('GET', body_key(id))
+      if type(body) == 'string' then
         raw[#raw + 1], raw[#raw + 2] = 'p', body
       end
       out[#out + 1] = id

@@ -23,7 +23,8 @@ local function free_held(qf, id)
   local wk = held_key(qf)
   for _, h in ipairs(redis.call('LRANGE', wk, 0, -1)) do
     local hk = job_key(h)
-    local v = redis.call('HMGET', hk, 's', 'qb')
+    local v = redis.pcall('HMGET', hk, 's', 'qb') -- pcall: a corrupt key must not raise after a write
+    if v.err then v = {} end
     if v[2] == id or not v[1] then
       redis.call('LREM', wk, 1, h) -- held by id, or gone: the others stay held
       if v[2] == id and state_of(v[1]) == 'scheduled' then

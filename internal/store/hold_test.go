@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -126,6 +128,29 @@ func TestQuarantineHoldTwoQuarantined(t *testing.T) {
 			}
 			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["b"] {
 				t.Fatalf("after deleting a claimed %v, want b", got)
+			}
+		})
+	}
+}
+
+// TestDeathsSkipCorruptJobs: a pending death report whose job key is not a
+// hash (corrupt data) is dropped without failing the reports around it.
+func TestDeathsSkipCorruptJobs(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.archive("a")
+			f.rdb.ZAdd(f.ctx, f.p.Deaths(), redis.Z{Score: 0, Member: "bad"})
+			f.rdb.Set(f.ctx, f.p.Job("bad"), "garbage", 0)
+			f.archive("c")
+			f.clk.Advance(time.Minute)
+			jobs, err := f.st.TakeDeaths(f.ctx, f.p, 10, time.Minute)
+			if err != nil || len(jobs) != 2 {
+				t.Fatalf("take: %d jobs, %v; want a and c", len(jobs), err)
+			}
+			if _, err := f.rdb.ZScore(f.ctx, f.p.Deaths(), "bad").Result(); err != redis.Nil {
+				t.Fatal("the corrupt job's report is still pending")
 			}
 		})
 	}

@@ -117,28 +117,10 @@ func TestResend(t *testing.T) {
 			l.wantValue("bal", "100")
 		}},
 		{"step checkpoint answers ok and applies once", func(t *testing.T, l *lossy, fire func() func()) {
-			l.enqueue(store.NewJob{Local: "a"})
-			j := l.claimOne("w")
-			check := fire()
-			_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "a:s",
-				Effects: []store.Effect{fx("INCRBY", l.key("bal"), "100")}})
-			check()
-			if err != nil {
-				t.Fatalf("checkpoint: %v (a healthy attempt would give up its lease)", err)
-			}
-			l.wantValue("bal", "100")
+			l.commitOnce(fire, store.ModeOnce, "s", "bal")
 		}},
 		{"cursor advance applies once", func(t *testing.T, l *lossy, fire func() func()) {
-			l.enqueue(store.NewJob{Local: "a"})
-			j := l.claimOne("w")
-			check := fire()
-			_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: "cursor:c", Record: []byte("1"), Mode: store.ModeCursor, Commit: "a:c:@1",
-				Effects: []store.Effect{fx("INCRBY", l.key("rows"), "100")}})
-			check()
-			if err != nil {
-				t.Fatalf("advance: %v", err)
-			}
-			l.wantValue("rows", "100")
+			l.commitOnce(fire, store.ModeCursor, "cursor:c", "rows")
 		}},
 		{"cancel answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
 			l.enqueue(store.NewJob{Local: "a"})
@@ -222,6 +204,23 @@ func TestResendLate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitOnce commits field (mode) with an INCRBY of key under the armed
+// fault: the commit answers ok (a healthy attempt keeps its lease) and
+// its effect applies once.
+func (l *lossy) commitOnce(fire func() func(), mode, field, key string) {
+	l.t.Helper()
+	l.enqueue(store.NewJob{Local: "a"})
+	j := l.claimOne("w")
+	check := fire()
+	_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: field, Record: []byte("1"), Mode: mode, Commit: "a@1:" + field,
+		Effects: []store.Effect{fx("INCRBY", l.key(key), "100")}})
+	check()
+	if err != nil {
+		l.t.Fatalf("%s commit: %v", mode, err)
+	}
+	l.wantValue(key, "100")
 }
 
 func (f *fixture) wantStats(want map[string]string) {
