@@ -7,16 +7,12 @@ import (
 	"slices"
 
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// DeadEffect is a committed effect on a key in another slot that could not
-// be applied; see runtime.DeadEffect.
-type DeadEffect = runtime.DeadEffect
-
 // ErrNoDeadEffect: no dead-lettered effect has this ID.
-var ErrNoDeadEffect = store.ErrNoDeadEffect
+var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
 // Namespace is the namespace the client reads and writes.
 func (c *Client) Namespace() string { return c.opts.Namespace }
@@ -24,7 +20,7 @@ func (c *Client) Namespace() string { return c.opts.Namespace }
 // DeadEffects lists up to limit (1 to MaxListLimit; 0: 100) dead-lettered
 // effects of queue, partition by partition, oldest first in each. One
 // that names its job is also in that job's Errors (class "effect_dead").
-func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]DeadEffect, error) {
+func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sluicetype.DeadEffect, error) {
 	if !runtime.ValidQueue(queue) {
 		return nil, fmt.Errorf("%w: queue %q", ErrInvalid, queue)
 	}
@@ -34,14 +30,14 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]De
 	if limit == 0 {
 		limit = 100
 	}
-	var out []DeadEffect
+	var out []sluicetype.DeadEffect
 	for _, p := range c.partitions(queue) {
 		ds, err := c.st.DeadEffects(ctx, p, "", limit-len(out))
 		if err != nil {
 			return nil, err
 		}
 		for _, d := range ds {
-			out = append(out, deadEffectOf(p, d))
+			out = append(out, d.Public(p))
 		}
 		if len(out) >= limit {
 			break
@@ -88,9 +84,4 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func deadEffectOf(p keys.Partition, d store.DeadEffect) DeadEffect {
-	id, job := d.Refs(p)
-	return DeadEffect{ID: id, JobID: job, Error: d.Error, Op: d.Op, Key: d.Key, Args: d.Args, At: d.At}
 }

@@ -3,7 +3,7 @@ package flow
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Errors of the operator calls (admin_*.go); match them with errors.Is.
@@ -12,18 +12,14 @@ var (
 	// running job, cancelling a finished one, redriving a job that is not
 	// archived or cancelled, releasing one that is not quarantined). The
 	// error is a *StateError naming the job and its state.
-	ErrWrongState = store.ErrWrongState
+	ErrWrongState = sluicetype.ErrWrongState
 	// ErrTooMany: more job IDs than one call takes (MaxRedriveIDs).
 	ErrTooMany = errors.New("sluice: too many job IDs in one call")
 )
 
-// StateError says which job was in which state when an operator call
-// refused it; errors.Is(err, ErrWrongState) matches it.
-type StateError = store.StateError
-
 // stateError fills in the job's full ID in a *StateError from the store.
 func stateError(id string, err error) error {
-	var se *StateError
+	var se *sluicetype.StateError
 	if errors.As(err, &se) {
 		se.ID = id
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestRedriveByID: redrive, release, delete and cancel by ID, with typed
@@ -31,7 +32,7 @@ func TestRedriveByID(t *testing.T) {
 	if d := cmp.Diff([]string{dead}, rep.Moved); d != "" {
 		t.Fatalf("moved (-want +got):\n%s", d)
 	}
-	var se *flow.StateError
+	var se *sluicetype.StateError
 	if !errors.As(rep.Failed[quar], &se) || se.ID != quar || se.State != flow.StateQuarantined || !errors.Is(rep.Failed[avail], flow.ErrWrongState) ||
 		!errors.Is(rep.Failed["default:0:nope"], flow.ErrNotFound) || !errors.Is(rep.Failed["bad"], flow.ErrInvalid) || len(rep.Failed) != 4 {
 		t.Fatalf("failed: %v", rep.Failed)

@@ -20,7 +20,7 @@ const DefaultMaxPayload = 1 << 20
 
 // DefaultMaxAttempts is the default number of returned errors that archive
 // a job.
-const DefaultMaxAttempts = store.DefaultMaxAttempts
+const DefaultMaxAttempts = 25
 
 // ClientOptions configure a Client; zero values mean the defaults.
 type ClientOptions struct {

@@ -3,8 +3,7 @@ package flow
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Errors returned by this package; match them with errors.Is.
@@ -19,12 +18,12 @@ var (
 	ErrDuplicateKind = errors.New("sluice: job kind registered twice")
 	// ErrConflict: a job with the requested ID exists with another kind or
 	// payload.
-	ErrConflict = store.ErrConflict
+	ErrConflict = sluicetype.ErrConflict
 	// ErrNotFound: no job has this ID.
-	ErrNotFound = store.ErrNotFound
+	ErrNotFound = sluicetype.ErrNotFound
 	// ErrMalformed: data read from Redis is not a valid job.
-	ErrMalformed = store.ErrMalformed
+	ErrMalformed = sluicetype.ErrMalformed
 	// ErrStale: an attempt's write was rejected because its lease and fence
 	// are no longer current.
-	ErrStale = runtime.ErrStale
+	ErrStale = sluicetype.ErrStale
 )

@@ -11,8 +11,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -32,11 +32,6 @@ const (
 	// returns a *ChildFailedError.
 	FailFast
 )
-
-// WaitingError is what Join returns while children are not finished: the
-// handler must return it (wrapped or not) to be suspended. Tell it apart
-// from a failure with errors.As.
-type WaitingError = outcome.Wait
 
 // Children is the handle of the jobs a step spawned.
 type Children struct {
@@ -173,7 +168,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		}
 	}
 	if pending > 0 {
-		return nil, &outcome.Wait{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast, Recheck: JoinRecheck}
+		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast, Recheck: JoinRecheck}
 	}
 	return out, nil
 }

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -22,10 +22,10 @@ import (
 //		return err
 //	}
 //	err = step.Commit(ctx, "receipt", next)
-func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (idempotency.Effect, error) {
+func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype.Effect, error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
-		return idempotency.Effect{}, step.ErrNoAttempt
+		return sluicetype.Effect{}, step.ErrNoAttempt
 	}
 	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
 	// A planner per call: its round-robin starts anywhere, or every
@@ -33,11 +33,11 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (idempotenc
 	pl.rr.Store(rand.Uint64())
 	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
 	if err != nil {
-		return idempotency.Effect{}, err
+		return sluicetype.Effect{}, err
 	}
 	if !job.Generated {
-		return idempotency.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
+		return sluicetype.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
 	}
 	job.Local, job.Generated = "", false // set from the commit when it is written
-	return idempotency.Effect{Op: store.OpEnqueue, Job: &store.FollowUp{Partition: ref.Partition, Job: job}}, nil
+	return store.FollowUpEffect(store.FollowUp{Partition: ref.Partition, Job: job})
 }

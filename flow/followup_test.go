@@ -30,7 +30,11 @@ func TestFollowUpsSpreadOverPartitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		used[fx.Job.Partition.Index]++
+		fu, err := store.DecodeFollowUp(fx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		used[fu.Partition.Index]++
 	}
 	if len(used) < 2 {
 		t.Errorf("64 follow-ups used partitions %v, want them spread", used)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Job states.
@@ -24,11 +24,6 @@ const (
 	StateQuarantined = "quarantined"
 	StateCancelled   = "cancelled"
 )
-
-// ErrorRecord is one of a job's recent errors: its class (error, timeout,
-// panic, lease_expired, deadline, ...), when, the counters at the time, the
-// message and, for panics, the stack.
-type ErrorRecord = store.ErrorRecord
 
 // JobInfo is a job as stored: its state, counters and history.
 type JobInfo struct {
@@ -52,9 +47,9 @@ type JobInfo struct {
 	Deadline     time.Time
 	Reason       string // why it was archived, quarantined or cancelled
 	LastError    string
-	Errors       []ErrorRecord // newest first, at most 10
-	Result       []byte        // msgpack-encoded result; see DecodeResult
-	Orphan       Orphan
+	Errors       []sluicetype.ErrorRecord // newest first, at most 10
+	Result       []byte                   // msgpack-encoded result; see DecodeResult
+	Orphan       sluicetype.Orphan
 	Parent       string     // the parent's job ID, for a spawned child
 	Steps        []StepInfo // checkpointed steps, in order, then cursors
 	Progress     time.Time  // last checkpoint
@@ -65,8 +60,8 @@ type JobInfo struct {
 	// ReportProgress), Stuck the last stuck-attempt evidence (runtime
 	// Options.OnStuck); nil when none. Each names the attempt it belongs
 	// to by Fence: compare with the job's Fence for the current one.
-	Tracking *Tracking
-	Stuck    *StuckInfo
+	Tracking *sluicetype.Tracking
+	Stuck    *sluicetype.StuckInfo
 	// Redrives counts how often an operator returned the job to execution
 	// (Redrive, Release); RedrivenAt is the last time, RedrivenFrom the
 	// state and reason it was in then ("archived:attempts_exhausted").
@@ -74,22 +69,13 @@ type JobInfo struct {
 	RedrivenAt   time.Time
 	RedrivenFrom string
 	// DeadEffects counts the job's committed effects on keys in other
-	// slots that could not be applied (see runtime.DeadEffect); each is
+	// slots that could not be applied (see sluicetype.DeadEffect); each is
 	// also in Errors, class "effect_dead", and listed by Client.DeadEffects.
 	DeadEffects int
 	// HeldBy is the quarantined job this one waits on, while it does
 	// (WithQuarantineHold).
 	HeldBy string
 }
-
-// Tracking is a handler's report of what it is doing: percent done and a
-// free-form state.
-type Tracking = store.Tracking
-
-// StuckInfo is the evidence the runtime recorded of a stuck attempt: which
-// case (ignored_stop, no_progress), why, since when, the step and cursor
-// it was in and its goroutine stacks.
-type StuckInfo = store.StuckReport
 
 // StepInfo is one checkpointed step (or a cursor's progress).
 type StepInfo struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Job is one attempt of a job of type T, as its handler sees it.
@@ -20,19 +21,15 @@ type Job[T Args] struct {
 	Attempt      int // returned errors so far (0 on the first try)
 	CrashAttempt int // crashes so far (panics, lost leases)
 	MaxAttempts  int
-	Created      time.Time // enqueue time in store time, or the producer's when within 50 ms of it
-	Claimed      time.Time // when this attempt was claimed, in store time
-	Deadline     time.Time // zero: none
-	Orphan       Orphan    // set when the job was reclaimed after a crash
+	Created      time.Time         // enqueue time in store time, or the producer's when within 50 ms of it
+	Claimed      time.Time         // when this attempt was claimed, in store time
+	Deadline     time.Time         // zero: none
+	Orphan       sluicetype.Orphan // set when the job was reclaimed after a crash
 	// Fence and LeaseID identify this attempt; every write Sluice makes for
 	// it checks them.
 	Fence   int64
 	LeaseID string
 }
-
-// Orphan is the provenance of a job reclaimed after a crash: the worker
-// that held it, when its lease expired, and how many times it happened.
-type Orphan = runtime.Orphan
 
 func newJob[T Args](a *runtime.Attempt) (*Job[T], error) {
 	j := &Job[T]{

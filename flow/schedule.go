@@ -10,7 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/sluicehq/sluice/internal/names"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Schedule is a periodic job: Args enqueued at every tick of Cron or Every.
@@ -112,7 +112,7 @@ func (e *ScheduleError) Error() string {
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // ErrScheduleNotFound: no scheduler has published a schedule of this name.
-var ErrScheduleNotFound = store.ErrNoSchedule
+var ErrScheduleNotFound = sluicetype.ErrScheduleNotFound
 
 // timing is when a schedule ticks: a parsed cron expression or an
 // interval of whole seconds.

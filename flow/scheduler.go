@@ -11,7 +11,6 @@ import (
 
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -37,7 +36,7 @@ import (
 type Scheduler struct {
 	c   *Client
 	log *slog.Logger
-	clk clock.Clock
+	clk runtime.Clock
 
 	mu     sync.Mutex
 	scheds []*schedule
@@ -80,7 +79,7 @@ func NewScheduler(c *Client, opts SchedulerOptions) (*Scheduler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	var clk clock.Clock = clock.Real{}
+	clk := runtime.WallClock()
 	if c.opts.Clock != nil {
 		clk = c.opts.Clock
 	}

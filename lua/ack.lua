@@ -2,7 +2,7 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: number of outcomes n; then n outcomes, each 8 fields followed by
---   effects (lib.lua's read_effects; a count of 0 for none):
+--   effects (lib_effects.lua's read_effects; a count of 0 for none):
 --   id, lease ID, fence, code, delay (ms), message, data, reason;
 --   or, for the most common outcome, a completion with no result and no
 --   effects, only 4: id, lease ID, fence, 'k'
@@ -21,7 +21,7 @@
 --   revoke    -> cancelled ('revoked')
 --   deadline  -> archived ('deadline_exceeded')
 --   crash     crash_attempt+1 -> retryable after delay, the crash delay
---             (lib.lua crash; available at once for 0), or
+--             (lib_lifecycle.lua crash; available at once for 0), or
 --             quarantined at the crash limit; data is the stack
 --   release   no counter -> available at the front (shutdown hand-back)
 --   park      -> archived with the given reason (unknown kind, bad payload)
@@ -30,10 +30,14 @@
 --             policy ('f' wakes on the first failure, 'a' waits for all);
 --             due again after delay as a safety net. When the wait is
 --             already over the job goes straight back to available.
+-- Transitions: running -> completed | retryable | scheduled | available,
+--   running -> archived ('attempts_exhausted', 'skipped',
+--   'deadline_exceeded', or the reason a park gives),
+--   running -> cancelled ('revoked'), running -> quarantined ('crash_limit').
 -- Every outcome first checks the attempt's identity: the job must be
 -- running under exactly this lease ID and fence. Leaving running frees the
 -- job's concurrency slot, if it has a concurrency key. A job that finishes and
--- was spawned by a parent notifies the parent (lib.lua notify_parent).
+-- was spawned by a parent notifies the parent (lib_lifecycle.lua notify_parent).
 -- Deadline outcomes are checked in store time: a job whose deadline
 -- ('dl') has not passed by Redis's clock (a worker's clock ran ahead) is
 -- scheduled at its deadline instead, no counter charged, and archived

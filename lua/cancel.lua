@@ -7,7 +7,7 @@
 --   'ok', previous state     the job is now cancelled (reason 'operator')
 --   'missing', ''            no such job
 --   'final', state           the job is already in a terminal state
--- Transitions: available|scheduled|retryable|running -> cancelled.
+-- Transitions: available|scheduled|retryable|running -> cancelled ('operator').
 -- A running job's fence is incremented and its lease cleared, so every
 -- later write of the attempt that held it is rejected as stale and its
 -- next renewal reports the lease lost (with state 'cancelled'); its

@@ -23,7 +23,7 @@
 --             fields are its hash as it was before the claim (flat HGETALL:
 --             only the fields it has, which keeps the reply small), whose
 --             state, fence and lease fields the claim has since replaced;
---             a payload kept in its own key (lib.lua, put_payload) comes
+--             a payload kept in its own key (lib_chunks.lua, put_payload) comes
 --             last, as field 'p'
 -- Suspect isolation: a claim leases at most one job with a crash on
 -- record ('c' > 0), and none for a worker that runs one already. Others
@@ -39,10 +39,12 @@
 -- job to every worker (the shared list) and FailAfter archives it
 -- ('sticky_unavailable').
 -- Transitions: scheduled|retryable -> available (promotion),
---   available -> running (claim), available -> archived (deadline passed or
---   malformed job). A job whose concurrency key is at its limit, or whose
---   rate class has no token, stays available but moves to that key's or
---   class's wait list (lib.lua, flow control) instead of being claimed.
+--   available -> running (claim), available -> archived
+--   ('deadline_exceeded', 'malformed' for a job it cannot read,
+--   'sticky_unavailable' when a FailAfter fallback is due). A job whose
+--   concurrency key is at its limit, or whose rate class has no token,
+--   stays available but moves to that key's or class's wait list
+--   (lib_limits.lua, flow control) instead of being claimed.
 -- Each claim increments the job's fence and draws a new lease ID; the pair
 -- is the attempt's identity. When the partition runs dry the idle flag is
 -- set so the next enqueue publishes a wake-up.

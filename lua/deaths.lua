@@ -1,5 +1,5 @@
 -- deaths.lua: deliver the pending death reports of a partition at least
--- once (lib.lua finish keeps one per job that reached archived or
+-- once (lib_lifecycle.lua finish keeps one per job that reached archived or
 -- quarantined, in PFX .. 'dd', scored by when a sweep may take it).
 --
 -- KEYS: the partition layout of lib.lua.

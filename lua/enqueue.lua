@@ -15,7 +15,7 @@
 --   priority (0..9), headers (opaque bytes, may be empty), and for a job
 --   spawned by a parent (else empty): the parent's job ID, the parent's
 --   key prefix, the spawning step, the parent's ID in its partition; then
---   flow control (lib.lua): concurrency key and limit, rate class, jobs,
+--   flow control (lib_limits.lua): concurrency key and limit, rate class, jobs,
 --   period (ms) and burst (empty/0: none); then uniqueness: unique key
 --   (empty: none), how long it is held (ms, 0: until the job finishes), and
 --   what a duplicate does to a job that has not started ('', 'replace' its
@@ -25,7 +25,7 @@
 --   fingerprint (kind and arguments; empty: no hold). A job with a
 --   fingerprint whose twin (lib.lua qh:) is quarantined is added held:
 --   scheduled at HOLD_AT, never due, until that job is released or deleted
---   (lib.lua free_held). Most jobs are plain, and their five fields are
+--   (lib_lifecycle.lua free_held). Most jobs are plain, and their five fields are
 --   all Redis parses and Lua copies.
 -- Returns: one status per job, in order:
 --   'new'       the job was added
@@ -36,7 +36,9 @@
 --   'taken'     the ID was a fresh random one ('0' above) but a job has it
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
--- Transitions: (none) -> available | scheduled.
+-- Transitions: (none) -> available | scheduled (held jobs included);
+--   available -> scheduled (debounce: a duplicate moves the run time of
+--   the unique job holding its key).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end

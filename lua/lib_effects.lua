@@ -23,7 +23,7 @@ local MAX_EFFECT_ARGS = 100000
 -- about 8,000 values (store.MaxXAddArgs).
 local MAX_XADD_ARGS = 1001
 -- MAX_TTL_MS bounds a TTL (SET PX, PEXPIRE): far beyond any use, and far
--- from the 64-bit overflow Redis refuses (store.MaxTTL).
+-- from the 64-bit overflow Redis refuses (store.MaxTTLMillis).
 local MAX_TTL_MS = 1e15
 
 local function read_effects(i)

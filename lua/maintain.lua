@@ -1,22 +1,22 @@
 -- maintain.lua: a worker's maintenance pass over a partition, in one call:
 -- reclaim expired leases, promote due jobs, delete finished jobs past their
--- retention (lib.lua reap, promote and sweep), in that order. A limit of 0
+-- retention (lib_lifecycle.lua reap, promote and sweep), in that order. A limit of 0
 -- skips its part.
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]:  the most jobs to reap
 -- ARGV[10]: the most jobs to promote
 -- ARGV[11]: the most jobs to delete per terminal state
--- ARGV[12]: the crash delay (ms) of a reaped job's first crash (lib.lua
+-- ARGV[12]: the crash delay (ms) of a reaped job's first crash (lib_lifecycle.lua
 --   crash; 0: available at once)
 -- Returns: { reaped, promoted, deleted }: reaped is a flat list of id, new
 --   state, previous holder per reaped job; promoted and deleted are counts.
--- Transitions: running -> retryable | available | quarantined (reap:
---   crash_attempt+1, retried after the crash delay, or quarantined at the
---   crash limit);
+-- Transitions: running -> retryable | available | quarantined
+--   ('crash_limit'; reap: crash_attempt+1, retried after the crash delay,
+--   or quarantined at the crash limit);
 --   scheduled|retryable -> available (promote); completed|archived|
---   quarantined|cancelled -> (deleted, with the job hash, its error list,
---   its payload key and its step checkpoints).
+--   quarantined|cancelled -> (deleted) with the job hash, its error list,
+--   its payload key and its step checkpoints (sweep).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end

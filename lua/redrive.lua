@@ -25,8 +25,8 @@
 --   Returns { as-of, examined, matched, cursor score, cursor member,
 --   done (1 when the scan reached the end), zset size }.
 --
--- Transitions: archived|cancelled -> available ('redrive'),
---   quarantined -> available ('release'), at the back of the job's
+-- Transitions: archived|cancelled -> available (action redrive),
+--   quarantined -> available (action release), at the back of the job's
 --   priority list. Counters (attempt, crash_attempt), errors, steps and
 --   orphan provenance are kept; 'dn' counts the job's redrives, 'dt' is
 --   the time of the last one, 'df' what it was redriven from

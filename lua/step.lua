@@ -4,7 +4,7 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: number of checkpoints n; then n checkpoints, each 6 fields
---   followed by its effects (lib.lua's read_effects; a count of 0 for none):
+--   followed by its effects (lib_effects.lua's read_effects; a count of 0 for none):
 --   job ID in the partition, lease ID, fence,
 --   step field (the step name, or 'cursor:' .. name for a cursor),
 --   the checkpoint record (opaque bytes),

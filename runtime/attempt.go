@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Attempt is one execution of a job, as its handler sees it.
@@ -26,9 +27,9 @@ type Attempt struct {
 	LeaseID      string // this attempt's lease ID
 	Worker       string // the ID of the worker running it
 	Created      time.Time
-	Claimed      time.Time // when this attempt's claim happened, in store time
-	Deadline     time.Time // zero: none
-	Orphan       Orphan    // set when the job was ever reclaimed after a crash
+	Claimed      time.Time         // when this attempt's claim happened, in store time
+	Deadline     time.Time         // zero: none
+	Orphan       sluicetype.Orphan // set when the job was ever reclaimed after a crash
 
 	ref     keys.Ref
 	state   *attempt.State
@@ -49,9 +50,6 @@ type Attempt struct {
 
 	tel attemptTelemetry // its span (telemetry.go)
 }
-
-// Orphan is the provenance of a job that was reclaimed after a crash.
-type Orphan = store.Orphan
 
 type attemptKey struct{}
 

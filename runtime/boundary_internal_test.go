@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -19,7 +18,7 @@ import (
 // cancelled the attempt, with that cause.
 func TestStepBoundaryHooks(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
-	clk := clock.NewFake(start)
+	clk := NewFakeClock(start)
 	w := &Worker{clk: clk}
 	a := &Attempt{lease: 10 * time.Second, leaseEnd: start.Add(10 * time.Second)}
 	a.state = attempt.New(nil, keys.Ref{}, store.Lease{}, nil)
@@ -75,7 +74,7 @@ func TestStepBoundaryHooks(t *testing.T) {
 // hooks a worker sets: no round trip, a few context, channel and clock
 // reads.
 func BenchmarkStepBoundary(b *testing.B) {
-	w := &Worker{clk: clock.Real{}}
+	w := &Worker{clk: wallClock{}}
 	a := &Attempt{lease: time.Minute, leaseEnd: time.Now().Add(time.Hour)}
 	a.state = attempt.New(nil, keys.Ref{}, store.Lease{}, nil)
 	w.track(a)

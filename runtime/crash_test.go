@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Crash tests with real processes: the test binary re-executes itself as a
@@ -154,7 +155,7 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 		id      string
 		attempt int
 		crashes int
-		orphan  flow.Orphan
+		orphan  sluicetype.Orphan
 		fence   int64
 	}
 	runs := signal[run]()
@@ -180,7 +181,7 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 		order = append(order, r.id)
 		if r.id == victim {
 			victimRun = r
-		} else if r.attempt != 0 || r.crashes != 0 || r.orphan != (flow.Orphan{}) {
+		} else if r.attempt != 0 || r.crashes != 0 || r.orphan != (sluicetype.Orphan{}) {
 			t.Errorf("healthy job %s ran with %+v", r.id, r)
 		}
 	}

@@ -3,7 +3,7 @@ package runtime
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Causes of an attempt's context cancellation; read them with
@@ -23,7 +23,7 @@ var (
 
 // ErrStale is returned when an attempt's write is rejected because its
 // lease ID and fence are no longer current.
-var ErrStale = store.ErrStale
+var ErrStale = sluicetype.ErrStale
 
 // ErrInvalidOptions reports a bad worker configuration.
 var ErrInvalidOptions = errors.New("sluice: invalid worker options")

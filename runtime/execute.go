@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/internal/store"
@@ -81,12 +80,12 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	if t := w.timeout(a); t > 0 || !a.Deadline.IsZero() {
 		if t > 0 {
 			var stop context.CancelFunc
-			ctx, stop = clock.WithDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
+			ctx, stop = withDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
 			defer stop()
 		}
 		if !a.Deadline.IsZero() {
 			var stop context.CancelFunc
-			ctx, stop = clock.WithDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
+			ctx, stop = withDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
 			defer stop()
 		}
 		// Only timers cancel without telling us; lose and shutdown call

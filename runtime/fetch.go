@@ -9,7 +9,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -158,7 +157,7 @@ func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, due []time.Ti
 	}
 }
 
-func sleep(ctx context.Context, clk clock.Clock, d time.Duration) {
+func sleep(ctx context.Context, clk Clock, d time.Duration) {
 	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {

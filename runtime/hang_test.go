@@ -15,7 +15,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
@@ -112,13 +111,13 @@ func TestHangBatcherStopped(t *testing.T) {
 // idleClock is a fake clock that signals when a timer of idle is made: the
 // fetch loop has found every partition dry and waits for a wake-up.
 type idleClock struct {
-	*clock.Fake
+	*FakeClock
 	idle    time.Duration
 	waiting chan struct{}
 }
 
-func (c *idleClock) NewTimer(d time.Duration) clock.Timer {
-	t := c.Fake.NewTimer(d)
+func (c *idleClock) NewTimer(d time.Duration) Timer {
+	t := c.FakeClock.NewTimer(d)
 	if d == c.idle {
 		select {
 		case c.waiting <- struct{}{}:
@@ -146,7 +145,7 @@ func TestHangClientClosed(t *testing.T) {
 	rdb := srv.Client()
 	t.Cleanup(func() { _ = rdb.Close() })
 	const idle = 7 * time.Hour // IdlePoll: no other timer is as long
-	clk := &idleClock{Fake: clock.NewFake(time.UnixMilli(time.Now().UnixMilli())), idle: idle, waiting: make(chan struct{}, 1)}
+	clk := &idleClock{FakeClock: NewFakeClock(time.UnixMilli(time.Now().UnixMilli())), idle: idle, waiting: make(chan struct{}, 1)}
 	w, err := NewWorker(rdb, noHandlers{}, Options{
 		Namespace: redistest.NewNamespace(t), Clock: clk, IdlePoll: idle,
 		MaintenanceInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),

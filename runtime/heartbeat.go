@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // heartbeatTTL is how many longest leases a worker counts as alive in the
@@ -46,7 +46,7 @@ func (r *registry) beat(ctx context.Context) {
 	}
 	w.mu.Unlock()
 	slices.Sort(jobs)
-	info := store.WorkerInfo{
+	info := sluicetype.WorkerInfo{
 		ID: w.opts.WorkerID, Host: r.host, PID: os.Getpid(), Started: r.started,
 		Queues: queues, Concurrency: w.opts.Concurrency, Jobs: jobs,
 	}

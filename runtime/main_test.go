@@ -20,7 +20,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
@@ -215,13 +214,13 @@ func newTestClock(start time.Time) *testClock {
 	return &testClock{FakeClock: runtime.NewFakeClock(start), made: map[time.Duration]int{}, changed: make(chan struct{})}
 }
 
-func (c *testClock) NewTimer(d time.Duration) clock.Timer {
+func (c *testClock) NewTimer(d time.Duration) runtime.Timer {
 	t := c.FakeClock.NewTimer(d)
 	c.note(d)
 	return t
 }
 
-func (c *testClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+func (c *testClock) AfterFunc(d time.Duration, f func()) runtime.Timer {
 	t := c.FakeClock.AfterFunc(d, f)
 	c.note(d)
 	return t

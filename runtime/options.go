@@ -11,20 +11,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/sluicetype"
 )
-
-// Clock is the time source of a worker; see NewFakeClock.
-type Clock = clock.Clock
-
-// FakeClock is a clock that only moves when told to, for tests.
-type FakeClock = clock.Fake
-
-// NewFakeClock returns a FakeClock reading start. A worker given a fake
-// clock also uses it, instead of Redis TIME, for every scheduling decision
-// in Redis, so a test can expire leases and backoffs without sleeping.
-func NewFakeClock(start time.Time) *FakeClock { return clock.NewFake(start) }
 
 // Options configure a Worker. The zero value of every field means its
 // documented default.
@@ -110,7 +99,7 @@ type Options struct {
 	// another slot that this worker's relay could not apply; see
 	// DeadEffect. Such effects are logged and counted whether it is set or
 	// not. It runs on the relay loop: keep it short.
-	OnDeadEffect func(ctx context.Context, d DeadEffect)
+	OnDeadEffect func(ctx context.Context, d sluicetype.DeadEffect)
 	// OnStuck, when set, is told about attempts that stopped progressing;
 	// see Stuck. The evidence is also written to the job and logged,
 	// whether OnStuck is set or not.
@@ -234,7 +223,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Backoff = DefaultBackoff
 	}
 	if o.Clock == nil {
-		o.Clock = clock.Real{}
+		o.Clock = WallClock()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

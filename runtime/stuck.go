@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/checkpoint"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // StuckCase says why an attempt is reported stuck.
@@ -133,7 +133,7 @@ func (w *Worker) reportStuck(ctx context.Context, a *Attempt, c StuckCase, cause
 	if cause != nil {
 		why = fmt.Sprintf("told to stop (%v) %s ago", cause, s.For)
 	}
-	rec := store.StuckReport{Case: string(c), Why: why, Since: since, Step: s.Step, Stack: string(s.Stack)}
+	rec := sluicetype.StuckInfo{Case: string(c), Why: why, Since: since, Step: s.Step, Stack: string(s.Stack)}
 	if s.Cursor != nil {
 		rec.Cursor = fmt.Sprint(s.Cursor)
 	}

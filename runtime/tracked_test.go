@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // goroutinesShow reports whether some goroutine's stack shows fn.
@@ -178,7 +179,7 @@ func TestProgressVisible(t *testing.T) {
 	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
 	id := e.enqueue(workArgs{N: 1})
 	must(t, recv(t, errs, "the first report"))
-	want := flow.Tracking{Percent: 10, State: "loading rows", At: start, Fence: 1}
+	want := sluicetype.Tracking{Percent: 10, State: "loading rows", At: start, Fence: 1}
 	if j := e.job(id); j.State != flow.StateRunning || j.Tracking == nil || *j.Tracking != want {
 		t.Fatalf("job %s tracking %+v, want running with %+v", j.State, j.Tracking, want)
 	}
@@ -191,7 +192,7 @@ func TestProgressVisible(t *testing.T) {
 		t.Errorf("a report within a second of the last was written at once: %+v", j.Tracking)
 	}
 	clk.Advance(time.Second)
-	want = flow.Tracking{Percent: 50, State: "halfway", At: start.Add(time.Second), Fence: 1}
+	want = sluicetype.Tracking{Percent: 50, State: "halfway", At: start.Add(time.Second), Fence: 1}
 	eventually(t, "the coalesced report to be written", func() (bool, string) {
 		j := e.job(id)
 		return j.Tracking != nil && *j.Tracking == want, j.State

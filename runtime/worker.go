@@ -11,7 +11,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/sluicehq/sluice/internal/clock"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -22,7 +21,7 @@ type Worker struct {
 	st       *store.Store
 	handlers Handlers
 	log      *slog.Logger
-	clk      clock.Clock
+	clk      Clock
 	parts    []keys.Partition
 	nonce    string
 	claims   atomic.Int64
@@ -65,7 +64,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	if o.DiscardCompleted {
 		cfg.RetainCompleted = -1
 	}
-	if _, real := o.Clock.(clock.Real); !real {
+	if _, real := o.Clock.(wallClock); !real {
 		cfg.Now = o.Clock.Now
 	}
 	w := &Worker{

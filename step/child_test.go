@@ -35,6 +35,7 @@ import (
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -199,8 +200,8 @@ type zombieHooks struct {
 func zombieRegistry(ns string, h zombieHooks) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[zombieJob]) error {
-		fx := func(ctx context.Context, field string, n int64) []idempotency.Effect {
-			return []idempotency.Effect{
+		fx := func(ctx context.Context, field string, n int64) []sluicetype.Effect {
+			return []sluicetype.Effect{
 				idempotency.HIncrBy(idempotency.SlotKey(ctx, "ledger"), field, n),
 				idempotency.HIncrBy(foreignLedger(ns), field, n),
 			}

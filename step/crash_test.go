@@ -484,7 +484,7 @@ func TestChildNotificationKicksRelay(t *testing.T) {
 			}
 			t.Fatalf("parent %s 5 s after its %d children were enqueued (waiting for %d); %d notifications sit in the "+
 				"children's outboxes: the acks that wrote them did not kick the relay (lua/ack.lua counts only "+
-				"effects in its outbox total, not lib.lua notify_parent's entries)", info.State, kids, info.WaitingCount, left)
+				"effects in its outbox total, not lib_lifecycle.lua notify_parent's entries)", info.State, kids, info.WaitingCount, left)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

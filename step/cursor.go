@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Cursor checkpoints the progress of a long loop so that a resumed job
@@ -87,7 +88,7 @@ func (c *Cursor[C]) Finished() bool { return c.finished }
 // a round trip), Advance returns ErrStale and saves nothing, so that the
 // loop stops before its next item. It does not look at ctx's cancellation
 // (a timeout still saves the progress made): the loop should.
-func (c *Cursor[C]) Advance(ctx context.Context, v C, effects ...store.Effect) error {
+func (c *Cursor[C]) Advance(ctx context.Context, v C, effects ...sluicetype.Effect) error {
 	if err := c.st.Owned(ctx); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 	return nil
 }
 
-func (c *Cursor[C]) save(ctx context.Context, effects []store.Effect) error {
+func (c *Cursor[C]) save(ctx context.Context, effects []sluicetype.Effect) error {
 	seq := c.seq + 1
 	b, err := msgpack.Marshal(cursorRecord[C]{Value: c.value, Seq: seq})
 	if err != nil {

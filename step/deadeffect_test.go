@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -59,10 +60,10 @@ func TestDeadEffectNotSilent(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &lockedBuffer{}
-	hooked := make(chan runtime.DeadEffect, 1)
+	hooked := make(chan sluicetype.DeadEffect, 1)
 	w, err := runtime.NewWorker(rdb, reg, runtime.Options{
 		Namespace: ns, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		OnDeadEffect: func(_ context.Context, d runtime.DeadEffect) { hooked <- d },
+		OnDeadEffect: func(_ context.Context, d sluicetype.DeadEffect) { hooked <- d },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestDeadEffectNotSilent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d runtime.DeadEffect
+	var d sluicetype.DeadEffect
 	select {
 	case d = <-hooked:
 	case <-time.After(30 * time.Second):

@@ -11,6 +11,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -90,7 +91,7 @@ func TestEffectErrorWritesNothing(t *testing.T) {
 				idempotency.IncrBy(idempotency.SlotKey(ctx, "hash"), 1),
 			)
 		})
-		var ee *step.EffectError
+		var ee *sluicetype.EffectError
 		if errors.As(err, &ee) {
 			sawEffectErr.Store(true)
 		}
@@ -142,7 +143,7 @@ func TestCursorResumes(t *testing.T) {
 			}
 			processed.Add(1)
 			batch++
-			var fx []idempotency.Effect
+			var fx []sluicetype.Effect
 			if (row+1)%100 == 0 {
 				fx = append(fx, idempotency.IncrBy(key, int64(batch)))
 				batch = 0

@@ -3,9 +3,8 @@ package step
 import (
 	"errors"
 
-	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/outcome"
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Errors of this package; match them with errors.Is. The ones that describe
@@ -20,7 +19,7 @@ var (
 	// other than letters, digits, '_', '.', '-' and '/'.
 	ErrInvalidName = errors.New("sluice: invalid step name")
 	// ErrDuplicateStep: a step name was used twice in one attempt.
-	ErrDuplicateStep = attempt.ErrDuplicateStep
+	ErrDuplicateStep = sluicetype.ErrDuplicateStep
 	// ErrStaleCheckpoint: the job's checkpoints were written by a handler
 	// whose step sequence differs from this one.
 	ErrStaleCheckpoint = errors.New("sluice: stale checkpoint: the step sequence changed since it was written")
@@ -30,15 +29,10 @@ var (
 	// ErrStale: the attempt lost its lease; its checkpoint was rejected, or
 	// a step boundary did not run the step's function, and its context is
 	// cancelled.
-	ErrStale = store.ErrStale
+	ErrStale = sluicetype.ErrStale
 	// ErrInvalidEffect: an effect is malformed.
-	ErrInvalidEffect = store.ErrInvalidEffect
+	ErrInvalidEffect = sluicetype.ErrInvalidEffect
 )
-
-// EffectError reports effects that could not apply (a key of the wrong
-// type, a non-numeric counter): nothing of the step was written, and the
-// attempt fails like any returned error.
-type EffectError = store.EffectError
 
 // park wraps err so that the runtime archives the job with reason.
 func park(reason string, err error) error {

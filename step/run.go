@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Run runs fn as the durable step name and returns its result. If the job
@@ -120,7 +121,7 @@ func boundary(ctx context.Context, st *attempt.State, name string, opts []Option
 
 // Commit is a step whose work is its effects: they are applied, fenced,
 // together with the step's checkpoint, exactly once per job.
-func Commit(ctx context.Context, name string, effects ...store.Effect) error {
+func Commit(ctx context.Context, name string, effects ...sluicetype.Effect) error {
 	return Do(ctx, name, func(ctx context.Context) error {
 		return Effect(ctx, effects...)
 	})
@@ -128,7 +129,7 @@ func Commit(ctx context.Context, name string, effects ...store.Effect) error {
 
 // Effect adds effects to the step running in ctx (inside Run or Do's
 // function): they commit atomically with the step's checkpoint.
-func Effect(ctx context.Context, effects ...store.Effect) error {
+func Effect(ctx context.Context, effects ...sluicetype.Effect) error {
 	fx, ok := ctx.Value(stagedKey{}).(*staged)
 	if !ok {
 		return fmt.Errorf("%w: step.Effect outside a step function", ErrNoAttempt)
@@ -140,7 +141,7 @@ func Effect(ctx context.Context, effects ...store.Effect) error {
 // OnComplete stages effects that commit atomically with the job's
 // fence-verified completion: the job is completed and they are applied, or
 // neither. If they cannot apply, the attempt fails and is retried.
-func OnComplete(ctx context.Context, effects ...store.Effect) error {
+func OnComplete(ctx context.Context, effects ...sluicetype.Effect) error {
 	st, ok := attempt.From(ctx)
 	if !ok {
 		return ErrNoAttempt
@@ -154,16 +155,16 @@ type stagedKey struct{}
 // staged collects the effects of one step function.
 type staged struct {
 	mu sync.Mutex
-	fx []store.Effect
+	fx []sluicetype.Effect
 }
 
-func (s *staged) add(fx []store.Effect) {
+func (s *staged) add(fx []sluicetype.Effect) {
 	s.mu.Lock()
 	s.fx = append(s.fx, fx...)
 	s.mu.Unlock()
 }
 
-func (s *staged) take() []store.Effect {
+func (s *staged) take() []sluicetype.Effect {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.fx

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // FanParent is the fan-out parent: it spawns N FanChild jobs in one step
@@ -164,7 +165,7 @@ func registerFanout(reg *flow.Registry, st *fanStamps) error {
 		}
 		st.spawned.CompareAndSwap(0, time.Now().UnixNano())
 		results, err := flow.Join[int](ctx, kids, flow.CollectAll)
-		if wait := (*flow.WaitingError)(nil); errors.As(err, &wait) {
+		if wait := (*sluicetype.WaitingError)(nil); errors.As(err, &wait) {
 			return 0, err // suspended while children run
 		} else if err != nil {
 			st.end(fmt.Errorf("join: %w", err))

@@ -13,7 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 )
 
-// The limits scenario (issue #7): what flow control costs when it never
+// The limits scenario: what flow control costs when it never
 // binds. The throughput scenario's drain with DiscardCompleted, run as is
 // and with every job under a limit far above what the run reaches.
 const (

@@ -18,7 +18,7 @@ type comparison struct {
 	Unit   string `json:"unit"`
 	// LowerBetter: a latency, not a rate.
 	LowerBetter bool `json:"lower_better,omitempty"`
-	// Target is the Sluice advantage the project claims (issue 6); 0 when
+	// Target is the Sluice advantage the project claims (bench/RESULTS.md); 0 when
 	// it claims none.
 	Target float64 `json:"target,omitempty"`
 }

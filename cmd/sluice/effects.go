@@ -9,7 +9,7 @@ import (
 )
 
 // effects lists or sends back dead-lettered effects: effects on keys in
-// other slots that the relay could not apply (runtime.DeadEffect).
+// other slots that the relay could not apply (sluicetype.DeadEffect).
 func (c *cli) effects(ctx context.Context, sub string, args []string) error {
 	switch sub {
 	case "list":

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestEffectsCommands: a dead-lettered effect is listed with its job and
@@ -39,7 +40,7 @@ func TestEffectsCommands(t *testing.T) {
 	}
 	j := res.Jobs[0]
 	ack := store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK,
-		Commit: "j1:#complete", Effects: []store.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
+		Commit: "j1:#complete", Effects: []sluicetype.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
 	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
 		t.Fatalf("ack: %+v %v", r, err)
 	}

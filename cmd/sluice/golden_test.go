@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestJobsGolden: jobs list and show print tables that match the golden
@@ -85,7 +84,7 @@ func TestStatsGolden(t *testing.T) {
 func TestWorkersGolden(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	w := store.WorkerInfo{ID: "host-1:42:abc", Host: "host-1", PID: 42, Started: epoch, Queues: map[string]int{"default": 1, "mail": 4},
+	w := sluicetype.WorkerInfo{ID: "host-1:42:abc", Host: "host-1", PID: 42, Started: epoch, Queues: map[string]int{"default": 1, "mail": 4},
 		Concurrency: 8, Jobs: []string{"default:0:a1", "mail:3:b7"}}
 	if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {
 		t.Fatal(err)

@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -321,7 +322,7 @@ func waitCompleted(ctx context.Context, c *flow.Client, ids []string) ([]*flow.J
 }
 
 // orphan describes a job's crash provenance, or is "" if it has none.
-func orphan(o flow.Orphan) string {
+func orphan(o sluicetype.Orphan) string {
 	if o.Count == 0 {
 		return ""
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // State is one attempt's durable-execution state.
@@ -56,13 +57,13 @@ type State struct {
 	steps   map[string][]byte
 	seq     int
 	used    map[string]int
-	final   []store.Effect
+	final   []sluicetype.Effect
 	current string
 	memo    map[string]any
 }
 
 // ErrDuplicateStep: a step name was used twice in one attempt.
-var ErrDuplicateStep = errors.New("sluice: step name used twice in one attempt")
+var ErrDuplicateStep = sluicetype.ErrDuplicateStep
 
 // ErrNoConfirm: a strict boundary cannot reach Redis from here (an isolated
 // child has no connection of its own).
@@ -235,7 +236,7 @@ func stale(err error) error {
 
 // Commit writes a checkpoint and its effects in one fenced round trip. A
 // stale attempt is cancelled (its lease is gone) and gets store.ErrStale.
-func (s *State) Commit(field string, record []byte, mode, commit string, fx []store.Effect) error {
+func (s *State) Commit(field string, record []byte, mode, commit string, fx []sluicetype.Effect) error {
 	res := s.Send(store.Checkpoint{
 		Lease: s.Lease, Field: field, Record: record, Mode: mode, Commit: commit, Effects: fx,
 	})
@@ -263,14 +264,14 @@ func (s *State) Commit(field string, record []byte, mode, commit string, fx []st
 
 // OnComplete stages effects that commit atomically with the job's
 // completion.
-func (s *State) OnComplete(fx ...store.Effect) {
+func (s *State) OnComplete(fx ...sluicetype.Effect) {
 	s.mu.Lock()
 	s.final = append(s.final, fx...)
 	s.mu.Unlock()
 }
 
 // Final returns the effects staged for the completion.
-func (s *State) Final() []store.Effect {
+func (s *State) Final() []sluicetype.Effect {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.final

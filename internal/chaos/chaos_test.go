@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // envDuration sets how long the faults go on (a Go duration); make chaos
@@ -356,7 +357,7 @@ func chaosDuration(t *testing.T) time.Duration {
 	return 20 * time.Second
 }
 
-func hasClass(errs []flow.ErrorRecord, class string) bool {
+func hasClass(errs []sluicetype.ErrorRecord, class string) bool {
 	for _, e := range errs {
 		if e.Class == class {
 			return true

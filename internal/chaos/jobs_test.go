@@ -19,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -28,7 +29,7 @@ const ledgerSteps = 4
 // ledgerJob is the ordinary job: ledgerSteps steps, each committing one
 // increment of its own counter in two ledgers, and a completion effect.
 // Pad is padFor(N): every fourth job carries a payload long enough for a
-// key of its own (lua/lib.lua, BODY_MIN), which must reach every attempt
+// key of its own (lua/lib_chunks.lua, BODY_MIN), which must reach every attempt
 // intact.
 type ledgerJob struct {
 	N   int
@@ -191,7 +192,7 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[badEffectJob]) error {
 		k, mode := job.Args.K, job.Args.Mode
 		field := badField(k)
-		var bad idempotency.Effect
+		var bad sluicetype.Effect
 		switch mode % badModes {
 		case badStepNaN, badDoneNaN:
 			bad = idempotency.ZAdd(idempotency.SlotKey(ctx, "badz"), math.NaN(), field)
@@ -200,7 +201,7 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 			_ = rdb.RPush(context.WithoutCancel(ctx), list, "not a counter").Err() // the test made it; keep it a list
 			bad = idempotency.IncrBy(list, 1)
 		}
-		fx := []idempotency.Effect{
+		fx := []sluicetype.Effect{
 			idempotency.HIncrBy(idempotency.SlotKey(ctx, "ledger"), field, 1),
 			idempotency.HIncrBy(foreignLedger(ns), field, 1),
 			bad,

@@ -219,7 +219,7 @@ func indexFor(state string, prio int) (string, bool) {
 
 func availIndex(prio int) string { return "avail:" + strconv.Itoa(prio) }
 
-// priorityOf reads a job's 'pr' field as lua/lib.lua's priority does: a
+// priorityOf reads a job's 'pr' field as lua/lib_ready.lua's priority does: a
 // missing or out-of-range one is 0.
 func priorityOf(v string) int {
 	p, err := strconv.Atoi(v)

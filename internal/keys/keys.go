@@ -36,7 +36,7 @@ func (p Partition) Job(id string) string { return p.Prefix() + "j:" + id }
 func (p Partition) Errors(id string) string { return p.Prefix() + "e:" + id }
 
 // Body is the string holding a job's payload when it is too long to keep
-// in the job hash (lua/lib.lua, put_payload); the hash then has the field
+// in the job hash (lua/lib_chunks.lua, put_payload); the hash then has the field
 // "pb" instead of "p".
 func (p Partition) Body(id string) string { return p.Prefix() + "b:" + id }
 

@@ -1,6 +1,10 @@
 package outcome
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/sluicehq/sluice/sluicetype"
+)
 
 // Kind is what an error a handler returned asks for.
 type Kind int
@@ -8,26 +12,26 @@ type Kind int
 // The kinds of outcome, in the order Classify tests them.
 const (
 	KindError       Kind = iota // an ordinary error: a retry, spending an attempt
-	KindCrash                   // *Crash: crash_attempt+1
-	KindSnooze                  // *Snooze
-	KindRateLimited             // *RateLimited
-	KindSkip                    // *Skip
-	KindRevoke                  // *Revoke
+	KindCrash                   // *sluicetype.CrashError: crash_attempt+1
+	KindSnooze                  // *sluicetype.SnoozeError
+	KindRateLimited             // *sluicetype.RateLimitedError
+	KindSkip                    // *sluicetype.SkipError
+	KindRevoke                  // *sluicetype.RevokeError
 	KindPark                    // *Park
-	KindWait                    // *Wait
+	KindWait                    // *sluicetype.WaitingError
 )
 
 // Class is a handler's returned error classified: its kind and the value
 // of that kind found in its chain (nil for KindError).
 type Class struct {
 	Kind        Kind
-	Crash       *Crash
-	Snooze      *Snooze
-	RateLimited *RateLimited
-	Skip        *Skip
-	Revoke      *Revoke
+	Crash       *sluicetype.CrashError
+	Snooze      *sluicetype.SnoozeError
+	RateLimited *sluicetype.RateLimitedError
+	Skip        *sluicetype.SkipError
+	Revoke      *sluicetype.RevokeError
 	Park        *Park
-	Wait        *Wait
+	Wait        *sluicetype.WaitingError
 }
 
 // Classify finds what err asks for: the first outcome value in its chain,

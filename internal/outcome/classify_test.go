@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestClassify: each outcome is found through wrapping, a negative
@@ -17,16 +19,16 @@ func TestClassify(t *testing.T) {
 		want Kind
 	}{
 		{errors.New("boom"), KindError},
-		{wrap(&Crash{Reason: "child_crash"}), KindCrash},
-		{wrap(&Snooze{Delay: time.Second}), KindSnooze},
-		{&Snooze{Delay: -1}, KindError},
-		{wrap(&RateLimited{Delay: 0}), KindRateLimited},
-		{&RateLimited{Delay: -time.Second}, KindError},
-		{wrap(&Skip{Reason: "r"}), KindSkip},
-		{wrap(&Revoke{Reason: "r"}), KindRevoke},
+		{wrap(&sluicetype.CrashError{Reason: "child_crash"}), KindCrash},
+		{wrap(&sluicetype.SnoozeError{Delay: time.Second}), KindSnooze},
+		{&sluicetype.SnoozeError{Delay: -1}, KindError},
+		{wrap(&sluicetype.RateLimitedError{Delay: 0}), KindRateLimited},
+		{&sluicetype.RateLimitedError{Delay: -time.Second}, KindError},
+		{wrap(&sluicetype.SkipError{Reason: "r"}), KindSkip},
+		{wrap(&sluicetype.RevokeError{Reason: "r"}), KindRevoke},
 		{wrap(&Park{Reason: "r", Err: errors.New("x")}), KindPark},
-		{wrap(&Wait{Step: "s", Count: 2}), KindWait},
-		{errors.Join(&Skip{Reason: "r"}, &Crash{Reason: "c"}), KindCrash},
+		{wrap(&sluicetype.WaitingError{Step: "s", Count: 2}), KindWait},
+		{errors.Join(&sluicetype.SkipError{Reason: "r"}, &sluicetype.CrashError{Reason: "c"}), KindCrash},
 	}
 	for _, tc := range cases {
 		if got := Classify(tc.err).Kind; got != tc.want {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Code names an attempt's outcome; lua/ack.lua documents each transition.
@@ -38,7 +39,7 @@ type Ack struct {
 	Reason  string        // error class (retry, crash) or archive reason (park)
 	// Effects commit with an ok outcome, all or nothing; Commit names the
 	// commit uniquely for relayed effects.
-	Effects []Effect
+	Effects []sluicetype.Effect
 	Commit  string
 }
 

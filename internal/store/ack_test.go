@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestAckOutcomes is SPEC §3's outcome table: every ack code, its counters
+// TestAckOutcomes is the outcome table of docs/state-machine.md: every ack code, its counters
 // and the state it leads to, on miniredis, redis-server and a cluster.
 func TestAckOutcomes(t *testing.T) {
 	t.Parallel()

@@ -14,14 +14,14 @@ import (
 
 // Cancel moves one job to cancelled (reason 'operator'); a running job's
 // holder loses its lease (lua/cancel.lua). It returns the job's previous
-// state, ErrNotFound, or a *StateError for a finished job.
+// state, ErrNotFound, or a *sluicetype.StateError for a finished job.
 func (s *Store) Cancel(ctx context.Context, ref keys.Ref) (string, error) {
 	return s.adminOne(ctx, lua.Cancel, "cancel", ref, ref.Local, keys.CancelChannel(ref.NS))
 }
 
 // Delete deletes one job that is not running, with all its keys
 // (lua/delete.lua). It returns the job's previous state, ErrNotFound, or a
-// *StateError for a running job.
+// *sluicetype.StateError for a running job.
 func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
 	return s.adminOne(ctx, lua.Delete, "delete", ref, ref.Local)
 }
@@ -60,7 +60,7 @@ const (
 
 // RedriveIDs moves the jobs locals of one partition back to available, one
 // round trip. It returns one error per job: nil (moved), ErrNotFound, or a
-// *StateError.
+// *sluicetype.StateError.
 func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action RedriveAction, locals []string) ([]error, error) {
 	args := make([]any, 0, 3+len(locals))
 	args = append(args, "ids", string(action), len(locals))

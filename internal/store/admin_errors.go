@@ -1,27 +1,12 @@
 package store
 
-import "errors"
+import "github.com/sluicehq/sluice/sluicetype"
 
 // ErrWrongState: the job is not in a state the operator's call takes (a
 // running job cannot be deleted, a finished one cannot be cancelled, only
 // archived and cancelled jobs are redriven, only quarantined ones
-// released). The error is a *StateError.
-var ErrWrongState = errors.New("sluice: the job's state does not allow this")
-
-// StateError says which job was in which state when an operator's call
-// refused it. It matches ErrWrongState with errors.Is.
-type StateError struct {
-	ID    string // the job (its local ID in store results; flow sets the full ID)
-	Op    string // cancel, delete, redrive, release
-	State string
-}
-
-func (e *StateError) Error() string {
-	return "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
-}
-
-// Is makes errors.Is(err, ErrWrongState) true.
-func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+// released). The error is a *sluicetype.StateError.
+var ErrWrongState = sluicetype.ErrWrongState
 
 // Statuses of the operator scripts, mapped here and nowhere else.
 const (
@@ -38,5 +23,5 @@ func adminStatus(op, local, status, state string) (string, error) {
 	case adminMissing:
 		return "", ErrNotFound
 	}
-	return "", &StateError{ID: local, Op: op, State: state}
+	return "", &sluicetype.StateError{ID: local, Op: op, State: state}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // scan runs a redrive scan to its end and returns the matches.
@@ -178,7 +179,7 @@ func TestWorkerRegistry(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			w := store.WorkerInfo{ID: "w1", Host: "h", PID: 7, Started: epoch, Queues: map[string]int{"q": 2, "r": 1},
+			w := sluicetype.WorkerInfo{ID: "w1", Host: "h", PID: 7, Started: epoch, Queues: map[string]int{"q": 2, "r": 1},
 				Concurrency: 4, Jobs: []string{"q:0:a", "q:1:b"}}
 			for _, id := range []string{"w1", "w2"} {
 				w.ID = id
@@ -195,7 +196,7 @@ func TestWorkerRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.ID, w.LastSeen = "w1", epoch
-			if d := cmp.Diff([]store.WorkerInfo{w}, got); d != "" {
+			if d := cmp.Diff([]sluicetype.WorkerInfo{w}, got); d != "" {
 				t.Fatalf("workers (-want +got):\n%s", d)
 			}
 			if n := f.rdb.ZCard(f.ctx, ws.Live()).Val(); n != 1 {

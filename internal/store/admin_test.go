@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (f *fixture) ref(local string) keys.Ref { return keys.Ref{Partition: f.p, Local: local} }
@@ -81,7 +82,7 @@ func TestCancel(t *testing.T) {
 			if _, ok := f.score(f.p.Sched(), "later"); ok {
 				t.Fatal("cancelled job still in sched")
 			}
-			var se *store.StateError
+			var se *sluicetype.StateError
 			if _, err := f.st.Cancel(f.ctx, f.ref("run")); !errors.As(err, &se) || se.State != "cancelled" || !errors.Is(err, store.ErrWrongState) {
 				t.Fatalf("cancel a cancelled job: %v", err)
 			}

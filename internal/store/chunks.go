@@ -49,7 +49,7 @@ const maxChunks = 1024
 // chunkIndex reports whether field is chunk n >= 1 of the field named by
 // the one letter f: "h1", "h2", ... for headers; for the payload ('p')
 // the number alone, "1", "2", ..., or "p1", "p2", ... as written before
-// numbers (lua/lib.lua chunk_name).
+// numbers (lua/lib_chunks.lua chunk_name).
 func chunkIndex(field string, f byte) (int, bool) {
 	digits := field
 	switch {

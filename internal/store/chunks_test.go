@@ -18,7 +18,7 @@ import (
 // long payload is a no-op, with another a conflict; replacing a payload
 // leaves no stale chunk or key behind, whichever way it is stored.
 func TestLongValuesKeepCompactHash(t *testing.T) {
-	const bodyMin = 832 // lua/lib.lua BODY_MIN
+	const bodyMin = 832 // lua/lib_chunks.lua BODY_MIN
 	t.Parallel()
 	long := func(n int) []byte {
 		b := make([]byte, n)

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestDeadEffectsVisible: an effect on a key in another slot that the
@@ -24,7 +25,7 @@ func TestDeadEffectsVisible(t *testing.T) {
 			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("w")
-			fx := []store.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", good, "7")}
+			fx := []sluicetype.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", good, "7")}
 			if n, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil || n != 2 {
 				t.Fatalf("checkpoint: %d outboxed, %v", n, err)
 			}
@@ -80,7 +81,7 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	j := f.claimOne("w")
 	ledger := f.p.NS + ":elsewhere:ledger"
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
-		Effects: []store.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
+		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.st.RelayOutbox(f.ctx, f.p, 10)

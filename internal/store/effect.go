@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -10,39 +9,37 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// Effect is a Redis write that commits together with a step checkpoint or
-// a job's completion. A write to a key in the job's cluster slot is made by
-// the same script that checks the fence; any other goes to the partition's
-// outbox in that script and is relayed exactly once afterwards.
-type Effect struct {
-	Op   string   // INCRBY, HINCRBY, SET, HSET, SADD, ZADD, XADD, RPUSH, PEXPIRE, or ENQUEUE
-	Key  string   // the key written (not for ENQUEUE)
-	Args []string // the op's arguments after the key
-	// Job is the follow-up job of an ENQUEUE effect; it is always relayed
-	// through the outbox, under an ID derived from the commit.
-	Job *FollowUp
-}
-
-// FollowUp is a job enqueued by an effect.
+// FollowUp is a job enqueued by an effect. An Effect carries it encoded
+// (EncodeFollowUp), so the public Effect type names nothing internal.
 type FollowUp struct {
 	Partition keys.Partition
 	Job       NewJob
 }
 
-// OpEnqueue is the Effect op that enqueues a follow-up job.
-const OpEnqueue = "ENQUEUE"
+// FollowUpEffect is the effect that enqueues f when its commit is written.
+func FollowUpEffect(f FollowUp) (sluicetype.Effect, error) {
+	b, err := msgpack.Marshal(&f)
+	if err != nil {
+		return sluicetype.Effect{}, fmt.Errorf("%w: follow-up job: %v", ErrInvalidEffect, err)
+	}
+	return sluicetype.Effect{Op: sluicetype.OpEnqueue, Job: b}, nil
+}
 
-// EffectError reports an effect that cannot apply (wrong key type, non
-// numeric value, ...): nothing of its commit was written.
-type EffectError struct{ Msg string }
-
-func (e *EffectError) Error() string { return "sluice: effect cannot apply: " + e.Msg }
+// DecodeFollowUp reads the job of an ENQUEUE effect.
+func DecodeFollowUp(e sluicetype.Effect) (FollowUp, error) {
+	var f FollowUp
+	if err := msgpack.Unmarshal(e.Job, &f); err != nil || f.Job.Kind == "" {
+		return FollowUp{}, fmt.Errorf("%w: ENQUEUE without a readable job (build it with flow.FollowUp)", ErrInvalidEffect)
+	}
+	return f, nil
+}
 
 // ErrInvalidEffect: an effect is malformed (unknown op, no key, a key whose
 // dedup marker cannot share its slot).
-var ErrInvalidEffect = errors.New("sluice: invalid effect")
+var ErrInvalidEffect = sluicetype.ErrInvalidEffect
 
 // relayed is an outbox entry's effect, encoded with msgpack.
 type relayed struct {
@@ -75,7 +72,7 @@ const (
 // validateEffect checks what can be checked of a write without Redis, by
 // the rules lua/lib_effects.lua applies again against the keys' contents:
 // so a commit is refused before anything of it is written.
-func validateEffect(e Effect) error {
+func validateEffect(e sluicetype.Effect) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s %s: %s", ErrInvalidEffect, e.Op, e.Key, fmt.Sprintf(format, a...))
 	}
@@ -162,24 +159,24 @@ func isTTL(v string) bool {
 	return err == nil && strconv.FormatInt(i, 10) == v && i > 0 && i <= MaxTTLMillis
 }
 
-// appendEffects adds effects to a script's ARGV as lua/lib.lua's
+// appendEffects adds effects to a script's ARGV as lua/lib_effects.lua's
 // read_effects expects. commit names this commit uniquely (job, step and
 // sequence) so relayed effects are applied once; local is the committing
 // job's ID in p, which relayed effects carry to report a failure on it.
-func (s *Store) appendEffects(args []any, p keys.Partition, local, commit string, fx []Effect) ([]any, error) {
+func (s *Store) appendEffects(args []any, p keys.Partition, local, commit string, fx []sluicetype.Effect) ([]any, error) {
 	args = append(args, len(fx))
 	if len(fx) == 0 {
 		return args, nil
 	}
 	slot := keys.Slot(p.Tag())
 	for i, e := range fx {
-		if e.Op == OpEnqueue {
-			if e.Job == nil {
-				return nil, fmt.Errorf("%w: ENQUEUE without a job", ErrInvalidEffect)
+		if e.Op == sluicetype.OpEnqueue {
+			job, err := DecodeFollowUp(e)
+			if err != nil {
+				return nil, err
 			}
-			job := *e.Job
 			job.Job.Local = commit + ":" + strconv.Itoa(i)
-			b, err := msgpack.Marshal(relayed{From: local, Op: OpEnqueue, Job: &job})
+			b, err := msgpack.Marshal(relayed{From: local, Op: sluicetype.OpEnqueue, Job: &job})
 			if err != nil {
 				return nil, err
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // effectCase is a commit's effect list; key names are suffixes of the
@@ -14,13 +15,13 @@ import (
 type effectCase struct {
 	name  string
 	setup func(f *fixture) // writes made before the commit
-	fx    func(f *fixture) []store.Effect
+	fx    func(f *fixture) []sluicetype.Effect
 }
 
 func (f *fixture) key(name string) string { return f.p.Tag() + ":" + name }
 
-func fx(op, key string, args ...string) store.Effect {
-	return store.Effect{Op: op, Key: key, Args: args}
+func fx(op, key string, args ...string) sluicetype.Effect {
+	return sluicetype.Effect{Op: op, Key: key, Args: args}
 }
 
 // invalidEffectCases each end with an effect Redis would refuse, after a
@@ -34,41 +35,43 @@ func invalidEffectCases() []effectCase {
 	set := func(key, v string) func(f *fixture) {
 		return func(f *fixture) { f.rdb.Set(f.ctx, f.key(key), v, 0) }
 	}
-	one := func(e func(f *fixture) store.Effect) func(f *fixture) []store.Effect {
-		return func(f *fixture) []store.Effect { return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), e(f)} }
+	one := func(e func(f *fixture) sluicetype.Effect) func(f *fixture) []sluicetype.Effect {
+		return func(f *fixture) []sluicetype.Effect {
+			return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), e(f)}
+		}
 	}
 	return []effectCase{
-		{name: "ZAdd NaN", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NaN", "m") })},
-		{name: "ZAdd flag", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "NX", "1", "m") })},
-		{name: "ZAdd score underflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "1e-400", "m") })},
-		{name: "ZAdd hex score underflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "0x1p-1100", "m") })},
-		{name: "ZAdd score overflows", fx: one(func(f *fixture) store.Effect { return fx("ZADD", f.key("z"), "-1e400", "m") })},
-		{name: "Set PX 0", fx: one(func(f *fixture) store.Effect { return fx("SET", f.key("s"), "v", "PX", "0") })},
-		{name: "Expire negative", fx: one(func(f *fixture) store.Effect { return fx("PEXPIRE", f.key("bal"), "-1") })},
-		{name: "Set then IncrBy", fx: func(f *fixture) []store.Effect {
-			return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("SET", f.key("s"), "x"), fx("INCRBY", f.key("s"), "1")}
+		{name: "ZAdd NaN", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "NaN", "m") })},
+		{name: "ZAdd flag", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "NX", "1", "m") })},
+		{name: "ZAdd score underflows", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "1e-400", "m") })},
+		{name: "ZAdd hex score underflows", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "0x1p-1100", "m") })},
+		{name: "ZAdd score overflows", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "-1e400", "m") })},
+		{name: "Set PX 0", fx: one(func(f *fixture) sluicetype.Effect { return fx("SET", f.key("s"), "v", "PX", "0") })},
+		{name: "Expire negative", fx: one(func(f *fixture) sluicetype.Effect { return fx("PEXPIRE", f.key("bal"), "-1") })},
+		{name: "Set then IncrBy", fx: func(f *fixture) []sluicetype.Effect {
+			return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("SET", f.key("s"), "x"), fx("INCRBY", f.key("s"), "1")}
 		}},
 		{name: "IncrBy overflow", setup: set("big", "9223372036854775800"),
-			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("big"), "8") })},
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("big"), "8") })},
 		{name: "IncrBy underflow", setup: set("big", "-9223372036854775800"),
-			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("big"), "-9") })},
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("big"), "-9") })},
 		{name: "IncrBy twice past the top", setup: set("big", "9223372036854775000"),
-			fx: func(f *fixture) []store.Effect {
-				return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("INCRBY", f.key("big"), "800"), fx("INCRBY", f.key("big"), "8")}
+			fx: func(f *fixture) []sluicetype.Effect {
+				return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("INCRBY", f.key("big"), "800"), fx("INCRBY", f.key("big"), "8")}
 			}},
 		{name: "IncrBy a value Redis does not read as an integer", setup: set("zero", "007"),
-			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("zero"), "1") })},
-		{name: "IncrBy not an integer", fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("n"), "+5") })},
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("zero"), "1") })},
+		{name: "IncrBy not an integer", fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("n"), "+5") })},
 		{name: "HIncrBy overflow", setup: func(f *fixture) { f.rdb.HSet(f.ctx, f.key("h"), "f", "9223372036854775807") },
-			fx: one(func(f *fixture) store.Effect { return fx("HINCRBY", f.key("h"), "f", "1") })},
-		{name: "HSet then HIncrBy a text field", fx: func(f *fixture) []store.Effect {
-			return []store.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("HSET", f.key("h"), "f", "x"), fx("HINCRBY", f.key("h"), "f", "1")}
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("HINCRBY", f.key("h"), "f", "1") })},
+		{name: "HSet then HIncrBy a text field", fx: func(f *fixture) []sluicetype.Effect {
+			return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("HSET", f.key("h"), "f", "x"), fx("HINCRBY", f.key("h"), "f", "1")}
 		}},
-		{name: "HSet odd arguments", fx: one(func(f *fixture) store.Effect { return fx("HSET", f.key("h"), "f", "v", "g") })},
-		{name: "XAdd too long for unpack", fx: one(func(f *fixture) store.Effect { return fx("XADD", f.key("x"), many...) })},
+		{name: "HSet odd arguments", fx: one(func(f *fixture) sluicetype.Effect { return fx("HSET", f.key("h"), "f", "v", "g") })},
+		{name: "XAdd too long for unpack", fx: one(func(f *fixture) sluicetype.Effect { return fx("XADD", f.key("x"), many...) })},
 		{name: "wrong type", setup: func(f *fixture) { f.rdb.RPush(f.ctx, f.key("l"), "a") },
-			fx: one(func(f *fixture) store.Effect { return fx("INCRBY", f.key("l"), "1") })},
-		{name: "unsupported op", fx: one(func(f *fixture) store.Effect { return fx("DEL", f.key("bal")) })},
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("l"), "1") })},
+		{name: "unsupported op", fx: one(func(f *fixture) sluicetype.Effect { return fx("DEL", f.key("bal")) })},
 	}
 }
 
@@ -91,7 +94,7 @@ func TestEffectsAllOrNothing(t *testing.T) {
 					c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: tc.fx(f)}
 					if path == "store" {
 						_, err := f.checkpoint(c)
-						var ee *store.EffectError
+						var ee *sluicetype.EffectError
 						if !errors.As(err, &ee) && !errors.Is(err, store.ErrInvalidEffect) {
 							t.Fatalf("checkpoint: %v, want an effect error", err)
 						}
@@ -125,7 +128,7 @@ func TestEffectsAtTheLimits(t *testing.T) {
 			f.rdb.Set(f.ctx, f.key("big"), "9223372036854775800", 0)
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("w")
-			effects := []store.Effect{
+			effects := []sluicetype.Effect{
 				fx("INCRBY", f.key("big"), "7"),
 				fx("SADD", f.key("set"), members...),
 				fx("HSET", f.key("h"), "f", "40"),
@@ -184,8 +187,8 @@ func TestAckBatchIsolation(t *testing.T) {
 				acks := []store.Ack{
 					{Lease: lease(byID["a"]), Code: store.CodeFree},
 					{Lease: lease(byID["b"]), Code: store.CodeOK, Commit: "b:#complete", Delay: 1000,
-						Effects: []store.Effect{fx("INCRBY", f.key("bal"), "100"), badFx}},
-					{Lease: lease(byID["c"]), Code: store.CodeOK, Commit: "c:#complete", Effects: []store.Effect{fx("INCRBY", f.key("bal2"), "5")}},
+						Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal"), "100"), badFx}},
+					{Lease: lease(byID["c"]), Code: store.CodeOK, Commit: "c:#complete", Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal2"), "5")}},
 				}
 				out, _, err := f.st.Ack(f.ctx, f.p, acks)
 				if err != nil {

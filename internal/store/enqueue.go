@@ -54,7 +54,7 @@ type Sticky struct {
 	After  time.Duration
 }
 
-// Limits are a job's flow-control settings (lua/lib.lua, flow control).
+// Limits are a job's flow-control settings (lua/lib_limits.lua, flow control).
 type Limits struct {
 	ConcurrencyKey   string // at most ConcurrencyLimit jobs of this key run at once
 	ConcurrencyLimit int

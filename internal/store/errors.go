@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"strings"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Errors the store reports. Script status codes are mapped to these here and
@@ -10,14 +12,14 @@ import (
 var (
 	// ErrStale: the attempt's identity (lease ID, fence) is no longer current;
 	// nothing was written.
-	ErrStale = errors.New("sluice: stale attempt: the lease or fence moved on")
+	ErrStale = sluicetype.ErrStale
 	// ErrConflict: a job with the caller's ID exists with other content.
-	ErrConflict = errors.New("sluice: a job with this ID exists with a different kind or payload")
+	ErrConflict = sluicetype.ErrConflict
 	// ErrNotFound: no job has this ID (never enqueued, or deleted after its
 	// retention).
-	ErrNotFound = errors.New("sluice: job not found")
+	ErrNotFound = sluicetype.ErrNotFound
 	// ErrMalformed: data read from Redis is not a valid job.
-	ErrMalformed = errors.New("sluice: malformed job data in Redis")
+	ErrMalformed = sluicetype.ErrMalformed
 )
 
 // Enqueue statuses, one per job.

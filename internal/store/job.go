@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Job is a job hash as read from Redis.
@@ -37,7 +38,7 @@ type Job struct {
 	Reason       string // why it reached a terminal state, if it did
 	LastError    string
 	Result       []byte
-	Orphan       Orphan
+	Orphan       sluicetype.Orphan
 	Parent       string    // the parent's job ID, for a spawned job
 	Progress     time.Time // last step checkpoint
 	CurrentStep  string    // last step checkpointed
@@ -48,8 +49,8 @@ type Job struct {
 	Steps map[string][]byte
 	// Tracking is the last progress report, Stuck the last stuck-attempt
 	// evidence (stuck.go); nil when none.
-	Tracking *Tracking
-	Stuck    *StuckReport
+	Tracking *sluicetype.Tracking
+	Stuck    *sluicetype.StuckInfo
 	// Redrives counts the operator redrives (and releases) of the job;
 	// RedrivenAt is the last one's time, RedrivenFrom its state:reason then.
 	Redrives     int
@@ -63,22 +64,15 @@ type Job struct {
 	HeldBy string
 }
 
-// Orphan is the provenance of a job reclaimed after a crash.
-type Orphan struct {
-	Holder    string    // worker whose lease expired
-	ExpiredAt time.Time // when that lease expired
-	Count     int       // how many times the job was reclaimed
-}
-
-// ErrorRecord is one entry of a job's recent errors.
-type ErrorRecord struct {
-	Class        string    `json:"k"` // error, timeout, panic, lease_expired, deadline, ...
-	At           time.Time `json:"-"`
-	AtMillis     int64     `json:"t"`
-	Attempt      int       `json:"a"`
-	CrashAttempt int       `json:"c"`
-	Message      string    `json:"m"`
-	Stack        string    `json:"s"`
+// errorRecord is one entry of a job's error list as lua/lib_lifecycle.lua
+// writes it (JSON with one-letter names).
+type errorRecord struct {
+	Class        string `json:"k"`
+	AtMillis     int64  `json:"t"`
+	Attempt      int    `json:"a"`
+	CrashAttempt int    `json:"c"`
+	Message      string `json:"m"`
+	Stack        string `json:"s"`
 }
 
 // decodeJob reads a flat HGETALL reply. Unknown fields are ignored, so newer
@@ -211,11 +205,13 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	return j, nil
 }
 
-func decodeErrorRecord(s string) (ErrorRecord, error) {
-	var r ErrorRecord
+func decodeErrorRecord(s string) (sluicetype.ErrorRecord, error) {
+	var r errorRecord
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return r, fmt.Errorf("%w: error record: %v", ErrMalformed, err)
+		return sluicetype.ErrorRecord{}, fmt.Errorf("%w: error record: %v", ErrMalformed, err)
 	}
-	r.At = time.UnixMilli(r.AtMillis)
-	return r, nil
+	return sluicetype.ErrorRecord{
+		Class: r.Class, At: time.UnixMilli(r.AtMillis), Attempt: r.Attempt, CrashAttempt: r.CrashAttempt,
+		Message: r.Message, Stack: r.Stack,
+	}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 var env redistest.Env
@@ -146,7 +147,7 @@ func (f *fixture) sweep(limit int) (int, error) {
 	return m.Deleted, err
 }
 
-func (f *fixture) get(local string) (*store.Job, []store.ErrorRecord) {
+func (f *fixture) get(local string) (*store.Job, []sluicetype.ErrorRecord) {
 	f.t.Helper()
 	j, recs, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: local})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // randomOp runs one operation, chosen at random.
@@ -108,7 +109,7 @@ func available(j *mjob) { j.state, j.score = "available", 0 }
 
 // crash charges a crash: quarantined at the limit, else retryable after
 // the crash delay (doubling with each crash, at most a minute or the
-// delay if longer; lib.lua crash), or available at once without one.
+// delay if longer; lib_lifecycle.lua crash), or available at once without one.
 func (r *modelRun) crash(m *model, j *mjob) string {
 	j.crash++
 	if j.crash >= modelCrashLimit {
@@ -247,18 +248,18 @@ func (r *modelRun) addLease(l store.Lease) {
 
 // effects draws in-slot (and sometimes foreign) INCRBYs, adding their
 // deltas to deltas.
-func (r *modelRun) effects(deltas map[string]int64, foreign bool) []store.Effect {
-	var fx []store.Effect
+func (r *modelRun) effects(deltas map[string]int64, foreign bool) []sluicetype.Effect {
+	var fx []sluicetype.Effect
 	for range r.pick(3) {
 		k := r.inKeys[r.pick(len(r.inKeys))]
 		d := int64(1 + r.pick(100))
-		fx = append(fx, store.Effect{Op: "INCRBY", Key: k, Args: []string{strconv.FormatInt(d, 10)}})
+		fx = append(fx, sluicetype.Effect{Op: "INCRBY", Key: k, Args: []string{strconv.FormatInt(d, 10)}})
 		deltas[k] += d
 	}
 	if foreign && r.chance(1, 4) {
 		k := r.foreignKeys[r.pick(len(r.foreignKeys))]
 		d := int64(1 + r.pick(100))
-		fx = append(fx, store.Effect{Op: "INCRBY", Key: k, Args: []string{strconv.FormatInt(d, 10)}})
+		fx = append(fx, sluicetype.Effect{Op: "INCRBY", Key: k, Args: []string{strconv.FormatInt(d, 10)}})
 		deltas[k] += d
 	}
 	return fx
@@ -267,11 +268,11 @@ func (r *modelRun) effects(deltas map[string]int64, foreign bool) []store.Effect
 // invalidEffect is an effect that cannot apply: Go refuses it ("go": a
 // NaN score), or only the script can tell ("script": the key holds a
 // list).
-func (r *modelRun) invalidEffect() (store.Effect, string) {
+func (r *modelRun) invalidEffect() (sluicetype.Effect, string) {
 	if r.chance(1, 2) {
-		return store.Effect{Op: "ZADD", Key: r.p.Tag() + ":fx:z", Args: []string{"NaN", "m"}}, "go"
+		return sluicetype.Effect{Op: "ZADD", Key: r.p.Tag() + ":fx:z", Args: []string{"NaN", "m"}}, "go"
 	}
-	return store.Effect{Op: "INCRBY", Key: r.listKey, Args: []string{"1"}}, "script"
+	return sluicetype.Effect{Op: "INCRBY", Key: r.listKey, Args: []string{"1"}}, "script"
 }
 
 func fxString(deltas map[string]int64) string {

@@ -36,7 +36,7 @@ package store_test
 //
 // A failure names the seed, the step and the operations before it. The
 // findings it made in the product are reproduced, deterministically, by
-// TestModelFindings.
+// TestModelRegressions.
 
 import (
 	"context"
@@ -60,6 +60,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 const (
@@ -786,7 +787,7 @@ func TestModelRegressions(t *testing.T) {
 		f.enqueue(store.NewJob{Local: "a"})
 		j := f.claimOne("w")
 		c := store.Checkpoint{Lease: lease(j), Field: "cursor:c", Record: []byte("1"), Mode: store.ModeCursor,
-			Commit: ref(f, "a") + ":c:@1", Effects: []store.Effect{fx("INCRBY", f.key("rows"), "100")}}
+			Commit: ref(f, "a") + ":c:@1", Effects: []sluicetype.Effect{fx("INCRBY", f.key("rows"), "100")}}
 		if _, err := f.checkpoint(c); err != nil {
 			t.Fatal(err)
 		}

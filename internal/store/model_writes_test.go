@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ackCall is one batch of acks, kept to be sent again as Sluice does.
@@ -31,7 +32,7 @@ func (r *modelRun) randomAck(l store.Lease, i int, invalidUsed *bool) ackSpec {
 		a.Effects = r.effects(s.deltas, true)
 		if !*invalidUsed && r.chance(1, 6) {
 			*invalidUsed = true
-			var e store.Effect
+			var e sluicetype.Effect
 			e, s.invalid = r.invalidEffect()
 			a.Effects = append(a.Effects, e)
 		}
@@ -282,7 +283,7 @@ func (r *modelRun) randomCheckpoint(l store.Lease) ckptSpec {
 	}
 	c.Effects = r.effects(s.deltas, true)
 	if r.chance(1, 10) {
-		var e store.Effect
+		var e sluicetype.Effect
 		e, s.invalid = r.invalidEffect()
 		c.Effects = append(c.Effects, e)
 	}
@@ -342,7 +343,7 @@ func (r *modelRun) applyCheckpoint(m *model, s ckptSpec) string {
 }
 
 func checkpointResult(err error) string {
-	var ee *store.EffectError
+	var ee *sluicetype.EffectError
 	switch {
 	case err == nil:
 		return "ok"
@@ -537,7 +538,7 @@ func (r *modelRun) maintain(reapL, promL, sweepL int) {
 
 // adminResult names an operator call's outcome.
 func adminResult(prev string, err error) (string, bool) {
-	var se *store.StateError
+	var se *sluicetype.StateError
 	switch {
 	case err == nil:
 		return "ok:" + prev, true
@@ -691,7 +692,7 @@ func (r *modelRun) opTick() {
 		return
 	}
 	// miniredis runs Lua in gopher-lua, where the ack's cache of run
-	// times (lib.lua tally_run, RT_FIELD[ms]) grows a table's array part
+	// times (lib_batch.lua tally_run, RT_FIELD[ms]) grows a table's array part
 	// to the run time in ms: acking a job that has run for an hour takes
 	// seconds there (not in Redis). So on miniredis, jobs whose lease has
 	// long expired are reaped before they can be acked.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // relayMarkTTL is how long an applied relayed effect, or an enqueued
@@ -71,7 +72,7 @@ type DeadEffect struct {
 }
 
 // ErrNoDeadEffect: no dead-lettered outbox entry has this ID.
-var ErrNoDeadEffect = errors.New("sluice: dead effect not found")
+var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
 // RelayOutbox relays up to limit outbox entries of one partition: effects
 // on keys in other slots (each applied exactly once, by its dedup marker)
@@ -150,7 +151,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 // a state that passes: LOADING, BUSY, TRYAGAIN, ...), which a script
 // validating its input only answers for what will never apply.
 func permanent(err error) bool {
-	if _, ok := err.(*EffectError); ok {
+	if _, ok := err.(*sluicetype.EffectError); ok {
 		return true
 	}
 	var re redis.Error
@@ -252,13 +253,16 @@ func (d *DeadEffect) describe(b []byte) {
 
 func (d *DeadEffect) blob() []byte { return d.raw }
 
-// Refs are the IDs users see, for a dead effect of partition p: its own
-// (queue:partition:entry) and its job's ("" when unknown).
-func (d DeadEffect) Refs(p keys.Partition) (id, job string) {
+// Public is d, a dead effect of partition p, as users see it, named by
+// full IDs: its own (queue:partition:entry) and its job's ("" when
+// unknown).
+func (d DeadEffect) Public(p keys.Partition) sluicetype.DeadEffect {
+	var job string
 	if d.Job != "" {
 		job = keys.Ref{Partition: p, Local: d.Job}.String()
 	}
-	return keys.Ref{Partition: p, Local: d.ID}.String(), job
+	return sluicetype.DeadEffect{ID: keys.Ref{Partition: p, Local: d.ID}.String(), JobID: job,
+		Error: d.Error, Op: d.Op, Key: d.Key, Args: d.Args, At: d.At}
 }
 
 func (s *Store) decodeNote(v map[string]any) (note, bool) {
@@ -267,16 +271,16 @@ func (s *Store) decodeNote(v map[string]any) (note, bool) {
 	return note{parent: ref, step: str("s"), child: str("c"), state: str("st"), result: str("r")}, ok
 }
 
-// relayEffect applies one outboxed effect; an *EffectError means it can
+// relayEffect applies one outboxed effect; an *sluicetype.EffectError means it can
 // never apply.
 func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 	var e relayed
 	if err := msgpack.Unmarshal(b, &e); err != nil {
-		return &EffectError{Msg: "undecodable outbox entry: " + err.Error()}
+		return &sluicetype.EffectError{Msg: "undecodable outbox entry: " + err.Error()}
 	}
-	if e.Op == OpEnqueue {
+	if e.Op == sluicetype.OpEnqueue {
 		if e.Job == nil {
-			return &EffectError{Msg: "ENQUEUE without a job"}
+			return &sluicetype.EffectError{Msg: "ENQUEUE without a job"}
 		}
 		job := e.Job.Job
 		job.Relayed = true
@@ -285,7 +289,7 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 			return err
 		}
 		if res[0].Err != nil {
-			return &EffectError{Msg: res[0].Err.Error()}
+			return &sluicetype.EffectError{Msg: res[0].Err.Error()}
 		}
 		return nil
 	}
@@ -298,7 +302,7 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 		return err
 	}
 	if msg, failed := strings.CutPrefix(res, "error: "); failed {
-		return &EffectError{Msg: fmt.Sprintf("%s %s: %s", e.Op, e.Key, msg)}
+		return &sluicetype.EffectError{Msg: fmt.Sprintf("%s %s: %s", e.Op, e.Key, msg)}
 	}
 	return nil
 }

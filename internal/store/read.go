@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Get reads one job with its recent errors and step checkpoints in one
@@ -15,7 +16,7 @@ import (
 // keys.Partition.Body) are read at the same instant, never across a
 // script that moves or deletes the payload. Every key shares the
 // partition's slot.
-func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, error) {
+func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.ErrorRecord, error) {
 	var (
 		all   *redis.MapStringStringCmd
 		body  *redis.StringCmd
@@ -58,7 +59,7 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []ErrorRecord, err
 	if e, err := exp.Result(); err == nil && j.State == "running" {
 		j.LeaseExpiry = timeOrZero(int64(e))
 	}
-	var recs []ErrorRecord
+	var recs []sluicetype.ErrorRecord
 	for _, s := range errs.Val() {
 		r, err := decodeErrorRecord(s)
 		if err != nil {

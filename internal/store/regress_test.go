@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestIDsNeverNameAnotherJobsKeys: job IDs may hold ':', so no key of a
@@ -68,9 +69,12 @@ func TestFollowUpRelayedTwiceEnqueuedOnce(t *testing.T) {
 	next := f.st.Partition("next", 0)
 	f.enqueue(store.NewJob{Local: "order"})
 	j := f.claimOne("w")
-	r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: "order@1:#complete",
-		Effects: []store.Effect{{Op: store.OpEnqueue, Job: &store.FollowUp{Partition: next,
-			Job: store.NewJob{Kind: "ship", Payload: []byte("x"), MaxAttempts: 3}}}}})
+	fx, err := store.FollowUpEffect(store.FollowUp{Partition: next,
+		Job: store.NewJob{Kind: "ship", Payload: []byte("x"), MaxAttempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: "order@1:#complete", Effects: []sluicetype.Effect{fx}})
 	if r.State != "completed" {
 		t.Fatalf("ack: %+v", r)
 	}

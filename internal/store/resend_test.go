@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // lossy is a fixture whose store reaches a real redis-server through the
@@ -109,7 +110,7 @@ func TestResend(t *testing.T) {
 			l.enqueue(store.NewJob{Local: "a"})
 			j := l.claimOne("w")
 			check := fire()
-			r := l.ack(j, store.Ack{Code: store.CodeOK, Commit: "a:#complete", Effects: []store.Effect{fx("INCRBY", l.key("bal"), "100")}})
+			r := l.ack(j, store.Ack{Code: store.CodeOK, Commit: "a:#complete", Effects: []sluicetype.Effect{fx("INCRBY", l.key("bal"), "100")}})
 			check()
 			if r.Err != nil || r.State != "completed" {
 				t.Fatalf("ack: %+v", r)
@@ -215,7 +216,7 @@ func (l *lossy) commitOnce(fire func() func(), mode, field, key string) {
 	j := l.claimOne("w")
 	check := fire()
 	_, err := l.checkpoint(store.Checkpoint{Lease: lease(j), Field: field, Record: []byte("1"), Mode: mode, Commit: "a@1:" + field,
-		Effects: []store.Effect{fx("INCRBY", l.key(key), "100")}})
+		Effects: []sluicetype.Effect{fx("INCRBY", l.key(key), "100")}})
 	check()
 	if err != nil {
 		l.t.Fatalf("%s commit: %v", mode, err)

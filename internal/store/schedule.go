@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -12,11 +11,12 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ErrNoSchedule: no schedule of this name is known in Redis (no scheduler
 // has run it yet). The schedule script's 'missing' status maps to it here.
-var ErrNoSchedule = errors.New("sluice: schedule not found")
+var ErrNoSchedule = sluicetype.ErrScheduleNotFound
 
 // ScheduleDef is what a scheduler publishes about a schedule, for
 // operators: the listing, and TriggerSchedule, which enqueues Template.

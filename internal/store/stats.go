@@ -14,7 +14,7 @@ import (
 
 // Minute is what one partition finished during one minute: jobs that
 // reached each terminal state, and run times of completed attempts by
-// bucket (lua/lib.lua tally: bucket b holds run times in
+// bucket (lua/lib_batch.lua tally: bucket b holds run times in
 // [2^(b/4)-1, 2^((b+1)/4)-1) ms).
 type Minute struct {
 	Finished map[string]int64 // by terminal state

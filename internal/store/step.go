@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // ErrStepDone: the step already has a checkpoint; nothing was written.
@@ -26,11 +27,11 @@ type Checkpoint struct {
 	Record  []byte
 	Mode    string
 	Commit  string // unique name of this commit, for relayed effects
-	Effects []Effect
+	Effects []sluicetype.Effect
 }
 
 // CheckpointResult is what one checkpoint did: Outboxed entries written,
-// or Err (ErrStale, ErrStepDone, an *EffectError, or the call's error) when
+// or Err (ErrStale, ErrStepDone, an *sluicetype.EffectError, or the call's error) when
 // nothing was.
 type CheckpointResult struct {
 	Outboxed int
@@ -92,7 +93,7 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 			out[i].Err = ErrStepDone
 		case "effect_error":
 			msg, _ := pair[1].(string)
-			out[i].Err = &EffectError{Msg: msg}
+			out[i].Err = &sluicetype.EffectError{Msg: msg}
 		default:
 			out[i].Err = fmt.Errorf("%w: step status %q", ErrMalformed, status)
 		}

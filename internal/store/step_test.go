@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestCheckpointFenced: a stale attempt's checkpoint, cursor and effects
@@ -27,7 +28,7 @@ func TestCheckpointFenced(t *testing.T) {
 			cur := f.claimOne("b")
 			direct := f.p.Tag() + ":ledger"
 			foreign := "elsewhere:ledger"
-			fx := []store.Effect{{Op: "INCRBY", Key: direct, Args: []string{"5"}}, {Op: "INCRBY", Key: foreign, Args: []string{"5"}}}
+			fx := []sluicetype.Effect{{Op: "INCRBY", Key: direct, Args: []string{"5"}}, {Op: "INCRBY", Key: foreign, Args: []string{"5"}}}
 			for _, mode := range []string{store.ModeOnce, store.ModeCursor} {
 				_, err := f.checkpoint(store.Checkpoint{Lease: lease(old), Field: "s", Record: []byte("r"), Mode: mode, Commit: "c", Effects: fx})
 				if !errors.Is(err, store.ErrStale) {
@@ -66,7 +67,7 @@ func TestRelayOnce(t *testing.T) {
 			if err := f.rdb.HSet(f.ctx, wrong, "f", "v").Err(); err != nil {
 				t.Fatal(err)
 			}
-			fx := []store.Effect{{Op: "INCRBY", Key: target, Args: []string{"7"}}, {Op: "INCRBY", Key: wrong, Args: []string{"1"}}}
+			fx := []sluicetype.Effect{{Op: "INCRBY", Key: target, Args: []string{"7"}}, {Op: "INCRBY", Key: wrong, Args: []string{"1"}}}
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
 				t.Fatal(err)
 			}
@@ -120,9 +121,9 @@ func TestCheckpointBatch(t *testing.T) {
 				{Lease: lease(res.Jobs[0]), Field: "s", Record: []byte("1"), Mode: store.ModeOnce, Commit: "a:s"},
 				{Lease: stale, Field: "s", Record: []byte("2"), Mode: store.ModeOnce, Commit: "b:s"},
 				{Lease: lease(res.Jobs[2]), Field: "s", Record: []byte("3"), Mode: store.ModeOnce, Commit: "c:s",
-					Effects: []store.Effect{{Op: "INCRBY", Key: f.p.Tag() + ":n", Args: []string{"1"}}, {Op: "INCRBY", Key: hash, Args: []string{"1"}}}},
+					Effects: []sluicetype.Effect{{Op: "INCRBY", Key: f.p.Tag() + ":n", Args: []string{"1"}}, {Op: "INCRBY", Key: hash, Args: []string{"1"}}}},
 			})
-			var ee *store.EffectError
+			var ee *sluicetype.EffectError
 			if got[0].Err != nil || !errors.Is(got[1].Err, store.ErrStale) || !errors.As(got[2].Err, &ee) {
 				t.Fatalf("results %+v", got)
 			}

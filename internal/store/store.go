@@ -24,7 +24,7 @@ type Config struct {
 	CrashLimit      int
 	// CrashDelay is how long a job waits, after its first crash, before it
 	// is retried (doubling with each crash, at most a minute, or this if
-	// longer); 0: it is available again at once (lua/lib.lua crash).
+	// longer); 0: it is available again at once (lua/lib_lifecycle.lua crash).
 	CrashDelay time.Duration
 	// Now, when set, replaces the store's TIME in every script (tests only).
 	Now func() time.Time

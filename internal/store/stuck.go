@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Stored sizes of stuck evidence: longer texts are cut.
@@ -16,31 +17,9 @@ const (
 	StuckStackMax = 16 << 10
 )
 
-// StuckReport is the evidence of a stuck attempt as stored on its job
-// (lua/stuck.lua).
-type StuckReport struct {
-	Case    string // ignored_stop or no_progress
-	LeaseID string // the stuck attempt's identity
-	Fence   int64
-	Why     string    // the cancellation cause, or how long without progress
-	Since   time.Time // when it was told to stop, or its last progress
-	At      time.Time // when it was found stuck (store time)
-	Step    string    // the step it was in
-	Cursor  string    // that step's last cursor checkpoint, if a cursor
-	Stack   string    // the goroutine stacks, cut at StuckStackMax
-}
-
-// Tracking is what an attempt last reported doing (lua/progress.lua).
-type Tracking struct {
-	Percent float64
-	State   string
-	At      time.Time // store time of the report
-	Fence   int64     // the reporting attempt
-}
-
 // Stuck records r on the job of l. It reports false when the job no
 // longer belongs to that attempt (nothing was written).
-func (s *Store) Stuck(ctx context.Context, p keys.Partition, l Lease, r StuckReport) (bool, error) {
+func (s *Store) Stuck(ctx context.Context, p keys.Partition, l Lease, r sluicetype.StuckInfo) (bool, error) {
 	n, err := s.run(ctx, lua.Stuck, p, l.Local, l.LeaseID, l.Fence, r.Case, cut(r.Why, StuckWhyMax),
 		unixMS(r.Since), r.Step, cut(r.Cursor, StuckWhyMax), cut(r.Stack, StuckStackMax)).Int()
 	return n == 1, err
@@ -132,16 +111,16 @@ func decodeReport(j *Job, k, v string) error {
 	return nil
 }
 
-func (j *Job) stuck() *StuckReport {
+func (j *Job) stuck() *sluicetype.StuckInfo {
 	if j.Stuck == nil {
-		j.Stuck = &StuckReport{}
+		j.Stuck = &sluicetype.StuckInfo{}
 	}
 	return j.Stuck
 }
 
-func (j *Job) tracking() *Tracking {
+func (j *Job) tracking() *sluicetype.Tracking {
 	if j.Tracking == nil {
-		j.Tracking = &Tracking{}
+		j.Tracking = &sluicetype.Tracking{}
 	}
 	return j.Tracking
 }

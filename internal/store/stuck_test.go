@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestProgressIsFenced: a running attempt's progress report is written to
@@ -28,7 +29,7 @@ func TestProgressIsFenced(t *testing.T) {
 			if err != nil || !cmp.Equal(ok, []bool{true, false}) {
 				t.Fatalf("progress = %v, %v; want [true false]", ok, err)
 			}
-			want := &store.Tracking{Percent: 12.5, State: "importing", At: epoch, Fence: a.Fence}
+			want := &sluicetype.Tracking{Percent: 12.5, State: "importing", At: epoch, Fence: a.Fence}
 			if j, _ := f.get("job"); !cmp.Equal(j.Tracking, want) {
 				t.Fatalf("tracking %+v, want %+v", j.Tracking, want)
 			}
@@ -55,7 +56,7 @@ func TestStuckEvidence(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "job"})
 			a := f.claimOne("worker-a")
 			f.ack(a, store.Ack{Code: store.CodeRetry, Reason: "timeout", Message: "timed out"})
-			rep := store.StuckReport{
+			rep := sluicetype.StuckInfo{
 				Case: "ignored_stop", Why: "told to stop", Since: epoch.Add(-time.Minute), Step: "rows", Cursor: "3",
 				Stack: strings.Repeat("x", store.StuckStackMax+10),
 			}
@@ -76,7 +77,7 @@ func TestStuckEvidence(t *testing.T) {
 				t.Fatal(err)
 			}
 			bj := f.claimOne("worker-b")
-			if ok, err := f.st.Stuck(f.ctx, f.p, lease(a), store.StuckReport{Case: "no_progress"}); err != nil || ok {
+			if ok, err := f.st.Stuck(f.ctx, f.p, lease(a), sluicetype.StuckInfo{Case: "no_progress"}); err != nil || ok {
 				t.Fatalf("stale stuck = %v, %v; want not written", ok, err)
 			}
 			if j, _ := f.get("job"); !cmp.Equal(j.Stuck, &want) || j.Fence != bj.Fence {

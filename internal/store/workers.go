@@ -13,19 +13,8 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
-
-// WorkerInfo is a worker as the registry of live workers knows it.
-type WorkerInfo struct {
-	ID          string
-	Host        string
-	PID         int
-	Started     time.Time
-	Queues      map[string]int // served queue -> its partitions
-	Concurrency int
-	Jobs        []string // IDs of the jobs it runs
-	LastSeen    time.Time
-}
 
 // MaxWorkersListed bounds a listing of the registry.
 const MaxWorkersListed = 1000
@@ -33,7 +22,7 @@ const MaxWorkersListed = 1000
 func (s *Store) workers() keys.Workers { return keys.Workers{NS: s.cfg.NS} }
 
 // Heartbeat registers w as alive for ttl (lua/heartbeat.lua).
-func (s *Store) Heartbeat(ctx context.Context, w WorkerInfo, ttl time.Duration) error {
+func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time.Duration) error {
 	qs := make([]string, 0, len(w.Queues))
 	for q, n := range w.Queues {
 		qs = append(qs, q+":"+strconv.Itoa(n))
@@ -60,7 +49,7 @@ func (s *Store) heartbeat(ctx context.Context, id string, ttl int64, fields ...a
 
 // Workers lists the live workers (at most MaxWorkersListed), most recently
 // seen first, and drops the dead ones it meets from the registry.
-func (s *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
+func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
 	ks := s.workers()
 	ids, err := s.rdb.ZRevRange(ctx, ks.Live(), 0, MaxWorkersListed-1).Result()
 	if err != nil {
@@ -76,7 +65,7 @@ func (s *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, err
 	}
-	var out []WorkerInfo
+	var out []sluicetype.WorkerInfo
 	var dead []any
 	for i, c := range cmds {
 		m := c.Val()
@@ -98,7 +87,7 @@ func (s *Store) Workers(ctx context.Context) ([]WorkerInfo, error) {
 	return out, nil
 }
 
-func decodeWorker(id string, m map[string]string) (WorkerInfo, error) {
+func decodeWorker(id string, m map[string]string) (sluicetype.WorkerInfo, error) {
 	var bad error
 	num := func(f string) int64 {
 		n, err := strconv.ParseInt(m[f], 10, 64)
@@ -107,7 +96,7 @@ func decodeWorker(id string, m map[string]string) (WorkerInfo, error) {
 		}
 		return n
 	}
-	w := WorkerInfo{
+	w := sluicetype.WorkerInfo{
 		ID: id, Host: m["host"], PID: int(num("pid")), Started: time.UnixMilli(num("started")),
 		Concurrency: int(num("conc")), LastSeen: time.UnixMilli(num("seen")), Queues: map[string]int{},
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
-	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -66,15 +65,6 @@ var (
 	// attempt's reply.
 	ErrParentGone = errors.New("isolated: the parent worker went away")
 )
-
-// CrashError is the error of an attempt whose child died by a signal,
-// exited without a valid reply or panicked. The runtime counts it as a
-// crash (crash_attempt+1), not as an ordinary error, so a job that keeps
-// killing its child is quarantined at the crash limit. Its Reason is
-// "child_crash" or, for a panic the child reported, "panic"; its Detail
-// is an excerpt of the child's stderr (its start and its end) or the
-// panic's stack.
-type CrashError = outcome.Crash
 
 // ChildError is an ordinary error a child's handler returned. It spends
 // an attempt; the job is retried with backoff.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // The outcome of an attempt crosses the process boundary as a replyMsg:
@@ -54,22 +55,22 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		}
 		return nil, &ChildError{Message: r.Message}
 	case outcomeSnooze:
-		return nil, &outcome.Snooze{Delay: delay}
+		return nil, &sluicetype.SnoozeError{Delay: delay}
 	case outcomeRateLimited:
-		return nil, &outcome.RateLimited{Delay: delay}
+		return nil, &sluicetype.RateLimitedError{Delay: delay}
 	case outcomeSkip:
-		return nil, &outcome.Skip{Reason: r.Message}
+		return nil, &sluicetype.SkipError{Reason: r.Message}
 	case outcomeRevoke:
-		return nil, &outcome.Revoke{Reason: r.Message}
+		return nil, &sluicetype.RevokeError{Reason: r.Message}
 	case outcomePark:
 		if r.Reason == "" {
 			r.Reason = "parked"
 		}
 		return nil, &outcome.Park{Reason: r.Reason, Err: errors.New(r.Message)}
 	case outcomePanic:
-		return nil, &CrashError{Reason: "panic", Message: "panic in isolated child: " + r.Message, Detail: r.Stack}
+		return nil, &sluicetype.CrashError{Reason: "panic", Message: "panic in isolated child: " + r.Message, Detail: r.Stack}
 	}
-	return nil, &CrashError{
+	return nil, &sluicetype.CrashError{
 		Reason:  "child_crash",
 		Message: fmt.Sprintf("isolated child %s replied with unknown outcome %q", filepath.Base(s.h.cmd.Path), r.Outcome),
 	}

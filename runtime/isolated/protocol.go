@@ -7,9 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/sluicehq/sluice/internal/store"
 )
 
 // Version is the protocol version this package speaks: the first byte of
@@ -51,7 +50,7 @@ type startMsg struct {
 	Created      time.Time         `msgpack:"created"`
 	Claimed      time.Time         `msgpack:"claimed"`
 	Deadline     time.Time         `msgpack:"deadline"`
-	Orphan       store.Orphan      `msgpack:"orphan"`
+	Orphan       sluicetype.Orphan `msgpack:"orphan"`
 	Partitions   map[string]int    `msgpack:"partitions"`
 	Steps        map[string][]byte `msgpack:"steps"`
 }
@@ -59,12 +58,12 @@ type startMsg struct {
 // checkpointMsg asks the parent to commit a step checkpoint with its
 // effects, fenced by the parent's lease. Seq pairs it with its answer.
 type checkpointMsg struct {
-	Seq     uint64         `msgpack:"seq"`
-	Field   string         `msgpack:"field"`
-	Record  []byte         `msgpack:"record"`
-	Mode    string         `msgpack:"mode"`
-	Commit  string         `msgpack:"commit"`
-	Effects []store.Effect `msgpack:"effects"`
+	Seq     uint64              `msgpack:"seq"`
+	Field   string              `msgpack:"field"`
+	Record  []byte              `msgpack:"record"`
+	Mode    string              `msgpack:"mode"`
+	Commit  string              `msgpack:"commit"`
+	Effects []sluicetype.Effect `msgpack:"effects"`
 }
 
 // Answer codes of a failed checkpoint.
@@ -97,13 +96,13 @@ const (
 // replyMsg is the attempt's outcome. Complete are effects to commit with
 // the job's completion (outcome ok only).
 type replyMsg struct {
-	Outcome  string         `msgpack:"outcome"`
-	Result   []byte         `msgpack:"result"`
-	Message  string         `msgpack:"message"`
-	Reason   string         `msgpack:"reason"`
-	DelayMS  int64          `msgpack:"delay_ms"`
-	Stack    []byte         `msgpack:"stack"`
-	Complete []store.Effect `msgpack:"complete"`
+	Outcome  string              `msgpack:"outcome"`
+	Result   []byte              `msgpack:"result"`
+	Message  string              `msgpack:"message"`
+	Reason   string              `msgpack:"reason"`
+	DelayMS  int64               `msgpack:"delay_ms"`
+	Stack    []byte              `msgpack:"stack"`
+	Complete []sluicetype.Effect `msgpack:"complete"`
 }
 
 // writeFrame writes one frame: version, type, body length, msgpack body.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestFrames: frames round-trip; a bad version, a truncated frame or one
@@ -15,7 +16,7 @@ import (
 func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
 	in := checkpointMsg{Seq: 3, Field: "s1", Record: []byte{1, 2}, Mode: store.ModeOnce, Commit: "c",
-		Effects: []store.Effect{{Op: "INCRBY", Key: "k", Args: []string{"1"}}}}
+		Effects: []sluicetype.Effect{{Op: "INCRBY", Key: "k", Args: []string{"1"}}}}
 	if err := writeFrame(&buf, frameCheckpoint, in); err != nil {
 		t.Fatal(err)
 	}

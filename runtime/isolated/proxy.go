@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // proxy is the child's end of the protocol: it writes frames to the parent
@@ -95,7 +96,7 @@ func (a answerMsg) result() store.CheckpointResult {
 	case answerStale:
 		return store.CheckpointResult{Err: store.ErrStale}
 	case answerEffect:
-		return store.CheckpointResult{Err: &store.EffectError{Msg: a.Error}}
+		return store.CheckpointResult{Err: &sluicetype.EffectError{Msg: a.Error}}
 	}
 	return store.CheckpointResult{Err: errors.New("isolated: the parent could not commit the checkpoint: " + a.Error)}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // session is one attempt's child process, seen from the worker.
@@ -144,7 +145,7 @@ func (s *session) verdict(r readResult, ps *os.ProcessState, excerpt []byte) ([]
 	if !errors.Is(r.err, io.EOF) {
 		why = "sent no valid reply (" + r.err.Error() + ")"
 	}
-	return nil, &CrashError{
+	return nil, &sluicetype.CrashError{
 		Reason:  "child_crash",
 		Message: fmt.Sprintf("isolated child %s %s: %s", filepath.Base(s.h.cmd.Path), why, describe(ps)),
 		Detail:  excerpt,
@@ -189,7 +190,7 @@ func (s *session) read() readResult {
 func (s *session) commit(m checkpointMsg) answerMsg {
 	a := answerMsg{Seq: m.Seq}
 	err := s.st.Commit(m.Field, m.Record, m.Mode, m.Commit, m.Effects)
-	var fx *store.EffectError
+	var fx *sluicetype.EffectError
 	switch {
 	case err == nil:
 	case errors.Is(err, store.ErrStale):

@@ -1,0 +1,58 @@
+package sluicetype
+
+import "errors"
+
+// Errors shared by Sluice's packages; match them with errors.Is. The
+// packages that return them also export them under their own names
+// (flow.ErrNotFound is ErrNotFound).
+var (
+	// ErrNotFound: no job has this ID (never enqueued, or deleted after
+	// its retention).
+	ErrNotFound = errors.New("sluice: job not found")
+	// ErrConflict: a job with the caller's ID exists with another kind or
+	// other arguments.
+	ErrConflict = errors.New("sluice: a job with this ID exists with a different kind or payload")
+	// ErrMalformed: data read from Redis is not a valid job.
+	ErrMalformed = errors.New("sluice: malformed job data in Redis")
+	// ErrStale: the attempt's identity (lease ID and fence) is no longer
+	// current, because its lease expired and the job was reclaimed, or it
+	// was cancelled; the write was refused and nothing of it was written.
+	ErrStale = errors.New("sluice: stale attempt: the lease or fence moved on")
+	// ErrWrongState: the job's state does not allow an operator's call
+	// (deleting a running job, cancelling a finished one, redriving one
+	// that is not archived or cancelled, releasing one that is not
+	// quarantined). The error is a *StateError.
+	ErrWrongState = errors.New("sluice: the job's state does not allow this")
+	// ErrInvalidEffect: an effect is malformed (unknown op, no key, bad
+	// arguments); nothing of its commit was written.
+	ErrInvalidEffect = errors.New("sluice: invalid effect")
+	// ErrDuplicateStep: a step name was used twice in one attempt.
+	ErrDuplicateStep = errors.New("sluice: step name used twice in one attempt")
+	// ErrNoDeadEffect: no dead-lettered effect has this ID.
+	ErrNoDeadEffect = errors.New("sluice: dead effect not found")
+	// ErrScheduleNotFound: no scheduler has run a schedule of this name
+	// in the namespace.
+	ErrScheduleNotFound = errors.New("sluice: schedule not found")
+)
+
+// StateError says which job was in which state when an operator's call
+// refused it. errors.Is(err, ErrWrongState) matches it.
+type StateError struct {
+	ID    string // the job
+	Op    string // cancel, delete, redrive, release
+	State string // the state it was in
+}
+
+func (e *StateError) Error() string {
+	return "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
+}
+
+// Is makes errors.Is(err, ErrWrongState) true.
+func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// EffectError reports an effect that Redis cannot apply to the key as it
+// is (the key holds another type, a number would overflow, ...). Nothing
+// of its commit was written.
+type EffectError struct{ Msg string }
+
+func (e *EffectError) Error() string { return "sluice: effect cannot apply: " + e.Msg }

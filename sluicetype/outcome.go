@@ -1,0 +1,62 @@
+package sluicetype
+
+import (
+	"fmt"
+	"time"
+)
+
+// The errors below decide what happens to a job when its handler returns
+// them (directly or wrapped). Build them with flow.Snooze, flow.Skip, ...;
+// match them with errors.As.
+
+// SnoozeError reschedules the job after Delay without spending an attempt.
+type SnoozeError struct{ Delay time.Duration }
+
+func (e *SnoozeError) Error() string { return fmt.Sprintf("snooze for %s", e.Delay) }
+
+// RateLimitedError puts the job back (after Delay; 0 at once, behind the
+// waiting work) without spending an attempt or recording a failure.
+type RateLimitedError struct{ Delay time.Duration }
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("rate limited, retry after %s", e.Delay)
+}
+
+// SkipError archives the job at once with Reason; it is not retried (an
+// operator can redrive it).
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return "skip: " + e.Reason }
+
+// RevokeError cancels the job for good with Reason; it is never retried.
+type RevokeError struct{ Reason string }
+
+func (e *RevokeError) Error() string { return "revoke: " + e.Reason }
+
+// WaitingError suspends a parent job until the Count children spawned by
+// its step Step have finished (or, with FailFast, one of them failed),
+// without holding a worker or spending an attempt. Recheck is a safety
+// net: the parent runs again after it even if no wake-up came. flow.Join
+// returns it; a handler passes it on.
+type WaitingError struct {
+	Step     string
+	Count    int
+	FailFast bool
+	Recheck  time.Duration
+}
+
+func (e *WaitingError) Error() string {
+	return fmt.Sprintf("waiting for %d children of step %q", e.Count, e.Step)
+}
+
+// CrashError counts the attempt as a crash (crash attempt +1, quarantined
+// at the crash limit) rather than as a returned error, like a panic: for a
+// handler that lost the code it ran, such as an isolated child process
+// that died by a signal or exited without a valid reply.
+type CrashError struct {
+	Reason  string // the error class recorded, e.g. "child_crash"
+	Message string
+	Detail  []byte // recorded like a panic's stack, e.g. the child's stderr tail
+}
+
+func (e *CrashError) Error() string { return e.Message }
