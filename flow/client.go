@@ -36,10 +36,10 @@ type ClientOptions struct {
 	// Partitions maps a queue to its number of partitions; it must match the
 	// workers'. Default 1.
 	Partitions map[string]int
-	// RetainCancelled is how long a job cancelled by CancelJob (or the
-	// CLI) is kept before the workers' retention sweep deletes it; match
-	// the workers' runtime.Options.RetainCancelled. Default
-	// DefaultRetainCancelled.
+	// RetainCancelled is how long a job cancelled by an operator
+	// (admin.Client.CancelJob, or the CLI) is kept before the workers'
+	// retention sweep deletes it; match the workers'
+	// runtime.Options.RetainCancelled. Default DefaultRetainCancelled.
 	RetainCancelled time.Duration
 	// Clock replaces Redis TIME in scripts (tests only; see
 	// runtime.NewFakeClock).

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -64,7 +65,7 @@ func TestQuarantineHoldThroughClient(t *testing.T) {
 		t.Fatalf("copy: %+v %v, want scheduled, held by %s", info, err, first.ID)
 	}
 	before := runs.Load()
-	if _, err := c.Release(ctx, first.ID); err != nil {
+	if _, err := admin.New(c).Release(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, copied.ID, flow.StateQuarantined) // it ran, and crashed like the first

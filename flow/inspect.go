@@ -25,6 +25,18 @@ const (
 	StateCancelled   = "cancelled"
 )
 
+// States lists every job state, in lifecycle order.
+var States = []string{
+	StateScheduled, StateAvailable, StateRunning, StateRetryable,
+	StateCompleted, StateArchived, StateQuarantined, StateCancelled,
+}
+
+// DefaultRetainCancelled is how long a job cancelled by an operator
+// (admin.Client.CancelJob) is kept before the workers' retention sweep
+// deletes it, unless ClientOptions.RetainCancelled says otherwise: the
+// workers' default (runtime.Options.RetainCancelled).
+const DefaultRetainCancelled = 24 * time.Hour
+
 // JobInfo is a job as stored: its state, counters and history.
 type JobInfo struct {
 	ID           string
@@ -70,7 +82,7 @@ type JobInfo struct {
 	RedrivenFrom string
 	// DeadEffects counts the job's committed effects on keys in other
 	// slots that could not be applied (see sluicetype.DeadEffect); each is
-	// also in Errors, class "effect_dead", and listed by Client.DeadEffects.
+	// also in Errors, class "effect_dead", and listed by admin.Client.DeadEffects.
 	DeadEffects int
 	// HeldBy is the quarantined job this one waits on, while it does
 	// (WithQuarantineHold).

@@ -84,7 +84,7 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 // WithQuarantineHold holds the job while a job of the same kind and
 // arguments is quarantined: it is added, but waits (scheduled, never due,
 // JobInfo.HeldBy naming the quarantined job) until an operator releases
-// that job (Client.Release, sluice release) or it is deleted, so that a
+// that job (admin.Client.Release, sluice release) or it is deleted, so that a
 // payload that crashes workers cannot come straight back under a new ID
 // and crash them again up to the crash limit. Jobs are matched by a
 // fingerprint of kind and arguments, within a partition: on a queue of

@@ -261,7 +261,9 @@ func plan(tm timing, p MissedPolicy, grace time.Duration, last, now time.Time) (
 }
 
 // validName reports whether name is a valid schedule name.
-func validName(name string) bool { return names.Valid(name, 64, "_.-") }
+// ValidScheduleName reports whether name can name a schedule: 1 to 64
+// letters, digits and "_.-".
+func ValidScheduleName(name string) bool { return names.Valid(name, 64, "_.-") }
 
 // tickID is the job ID of a schedule's tick.
 func tickID(name string, tick time.Time) string {

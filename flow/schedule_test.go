@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
@@ -168,13 +169,13 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	e := newSchedEnv(t)
 	c := e.client()
 	ctx := context.Background()
-	if err := c.PauseSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
+	if err := admin.New(c).PauseSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
 		t.Fatalf("pause before any scheduler ran: %v", err)
 	}
-	if _, err := c.TriggerSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
+	if _, err := admin.New(c).TriggerSchedule(ctx, "reports"); !errors.Is(err, flow.ErrScheduleNotFound) {
 		t.Fatalf("trigger before any scheduler ran: %v", err)
 	}
-	if err := c.ResumeSchedule(ctx, "no spaces"); !errors.Is(err, flow.ErrInvalid) {
+	if err := admin.New(c).ResumeSchedule(ctx, "no spaces"); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("resume with a bad name: %v", err)
 	}
 	e.run(e.newScheduler(
@@ -183,9 +184,9 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	))
 	e.wait("reports", 1)
 	e.wait("heartbeat", 1)
-	list := func(want ...flow.ScheduleInfo) {
+	list := func(want ...admin.ScheduleInfo) {
 		t.Helper()
-		got, err := c.Schedules(ctx)
+		got, err := admin.New(c).Schedules(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,8 +194,8 @@ func TestScheduleOperatorAPI(t *testing.T) {
 			t.Fatalf("schedules (-want +got):\n%s", diff)
 		}
 	}
-	hb := flow.ScheduleInfo{Name: "heartbeat", Every: time.Hour, Missed: "skip", Grace: flow.DefaultGrace, Queue: "hb", Kind: "report", NextRun: at(time.Hour)}
-	rep := flow.ScheduleInfo{
+	hb := admin.ScheduleInfo{Name: "heartbeat", Every: time.Hour, Missed: "skip", Grace: flow.DefaultGrace, Queue: "hb", Kind: "report", NextRun: at(time.Hour)}
+	rep := admin.ScheduleInfo{
 		Name: "reports", Cron: "*/5 * * * *", TimeZone: "Europe/Paris", Missed: "catch-up 2", Grace: flow.DefaultGrace,
 		Queue: "default", Kind: "report", NextRun: at(5 * time.Minute),
 	}
@@ -206,7 +207,7 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	list(hb, rep)
 
 	// Paused: tick 10 is not enqueued, a trigger is.
-	if err := c.PauseSchedule(ctx, "reports"); err != nil {
+	if err := admin.New(c).PauseSchedule(ctx, "reports"); err != nil {
 		t.Fatal(err)
 	}
 	rep.Paused, rep.NextRun = true, time.Time{}
@@ -215,7 +216,7 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	e.wait("reports", 1)
 	var triggered []string
 	for range 2 {
-		res, err := c.TriggerSchedule(ctx, "reports")
+		res, err := admin.New(c).TriggerSchedule(ctx, "reports")
 		if err != nil || res.Duplicate {
 			t.Fatalf("trigger: %+v, %v", res, err)
 		}
@@ -236,7 +237,7 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	// Resumed at 12: tick 15 is the next, the paused ticks never run.
 	e.clk.Advance(2 * time.Minute)
 	e.wait("reports", 1)
-	if err := c.ResumeSchedule(ctx, "reports"); err != nil {
+	if err := admin.New(c).ResumeSchedule(ctx, "reports"); err != nil {
 		t.Fatal(err)
 	}
 	rep.Paused, rep.NextRun = false, at(15*time.Minute)
@@ -247,7 +248,7 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	if diff := cmp.Diff(want, e.queued()); diff != "" {
 		t.Fatalf("jobs (-want +got):\n%s", diff)
 	}
-	if got, err := c.Schedule(ctx, "reports"); err != nil || !got.LastRun.Equal(at(15*time.Minute)) {
+	if got, err := admin.New(c).Schedule(ctx, "reports"); err != nil || !got.LastRun.Equal(at(15*time.Minute)) {
 		t.Fatalf("schedule: %+v, %v", got, err)
 	}
 }

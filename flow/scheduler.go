@@ -95,7 +95,7 @@ func (s *Scheduler) Add(sc Schedule) error {
 	bad := func(field string, err error) error {
 		return &ScheduleError{Name: sc.Name, Field: field, Err: err}
 	}
-	if !validName(sc.Name) {
+	if !ValidScheduleName(sc.Name) {
 		return bad("Name", fmt.Errorf("%w: 1 to 64 letters, digits, '_', '.' or '-'", ErrInvalid))
 	}
 	tm, field, err := parseTiming(sc.Cron, sc.Every, sc.TimeZone)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
@@ -44,26 +45,26 @@ func TestOperatorCancel(t *testing.T) {
 	recv(t, started, "the handler to start")
 	ctx := context.Background()
 	eventually(t, "the worker to list its job", func() (bool, string) {
-		ws, err := e.client.Workers(ctx)
+		ws, err := admin.New(e.client).Workers(ctx)
 		if err != nil || len(ws) != 1 {
 			return false, "workers: " + strconv.Itoa(len(ws))
 		}
 		return ws[0].ID == w.ID() && slices.Equal(ws[0].Jobs, []string{id}) && ws[0].Concurrency == 1, "jobs: " + ws[0].ID
 	})
-	must(t, e.client.CancelJob(ctx, id))
+	must(t, admin.New(e.client).CancelJob(ctx, id))
 	if c := recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) || !errors.Is(c, runtime.ErrLeaseLost) {
 		t.Fatalf("cause %v, want ErrCancelled", c)
 	}
 	next := e.enqueue(workArgs{N: 0})
 	e.waitState(next, flow.StateCompleted)
 	checkSummary(t, "cancelled job", e.job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
-	if err := e.client.CancelJob(ctx, id); !errors.Is(err, flow.ErrWrongState) {
+	if err := admin.New(e.client).CancelJob(ctx, id); !errors.Is(err, admin.ErrWrongState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
 	if !w.stop(nil, runtime.Options{}) {
 		t.Fatal("the worker did not stop")
 	}
-	if ws, err := e.client.Workers(ctx); err != nil || len(ws) != 0 {
+	if ws, err := admin.New(e.client).Workers(ctx); err != nil || len(ws) != 0 {
 		t.Fatalf("a stopped worker is still registered: %v, %v", ws, err)
 	}
 }
@@ -102,7 +103,7 @@ func TestPausedQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	must(t, e.client.PauseQueue(ctx, "default"))
+	must(t, admin.New(e.client).PauseQueue(ctx, "default"))
 	reg, _, _ := blockingHandler(t)
 	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour})
 	id := e.enqueue(workArgs{N: 0})
@@ -114,10 +115,10 @@ func TestPausedQueue(t *testing.T) {
 	if j := e.job(id); j.State != flow.StateAvailable {
 		t.Fatalf("paused queue ran job: %s", j.State)
 	}
-	st, err := e.client.QueueStats(ctx, "default", 0)
+	st, err := admin.New(e.client).QueueStats(ctx, "default", 0)
 	if err != nil || st.Paused != 1 || st.Depth[flow.StateAvailable] != 1 {
 		t.Fatalf("stats of the paused queue: %+v, %v", st, err)
 	}
-	must(t, e.client.ResumeQueue(ctx, "default"))
+	must(t, admin.New(e.client).ResumeQueue(ctx, "default"))
 	e.waitState(id, flow.StateCompleted)
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // ErrCancelled is the cause of an attempt's cancellation when an operator
-// cancelled its job (flow.Client.CancelJob). It wraps ErrLeaseLost: the
+// cancelled its job (admin.Client.CancelJob). It wraps ErrLeaseLost: the
 // job is no longer the attempt's, and nothing the attempt writes to
 // Sluice state is accepted.
 var ErrCancelled = fmt.Errorf("sluice: job cancelled by an operator: %w", ErrLeaseLost)

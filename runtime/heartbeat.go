@@ -14,7 +14,7 @@ import (
 const heartbeatTTL = 3
 
 // registry keeps this worker's entry in the namespace's registry of live
-// workers (flow.Client.Workers): refreshed on every renewal tick with the
+// workers (admin.Client.Workers): refreshed on every renewal tick with the
 // jobs it runs, removed when it stops.
 type registry struct {
 	w       *Worker

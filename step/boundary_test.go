@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
@@ -100,7 +101,7 @@ func TestStepBoundaryAfterCancel(t *testing.T) {
 	if id != res.ID {
 		t.Fatalf("handler ran job %s, want %s", id, res.ID)
 	}
-	if err := e.c.CancelJob(context.Background(), id); err != nil {
+	if err := admin.New(e.c).CancelJob(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	seen := 0

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
@@ -97,16 +98,16 @@ func TestDeadEffectNotSilent(t *testing.T) {
 	if err != nil || info.DeadEffects != 1 {
 		t.Fatalf("job: %+v %v", info, err)
 	}
-	listed, err := c.DeadEffects(ctx, "default", 0)
+	listed, err := admin.New(c).DeadEffects(ctx, "default", 0)
 	if err != nil || len(listed) != 1 || listed[0].ID != d.ID {
 		t.Fatalf("listed %+v %v", listed, err)
 	}
 	rdb.Del(ctx, bad)
-	if err := c.RedriveEffects(ctx, d.ID); err != nil {
+	if err := admin.New(c).RedriveEffects(ctx, d.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitValue(t, rdb, bad, "5")
-	if listed, _ := c.DeadEffects(ctx, "default", 0); len(listed) != 0 {
+	if listed, _ := admin.New(c).DeadEffects(ctx, "default", 0); len(listed) != 0 {
 		t.Fatalf("still listed after redrive: %+v", listed)
 	}
 }

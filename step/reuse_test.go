@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/step"
@@ -41,7 +42,7 @@ func TestReusedIDCommitsApart(t *testing.T) {
 			info, err := e.c.Job(ctx, res.ID)
 			return err == nil && info.State == flow.StateCompleted
 		})
-		if err := e.c.DeleteJob(ctx, res.ID); err != nil {
+		if err := admin.New(e.c).DeleteJob(ctx, res.ID); err != nil {
 			t.Fatal(err)
 		}
 	}

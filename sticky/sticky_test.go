@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sticky"
@@ -201,7 +202,7 @@ func TestPreferenceSurvivesRedrive(t *testing.T) {
 		info, err := c.Job(ctx, res.ID)
 		return err == nil && info.State == flow.StateArchived
 	})
-	if _, err := c.Redrive(ctx, res.ID); err != nil {
+	if _, err := admin.New(c).Redrive(ctx, res.ID); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the redriven job to complete", func() bool {
@@ -224,13 +225,13 @@ func TestReroute(t *testing.T) {
 	ctx := context.Background()
 	moved, _ := c.Enqueue(ctx, render{Pinned: true, I: 1}, sticky.To("worker-old", sticky.Wait()))
 	unpinned, _ := c.Enqueue(ctx, render{Pinned: false, I: 2}, sticky.To("worker-old", sticky.Wait()))
-	if err := c.Reroute(ctx, moved.ID, sticky.To("worker-b", sticky.Wait())); err != nil {
+	if err := admin.New(c).Reroute(ctx, moved.ID, sticky.To("worker-b", sticky.Wait())); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reroute(ctx, unpinned.ID, nil); err != nil {
+	if err := admin.New(c).Reroute(ctx, unpinned.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reroute(ctx, "default:0:nope", nil); !errors.Is(err, flow.ErrNotFound) {
+	if err := admin.New(c).Reroute(ctx, "default:0:nope", nil); !errors.Is(err, flow.ErrNotFound) {
 		t.Fatalf("reroute of a missing job: %v", err)
 	}
 	start(t, rdb, f, ns, "worker-old", runtime.Options{})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 // jobJSON is a job in --json output.
@@ -124,11 +125,11 @@ type listJSON struct {
 
 func (c *cli) jobsList(ctx context.Context, args []string) error {
 	fs := c.flags("jobs list")
-	var o flow.ListOptions
+	var o admin.ListOptions
 	fs.StringVar(&o.Queue, "queue", "default", "queue")
 	fs.StringVar(&o.State, "state", "", "state")
 	fs.StringVar(&o.Kind, "kind", "", "kind")
-	fs.IntVar(&o.Limit, "limit", flow.DefaultListLimit, "page size")
+	fs.IntVar(&o.Limit, "limit", admin.DefaultListLimit, "page size")
 	fs.StringVar(&o.Cursor, "cursor", "", "the next cursor of the previous page")
 	rest, err := parse(fs, args)
 	if err != nil {

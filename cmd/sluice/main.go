@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -58,7 +59,7 @@ type cli struct {
 	// retainCancelled is jobs cancel --retain (0: the client's default)
 	retainCancelled time.Duration
 	rdb             redis.UniversalClient
-	client          *flow.Client
+	client          *admin.Client
 }
 
 // usageError is a bad command line (exit 2).
@@ -103,7 +104,7 @@ func run(ctx context.Context, args []string, e env) int {
 	case errors.As(err, &ue):
 		fmt.Fprintf(c.stderr, "sluice: %s\n\n%s", ue.msg, usage)
 		return exitUsage
-	case errors.Is(err, flow.ErrNotFound), errors.Is(err, flow.ErrScheduleNotFound), errors.Is(err, flow.ErrNoDeadEffect):
+	case errors.Is(err, flow.ErrNotFound), errors.Is(err, flow.ErrScheduleNotFound), errors.Is(err, admin.ErrNoDeadEffect):
 		fmt.Fprintln(c.stderr, "sluice:", strings.TrimPrefix(err.Error(), "sluice: "))
 		return exitNotFound
 	case errors.Is(err, flow.ErrInvalid): // a malformed ID or name: the command line's fault
@@ -207,7 +208,7 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // connect opens the client once: the URL and namespace from the flags or
 // the environment, partitions from the flag or the workers' registry.
-func (c *cli) connect(ctx context.Context) (*flow.Client, error) {
+func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
@@ -224,7 +225,7 @@ func (c *cli) connect(ctx context.Context) (*flow.Client, error) {
 		if err != nil {
 			return nil, usagef("--namespace: %v", err)
 		}
-		ws, err := probe.Workers(ctx)
+		ws, err := admin.New(probe).Workers(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -235,9 +236,11 @@ func (c *cli) connect(ctx context.Context) (*flow.Client, error) {
 			}
 		}
 	}
-	if c.client, err = flow.NewClient(rdb, opts); err != nil {
+	fc, err := flow.NewClient(rdb, opts)
+	if err != nil {
 		return nil, usagef("%v", err)
 	}
+	c.client = admin.New(fc)
 	return c.client, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 func (c *cli) queuesPause(ctx context.Context, op string, args []string) error {
@@ -76,7 +77,7 @@ func (c *cli) queuesStats(ctx context.Context, args []string) error {
 			return usagef("queues stats QUEUE... (no live worker names a queue)")
 		}
 	}
-	var all []flow.QueueStats
+	var all []admin.QueueStats
 	for _, q := range queues {
 		st, err := client.QueueStats(ctx, q, *window)
 		if err != nil {

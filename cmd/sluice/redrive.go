@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 // redriveJSON is `redrive --json` by ID; selectJSON by selector.
@@ -29,9 +30,9 @@ type selectJSON struct {
 func (c *cli) redrive(ctx context.Context, cmd string, args []string) error {
 	fs := c.flags(cmd)
 	var (
-		sel           flow.Selector
+		sel           admin.Selector
 		after, before string
-		o             flow.RedriveOptions
+		o             admin.RedriveOptions
 	)
 	fs.StringVar(&sel.Queue, "queue", "", "queue (redrive by selector)")
 	fs.StringVar(&sel.State, "state", "", "archived (default), cancelled or quarantined")
@@ -46,7 +47,7 @@ func (c *cli) redrive(ctx context.Context, cmd string, args []string) error {
 		return err
 	}
 	if len(ids) > 0 {
-		if sel != (flow.Selector{}) || after != "" || before != "" || o.DryRun {
+		if sel != (admin.Selector{}) || after != "" || before != "" || o.DryRun {
 			return usagef("%s: give job IDs or a selector (--queue ...), not both", cmd)
 		}
 		return c.redriveIDs(ctx, cmd, ids)
@@ -89,14 +90,14 @@ func (c *cli) redrive(ctx context.Context, cmd string, args []string) error {
 }
 
 func (c *cli) redriveIDs(ctx context.Context, cmd string, ids []string) error {
-	if len(ids) > flow.MaxRedriveIDs {
-		return usagef("%s: %d IDs, at most %d: use a selector", cmd, len(ids), flow.MaxRedriveIDs)
+	if len(ids) > admin.MaxRedriveIDs {
+		return usagef("%s: %d IDs, at most %d: use a selector", cmd, len(ids), admin.MaxRedriveIDs)
 	}
 	client, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}
-	var rep flow.RedriveReport
+	var rep admin.RedriveReport
 	if cmd == "release" {
 		rep, err = client.Release(ctx, ids...)
 	} else {
@@ -164,7 +165,7 @@ type progressBar struct {
 
 const barWidth = 30
 
-func (b *progressBar) draw(p flow.RedriveProgress) {
+func (b *progressBar) draw(p admin.RedriveProgress) {
 	total := max(p.Total, int64(p.Examined), 1)
 	filled := int(int64(barWidth) * int64(p.Examined) / total)
 	fmt.Fprintf(b.w, "\r[%s%s] %d/%d examined, %d matched", strings.Repeat("=", filled),

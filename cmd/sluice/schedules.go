@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 // scheduleJSON is one schedule of `schedules list --json`.
@@ -67,7 +68,7 @@ func (c *cli) schedules(ctx context.Context, sub string, args []string) error {
 	return nil
 }
 
-func (c *cli) schedulesList(ctx context.Context, client *flow.Client) error {
+func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 	ss, err := client.Schedules(ctx)
 	if err != nil {
 		return err

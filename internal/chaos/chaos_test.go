@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
@@ -161,11 +162,11 @@ func TestChaos(t *testing.T) {
 	}
 	redistest.Within(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
 		f.restartExited(final)
-		st, err := c.QueueStats(ctx, "default", time.Minute)
+		st, err := admin.New(c).QueueStats(ctx, "default", time.Minute)
 		if err != nil {
 			return false, err.Error()
 		}
-		pst, err := c.QueueStats(ctx, poisonQueue, time.Minute)
+		pst, err := admin.New(c).QueueStats(ctx, poisonQueue, time.Minute)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -233,7 +234,7 @@ func TestChaos(t *testing.T) {
 
 	// Nothing else finished, nothing else exists: the ledger jobs
 	// completed, the bad-effect jobs archived.
-	st, err := c.QueueStats(ctx, "default", time.Minute)
+	st, err := admin.New(c).QueueStats(ctx, "default", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +268,7 @@ func TestChaos(t *testing.T) {
 				id, info.State, info.Reason, info.CrashAttempt, info.Errors, poisonCrashLimit)
 		}
 	}
-	pst, err := c.QueueStats(ctx, poisonQueue, time.Minute)
+	pst, err := admin.New(c).QueueStats(ctx, poisonQueue, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 // producer keeps about backlog ledger jobs available, so that the workers
@@ -58,7 +59,7 @@ func (p *producer) run(ctx context.Context) {
 func (p *producer) step(ctx context.Context) {
 	n := p.pending
 	if n == 0 {
-		st, err := p.c.QueueStats(ctx, "default", time.Minute)
+		st, err := admin.New(p.c).QueueStats(ctx, "default", time.Minute)
 		if err != nil || st.Depth[flow.StateAvailable] >= int64(p.backlog) {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
@@ -48,4 +49,12 @@ func Main(m *testing.M, env *Env, withCluster bool) {
 		}
 	}
 	os.Exit(code)
+}
+
+// Client is a new client of env's server, closed when the test ends.
+func (env *Env) Client(tb testing.TB) redis.UniversalClient {
+	tb.Helper()
+	rdb := env.Server.Client()
+	tb.Cleanup(func() { rdb.Close() })
+	return rdb
 }

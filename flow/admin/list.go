@@ -1,10 +1,11 @@
-package flow
+package admin
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
@@ -19,7 +20,7 @@ const (
 // ListOptions choose the jobs ListJobs returns.
 type ListOptions struct {
 	Queue string // required
-	State string // required: one of States
+	State string // required: one of flow.States
 	Kind  string // "" for any kind
 	// Limit is the page size. Default DefaultListLimit, at most
 	// MaxListLimit.
@@ -32,7 +33,7 @@ type ListOptions struct {
 type JobPage struct {
 	// Jobs hold the fields a listing reads: not Payload, Result, Errors,
 	// Steps, Tracking or Stuck (read those with Job).
-	Jobs []JobInfo
+	Jobs []flow.JobInfo
 	// Next is the cursor of the next page; "" when there are no more.
 	Next string
 }
@@ -52,18 +53,18 @@ type JobPage struct {
 // by QueueStats but not listed.
 func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if !runtime.ValidQueue(o.Queue) {
-		return JobPage{}, fmt.Errorf("%w: queue %q", ErrInvalid, o.Queue)
+		return JobPage{}, fmt.Errorf("%w: queue %q", flow.ErrInvalid, o.Queue)
 	}
 	if !validState(o.State) {
-		return JobPage{}, fmt.Errorf("%w: state %q (want one of %s)", ErrInvalid, o.State, strings.Join(States, ", "))
+		return JobPage{}, fmt.Errorf("%w: state %q (want one of %s)", flow.ErrInvalid, o.State, strings.Join(flow.States, ", "))
 	}
 	if o.Limit < 0 || o.Limit > MaxListLimit {
-		return JobPage{}, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, o.Limit, MaxListLimit)
+		return JobPage{}, fmt.Errorf("%w: limit %d not in 1..%d", flow.ErrInvalid, o.Limit, MaxListLimit)
 	}
 	if o.Limit == 0 {
 		o.Limit = DefaultListLimit
 	}
-	parts := c.partitions(o.Queue)
+	parts := c.b.Partitions(o.Queue)
 	streams, err := parseCursor(o.Cursor, parts)
 	if err != nil {
 		return JobPage{}, err
@@ -71,7 +72,7 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	budget := min(max(4*o.Limit, 1000), 5000)
 	fill := func(s *stream) error {
 		for len(s.buf) == 0 && !s.done {
-			page, err := c.st.List(ctx, s.p, o.State, s.next, o.Limit, budget, o.Kind)
+			page, err := c.b.Store.List(ctx, s.p, o.State, s.next, o.Limit, budget, o.Kind)
 			if err != nil {
 				return err
 			}
@@ -123,7 +124,7 @@ func parseCursor(c string, parts []keys.Partition) ([]*stream, error) {
 	if c != "" {
 		cs = strings.Split(c, ",")
 		if len(cs) != len(parts) {
-			return nil, fmt.Errorf("%w: cursor %q is not one of this queue's (%d partitions)", ErrInvalid, c, len(parts))
+			return nil, fmt.Errorf("%w: cursor %q is not one of this queue's (%d partitions)", flow.ErrInvalid, c, len(parts))
 		}
 	}
 	out := make([]*stream, len(parts))

@@ -1,4 +1,4 @@
-package flow
+package admin
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -14,25 +15,22 @@ import (
 // ErrNoDeadEffect: no dead-lettered effect has this ID.
 var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
-// Namespace is the namespace the client reads and writes.
-func (c *Client) Namespace() string { return c.opts.Namespace }
-
 // DeadEffects lists up to limit (1 to MaxListLimit; 0: 100) dead-lettered
 // effects of queue, partition by partition, oldest first in each. One
 // that names its job is also in that job's Errors (class "effect_dead").
 func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sluicetype.DeadEffect, error) {
 	if !runtime.ValidQueue(queue) {
-		return nil, fmt.Errorf("%w: queue %q", ErrInvalid, queue)
+		return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
 	if limit < 0 || limit > MaxListLimit {
-		return nil, fmt.Errorf("%w: limit %d not in 1..%d", ErrInvalid, limit, MaxListLimit)
+		return nil, fmt.Errorf("%w: limit %d not in 1..%d", flow.ErrInvalid, limit, MaxListLimit)
 	}
 	if limit == 0 {
 		limit = 100
 	}
 	var out []sluicetype.DeadEffect
-	for _, p := range c.partitions(queue) {
-		ds, err := c.st.DeadEffects(ctx, p, "", limit-len(out))
+	for _, p := range c.b.Partitions(queue) {
+		ds, err := c.b.Store.DeadEffects(ctx, p, "", limit-len(out))
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +59,7 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	for _, id := range ids {
 		ref, err := c.ref(id)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: dead effect ID %q", ErrInvalid, id))
+			errs = append(errs, fmt.Errorf("%w: dead effect ID %q", flow.ErrInvalid, id))
 			continue
 		}
 		byPart[ref.Partition] = append(byPart[ref.Partition], ref.Local)
@@ -73,7 +71,7 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	}
 	slices.SortFunc(parts, func(a, b keys.Partition) int { return a.Index - b.Index })
 	for _, p := range parts {
-		res, err := c.st.ReviveEffects(ctx, p, byPart[p])
+		res, err := c.b.Store.ReviveEffects(ctx, p, byPart[p])
 		if err != nil {
 			return err
 		}

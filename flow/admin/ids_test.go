@@ -1,4 +1,4 @@
-package flow_test
+package admin_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -17,7 +18,7 @@ import (
 // errors for every refusal.
 func TestRedriveByID(t *testing.T) {
 	t.Parallel()
-	a := newAdmin(t, realRedis(t), nil)
+	a := newAdmin(t, env.Client(t), nil)
 	dead := a.enqueue(email{To: "dead"}, flow.WithMaxAttempts(1))
 	a.finish("default", 1, 0, failAck)
 	quar := a.enqueue(email{To: "quar"})
@@ -25,7 +26,7 @@ func TestRedriveByID(t *testing.T) {
 		a.finish("default", 1, 0, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "p"})
 	}
 	avail := a.enqueue(email{To: "avail"})
-	rep, err := a.c.Redrive(a.ctx, dead, quar, avail, "default:0:nope", "bad")
+	rep, err := a.ops.Redrive(a.ctx, dead, quar, avail, "default:0:nope", "bad")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,36 +34,36 @@ func TestRedriveByID(t *testing.T) {
 		t.Fatalf("moved (-want +got):\n%s", d)
 	}
 	var se *sluicetype.StateError
-	if !errors.As(rep.Failed[quar], &se) || se.ID != quar || se.State != flow.StateQuarantined || !errors.Is(rep.Failed[avail], flow.ErrWrongState) ||
+	if !errors.As(rep.Failed[quar], &se) || se.ID != quar || se.State != flow.StateQuarantined || !errors.Is(rep.Failed[avail], admin.ErrWrongState) ||
 		!errors.Is(rep.Failed["default:0:nope"], flow.ErrNotFound) || !errors.Is(rep.Failed["bad"], flow.ErrInvalid) || len(rep.Failed) != 4 {
 		t.Fatalf("failed: %v", rep.Failed)
 	}
-	j, err := a.c.Job(a.ctx, dead)
+	j, err := a.ops.Job(a.ctx, dead)
 	if err != nil || j.State != flow.StateAvailable || j.Redrives != 1 || j.Attempt != 1 || j.RedrivenFrom != "archived:attempts_exhausted" || len(j.Errors) != 1 {
 		t.Fatalf("redriven job: %+v, %v", j, err)
 	}
-	rep, err = a.c.Release(a.ctx, quar)
+	rep, err = a.ops.Release(a.ctx, quar)
 	if err != nil || len(rep.Moved) != 1 {
 		t.Fatalf("release: %+v, %v", rep, err)
 	}
-	if j, _ := a.c.Job(a.ctx, quar); j.CrashAttempt != 0 || j.State != flow.StateAvailable || len(j.Errors) != 3 {
+	if j, _ := a.ops.Job(a.ctx, quar); j.CrashAttempt != 0 || j.State != flow.StateAvailable || len(j.Errors) != 3 {
 		t.Fatalf("released job: %+v", j)
 	}
-	many := strings.Split(strings.Repeat("default:0:x,", flow.MaxRedriveIDs+1), ",")[:flow.MaxRedriveIDs+1]
-	if _, err := a.c.Redrive(a.ctx, many...); !errors.Is(err, flow.ErrTooMany) {
+	many := strings.Split(strings.Repeat("default:0:x,", admin.MaxRedriveIDs+1), ",")[:admin.MaxRedriveIDs+1]
+	if _, err := a.ops.Redrive(a.ctx, many...); !errors.Is(err, admin.ErrTooMany) {
 		t.Fatalf("too many: %v", err)
 	}
-	noErr(t, a.c.CancelJob(a.ctx, avail))
-	noErr(t, a.c.DeleteJob(a.ctx, avail))
-	if _, err := a.c.Job(a.ctx, avail); !errors.Is(err, flow.ErrNotFound) {
+	noErr(t, a.ops.CancelJob(a.ctx, avail))
+	noErr(t, a.ops.DeleteJob(a.ctx, avail))
+	if _, err := a.ops.Job(a.ctx, avail); !errors.Is(err, flow.ErrNotFound) {
 		t.Fatalf("deleted job: %v", err)
 	}
-	for _, err := range []error{a.c.CancelJob(a.ctx, avail), a.c.DeleteJob(a.ctx, avail)} {
+	for _, err := range []error{a.ops.CancelJob(a.ctx, avail), a.ops.DeleteJob(a.ctx, avail)} {
 		if !errors.Is(err, flow.ErrNotFound) {
 			t.Fatalf("on a deleted job: %v", err)
 		}
 	}
-	if err := a.c.CancelJob(a.ctx, "nope"); !errors.Is(err, flow.ErrInvalid) {
+	if err := a.ops.CancelJob(a.ctx, "nope"); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("bad ID: %v", err)
 	}
 }
@@ -71,7 +72,7 @@ func TestRedriveByID(t *testing.T) {
 // percentiles over the window.
 func TestQueueStats(t *testing.T) {
 	t.Parallel()
-	a := newAdmin(t, realRedis(t), map[string]int{"st": 2})
+	a := newAdmin(t, env.Client(t), map[string]int{"st": 2})
 	for range 10 {
 		a.enqueue(email{}, flow.WithQueue("st"))
 	}
@@ -79,8 +80,8 @@ func TestQueueStats(t *testing.T) {
 	a.enqueue(email{}, flow.WithQueue("st"), flow.WithMaxAttempts(1))
 	a.finish("st", 2, time.Second, failAck)
 	a.enqueue(email{}, flow.WithQueue("st"), flow.WithDelay(time.Hour))
-	noErr(t, a.c.PauseQueue(a.ctx, "st"))
-	st, err := a.c.QueueStats(a.ctx, "st", 10*time.Minute)
+	noErr(t, a.ops.PauseQueue(a.ctx, "st"))
+	st, err := a.ops.QueueStats(a.ctx, "st", 10*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestQueueStats(t *testing.T) {
 	if rt := st.RunTime; rt.Count != 10 || rt.P50 < 100*time.Millisecond || rt.P50 > 107*time.Millisecond || rt.P99 != rt.P50 {
 		t.Fatalf("run times: %+v", rt)
 	}
-	if _, err := a.c.QueueStats(a.ctx, "st", 3*time.Hour); !errors.Is(err, flow.ErrInvalid) {
+	if _, err := a.ops.QueueStats(a.ctx, "st", 3*time.Hour); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("long window: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package flow
+package admin
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -28,10 +29,10 @@ func (c *Client) ResumeQueue(ctx context.Context, queue string) error {
 
 func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error {
 	if !runtime.ValidQueue(queue) {
-		return fmt.Errorf("%w: queue %q", ErrInvalid, queue)
+		return fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
-	for _, p := range c.partitions(queue) {
-		if _, err := c.st.SetPaused(ctx, p, paused); err != nil {
+	for _, p := range c.b.Partitions(queue) {
+		if _, err := c.b.Store.SetPaused(ctx, p, paused); err != nil {
 			return err
 		}
 	}
@@ -76,25 +77,25 @@ type RunTimes struct {
 // counters (which lua/lib.lua keeps as jobs finish). It reads no job.
 func (c *Client) QueueStats(ctx context.Context, queue string, window time.Duration) (QueueStats, error) {
 	if !runtime.ValidQueue(queue) {
-		return QueueStats{}, fmt.Errorf("%w: queue %q", ErrInvalid, queue)
+		return QueueStats{}, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
 	if window < 0 || window > MaxStatsWindow {
-		return QueueStats{}, fmt.Errorf("%w: stats window %s not in 1m..%s", ErrInvalid, window, MaxStatsWindow)
+		return QueueStats{}, fmt.Errorf("%w: stats window %s not in 1m..%s", flow.ErrInvalid, window, MaxStatsWindow)
 	}
 	if window == 0 {
 		window = 5 * time.Minute
 	}
 	mins := max(int64(window/time.Minute), 1)
-	parts := c.partitions(queue)
+	parts := c.b.Partitions(queue)
 	qs := QueueStats{
 		Queue: queue, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{},
 		Window: time.Duration(mins) * time.Minute,
 	}
-	counts, err := c.st.StateCounts(ctx, parts)
+	counts, err := c.b.Store.StateCounts(ctx, parts)
 	if err != nil {
 		return qs, err
 	}
-	for _, s := range States {
+	for _, s := range flow.States {
 		qs.Depth[s] = 0
 	}
 	for _, m := range counts {
@@ -102,7 +103,7 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 			qs.Depth[s] += n
 		}
 	}
-	paused, err := c.st.PausedFlags(ctx, parts)
+	paused, err := c.b.Store.PausedFlags(ctx, parts)
 	if err != nil {
 		return qs, err
 	}
@@ -111,8 +112,8 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 			qs.Paused++
 		}
 	}
-	now := c.now().UnixMilli() / 60000
-	minutes, err := c.st.Minutes(ctx, parts, now-mins+1, now)
+	now := c.b.Now().UnixMilli() / 60000
+	minutes, err := c.b.Store.Minutes(ctx, parts, now-mins+1, now)
 	if err != nil {
 		return qs, err
 	}
@@ -125,7 +126,7 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 			buckets[b] += n
 		}
 	}
-	qs.CompletedPerMinute = float64(qs.Finished[StateCompleted]) / float64(mins)
+	qs.CompletedPerMinute = float64(qs.Finished[flow.StateCompleted]) / float64(mins)
 	qs.RunTime = runTimes(buckets)
 	return qs, nil
 }

@@ -1,10 +1,11 @@
-package flow
+package admin
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
@@ -67,7 +68,7 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 		for k, i := range idx {
 			locals[k] = refs[i].Local
 		}
-		errs, err := c.st.RedriveIDs(ctx, p, action, locals)
+		errs, err := c.b.Store.RedriveIDs(ctx, p, action, locals)
 		if err != nil {
 			return rep, err
 		}
@@ -131,22 +132,22 @@ type RedriveProgress struct {
 func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOptions) (RedriveProgress, error) {
 	var pr RedriveProgress
 	if !runtime.ValidQueue(sel.Queue) {
-		return pr, fmt.Errorf("%w: queue %q", ErrInvalid, sel.Queue)
+		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
 	}
 	if sel.State == "" {
-		sel.State = StateArchived
+		sel.State = flow.StateArchived
 	}
-	if sel.State != StateArchived && sel.State != StateCancelled && sel.State != StateQuarantined {
-		return pr, fmt.Errorf("%w: cannot redrive %s jobs", ErrInvalid, sel.State)
+	if sel.State != flow.StateArchived && sel.State != flow.StateCancelled && sel.State != flow.StateQuarantined {
+		return pr, fmt.Errorf("%w: cannot redrive %s jobs", flow.ErrInvalid, sel.State)
 	}
 	if o.BatchSize < 0 || o.BatchSize > 5000 {
-		return pr, fmt.Errorf("%w: batch size %d not in 1..5000", ErrInvalid, o.BatchSize)
+		return pr, fmt.Errorf("%w: batch size %d not in 1..5000", flow.ErrInvalid, o.BatchSize)
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = 500
 	}
-	parts := c.partitions(sel.Queue)
-	sizes, err := c.st.TerminalSizes(ctx, parts, sel.State)
+	parts := c.b.Partitions(sel.Queue)
+	sizes, err := c.b.Store.TerminalSizes(ctx, parts, sel.State)
 	if err != nil {
 		return pr, err
 	}
@@ -160,7 +161,7 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 			if err := ctx.Err(); err != nil {
 				return pr, err
 			}
-			step, err := c.st.RedriveStep(ctx, p, ss, cur, o.BatchSize, o.DryRun)
+			step, err := c.b.Store.RedriveStep(ctx, p, ss, cur, o.BatchSize, o.DryRun)
 			if err != nil {
 				return pr, err
 			}

@@ -1,4 +1,4 @@
-package flow
+package admin
 
 import (
 	"context"
@@ -9,5 +9,5 @@ import (
 // Workers lists the live workers of the client's namespace (at most 1,000),
 // most recently seen first, in one pipelined round trip.
 func (c *Client) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
-	return c.st.Workers(ctx)
+	return c.b.Store.Workers(ctx)
 }

@@ -1,4 +1,4 @@
-package flow_test
+package admin_test
 
 import (
 	"context"
@@ -10,24 +10,26 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// admin is a client with a fake clock and the store under it, to move
+// fixture is a client with a fake clock and the store under it, to move
 // jobs through their lifecycle without a worker.
-type admin struct {
+type fixture struct {
 	t   *testing.T
 	ctx context.Context
 	c   *flow.Client
+	ops *admin.Client
 	st  *store.Store
 	clk *runtime.FakeClock
 	ns  string
 }
 
-func newAdmin(t *testing.T, rdb redis.UniversalClient, partitions map[string]int) *admin {
+func newAdmin(t *testing.T, rdb redis.UniversalClient, partitions map[string]int) *fixture {
 	t.Helper()
 	ns := redistest.NewNamespace(t)
 	clk := runtime.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
@@ -37,10 +39,10 @@ func newAdmin(t *testing.T, rdb redis.UniversalClient, partitions map[string]int
 	}
 	st := store.New(rdb, store.Config{NS: ns, RetainCompleted: time.Hour, RetainArchived: time.Hour,
 		RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
-	return &admin{t: t, ctx: context.Background(), c: c, st: st, clk: clk, ns: ns}
+	return &fixture{t: t, ctx: context.Background(), c: c, ops: admin.New(c), st: st, clk: clk, ns: ns}
 }
 
-func (a *admin) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
+func (a *fixture) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
 	a.t.Helper()
 	r, err := a.c.Enqueue(a.ctx, args, opts...)
 	if err != nil {
@@ -51,7 +53,7 @@ func (a *admin) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
 
 // finish claims every available job of queue's partitions and acks each
 // with ack (after run of store time), in batches of 1000.
-func (a *admin) finish(queue string, partitions int, run time.Duration, ack store.Ack) int {
+func (a *fixture) finish(queue string, partitions int, run time.Duration, ack store.Ack) int {
 	a.t.Helper()
 	n := 0
 	for i := range partitions {
@@ -86,7 +88,7 @@ var failAck = store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}
 // exactly what the real run then moves, and jobs of another kind stay.
 func TestRedriveSelected(t *testing.T) {
 	t.Parallel()
-	a := newAdmin(t, realRedis(t), map[string]int{"bulk": 2})
+	a := newAdmin(t, env.Client(t), map[string]int{"bulk": 2})
 	var items []flow.Item
 	for i := range 5050 {
 		var args flow.Args = email{To: fmt.Sprint(i)}
@@ -103,10 +105,10 @@ func TestRedriveSelected(t *testing.T) {
 	if n := a.finish("bulk", 2, time.Millisecond, failAck); n != 5050 {
 		t.Fatalf("archived %d", n)
 	}
-	sel := flow.Selector{Queue: "bulk", Kind: "email"}
-	run := func(dry bool) (flow.RedriveProgress, []flow.RedriveProgress) {
-		var seen []flow.RedriveProgress
-		pr, err := a.c.RedriveSelected(a.ctx, sel, flow.RedriveOptions{DryRun: dry, Progress: func(p flow.RedriveProgress) {
+	sel := admin.Selector{Queue: "bulk", Kind: "email"}
+	run := func(dry bool) (admin.RedriveProgress, []admin.RedriveProgress) {
+		var seen []admin.RedriveProgress
+		pr, err := a.ops.RedriveSelected(a.ctx, sel, admin.RedriveOptions{DryRun: dry, Progress: func(p admin.RedriveProgress) {
 			seen = append(seen, p)
 		}})
 		if err != nil {
@@ -126,21 +128,21 @@ func TestRedriveSelected(t *testing.T) {
 	if last := seen[len(seen)-1]; last != dry || dry.Batches < 11 {
 		t.Fatalf("last progress %+v, result %+v", last, dry)
 	}
-	if st, _ := a.c.QueueStats(a.ctx, "bulk", 0); st.Depth[flow.StateArchived] != 5050 {
+	if st, _ := a.ops.QueueStats(a.ctx, "bulk", 0); st.Depth[flow.StateArchived] != 5050 {
 		t.Fatalf("the dry run moved jobs: %v", st.Depth)
 	}
 	moved, _ := run(false)
 	if moved.Matched != dry.Matched {
 		t.Fatalf("moved %d, dry run counted %d", moved.Matched, dry.Matched)
 	}
-	st, err := a.c.QueueStats(a.ctx, "bulk", 0)
+	st, err := a.ops.QueueStats(a.ctx, "bulk", 0)
 	if err != nil || st.Depth[flow.StateAvailable] != 5000 || st.Depth[flow.StateArchived] != 50 {
 		t.Fatalf("after redrive: %v, %v", st.Depth, err)
 	}
 	if again, _ := run(true); again.Matched != 0 {
 		t.Fatalf("second dry run matched %d", again.Matched)
 	}
-	if _, err := a.c.RedriveSelected(a.ctx, flow.Selector{Queue: "bulk", State: flow.StateCompleted}, flow.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) {
+	if _, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "bulk", State: flow.StateCompleted}, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("redrive completed: %v", err)
 	}
 }
@@ -153,7 +155,7 @@ func (other) Kind() string { return "other" }
 // by page, and ends with an empty cursor.
 func TestListJobs(t *testing.T) {
 	t.Parallel()
-	a := newAdmin(t, realRedis(t), map[string]int{"lst": 3})
+	a := newAdmin(t, env.Client(t), map[string]int{"lst": 3})
 	var want []string
 	for i := range 25 {
 		id := a.enqueue(email{To: fmt.Sprint(i)}, flow.WithQueue("lst"), flow.WithMaxAttempts(1), flow.WithID(fmt.Sprint("j", i)))
@@ -164,7 +166,7 @@ func TestListJobs(t *testing.T) {
 	var got []string
 	cursor, pages := "", 0
 	for {
-		page, err := a.c.ListJobs(a.ctx, flow.ListOptions{Queue: "lst", State: flow.StateArchived, Limit: 7, Cursor: cursor})
+		page, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "lst", State: flow.StateArchived, Limit: 7, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,14 +184,14 @@ func TestListJobs(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) || pages != 4 {
 		t.Fatalf("listed in %d pages:\n got %v\nwant %v", pages, got, want)
 	}
-	bad := []flow.ListOptions{
+	bad := []admin.ListOptions{
 		{Queue: "lst", State: "nope"},
 		{Queue: "bad queue", State: flow.StateArchived},
 		{Queue: "lst", State: flow.StateArchived, Cursor: "1,2"},
-		{Queue: "lst", State: flow.StateArchived, Limit: flow.MaxListLimit + 1},
+		{Queue: "lst", State: flow.StateArchived, Limit: admin.MaxListLimit + 1},
 	}
 	for _, o := range bad {
-		if _, err := a.c.ListJobs(a.ctx, o); !errors.Is(err, flow.ErrInvalid) {
+		if _, err := a.ops.ListJobs(a.ctx, o); !errors.Is(err, flow.ErrInvalid) {
 			t.Errorf("ListJobs(%+v): %v, want ErrInvalid", o, err)
 		}
 	}

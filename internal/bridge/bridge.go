@@ -1,0 +1,38 @@
+// Package bridge hands flow/admin what it needs of a flow.Client (its
+// store, namespace, queue layout, clock, and how it reads an enqueue
+// option) without flow exporting any of it: flow fills in FromFlow when it
+// is initialised, and admin, which imports flow, calls it.
+package bridge
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// Client is a flow.Client's configuration, as the operator calls use it.
+type Client struct {
+	Store *store.Store
+	// Admin is a store on the same connection that writes with the
+	// retention of an operator's cancellation.
+	Admin     *store.Store
+	Namespace string
+	// Partitions names every partition of a queue.
+	Partitions func(queue string) []keys.Partition
+	// Now is the client's clock.
+	Now func() time.Time
+	// Sticky reads the sticky routing an enqueue option (a
+	// flow.EnqueueOption) sets; ok is false when it sets none.
+	Sticky func(opt any) (s store.Sticky, ok bool, err error)
+	// NextRun is the next tick of schedule r after now; zero if its
+	// timing cannot be read.
+	NextRun func(r store.ScheduleRecord, now time.Time) time.Time
+	// Enqueue adds job (its ID generated) to queue, in the partition
+	// Client.Enqueue would choose, and answers a flow.Enqueued.
+	Enqueue func(ctx context.Context, queue string, job store.NewJob) (any, error)
+}
+
+// FromFlow returns the configuration of c, a *flow.Client. Set by flow.
+var FromFlow func(c any) Client
