@@ -39,6 +39,9 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
 	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
+	if err := applyDefaults(it.Args, &o); err != nil {
+		return keys.Ref{}, store.NewJob{}, err
+	}
 	for _, set := range [2][]EnqueueOption{it.Opts, opts} { // not append: it.Opts is the caller's
 		for _, opt := range set {
 			if err := opt(&o); err != nil {
