@@ -73,9 +73,14 @@ for _ = 1, n do
   entries[#entries + 1] = e
 end
 
+-- the job fields read per outcome, and those of a completion with a
+-- result and of a retry, looked up once
+local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls, fdl = F.state, F.lease_id, F.fence, F.parent, F.has_steps,
+  F.last_error, F.unique, F.concurrency_key, F.lease_start, F.deadline
+local fr, fa, fma = F.result, F.attempt, F.max_attempts
 local ckeys = {}
 for i, e in ipairs(entries) do
-  e.h = redis.call('HMGET', job_key(e.id), 's', 'l', 'f', 'pa', 'sx', 'er', 'uk', 'ck', 'ls', 'dl')
+  e.h = redis.call('HMGET', job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls, fdl)
   ckeys[i] = e.h[8]
 end
 cc_prefetch(ckeys)
@@ -86,7 +91,7 @@ for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
   local h = e.h
-  local state = 'stale'
+  local state = STATUS.stale
   if state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
@@ -102,39 +107,39 @@ for _, e in ipairs(entries) do
         code, reason, msg, data = 'retry', 'effect', 'completion effects failed: ' .. bad, ''
       else
         outboxed = outboxed + apply_effects(e.fx)
-        if data ~= '' then redis.call('HSET', jk, 'r', data) end
+        if data ~= '' then redis.call('HSET', jk, fr, data) end
         finish(jk, id, 'running', 'completed', '', m)
         state = 'completed'
       end
     end
     if code == 'retry' then
-      local a = redis.call('HINCRBY', jk, 'a', 1)
+      local a = redis.call('HINCRBY', jk, fa, 1)
       record_error(jk, id, reason, msg, data)
-      local ma = tonumber(redis.call('HGET', jk, 'ma') or DEFAULT_MAX_ATTEMPTS)
+      local ma = tonumber(redis.call('HGET', jk, fma) or DEFAULT_MAX_ATTEMPTS)
       if a >= ma then
         finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
         state = 'archived'
       else
-        schedule(jk, id, 'running', 'retryable', NOW + delay)
+        schedule_at(jk, id, 'running', 'retryable', NOW + delay)
         state = 'retryable'
       end
     elseif code == 'free' then
       if delay > 0 then
-        schedule(jk, id, 'running', 'scheduled', NOW + delay)
+        schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
         state = 'scheduled'
       else
         make_available(jk, id, 'running', false)
         state = 'available'
       end
     elseif code == 'snooze' then
-      schedule(jk, id, 'running', 'scheduled', NOW + delay)
+      schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
       state = 'scheduled'
     elseif code == 'skip' then
-      if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
+      if msg ~= '' then redis.call('HSET', jk, fer, msg) end
       finish(jk, id, 'running', 'archived', 'skipped', m)
       state = 'archived'
     elseif code == 'revoke' then
-      if msg ~= '' then redis.call('HSET', jk, 'er', msg) end
+      if msg ~= '' then redis.call('HSET', jk, fer, msg) end
       finish(jk, id, 'running', 'cancelled', 'revoked', m)
       state = 'cancelled'
     elseif code == 'deadline' then
@@ -159,8 +164,8 @@ for _, e in ipairs(entries) do
         make_available(jk, id, 'running', false)
         state = 'available'
       else
-        redis.call('HSET', jk, 'ws', msg, 'wc', left, 'wp', reason)
-        schedule(jk, id, 'running', 'scheduled', NOW + delay)
+        redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason)
+        schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
         state = 'scheduled'
       end
     end

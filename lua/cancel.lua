@@ -20,21 +20,21 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, 's', 'l', 'ck')
+local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key)
 local s = state_of(h[1])
-if not s then return { 'missing', '' } end
-if TERMINAL[s] then return { 'final', s } end
+if not s then return { STATUS.missing, STATUS.none } end
+if TERMINAL[s] then return { STATUS.final, s } end
 if s == 'running' then
-  redis.call('HINCRBY', jk, 'f', 1)
+  redis.call('HINCRBY', jk, F.fence, 1)
   clear_lease(id)
   if h[3] then cc_release(h[3]) end
   if h[2] then redis.call('PUBLISH', ARGV[10], h[2]) end
 elseif s == 'scheduled' or s == 'retryable' then
   redis.call('ZREM', K_SCHED, id)
-  redis.call('HDEL', jk, 'ws', 'wc', 'wp')
+  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy)
 elseif s == 'available' then
   unlist(jk, id)
 end
 finish(jk, id, s, 'cancelled', 'operator')
 flush()
-return remember({ 'ok', s })
+return remember({ STATUS.ok, s })

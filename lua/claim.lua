@@ -65,13 +65,13 @@ local function counted(list)
   o = o + 1 + m
 end
 -- emit appends a leased job to out; raw is its hash (flat HGETALL), with
--- a payload kept in its own key added as field 'p'.
+-- a payload kept in its own key added as field F.payload.
 local function emit(id, lease, expiry, fence, steps, raw, body)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, lease, expiry, fence
   o = o + 4
   counted(steps)
   if body then -- the payload from its own key, as if the hash held it
-    raw[#raw + 1], raw[#raw + 2] = 'p', body
+    raw[#raw + 1], raw[#raw + 2] = F.payload, body
   end
   counted(raw)
 end
@@ -84,7 +84,7 @@ if record then
     local id = record[k]
     local jk = job_key(id)
     local lease = ARGV[12] .. '.' .. (k - 2)
-    local h = redis.call('HMGET', jk, 's', 'l', 'f', 'sx', 'pb')
+    local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
     local expiry = redis.call('ZSCORE', K_RUN, id)
     if state_of(h[1]) == 'running' and h[2] == lease and expiry then
       local steps = {}
@@ -97,7 +97,7 @@ if record then
 end
 if redis.call('EXISTS', PAUSED) == 1 then
   redis.call('SET', K_IDLE, '1')
-  return { -1, {} }
+  return { STATUS.no_due, {} }
 end
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
@@ -127,14 +127,14 @@ local seen = {}
 
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true.
-local function rate_limited(h, id)
-  local b = bucket(h.rk)
+local function rate_limited(class, id)
+  local b = bucket(class)
   if not b then return false end
   if b.tokens >= 1 then
     b.tokens = b.tokens - 1
     return false
   end
-  rate_wait(h.rk, b, id)
+  rate_wait(class, b, id)
   return true
 end
 local function park(jk, id, reason)
@@ -152,6 +152,11 @@ end
 -- until n jobs are claimed or it is empty, and says whether it emptied it.
 -- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
 local function take(ak, pinned_to, prio)
+  -- the job fields read and written per job, looked up once per take
+  local fs, fk, fp, fpb, fa, fc, ff = F.state, F.kind, F.payload, F.payload_body, F.attempt, F.crash_attempt, F.fence
+  local fdl, fck, fcn, frk, fsw, fsf = F.deadline, F.concurrency_key, F.concurrency_limit, F.rate_class,
+    F.sticky_worker, F.sticky_fallback
+  local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
   while #jobs < n and not halt do
     local want = n - #jobs
     local ids = redis.call('LPOP', ak, want)
@@ -163,8 +168,8 @@ local function take(ak, pinned_to, prio)
       if not raw.err then
         local h = {}
         for k = 1, #raw, 2 do h[raw[k]] = raw[k + 1] end
-        h.s = state_of(h.s)
-        hs[i], ckeys[i] = h, h.ck
+        h[fs] = state_of(h[fs])
+        hs[i], ckeys[i] = h, h[fck]
       end
     end
     cc_prefetch(ckeys)
@@ -178,39 +183,41 @@ local function take(ak, pinned_to, prio)
         seen[id] = true
         -- the key holds something that is not a job hash: set it aside
         redis.call('RENAME', jk, corrupt_key(id))
-        redis.call('HSET', jk, 's', SCODE.available, 'k', '', 'p', '', 'ct', NOW_S)
+        redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
         park(jk, id, 'malformed')
-      elseif h.s == 'available' and pinned_to and h.sw ~= pinned_to then
+      elseif h[fs] == 'available' and pinned_to and h[fsw] ~= pinned_to then
         -- rerouted since it was pinned here: its entry on this list is stale
-      elseif h.s == 'available' and not pinned_to and h.sw and not h.sf then
+      elseif h[fs] == 'available' and not pinned_to and h[fsw] and not h[fsf] then
         -- pinned (rerouted) since it was listed here, and its fallback has
         -- not handed it to every worker: the entry is stale
-      elseif h.s == 'available' then
+      elseif h[fs] == 'available' then
         seen[id] = true -- every branch below acts on the job
-        local dl, fence = tonumber(h.dl), tonumber(h.f or 0)
-        local body = h.pb and redis.call('GET', body_key(id))
-        if not h.k or h.k == '' or not (h.p or body) or not fence or not tonumber(h.a or 0) or not tonumber(h.c or 0) then
+        local kind, ck, crashes = h[fk], h[fck], h[fc]
+        local dl, fence = tonumber(h[fdl]), tonumber(h[ff] or 0)
+        local body = h[fpb] and redis.call('GET', body_key(id))
+        if not kind or kind == '' or not (h[fp] or body) or not fence or not tonumber(h[fa] or 0)
+          or not tonumber(crashes or 0) then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
-        elseif (tonumber(h.c) or 0) > 0 and not suspect_ok then
+        elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           if #held >= HELD_MAX then halt = true end
-        elseif h.ck and cc_running(h.ck) >= (tonumber(h.cn) or 1) then
-          cc_wait(h.ck, id) -- its key is at its limit
-        elseif h.rk and rate_limited(h, id) then
+        elseif ck and cc_running(ck) >= (tonumber(h[fcn]) or 1) then
+          cc_wait(ck, id) -- its key is at its limit
+        elseif h[frk] and rate_limited(h[frk], id) then
           -- parked on its rate class (rate_limited did it)
         else
-          if h.ck then CC[h.ck] = cc_running(h.ck) + 1 end
-          if (tonumber(h.c) or 0) > 0 then suspect_ok = false end
+          if ck then CC[ck] = cc_running(ck) + 1 end
+          if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
           fence = fence + 1
           local lease = nonce .. '.' .. (#jobs + 1)
-          local expiry = NOW + (kind_lease[h.k] or lease_ms)
-          redis.call('HSET', jk, 's', SCODE.running, 'f', num_s(fence), 'l', lease, 'w', worker, 'ls', NOW_S)
+          local expiry = NOW + (kind_lease[kind] or lease_ms)
+          redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
           zadd_later(K_RUN, num_s(expiry), id)
           count('available', 'running')
           local steps = NO_STEPS
-          if h.sx then steps = redis.call('HGETALL', steps_key(id)) end
+          if h[fsx] then steps = redis.call('HGETALL', steps_key(id)) end
           jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
         end
       end
@@ -245,10 +252,10 @@ for i = #held, 1, -1 do
 end
 
 flush()
-local nd = -2
+local nd = STATUS.claimed_all
 if #jobs < n then
   nd = next_due()
-  if #held > 0 then nd = -3 end
+  if #held > 0 then nd = STATUS.held_suspects end
   redis.call('SET', K_IDLE, '1')
 end
 out[1], out[2] = nd, archived

@@ -34,7 +34,7 @@ if mode == 'bury' then
       local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
       if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
-        redis.call('HINCRBY', jk, 'xd', 1)
+        redis.call('HINCRBY', jk, F.dead_effects, 1)
         record_error(jk, id, 'effect_dead', msg, '')
       end
       out[#out + 1] = entry
@@ -50,14 +50,14 @@ elseif mode == 'revive' then
       for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end
     end
     if #e == 0 then
-      out[#out + 1] = 'missing'
+      out[#out + 1] = STATUS.missing
     elseif (f.b or '') == '' then
-      out[#out + 1] = 'empty' -- a notification or an unreadable entry: nothing to relay
+      out[#out + 1] = STATUS.empty -- a notification or an unreadable entry: nothing to relay
     else
       -- 'o': the first entry's ID, whose time the relay's age check reads
       redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
       redis.call('XDEL', DEAD, id)
-      out[#out + 1] = 'ok'
+      out[#out + 1] = STATUS.ok
     end
   end
 else

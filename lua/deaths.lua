@@ -35,7 +35,7 @@ if ARGV[9] == 'take' then
       redis.call('ZADD', DEATHS, hold, id)
       local body = redis.pcall('GET', body_key(id))
       if type(body) == 'string' then
-        raw[#raw + 1], raw[#raw + 2] = 'p', body
+        raw[#raw + 1], raw[#raw + 2] = F.payload, body
       end
       out[#out + 1] = id
       out[#out + 1] = #raw
@@ -47,7 +47,7 @@ elseif ARGV[9] == 'done' then
   local dropped = 0
   for i = 0, n - 1 do
     local id, fence = ARGV[11 + 2 * i], ARGV[12 + 2 * i]
-    local f = redis.call('HGET', job_key(id), 'f')
+    local f = redis.call('HGET', job_key(id), F.fence)
     if not f or f == fence then dropped = dropped + redis.call('ZREM', DEATHS, id) end
   end
   return remember(dropped)

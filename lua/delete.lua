@@ -17,10 +17,10 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, 's', 'uk')
+local h = redis.call('HMGET', jk, F.state, F.unique)
 local s = state_of(h[1])
-if not s then return { 'missing', '' } end
-if s == 'running' then return { 'running', s } end
+if not s then return { STATUS.missing, STATUS.none } end
+if s == 'running' then return { STATUS.running, s } end
 if TERMINAL[s] then
   redis.call('ZREM', TERMINAL[s], id)
 else
@@ -35,4 +35,4 @@ end
 delete_job(id, false, s)
 count(s, nil)
 flush()
-return remember({ 'ok', s })
+return remember({ STATUS.ok, s })

@@ -76,13 +76,13 @@ end
 -- started.
 local function on_duplicate(holder, policy, payload, due)
   local jk = job_key(holder)
-  local h = redis.call('HMGET', jk, 's', 'qb')
+  local h = redis.call('HMGET', jk, F.state, F.held_by)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[2] then return end -- held behind a quarantined twin: it stays held
   if policy == 'replace' then
-    local stale = chunk_fields(field_map(jk), 'p')
-    stale[#stale + 1], stale[#stale + 2] = 'p', 'pb'
+    local stale = chunk_fields(field_map(jk), F.payload)
+    stale[#stale + 1], stale[#stale + 2] = F.payload, F.payload_body
     redis.call('HDEL', jk, unpack(stale))
     redis.call('DEL', body_key(holder))
     local f = {}
@@ -93,14 +93,19 @@ local function on_duplicate(holder, policy, payload, due)
     if s == 'available' then
       -- out of its list, as lib_ready.lua unlist does (not called here:
       -- each definition a script uses costs every call of it)
-      local h = redis.call('HMGET', jk, 'pr', 'sw', 'sf')
+      local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback)
       if h[2] then redis.call('LREM', pin_key(h[2]), -1, holder) end
-      if not h[2] or h[3] then redis.call('LREM', avail_key(priority(h[1])), -1, holder) end
+      if not h[2] or h[3] then redis.call('LREM', avail_key(priority_of(h[1])), -1, holder) end
     end
-    schedule(jk, holder, s, 'scheduled', due)
+    schedule_at(jk, holder, s, 'scheduled', due)
   end
 end
 
+-- the job fields written per job, looked up once
+local fk, fs, fct = F.kind, F.state, F.created
+local PARENT = { F.parent, F.parent_prefix, F.parent_step, F.parent_local }
+local CONCURRENCY = { F.concurrency_key, F.concurrency_limit }
+local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
 local b = 10
 for _ = 1, n do
   local id, kind, payload, origin = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
@@ -120,7 +125,7 @@ for _ = 1, n do
   if redis.call('EXISTS', jk) == 1 then
     if origin == 'c' then
       local h = field_map(jk)
-      old = { h.k, payload_of(h, id) }
+      old = { h[fk], payload_of(h, id) }
     else
       taken = true
     end
@@ -135,23 +140,23 @@ for _ = 1, n do
   local uk, holder = o[18], nil
   if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
   if marked then
-    out[#out + 1] = 'exists' -- relayed before: the follow-up may be gone since
+    out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
   elseif taken then
-    out[#out + 1] = 'taken'
+    out[#out + 1] = STATUS.taken
   elseif holder then
     on_duplicate(holder, o[20], payload, due)
-    out[#out + 1] = 'unique ' .. holder
+    out[#out + 1] = STATUS.unique .. holder
   elseif old and old[1] then
     if old[1] == kind and old[2] == payload then
-      out[#out + 1] = 'exists'
+      out[#out + 1] = STATUS.exists
     else
-      out[#out + 1] = 'conflict'
+      out[#out + 1] = STATUS.conflict
     end
   else
     local held_by = false
     if o[24] ~= '' then
       local q = redis.call('GET', hold_key(o[24]))
-      if q and state_of(redis.call('HGET', job_key(q), 's')) == 'quarantined' then
+      if q and state_of(redis.call('HGET', job_key(q), F.state)) == 'quarantined' then
         held_by = q
         due = HOLD_AT
       end
@@ -159,9 +164,9 @@ for _ = 1, n do
     local state = 'available'
     if due > NOW then state = 'scheduled' end
     -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { 'k', kind, 's', SCODE[state] }
+    local f = { fk, kind, fs, SCODE[state] }
     local id_ms = tonumber(origin)
-    if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = 'ct', NOW_S end
+    if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = fct, NOW_S end
     put_payload(f, id, payload)
     if o ~= PLAIN then
       local function opt(field, v, none)
@@ -170,24 +175,24 @@ for _ = 1, n do
           f[#f + 1] = v
         end
       end
-      opt('ma', o[3], DEFAULT_MAX_ATTEMPTS)
-      opt('to', o[4], '0')
-      opt('dl', o[5], '0')
-      opt('pr', o[6], '0')
-      if o[7] ~= '' then put_chunked(f, 'h', o[7]) end
+      opt(F.max_attempts, o[3], DEFAULT_MAX_ATTEMPTS)
+      opt(F.timeout, o[4], '0')
+      opt(F.deadline, o[5], '0')
+      opt(F.priority, o[6], '0')
+      if o[7] ~= '' then put_chunked(f, F.headers, o[7]) end
       if o[8] ~= '' then
-        for k, field in ipairs({ 'pa', 'pp', 'ps', 'pl' }) do opt(field, o[7 + k], nil) end
+        for k, field in ipairs(PARENT) do opt(field, o[7 + k], nil) end
       end
-      if state == 'scheduled' then opt('rt', due, nil) end
+      if state == 'scheduled' then opt(F.run_at, due, nil) end
       if o[12] ~= '' then
-        for k, field in ipairs({ 'ck', 'cn' }) do opt(field, o[11 + k], nil) end
+        for k, field in ipairs(CONCURRENCY) do opt(field, o[11 + k], nil) end
       end
       if o[14] ~= '' then
-        opt('rk', o[14], nil)
+        opt(F.rate_class, o[14], nil)
         rate_define(o[14], o[15], o[16], o[17])
       end
       if uk ~= '' then
-        opt('uk', uk, nil)
+        opt(F.unique, uk, nil)
         local ttl = tonumber(o[19])
         if ttl > 0 then
           redis.call('SET', unique_key(uk), id, 'PX', ttl)
@@ -196,12 +201,12 @@ for _ = 1, n do
         end
       end
       if o[21] ~= '' then
-        for k, field in ipairs({ 'sw', 'sm', 'sd' }) do opt(field, o[20 + k], nil) end
+        for k, field in ipairs(STICKY) do opt(field, o[20 + k], nil) end
       end
       if o[24] ~= '' then
-        opt('qf', o[24], nil)
+        opt(F.hold_fingerprint, o[24], nil)
         if held_by then
-          opt('qb', held_by, nil)
+          opt(F.held_by, held_by, nil)
           redis.call('RPUSH', held_key(o[24]), id)
         end
       end
@@ -217,9 +222,9 @@ for _ = 1, n do
     count(nil, state)
     if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
     if held_by then
-      out[#out + 1] = 'held ' .. held_by
+      out[#out + 1] = STATUS.held .. held_by
     else
-      out[#out + 1] = 'new'
+      out[#out + 1] = STATUS.new
     end
   end
 end

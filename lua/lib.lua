@@ -1,9 +1,10 @@
 -- lib.lua: the shared prelude, prepended to every script in this folder:
 -- the partition's layout, state codes, store time and key helpers here,
--- then by concept lib_chunks, lib_batch, lib_ready, lib_limits,
--- lib_lifecycle, lib_effects and lib_replay (joined in that order by
--- lua.go: a Lua local only sees the locals above it). A script gets only
--- the definitions it uses (prelude.go).
+-- then lib_names (the job hash's fields and the scripts' statuses) and by
+-- concept lib_chunks, lib_batch, lib_ready, lib_limits, lib_lifecycle,
+-- lib_effects and lib_replay (joined in that order by lua.go: a Lua local
+-- only sees the locals above it). A script gets only the definitions it
+-- uses (prelude.go).
 --
 -- Every script receives the same KEYS layout and the same first ARGV
 -- entries, so the key names live in one place here (mirrored by Go's
@@ -46,10 +47,10 @@ local RET = {
 local TERMINAL = { completed = K_DONE, archived = K_DEAD, quarantined = K_QUAR, cancelled = K_CANC }
 local CRASH_LIMIT = tonumber(ARGV[8])
 local MAX_PRIORITY = 9
--- A job's max attempts ('ma') is not stored when it is the default: every
+-- A job's max attempts (F.max_attempts) is not stored when it is the default: every
 -- pending job is a few bytes smaller (store.DefaultMaxAttempts).
 local DEFAULT_MAX_ATTEMPTS = '25'
--- A job hash stores its state ('s') as a one-digit code, which a hash
+-- A job hash stores its state (F.state) as a one-digit code, which a hash
 -- holds as a small integer: 2 bytes instead of up to 13 for the name.
 -- Scripts work with the names: SCODE gives the code to write, state_of
 -- the name of what was read (a name written before codes, or anything

@@ -2,21 +2,22 @@
 -- keep a job hash compact, and a key of its own for a long payload.
 
 -- A job's headers, and its payload up to BODY_MIN bytes, are stored in
--- chunks of CHUNK bytes (fields 'h', 'h1', 'h2', ... and 'p', '1', '2',
--- ...: a name that reads as a small integer takes 2 bytes in the hash,
--- not 4; chunk_name) so that the job hash keeps Redis's compact encoding,
--- which only holds values up to hash-max-listpack-value (64 bytes by
--- default): one value longer than that turns the whole hash into a hash
--- table, several hundred bytes more per pending job. Values longer than
--- CHUNK_MAX chunks are stored whole: the hash would outgrow the compact
--- encoding's entry count anyway, and they dwarf the difference.
+-- chunks of CHUNK bytes (fields F.headers ('h'), 'h1', 'h2', ... and
+-- F.payload ('p'), '1', '2', ...: a name that reads as a small integer
+-- takes 2 bytes in the hash, not 4; chunk_name) so that the job hash
+-- keeps Redis's compact encoding, which only holds values up to
+-- hash-max-listpack-value (64 bytes by default): one value longer than
+-- that turns the whole hash into a hash table, several hundred bytes more
+-- per pending job. Values longer than CHUNK_MAX chunks are stored whole:
+-- the hash would outgrow the compact encoding's entry count anyway, and
+-- they dwarf the difference.
 local CHUNK, CHUNK_MAX = 64, 96
 
 -- chunk_name is the name of chunk i >= 1 of field: the number alone for
 -- the payload, as its chunks are most of a job's; field .. i for headers,
 -- and for payloads written before numbers (chunk_fields reads both).
 local function chunk_name(field, i)
-  if field == 'p' then return num_s(i) end
+  if field == F.payload then return num_s(i) end
   return field .. i
 end
 
@@ -43,7 +44,7 @@ local function chunk_fields(h, field)
   local out, i = {}, 1
   while true do
     local name = chunk_name(field, i)
-    if not h[name] and field == 'p' then name = 'p' .. i end -- written before numbers
+    if not h[name] and field == F.payload then name = F.payload .. i end -- written before numbers
     if not h[name] then return out end
     out[i] = name
     i = i + 1
@@ -51,7 +52,7 @@ local function chunk_fields(h, field)
 end
 
 -- A payload longer than BODY_MIN bytes is a string key of its own
--- (body_key), marked by the field 'pb' in place of 'p'. In chunks, each
+-- (body_key), marked by the field F.payload_body in place of F.payload. In chunks, each
 -- 64 bytes cost about 8 more (field name and headers), and once the hash
 -- passes 1 KiB the allocator rounds it up by 128 bytes on average; a key
 -- of its own costs about 90 bytes. Measured (bench -scenario memory):
@@ -67,10 +68,10 @@ local BODY_MIN = 832
 local function put_payload(f, id, v)
   if #v > BODY_MIN then
     redis.call('SET', body_key(id), v)
-    f[#f + 1] = 'pb'
+    f[#f + 1] = F.payload_body
     f[#f + 1] = '1'
   else
-    put_chunked(f, 'p', v)
+    put_chunked(f, F.payload, v)
   end
 end
 
@@ -86,8 +87,8 @@ end
 -- payload_of is the payload of job id whose hash is h (a field map), or
 -- nil.
 local function payload_of(h, id)
-  if h.pb then return redis.call('GET', body_key(id)) or nil end
-  return joined(h, 'p')
+  if h[F.payload_body] then return redis.call('GET', body_key(id)) or nil end
+  return joined(h, F.payload)
 end
 
 -- field_map reads a hash into a map of field -> value.

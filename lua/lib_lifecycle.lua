@@ -9,9 +9,10 @@ local function clear_lease(id)
 end
 
 -- Quarantine hold (flow.WithQuarantineHold): a job may carry a
--- fingerprint of its kind and arguments ('qf'). When it is quarantined,
--- PFX .. 'qh:' .. fingerprint names it, and a job enqueued later with the
--- same fingerprint is held (enqueue.lua: 'qb' names the job it waits on,
+-- fingerprint of its kind and arguments (F.hold_fingerprint). When it is
+-- quarantined, PFX .. 'qh:' .. fingerprint names it, and a job enqueued
+-- later with the same fingerprint is held (enqueue.lua: F.held_by names
+-- the job it waits on,
 -- and it waits on the list PFX .. 'qw:' .. fingerprint) until the
 -- quarantined one is released or deleted. Mirrored by keys.Partition's
 -- QuarantineHold and HeldOn.
@@ -21,15 +22,16 @@ local function free_held(qf, id)
   local qh = hold_key(qf)
   if redis.call('GET', qh) == id then redis.call('DEL', qh) end
   local wk = held_key(qf)
+  local fs, fq, fr = F.state, F.held_by, F.run_at
   for _, h in ipairs(redis.call('LRANGE', wk, 0, -1)) do
     local hk = job_key(h)
-    local v = redis.pcall('HMGET', hk, 's', 'qb') -- pcall: a corrupt key must not raise after a write
+    local v = redis.pcall('HMGET', hk, fs, fq) -- pcall: a corrupt key must not raise after a write
     if v.err then v = {} end
     if v[2] == id or not v[1] then
       redis.call('LREM', wk, 1, h) -- held by id, or gone: the others stay held
       if v[2] == id and state_of(v[1]) == 'scheduled' then
-        redis.call('HDEL', hk, 'qb')
-        redis.call('HSET', hk, 'rt', NOW_S)
+        redis.call('HDEL', hk, fq)
+        redis.call('HSET', hk, fr, NOW_S)
         redis.call('ZADD', K_SCHED, NOW, h)
         wake()
       end
@@ -51,7 +53,7 @@ local function delete_job(id, plain, state)
   if state == 'archived' or state == 'quarantined' then
     redis.call('ZREM', DEATHS, id) -- its pending death report, if any
     if state == 'quarantined' then
-      local qf = redis.call('HGET', job_key(id), 'qf')
+      local qf = redis.call('HGET', job_key(id), F.hold_fingerprint)
       if qf then free_held(qf, id) end
     end
   end
@@ -62,7 +64,7 @@ end
 -- holds reports whether the job is running under exactly this lease ID and
 -- fence: the identity check every write of an attempt starts with.
 local function holds(jk, lease, fence)
-  local h = redis.call('HMGET', jk, 's', 'l', 'f')
+  local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence)
   return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
 end
 
@@ -78,11 +80,11 @@ local function deliver(parent, step, child, state, payload)
   redis.call('HINCRBY', ck, step, 1)
   local failed = state ~= 'completed'
   if failed then redis.call('HINCRBY', ck, step .. ':f', 1) end
-  local h = redis.call('HMGET', pk, 's', 'ws', 'wp')
+  local h = redis.call('HMGET', pk, F.state, F.wait_step, F.wait_policy)
   if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
-  local left = redis.call('HINCRBY', pk, 'wc', -1)
+  local left = redis.call('HINCRBY', pk, F.wait_count, -1)
   if left <= 0 or (failed and h[3] == 'f') then
-    redis.call('HDEL', pk, 'ws', 'wc', 'wp')
+    redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy)
     redis.call('ZREM', K_SCHED, parent)
     make_available(pk, parent, 'scheduled', false)
   end
@@ -97,8 +99,9 @@ local notified = 0
 -- here.
 local function notify_parent(jk, id, state, pa)
   if pa == false then return end
-  if pa == nil and not redis.call('HGET', jk, 'pa') then return end
-  local p = redis.call('HMGET', jk, 'pa', 'pp', 'ps', 'pl', 'r', 'er')
+  if pa == nil and not redis.call('HGET', jk, F.parent) then return end
+  local p = redis.call('HMGET', jk, F.parent, F.parent_prefix, F.parent_step, F.parent_local, F.result,
+    F.last_error)
   local payload = p[6] or ''
   if state == 'completed' then payload = p[5] or '' end
   if p[2] == PFX then
@@ -122,7 +125,7 @@ local DEATH_GRACE = 30000
 -- read it here.
 local function finish(jk, id, from, state, reason, m)
   if not m then
-    local v = redis.call('HMGET', jk, 'pa', 'uk')
+    local v = redis.call('HMGET', jk, F.parent, F.unique)
     m = { pa = v[1], uk = v[2], plain = false }
   end
   tally(state)
@@ -141,9 +144,9 @@ local function finish(jk, id, from, state, reason, m)
   end
   count(from, state)
   if reason ~= '' then
-    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S, 'xr', reason)
+    redis.call('HSET', jk, F.state, SCODE[state], F.finished, NOW_S, F.reason, reason)
   else
-    redis.call('HSET', jk, 's', SCODE[state], 'ft', NOW_S)
+    redis.call('HSET', jk, F.state, SCODE[state], F.finished, NOW_S)
   end
   zadd_later(TERMINAL[state], num_s(NOW + ret), id)
   if state == 'archived' or state == 'quarantined' then
@@ -151,10 +154,10 @@ local function finish(jk, id, from, state, reason, m)
   end
   if state == 'quarantined' then
     -- it holds its twins, unless one quarantined before it still does
-    local qf = redis.call('HGET', jk, 'qf')
+    local qf = redis.call('HGET', jk, F.hold_fingerprint)
     if qf then
       local cur = redis.call('GET', hold_key(qf))
-      if not cur or state_of(redis.call('HGET', job_key(cur), 's')) ~= 'quarantined' then
+      if not cur or state_of(redis.call('HGET', job_key(cur), F.state)) ~= 'quarantined' then
         redis.call('SET', hold_key(qf), id)
       end
     end
@@ -164,9 +167,9 @@ end
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.
 local function record_error(jk, id, kind, msg, stack)
   if #msg > MSG_MAX then msg = string.sub(msg, 1, MSG_MAX) end
-  local a = redis.call('HGET', jk, 'a') or '0'
-  local c = redis.call('HGET', jk, 'c') or '0'
-  redis.call('HSET', jk, 'er', msg)
+  local a = redis.call('HGET', jk, F.attempt) or '0'
+  local c = redis.call('HGET', jk, F.crash_attempt) or '0'
+  redis.call('HSET', jk, F.last_error, msg)
   local ek = err_key(id)
   redis.call('LPUSH', ek, cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack }))
   redis.call('LTRIM', ek, 0, ERR_KEEP - 1)
@@ -182,7 +185,7 @@ end
 -- available at once, at the back of its list.
 local CRASH_DELAY_MAX = 60000
 local function crash(jk, id, from, delay)
-  local c = redis.call('HINCRBY', jk, 'c', 1)
+  local c = redis.call('HINCRBY', jk, F.crash_attempt, 1)
   if c >= CRASH_LIMIT then
     finish(jk, id, from, 'quarantined', 'crash_limit')
     return 'quarantined'
@@ -191,7 +194,7 @@ local function crash(jk, id, from, delay)
     make_available(jk, id, from, false)
     return 'available'
   end
-  schedule(jk, id, from, 'retryable', NOW + math.min(delay * 2 ^ (c - 1), math.max(delay, CRASH_DELAY_MAX)))
+  schedule_at(jk, id, from, 'retryable', NOW + math.min(delay * 2 ^ (c - 1), math.max(delay, CRASH_DELAY_MAX)))
   return 'retryable'
 end
 
@@ -201,24 +204,26 @@ end
 -- charged a crash: running -> retryable (crash_attempt+1, after the crash
 -- delay of crash(); available at once for a delay of 0: suspect demotion)
 -- or running -> quarantined at the crash limit.
--- Orphan provenance is recorded on the job: the previous holder ('oh'),
--- when its lease expired ('oe') and how often this happened ('on').
+-- Orphan provenance is recorded on the job: the previous holder
+-- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
+-- often this happened (F.orphan_count).
 local function reap(limit, delay)
   local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, limit)
   local out = {}
+  local fs, fw, fk = F.state, F.worker, F.concurrency_key
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
     local jk = job_key(id)
-    local s, holder, ck = unpack(redis.call('HMGET', jk, 's', 'w', 'ck'))
+    local s, holder, ck = unpack(redis.call('HMGET', jk, fs, fw, fk))
     s = state_of(s)
     clear_lease(id)
     if s == 'running' then
       if ck then cc_release(ck) end
       holder = holder or ''
-      redis.call('HSET', jk, 'oh', holder, 'oe', expiry)
+      redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry)
       -- the attempt is over, not acked: a late ack of it is stale (ack.lua)
-      redis.call('HDEL', jk, 'l')
-      redis.call('HINCRBY', jk, 'on', 1)
+      redis.call('HDEL', jk, F.lease_id)
+      redis.call('HINCRBY', jk, F.orphan_count, 1)
       record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
       out[#out + 1] = id
       out[#out + 1] = crash(jk, id, 'running', delay)
@@ -232,11 +237,12 @@ end
 -- retention has passed, with all their keys, and returns how many.
 local function sweep(limit)
   local deleted = 0
+  local fs = F.state
   for state, zk in pairs(TERMINAL) do
     local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
     for _, id in ipairs(ids) do
       zrem_later(zk, id)
-      local s = state_of(redis.call('HGET', job_key(id), 's'))
+      local s = state_of(redis.call('HGET', job_key(id), fs))
       if s == state then
         delete_job(id, false, s)
         count(state, nil)
@@ -250,13 +256,14 @@ end
 -- promote moves up to limit due scheduled/retryable jobs to available.
 local function promote(limit)
   local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)
+  local fs = F.state
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
     local jk = job_key(id)
-    local s = state_of(redis.call('HGET', jk, 's'))
+    local s = state_of(redis.call('HGET', jk, fs))
     if s == 'scheduled' or s == 'retryable' then
       -- a parent whose join wait timed out stops waiting
-      if s == 'scheduled' then redis.call('HDEL', jk, 'ws', 'wc', 'wp') end
+      if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy) end
       make_available(jk, id, s, false)
     end
   end
@@ -268,14 +275,15 @@ end
 local function promote_pinned()
   local failed = {}
   local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW, 'LIMIT', 0, 100)
+  local fs, fm, fp = F.state, F.sticky_mode, F.priority
   for _, id in ipairs(due) do
     redis.call('ZREM', PIN_DEADLINES, id)
     local jk = job_key(id)
-    local h = redis.call('HMGET', jk, 's', 'sm', 'pr')
+    local h = redis.call('HMGET', jk, fs, fm, fp)
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
-        redis.call('HSET', jk, 'sf', '1') -- handed to every worker: claims take it from the shared list
-        local p = priority(h[3])
+        redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
+        local p = priority_of(h[3])
         redis.call('LPUSH', avail_key(p), id) -- its pin entry goes stale
         mark_priority(p)
         wake()
@@ -289,9 +297,10 @@ local function promote_pinned()
 end
 
 -- next_due is the earliest time something becomes claimable: a scheduled
--- job, a rate token, a sticky fallback; -1 when there is none.
+-- job, a rate token, a sticky fallback; STATUS.no_due (-1) when there is
+-- none.
 local function next_due()
-  local nd = -1
+  local nd = STATUS.no_due
   for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES }) do
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end

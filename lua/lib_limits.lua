@@ -2,11 +2,12 @@
 -- classes, decided inside the scripts so any number of workers together
 -- never exceed them.
 
--- Flow control. A job may carry a concurrency key ('ck') and limit ('cn'):
--- at most cn jobs of that key run at once in this partition; and a rate
--- class ('rk') whose token bucket (PFX .. 'rl:' .. class, its parameters
--- set by the latest enqueue) allows n jobs per p ms with a burst of b. A
--- job that cannot run now leaves the available lists for the key's or the
+-- Flow control. A job may carry a concurrency key (F.concurrency_key) and
+-- limit (F.concurrency_limit): at most that many jobs of the key run at
+-- once in this partition; and a rate class (F.rate_class) whose token
+-- bucket (PFX .. 'rl:' .. class, its parameters set by the latest
+-- enqueue) allows n jobs per p ms with a burst of b. A job that cannot run
+-- now leaves the available lists for the key's or the
 -- class's wait list, so it never holds up other work, and it comes back to
 -- the front of its priority when a slot or a token frees.
 -- Counters and buckets are per partition (one slot).
@@ -25,9 +26,9 @@ end
 -- returns how many it put back.
 local function requeue_front(ids)
   local n = 0
+  local fs, fp, fw, fm, fd = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay
   for i = #ids, 1, -1 do
-    local jk = job_key(ids[i])
-    local h = redis.call('HMGET', jk, 's', 'pr', 'sw', 'sm', 'sd')
+    local h = redis.call('HMGET', job_key(ids[i]), fs, fp, fw, fm, fd)
     if state_of(h[1]) == 'available' then
       push_ready(ids[i], true, h[2], h[3], h[4], h[5])
       n = n + 1

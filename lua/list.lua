@@ -21,7 +21,10 @@
 --   the zset score, or for available priority * 1e14 + creation time, so
 --   callers can merge partitions.
 -- Transitions: none.
-local FIELDS = { 's', 'k', 'pr', 'a', 'c', 'ma', 'ct', 'rt', 'ft', 'xr', 'er', 'w', 'ls', 'dn', 'pa', 'to', 'dl', 'dt' }
+local FIELDS = {
+  F.state, F.kind, F.priority, F.attempt, F.crash_attempt, F.max_attempts, F.created, F.run_at, F.finished,
+  F.reason, F.last_error, F.worker, F.lease_start, F.redrives, F.parent, F.timeout, F.deadline, F.redriven_at,
+}
 local state, cursor = ARGV[9], ARGV[10]
 local n, budget, kind = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13]
 local ZSETS = { running = K_RUN, scheduled = K_SCHED, retryable = K_SCHED }
@@ -36,7 +39,7 @@ local function consider(id, key, after)
   if h.err then return end
   h[1] = state_of(h[1])
   if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
-  if state == 'available' then key = string.format('%.0f', priority(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
+  if state == 'available' then key = string.format('%.0f', priority_of(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end
   out[#out + 1] = e

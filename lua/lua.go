@@ -9,6 +9,9 @@ package lua
 
 import (
 	"embed"
+	"fmt"
+	"io/fs"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -49,8 +52,9 @@ var (
 	// Relay's keys are in another slot than a partition's: it uses only
 	// the prelude's effects, which need none of a partition's keys.
 	Relay = load("relay")
-	// Schedule runs alone too: schedule keys are not in a partition.
-	Schedule = redis.NewScript(body("schedule"))
+	// Schedule's keys are not in a partition either: it uses only what of
+	// the prelude needs none (the store's time, the statuses).
+	Schedule = load("schedule")
 )
 
 // Source returns the full text of the named script: the parts of the
@@ -65,7 +69,8 @@ func Source(name string) string {
 // libParts are the prelude's files, in the order they are joined: a Lua
 // local can only refer to locals defined above it.
 var libParts = []string{
-	"lib", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_effects", "lib_replay",
+	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_effects",
+	"lib_replay",
 }
 
 // lib is the whole prelude.
@@ -93,3 +98,80 @@ func body(name string) string {
 // Prelude is the whole prelude, every part joined: for tests that check
 // it against Go (internal/keys names the same keys).
 func Prelude() string { return lib() }
+
+// Files returns every embedded .lua file as written (the prelude's parts
+// and the scripts, without a prelude), by file name: for tests that read
+// the sources.
+func Files() map[string]string {
+	out := map[string]string{}
+	names, _ := fs.Glob(files, "*.lua")
+	for _, n := range names {
+		out[n] = body(strings.TrimSuffix(n, ".lua"))
+	}
+	return out
+}
+
+// Name is one entry of a table of names in lib_names.lua: F (the fields of
+// a job hash) or STATUS (what scripts answer).
+type Name struct {
+	Key     string // the Lua name, as in F.state
+	Value   string // a string's contents, or a number's digits
+	Number  bool   // Value is a number (a status in place of a due time)
+	Comment string // the comment line above the entry, without "-- "
+}
+
+var (
+	nameComment = regexp.MustCompile(`^  -- (.+)$`)
+	nameEntry   = regexp.MustCompile(`^  ([a-z][a-z0-9_]*) = (?:'([^'\\]*)'|(-?[0-9]+)),$`)
+)
+
+// Names reads the prelude's table of names table ("F" or "STATUS"), for
+// tests that check Go's names against it. Every entry must have a
+// comment line of its own above it, and nothing else may be in the
+// table: a line this reader does not understand is an error, so that no
+// entry can hide from the tests.
+func Names(table string) ([]Name, error) {
+	lines := strings.Split(body("lib_names"), "\n")
+	start := -1
+	for i, l := range lines {
+		if l == "local "+table+" = {" {
+			start = i + 1
+			break
+		}
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("lib_names.lua: no table %s", table)
+	}
+	var out []Name
+	comment := ""
+	for i := start; i < len(lines); i++ {
+		l := lines[i]
+		if l == "}" {
+			if comment != "" {
+				return nil, fmt.Errorf("lib_names.lua:%d: a comment with no entry below it", i)
+			}
+			return out, nil
+		}
+		if m := nameComment.FindStringSubmatch(l); m != nil {
+			if comment != "" {
+				return nil, fmt.Errorf("lib_names.lua:%d: one comment line per entry", i+1)
+			}
+			comment = m[1]
+			continue
+		}
+		m := nameEntry.FindStringSubmatch(l)
+		if m == nil {
+			return nil, fmt.Errorf("lib_names.lua:%d: %q is neither an entry (  name = 'value',) nor a comment line", i+1, l)
+		}
+		if comment == "" {
+			return nil, fmt.Errorf("lib_names.lua:%d: %s has no comment line above it", i+1, m[1])
+		}
+		n := Name{Key: m[1], Value: m[2], Comment: comment}
+		if m[3] != "" {
+			n.Value, n.Number = m[3], true
+		}
+		out = append(out, n)
+		comment = ""
+	}
+	return nil, fmt.Errorf("lib_names.lua: table %s does not end", table)
+}

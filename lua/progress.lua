@@ -11,11 +11,13 @@
 -- (store time of the report) and 'gf' (the reporting attempt's fence).
 local n = tonumber(ARGV[9])
 local out = {}
+-- the fields written per report, looked up once
+local fp, fs, ft, ff = F.track_percent, F.track_state, F.track_at, F.track_fence
 for i = 0, n - 1 do
   local b = 10 + i * 5
   local jk = job_key(ARGV[b])
   if holds(jk, ARGV[b + 1], ARGV[b + 2]) then
-    redis.call('HSET', jk, 'gp', ARGV[b + 3], 'gs', ARGV[b + 4], 'gt', NOW, 'gf', ARGV[b + 2])
+    redis.call('HSET', jk, fp, ARGV[b + 3], fs, ARGV[b + 4], ft, NOW, ff, ARGV[b + 2])
     out[#out + 1] = 1
   else
     out[#out + 1] = 0

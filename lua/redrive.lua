@@ -45,7 +45,7 @@ local TAKES = {
 local function revive(jk, id, state, reason)
   zrem_later(TERMINAL[state], id)
   zrem_later(DEATHS, id) -- alive again: no death to report
-  local uk = redis.call('HGET', jk, 'uk')
+  local uk = redis.call('HGET', jk, F.unique)
   if uk then
     -- active again, it holds its unique key again, while it is active,
     -- unless another live job took the key meanwhile
@@ -55,12 +55,12 @@ local function revive(jk, id, state, reason)
       redis.call('SET', uq, id)
     end
   end
-  redis.call('HDEL', jk, 'ft', 'xr')
-  redis.call('HINCRBY', jk, 'dn', 1)
-  redis.call('HSET', jk, 'dt', NOW, 'df', state .. ':' .. (reason or ''))
+  redis.call('HDEL', jk, F.finished, F.reason)
+  redis.call('HINCRBY', jk, F.redrives, 1)
+  redis.call('HSET', jk, F.redriven_at, NOW, F.redriven_from, state .. ':' .. (reason or ''))
   if state == 'quarantined' then
-    redis.call('HSET', jk, 'c', 0)
-    local qf = redis.call('HGET', jk, 'qf')
+    redis.call('HSET', jk, F.crash_attempt, 0)
+    local qf = redis.call('HGET', jk, F.hold_fingerprint)
     if qf then free_held(qf, id) end -- its twins held behind it run too
   end
   make_available(jk, id, state, false)
@@ -73,13 +73,13 @@ if ARGV[9] == 'ids' then
   for i = 1, tonumber(ARGV[11]) do
     local id = ARGV[11 + i]
     local jk = job_key(id)
-    local h = redis.call('HMGET', jk, 's', 'xr')
+    local h = redis.call('HMGET', jk, F.state, F.reason)
     h[1] = state_of(h[1])
     if not h[1] then
-      out[i] = 'missing'
+      out[i] = STATUS.missing
     elseif takes[h[1]] then
       revive(jk, id, h[1], h[2])
-      out[i] = 'ok'
+      out[i] = STATUS.ok
     else
       out[i] = h[1]
     end
@@ -122,7 +122,7 @@ local examined, matched = 0, 0
 for i = 1, #batch, 2 do
   local id = batch[i]
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, 's', 'k', 'xr', 'ft')
+  local h = redis.call('HMGET', jk, F.state, F.kind, F.reason, F.finished)
   local ft = tonumber(h[4]) or 0
   if state_of(h[1]) == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
     and ft <= asof and (after == 0 or ft >= after) and (before == 0 or ft < before) then

@@ -11,12 +11,12 @@
 --   validated whole before it is written, as in a commit, so the script
 --   never fails part way.
 -- Transitions: none.
-if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
+if redis.call('EXISTS', KEYS[1]) == 1 then return STATUS.duplicate end
 local args = {}
 for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
 local fx = { { op = ARGV[2], key = KEYS[2], args = args } }
 local bad = check_effects(fx)
-if bad then return 'error: ' .. bad end
+if bad then return STATUS.error .. bad end
 apply_effects(fx)
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
-return 'applied'
+return STATUS.applied

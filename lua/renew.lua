@@ -8,16 +8,17 @@
 -- Transitions: none; only the lease expiry (score in run) moves.
 local n = tonumber(ARGV[9])
 local lost = {}
+local fs, fl, ff = F.state, F.lease_id, F.fence -- read per lease, looked up once
 for i = 0, n - 1 do
   local b = 10 + i * 4
   local id = ARGV[b]
-  local h = redis.call('HMGET', job_key(id), 's', 'l', 'f')
+  local h = redis.call('HMGET', job_key(id), fs, fl, ff)
   h[1] = state_of(h[1])
   if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
     redis.call('ZADD', K_RUN, 'XX', NOW + tonumber(ARGV[b + 3]), id)
   else
     lost[#lost + 1] = ARGV[b + 1]
-    lost[#lost + 1] = h[1] or ''
+    lost[#lost + 1] = h[1] or STATUS.none
   end
 end
 return lost

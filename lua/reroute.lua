@@ -14,15 +14,15 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local s = state_of(redis.call('HGET', jk, 's'))
-if not s then return '' end
+local s = state_of(redis.call('HGET', jk, F.state))
+if not s then return STATUS.none end
 if ARGV[10] == '' then
-  redis.call('HDEL', jk, 'sw', 'sm', 'sd')
+  redis.call('HDEL', jk, F.sticky_worker, F.sticky_mode, F.sticky_delay)
 else
-  redis.call('HSET', jk, 'sw', ARGV[10], 'sm', ARGV[11], 'sd', ARGV[12])
+  redis.call('HSET', jk, F.sticky_worker, ARGV[10], F.sticky_mode, ARGV[11], F.sticky_delay, ARGV[12])
 end
 if s == 'available' then
-  local h = redis.call('HMGET', jk, 'pr', 'sw', 'sm', 'sd')
+  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay)
   push_ready(id, true, h[1], h[2], h[3], h[4])
   wake()
 end

@@ -1,6 +1,7 @@
 -- schedule.lua: the state of one periodic schedule, changed atomically so
--- that any number of schedulers agree on which ticks are enqueued. It runs
--- alone, without lib.lua: schedule keys are not in a queue partition.
+-- that any number of schedulers agree on which ticks are enqueued. Its
+-- keys are not in a queue partition: of the prelude it uses only what
+-- needs none of a partition's keys or arguments (NOW, STATUS).
 --
 -- State (KEYS[1] fields): last = the latest tick decided (enqueued, or
 -- dropped by the missed-run policy or a pause), in unix ms; ran = the
@@ -27,21 +28,14 @@
 --            while it was paused are not run. Returns 'ok' or 'missing'.
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
-local NOW
-if ARGV[1] ~= '' then
-  NOW = tonumber(ARGV[1])
-else
-  local t = redis.call('TIME')
-  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 local op = ARGV[2]
 if op == 'ack' then
   for i = 3, #ARGV do redis.call('HDEL', KP, ARGV[i]) end
-  return 'ok'
+  return STATUS.ok
 end
 if redis.call('EXISTS', K) == 0 then
-  if op == 'sync' then return { 'missing', NOW } end
-  return 'missing'
+  if op == 'sync' then return { STATUS.missing, NOW } end
+  return STATUS.missing
 end
 
 if op == 'sync' then
@@ -49,7 +43,7 @@ if op == 'sync' then
   local st = redis.call('HMGET', K, 'last', 'paused')
   local paused = 0
   if st[2] == '1' then paused = 1 end
-  local out = { 'ok', NOW, tonumber(st[1]), paused }
+  local out = { STATUS.ok, NOW, tonumber(st[1]), paused }
   local stale = tonumber(ARGV[3])
   local pend = redis.call('HGETALL', KP)
   for i = 1, #pend, 2 do
@@ -61,22 +55,22 @@ if op == 'sync' then
   return out
 elseif op == 'claim' then
   local st = redis.call('HMGET', K, 'last', 'paused', 'ran')
-  if tonumber(st[1]) ~= tonumber(ARGV[3]) then return 'moved' end
-  if st[2] == '1' then return 'paused' end
+  if tonumber(st[1]) ~= tonumber(ARGV[3]) then return STATUS.moved end
+  if st[2] == '1' then return STATUS.paused end
   local ran = tonumber(st[3] or '0')
   for i = 5, #ARGV do
     redis.call('HSET', KP, ARGV[i], NOW)
     ran = math.max(ran, tonumber(ARGV[i]))
   end
   redis.call('HSET', K, 'last', ARGV[4], 'ran', ran)
-  return 'ok'
+  return STATUS.ok
 elseif op == 'pause' then
   redis.call('HSET', K, 'paused', '1')
-  return 'ok'
+  return STATUS.ok
 elseif op == 'resume' then
   if redis.call('HGET', K, 'paused') == '1' then
     redis.call('HSET', K, 'paused', '0', 'last', NOW)
   end
-  return 'ok'
+  return STATUS.ok
 end
 return redis.error_reply('schedule.lua: unknown op ' .. tostring(op))

@@ -34,22 +34,22 @@ for _ = 1, n do
   local jk = job_key(id)
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then
-    out[#out + 1] = { 'stale', 0 }
+    out[#out + 1] = { STATUS.stale, 0 }
   else
     local prev = redis.call('HGET', sk, field)
     if prev == record then
-      out[#out + 1] = { 'ok', 0 } -- this very commit, sent again: applied before
+      out[#out + 1] = { STATUS.ok, 0 } -- this very commit, sent again: applied before
     elseif prev and mode == 'once' then
-      out[#out + 1] = { 'exists', 0 }
+      out[#out + 1] = { STATUS.exists, 0 }
     else
       local bad = check_effects(fx)
       if bad then
-        out[#out + 1] = { 'effect_error', bad }
+        out[#out + 1] = { STATUS.effect_error, bad }
       else
         local outboxed = apply_effects(fx)
         redis.call('HSET', sk, field, record)
-        redis.call('HSET', jk, 'pt', NOW, 'cs', field, 'sx', 1)
-        out[#out + 1] = { 'ok', outboxed }
+        redis.call('HSET', jk, F.progress, NOW, F.current_step, field, F.has_steps, 1)
+        out[#out + 1] = { STATUS.ok, outboxed }
       end
     end
   end

@@ -19,8 +19,9 @@
 -- job's 'zc' case, 'zl' lease ID, 'zf' fence, 'zw' why, 'zs' since, 'zd'
 -- store time of the report, 'zp' step, 'zk' cursor, 'zt' stack.
 local jk = job_key(ARGV[9])
-local h = redis.call('HMGET', jk, 'l', 'f')
+local h = redis.call('HMGET', jk, F.lease_id, F.fence)
 if h[1] ~= ARGV[10] or h[2] ~= ARGV[11] then return 0 end
-redis.call('HSET', jk, 'zc', ARGV[12], 'zl', ARGV[10], 'zf', ARGV[11], 'zw', ARGV[13], 'zs', ARGV[14],
-  'zd', NOW, 'zp', ARGV[15], 'zk', ARGV[16], 'zt', ARGV[17])
+redis.call('HSET', jk, F.stuck_case, ARGV[12], F.stuck_lease_id, ARGV[10], F.stuck_fence, ARGV[11],
+  F.stuck_why, ARGV[13], F.stuck_since, ARGV[14], F.stuck_at, NOW, F.stuck_step, ARGV[15],
+  F.stuck_cursor, ARGV[16], F.stuck_stack, ARGV[17])
 return 1

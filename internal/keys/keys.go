@@ -36,8 +36,8 @@ func (p Partition) Job(id string) string { return p.Prefix() + "j:" + id }
 func (p Partition) Errors(id string) string { return p.Prefix() + "e:" + id }
 
 // Body is the string holding a job's payload when it is too long to keep
-// in the job hash (lua/lib_chunks.lua, put_payload); the hash then has the field
-// "pb" instead of "p".
+// in the job hash (lua/lib_chunks.lua, put_payload); the hash then has the
+// field FieldPayloadBody instead of FieldPayload.
 func (p Partition) Body(id string) string { return p.Prefix() + "b:" + id }
 
 // Steps is the hash of a job's step checkpoints.

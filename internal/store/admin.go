@@ -77,10 +77,7 @@ func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action Redrive
 	}
 	out := make([]error, len(r))
 	for i, st := range r {
-		if st == adminOK {
-			continue
-		}
-		_, out[i] = adminStatus(string(action), locals[i], st, st)
+		out[i] = redriveStatus(string(action), locals[i], st)
 	}
 	return out, nil
 }
@@ -144,8 +141,5 @@ func (s *Store) Reroute(ctx context.Context, ref keys.Ref, st Sticky) (string, e
 	if err != nil {
 		return "", err
 	}
-	if state == "" {
-		return "", ErrNotFound
-	}
-	return state, nil
+	return rerouteState(state)
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"errors"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // FuzzDecodeWorker: whatever a worker's registry hash holds, decoding
@@ -25,7 +27,7 @@ func FuzzDecodeListed(f *testing.F) {
 	f.Add("", "x", "", "", "", "y")
 	f.Fuzz(func(t *testing.T, after, key, id, state, kind, attempt string) {
 		e := []any{after, key, id}
-		vals := map[string]string{"s": state, "k": kind, "a": attempt}
+		vals := map[string]string{keys.FieldState: state, keys.FieldKind: kind, keys.FieldAttempt: attempt}
 		for _, f := range listFields {
 			if v, ok := vals[f]; ok {
 				e = append(e, v)

@@ -3,6 +3,9 @@ package store
 import (
 	"fmt"
 	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // chunks reassembles a value lua/lib.lua stored in chunks (put_chunked):
@@ -46,16 +49,16 @@ func (c *chunks) join(local, what string) ([]byte, error) {
 // scripts write, so a corrupt field name cannot make join allocate much.
 const maxChunks = 1024
 
-// chunkIndex reports whether field is chunk n >= 1 of the field named by
-// the one letter f: "h1", "h2", ... for headers; for the payload ('p')
-// the number alone, "1", "2", ..., or "p1", "p2", ... as written before
-// numbers (lua/lib_chunks.lua chunk_name).
-func chunkIndex(field string, f byte) (int, bool) {
+// chunkIndex reports whether field is chunk n >= 1 of the field f
+// (keys.FieldHeaders or keys.FieldPayload): "h1", "h2", ... for headers;
+// for the payload the number alone, "1", "2", ..., or "p1", "p2", ... as
+// written before numbers (lua/lib_chunks.lua chunk_name).
+func chunkIndex(field, f string) (int, bool) {
 	digits := field
 	switch {
-	case len(field) > 0 && field[0] == f:
-		digits = field[1:]
-	case f != 'p':
+	case f != "" && strings.HasPrefix(field, f):
+		digits = field[len(f):]
+	case f != keys.FieldPayload:
 		return 0, false
 	}
 	if len(digits) == 0 || digits[0] < '1' || digits[0] > '9' {

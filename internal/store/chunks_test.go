@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -86,14 +87,14 @@ func TestLongValuesKeepCompactHash(t *testing.T) {
 				}
 				var got, want []string // the payload's fields
 				for _, k := range fields {
-					if k == "p" || k == "pb" || isPayloadChunk(k) {
+					if k == keys.FieldPayload || k == keys.FieldPayloadBody || isPayloadChunk(k) {
 						got = append(got, k)
 					}
 				}
 				if len(p) > bodyMin {
-					want = []string{"pb"}
+					want = []string{keys.FieldPayloadBody}
 				} else {
-					want = []string{"p"}
+					want = []string{keys.FieldPayload}
 					for i := 1; i < (len(p)+63)/64; i++ {
 						want = append(want, fmt.Sprint(i))
 					}
@@ -139,7 +140,7 @@ func TestMissingPayloadKey(t *testing.T) {
 // isPayloadChunk says whether field names a payload chunk after the first:
 // "1", "2", ..., or "p1", "p2", ... as written before numbers.
 func isPayloadChunk(field string) bool {
-	field = strings.TrimPrefix(field, "p")
+	field = strings.TrimPrefix(field, keys.FieldPayload)
 	_, err := strconv.Atoi(field)
 	return err == nil && field[0] != '0'
 }

@@ -65,14 +65,8 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		return ClaimResult{}, fmt.Errorf("%w: claim reply %T", ErrMalformed, v)
 	}
 	var res ClaimResult
-	switch nd, _ := reply[0].(int64); nd {
-	case -2:
-	case -3:
-		res.Dry, res.HeldSuspects = true, true
-	default:
-		res.Dry = true
-		res.NextDue = timeOrZero(nd)
-	}
+	nd, _ := reply[0].(int64)
+	res.Dry, res.HeldSuspects, res.NextDue = claimDue(nd)
 	parked, err := strs(reply[1])
 	if err != nil {
 		return res, err

@@ -39,7 +39,7 @@ func TestCreatedTimeFromID(t *testing.T) {
 				{chosen, true, now},
 				{prefixed, true, now},
 			} {
-				has, err := f.rdb.HExists(f.ctx, f.p.Job(c.id), "ct").Result()
+				has, err := f.rdb.HExists(f.ctx, f.p.Job(c.id), keys.FieldCreated).Result()
 				if err != nil || has != c.stored {
 					t.Errorf("%s: 'ct' stored %v (%v), want %v", c.id, has, err, c.stored)
 				}

@@ -4,11 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
 // TestDefaultMaxAttemptsNotStored: a job with the default max attempts
-// has no 'ma' field (a smaller pending job), still reads back as the
+// has no keys.FieldMaxAttempts (a smaller pending job), still reads back as the
 // default, and is archived at exactly that many returned errors; another
 // value is stored and honoured.
 func TestDefaultMaxAttemptsNotStored(t *testing.T) {
@@ -17,7 +18,7 @@ func TestDefaultMaxAttemptsNotStored(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "dflt", MaxAttempts: store.DefaultMaxAttempts}, store.NewJob{Local: "two", MaxAttempts: 2})
-			if n, err := f.rdb.HExists(f.ctx, f.p.Job("dflt"), "ma").Result(); err != nil || n {
+			if n, err := f.rdb.HExists(f.ctx, f.p.Job("dflt"), keys.FieldMaxAttempts).Result(); err != nil || n {
 				t.Fatalf("default job has an 'ma' field (%v)", err)
 			}
 			for id, ma := range map[string]int{"dflt": store.DefaultMaxAttempts, "two": 2} {

@@ -81,7 +81,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	if len(flat)%2 != 0 {
 		return nil, fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
 	}
-	j := &Job{Local: local, MaxAttempts: DefaultMaxAttempts} // 'ma' is not stored for the default
+	j := &Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
 	var err error
 	num := func(v string) int64 {
 		n, e := strconv.ParseInt(v, 10, 64)
@@ -97,85 +97,85 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		k, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
 		switch k {
-		case "k":
+		case keys.FieldKind:
 			j.Kind, seen = v, true
-		case "p":
+		case keys.FieldPayload:
 			payload.add(0, v)
-		case "pb":
+		case keys.FieldPayloadBody:
 			// the payload is a key of its own, which the reader appends as
-			// 'p' (lua/claim.lua, Store.Get); when that key is missing the
-			// job reads with no payload, as one missing 'p' does (a claim
-			// archives it as malformed)
-		case "h":
+			// FieldPayload (lua/claim.lua, Store.Get); when that key is
+			// missing the job reads with no payload, as one missing
+			// FieldPayload does (a claim archives it as malformed)
+		case keys.FieldHeaders:
 			headers.add(0, v)
-		case "s":
+		case keys.FieldState:
 			j.State = StateName(v)
-		case "pr":
+		case keys.FieldPriority:
 			j.Priority = int(num(v))
-		case "a":
+		case keys.FieldAttempt:
 			j.Attempt = int(num(v))
-		case "c":
+		case keys.FieldCrashAttempt:
 			j.CrashAttempt = int(num(v))
-		case "ma":
+		case keys.FieldMaxAttempts:
 			j.MaxAttempts = int(num(v))
-		case "f":
+		case keys.FieldFence:
 			j.Fence = num(v)
-		case "l":
+		case keys.FieldLeaseID:
 			j.LeaseID = v
-		case "w":
+		case keys.FieldWorker:
 			j.Worker = v
-		case "ls":
+		case keys.FieldLeaseStart:
 			j.LeaseStart = ms(v)
-		case "le":
+		case keys.FieldLeaseExpiry:
 			j.LeaseExpiry = ms(v)
-		case "to":
+		case keys.FieldTimeout:
 			j.Timeout = time.Duration(num(v)) * time.Millisecond
-		case "dl":
+		case keys.FieldDeadline:
 			j.Deadline = ms(v)
-		case "ct":
+		case keys.FieldCreated:
 			j.Created = ms(v)
-		case "rt":
+		case keys.FieldRunAt:
 			j.RunAt = ms(v)
-		case "ft":
+		case keys.FieldFinished:
 			j.Finished = ms(v)
-		case "xr":
+		case keys.FieldReason:
 			j.Reason = v
-		case "er":
+		case keys.FieldLastError:
 			j.LastError = v
-		case "r":
+		case keys.FieldResult:
 			j.Result = []byte(v)
-		case "oh":
+		case keys.FieldOrphanHolder:
 			j.Orphan.Holder = v
-		case "oe":
+		case keys.FieldOrphanExpired:
 			j.Orphan.ExpiredAt = ms(v)
-		case "on":
+		case keys.FieldOrphanCount:
 			j.Orphan.Count = int(num(v))
-		case "pa":
+		case keys.FieldParent:
 			j.Parent = v
-		case "pt":
+		case keys.FieldProgress:
 			j.Progress = ms(v)
-		case "cs":
+		case keys.FieldCurrentStep:
 			j.CurrentStep = v
-		case "ws":
+		case keys.FieldWaitStep:
 			j.WaitingFor = v
-		case "wc":
+		case keys.FieldWaitCount:
 			j.WaitingCount = int(num(v))
-		case "dn":
+		case keys.FieldRedrives:
 			j.Redrives = int(num(v))
-		case "dt":
+		case keys.FieldRedrivenAt:
 			j.RedrivenAt = ms(v)
-		case "df":
+		case keys.FieldRedrivenFrom:
 			j.RedrivenFrom = v
-		case "xd":
+		case keys.FieldDeadEffects:
 			j.DeadEffects = int(num(v))
-		case "qb":
+		case keys.FieldHeldBy:
 			j.HeldBy = v
-		case "qf":
+		case keys.FieldHoldFingerprint:
 			// the fingerprint of the quarantine hold: the scripts' business
 		default:
-			if n, ok := chunkIndex(k, 'p'); ok {
+			if n, ok := chunkIndex(k, keys.FieldPayload); ok {
 				payload.add(n, v)
-			} else if n, ok := chunkIndex(k, 'h'); ok {
+			} else if n, ok := chunkIndex(k, keys.FieldHeaders); ok {
 				headers.add(n, v)
 			} else if e := decodeReport(j, k, v); e != nil && err == nil {
 				err = e
@@ -195,7 +195,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		return nil, fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
 	}
 	if j.Created.IsZero() {
-		// no 'ct': the job's generated ID carries its created time
+		// no FieldCreated: the job's generated ID carries its created time
 		// (enqueue.lua, CT_SLACK)
 		j.Created, _ = keys.LocalTime(local)
 	}

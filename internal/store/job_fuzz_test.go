@@ -3,14 +3,16 @@ package store
 import (
 	"errors"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // FuzzDecodeJob: whatever a job hash holds, decoding returns a job or
 // ErrMalformed, never panics.
 func FuzzDecodeJob(f *testing.F) {
-	f.Add("k", "kind", "f", "3", "ls", "1700000000000")
-	f.Add("k", "", "a", "x", "c", "-1")
-	f.Add("p", "\x00\xff", "oe", "99999999999999999999", "to", "1")
+	f.Add(keys.FieldKind, "kind", keys.FieldFence, "3", keys.FieldLeaseStart, "1700000000000")
+	f.Add(keys.FieldKind, "", keys.FieldAttempt, "x", keys.FieldCrashAttempt, "-1")
+	f.Add(keys.FieldPayload, "\x00\xff", keys.FieldOrphanExpired, "99999999999999999999", keys.FieldTimeout, "1")
 	f.Fuzz(func(t *testing.T, k1, v1, k2, v2, k3, v3 string) {
 		j, err := decodeJob("id", []any{k1, v1, k2, v2, k3, v3})
 		if err != nil && !errors.Is(err, ErrMalformed) {

@@ -12,9 +12,14 @@ import (
 
 // listFields are the job fields a listing returns, in lua/list.lua's
 // FIELDS order.
-var listFields = []string{"s", "k", "pr", "a", "c", "ma", "ct", "rt", "ft", "xr", "er", "w", "ls", "dn", "pa", "to", "dl", "dt"}
+var listFields = []string{
+	keys.FieldState, keys.FieldKind, keys.FieldPriority, keys.FieldAttempt, keys.FieldCrashAttempt,
+	keys.FieldMaxAttempts, keys.FieldCreated, keys.FieldRunAt, keys.FieldFinished, keys.FieldReason,
+	keys.FieldLastError, keys.FieldWorker, keys.FieldLeaseStart, keys.FieldRedrives, keys.FieldParent,
+	keys.FieldTimeout, keys.FieldDeadline, keys.FieldRedrivenAt,
+}
 
-// ctField is the index of "ct" in listFields.
+// ctField is the index of keys.FieldCreated in listFields.
 const ctField = 6
 
 // ListEntry is one job of a listing page.
@@ -85,7 +90,8 @@ func decodeListed(e any) (ListEntry, error) {
 	}
 	if _, stored := v[3+ctField].(string); j.State == "available" && !stored {
 		// list.lua's key is priority*1e14 + created time, and a job whose
-		// generated ID carries its created time has no 'ct' (enqueue.lua)
+		// generated ID carries its created time has no FieldCreated
+		// (enqueue.lua)
 		key += float64(j.Created.UnixMilli())
 	}
 	return ListEntry{Job: j, Key: key, After: after}, nil

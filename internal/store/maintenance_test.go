@@ -120,8 +120,8 @@ func TestMalformedJobs(t *testing.T) {
 			}
 			must(f.rdb.Del(f.ctx, f.p.Job("string")).Err())
 			must(f.rdb.Set(f.ctx, f.p.Job("string"), "garbage", 0).Err())
-			must(f.rdb.HDel(f.ctx, f.p.Job("nokind"), "k").Err())
-			must(f.rdb.HSet(f.ctx, f.p.Job("badfence"), "f", "x").Err())
+			must(f.rdb.HDel(f.ctx, f.p.Job("nokind"), keys.FieldKind).Err())
+			must(f.rdb.HSet(f.ctx, f.p.Job("badfence"), keys.FieldFence, "x").Err())
 			res := f.claim(10, "w")
 			if len(res.Jobs) != 1 || res.Jobs[0].Local != "good" {
 				t.Fatalf("claimed %+v", res.Jobs)
@@ -131,7 +131,7 @@ func TestMalformedJobs(t *testing.T) {
 				t.Fatalf("parked (-want +got):\n%s", diff)
 			}
 			for _, id := range []string{"string", "badfence"} {
-				if s, _ := f.rdb.HGet(f.ctx, f.p.Job(id), "s").Result(); store.StateName(s) != "archived" {
+				if s, _ := f.rdb.HGet(f.ctx, f.p.Job(id), keys.FieldState).Result(); store.StateName(s) != "archived" {
 					t.Fatalf("%s state %q", id, s)
 				}
 			}

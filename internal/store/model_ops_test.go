@@ -389,7 +389,7 @@ func (r *modelRun) opClaim() {
 	if err != nil {
 		// Did it run? The jobs it leased are running under its nonce.
 		for _, j := range avail {
-			v, herr := r.direct.HMGet(r.ctx, r.p.Job(j.id), "s", "l", "f").Result()
+			v, herr := r.direct.HMGet(r.ctx, r.p.Job(j.id), keys.FieldState, keys.FieldLeaseID, keys.FieldFence).Result()
 			if herr != nil {
 				r.fail("claim: reading %s: %v", j.id, herr)
 			}

@@ -532,7 +532,8 @@ func (r *modelRun) diff(m *model, full bool) []string {
 		stats = pl.HGetAll(ctx, r.p.Stats())
 		pm = pl.Get(ctx, r.p.Priorities())
 		for i, id := range ids {
-			jcmds[i] = pl.HMGet(ctx, r.p.Job(id), "s", "a", "c", "f", "l", "pr", "ma", "k")
+			jcmds[i] = pl.HMGet(ctx, r.p.Job(id), keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence,
+				keys.FieldLeaseID, keys.FieldPriority, keys.FieldMaxAttempts, keys.FieldKind)
 			scmds[i] = pl.HGetAll(ctx, r.p.Steps(id))
 		}
 		for i, id := range gone {

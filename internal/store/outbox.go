@@ -226,13 +226,7 @@ func (s *Store) ReviveEffects(ctx context.Context, p keys.Partition, ids []strin
 	}
 	out := make([]error, len(ids))
 	for i, r := range res {
-		switch r {
-		case "ok":
-		case "empty":
-			out[i] = fmt.Errorf("%w: %s holds no effect to relay (a notification, or an unreadable entry)", ErrNoDeadEffect, ids[i])
-		default:
-			out[i] = fmt.Errorf("%w: %s", ErrNoDeadEffect, ids[i])
-		}
+		out[i] = reviveStatus(ids[i], r)
 	}
 	return out, nil
 }
@@ -301,8 +295,5 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 	if err != nil {
 		return err
 	}
-	if msg, failed := strings.CutPrefix(res, "error: "); failed {
-		return &sluicetype.EffectError{Msg: fmt.Sprintf("%s %s: %s", e.Op, e.Key, msg)}
-	}
-	return nil
+	return relayStatus(e.Op, e.Key, res)
 }

@@ -43,8 +43,8 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 	for k, v := range m {
 		flat = append(flat, k, v)
 	}
-	if b, err := body.Result(); err == nil && m["pb"] != "" {
-		flat = append(flat, "p", b) // the payload has a key of its own
+	if b, err := body.Result(); err == nil && m[keys.FieldPayloadBody] != "" {
+		flat = append(flat, keys.FieldPayload, b) // the payload has a key of its own
 	}
 	j, err := decodeJob(ref.Local, flat)
 	if err != nil {

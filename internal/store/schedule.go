@@ -15,7 +15,8 @@ import (
 )
 
 // ErrNoSchedule: no schedule of this name is known in Redis (no scheduler
-// has run it yet). The schedule script's 'missing' status maps to it here.
+// has run it yet). The schedule script's 'missing' status maps to it
+// (status.go).
 var ErrNoSchedule = sluicetype.ErrScheduleNotFound
 
 // ScheduleDef is what a scheduler publishes about a schedule, for
@@ -48,14 +49,6 @@ type ScheduleSync struct {
 	// in time; they are now this caller's to enqueue (again) and Ack.
 	Abandoned []time.Time
 }
-
-// Claim statuses.
-const (
-	Claimed      = "ok"     // last moved: the ticks are the caller's to enqueue and Ack
-	ClaimMoved   = "moved"  // another scheduler moved last first
-	ClaimPaused  = "paused" // the schedule is paused
-	claimMissing = "missing"
-)
 
 func (s *Store) sched() keys.Schedules { return keys.Schedules{NS: s.cfg.NS} }
 
@@ -91,15 +84,13 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 	if err != nil {
 		return ScheduleSync{}, err
 	}
-	l, ok := v.([]any)
-	if ok && len(l) == 2 && l[0] == claimMissing {
-		return ScheduleSync{}, fmt.Errorf("%w: %q", ErrNoSchedule, name)
-	}
-	if !ok || len(l) < 4 || l[0] != Claimed {
-		return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
+	l, err := scheduleSync(name, v)
+	if err != nil {
+		return ScheduleSync{}, err
 	}
 	n := make([]int64, len(l)-1)
 	for i, e := range l[1:] {
+		var ok bool
 		if n[i], ok = e.(int64); !ok {
 			return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
 		}
@@ -124,13 +115,7 @@ func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Tim
 	if err != nil {
 		return "", err
 	}
-	switch v {
-	case Claimed, ClaimMoved, ClaimPaused:
-		return v.(string), nil
-	case claimMissing:
-		return "", fmt.Errorf("%w: %q", ErrNoSchedule, name)
-	}
-	return "", fmt.Errorf("%w: schedule claim answered %v", ErrMalformed, v)
+	return scheduleClaim(name, v)
 }
 
 // AckTicks confirms that claimed ticks are enqueued.
@@ -157,15 +142,10 @@ func (s *Store) ResumeSchedule(ctx context.Context, name string) error {
 
 func (s *Store) simpleSchedule(ctx context.Context, name, op string) error {
 	v, err := s.runSchedule(ctx, name, op)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case v == claimMissing:
-		return fmt.Errorf("%w: %q", ErrNoSchedule, name)
-	case v != Claimed:
-		return fmt.Errorf("%w: schedule %s answered %v", ErrMalformed, op, v)
 	}
-	return nil
+	return scheduleDone(name, op, v)
 }
 
 // Schedules reads every published schedule, sorted by name.

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -38,7 +39,7 @@ func TestStateStoredAsCode(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"available", "scheduled", "running", "retryable", "completed", "archived", "quarantined", "cancelled"} {
-				raw, err := f.rdb.HGet(f.ctx, f.p.Job(want), "s").Result()
+				raw, err := f.rdb.HGet(f.ctx, f.p.Job(want), keys.FieldState).Result()
 				if err != nil {
 					t.Fatalf("%s: %v", want, err)
 				}
@@ -53,7 +54,7 @@ func TestStateStoredAsCode(t *testing.T) {
 			// a job written before codes, with its state by name; at
 			// priority 9 it is claimed before the available one
 			f.enqueue(store.NewJob{Local: "old", Priority: 9})
-			if err := f.rdb.HSet(f.ctx, f.p.Job("old"), "s", "available").Err(); err != nil {
+			if err := f.rdb.HSet(f.ctx, f.p.Job("old"), keys.FieldState, "available").Err(); err != nil {
 				t.Fatal(err)
 			}
 			if j, _ := f.get("old"); j.State != "available" {

@@ -82,21 +82,7 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 			out[i].Err = fmt.Errorf("%w: step reply %v", ErrMalformed, e)
 			continue
 		}
-		status, _ := pair[0].(string)
-		switch status {
-		case "ok":
-			n, _ := pair[1].(int64)
-			out[i].Outboxed = int(n)
-		case "stale":
-			out[i].Err = ErrStale
-		case "exists":
-			out[i].Err = ErrStepDone
-		case "effect_error":
-			msg, _ := pair[1].(string)
-			out[i].Err = &sluicetype.EffectError{Msg: msg}
-		default:
-			out[i].Err = fmt.Errorf("%w: step status %q", ErrMalformed, status)
-		}
+		out[i] = checkpointResult(pair)
 	}
 	return out
 }

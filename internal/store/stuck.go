@@ -64,17 +64,17 @@ func cut(s string, n int) string {
 	return s
 }
 
-// decodeReport reads the job fields of stuck evidence ('z*') and progress
-// reports ('g*'); other fields are ignored.
+// decodeReport reads the job fields of stuck evidence (keys.FieldStuck*)
+// and progress reports (keys.FieldTrack*); other fields are ignored.
 func decodeReport(j *Job, k, v string) error {
 	var (
 		n   int64
 		err error
 	)
 	switch k {
-	case "zf", "zs", "zd", "gf", "gt":
+	case keys.FieldStuckFence, keys.FieldStuckSince, keys.FieldStuckAt, keys.FieldTrackFence, keys.FieldTrackAt:
 		n, err = strconv.ParseInt(v, 10, 64)
-	case "gp":
+	case keys.FieldTrackPercent:
 		var f float64
 		f, err = strconv.ParseFloat(v, 64)
 		j.tracking().Percent = f
@@ -83,29 +83,29 @@ func decodeReport(j *Job, k, v string) error {
 		return fmt.Errorf("%w: job %s: field %s is not a number: %q", ErrMalformed, j.Local, k, v)
 	}
 	switch k {
-	case "zc":
+	case keys.FieldStuckCase:
 		j.stuck().Case = v
-	case "zl":
+	case keys.FieldStuckLeaseID:
 		j.stuck().LeaseID = v
-	case "zf":
+	case keys.FieldStuckFence:
 		j.stuck().Fence = n
-	case "zw":
+	case keys.FieldStuckWhy:
 		j.stuck().Why = v
-	case "zs":
+	case keys.FieldStuckSince:
 		j.stuck().Since = timeOrZero(n)
-	case "zd":
+	case keys.FieldStuckAt:
 		j.stuck().At = time.UnixMilli(n)
-	case "zp":
+	case keys.FieldStuckStep:
 		j.stuck().Step = v
-	case "zk":
+	case keys.FieldStuckCursor:
 		j.stuck().Cursor = v
-	case "zt":
+	case keys.FieldStuckStack:
 		j.stuck().Stack = v
-	case "gs":
+	case keys.FieldTrackState:
 		j.tracking().State = v
-	case "gt":
+	case keys.FieldTrackAt:
 		j.tracking().At = time.UnixMilli(n)
-	case "gf":
+	case keys.FieldTrackFence:
 		j.tracking().Fence = n
 	}
 	return nil

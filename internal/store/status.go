@@ -1,0 +1,244 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// Statuses are what scripts answer besides job states, data and counts.
+// Each is named once in Lua (STATUS, lua/lib_names.lua) and once here,
+// and this file alone maps them to what callers see
+// (TestLuaStatusesAgree checks that the two lists agree):
+//
+//	status         script               result or error
+//	"ok"           cancel, delete       the job's previous state
+//	               redrive ids          nil
+//	               step                 CheckpointResult{Outboxed: n}
+//	               deadfx revive        nil
+//	               schedule             Claimed (claim), nil (sync, ack, pause, resume)
+//	"missing"      cancel, delete,      ErrNotFound
+//	               redrive ids
+//	               deadfx revive        ErrNoDeadEffect
+//	               schedule             ErrNoSchedule
+//	""             renew                Lost.State "": the job is gone
+//	               reroute              ErrNotFound
+//	"stale"        ack                  AckResult.Err ErrStale
+//	               step                 ErrStale
+//	"new"          enqueue              Added
+//	"exists"       enqueue              Duplicate
+//	               step                 ErrStepDone
+//	"conflict"     enqueue              Conflicted, ErrConflict
+//	"taken"        enqueue              taken: Enqueue retries with a new ID
+//	"unique " id   enqueue              Held, Existing id
+//	"held " id     enqueue              Added, HeldBy id
+//	"final"        cancel               *sluicetype.StateError (ErrWrongState)
+//	"running"      delete               *sluicetype.StateError (ErrWrongState)
+//	a state        redrive ids          *sluicetype.StateError (ErrWrongState)
+//	"effect_error" step                 *sluicetype.EffectError
+//	"empty"        deadfx revive        ErrNoDeadEffect
+//	"applied"      relay                nil
+//	"duplicate"    relay                nil
+//	"error: " msg  relay                *sluicetype.EffectError
+//	"moved"        schedule claim       ClaimMoved
+//	"paused"       schedule claim       ClaimPaused
+//	-1             claim (next due)     ClaimResult.Dry, no NextDue
+//	-2             claim (next due)     not Dry: it leased all it was asked for
+//	-3             claim (next due)     ClaimResult.Dry and HeldSuspects
+//
+// Other answers are job states (ack: the new state; renew: the current
+// one) or data.
+const (
+	statusOK           = "ok"
+	statusMissing      = "missing"
+	statusNone         = ""
+	statusStale        = "stale"
+	statusNew          = "new"
+	statusExists       = "exists"
+	statusConflict     = "conflict"
+	statusTaken        = "taken"
+	statusUnique       = "unique " // followed by the holder's ID
+	statusHeld         = "held "   // followed by the quarantined job's ID
+	statusFinal        = "final"
+	statusRunning      = "running"
+	statusEffectError  = "effect_error"
+	statusEmpty        = "empty"
+	statusApplied      = "applied"
+	statusDuplicate    = "duplicate"
+	statusError        = "error: " // followed by why the effect cannot apply
+	statusMoved        = "moved"
+	statusPaused       = "paused"
+	statusNoDue        = -1
+	statusClaimedAll   = -2
+	statusHeldSuspects = -3
+)
+
+// EnqueueStatus says what an enqueue did with one job.
+type EnqueueStatus int
+
+// What an enqueue did.
+const (
+	Added      EnqueueStatus = iota // the job was added
+	Duplicate                       // the same job (ID, kind, payload) already exists: no-op
+	Conflicted                      // the ID is taken by a different job
+	Held                            // another job holds the unique key: nothing added
+	// taken: the job's generated ID was another job's; Enqueue retries it
+	// with a new one and never returns this status.
+	taken
+)
+
+// Claim statuses of a schedule (ClaimTicks).
+const (
+	Claimed      = statusOK     // last moved: the ticks are the caller's to enqueue and Ack
+	ClaimMoved   = statusMoved  // another scheduler moved last first
+	ClaimPaused  = statusPaused // the schedule is paused
+	claimMissing = statusMissing
+)
+
+// enqueueResult maps enqueue.lua's status for one job.
+func enqueueResult(s string) (EnqueueResult, error) {
+	switch s {
+	case statusNew:
+		return EnqueueResult{Status: Added}, nil
+	case statusExists:
+		return EnqueueResult{Status: Duplicate}, nil
+	case statusConflict:
+		return EnqueueResult{Status: Conflicted, Err: ErrConflict}, nil
+	case statusTaken:
+		return EnqueueResult{Status: taken}, nil
+	}
+	if q, ok := strings.CutPrefix(s, statusHeld); ok {
+		return EnqueueResult{Status: Added, HeldBy: q}, nil
+	}
+	if holder, ok := strings.CutPrefix(s, statusUnique); ok {
+		return EnqueueResult{Status: Held, Existing: holder}, nil
+	}
+	return EnqueueResult{}, errors.New("sluice: unexpected enqueue status " + s)
+}
+
+// ackState maps an ack script answer to the job's new state or ErrStale.
+func ackState(s string) (string, error) {
+	if s == statusStale {
+		return "", ErrStale
+	}
+	return s, nil
+}
+
+// adminStatus maps an operator script's { status, state } answer for the
+// job local to its previous state or an error.
+func adminStatus(op, local, status, state string) (string, error) {
+	switch status {
+	case statusOK:
+		return state, nil
+	case statusMissing:
+		return "", ErrNotFound
+	}
+	// statusFinal, statusRunning, or (redrive) the job's state
+	return "", &sluicetype.StateError{ID: local, Op: op, State: state}
+}
+
+// redriveStatus maps redrive.lua's answer for the job local ('ids' mode):
+// statusOK, statusMissing, or the job's state.
+func redriveStatus(op, local, status string) error {
+	if status == statusOK {
+		return nil
+	}
+	_, err := adminStatus(op, local, status, status)
+	return err
+}
+
+// rerouteState maps reroute.lua's answer: the job's state, or statusNone.
+func rerouteState(state string) (string, error) {
+	if state == statusNone {
+		return "", ErrNotFound
+	}
+	return state, nil
+}
+
+// checkpointResult maps step.lua's { status, detail } for one checkpoint.
+func checkpointResult(pair []any) CheckpointResult {
+	status, _ := pair[0].(string)
+	switch status {
+	case statusOK:
+		n, _ := pair[1].(int64)
+		return CheckpointResult{Outboxed: int(n)}
+	case statusStale:
+		return CheckpointResult{Err: ErrStale}
+	case statusExists:
+		return CheckpointResult{Err: ErrStepDone}
+	case statusEffectError:
+		msg, _ := pair[1].(string)
+		return CheckpointResult{Err: &sluicetype.EffectError{Msg: msg}}
+	}
+	return CheckpointResult{Err: fmt.Errorf("%w: step status %q", ErrMalformed, status)}
+}
+
+// reviveStatus maps deadfx.lua's 'revive' answer for the dead entry id.
+func reviveStatus(id, status string) error {
+	switch status {
+	case statusOK:
+		return nil
+	case statusEmpty:
+		return fmt.Errorf("%w: %s holds no effect to relay (a notification, or an unreadable entry)", ErrNoDeadEffect, id)
+	}
+	return fmt.Errorf("%w: %s", ErrNoDeadEffect, id) // statusMissing
+}
+
+// relayStatus maps relay.lua's answer for the effect op on key:
+// statusApplied and statusDuplicate are done, statusError never applies.
+func relayStatus(op, key, status string) error {
+	if msg, failed := strings.CutPrefix(status, statusError); failed {
+		return &sluicetype.EffectError{Msg: fmt.Sprintf("%s %s: %s", op, key, msg)}
+	}
+	return nil
+}
+
+// claimDue maps the next-due entry of claim.lua's answer.
+func claimDue(nd int64) (dry, heldSuspects bool, next time.Time) {
+	switch nd {
+	case statusClaimedAll:
+		return false, false, time.Time{}
+	case statusHeldSuspects:
+		return true, true, time.Time{}
+	}
+	return true, false, timeOrZero(nd) // statusNoDue reads as no time
+}
+
+// scheduleSync checks schedule.lua's 'sync' answer for the schedule name
+// and returns it as a list.
+func scheduleSync(name string, v any) ([]any, error) {
+	l, ok := v.([]any)
+	if ok && len(l) == 2 && l[0] == claimMissing {
+		return nil, fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	if !ok || len(l) < 4 || l[0] != Claimed {
+		return nil, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
+	}
+	return l, nil
+}
+
+// scheduleClaim maps schedule.lua's 'claim' answer for the schedule name.
+func scheduleClaim(name string, v any) (string, error) {
+	switch v {
+	case Claimed, ClaimMoved, ClaimPaused:
+		return v.(string), nil
+	case claimMissing:
+		return "", fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	}
+	return "", fmt.Errorf("%w: schedule claim answered %v", ErrMalformed, v)
+}
+
+// scheduleDone maps schedule.lua's answer to op, which is statusOK or
+// statusMissing.
+func scheduleDone(name, op string, v any) error {
+	switch {
+	case v == claimMissing:
+		return fmt.Errorf("%w: %q", ErrNoSchedule, name)
+	case v != Claimed:
+		return fmt.Errorf("%w: schedule %s answered %v", ErrMalformed, op, v)
+	}
+	return nil
+}
