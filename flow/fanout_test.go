@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -112,12 +113,12 @@ func TestFanOut(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Concurrency 1: the parent must give up its slot while it waits.
-				startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 1})
+				w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 1}, nil)
 				res, err := c.Enqueue(context.Background(), tc.args)
 				if err != nil {
 					t.Fatal(err)
 				}
-				info := waitState(t, c, res.ID, flow.StateCompleted)
+				info := testkit.WaitState(t, c, w.Sig, res.ID, flow.StateCompleted)
 				var got string
 				if err := info.DecodeResult(&got); err != nil || got != tc.want {
 					t.Fatalf("parent result %q (%v), want %q", got, err, tc.want)

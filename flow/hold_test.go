@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -41,13 +42,13 @@ func TestQuarantineHoldThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, CrashLimit: 1})
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, CrashLimit: 1}, nil)
 	ctx := context.Background()
 	first, err := c.Enqueue(ctx, poisonPill{Batch: "bad"}, flow.WithQuarantineHold())
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, first.ID, flow.StateQuarantined)
+	testkit.WaitState(t, c, w.Sig, first.ID, flow.StateQuarantined)
 
 	copied, err := c.Enqueue(ctx, poisonPill{Batch: "bad"}, flow.WithQuarantineHold())
 	if err != nil || copied.HeldBy != first.ID || copied.Duplicate {
@@ -60,7 +61,7 @@ func TestQuarantineHoldThroughClient(t *testing.T) {
 	if err != nil || other.HeldBy != "" {
 		t.Fatalf("other: %+v %v", other, err)
 	}
-	waitState(t, c, other.ID, flow.StateCompleted)
+	testkit.WaitState(t, c, w.Sig, other.ID, flow.StateCompleted)
 	if info, err := c.Job(ctx, copied.ID); err != nil || info.State != flow.StateScheduled || info.HeldBy != first.ID {
 		t.Fatalf("copy: %+v %v, want scheduled, held by %s", info, err, first.ID)
 	}
@@ -68,7 +69,7 @@ func TestQuarantineHoldThroughClient(t *testing.T) {
 	if _, err := admin.New(c).Release(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, c, copied.ID, flow.StateQuarantined) // it ran, and crashed like the first
+	testkit.WaitState(t, c, w.Sig, copied.ID, flow.StateQuarantined) // it ran, and crashed like the first
 	if runs.Load() < before+2 {
 		t.Fatalf("%d runs after the release, want the released job's and its copy's", runs.Load()-before)
 	}

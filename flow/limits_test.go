@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -34,7 +35,6 @@ func TestConcurrencyCeilingFleet(t *testing.T) {
 	var mu sync.Mutex
 	running, peak := map[string]int{}, map[string]int{}
 	release := make(chan struct{})
-	var done atomic.Int64
 	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[tenantJob]) error {
 		mu.Lock()
 		running[job.Args.Tenant]++
@@ -44,7 +44,6 @@ func TestConcurrencyCeilingFleet(t *testing.T) {
 		mu.Lock()
 		running[job.Args.Tenant]--
 		mu.Unlock()
-		done.Add(1)
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -59,15 +58,16 @@ func TestConcurrencyCeilingFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 50 {
-		startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Concurrency: 2})
+		testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Concurrency: 2}, nil)
 	}
 	ccKey := "{" + ns + ":default:0}:cc"
-	deadline := time.Now().Add(20 * time.Second)
-	for done.Load() < 60 {
-		// Let a few jobs finish at a time while sampling the counters.
+	for i := range 60 {
+		// Let one job finish at a time (a running handler takes the
+		// release) and sample the counters in between.
 		select {
 		case release <- struct{}{}:
-		case <-time.After(time.Millisecond):
+		case <-time.After(testkit.Timeout):
+			t.Fatalf("only %d of 60 jobs done: none runs", i)
 		}
 		counts, err := rdb.HGetAll(context.Background(), ccKey).Result()
 		if err != nil {
@@ -77,9 +77,6 @@ func TestConcurrencyCeilingFleet(t *testing.T) {
 			if n > "3" {
 				t.Fatalf("Redis counts %s running for %s", n, tenant)
 			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of 60 jobs done", done.Load())
 		}
 	}
 	mu.Lock()
@@ -105,9 +102,10 @@ func TestRateClassDoesNotBlockOthers(t *testing.T) {
 	t.Parallel()
 	rdb := realRedis(t)
 	reg := flow.NewRegistry()
-	var mails, pings atomic.Int64
+	var mails atomic.Int64
+	pinged := make(chan struct{}, 200)
 	_ = flow.Register(reg, func(context.Context, *flow.Job[mailJob]) error { mails.Add(1); return nil })
-	_ = flow.Register(reg, func(context.Context, *flow.Job[pingJob]) error { pings.Add(1); return nil })
+	_ = flow.Register(reg, func(context.Context, *flow.Job[pingJob]) error { pinged <- struct{}{}; return nil })
 	c, ns := newClient(t, rdb, reg)
 	var items []flow.Item
 	for i := range 500 {
@@ -120,12 +118,10 @@ func TestRateClassDoesNotBlockOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
-	for pings.Load() < 200 {
-		if time.Since(start) > 5*time.Second {
-			t.Fatalf("unlimited jobs held up: %d of 200 done", pings.Load())
-		}
-		time.Sleep(5 * time.Millisecond)
+	testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
+	// Held up behind the mails, the pings would wait 100 s (500 at 5/s).
+	for i := range 200 {
+		testkit.Recv(t, pinged, fmt.Sprintf("unlimited job %d of 200 (held up behind the rate-limited ones?)", i+1))
 	}
 	// 5 per second with a burst of 5: at most 5 + 5*elapsed have started.
 	if m := mails.Load(); float64(m) > 5+5*time.Since(start).Seconds()+1 {
@@ -161,9 +157,11 @@ func TestRateClassFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 3 {
-		startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+		testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
 	}
-	time.Sleep(window) // the measurement itself: jobs start at the class's rate meanwhile
+	// Not a wait but the measurement itself: jobs start at the class's
+	// rate meanwhile, in real time (the rate limit is in store time).
+	time.Sleep(window)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(starts) == 0 {
@@ -225,11 +223,12 @@ func TestWeightedQueues(t *testing.T) {
 	if _, err := c.EnqueueMany(context.Background(), items...); err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: weights, Concurrency: 4, ClaimBatch: 4})
-	redistest.Eventually(t, "1,000 jobs served", func() bool {
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: weights, Concurrency: 4, ClaimBatch: 4}, nil)
+	// A handler counts before its job is settled.
+	testkit.Until(t, &w.Sig.Settled, nil, "1,000 jobs served", func() (bool, string) {
 		mu.Lock()
 		defer mu.Unlock()
-		return total >= 1000
+		return total >= 1000, fmt.Sprint(total)
 	})
 	mu.Lock()
 	defer mu.Unlock()

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -77,8 +79,9 @@ func TestPartitionKeyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			sig := testsignal.NewWorker() // of every worker
 			for range tc.workers {
-				startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: tc.conc})
+				testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: tc.conc}, sig)
 			}
 			partOfKey := map[string]string{}
 			var ids []string
@@ -109,7 +112,7 @@ func TestPartitionKeyOrder(t *testing.T) {
 				t.Fatalf("%d keys used only partitions %v of %d", nKeys, used, nParts)
 			}
 			for _, id := range ids {
-				waitState(t, c, id, flow.StateCompleted)
+				testkit.WaitState(t, c, sig, id, flow.StateCompleted)
 			}
 			want := make([]int, perKey)
 			for i := range want {

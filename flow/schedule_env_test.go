@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -71,7 +72,7 @@ func (e *schedEnv) client() *flow.Client {
 // newScheduler returns a scheduler of its own client with the schedules.
 func (e *schedEnv) newScheduler(scheds ...flow.Schedule) *flow.Scheduler {
 	e.t.Helper()
-	s, err := flow.NewScheduler(e.client(), flow.SchedulerOptions{Logger: quiet})
+	s, err := flow.NewScheduler(e.client(), flow.SchedulerOptions{Logger: testkit.Quiet})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -37,20 +39,12 @@ func TestScheduleFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.reg = reg
+	sig := testsignal.NewWorker() // of the three workers
 	for range 3 {
 		s := e.newScheduler(flow.Schedule{Name: "minutely", Cron: "* * * * *", Args: report{Team: "ops"}})
-		startWorker(t, e.rdb, reg, runtime.Options{
+		testkit.StartWorker(t, e.rdb, reg, runtime.Options{
 			Namespace: e.ns, Clock: e.clk, Periodic: s, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
-		})
-	}
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(ran)
-	}
-	completed := func() int {
-		n, _ := e.rdb.HGet(context.Background(), keys.Partition{NS: e.ns, Queue: "default"}.Stats(), flow.StateCompleted).Int()
-		return n
+		}, sig)
 	}
 	e.wait("minutely", 3)
 	for m := 1; m <= 60; m++ {
@@ -60,10 +54,7 @@ func TestScheduleFleet(t *testing.T) {
 		// running when the clock next moves a minute is past its 30 s
 		// lease, and the maintenance pass at minute 60 would reap it and
 		// run it again.
-		deadline := time.Now().Add(20 * time.Second)
-		for (count() < m || completed() < m) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.State == flow.StateCompleted })
 	}
 	want := map[string]int{}
 	for _, id := range tickIDs("minutely", minutes(seq(1, 60)...)...) {
@@ -75,16 +66,9 @@ func TestScheduleFleet(t *testing.T) {
 		t.Fatalf("jobs run (-want +got):\n%s", diff)
 	}
 	// Every job is acked: 60 completed, nothing else.
-	var stats map[string]string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		var err error
-		stats, err = e.rdb.HGetAll(context.Background(), keys.Partition{NS: e.ns, Queue: "default"}.Stats()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stats[flow.StateCompleted] == "60" {
-			break
-		}
+	stats, err := e.rdb.HGetAll(context.Background(), keys.Partition{NS: e.ns, Queue: "default"}.Stats()).Result()
+	if err != nil {
+		t.Fatal(err)
 	}
 	for state, n := range stats {
 		if want := map[bool]string{true: "60", false: "0"}[state == flow.StateCompleted]; n != want {

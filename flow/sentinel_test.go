@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -76,7 +77,7 @@ func TestConnectSentinel(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, ns := newClient(t, rdb, reg)
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
 	enqueue := func(prefix string) []string {
 		t.Helper()
 		var ids []string
@@ -88,7 +89,7 @@ func TestConnectSentinel(t *testing.T) {
 			ids = append(ids, res.ID)
 		}
 		for _, id := range ids {
-			waitState(t, c, id, flow.StateCompleted)
+			testkit.WaitState(t, c, w.Sig, id, flow.StateCompleted)
 		}
 		return ids
 	}
@@ -105,6 +106,7 @@ func TestConnectSentinel(t *testing.T) {
 	if err := sen.Failover(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// Polled: Sentinel and go-redis switch over on their own time.
 	redistest.Eventually(t, "the client to follow the new master", onMaster)
 	after := enqueue("after-")
 	for _, id := range append(before, after...) {

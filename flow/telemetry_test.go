@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
@@ -30,6 +33,7 @@ type tracing struct {
 	tp     *sdktrace.TracerProvider
 	client *flow.Client
 	ns     string
+	sig    *testsignal.Worker // its worker's
 }
 
 func newTracing(t *testing.T, reg *flow.Registry) *tracing {
@@ -43,33 +47,29 @@ func newTracing(t *testing.T, reg *flow.Registry) *tracing {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, rdb, reg, runtime.Options{
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{
 		Namespace: ns, TracerProvider: tp, Backoff: func(int) time.Duration { return 0 },
 		MaintenanceInterval: 10 * time.Millisecond,
-	})
-	return &tracing{rec: rec, tp: tp, client: c, ns: ns}
+	}, nil)
+	return &tracing{rec: rec, tp: tp, client: c, ns: ns, sig: w.Sig}
 }
 
 // spans waits until n ended spans are named name and returns them, oldest
-// first.
+// first. It checks after each attempt the worker settles: an attempt's
+// span, and those of the enqueues and steps it made, end before.
 func (tr *tracing) spans(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var got []sdktrace.ReadOnlySpan
+	var got []sdktrace.ReadOnlySpan
+	testkit.Until(t, &tr.sig.Settled, nil, fmt.Sprintf("%d ended spans named %q", n, name), func() (bool, string) {
+		got = got[:0]
 		for _, s := range tr.rec.Ended() {
 			if s.Name() == name {
 				got = append(got, s)
 			}
 		}
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d ended spans named %q, want %d", len(got), name, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(got) >= n, fmt.Sprint(len(got))
+	})
+	return got
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[string]any {
@@ -131,7 +131,7 @@ func TestTracing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, tr.client, res.ID, flow.StateCompleted)
+	testkit.WaitState(t, tr.client, tr.sig, res.ID, flow.StateCompleted)
 
 	enq := tr.spans(t, "sluice.enqueue traced", 1)[0]
 	if enq.SpanKind() != trace.SpanKindProducer {
@@ -188,7 +188,7 @@ func TestTracingFanOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitState(t, tr.client, res.ID, flow.StateCompleted)
+	testkit.WaitState(t, tr.client, tr.sig, res.ID, flow.StateCompleted)
 	spawn := tr.spans(t, "sluice.step spawn", 1)[0]
 	kids := tr.spans(t, "sluice.attempt child", 3)
 	for _, k := range kids {

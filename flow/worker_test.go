@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -39,12 +40,12 @@ func TestResultsAndHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, ns := newClient(t, rdb, reg)
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
 	res, err := c.Enqueue(context.Background(), square{N: 12}, flow.WithHeaders(map[string]string{"tenant": "acme"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := waitState(t, c, res.ID, flow.StateCompleted)
+	info := testkit.WaitState(t, c, w.Sig, res.ID, flow.StateCompleted)
 	var got int
 	if err := info.DecodeResult(&got); err != nil || got != 144 {
 		t.Fatalf("result %d, %v", got, err)
@@ -82,12 +83,12 @@ func TestHandlerOutcomes(t *testing.T) {
 				t.Fatal(err)
 			}
 			c, ns := newClient(t, rdb, reg)
-			startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Backoff: func(int) time.Duration { return time.Hour }})
+			w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Backoff: func(int) time.Duration { return time.Hour }}, nil)
 			res, err := c.Enqueue(context.Background(), email{To: "x"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			info := waitState(t, c, res.ID, tc.state)
+			info := testkit.WaitState(t, c, w.Sig, res.ID, tc.state)
 			if info.Reason != tc.reason || info.Attempt != tc.attempt || info.CrashAttempt != 0 {
 				t.Fatalf("job %+v", info)
 			}
@@ -106,7 +107,7 @@ func TestParkedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, ns := newClient(t, rdb, nil) // no registry: any valid kind is accepted
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns})
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
 	unknown, err := c.Enqueue(context.Background(), square{N: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestParkedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for id, reason := range map[string]string{unknown.ID: "unknown_kind", garbled.ID: "malformed_payload"} {
-		info := waitState(t, c, id, flow.StateArchived)
+		info := testkit.WaitState(t, c, w.Sig, id, flow.StateArchived)
 		if info.Reason != reason || info.Attempt != 0 || info.CrashAttempt != 0 {
 			t.Fatalf("job %s: %+v", id, info)
 		}
@@ -140,7 +141,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Queues: map[string]int{"default": 1, "mail": 1}})
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Queues: map[string]int{"default": 1, "mail": 1}}, nil)
 	var items []flow.Item
 	for i := range 60 {
 		q := "default"
@@ -154,7 +155,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		waitState(t, c, r.ID, flow.StateCompleted)
+		testkit.WaitState(t, c, w.Sig, r.ID, flow.StateCompleted)
 	}
 	if ran.Load() != 60 {
 		t.Fatalf("ran %d jobs, want 60", ran.Load())

@@ -11,6 +11,8 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -18,9 +20,9 @@ import (
 // blockingHandler registers a handler that reports its job's start, waits
 // for its context to end and reports the cause; N=0 jobs return at once.
 func blockingHandler(t *testing.T) (*flow.Registry, chan string, chan error) {
-	started, causes := signal[string](), signal[error]()
+	started, causes := testkit.Chan[string](), testkit.Chan[error]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		if job.Args.N == 0 {
 			return nil
 		}
@@ -41,30 +43,33 @@ func TestOperatorCancel(t *testing.T) {
 	e := newEnv(t, nil)
 	reg, started, causes := blockingHandler(t)
 	w := e.startWorker(reg, runtime.Options{Concurrency: 1, Lease: 3 * time.Second})
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, started, "the handler to start")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the handler to start")
 	ctx := context.Background()
-	eventually(t, "the worker to list its job", func() (bool, string) {
-		ws, err := admin.New(e.client).Workers(ctx)
-		if err != nil || len(ws) != 1 {
-			return false, "workers: " + strconv.Itoa(len(ws))
-		}
-		return ws[0].ID == w.ID() && slices.Equal(ws[0].Jobs, []string{id}) && ws[0].Concurrency == 1, "jobs: " + ws[0].ID
-	})
-	must(t, admin.New(e.client).CancelJob(ctx, id))
-	if c := recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) || !errors.Is(c, runtime.ErrLeaseLost) {
+	// The registry lists the jobs of each renewal round's heartbeat: a
+	// round in progress when the job started may not, the next one must.
+	e.Sig.Renewed.Drain()
+	for range 2 {
+		e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() })
+	}
+	ws, err := admin.New(e.Client).Workers(ctx)
+	if err != nil || len(ws) != 1 || ws[0].ID != w.ID() || !slices.Equal(ws[0].Jobs, []string{id}) || ws[0].Concurrency != 1 {
+		t.Fatalf("workers %+v (%v), want %s running %s", ws, err, w.ID(), id)
+	}
+	testkit.Must(t, admin.New(e.Client).CancelJob(ctx, id))
+	if c := testkit.Recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) || !errors.Is(c, runtime.ErrLeaseLost) {
 		t.Fatalf("cause %v, want ErrCancelled", c)
 	}
-	next := e.enqueue(workArgs{N: 0})
-	e.waitState(next, flow.StateCompleted)
-	checkSummary(t, "cancelled job", e.job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
-	if err := admin.New(e.client).CancelJob(ctx, id); !errors.Is(err, admin.ErrWrongState) {
+	next := e.Enqueue(workArgs{N: 0})
+	e.WaitState(next, flow.StateCompleted)
+	checkSummary(t, "cancelled job", e.Job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
+	if err := admin.New(e.Client).CancelJob(ctx, id); !errors.Is(err, admin.ErrWrongState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
 	if !w.stop(nil, runtime.Options{}) {
 		t.Fatal("the worker did not stop")
 	}
-	if ws, err := admin.New(e.client).Workers(ctx); err != nil || len(ws) != 0 {
+	if ws, err := admin.New(e.Client).Workers(ctx); err != nil || len(ws) != 0 {
 		t.Fatalf("a stopped worker is still registered: %v, %v", ws, err)
 	}
 }
@@ -79,22 +84,22 @@ func TestCancelSeenAtRenewal(t *testing.T) {
 	e := newEnv(t, tc)
 	reg, started, causes := blockingHandler(t)
 	e.startWorker(reg, runtime.Options{Clock: tc, Concurrency: 1, RenewInterval: renew, IdlePoll: time.Hour})
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, started, "the handler to start")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the handler to start")
 	// cancel.lua as the store runs it, but publishing where no one listens
-	ref, _ := keys.ParseRef(e.ns, id)
+	ref, _ := keys.ParseRef(e.NS, id)
 	p := ref.Partition
-	argv := []any{strconv.FormatInt(tc.Now().UnixMilli(), 10), p.Prefix(), keys.WakeChannel(e.ns, p.Queue), p.Index,
+	argv := []any{strconv.FormatInt(tc.Now().UnixMilli(), 10), p.Prefix(), keys.WakeChannel(e.NS, p.Queue), p.Index,
 		3600000, 3600000, 3600000, 3, ref.Local, "nowhere"}
-	if err := lua.Cancel.Run(context.Background(), e.rdb, p.Script(), argv...).Err(); err != nil {
+	if err := lua.Cancel.Run(context.Background(), e.RDB, p.Script(), argv...).Err(); err != nil {
 		t.Fatal(err)
 	}
 	tc.waitTimers(t, renew, 1)
 	tc.Advance(renew)
-	if c := recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) {
+	if c := testkit.Recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) {
 		t.Fatalf("cause %v, want ErrCancelled", c)
 	}
-	checkSummary(t, "cancelled job", e.job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
+	checkSummary(t, "cancelled job", e.Job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
 }
 
 // TestPausedQueue: a paused queue runs nothing until resumed; resuming
@@ -103,22 +108,23 @@ func TestPausedQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	must(t, admin.New(e.client).PauseQueue(ctx, "default"))
+	testkit.Must(t, admin.New(e.Client).PauseQueue(ctx, "default"))
+	id := e.Enqueue(workArgs{N: 0})
 	reg, _, _ := blockingHandler(t)
-	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour})
-	id := e.enqueue(workArgs{N: 0})
-	// the worker claimed (nothing) once it is idle: its claim set the flag
-	eventually(t, "the worker to go idle", func() (bool, string) {
-		n, err := e.rdb.Exists(ctx, e.partition().Idle()).Result()
-		return err == nil && n == 1, "not idle"
-	})
-	if j := e.job(id); j.State != flow.StateAvailable {
+	w := e.startWorker(reg, runtime.Options{IdlePoll: time.Hour})
+	// Idle after a claim that found the job's partition paused: that
+	// claim set the idle flag, which makes the resume wake the worker.
+	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
+	if n, err := e.RDB.Exists(ctx, e.partition().Idle()).Result(); err != nil || n != 1 {
+		t.Fatalf("idle flag: %d (%v), want set", n, err)
+	}
+	if j := e.Job(id); j.State != flow.StateAvailable {
 		t.Fatalf("paused queue ran job: %s", j.State)
 	}
-	st, err := admin.New(e.client).QueueStats(ctx, "default", 0)
+	st, err := admin.New(e.Client).QueueStats(ctx, "default", 0)
 	if err != nil || st.Paused != 1 || st.Depth[flow.StateAvailable] != 1 {
 		t.Fatalf("stats of the paused queue: %+v, %v", st, err)
 	}
-	must(t, admin.New(e.client).ResumeQueue(ctx, "default"))
-	e.waitState(id, flow.StateCompleted)
+	testkit.Must(t, admin.New(e.Client).ResumeQueue(ctx, "default"))
+	e.WaitState(id, flow.StateCompleted)
 }

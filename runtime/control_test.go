@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -22,10 +24,10 @@ func TestExtendLease(t *testing.T) {
 	start := fakeStart()
 	clk := newTestClock(start)
 	e := newEnv(t, clk)
-	errs := signal[error]()
+	errs := testkit.Chan[error]()
 	release := make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		errs <- runtime.ExtendLease(ctx, renew)
 		errs <- runtime.ExtendLease(ctx, extended)
 		<-release
@@ -34,24 +36,24 @@ func TestExtendLease(t *testing.T) {
 	e.startWorker(reg, runtime.Options{
 		Clock: clk, Lease: lease, RenewInterval: renew, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 	})
-	id := e.enqueue(workArgs{N: 1})
-	if err := recv(t, errs, "the short extension"); !errors.Is(err, runtime.ErrInvalidArgument) {
+	id := e.Enqueue(workArgs{N: 1})
+	if err := testkit.Recv(t, errs, "the short extension"); !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Errorf("extending to the renewal interval: %v, want ErrInvalidArgument", err)
 	}
-	if err := recv(t, errs, "the extension"); err != nil {
+	if err := testkit.Recv(t, errs, "the extension"); err != nil {
 		t.Fatalf("ExtendLease: %v", err)
 	}
-	if j := e.job(id); !j.LeaseExpiry.Equal(start.Add(extended)) {
+	if j := e.Job(id); !j.LeaseExpiry.Equal(start.Add(extended)) {
 		t.Errorf("lease expires %v, want %v", j.LeaseExpiry, start.Add(extended))
 	}
 	clk.waitTimers(t, renew, 1)
 	clk.Advance(renew)
 	clk.waitTimers(t, renew, 2)
-	if j := e.job(id); !j.LeaseExpiry.Equal(start.Add(renew + extended)) {
+	if j := e.Job(id); !j.LeaseExpiry.Equal(start.Add(renew + extended)) {
 		t.Errorf("after a renewal the lease expires %v, want %v (the extended length)", j.LeaseExpiry, start.Add(renew+extended))
 	}
 	close(release)
-	e.waitState(id, flow.StateCompleted)
+	e.WaitState(id, flow.StateCompleted)
 }
 
 // takeOver starts worker B with its clock past lease, which reaps the
@@ -59,10 +61,10 @@ func TestExtendLease(t *testing.T) {
 // B runs the job under fence 2.
 func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
 	t.Helper()
-	started := signal[int64]()
+	started := testkit.Chan[int64]()
 	release := make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		started <- job.Fence
 		<-release
 		return nil
@@ -71,7 +73,7 @@ func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() { close(release) })
-	if f := recv(t, started, "B to take the job over"); f != 2 {
+	if f := testkit.Recv(t, started, "B to take the job over"); f != 2 {
 		t.Fatalf("B runs fence %d, want 2", f)
 	}
 }
@@ -93,14 +95,14 @@ func TestLeaseLost(t *testing.T) {
 			start := fakeStart()
 			clk := newTestClock(start)
 			e := newEnv(t, clk)
-			started, check := signal[int64](), make(chan struct{})
+			started, check := testkit.Chan[int64](), make(chan struct{})
 			type seen struct {
 				extend, progress, handler, tracked error
 				closed                             bool
 			}
-			saw := signal[seen]()
+			saw := testkit.Chan[seen]()
 			reg := flow.NewRegistry()
-			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+			testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 				tracked := make(chan error, 1)
 				if err := runtime.Go(ctx, func(ctx context.Context) error {
 					<-ctx.Done()
@@ -132,8 +134,8 @@ func TestLeaseLost(t *testing.T) {
 				Clock: clk, Lease: lease, RenewInterval: renew, Concurrency: 1,
 				MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 			})
-			id := e.enqueue(workArgs{N: 1})
-			recv(t, started, "A to start the job")
+			id := e.Enqueue(workArgs{N: 1})
+			testkit.Recv(t, started, "A to start the job")
 			takeOver(t, e, start, lease)
 			if via == "ExtendLease" {
 				close(check)
@@ -141,18 +143,21 @@ func TestLeaseLost(t *testing.T) {
 				clk.waitTimers(t, renew, 1)
 				clk.Advance(renew)
 			}
-			s := recv(t, saw, "A's handler to see the loss")
+			s := testkit.Recv(t, saw, "A's handler to see the loss")
 			want := seen{extend: runtime.ErrLeaseLost, progress: runtime.ErrLeaseLost, handler: runtime.ErrLeaseLost, tracked: runtime.ErrLeaseLost, closed: true}
 			if s != want {
 				t.Errorf("A's handler saw %+v, want %+v", s, want)
 			}
-			eventually(t, "A's attempt to be retired", func() (bool, string) {
-				return a.InflightCount() == 0, "still in flight"
+			if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == a.ID() }); s.State != "" || !errors.Is(s.Err, runtime.ErrLeaseLost) {
+				t.Errorf("A settled its attempt %+v, want nothing written: lease lost", s)
+			}
+			if n := a.InflightCount(); n != 0 {
+				t.Errorf("%d attempts of A still in flight after it settled its only one", n)
+			}
+			checkSummary(t, "job after A's attempt", e.Job(id), summary{
+				State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: e.Job(id).LeaseHolder, OrphanHolder: a.ID(), OrphanCount: 1,
 			})
-			checkSummary(t, "job after A's attempt", e.job(id), summary{
-				State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: e.job(id).LeaseHolder, OrphanHolder: a.ID(), OrphanCount: 1,
-			})
-			if j := e.job(id); j.Tracking != nil {
+			if j := e.Job(id); j.Tracking != nil {
 				t.Errorf("the stale attempt's progress was written: %+v", j.Tracking)
 			}
 		})

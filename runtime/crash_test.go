@@ -18,6 +18,8 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/proctest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -136,18 +138,18 @@ func (c *child) kill(t *testing.T) {
 func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	victim := e.enqueue(crashArgs{N: 0})
+	victim := e.Enqueue(crashArgs{N: 0})
 	spawned := time.Now()
-	c := startChild(t, e.ns)
+	c := startChild(t, e.NS)
 	c.waitLine(t, "claimed "+victim)
-	checkSummary(t, "victim while the child holds it", e.job(victim),
+	checkSummary(t, "victim while the child holds it", e.Job(victim),
 		summary{State: flow.StateRunning, Fence: 1, Holder: c.id})
 	c.kill(t)
 	killed := time.Now()
 
 	// Healthy work that is already waiting when the victim is reaped.
-	waiting := []string{e.enqueue(crashArgs{N: 1}), e.enqueue(crashArgs{N: 2})}
-	if got := e.job(victim).State; got != flow.StateRunning {
+	waiting := []string{e.Enqueue(crashArgs{N: 1}), e.Enqueue(crashArgs{N: 2})}
+	if got := e.Job(victim).State; got != flow.StateRunning {
 		t.Fatalf("victim is %s before any reaping, want running", got)
 	}
 
@@ -158,7 +160,7 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 		orphan  sluicetype.Orphan
 		fence   int64
 	}
-	runs := signal[run]()
+	runs := testkit.Chan[run]()
 	reg := flow.NewRegistry()
 	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[crashArgs]) error {
 		runs <- run{job.ID, job.Attempt, job.CrashAttempt, job.Orphan, job.Fence}
@@ -168,16 +170,17 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 	}
 	const maint = 2 * time.Second
 	clk := newTestClock(time.UnixMilli(time.Now().Add(childLease + time.Second).UnixMilli()))
-	e.startWorker(reg, runtime.Options{
+	w := e.startWorker(reg, runtime.Options{
 		Clock: clk, Concurrency: 1, MaintenanceInterval: maint, IdlePoll: time.Hour,
 	})
-	clk.waitTimers(t, maint, 1) // the first maintenance pass (which reaps) is done
-	clk.Advance(maint)          // and one more, for good measure
+	// the first maintenance pass (which reaps) is done
+	e.Sig.Maintained.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 1 })
+	clk.Advance(maint) // and one more, for good measure
 
 	var order []string
 	var victimRun run
 	for range 3 {
-		r := recv(t, runs, "a job to run")
+		r := testkit.Recv(t, runs, "a job to run")
 		order = append(order, r.id)
 		if r.id == victim {
 			victimRun = r
@@ -197,7 +200,7 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 		t.Errorf("reaped job's handler saw orphan %+v, want holder %s count 1", victimRun.orphan, c.id)
 	}
 
-	j := e.waitState(victim, flow.StateCompleted)
+	j := e.WaitState(victim, flow.StateCompleted)
 	checkSummary(t, "victim after completion", j, summary{
 		State: flow.StateCompleted, CrashAttempt: 1, Fence: 2, OrphanHolder: c.id, OrphanCount: 1,
 	})
@@ -210,7 +213,7 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 		t.Errorf("errors %+v, want one lease_expired naming %s", j.Errors, c.id)
 	}
 	for _, id := range waiting {
-		checkSummary(t, "waiting job "+id, e.waitState(id, flow.StateCompleted),
+		checkSummary(t, "waiting job "+id, e.WaitState(id, flow.StateCompleted),
 			summary{State: flow.StateCompleted, Fence: 1})
 	}
 }
@@ -222,19 +225,19 @@ func TestKilledProcessJobIsReapedBehindWaitingWork(t *testing.T) {
 func TestProcessKillsQuarantineAtCrashLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	id := e.enqueue(crashArgs{N: 7})
-	ref, _ := keys.ParseRef(e.ns, id)
+	id := e.Enqueue(crashArgs{N: 7})
+	ref, _ := keys.ParseRef(e.NS, id)
 	// The reaper is the worker's maintenance script run with a clock past
 	// every lease; a Worker would claim the job again at once.
-	st := store.New(e.rdb, store.Config{
-		NS: e.ns, CrashLimit: 3, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour,
+	st := store.New(e.RDB, store.Config{
+		NS: e.NS, CrashLimit: 3, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour,
 		Now: func() time.Time { return time.Now().Add(childLease + time.Second) },
 	})
 	prev := "" // the child killed in the previous round
 	for round := 1; round <= 3; round++ {
-		c := startChild(t, e.ns)
+		c := startChild(t, e.NS)
 		c.waitLine(t, "claimed "+id)
-		checkSummary(t, fmt.Sprintf("round %d: held by the child", round), e.job(id), summary{
+		checkSummary(t, fmt.Sprintf("round %d: held by the child", round), e.Job(id), summary{
 			State: flow.StateRunning, CrashAttempt: round - 1, Fence: int64(round), Holder: c.id,
 			OrphanHolder: prev, OrphanCount: round - 1,
 		})
@@ -256,9 +259,9 @@ func TestProcessKillsQuarantineAtCrashLimit(t *testing.T) {
 		if round == 3 {
 			want.Reason = "crash_limit"
 		}
-		checkSummary(t, fmt.Sprintf("round %d: after reaping", round), e.job(id), want)
+		checkSummary(t, fmt.Sprintf("round %d: after reaping", round), e.Job(id), want)
 	}
-	j := e.job(id)
+	j := e.Job(id)
 	if len(j.Errors) != 3 {
 		t.Fatalf("errors %+v, want 3", j.Errors)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // deathQueueSize bounds the deaths waiting for OnDeath; more are left to
@@ -161,8 +162,9 @@ func (w *Worker) queueDeath(it deathItem) {
 // death reports left pending in Redis (sweepDeaths), until quit; then the
 // ones still queued.
 func (w *Worker) deathLoop(run *relRun) {
-	for {
+	for sweeps := 0; ; {
 		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+		w.sig.Swept.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: sweeps})
 		select {
 		case it := <-w.rel.deaths():
 			t.Stop()
@@ -170,6 +172,7 @@ func (w *Worker) deathLoop(run *relRun) {
 			continue
 		case <-t.C():
 			w.sweepDeaths(run.ctx)
+			sweeps++
 			continue
 		case <-run.quit:
 			t.Stop()
@@ -226,6 +229,7 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 	if err := w.st.DoneDeath(ctx, it.ref.Partition, it.ref.Local, it.d.Job.Fence); err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping a delivered death report failed; it may be delivered again", "job", it.d.Job.ID, "err", err)
 	}
+	w.sig.Delivered.Signal(testsignal.Job{Worker: w.opts.WorkerID, JobID: it.d.Job.ID})
 }
 
 func (w *Worker) callOnDeath(ctx context.Context, d Death) {

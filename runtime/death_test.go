@@ -11,6 +11,8 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -83,13 +85,13 @@ func TestDeathHandlerReasons(t *testing.T) {
 			t.Parallel()
 			clk := newTestClock(fakeStart())
 			e := newEnv(t, clk)
-			started := signal[string]()
+			started := testkit.Chan[string]()
 			reg := flow.NewRegistry()
-			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+			testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 				started <- job.ID
 				return tt.work(ctx)
 			}))
-			deaths := signal[runtime.Death]()
+			deaths := testkit.Chan[runtime.Death]()
 			o := runtime.Options{
 				Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 				OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d },
@@ -99,14 +101,14 @@ func TestDeathHandlerReasons(t *testing.T) {
 			if tt.clock {
 				opts = append(opts, flow.WithDeadline(clk.Now().Add(deadline)))
 			}
-			id := e.enqueue(tt.args, opts...)
+			id := e.Enqueue(tt.args, opts...)
 			if tt.clock {
-				recv(t, started, "the handler to start")
+				testkit.Recv(t, started, "the handler to start")
 				clk.waitTimers(t, deadline, 1)
 				clk.Advance(deadline)
 			}
-			d := recv(t, deaths, "the death report")
-			j := e.job(id)
+			d := testkit.Recv(t, deaths, "the death report")
+			j := e.Job(id)
 			if j.State != flow.StateArchived {
 				t.Fatalf("death reported for a job in state %s", j.State)
 			}
@@ -125,7 +127,7 @@ func TestDeathHandlerReasons(t *testing.T) {
 			if !w.stop(clk, o) {
 				t.Fatal("worker did not stop")
 			}
-			noRecv(t, deaths, "second death report")
+			testkit.NoRecv(t, deaths, "second death report")
 		})
 	}
 }
@@ -147,11 +149,11 @@ func TestDeathNotReportedForStaleArchive(t *testing.T) {
 		deaths  chan runtime.Death
 	}
 	newRun := func() run {
-		return run{release: make(chan struct{}), started: signal[int64](), deaths: signal[runtime.Death]()}
+		return run{release: make(chan struct{}), started: testkit.Chan[int64](), deaths: testkit.Chan[runtime.Death]()}
 	}
 	worker := func(r run, clk *testClock) (*workerRun, runtime.Options) {
 		reg := flow.NewRegistry()
-		must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 			r.started <- job.Fence
 			<-r.release // ignores its context
 			return flow.Skip("by fence " + string(rune('0'+job.Fence)))
@@ -173,35 +175,31 @@ func TestDeathNotReportedForStaleArchive(t *testing.T) {
 		}
 	})
 	a, oa := worker(ra, clkA)
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, ra.started, "A to start the job")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, ra.started, "A to start the job")
 	worker(rb, newTestClock(start.Add(lease+time.Second)))
-	if f := recv(t, rb.started, "B to run the reaped job"); f != 2 {
+	if f := testkit.Recv(t, rb.started, "B to run the reaped job"); f != 2 {
 		t.Fatalf("B runs fence %d, want 2", f)
 	}
 
 	close(ra.release)
-	eventually(t, "A's skip to be rejected", func() (bool, string) {
-		rec := a.logs.find(func(r logRec) bool {
-			err, _ := r.Attrs["err"].(error)
-			return r.Attrs["job"] == id && errors.Is(err, store.ErrStale)
-		})
-		return rec != nil, "no rejection logged"
-	})
+	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == a.ID() }); !errors.Is(s.Err, store.ErrStale) {
+		t.Fatalf("A settled its skip %+v, want it rejected as stale", s)
+	}
 	if !a.stop(clkA, oa) {
 		t.Fatal("A did not stop")
 	}
-	noRecv(t, ra.deaths, "death reported by the stale attempt")
-	if j := e.job(id); j.State != flow.StateRunning || j.Fence != 2 {
+	testkit.NoRecv(t, ra.deaths, "death reported by the stale attempt")
+	if j := e.Job(id); j.State != flow.StateRunning || j.Fence != 2 {
 		t.Fatalf("after A's stale skip: %+v, want running under fence 2", summarize(j))
 	}
 
 	close(rb.release)
-	d := recv(t, rb.deaths, "B's death report")
+	d := testkit.Recv(t, rb.deaths, "B's death report")
 	if d.Job.ID != id || d.Job.Fence != 2 || d.Reason != "skipped" || d.LastError != "by fence 2" {
 		t.Errorf("B's death: %+v", d)
 	}
-	if j := e.job(id); j.State != flow.StateArchived {
+	if j := e.Job(id); j.State != flow.StateArchived {
 		t.Errorf("job %s after B's skip, want archived", j.State)
 	}
 }
@@ -213,12 +211,12 @@ func TestDeathHandlerIsolated(t *testing.T) {
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		return flow.Skip("n" + string(rune('0'+job.Args.N)))
 	}))
 	unblock := make(chan struct{})
 	t.Cleanup(func() { close(unblock) })
-	deaths := signal[string]()
+	deaths := testkit.Chan[string]()
 	o := runtime.Options{
 		Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 		OnDeath: func(_ context.Context, d runtime.Death) {
@@ -232,23 +230,24 @@ func TestDeathHandlerIsolated(t *testing.T) {
 		},
 	}
 	w := e.startWorker(reg, o)
-	first := e.enqueue(workArgs{N: 1})
-	if got := recv(t, deaths, "the first death"); got != "n1" {
+	first := e.Enqueue(workArgs{N: 1})
+	if got := testkit.Recv(t, deaths, "the first death"); got != "n1" {
 		t.Fatalf("first death %q", got)
 	}
-	eventually(t, "the panic to be logged", func() (bool, string) {
-		return w.logs.find(func(r logRec) bool { return r.Msg == "death handler panicked" && r.Attrs["job"] == first }) != nil, "not logged"
-	})
-	e.enqueue(workArgs{N: 2})
-	if got := recv(t, deaths, "the second death"); got != "n2" {
+	e.Sig.Delivered.WaitFor(t, func(d testsignal.Job) bool { return d.JobID == first })
+	if w.logs.find(func(r logRec) bool { return r.Msg == "death handler panicked" && r.Attrs["job"] == first }) == nil {
+		t.Errorf("the death handler's panic was not logged")
+	}
+	e.Enqueue(workArgs{N: 2})
+	if got := testkit.Recv(t, deaths, "the second death"); got != "n2" {
 		t.Fatalf("second death %q", got)
 	}
 	// The death handler is blocked; jobs still run and are acked.
-	third := e.enqueue(workArgs{N: 3})
-	e.waitState(third, flow.StateArchived)
-	noRecv(t, deaths, "a death delivered while the handler is blocked")
+	third := e.Enqueue(workArgs{N: 3})
+	e.WaitState(third, flow.StateArchived)
+	testkit.NoRecv(t, deaths, "a death delivered while the handler is blocked")
 	unblock <- struct{}{}
-	if got := recv(t, deaths, "the third death"); got != "n3" {
+	if got := testkit.Recv(t, deaths, "the third death"); got != "n3" {
 		t.Fatalf("third death %q", got)
 	}
 }
@@ -260,22 +259,22 @@ func TestDeathAtClaim(t *testing.T) {
 	t.Parallel()
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
-	deaths := signal[runtime.Death]()
+	deaths := testkit.Chan[runtime.Death]()
 	// The worker serves another queue: the test claims the job itself.
 	w := e.startWorker(flow.NewRegistry(), runtime.Options{
 		Clock: clk, Queues: map[string]int{"other": 1}, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d },
 	})
-	id := e.enqueue(workArgs{N: 7}, flow.WithDeadline(clk.Now().Add(time.Second)), flow.WithMaxAttempts(4))
+	id := e.Enqueue(workArgs{N: 7}, flow.WithDeadline(clk.Now().Add(time.Second)), flow.WithMaxAttempts(4))
 	clk.Advance(2 * time.Second)
-	st := store.New(e.rdb, store.Config{NS: e.ns, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
+	st := store.New(e.RDB, store.Config{NS: e.NS, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
 	res, err := st.Claim(context.Background(), e.partition(), store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "test", Nonce: "n", PromoteLimit: 10})
-	must(t, err)
+	testkit.Must(t, err)
 	if len(res.Parked) != 1 || len(res.Jobs) != 0 {
 		t.Fatalf("claim: %+v, want the job parked", res)
 	}
 	w.ArchivedAtClaim(e.partition(), res.Parked)
-	d := recv(t, deaths, "the death report")
+	d := testkit.Recv(t, deaths, "the death report")
 	want := deathView{ID: id, Kind: "work", Queue: "default", Reason: "deadline_exceeded", MaxAttempts: 4, HasPayload: true}
 	if diff := cmp.Diff(want, viewDeath(d), cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("death (-want +got):\n%s", diff)

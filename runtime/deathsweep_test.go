@@ -14,6 +14,8 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -63,47 +65,41 @@ func boolInt(b bool) int {
 func TestDeathReportAtLeastOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	id := e.enqueue(doomedArgs{}, flow.WithMaxAttempts(1))
+	id := e.Enqueue(doomedArgs{}, flow.WithMaxAttempts(1))
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envChild+"=deathexit", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+e.ns)
+	cmd.Env = append(os.Environ(), envChild+"=deathexit", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+e.NS)
 	out, _ := cmd.Output()
 	if cmd.ProcessState.ExitCode() != 4 {
 		t.Fatalf("child ended with %v, want exit 4 in its death handler; stdout:\n%s", cmd.ProcessState, out)
 	}
-	if j := e.job(id); j.State != flow.StateArchived {
+	if j := e.Job(id); j.State != flow.StateArchived {
 		t.Fatalf("job is %s, want archived", j.State)
 	}
-	ref, _ := keys.ParseRef(e.ns, id)
-	if n, _ := e.rdb.ZCard(context.Background(), ref.Deaths()).Result(); n != 1 {
+	ref, _ := keys.ParseRef(e.NS, id)
+	if n, _ := e.RDB.ZCard(context.Background(), ref.Deaths()).Result(); n != 1 {
 		t.Fatalf("%d pending death reports, want 1", n)
 	}
 
-	deaths := signal[runtime.Death]()
+	deaths := testkit.Chan[runtime.Death]()
 	reg := flow.NewRegistry()
 	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[doomedArgs]) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
+	const tick = time.Second                               // the death loop sweeps on the maintenance tick
 	clk := newTestClock(fakeStart().Add(31 * time.Second)) // past the report's grace
-	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour,
+	w := e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: tick,
 		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d }})
-	var d runtime.Death
-	eventually(t, "the pending death report", func() (bool, string) {
-		select {
-		case d = <-deaths:
-			return true, ""
-		default:
-			clk.Advance(time.Second) // the death loop sweeps on its tick
-			return false, "not delivered"
-		}
-	})
+	e.Sig.Swept.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 }) // its tick is armed
+	clk.Advance(tick)
+	d := testkit.Recv(t, deaths, "the pending death report")
 	if d.Job.ID != id || d.State != flow.StateArchived || d.Reason != "attempts_exhausted" || d.LastError != "no luck" || d.Job.Kind != "doomed" {
 		t.Fatalf("death %+v", d)
 	}
-	eventually(t, "the delivered report to be dropped", func() (bool, string) {
-		n, err := e.rdb.ZCard(context.Background(), ref.Deaths()).Result()
-		return err == nil && n == 0, fmt.Sprintf("%d pending, %v", n, err)
-	})
-	noRecv(t, deaths, "a second delivery")
+	e.Sig.Delivered.WaitFor(t, func(d testsignal.Job) bool { return d.JobID == id })
+	if n, err := e.RDB.ZCard(context.Background(), ref.Deaths()).Result(); err != nil || n != 0 {
+		t.Errorf("%d death reports pending after the delivery (%v), want none", n, err)
+	}
+	testkit.NoRecv(t, deaths, "a second delivery")
 }
 
 // TestDeathReportsQuarantine: OnDeath sees a job quarantined at the crash
@@ -111,14 +107,14 @@ func TestDeathReportAtLeastOnce(t *testing.T) {
 func TestDeathReportsQuarantine(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	deaths := signal[runtime.Death]()
+	deaths := testkit.Chan[runtime.Death]()
 	reg := flow.NewRegistry()
 	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[doomedArgs]) error { panic("kaboom") }); err != nil {
 		t.Fatal(err)
 	}
 	e.startWorker(reg, runtime.Options{CrashLimit: 1, OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d }})
-	id := e.enqueue(doomedArgs{})
-	d := recv(t, deaths, "the quarantine's death report")
+	id := e.Enqueue(doomedArgs{})
+	d := testkit.Recv(t, deaths, "the quarantine's death report")
 	if d.Job.ID != id || d.State != flow.StateQuarantined || d.Reason != "crash_limit" || d.Job.CrashAttempt != 1 {
 		t.Fatalf("death %+v", d)
 	}

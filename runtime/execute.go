@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // result is what a handler goroutine produced.
@@ -51,6 +52,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	w.inflight[a] = struct{}{}
 	w.mu.Unlock()
 	w.busy.Add(1)
+	w.sig.Claimed.Signal(testsignal.Claimed{Worker: a.Worker, JobID: a.ID, Fence: a.Fence})
 	w.run(jobsCtx, a)
 }
 
@@ -62,10 +64,29 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
+	ctx = context.WithValue(ctx, attemptKey{}, a)
+	ctx = attempt.With(ctx, a.state)
+	ctx = w.tel.startAttempt(ctx, a, w.clk.Now())
+	timed := false
+	if t := w.timeout(a); t > 0 {
+		var stop context.CancelFunc
+		ctx, stop = withDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
+		defer stop()
+		timed = true
+	}
+	if !a.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = withDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
+		defer stop()
+		timed = true
+	}
+	// The watch reads the attempt's context as complete: it is built
+	// before the watch is published (a shutdown may call it at once).
 	returned := make(chan struct{})
+	wctx := ctx
 	watch := sync.OnceFunc(func() {
-		go w.graceWatch(ctx, a, returned)
-		w.watchStopped(ctx, a, returned)
+		go w.graceWatch(wctx, a, returned)
+		w.watchStopped(wctx, a, returned)
 	})
 	a.mu.Lock()
 	a.cancel, a.watch = cancel, watch
@@ -73,21 +94,8 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	if jobsCtx.Err() != nil { // shutdown cancelled it before watch was set
 		watch()
 	}
-	ctx = context.WithValue(ctx, attemptKey{}, a)
-	ctx = attempt.With(ctx, a.state)
-	ctx = w.tel.startAttempt(ctx, a, w.clk.Now())
 	stopWatch := func() bool { return false }
-	if t := w.timeout(a); t > 0 || !a.Deadline.IsZero() {
-		if t > 0 {
-			var stop context.CancelFunc
-			ctx, stop = withDeadlineCause(ctx, w.clk, w.clk.Now().Add(t), fmt.Errorf("%w after %s", ErrTimeout, t))
-			defer stop()
-		}
-		if !a.Deadline.IsZero() {
-			var stop context.CancelFunc
-			ctx, stop = withDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
-			defer stop()
-		}
+	if timed {
 		// Only timers cancel without telling us; lose and shutdown call
 		// watch themselves, which spares every other job an AfterFunc.
 		stopWatch = context.AfterFunc(ctx, watch)
@@ -148,23 +156,37 @@ func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan str
 // conclude acks an attempt's outcome (when there is one to ack) and retires
 // it; exactly one caller per attempt gets here.
 func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
+	var res store.AckResult // the ack's answer; zero when there is nothing to ack
 	defer w.busy.Done()
 	defer func() {
 		w.mu.Lock()
 		delete(w.inflight, a)
 		w.mu.Unlock()
+		if w.sig.Settled.Enabled() {
+			w.sig.Settled.Signal(settledSignal(a, res, cause))
+		}
 	}()
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
 		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, w.clk.Now())
 		return
 	}
-	res := w.ack(a.ref.Partition, ack)
+	res = w.ack(a.ref.Partition, ack)
 	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)
 	if res.Err != nil {
 		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)
 	}
+}
+
+// settledSignal is the test signal of a concluded attempt: the state its
+// ack wrote, or why none was written.
+func settledSignal(a *Attempt, res store.AckResult, cause error) testsignal.Settled {
+	s := testsignal.Settled{Worker: a.Worker, JobID: a.ID, Fence: a.Fence, By: testsignal.Ack, State: res.State, Err: res.Err}
+	if s.State == "" && s.Err == nil {
+		s.Err = cause // nothing to ack: the lease was lost
+	}
+	return s
 }
 
 // call runs the handler, turning a panic into a result.

@@ -9,7 +9,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // fetchLoop claims jobs while there are free slots and partitions that may
@@ -113,11 +115,18 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			if res.HeldSuspects {
 				due[chosen] = sent.Add(suspectPoll)
 			}
+			w.sig.Dry.Signal(testsignal.Dry{Worker: w.opts.WorkerID, Queue: p.Queue, Partition: p.Index})
 		}
 		for _, pk := range res.Parked {
 			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
 		}
 		w.archivedAtClaim(p, res.Parked)
+		if w.sig.Settled.Enabled() {
+			for _, pk := range res.Parked {
+				w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: keys.Ref{Partition: p, Local: pk.Local}.String(),
+					By: testsignal.Claim, State: "archived"})
+			}
+		}
 		for _, j := range res.Jobs {
 			w.start(jobsCtx, p, j, sent)
 		}
@@ -149,6 +158,7 @@ func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, due []time.Ti
 	}
 	t := w.clk.NewTimer(wait)
 	defer t.Stop()
+	w.sig.Idle.Signal(testsignal.Idle{Worker: w.opts.WorkerID})
 	select {
 	case <-ctx.Done():
 	case m, open := <-wake:

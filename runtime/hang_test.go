@@ -18,6 +18,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // hangBound is how long a call that must not block may take: a failure
@@ -108,25 +109,6 @@ func TestHangBatcherStopped(t *testing.T) {
 	g.Wait()
 }
 
-// idleClock is a fake clock that signals when a timer of idle is made: the
-// fetch loop has found every partition dry and waits for a wake-up.
-type idleClock struct {
-	*FakeClock
-	idle    time.Duration
-	waiting chan struct{}
-}
-
-func (c *idleClock) NewTimer(d time.Duration) Timer {
-	t := c.FakeClock.NewTimer(d)
-	if d == c.idle {
-		select {
-		case c.waiting <- struct{}{}:
-		default:
-		}
-	}
-	return t
-}
-
 // noHandlers knows no kind.
 type noHandlers struct{}
 
@@ -144,21 +126,21 @@ func TestHangClientClosed(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	rdb := srv.Client()
 	t.Cleanup(func() { _ = rdb.Close() })
-	const idle = 7 * time.Hour // IdlePoll: no other timer is as long
-	clk := &idleClock{FakeClock: NewFakeClock(time.UnixMilli(time.Now().UnixMilli())), idle: idle, waiting: make(chan struct{}, 1)}
+	clk := NewFakeClock(time.UnixMilli(time.Now().UnixMilli()))
 	w, err := NewWorker(rdb, noHandlers{}, Options{
-		Namespace: redistest.NewNamespace(t), Clock: clk, IdlePoll: idle,
+		Namespace: redistest.NewNamespace(t), Clock: clk, IdlePoll: time.Hour,
 		MaintenanceInterval: time.Hour, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	sig := testsignal.NewWorker()
+	ctx, cancel := context.WithCancel(testsignal.WithWorker(context.Background(), sig))
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	select {
-	case <-clk.waiting:
+	case <-sig.Idle.C(): // every partition dry: it waits for a wake-up
 	case err := <-done:
 		t.Fatalf("Run returned %v before it was idle", err)
 	case <-time.After(hangBound):

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -26,10 +28,10 @@ func TestStaleWorkerAckIsFenced(t *testing.T) {
 	clkA := newTestClock(start)
 	e := newEnv(t, clkA)
 
-	startedA := signal[int64]()
+	startedA := testkit.Chan[int64]()
 	releaseA := make(chan struct{})
 	regA := flow.NewRegistry()
-	must(t, flow.RegisterResult(regA, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
+	testkit.Must(t, flow.RegisterResult(regA, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
 		startedA <- job.Fence
 		<-releaseA // stalled: ignores its context
 		return "from A", nil
@@ -45,44 +47,43 @@ func TestStaleWorkerAckIsFenced(t *testing.T) {
 			close(releaseA)
 		}
 	})
-	id := e.enqueue(workArgs{N: 1})
-	if f := recv(t, startedA, "A to start the job"); f != 1 {
+	id := e.Enqueue(workArgs{N: 1})
+	if f := testkit.Recv(t, startedA, "A to start the job"); f != 1 {
 		t.Fatalf("A runs fence %d, want 1", f)
 	}
 
-	ranB := signal[int64]()
+	ranB := testkit.Chan[int64]()
 	regB := flow.NewRegistry()
-	must(t, flow.RegisterResult(regB, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
+	testkit.Must(t, flow.RegisterResult(regB, func(ctx context.Context, job *flow.Job[workArgs]) (string, error) {
 		ranB <- job.Fence
 		return "from B", nil
 	}))
 	e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
 	})
-	if f := recv(t, ranB, "B to run the reaped job"); f != 2 {
+	if f := testkit.Recv(t, ranB, "B to run the reaped job"); f != 2 {
 		t.Errorf("B ran fence %d, want 2", f)
 	}
-	before := e.waitState(id, flow.StateCompleted)
+	before := e.WaitState(id, flow.StateCompleted)
 	rawBefore := e.rawJob(id)
 	checkSummary(t, "after B", before, summary{State: flow.StateCompleted, CrashAttempt: 1, Fence: 2, OrphanHolder: a.ID(), OrphanCount: 1})
 
 	close(releaseA)
-	// A's ack is written or rejected: either the job changes or A logs
-	// the rejection.
-	var rejected *logRec
-	eventually(t, "A's ack to be settled", func() (bool, string) {
-		rejected = a.logs.find(func(r logRec) bool {
-			err, _ := r.Attrs["err"].(error)
-			return r.Attrs["job"] == id && errors.Is(err, runtime.ErrStale)
-		})
-		return rejected != nil || fmt.Sprint(e.rawJob(id)) != fmt.Sprint(rawBefore), "no rejection logged"
+	// A's ack is written or rejected; the rejection is logged before A
+	// signals it.
+	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == a.ID() }); !errors.Is(s.Err, runtime.ErrStale) {
+		t.Errorf("A settled its ack %+v, want it rejected as stale", s)
+	}
+	rejected := a.logs.find(func(r logRec) bool {
+		err, _ := r.Attrs["err"].(error)
+		return r.Attrs["job"] == id && errors.Is(err, runtime.ErrStale)
 	})
 	if rejected == nil {
-		t.Errorf("A's ack was not rejected as stale")
+		t.Errorf("A's rejected ack was not logged")
 	} else if fmt.Sprint(rejected.Attrs["code"]) != "ok" {
 		t.Errorf("rejected ack has code %v, want ok", rejected.Attrs["code"])
 	}
-	after := e.job(id)
+	after := e.Job(id)
 	if fmt.Sprintf("%+v", after) != fmt.Sprintf("%+v", before) {
 		t.Errorf("job changed by a stale ack:\n got %+v\nwant %+v", after, before)
 	}
@@ -112,11 +113,11 @@ func TestRenewalOutlivesLease(t *testing.T) {
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
 
-	started := signal[int64]()
+	started := testkit.Chan[int64]()
 	release := make(chan struct{})
-	done := signal[error]()
+	done := testkit.Chan[error]()
 	regA := flow.NewRegistry()
-	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		started <- job.Fence
 		select {
 		case <-release:
@@ -128,36 +129,42 @@ func TestRenewalOutlivesLease(t *testing.T) {
 	a := e.startWorker(regA, runtime.Options{
 		Clock: clk, Lease: lease, RenewInterval: renew, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, started, "A to start the job")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "A to start the job")
 
-	stolen := signal[string]()
+	stolen := testkit.Chan[string]()
 	regB := flow.NewRegistry()
-	must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		stolen <- job.ID
 		return nil
 	}))
-	e.startWorker(regB, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: maint, IdlePoll: time.Hour})
+	b := e.startWorker(regB, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: maint, IdlePoll: time.Hour})
 
+	renewed := func(n int) { // A has renewed n times and armed its next round
+		e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == a.ID() && p.N == n })
+	}
+	maintained := func(n int) { // B's n-th maintenance pass is over and the next armed
+		e.Sig.Maintained.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == b.ID() && p.N == n })
+	}
+	renewed(0)
+	maintained(1)
 	for i := 1; i <= steps; i++ {
-		clk.waitTimers(t, renew, i) // A's renewal is armed
-		clk.waitTimers(t, maint, i) // B's maintenance is armed
 		clk.Advance(renew)
-		clk.waitTimers(t, renew, i+1) // A renewed (and re-armed)
-		clk.waitTimers(t, maint, i+1) // B's maintenance ran at this time
-		j := e.job(id)
+		renewed(i)        // A renewed at this time
+		maintained(i + 1) // B's maintenance ran at this time
+		j := e.Job(id)
 		checkSummary(t, fmt.Sprintf("step %d", i), j, summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
 		if want := clk.Now().Add(lease); !j.LeaseExpiry.Equal(want) {
 			t.Fatalf("step %d: lease expires %v, want %v (renewed now)", i, j.LeaseExpiry, want)
 		}
 	}
-	noRecv(t, stolen, "job run by B")
-	noRecv(t, done, "A's handler cancelled")
+	testkit.NoRecv(t, stolen, "job run by B")
+	testkit.NoRecv(t, done, "A's handler cancelled")
 	close(release)
-	if cause := recv(t, done, "A's handler to return"); cause != nil {
+	if cause := testkit.Recv(t, done, "A's handler to return"); cause != nil {
 		t.Errorf("A's handler context: %v, want not cancelled", cause)
 	}
-	checkSummary(t, "final", e.waitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+	checkSummary(t, "final", e.WaitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 }
 
 // TestLostLeaseCancelsOnlyThatAttempt: worker A runs two jobs; worker B
@@ -179,7 +186,7 @@ func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
 		kind  string
 		cause error
 	}
-	started, finished := signal[string](), signal[ev]()
+	started, finished := testkit.Chan[string](), testkit.Chan[ev]()
 	release := make(chan struct{})
 	body := func(ctx context.Context, kind string) error {
 		started <- kind
@@ -191,24 +198,27 @@ func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
 		return nil
 	}
 	regA := flow.NewRegistry()
-	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, "work") }))
-	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[slowArgs]) error { return body(ctx, "slow") }))
-	res, err := e.client.EnqueueMany(context.Background(), flow.Item{Args: workArgs{N: 1}}, flow.Item{Args: slowArgs{N: 1}})
-	must(t, err)
+	testkit.Must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, "work") }))
+	testkit.Must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[slowArgs]) error { return body(ctx, "slow") }))
+	res, err := e.Client.EnqueueMany(context.Background(), flow.Item{Args: workArgs{N: 1}}, flow.Item{Args: slowArgs{N: 1}})
+	testkit.Must(t, err)
 	keep, lose := res[0].ID, res[1].ID
 	// Two slots, both taken: A cannot claim the reaped job back.
 	a := e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clkA, Lease: long, KindLease: map[string]time.Duration{"slow": short}, RenewInterval: renew,
 		Concurrency: 2, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
-	recv(t, started, "A to start a job")
-	recv(t, started, "A to start both jobs")
-	clkA.waitTimers(t, renew, 1)
+	testkit.Recv(t, started, "A to start a job")
+	testkit.Recv(t, started, "A to start both jobs")
+	renewedA := func(n int) { // A has renewed n times and armed its next round
+		e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == a.ID() && p.N == n })
+	}
+	renewedA(0)
 
-	startedB := signal[int64]()
+	startedB := testkit.Chan[int64]()
 	releaseB := make(chan struct{})
 	regB := flow.NewRegistry()
-	must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+	testkit.Must(t, flow.Register(regB, func(ctx context.Context, job *flow.Job[slowArgs]) error {
 		startedB <- job.Fence
 		<-releaseB
 		return nil
@@ -217,32 +227,32 @@ func TestLostLeaseCancelsOnlyThatAttempt(t *testing.T) {
 		Clock: newTestClock(start.Add(short + time.Second)), Lease: long, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() { close(releaseB) })
-	if f := recv(t, startedB, "B to take over the short-lease job"); f != 2 {
+	if f := testkit.Recv(t, startedB, "B to take over the short-lease job"); f != 2 {
 		t.Errorf("B runs fence %d, want 2", f)
 	}
-	checkSummary(t, "long-lease job after B's maintenance", e.job(keep), summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
+	checkSummary(t, "long-lease job after B's maintenance", e.Job(keep), summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
 
 	clkA.Advance(renew)
-	clkA.waitTimers(t, renew, 2) // the renewal round is over
-	got := recv(t, finished, "the lost attempt to be cancelled")
+	renewedA(1) // the renewal round is over
+	got := testkit.Recv(t, finished, "the lost attempt to be cancelled")
 	if got.kind != "slow" || !errors.Is(got.cause, runtime.ErrLeaseLost) {
 		t.Errorf("cancelled %s with cause %v, want slow with ErrLeaseLost", got.kind, got.cause)
 	}
-	noRecv(t, finished, "other attempt ending")
-	j := e.job(keep)
+	testkit.NoRecv(t, finished, "other attempt ending")
+	j := e.Job(keep)
 	checkSummary(t, "long-lease job after A's renewal", j, summary{State: flow.StateRunning, Fence: 1, Holder: a.ID()})
 	if want := start.Add(renew + long); !j.LeaseExpiry.Equal(want) {
 		t.Errorf("long-lease job expires %v, want %v (renewed)", j.LeaseExpiry, want)
 	}
-	checkSummary(t, "taken-over job, untouched by A", e.job(lose), summary{
+	checkSummary(t, "taken-over job, untouched by A", e.Job(lose), summary{
 		State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: b.ID(), OrphanHolder: a.ID(), OrphanCount: 1,
 	})
 
 	close(release)
-	if got := recv(t, finished, "the other attempt to finish"); got.kind != "work" || got.cause != nil {
+	if got := testkit.Recv(t, finished, "the other attempt to finish"); got.kind != "work" || got.cause != nil {
 		t.Errorf("second finish: %s with cause %v, want work, not cancelled", got.kind, got.cause)
 	}
-	checkSummary(t, "long-lease job", e.waitState(keep, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+	checkSummary(t, "long-lease job", e.WaitState(keep, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 }
 
 // TestShortKindLeaseIsRenewedInTime: a kind's lease (KindLease) may be
@@ -264,43 +274,39 @@ func TestShortKindLeaseIsRenewedInTime(t *testing.T) {
 		Clock: clk, Lease: lease, KindLease: map[string]time.Duration{"slow": short},
 		MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	}
-	if _, err := runtime.NewWorker(e.rdb, flow.NewRegistry(), o); errors.Is(err, runtime.ErrInvalidOptions) {
+	if _, err := runtime.NewWorker(e.RDB, flow.NewRegistry(), o); errors.Is(err, runtime.ErrInvalidOptions) {
 		t.Logf("the worker refuses the configuration: %v", err)
 		return
 	}
-	started := signal[int64]()
+	started := testkit.Chan[int64]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
 		started <- job.Fence
 		<-ctx.Done()
 		return ctx.Err()
 	}))
-	e.startWorker(reg, o)
-	id := e.enqueue(slowArgs{N: 1})
-	recv(t, started, "the job to start")
+	w := e.startWorker(reg, o)
+	id := e.Enqueue(slowArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
 	// The renewal loop sleeps short/3 between rounds (RenewInterval's
-	// default); its first sleep is armed before the clock moves, and after
-	// each step a new sleep means the round that fell due has renewed. Any
-	// other timer does not count: under load, waiting for a number of
-	// pending timers let the clock move before the renewal loop slept.
+	// default); its first sleep is armed before the clock moves (the
+	// Renewed signal of round 0), and after each step the round that fell
+	// due has renewed once its signal comes.
 	renewEvery := short / 3
-	clk.waitTimers(t, renewEvery, 1)
+	rounds := 0
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == rounds })
 	// After each step the renewal that fell due must have extended the
-	// lease; the wait is for the worker's loops to run (real time,
-	// generous for a loaded machine), not for store time.
-	// Renewals every short/3 keep the expiry at least short-step ahead.
-	rounds := 1
+	// lease: renewals every short/3 keep the expiry at least short-step
+	// ahead.
 	for elapsed := step; elapsed <= 3*short; elapsed += step {
 		clk.Advance(step)
 		rounds += int(step / renewEvery)
-		clk.waitTimers(t, renewEvery, rounds)
-		eventually(t, fmt.Sprintf("the lease renewed %s after the claim", elapsed), func() (bool, string) {
-			j := e.job(id)
-			return j.State == flow.StateRunning && !j.LeaseExpiry.Before(clk.Now().Add(short-step)), fmt.Sprintf(
-				"%s after the claim, the %s lease of the running job ran out without renewal (%s, expiry %v from now): "+
-					"any worker's maintenance would reap it and run it a second time",
+		e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == rounds })
+		if j := e.Job(id); j.State != flow.StateRunning || j.LeaseExpiry.Before(clk.Now().Add(short-step)) {
+			t.Fatalf("%s after the claim, the %s lease of the running job ran out without renewal (%s, expiry %v from now): "+
+				"any worker's maintenance would reap it and run it a second time",
 				elapsed, short, j.State, j.LeaseExpiry.Sub(clk.Now()))
-		})
+		}
 	}
 }
 
@@ -318,38 +324,39 @@ func TestSlowAckKeepsItsLease(t *testing.T) {
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
 	gate := &ackGate{sha: lua.Ack.Hash(), held: make(chan struct{}, 1), release: make(chan struct{})}
-	e.rdb.AddHook(gate)
+	e.RDB.AddHook(gate)
 	var once sync.Once
 	releaseAck := func() { once.Do(func() { close(gate.release) }) }
 
-	runs := signal[int64]()
+	runs := testkit.Chan[int64]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(_ context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(_ context.Context, job *flow.Job[workArgs]) error {
 		runs <- job.Fence
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
 	t.Cleanup(releaseAck) // registered after the worker's: runs before it stops
-	id := e.enqueue(workArgs{N: 1})
-	fence := recv(t, runs, "the job to run")
-	recv(t, (<-chan struct{})(gate.held), "the ack to be held back")
-	clk.waitTimers(t, renew, 1)
+	id := e.Enqueue(workArgs{N: 1})
+	fence := testkit.Recv(t, runs, "the job to run")
+	testkit.Recv(t, (<-chan struct{})(gate.held), "the ack to be held back")
+	renewed := func(n int) { // n rounds have renewed, the next is armed
+		e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == n })
+	}
+	renewed(0)
 	for rounds := 1; rounds <= 6; rounds++ { // 60 s: twice the lease
 		clk.Advance(renew)
-		clk.waitTimers(t, renew, rounds+1)
-		eventually(t, fmt.Sprintf("the lease renewed %s after the handler returned", time.Duration(rounds)*renew), func() (bool, string) {
-			j := e.job(id)
-			return j.State == flow.StateRunning && j.LeaseExpiry.After(clk.Now().Add(lease-renew)), fmt.Sprintf(
-				"%s with its ack in flight, the job is %s with its lease expiring %v from now: maintenance would reap it and run it again",
+		renewed(rounds)
+		if j := e.Job(id); j.State != flow.StateRunning || !j.LeaseExpiry.After(clk.Now().Add(lease-renew)) {
+			t.Fatalf("%s with its ack in flight, the job is %s with its lease expiring %v from now: maintenance would reap it and run it again",
 				time.Duration(rounds)*renew, j.State, j.LeaseExpiry.Sub(clk.Now()))
-		})
+		}
 	}
 	releaseAck()
-	j := e.waitState(id, flow.StateCompleted)
+	j := e.WaitState(id, flow.StateCompleted)
 	if j.Fence != fence {
 		t.Errorf("completed under fence %d, want the first run's %d", j.Fence, fence)
 	}
-	noRecv(t, runs, "a second run")
+	testkit.NoRecv(t, runs, "a second run")
 }
 
 // ackGate is a go-redis hook that holds back calls of the ack script until

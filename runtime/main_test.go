@@ -3,25 +3,24 @@ package runtime_test
 // Integration tests of the worker runtime against a real redis-server
 // (started once in TestMain, shared; every test has its own namespace).
 //
-// Synchronisation never sleeps: tests wait on channels their handlers
-// signal, on the fake clock's timer hooks (testClock), on captured log
-// records, or poll Redis state with a short interval and an overall
-// timeout.
+// Synchronisation never sleeps: tests wait on the worker's test signals
+// (internal/testsignal: a job settled or claimed, the fetch loop idle, a
+// renewal round or a maintenance pass done; testkit.Env.WaitState), on
+// channels their handlers send on, or on the fake clock's timer hooks
+// (testClock). Only the state of worker processes is polled.
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -33,7 +32,7 @@ var shared redistest.Env
 const noCrashDelay = -1
 
 // waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
-const waitTimeout = 20 * time.Second
+const waitTimeout = testkit.Timeout
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(envChild) {
@@ -49,73 +48,31 @@ func TestMain(m *testing.M) {
 	redistest.Main(m, &shared, false)
 }
 
-// env is one test's namespace with a Redis client and a flow client.
+// env is one test's namespace with a Redis client, a flow client and
+// the signals of the workers it starts (testkit.Env).
 type env struct {
-	t      *testing.T
-	ns     string
-	rdb    *redis.Client
-	client *flow.Client
+	*testkit.Env
 }
 
 // newEnv makes a namespace; clk (may be nil for Redis TIME) is the flow
 // client's clock.
 func newEnv(t *testing.T, clk runtime.Clock) *env {
 	t.Helper()
-	rdb := shared.Server.Client()
-	t.Cleanup(func() { _ = rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, ns: ns, rdb: rdb, client: c}
-}
-
-func (e *env) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
-	e.t.Helper()
-	res, err := e.client.Enqueue(context.Background(), args, opts...)
-	if err != nil {
-		e.t.Fatalf("enqueue %s: %v", args.Kind(), err)
-	}
-	return res.ID
-}
-
-func (e *env) job(id string) *flow.JobInfo {
-	e.t.Helper()
-	j, err := e.client.Job(context.Background(), id)
-	if err != nil {
-		e.t.Fatalf("job %s: %v", id, err)
-	}
-	return j
-}
-
-// waitState polls Redis until the job is in state and returns it.
-func (e *env) waitState(id, state string) *flow.JobInfo {
-	e.t.Helper()
-	var j *flow.JobInfo
-	eventually(e.t, "job "+id+" to be "+state, func() (bool, string) {
-		var err error
-		j, err = e.client.Job(context.Background(), id)
-		if err != nil {
-			return false, err.Error()
-		}
-		return j.State == state, fmt.Sprintf("%+v", summarize(j))
-	})
-	return j
+	return &env{testkit.NewEnv(t, shared.Client(t), flow.ClientOptions{Clock: clk})}
 }
 
 // partition is the default queue's only partition of this namespace.
 func (e *env) partition() keys.Partition {
-	return keys.Partition{NS: e.ns, Queue: "default", Index: 0}
+	return keys.Partition{NS: e.NS, Queue: "default", Index: 0}
 }
 
 // available lists the IDs waiting at priority 0, head first.
 func (e *env) available() []string {
-	e.t.Helper()
+	e.T.Helper()
 	p := e.partition()
-	locals, err := e.rdb.LRange(context.Background(), p.Available(0), 0, -1).Result()
+	locals, err := e.RDB.LRange(context.Background(), p.Available(0), 0, -1).Result()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	ids := make([]string, len(locals))
 	for i, l := range locals {
@@ -126,14 +83,14 @@ func (e *env) available() []string {
 
 // rawJob is the job's hash exactly as stored.
 func (e *env) rawJob(id string) map[string]string {
-	e.t.Helper()
-	ref, ok := keys.ParseRef(e.ns, id)
+	e.T.Helper()
+	ref, ok := keys.ParseRef(e.NS, id)
 	if !ok {
-		e.t.Fatalf("bad job ID %q", id)
+		e.T.Fatalf("bad job ID %q", id)
 	}
-	m, err := e.rdb.HGetAll(context.Background(), ref.Job(ref.Local)).Result()
+	m, err := e.RDB.HGetAll(context.Background(), ref.Job(ref.Local)).Result()
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return m
 }
@@ -161,35 +118,6 @@ func checkSummary(t *testing.T, what string, j *flow.JobInfo, want summary) {
 	t.Helper()
 	if got := summarize(j); got != want {
 		t.Errorf("%s:\n got %+v\nwant %+v", what, got, want)
-	}
-}
-
-// eventually polls cond until it holds, failing the test after
-// waitTimeout. For observing Redis state only.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	redistest.Within(t, waitTimeout, what, cond)
-}
-
-// recv waits for a value on ch.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(waitTimeout):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	panic("unreachable")
-}
-
-// noRecv asserts that nothing is waiting on ch right now.
-func noRecv[T any](t *testing.T, ch <-chan T, what string) {
-	t.Helper()
-	select {
-	case v := <-ch:
-		t.Errorf("unexpected %s: %v", what, v)
-	default:
 	}
 }
 
@@ -254,12 +182,11 @@ func (c *testClock) waitTimers(t *testing.T, d time.Duration, n int) {
 	}
 }
 
-// logSink captures a worker's log records so tests can wait for events
-// the runtime only logs (a rejected ack).
+// logSink captures a worker's log records, for tests that check what it
+// logged (once a signal says it did) and for the logs of a failed test.
 type logSink struct {
-	mu      sync.Mutex
-	recs    []logRec
-	changed chan struct{}
+	mu   sync.Mutex
+	recs []logRec
 }
 
 type logRec struct {
@@ -268,13 +195,11 @@ type logRec struct {
 	Attrs map[string]any
 }
 
-func newLogSink() *logSink { return &logSink{changed: make(chan struct{})} }
+func newLogSink() *logSink { return &logSink{} }
 
 func (s *logSink) add(r logRec) {
 	s.mu.Lock()
 	s.recs = append(s.recs, r)
-	close(s.changed)
-	s.changed = make(chan struct{})
 	s.mu.Unlock()
 }
 
@@ -291,7 +216,7 @@ func (s *logSink) find(match func(logRec) bool) *logRec {
 	return nil
 }
 
-func (s *logSink) dump(t *testing.T) {
+func (s *logSink) dump(t testing.TB) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range s.recs {
@@ -325,42 +250,32 @@ func (h sinkHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h sinkHandler) WithGroup(string) slog.Handler { return h }
 
-// workerRun is a Worker running in the background until Stop.
+// workerRun is a worker started by env.startWorker, with its logs.
 type workerRun struct {
-	*runtime.Worker
-	logs   *logSink
-	cancel context.CancelFunc
-	done   chan struct{}
-	err    error
+	*testkit.Worker
+	logs *logSink
 }
 
-// startWorker runs a worker on e's namespace; the test's cleanup stops it
-// (after the test's own cleanups registered later, which release its
-// handlers) and checks that Run returned nil.
+// startWorker runs a worker on e's namespace (logging to its logSink
+// unless o has a Logger); the test's cleanup stops it (after the test's
+// own cleanups registered later, which release its handlers) and checks
+// that Run returned nil.
 func (e *env) startWorker(h runtime.Handlers, o runtime.Options) *workerRun {
-	e.t.Helper()
-	t := e.t
-	o.Namespace = e.ns
+	e.T.Helper()
+	t := e.T
 	logs := newLogSink()
 	if o.Logger == nil {
 		o.Logger = slog.New(sinkHandler{sink: logs})
 	}
-	w, err := runtime.NewWorker(e.rdb, h, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &workerRun{Worker: w, logs: logs, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		r.err = w.Run(ctx)
-		close(r.done)
-	}()
+	r := &workerRun{Worker: e.StartWorker(h, o), logs: logs}
 	tc, _ := o.Clock.(*testClock)
+	// Registered after testkit's cleanup, so it runs before: on a test
+	// clock, a plain Stop would wait for the shutdown window for ever.
 	t.Cleanup(func() {
 		if !r.stop(tc, o) {
-			t.Errorf("worker %s did not stop (a handler still in flight?)", w.ID())
-		} else if r.err != nil {
-			t.Errorf("worker %s: Run returned %v", w.ID(), r.err)
+			t.Errorf("worker %s did not stop (a handler still in flight?)", r.ID())
+		} else if err := r.Stop(); err != nil {
+			t.Errorf("worker %s: Run returned %v", r.ID(), err)
 		}
 		if t.Failed() {
 			logs.dump(t)
@@ -376,9 +291,9 @@ func (e *env) startWorker(h runtime.Handlers, o runtime.Options) *workerRun {
 func (r *workerRun) stop(tc *testClock, o runtime.Options) bool {
 	timeout := time.After(waitTimeout)
 	if tc == nil {
-		r.cancel()
+		r.Cancel()
 		select {
-		case <-r.done:
+		case <-r.Done():
 			return true
 		case <-timeout:
 			return false
@@ -394,7 +309,7 @@ func (r *workerRun) stop(tc *testClock, o runtime.Options) bool {
 	tc.mu.Lock()
 	seenW, seenG := tc.made[window], tc.made[grace]
 	tc.mu.Unlock()
-	r.cancel()
+	r.Cancel()
 	for {
 		tc.mu.Lock()
 		w, g, changed := tc.made[window], tc.made[grace], tc.changed
@@ -408,7 +323,7 @@ func (r *workerRun) stop(tc *testClock, o runtime.Options) bool {
 			tc.Advance(grace)
 		}
 		select {
-		case <-r.done:
+		case <-r.Done():
 			return true
 		case <-changed:
 		case <-timeout:
@@ -420,10 +335,6 @@ func (r *workerRun) stop(tc *testClock, o runtime.Options) bool {
 // wait waits for Run to return and returns its error.
 func (r *workerRun) wait(t *testing.T) error {
 	t.Helper()
-	recv(t, (<-chan struct{})(r.done), "Run to return")
-	return r.err
+	testkit.Recv(t, r.Done(), "Run to return")
+	return r.Err()
 }
-
-// signal is a buffered channel handlers send on; big enough that a
-// handler never blocks on it.
-func signal[T any]() chan T { return make(chan T, 64) }

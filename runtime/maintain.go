@@ -3,6 +3,9 @@ package runtime
 import (
 	"context"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // maintenanceLimit bounds the jobs one maintenance script call touches.
@@ -18,9 +21,15 @@ const (
 )
 
 func (w *Worker) maintainLoop(ctx context.Context) {
-	for {
+	for n := 1; ; n++ {
 		w.maintain(ctx)
-		sleep(ctx, w.clk, w.opts.MaintenanceInterval)
+		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+		w.sig.Maintained.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
 		if ctx.Err() != nil {
 			return
 		}
@@ -48,6 +57,12 @@ func (w *Worker) maintain(ctx context.Context) {
 				w.tel.reaped(p.Queue, r.State)
 			}
 			w.reapedDeaths(p, m.Reaped)
+			if w.sig.Settled.Enabled() {
+				for _, r := range m.Reaped {
+					w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: keys.Ref{Partition: p, Local: r.Local}.String(),
+						By: testsignal.Reap, State: r.State})
+				}
+			}
 			more := len(m.Reaped) == maintenanceLimit ||
 				m.Deleted >= sweepLimit && w.clk.Now().Sub(start) < sweepBudget
 			if !more {

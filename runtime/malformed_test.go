@@ -2,12 +2,13 @@ package runtime_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -20,28 +21,31 @@ func TestUndecodableJobParkedAlone(t *testing.T) {
 	ctx := context.Background()
 	ran := make(chan int, 10)
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(_ context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(_ context.Context, job *flow.Job[workArgs]) error {
 		ran <- job.Args.N
 		return nil
 	}))
 	var ids []string
 	for i := range 3 {
-		ids = append(ids, e.enqueue(workArgs{N: i}))
+		ids = append(ids, e.Enqueue(workArgs{N: i}))
 	}
-	ref, ok := keys.ParseRef(e.ns, ids[1])
+	ref, ok := keys.ParseRef(e.NS, ids[1])
 	if !ok {
 		t.Fatalf("bad job ID %q", ids[1])
 	}
-	must(t, e.rdb.HSet(ctx, ref.Job(ref.Local), "pr", "high").Err()) // not a number
+	testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), "pr", "high").Err()) // not a number
 	e.startWorker(reg, runtime.Options{ClaimBatch: 10})
-	for _, id := range []string{ids[0], ids[2]} {
-		e.waitState(id, flow.StateCompleted)
+	// First: WaitState skips the signals of other jobs (and the client
+	// cannot decode this one to read its state).
+	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == ids[1] }); s.State != flow.StateArchived {
+		t.Errorf("the undecodable job was settled %+v, want archived", s)
 	}
-	eventually(t, "the undecodable job archived as malformed", func() (bool, string) {
-		h := e.rawJob(ids[1])
-		s := store.StateName(h["s"])
-		return s == "archived" && h["xr"] == "malformed", fmt.Sprintf("state %q, reason %q", s, h["xr"])
-	})
+	if h := e.rawJob(ids[1]); store.StateName(h["s"]) != "archived" || h["xr"] != "malformed" {
+		t.Errorf("the undecodable job: state %q, reason %q; want archived as malformed", store.StateName(h["s"]), h["xr"])
+	}
+	for _, id := range []string{ids[0], ids[2]} {
+		e.WaitState(id, flow.StateCompleted)
+	}
 	close(ran)
 	for n := range ran {
 		if n == 1 {

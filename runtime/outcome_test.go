@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redisproc"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -64,7 +65,7 @@ func TestPanicsCountAsCrashesAndErrorsAsAttempts(t *testing.T) {
 			t.Parallel()
 			clk := newTestClock(fakeStart())
 			e := newEnv(t, clk)
-			seen := signal[counters]()
+			seen := testkit.Chan[counters]()
 			reg := flow.NewRegistry()
 			if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 				seen <- counters{job.Attempt, job.CrashAttempt}
@@ -77,14 +78,14 @@ func TestPanicsCountAsCrashesAndErrorsAsAttempts(t *testing.T) {
 			e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 				Clock: clk, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
 			})
-			id := e.enqueue(workArgs{N: 1}, tt.opts...)
-			j := e.waitState(id, tt.want.State)
+			id := e.Enqueue(workArgs{N: 1}, tt.opts...)
+			j := e.WaitState(id, tt.want.State)
 			checkSummary(t, "final", j, tt.want)
 			var got []counters
 			for range tt.wantSeen {
-				got = append(got, recv(t, seen, "an attempt"))
+				got = append(got, testkit.Recv(t, seen, "an attempt"))
 			}
-			noRecv(t, seen, "attempt after the terminal state")
+			testkit.NoRecv(t, seen, "attempt after the terminal state")
 			if fmt.Sprint(got) != fmt.Sprint(tt.wantSeen) {
 				t.Errorf("handler saw (attempt, crash_attempt) %v, want %v", got, tt.wantSeen)
 			}
@@ -134,26 +135,26 @@ func TestTimeoutSpendsAnAttempt(t *testing.T) {
 			t.Parallel()
 			clk := newTestClock(fakeStart())
 			e := newEnv(t, clk)
-			started, causes := signal[string](), signal[error]()
+			started, causes := testkit.Chan[string](), testkit.Chan[error]()
 			body := blockUntilDone(started, causes)
 			reg := flow.NewRegistry()
-			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, job.ID) }))
-			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error { return body(ctx, job.ID) }))
+			testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, job.ID) }))
+			testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error { return body(ctx, job.ID) }))
 			o := tt.wo
 			o.Clock, o.IdlePoll = clk, time.Hour
 			o.Backoff = func(int) time.Duration { return time.Minute }
 			e.startWorker(reg, o)
 
-			id := e.enqueue(tt.args, tt.opts...)
-			recv(t, started, "the handler to start")
+			id := e.Enqueue(tt.args, tt.opts...)
+			testkit.Recv(t, started, "the handler to start")
 			clk.waitTimers(t, timeout, 1) // the attempt's timeout is armed
 			clk.Advance(timeout - time.Millisecond)
-			noRecv(t, causes, "cancellation before the timeout")
+			testkit.NoRecv(t, causes, "cancellation before the timeout")
 			clk.Advance(time.Millisecond)
-			if cause := recv(t, causes, "the timeout to cancel the handler"); !errors.Is(cause, runtime.ErrTimeout) {
+			if cause := testkit.Recv(t, causes, "the timeout to cancel the handler"); !errors.Is(cause, runtime.ErrTimeout) {
 				t.Errorf("cause %v, want ErrTimeout", cause)
 			}
-			j := e.waitState(id, flow.StateRetryable)
+			j := e.WaitState(id, flow.StateRetryable)
 			checkSummary(t, "after the timeout", j, summary{State: flow.StateRetryable, Attempt: 1, Fence: 1})
 			if want := clk.Now().Add(time.Minute); !j.RunAt.Equal(want) {
 				t.Errorf("retry due at %v, want %v (now + backoff)", j.RunAt, want)
@@ -188,25 +189,25 @@ func TestDeadlineArchives(t *testing.T) {
 			e := newEnv(t, runtime.NewFakeClock(start))
 			deadline := start.Add(dl)
 			clk := newTestClock(deadline.Add(tt.lateBy))
-			started, causes := signal[string](), signal[error]()
+			started, causes := testkit.Chan[string](), testkit.Chan[error]()
 			body := blockUntilDone(started, causes)
 			reg := flow.NewRegistry()
-			must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, job.ID) }))
+			testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return body(ctx, job.ID) }))
 			e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour})
 
-			id := e.enqueue(workArgs{N: 1}, flow.WithDeadline(deadline))
+			id := e.Enqueue(workArgs{N: 1}, flow.WithDeadline(deadline))
 			if tt.wantRun {
-				recv(t, started, "the handler to start")
+				testkit.Recv(t, started, "the handler to start")
 				clk.waitTimers(t, dl, 1) // the deadline is armed
 				clk.Advance(dl)
-				if cause := recv(t, causes, "the deadline to cancel the handler"); !errors.Is(cause, runtime.ErrDeadline) {
+				if cause := testkit.Recv(t, causes, "the deadline to cancel the handler"); !errors.Is(cause, runtime.ErrDeadline) {
 					t.Errorf("cause %v, want ErrDeadline", cause)
 				}
 			}
-			j := e.waitState(id, flow.StateArchived)
+			j := e.WaitState(id, flow.StateArchived)
 			checkSummary(t, "after the deadline", j, summary{State: flow.StateArchived, Reason: "deadline_exceeded", Fence: tt.wantFence})
 			if !tt.wantRun {
-				noRecv(t, started, "a run of a job past its deadline")
+				testkit.NoRecv(t, started, "a run of a job past its deadline")
 				return
 			}
 			if len(j.Errors) != 1 || j.Errors[0].Class != "deadline" {
@@ -223,45 +224,38 @@ func TestPanicDoesNotDisturbOtherJobs(t *testing.T) {
 	t.Parallel()
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
-	started := signal[string]()
+	started := testkit.Chan[string]()
 	release := make(chan struct{})
-	steadyErr := signal[error]()
+	steadyErr := testkit.Chan[error]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		started <- job.ID
 		<-release
 		steadyErr <- ctx.Err()
 		return nil
 	}))
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
 		panic("poison")
 	}))
 	w := e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Clock: clk, Concurrency: 2, IdlePoll: time.Hour})
 
-	steady := e.enqueue(workArgs{N: 1})
-	recv(t, started, "the steady job to start")
-	poison := e.enqueue(slowArgs{N: 1})
-	checkSummary(t, "poison", e.waitState(poison, flow.StateQuarantined),
+	steady := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the steady job to start")
+	poison := e.Enqueue(slowArgs{N: 1})
+	checkSummary(t, "poison", e.WaitState(poison, flow.StateQuarantined),
 		summary{State: flow.StateQuarantined, Reason: "crash_limit", CrashAttempt: 3, Fence: 3})
 
-	checkSummary(t, "steady while the poison crashed", e.job(steady),
+	checkSummary(t, "steady while the poison crashed", e.Job(steady),
 		summary{State: flow.StateRunning, Fence: 1, Holder: w.ID()})
 	close(release)
-	if err := recv(t, steadyErr, "the steady job to finish"); err != nil {
+	if err := testkit.Recv(t, steadyErr, "the steady job to finish"); err != nil {
 		t.Errorf("steady job's context was cancelled: %v", err)
 	}
-	checkSummary(t, "steady", e.waitState(steady, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+	checkSummary(t, "steady", e.WaitState(steady, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 	select {
-	case <-w.done:
-		t.Errorf("Run returned (%v) after a handler panicked", w.err)
+	case <-w.Done():
+		t.Errorf("Run returned (%v) after a handler panicked", w.Err())
 	default:
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -278,18 +272,18 @@ func TestHandlerGoexitIsSettled(t *testing.T) {
 	)
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
-	calls := signal[int64]()
+	calls := testkit.Chan[int64]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		calls <- job.Fence
 		goruntime.Goexit()
 		return nil
 	}))
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Clock: clk, ShutdownWindow: window, CancelGrace: grace, IdlePoll: time.Hour})
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, calls, "the handler to run")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, calls, "the handler to run")
 	settled, last := redisproc.Poll(5*time.Second, func() (bool, string) {
-		j := e.job(id)
+		j := e.Job(id)
 		return j.State != flow.StateRunning || j.Fence > 1, fmt.Sprintf("%+v", summarize(j))
 	})
 	if !settled {
@@ -297,6 +291,6 @@ func TestHandlerGoexitIsSettled(t *testing.T) {
 		// and the cancel grace on the fake clock.)
 		t.Fatalf("a handler that called runtime.Goexit left its job running (%s); it is never settled", last)
 	}
-	checkSummary(t, "after three Goexits", e.waitState(id, flow.StateQuarantined),
+	checkSummary(t, "after three Goexits", e.WaitState(id, flow.StateQuarantined),
 		summary{State: flow.StateQuarantined, Reason: "crash_limit", CrashAttempt: 3, Fence: 3})
 }

@@ -41,7 +41,9 @@ func poisonChildMain() int {
 		}
 	}
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[exitArgs]) error {
-		time.Sleep(50 * time.Millisecond) // let innocents be claimed beside it
+		// Fault injection, not a wait: live a moment so that innocents
+		// are claimed beside it when it takes its process down.
+		time.Sleep(50 * time.Millisecond)
 		os.Exit(3)
 		return nil
 	}))
@@ -73,10 +75,10 @@ func poisonChildMain() int {
 func TestPoisonCollateral(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	culprit := e.enqueue(exitArgs{})
+	culprit := e.Enqueue(exitArgs{})
 	var innocents []string
 	for i := range 40 {
-		innocents = append(innocents, e.enqueue(innocentArgs{N: i}))
+		innocents = append(innocents, e.Enqueue(innocentArgs{N: i}))
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -86,7 +88,7 @@ func TestPoisonCollateral(t *testing.T) {
 		fleet.Go(func() {
 			for ctx.Err() == nil {
 				cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-				cmd.Env = append(os.Environ(), envChild+"=poison", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+e.ns)
+				cmd.Env = append(os.Environ(), envChild+"=poison", envChildAddr+"="+shared.Server.Addr(), envChildNS+"="+e.NS)
 				if err := cmd.Run(); err == nil || ctx.Err() != nil {
 					return
 				}
@@ -99,13 +101,14 @@ func TestPoisonCollateral(t *testing.T) {
 		fleet.Wait()
 	}()
 
-	// Three deaths, each a lease of 1 s, a reap and a crash delay (1 s,
-	// then 2 s) and a process restart: longer than one waitTimeout on a
-	// loaded machine.
+	// Polled: worker processes run the jobs, whose signals do not reach
+	// the test. Three deaths, each a lease of 1 s, a reap and a crash
+	// delay (1 s, then 2 s) and a process restart: longer than one
+	// waitTimeout on a loaded machine.
 	var j *flow.JobInfo
 	redistest.Within(t, 3*waitTimeout, "the culprit to be quarantined", func() (bool, string) {
 		var err error
-		j, err = e.client.Job(context.Background(), culprit)
+		j, err = e.Client.Job(context.Background(), culprit)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -116,7 +119,7 @@ func TestPoisonCollateral(t *testing.T) {
 	}
 	charged := 0
 	for _, id := range innocents {
-		j := e.waitState(id, flow.StateCompleted)
+		j := e.PollState(id, flow.StateCompleted) // worked by the processes
 		if j.CrashAttempt > 1 {
 			t.Errorf("innocent %s was charged %d crashes, want at most 1", id, j.CrashAttempt)
 		}

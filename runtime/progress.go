@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 const (
@@ -114,5 +115,6 @@ func (a *Attempt) flushProgress(ctx context.Context) error {
 		a.lose()
 		return ErrLeaseLost
 	}
+	c.w.sig.Progress.Signal(testsignal.Job{Worker: a.Worker, JobID: a.ID})
 	return nil
 }

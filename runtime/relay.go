@@ -1,6 +1,10 @@
 package runtime
 
-import "context"
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/internal/testsignal"
+)
 
 // relayLimit bounds the outbox entries one relay call handles.
 const relayLimit = 256
@@ -20,7 +24,7 @@ func (w *Worker) kickRelay() {
 // maintenance tick, so entries left by a worker that died after its commit
 // are relayed too.
 func (w *Worker) relayLoop(ctx context.Context) {
-	for {
+	for n := 1; ; n++ {
 		for _, p := range w.parts {
 			for {
 				res, err := w.st.RelayOutbox(ctx, p, relayLimit)
@@ -37,6 +41,7 @@ func (w *Worker) relayLoop(ctx context.Context) {
 			}
 		}
 		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+		w.sig.Relayed.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})
 		select {
 		case <-ctx.Done():
 			t.Stop()

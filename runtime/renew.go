@@ -5,14 +5,21 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 func (w *Worker) renewLoop(ctx context.Context) {
 	defer w.listenCancels(ctx)() // cancel.go
 	reg := w.register(ctx)       // heartbeat.go
 	defer reg.unregister(ctx)
-	for {
-		sleep(ctx, w.clk, w.opts.RenewInterval)
+	for n := 0; ; n++ {
+		t := w.clk.NewTimer(w.opts.RenewInterval)
+		w.sig.Renewed.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})
+		select {
+		case <-ctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
 		if ctx.Err() != nil {
 			return
 		}

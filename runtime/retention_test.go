@@ -2,11 +2,12 @@ package runtime_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -23,37 +24,48 @@ func TestRetentionClearsBacklog(t *testing.T) {
 	e := newEnv(t, clk)
 	ctx := context.Background()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(context.Context, *flow.Job[workArgs]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(context.Context, *flow.Job[workArgs]) error { return nil }))
 	items := make([]flow.Item, jobs)
 	for i := range items {
 		items[i] = flow.Item{Args: workArgs{N: i}}
 	}
-	if _, err := e.client.EnqueueMany(ctx, items...); err != nil {
+	if _, err := e.Client.EnqueueMany(ctx, items...); err != nil {
 		t.Fatal(err)
 	}
 	opts := runtime.Options{Concurrency: 50, RetainCompleted: time.Minute, MaintenanceInterval: time.Hour, Clock: clk}
-	e.startWorker(reg, opts)
-	count := func(state string) (int64, string) {
-		n, err := e.rdb.HGet(ctx, e.partition().Stats(), state).Int64()
+	w := e.startWorker(reg, opts)
+	count := func(state string) int64 {
+		n, err := e.RDB.HGet(ctx, e.partition().Stats(), state).Int64()
 		if err != nil && err.Error() != "redis: nil" {
 			t.Fatal(err)
 		}
-		return n, fmt.Sprintf("%d %s", n, state)
+		return n
 	}
-	eventually(t, "every job completed", func() (bool, string) {
-		n, s := count(flow.StateCompleted)
-		return n == jobs, s
+	completed := 0
+	e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool {
+		if s.State == flow.StateCompleted {
+			completed++
+		}
+		return completed == jobs
 	})
+	if n := count(flow.StateCompleted); n != jobs {
+		t.Fatalf("%d jobs completed, want %d", n, jobs)
+	}
+	// The first pass ran at the start; the next is armed an hour later.
+	pass := func(n int) {
+		e.Sig.Maintained.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == n })
+	}
+	pass(1)
 	clk.Advance(time.Hour)
-	eventually(t, "the next maintenance pass deleted every job", func() (bool, string) {
-		n, s := count(flow.StateCompleted)
-		if n != 0 {
-			return false, s
-		}
-		left, err := e.rdb.Keys(ctx, e.partition().Job("*")).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(left) == 0, fmt.Sprintf("%d job hashes left", len(left))
-	})
+	pass(2)
+	if n := count(flow.StateCompleted); n != 0 {
+		t.Errorf("%d completed jobs left after the next maintenance pass", n)
+	}
+	left, err := e.RDB.Keys(ctx, e.partition().Job("*")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("%d job hashes left after the next maintenance pass", len(left))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -28,12 +29,12 @@ func TestGracefulShutdown(t *testing.T) {
 	clk := newTestClock(start)
 	e := newEnv(t, clk)
 
-	started := signal[string]()
+	started := testkit.Chan[string]()
 	releaseQuick := make(chan struct{})
-	stubbornCause := signal[error]()
+	stubbornCause := testkit.Chan[error]()
 	reg := flow.NewRegistry()
 	// quick (workArgs) finishes when told to, inside the window.
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		started <- job.ID
 		select {
 		case <-releaseQuick:
@@ -43,33 +44,33 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 	}))
 	// stubborn (slowArgs) runs until its context is cancelled.
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[slowArgs]) error {
 		started <- job.ID
 		<-ctx.Done()
 		stubbornCause <- context.Cause(ctx)
 		return ctx.Err()
 	}))
-	res, err := e.client.EnqueueMany(context.Background(), flow.Item{Args: workArgs{N: 1}}, flow.Item{Args: slowArgs{N: 1}})
-	must(t, err)
+	res, err := e.Client.EnqueueMany(context.Background(), flow.Item{Args: workArgs{N: 1}}, flow.Item{Args: slowArgs{N: 1}})
+	testkit.Must(t, err)
 	quick, stubborn := res[0].ID, res[1].ID
 
 	w := e.startWorker(reg, runtime.Options{
 		Clock: clk, Lease: lease, RenewInterval: renew, ShutdownWindow: window,
 		Concurrency: 4, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
-	recv(t, started, "a job to start")
-	recv(t, started, "both jobs to start")
+	testkit.Recv(t, started, "a job to start")
+	testkit.Recv(t, started, "both jobs to start")
 	clk.waitTimers(t, renew, 1)
 
-	w.cancel()
-	late := e.enqueue(workArgs{N: 2}) // after shutdown began: must not be claimed
+	w.Cancel()
+	late := e.Enqueue(workArgs{N: 2}) // after shutdown began: must not be claimed
 	clk.waitTimers(t, window, 1)      // the fetcher has stopped; the window is open
 
 	// Leases are still renewed during the window.
 	clk.Advance(renew)
 	clk.waitTimers(t, renew, 2)
 	for _, id := range []string{quick, stubborn} {
-		j := e.job(id)
+		j := e.Job(id)
 		checkSummary(t, id+" in the window", j, summary{State: flow.StateRunning, Fence: 1, Holder: w.ID()})
 		if want := start.Add(renew + lease); !j.LeaseExpiry.Equal(want) {
 			t.Errorf("%s in the window: lease expires %v, want %v (renewed)", id, j.LeaseExpiry, want)
@@ -77,25 +78,25 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 
 	close(releaseQuick)
-	checkSummary(t, "quick job", e.waitState(quick, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
-	noRecv(t, stubbornCause, "stubborn job cancelled inside the window")
+	checkSummary(t, "quick job", e.WaitState(quick, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+	testkit.NoRecv(t, stubbornCause, "stubborn job cancelled inside the window")
 
 	clk.Advance(window - renew) // the window ends
-	if cause := recv(t, stubbornCause, "the stubborn job to be cancelled"); !errors.Is(cause, runtime.ErrShutdown) {
+	if cause := testkit.Recv(t, stubbornCause, "the stubborn job to be cancelled"); !errors.Is(cause, runtime.ErrShutdown) {
 		t.Errorf("stubborn job cancelled with %v, want ErrShutdown", cause)
 	}
 	if err := w.wait(t); err != nil {
 		t.Errorf("Run returned %v, want nil", err)
 	}
 
-	j := e.job(stubborn)
+	j := e.Job(stubborn)
 	checkSummary(t, "stubborn job after shutdown", j, summary{State: flow.StateAvailable, Fence: 1})
 	if len(j.Errors) != 0 {
 		t.Errorf("stubborn job has errors %+v, want none", j.Errors)
 	}
-	checkSummary(t, "job enqueued after shutdown began", e.job(late), summary{State: flow.StateAvailable})
+	checkSummary(t, "job enqueued after shutdown began", e.Job(late), summary{State: flow.StateAvailable})
 	if got, want := e.available(), []string{stubborn, late}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("available list %v, want the handed-back job first: %v", got, want)
 	}
-	noRecv(t, started, "a job started after shutdown began")
+	testkit.NoRecv(t, started, "a job started after shutdown began")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
@@ -36,10 +37,10 @@ func TestStuckIgnoredStop(t *testing.T) {
 	start := fakeStart()
 	clk := newTestClock(start)
 	e := newEnv(t, clk)
-	started := signal[string]()
+	started := testkit.Chan[string]()
 	release := make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		cur, err := step.NewCursor[int](ctx, "rows", 1)
 		if err != nil {
 			return err
@@ -53,26 +54,26 @@ func TestStuckIgnoredStop(t *testing.T) {
 		ignoreStop(release)
 		return nil
 	}))
-	stuck := signal[runtime.Stuck]()
+	stuck := testkit.Chan[runtime.Stuck]()
 	e.startWorker(reg, runtime.Options{
 		Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 		Backoff: func(int) time.Duration { return time.Hour },
 		OnStuck: func(_ context.Context, s runtime.Stuck) { stuck <- s },
 	})
 	t.Cleanup(func() { close(release) })
-	id := e.enqueue(workArgs{N: 1}, flow.WithTimeout(timeout))
-	recv(t, started, "the handler to start")
+	id := e.Enqueue(workArgs{N: 1}, flow.WithTimeout(timeout))
+	testkit.Recv(t, started, "the handler to start")
 	clk.waitTimers(t, timeout, 1)
 	clk.Advance(timeout)
 	clk.waitTimers(t, grace, 1)
 	clk.waitTimers(t, after, 1)
 	clk.Advance(grace)
-	settled := e.waitState(id, flow.StateRetryable) // without the handler
+	settled := e.WaitState(id, flow.StateRetryable) // without the handler
 	clk.Advance(after - grace - time.Millisecond)
-	noRecv(t, stuck, "a stuck report before StuckAfterStop")
+	testkit.NoRecv(t, stuck, "a stuck report before StuckAfterStop")
 	clk.Advance(time.Millisecond)
 
-	s := recv(t, stuck, "the stuck report")
+	s := testkit.Recv(t, stuck, "the stuck report")
 	if s.Case != runtime.IgnoredStop || !errors.Is(s.Cause, runtime.ErrTimeout) {
 		t.Errorf("case %s cause %v, want %s with ErrTimeout", s.Case, s.Cause, runtime.IgnoredStop)
 	}
@@ -88,7 +89,7 @@ func TestStuckIgnoredStop(t *testing.T) {
 	if !strings.Contains(string(s.Stack), "runtime_test.ignoreStop") {
 		t.Errorf("stack does not show the handler:\n%s", s.Stack)
 	}
-	j := e.job(id)
+	j := e.Job(id)
 	got := j.Stuck
 	if got == nil {
 		t.Fatal("no stuck evidence on the job")
@@ -117,10 +118,10 @@ func TestStuckNoProgress(t *testing.T) {
 	start := fakeStart()
 	clk := newTestClock(start)
 	e := newEnv(t, clk)
-	started := signal[string]()
+	started := testkit.Chan[string]()
 	release := make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		if err := step.Do(ctx, "load", func(context.Context) error { return nil }); err != nil {
 			return err
 		}
@@ -133,24 +134,24 @@ func TestStuckNoProgress(t *testing.T) {
 			return nil
 		})
 	}))
-	stuck := signal[runtime.Stuck]()
+	stuck := testkit.Chan[runtime.Stuck]()
 	e.startWorker(reg, runtime.Options{
 		Clock: clk, Lease: lease, RenewInterval: renew, StuckNoProgress: limit,
 		IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 		OnStuck: func(_ context.Context, s runtime.Stuck) { stuck <- s },
 	})
 	t.Cleanup(func() { close(release) })
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, started, "the handler to start")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the handler to start")
 	clk.waitTimers(t, tick, 1)
 	clk.waitTimers(t, renew, 1)
 	clk.Advance(limit - tick)
 	clk.waitTimers(t, tick, 2)
 	clk.waitTimers(t, renew, 2) // renewed at limit-tick
-	noRecv(t, stuck, "a stuck report before StuckNoProgress")
+	testkit.NoRecv(t, stuck, "a stuck report before StuckNoProgress")
 	clk.Advance(tick)
 
-	s := recv(t, stuck, "the stuck report")
+	s := testkit.Recv(t, stuck, "the stuck report")
 	if s.Case != runtime.NoProgress || s.Cause != nil || s.Job.ID != id || s.Job.Fence != 1 {
 		t.Errorf("case %s cause %v job %+v", s.Case, s.Cause, s.Job)
 	}
@@ -162,7 +163,7 @@ func TestStuckNoProgress(t *testing.T) {
 			t.Errorf("stack does not show %s:\n%s", fn, s.Stack)
 		}
 	}
-	j := e.job(id)
+	j := e.Job(id)
 	if want := start.Add(limit - tick + lease); j.State != flow.StateRunning || !j.LeaseExpiry.Equal(want) {
 		t.Errorf("job %s lease expiry %v, want running and renewed to %v", j.State, j.LeaseExpiry, want)
 	}
@@ -172,7 +173,7 @@ func TestStuckNoProgress(t *testing.T) {
 	}
 	clk.Advance(2 * limit)
 	clk.waitTimers(t, tick, 4) // the watch checked again
-	noRecv(t, stuck, "a second report of the same case")
+	testkit.NoRecv(t, stuck, "a second report of the same case")
 }
 
 // TestStuckNotReported: a handler that returns when told to stop, and one
@@ -185,28 +186,28 @@ func TestStuckNotReported(t *testing.T) {
 		clk := newTestClock(fakeStart())
 		e := newEnv(t, clk)
 		reg := flow.NewRegistry()
-		must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 			<-ctx.Done()
 			return ctx.Err()
 		}))
-		stuck := signal[runtime.Stuck]()
+		stuck := testkit.Chan[runtime.Stuck]()
 		o := runtime.Options{
 			Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 			Backoff: func(int) time.Duration { return time.Hour },
 			OnStuck: func(_ context.Context, s runtime.Stuck) { stuck <- s },
 		}
 		w := e.startWorker(reg, o)
-		id := e.enqueue(workArgs{N: 1}, flow.WithTimeout(timeout))
+		id := e.Enqueue(workArgs{N: 1}, flow.WithTimeout(timeout))
 		clk.waitTimers(t, timeout, 1)
 		clk.Advance(timeout)
-		e.waitState(id, flow.StateRetryable)
+		e.WaitState(id, flow.StateRetryable)
 		clk.waitTimers(t, 30*time.Second, 1)
 		clk.Advance(time.Minute)
 		if !w.stop(clk, o) {
 			t.Fatal("worker did not stop")
 		}
-		noRecv(t, stuck, "stuck report")
-		if j := e.job(id); j.Stuck != nil {
+		testkit.NoRecv(t, stuck, "stuck report")
+		if j := e.Job(id); j.Stuck != nil {
 			t.Errorf("stuck evidence on the job: %+v", j.Stuck)
 		}
 	})
@@ -219,9 +220,9 @@ func TestStuckNotReported(t *testing.T) {
 		)
 		clk := newTestClock(fakeStart())
 		e := newEnv(t, clk)
-		report, reported := make(chan int), signal[error]()
+		report, reported := make(chan int), testkit.Chan[error]()
 		reg := flow.NewRegistry()
-		must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 			for {
 				select {
 				case <-ctx.Done():
@@ -231,28 +232,28 @@ func TestStuckNotReported(t *testing.T) {
 				}
 			}
 		}))
-		stuck := signal[runtime.Stuck]()
+		stuck := testkit.Chan[runtime.Stuck]()
 		o := runtime.Options{
 			Clock: clk, StuckNoProgress: limit, Lease: time.Hour, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
 			OnStuck: func(_ context.Context, s runtime.Stuck) { stuck <- s },
 		}
 		w := e.startWorker(reg, o)
-		id := e.enqueue(workArgs{N: 1})
+		id := e.Enqueue(workArgs{N: 1})
 		for i := 1; i <= steps; i++ {
 			clk.waitTimers(t, tick, i)
 			clk.Advance(tick)
 			report <- i
-			if err := recv(t, reported, "a progress report"); err != nil {
+			if err := testkit.Recv(t, reported, "a progress report"); err != nil {
 				t.Fatalf("report %d: %v", i, err)
 			}
 		}
 		clk.waitTimers(t, tick, steps+1)
-		if j := e.job(id); j.State != flow.StateRunning || j.Tracking == nil || j.Tracking.Percent != steps*10 {
+		if j := e.Job(id); j.State != flow.StateRunning || j.Tracking == nil || j.Tracking.Percent != steps*10 {
 			t.Errorf("job %s tracking %+v", j.State, j.Tracking)
 		}
 		if !w.stop(clk, o) {
 			t.Fatal("worker did not stop")
 		}
-		noRecv(t, stuck, "stuck report")
+		testkit.NoRecv(t, stuck, "stuck report")
 	})
 }

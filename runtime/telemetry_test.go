@@ -3,7 +3,6 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -83,12 +84,12 @@ func TestMetrics(t *testing.T) {
 	e := newEnv(t, clk)
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	client, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Clock: clk, MeterProvider: mp})
-	must(t, err)
+	client, err := flow.NewClient(e.RDB, flow.ClientOptions{Namespace: e.NS, Clock: clk, MeterProvider: mp})
+	testkit.Must(t, err)
 
-	started, release := signal[int](), make(chan struct{})
+	started, release := testkit.Chan[int](), make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		switch job.Args.N {
 		case 1: // fails once, then completes
 			if job.Attempt == 0 {
@@ -117,21 +118,26 @@ func TestMetrics(t *testing.T) {
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clk, MeterProvider: mp, CrashLimit: 2, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
 	})
-	eventually(t, "the jobs' outcomes to be counted", func() (bool, string) {
-		m := metrics(t, reader)
-		n := m["sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"]
-		return n == 6, fmt.Sprintf("%v attempts", n)
-	})
+	// An attempt is counted before the worker signals it settled: six
+	// attempts (1 twice, 2 once, 3 twice, 4 once).
+	const attempts = "sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"
+	for range 6 {
+		e.Sig.Settled.Wait(t)
+	}
+	if n := metrics(t, reader)[attempts]; n != 6 {
+		t.Fatalf("%v attempts counted, want 6", n)
+	}
 	res, err := client.Enqueue(context.Background(), workArgs{N: 5})
-	must(t, err)
-	recv(t, started, "job 5 to start")
+	testkit.Must(t, err)
+	testkit.Recv(t, started, "job 5 to start")
 	clk.Advance(2 * time.Second)
 	close(release)
-	e.waitState(res.ID, flow.StateCompleted)
-	eventually(t, "job 5 to be counted", func() (bool, string) {
-		n := metrics(t, reader)["sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"]
-		return n == 7, fmt.Sprintf("%v attempts", n)
-	})
+	if s := e.Sig.Settled.Wait(t); s.JobID != res.ID || s.State != flow.StateCompleted {
+		t.Fatalf("settled %+v, want job 5 completed", s)
+	}
+	if n := metrics(t, reader)[attempts]; n != 7 {
+		t.Fatalf("%v attempts counted, want 7", n)
+	}
 
 	const job = "{sluice.job.kind=work,sluice.queue=default}"
 	outcome := func(o string) string {
@@ -176,14 +182,14 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 
-	startedA, releaseA := signal[int64](), make(chan struct{})
+	startedA, releaseA := testkit.Chan[int64](), make(chan struct{})
 	regA := flow.NewRegistry()
-	must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(regA, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		startedA <- job.Fence
 		<-releaseA // stalled: ignores its context
 		return nil
 	}))
-	e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
+	a := e.startWorker(regA, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clkA, Lease: lease, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 		TracerProvider: tp, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerA)),
 	})
@@ -194,25 +200,32 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 			close(releaseA)
 		}
 	})
-	id := e.enqueue(workArgs{N: 1})
-	recv(t, startedA, "A to start the job")
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, startedA, "A to start the job")
 
 	regB := flow.NewRegistry()
-	must(t, flow.Register(regB, func(context.Context, *flow.Job[workArgs]) error { return nil }))
-	e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
+	testkit.Must(t, flow.Register(regB, func(context.Context, *flow.Job[workArgs]) error { return nil }))
+	b := e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour,
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB)),
 	})
-	e.waitState(id, flow.StateCompleted)
+	// Attempts are counted and their spans ended before their worker
+	// signals them settled.
+	settledBy := func(w *workerRun) testsignal.Settled {
+		return e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == w.ID() && s.By == testsignal.Ack })
+	}
+	if s := settledBy(b); s.State != flow.StateCompleted {
+		t.Fatalf("B settled %+v, want completed", s)
+	}
 	close(releaseA)
-	eventually(t, "A's attempt to end", func() (bool, string) {
-		return len(rec.Ended()) == 1, fmt.Sprintf("%d spans", len(rec.Ended()))
-	})
+	settledBy(a)
+	if n := len(rec.Ended()); n != 1 {
+		t.Fatalf("%d spans ended, want A's", n)
+	}
 	const job = "{sluice.job.kind=work,sluice.queue=default}"
-	eventually(t, "B's attempt to be counted", func() (bool, string) {
-		m := metrics(t, readerB)
-		return m["sluice.attempt.duration.count"+job] == 1, fmt.Sprint(m)
-	})
+	if m := metrics(t, readerB); m["sluice.attempt.duration.count"+job] != 1 {
+		t.Fatalf("B's attempts: %v", m)
+	}
 	checkMetrics(t, metrics(t, readerB), map[string]float64{
 		"sluice.jobs.crashed{sluice.queue=default}":                                          1,
 		"sluice.jobs.processed{sluice.job.kind=work,sluice.outcome=ok,sluice.queue=default}": 1,

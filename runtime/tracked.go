@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // errAttemptFailed cancels the tracked goroutines of an attempt whose
@@ -151,6 +153,7 @@ func (w *Worker) waitTracked(a *Attempt, bounded bool) {
 		a.ctl.tr.wg.Wait()
 		close(done)
 	}()
+	w.sig.Tracked.Signal(testsignal.Job{Worker: a.Worker, JobID: a.ID})
 	if !bounded {
 		<-done
 		return

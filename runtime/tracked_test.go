@@ -3,21 +3,16 @@ package runtime_test
 import (
 	"context"
 	"errors"
-	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
-
-// goroutinesShow reports whether some goroutine's stack shows fn.
-func goroutinesShow(fn string) bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:goruntime.Stack(buf, true)]), fn)
-}
 
 // trackedEnv is a worker with one handler for the tracked-goroutine tests.
 func trackedEnv(t *testing.T, work func(ctx context.Context, job *flow.Job[workArgs]) error) *env {
@@ -31,7 +26,7 @@ func trackedEnvClock(t *testing.T, work func(ctx context.Context, job *flow.Job[
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, work))
+	testkit.Must(t, flow.Register(reg, work))
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour, Backoff: func(int) time.Duration { return 0 },
 	})
@@ -43,15 +38,15 @@ func trackedEnvClock(t *testing.T, work func(ctx context.Context, job *flow.Job[
 // attempt is over fails.
 func TestTrackedSuccessWaits(t *testing.T) {
 	t.Parallel()
-	started, release := signal[*runtime.Attempt](), make(chan struct{})
-	states := signal[string]()
+	started, release := testkit.Chan[*runtime.Attempt](), make(chan struct{})
+	states := testkit.Chan[string]()
 	var e *env
 	e = trackedEnv(t, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		a, _ := runtime.AttemptFrom(ctx)
 		return a.Go(func(ctx context.Context) error {
 			started <- a
 			<-release
-			j, err := e.client.Job(ctx, job.ID)
+			j, err := e.Client.Job(ctx, job.ID)
 			if err != nil {
 				return err
 			}
@@ -59,19 +54,17 @@ func TestTrackedSuccessWaits(t *testing.T) {
 			return nil
 		})
 	})
-	id := e.enqueue(workArgs{N: 1})
-	a := recv(t, started, "the tracked goroutine to start")
-	eventually(t, "the worker to wait for tracked work", func() (bool, string) {
-		return goroutinesShow("runtime.(*Worker).waitTracked"), "not waiting"
-	})
-	if j := e.job(id); j.State != flow.StateRunning {
+	id := e.Enqueue(workArgs{N: 1})
+	a := testkit.Recv(t, started, "the tracked goroutine to start")
+	e.Sig.Tracked.WaitFor(t, func(j testsignal.Job) bool { return j.JobID == id }) // the worker waits for it
+	if j := e.Job(id); j.State != flow.StateRunning {
 		t.Fatalf("job %s while tracked work runs, want running", j.State)
 	}
 	close(release)
-	if s := recv(t, states, "the tracked goroutine's view"); s != flow.StateRunning {
+	if s := testkit.Recv(t, states, "the tracked goroutine's view"); s != flow.StateRunning {
 		t.Errorf("the tracked goroutine saw the job %s, want running", s)
 	}
-	e.waitState(id, flow.StateCompleted)
+	e.WaitState(id, flow.StateCompleted)
 	if err := a.Go(func(context.Context) error { return nil }); !errors.Is(err, runtime.ErrAttemptDone) {
 		t.Errorf("Go after the attempt: %v, want ErrAttemptDone", err)
 	}
@@ -85,7 +78,7 @@ func TestTrackedFailure(t *testing.T) {
 	t.Parallel()
 	t.Run("first error cancels", func(t *testing.T) {
 		t.Parallel()
-		causes := signal[error]()
+		causes := testkit.Chan[error]()
 		e := trackedEnv(t, func(ctx context.Context, job *flow.Job[workArgs]) error {
 			if err := runtime.Go(ctx, func(ctx context.Context) error {
 				<-ctx.Done()
@@ -101,13 +94,13 @@ func TestTrackedFailure(t *testing.T) {
 			causes <- context.Cause(ctx)
 			return ctx.Err()
 		})
-		id := e.enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
+		id := e.Enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
 		for range 2 {
-			if c := recv(t, causes, "a cancellation"); !errors.Is(c, runtime.ErrTrackedFailed) || !strings.Contains(c.Error(), "tracked boom") {
+			if c := testkit.Recv(t, causes, "a cancellation"); !errors.Is(c, runtime.ErrTrackedFailed) || !strings.Contains(c.Error(), "tracked boom") {
 				t.Errorf("cancelled with %v, want ErrTrackedFailed wrapping tracked boom", c)
 			}
 		}
-		j := e.waitState(id, flow.StateArchived)
+		j := e.WaitState(id, flow.StateArchived)
 		if j.Reason != "attempts_exhausted" || j.LastError != "tracked boom" {
 			t.Errorf("archived with %q, last error %q; want attempts_exhausted, tracked boom", j.Reason, j.LastError)
 		}
@@ -123,10 +116,10 @@ func TestTrackedFailure(t *testing.T) {
 			return nil
 		})
 		t.Cleanup(func() { close(release) })
-		id := e.enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
+		id := e.Enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
 		clk.waitTimers(t, time.Second, 1) // the CancelGrace of the cancelled handler
 		clk.Advance(time.Second)
-		j := e.waitState(id, flow.StateArchived) // settled without the handler
+		j := e.WaitState(id, flow.StateArchived) // settled without the handler
 		if !strings.Contains(j.LastError, "tracked boom") {
 			t.Errorf("last error %q, want the tracked failure", j.LastError)
 		}
@@ -136,8 +129,8 @@ func TestTrackedFailure(t *testing.T) {
 		e := trackedEnv(t, func(ctx context.Context, job *flow.Job[workArgs]) error {
 			return runtime.Go(ctx, func(context.Context) error { return errors.New("late failure") })
 		})
-		id := e.enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
-		if j := e.waitState(id, flow.StateArchived); j.LastError != "late failure" {
+		id := e.Enqueue(workArgs{N: 1}, flow.WithMaxAttempts(1))
+		if j := e.WaitState(id, flow.StateArchived); j.LastError != "late failure" {
 			t.Errorf("last error %q, want late failure", j.LastError)
 		}
 	})
@@ -149,8 +142,8 @@ func TestTrackedFailure(t *testing.T) {
 			}
 			return runtime.Go(ctx, func(context.Context) error { panic("tracked panic") })
 		})
-		id := e.enqueue(workArgs{N: 1})
-		j := e.waitState(id, flow.StateCompleted)
+		id := e.Enqueue(workArgs{N: 1})
+		j := e.WaitState(id, flow.StateCompleted)
 		if j.CrashAttempt != 1 || j.Attempt != 0 || len(j.Errors) != 1 || j.Errors[0].Class != "panic" ||
 			!strings.Contains(j.Errors[0].Message, "tracked panic") {
 			t.Errorf("after a tracked panic: %+v errors %+v, want one crash", summarize(j), j.Errors)
@@ -166,9 +159,9 @@ func TestProgressVisible(t *testing.T) {
 	start := fakeStart()
 	clk := newTestClock(start)
 	e := newEnv(t, clk)
-	errs, next := signal[error](), make(chan struct{})
+	errs, next := testkit.Chan[error](), make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		errs <- runtime.ReportProgress(ctx, 10, "loading rows")
 		<-next
 		errs <- runtime.ReportProgress(ctx, 101, "")
@@ -177,26 +170,27 @@ func TestProgressVisible(t *testing.T) {
 		return nil
 	}))
 	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
-	id := e.enqueue(workArgs{N: 1})
-	must(t, recv(t, errs, "the first report"))
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Must(t, testkit.Recv(t, errs, "the first report"))
+	e.Sig.Progress.Wait(t) // written before ReportProgress returned
 	want := sluicetype.Tracking{Percent: 10, State: "loading rows", At: start, Fence: 1}
-	if j := e.job(id); j.State != flow.StateRunning || j.Tracking == nil || *j.Tracking != want {
+	if j := e.Job(id); j.State != flow.StateRunning || j.Tracking == nil || *j.Tracking != want {
 		t.Fatalf("job %s tracking %+v, want running with %+v", j.State, j.Tracking, want)
 	}
 	next <- struct{}{}
-	if err := recv(t, errs, "the bad report"); !errors.Is(err, runtime.ErrInvalidArgument) {
+	if err := testkit.Recv(t, errs, "the bad report"); !errors.Is(err, runtime.ErrInvalidArgument) {
 		t.Errorf("reporting 101%%: %v, want ErrInvalidArgument", err)
 	}
-	must(t, recv(t, errs, "the second report"))
-	if j := e.job(id); *j.Tracking != want {
+	testkit.Must(t, testkit.Recv(t, errs, "the second report"))
+	if j := e.Job(id); *j.Tracking != want {
 		t.Errorf("a report within a second of the last was written at once: %+v", j.Tracking)
 	}
 	clk.Advance(time.Second)
+	e.Sig.Progress.Wait(t) // the coalesced report
 	want = sluicetype.Tracking{Percent: 50, State: "halfway", At: start.Add(time.Second), Fence: 1}
-	eventually(t, "the coalesced report to be written", func() (bool, string) {
-		j := e.job(id)
-		return j.Tracking != nil && *j.Tracking == want, j.State
-	})
+	if j := e.Job(id); j.Tracking == nil || *j.Tracking != want {
+		t.Errorf("job %s tracking %+v, want %+v", j.State, j.Tracking, want)
+	}
 	next <- struct{}{}
-	e.waitState(id, flow.StateCompleted)
+	e.WaitState(id, flow.StateCompleted)
 }

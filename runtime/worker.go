@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // Worker claims and runs jobs. Create it with NewWorker, start it with Run.
@@ -45,6 +46,10 @@ type Worker struct {
 	rel          reliability // death reports and stuck watches (reliability.go)
 
 	tel *workerTelemetry // spans and metrics (telemetry.go)
+
+	// sig is what the worker tells tests it did: set by Run from its
+	// context, off (each call a nil check) unless a test put a set there.
+	sig testsignal.Worker
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -105,6 +110,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("sluice: worker is already running")
 	}
 	defer w.running.Store(false)
+	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run
 	bg := context.WithoutCancel(ctx)
 	wake, err := w.subscribe(ctx)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -26,10 +28,10 @@ import (
 func TestScriptFlushMidRun(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
-	started := signal[string]()
+	started := testkit.Chan[string]()
 	release := make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		started <- job.ID
 		<-release
 		return nil
@@ -45,24 +47,24 @@ func TestScriptFlushMidRun(t *testing.T) {
 
 	var ids []string
 	for i := range 5 {
-		ids = append(ids, e.enqueue(workArgs{N: i}))
+		ids = append(ids, e.Enqueue(workArgs{N: i}))
 	}
 	for range 5 {
-		recv(t, started, "the first jobs to start")
+		testkit.Recv(t, started, "the first jobs to start")
 	}
 	hashes := []string{lua.Enqueue.Hash(), lua.Claim.Hash(), lua.Ack.Hash(), lua.Renew.Hash()}
-	must(t, e.rdb.ScriptFlush(ctx).Err())
-	if ok, err := e.rdb.ScriptExists(ctx, hashes...).Result(); err != nil || ok[0] || ok[1] || ok[2] || ok[3] {
+	testkit.Must(t, e.RDB.ScriptFlush(ctx).Err())
+	if ok, err := e.RDB.ScriptExists(ctx, hashes...).Result(); err != nil || ok[0] || ok[1] || ok[2] || ok[3] {
 		t.Fatalf("scripts cached after SCRIPT FLUSH: %v (%v)", ok, err)
 	}
 	close(release) // acks after the flush
 	for i := 5; i < 10; i++ {
-		ids = append(ids, e.enqueue(workArgs{N: i}))
+		ids = append(ids, e.Enqueue(workArgs{N: i}))
 	}
 	for _, id := range ids {
-		checkSummary(t, id, e.waitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
+		checkSummary(t, id, e.WaitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 	}
-	ok, err := e.rdb.ScriptExists(ctx, hashes[:3]...).Result()
+	ok, err := e.RDB.ScriptExists(ctx, hashes[:3]...).Result()
 	if err != nil || !ok[0] || !ok[1] || !ok[2] {
 		t.Errorf("enqueue, claim, ack not reloaded: %v (%v)", ok, err)
 	}
@@ -74,30 +76,23 @@ func TestScriptFlushMidRun(t *testing.T) {
 func TestIdleWorkerWokenByPush(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	ran := signal[time.Time]()
+	ran := testkit.Chan[time.Time]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		ran <- time.Now()
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
-	// The worker is idle once a claim found the partition dry and set its
-	// idle flag (KEYS[8] of lua/lib.lua).
-	idle := e.partition().Script()[7]
-	eventually(t, "the worker to go idle", func() (bool, string) {
-		n, err := e.rdb.Exists(context.Background(), idle).Result()
-		return err == nil && n == 1, "idle flag not set"
-	})
+	w := e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
+	// The worker is idle once a claim found the partition dry (and set
+	// its idle flag, KEYS[8] of lua/lib.lua).
+	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 
 	enqueued := time.Now()
-	id := e.enqueue(workArgs{N: 1})
-	select {
-	case at := <-ran:
-		t.Logf("job started %v after enqueue", at.Sub(enqueued))
-	case <-time.After(5 * time.Second):
-		t.Fatal("an idle worker did not pick up a new job within 5s")
-	}
-	e.waitState(id, flow.StateCompleted)
+	id := e.Enqueue(workArgs{N: 1})
+	// Its next poll is an hour away: only the wake-up can bring the job.
+	at := testkit.Recv(t, ran, "the idle worker to pick up the new job")
+	t.Logf("job started %v after enqueue", at.Sub(enqueued))
+	e.WaitState(id, flow.StateCompleted)
 }
 
 // TestWakeAllAfterResubscribe: wake-ups published while the worker's
@@ -108,36 +103,33 @@ func TestIdleWorkerWokenByPush(t *testing.T) {
 func TestWakeAllAfterResubscribe(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.rdb = redis.NewClient(&redis.Options{Addr: shared.Server.Addr(), ClientName: e.ns})
-	t.Cleanup(func() { _ = e.rdb.Close() })
-	ran := signal[time.Time]()
+	e.RDB = redis.NewClient(&redis.Options{Addr: shared.Server.Addr(), ClientName: e.NS})
+	t.Cleanup(func() { _ = e.RDB.Close() })
+	ran := testkit.Chan[time.Time]()
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
 		ran <- time.Now()
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
+	w := e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
 	ctx := context.Background()
 	idle := e.partition().Script()[7]
-	eventually(t, "the worker to go idle", func() (bool, string) {
-		n, err := e.rdb.Exists(ctx, idle).Result()
-		return err == nil && n == 1, "idle flag not set"
-	})
+	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 	// Lose the wake-up: without the idle flag the enqueue publishes none.
-	must(t, e.rdb.Del(ctx, idle).Err())
-	id := e.enqueue(workArgs{N: 1})
-	noRecv(t, ran, "a job without a wake-up")
+	testkit.Must(t, e.RDB.Del(ctx, idle).Err())
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.NoRecv(t, ran, "a job without a wake-up")
 
-	clients, err := e.rdb.ClientList(ctx).Result()
-	must(t, err)
+	clients, err := e.RDB.ClientList(ctx).Result()
+	testkit.Must(t, err)
 	killed := 0
 	for _, line := range strings.Split(clients, "\n") {
-		if !strings.Contains(line, " name="+e.ns+" ") || !strings.Contains(line, " sub=1 ") {
+		if !strings.Contains(line, " name="+e.NS+" ") || !strings.Contains(line, " sub=1 ") {
 			continue
 		}
 		for _, f := range strings.Fields(line) {
 			if v, ok := strings.CutPrefix(f, "id="); ok {
-				must(t, e.rdb.Do(ctx, "CLIENT", "KILL", "ID", v).Err())
+				testkit.Must(t, e.RDB.Do(ctx, "CLIENT", "KILL", "ID", v).Err())
 				killed++
 			}
 		}
@@ -145,66 +137,111 @@ func TestWakeAllAfterResubscribe(t *testing.T) {
 	if killed == 0 { // the wake-ups' and the cancellations' subscriptions
 		t.Fatalf("no subscription of the worker's client:\n%s", clients)
 	}
-	recv(t, ran, "the job after the resubscription")
-	e.waitState(id, flow.StateCompleted)
+	testkit.Recv(t, ran, "the job after the resubscription")
+	e.WaitState(id, flow.StateCompleted)
 }
 
 // TestIdlePollWhileBusy: the IdlePoll safety net holds per partition, so
 // a job whose wake-up was lost (its partition's idle flag deleted) is
 // picked up while another partition keeps the worker busy, not only once
-// the worker runs out of work.
+// the worker runs out of work. On a test clock: the busy jobs end one by
+// one when the test says, and the lost job's poll falls due when the
+// test moves the clock.
 func TestIdlePollWhileBusy(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, nil)
+	const poll = 200 * time.Millisecond
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
 	ctx := context.Background()
 	parts := map[string]int{"default": 2, "probe": 2}
-	c, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Partitions: parts})
-	must(t, err)
+	c, err := flow.NewClient(e.RDB, flow.ClientOptions{Namespace: e.NS, Partitions: parts, Clock: clk})
+	testkit.Must(t, err)
 	// A key per partition, found on a queue no worker serves (the
 	// partition depends only on the key and the partition count).
 	key := map[string]string{}
 	for i := 0; len(key) < 2; i++ {
 		res, err := c.Enqueue(ctx, workArgs{N: i}, flow.WithQueue("probe"), flow.WithPartitionKey(fmt.Sprint("k", i)))
-		must(t, err)
+		testkit.Must(t, err)
 		if p := strings.Split(res.ID, ":")[1]; key[p] == "" {
 			key[p] = fmt.Sprint("k", i)
 		}
 	}
-	const busy = 150
+	const busy = 20
+	var busyIDs []string
 	for i := range busy {
-		_, err := c.Enqueue(ctx, workArgs{N: i}, flow.WithPartitionKey(key["0"]))
-		must(t, err)
+		res, err := c.Enqueue(ctx, workArgs{N: i}, flow.WithPartitionKey(key["0"]))
+		testkit.Must(t, err)
+		busyIDs = append(busyIDs, res.ID)
 	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
+	proceed, stop := make(chan struct{}), make(chan struct{})
 	reg := flow.NewRegistry()
-	must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		mu.Lock()
-		order = append(order, job.Args.N)
-		mu.Unlock()
-		time.Sleep(20 * time.Millisecond)
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		if job.Args.N >= 0 { // busy until the test lets it go
+			select {
+			case <-proceed:
+			case <-stop:
+			}
+		}
 		return nil
 	}))
-	e.startWorker(reg, runtime.Options{Partitions: parts, Concurrency: 1, IdlePoll: 200 * time.Millisecond, MaintenanceInterval: time.Hour})
-	idle := keys.Partition{NS: e.ns, Queue: "default", Index: 1}.Script()[7]
-	eventually(t, "the first claim on partition 1", func() (bool, string) {
-		n, err := e.rdb.Exists(ctx, idle).Result()
-		return err == nil && n == 1, "idle flag not set"
-	})
-	must(t, e.rdb.Del(ctx, idle).Err()) // the next enqueue publishes no wake-up
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Partitions: parts, Concurrency: 1, IdlePoll: poll, MaintenanceInterval: time.Hour})
+	var stopOnce sync.Once
+	release := func() { stopOnce.Do(func() { close(stop) }) }
+	t.Cleanup(release)    // before the worker stops
+	finishOne := func() { // the busy job running ends; the worker claims again
+		t.Helper()
+		select {
+		case proceed <- struct{}{}:
+		case <-time.After(waitTimeout):
+			t.Fatal("no busy job is running")
+		}
+	}
+	claimed := func() string {
+		t.Helper()
+		return e.Sig.Claimed.WaitFor(t, func(c testsignal.Claimed) bool { return c.Worker == w.ID() }).JobID
+	}
+	finished := 0
+	claimed() // a busy job holds the only slot
+	for dry := false; !dry; {
+		if finished == busy/2 {
+			t.Fatalf("partition 1 not claimed while %d busy jobs ran", finished)
+		}
+		finishOne()
+		finished++
+		claimed()
+		for _, d := range e.Sig.Dry.Drain() { // sent before the claim that followed
+			dry = dry || d.Queue == "default" && d.Partition == 1
+		}
+	}
+	idle := keys.Partition{NS: e.NS, Queue: "default", Index: 1}.Script()[7]
+	testkit.Must(t, e.RDB.Del(ctx, idle).Err()) // the next enqueue publishes no wake-up
 	res, err := c.Enqueue(ctx, workArgs{N: -1}, flow.WithPartitionKey(key["1"]))
-	must(t, err)
+	testkit.Must(t, err)
 	lost := res.ID
 	if !strings.HasPrefix(lost, "default:1:") {
 		t.Fatalf("job %s is not on partition 1", lost)
 	}
-	e.waitState(lost, flow.StateCompleted)
-	mu.Lock()
-	defer mu.Unlock()
-	if len(order) > busy { // the lost job ran last: the worker waited until partition 0 was dry
-		t.Fatalf("the job without a wake-up ran after all %d busy jobs: %v", busy, order)
+	clk.Advance(poll) // partition 1's poll is due
+	for {
+		if finished == busy {
+			// the lost job would run last: the worker waited until partition 0 was dry
+			t.Fatalf("the job without a wake-up was not claimed while the %d busy jobs ran", busy)
+		}
+		finishOne()
+		finished++
+		if claimed() == lost {
+			break
+		}
 	}
-	t.Logf("the job without a wake-up ran after %d of %d busy jobs", len(order)-1, busy)
+	t.Logf("the job without a wake-up was claimed after %d of %d busy jobs", finished, busy)
+	e.WaitState(lost, flow.StateCompleted)
+	// Let the rest run to the end before the worker stops: the test clock
+	// ends the shutdown window at once, and an attempt still starting then
+	// meets a race of the runtime's (Worker.execute's grace watch, which
+	// shutdown calls, reads the attempt's context while execute still
+	// derives it).
+	release()
+	for _, id := range busyIDs {
+		e.WaitState(id, flow.StateCompleted)
+	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
@@ -27,11 +27,11 @@ func (boundaryJob) Kind() string { return "boundary" }
 // stepFields lists the checkpoint fields of a job in Redis.
 func stepFields(t *testing.T, e *env, id string) []string {
 	t.Helper()
-	ref, ok := keys.ParseRef(e.ns, id)
+	ref, ok := keys.ParseRef(e.NS, id)
 	if !ok {
 		t.Fatalf("bad job ID %q", id)
 	}
-	m, err := e.rdb.HGetAll(context.Background(), ref.Steps(ref.Local)).Result()
+	m, err := e.RDB.HGetAll(context.Background(), ref.Steps(ref.Local)).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,20 +88,15 @@ func TestStepBoundaryAfterCancel(t *testing.T) {
 		return nil
 	})
 	e := newEnv(t, shared.Server.Client(), reg)
-	res, err := e.c.Enqueue(context.Background(), boundaryJob{})
+	res, err := e.Client.Enqueue(context.Background(), boundaryJob{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id string
-	select {
-	case id = <-committed:
-	case <-time.After(procTimeout):
-		t.Fatal("step s1 never committed")
+	id := res.ID
+	if got := testkit.Recv(t, committed, "step s1 to commit"); got != id {
+		t.Fatalf("handler ran job %s, want %s", got, id)
 	}
-	if id != res.ID {
-		t.Fatalf("handler ran job %s, want %s", id, res.ID)
-	}
-	if err := admin.New(e.c).CancelJob(context.Background(), id); err != nil {
+	if err := admin.New(e.Client).CancelJob(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	seen := 0
@@ -120,7 +115,7 @@ func TestStepBoundaryAfterCancel(t *testing.T) {
 	if n := ran.Load(); n != 0 {
 		t.Errorf("%d step functions ran after the job was cancelled, want none", n)
 	}
-	info, err := e.c.Job(context.Background(), id)
+	info, err := e.Client.Job(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,17 +168,10 @@ func TestStrictStepConfirmsOwnership(t *testing.T) {
 		r.reports <- report{ran: ran, err: err, cause: context.Cause(ctx)}
 		return err
 	})
-	rdb := shared.Server.Client()
-	t.Cleanup(func() { rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startWorker(t, rdb, reg, runtime.Options{
-		Namespace: ns, Lease: time.Hour, RenewInterval: 30 * time.Minute,
+	e := newEnvWith(t, shared.Server.Client(), reg, runtime.Options{
+		Backoff: noBackoff, Lease: time.Hour, RenewInterval: 30 * time.Minute,
 	})
-	e := &env{t: t, rdb: rdb, ns: ns, c: c}
+	rdb, ns, c := e.RDB, e.NS, e.Client
 
 	// attempt runs one job; bump says whether to take it away after s1.
 	attempt := func(strict, bump bool) (report, string) {
@@ -194,12 +182,7 @@ func TestStrictStepConfirmsOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var id string
-		select {
-		case id = <-r.id:
-		case <-time.After(procTimeout):
-			t.Fatal("step s1 never committed")
-		}
+		id := testkit.Recv(t, r.id, "step s1 to commit")
 		if id != res.ID {
 			t.Fatalf("handler ran job %s, want %s", id, res.ID)
 		}
@@ -210,13 +193,7 @@ func TestStrictStepConfirmsOwnership(t *testing.T) {
 			}
 		}
 		close(r.bumped)
-		select {
-		case rep := <-r.reports:
-			return rep, id
-		case <-time.After(procTimeout):
-			t.Fatal("the handler never reported")
-		}
-		return report{}, id
+		return testkit.Recv(t, r.reports, "the handler to report"), id
 	}
 
 	// Owned: a strict step runs and commits.
@@ -224,7 +201,7 @@ func TestStrictStepConfirmsOwnership(t *testing.T) {
 	if !rep.ran || rep.err != nil {
 		t.Errorf("strict step on an owned job: ran %v, err %v; want it run, no error", rep.ran, rep.err)
 	}
-	waitCompleted(t, c, id)
+	e.WaitState(id, flow.StateCompleted)
 	if got := stepFields(t, e, id); fmt.Sprint(got) != "[effect s1]" {
 		t.Errorf("checkpoints %q, want effect and s1", got)
 	}

@@ -24,7 +24,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
@@ -397,7 +397,8 @@ func (p *proc) kill(t *testing.T) {
 	name := "name=" + childClientName(p.cmd.Process.Pid) + " "
 	for _, addr := range p.cfg.Addrs {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		poll(t, "Redis "+addr+" dropped the dead worker's connections", func() (bool, string) {
+		// Polled: Redis closes a dead client's connections on its own time.
+		redistest.Within(t, procTimeout, "Redis "+addr+" dropped the dead worker's connections", func() (bool, string) {
 			list, err := rdb.ClientList(context.Background()).Result()
 			return err == nil && !strings.Contains(list, name), fmt.Sprintf("%d connections named %s (%v)", strings.Count(list, name), name, err)
 		})
@@ -436,51 +437,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// poll calls cond every few milliseconds until it reports true, failing
-// the test after procTimeout with cond's last description of the state.
-func poll(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(procTimeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; last state: %s", what, procTimeout, state)
-		}
-		time.Sleep(3 * time.Millisecond)
-	}
-}
-
-// startWorker runs an in-process worker until the returned stop is called
-// (or the test ends).
-func startWorker(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, opts runtime.Options) (stop func()) {
-	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Backoff == nil {
-		opts.Backoff = func(int) time.Duration { return 0 }
-	}
-	w, err := runtime.NewWorker(rdb, reg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("worker: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }

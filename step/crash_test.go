@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -103,11 +104,14 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 			t.Fatalf("seed %d: every job completed after %d kills; the kills need work left to interrupt (more jobs, fewer steps per round)", seed, kills)
 		}
 		p := startProc(t, cfg)
+		// Fault injection, not a wait: the kill lands at a random point of
+		// the worker process's work (whose progress only Redis shows).
 		if rng.IntN(3) == 0 {
 			// anywhere in the first 200 ms: start-up, claim, mid-step, commit
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		} else {
-			// just after its next 0-2 checkpoints, plus 0-40 ms
+			// just after its next 0-2 checkpoints (if they come within 3 s),
+			// plus 0-40 ms
 			base, want := checkpoints(), int64(rng.IntN(3))
 			for end := time.Now().Add(3 * time.Second); checkpoints() < base+want && time.Now().Before(end); {
 				time.Sleep(2 * time.Millisecond)
@@ -130,7 +134,9 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 	final := cfg
 	final.Concurrency = 50
 	last := startProc(t, final)
-	poll(t, "every job completed", func() (bool, string) {
+	// Polled here and below: worker processes do the work, and their
+	// signals do not reach the test.
+	redistest.Within(t, procTimeout, "every job completed", func() (bool, string) {
 		done, holders := states()
 		return done == jobs, fmt.Sprintf("%d of %d completed, running: %v", done, jobs, holders)
 	})
@@ -141,7 +147,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 			wantForeign[ledgerField(n, i)] = strconv.FormatInt(ledgerAmount(n, i), 10)
 		}
 	}
-	poll(t, "outbox relayed", func() (bool, string) {
+	redistest.Within(t, procTimeout, "outbox relayed", func() (bool, string) {
 		n, _ := rdb.XLen(ctx, outbox).Result()
 		got, _ := rdb.HGetAll(ctx, foreignLedger(ns)).Result()
 		return n == 0 && len(got) == len(wantForeign), fmt.Sprintf("outbox %d entries, foreign ledger %d fields", n, len(got))
@@ -249,7 +255,8 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 	stranded := 0
 	for _, at := range []int64{40, 120} {
 		p := startProc(t, cfg)
-		poll(t, fmt.Sprintf("%d children finished", at), func() (bool, string) {
+		// Polled: a worker process runs the children.
+		redistest.Within(t, procTimeout, fmt.Sprintf("%d children finished", at), func() (bool, string) {
 			n := finished()
 			return n >= at, fmt.Sprintf("%d finished", n)
 		})
@@ -369,14 +376,14 @@ func fanOutRelayAfterDeath(t *testing.T, refuse bool) {
 	}
 	// The parent's worker serves only the parent's queue: it never relays
 	// the children's outboxes.
-	startWorker(t, cc, reg, runtime.Options{Namespace: ns, Partitions: parts, MaintenanceInterval: 200 * time.Millisecond})
+	w := testkit.StartWorker(t, cc, reg, runtime.Options{Namespace: ns, Partitions: parts, MaintenanceInterval: 200 * time.Millisecond, Backoff: noBackoff}, nil)
 	res, err := c.Enqueue(ctx, fanParent{N: kids, Queue: "kids"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	parent, _ := keys.ParseRef(ns, res.ID)
 	var info *flow.JobInfo
-	poll(t, "parent waiting for its children", func() (bool, string) {
+	testkit.Until(t, &w.Sig.Settled, nil, "parent waiting for its children", func() (bool, string) {
 		info, err = c.Job(ctx, res.ID)
 		return err == nil && info.State == flow.StateScheduled && info.WaitingFor == "spawn", fmt.Sprintf("%+v %v", info, err)
 	})
@@ -390,14 +397,15 @@ func fanOutRelayAfterDeath(t *testing.T, refuse bool) {
 		firstCfg.Maintenance = time.Hour // relays only when its own acks kick it
 	}
 	first := startProc(t, firstCfg)
+	// Polled here and below: worker processes run the children.
 	if refuse {
-		poll(t, "every child's notification in an outbox, and a relay refused", func() (bool, string) {
+		redistest.Within(t, procTimeout, "every child's notification in an outbox, and a relay refused", func() (bool, string) {
 			n := outboxed()
 			refused := strings.Contains(first.stderr.String(), "NOPERM")
 			return n == kids && refused, fmt.Sprintf("%d outbox entries, relay refused: %v", n, refused)
 		})
 	} else {
-		poll(t, "a notification in an outbox", func() (bool, string) {
+		redistest.Within(t, procTimeout, "a notification in an outbox", func() (bool, string) {
 			n := outboxed()
 			return n > 0, fmt.Sprintf("%d outbox entries", n)
 		})
@@ -416,7 +424,7 @@ func fanOutRelayAfterDeath(t *testing.T, refuse bool) {
 
 	fresh := startProc(t, kidsCfg)
 	info = waitCompleted(t, c, res.ID)
-	poll(t, "outboxes empty", func() (bool, string) {
+	redistest.Within(t, procTimeout, "outboxes empty", func() (bool, string) {
 		n := outboxed()
 		return n == 0, fmt.Sprintf("%d entries", n)
 	})
@@ -463,30 +471,28 @@ func TestChildNotificationKicksRelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startWorker(t, cc, reg, runtime.Options{
+	w := testkit.StartWorker(t, cc, reg, runtime.Options{
 		Namespace: ns, Queues: map[string]int{"default": 1, "kids": 1}, Partitions: parts,
-		MaintenanceInterval: time.Hour,
-	})
+		MaintenanceInterval: time.Hour, Backoff: noBackoff,
+	}, nil)
 	res, err := c.Enqueue(ctx, fanParent{N: kids, Queue: "kids"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		info, err := c.Job(ctx, res.ID)
-		if err == nil && info.State == flow.StateCompleted {
-			return
+	// Only a relay pass can wake the parent, and the periodic one is an
+	// hour away: a relay not kicked by the children's acks never comes.
+	if info, err := testkit.AwaitState(c, w.Sig, res.ID, flow.StateCompleted, testkit.Timeout); err != nil {
+		var left int64
+		for i := range parts["kids"] {
+			left += cc.XLen(ctx, keys.Partition{NS: ns, Queue: "kids", Index: i}.Outbox()).Val()
 		}
-		if time.Now().After(deadline) {
-			var left int64
-			for i := range parts["kids"] {
-				left += cc.XLen(ctx, keys.Partition{NS: ns, Queue: "kids", Index: i}.Outbox()).Val()
-			}
-			t.Fatalf("parent %s 5 s after its %d children were enqueued (waiting for %d); %d notifications sit in the "+
-				"children's outboxes: the acks that wrote them did not kick the relay (lua/ack.lua counts only "+
-				"effects in its outbox total, not lib_lifecycle.lua notify_parent's entries)", info.State, kids, info.WaitingCount, left)
+		waiting := -1
+		if info != nil {
+			waiting = info.WaitingCount
 		}
-		time.Sleep(5 * time.Millisecond)
+		t.Fatalf("%v\n%d children enqueued, parent waiting for %d; %d notifications sit in the "+
+			"children's outboxes: the acks that wrote them did not kick the relay (lua/ack.lua counts only "+
+			"effects in its outbox total, not lib_lifecycle.lua notify_parent's entries)", err, kids, waiting, left)
 	}
 }
 
@@ -515,11 +521,12 @@ func kidsOnlyUser(t *testing.T, ns string) (user, password string) {
 	return user, password
 }
 
-// waitCompleted polls a job until it is completed.
+// waitCompleted polls a job until it is completed, for a job that worker
+// processes work: their signals do not reach the test.
 func waitCompleted(t *testing.T, c *flow.Client, id string) *flow.JobInfo {
 	t.Helper()
 	var info *flow.JobInfo
-	poll(t, "job "+id+" completed", func() (bool, string) {
+	redistest.Within(t, procTimeout, "job "+id+" completed", func() (bool, string) {
 		var err error
 		info, err = c.Job(context.Background(), id)
 		if err != nil {

@@ -7,12 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
@@ -46,54 +45,34 @@ func (l *lockedBuffer) String() string {
 // it, and once its cause is mended a redrive applies it, once.
 func TestDeadEffectNotSilent(t *testing.T) {
 	t.Parallel()
-	rdb := shared.Server.Client()
-	t.Cleanup(func() { rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	bad, ledger := ns+":elsewhere:list", ns+":elsewhere:ledger"
-	ctx := context.Background()
-	rdb.RPush(ctx, bad, "x") // INCRBY cannot apply to a list
 	reg := flow.NewRegistry()
+	var bad, ledger string
 	register(t, reg, func(ctx context.Context, job *flow.Job[payout]) error {
 		return step.Commit(ctx, "pay", idempotency.IncrBy(bad, 5), idempotency.IncrBy(ledger, 7))
 	})
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := &env{testkit.NewEnv(t, shared.Client(t), flow.ClientOptions{Registry: reg})}
+	rdb, c, ctx := e.RDB, e.Client, context.Background()
+	bad, ledger = e.NS+":elsewhere:list", e.NS+":elsewhere:ledger"
+	rdb.RPush(ctx, bad, "x") // INCRBY cannot apply to a list
 	logs := &lockedBuffer{}
 	hooked := make(chan sluicetype.DeadEffect, 1)
-	w, err := runtime.NewWorker(rdb, reg, runtime.Options{
-		Namespace: ns, Logger: slog.New(slog.NewTextHandler(logs, nil)),
+	e.StartWorker(reg, runtime.Options{
+		Logger:       slog.New(slog.NewTextHandler(logs, nil)),
 		OnDeadEffect: func(_ context.Context, d sluicetype.DeadEffect) { hooked <- d },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
 	})
 
 	res, err := c.Enqueue(ctx, payout{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d sluicetype.DeadEffect
-	select {
-	case d = <-hooked:
-	case <-time.After(30 * time.Second):
-		t.Fatal("OnDeadEffect was not called")
-	}
+	d := testkit.Recv(t, hooked, "OnDeadEffect to be called")
 	if d.JobID != res.ID || d.Op != "INCRBY" || d.Key != bad || !strings.Contains(d.Error, "holds a list") {
 		t.Fatalf("dead effect %+v", d)
 	}
 	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "effect dead-lettered") || !strings.Contains(l, d.ID) {
 		t.Fatalf("no error log naming it:\n%s", l)
 	}
-	waitValue(t, rdb, ledger, "7") // the commit's other effect applied
+	e.waitValue(ledger, "7") // the commit's other effect applied
 	info, err := c.Job(ctx, res.ID)
 	if err != nil || info.DeadEffects != 1 {
 		t.Fatalf("job: %+v %v", info, err)
@@ -106,7 +85,7 @@ func TestDeadEffectNotSilent(t *testing.T) {
 	if err := admin.New(c).RedriveEffects(ctx, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitValue(t, rdb, bad, "5")
+	e.waitValue(bad, "5")
 	if listed, _ := admin.New(c).DeadEffects(ctx, "default", 0); len(listed) != 0 {
 		t.Fatalf("still listed after redrive: %+v", listed)
 	}

@@ -3,6 +3,7 @@ package step_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
-	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
@@ -18,15 +19,6 @@ import (
 type transfer struct{ Cents int64 }
 
 func (transfer) Kind() string { return "transfer" }
-
-// waitValue polls key (a string) until it equals want.
-func waitValue(t *testing.T, rdb redis.UniversalClient, key, want string) {
-	t.Helper()
-	redistest.Eventually(t, key+" to be "+want, func() bool {
-		got, _ := rdb.Get(context.Background(), key).Result()
-		return got == want
-	})
-}
 
 // TestEffectsApplyOnce: effects in the job's slot and elsewhere (relayed by
 // the outbox) apply exactly once although the attempt that committed them
@@ -60,14 +52,14 @@ func TestEffectsApplyOnce(t *testing.T) {
 				return step.OnComplete(ctx, idempotency.IncrBy(done, 1))
 			})
 			e := newEnv(t, rdb, reg)
-			foreign, done = e.ns+":ledger:bank", e.ns+":completions"
+			foreign, done = e.NS+":ledger:bank", e.NS+":completions"
 			info := e.run(transfer{Cents: 250}, flow.StateCompleted)
 			if info.Attempt != 2 {
 				t.Fatalf("attempt %d", info.Attempt)
 			}
-			waitValue(t, rdb, local.Load().(string), "-250")
-			waitValue(t, rdb, foreign, "250")
-			waitValue(t, rdb, done, "1")
+			e.waitValue(local.Load().(string), "-250")
+			e.waitValue(foreign, "250")
+			e.waitValue(done, "1")
 		})
 	}
 }
@@ -101,15 +93,15 @@ func TestEffectErrorWritesNothing(t *testing.T) {
 		return err
 	})
 	e := newEnv(t, shared.Server.Client(), reg)
-	tag := "{" + e.ns + ":default:0}:u:"
-	if err := e.rdb.HSet(context.Background(), tag+"hash", "f", "v").Err(); err != nil {
+	tag := "{" + e.NS + ":default:0}:u:"
+	if err := e.RDB.HSet(context.Background(), tag+"hash", "f", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
 	e.run(wrongType{}, flow.StateArchived)
 	if runs.Load() != 2 || !sawEffectErr.Load() {
 		t.Fatalf("step ran %d times (want 2: no checkpoint), effect error seen %v", runs.Load(), sawEffectErr.Load())
 	}
-	if n, err := e.rdb.Exists(context.Background(), tag+"good").Result(); err != nil || n != 0 {
+	if n, err := e.RDB.Exists(context.Background(), tag+"good").Result(); err != nil || n != 0 {
 		t.Fatalf("the good effect was applied (%d, %v)", n, err)
 	}
 }
@@ -159,7 +151,7 @@ func TestCursorResumes(t *testing.T) {
 	if resumedAt.Load() != 500 || processed.Load() != 1050 {
 		t.Fatalf("resumed at %d, processed %d rows; want 500 and 1050", resumedAt.Load(), processed.Load())
 	}
-	if v, _ := e.rdb.Get(context.Background(), sumKey.Load().(string)).Result(); v != "1000" {
+	if v, _ := e.RDB.Get(context.Background(), sumKey.Load().(string)).Result(); v != "1000" {
 		t.Fatalf("batch effects sum %s, want 1000 (each batch once)", v)
 	}
 }
@@ -197,20 +189,23 @@ func TestFollowUpOnce(t *testing.T) {
 	})
 	e := newEnv(t, shared.Server.Client(), reg)
 	e.run(orderPlaced{Order: 7}, flow.StateCompleted)
-	redistest.Eventually(t, "the receipt", func() bool { return receipts.Load() >= 1 })
+	// The receipt's handler counts before its job is settled.
+	testkit.Until(t, &e.Sig.Settled, nil, "the receipt", func() (bool, string) {
+		return receipts.Load() >= 1, fmt.Sprint(receipts.Load(), " receipts")
+	})
 	if _, err := flow.FollowUp(context.Background(), receipt{}); !errors.Is(err, step.ErrNoAttempt) {
 		t.Fatalf("FollowUp outside a job: %v", err)
 	}
 	// Once the outbox is empty every relayed follow-up has been enqueued:
 	// exactly one receipt job may exist, and it has run (its handler counts
 	// before its ack lands, so wait for the ack too).
-	part := "{" + e.ns + ":default:0}:"
+	part := "{" + e.NS + ":default:0}:"
 	var stats map[string]string
-	redistest.Eventually(t, "the outbox relayed and the receipt acked", func() bool {
-		n, _ := e.rdb.XLen(context.Background(), part+"outbox").Result()
+	testkit.Until(t, &e.Sig.Settled, nil, "the outbox relayed and the receipt acked", func() (bool, string) {
+		n, _ := e.RDB.XLen(context.Background(), part+"outbox").Result()
 		var err error
-		stats, err = e.rdb.HGetAll(context.Background(), part+"stats").Result()
-		return err == nil && n == 0 && (stats["running"] == "" || stats["running"] == "0")
+		stats, err = e.RDB.HGetAll(context.Background(), part+"stats").Result()
+		return err == nil && n == 0 && (stats["running"] == "" || stats["running"] == "0"), fmt.Sprintf("outbox %d, stats %v (%v)", n, stats, err)
 	})
 	if n := receipts.Load(); n != 1 || stats["completed"] != "2" || (stats["available"] != "" && stats["available"] != "0") {
 		t.Fatalf("%d receipts ran, stats %v: want exactly one follow-up", n, stats)

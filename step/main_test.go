@@ -2,8 +2,7 @@ package step_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
+	"fmt"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -19,51 +19,47 @@ var shared redistest.Env
 
 func TestMain(m *testing.M) { redistest.Main(m, &shared, true) }
 
-// env is one test's Redis, namespace, client and worker.
+// env is one test's namespace, client and worker signals (testkit.Env).
 type env struct {
-	t   *testing.T
-	rdb redis.UniversalClient
-	ns  string
-	c   *flow.Client
+	*testkit.Env
 }
 
+// noBackoff retries a failed job at once.
+func noBackoff(int) time.Duration { return 0 }
+
+// newEnv makes a namespace on rdb (closed when the test ends) with a
+// worker running reg, retrying at once.
 func newEnv(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry) *env {
 	t.Helper()
-	t.Cleanup(func() { rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := runtime.NewWorker(rdb, reg, runtime.Options{
-		Namespace: ns, Backoff: func(int) time.Duration { return 0 },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return &env{t: t, rdb: rdb, ns: ns, c: c}
+	return newEnvWith(t, rdb, reg, runtime.Options{Backoff: noBackoff})
 }
 
+// newEnvWith is newEnv with the worker's options o.
+func newEnvWith(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, o runtime.Options) *env {
+	t.Helper()
+	t.Cleanup(func() { rdb.Close() })
+	e := &env{testkit.NewEnv(t, rdb, flow.ClientOptions{Registry: reg})}
+	e.StartWorker(reg, o)
+	return e
+}
+
+// run enqueues args and waits until a worker has settled the job in
+// state.
 func (e *env) run(args flow.Args, state string) *flow.JobInfo {
-	e.t.Helper()
-	res, err := e.c.Enqueue(context.Background(), args)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var info *flow.JobInfo
-	redistest.Eventually(e.t, "job "+res.ID+" to be "+state, func() bool {
-		info, err = e.c.Job(context.Background(), res.ID)
-		return err == nil && info.State == state
+	e.T.Helper()
+	return e.WaitState(e.Enqueue(args), state)
+}
+
+// waitValue waits until key (a string) equals want, checking after each
+// relay pass of the env's workers: the effects on keys outside a job's
+// slot are relayed (one in its slot is applied with the commit, so it is
+// there at once).
+func (e *env) waitValue(key, want string) {
+	e.T.Helper()
+	testkit.Until(e.T, &e.Sig.Relayed, nil, key+" to be "+want, func() (bool, string) {
+		got, err := e.RDB.Get(context.Background(), key).Result()
+		return got == want, fmt.Sprintf("%q (%v)", got, err)
 	})
-	return info
 }
 
 func register[T flow.Args](t *testing.T, reg *flow.Registry, fn func(context.Context, *flow.Job[T]) error) {

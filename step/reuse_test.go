@@ -7,7 +7,6 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -31,21 +30,18 @@ func TestReusedIDCommitsApart(t *testing.T) {
 		return step.OnComplete(ctx, idempotency.IncrBy(done, 1))
 	})
 	e := newEnv(t, rdb, reg)
-	ledger, done = e.ns+":elsewhere:ledger", e.ns+":elsewhere:done"
+	ledger, done = e.NS+":elsewhere:ledger", e.NS+":elsewhere:done"
 	ctx := context.Background()
 	for i, cents := range []int64{5, 7} {
-		res, err := e.c.Enqueue(ctx, deposit{Cents: cents}, flow.WithID("order-1"))
+		res, err := e.Client.Enqueue(ctx, deposit{Cents: cents}, flow.WithID("order-1"))
 		if err != nil || res.Duplicate {
 			t.Fatalf("enqueue %d: %+v %v", i, res, err)
 		}
-		redistest.Eventually(t, "job "+res.ID+" to complete", func() bool {
-			info, err := e.c.Job(ctx, res.ID)
-			return err == nil && info.State == flow.StateCompleted
-		})
-		if err := admin.New(e.c).DeleteJob(ctx, res.ID); err != nil {
+		e.WaitState(res.ID, flow.StateCompleted)
+		if err := admin.New(e.Client).DeleteJob(ctx, res.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitValue(t, rdb, ledger, "12")
-	waitValue(t, rdb, done, "2")
+	e.waitValue(ledger, "12")
+	e.waitValue(done, "2")
 }

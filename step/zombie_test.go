@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -110,17 +111,19 @@ func TestZombieWritesAreRejected(t *testing.T) {
 	zombie.signal(t, syscall.SIGSTOP)
 	stopped := time.Now()
 
-	stopSecond := startWorker(t, rdb, zombieRegistry(ns, zombieHooks{}), runtime.Options{
+	second := testkit.StartWorker(t, rdb, zombieRegistry(ns, zombieHooks{}), runtime.Options{
 		Namespace: ns, Lease: time.Second, RenewInterval: 300 * time.Millisecond,
-		MaintenanceInterval: 200 * time.Millisecond,
-	})
-	info = waitCompleted(t, c, res.ID)
+		MaintenanceInterval: 200 * time.Millisecond, Backoff: noBackoff,
+	}, nil)
+	info = testkit.WaitState(t, c, second.Sig, res.ID, flow.StateCompleted)
 	reclaimed := time.Since(stopped)
-	poll(t, "completion effects relayed", func() (bool, string) {
+	testkit.Until(t, &second.Sig.Relayed, nil, "completion effects relayed", func() (bool, string) {
 		n := rdb.XLen(ctx, ref.Outbox()).Val()
 		return n == 0, fmt.Sprintf("%d outbox entries", n)
 	})
-	stopSecond()
+	if err := second.Stop(); err != nil {
+		t.Errorf("the second worker: %v", err)
+	}
 	if info.Fence != 2 || info.CrashAttempt != 1 || info.Attempt != 0 || info.Orphan.Holder != zombie.id {
 		t.Fatalf("after the second worker: fence %d crash_attempt %d attempt %d orphan %+v; want 2, 1, 0, held by %s",
 			info.Fence, info.CrashAttempt, info.Attempt, info.Orphan, zombie.id)

@@ -3,8 +3,6 @@ package sticky_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sticky"
 )
@@ -35,10 +35,11 @@ type fleet struct {
 	pinnedByOthers, free atomic.Int64
 	pinnedByB            atomic.Int64
 	onB                  func(*flow.Job[render]) error
+	sig                  *testsignal.Worker // of every worker of the fleet
 }
 
 func newFleet(t *testing.T) *fleet {
-	f := &fleet{reg: flow.NewRegistry()}
+	f := &fleet{reg: flow.NewRegistry(), sig: testsignal.NewWorker()}
 	err := flow.Register(f.reg, func(ctx context.Context, job *flow.Job[render]) error {
 		switch {
 		case job.Args.Pinned && workerOf(ctx) == "worker-b":
@@ -79,23 +80,19 @@ func (n named) Handler(kind string) (runtime.Handler, bool) {
 	}), true
 }
 
+// start runs the worker name of fleet f in namespace ns, signalling to
+// f.sig, until the test ends.
 func start(t *testing.T, rdb redis.UniversalClient, f *fleet, ns, name string, opts runtime.Options) {
 	t.Helper()
 	opts.Namespace, opts.WorkerID = ns, name
-	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	w, err := runtime.NewWorker(rdb, named{f.reg, name}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	testkit.StartWorker(t, rdb, named{f.reg, name}, opts, f.sig)
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+// settledUntil waits until cond holds, checking it after each job the
+// fleet settles (the handler counts before its job is settled).
+func (f *fleet) settledUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	redistest.Eventually(t, what, cond)
+	testkit.Until(t, &f.sig.Settled, nil, what, func() (bool, string) { return cond(), "" })
 }
 
 // TestPinnedBacklogDoesNotSlowOthers: 5,000 high-priority jobs pinned to B
@@ -124,13 +121,13 @@ func TestPinnedBacklogDoesNotSlowOthers(t *testing.T) {
 	began := time.Now()
 	start(t, rdb, f, ns, "worker-a", runtime.Options{})
 	start(t, rdb, f, ns, "worker-c", runtime.Options{})
-	waitFor(t, "A and C to run the unpinned jobs", func() bool { return f.free.Load() == 500 })
+	f.settledUntil(t, "A and C to run the unpinned jobs", func() bool { return f.free.Load() == 500 })
 	t.Logf("500 unpinned jobs ran in %s beside 5,000 pinned ones", time.Since(began))
 	if f.pinnedByOthers.Load() != 0 {
 		t.Fatalf("other workers ran %d pinned jobs", f.pinnedByOthers.Load())
 	}
 	start(t, rdb, f, ns, "worker-b", runtime.Options{})
-	waitFor(t, "B to run its pinned jobs", func() bool { return f.pinnedByB.Load() == 5000 })
+	f.settledUntil(t, "B to run its pinned jobs", func() bool { return f.pinnedByB.Load() == 5000 })
 	if f.pinnedByOthers.Load() != 0 {
 		t.Fatalf("other workers ran %d pinned jobs", f.pinnedByOthers.Load())
 	}
@@ -153,6 +150,10 @@ func TestFallbacks(t *testing.T) {
 	fail, _ := c.Enqueue(ctx, render{Pinned: true, I: 2}, sticky.To("worker-b", sticky.FailAfter(time.Minute)))
 	wait, _ := c.Enqueue(ctx, render{Pinned: true, I: 3}, sticky.To("worker-b", sticky.Wait()))
 	start(t, rdb, f, ns, "worker-a", runtime.Options{Clock: clk, IdlePoll: time.Second})
+	// A found nothing for it and armed its idle poll; past the fallbacks'
+	// delay, its next claim hands After's job to it and archives
+	// FailAfter's.
+	f.sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == "worker-a" })
 	clk.Advance(time.Minute + time.Second)
 	state := func(id string) string {
 		info, err := c.Job(ctx, id)
@@ -161,10 +162,10 @@ func TestFallbacks(t *testing.T) {
 		}
 		return info.State + "/" + info.Reason
 	}
-	waitFor(t, "the fallbacks", func() bool {
-		clk.Advance(time.Second) // wake A's idle poll
-		return state(after.ID) == "completed/" && state(fail.ID) == "archived/sticky_unavailable"
-	})
+	testkit.WaitState(t, c, f.sig, after.ID, flow.StateCompleted)
+	if j := testkit.WaitState(t, c, f.sig, fail.ID, flow.StateArchived); j.Reason != "sticky_unavailable" {
+		t.Fatalf("FailAfter job archived with reason %q, want sticky_unavailable", j.Reason)
+	}
 	if s := state(wait.ID); s != "available/" {
 		t.Fatalf("Wait job is %s, want still available for B", s)
 	}
@@ -198,17 +199,11 @@ func TestPreferenceSurvivesRedrive(t *testing.T) {
 	}
 	start(t, rdb, f, ns, "worker-b", runtime.Options{})
 	start(t, rdb, f, ns, "worker-a", runtime.Options{})
-	waitFor(t, "the job to be archived", func() bool {
-		info, err := c.Job(ctx, res.ID)
-		return err == nil && info.State == flow.StateArchived
-	})
+	testkit.WaitState(t, c, f.sig, res.ID, flow.StateArchived)
 	if _, err := admin.New(c).Redrive(ctx, res.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the redriven job to complete", func() bool {
-		info, err := c.Job(ctx, res.ID)
-		return err == nil && info.State == flow.StateCompleted
-	})
+	testkit.WaitState(t, c, f.sig, res.ID, flow.StateCompleted)
 	if f.pinnedByB.Load() != 2 || f.pinnedByOthers.Load() != 0 {
 		t.Fatalf("B ran %d, others %d", f.pinnedByB.Load(), f.pinnedByOthers.Load())
 	}
@@ -236,7 +231,7 @@ func TestReroute(t *testing.T) {
 	}
 	start(t, rdb, f, ns, "worker-old", runtime.Options{})
 	start(t, rdb, f, ns, "worker-b", runtime.Options{})
-	waitFor(t, "both jobs", func() bool { return f.pinnedByB.Load() == 1 && f.free.Load() == 1 })
+	f.settledUntil(t, "both jobs", func() bool { return f.pinnedByB.Load() == 1 && f.free.Load() == 1 })
 	if f.pinnedByOthers.Load() != 0 {
 		t.Fatalf("the old worker ran the rerouted job")
 	}

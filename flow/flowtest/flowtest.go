@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -100,8 +101,11 @@ type Result struct {
 
 // Run enqueues args and works it until it reaches a terminal state
 // (completed, archived, quarantined, cancelled), or a state in which it
-// waits on the clock (scheduled or retryable): advance Clock and call
-// Resume to go on. It fails the test if that takes longer than the timeout.
+// waits on the clock (scheduled or retryable: a retry, a snooze, a
+// workflow's step.Sleep or wait timeout) or on a signal (a workflow
+// suspended by step.WaitSignal or step.Select): advance Clock, or send the
+// signal (Client.Signal), and call Resume to go on. It fails the test if
+// that takes longer than the timeout.
 func (h *Harness) Run(args flow.Args, opts ...Option) *Result {
 	h.t.Helper()
 	cfg := runConfig{timeout: 10 * time.Second}
@@ -121,6 +125,12 @@ func (h *Harness) Run(args flow.Args, opts ...Option) *Result {
 }
 
 // Resume works the job id until it settles, as Run does.
+//
+// It reads the job each time the worker has settled it (the worker's
+// test signal, sent once the outcome is durable), and once before: the
+// signal is subscribed to before the worker starts, so a job settled
+// before that first read is seen by it, and one settled after is
+// signalled.
 func (h *Harness) Resume(id string, timeout time.Duration) *Result {
 	h.t.Helper()
 	calls := &callCounter{}
@@ -128,7 +138,10 @@ func (h *Harness) Resume(id string, timeout time.Duration) *Result {
 	if err != nil {
 		h.t.Fatalf("flowtest: worker: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	sig := testsignal.NewWorker()
+	sub := sig.Settled.Subscribe()
+	defer sub.Close()
+	ctx, cancel := context.WithCancel(testsignal.WithWorker(context.Background(), sig))
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	defer func() {
@@ -144,14 +157,14 @@ func (h *Harness) Resume(id string, timeout time.Duration) *Result {
 		if settled(info, h.Clock.Now()) {
 			return &Result{Job: info, Attempts: calls.get()}
 		}
-		if time.Now().After(deadline) {
+		if _, ok := sub.Await(time.Until(deadline), func(s testsignal.Settled) bool { return s.JobID == id }); !ok {
 			h.t.Fatalf("flowtest: job %s still %s after %s", id, info.State, timeout)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
-// settled: the job is finished, or waits for the clock to pass now.
+// settled: the job is finished, or waits for the clock to pass now, or
+// for a signal.
 func settled(j *flow.JobInfo, now time.Time) bool {
 	switch j.State {
 	case flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:

@@ -15,6 +15,8 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -66,6 +68,7 @@ type rig struct {
 	client *flow.Client
 	l      *ledger
 	redir  *redirects
+	sig    *testsignal.Worker // of both workers
 
 	mu  sync.Mutex
 	ids []string
@@ -77,13 +80,13 @@ const rigPartitions = 6
 // holds the jobs of partition 0 until it is closed.
 func newRig(t *testing.T, c *redisproc.Cluster, opts runtime.Options, gate chan struct{}) *rig {
 	t.Helper()
-	r := &rig{t: t, c: c, ns: wakeColocated(t, c), l: newLedger(), redir: &redirects{}}
+	r := &rig{t: t, c: c, ns: wakeColocated(t, c), l: newLedger(), redir: &redirects{}, sig: testsignal.NewWorker()}
 	parts := map[string]int{"default": rigPartitions}
 	reg := registry(t, r.l, func(id string) {
 		if gate != nil && partitionOf(id) == "0" {
 			<-gate
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // work takes a moment: the cluster changes under jobs in flight
 	})
 	client := func() *redis.ClusterClient {
 		// No periodic slot-map reload within the test: the clients must
@@ -95,13 +98,22 @@ func newRig(t *testing.T, c *redisproc.Cluster, opts runtime.Options, gate chan 
 	}
 	var err error
 	r.client, err = flow.NewClient(client(), flow.ClientOptions{Namespace: r.ns, Registry: reg, Partitions: parts})
-	must(t, err)
+	testkit.Must(t, err)
 	opts.Namespace, opts.Partitions, opts.Concurrency = r.ns, parts, 8
 	opts.Lease, opts.MaintenanceInterval, opts.ShutdownWindow = 3*time.Second, 250*time.Millisecond, time.Second
 	for range 2 {
-		startWorker(t, client(), reg, opts)
+		testkit.StartWorker(t, client(), reg, opts, r.sig)
 	}
 	return r
+}
+
+// running waits until n jobs have run (a handler records its job before
+// its worker settles it).
+func (r *rig) running(n int) {
+	r.t.Helper()
+	testkit.Until(r.t, &r.sig.Settled, nil, "work to be running", func() (bool, string) {
+		return r.l.ran() >= n, fmt.Sprint(r.l.ran(), " jobs ran")
+	})
 }
 
 // slot is the cluster slot of the queue's partition 0.
@@ -120,9 +132,9 @@ func wakeColocated(t *testing.T, c *redisproc.Cluster) string {
 	for range 100 {
 		ns := redistest.NewNamespace(t)
 		a, err := c.MasterOf(ctx, partitionSlot(ns))
-		must(t, err)
+		testkit.Must(t, err)
 		b, err := c.MasterOf(ctx, keys.Slot(keys.WakeChannel(ns, "default")))
-		must(t, err)
+		testkit.Must(t, err)
 		if a == b {
 			return ns
 		}
@@ -185,11 +197,11 @@ func (r *rig) finish(total int) {
 	if len(ids) != total {
 		r.t.Fatalf("%d jobs enqueued, want %d", len(ids), total)
 	}
-	waitCompleted(r.t, r.client, ids)
+	waitCompleted(r.t, r.client, r.sig, ids)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r.enqueue(ctx, total, total+rigPartitions)
-	waitCompleted(r.t, r.client, r.ids[total:])
+	waitCompleted(r.t, r.client, r.sig, r.ids[total:])
 	reruns := 0
 	r.l.mu.Lock()
 	for _, n := range r.l.runs {
@@ -206,7 +218,7 @@ func scriptLoaded(t *testing.T, s *redisproc.Server) bool {
 	cl := s.Client()
 	defer cl.Close()
 	ok, err := cl.ScriptExists(context.Background(), lua.Claim.Hash()).Result()
-	must(t, err)
+	testkit.Must(t, err)
 	return ok[0]
 }
 
@@ -219,7 +231,7 @@ func scriptLoaded(t *testing.T, s *redisproc.Server) bool {
 func TestFailover(t *testing.T) {
 	t.Parallel()
 	c, err := redisproc.StartCluster(3, redisproc.WithReplicas(1), redisproc.WithArgs("--cluster-node-timeout", "1000"))
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() { c.Close() })
 	const jobs = 300
 
@@ -227,14 +239,14 @@ func TestFailover(t *testing.T) {
 		r := newRig(t, c, runtime.Options{IdlePoll: 10 * time.Minute}, nil)
 		ctx := context.Background()
 		_, replica, err := replicaOf(ctx, c, r.slot())
-		must(t, err)
+		testkit.Must(t, err)
 		wait := r.produce(0, jobs)
-		redistest.Eventually(t, "work to be running", func() bool { return r.l.ran() >= jobs/6 })
+		r.running(jobs / 6)
 		if scriptLoaded(t, replica) {
 			t.Fatal("scripts reached the replica before its promotion; the NOSCRIPT fallback would go untested")
 		}
 		promoted, err := c.Failover(ctx, r.slot())
-		must(t, err)
+		testkit.Must(t, err)
 		wait()
 		r.finish(jobs)
 		if !scriptLoaded(t, promoted) {
@@ -246,11 +258,11 @@ func TestFailover(t *testing.T) {
 		r := newRig(t, c, runtime.Options{IdlePoll: 10 * time.Minute}, nil)
 		ctx := context.Background()
 		src, err := c.MasterOf(ctx, r.slot())
-		must(t, err)
+		testkit.Must(t, err)
 		to := otherMaster(ctx, t, c, src)
 		wait := r.produce(0, jobs)
-		redistest.Eventually(t, "work to be running", func() bool { return r.l.ran() >= jobs/6 })
-		must(t, c.MigrateSlot(ctx, r.slot(), to, 16, 10*time.Millisecond))
+		r.running(jobs / 6)
+		testkit.Must(t, c.MigrateSlot(ctx, r.slot(), to, 16, 10*time.Millisecond))
 		wait()
 		r.finish(jobs)
 		if r.redir.moved.Load() == 0 || r.redir.ask.Load()+r.redir.tryAgain.Load() == 0 {
@@ -268,30 +280,28 @@ func TestFailover(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		r.enqueue(ctx, 0, jobs)
-		redistest.Eventually(t, "jobs of partition 0 to be running", func() bool {
-			r.l.mu.Lock()
-			defer r.l.mu.Unlock()
-			n := 0
-			for _, p := range r.l.starts {
-				if p == "0" {
-					n++
-				}
+		// Leased, they run and wait at the gate.
+		claimed := 0
+		r.sig.Claimed.WaitFor(t, func(c testsignal.Claimed) bool {
+			if partitionOf(c.JobID) == "0" {
+				claimed++
 			}
-			return n >= 8
+			return claimed == 8
 		})
 		// Replication is asynchronous: what a master acknowledged but had
 		// not sent to its replica dies with it. The jobs and their claims
 		// are replicated first; writes after that may still be lost, which
 		// only makes a job run again.
-		must(t, c.AwaitReplicated(ctx))
+		testkit.Must(t, c.AwaitReplicated(ctx))
 		_, promoted, err := c.KillMaster(ctx, r.slot())
 		close(gate)
-		must(t, err)
+		testkit.Must(t, err)
 		// The workers' wake-up subscriptions were on the killed master:
 		// go-redis re-establishes them on the channel slot's new master.
 		channel := keys.WakeChannel(r.ns, "default")
 		node := promoted.Client()
 		defer node.Close()
+		// Polled: go-redis resubscribes on its own time, and says so to no one.
 		redistest.Eventually(t, "both workers to resubscribe on "+promoted.Addr(), func() bool {
 			n, err := node.PubSubNumSub(ctx, channel).Result()
 			return err == nil && n[channel] == 2
@@ -321,7 +331,7 @@ func TestFailover(t *testing.T) {
 		if replica == nil {
 			t.Fatal("no replica left")
 		}
-		must(t, replica.Kill())
+		testkit.Must(t, replica.Kill())
 		r := newRig(t, c, runtime.Options{}, nil)
 		r.enqueue(ctx, 0, jobs/3)
 		r.finish(jobs / 3)

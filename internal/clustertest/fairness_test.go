@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -76,20 +77,18 @@ func TestDryPartitionsNotPolled(t *testing.T) {
 	reg := registry(t, l, nil)
 	producer := clusterClient(t, env.Cluster)
 	c, err := flow.NewClient(producer, flow.ClientOptions{Namespace: ns, Registry: reg, Partitions: parts})
-	must(t, err)
+	testkit.Must(t, err)
 	wrdb := clusterClient(t, env.Cluster)
 	counter := &claimCounter{n: map[string]int{}}
 	wrdb.AddHook(counter)
 	pk := partitions(ns, nParts)
-	startWorker(t, wrdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 4, IdlePoll: 10 * time.Minute})
-	redistest.Eventually(t, "the first sweep over every partition", func() bool {
-		for _, n := range counter.counts(pk) {
-			if n == 0 {
-				return false
-			}
+	w := testkit.StartWorker(t, wrdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 4, IdlePoll: 10 * time.Minute}, nil)
+	w.Sig.Idle.Wait(t) // idle once the first sweep found every partition dry
+	for i, n := range counter.counts(pk) {
+		if n == 0 {
+			t.Fatalf("idle before the first claim on partition %d: %v", i, counter.counts(pk))
 		}
-		return true
-	})
+	}
 
 	// Two partition keys on different partitions.
 	ctx := context.Background()
@@ -98,23 +97,23 @@ func TestDryPartitionsNotPolled(t *testing.T) {
 	for i := 0; len(hot) < 2; i++ {
 		key := fmt.Sprintf("hot-%d", i)
 		res, err := c.Enqueue(ctx, task{N: i}, flow.WithPartitionKey(key))
-		must(t, err)
+		testkit.Must(t, err)
 		ids = append(ids, res.ID)
 		if _, dup := hot[partitionOf(res.ID)]; !dup {
 			hot[partitionOf(res.ID)] = key
 		}
 	}
-	waitCompleted(t, c, ids)
+	waitCompleted(t, c, w.Sig, ids)
 	for r := range rounds {
 		ids = ids[:0]
 		for _, key := range hot {
 			for n := range perRound {
 				res, err := c.Enqueue(ctx, task{N: r*perRound + n}, flow.WithPartitionKey(key))
-				must(t, err)
+				testkit.Must(t, err)
 				ids = append(ids, res.ID)
 			}
 		}
-		waitCompleted(t, c, ids) // the partitions run dry between rounds
+		waitCompleted(t, c, w.Sig, ids) // the partitions run dry between rounds
 	}
 
 	got := counter.counts(pk)
@@ -147,19 +146,19 @@ func TestBusyPartitionsServedFairly(t *testing.T) {
 	reg := registry(t, l, nil)
 	rdb := clusterClient(t, env.Cluster)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg, Partitions: parts})
-	must(t, err)
+	testkit.Must(t, err)
 	items := make([]flow.Item, nParts*perPart)
 	for i := range items {
 		items[i] = flow.Item{Args: task{N: i}} // a block of 128 per partition
 	}
 	res, err := c.EnqueueMany(context.Background(), items...)
-	must(t, err)
+	testkit.Must(t, err)
 	ids := make([]string, len(res))
 	for i, r := range res {
 		ids[i] = r.ID
 	}
-	startWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 2, ClaimBatch: 2})
-	waitCompleted(t, c, ids)
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Partitions: parts, Concurrency: 2, ClaimBatch: 2}, nil)
+	waitCompleted(t, c, w.Sig, ids)
 
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -2,8 +2,6 @@ package clustertest
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +11,8 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
 // env has the shared masters-only cluster; the failover tests start their
@@ -21,8 +20,6 @@ import (
 var env redistest.Env
 
 func TestMain(m *testing.M) { redistest.Main(m, &env, true) }
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // task is the job every test runs.
 type task struct{ N int }
@@ -80,27 +77,6 @@ func registry(t *testing.T, l *ledger, work func(id string)) *flow.Registry {
 	return reg
 }
 
-// startWorker runs a worker on rdb until the test ends.
-func startWorker(t *testing.T, rdb redis.UniversalClient, reg *flow.Registry, opts runtime.Options) {
-	t.Helper()
-	if opts.Logger == nil {
-		opts.Logger = quiet
-	}
-	w, err := runtime.NewWorker(rdb, reg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	})
-}
-
 // clusterClient is a new ClusterClient on c, closed when the test ends.
 func clusterClient(t *testing.T, c *redisproc.Cluster) *redis.ClusterClient {
 	t.Helper()
@@ -109,20 +85,11 @@ func clusterClient(t *testing.T, c *redisproc.Cluster) *redis.ClusterClient {
 	return cc
 }
 
-// waitCompleted waits until every job of ids is completed.
-func waitCompleted(t *testing.T, c *flow.Client, ids []string) {
+// waitCompleted waits until every job of ids is completed by a worker
+// signalling to sig.
+func waitCompleted(t *testing.T, c *flow.Client, sig *testsignal.Worker, ids []string) {
 	t.Helper()
 	for _, id := range ids {
-		redistest.Eventually(t, "job "+id+" to complete", func() bool {
-			info, err := c.Job(context.Background(), id)
-			return err == nil && info.State == flow.StateCompleted
-		})
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
+		testkit.WaitState(t, c, sig, id, flow.StateCompleted)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -21,23 +22,26 @@ func TestWakeupsHeardOnEveryNode(t *testing.T) {
 	parts := map[string]int{"default": 6}
 	l := newLedger()
 	reg := registry(t, l, nil)
-	startWorker(t, clusterClient(t, env.Cluster), reg, runtime.Options{Namespace: ns, Partitions: parts})
+	w := testkit.StartWorker(t, clusterClient(t, env.Cluster), reg, runtime.Options{Namespace: ns, Partitions: parts}, nil)
+	// Run subscribes, and has every subscription confirmed, before it
+	// claims: once it is idle, every node has it.
+	w.Sig.Idle.Wait(t)
 	channel := keys.WakeChannel(ns, "default")
 	for _, node := range env.Cluster.Nodes() {
 		rdb := node.Client()
-		redistest.Eventually(t, "a subscription on "+node.Addr(), func() bool {
-			n, err := rdb.PubSubNumSub(ctx, channel).Result()
-			return err == nil && n[channel] == 1
-		})
+		n, err := rdb.PubSubNumSub(ctx, channel).Result()
 		rdb.Close()
+		if err != nil || n[channel] != 1 {
+			t.Errorf("%d subscriptions to %s on %s (%v), want the worker's", n[channel], channel, node.Addr(), err)
+		}
 	}
 	c, err := flow.NewClient(clusterClient(t, env.Cluster), flow.ClientOptions{Namespace: ns, Registry: reg, Partitions: parts})
-	must(t, err)
+	testkit.Must(t, err)
 	var ids []string
 	for i := range 12 {
 		res, err := c.Enqueue(ctx, task{N: i})
-		must(t, err)
+		testkit.Must(t, err)
 		ids = append(ids, res.ID)
 	}
-	waitCompleted(t, c, ids)
+	waitCompleted(t, c, w.Sig, ids)
 }

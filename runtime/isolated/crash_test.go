@@ -58,15 +58,15 @@ func TestCrashesQuarantine(t *testing.T) {
 	}
 	ids := make([]string, len(tests))
 	for i, tt := range tests {
-		ids[i] = e.enqueue(tt.args)
+		ids[i] = e.Enqueue(tt.args)
 	}
 	// Healthy work enqueued alongside the crashing jobs.
 	var healthy []string
 	for i := range 3 {
-		healthy = append(healthy, e.enqueue(echoArgs{Msg: "ok"}), e.enqueue(plainArgs{N: i}))
+		healthy = append(healthy, e.Enqueue(echoArgs{Msg: "ok"}), e.Enqueue(plainArgs{N: i}))
 	}
 	for i, tt := range tests {
-		j := e.waitState(ids[i], flow.StateQuarantined)
+		j := e.WaitState(ids[i], flow.StateQuarantined)
 		if j.Reason != "crash_limit" || j.CrashAttempt != limit || j.Attempt != 0 || len(j.Errors) != limit {
 			t.Errorf("%v: reason %q crash_attempt %d attempt %d, %d errors; want crash_limit %d 0 %d",
 				tt.args, j.Reason, j.CrashAttempt, j.Attempt, len(j.Errors), limit, limit)
@@ -79,7 +79,7 @@ func TestCrashesQuarantine(t *testing.T) {
 		}
 	}
 	for _, id := range healthy {
-		e.waitState(id, flow.StateCompleted)
+		e.WaitState(id, flow.StateCompleted)
 	}
 	if err := stop(); err != nil {
 		t.Errorf("the worker, after its children crashed: %v", err)

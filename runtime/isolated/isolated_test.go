@@ -43,8 +43,8 @@ func TestSuccess(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.startWorker(isolate(t, command("EXTRA=1"), isolated.Options{}, echoArgs{}.Kind()), runtime.Options{})
-	id := e.enqueue(echoArgs{Msg: "hi"})
-	j := e.waitState(id, flow.StateCompleted)
+	id := e.Enqueue(echoArgs{Msg: "hi"})
+	j := e.WaitState(id, flow.StateCompleted)
 	var got echoResult
 	if err := j.DecodeResult(&got); err != nil {
 		t.Fatal(err)
@@ -68,7 +68,7 @@ func TestInheritEnv(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	e.startWorker(isolate(t, command(), isolated.Options{InheritEnv: true}, echoArgs{}.Kind()), runtime.Options{})
-	j := e.waitState(e.enqueue(echoArgs{}), flow.StateCompleted)
+	j := e.WaitState(e.Enqueue(echoArgs{}), flow.StateCompleted)
 	var got echoResult
 	if err := j.DecodeResult(&got); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.args), func(t *testing.T) {
 			t.Parallel()
-			j := e.waitState(e.enqueue(tt.args), tt.state)
+			j := e.WaitState(e.Enqueue(tt.args), tt.state)
 			if j.Reason != tt.reason || j.Attempt != tt.attempt || j.CrashAttempt != 0 {
 				t.Errorf("reason %q attempt %d crash_attempt %d, want %q %d 0", j.Reason, j.Attempt, j.CrashAttempt, tt.reason, tt.attempt)
 			}
@@ -152,7 +152,7 @@ func TestOutput(t *testing.T) {
 			var stderr proctest.Buffer
 			tt.opts.Stderr = &stderr
 			e.startWorker(isolate(t, command(), tt.opts, floodArgs{}.Kind()), runtime.Options{})
-			j := e.waitState(e.enqueue(tt.args), tt.state)
+			j := e.WaitState(e.Enqueue(tt.args), tt.state)
 			if tt.state == flow.StateCompleted {
 				var res string
 				if err := j.DecodeResult(&res); err != nil || res != strings.Repeat("r", tt.args.Result) {

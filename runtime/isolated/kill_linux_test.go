@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/isolated"
 )
@@ -25,11 +26,11 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	clk := runtime.NewFakeClock(time.UnixMilli(time.Now().UnixMilli()))
 	e := newEnv(t, clk)
 	e.startWorker(isolate(t, command(), isolated.Options{}, hangArgs{}.Kind()), runtime.Options{Clock: clk, Lease: time.Hour, IdlePoll: time.Hour})
-	id := e.enqueue(hangArgs{Key: e.key("pids")}, flow.WithTimeout(time.Minute))
+	id := e.Enqueue(hangArgs{Key: e.key("pids")}, flow.WithTimeout(time.Minute))
 	pid, gc := e.hung(e.key("pids"))
 	clk.Advance(time.Minute)
 
-	j := e.waitState(id, flow.StateRetryable)
+	j := e.WaitState(id, flow.StateRetryable)
 	if j.Attempt != 1 || j.CrashAttempt != 0 || len(j.Errors) != 1 || j.Errors[0].Class != "timeout" {
 		t.Errorf("attempt %d crash_attempt %d errors %+v, want one timeout", j.Attempt, j.CrashAttempt, j.Errors)
 	}
@@ -43,12 +44,12 @@ func TestShutdownKillsChild(t *testing.T) {
 	e := newEnv(t, nil)
 	stop := e.startWorker(isolate(t, command(), isolated.Options{}, hangArgs{}.Kind()),
 		runtime.Options{ShutdownWindow: 10 * time.Millisecond})
-	id := e.enqueue(hangArgs{Key: e.key("pids")})
+	id := e.Enqueue(hangArgs{Key: e.key("pids")})
 	pid, gc := e.hung(e.key("pids"))
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	j := e.waitState(id, flow.StateAvailable)
+	j := e.WaitState(id, flow.StateAvailable)
 	if j.Attempt != 0 || j.CrashAttempt != 0 || len(j.Errors) != 0 {
 		t.Errorf("attempt %d crash_attempt %d errors %+v, want nothing spent", j.Attempt, j.CrashAttempt, j.Errors)
 	}
@@ -60,7 +61,7 @@ func TestShutdownKillsChild(t *testing.T) {
 func TestWorkerDeathKillsChildren(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	worker := exec.Command(os.Args[0], workerArg, e.ns)
+	worker := exec.Command(os.Args[0], workerArg, e.NS)
 	worker.Env = []string{envRedis + "=" + shared.Server.Addr(), "GORACE=atexit_sleep_ms=0"}
 	var stderr proctest.Buffer
 	worker.Stderr = &stderr
@@ -77,7 +78,7 @@ func TestWorkerDeathKillsChildren(t *testing.T) {
 			t.Logf("worker process stderr:\n%s", stderr.String())
 		}
 	})
-	e.enqueue(hangArgs{Key: e.key("pids")})
+	e.Enqueue(hangArgs{Key: e.key("pids")})
 	pid, gc := e.hung(e.key("pids"))
 	if err := worker.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -90,16 +91,16 @@ func TestWorkerDeathKillsChildren(t *testing.T) {
 // hung waits for a hangArgs child's report: its pid, which must also be
 // its process group, and its grandchild's pid, in the same group.
 func (e *env) hung(key string) (pid, grandchild int) {
-	e.t.Helper()
+	e.T.Helper()
 	report := e.pop(key)
 	if _, err := fmt.Sscanf(report, "%d %d", &pid, &grandchild); err != nil {
-		e.t.Fatalf("report %q: %v", report, err)
+		e.T.Fatalf("report %q: %v", report, err)
 	}
 	if _, g, ok := procStat(pid); !ok || g != pid {
-		e.t.Errorf("child %d: in group %d (alive: %v), want its own", pid, g, ok)
+		e.T.Errorf("child %d: in group %d (alive: %v), want its own", pid, g, ok)
 	}
 	if _, g, ok := procStat(grandchild); !ok || g != pid {
-		e.t.Errorf("grandchild %d: in group %d (alive: %v), want %d", grandchild, g, ok, pid)
+		e.T.Errorf("grandchild %d: in group %d (alive: %v), want %d", grandchild, g, ok, pid)
 	}
 	return pid, grandchild
 }
@@ -109,7 +110,8 @@ func (e *env) hung(key string) (pid, grandchild int) {
 // that the grandchild is among the dead.
 func checkGroupGone(t *testing.T, pgid, grandchild int) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("process group %d to be empty", pgid), func() (bool, string) {
+	// Polled: processes exit on their own time, and /proc tells no one.
+	redistest.Within(t, waitTimeout, fmt.Sprintf("process group %d to be empty", pgid), func() (bool, string) {
 		live := groupMembers(pgid)
 		return len(live) == 0, fmt.Sprint("live members ", live)
 	})

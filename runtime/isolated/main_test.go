@@ -6,13 +6,13 @@ package isolated_test
 // (started once in TestMain, shared; every test has its own namespace).
 // The child processes are this test binary, re-executed with a first
 // argument that TestMain recognises (childArg: serve one attempt with
-// childRegistry). Synchronisation never sleeps: tests wait on Redis lists
-// the children push to (BLPOP), or poll Redis and /proc state.
+// childRegistry). Synchronisation never sleeps: tests wait on the
+// worker's test signals (testkit), on Redis lists the children push to
+// (BLPOP), or poll /proc state, which no signal reports.
 
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/isolated"
 )
@@ -31,7 +32,7 @@ import (
 var shared redistest.Env
 
 // waitTimeout bounds every wait of a test: generous, for -race on 2 cores.
-const waitTimeout = 30 * time.Second
+const waitTimeout = testkit.Timeout
 
 // The first argument of a re-executed test binary: what to be.
 const (
@@ -82,24 +83,15 @@ func workerMain(ns string) int {
 	return 2
 }
 
-// env is one test's namespace with a Redis client and a flow client.
+// env is one test's namespace with a Redis client, a flow client and
+// the signals of the workers it starts (testkit.Env).
 type env struct {
-	t      *testing.T
-	ns     string
-	rdb    *redis.Client
-	client *flow.Client
+	*testkit.Env
 }
 
 func newEnv(t *testing.T, clk runtime.Clock) *env {
 	t.Helper()
-	rdb := shared.Server.Client()
-	t.Cleanup(func() { _ = rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{t: t, ns: ns, rdb: rdb, client: c}
+	return &env{testkit.NewEnv(t, shared.Client(t), flow.ClientOptions{Clock: clk})}
 }
 
 // command is the test binary as an isolated child, told where Redis is.
@@ -131,99 +123,24 @@ func isolate(t *testing.T, cmd isolated.Command, opts isolated.Options, kinds ..
 }
 
 // startWorker runs a worker on e's namespace until the test ends; it
-// returns a function that stops it (once) and reports whether Run
-// returned nil.
+// returns a function that stops it (once) and returns what Run returned.
 func (e *env) startWorker(h runtime.Handlers, o runtime.Options) (stop func() error) {
-	e.t.Helper()
-	o.Namespace = e.ns
+	e.T.Helper()
 	if o.Backoff == nil {
 		o.Backoff = func(int) time.Duration { return time.Hour }
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	w, err := runtime.NewWorker(e.rdb, h, o)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	var (
-		stopped bool
-		result  error
-	)
-	stop = func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			select {
-			case result = <-done:
-			case <-time.After(waitTimeout):
-				result = fmt.Errorf("worker did not stop")
-			}
-		}
-		return result
-	}
-	e.t.Cleanup(func() {
-		if err := stop(); err != nil {
-			e.t.Errorf("worker: %v", err)
-		}
-	})
-	return stop
-}
-
-func (e *env) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
-	e.t.Helper()
-	res, err := e.client.Enqueue(context.Background(), args, opts...)
-	if err != nil {
-		e.t.Fatalf("enqueue %s: %v", args.Kind(), err)
-	}
-	return res.ID
-}
-
-// waitState polls Redis until the job is in state and returns it.
-func (e *env) waitState(id, state string) *flow.JobInfo {
-	e.t.Helper()
-	var j *flow.JobInfo
-	eventually(e.t, "job "+id+" to be "+state, func() (bool, string) {
-		var err error
-		if j, err = e.client.Job(context.Background(), id); err != nil {
-			return false, err.Error()
-		}
-		return j.State == state, fmt.Sprintf("%s (attempt %d, crash %d, errors %+v)", j.State, j.Attempt, j.CrashAttempt, j.Errors)
-	})
-	return j
+	return e.StartWorker(h, o).Stop
 }
 
 // key is a Redis key of this test's namespace.
-func (e *env) key(name string) string { return e.ns + ":test:" + name }
+func (e *env) key(name string) string { return e.NS + ":test:" + name }
 
 // pop waits for a child to push to list key and returns what it pushed.
 func (e *env) pop(key string) string {
-	e.t.Helper()
-	v, err := e.rdb.BLPop(context.Background(), waitTimeout, key).Result()
+	e.T.Helper()
+	v, err := e.RDB.BLPop(context.Background(), waitTimeout, key).Result()
 	if err != nil {
-		e.t.Fatalf("waiting for a child to push to %s: %v", key, err)
+		e.T.Fatalf("waiting for a child to push to %s: %v", key, err)
 	}
 	return v[1]
-}
-
-// eventually polls cond every few milliseconds until it holds, failing
-// the test after waitTimeout. For observing Redis and process state only.
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen: %s", what, last)
-		}
-		<-tick.C
-	}
 }

@@ -9,10 +9,11 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/runtime/isolated"
 )
@@ -36,7 +37,7 @@ func TestStepsResumeAfterKill(t *testing.T) {
 	h.Next = inproc
 	stop := e.startWorker(h, runtime.Options{})
 	key := e.key("steps")
-	id := e.enqueue(stepsArgs{Key: key})
+	id := e.Enqueue(stepsArgs{Key: key})
 	pid, err := strconv.Atoi(e.pop(key + ":pids"))
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestStepsResumeAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	j := e.waitState(id, flow.StateCompleted)
+	j := e.WaitState(id, flow.StateCompleted)
 	var res string
 	if err := j.DecodeResult(&res); err != nil || res != "one+two" {
 		t.Errorf("result %q (%v), want one+two", res, err)
@@ -61,22 +62,17 @@ func TestStepsResumeAfterKill(t *testing.T) {
 	if fmt.Sprint(steps) != "[one#0 effect#1 two#2]" {
 		t.Errorf("steps %v, want [one#0 effect#1 two#2]", steps)
 	}
-	select {
-	case n := <-followUps:
-		if n != 42 {
-			t.Errorf("follow-up job ran with %d, want 42", n)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("the follow-up job committed by the child's step did not run")
+	if n := testkit.Recv(t, followUps, "the follow-up job committed by the child's step to run"); n != 42 {
+		t.Errorf("follow-up job ran with %d, want 42", n)
 	}
-	ref, _ := keys.ParseRef(e.ns, id)
+	ref, _ := keys.ParseRef(e.NS, id)
 	counts := map[string]string{
 		"step one's work": key + ":one", "step two's work": key + ":two",
 		"step effect": ref.Tag() + ":u:effect", "completion effect": ref.Tag() + ":u:complete",
 	}
 	want := map[string]string{"step one's work": "1", "step two's work": "1", "step effect": "5", "completion effect": "1"}
 	for what, k := range counts {
-		if got, _ := e.rdb.Get(context.Background(), k).Result(); got != want[what] {
+		if got, _ := e.RDB.Get(context.Background(), k).Result(); got != want[what] {
 			t.Errorf("%s: %s is %q, want %q", what, k, got, want[what])
 		}
 	}
@@ -97,25 +93,26 @@ func TestLostLeaseKillsChild(t *testing.T) {
 	e := newEnv(t, nil)
 	e.startWorker(isolate(t, command(), isolated.Options{}, fenceArgs{}.Kind()), runtime.Options{})
 	key := e.key("fence")
-	id := e.enqueue(fenceArgs{Key: key})
+	id := e.Enqueue(fenceArgs{Key: key})
 	pid, err := strconv.Atoi(e.pop(key + ":ready"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another attempt takes the job over: its fence moves on.
 	ctx := context.Background()
-	ref, _ := keys.ParseRef(e.ns, id)
-	if err := e.rdb.HSet(ctx, ref.Job(ref.Local), "f", 7).Err(); err != nil {
+	ref, _ := keys.ParseRef(e.NS, id)
+	if err := e.RDB.HSet(ctx, ref.Job(ref.Local), "f", 7).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.rdb.RPush(ctx, key+":go", "go").Err(); err != nil {
+	if err := e.RDB.RPush(ctx, key+":go", "go").Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, fmt.Sprintf("child %d to be killed", pid), func() (bool, string) {
+	// Polled: the child is another process, whose end nothing signals.
+	redistest.Within(t, waitTimeout, fmt.Sprintf("child %d to be killed", pid), func() (bool, string) {
 		err := syscall.Kill(pid, 0)
 		return errors.Is(err, syscall.ESRCH), fmt.Sprint("kill -0: ", err)
 	})
-	j, err := e.client.Job(ctx, id)
+	j, err := e.Client.Job(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
