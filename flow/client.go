@@ -60,6 +60,8 @@ type Client struct {
 	opts ClientOptions
 	plan *planner
 	tel  *clientTelemetry // telemetry.go
+	// waits is the subscriber that Wait calls share (wait.go).
+	waits waitHub
 }
 
 // NewClient returns a client on rdb, which stays the caller's: Sluice never

@@ -87,6 +87,28 @@ type JobInfo struct {
 	// HeldBy is the quarantined job this one waits on, while it does
 	// (WithQuarantineHold).
 	HeldBy string
+	// A suspended workflow (step.Sleep, WaitSignal, Select) is scheduled
+	// with AwaitingSignals naming the signals it waits for; RunAt is its
+	// earliest timer's wake time (zero when it waits for signals only).
+	AwaitingSignals []string
+	// Timers are the job's durable timers with their wake times (store
+	// time), fired or not, by name; Signals the signals sent to it that no
+	// wait has taken yet, oldest first.
+	Timers  []TimerInfo
+	Signals []SignalInfo
+}
+
+// TimerInfo is one of a workflow's durable timers.
+type TimerInfo struct {
+	Name string
+	Wake time.Time
+}
+
+// SignalInfo is a signal sent to a job and kept until a wait takes it.
+type SignalInfo struct {
+	Name    string
+	Seq     int64  // its number among the signals sent to the job
+	Payload []byte // msgpack
 }
 
 // StepInfo is one checkpointed step (or a cursor's progress).
@@ -108,9 +130,26 @@ func (j *JobInfo) DecodeStep(name string, v any) error {
 	return fmt.Errorf("%w: job %s has no checkpoint of step %q", ErrNotFound, j.ID, name)
 }
 
+// waits reads a job's timers and kept signals from its steps hash.
+func waits(m map[string][]byte) (timers []TimerInfo, signals []SignalInfo) {
+	for field, b := range m {
+		if name, at, ok := checkpoint.Timer(field, b); ok {
+			timers = append(timers, TimerInfo{Name: name, Wake: at})
+		} else if seq, name, ok := checkpoint.Signal(field); ok {
+			signals = append(signals, SignalInfo{Name: name, Seq: seq, Payload: b})
+		}
+	}
+	sort.Slice(timers, func(a, b int) bool { return timers[a].Name < timers[b].Name })
+	sort.Slice(signals, func(a, b int) bool { return signals[a].Seq < signals[b].Seq })
+	return timers, signals
+}
+
 func stepInfos(m map[string][]byte) ([]StepInfo, error) {
 	var steps, cursors []StepInfo
 	for field, b := range m {
+		if !checkpoint.IsStep(field) && !checkpoint.IsCursor(field) { // a timer or a signal (waits)
+			continue
+		}
 		if checkpoint.IsCursor(field) {
 			cursors = append(cursors, StepInfo{Name: field[len(checkpoint.CursorPrefix):], Index: -1, Cursor: true, Result: b})
 			continue
@@ -146,6 +185,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	timers, signals := waits(j.Steps)
 	return &JobInfo{
 		ID: id, Queue: ref.Queue, Kind: j.Kind, State: j.State, Payload: j.Payload,
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
@@ -156,7 +196,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
-		HeldBy: heldBy(ref, j.HeldBy),
+		HeldBy: heldBy(ref, j.HeldBy), AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
 	}, nil
 }
 

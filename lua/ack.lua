@@ -30,6 +30,11 @@
 --             policy ('f' wakes on the first failure, 'a' waits for all);
 --             due again after delay as a safety net. When the wait is
 --             already over the job goes straight back to available.
+--   suspend   no counter -> scheduled until the first of its timers, or
+--             a signal it waits for, wakes it (lib_waits.lua suspend);
+--             data lists the waits, one per line ('t <name> d|a <ms>', 's
+--             <name>'). Straight back to available when one is due or
+--             there already.
 -- Transitions: running -> completed | retryable | scheduled | available,
 --   running -> archived ('attempts_exhausted', 'skipped',
 --   'deadline_exceeded', or the reason a park gives),
@@ -52,7 +57,7 @@ local again = replayed()
 if again then return again end
 local CODES = {
   ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
-  deadline = true, crash = true, release = true, park = true, wait = true,
+  deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
 }
 local n = tonumber(ARGV[9])
 local entries = {}
@@ -68,6 +73,10 @@ for _ = 1, n do
     e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = ARGV[b + 3],
       delay = tonumber(ARGV[b + 4]), msg = ARGV[b + 5], data = ARGV[b + 6], reason = ARGV[b + 7] }
     if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
+    if e.code == 'suspend' then
+      e.waits = parse_waits(e.data)
+      if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
+    end
     e.fx, b = read_effects(b + 8)
   end
   entries[#entries + 1] = e
@@ -168,6 +177,8 @@ for _, e in ipairs(entries) do
         schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
         state = 'scheduled'
       end
+    elseif code == 'suspend' then
+      state = suspend(jk, id, e.fence, e.waits)
     end
   elseif h[1] and h[2] == e.lease and h[3] == e.fence then
     state = state_of(h[1]) -- this attempt ended before (a late re-send)

@@ -124,3 +124,9 @@ local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
+-- WATCHING is the set of the partition's jobs that a caller waits on
+-- (watch.lua, F.watched), and DONE_CHANNEL the pub/sub channel, named like
+-- the partition's keys, on which finish (lib_lifecycle.lua) announces each
+-- as it finishes. Go: keys.Partition.Watching and DoneChannel.
+local WATCHING = PFX .. 'wch'
+local DONE_CHANNEL = PFX .. 'fin'

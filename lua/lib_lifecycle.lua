@@ -44,11 +44,15 @@ end
 -- no checkpoints), which saves the lookups. Only an archived or
 -- quarantined job can have a pending death report or hold other jobs
 -- (free_held): a completed one, deleted at once in the hot path, skips
--- those lookups.
+-- those lookups. A job deleted before it finished (an operator's delete)
+-- may be watched (watch.lua): its waiters are told to look again.
 local function delete_job(id, plain, state)
   if plain then
     redis.call('DEL', job_key(id), body_key(id))
     return
+  end
+  if not TERMINAL[state] and redis.call('SREM', WATCHING, id) == 1 then
+    redis.call('PUBLISH', DONE_CHANNEL, 'deleted ' .. id)
   end
   if state == 'archived' or state == 'quarantined' then
     redis.call('ZREM', DEATHS, id) -- its pending death report, if any
@@ -119,14 +123,35 @@ end
 -- dies first). Mirrored by keys.Partition.Deaths.
 local DEATH_GRACE = 30000
 
+-- Waiting on a job (flow.Client.Wait): watch.lua marks a job that has not
+-- finished as watched (F.watched, and a member of WATCHING). When it
+-- finishes, finish publishes '<state> <id>' on DONE_CHANNEL and drops the
+-- mark, and keeps the job at least WATCH_KEEP ms, even where its
+-- retention would delete it at once (completed jobs discarded), so that
+-- its waiters can read it. A job nobody watches costs no command: finish
+-- knows from what its caller read of the job (m.wt), or, when the caller
+-- did not read F.watched, reads it only if the partition has watched
+-- jobs at all (WATCHING exists: one EXISTS per script call). Mirrored by
+-- store.WatchKeep.
+local WATCH_KEEP = 60000
+local watching_any = nil
+
+-- is_watched says whether finishing job jk (m as for finish) must be
+-- announced.
+local function is_watched(jk, m)
+  if m.wt ~= nil then return m.wt ~= false end
+  if watching_any == nil then watching_any = redis.call('EXISTS', WATCHING) == 1 end
+  return watching_any and redis.call('HGET', jk, F.watched) ~= false
+end
+
 -- finish moves a job to a terminal state; reason may be ''. m is what the
 -- caller read of the job ({ pa = parent or false, uk = unique key or
--- false, plain = as for delete_job, ls = lease start or nil }), or nil to
--- read it here.
+-- false, plain = as for delete_job, ls = lease start or nil, wt = F.watched
+-- or false, or nil when not read }), or nil to read it here.
 local function finish(jk, id, from, state, reason, m)
   if not m then
-    local v = redis.call('HMGET', jk, F.parent, F.unique)
-    m = { pa = v[1], uk = v[2], plain = false }
+    local v = redis.call('HMGET', jk, F.parent, F.unique, F.watched)
+    m = { pa = v[1], uk = v[2], plain = false, wt = v[3] }
   end
   tally(state)
   if state == 'completed' and m.ls then tally_run(NOW - tonumber(m.ls)) end
@@ -137,6 +162,12 @@ local function finish(jk, id, from, state, reason, m)
     if redis.call('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end
   end
   local ret = RET[state]
+  if is_watched(jk, m) then
+    redis.call('HDEL', jk, F.watched)
+    redis.call('SREM', WATCHING, id)
+    redis.call('PUBLISH', DONE_CHANNEL, state .. ' ' .. id)
+    if ret < WATCH_KEEP then ret = WATCH_KEEP end
+  end
   if ret < 0 then
     delete_job(id, m.plain, state)
     count(from, nil)

@@ -88,6 +88,10 @@ local F = {
   wait_count = 'wc',
   -- 'f' wakes the parent on a child's first failure, 'a' waits for all
   wait_policy = 'wp',
+  -- while suspended: the fence of the attempt that suspended it, then the signals it waits for
+  awaits = 'wa',
+  -- how many signals were sent to it (numbers their fields in steps_key)
+  signal_seq = 'sq',
   -- how many times an operator redrove or released it
   redrives = 'dn',
   -- when it was last redriven (ms)
@@ -142,6 +146,8 @@ local F = {
   track_at = 'gt',
   -- progress report: the fence of the reporting attempt
   track_fence = 'gf',
+  -- '1' while a caller waits for it to finish (watch.lua, flow.Client.Wait)
+  watched = 'wd',
 }
 
 -- STATUS names what scripts answer besides job states, data and counts:

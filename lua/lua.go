@@ -47,6 +47,11 @@ var (
 	DeadEffects = load("deadfx")
 	// Reroute changes a job's preferred worker (sticky routing).
 	Reroute = load("reroute")
+	// Watch marks a job a caller waits for (flow.Client.Wait), so that
+	// finishing it publishes on its partition's channel.
+	Watch = load("watch")
+	// Signal sends a signal to a job (lib_waits.lua).
+	Signal = load("signal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = redis.NewScript(body("heartbeat"))
 	// Relay's keys are in another slot than a partition's: it uses only
@@ -69,7 +74,7 @@ func Source(name string) string {
 // libParts are the prelude's files, in the order they are joined: a Lua
 // local can only refer to locals defined above it.
 var libParts = []string{
-	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_effects",
+	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_waits", "lib_effects",
 	"lib_replay",
 }
 

@@ -8,8 +8,11 @@
 --   job ID in the partition, lease ID, fence,
 --   step field (the step name, or 'cursor:' .. name for a cursor),
 --   the checkpoint record (opaque bytes),
---   mode: 'once' (a step completes once: an existing checkpoint is kept) or
---   'cursor' (the record replaces the previous one)
+--   mode: 'once' (a step completes once: an existing checkpoint is kept),
+--   'cursor' (the record replaces the previous one), or 'take:' .. the
+--   field of a signal sent to the job (lib_waits.lua): 'once', and the
+--   signal is deleted with the checkpoint; one gone already is an
+--   effect_error
 -- Returns: per checkpoint a pair { status, detail }:
 --   'ok', outbox entries written
 --   'stale', 0      the attempt no longer holds the job: nothing written
@@ -29,6 +32,8 @@ local out = {}
 local b = 10
 for _ = 1, n do
   local id, lease, fence, field, record, mode = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  local take
+  if mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
   local fx
   fx, b = read_effects(b + 6)
   local jk = job_key(id)
@@ -43,10 +48,14 @@ for _ = 1, n do
       out[#out + 1] = { STATUS.exists, 0 }
     else
       local bad = check_effects(fx)
+      if not bad and take and redis.call('HEXISTS', sk, take) == 0 then
+        bad = 'the signal ' .. take .. ' was taken already'
+      end
       if bad then
         out[#out + 1] = { STATUS.effect_error, bad }
       else
         local outboxed = apply_effects(fx)
+        if take then redis.call('HDEL', sk, take) end
         redis.call('HSET', sk, field, record)
         redis.call('HSET', jk, F.progress, NOW, F.current_step, field, F.has_steps, 1)
         out[#out + 1] = { STATUS.ok, outboxed }

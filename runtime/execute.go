@@ -33,7 +33,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.Worker = w.opts.WorkerID
 	a.leaseEnd = claimed.Add(lease)
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
-	a.state.Created = j.Created
+	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Partitions = w.opts.Partitions
 	a.state.Known = w.known
 	a.state.Lose = a.lose
@@ -267,6 +267,13 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		if c.Wait.FailFast {
 			ack.Reason = "f"
 		}
+	case c.Kind == outcome.KindSuspend:
+		spec, err := store.SuspendSpec(c.Suspend)
+		if err != nil {
+			ack.Code, ack.Reason, ack.Message = store.CodePark, "invalid_wait", err.Error()
+			break
+		}
+		ack.Code, ack.Message, ack.Data = store.CodeSuspend, "", []byte(spec)
 	case w.opts.NonConsuming != nil && w.opts.NonConsuming(err):
 		ack.Code, ack.Message = store.CodeFree, ""
 	default:

@@ -60,3 +60,28 @@ type CrashError struct {
 }
 
 func (e *CrashError) Error() string { return e.Message }
+
+// SuspendedError suspends a workflow job until the first of its waits
+// fires: a timer reaches its wake time, or one of the named signals is
+// sent to the job (or is there already). The job holds no worker, no
+// lease and no attempt meanwhile, then runs again from the top with its
+// finished steps skipped. step.Sleep, step.WaitSignal and
+// step.Selector.Wait return it; a handler returns it, wrapped or not.
+type SuspendedError struct {
+	Timers  []Timer
+	Signals []string
+}
+
+func (e *SuspendedError) Error() string {
+	return fmt.Sprintf("suspended on %d timers and %d signals", len(e.Timers), len(e.Signals))
+}
+
+// Timer is a durable timer of a workflow job, named per job. Its wake time
+// is fixed the first time the job waits on it, in Redis's time: After
+// that moment, or At when At is set. A timer keeps its wake time across
+// attempts, crashes and redrives.
+type Timer struct {
+	Name  string
+	After time.Duration
+	At    time.Time
+}

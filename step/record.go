@@ -61,7 +61,7 @@ func positions(st *attempt.State) (map[int]string, error) {
 	r := st.Memo("step.positions", func() any {
 		m := map[int]string{}
 		for field, b := range st.Checkpoints() {
-			if checkpoint.IsCursor(field) {
+			if !checkpoint.IsStep(field) {
 				continue
 			}
 			rec, err := checkpoint.Decode(b)

@@ -31,6 +31,7 @@ type report struct {
 	WorkflowVsChained         float64       `json:"workflow_vs_chained,omitempty"`
 	WorkflowVsChainedCPUBound float64       `json:"workflow_vs_chained_cpu_bound,omitempty"`
 	Fanout                    *fanoutResult `json:"fanout,omitempty"`
+	Wait                      *waitResult   `json:"wait,omitempty"`
 	Memory                    *memoryResult `json:"memory,omitempty"`
 	CrashResume               *crashResult  `json:"crash_resume,omitempty"`
 	Soak                      *soakResult   `json:"soak,omitempty"`
@@ -56,6 +57,9 @@ func (r *report) merge(part *report) {
 	}
 	if part.Fanout != nil {
 		r.Fanout = part.Fanout
+	}
+	if part.Wait != nil {
+		r.Wait = part.Wait
 	}
 	if part.Memory != nil {
 		r.Memory = part.Memory
@@ -113,6 +117,10 @@ func (r *report) writeTable(w io.Writer) {
 	if r.Fanout != nil {
 		fmt.Fprintln(w)
 		r.Fanout.writeTable(w)
+	}
+	if r.Wait != nil {
+		fmt.Fprintln(w)
+		r.Wait.writeTable(w)
 	}
 	if r.Memory != nil {
 		fmt.Fprintln(w)

@@ -41,6 +41,10 @@ var scenarios = []scenario{
 		r.Fanout, err = runFanout(ctx, t, cfg)
 		return err
 	}},
+	{name: "wait", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Wait, err = runWait(ctx, t, cfg)
+		return err
+	}},
 	{name: "memory", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Memory, err = runMemory(ctx, t, cfg)
 		return err

@@ -40,7 +40,11 @@ type jobJSON struct {
 	Progress     *progressRep `json:"progress,omitempty"`
 	Stuck        *stuckJSON   `json:"stuck,omitempty"`
 	Steps        []stepJSON   `json:"steps,omitempty"`
-	Errors       []errorJSON  `json:"errors,omitempty"`
+	// a suspended workflow's waits
+	AwaitingSignals []string     `json:"awaiting_signals,omitempty"`
+	Timers          []timerJSON  `json:"timers,omitempty"`
+	Signals         []signalJSON `json:"signals,omitempty"`
+	Errors          []errorJSON  `json:"errors,omitempty"`
 }
 
 type orphanJSON struct {
@@ -72,6 +76,17 @@ type stepJSON struct {
 	Result any        `json:"result,omitempty"`
 }
 
+type timerJSON struct {
+	Name string     `json:"name"`
+	Wake *time.Time `json:"wake"`
+}
+
+type signalJSON struct {
+	Name    string `json:"name"`
+	Seq     int64  `json:"seq"`
+	Payload any    `json:"payload,omitempty"`
+}
+
 type errorJSON struct {
 	Class        string     `json:"class"`
 	At           *time.Time `json:"at,omitempty"`
@@ -90,6 +105,7 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 		LeaseExpiry: ts(j.LeaseExpiry), Created: ts(j.Created), RunAt: ts(j.RunAt), Finished: ts(j.Finished),
 		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent,
 		Redrives: j.Redrives, RedrivenAt: ts(j.RedrivenAt), RedrivenFrom: j.RedrivenFrom,
+		AwaitingSignals: j.AwaitingSignals,
 	}
 	if j.Timeout > 0 {
 		out.Timeout = j.Timeout.String()
@@ -109,6 +125,12 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 	}
 	for _, s := range j.Steps {
 		out.Steps = append(out.Steps, stepJSON{Name: s.Name, Index: s.Index, Cursor: s.Cursor, At: ts(s.At), Result: decoded(s.Result)})
+	}
+	for _, tm := range j.Timers {
+		out.Timers = append(out.Timers, timerJSON{Name: tm.Name, Wake: ts(tm.Wake)})
+	}
+	for _, sg := range j.Signals {
+		out.Signals = append(out.Signals, signalJSON{Name: sg.Name, Seq: sg.Seq, Payload: decoded(sg.Payload)})
 	}
 	for _, e := range j.Errors {
 		out.Errors = append(out.Errors, errorJSON{Class: e.Class, At: ts(e.At), Attempt: e.Attempt,

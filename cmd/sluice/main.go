@@ -75,6 +75,7 @@ commands:
   jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
   jobs show ID | jobs cancel ID [--retain D] | jobs delete ID
   jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
+  jobs signal ID NAME [--data JSON]
   redrive ID... | redrive --queue Q [--state S] [--kind K] [--reason R] [--after T] [--before T] [--dry-run]
   release ID...
   queues pause Q | queues resume Q | queues stats [Q...] [--window D]
@@ -151,6 +152,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.jobsChange(ctx, sub, rest[1:])
 	case cmd == "jobs" && sub == "reroute":
 		return c.jobsReroute(ctx, rest[1:])
+	case cmd == "jobs" && sub == "signal":
+		return c.jobsSignal(ctx, rest[1:])
 	case cmd == "redrive" || cmd == "release":
 		return c.redrive(ctx, cmd, rest)
 	case cmd == "queues" && (sub == "pause" || sub == "resume"):

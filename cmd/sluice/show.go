@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice/flow"
 )
@@ -77,6 +78,21 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	}
 	if j.WaitingFor != "" {
 		line("Waiting", fmt.Sprintf("for %d children of step %s", j.WaitingCount, j.WaitingFor))
+	}
+	if j.State == flow.StateScheduled && len(j.AwaitingSignals) > 0 {
+		wake := "no timer"
+		if !j.RunAt.IsZero() {
+			wake = "or until " + when(j.RunAt)
+		}
+		line("Suspended", "waiting for signal "+strings.Join(j.AwaitingSignals, ", ")+", "+wake)
+	} else if j.State == flow.StateScheduled && len(j.Timers) > 0 && !j.RunAt.IsZero() && j.WaitingFor == "" {
+		line("Suspended", "sleeping until "+when(j.RunAt))
+	}
+	for _, tm := range j.Timers {
+		line("Timer", tm.Name+" wakes "+when(tm.Wake))
+	}
+	for _, sg := range j.Signals {
+		line("Signal", fmt.Sprintf("%s #%d kept, not taken yet: %s", sg.Name, sg.Seq, clip(compact(decoded(sg.Payload)), 60)))
 	}
 	line("Args", compact(decoded(j.Payload)))
 	if len(j.Result) > 0 {

@@ -64,3 +64,10 @@ func summary(p keys.Partition, j *store.Job) flow.JobInfo {
 		LastError: j.LastError, Parent: j.Parent, Redrives: j.Redrives, RedrivenAt: j.RedrivenAt,
 	}
 }
+
+// Signal sends the signal name with payload to the job id, as
+// flow.Client.Signal does: a workflow waiting for it wakes; one that has
+// not reached the wait yet finds it there.
+func (c *Client) Signal(ctx context.Context, id, name string, payload any) error {
+	return c.c.Signal(ctx, id, name, payload)
+}

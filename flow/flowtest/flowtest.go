@@ -169,7 +169,10 @@ func settled(j *flow.JobInfo, now time.Time) bool {
 	switch j.State {
 	case flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:
 		return true
-	case flow.StateScheduled, flow.StateRetryable:
+	case flow.StateScheduled:
+		// due later, or a workflow suspended on signals only (no due time)
+		return j.RunAt.After(now) || (j.RunAt.IsZero() && len(j.AwaitingSignals) > 0)
+	case flow.StateRetryable:
 		return j.RunAt.After(now)
 	}
 	return false

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +25,10 @@ type State struct {
 	// Created is when the job was enqueued: with Ref, it names this job's
 	// commits apart from those of any job enqueued under its ID before
 	// (CommitName).
-	Created    time.Time
+	Created time.Time
+	// Claimed is when the attempt's claim ran, in store time: a durable
+	// timer has fired for this attempt when its wake time is not after it.
+	Claimed    time.Time
 	Lease      store.Lease
 	Partitions map[string]int // partitions per queue, for spawned children
 	// Known reports whether a job kind has a handler here; spawning a child
@@ -255,6 +259,9 @@ func (s *State) Commit(field string, record []byte, mode, commit string, fx []sl
 		s.steps = map[string][]byte{}
 	}
 	s.steps[field] = record
+	if taken, ok := strings.CutPrefix(mode, store.ModeTake("")); ok {
+		delete(s.steps, taken) // the signal is gone with this commit
+	}
 	s.mu.Unlock()
 	if s.Committed != nil {
 		s.Committed(field, n)

@@ -83,6 +83,10 @@ const (
 	FieldWaitCount = "wc"
 	// 'f' wakes the parent on a child's first failure, 'a' waits for all
 	FieldWaitPolicy = "wp"
+	// while suspended: the fence of the attempt that suspended it, then the signals it waits for
+	FieldAwaits = "wa"
+	// how many signals were sent to it (numbers their fields in steps_key)
+	FieldSignalSeq = "sq"
 	// how many times an operator redrove or released it
 	FieldRedrives = "dn"
 	// when it was last redriven (ms)
@@ -137,4 +141,6 @@ const (
 	FieldTrackAt = "gt"
 	// progress report: the fence of the reporting attempt
 	FieldTrackFence = "gf"
+	// '1' while a caller waits for it to finish (watch.lua, flow.Client.Wait)
+	FieldWatched = "wd"
 )

@@ -85,6 +85,18 @@ func (p Partition) Call(id string) string { return p.Prefix() + "rc:" + id }
 // once the job itself is deleted.
 func (p Partition) FollowUp(id string) string { return p.Prefix() + "fu:" + id }
 
+// Watching is the set of the partition's jobs that a caller waits on
+// (lua/watch.lua, flow.Client.Wait): a job is in it, with the field
+// FieldWatched, from the first Wait until it finishes.
+func (p Partition) Watching() string { return p.Prefix() + "wch" }
+
+// DoneChannel is the pub/sub channel, named like the partition's keys, on
+// which a watched job of the partition is announced when it finishes
+// (lua/lib_lifecycle.lua finish): the message is its state, a space and
+// its ID in the partition ("deleted" for a watched job an operator
+// deleted before it finished).
+func (p Partition) DoneChannel() string { return p.Prefix() + "fin" }
+
 // Outbox is the stream of writes and notifications bound for other slots.
 func (p Partition) Outbox() string { return p.Prefix() + "outbox" }
 

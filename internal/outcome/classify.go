@@ -19,6 +19,7 @@ const (
 	KindRevoke                  // *sluicetype.RevokeError
 	KindPark                    // *Park
 	KindWait                    // *sluicetype.WaitingError
+	KindSuspend                 // *sluicetype.SuspendedError
 )
 
 // Class is a handler's returned error classified: its kind and the value
@@ -32,6 +33,7 @@ type Class struct {
 	Revoke      *sluicetype.RevokeError
 	Park        *Park
 	Wait        *sluicetype.WaitingError
+	Suspend     *sluicetype.SuspendedError
 }
 
 // Classify finds what err asks for: the first outcome value in its chain,
@@ -56,6 +58,8 @@ func Classify(err error) Class {
 		c.Kind = KindPark
 	case errors.As(err, &c.Wait):
 		c.Kind = KindWait
+	case errors.As(err, &c.Suspend):
+		c.Kind = KindSuspend
 	}
 	return c
 }

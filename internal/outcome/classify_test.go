@@ -28,6 +28,7 @@ func TestClassify(t *testing.T) {
 		{wrap(&sluicetype.RevokeError{Reason: "r"}), KindRevoke},
 		{wrap(&Park{Reason: "r", Err: errors.New("x")}), KindPark},
 		{wrap(&sluicetype.WaitingError{Step: "s", Count: 2}), KindWait},
+		{wrap(&sluicetype.SuspendedError{Signals: []string{"go"}}), KindSuspend},
 		{errors.Join(&sluicetype.SkipError{Reason: "r"}, &sluicetype.CrashError{Reason: "c"}), KindCrash},
 	}
 	for _, tc := range cases {

@@ -26,7 +26,10 @@ const (
 	CodeCrash    Code = "crash"
 	CodeRelease  Code = "release"
 	CodePark     Code = "park"
-	CodeWait     Code = "wait"
+	// CodeSuspend suspends a workflow on its waits (Ack.Data, built by
+	// SuspendSpec) until a timer or a signal wakes it (lua/lib_waits.lua).
+	CodeSuspend Code = "suspend"
+	CodeWait    Code = "wait"
 )
 
 // Ack is the outcome of one attempt.

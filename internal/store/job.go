@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -44,6 +45,9 @@ type Job struct {
 	CurrentStep  string    // last step checkpointed
 	WaitingFor   string    // for a suspended parent: the spawning step it waits on
 	WaitingCount int       // ... and how many of its children are not done
+	// AwaitingSignals are the signals a suspended workflow waits for
+	// (lua/lib_waits.lua), while the job is scheduled by that suspension.
+	AwaitingSignals []string
 	// Steps holds the step checkpoints (record by step field); loaded with
 	// a claim.
 	Steps map[string][]byte
@@ -93,6 +97,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	ms := func(v string) time.Time { return time.UnixMilli(num(v)) }
 	seen := false
 	var payload, headers chunks
+	var awaits string
 	for i := 0; i < len(flat); i += 2 {
 		k, _ := flat[i].(string)
 		v, _ := flat[i+1].(string)
@@ -160,6 +165,8 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.WaitingFor = v
 		case keys.FieldWaitCount:
 			j.WaitingCount = int(num(v))
+		case keys.FieldAwaits:
+			awaits = v
 		case keys.FieldRedrives:
 			j.Redrives = int(num(v))
 		case keys.FieldRedrivenAt:
@@ -202,7 +209,28 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	if j.State != "running" { // lease fields outlive the lease; they mean nothing now
 		j.LeaseID, j.Worker, j.LeaseStart = "", "", time.Time{}
 	}
+	if j.State == "scheduled" {
+		j.AwaitingSignals = awaitedSignals(awaits, j.Fence)
+		if j.RunAt.UnixMilli() >= NeverDue {
+			j.RunAt = time.Time{} // suspended on signals only
+		}
+	}
 	return j, nil
+}
+
+// NeverDue is the due time (unix ms) of a job suspended on signals only
+// (lua/lib_waits.lua FAR).
+const NeverDue = 1 << 52
+
+// awaitedSignals reads FieldAwaits ("<fence> name ..."): the signals a
+// job suspended by the attempt of fence fence waits for; none when an
+// attempt ran since.
+func awaitedSignals(v string, fence int64) []string {
+	f := strings.Fields(v)
+	if len(f) < 2 || f[0] != strconv.FormatInt(fence, 10) {
+		return nil
+	}
+	return f[1:]
 }
 
 func decodeErrorRecord(s string) (sluicetype.ErrorRecord, error) {

@@ -32,7 +32,7 @@ func newLossy(t *testing.T) *lossy {
 	rdb := redis.NewClient(&redis.Options{Addr: px.Addr()})
 	// Loaded first, so that the faulted call is the script's run, not an
 	// EVALSHA answered NOSCRIPT.
-	for _, sc := range []*redis.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete, lua.Redrive, lua.Maintain} {
+	for _, sc := range []*redis.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete, lua.Redrive, lua.Maintain, lua.Signal} {
 		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +151,31 @@ func TestResend(t *testing.T) {
 				t.Fatalf("redrive: %v %v", errs, err)
 			}
 			l.wantStats(map[string]string{"available": "1", "archived": "0"})
+		}},
+		{"signal is kept once and wakes its job", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			l.suspend(l.claimOne("w"), &sluicetype.SuspendedError{Signals: []string{"go"}})
+			check := fire()
+			state, err := l.signal("a", "go", "x")
+			check()
+			if err != nil || state != "available" {
+				t.Fatalf("signal: %q %v", state, err)
+			}
+			l.wantStats(map[string]string{"available": "1", "scheduled": "0"})
+			if n, _ := l.rdb.HLen(l.ctx, l.p.Steps("a")).Result(); n != 1 {
+				t.Fatalf("%d fields kept, want the one signal", n)
+			}
+		}},
+		{"suspend answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
+			l.enqueue(store.NewJob{Local: "a"})
+			j := l.claimOne("w")
+			check := fire()
+			state := l.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "t", After: time.Minute}}})
+			check()
+			if state != "scheduled" {
+				t.Fatalf("suspend: %q", state)
+			}
+			l.wantStats(map[string]string{"running": "0", "scheduled": "1"})
 		}},
 		{"reap reports what it reaped", func(t *testing.T, l *lossy, fire func() func()) {
 			l.enqueue(store.NewJob{Local: "a"})

@@ -26,6 +26,7 @@ import (
 //	               schedule             ErrNoSchedule
 //	""             renew                Lost.State "": the job is gone
 //	               reroute              ErrNotFound
+//	               watch                ErrNotFound
 //	"stale"        ack                  AckResult.Err ErrStale
 //	               step                 ErrStale
 //	"new"          enqueue              Added
@@ -150,7 +151,8 @@ func redriveStatus(op, local, status string) error {
 	return err
 }
 
-// rerouteState maps reroute.lua's answer: the job's state, or statusNone.
+// rerouteState maps reroute.lua's and watch.lua's answer: the job's
+// state, or statusNone.
 func rerouteState(state string) (string, error) {
 	if state == statusNone {
 		return "", ErrNotFound

@@ -20,8 +20,9 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	if err == nil {
 		return replyMsg{Outcome: outcomeOK, Result: data, Complete: st.Final()}
 	}
-	// A crash or a wait does not cross the boundary: the child has no
-	// children of its own to wait for, and its crash is its process's.
+	// A crash or a wait for children does not cross the boundary: the
+	// child has no children of its own to wait for, and its crash is its
+	// process's. A workflow's suspension (timers, signals) does.
 	switch c := outcome.Classify(err); c.Kind {
 	case outcome.KindSnooze:
 		return replyMsg{Outcome: outcomeSnooze, DelayMS: c.Snooze.Delay.Milliseconds()}
@@ -31,6 +32,8 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 		return replyMsg{Outcome: outcomeSkip, Message: c.Skip.Reason}
 	case outcome.KindRevoke:
 		return replyMsg{Outcome: outcomeRevoke, Message: c.Revoke.Reason}
+	case outcome.KindSuspend:
+		return replyMsg{Outcome: outcomeSuspend, Suspend: c.Suspend}
 	case outcome.KindPark:
 		r := replyMsg{Outcome: outcomePark, Reason: c.Park.Reason}
 		if c.Park.Err != nil {
@@ -67,6 +70,11 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 			r.Reason = "parked"
 		}
 		return nil, &outcome.Park{Reason: r.Reason, Err: errors.New(r.Message)}
+	case outcomeSuspend:
+		if r.Suspend == nil {
+			break
+		}
+		return nil, r.Suspend
 	case outcomePanic:
 		return nil, &sluicetype.CrashError{Reason: "panic", Message: "panic in isolated child: " + r.Message, Detail: r.Stack}
 	}

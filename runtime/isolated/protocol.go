@@ -91,18 +91,20 @@ const (
 	outcomeRevoke      = "revoke"       // cancel for good; Message is the reason
 	outcomePark        = "park"         // archive with Reason (a bug: bad payload, changed steps)
 	outcomePanic       = "panic"        // the handler panicked: a crash; Stack
+	outcomeSuspend     = "suspend"      // a workflow waits on Suspend's timers and signals
 )
 
 // replyMsg is the attempt's outcome. Complete are effects to commit with
 // the job's completion (outcome ok only).
 type replyMsg struct {
-	Outcome  string              `msgpack:"outcome"`
-	Result   []byte              `msgpack:"result"`
-	Message  string              `msgpack:"message"`
-	Reason   string              `msgpack:"reason"`
-	DelayMS  int64               `msgpack:"delay_ms"`
-	Stack    []byte              `msgpack:"stack"`
-	Complete []sluicetype.Effect `msgpack:"complete"`
+	Outcome  string                     `msgpack:"outcome"`
+	Result   []byte                     `msgpack:"result"`
+	Message  string                     `msgpack:"message"`
+	Reason   string                     `msgpack:"reason"`
+	DelayMS  int64                      `msgpack:"delay_ms"`
+	Stack    []byte                     `msgpack:"stack"`
+	Complete []sluicetype.Effect        `msgpack:"complete"`
+	Suspend  *sluicetype.SuspendedError `msgpack:"suspend,omitempty"`
 }
 
 // writeFrame writes one frame: version, type, body length, msgpack body.

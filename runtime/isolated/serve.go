@@ -105,7 +105,7 @@ func (m *startMsg) attempt(p *proxy, lose func()) (*runtime.Attempt, *attempt.St
 	}
 	lease := store.Lease{Local: ref.Local, LeaseID: m.LeaseID, Fence: m.Fence}
 	st := attempt.New(store.New(noRedis(), store.Config{NS: m.NS}), ref, lease, m.Steps)
-	st.Partitions, st.Created = m.Partitions, m.Created
+	st.Partitions, st.Created, st.Claimed = m.Partitions, m.Created, m.Claimed
 	st.Send = p.checkpoint
 	st.Lose = lose
 	a := &runtime.Attempt{

@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// MaxWaitName bounds the name of a timer or a signal.
+const MaxWaitName = 100
+
+// ValidWaitName reports whether name can name a timer or a signal: 1 to
+// MaxWaitName letters, digits and "_./-", as step names.
+func ValidWaitName(name string) bool { return names.Valid(name, MaxWaitName, "_./-") }
+
+// SuspendSpec is the Ack.Data of a CodeSuspend ack: e's waits, one per
+// line, as lua/lib_waits.lua's parse_waits reads them.
+func SuspendSpec(e *sluicetype.SuspendedError) (string, error) {
+	if len(e.Timers)+len(e.Signals) == 0 {
+		return "", fmt.Errorf("%w: a suspension with nothing to wait for", ErrInvalidWait)
+	}
+	var b strings.Builder
+	for _, t := range e.Timers {
+		if !ValidWaitName(t.Name) {
+			return "", fmt.Errorf("%w: timer name %q", ErrInvalidWait, t.Name)
+		}
+		switch {
+		case !t.At.IsZero():
+			fmt.Fprintf(&b, "t %s a %d\n", t.Name, max(t.At.UnixMilli(), 0))
+		case t.After >= 0:
+			fmt.Fprintf(&b, "t %s d %s\n", t.Name, strconv.FormatInt(ms(t.After), 10))
+		default:
+			return "", fmt.Errorf("%w: timer %q after %s", ErrInvalidWait, t.Name, t.After)
+		}
+	}
+	for _, s := range e.Signals {
+		if !ValidWaitName(s) {
+			return "", fmt.Errorf("%w: signal name %q", ErrInvalidWait, s)
+		}
+		b.WriteString("s " + s + "\n")
+	}
+	return b.String(), nil
+}
+
+// ErrInvalidWait: a suspension names a timer or signal that cannot be, or
+// nothing to wait for.
+var ErrInvalidWait = errors.New("sluice: invalid wait")
+
+// Signal keeps the signal name with payload for the job of ref until one of
+// its steps takes it, and wakes the job if it is suspended waiting for it
+// (lua/signal.lua). It returns the job's state after the call,
+// ErrNotFound, or a *sluicetype.StateError for a finished job.
+func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte) (string, error) {
+	return s.adminOne(ctx, lua.Signal, "signal", ref, ref.Local, name, payload)
+}
+
+// ModeTake is the mode of a step commit that takes the signal kept in
+// field (a checkpoint.SignalPrefix field) with its checkpoint.
+func ModeTake(field string) string { return "take:" + field }

@@ -1,0 +1,171 @@
+package store_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/checkpoint"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+func (f *fixture) suspend(j *store.Job, e *sluicetype.SuspendedError) string {
+	f.t.Helper()
+	spec, err := store.SuspendSpec(e)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r := f.ack(j, store.Ack{Code: store.CodeSuspend, Data: []byte(spec)})
+	if r.Err != nil {
+		f.t.Fatalf("suspend: %v", r.Err)
+	}
+	return r.State
+}
+
+func (f *fixture) signal(local, name, payload string) (string, error) {
+	return f.st.Signal(f.ctx, keys.Ref{Partition: f.p, Local: local}, name, []byte(payload))
+}
+
+// TestSuspendTimers: a suspended job is scheduled at its earliest timer,
+// holds no lease, keeps each timer's first wake time across suspensions,
+// and comes back at once when a timer is due already.
+func TestSuspendTimers(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "w"})
+			j := f.claimOne("w1")
+			if s := f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{
+				{Name: "remind", After: time.Hour}, {Name: "give-up", After: 3 * time.Hour},
+			}}); s != "scheduled" {
+				t.Fatalf("state %s, want scheduled", s)
+			}
+			got, _ := f.get("w")
+			if got.State != "scheduled" || !got.RunAt.Equal(epoch.Add(time.Hour)) || got.LeaseID != "" {
+				t.Fatalf("suspended job: state %s, due %v, lease %q", got.State, got.RunAt, got.LeaseID)
+			}
+			if _, ok := f.score(f.p.Running(), "w"); ok {
+				t.Fatal("a suspended job is still in the running set")
+			}
+			// woken by its first timer; suspending again on both keeps
+			// "give-up" where it was
+			f.clk.Advance(time.Hour)
+			j = f.claimOne("w1")
+			f.clk.Advance(30 * time.Minute)
+			f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "give-up", After: 3 * time.Hour}}})
+			if got, _ := f.get("w"); !got.RunAt.Equal(epoch.Add(3 * time.Hour)) {
+				t.Fatalf("give-up moved to %v, want %v", got.RunAt, epoch.Add(3*time.Hour))
+			}
+			steps, err := f.rdb.HGetAll(f.ctx, f.p.Steps("w")).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, at, ok := checkpoint.Timer(checkpoint.TimerPrefix+"give-up", []byte(steps["!t:give-up"])); !ok || !at.Equal(epoch.Add(3*time.Hour)) {
+				t.Fatalf("timer field: %v", steps)
+			}
+			// a due timer makes the job available again at once
+			f.clk.Advance(2 * time.Hour)
+			j = f.claimOne("w1")
+			if s := f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "give-up"}}}); s != "available" {
+				t.Fatalf("suspending on a due timer: %s, want available", s)
+			}
+		})
+	}
+}
+
+// TestSignals: a signal to a job suspended for it wakes it at once; one
+// sent before is kept and makes the suspension return available; each is
+// taken once, with a step's checkpoint; signals to finished and unknown
+// jobs are refused and keep nothing.
+func TestSignals(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "w"})
+			j := f.claimOne("w1")
+			if s := f.suspend(j, &sluicetype.SuspendedError{Signals: []string{"approve"}}); s != "scheduled" {
+				t.Fatalf("state %s", s)
+			}
+			got, _ := f.get("w")
+			if !got.RunAt.IsZero() || strings.Join(got.AwaitingSignals, ",") != "approve" {
+				t.Fatalf("suspended on a signal: due %v, awaiting %v", got.RunAt, got.AwaitingSignals)
+			}
+			if s, err := f.signal("w", "other", "x"); err != nil || s != "scheduled" {
+				t.Fatalf("a signal it does not wait for: %s %v", s, err)
+			}
+			if s, err := f.signal("w", "approve", "yes"); err != nil || s != "available" {
+				t.Fatalf("the awaited signal: %s %v, want available", s, err)
+			}
+			j = f.claimOne("w1")
+			var field string
+			for k := range j.Steps {
+				if _, name, ok := checkpoint.Signal(k); ok && name == "approve" {
+					field = k
+				}
+			}
+			if field == "" || string(j.Steps[field]) != "yes" {
+				t.Fatalf("claim did not hand out the signal: %v", j.Steps)
+			}
+			take := store.Checkpoint{Lease: lease(j), Field: "decide", Record: []byte("r1"), Mode: store.ModeTake(field), Commit: "c1"}
+			if _, err := f.checkpoint(take); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.checkpoint(take); err != nil { // the same commit again: ok, nothing written
+				t.Fatalf("the same take again: %v", err)
+			}
+			again := take
+			again.Field, again.Record, again.Commit = "decide2", []byte("r2"), "c2"
+			var fx *sluicetype.EffectError
+			if _, err := f.checkpoint(again); !errors.As(err, &fx) {
+				t.Fatalf("taking a taken signal: %v, want an EffectError", err)
+			}
+			if ok, _ := f.rdb.HExists(f.ctx, f.p.Steps("w"), field).Result(); ok {
+				t.Fatal("the taken signal is still kept")
+			}
+			// sent before the wait: the suspension does not stick
+			if _, err := f.signal("w", "again", "1"); err != nil {
+				t.Fatal(err)
+			}
+			if s := f.suspend(j, &sluicetype.SuspendedError{Signals: []string{"again"}}); s != "available" {
+				t.Fatalf("a kept signal: %s, want available", s)
+			}
+			// finished and unknown jobs
+			f.claimOne("w1") // w, back from its kept signal
+			f.enqueue(store.NewJob{Local: "done"})
+			d := f.claimOne("w1")
+			f.ack(d, store.Ack{Code: store.CodeOK})
+			var se *sluicetype.StateError
+			if _, err := f.signal("done", "approve", "x"); !errors.As(err, &se) || se.State != "completed" {
+				t.Fatalf("signal to a finished job: %v", err)
+			}
+			if _, err := f.signal("nope", "approve", "x"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("signal to an unknown job: %v", err)
+			}
+			if n, _ := f.rdb.Exists(f.ctx, f.p.Steps("done"), f.p.Steps("nope")).Result(); n != 0 {
+				t.Fatal("a refused signal was kept")
+			}
+		})
+	}
+}
+
+// TestSuspendSpec: names and durations are checked before anything is
+// sent, and the never-due time agrees with the script's.
+func TestSuspendSpec(t *testing.T) {
+	for _, e := range []*sluicetype.SuspendedError{
+		{},
+		{Signals: []string{"has space"}},
+		{Timers: []sluicetype.Timer{{Name: "t", After: -time.Second}}},
+		{Timers: []sluicetype.Timer{{Name: "", After: time.Second}}},
+	} {
+		if _, err := store.SuspendSpec(e); !errors.Is(err, store.ErrInvalidWait) {
+			t.Errorf("%+v: %v", e, err)
+		}
+	}
+	if !strings.Contains(lua.Source("ack"), "local FAR = 4503599627370496") || store.NeverDue != 4503599627370496 {
+		t.Error("store.NeverDue and lib_waits.lua's FAR differ")
+	}
+}

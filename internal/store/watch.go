@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// WatchKeep is how long a job that a caller waits on (Watch) is kept at
+// least once it has finished, whatever the retention of its final state,
+// so that its waiters can read it even where completed jobs are deleted
+// at once (lua/lib_lifecycle.lua, WATCH_KEEP).
+const WatchKeep = time.Minute
+
+// Watch runs lua/watch.lua for the job ref, whose caller is subscribed to
+// ref.DoneChannel() already: it returns the job's state, and marks a job
+// that has not finished as watched, so that finishing it publishes
+// "<state> <local>" on that channel and keeps it at least WatchKeep. A
+// finished job is only read. ErrNotFound when there is no such job.
+func (s *Store) Watch(ctx context.Context, ref keys.Ref) (string, error) {
+	v, err := s.run(ctx, lua.Watch, ref.Partition, ref.Local).Text()
+	if err != nil {
+		return "", err
+	}
+	return rerouteState(v)
+}
+
+// States reads the state of each job of refs in one round trip (a
+// pipeline; on a cluster, one per node), "" for a job that does not
+// exist. It writes nothing.
+func (s *Store) States(ctx context.Context, refs []keys.Ref) ([]string, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.StringCmd, len(refs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HGet(ctx, r.Job(r.Local), keys.FieldState)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]string, len(refs))
+	for i, c := range cmds {
+		v, err := c.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+		case err != nil:
+			return nil, err
+		default:
+			out[i] = StateName(v)
+		}
+	}
+	return out, nil
+}

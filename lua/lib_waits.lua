@@ -1,0 +1,94 @@
+-- lib_waits.lua: durable timers and signals of suspended jobs (step.Sleep,
+-- step.Select, step.WaitSignal; flow.Client.Signal). A job's timers and
+-- the signals sent to it live in its steps hash (steps_key) beside its
+-- checkpoints, so the claim that hands a job out hands them out too: a
+-- timer as '!t:' .. name = its wake time (store ms), kept from the first
+-- time the job waits on it; a signal as '!s:' .. its sequence number (10
+-- digits) .. ':' .. its name = its payload, until a step takes it (step.lua
+-- mode 'take:'). F.awaits holds, while a job is suspended, the fence of the
+-- attempt that suspended it and the names of the signals it waits for.
+
+local TIMER_PREFIX, SIGNAL_PREFIX = '!t:', '!s:'
+-- FAR is the due time of a job suspended on signals only: only a signal
+-- (or an operator) wakes it.
+local FAR = 4503599627370496 -- 2^52 ms
+
+local function signal_field(seq, name)
+  return SIGNAL_PREFIX .. string.format('%010d', seq) .. ':' .. name
+end
+
+-- parse_waits reads an ack's 'suspend' spec, one wait per line: 't <name>
+-- d <ms>' a timer due ms after now, 't <name> a <ms>' one due at ms,
+-- 's <name>' a signal. It returns { timers = {{name, mode, ms}...},
+-- signals = {name...} }, or nil for a malformed spec (the ack is refused
+-- before anything is written).
+local function parse_waits(spec)
+  local w = { timers = {}, signals = {} }
+  for line in spec:gmatch('[^\n]+') do
+    local name, mode, ms = line:match('^t ([%w_./-]+) ([da]) (%d+)$')
+    if name then
+      w.timers[#w.timers + 1] = { name, mode, tonumber(ms) }
+    else
+      name = line:match('^s ([%w_./-]+)$')
+      if not name then return nil end
+      w.signals[#w.signals + 1] = name
+    end
+  end
+  if #w.timers == 0 and #w.signals == 0 then return nil end
+  return w
+end
+
+-- has_signal reports whether the steps hash sk holds a signal whose name
+-- is a key of names.
+local function has_signal(sk, names)
+  for _, f in ipairs(redis.call('HKEYS', sk)) do
+    if f:sub(1, 3) == SIGNAL_PREFIX and names[f:sub(15)] then return true end
+  end
+  return false
+end
+
+-- awaited reports whether a job whose F.awaits is v and whose fence is
+-- fence waits for the signal name: v must be its current suspension's.
+local function awaited(v, fence, name)
+  if not v then return false end
+  local first = true
+  for word in v:gmatch('%S+') do
+    if first then
+      if word ~= fence then return false end
+      first = false
+    elseif word == name then
+      return true
+    end
+  end
+  return false
+end
+
+-- suspend ends the running attempt of the job id (fence fence) whose
+-- handler waits on w (parse_waits). Each timer keeps its first wake time.
+-- Returns the job's new state: available when a timer is due already or an
+-- awaited signal is there, else scheduled at its earliest timer (FAR for
+-- none).
+local function suspend(jk, id, fence, w)
+  local sk = steps_key(id)
+  local due
+  for _, t in ipairs(w.timers) do
+    local f = TIMER_PREFIX .. t[1]
+    local at = tonumber(redis.call('HGET', sk, f))
+    if not at then
+      at = t[3]
+      if t[2] == 'd' then at = NOW + at end
+      redis.call('HSET', sk, f, at)
+    end
+    if not due or at < due then due = at end
+  end
+  redis.call('HSET', jk, F.has_steps, 1)
+  local names = {}
+  for _, s in ipairs(w.signals) do names[s] = true end
+  if (due and due <= NOW) or (#w.signals > 0 and has_signal(sk, names)) then
+    make_available(jk, id, 'running', false)
+    return 'available'
+  end
+  redis.call('HSET', jk, F.awaits, fence .. ' ' .. table.concat(w.signals, ' '))
+  schedule_at(jk, id, 'running', 'scheduled', due or FAR)
+  return 'scheduled'
+end

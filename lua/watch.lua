@@ -1,0 +1,24 @@
+-- watch.lua: a caller starts waiting for one job to finish
+-- (flow.Client.Wait), already subscribed to the partition's DONE_CHANNEL.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] the job's ID in the partition
+-- Returns: the job's state, or '' when there is no such job. A job in a
+--   terminal state is answered as it is, nothing written; any other is
+--   marked watched (F.watched, and a member of WATCHING), so that finish
+--   (lib_lifecycle.lua) publishes '<state> <id>' on DONE_CHANNEL when it
+--   finishes and keeps it at least WATCH_KEEP ms. An operator's delete
+--   of a watched job publishes 'deleted <id>'.
+-- Transitions: none.
+-- A re-sent call answers what its first run did (lib_replay.lua).
+local again = replayed()
+if again then return again end
+local id = ARGV[9]
+if id == nil or id == '' then return redis.error_reply('ERR sluice: watch: no job ID') end
+local jk = job_key(id)
+local s = state_of(redis.call('HGET', jk, F.state))
+if not s then return STATUS.none end
+if TERMINAL[s] then return s end
+redis.call('HSET', jk, F.watched, '1')
+redis.call('SADD', WATCHING, id)
+return remember(s)
