@@ -33,15 +33,15 @@ func TestUndecodableJobParkedAlone(t *testing.T) {
 	if !ok {
 		t.Fatalf("bad job ID %q", ids[1])
 	}
-	testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), "pr", "high").Err()) // not a number
+	testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldPriority, "high").Err()) // not a number
 	e.startWorker(reg, runtime.Options{ClaimBatch: 10})
 	// First: WaitState skips the signals of other jobs (and the client
 	// cannot decode this one to read its state).
 	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == ids[1] }); s.State != flow.StateArchived {
 		t.Errorf("the undecodable job was settled %+v, want archived", s)
 	}
-	if h := e.rawJob(ids[1]); store.StateName(h["s"]) != "archived" || h["xr"] != "malformed" {
-		t.Errorf("the undecodable job: state %q, reason %q; want archived as malformed", store.StateName(h["s"]), h["xr"])
+	if h := e.rawJob(ids[1]); store.StateName(h[keys.FieldState]) != "archived" || h[keys.FieldReason] != "malformed" {
+		t.Errorf("the undecodable job: state %q, reason %q; want archived as malformed", store.StateName(h[keys.FieldState]), h[keys.FieldReason])
 	}
 	for _, id := range []string{ids[0], ids[2]} {
 		e.WaitState(id, flow.StateCompleted)

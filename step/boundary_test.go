@@ -188,7 +188,7 @@ func TestStrictStepConfirmsOwnership(t *testing.T) {
 		}
 		if bump {
 			ref, _ := keys.ParseRef(ns, id)
-			if err := rdb.HIncrBy(context.Background(), ref.Job(ref.Local), "f", 1).Err(); err != nil {
+			if err := rdb.HIncrBy(context.Background(), ref.Job(ref.Local), keys.FieldFence, 1).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -73,7 +73,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 	states := func() (done int, holders map[string]int) {
 		cmds, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, r := range refs {
-				p.HMGet(ctx, r.Job(r.Local), "s", "w")
+				p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldWorker)
 			}
 			return nil
 		})
@@ -276,7 +276,7 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 		}
 		for _, id := range kidIDs {
 			ref, _ := keys.ParseRef(ns, id)
-			h, _ := rdb.HMGet(ctx, ref.Job(ref.Local), "s", "w").Result()
+			h, _ := rdb.HMGet(ctx, ref.Job(ref.Local), keys.FieldState, keys.FieldWorker).Result()
 			if s, _ := h[0].(string); store.StateName(s) == flow.StateRunning && h[1] == p.id {
 				stranded++
 			}

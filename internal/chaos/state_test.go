@@ -71,7 +71,7 @@ func checkPartition(ctx context.Context, rdb redis.UniversalClient, part keys.Pa
 	// read from it below.
 	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, k := range jobKeys {
-			cmds[i] = p.HMGet(ctx, k, "s", "pr")
+			cmds[i] = p.HMGet(ctx, k, keys.FieldState, keys.FieldPriority)
 		}
 		return nil
 	})
@@ -268,7 +268,7 @@ func TestCheckPartition(t *testing.T) {
 	part := keys.Partition{NS: "tcheck", Queue: "q"}
 	job := func(id, state string, prio int) {
 		code := map[string]string{"available": "1", "running": "3", "retryable": "4", "completed": "5", "quarantined": "7"}[state]
-		if err := rdb.HSet(ctx, part.Job(id), "s", code, "pr", prio, "k", "x").Err(); err != nil {
+		if err := rdb.HSet(ctx, part.Job(id), keys.FieldState, code, keys.FieldPriority, prio, keys.FieldKind, "x").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -101,7 +101,7 @@ func TestLostLeaseKillsChild(t *testing.T) {
 	// Another attempt takes the job over: its fence moves on.
 	ctx := context.Background()
 	ref, _ := keys.ParseRef(e.NS, id)
-	if err := e.RDB.HSet(ctx, ref.Job(ref.Local), "f", 7).Err(); err != nil {
+	if err := e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldFence, 7).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.RDB.RPush(ctx, key+":go", "go").Err(); err != nil {
