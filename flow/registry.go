@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -62,20 +63,58 @@ func (r *Registry) add(kind string, h runtime.Handler) error {
 
 // Register adds the handler of job type T. It fails on an invalid or
 // already registered kind, or a nil handler.
-func Register[T Args](r *Registry, fn func(ctx context.Context, job *Job[T]) error) error {
+func Register[T Args](r *Registry, fn func(ctx context.Context, job *Job[T]) error, opts ...HandlerOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalid)
 	}
 	return RegisterResult(r, func(ctx context.Context, job *Job[T]) (struct{}, error) {
 		return struct{}{}, fn(ctx, job)
-	})
+	}, opts...)
 }
+
+// HandlerOption configures a handler at registration.
+type HandlerOption func(*handlerOptions)
+
+type handlerOptions struct {
+	retry func(attempt int, err error) time.Duration
+}
+
+// WithRetryPolicy chooses the delay before each retry of the kind's jobs,
+// instead of the worker's Backoff: attempt is the number of the attempt
+// that failed plus one, err what failed it (the handler's error,
+// runtime.ErrTimeout's, or runtime.ErrEffectsFailed). A negative delay
+// falls back to the worker's Backoff.
+//
+//	flow.Register(reg, send, flow.WithRetryPolicy(func(attempt int, err error) time.Duration {
+//		var busy *UpstreamBusy
+//		if errors.As(err, &busy) {
+//			return busy.RetryAfter
+//		}
+//		return time.Duration(attempt) * time.Minute
+//	}))
+func WithRetryPolicy(p func(attempt int, err error) time.Duration) HandlerOption {
+	return func(o *handlerOptions) { o.retry = p }
+}
+
+// retrying is a handler with its own retry policy (runtime.RetryPolicy).
+type retrying struct {
+	runtime.HandlerFunc
+	policy func(attempt int, err error) time.Duration
+}
+
+func (h retrying) RetryDelay(attempt int, err error) time.Duration { return h.policy(attempt, err) }
 
 // RegisterResult adds the handler of job type T whose result R is stored
 // (msgpack) with the job when it completes.
-func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job *Job[T]) (R, error)) error {
+func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job *Job[T]) (R, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil handler", ErrInvalid)
+	}
+	var ho handlerOptions
+	for _, o := range opts {
+		if o != nil {
+			o(&ho)
+		}
 	}
 	var zero T
 	_, empty := any(struct{}{}).(R)
@@ -94,5 +133,8 @@ func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job
 		}
 		return b, nil
 	})
+	if ho.retry != nil {
+		return r.add(zero.Kind(), retrying{HandlerFunc: h, policy: ho.retry})
+	}
 	return r.add(zero.Kind(), h)
 }

@@ -19,6 +19,10 @@ var (
 	ErrDeadline = errors.New("sluice: job deadline exceeded")
 	// ErrShutdown: the worker is shutting down and the shutdown window ended.
 	ErrShutdown = errors.New("sluice: worker shutting down")
+	// ErrEffectsFailed is what a RetryPolicy sees for an attempt whose
+	// handler returned nil but whose completion effects could not apply
+	// (the attempt is retried).
+	ErrEffectsFailed = errors.New("sluice: the completion's effects could not apply")
 )
 
 // ErrStale is returned when an attempt's write is rejected because its

@@ -226,11 +226,13 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		// '#' is in no step name (step.validName): a step cannot be named
 		// like the completion, whose relayed effects its commit would mark
 		ack.Effects, ack.Commit = a.state.Final(), a.state.CommitName("#complete")
-		ack.Delay = w.opts.Backoff(a.Attempt + 1) // should the effects fail
+		if len(ack.Effects) > 0 { // the delay of a retry, should the effects fail
+			ack.Delay = w.retryDelay(a, ErrEffectsFailed)
+		}
 		return ack, true
 	case errors.Is(cause, ErrTimeout):
 		ack.Code, ack.Reason, ack.Message = store.CodeRetry, "timeout", errText(cause, r.err)
-		ack.Delay = w.opts.Backoff(a.Attempt + 1)
+		ack.Delay = w.retryDelay(a, cause)
 		return ack, true
 	case errors.Is(cause, ErrDeadline):
 		ack.Code, ack.Message = store.CodeDeadline, errText(cause, r.err)
@@ -278,7 +280,7 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		ack.Code, ack.Message = store.CodeFree, ""
 	default:
 		ack.Code, ack.Reason = store.CodeRetry, "error"
-		ack.Delay = w.opts.Backoff(a.Attempt + 1)
+		ack.Delay = w.retryDelay(a, err)
 	}
 	return ack
 }

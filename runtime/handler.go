@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Handler runs one attempt of a job. A nil error completes the job with
 // result (which may be nil); errors decide its fate as documented in
@@ -41,4 +44,27 @@ type Handlers interface {
 func (w *Worker) known(kind string) bool {
 	_, ok := w.handlers.Handler(kind)
 	return ok
+}
+
+// RetryPolicy is implemented by a Handler that chooses the delay before
+// each retry of its jobs instead of Options.Backoff: attempt is the
+// number of the attempt that failed plus one, as Backoff gets it, and err
+// what failed it (the handler's error, or ErrTimeout's). A negative delay
+// falls back to Options.Backoff. flow.WithRetryPolicy makes one.
+type RetryPolicy interface {
+	Handler
+	RetryDelay(attempt int, err error) time.Duration
+}
+
+// retryDelay is the delay before a's retry after err: its handler's
+// RetryPolicy, else Options.Backoff.
+func (w *Worker) retryDelay(a *Attempt, err error) time.Duration {
+	if h, ok := w.handlers.Handler(a.Kind); ok {
+		if p, ok := h.(RetryPolicy); ok {
+			if d := p.RetryDelay(a.Attempt+1, err); d >= 0 {
+				return d
+			}
+		}
+	}
+	return w.opts.Backoff(a.Attempt + 1)
 }

@@ -207,6 +207,25 @@ func (hs *handlers) Handler(kind string) (runtime.Handler, bool) {
 	if !ok {
 		return nil, false
 	}
+	counted := hs.count(inner)
+	if p, ok := inner.(runtime.RetryPolicy); ok { // keep the kind's retry policy
+		return retrying{HandlerFunc: counted, policy: p}, true
+	}
+	return counted, true
+}
+
+// retrying keeps a wrapped handler's retry policy.
+type retrying struct {
+	runtime.HandlerFunc
+	policy runtime.RetryPolicy
+}
+
+func (r retrying) RetryDelay(attempt int, err error) time.Duration {
+	return r.policy.RetryDelay(attempt, err)
+}
+
+// count wraps inner to count its calls and inject crashes.
+func (hs *handlers) count(inner runtime.Handler) runtime.HandlerFunc {
 	return runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
 		hs.calls.inc()
 		hs.h.mu.Lock()
@@ -226,5 +245,5 @@ func (hs *handlers) Handler(kind string) (runtime.Handler, bool) {
 			}
 		}
 		return inner.Work(ctx, a)
-	}), true
+	})
 }
