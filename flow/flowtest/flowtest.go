@@ -8,11 +8,25 @@
 //	if res.Job.State != flow.StateCompleted { ... }
 //	var receipt Receipt
 //	res.Job.DecodeStep("charge", &receipt)
+//
+// Run and Resume work the job, and every job it spawns or calls in any
+// queue (flow.Spawn and Join, flow.Call), until it has finished or waits
+// on the clock or on a signal, with nothing else left to run. Time moves
+// only when the test says so, and a signal comes only when the test sends
+// it:
+//
+//	res := h.Run(Expense{Amount: 120})        // waits for "decision", or 3 days
+//	h.Clock.Advance(24 * time.Hour)           // the reminder's timer
+//	res = h.Resume(res.Job.ID, time.Second)   // reminded, waiting again
+//	h.Client.Signal(ctx, res.Job.ID, "decision", Decision{OK: true})
+//	res = h.Resume(res.Job.ID, time.Second)   // completed
 package flowtest
 
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,6 +36,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -49,7 +64,7 @@ func New(t testing.TB, reg *flow.Registry, opts ...runtime.Options) *Harness {
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	clk := runtime.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	client, err := flow.NewClient(rdb, flow.ClientOptions{Registry: reg, Clock: clk})
+	client, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: namespace, Registry: reg, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +72,7 @@ func New(t testing.TB, reg *flow.Registry, opts ...runtime.Options) *Harness {
 	if len(opts) > 0 {
 		h.opts = opts[0]
 	}
-	h.opts.Clock = clk
+	h.opts.Clock, h.opts.Namespace = clk, namespace
 	if h.opts.Logger == nil {
 		h.opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -68,6 +83,32 @@ func New(t testing.TB, reg *flow.Registry, opts ...runtime.Options) *Harness {
 		h.opts.CrashDelay = -1 // a crash retries at once, as Backoff's retries do
 	}
 	return h
+}
+
+// namespace is the harness's: it has its Redis to itself.
+const namespace = "sluice"
+
+// Redeploy returns a harness on h's Redis and clock (and worker options)
+// whose worker runs reg instead: a new release of the handlers, deployed
+// while h's jobs sleep or wait for signals. Resume a job started by h on
+// the returned harness to run it under the new code:
+//
+//	v1 := flowtest.New(t, regV1)
+//	old := v1.Run(Order{}).Job // suspended in step.Sleep
+//	v2 := v1.Redeploy(regV2)
+//	v2.Clock.Advance(time.Hour)
+//	res := v2.Resume(old.ID, 10*time.Second)
+//
+// Both harnesses stay usable; run one at a time, since each one's worker
+// works every job in the Redis. Crashes requested with CrashAfterStep are
+// per harness.
+func (h *Harness) Redeploy(reg *flow.Registry) *Harness {
+	h.t.Helper()
+	client, err := flow.NewClient(h.Redis, flow.ClientOptions{Namespace: namespace, Registry: reg, Clock: h.Clock})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &Harness{t: h.t, Redis: h.Redis, Client: client, Clock: h.Clock, reg: reg, opts: h.opts, crash: map[string]int{}}
 }
 
 // Option changes one Run.
@@ -124,43 +165,171 @@ func (h *Harness) Run(args flow.Args, opts ...Option) *Result {
 	return h.Resume(res.ID, cfg.timeout)
 }
 
-// Resume works the job id until it settles, as Run does.
+// Resume works the job id until it settles, as Run does, and until
+// nothing else is left to run now: the worker serves every queue with
+// jobs in the harness's Redis, so a parent waiting on children in other
+// queues (Join, Call) sees them run, and Resume returns once the parent
+// has finished or waits on the clock or a signal, with no job available
+// or running and no notification left to relay.
 //
-// It reads the job each time the worker has settled it (the worker's
-// test signal, sent once the outcome is durable), and once before: the
-// signal is subscribed to before the worker starts, so a job settled
-// before that first read is seen by it, and one settled after is
-// signalled.
+// It checks after each job the worker settles, each relay pass and each
+// time the worker goes idle (the worker's test signals, sent once the
+// write is durable), and once before: the signals are subscribed to
+// before the worker starts, so nothing settled in between is missed.
 func (h *Harness) Resume(id string, timeout time.Duration) *Result {
 	h.t.Helper()
+	ctx := context.Background()
 	calls := &callCounter{}
-	w, err := runtime.NewWorker(h.Redis, &handlers{h: h, calls: calls}, h.opts)
-	if err != nil {
-		h.t.Fatalf("flowtest: worker: %v", err)
-	}
 	sig := testsignal.NewWorker()
-	sub := sig.Settled.Subscribe()
-	defer sub.Close()
-	ctx, cancel := context.WithCancel(testsignal.WithWorker(context.Background(), sig))
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	settles, relays, idles := sig.Settled.Subscribe(), sig.Relayed.Subscribe(), sig.Idle.Subscribe()
 	defer func() {
-		cancel()
-		<-done
+		settles.Close()
+		relays.Close()
+		idles.Close()
 	}()
-	deadline := time.Now().Add(timeout)
+	var stop func()
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	served := map[string]bool{}
+	expire := time.NewTimer(timeout)
+	defer expire.Stop()
 	for {
-		info, err := h.Client.Job(context.Background(), id)
+		// (Re)start the worker when a queue without one has jobs: the
+		// children of a parent it runs may be in any queue.
+		parts, err := h.partitions(ctx)
+		if err != nil {
+			h.t.Fatalf("flowtest: reading the queues: %v", err)
+		}
+		if stop == nil || !covers(served, parts) {
+			if stop != nil {
+				stop()
+			}
+			stop = h.startWorker(ctx, parts, served, &handlers{h: h, calls: calls}, sig)
+		}
+		info, err := h.Client.Job(ctx, id)
 		if err != nil {
 			h.t.Fatalf("flowtest: reading job %s: %v", id, err)
 		}
 		if settled(info, h.Clock.Now()) {
-			return &Result{Job: info, Attempts: calls.get()}
+			// read after the job: what it spawned since is listed too
+			if parts, err = h.partitions(ctx); err != nil {
+				h.t.Fatalf("flowtest: reading the queues: %v", err)
+			}
+			busy, err := h.busy(ctx, parts)
+			if err != nil {
+				h.t.Fatalf("flowtest: %v", err)
+			}
+			if !busy && covers(served, parts) {
+				// read again: it may have moved on before the check
+				if info, err = h.Client.Job(ctx, id); err != nil {
+					h.t.Fatalf("flowtest: reading job %s: %v", id, err)
+				}
+				if settled(info, h.Clock.Now()) {
+					return &Result{Job: info, Attempts: calls.get()}
+				}
+			}
+			if !covers(served, parts) {
+				continue // start a worker for the new queues first
+			}
 		}
-		if _, ok := sub.Await(time.Until(deadline), func(s testsignal.Settled) bool { return s.JobID == id }); !ok {
+		select {
+		case <-settles.C():
+		case <-relays.C():
+		case <-idles.C():
+		case <-expire.C:
 			h.t.Fatalf("flowtest: job %s still %s after %s", id, info.State, timeout)
 		}
 	}
+}
+
+// covers reports whether served has every queue of parts.
+func covers(served map[string]bool, parts []keys.Partition) bool {
+	for _, p := range parts {
+		if !served[p.Queue] {
+			return false
+		}
+	}
+	return true
+}
+
+// startWorker runs a worker of the harness's options on the queues of
+// parts too (adding them to served), sending sig; stop ends it.
+func (h *Harness) startWorker(ctx context.Context, parts []keys.Partition, served map[string]bool, hs runtime.Handlers, sig *testsignal.Worker) (stop func()) {
+	opts := h.opts
+	opts.Queues, opts.Partitions = map[string]int{}, map[string]int{}
+	for q, w := range h.opts.Queues {
+		opts.Queues[q] = w
+	}
+	if len(opts.Queues) == 0 {
+		opts.Queues["default"] = 1
+	}
+	for q, n := range h.opts.Partitions {
+		opts.Partitions[q] = n
+	}
+	for _, p := range parts {
+		if _, ok := opts.Queues[p.Queue]; !ok {
+			opts.Queues[p.Queue] = 1
+		}
+		opts.Partitions[p.Queue] = max(opts.Partitions[p.Queue], p.Index+1)
+	}
+	for q := range opts.Queues {
+		served[q] = true
+	}
+	w, err := runtime.NewWorker(h.Redis, hs, opts)
+	if err != nil {
+		h.t.Fatalf("flowtest: worker: %v", err)
+	}
+	wctx, cancel := context.WithCancel(testsignal.WithWorker(ctx, sig))
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// partitions lists the partitions with jobs in the harness's namespace,
+// found by their counters.
+func (h *Harness) partitions(ctx context.Context) ([]keys.Partition, error) {
+	var out []keys.Partition
+	iter := h.Redis.Scan(ctx, 0, "{"+namespace+":*}:stats", 0).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		tag := k[1:strings.Index(k, "}")] // ns:queue:N
+		parts := strings.Split(tag, ":")
+		if len(parts) != 3 {
+			continue
+		}
+		n, err := strconv.Atoi(parts[2])
+		if err != nil {
+			continue
+		}
+		out = append(out, keys.Partition{NS: namespace, Queue: parts[1], Index: n})
+	}
+	return out, iter.Err()
+}
+
+// busy reports whether a job of the namespace is available or running,
+// or a notification (a child's end, a relayed effect) waits in an outbox.
+func (h *Harness) busy(ctx context.Context, parts []keys.Partition) (bool, error) {
+	for _, p := range parts {
+		n, err := h.Redis.HMGet(ctx, p.Stats(), flow.StateAvailable, flow.StateRunning).Result()
+		if err != nil {
+			return false, err
+		}
+		for _, v := range n {
+			if s, _ := v.(string); s != "" && s != "0" {
+				return true, nil
+			}
+		}
+		if l, err := h.Redis.XLen(ctx, p.Outbox()).Result(); err != nil || l > 0 {
+			return l > 0, err
+		}
+	}
+	return false, nil
 }
 
 // settled: the job is finished, or waits for the clock to pass now, or

@@ -88,3 +88,72 @@ func TestRetryWaitsOnTheClock(t *testing.T) {
 func runtimeOptions() runtime.Options {
 	return runtime.Options{Backoff: func(int) time.Duration { return 30 * time.Second }}
 }
+
+type square struct{ N int }
+
+func (square) Kind() string { return "square" }
+
+type sum struct{ Upto int }
+
+func (sum) Kind() string { return "sum" }
+
+type price struct{ N int }
+
+func (price) Kind() string { return "price" }
+
+// TestJoinAcrossQueues: Run works a parent whose children run in another
+// queue until the parent has joined them and completed, without the join
+// recheck's clock moving; Call does the same for one child.
+func TestJoinAcrossQueues(t *testing.T) {
+	reg := flow.NewRegistry()
+	if err := flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[square]) (int, error) {
+		return job.Args.N * job.Args.N, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[sum]) (int, error) {
+		var items []flow.Item
+		for i := 1; i <= job.Args.Upto; i++ {
+			items = append(items, flow.Item{Args: square{N: i}, Opts: []flow.EnqueueOption{flow.WithQueue("math")}})
+		}
+		kids, err := flow.Spawn(ctx, "squares", items...)
+		if err != nil {
+			return 0, err
+		}
+		res, err := flow.Join[int](ctx, kids, flow.FailFast)
+		if err != nil {
+			return 0, err
+		}
+		total := 0
+		for _, r := range res {
+			total += r.Result
+		}
+		return total, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[price]) (int, error) {
+		sq, err := flow.Call[int](ctx, "square", square{N: job.Args.N}, flow.WithQueue("math"))
+		if err != nil {
+			return 0, err
+		}
+		return sq + 1, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := flowtest.New(t, reg)
+	start := h.Clock.Now()
+	res := h.Run(sum{Upto: 4})
+	var total int
+	if res.Job.State != flow.StateCompleted || res.Job.DecodeResult(&total) != nil || total != 30 {
+		t.Fatalf("parent: %s, total %d (%s)", res.Job.State, total, res.Job.LastError)
+	}
+	res = h.Run(price{N: 7})
+	var p int
+	if res.Job.State != flow.StateCompleted || res.Job.DecodeResult(&p) != nil || p != 50 {
+		t.Fatalf("caller: %s, price %d (%s)", res.Job.State, p, res.Job.LastError)
+	}
+	if !h.Clock.Now().Equal(start) {
+		t.Fatal("the clock moved")
+	}
+}
