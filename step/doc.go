@@ -26,6 +26,15 @@
 // than mixing old and new state. Cursor steps (NewCursor) checkpoint the
 // progress of a long loop.
 //
+// Jobs that sleep or wait for days resume under whatever code is deployed
+// by then. To change the steps of such a workflow, put the change behind a
+// change point, Version: each job records its version of the change the
+// first time it gets there, so jobs that had gone past that place under
+// the old code keep the old branch and the others take the new one. A
+// change point takes no position in the step sequence, so adding one
+// moves no step. docs/workflows.md lists what may change freely, what
+// needs a change point, and how to retire an old branch.
+//
 // # Step boundaries
 //
 // A step's function runs only while the attempt owns the job. Before it
