@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -68,7 +69,12 @@ const (
 // every bad-effect job archived with none of its effects applied, every
 // job hash in exactly the index its state names, the stats counters equal
 // to the real counts, the culprits alone quarantined, and each fault
-// injected at least once, including stale writes refused.
+// injected at least once, including stale writes refused. Durable waits
+// run among the ledger jobs (workflows_test.go): approval workflows that
+// wait for a signal, which a signaller sends them through the proxy while
+// the faults go on (signaller_test.go), and nap jobs that sleep; each
+// workflow must take exactly one signal of its own, none acknowledged may
+// be lost, and no wait may end before its time (checkWorkflows, checkNaps).
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
@@ -125,7 +131,26 @@ func TestChaos(t *testing.T) {
 	for range fleetSize {
 		f.start(cfg)
 	}
-	prod := &producer{c: c, backlog: backlog}
+	// The signaller's calls go through the proxy, into the faults.
+	prdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: time.Second})
+	t.Cleanup(func() { prdb.Close() })
+	bare := redis.NewClient(&redis.Options{Addr: proxy.Addr(), DialTimeout: time.Second, MaxRetries: -1})
+	t.Cleanup(func() { bare.Close() })
+	sc, err := flow.NewClient(prdb, flow.ClientOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bsc, err := flow.NewClient(bare, flow.ClientOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stopSignals := context.WithCancel(ctx)
+	sg := newSignaller(sctx, sc, bsc, proxy, rdb, ns)
+	t.Cleanup(func() {
+		stopSignals()
+		sg.wait()
+	})
+	prod := &producer{c: c, backlog: backlog, onWorkflow: sg.add}
 	pctx, stopProducer := context.WithCancel(ctx)
 	produced := make(chan struct{})
 	go func() {
@@ -157,6 +182,8 @@ func TestChaos(t *testing.T) {
 	f.start(final)
 	ids, retries, errs := prod.result()
 	bad := prod.badJobs()
+	wf, naps := prod.workflows()
+	others := len(bad) + len(wf) + len(naps)
 	for _, err := range errs {
 		t.Errorf("enqueue: %v", err)
 	}
@@ -176,10 +203,15 @@ func TestChaos(t *testing.T) {
 		}
 		done := st.Depth[flow.StateCompleted] + st.Depth[flow.StateArchived] + st.Depth[flow.StateQuarantined]
 		pdone := pst.Depth[flow.StateArchived] + pst.Depth[flow.StateQuarantined]
-		return done >= int64(len(ids)+len(bad)) && pdone >= int64(len(culprits)) && outbox == 0,
-			fmt.Sprintf("%d of %d jobs finished (%v), %d of %d culprits (%v), %d outbox entries",
-				done, len(ids)+len(bad), st.Depth, pdone, len(culprits), pst.Depth, outbox)
+		return done >= int64(len(ids)+others) && pdone >= int64(len(culprits)) && outbox == 0 && sg.idle(),
+			fmt.Sprintf("%d of %d jobs finished (%v), %d of %d culprits (%v), %d outbox entries, %d workflows' signals unsettled",
+				done, len(ids)+others, st.Depth, pdone, len(culprits), pst.Depth, outbox, sg.busy.Load())
 	})
+	sg.wait()
+	sends, sgErrs := sg.result()
+	for _, e := range sgErrs {
+		t.Errorf("signaller: %s", e)
+	}
 	for len(f.live) > 0 {
 		f.term(f.live[0])
 	}
@@ -242,7 +274,7 @@ func TestChaos(t *testing.T) {
 	for s := range st.Depth {
 		wantDepth[s] = 0
 	}
-	wantDepth[flow.StateCompleted] = int64(len(ids))
+	wantDepth[flow.StateCompleted] = int64(len(ids) + len(wf) + len(naps))
 	wantDepth[flow.StateArchived] = int64(len(bad))
 	if diff := cmp.Diff(wantDepth, st.Depth); diff != "" {
 		t.Errorf("ordinary jobs per state (-want +got):\n%s", diff)
@@ -276,9 +308,17 @@ func TestChaos(t *testing.T) {
 		t.Errorf("poison queue: %v, want the %d culprits quarantined", pst.Depth, len(culprits))
 	}
 
-	// Every effect exactly once, in the jobs' slot and relayed.
-	checkLedger(t, direct, part.Tag()+":u:ledger", len(ids))
-	checkLedger(t, direct, foreignLedger(ns), len(ids))
+	// The workflows: each took exactly one signal of its own, none was
+	// lost; each nap woke no earlier than its wake time.
+	fields := expectedFields(len(ids))
+	wfFields, wst := checkWorkflows(ctx, t, c, wf, sends)
+	maps.Copy(fields, wfFields)
+	maps.Copy(fields, checkNaps(ctx, t, c, naps, &wst))
+
+	// Every effect exactly once, in the jobs' slot and relayed: the ledger
+	// jobs', the workflows' (one receipt each) and the nap jobs'.
+	checkLedger(t, direct, part.Tag()+":u:ledger", fields)
+	checkLedger(t, direct, foreignLedger(ns), fields)
 	if n, err := direct.XLen(ctx, part.Outbox()+":dead").Result(); err != nil || n != 0 {
 		t.Errorf("%d outbox entries could not be relayed (%v)", n, err)
 	}
@@ -301,11 +341,13 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	if want := len(ids) + len(bad) + len(culprits); hashes != want {
-		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d culprits)", hashes, want, len(ids), len(bad), len(culprits))
+	if want := len(ids) + others + len(culprits); hashes != want {
+		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d workflows, %d nap jobs, %d culprits)",
+			hashes, want, len(ids), len(bad), len(wf), len(naps), len(culprits))
 	}
 
 	stale := f.staleSteps.Load() + f.staleOutcomes.Load()
+	ss := sg.stats()
 	again := reruns(t, direct, ns, len(ids))
 	summary := fmt.Sprintf("chaos %s + drain %s (seed %d): %d jobs + %d bad-effect jobs (errors by class %v), "+
 		"%d kills, %d stalls, %d worker restarts, %d Redis restarts (%d after SIGKILL), %d proxy cuts (%d connections), "+
@@ -313,19 +355,21 @@ func TestChaos(t *testing.T) {
 		"%d worker processes ended by exit pills (%d exit pill runs), %d rejected stale writes (%d steps, %d outcomes), "+
 		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
 		"%d crashes charged to %d ledger jobs (at most %d to one), %d attempts spent, %d step executions repeated, "+
-		"%d enqueue calls retried",
+		"%d enqueue calls retried; %s",
 		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
 		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns,
 		dropRate*100, dupRate*100, seed, dropped, duplicated,
 		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
 		quarantined, len(culprits), hashes, len(parts),
-		crashes, crashed, maxCrash, attempts, again, retries)
+		crashes, crashed, maxCrash, attempts, again, retries, wst.summary(sg, len(naps)))
 	t.Log(summary)
 
 	// The chaos happened: each fault at least once, and zombies tried to
 	// write and were refused.
 	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || stale == 0 ||
-		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes {
+		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes ||
+		wst.Plain == 0 || wst.Remind == 0 || wst.Silent == 0 || wst.Naps == 0 ||
+		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 {
 		t.Errorf("not every fault happened: %s", summary)
 	}
 }

@@ -144,12 +144,12 @@ func foreignLedger(ns string) string { return ns + ":ledger" }
 // stepRuns counts, outside Sluice, how often each step's work started.
 func stepRuns(ns string) string { return ns + ":runs" }
 
-// registry runs the ledger job, the bad-effect job and the culprits (the
-// poison pill and the exit pill). Each ledger step works for
-// 10-40 ms without watching its context, like a handler that ignores
-// cancellation: a worker that was stopped past its lease wakes up and
-// still tries to commit, and the fence must refuse it. Every refused
-// commit is reported on stdout as "stale step <job> <step>".
+// registry runs the ledger job, the bad-effect job, the culprits (the
+// poison pill and the exit pill) and the workflows (workflows_test.go).
+// Each ledger step works for 10-40 ms without watching its context, like
+// a handler that ignores cancellation: a worker that was stopped past its
+// lease wakes up and still tries to commit, and the fence must refuse it.
+// Every refused commit is reported on stdout as "stale step <job> <step>".
 func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
@@ -217,6 +217,7 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 		}
 		return err
 	}))
+	registerWorkflows(reg, ns, rdb)
 	return reg
 }
 

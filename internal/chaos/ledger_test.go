@@ -29,16 +29,16 @@ func (r ledgerReport) ok() bool {
 	return len(r.Missing) == 0 && len(r.Twice) == 0 && len(r.Unplanned) == 0
 }
 
-// checkLedger reads the hash at key and expects exactly the fields of jobs
-// 0..jobs-1 (every step and the completion), each at 1.
-func checkLedger(t *testing.T, rdb redis.UniversalClient, key string, jobs int) ledgerReport {
+// checkLedger reads the hash at key and expects exactly the fields of
+// want, each at 1: those of ledger jobs (expectedFields) and of workflows
+// (checkWorkflows, checkNaps).
+func checkLedger(t *testing.T, rdb redis.UniversalClient, key string, want map[string]bool) ledgerReport {
 	t.Helper()
 	got, err := rdb.HGetAll(context.Background(), key).Result()
 	if err != nil {
 		t.Fatalf("reading ledger %s: %v", key, err)
 	}
 	var r ledgerReport
-	want := expectedFields(jobs)
 	r.Fields = len(want)
 	for f := range want {
 		v, ok := got[f]

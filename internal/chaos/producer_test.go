@@ -6,6 +6,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,10 +20,15 @@ import (
 // answer was lost (Redis restarted) is sent again and is then a no-op if
 // the first one was written, so every job the producer counts exists.
 // Alongside ledger job badEvery*k + badEvery/2 goes bad-effect job k, ID
-// "b<k>", in the same call.
+// "b<k>", in the same call; so do approval workflow k ("w<k>", alongside
+// ledger job wfEvery*k + wfEvery/2) and nap job k ("z<k>", alongside
+// napEvery*k + napEvery-1). Each workflow acknowledged is handed to
+// onWorkflow (the signaller).
 type producer struct {
 	c       *flow.Client
 	backlog int
+	// onWorkflow, if set, is called with each workflow acknowledged.
+	onWorkflow func(k int, id string, args approvalJob)
 
 	// pending is the size of a batch whose enqueue failed: it is sent
 	// again, whole, before anything else (part of it may exist).
@@ -31,6 +37,8 @@ type producer struct {
 	mu      sync.Mutex
 	ids     []string // acknowledged, job n at index n
 	bad     []string // bad-effect jobs acknowledged, job k at index k
+	wf      []string // approval workflows acknowledged, workflow k at index k
+	naps    []string // nap jobs acknowledged, job k at index k
 	retries int      // enqueue calls that failed and were sent again
 	errs    []error  // unexpected answers
 }
@@ -74,37 +82,61 @@ func (p *producer) step(ctx context.Context) {
 	}
 }
 
-// enqueue adds the next n jobs in one call.
+// enqueue adds the next n jobs in one call, with the bad-effect jobs,
+// workflows and nap jobs that go with them.
 func (p *producer) enqueue(ctx context.Context, n int) error {
 	p.mu.Lock()
 	next := len(p.ids)
 	p.mu.Unlock()
-	items := make([]flow.Item, 0, n+n/badEvery+1)
-	var bad []int // the bad-effect jobs of the call, after the ledger jobs
+	items := make([]flow.Item, 0, n+n/badEvery+n/wfEvery+n/napEvery+3)
+	var bad, wf, naps []int // the other jobs of the call, after the ledger jobs in this order
 	for i := range n {
 		items = append(items, flow.Item{Args: ledgerJob{N: next + i, Pad: padFor(next + i)}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}})
 		if (next+i)%badEvery == badEvery/2 {
 			bad = append(bad, (next+i)/badEvery)
+		}
+		if (next+i)%wfEvery == wfEvery/2 {
+			wf = append(wf, (next+i)/wfEvery)
+		}
+		if (next+i)%napEvery == napEvery-1 {
+			naps = append(naps, (next+i)/napEvery)
 		}
 	}
 	for _, k := range bad {
 		items = append(items, flow.Item{Args: badEffectJob{K: k, Mode: k % badModes}, Opts: []flow.EnqueueOption{
 			flow.WithID(badJobID(k)), flow.WithMaxAttempts(badMaxAttempts)}})
 	}
+	for _, k := range wf {
+		items = append(items, flow.Item{Args: approvalFor(k), Opts: []flow.EnqueueOption{flow.WithID(workflowID(k))}})
+	}
+	for _, k := range naps {
+		items = append(items, flow.Item{Args: napFor(k), Opts: []flow.EnqueueOption{flow.WithID(napID(k))}})
+	}
 	res, err := p.c.EnqueueMany(ctx, items...)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	for i, r := range res {
 		if r.Err != nil {
 			p.errs = append(p.errs, fmt.Errorf("job %d of a call (j%d...): %w", i, next, r.Err))
 		}
-		if i < n {
+		switch j := i - n - len(bad); {
+		case i < n:
 			p.ids = append(p.ids, r.ID)
-		} else {
+		case j < 0:
 			p.bad = append(p.bad, r.ID)
+		case j < len(wf):
+			p.wf = append(p.wf, r.ID)
+		default:
+			p.naps = append(p.naps, r.ID)
+		}
+	}
+	got := slices.Clone(p.wf[len(p.wf)-len(wf):])
+	p.mu.Unlock()
+	if p.onWorkflow != nil {
+		for i, k := range wf {
+			p.onWorkflow(k, got[i], approvalFor(k))
 		}
 	}
 	return nil
@@ -123,4 +155,12 @@ func (p *producer) badJobs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bad
+}
+
+// workflows returns the acknowledged workflows' and nap jobs' IDs, job k
+// at index k.
+func (p *producer) workflows() (wf, naps []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wf, p.naps
 }
