@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 
@@ -20,10 +21,16 @@ const MaxSignalPayload = 64 << 10
 // step.OnSignal) wakes at once; one that has not reached the wait yet
 // finds it there when it does. Each signal is taken by one wait, once.
 //
-// Errors: ErrInvalid (a malformed ID or name, a payload that does not
+// A call that fails may have been applied (its reply lost); calling again
+// then sends a second signal, which a later wait would take. To retry
+// safely, give the signal an idempotency key (WithSignalKey): a signal
+// with the key of one sent to the job before is not kept again, and the
+// call succeeds.
+//
+// Errors: ErrInvalid (a malformed ID, name or key, a payload that does not
 // encode or is over MaxSignalPayload), ErrNotFound (no such job), or a
 // *sluicetype.StateError (ErrWrongState) for a job that has finished.
-func (c *Client) Signal(ctx context.Context, id, name string, payload any) error {
+func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) error {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
 		return fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
@@ -38,7 +45,16 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any) error
 	if len(b) > MaxSignalPayload {
 		return fmt.Errorf("%w: signal %q to job %s: payload of %d bytes, the limit is %d", ErrInvalid, name, id, len(b), MaxSignalPayload)
 	}
-	if _, err := c.st.Signal(ctx, ref, name, b); err != nil {
+	var o signalOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.key != "" && (len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
+		return fmt.Errorf("%w: signal key %q: 1 to %d bytes of UTF-8", ErrInvalid, o.key, MaxSignalKey)
+	}
+	if _, err := c.st.Signal(ctx, ref, name, b, o.key); err != nil {
 		var se *sluicetype.StateError
 		if errors.As(err, &se) {
 			se.ID = id
@@ -47,3 +63,16 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any) error
 	}
 	return nil
 }
+
+// MaxSignalKey bounds a signal's idempotency key.
+const MaxSignalKey = 200
+
+// SignalOption changes one Signal call.
+type SignalOption func(*signalOptions)
+
+type signalOptions struct{ key string }
+
+// WithSignalKey makes the signal idempotent per job: a signal with the key
+// of one sent to the job before is not kept again (a retry after an
+// uncertain failure, a second click). Keys last as long as the job.
+func WithSignalKey(key string) SignalOption { return func(o *signalOptions) { o.key = key } }

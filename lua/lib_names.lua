@@ -165,7 +165,7 @@ local STATUS = {
   stale = 'stale',
   -- the job was added (enqueue)
   new = 'new',
-  -- the same job, or the step's checkpoint, is there already: nothing written (enqueue, step)
+  -- the same job, the step's checkpoint, or the signal's key is there already: nothing written (enqueue, step, signal)
   exists = 'exists',
   -- a job with this ID exists with other content (enqueue)
   conflict = 'conflict',

@@ -9,6 +9,8 @@
 -- attempt that suspended it and the names of the signals it waits for.
 
 local TIMER_PREFIX, SIGNAL_PREFIX = '!t:', '!s:'
+-- SIGNAL_KEY_PREFIX marks a signal's idempotency key as used (signal.lua).
+local SIGNAL_KEY_PREFIX = '!i:'
 -- FAR is the due time of a job suspended on signals only: only a signal
 -- (or an operator) wakes it.
 local FAR = 4503599627370496 -- 2^52 ms

@@ -4,10 +4,14 @@
 -- ARGV[9]  the job's ID in the partition
 -- ARGV[10] the signal's name
 -- ARGV[11] its payload (opaque bytes)
+-- ARGV[12] its idempotency key, '' for none: a signal with the key of one
+--          sent to the job before is not kept again (its marker, '!i:' ..
+--          key in the steps hash, lasts as long as the job)
 -- Returns: { status, state }
 --   'ok', state          the signal is kept for the job (lib_waits.lua)
 --                        until a step of it takes it; state is the job's
 --                        state now ('available' when the signal woke it)
+--   'exists', state      a signal with this key was sent before: nothing kept
 --   'missing', ''        no such job: nothing kept
 --   'final', state       the job has finished: nothing kept
 -- Transitions: scheduled -> available (a job suspended waiting for this
@@ -15,14 +19,20 @@
 -- A re-sent call answers what its first run did (lib_replay.lua).
 local again = replayed()
 if again then return again end
-local id, name, payload = ARGV[9], ARGV[10], ARGV[11]
+local id, name, payload, key = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits)
 local s = state_of(h[1])
 if not s then return remember({ STATUS.missing, STATUS.none }) end
 if TERMINAL[s] then return remember({ STATUS.final, s }) end
+local sk = steps_key(id)
+if key ~= '' then
+  if redis.call('HSETNX', sk, SIGNAL_KEY_PREFIX .. key, 1) == 0 then
+    return remember({ STATUS.exists, s })
+  end
+end
 local seq = redis.call('HINCRBY', jk, F.signal_seq, 1)
-redis.call('HSET', steps_key(id), signal_field(seq, name), payload)
+redis.call('HSET', sk, signal_field(seq, name), payload)
 redis.call('HSET', jk, F.has_steps, 1)
 if s == 'scheduled' and awaited(h[3], h[2] or '0', name) then
   redis.call('ZREM', K_SCHED, id)

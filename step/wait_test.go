@@ -297,3 +297,44 @@ func readJob(t *testing.T, h *flowtest.Harness, id string) *flow.JobInfo {
 	}
 	return j
 }
+
+// TestSignalKeyRetried: a Signal retried with its key after an uncertain
+// failure keeps one signal, so two waits for the same name do not both
+// take it (the chaos suite found the retry without a key counted twice).
+func TestSignalKeyRetried(t *testing.T) {
+	reg := flow.NewRegistry()
+	if err := flow.RegisterResult(reg, func(ctx context.Context, _ *flow.Job[approval]) (int, error) {
+		votes := 0
+		for _, round := range []string{"round1", "round2"} {
+			s := step.Select(ctx, round)
+			vote := step.OnSignal[decision](s, "approve")
+			s.After(round+".limit", time.Hour)
+			if err := s.Wait(); err != nil {
+				return 0, err
+			}
+			if vote.Fired() {
+				votes++
+			}
+		}
+		return votes, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := flowtest.New(t, reg)
+	ctx := context.Background()
+	j := h.Run(approval{}).Job
+	for range 2 { // the same logical signal, sent again
+		if err := h.Client.Signal(ctx, j.ID, "approve", decision{OK: true}, flow.WithSignalKey("vote-ada")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j = h.Resume(j.ID, 10*time.Second).Job
+	if j.State != flow.StateScheduled || len(j.Signals) != 0 {
+		t.Fatalf("after the first round: %s, kept %+v; want waiting in round 2 with nothing kept", j.State, j.Signals)
+	}
+	h.Clock.Advance(time.Hour)
+	var votes int
+	if j = h.Resume(j.ID, 10*time.Second).Job; j.State != flow.StateCompleted || j.DecodeResult(&votes) != nil || votes != 1 {
+		t.Fatalf("%s with %d votes, want completed with 1", j.State, votes)
+	}
+}

@@ -75,7 +75,7 @@ commands:
   jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
   jobs show ID | jobs cancel ID [--retain D] | jobs delete ID
   jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
-  jobs signal ID NAME [--data JSON]
+  jobs signal ID NAME [--data JSON] [--key K]
   redrive ID... | redrive --queue Q [--state S] [--kind K] [--reason R] [--after T] [--before T] [--dry-run]
   release ID...
   queues pause Q | queues resume Q | queues stats [Q...] [--window D]

@@ -68,6 +68,6 @@ func summary(p keys.Partition, j *store.Job) flow.JobInfo {
 // Signal sends the signal name with payload to the job id, as
 // flow.Client.Signal does: a workflow waiting for it wakes; one that has
 // not reached the wait yet finds it there.
-func (c *Client) Signal(ctx context.Context, id, name string, payload any) error {
-	return c.c.Signal(ctx, id, name, payload)
+func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...flow.SignalOption) error {
+	return c.c.Signal(ctx, id, name, payload, opts...)
 }

@@ -32,11 +32,12 @@ import (
 //	"new"          enqueue              Added
 //	"exists"       enqueue              Duplicate
 //	               step                 ErrStepDone
+//	               signal               SignalResult.Duplicate
 //	"conflict"     enqueue              Conflicted, ErrConflict
 //	"taken"        enqueue              taken: Enqueue retries with a new ID
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
-//	"final"        cancel               *sluicetype.StateError (ErrWrongState)
+//	"final"        cancel, signal       *sluicetype.StateError (ErrWrongState)
 //	"running"      delete               *sluicetype.StateError (ErrWrongState)
 //	a state        redrive ids          *sluicetype.StateError (ErrWrongState)
 //	"effect_error" step                 *sluicetype.EffectError

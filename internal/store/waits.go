@@ -53,12 +53,31 @@ func SuspendSpec(e *sluicetype.SuspendedError) (string, error) {
 // nothing to wait for.
 var ErrInvalidWait = errors.New("sluice: invalid wait")
 
+// SignalResult is what sending a signal did.
+type SignalResult struct {
+	State     string // the job's state after the call
+	Duplicate bool   // a signal with the same key was sent before: nothing kept
+}
+
 // Signal keeps the signal name with payload for the job of ref until one of
 // its steps takes it, and wakes the job if it is suspended waiting for it
-// (lua/signal.lua). It returns the job's state after the call,
+// (lua/signal.lua). key, when not "", makes it idempotent: a signal with
+// the key of one sent to the job before keeps nothing (Duplicate). Errors:
 // ErrNotFound, or a *sluicetype.StateError for a finished job.
-func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte) (string, error) {
-	return s.adminOne(ctx, lua.Signal, "signal", ref, ref.Local, name, payload)
+func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte, key string) (SignalResult, error) {
+	v, err := s.run(ctx, lua.Signal, ref.Partition, ref.Local, name, payload, key).Result()
+	if err != nil {
+		return SignalResult{}, err
+	}
+	r, err := strs(v)
+	if err != nil || len(r) != 2 {
+		return SignalResult{}, fmt.Errorf("%w: signal reply %v", ErrMalformed, v)
+	}
+	if r[0] == statusExists {
+		return SignalResult{State: r[1], Duplicate: true}, nil
+	}
+	state, err := adminStatus("signal", ref.Local, r[0], r[1])
+	return SignalResult{State: state}, err
 }
 
 // ModeTake is the mode of a step commit that takes the signal kept in

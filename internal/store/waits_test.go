@@ -27,7 +27,8 @@ func (f *fixture) suspend(j *store.Job, e *sluicetype.SuspendedError) string {
 }
 
 func (f *fixture) signal(local, name, payload string) (string, error) {
-	return f.st.Signal(f.ctx, keys.Ref{Partition: f.p, Local: local}, name, []byte(payload))
+	r, err := f.st.Signal(f.ctx, keys.Ref{Partition: f.p, Local: local}, name, []byte(payload), "")
+	return r.State, err
 }
 
 // TestSuspendTimers: a suspended job is scheduled at its earliest timer,
@@ -147,6 +148,37 @@ func TestSignals(t *testing.T) {
 			}
 			if n, _ := f.rdb.Exists(f.ctx, f.p.Steps("done"), f.p.Steps("nope")).Result(); n != 0 {
 				t.Fatal("a refused signal was kept")
+			}
+		})
+	}
+}
+
+// TestSignalKey: a signal with the key of one sent before keeps nothing
+// and says so; another key, or none, keeps another.
+func TestSignalKey(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "w"})
+			ref := keys.Ref{Partition: f.p, Local: "w"}
+			for i, c := range []struct {
+				key string
+				dup bool
+			}{{"k1", false}, {"k1", true}, {"k2", false}, {"", false}, {"", false}} {
+				r, err := f.st.Signal(f.ctx, ref, "go", []byte("x"), c.key)
+				if err != nil || r.Duplicate != c.dup || r.State != "available" {
+					t.Fatalf("send %d (key %q): %+v %v, want duplicate %v", i, c.key, r, err, c.dup)
+				}
+			}
+			steps, _ := f.rdb.HGetAll(f.ctx, f.p.Steps("w")).Result()
+			kept := 0
+			for k := range steps {
+				if _, _, ok := checkpoint.Signal(k); ok {
+					kept++
+				}
+			}
+			if kept != 4 {
+				t.Fatalf("%d signals kept, want 4: %v", kept, steps)
 			}
 		})
 	}
