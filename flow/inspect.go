@@ -87,9 +87,11 @@ type JobInfo struct {
 	// HeldBy is the quarantined job this one waits on, while it does
 	// (WithQuarantineHold).
 	HeldBy string
-	// A suspended workflow (step.Sleep, WaitSignal, Select) is scheduled
-	// with AwaitingSignals naming the signals it waits for; RunAt is its
-	// earliest timer's wake time (zero when it waits for signals only).
+	// Suspended: a workflow waiting in step.Sleep, WaitSignal or Select;
+	// it is scheduled, RunAt is its earliest timer's wake time (zero when
+	// it waits for signals only), and AwaitingSignals names the signals it
+	// waits for (none for a sleep).
+	Suspended       bool
 	AwaitingSignals []string
 	// Timers are the job's durable timers with their wake times (store
 	// time), fired or not, by name; Signals the signals sent to it that no
@@ -196,7 +198,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
-		HeldBy: heldBy(ref, j.HeldBy), AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
+		HeldBy: heldBy(ref, j.HeldBy), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
 	}, nil
 }
 

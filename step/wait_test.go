@@ -40,8 +40,12 @@ func TestSleep(t *testing.T) {
 	if j.State != flow.StateScheduled || !j.RunAt.Equal(start.Add(time.Hour)) || j.LeaseID != "" || j.Attempt != 0 {
 		t.Fatalf("sleeping job: state %s, due %v (want %v), lease %q, attempt %d", j.State, j.RunAt, start.Add(time.Hour), j.LeaseID, j.Attempt)
 	}
-	if len(j.Timers) != 1 || j.Timers[0].Name != "nap" || !j.Timers[0].Wake.Equal(start.Add(time.Hour)) {
-		t.Fatalf("timers: %+v", j.Timers)
+	if len(j.Timers) != 1 || j.Timers[0].Name != "nap" || !j.Timers[0].Wake.Equal(start.Add(time.Hour)) || !j.Suspended {
+		t.Fatalf("timers: %+v, suspended %v", j.Timers, j.Suspended)
+	}
+	page, err := admin.New(h.Client).ListJobs(context.Background(), admin.ListOptions{Queue: "default", State: flow.StateScheduled})
+	if err != nil || len(page.Jobs) != 1 || !page.Jobs[0].Suspended || !page.Jobs[0].RunAt.Equal(start.Add(time.Hour)) {
+		t.Fatalf("listed: %+v %v; want the job, suspended, due at its wake time", page.Jobs, err)
 	}
 	h.Clock.Advance(59 * time.Minute)
 	if j = h.Resume(j.ID, 10*time.Second).Job; j.State != flow.StateScheduled || after.Load() != 0 {

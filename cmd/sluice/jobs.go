@@ -41,6 +41,7 @@ type jobJSON struct {
 	Stuck        *stuckJSON   `json:"stuck,omitempty"`
 	Steps        []stepJSON   `json:"steps,omitempty"`
 	// a suspended workflow's waits
+	Suspended       bool         `json:"suspended,omitempty"`
 	AwaitingSignals []string     `json:"awaiting_signals,omitempty"`
 	Timers          []timerJSON  `json:"timers,omitempty"`
 	Signals         []signalJSON `json:"signals,omitempty"`
@@ -105,7 +106,7 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 		LeaseExpiry: ts(j.LeaseExpiry), Created: ts(j.Created), RunAt: ts(j.RunAt), Finished: ts(j.Finished),
 		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent,
 		Redrives: j.Redrives, RedrivenAt: ts(j.RedrivenAt), RedrivenFrom: j.RedrivenFrom,
-		AwaitingSignals: j.AwaitingSignals,
+		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
 	}
 	if j.Timeout > 0 {
 		out.Timeout = j.Timeout.String()
@@ -177,7 +178,11 @@ func (c *cli) jobsList(ctx context.Context, args []string) error {
 	}
 	t := newTable(c.stdout, "ID", "KIND", "STATE", "ATTEMPTS", "CRASHES", "CREATED", when0(o.State), "REASON", "LAST ERROR")
 	for _, j := range page.Jobs {
-		t.row(j.ID, j.Kind, j.State, strconv.Itoa(j.Attempt)+"/"+strconv.Itoa(j.MaxAttempts), strconv.Itoa(j.CrashAttempt),
+		state := j.State
+		if j.Suspended {
+			state += " (" + suspension(&j) + ")"
+		}
+		t.row(j.ID, j.Kind, state, strconv.Itoa(j.Attempt)+"/"+strconv.Itoa(j.MaxAttempts), strconv.Itoa(j.CrashAttempt),
 			when(j.Created), when(stateTime(&j)), orDash(j.Reason), orDash(clip(j.LastError, 40)))
 	}
 	t.flush()

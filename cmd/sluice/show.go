@@ -79,14 +79,8 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	if j.WaitingFor != "" {
 		line("Waiting", fmt.Sprintf("for %d children of step %s", j.WaitingCount, j.WaitingFor))
 	}
-	if j.State == flow.StateScheduled && len(j.AwaitingSignals) > 0 {
-		wake := "no timer"
-		if !j.RunAt.IsZero() {
-			wake = "or until " + when(j.RunAt)
-		}
-		line("Suspended", "waiting for signal "+strings.Join(j.AwaitingSignals, ", ")+", "+wake)
-	} else if j.State == flow.StateScheduled && len(j.Timers) > 0 && !j.RunAt.IsZero() && j.WaitingFor == "" {
-		line("Suspended", "sleeping until "+when(j.RunAt))
+	if j.Suspended {
+		line("Suspended", suspension(j))
 	}
 	for _, tm := range j.Timers {
 		line("Timer", tm.Name+" wakes "+when(tm.Wake))
@@ -128,4 +122,16 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 		}
 		et.flush()
 	}
+}
+
+// suspension says what a suspended workflow waits for.
+func suspension(j *flow.JobInfo) string {
+	if len(j.AwaitingSignals) == 0 {
+		return "sleeping until " + when(j.RunAt)
+	}
+	wake := "no timer"
+	if !j.RunAt.IsZero() {
+		wake = "or until " + when(j.RunAt)
+	}
+	return "waiting for signal " + strings.Join(j.AwaitingSignals, ", ") + ", " + wake
 }

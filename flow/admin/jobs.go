@@ -62,6 +62,7 @@ func summary(p keys.Partition, j *store.Job) flow.JobInfo {
 		LeaseHolder: j.Worker, LeaseExpiry: j.LeaseExpiry, Created: j.Created, RunAt: j.RunAt,
 		Finished: j.Finished, Timeout: j.Timeout, Deadline: j.Deadline, Reason: j.Reason,
 		LastError: j.LastError, Parent: j.Parent, Redrives: j.Redrives, RedrivenAt: j.RedrivenAt,
+		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
 	}
 }
 

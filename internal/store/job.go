@@ -45,8 +45,10 @@ type Job struct {
 	CurrentStep  string    // last step checkpointed
 	WaitingFor   string    // for a suspended parent: the spawning step it waits on
 	WaitingCount int       // ... and how many of its children are not done
-	// AwaitingSignals are the signals a suspended workflow waits for
-	// (lua/lib_waits.lua), while the job is scheduled by that suspension.
+	// Suspended: the job is scheduled by a workflow's suspension (its
+	// waits, lua/lib_waits.lua), waiting for AwaitingSignals (none for a
+	// sleep) or its earliest timer.
+	Suspended       bool
 	AwaitingSignals []string
 	// Steps holds the step checkpoints (record by step field); loaded with
 	// a claim.
@@ -210,7 +212,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		j.LeaseID, j.Worker, j.LeaseStart = "", "", time.Time{}
 	}
 	if j.State == "scheduled" {
-		j.AwaitingSignals = awaitedSignals(awaits, j.Fence)
+		j.Suspended, j.AwaitingSignals = awaitedSignals(awaits, j.Fence)
 		if j.RunAt.UnixMilli() >= NeverDue {
 			j.RunAt = time.Time{} // suspended on signals only
 		}
@@ -222,15 +224,15 @@ func decodeJob(local string, flat []any) (*Job, error) {
 // (lua/lib_waits.lua FAR).
 const NeverDue = 1 << 52
 
-// awaitedSignals reads FieldAwaits ("<fence> name ..."): the signals a
-// job suspended by the attempt of fence fence waits for; none when an
-// attempt ran since.
-func awaitedSignals(v string, fence int64) []string {
+// awaitedSignals reads FieldAwaits ("<fence> name ..."): whether the job
+// is suspended by the attempt of fence fence, and the signals it waits
+// for; not suspended when an attempt ran since.
+func awaitedSignals(v string, fence int64) (bool, []string) {
 	f := strings.Fields(v)
-	if len(f) < 2 || f[0] != strconv.FormatInt(fence, 10) {
-		return nil
+	if len(f) == 0 || f[0] != strconv.FormatInt(fence, 10) {
+		return false, nil
 	}
-	return f[1:]
+	return true, f[1:]
 }
 
 func decodeErrorRecord(s string) (sluicetype.ErrorRecord, error) {
