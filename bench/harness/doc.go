@@ -5,7 +5,12 @@
 // steps against the same workflow as chained jobs, a fan-out to many
 // children joined by their parent, Redis memory per pending job, the time
 // a workflow takes to resume after its worker was killed, and a soak of a
-// million jobs that watches worker RSS and Redis memory.
+// million jobs that watches worker RSS and Redis memory. Two scenarios
+// measure workflow waits: signal (step.WaitSignal woken by Client.Signal
+// at -rate per second: Signal to handler resumed, and Redis's cost per
+// signal) and sleep (-pending workflows in step.SleepUntil, 1,000 due per
+// second: Redis memory per sleeping job, and how late each resumes; long,
+// so only by name or with "all").
 //
 // It runs on a private redis-server (the default), a private 3-node Redis
 // Cluster (-cluster), both one after the other (-topology single,cluster,

@@ -32,6 +32,8 @@ type report struct {
 	WorkflowVsChainedCPUBound float64       `json:"workflow_vs_chained_cpu_bound,omitempty"`
 	Fanout                    *fanoutResult `json:"fanout,omitempty"`
 	Wait                      *waitResult   `json:"wait,omitempty"`
+	Signal                    *signalResult `json:"signal,omitempty"`
+	Sleep                     *sleepResult  `json:"sleep,omitempty"`
 	Memory                    *memoryResult `json:"memory,omitempty"`
 	CrashResume               *crashResult  `json:"crash_resume,omitempty"`
 	Soak                      *soakResult   `json:"soak,omitempty"`
@@ -60,6 +62,12 @@ func (r *report) merge(part *report) {
 	}
 	if part.Wait != nil {
 		r.Wait = part.Wait
+	}
+	if part.Signal != nil {
+		r.Signal = part.Signal
+	}
+	if part.Sleep != nil {
+		r.Sleep = part.Sleep
 	}
 	if part.Memory != nil {
 		r.Memory = part.Memory
@@ -122,9 +130,17 @@ func (r *report) writeTable(w io.Writer) {
 		fmt.Fprintln(w)
 		r.Wait.writeTable(w)
 	}
+	if r.Signal != nil {
+		fmt.Fprintln(w)
+		r.Signal.writeTable(w)
+	}
 	if r.Memory != nil {
 		fmt.Fprintln(w)
 		r.Memory.writeTable(w)
+	}
+	if r.Sleep != nil {
+		fmt.Fprintln(w)
+		r.Sleep.writeTable(w)
 	}
 	if r.CrashResume != nil {
 		fmt.Fprintln(w)

@@ -45,12 +45,20 @@ var scenarios = []scenario{
 		r.Wait, err = runWait(ctx, t, cfg)
 		return err
 	}},
+	{name: "signal", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Signal, err = runSignal(ctx, t, cfg)
+		return err
+	}},
 	{name: "memory", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.Memory, err = runMemory(ctx, t, cfg)
 		return err
 	}},
 	{name: "crash-resume", run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
 		r.CrashResume, err = runCrashResume(ctx, t, cfg)
+		return err
+	}},
+	{name: "sleep", long: true, run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {
+		r.Sleep, err = runSleep(ctx, t, cfg)
 		return err
 	}},
 	{name: "soak", long: true, run: func(ctx context.Context, t *target, cfg config, r *report) (err error) {

@@ -32,13 +32,13 @@ type Sizes struct {
 // defaults and usage texts.
 func (s *Sizes) AddFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.Jobs, "jobs", 20000, "throughput, limits: jobs per run")
-	fs.IntVar(&s.Producers, "producers", 16, "throughput, limits, memory, soak: concurrent producer goroutines")
-	fs.IntVar(&s.Batch, "batch", 100, "throughput, limits, memory, soak: jobs per EnqueueMany call")
+	fs.IntVar(&s.Producers, "producers", 16, "throughput, limits, memory, soak, signal, sleep: concurrent producer goroutines")
+	fs.IntVar(&s.Batch, "batch", 100, "throughput, limits, memory, soak, signal, sleep: jobs per EnqueueMany call")
 	fs.IntVar(&s.Concurrency, "concurrency", 50, "worker Concurrency")
-	fs.IntVar(&s.Rate, "rate", 500, "latency: jobs enqueued per second")
-	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "latency: how long to enqueue")
+	fs.IntVar(&s.Rate, "rate", 500, "latency: jobs enqueued per second; signal: signals sent per second")
+	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "latency: how long to enqueue; signal: how long to send (rate × duration workflows wait)")
 	fs.IntVar(&s.Workflows, "workflows", 2000, "workflow, chained: workflows per run")
-	fs.DurationVar(&s.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario (soak: 10 times that)")
+	fs.DurationVar(&s.Timeout, "timeout", 2*time.Minute, "hard time limit of each scenario (soak, sleep: 10 times that)")
 }
 
 // Args are the bench program's command-line flags that set s.

@@ -1,0 +1,45 @@
+package harness
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestWaitScenarios runs the signal and sleep scenarios, small, on a
+// private redis-server and a private 3-node cluster, and checks what they
+// report: every workflow resumed, and the figures are there.
+func TestWaitScenarios(t *testing.T) {
+	t.Parallel()
+	out := run(t, append([]string{"-topology", "single,cluster", "-scenario", "signal,sleep"}, tiny...)...)
+	var cmp comparison
+	if err := json.Unmarshal(out, &cmp); err != nil {
+		t.Fatal(err)
+	}
+	if len(cmp.Reports) != 2 {
+		t.Fatalf("%d reports, want 2", len(cmp.Reports))
+	}
+	for _, rep := range cmp.Reports {
+		if len(rep.Errors) > 0 {
+			t.Fatalf("%s: errors %q", rep.Topology, rep.Errors)
+		}
+		s := rep.Signal
+		// -rate 100 -duration 100ms: 10 signals.
+		if s == nil || s.Signals != 10 || s.AfterSend.P50 <= 0 || s.AfterSend.Max < s.AfterReturn.Max ||
+			s.SignalCall.P50 <= 0 || s.Redis.CommandsPerJob <= 0 || s.Redis.ProducerTripsPerJob < 1 {
+			t.Errorf("%s: signal: %+v", rep.Topology, s)
+		}
+		z := rep.Sleep
+		if z == nil || z.Jobs != 500 || z.PayloadBytes < 16 || z.DuePerSec != sleepDuePerSec {
+			t.Fatalf("%s: sleep: %+v", rep.Topology, z)
+		}
+		// Sleeping jobs hold more than ready ones (a timer, a scheduled
+		// entry), and each resumed at or after its wake time.
+		if z.ReadyPerJob <= z.PayloadBytes || z.SleepingPerJob <= z.ReadyPerJob || z.StepsHashBytes <= 0 ||
+			z.SleepingJobHashBytes <= 0 || z.SleepingSteady != z.SleepingBeyondPayload-z.CallRecordBytes {
+			t.Errorf("%s: sleep memory: %+v", rep.Topology, z)
+		}
+		if z.Lag.P50 < 0 || z.Lag.Max < z.Lag.P99 || z.StartLag.P50 > z.Lag.P50 || z.Redis.CommandsPerJob <= 0 {
+			t.Errorf("%s: sleep lag: %+v", rep.Topology, z)
+		}
+	}
+}
