@@ -49,35 +49,40 @@ func RedisVersion(ctx context.Context, c redis.UniversalClient) string {
 // DeleteKeys deletes every key that matches pattern (a SCAN MATCH
 // pattern), on every master of a cluster.
 func DeleteKeys(ctx context.Context, c redis.UniversalClient, pattern string) error {
+	return scanBatches(ctx, c, pattern, func(ctx context.Context, c *redis.Client, batch []string) error {
+		// One UNLINK per key: in a cluster the keys of a batch lie in
+		// different slots.
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.Unlink(ctx, k)
+			}
+			return nil
+		})
+		return err
+	})
+}
+
+// scanBatches calls fn with the keys that match pattern, up to 1,000 at a
+// time, on every master of a cluster, with that master's client.
+func scanBatches(ctx context.Context, c redis.UniversalClient, pattern string, fn func(context.Context, *redis.Client, []string) error) error {
 	return forEachNode(ctx, c, func(ctx context.Context, c *redis.Client) error {
 		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
-			}
-			// One UNLINK per key: in a cluster the keys of a batch lie in
-			// different slots.
-			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range batch {
-					p.Unlink(ctx, k)
-				}
-				return nil
-			})
-			batch = batch[:0]
-			return err
-		}
 		for iter.Next(ctx) {
 			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
+				if err := fn(ctx, c, batch); err != nil {
 					return err
 				}
+				batch = batch[:0]
 			}
 		}
 		if err := iter.Err(); err != nil {
 			return err
 		}
-		return flush()
+		if len(batch) == 0 {
+			return nil
+		}
+		return fn(ctx, c, batch)
 	})
 }
 

@@ -443,41 +443,22 @@ func calibrateSleep(ctx context.Context, t *target, cfg config, n int, reg *flow
 // keys), summed over the nodes.
 func callRecordBytes(ctx context.Context, t *target, ns string) (int64, error) {
 	var total atomic.Int64
-	err := forEachNode(ctx, t.admin, func(ctx context.Context, c *redis.Client) error {
-		iter := c.Scan(ctx, 0, "{"+ns+":*}:rc:*", 1000).Iterator()
-		var batch []string
-		flush := func() error {
-			if len(batch) == 0 {
-				return nil
+	err := scanBatches(ctx, t.admin, "{"+ns+":*}:rc:*", func(ctx context.Context, c *redis.Client, batch []string) error {
+		cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, k := range batch {
+				p.MemoryUsage(ctx, k, 0)
 			}
-			cmds, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-				for _, k := range batch {
-					p.MemoryUsage(ctx, k, 0)
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, redis.Nil) {
-				return err
-			}
-			for _, cmd := range cmds {
-				if v, err := cmd.(*redis.IntCmd).Result(); err == nil {
-					total.Add(v)
-				}
-			}
-			batch = batch[:0]
 			return nil
-		}
-		for iter.Next(ctx) {
-			if batch = append(batch, iter.Val()); len(batch) == 1000 {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := iter.Err(); err != nil {
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return err
 		}
-		return flush()
+		for _, cmd := range cmds {
+			if v, err := cmd.(*redis.IntCmd).Result(); err == nil {
+				total.Add(v)
+			}
+		}
+		return nil
 	})
 	return total.Load(), err
 }
