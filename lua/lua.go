@@ -2,9 +2,10 @@
 //
 // Each script is the parts of the shared prelude lib.lua it uses followed
 // by the script's own file; the header of every file documents its KEYS, ARGV, return value and
-// the job state transitions it makes. Scripts run through redis.Script:
-// EVALSHA first, EVAL when the server answers NOSCRIPT (after a restart or
-// SCRIPT FLUSH).
+// the job state transitions it makes. Scripts run as Redis functions
+// where the server has them (function.go, script.go: the prelude's
+// definitions are made once, at FUNCTION LOAD, not on every call), and
+// through EVALSHA elsewhere.
 package lua
 
 import (
@@ -13,8 +14,6 @@ import (
 	"io/fs"
 	"regexp"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 //go:embed *.lua
@@ -53,7 +52,7 @@ var (
 	// Signal sends a signal to a job (lib_waits.lua).
 	Signal = load("signal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
-	Heartbeat = redis.NewScript(body("heartbeat"))
+	Heartbeat = loadAlone("heartbeat")
 	// Relay's keys are in another slot than a partition's: it uses only
 	// the prelude's effects, which need none of a partition's keys.
 	Relay = load("relay")
@@ -62,13 +61,24 @@ var (
 	Schedule = load("schedule")
 )
 
+// All is every script, by the name of its file.
+func All() map[string]*Script {
+	return map[string]*Script{
+		"enqueue": Enqueue, "claim": Claim, "renew": Renew, "ack": Ack, "maintain": Maintain,
+		"step": Step, "notify": Notify, "stuck": Stuck, "progress": Progress, "cancel": Cancel,
+		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
+		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
+		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule,
+	}
+}
+
 // Source returns the full text of the named script: the parts of the
 // prelude it uses (prelude.go), then its own file. For tests and
 // debugging.
 func Source(name string) string {
 	b := body(name)
-	units, defined := parsed()
-	return preludeOf(units, defined, header(lib()), b) + b
+	p := parsed()
+	return p.text(p.need(b), header(lib())) + b
 }
 
 // libParts are the prelude's files, in the order they are joined: a Lua
@@ -88,8 +98,18 @@ func lib() string {
 	return b.String()
 }
 
-func load(name string) *redis.Script {
-	return redis.NewScript(Source(name))
+func load(name string) *Script {
+	b := body(name)
+	p := parsed()
+	need := p.need(b)
+	head := header(lib())
+	return newScript(p.text(need, head)+b, libraryOf(p.units, need, p.per, head, b))
+}
+
+// loadAlone builds a script that uses nothing of the prelude.
+func loadAlone(name string) *Script {
+	b := body(name)
+	return newScript(b, libraryOf(nil, nil, nil, "", b))
 }
 
 func body(name string) string {

@@ -101,28 +101,53 @@ func mentions(text string, defined map[string]int) []int {
 // preludeFor returns the definitions of lib that script needs, in order.
 func preludeFor(lib, script string) string {
 	units, defined := parseUnits(lib)
-	return preludeOf(units, defined, header(lib), script)
+	p := prelude{units: units, defined: defined}
+	return p.text(p.need(script), header(lib))
 }
 
-// parsed is the whole prelude parsed once: every script's source is cut
-// from it (parsing it per script cost seconds at start under -race).
-var parsed = sync.OnceValues(func() ([]unit, map[string]int) { return parseUnits(lib()) })
+// prelude is lib.lua parsed: its units, the unit defining each name, and
+// which units are evaluated per call when it runs as a function library
+// (function.go).
+type prelude struct {
+	units   []unit
+	defined map[string]int
+	per     []bool
+}
 
-// preludeOf is preludeFor on a prelude already parsed, with its header.
-func preludeOf(units []unit, defined map[string]int, head, script string) string {
-	need := make([]bool, len(units))
-	stack := mentions(script, defined)
+// parsed is the whole prelude parsed once, with every script's text (for
+// perCall): every script's source is cut from it (parsing it per script
+// cost seconds at start under -race).
+var parsed = sync.OnceValue(func() *prelude {
+	l := lib()
+	units, defined := parseUnits(l)
+	var all strings.Builder
+	all.WriteString(l)
+	for _, b := range Files() {
+		all.WriteString(b)
+	}
+	return &prelude{units: units, defined: defined, per: perCall(units, all.String())}
+})
+
+// need marks the units script uses, directly or through other units.
+func (p *prelude) need(script string) []bool {
+	need := make([]bool, len(p.units))
+	stack := mentions(script, p.defined)
 	for len(stack) > 0 {
 		k := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		if !need[k] {
 			need[k] = true
-			stack = append(stack, units[k].refs...)
+			stack = append(stack, p.units[k].refs...)
 		}
 	}
+	return need
+}
+
+// text is head followed by the needed units, in order.
+func (p *prelude) text(need []bool, head string) string {
 	var b strings.Builder
 	b.WriteString(head)
-	for k, u := range units {
+	for k, u := range p.units {
 		if need[k] {
 			b.WriteString(u.text)
 		}

@@ -18,13 +18,13 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// TestScriptFlushMidRun flushes the server's script cache while jobs are
-// in flight: their acks, the claims and enqueues that follow all get
-// NOSCRIPT, fall back to EVAL (which reloads the scripts) and every job
-// completes.
+// TestScriptFlushMidRun flushes the server's function libraries (and
+// script cache) while jobs are in flight: their acks, the claims and
+// enqueues that follow are all refused as unknown functions, load their
+// libraries and run, and every job completes.
 //
-// Not parallel: it checks that the cache really is empty after the flush,
-// which other tests' workers would refill at once.
+// Not parallel: it checks that the libraries really are gone after the
+// flush, which other tests' workers would load again at once.
 func TestScriptFlushMidRun(t *testing.T) {
 	e := newEnv(t, nil)
 	ctx := context.Background()
@@ -52,10 +52,13 @@ func TestScriptFlushMidRun(t *testing.T) {
 	for range 5 {
 		testkit.Recv(t, started, "the first jobs to start")
 	}
-	hashes := []string{lua.Enqueue.Hash(), lua.Claim.Hash(), lua.Ack.Hash(), lua.Renew.Hash()}
+	scripts := []*lua.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Renew}
+	testkit.Must(t, e.RDB.FunctionFlush(ctx).Err())
 	testkit.Must(t, e.RDB.ScriptFlush(ctx).Err())
-	if ok, err := e.RDB.ScriptExists(ctx, hashes...).Result(); err != nil || ok[0] || ok[1] || ok[2] || ok[3] {
-		t.Fatalf("scripts cached after SCRIPT FLUSH: %v (%v)", ok, err)
+	for _, sc := range scripts {
+		if loaded(t, e.RDB, sc) {
+			t.Fatalf("script %s still loaded after FUNCTION FLUSH", sc.Function())
+		}
 	}
 	close(release) // acks after the flush
 	for i := 5; i < 10; i++ {
@@ -64,10 +67,19 @@ func TestScriptFlushMidRun(t *testing.T) {
 	for _, id := range ids {
 		checkSummary(t, id, e.WaitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 	}
-	ok, err := e.RDB.ScriptExists(ctx, hashes[:3]...).Result()
-	if err != nil || !ok[0] || !ok[1] || !ok[2] {
-		t.Errorf("enqueue, claim, ack not reloaded: %v (%v)", ok, err)
+	for _, sc := range scripts[:3] {
+		if !loaded(t, e.RDB, sc) {
+			t.Errorf("script %s not reloaded (enqueue, claim, ack ran since)", sc.Function())
+		}
 	}
+}
+
+// loaded reports whether the server has sc's function library.
+func loaded(t *testing.T, rdb redis.UniversalClient, sc *lua.Script) bool {
+	t.Helper()
+	libs, err := rdb.FunctionList(context.Background(), redis.FunctionListQuery{LibraryNamePattern: "s" + sc.Function()}).Result()
+	testkit.Must(t, err)
+	return len(libs) == 1
 }
 
 // TestIdleWorkerWokenByPush: a worker whose idle poll is an hour away

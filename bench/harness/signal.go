@@ -87,7 +87,7 @@ func runSignal(ctx context.Context, t *target, cfg config) (res *signalResult, e
 	defer func() { err = errors.Join(err, t.cleanup(context.WithoutCancel(ctx), ns)) }()
 	// warm loaded the worker's scripts; the first Signal must not pay for
 	// loading its own.
-	if err := lua.Signal.Load(ctx, t.admin).Err(); err != nil {
+	if err := lua.Signal.Load(ctx, t.admin); err != nil {
 		return nil, err
 	}
 

@@ -163,7 +163,7 @@ func (t *target) warm(ctx context.Context, producers int) error {
 		return err
 	}
 	for _, sc := range scripts {
-		if err := sc.Load(ctx, t.admin).Err(); err != nil {
+		if err := sc.Load(ctx, t.admin); err != nil {
 			return err
 		}
 	}

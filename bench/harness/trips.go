@@ -21,17 +21,19 @@ type countedClient struct {
 }
 
 // scripts are Sluice's scripts, by name.
-var scripts = map[string]*redis.Script{
+var scripts = map[string]*lua.Script{
 	"enqueue": lua.Enqueue, "claim": lua.Claim, "renew": lua.Renew, "ack": lua.Ack,
 	"maintain": lua.Maintain, "step": lua.Step,
 	"notify": lua.Notify, "relay": lua.Relay,
 }
 
-// scriptNames maps each script's SHA1 to its name.
+// scriptNames maps each script's function name and SHA1 (FCALL's and
+// EVALSHA's first argument) to its name.
 var scriptNames = func() map[string]string {
-	m := make(map[string]string, len(scripts))
+	m := make(map[string]string, 2*len(scripts))
 	for name, sc := range scripts {
 		m[sc.Hash()] = name
+		m[sc.Function()] = name
 	}
 	return m
 }()
@@ -74,7 +76,7 @@ func (h tripCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.c.trips.Add(1)
 		name := "other"
-		if args := cmd.Args(); len(args) > 1 && cmd.Name() == "evalsha" {
+		if args := cmd.Args(); len(args) > 1 && (cmd.Name() == "fcall" || cmd.Name() == "evalsha") {
 			if sha, ok := args[1].(string); ok && scriptNames[sha] != "" {
 				name = scriptNames[sha]
 			}

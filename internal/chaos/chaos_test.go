@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -94,7 +95,7 @@ func TestChaos(t *testing.T) {
 	t.Cleanup(func() { proxy.Close() })
 	seed := chaosSeed(t)
 	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
-	proxy.SetRandom(dropRate, dupRate, seed, Commands("evalsha", "eval", "evalsha_ro", "eval_ro"))
+	proxy.SetRandom(dropRate, dupRate, seed, Commands(lua.Commands...))
 	rdb := srv.Client()
 	t.Cleanup(func() { rdb.Close() })
 	ns := redistest.NewNamespace(t)

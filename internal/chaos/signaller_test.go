@@ -115,7 +115,7 @@ func newSignaller(ctx context.Context, c, bare *flow.Client, proxy *Proxy, direc
 
 // isSignalCall matches a proxied request that runs lua/signal.lua.
 func isSignalCall(args []string) bool {
-	return len(args) > 1 && strings.EqualFold(args[0], "evalsha") && args[1] == lua.Signal.Hash()
+	return len(args) > 1 && lua.Signal.Is(args[0], args[1])
 }
 
 // add starts signalling workflow k (job id, args a), unless it is silent.

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +34,7 @@ func (c *claimCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func (c *claimCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) > 3 && strings.EqualFold(fmt.Sprint(args[0]), "evalsha") && args[1] == lua.Claim.Hash() {
+		if len(args) > 3 && lua.Claim.Is(fmt.Sprint(args[0]), fmt.Sprint(args[1])) {
 			c.mu.Lock()
 			c.n[fmt.Sprint(args[3])]++
 			c.mu.Unlock()

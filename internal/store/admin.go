@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -26,7 +24,7 @@ func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
 	return s.adminOne(ctx, lua.Delete, "delete", ref, ref.Local)
 }
 
-func (s *Store) adminOne(ctx context.Context, sc *redis.Script, op string, ref keys.Ref, args ...any) (string, error) {
+func (s *Store) adminOne(ctx context.Context, sc *lua.Script, op string, ref keys.Ref, args ...any) (string, error) {
 	v, err := s.run(ctx, sc, ref.Partition, args...).Result()
 	if err != nil {
 		return "", err

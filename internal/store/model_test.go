@@ -299,9 +299,9 @@ func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {
 			MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
 		// Loaded first, so that a faulted call is a script's run, not an
 		// EVALSHA answered NOSCRIPT.
-		for _, sc := range []*redis.Script{lua.Enqueue, lua.Claim, lua.Renew, lua.Ack, lua.Step, lua.Cancel,
+		for _, sc := range []*lua.Script{lua.Enqueue, lua.Claim, lua.Renew, lua.Ack, lua.Step, lua.Cancel,
 			lua.Delete, lua.Redrive, lua.Maintain, lua.Relay} {
-			if err := sc.Load(r.ctx, rdb).Err(); err != nil {
+			if err := sc.Load(r.ctx, rdb); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -311,7 +311,7 @@ func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {
 			direct.Close()
 			px.Close()
 		})
-		px.SetRandom(0.05, 0.05, s, chaos.Commands("evalsha", "eval"))
+		px.SetRandom(0.05, 0.05, s, chaos.Commands(lua.Commands...))
 		r.rdb, r.direct, r.proxy = rdb, direct, px
 	} else {
 		r.name = "miniredis"

@@ -32,8 +32,8 @@ func newLossy(t *testing.T) *lossy {
 	rdb := redis.NewClient(&redis.Options{Addr: px.Addr()})
 	// Loaded first, so that the faulted call is the script's run, not an
 	// EVALSHA answered NOSCRIPT.
-	for _, sc := range []*redis.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete, lua.Redrive, lua.Maintain, lua.Signal} {
-		if err := sc.Load(context.Background(), rdb).Err(); err != nil {
+	for _, sc := range []*lua.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete, lua.Redrive, lua.Maintain, lua.Signal} {
+		if err := sc.Load(context.Background(), rdb); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,7 +49,7 @@ func newLossy(t *testing.T) *lossy {
 func (l *lossy) fault(kind chaos.FaultKind) func() {
 	l.t.Helper()
 	d0, u0 := l.proxy.Fired()
-	l.proxy.Inject(kind, 1, chaos.Commands("evalsha", "eval"))
+	l.proxy.Inject(kind, 1, chaos.Commands(lua.Commands...))
 	return func() {
 		l.t.Helper()
 		d, u := l.proxy.Fired()

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
 )
 
 // Config is the part of a deployment's settings that scripts need.
@@ -72,7 +73,7 @@ func (s *Store) NewLocal() string {
 
 // run executes a script with the common ARGV header of lua/lib.lua
 // followed by args and a fresh call ID (callID).
-func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, args ...any) *redis.Cmd {
+func (s *Store) run(ctx context.Context, sc *lua.Script, p keys.Partition, args ...any) *redis.Cmd {
 	return s.runCall(ctx, sc, p, newCallID(), args...)
 }
 
@@ -82,7 +83,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, arg
 // second time what it did the first, without running again
 // (lua/lib_replay.lua). One logical call keeps one ID through all its
 // re-sends; distinct calls never share one.
-func (s *Store) runCall(ctx context.Context, sc *redis.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
+func (s *Store) runCall(ctx context.Context, sc *lua.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
 	now := ""
 	if s.cfg.Now != nil {
 		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)

@@ -205,7 +205,7 @@ func TestWatchKeepsDiscarded(t *testing.T) {
 func TestWatchResend(t *testing.T) {
 	t.Parallel()
 	l := newLossy(t)
-	if err := lua.Watch.Load(l.ctx, l.rdb).Err(); err != nil {
+	if err := lua.Watch.Load(l.ctx, l.rdb); err != nil {
 		t.Fatal(err)
 	}
 	l.enqueue(store.NewJob{Local: "a"})

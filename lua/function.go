@@ -1,0 +1,200 @@
+package lua
+
+import (
+	"regexp"
+	"strings"
+)
+
+// A script's prelude is mostly definitions, and EVAL runs a script's whole
+// text on every call: defining the ack script's helpers cost about 35 µs
+// of Redis CPU per call, more than most calls' own work. A Redis function
+// library runs its top level once, at FUNCTION LOAD; a call runs only the
+// registered callback. So each script is also built as a library
+// (libraryOf): the prelude at its top level, the script's body as the
+// callback. What the prelude computes from a call (KEYS, ARGV, the store's
+// time, the partition's key names) and the state a call accumulates (the
+// batched counters, the flags a call sets) cannot be computed at load
+// time: those definitions (perCall) become locals declared at load and
+// assigned afresh by begin_call at the start of every call, in their
+// original order. Redis runs one call at a time, so a call never sees
+// another's values.
+
+var (
+	// callInputs are what only a call provides.
+	callInputs = regexp.MustCompile(`\b(KEYS|ARGV|redis)\b`)
+	emptyTable = regexp.MustCompile(`^\{\s*\}`)
+	// What globalUse removes before looking for names: string literals,
+	// numbers, a table constructor's keys.
+	luaStrings = regexp.MustCompile(`'[^']*'|"[^"]*"`)
+	luaNumbers = regexp.MustCompile(`\b\d[\w.]*`)
+	tableKeys  = regexp.MustCompile(`\b[A-Za-z_]\w*\s*=[^=]`)
+	// localDecl is the head of a declaration, 'local a, b =': what
+	// follows it is a value, not an assignment of a or b.
+	localDecl = regexp.MustCompile(`\blocal\s+[A-Za-z_][\w, ]*=`)
+	keywords  = map[string]bool{"true": true, "false": true, "nil": true, "and": true, "or": true, "not": true}
+)
+
+// perCall reports, for each unit of the prelude, whether it must be
+// evaluated on every call rather than once at load: a variable whose
+// initial value reads what a call provides (callInputs, a per-call
+// variable, or a function that reads either), uses a global (Redis loads
+// a library with none: not even string or tonumber), is an empty table
+// (filled by calls), or is assigned or written into anywhere (in the
+// prelude or in any script's text, code). Function definitions never are:
+// they read such variables only when called.
+func perCall(units []unit, code string) []bool {
+	out := make([]bool, len(units))
+	var per []string // per-call variables and the functions that read call inputs
+	local := map[string]bool{}
+	for k, u := range units {
+		_, init, ok := splitDecl(u.text)
+		if !ok {
+			if callInputs.MatchString(stripComments(u.text)) || mentionsAny(u.text, per) {
+				per = append(per, u.names...)
+			}
+			for _, n := range u.names {
+				local[n] = true
+			}
+			continue
+		}
+		switch {
+		case callInputs.MatchString(stripComments(init)):
+		case globalUse(init, local):
+		case emptyTable.MatchString(strings.TrimSpace(init)):
+		case mentionsAny(init, per):
+		case assignedElsewhere(code, u.names):
+		default:
+			for _, n := range u.names {
+				local[n] = true
+			}
+			continue
+		}
+		out[k] = true
+		per = append(per, u.names...)
+		for _, n := range u.names {
+			local[n] = true
+		}
+	}
+	return out
+}
+
+// globalUse reports whether the initial value init calls a function or
+// names anything but the prelude's locals defined above it.
+func globalUse(init string, local map[string]bool) bool {
+	code := luaStrings.ReplaceAllString(stripComments(init), "''")
+	if strings.Contains(code, "(") {
+		return true
+	}
+	code = tableKeys.ReplaceAllString(luaNumbers.ReplaceAllString(code, "0"), "")
+	for _, w := range word.FindAllString(code, -1) {
+		if !local[w] && !keywords[w] {
+			return true
+		}
+	}
+	return false
+}
+
+// splitDecl splits a variable unit's text at its 'local NAMES =' line:
+// decl is the text up to and including 'local NAMES' (its comments
+// first), init the initial value's text. ok is false for a function.
+func splitDecl(text string) (decl, init string, ok bool) {
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "--") {
+			continue
+		}
+		if localFunc.MatchString(l) {
+			return "", "", false
+		}
+		m := localVars.FindStringSubmatchIndex(l)
+		if m == nil {
+			return "", "", false
+		}
+		eq := strings.Index(l[m[3]:], "=") + m[3]
+		head := strings.Join(lines[:i], "\n")
+		if head != "" {
+			head += "\n"
+		}
+		rest := l[eq+1:]
+		if i+1 < len(lines) {
+			rest += "\n" + strings.Join(lines[i+1:], "\n")
+		}
+		return head + strings.TrimRight(l[:eq], " "), rest, true
+	}
+	return "", "", false
+}
+
+// stripComments drops Lua line comments ('--' to the end of the line).
+func stripComments(s string) string {
+	var b strings.Builder
+	for l := range strings.SplitSeq(s, "\n") {
+		if i := strings.Index(l, "--"); i >= 0 {
+			l = l[:i]
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+// mentionsAny reports whether code mentions one of names as a word.
+func mentionsAny(code string, names []string) bool {
+	code = stripComments(code)
+	for _, w := range word.FindAllString(code, -1) {
+		for _, n := range names {
+			if w == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// assignedElsewhere reports whether code assigns one of names, or writes
+// into it as a table ('NAME = ...', 'NAME[k] = ...', 'a, NAME = ...'),
+// other than in a declaration of that name (its own, or a local that
+// shadows it).
+func assignedElsewhere(code string, names []string) bool {
+	for _, n := range names {
+		re := regexp.MustCompile(`(^|[^.\w])` + regexp.QuoteMeta(n) + `\s*(\[[^\]]*\]\s*)?(,[^=]*)?=[^=]`)
+		for l := range strings.SplitSeq(stripComments(code), "\n") {
+			if re.MatchString(localDecl.ReplaceAllString(l, "")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fnName stands for the function's name in a library's text until it is
+// known: the SHA-1 of the text with fnName in it (newScript).
+const fnName = "FUNCTION_NAME"
+
+// libraryOf builds the function library of a script: the units the
+// script uses (need) of the prelude (units, with per from perCall), head
+// the prelude's header comment, body the script's own text. The library
+// and its one function are named fnName.
+func libraryOf(units []unit, need, per []bool, head, body string) string {
+	var b, begin strings.Builder
+	b.WriteString("#!lua name=s" + fnName + "\n")
+	b.WriteString(head)
+	b.WriteString("local KEYS, ARGV\n")
+	for k, u := range units {
+		if !need[k] {
+			continue
+		}
+		if !per[k] {
+			b.WriteString(u.text)
+			continue
+		}
+		decl, init, _ := splitDecl(u.text)
+		b.WriteString(decl + "\n")
+		begin.WriteString("  " + strings.Join(u.names, ", ") + " =" + init + "\n")
+	}
+	b.WriteString("local function begin_call(keys, args)\n  KEYS, ARGV = keys, args\n")
+	b.WriteString(begin.String())
+	b.WriteString("end\n")
+	b.WriteString("redis.register_function('" + fnName + "', function(keys, args)\nbegin_call(keys, args)\n")
+	b.WriteString(body)
+	b.WriteString("\nend)\n")
+	return b.String()
+}

@@ -1,0 +1,82 @@
+package lua
+
+import (
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestAllListsEveryScript: All names every script file but the prelude's,
+// so tests that load or inspect every script miss none.
+func TestAllListsEveryScript(t *testing.T) {
+	names, err := fs.Glob(files, "*.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := All()
+	for _, n := range names {
+		n = strings.TrimSuffix(n, ".lua")
+		if strings.HasPrefix(n, "lib") {
+			continue
+		}
+		if all[n] == nil {
+			t.Errorf("lua.All lacks %s", n)
+		}
+	}
+}
+
+// TestPerCall: the definitions a function library must evaluate on every
+// call are those that read the call, use a global, start as an empty
+// table or are assigned later; constants and functions are made once.
+func TestPerCall(t *testing.T) {
+	lib := `local A = KEYS[1]
+local B = 'x' .. A
+local C = { one = 1, two = 'two' }
+local D = 7 * 24 -- hours
+local E = tonumber('5')
+local G = {}
+local H = false
+local function f() return C.one end
+local I = f()
+local J = math.huge
+local function set() H = true end
+local K = 1e15
+`
+	units, _ := parseUnits(lib)
+	per := perCall(units, lib)
+	var got []string
+	for k, u := range units {
+		if per[k] {
+			got = append(got, u.names...)
+		}
+	}
+	want := []string{"A", "B", "E", "G", "H", "I", "J"}
+	if !slices.Equal(got, want) {
+		t.Errorf("per call: %v, want %v", got, want)
+	}
+}
+
+// TestLibraryShape: a library declares its per-call variables where the
+// prelude defined them, assigns them in begin_call in their order, and
+// registers the script's body as its one function, named after the
+// library's text.
+func TestLibraryShape(t *testing.T) {
+	sc := Ack
+	lib := sc.Library()
+	if !strings.HasPrefix(lib, "#!lua name=s"+sc.Function()+"\n") {
+		t.Fatalf("library header: %q", lib[:60])
+	}
+	if !strings.Contains(lib, "redis.register_function('"+sc.Function()+"', function(keys, args)\nbegin_call(keys, args)\n") {
+		t.Error("the body is not registered as the library's function")
+	}
+	if strings.Contains(lib, "local NOW = ") || !strings.Contains(lib, "\nlocal NOW\n") || !strings.Contains(lib, "  NOW = now_ms()") {
+		t.Error("NOW is not declared at load and assigned per call")
+	}
+	if strings.Index(lib, "  K_SCHED, K_RUN, K_DONE, K_DEAD =") > strings.Index(lib, "  NOW = now_ms()") {
+		t.Error("per-call assignments out of the prelude's order")
+	}
+	if !strings.Contains(lib, "local F = {") {
+		t.Error("the field table is not built once, at load")
+	}
+}

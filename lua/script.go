@@ -1,0 +1,126 @@
+package lua
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Script is one script of this folder. It runs as a Redis function (FCALL
+// of a library loaded once per server, function.go) where the server has
+// functions, Redis 7 and later, and as EVALSHA (EVAL on NOSCRIPT)
+// elsewhere, such as miniredis. Both forms run the same code on the same
+// KEYS and ARGV and answer the same.
+type Script struct {
+	src  string
+	eval *redis.Script
+	// fn names the function and, with an "s" before it, its library: the
+	// SHA-1 of the library's text, so that two versions of Sluice sharing
+	// a server (a rolling deploy) each call their own.
+	fn  string
+	lib string
+}
+
+// Runner is what runs scripts: a go-redis client, cluster client or
+// pipeline.
+type Runner interface {
+	redis.Scripter
+	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
+	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
+}
+
+// newScript is a script whose EVAL text is src and whose library text is
+// lib, with fnName where its name goes.
+func newScript(src, lib string) *Script {
+	sum := sha1.Sum([]byte(lib))
+	fn := hex.EncodeToString(sum[:])
+	return &Script{src: src, eval: redis.NewScript(src), fn: fn, lib: strings.ReplaceAll(lib, fnName, fn)}
+}
+
+// Hash is the SHA-1 of the script's EVAL text (what EVALSHA sends).
+func (s *Script) Hash() string { return s.eval.Hash() }
+
+// Function is the name of the script's function (what FCALL sends).
+func (s *Script) Function() string { return s.fn }
+
+// Library is the text FUNCTION LOAD is given.
+func (s *Script) Library() string { return s.lib }
+
+// Is reports whether a command, by its name and first argument as a
+// client sent it (say, seen by a proxy), is a call of this script in
+// either form.
+func (s *Script) Is(name, first string) bool {
+	switch strings.ToLower(name) {
+	case "fcall":
+		return first == s.fn
+	case "evalsha":
+		return first == s.eval.Hash()
+	case "eval":
+		return first == s.src
+	}
+	return false
+}
+
+// Commands are the command names a script call goes out as.
+var Commands = []string{"fcall", "evalsha", "eval"}
+
+// evalOnly remembers the runners whose server has no functions
+// (miniredis): they get EVALSHA at once, not a refused FCALL first.
+var evalOnly sync.Map // Runner -> struct{}
+
+// Run calls the script: FCALL of its function, loading its library first
+// when the server does not have it (a new server, a restart without
+// persistence, FUNCTION FLUSH), or EVALSHA where the server has no
+// functions. A call refused as unknown ran nothing, so calling again after
+// loading cannot apply it twice.
+func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) *redis.Cmd {
+	if _, ok := evalOnly.Load(c); !ok {
+		cmd := c.FCall(ctx, s.fn, keys, args...)
+		err := cmd.Err()
+		switch {
+		case isNoFunction(err):
+			if err = s.Load(ctx, c); err == nil {
+				return c.FCall(ctx, s.fn, keys, args...)
+			}
+			if !isUnknownCommand(err) {
+				cmd.SetErr(err)
+				return cmd
+			}
+			evalOnly.Store(c, struct{}{})
+		case isUnknownCommand(err):
+			evalOnly.Store(c, struct{}{})
+		default:
+			return cmd
+		}
+	}
+	return s.eval.Run(ctx, c, keys, args...)
+}
+
+// Load loads the script's library where it may run: on every master of a
+// cluster, else on the server. A library loaded already (by another
+// process, or another call of this one) is no error.
+func (s *Script) Load(ctx context.Context, c Runner) error {
+	load := func(ctx context.Context, r Runner) error {
+		err := r.FunctionLoad(ctx, s.lib).Err()
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil
+		}
+		return err
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return load(ctx, n) })
+	}
+	return load(ctx, c)
+}
+
+func isNoFunction(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Function not found")
+}
+
+func isUnknownCommand(err error) bool {
+	return err != nil && strings.Contains(strings.ToLower(err.Error()), "unknown command")
+}
