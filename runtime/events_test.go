@@ -80,7 +80,9 @@ func TestEventsRetriedThenCompleted(t *testing.T) {
 			s.Duration, s.NextRun = 3*time.Second, now
 		}),
 		ev(func(s *seenEvent) { s.Type, s.Attempt, s.Fence = runtime.EventStarted, 2, 2 }),
-		ev(func(s *seenEvent) { s.Type, s.Attempt, s.Fence, s.State = runtime.EventCompleted, 2, 2, flow.StateCompleted }),
+		ev(func(s *seenEvent) {
+			s.Type, s.Attempt, s.Fence, s.State = runtime.EventCompleted, 2, 2, flow.StateCompleted
+		}),
 	}
 	var gotSeen []seenEvent
 	for _, g := range got {

@@ -189,17 +189,17 @@ func TestLogArchiveAndQuarantine(t *testing.T) {
 		{
 			name: "attempts exhausted", work: func() error { return errors.New("still broken") },
 			state: flow.StateArchived,
-			want: map[string]any{"msg": "job archived", "reason": "attempts_exhausted", "err": "still broken"},
+			want:  map[string]any{"msg": "job archived", "reason": "attempts_exhausted", "err": "still broken"},
 		},
 		{
 			name: "skipped", work: func() error { return flow.Skip("not needed") },
 			state: flow.StateArchived,
-			want: map[string]any{"msg": "job archived", "reason": "skipped", "err": "skip: not needed"},
+			want:  map[string]any{"msg": "job archived", "reason": "skipped", "err": "skip: not needed"},
 		},
 		{
 			name: "quarantined", work: func() error { panic("again") },
 			state: flow.StateQuarantined,
-			want: map[string]any{"msg": "job quarantined", "reason": "crash_limit", "crash": 1.0, "crash_limit": 1.0, "panic": "again"},
+			want:  map[string]any{"msg": "job quarantined", "reason": "crash_limit", "crash": 1.0, "crash_limit": 1.0, "panic": "again"},
 		},
 	}
 	for _, tt := range tests {
