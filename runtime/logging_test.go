@@ -317,3 +317,22 @@ func TestOnDeathSweepsQuarantine(t *testing.T) {
 		t.Fatalf("death %+v", d)
 	}
 }
+
+// TestLogArchivedAtClaim: a job whose deadline passed while it waited is
+// archived by the claim that finds it, with an error record giving the
+// reason.
+func TestLogArchivedAtClaim(t *testing.T) {
+	t.Parallel()
+	start := fakeStart()
+	e := newEnv(t, newTestClock(start))
+	id := e.Enqueue(obsArgs{}, flow.WithDeadline(start.Add(time.Second)))
+	w, logs := e.startLogged(register(t, func(context.Context, *flow.Job[obsArgs]) error { return nil }),
+		runtime.Options{Clock: newTestClock(start.Add(2 * time.Second)), IdlePoll: time.Hour})
+	e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.By == testsignal.Claim })
+	want := []map[string]any{{
+		"level": "ERROR", "msg": "job archived", "worker": w.ID(), "job": id, "queue": "default", "reason": "deadline_exceeded",
+	}}
+	if diff := cmp.Diff(want, logs.about(t, id)); diff != "" {
+		t.Errorf("records about the job (-want +got):\n%s", diff)
+	}
+}

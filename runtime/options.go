@@ -92,8 +92,9 @@ type Options struct {
 	Periodic Periodic
 
 	// OnDeath, when set, is told about every job this worker moved to
-	// archived (the dead-letter state), only once the fence-checked script
-	// that archived it succeeded; see Death for the delivery guarantees.
+	// archived (the dead-letter state) or quarantined (Death.State says
+	// which), only once the fence-checked script that moved it succeeded;
+	// see Death for the delivery guarantees.
 	OnDeath func(ctx context.Context, d Death)
 	// OnDeadEffect, when set, is told about every effect on a key in
 	// another slot that this worker's relay could not apply; see
