@@ -111,7 +111,9 @@ func (w *Worker) DroppedEvents() uint64 {
 func (w *Worker) emit(e Event) {
 	select {
 	case w.ev.queue <- e:
-		w.ev.dropping.Store(false)
+		if w.ev.dropping.Load() {
+			w.ev.dropping.Store(false)
+		}
 	default:
 		w.ev.dropped.Add(1)
 		if w.ev.dropping.CompareAndSwap(false, true) {
