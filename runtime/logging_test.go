@@ -336,3 +336,52 @@ func TestLogArchivedAtClaim(t *testing.T) {
 		t.Errorf("records about the job (-want +got):\n%s", diff)
 	}
 }
+
+// TestLogLeaseLossAtRenewal: a renewal that finds the lease gone (worker
+// B reaped the job and runs it) cancels A's attempt, which then logs the
+// lost lease with the job's new holder.
+func TestLogLeaseLossAtRenewal(t *testing.T) {
+	t.Parallel()
+	const lease, renew = 30 * time.Second, 10 * time.Second
+	start := fakeStart()
+	clkA := newTestClock(start)
+	e := newEnv(t, clkA)
+	started := testkit.Chan[string]()
+	releaseB := make(chan struct{})
+	regA := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
+		started <- "A"
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	a, logsA := e.startLogged(regA, runtime.Options{CrashDelay: noCrashDelay, Clock: clkA, Lease: lease,
+		RenewInterval: renew, Concurrency: 1, MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	id := e.Enqueue(obsArgs{})
+	if who := testkit.Recv(t, started, "A to start the job"); who != "A" {
+		t.Fatalf("%s started the job, want A", who)
+	}
+	regB := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
+		started <- "B"
+		<-releaseB
+		return nil
+	})
+	b := e.startWorker(regB, runtime.Options{CrashDelay: noCrashDelay,
+		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, IdlePoll: time.Hour})
+	t.Cleanup(func() { close(releaseB) }) // before B stops
+	if who := testkit.Recv(t, started, "B to run the reaped job"); who != "B" {
+		t.Fatalf("%s ran the reaped job, want B", who)
+	}
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == a.ID() && p.N == 0 }) // A's renewal timer is armed
+	clkA.Advance(renew)
+	s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == a.ID() })
+	if !errors.Is(s.Err, runtime.ErrLeaseLost) {
+		t.Fatalf("A settled %+v, want its lease lost", s)
+	}
+	want := []map[string]any{{
+		"level": "ERROR", "msg": "job attempt lost its lease", "worker": a.ID(),
+		"job": id, "kind": "obs", "queue": "default", "attempt": 1.0, "max_attempts": float64(flow.DefaultMaxAttempts),
+		"err": runtime.ErrLeaseLost.Error(), "state": "running", "holder": b.ID(), "duration": float64(renew),
+	}}
+	if diff := cmp.Diff(want, logsA.about(t, id)); diff != "" {
+		t.Errorf("A's records about the job (-want +got):\n%s", diff)
+	}
+}
