@@ -14,9 +14,21 @@
 // Handlers of long operations use the lease-control surface on their
 // context: ExtendLease, LeaseLost, ReportProgress (shown to operators on the
 // job) and Go (tracked goroutines: success is not acked while they run).
-// Options.OnDeath observes jobs once their move to archived is durable;
-// Options.OnStuck receives evidence about attempts that ignore being told
-// to stop or make no progress.
+// Options.OnDeath observes jobs once their move to archived or
+// quarantined is durable; Options.OnStuck receives evidence about
+// attempts that ignore being told to stop or make no progress.
+//
+// # Failures, events and middleware
+//
+// With the default Options.Logger (slog.Default()) a worker logs every
+// attempt that fails (warn: a retry, with attempt n of max, the error and
+// the next run), crashes (error: the panic and the top of its stack, or
+// the lost lease and the job's new holder), is archived or quarantined
+// (error, with the reason), under stable attribute keys (job, kind,
+// queue, attempt, max_attempts, reason, err, panic, stack, next_run, ...;
+// docs/operations.md lists them). Options.OnEvent follows every attempt
+// (Event) off the job path, through a bounded queue. Options.Middleware
+// wraps every handler; a handler's panic reaches it as a *PanicError.
 //
 // Users normally register typed handlers with package flow and pass the
 // flow.Registry to NewWorker.

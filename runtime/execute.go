@@ -104,6 +104,9 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	var r result
 	normal := false
 	w.begin(ctx, a, gid)
+	if w.ev != nil {
+		w.startedEvent(a) // events.go
+	}
 	defer func() {
 		// runtime.Goexit (t.FailNow in a handler) skips both the return and
 		// recover: settle it like a panic rather than never.
@@ -129,7 +132,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	if a.malformed != nil {
 		r = result{err: &outcome.Park{Reason: "malformed", Err: a.malformed}}
 	} else if h, known := w.handlers.Handler(a.Kind); known {
-		r = call(ctx, h, a)
+		r = w.call(ctx, h, a)
 	} else {
 		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
 	}
@@ -169,14 +172,13 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
 		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, w.clk.Now())
+		w.observe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
 		return
 	}
 	res = w.ack(a.ref.Partition, ack)
 	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)
-	if res.Err != nil {
-		w.log.Info("outcome rejected: the attempt is no longer current", "job", a.ID, "code", ack.Code, "err", res.Err)
-	}
+	w.observe(a, r, cause, true, ack, res)
 }
 
 // settledSignal is the test signal of a concluded attempt: the state its
@@ -187,17 +189,6 @@ func settledSignal(a *Attempt, res store.AckResult, cause error) testsignal.Sett
 		s.Err = cause // nothing to ack: the lease was lost
 	}
 	return s
-}
-
-// call runs the handler, turning a panic into a result.
-func call(ctx context.Context, h Handler, a *Attempt) (r result) {
-	defer func() {
-		if p := recover(); p != nil {
-			r = result{panic: p, stack: debug.Stack()}
-		}
-	}()
-	data, err := h.Work(ctx, a)
-	return result{data: data, err: err}
 }
 
 func (w *Worker) timeout(a *Attempt) time.Duration {

@@ -118,7 +118,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			w.sig.Dry.Signal(testsignal.Dry{Worker: w.opts.WorkerID, Queue: p.Queue, Partition: p.Index})
 		}
 		for _, pk := range res.Parked {
-			w.log.Warn("job archived at claim", "queue", p.Queue, "job", pk.Local, "reason", pk.Reason)
+			w.logArchivedAtClaim(keys.Ref{Partition: p, Local: pk.Local}.String(), p.Queue, pk.Reason) // logging.go
 		}
 		w.archivedAtClaim(p, res.Parked)
 		if w.sig.Settled.Enabled() {

@@ -53,7 +53,7 @@ func (w *Worker) maintain(ctx context.Context) {
 				break
 			}
 			for _, r := range m.Reaped {
-				w.log.Warn("reclaimed a job whose lease expired", "queue", p.Queue, "job", r.Local, "holder", r.Holder, "now", r.State)
+				w.logReaped(keys.Ref{Partition: p, Local: r.Local}.String(), p.Queue, r) // logging.go
 				w.tel.reaped(p.Queue, r.State)
 			}
 			w.reapedDeaths(p, m.Reaped)

@@ -92,8 +92,9 @@ type Options struct {
 	Periodic Periodic
 
 	// OnDeath, when set, is told about every job this worker moved to
-	// archived (the dead-letter state), only once the fence-checked script
-	// that archived it succeeded; see Death for the delivery guarantees.
+	// archived (the dead-letter state) or quarantined (Death.State says
+	// which), only once the fence-checked script that moved it succeeded;
+	// see Death for the delivery guarantees.
 	OnDeath func(ctx context.Context, d Death)
 	// OnDeadEffect, when set, is told about every effect on a key in
 	// another slot that this worker's relay could not apply; see
@@ -112,6 +113,21 @@ type Options struct {
 	// made no progress (no step checkpoint, cursor checkpoint or
 	// ReportProgress) for this long. Default 0: off.
 	StuckNoProgress time.Duration
+
+	// OnEvent, when set, is told what happens to each attempt this worker
+	// runs: started, then one of completed, retried, failed, crashed,
+	// snoozed, suspended, cancelled, released (see Event). It is never
+	// called on the path that runs and acks jobs: events go through a
+	// queue of EventBuffer events to one goroutine that calls OnEvent in
+	// order, so a slow OnEvent delays only later events, and when the
+	// queue is full the event is dropped and counted (DroppedEvents).
+	// Unset, it costs a nil check per attempt.
+	OnEvent func(ctx context.Context, e Event)
+	// EventBuffer bounds the events waiting for OnEvent. Default 1024.
+	EventBuffer int
+	// Middleware wraps every handler, Middleware[0] outermost: it runs
+	// first and sees the outcome last. See Middleware for panics.
+	Middleware []Middleware
 
 	// TracerProvider makes the attempt spans and, through the handler's
 	// context, the step spans (see Telemetry in the package doc). Default
@@ -179,8 +195,13 @@ func (o Options) withDefaults() (Options, error) {
 			return bad("KindTimeout[%q] %s must be positive", k, d)
 		}
 	}
-	if o.Concurrency < 0 || o.ClaimBatch < 0 || o.CrashLimit < 0 {
-		return bad("Concurrency, ClaimBatch and CrashLimit must not be negative")
+	if o.Concurrency < 0 || o.ClaimBatch < 0 || o.CrashLimit < 0 || o.EventBuffer < 0 {
+		return bad("Concurrency, ClaimBatch, CrashLimit and EventBuffer must not be negative")
+	}
+	for i, m := range o.Middleware {
+		if m == nil {
+			return bad("Middleware[%d] is nil", i)
+		}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -212,6 +233,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.CrashLimit == 0 {
 		o.CrashLimit = 3
+	}
+	if o.EventBuffer == 0 {
+		o.EventBuffer = defaultEventBuffer
 	}
 	switch {
 	case o.CrashDelay == 0:

@@ -78,8 +78,7 @@ func (w *Worker) renewAll(ctx context.Context) {
 					a.cancelled()
 					continue
 				}
-				w.log.Warn("lease lost; cancelling the attempt", "job", a.ID, "fence", a.Fence)
-				a.lose()
+				a.lose() // logged when the attempt concludes (logging.go)
 				continue
 			}
 			a.mu.Lock()

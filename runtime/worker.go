@@ -46,6 +46,7 @@ type Worker struct {
 	rel          reliability // death reports and stuck watches (reliability.go)
 
 	tel *workerTelemetry // spans and metrics (telemetry.go)
+	ev  *events          // OnEvent's queue; nil without OnEvent (events.go)
 
 	// sig is what the worker tells tests it did: set by Run from its
 	// context, off (each call a nil check) unless a test put a set there.
@@ -92,6 +93,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 		}
 	}
 	w.tel = newTelemetry(o, w.st, w.parts)
+	w.ev = newEvents(o)
 	return w, nil
 }
 
@@ -132,6 +134,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	services.Go(func() { w.maintainLoop(svcCtx) })
 	services.Go(func() { w.relayLoop(svcCtx) })
 	stopReliability := w.startReliability(bg)
+	stopEvents := w.startEvents(bg)
 	defer w.tel.watchDepth()()
 	w.runPeriodic(ctx, &services)
 
@@ -149,6 +152,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopServices()
 	services.Wait()
 	stopReliability()
+	stopEvents()
 	return lost
 }
 
