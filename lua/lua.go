@@ -39,7 +39,12 @@ var (
 	Delete  = load("delete")
 	Pause   = load("pause")
 	Redrive = load("redrive")
-	List    = load("list")
+	// RunNow makes a scheduled or retryable job available at once.
+	RunNow = load("runnow")
+	// BulkDelete deletes the jobs a selector chooses, a bounded step at a
+	// time.
+	BulkDelete = load("bulkdelete")
+	List       = load("list")
 	// Deaths delivers pending death reports at least once.
 	Deaths = load("deaths")
 	// DeadEffects dead-letters outbox entries that cannot be relayed, and
@@ -74,7 +79,7 @@ func Source(name string) string {
 // libParts are the prelude's files, in the order they are joined: a Lua
 // local can only refer to locals defined above it.
 var libParts = []string{
-	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_waits", "lib_effects",
+	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_admin", "lib_waits", "lib_effects",
 	"lib_replay",
 }
 

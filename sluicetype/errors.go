@@ -21,7 +21,8 @@ var (
 	// ErrWrongState: the job's state does not allow an operator's call
 	// (deleting a running job, cancelling a finished one, redriving one
 	// that is not archived or cancelled, releasing one that is not
-	// quarantined). The error is a *StateError.
+	// quarantined, running now one that is not scheduled or retryable).
+	// The error is a *StateError.
 	ErrWrongState = errors.New("sluice: the job's state does not allow this")
 	// ErrInvalidEffect: an effect is malformed (unknown op, no key, bad
 	// arguments); nothing of its commit was written.
@@ -39,12 +40,20 @@ var (
 // refused it. errors.Is(err, ErrWrongState) matches it.
 type StateError struct {
 	ID    string // the job
-	Op    string // cancel, delete, redrive, release
+	Op    string // cancel, delete, redrive, release, run now
 	State string // the state it was in
+	// Why says more when the state alone does not explain the refusal (a
+	// scheduled job that RunNow refuses as a suspended workflow, or as
+	// held behind a quarantined job); "" otherwise.
+	Why string
 }
 
 func (e *StateError) Error() string {
-	return "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
+	s := "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
+	if e.Why != "" {
+		s += " (" + e.Why + ")"
+	}
+	return s
 }
 
 // Is makes errors.Is(err, ErrWrongState) true.
