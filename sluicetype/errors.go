@@ -10,7 +10,7 @@ var (
 	// its retention).
 	ErrNotFound = errors.New("sluice: job not found")
 	// ErrConflict: a job with the caller's ID exists with another kind or
-	// other arguments.
+	// other arguments. The error is a *ConflictError naming the job.
 	ErrConflict = errors.New("sluice: a job with this ID exists with a different kind or payload")
 	// ErrMalformed: data read from Redis is not a valid job.
 	ErrMalformed = errors.New("sluice: malformed job data in Redis")
@@ -58,6 +58,20 @@ func (e *StateError) Error() string {
 
 // Is makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// ConflictError: a job could not be enqueued because its ID (WithID) is
+// taken by an existing job with another kind or other arguments.
+// errors.Is(err, ErrConflict) matches it.
+type ConflictError struct {
+	ID string // the existing job's ID (queue:partition:id), which was asked for
+}
+
+func (e *ConflictError) Error() string {
+	return "sluice: job " + e.ID + " exists with a different kind or payload"
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EffectError reports an effect that Redis cannot apply to the key as it
 // is (the key holds another type, a number would overflow, ...). Nothing
