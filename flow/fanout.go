@@ -104,7 +104,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 			for k, r := range res {
 				if r.Err != nil && err == nil {
 					child := &sluicetype.ConflictError{ID: keys.Ref{Partition: p, Local: jobs[k].Local}.String()}
-					err = fmt.Errorf("%w: a child exists with other arguments (did the step's items change?)", child)
+					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", child)
 				}
 			}
 			if err != nil {
