@@ -1,6 +1,7 @@
 package admin_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -246,5 +247,30 @@ func TestRunNow(t *testing.T) {
 	a.finish("default", 1, 0, store.Ack{Code: store.CodeOK})
 	if err := a.ops.RunNow(a.ctx, done); !errors.As(err, &se) || se.ID != done || se.State != flow.StateCompleted {
 		t.Fatalf("completed job: %v", err)
+	}
+}
+
+// TestDeleteSelectedResumes: a delete cut short (its context cancelled
+// after the first batch) keeps what it deleted, and a second run with the
+// same selector deletes the rest.
+func TestDeleteSelectedResumes(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), nil)
+	for i := range 12 {
+		a.enqueue(email{To: fmt.Sprint(i)}, flow.WithMaxAttempts(1))
+	}
+	a.finish("default", 1, 0, failAck)
+	sel := admin.Selector{Queue: "default", State: flow.StateArchived}
+	ctx, cancel := context.WithCancel(a.ctx)
+	first, err := a.ops.DeleteSelected(ctx, sel, admin.DeleteOptions{BatchSize: 5, Progress: func(admin.DeleteProgress) { cancel() }})
+	if !errors.Is(err, context.Canceled) || first.Matched != 5 || first.Done {
+		t.Fatalf("cut short: %+v %v, want 5 deleted and context.Canceled", first, err)
+	}
+	rest, err := a.ops.DeleteSelected(a.ctx, sel, admin.DeleteOptions{BatchSize: 5})
+	if err != nil || rest.Matched != 7 || rest.Total != 7 || !rest.Done {
+		t.Fatalf("second run: %+v %v, want the other 7", rest, err)
+	}
+	if st, _ := a.ops.QueueStats(a.ctx, "default", 0); st.Depth[flow.StateArchived] != 0 {
+		t.Fatalf("left: %v", st.Depth)
 	}
 }
