@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // DefaultMaxPayload is the default bound on encoded job arguments.
@@ -114,7 +115,7 @@ type Enqueued struct {
 	Duplicate bool
 	Unique    bool
 	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
-	// a different existing job (ErrConflict).
+	// a different existing job: a *sluicetype.ConflictError (ErrConflict).
 	Err error
 	// HeldBy is set when the job was added held behind this quarantined
 	// job (WithQuarantineHold): it runs once that job is released.
@@ -127,9 +128,10 @@ type Item struct {
 	Opts []EnqueueOption
 }
 
-// Enqueue adds one job.
+// Enqueue adds one job. A job whose ID (WithID) is taken by a different
+// job returns a *sluicetype.ConflictError (ErrConflict) naming it.
 func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) (Enqueued, error) {
-	res, err := c.EnqueueMany(ctx, Item{Args: args, Opts: opts})
+	res, err := c.enqueue(ctx, false, Item{Args: args, Opts: opts})
 	if err != nil {
 		return Enqueued{}, err
 	}
@@ -140,9 +142,16 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // key that places them (a partition key, unique key or ID) fill
 // consecutive partitions in blocks of at least 128, starting one partition
 // further on each call. Every job is validated first: on bad input nothing
-// is added. A job whose ID conflicts has its Err set; the others are
-// added.
+// is added, and the error names the first bad job by its index ("job 3:
+// ..."). A job whose ID conflicts has its Err set (a
+// *sluicetype.ConflictError); the others are added.
 func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
+	return c.enqueue(ctx, true, items...)
+}
+
+// enqueue is EnqueueMany; many says whether to name a bad job by its
+// index, which means nothing to a caller of Enqueue.
+func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enqueued, error) {
 	type planned struct {
 		ref keys.Ref
 		job store.NewJob
@@ -153,7 +162,9 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 	for i, it := range items {
 		ref, job, err := c.plan.job(it, nil, sp, tr.start(i))
 		if err != nil {
-			err = fmt.Errorf("job %d: %w", i, err)
+			if many {
+				err = fmt.Errorf("job %d: %w", i, err)
+			}
 			tr.end(nil, err)
 			return nil, err
 		}
@@ -205,6 +216,9 @@ func enqueued(ref keys.Ref, r store.EnqueueResult) Enqueued {
 		return Enqueued{ID: ref.String(), Duplicate: true, Unique: true}
 	}
 	e := Enqueued{ID: ref.String(), Duplicate: r.Status == store.Duplicate, Err: r.Err}
+	if r.Status == store.Conflicted {
+		e.Err = &sluicetype.ConflictError{ID: e.ID}
+	}
 	if r.HeldBy != "" {
 		e.HeldBy = keys.Ref{Partition: ref.Partition, Local: r.HeldBy}.String()
 	}

@@ -101,9 +101,10 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	for p, jobs := range byPart {
 		wg.Go(func() {
 			res, err := st.Store.Enqueue(ctx, p, jobs)
-			for _, r := range res {
+			for k, r := range res {
 				if r.Err != nil && err == nil {
-					err = fmt.Errorf("%w: a child exists with other arguments (did the step's items change?)", r.Err)
+					child := &sluicetype.ConflictError{ID: keys.Ref{Partition: p, Local: jobs[k].Local}.String()}
+					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", child)
 				}
 			}
 			if err != nil {

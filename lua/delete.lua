@@ -21,18 +21,6 @@ local h = redis.call('HMGET', jk, F.state, F.unique)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
 if s == 'running' then return { STATUS.running, s } end
-if TERMINAL[s] then
-  redis.call('ZREM', TERMINAL[s], id)
-else
-  if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
-  if s == 'available' then unlist(jk, id) end
-  notify_parent(jk, id, 'cancelled')
-  if h[2] then
-    local uq = unique_key(h[2])
-    if redis.call('GET', uq) == id then redis.call('DEL', uq) end
-  end
-end
-delete_job(id, false, s)
-count(s, nil)
+remove_job(jk, id, s, h[2])
 flush()
 return remember({ STATUS.ok, s })

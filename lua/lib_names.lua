@@ -173,12 +173,14 @@ local STATUS = {
   taken = 'taken',
   -- a prefix, then the ID of the job holding the unique key: nothing added (enqueue)
   unique = 'unique ',
-  -- a prefix, then the ID of the quarantined job the new job is held behind (enqueue)
+  -- a prefix, then the ID of the quarantined job the new job is held behind (enqueue), or the job is (runnow: refused)
   held = 'held ',
   -- the job is already in a terminal state (cancel)
   final = 'final',
   -- the job is running: refused (delete)
   running = 'running',
+  -- the job is a workflow suspended on its waits: refused (runnow)
+  suspended = 'suspended',
   -- a step's effect cannot apply: nothing written (step)
   effect_error = 'effect_error',
   -- the dead entry holds no effect to relay (deadfx revive)

@@ -38,7 +38,12 @@ var (
 	Delete  = load("delete")
 	Pause   = load("pause")
 	Redrive = load("redrive")
-	List    = load("list")
+	// RunNow makes a scheduled or retryable job available at once.
+	RunNow = load("runnow")
+	// BulkDelete deletes the jobs a selector chooses, a bounded step at a
+	// time.
+	BulkDelete = load("bulkdelete")
+	List       = load("list")
 	// Deaths delivers pending death reports at least once.
 	Deaths = load("deaths")
 	// DeadEffects dead-letters outbox entries that cannot be relayed, and
@@ -68,7 +73,8 @@ func All() map[string]*Script {
 		"step": Step, "notify": Notify, "stuck": Stuck, "progress": Progress, "cancel": Cancel,
 		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
 		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
-		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule,
+		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow,
+		"bulkdelete": BulkDelete,
 	}
 }
 
@@ -84,7 +90,7 @@ func Source(name string) string {
 // libParts are the prelude's files, in the order they are joined: a Lua
 // local can only refer to locals defined above it.
 var libParts = []string{
-	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_waits", "lib_effects",
+	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_admin", "lib_waits", "lib_effects",
 	"lib_replay",
 }
 

@@ -99,23 +99,7 @@ local dry = ARGV[15] == '1'
 local kind, reason = ARGV[16], ARGV[17]
 local after, before = tonumber(ARGV[18]), tonumber(ARGV[19])
 
--- start is the rank of the first entry after the cursor (score, member) in
--- zset order, whether or not the cursor's member is still there (a
--- moved job left): the member is put at the cursor's score for a moment,
--- ranked, and put back as it was.
-local start = 0
-if cscore ~= '' then
-  local old = redis.call('ZSCORE', zk, cmember)
-  redis.call('ZADD', zk, cscore, cmember)
-  local r = redis.call('ZRANK', zk, cmember)
-  if old then
-    redis.call('ZADD', zk, old, cmember)
-    if tonumber(old) <= tonumber(cscore) then r = r + 1 end
-  else
-    redis.call('ZREM', zk, cmember)
-  end
-  start = r
-end
+local start = scan_start(zk, cscore, cmember)
 
 local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
 local examined, matched = 0, 0

@@ -10,7 +10,7 @@ var (
 	// its retention).
 	ErrNotFound = errors.New("sluice: job not found")
 	// ErrConflict: a job with the caller's ID exists with another kind or
-	// other arguments.
+	// other arguments. The error is a *ConflictError naming the job.
 	ErrConflict = errors.New("sluice: a job with this ID exists with a different kind or payload")
 	// ErrMalformed: data read from Redis is not a valid job.
 	ErrMalformed = errors.New("sluice: malformed job data in Redis")
@@ -21,7 +21,8 @@ var (
 	// ErrWrongState: the job's state does not allow an operator's call
 	// (deleting a running job, cancelling a finished one, redriving one
 	// that is not archived or cancelled, releasing one that is not
-	// quarantined). The error is a *StateError.
+	// quarantined, running now one that is not scheduled or retryable).
+	// The error is a *StateError.
 	ErrWrongState = errors.New("sluice: the job's state does not allow this")
 	// ErrInvalidEffect: an effect is malformed (unknown op, no key, bad
 	// arguments); nothing of its commit was written.
@@ -39,16 +40,38 @@ var (
 // refused it. errors.Is(err, ErrWrongState) matches it.
 type StateError struct {
 	ID    string // the job
-	Op    string // cancel, delete, redrive, release
+	Op    string // cancel, delete, redrive, release, run now
 	State string // the state it was in
+	// Why says more when the state alone does not explain the refusal (a
+	// scheduled job that RunNow refuses as a suspended workflow, or as
+	// held behind a quarantined job); "" otherwise.
+	Why string
 }
 
 func (e *StateError) Error() string {
-	return "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
+	s := "sluice: cannot " + e.Op + " job " + e.ID + ": it is " + e.State
+	if e.Why != "" {
+		s += " (" + e.Why + ")"
+	}
+	return s
 }
 
 // Is makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// ConflictError: a job could not be enqueued because its ID (WithID) is
+// taken by an existing job with another kind or other arguments.
+// errors.Is(err, ErrConflict) matches it.
+type ConflictError struct {
+	ID string // the existing job's ID (queue:partition:id), which was asked for
+}
+
+func (e *ConflictError) Error() string {
+	return "sluice: job " + e.ID + " exists with a different kind or payload"
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // EffectError reports an effect that Redis cannot apply to the key as it
 // is (the key holds another type, a number would overflow, ...). Nothing

@@ -88,11 +88,13 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 	return rep, nil
 }
 
-// Selector chooses finished jobs for RedriveSelected.
+// Selector chooses jobs of one state for RedriveSelected and
+// DeleteSelected.
 type Selector struct {
 	Queue string // required
-	// State is StateArchived (the default), StateCancelled, or
-	// StateQuarantined (the jobs are released: crash_attempt reset).
+	// State, for RedriveSelected, is StateArchived (the default),
+	// StateCancelled, or StateQuarantined (the jobs are released:
+	// crash_attempt reset); for DeleteSelected see there.
 	State  string
 	Kind   string // "" for any kind
 	Reason string // "" for any reason (attempts_exhausted, skipped, operator, crash_limit, ...)
@@ -140,11 +142,9 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if sel.State != flow.StateArchived && sel.State != flow.StateCancelled && sel.State != flow.StateQuarantined {
 		return pr, fmt.Errorf("%w: cannot redrive %s jobs", flow.ErrInvalid, sel.State)
 	}
-	if o.BatchSize < 0 || o.BatchSize > 5000 {
-		return pr, fmt.Errorf("%w: batch size %d not in 1..5000", flow.ErrInvalid, o.BatchSize)
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = 500
+	batch, err := batchSize(o.BatchSize)
+	if err != nil {
+		return pr, err
 	}
 	parts := c.b.Partitions(sel.Queue)
 	sizes, err := c.b.Store.TerminalSizes(ctx, parts, sel.State)
@@ -161,7 +161,7 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 			if err := ctx.Err(); err != nil {
 				return pr, err
 			}
-			step, err := c.b.Store.RedriveStep(ctx, p, ss, cur, o.BatchSize, o.DryRun)
+			step, err := c.b.Store.RedriveStep(ctx, p, ss, cur, batch, o.DryRun)
 			if err != nil {
 				return pr, err
 			}

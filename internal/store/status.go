@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -15,13 +16,14 @@ import (
 // (TestLuaStatusesAgree checks that the two lists agree):
 //
 //	status         script               result or error
-//	"ok"           cancel, delete       the job's previous state
+//	"ok"           cancel, delete,      the job's previous state
+//	               runnow
 //	               redrive ids          nil
 //	               step                 CheckpointResult{Outboxed: n}
 //	               deadfx revive        nil
 //	               schedule             Claimed (claim), nil (sync, ack, pause, resume)
 //	"missing"      cancel, delete,      ErrNotFound
-//	               redrive ids
+//	               redrive ids, runnow
 //	               deadfx revive        ErrNoDeadEffect
 //	               schedule             ErrNoSchedule
 //	""             renew                Lost.State "": the job is gone
@@ -37,9 +39,11 @@ import (
 //	"taken"        enqueue              taken: Enqueue retries with a new ID
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
+//	               runnow               *sluicetype.StateError (ErrWrongState), Why names id
 //	"final"        cancel, signal       *sluicetype.StateError (ErrWrongState)
 //	"running"      delete               *sluicetype.StateError (ErrWrongState)
-//	a state        redrive ids          *sluicetype.StateError (ErrWrongState)
+//	"suspended"    runnow               *sluicetype.StateError (ErrWrongState), Why says so
+//	a state        redrive ids, runnow  *sluicetype.StateError (ErrWrongState)
 //	"effect_error" step                 *sluicetype.EffectError
 //	"empty"        deadfx revive        ErrNoDeadEffect
 //	"applied"      relay                nil
@@ -66,6 +70,7 @@ const (
 	statusHeld         = "held "   // followed by the quarantined job's ID
 	statusFinal        = "final"
 	statusRunning      = "running"
+	statusSuspended    = "suspended"
 	statusEffectError  = "effect_error"
 	statusEmpty        = "empty"
 	statusApplied      = "applied"
@@ -140,6 +145,23 @@ func adminStatus(op, local, status, state string) (string, error) {
 	}
 	// statusFinal, statusRunning, or (redrive) the job's state
 	return "", &sluicetype.StateError{ID: local, Op: op, State: state}
+}
+
+// runNowStatus maps runnow.lua's { status, state } answer for the job
+// ref to its previous state or an error: a *sluicetype.StateError whose
+// Why explains a refused scheduled job.
+func runNowStatus(ref keys.Ref, status, state string) (string, error) {
+	const op = "run now"
+	if status == statusSuspended {
+		return "", &sluicetype.StateError{ID: ref.Local, Op: op, State: state,
+			Why: "a workflow suspended on its waits: its timers keep their wake times, and a signal it waits for wakes it"}
+	}
+	if q, ok := strings.CutPrefix(status, statusHeld); ok {
+		held := keys.Ref{Partition: ref.Partition, Local: q}
+		return "", &sluicetype.StateError{ID: ref.Local, Op: op, State: state,
+			Why: "held behind quarantined job " + held.String() + ": release or delete that job"}
+	}
+	return adminStatus(op, ref.Local, status, state)
 }
 
 // redriveStatus maps redrive.lua's answer for the job local ('ids' mode):

@@ -1,0 +1,124 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// DeleteOptions tune DeleteSelected.
+type DeleteOptions struct {
+	// DryRun counts the jobs that would be deleted, and deletes none.
+	DryRun bool
+	// BatchSize is how many entries one script call examines. Default
+	// 500, at most 5000.
+	BatchSize int
+	// Progress, when set, is called after every batch and once at the end
+	// (Done set).
+	Progress func(DeleteProgress)
+}
+
+// DeleteProgress is how far DeleteSelected got.
+type DeleteProgress struct {
+	Examined int   // jobs examined
+	Total    int64 // jobs in the selected state when the scan began
+	Matched  int   // jobs deleted (or, in a dry run, that would be)
+	Batches  int   // script calls made
+	// Unreadable are the IDs of entries of the scanned state whose data
+	// in Redis is not a job: left as they are, the scan goes on past them.
+	Unreadable []string
+	Done       bool
+}
+
+// DeleteSelected deletes the jobs of a queue that sel chooses, each with
+// every key it owns, as DeleteJob does (a job that had not finished tells
+// its parent it ended as cancelled and frees its unique key). sel.State
+// is required: StateCompleted, StateArchived, StateQuarantined,
+// StateCancelled, StateScheduled or StateRetryable. Available jobs are
+// not deleted by selector (claims pop their lists as a scan would walk
+// them: cancel them, or delete them by ID), and running jobs never are.
+// For scheduled and retryable jobs only sel.Kind may narrow the choice;
+// Reason and the finish times apply to finished jobs.
+//
+// It works in batches: each script call examines at most BatchSize jobs
+// of one partition, in the order of the state's sorted set (finished jobs
+// oldest first, scheduled ones soonest due first), so Redis is never
+// blocked for long. The scan takes only finished jobs that finished
+// before it began. A dry run with the same selector counts what a real
+// run would delete, unless jobs change meanwhile. An entry whose data is
+// not a job is skipped and named in DeleteProgress.Unreadable; the other
+// jobs of its batch are deleted. It returns the final progress; on an
+// error (or ctx cancelled) the jobs deleted so far stay deleted, and a
+// second run with the same selector goes on where it left off.
+func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptions) (DeleteProgress, error) {
+	var pr DeleteProgress
+	if !runtime.ValidQueue(sel.Queue) {
+		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
+	}
+	switch sel.State {
+	case flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:
+	case flow.StateScheduled, flow.StateRetryable:
+		if sel.Reason != "" || !sel.FinishedAfter.IsZero() || !sel.FinishedBefore.IsZero() {
+			return pr, fmt.Errorf("%w: %s jobs have not finished: select them by kind only", flow.ErrInvalid, sel.State)
+		}
+	case "":
+		return pr, fmt.Errorf("%w: a delete by selector needs a state", flow.ErrInvalid)
+	default:
+		return pr, fmt.Errorf("%w: cannot delete %s jobs by selector", flow.ErrInvalid, sel.State)
+	}
+	batch, err := batchSize(o.BatchSize)
+	if err != nil {
+		return pr, err
+	}
+	parts := c.b.Partitions(sel.Queue)
+	sizes, err := c.b.Store.StateSizes(ctx, parts, sel.State)
+	if err != nil {
+		return pr, err
+	}
+	for _, n := range sizes {
+		pr.Total += n
+	}
+	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
+	for _, p := range parts {
+		var cur store.ScanCursor
+		for done := false; !done; {
+			if err := ctx.Err(); err != nil {
+				return pr, err
+			}
+			step, err := c.b.Store.DeleteStep(ctx, p, ss, cur, batch, o.DryRun)
+			if err != nil {
+				return pr, err
+			}
+			cur, done = step.Cursor, step.Done
+			pr.Examined += step.Examined
+			pr.Matched += step.Matched
+			pr.Batches++
+			for _, l := range step.Unreadable {
+				pr.Unreadable = append(pr.Unreadable, keys.Ref{Partition: p, Local: l}.String())
+			}
+			if o.Progress != nil {
+				o.Progress(pr)
+			}
+		}
+	}
+	pr.Done = true
+	if o.Progress != nil {
+		o.Progress(pr)
+	}
+	return pr, nil
+}
+
+// batchSize checks a scan's batch size option: 0 is the default, 500.
+func batchSize(n int) (int, error) {
+	if n < 0 || n > 5000 {
+		return 0, fmt.Errorf("%w: batch size %d not in 1..5000", flow.ErrInvalid, n)
+	}
+	if n == 0 {
+		return 500, nil
+	}
+	return n, nil
+}

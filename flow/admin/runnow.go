@@ -1,0 +1,31 @@
+package admin
+
+import "context"
+
+// RunNow makes a scheduled or retryable job available now instead of at
+// its due time: it goes to the back of its priority's available list (or
+// its preferred worker's, with sticky routing), as when its due time
+// comes, and keeps its priority, attempts, errors, unique key, sticky
+// routing and deadline. A parent waiting for its children (flow.Join)
+// runs now and checks on them again, as after flow.JoinRecheck.
+//
+// A suspended workflow (step.Sleep, step.WaitSignal, step.Select) is
+// refused: the wake times of its timers are part of its recorded history
+// (a later wait on the same timer waits for the same moment), so running
+// it early would only suspend it again. Send the signal it waits for
+// instead (Signal). A job held behind a quarantined twin
+// (flow.WithQuarantineHold) is refused too: release or delete that job.
+//
+// Errors: ErrInvalid (bad ID), ErrNotFound, or a *sluicetype.StateError
+// (ErrWrongState) naming the job and its state: available (it runs when
+// a worker is free), running, finished, or scheduled with
+// StateError.Why saying why (suspended, held). Calling it twice is safe:
+// the second call finds the job available and returns that StateError.
+func (c *Client) RunNow(ctx context.Context, id string) error {
+	ref, err := c.ref(id)
+	if err != nil {
+		return err
+	}
+	_, err = c.b.Store.RunNow(ctx, ref)
+	return stateError(id, err)
+}

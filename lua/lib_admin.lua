@@ -1,0 +1,45 @@
+-- lib_admin.lua: the prelude's operator helpers: deleting one job as an
+-- operator does (delete.lua, bulkdelete.lua), and resuming a scan of a
+-- sorted set from a cursor (redrive.lua, bulkdelete.lua).
+
+-- remove_job deletes job id, in state s (a name the caller read; never
+-- 'running'), with every key it owns. uk is its unique key (F.unique), or
+-- false. A terminal job leaves its terminal set. One that had not
+-- finished leaves the scheduled set or its ready list, frees its unique
+-- key, and tells its parent, if any, that it ended as 'cancelled', so the
+-- parent is not left waiting. A quarantined job's held twins become due
+-- (delete_job).
+local function remove_job(jk, id, s, uk)
+  if TERMINAL[s] then
+    redis.call('ZREM', TERMINAL[s], id)
+  else
+    if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
+    if s == 'available' then unlist(jk, id) end
+    notify_parent(jk, id, 'cancelled')
+    if uk then
+      local uq = unique_key(uk)
+      if redis.call('GET', uq) == id then redis.call('DEL', uq) end
+    end
+  end
+  delete_job(id, false, s)
+  count(s, nil)
+end
+
+-- scan_start is the rank in zset zk of the first entry after a scan's
+-- cursor (score cscore, member cmember) in zset order, whether or not
+-- the cursor's member is still there (a moved or deleted job left): the
+-- member is put at the cursor's score for a moment, ranked, and put back
+-- as it was. A cursor score of '' starts at the beginning.
+local function scan_start(zk, cscore, cmember)
+  if cscore == '' then return 0 end
+  local old = redis.call('ZSCORE', zk, cmember)
+  redis.call('ZADD', zk, cscore, cmember)
+  local r = redis.call('ZRANK', zk, cmember)
+  if old then
+    redis.call('ZADD', zk, old, cmember)
+    if tonumber(old) <= tonumber(cscore) then r = r + 1 end
+  else
+    redis.call('ZREM', zk, cmember)
+  end
+  return r
+end

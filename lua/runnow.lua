@@ -1,0 +1,44 @@
+-- runnow.lua: an operator makes a scheduled or retryable job available now
+-- (admin.Client.RunNow), instead of at its due time.
+--
+-- KEYS: the partition layout of lib.lua.
+-- ARGV[9] the job's ID in the partition
+-- Returns: { status, state }
+--   'ok', previous state        the job is available: at the back of its
+--                               priority's list, or of its preferred
+--                               worker's (sticky routing)
+--   'missing', ''               no such job
+--   'suspended', 'scheduled'    refused: a workflow suspended on its waits
+--                               (timers keep their wake times; a signal
+--                               it waits for wakes it)
+--   'held ' .. id, 'scheduled'  refused: held behind the quarantined job id
+--                               (WithQuarantineHold)
+--   state, state                refused: the job is available, running or
+--                               finished
+-- Nothing is written for a refusal.
+-- Transitions: scheduled|retryable -> available, as when its due time
+--   comes (lib_lifecycle.lua promote): its priority, attempts, unique key,
+--   sticky routing, deadline and history are kept, its due time is
+--   cleared. A parent waiting for its children stops waiting and runs
+--   (its Join checks them again, as after flow.JoinRecheck).
+-- A re-sent call answers what its first run did (lib_replay.lua); a late
+-- one finds the job available and refuses.
+local again = replayed()
+if again then return again end
+local id = ARGV[9]
+local jk = job_key(id)
+local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.held_by)
+local s = state_of(h[1])
+if not s then return { STATUS.missing, STATUS.none } end
+if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
+if s == 'scheduled' then
+  -- F.awaits names the fence of the attempt that suspended the job: the
+  -- suspension is current when no attempt ran since (lib_waits.lua)
+  if h[3] and h[3]:match('^%S+') == (h[2] or '0') then return { STATUS.suspended, s } end
+  if h[4] then return { STATUS.held .. h[4], s } end
+  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy)
+end
+redis.call('ZREM', K_SCHED, id)
+make_available(jk, id, s, false)
+flush()
+return remember({ STATUS.ok, s })
