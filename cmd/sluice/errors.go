@@ -60,9 +60,11 @@ func (c *cli) about(what, name string, err error) error {
 	return &subjectError{what: what, name: name, ns: ns, err: err}
 }
 
-// bare is an error's message without its "sluice: " prefix, which fail
-// adds once.
-func bare(err error) string { return strings.TrimPrefix(err.Error(), "sluice: ") }
+// bare is an error's message without the "sluice: " prefix of its
+// sentinel, wrapped or not: fail adds it once.
+func bare(err error) string {
+	return strings.ReplaceAll(strings.TrimPrefix(err.Error(), "sluice: "), ": sluice: ", ": ")
+}
 
 // fail prints err and returns its exit code. An error before the
 // command's own code ran is the command line's: cobra's unknown commands

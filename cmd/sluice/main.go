@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, e env) int {
 		}
 	}()
 	root := c.root()
-	root.SetArgs(args)
+	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK

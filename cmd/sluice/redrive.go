@@ -128,7 +128,8 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	if s.o.DryRun {
 		verb = "would " + name
 	}
-	fmt.Fprintf(c.stdout, "%s %d jobs of queue %q (%d examined in %d batches)\n", verb, pr.Matched, s.sel.Queue, pr.Examined, pr.Batches)
+	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %d batch%s)\n", verb, pr.Matched, plural(pr.Matched),
+		s.sel.Queue, pr.Examined, pr.Batches, map[bool]string{true: "es"}[pr.Batches != 1])
 	return nil
 }
 

@@ -34,14 +34,16 @@ redrive). A completed job is never ready again: rerouting it is refused
 	cmd.Flags().DurationVar(&after, "after", 0, "any worker may take it after this long")
 	cmd.Flags().DurationVar(&failAfter, "fail-after", 0, "archive it if the worker has not taken it after this long")
 	cmd.Flags().BoolVar(&unpin, "unpin", false, "let any worker take it")
-	cmd.MarkFlagsMutuallyExclusive("after", "fail-after")
-	cmd.MarkFlagsMutuallyExclusive("unpin", "to")
-	cmd.MarkFlagsMutuallyExclusive("unpin", "after")
-	cmd.MarkFlagsMutuallyExclusive("unpin", "fail-after")
-	cmd.MarkFlagsOneRequired("to", "unpin")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id := args[0]
-		if after < 0 || failAfter < 0 {
+		switch {
+		case unpin && (to != "" || after != 0 || failAfter != 0):
+			return usagef("--unpin takes no --to, --after or --fail-after")
+		case !unpin && to == "":
+			return usagef("give --to WORKER or --unpin")
+		case after != 0 && failAfter != 0:
+			return usagef("give --after or --fail-after, not both")
+		case after < 0 || failAfter < 0:
 			return usagef("--after and --fail-after must not be negative")
 		}
 		var opt flow.EnqueueOption

@@ -67,6 +67,12 @@ func (c *cli) root() *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	c.globalFlags(root.PersistentFlags())
 	root.AddCommand(c.tree()...)
+	root.InitDefaultCompletionCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "completion" {
+			asGroup(cmd)
+		}
+	}
 	return root
 }
 
@@ -98,29 +104,31 @@ func (c *cli) globalFlags(fs *pflag.FlagSet) {
 	fs.Var(&c.partitions, "partitions", "partitions per queue, `Q=N,...` (default: read from the live workers, else 1)")
 }
 
-// group is a command that only holds others: run alone or with an
-// unknown name, it is a usage error.
+// group is a command that only holds others.
 func group(name, short string, cmds ...*cobra.Command) *cobra.Command {
-	g := &cobra.Command{
-		Use:   name,
-		Short: short,
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				names := make([]string, 0, len(cmd.Commands()))
-				for _, s := range cmd.Commands() {
-					if s.IsAvailableCommand() {
-						names = append(names, s.Name())
-					}
-				}
-				return usagef("%s: name a command (%s)", path(cmd), strings.Join(names, ", "))
-			}
-			return unknownCommand(cmd, args[0])
-		},
-	}
-	g.SuggestionsMinimumDistance = 2
+	g := &cobra.Command{Use: name, Short: short}
 	g.AddCommand(cmds...)
+	asGroup(g)
 	return g
+}
+
+// asGroup makes a command that only holds others a usage error when run
+// alone or with an unknown name (cobra would print its help and exit 0).
+func asGroup(g *cobra.Command) {
+	g.SuggestionsMinimumDistance = 2
+	g.Args = cobra.ArbitraryArgs
+	g.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			names := make([]string, 0, len(cmd.Commands()))
+			for _, s := range cmd.Commands() {
+				if s.IsAvailableCommand() {
+					names = append(names, s.Name())
+				}
+			}
+			return usagef("%s: name a command (%s)", path(cmd), strings.Join(names, ", "))
+		}
+		return unknownCommand(cmd, args[0])
+	}
 }
 
 // unknownCommand is a usage error with cobra's suggestions.

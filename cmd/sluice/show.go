@@ -126,7 +126,7 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	}
 	for _, e := range j.Errors {
 		if e.Stack != "" {
-			fmt.Fprintf(w, "\nStack of the last %s (attempt %d, crash %d, at %s):\n", e.Class, e.Attempt, e.CrashAttempt, when(e.At))
+			fmt.Fprintf(w, "\nStack of the newest %s (%s):\n", e.Class, when(e.At))
 			for _, l := range strings.Split(strings.TrimRight(e.Stack, "\n"), "\n") {
 				fmt.Fprintln(w, "  "+l)
 			}
