@@ -21,7 +21,9 @@ func TestStatsWatch(t *testing.T) {
 		ctx, cancel := context.WithCancel(f.ctx)
 		var out, errb bytes.Buffer
 		done := make(chan int)
-		go func() { done <- f.runCtx(ctx, &out, &errb, "queues", "stats", "default", "--watch", "--interval", "5s") }()
+		go func() {
+			done <- f.runCtx(ctx, &out, &errb, "queues", "stats", "default", "--watch", "--interval", "5s")
+		}()
 		f.clk.WaitTimers(1) // the first block is out
 		f.clk.Advance(5 * time.Second)
 		f.clk.WaitTimers(1) // the second
