@@ -26,6 +26,7 @@ func (c *cli) effectsListCmd() *cobra.Command {
 	cmd.Flags().StringVar(&queue, "queue", "", "the queue `Q`")
 	intRange(cmd.Flags(), &limit, "limit", 100, 1, admin.MaxListLimit, "most effects to list")
 	_ = cmd.MarkFlagRequired("queue")
+	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
 		client, err := c.connect(cmd.Context())
 		if err != nil {

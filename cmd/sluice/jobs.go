@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -33,6 +32,7 @@ func (c *cli) jobsListCmd() *cobra.Command {
 	intRange(cmd.Flags(), &o.Limit, "limit", admin.DefaultListLimit, 1, admin.MaxListLimit, "jobs per page")
 	cmd.Flags().StringVar(&o.Cursor, "cursor", "", "the cursor `C` the previous page printed, for the next page")
 	_ = cmd.MarkFlagRequired("state")
+	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
 		client, err := c.connect(cmd.Context())
 		if err != nil {
@@ -104,51 +104,4 @@ func stateTime(j *flow.JobInfo) time.Time {
 		return j.Created
 	}
 	return j.Finished
-}
-
-func (c *cli) jobsCancelCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cancel ID",
-		Short: "Cancel a job; a running handler's context is cancelled",
-		Long: `Cancel a job that has not finished. A running handler's context is
-cancelled (runtime.ErrCancelled); the job is kept --retain (default 24h:
-match the workers' runtime.Options.RetainCancelled), then deleted.`,
-		Args: nArgs("ID"),
-	}
-	cmd.Flags().DurationVar(&c.retainCancelled, "retain", 0, "how long the cancelled job is kept (default 24h)")
-	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
-		if c.retainCancelled < 0 {
-			return usagef("--retain %v: must not be negative", c.retainCancelled)
-		}
-		return c.changeJob(cmd, args[0], "cancelled", (*admin.Client).CancelJob)
-	})
-	return cmd
-}
-
-func (c *cli) jobsDeleteCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete a job that is not running, with all its keys",
-		Args:  nArgs("ID"),
-	}
-	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
-		return c.changeJob(cmd, args[0], "deleted", (*admin.Client).DeleteJob)
-	})
-	return cmd
-}
-
-// changeJob runs op on job id and says done.
-func (c *cli) changeJob(cmd *cobra.Command, id, done string, op func(*admin.Client, context.Context, string) error) error {
-	client, err := c.connect(cmd.Context())
-	if err != nil {
-		return err
-	}
-	if err := op(client, cmd.Context(), id); err != nil {
-		return c.about("job", id, err)
-	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]string{"id": id, "result": done})
-	}
-	fmt.Fprintf(c.stdout, "%s %s\n", done, id)
-	return nil
 }

@@ -25,6 +25,8 @@ func (c *cli) pauseCmd(name, done, short string, op func(*admin.Client, context.
 		Use:   name + " QUEUE...",
 		Short: short,
 		Args:  minArgs("queue names"),
+		// offers the known queues
+		ValidArgsFunction: c.completeQueues,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, queues []string) error {
 		ctx := cmd.Context()

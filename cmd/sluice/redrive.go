@@ -50,6 +50,7 @@ failures are unknown IDs, else 1.`,
   sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
 	s.flags(cmd, true)
+	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error { return c.redrive(cmd, "redrive", ids, s) })
 	return cmd
 }
@@ -63,6 +64,7 @@ func (c *cli) releaseCmd() *cobra.Command {
   sluice release --queue mail --kind email --dry-run`,
 	}
 	s.flags(cmd, false)
+	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
 		s.sel.State = flow.StateQuarantined
 		return c.redrive(cmd, "release", ids, s)

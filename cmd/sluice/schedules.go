@@ -55,6 +55,8 @@ func (c *cli) scheduleCmd(name, done, short string, op func(*admin.Client, conte
 		Use:   name + " NAME",
 		Short: short,
 		Args:  nArgs("NAME"),
+		// offers the schedules' names
+		ValidArgsFunction: c.completeSchedule,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		client, err := c.connect(cmd.Context())
@@ -78,6 +80,8 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 		Use:   "trigger NAME",
 		Short: "Enqueue a schedule's job now, outside its ticks",
 		Args:  nArgs("NAME"),
+		// offers the schedules' names
+		ValidArgsFunction: c.completeSchedule,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		client, err := c.connect(cmd.Context())

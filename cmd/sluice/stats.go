@@ -46,7 +46,8 @@ func (c *cli) queuesStatsCmd() *cobra.Command {
 percentiles over a recent window. Without a queue, the queues the live
 workers serve (and those --partitions names). --watch prints them again
 every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
-		Example: "  sluice queues stats mail --window 30m\n  sluice queues stats --watch --interval 5s",
+		Example:           "  sluice queues stats mail --window 30m\n  sluice queues stats --watch --interval 5s",
+		ValidArgsFunction: c.completeQueues,
 	}
 	cmd.Flags().DurationVar(&window, "window", 5*time.Minute, "span of the rates (1m..2h)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the stats again every --interval until Ctrl-C")

@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestStatsWatch: queues stats --watch prints a block, then another each
@@ -45,8 +50,8 @@ func TestStatsWatch(t *testing.T) {
 }
 
 // TestCompletion: sluice completion writes a script for bash, zsh and
-// fish, and the completion it asks for offers commands and the values of
-// --state.
+// fish, and the completion it asks for offers commands, the values of
+// --state, the live workers' queues and the schedules' names.
 func TestCompletion(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -62,5 +67,25 @@ func TestCompletion(t *testing.T) {
 	}
 	if out := f.must("__complete", "jobs", "list", "--state", ""); !strings.Contains(out, "\narchived\n") || !strings.Contains(out, "\nquarantined\n") {
 		t.Errorf("completing --state: %q", out)
+	}
+	w := sluicetype.WorkerInfo{ID: "w1", Host: "h", PID: 1, Started: epoch, Queues: map[string]int{"mail": 2}, Concurrency: 1}
+	if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := msgpack.Marshal(store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Grace: time.Minute, Queue: "default", Kind: "email", Template: tmpl}
+	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"queues", "pause", ""}, {"jobs", "list", "--queue", ""}, {"redrive", "--queue", "m"}} {
+		if out := f.must(append([]string{"__complete"}, args...)...); !strings.HasPrefix(out, "mail\n") {
+			t.Errorf("completing %q: %q", args, out)
+		}
+	}
+	if out := f.must("__complete", "schedules", "trigger", ""); !strings.HasPrefix(out, "digest\n") {
+		t.Errorf("completing a schedule: %q", out)
 	}
 }
