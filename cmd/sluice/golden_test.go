@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -106,9 +108,9 @@ func TestWorkersGolden(t *testing.T) {
 	}
 }
 
-// TestShowHistoryGolden: jobs show prints the newest panic's stack, and
-// counts the attempts of a redriven job against its limit plus one per
-// redrive.
+// TestShowHistoryGolden: jobs show prints the newest panic's stack and a
+// stuck attempt's stacks, and counts the attempts of a redriven job
+// against its limit plus one per redrive.
 func TestShowHistoryGolden(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -131,5 +133,25 @@ func TestShowHistoryGolden(t *testing.T) {
 	}
 	if job.Attempt != 2 || job.MaxAttempts != 1 || job.Redrives != 1 || len(job.Errors) != 3 || job.Errors[2].Stack != stack {
 		t.Fatalf("jobs show --json: %+v", job)
+	}
+
+	f.enqueue("k1", email{To: "kim@example.com"})
+	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
+	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "k"})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	l := store.Lease{Local: res.Jobs[0].Local, LeaseID: res.Jobs[0].LeaseID, Fence: res.Jobs[0].Fence}
+	stuck := sluicetype.StuckInfo{Case: "no_progress", Why: "no progress for 5m0s", Since: epoch, Step: "send",
+		Stack: "goroutine 9 [select]:\nmain.wait()\n\t/src/mail/wait.go:7\n"}
+	if ok, err := f.st.Stuck(f.ctx, p, l, stuck); !ok || err != nil {
+		t.Fatalf("stuck: %v, %v", ok, err)
+	}
+	out = f.must("jobs", "show", "default:0:k1")
+	if !strings.Contains(out, "Stacks of the stuck attempt (fence 1, found ") || !strings.Contains(out, "\n  main.wait()\n  \t/src/mail/wait.go:7\n") {
+		t.Fatalf("jobs show of a stuck job:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(f.must("jobs", "show", "default:0:k1", "--json")), &job); err != nil || job.Stuck == nil || job.Stuck.Stack != stuck.Stack {
+		t.Fatalf("jobs show --json of a stuck job: %+v, %v", job.Stuck, err)
 	}
 }

@@ -63,6 +63,7 @@ type stuckJSON struct {
 	Since *time.Time `json:"since,omitempty"`
 	Step  string     `json:"step,omitempty"`
 	Fence int64      `json:"fence"`
+	Stack string     `json:"stack,omitempty"`
 }
 
 type stepJSON struct {
@@ -118,7 +119,7 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 		out.Progress = &progressRep{Percent: r.Percent, State: r.State, At: ts(r.At), Fence: r.Fence}
 	}
 	if s := j.Stuck; s != nil {
-		out.Stuck = &stuckJSON{Case: s.Case, Why: s.Why, Since: ts(s.Since), Step: s.Step, Fence: s.Fence}
+		out.Stuck = &stuckJSON{Case: s.Case, Why: s.Why, Since: ts(s.Since), Step: s.Step, Fence: s.Fence, Stack: s.Stack}
 	}
 	for _, s := range j.Steps {
 		out.Steps = append(out.Steps, stepJSON{Name: s.Name, Index: s.Index, Cursor: s.Cursor, At: ts(s.At), Result: decoded(s.Result)})

@@ -126,12 +126,20 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	}
 	for _, e := range j.Errors {
 		if e.Stack != "" {
-			fmt.Fprintf(w, "\nStack of the newest %s (%s):\n", e.Class, when(e.At))
-			for _, l := range strings.Split(strings.TrimRight(e.Stack, "\n"), "\n") {
-				fmt.Fprintln(w, "  "+l)
-			}
+			stack(w, fmt.Sprintf("Stack of the newest %s (%s)", e.Class, when(e.At)), e.Stack)
 			break // the newest; --json has every error's
 		}
+	}
+	if s := j.Stuck; s != nil && s.Stack != "" {
+		stack(w, fmt.Sprintf("Stacks of the stuck attempt (fence %d, found %s)", s.Fence, when(s.At)), s.Stack)
+	}
+}
+
+// stack prints a titled goroutine stack, indented.
+func stack(w io.Writer, title, s string) {
+	fmt.Fprintf(w, "\n%s:\n", title)
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		fmt.Fprintln(w, "  "+l)
 	}
 }
 
