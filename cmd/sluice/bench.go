@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
-	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,10 +20,10 @@ func (c *cli) benchCmd() *cobra.Command {
 		Use:                "bench [-scenario S,...] [-topology single,cluster] [-cluster] [flags]",
 		Short:              "Run the benchmark (sluice bench -h lists its flags)",
 		DisableFlagParsing: true, // its flags are the harness's
-		RunE: c.runE(func(cmd *cobra.Command, args []string) error {
-			pre, args := c.benchSplit(args)
+		RunE: c.runE(func(cmd *cobra.Command, _ []string) error {
 			fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
 			c.globalFlags(fs)
+			pre, args := benchSplit(fs, c.args)
 			if err := fs.Parse(pre); err != nil {
 				return usageError{err.Error()}
 			}
@@ -47,13 +47,18 @@ func (c *cli) benchCmd() *cobra.Command {
 	}
 }
 
-// benchSplit separates the global flags given before "bench" from the
-// benchmark's own: cobra hands the command line less the word "bench".
-func (c *cli) benchSplit(args []string) (pre, own []string) {
-	for i, a := range c.args {
-		if a == "bench" && slices.Equal(c.args[:i], args[:min(i, len(args))]) && slices.Equal(c.args[i+1:], args[min(i, len(args)):]) {
-			return c.args[:i], c.args[i+1:]
+// benchSplit separates the global flags given before the word "bench"
+// from the benchmark's own arguments after it, as cobra found the
+// command: the first argument that is neither a flag nor a flag's value.
+func benchSplit(global *pflag.FlagSet, args []string) (pre, own []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return args[:i], args[i+1:]
+		}
+		if f := global.Lookup(strings.TrimLeft(a, "-")); f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") {
+			i++ // its value
 		}
 	}
-	return nil, args
+	return args, nil
 }

@@ -57,8 +57,8 @@
 // exist, or a namespace with no queues). A queue exists for the CLI when
 // a live worker serves it, --partitions names it, or it holds a job,
 // finished one in the last two hours or is paused. A redrive by ID exits
-// 0 only when every job moved: 3 when the only failures are unknown IDs,
-// else 1. Errors go to stderr, one "sluice: " line each, naming the job,
+// 0 only when every job moved, else with the exit code its errors share
+// (3: all unknown IDs, 2: all malformed), or 1. Errors go to stderr, one "sluice: " line each, naming the job,
 // queue or schedule; an empty listing says which queue and namespace it
 // looked in.
 //

@@ -44,8 +44,9 @@ ones) to execution, by ID (at most 1000) or by a selector over one queue.
 Each job keeps its counters: one whose attempts were spent gets one more
 per redrive. Times (--after, --before) are RFC 3339 or a duration ago
 ("2h"). A redrive by selector draws a progress bar when stderr is a
-terminal. By ID it exits 0 only when every job moved: 3 when the only
-failures are unknown IDs, else 1.`,
+terminal. By ID it prints each job moved and an error for each that did
+not: it exits 0 when every job moved, else with the exit code the errors
+share (3: all unknown, 2: all malformed), or 1.`,
 		Example: `  sluice redrive mail:0:7f3a mail:1:9bc2
   sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
