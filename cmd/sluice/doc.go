@@ -53,8 +53,8 @@
 // Exit codes: 0 success; 1 error, including a job whose state refuses
 // the command (cancelling a finished job, rerouting a completed one);
 // 2 usage (unknown command or flag, a value out of range, a malformed
-// ID); 3 not found (a job, schedule, dead effect or queue that does not
-// exist, or a namespace with no queues). A queue exists for the CLI when
+// ID); 3 not found (a job, schedule, dead effect, queue or worker that
+// does not exist, or a namespace with no queues). A queue exists for the CLI when
 // a live worker serves it, --partitions names it, or it holds a job,
 // finished one in the last two hours or is paused. A redrive by ID exits
 // 0 only when every job moved, else with the exit code its errors share

@@ -25,6 +25,7 @@ type subjectError struct {
 	name string
 	ns   string
 	err  error
+	hint string // what to do about a not-found error
 }
 
 func (e *subjectError) Error() string {
@@ -34,8 +35,8 @@ func (e *subjectError) Error() string {
 	}
 	if notFound(e.err) {
 		msg := fmt.Sprintf("%s %s not found in namespace %q", e.what, name, e.ns)
-		if errors.Is(e.err, errNoQueue) {
-			msg += " (no live worker serves it and it holds no jobs; --partitions " + e.name + "=N names a new one)"
+		if e.hint != "" {
+			msg += " (" + e.hint + ")"
 		}
 		return msg
 	}
@@ -121,7 +122,7 @@ func exitCode(err error) int {
 // notFound: err says that what the command names does not exist (exit 3).
 func notFound(err error) bool {
 	var m missingError
-	return sluicetype.IsNotFound(err) || errors.Is(err, errNoQueue) || errors.As(err, &m)
+	return sluicetype.IsNotFound(err) || errors.Is(err, errNoQueue) || errors.Is(err, errNoWorker) || errors.As(err, &m)
 }
 
 // missingError is a not-found error that says it all (exit 3).

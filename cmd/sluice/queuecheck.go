@@ -63,5 +63,7 @@ func (c *cli) checkQueue(ctx context.Context, client *admin.Client, queue string
 			}
 		}
 	}
-	return c.about("queue", queue, errNoQueue)
+	err = c.about("queue", queue, errNoQueue)
+	err.(*subjectError).hint = "no live worker serves it and it holds no jobs; --partitions " + queue + "=N names a new one"
+	return err
 }

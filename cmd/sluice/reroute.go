@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/sticky"
 )
@@ -26,7 +29,8 @@ func (c *cli) jobsRerouteCmd() *cobra.Command {
 available job moves to its new worker at once; a running, scheduled,
 retryable or finished one goes there when it is next ready (retry, snooze,
 redrive). A completed job is never ready again: rerouting it is refused
-(exit 1).`,
+(exit 1). Without --after or --fail-after the job waits for its worker for
+ever, so the worker must be live (else exit 3).`,
 		Example: "  sluice jobs reroute mail:0:7f3a --to worker-7 --after 5m\n  sluice jobs reroute mail:0:7f3a --unpin",
 		Args:    nArgs("ID"),
 	}
@@ -63,6 +67,11 @@ redrive). A completed job is never ready again: rerouting it is refused
 		if j.State == flow.StateCompleted {
 			return &sluicetype.StateError{ID: id, Op: "reroute", State: j.State}
 		}
+		if !unpin && after == 0 && failAfter == 0 {
+			if err := c.checkWorker(cmd.Context(), client, to); err != nil {
+				return err
+			}
+		}
 		if err := client.Reroute(cmd.Context(), id, opt); err != nil {
 			return c.about("job", id, err)
 		}
@@ -85,4 +94,23 @@ func policy(after, failAfter time.Duration) sticky.Policy {
 		return sticky.FailAfter(failAfter)
 	}
 	return sticky.Wait()
+}
+
+// errNoWorker: no live worker has the ID named (exit 3).
+var errNoWorker = errors.New("sluice: worker not found")
+
+// checkWorker returns a not-found error unless a live worker has the ID.
+func (c *cli) checkWorker(ctx context.Context, client *admin.Client, id string) error {
+	ws, err := client.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return nil
+		}
+	}
+	err = c.about("worker", id, errNoWorker)
+	err.(*subjectError).hint = "no live worker has this ID; --after D or --fail-after D reroutes to it with a fallback"
+	return err
 }

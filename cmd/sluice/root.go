@@ -41,7 +41,8 @@ redis+cluster://h1:p1,h2:p2, redis+sentinel://s1,s2?master_name=m);
 
 Exit codes: 0 ok; 1 error, including a job whose state refuses the command;
 2 usage (unknown command or flag, a value out of range, a malformed ID);
-3 not found (a job, schedule, dead effect or queue that does not exist).`
+3 not found (a job, schedule, dead effect, queue or worker that does not
+exist).`
 
 // root builds the command tree.
 func (c *cli) root() *cobra.Command {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // transcript runs command lines and records each one's stdout, stderr
@@ -99,6 +102,7 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitNotFound, "jobs", "cancel", "default:0:nope")
 	tr.run(exitNotFound, "jobs", "delete", "default:0:nope")
 	tr.run(exitNotFound, "jobs", "reroute", "default:0:nope", "--to", "b")
+	tr.run(exitNotFound, "jobs", "reroute", "default:0:v1", "--to", "nosuchworker")
 	tr.run(exitNotFound, "jobs", "signal", "default:0:nope", "go")
 	tr.run(exitNotFound, "redrive", "default:0:nope", "default:0:gone")
 	tr.run(exitNotFound, "release", "default:0:nope")
@@ -152,6 +156,11 @@ func TestCommandsGolden(t *testing.T) {
 	tr.run(exitOK, "redrive", "--queue", "default", "--json")
 	tr.run(exitOK, "jobs", "reroute", "default:0:a1", "--to", "worker-b", "--fail-after", "1m")
 	tr.run(exitOK, "jobs", "reroute", "default:0:a1", "--unpin")
+	w := sluicetype.WorkerInfo{ID: "worker-live", Host: "h", PID: 1, Started: epoch, Queues: map[string]int{"default": 1}, Concurrency: 1}
+	if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	tr.run(exitOK, "jobs", "reroute", "default:0:a1", "--to", "worker-live") // live: no fallback needed
 	tr.run(exitOK, "jobs", "signal", "default:0:s1", "approved", "--data", `{"By":"ann"}`, "--key", "k1")
 	tr.run(exitOK, "queues", "pause", "default")
 	tr.run(exitOK, "--json", "queues", "resume", "default")
