@@ -28,18 +28,6 @@ match the workers' runtime.Options.RetainCancelled), then deleted.`,
 	return cmd
 }
 
-func (c *cli) jobsDeleteCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete ID",
-		Short: "Delete a job that is not running, with all its keys",
-		Args:  nArgs("ID"),
-	}
-	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
-		return c.changeJob(cmd, args[0], "deleted", (*admin.Client).DeleteJob)
-	})
-	return cmd
-}
-
 // changeJob runs op on job id and says done.
 func (c *cli) changeJob(cmd *cobra.Command, id, done string, op func(*admin.Client, context.Context, string) error) error {
 	client, err := c.connect(cmd.Context())
