@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -61,21 +62,38 @@ func (c *cli) effectsRedriveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redrive ID...",
 		Short: "Send dead-lettered effects back to be relayed again",
-		Args:  minArgs("dead effect IDs"),
+		Long: `Send dead-lettered effects back to be relayed again, by the IDs effects
+list prints (at most 1000), one call each: it prints each one sent back
+and an error for each that was not, and exits 0 only when all were sent
+back, else with the exit code the errors share (3: all unknown), or 1.`,
+		Args: minArgs("dead effect IDs"),
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
+		if len(ids) > admin.MaxRedriveIDs {
+			return usagef("effects redrive: %d IDs, at most %d", len(ids), admin.MaxRedriveIDs)
+		}
 		client, err := c.connect(cmd.Context())
 		if err != nil {
 			return err
 		}
-		if err := client.RedriveEffects(cmd.Context(), ids...); err != nil {
-			return err
+		sent := []string{}
+		var errs []error
+		for _, id := range ids {
+			if err := client.RedriveEffects(cmd.Context(), id); err != nil {
+				errs = append(errs, c.about("dead effect", id, err))
+				continue
+			}
+			sent = append(sent, id)
+			if !c.json {
+				fmt.Fprintf(c.stdout, "sent back dead-lettered effect %s to be relayed again\n", id)
+			}
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]any{"redriven": ids})
+			if err := writeJSON(c.stdout, map[string]any{"redriven": sent}); err != nil {
+				return err
+			}
 		}
-		fmt.Fprintf(c.stdout, "sent back %d dead-lettered effect%s to be relayed again: %s\n", len(ids), plural(len(ids)), strings.Join(ids, " "))
-		return nil
+		return errors.Join(errs...)
 	})
 	return cmd
 }
