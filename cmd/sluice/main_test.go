@@ -174,3 +174,14 @@ func TestUsage(t *testing.T) {
 		t.Errorf("bad URL: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestUnreachableRedis: a Redis that does not answer is an error (exit 1)
+// naming its URL without the password.
+func TestUnreachableRedis(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, errs, code := f.sluice("--redis", "redis://ann:secret@127.0.0.1:1", "workers")
+	if code != exitError || !strings.HasPrefix(errs, "sluice: redis redis://ann:***@127.0.0.1:1: ") || strings.Contains(errs, "secret") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+}
