@@ -1,31 +1,64 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/sluicehq/sluice/bench/harness"
 )
 
-// bench runs the benchmark (package bench/harness) with its own flags. A
-// global --redis names the Redis to measure, a global --json prints the
-// figures as JSON on stdout (the table then goes to stderr).
-func (c *cli) bench(ctx context.Context, args []string) error {
-	var pre []string
-	if c.redisURL != "" {
-		pre = append(pre, "-redis", c.redisURL)
+// benchCmd runs the benchmark (package bench/harness) with its own flags
+// (single dash, Go's flag syntax). A global --redis before the command
+// names the Redis to measure, a global --json prints the figures as JSON
+// on stdout (the table then goes to stderr).
+func (c *cli) benchCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:                "bench [-scenario S,...] [-topology single,cluster] [-cluster] [flags]",
+		Short:              "Run the benchmark (sluice bench -h lists its flags)",
+		DisableFlagParsing: true, // its flags are the harness's
+		RunE: c.runE(func(cmd *cobra.Command, _ []string) error {
+			fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
+			c.globalFlags(fs)
+			pre, args := benchSplit(fs, c.args)
+			if err := fs.Parse(pre); err != nil {
+				return usageError{err.Error()}
+			}
+			var with []string
+			if c.redisURL != "" {
+				with = append(with, "-redis", c.redisURL)
+			}
+			if c.json {
+				with = append(with, "-json", "-")
+			}
+			err := harness.Main(cmd.Context(), append(with, args...), c.stdout, c.stderr)
+			var usage *harness.UsageError
+			switch {
+			case errors.Is(err, flag.ErrHelp):
+				return nil // the benchmark printed its flags
+			case errors.As(err, &usage):
+				return usageError{"bench: " + usage.Error()}
+			}
+			return err
+		}),
 	}
-	if c.json {
-		pre = append(pre, "-json", "-")
+}
+
+// benchSplit separates the global flags given before the word "bench"
+// from the benchmark's own arguments after it, as cobra found the
+// command: the first argument that is neither a flag nor a flag's value.
+func benchSplit(global *pflag.FlagSet, args []string) (pre, own []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return args[:i], args[i+1:]
+		}
+		if f := global.Lookup(strings.TrimLeft(a, "-")); f != nil && f.NoOptDefVal == "" && !strings.Contains(a, "=") {
+			i++ // its value
+		}
 	}
-	err := harness.Main(ctx, append(pre, args...), c.stdout, c.stderr)
-	var usage *harness.UsageError
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		return nil // the benchmark printed its flags
-	case errors.As(err, &usage):
-		return usageError{"bench: " + usage.Error()}
-	}
-	return err
+	return args, nil
 }

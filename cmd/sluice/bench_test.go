@@ -4,6 +4,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/spf13/pflag"
 )
 
 // TestBench: sluice bench runs the benchmark with its own flags on the
@@ -40,5 +44,24 @@ func TestBench(t *testing.T) {
 	}
 	if _, errs, code := f.sluice("bench", "-scenario", "nope"); code != exitUsage || !strings.Contains(errs, `unknown scenario "nope"`) {
 		t.Fatalf("sluice bench -scenario nope: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestBenchSplit: the global flags before "bench" are the CLI's, whatever
+// their values, and everything after it is the benchmark's.
+func TestBenchSplit(t *testing.T) {
+	t.Parallel()
+	var c cli
+	fs := pflag.NewFlagSet("sluice", pflag.ContinueOnError)
+	c.globalFlags(fs)
+	for _, tc := range []struct{ args, pre, own []string }{
+		{[]string{"bench", "-json", "out.json"}, []string{}, []string{"-json", "out.json"}},
+		{[]string{"--namespace", "bench", "--json", "bench", "-redis", "x"}, []string{"--namespace", "bench", "--json"}, []string{"-redis", "x"}},
+		{[]string{"--redis=redis://h", "bench"}, []string{"--redis=redis://h"}, []string{}},
+	} {
+		pre, own := benchSplit(fs, tc.args)
+		if !cmp.Equal(pre, tc.pre, cmpopts.EquateEmpty()) || !cmp.Equal(own, tc.own, cmpopts.EquateEmpty()) {
+			t.Errorf("benchSplit(%q) = %q, %q; want %q, %q", tc.args, pre, own, tc.pre, tc.own)
+		}
 	}
 }

@@ -69,10 +69,20 @@ func TestChangeCommands(t *testing.T) {
 
 	// by selector: archive both again, count them, move them
 	f.settle(0, fail)
+	bar := "[==============================] 2/2 examined, 2 matched"
 	out := check(exitOK, "redrive", "--queue", "default", "--dry-run", "--batch", "1", "--after", "1s")
-	if !strings.Contains(out, "would redrive 2 jobs (2 examined in 3 batches)") || !strings.Contains(out, "[==============================] 2/2 examined, 2 matched") {
-		t.Fatalf("dry run output: %q", out)
+	if !strings.Contains(out, `would redrive 2 jobs of queue "default" (2 examined in 3 batches)`) || strings.Contains(out, bar) {
+		t.Fatalf("dry run output, stderr no terminal: %q", out)
 	}
+	f.stderrTTY = true // the bar is drawn on a terminal only, and never with --json
+	_, errs, _ := f.sluice("redrive", "--queue", "default", "--dry-run", "--batch", "1")
+	if !strings.Contains(errs, bar) {
+		t.Fatalf("dry run on a terminal: stderr %q", errs)
+	}
+	if out, errs, _ := f.sluice("redrive", "--queue", "default", "--dry-run", "--json"); strings.Contains(out+errs, "examined,") {
+		t.Fatalf("dry run --json on a terminal drew a bar: stdout %q stderr %q", out, errs)
+	}
+	f.stderrTTY = false
 	var sel selectJSON
 	if err := json.Unmarshal([]byte(f.must("redrive", "--queue", "default", "--kind", "email", "--json")), &sel); err != nil || sel.Matched != 2 || sel.DryRun {
 		t.Fatalf("redrive selector --json: %+v, %v", sel, err)

@@ -1,7 +1,7 @@
 // Command sluice is the operator's command line for Sluice: list and
 // inspect jobs, cancel, delete, redrive and release them, pause and resume
-// queues, read queue stats, list live workers and manage periodic
-// schedules.
+// queues, read queue stats, list live workers, manage periodic schedules
+// and dead-lettered effects, and run the benchmark.
 //
 // Install it with
 //
@@ -9,8 +9,9 @@
 //
 // Usage:
 //
-//	sluice [global flags] <command> [flags] [arguments]
+//	sluice <command> [flags] [arguments]
 //
+// Every command has --help; flags go before or after the arguments.
 // Global flags (accepted before or after the command):
 //
 //	--redis URL         Redis URL (default $REDIS_URL, else redis://localhost:6379);
@@ -24,26 +25,43 @@
 //
 // Commands:
 //
-//	jobs list --queue Q --state S [--kind K] [--limit N] [--cursor C]
-//	jobs show ID
+//	jobs list --state S [--queue Q] [--kind K] [--limit N] [--cursor C]
+//	jobs show ID                                    with the newest panic's stack
 //	jobs cancel ID [--retain D]                     kept D (default 24h; match the workers'
 //	                                                runtime.Options.RetainCancelled)
 //	jobs delete ID
+//	jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
+//	jobs signal ID NAME [--data JSON] [--key K]
 //	redrive ID...                                   archived or cancelled jobs by ID (at most 1000)
 //	redrive --queue Q [--state archived|cancelled|quarantined] [--kind K]
 //	        [--reason R] [--after T] [--before T] [--batch N] [--dry-run]
-//	release ID...                                   quarantined jobs by ID
-//	queues pause Q | queues resume Q
-//	queues stats [Q...] [--window 5m]
+//	release ID... | release --queue Q [selector flags]   quarantined jobs
+//	queues pause Q... | queues resume Q...
+//	queues stats [Q...] [--window 5m] [--watch [--interval 2s]]
 //	workers
 //	schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
+//	effects list --queue Q [--limit N] | effects redrive ID...
+//	bench [benchmark flags]                         (sluice bench -h lists them)
+//	completion bash|zsh|fish|powershell             shell completion script
 //
 // Times (--after, --before) are RFC 3339 ("2026-03-01T12:00:00Z") or a
 // duration ago ("2h"). A redrive by selector draws a progress bar on
-// stderr.
+// stderr when stderr is a terminal (never with --json); queues stats
+// --watch redraws in place when stdout is a terminal and stops on Ctrl-C
+// with exit 0.
 //
-// Exit codes: 0 success, 1 error (including a job in a state that refuses
-// the command), 2 usage error, 3 not found (job or schedule). A redrive by
-// ID exits 0 only when every job moved: 3 when the only failures are
-// unknown IDs, else 1.
+// Exit codes: 0 success; 1 error, including a job whose state refuses
+// the command (cancelling a finished job, rerouting a completed one);
+// 2 usage (unknown command or flag, a value out of range, a malformed
+// ID); 3 not found (a job, schedule, dead effect, queue or worker that
+// does not exist, or a namespace with no queues). A queue exists for the CLI when
+// a live worker serves it, --partitions names it, or it holds a job,
+// finished one in the last two hours or is paused. A redrive by ID exits
+// 0 only when every job moved, else with the exit code its errors share
+// (3: all unknown IDs, 2: all malformed), or 1. Errors go to stderr, one "sluice: " line each, naming the job,
+// queue or schedule; an empty listing says which queue and namespace it
+// looked in.
+//
+// Adding a command: a constructor func (c *cli) xxxCmd() *cobra.Command
+// in a file of its own, and its line in cli.tree (root.go).
 package main

@@ -1,80 +1,101 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
-// effects lists or sends back dead-lettered effects: effects on keys in
-// other slots that the relay could not apply (sluicetype.DeadEffect).
-func (c *cli) effects(ctx context.Context, sub string, args []string) error {
-	switch sub {
-	case "list":
-		return c.effectsList(ctx, args[1:])
-	case "redrive":
-		return c.effectsRedrive(ctx, args[1:])
-	}
-	return usagef("effects list --queue Q [--limit N] | effects redrive ID...")
-}
+// Dead-lettered effects: effects on keys in other slots that the relay
+// could not apply (sluicetype.DeadEffect).
 
-func (c *cli) effectsList(ctx context.Context, args []string) error {
-	fs := c.flags("effects list")
-	queue := fs.String("queue", "", "queue")
-	limit := fs.Int("limit", 100, "most effects to list")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
+func (c *cli) effectsListCmd() *cobra.Command {
+	var (
+		queue string
+		limit int
+	)
+	cmd := &cobra.Command{
+		Use:   "list --queue Q",
+		Short: "List a queue's dead-lettered effects, oldest first",
+		Args:  noArgs,
 	}
-	if *queue == "" || len(rest) > 0 {
-		return usagef("effects list --queue Q [--limit N]")
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	dead, err := client.DeadEffects(ctx, *queue, *limit)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]any{"queue": *queue, "dead_effects": dead})
-	}
-	if len(dead) == 0 {
-		fmt.Fprintf(c.stdout, "no dead-lettered effects in queue %s (namespace %s)\n", *queue, client.Namespace())
+	cmd.Flags().StringVar(&queue, "queue", "", "the queue `Q`")
+	intRange(cmd.Flags(), &limit, "limit", 100, 1, admin.MaxListLimit, "most effects to list")
+	_ = cmd.MarkFlagRequired("queue")
+	c.queueFlag(cmd)
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if err := c.checkQueue(cmd.Context(), client, queue); err != nil {
+			return err
+		}
+		dead, err := client.DeadEffects(cmd.Context(), queue, limit)
+		if err != nil {
+			return c.about("queue", queue, err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": dead})
+		}
+		if len(dead) == 0 {
+			fmt.Fprintf(c.stdout, "no dead-lettered effects in queue %q (namespace %q)\n", queue, client.Namespace())
+			return nil
+		}
+		t := newTable(c.stdout, "ID", "JOB", "WRITE", "ERROR", "AT (UTC)")
+		for _, d := range dead {
+			write := strings.TrimSpace(d.Op + " " + d.Key + " " + strings.Join(d.Args, " "))
+			t.row(d.ID, d.JobID, cut(write, 60), d.Error, d.At.UTC().Format(time.RFC3339))
+		}
+		t.flush()
 		return nil
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tJOB\tWRITE\tERROR\tAT")
-	for _, d := range dead {
-		write := strings.TrimSpace(d.Op + " " + d.Key + " " + strings.Join(d.Args, " "))
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, d.JobID, cut(write, 60), d.Error, d.At.UTC().Format(time.RFC3339))
-	}
-	return tw.Flush()
+	})
+	return cmd
 }
 
-func (c *cli) effectsRedrive(ctx context.Context, args []string) error {
-	rest, err := parse(c.flags("effects redrive"), args)
-	if err != nil {
-		return err
+func (c *cli) effectsRedriveCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "redrive ID...",
+		Short: "Send dead-lettered effects back to be relayed again",
+		Long: `Send dead-lettered effects back to be relayed again, by the IDs effects
+list prints (at most 1000), one call each: it prints each one sent back
+and an error for each that was not, and exits 0 only when all were sent
+back, else with the exit code the errors share (3: all unknown), or 1.`,
+		Args: minArgs("dead effect IDs"),
 	}
-	if len(rest) == 0 {
-		return usagef("effects redrive ID...")
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	if err := client.RedriveEffects(ctx, rest...); err != nil {
-		return err
-	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]any{"redriven": rest})
-	}
-	fmt.Fprintf(c.stdout, "sent back %d dead-lettered effects to be relayed again\n", len(rest))
-	return nil
+	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
+		if len(ids) > admin.MaxRedriveIDs {
+			return usagef("effects redrive: %d IDs, at most %d", len(ids), admin.MaxRedriveIDs)
+		}
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		sent := []string{}
+		var errs []error
+		for _, id := range ids {
+			if err := client.RedriveEffects(cmd.Context(), id); err != nil {
+				errs = append(errs, c.about("dead effect", id, err))
+				continue
+			}
+			sent = append(sent, id)
+			if !c.json {
+				fmt.Fprintf(c.stdout, "sent back dead-lettered effect %s to be relayed again\n", id)
+			}
+		}
+		if c.json {
+			if err := writeJSON(c.stdout, map[string]any{"redriven": sent}); err != nil {
+				return err
+			}
+		}
+		return errors.Join(errs...)
+	})
+	return cmd
 }
 
 // cut shortens s to n bytes, marking the cut.

@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -101,5 +105,53 @@ func TestWorkersGolden(t *testing.T) {
 	out := f.must("queues", "stats")
 	if !strings.Contains(out, "\ndefault ") || !strings.Contains(out, "\nmail ") {
 		t.Fatalf("queues stats of the workers' queues:\n%s", out)
+	}
+}
+
+// TestShowHistoryGolden: jobs show prints the newest panic's stack and a
+// stuck attempt's stacks, and counts the attempts of a redriven job
+// against its limit plus one per redrive.
+func TestShowHistoryGolden(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.enqueue("p1", email{To: "pat@example.com"}, flow.WithMaxAttempts(1))
+	stack := "goroutine 7 [running]:\nmain.send(...)\n\t/src/mail/send.go:42 +0x1d\n"
+	f.settle(10*time.Millisecond, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "runtime error: index out of range [3] with length 3", Data: []byte(stack)})
+	golden(t, "jobs_show_crashed", f.must("jobs", "show", "default:0:p1"))
+
+	f.clk.Advance(time.Hour) // due again after the crash delay
+	f.settle(10*time.Millisecond, fail)
+	f.must("redrive", "default:0:p1")
+	f.settle(10*time.Millisecond, fail)
+	out := f.must("jobs", "show", "default:0:p1")
+	if !strings.Contains(out, "Attempts:    2 failed (limit 1, +1 per redrive), 1 crash\n") {
+		t.Fatalf("a redriven job's attempts:\n%s", out)
+	}
+	var job jobJSON
+	if err := json.Unmarshal([]byte(f.must("jobs", "show", "default:0:p1", "--json")), &job); err != nil {
+		t.Fatal(err)
+	}
+	if job.Attempt != 2 || job.MaxAttempts != 1 || job.Redrives != 1 || len(job.Errors) != 3 || job.Errors[2].Stack != stack {
+		t.Fatalf("jobs show --json: %+v", job)
+	}
+
+	f.enqueue("k1", email{To: "kim@example.com"})
+	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
+	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "k"})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claim: %+v, %v", res, err)
+	}
+	l := store.Lease{Local: res.Jobs[0].Local, LeaseID: res.Jobs[0].LeaseID, Fence: res.Jobs[0].Fence}
+	stuck := sluicetype.StuckInfo{Case: "no_progress", Why: "no progress for 5m0s", Since: epoch, Step: "send",
+		Stack: "goroutine 9 [select]:\nmain.wait()\n\t/src/mail/wait.go:7\n"}
+	if ok, err := f.st.Stuck(f.ctx, p, l, stuck); !ok || err != nil {
+		t.Fatalf("stuck: %v, %v", ok, err)
+	}
+	out = f.must("jobs", "show", "default:0:k1")
+	if !strings.Contains(out, "Stacks of the stuck attempt (fence 1, found ") || !strings.Contains(out, "\n  main.wait()\n  \t/src/mail/wait.go:7\n") {
+		t.Fatalf("jobs show of a stuck job:\n%s", out)
+	}
+	if err := json.Unmarshal([]byte(f.must("jobs", "show", "default:0:k1", "--json")), &job); err != nil || job.Stuck == nil || job.Stuck.Stack != stuck.Stack {
+		t.Fatalf("jobs show --json of a stuck job: %+v, %v", job.Stuck, err)
 	}
 }

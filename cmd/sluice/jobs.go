@@ -1,144 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 )
-
-// jobJSON is a job in --json output.
-type jobJSON struct {
-	ID           string       `json:"id"`
-	Queue        string       `json:"queue"`
-	Kind         string       `json:"kind"`
-	State        string       `json:"state"`
-	Priority     int          `json:"priority"`
-	Attempt      int          `json:"attempt"`
-	CrashAttempt int          `json:"crash_attempt"`
-	MaxAttempts  int          `json:"max_attempts"`
-	Fence        int64        `json:"fence,omitempty"`
-	LeaseHolder  string       `json:"lease_holder,omitempty"`
-	LeaseExpiry  *time.Time   `json:"lease_expiry,omitempty"`
-	Created      *time.Time   `json:"created,omitempty"`
-	RunAt        *time.Time   `json:"run_at,omitempty"`
-	Finished     *time.Time   `json:"finished,omitempty"`
-	Deadline     *time.Time   `json:"deadline,omitempty"`
-	Timeout      string       `json:"timeout,omitempty"`
-	Reason       string       `json:"reason,omitempty"`
-	LastError    string       `json:"last_error,omitempty"`
-	Parent       string       `json:"parent,omitempty"`
-	Redrives     int          `json:"redrives,omitempty"`
-	RedrivenAt   *time.Time   `json:"redriven_at,omitempty"`
-	RedrivenFrom string       `json:"redriven_from,omitempty"`
-	Orphan       *orphanJSON  `json:"orphan,omitempty"`
-	Args         any          `json:"args,omitempty"`
-	Result       any          `json:"result,omitempty"`
-	Progress     *progressRep `json:"progress,omitempty"`
-	Stuck        *stuckJSON   `json:"stuck,omitempty"`
-	Steps        []stepJSON   `json:"steps,omitempty"`
-	// a suspended workflow's waits
-	Suspended       bool         `json:"suspended,omitempty"`
-	AwaitingSignals []string     `json:"awaiting_signals,omitempty"`
-	Timers          []timerJSON  `json:"timers,omitempty"`
-	Signals         []signalJSON `json:"signals,omitempty"`
-	Errors          []errorJSON  `json:"errors,omitempty"`
-}
-
-type orphanJSON struct {
-	Holder    string     `json:"holder"`
-	ExpiredAt *time.Time `json:"expired_at,omitempty"`
-	Count     int        `json:"count"`
-}
-
-type progressRep struct {
-	Percent float64    `json:"percent"`
-	State   string     `json:"state,omitempty"`
-	At      *time.Time `json:"at,omitempty"`
-	Fence   int64      `json:"fence"`
-}
-
-type stuckJSON struct {
-	Case  string     `json:"case"`
-	Why   string     `json:"why,omitempty"`
-	Since *time.Time `json:"since,omitempty"`
-	Step  string     `json:"step,omitempty"`
-	Fence int64      `json:"fence"`
-}
-
-type stepJSON struct {
-	Name   string     `json:"name"`
-	Index  int        `json:"index"`
-	Cursor bool       `json:"cursor,omitempty"`
-	At     *time.Time `json:"at,omitempty"`
-	Result any        `json:"result,omitempty"`
-}
-
-type timerJSON struct {
-	Name string     `json:"name"`
-	Wake *time.Time `json:"wake"`
-}
-
-type signalJSON struct {
-	Name    string `json:"name"`
-	Seq     int64  `json:"seq"`
-	Payload any    `json:"payload,omitempty"`
-}
-
-type errorJSON struct {
-	Class        string     `json:"class"`
-	At           *time.Time `json:"at,omitempty"`
-	Attempt      int        `json:"attempt"`
-	CrashAttempt int        `json:"crash_attempt"`
-	Message      string     `json:"message"`
-	Stack        string     `json:"stack,omitempty"`
-}
-
-// toJSON converts a job; full adds what only Job reads (arguments,
-// result, steps, errors, reports).
-func toJSON(j *flow.JobInfo, full bool) jobJSON {
-	out := jobJSON{
-		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority, Attempt: j.Attempt,
-		CrashAttempt: j.CrashAttempt, MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseHolder: j.LeaseHolder,
-		LeaseExpiry: ts(j.LeaseExpiry), Created: ts(j.Created), RunAt: ts(j.RunAt), Finished: ts(j.Finished),
-		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent,
-		Redrives: j.Redrives, RedrivenAt: ts(j.RedrivenAt), RedrivenFrom: j.RedrivenFrom,
-		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
-	}
-	if j.Timeout > 0 {
-		out.Timeout = j.Timeout.String()
-	}
-	if j.Orphan.Count > 0 {
-		out.Orphan = &orphanJSON{Holder: j.Orphan.Holder, ExpiredAt: ts(j.Orphan.ExpiredAt), Count: j.Orphan.Count}
-	}
-	if !full {
-		return out
-	}
-	out.Args, out.Result = decoded(j.Payload), decoded(j.Result)
-	if r := j.Tracking; r != nil {
-		out.Progress = &progressRep{Percent: r.Percent, State: r.State, At: ts(r.At), Fence: r.Fence}
-	}
-	if s := j.Stuck; s != nil {
-		out.Stuck = &stuckJSON{Case: s.Case, Why: s.Why, Since: ts(s.Since), Step: s.Step, Fence: s.Fence}
-	}
-	for _, s := range j.Steps {
-		out.Steps = append(out.Steps, stepJSON{Name: s.Name, Index: s.Index, Cursor: s.Cursor, At: ts(s.At), Result: decoded(s.Result)})
-	}
-	for _, tm := range j.Timers {
-		out.Timers = append(out.Timers, timerJSON{Name: tm.Name, Wake: ts(tm.Wake)})
-	}
-	for _, sg := range j.Signals {
-		out.Signals = append(out.Signals, signalJSON{Name: sg.Name, Seq: sg.Seq, Payload: decoded(sg.Payload)})
-	}
-	for _, e := range j.Errors {
-		out.Errors = append(out.Errors, errorJSON{Class: e.Class, At: ts(e.At), Attempt: e.Attempt,
-			CrashAttempt: e.CrashAttempt, Message: e.Message, Stack: e.Stack})
-	}
-	return out
-}
 
 // listJSON is `jobs list --json`.
 type listJSON struct {
@@ -146,50 +17,65 @@ type listJSON struct {
 	Next string    `json:"next,omitempty"`
 }
 
-func (c *cli) jobsList(ctx context.Context, args []string) error {
-	fs := c.flags("jobs list")
+func (c *cli) jobsListCmd() *cobra.Command {
 	var o admin.ListOptions
-	fs.StringVar(&o.Queue, "queue", "default", "queue")
-	fs.StringVar(&o.State, "state", "", "state")
-	fs.StringVar(&o.Kind, "kind", "", "kind")
-	fs.IntVar(&o.Limit, "limit", admin.DefaultListLimit, "page size")
-	fs.StringVar(&o.Cursor, "cursor", "", "the next cursor of the previous page")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:   "list --state STATE [--queue Q]",
+		Short: "List a queue's jobs in one state, newest first",
+		Example: `  sluice jobs list --state archived --queue mail
+  sluice jobs list --state archived --queue mail --cursor <the cursor the last page printed>`,
+		Args: noArgs,
 	}
-	if len(rest) > 0 || o.State == "" {
-		return usagef("jobs list --state S [--queue Q] [--kind K] [--limit N] [--cursor C]")
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	page, err := client.ListJobs(ctx, o)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		out := listJSON{Jobs: []jobJSON{}, Next: page.Next}
-		for i := range page.Jobs {
-			out.Jobs = append(out.Jobs, toJSON(&page.Jobs[i], false))
+	cmd.Flags().StringVar(&o.Queue, "queue", "default", "the queue `Q`")
+	choice(cmd, &o.State, "state", "", "the jobs' state", flow.States...)
+	cmd.Flags().StringVar(&o.Kind, "kind", "", "only jobs of kind `K`")
+	intRange(cmd.Flags(), &o.Limit, "limit", admin.DefaultListLimit, 1, admin.MaxListLimit, "jobs per page")
+	cmd.Flags().StringVar(&o.Cursor, "cursor", "", "the cursor `C` the previous page printed, for the next page")
+	_ = cmd.MarkFlagRequired("state")
+	c.queueFlag(cmd)
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
 		}
-		return writeJSON(c.stdout, out)
-	}
-	t := newTable(c.stdout, "ID", "KIND", "STATE", "ATTEMPTS", "CRASHES", "CREATED", when0(o.State), "REASON", "LAST ERROR")
-	for _, j := range page.Jobs {
-		state := j.State
-		if j.Suspended {
-			state += " (" + suspension(&j) + ")"
+		if err := c.checkQueue(cmd.Context(), client, o.Queue); err != nil {
+			return err
 		}
-		t.row(j.ID, j.Kind, state, strconv.Itoa(j.Attempt)+"/"+strconv.Itoa(j.MaxAttempts), strconv.Itoa(j.CrashAttempt),
-			when(j.Created), when(stateTime(&j)), orDash(j.Reason), orDash(clip(j.LastError, 40)))
-	}
-	t.flush()
-	if page.Next != "" {
-		fmt.Fprintf(c.stdout, "more: --cursor %s\n", page.Next)
-	}
-	return nil
+		page, err := client.ListJobs(cmd.Context(), o)
+		if err != nil {
+			return c.about("queue", o.Queue, err)
+		}
+		if c.json {
+			out := listJSON{Jobs: []jobJSON{}, Next: page.Next}
+			for i := range page.Jobs {
+				out.Jobs = append(out.Jobs, toJSON(&page.Jobs[i], false))
+			}
+			return writeJSON(c.stdout, out)
+		}
+		if len(page.Jobs) == 0 {
+			kind := ""
+			if o.Kind != "" {
+				kind = fmt.Sprintf(" of kind %q", o.Kind)
+			}
+			fmt.Fprintf(c.stdout, "no %s jobs%s in queue %q (namespace %q)\n", o.State, kind, o.Queue, client.Namespace())
+			return nil
+		}
+		t := newTable(c.stdout, "ID", "KIND", "STATE", "ATTEMPTS/LIMIT", "CRASHES", "CREATED (UTC)", when0(o.State)+" (UTC)", "REASON", "LAST ERROR")
+		for _, j := range page.Jobs {
+			state := j.State
+			if j.Suspended {
+				state += " (" + suspension(&j) + ")"
+			}
+			t.row(j.ID, j.Kind, state, strconv.Itoa(j.Attempt)+"/"+strconv.Itoa(j.MaxAttempts), strconv.Itoa(j.CrashAttempt),
+				when(j.Created), when(stateTime(&j)), orDash(j.Reason), orDash(clip(j.LastError, 40)))
+		}
+		t.flush()
+		if page.Next != "" {
+			fmt.Fprintf(c.stdout, "more: --cursor %s\n", page.Next)
+		}
+		return nil
+	})
+	return cmd
 }
 
 // when0 names the time column for a state; stateTime reads it.
@@ -218,39 +104,4 @@ func stateTime(j *flow.JobInfo) time.Time {
 		return j.Created
 	}
 	return j.Finished
-}
-
-func (c *cli) jobsChange(ctx context.Context, op string, args []string) error {
-	fs := c.flags("jobs " + op)
-	if op == "cancel" {
-		fs.DurationVar(&c.retainCancelled, "retain", 0, "how long the cancelled job is kept")
-	}
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 {
-		return usagef("jobs %s ID", op)
-	}
-	if c.retainCancelled < 0 {
-		return usagef("--retain %v: must not be negative", c.retainCancelled)
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	if op == "cancel" {
-		err = client.CancelJob(ctx, rest[0])
-	} else {
-		err = client.DeleteJob(ctx, rest[0])
-	}
-	if err != nil {
-		return err
-	}
-	done := map[string]string{"cancel": "cancelled", "delete": "deleted"}[op]
-	if c.json {
-		return writeJSON(c.stdout, map[string]string{"id": rest[0], "result": done})
-	}
-	fmt.Fprintf(c.stdout, "%s %s\n", done, rest[0])
-	return nil
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +47,8 @@ type fixture struct {
 	clk *runtime.FakeClock
 	c   *flow.Client
 	st  *store.Store
+	// the CLI's stdout and stderr are terminals
+	stdoutTTY, stderrTTY bool
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -94,11 +98,16 @@ func (f *fixture) settle(run time.Duration, ack store.Ack) {
 func (f *fixture) sluice(args ...string) (stdout, stderr string, code int) {
 	f.t.Helper()
 	var out, errb bytes.Buffer
-	e := env{stdout: &out, stderr: &errb, clock: f.clk, getenv: func(k string) string {
+	code = f.runCtx(f.ctx, &out, &errb, args...)
+	return out.String(), errb.String(), code
+}
+
+// runCtx runs the command line under ctx, writing to out and errb.
+func (f *fixture) runCtx(ctx context.Context, out, errb io.Writer, args ...string) int {
+	e := env{stdout: out, stderr: errb, clock: f.clk, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string {
 		return map[string]string{"REDIS_URL": f.url, "SLUICE_NAMESPACE": f.ns}[k]
 	}}
-	code = run(f.ctx, args, e)
-	return out.String(), errb.String(), code
+	return run(ctx, args, e)
 }
 
 // must runs a command that must succeed and returns its output.
@@ -158,10 +167,21 @@ func TestUsage(t *testing.T) {
 			t.Errorf("sluice %q: exit %d, want %d (stderr %q)", args, code, exitUsage, errs)
 		}
 	}
-	if out, _, code := f.sluice("--help"); code != exitOK || out != usage {
+	if out, _, code := f.sluice("--help"); code != exitOK || !strings.Contains(out, "Exit codes:") || !strings.Contains(out, "Available Commands:") {
 		t.Errorf("--help: exit %d, output %q", code, out)
 	}
 	if _, errs, code := f.sluice("--redis", "http://x", "workers"); code != exitUsage {
 		t.Errorf("bad URL: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestUnreachableRedis: a Redis that does not answer is an error (exit 1)
+// naming its URL without the password.
+func TestUnreachableRedis(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, errs, code := f.sluice("--redis", "redis://ann:secret@127.0.0.1:1", "workers")
+	if code != exitError || !strings.HasPrefix(errs, "sluice: redis redis://ann:***@127.0.0.1:1: ") || strings.Contains(errs, "secret") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }

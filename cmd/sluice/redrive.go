@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
@@ -27,78 +27,125 @@ type selectJSON struct {
 	Batches  int   `json:"batches"`
 }
 
-func (c *cli) redrive(ctx context.Context, cmd string, args []string) error {
-	fs := c.flags(cmd)
-	var (
-		sel           admin.Selector
-		after, before string
-		o             admin.RedriveOptions
-	)
-	fs.StringVar(&sel.Queue, "queue", "", "queue (redrive by selector)")
-	fs.StringVar(&sel.State, "state", "", "archived (default), cancelled or quarantined")
-	fs.StringVar(&sel.Kind, "kind", "", "job kind")
-	fs.StringVar(&sel.Reason, "reason", "", "terminal reason")
-	fs.StringVar(&after, "after", "", "finished at or after: RFC 3339 time or duration ago")
-	fs.StringVar(&before, "before", "", "finished before: RFC 3339 time or duration ago")
-	fs.IntVar(&o.BatchSize, "batch", 500, "jobs examined per script call")
-	fs.BoolVar(&o.DryRun, "dry-run", false, "count, move nothing")
-	ids, err := parse(fs, args)
-	if err != nil {
-		return err
+// selection is the selector flags of redrive and release.
+type selection struct {
+	sel           admin.Selector
+	after, before string
+	o             admin.RedriveOptions
+}
+
+func (c *cli) redriveCmd() *cobra.Command {
+	var s selection
+	cmd := &cobra.Command{
+		Use:   "redrive (ID... | --queue Q [selector flags])",
+		Short: "Return archived or cancelled jobs to execution, by ID or by selector",
+		Long: `Return archived or cancelled jobs (or, with --state quarantined, quarantined
+ones) to execution, by ID (at most 1000) or by a selector over one queue.
+Each job keeps its counters: one whose attempts were spent gets one more
+per redrive. Times (--after, --before) are RFC 3339 or a duration ago
+("2h"). A redrive by selector draws a progress bar when stderr is a
+terminal. By ID it prints each job moved and an error for each that did
+not: it exits 0 when every job moved, else with the exit code the errors
+share (3: all unknown, 2: all malformed), or 1.`,
+		Example: `  sluice redrive mail:0:7f3a mail:1:9bc2
+  sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
+	s.flags(cmd, true)
+	c.queueFlag(cmd)
+	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error { return c.redrive(cmd, "redrive", ids, s) })
+	return cmd
+}
+
+func (c *cli) releaseCmd() *cobra.Command {
+	var s selection
+	cmd := &cobra.Command{
+		Use:   "release (ID... | --queue Q [selector flags])",
+		Short: "Return quarantined jobs to execution, with crash_attempt reset",
+		Example: `  sluice release mail:0:7f3a
+  sluice release --queue mail --kind email --dry-run`,
+	}
+	s.flags(cmd, false)
+	c.queueFlag(cmd)
+	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
+		s.sel.State = flow.StateQuarantined
+		return c.redrive(cmd, "release", ids, s)
+	})
+	return cmd
+}
+
+func (s *selection) flags(cmd *cobra.Command, state bool) {
+	fs := cmd.Flags()
+	fs.StringVar(&s.sel.Queue, "queue", "", "redrive by selector: the queue `Q`")
+	if state {
+		choice(cmd, &s.sel.State, "state", "", "the jobs' state (default archived)",
+			flow.StateArchived, flow.StateCancelled, flow.StateQuarantined)
+	}
+	fs.StringVar(&s.sel.Kind, "kind", "", "only jobs of kind `K`")
+	fs.StringVar(&s.sel.Reason, "reason", "", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
+	fs.StringVar(&s.after, "after", "", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
+	fs.StringVar(&s.before, "before", "", "only jobs finished before `T`: RFC 3339 or a duration ago")
+	intRange(fs, &s.o.BatchSize, "batch", 500, 1, 5000, "jobs examined per script call")
+	fs.BoolVar(&s.o.DryRun, "dry-run", false, "count the jobs, move none")
+}
+
+func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection) error {
+	selFlags := []string{"queue", "state", "kind", "reason", "after", "before", "dry-run", "batch"}
 	if len(ids) > 0 {
-		if sel != (admin.Selector{}) || after != "" || before != "" || o.DryRun {
-			return usagef("%s: give job IDs or a selector (--queue ...), not both", cmd)
+		for _, f := range selFlags {
+			if cmd.Flags().Changed(f) {
+				return usagef("%s: give job IDs or a selector (--queue ...), not both: --%s with %d ID%s", name, f, len(ids), plural(len(ids)))
+			}
 		}
-		return c.redriveIDs(ctx, cmd, ids)
+		return c.redriveIDs(cmd.Context(), name, ids)
 	}
-	if cmd == "release" {
-		if sel.Queue == "" {
-			return usagef("release ID... (or release --queue Q [selector flags])")
-		}
-		sel.State = flow.StateQuarantined
+	if s.sel.Queue == "" {
+		return usagef("%s: give job IDs, or --queue Q and selector flags", name)
 	}
-	if sel.Queue == "" {
-		return usagef("redrive ID... or redrive --queue Q [--state S] [--kind K] [--reason R] [--after T] [--before T] [--dry-run]")
-	}
-	if sel.FinishedAfter, err = c.parseTime("--after", after); err != nil {
+	var err error
+	if s.sel.FinishedAfter, err = c.parseTime("--after", s.after); err != nil {
 		return err
 	}
-	if sel.FinishedBefore, err = c.parseTime("--before", before); err != nil {
+	if s.sel.FinishedBefore, err = c.parseTime("--before", s.before); err != nil {
 		return err
 	}
-	client, err := c.connect(ctx)
+	client, err := c.connect(cmd.Context())
 	if err != nil {
 		return err
 	}
-	bar := &progressBar{w: c.stderr}
-	o.Progress = bar.draw
-	pr, err := client.RedriveSelected(ctx, sel, o)
-	bar.end()
-	if err != nil {
+	if err := c.checkQueue(cmd.Context(), client, s.sel.Queue); err != nil {
 		return err
+	}
+	if c.stderrTTY && !c.json {
+		bar := &progressBar{w: c.stderr}
+		s.o.Progress = bar.draw
+		defer bar.end()
+	}
+	pr, err := client.RedriveSelected(cmd.Context(), s.sel, s.o)
+	if err != nil {
+		return c.about("queue", s.sel.Queue, err)
 	}
 	if c.json {
-		return writeJSON(c.stdout, selectJSON{DryRun: o.DryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})
+		return writeJSON(c.stdout, selectJSON{DryRun: s.o.DryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})
 	}
-	verb := "redrove"
-	if o.DryRun {
-		verb = "would redrive"
+	verb := map[string]string{"redrive": "redrove", "release": "released"}[name]
+	if s.o.DryRun {
+		verb = "would " + name
 	}
-	fmt.Fprintf(c.stdout, "%s %d jobs (%d examined in %d batches)\n", verb, pr.Matched, pr.Examined, pr.Batches)
+	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %d batch%s)\n", verb, pr.Matched, plural(pr.Matched),
+		s.sel.Queue, pr.Examined, pr.Batches, map[bool]string{true: "es"}[pr.Batches != 1])
 	return nil
 }
 
-func (c *cli) redriveIDs(ctx context.Context, cmd string, ids []string) error {
+func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 	if len(ids) > admin.MaxRedriveIDs {
-		return usagef("%s: %d IDs, at most %d: use a selector", cmd, len(ids), admin.MaxRedriveIDs)
+		return usagef("%s: %d IDs, at most %d: use a selector (--queue ...)", name, len(ids), admin.MaxRedriveIDs)
 	}
 	client, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}
 	var rep admin.RedriveReport
-	if cmd == "release" {
+	if name == "release" {
 		rep, err = client.Release(ctx, ids...)
 	} else {
 		rep, err = client.Redrive(ctx, ids...)
@@ -114,28 +161,21 @@ func (c *cli) redriveIDs(ctx context.Context, cmd string, ids []string) error {
 	if c.json {
 		out := redriveJSON{Moved: append([]string{}, rep.Moved...), Failed: map[string]string{}}
 		for id, e := range rep.Failed {
-			out.Failed[id] = e.Error()
+			out.Failed[id] = bare(c.about("job", id, e))
 		}
 		if err := writeJSON(c.stdout, out); err != nil {
 			return err
 		}
 	} else {
 		for _, id := range rep.Moved {
-			fmt.Fprintf(c.stdout, "%s %s\n", map[string]string{"redrive": "redrove", "release": "released"}[cmd], id)
-		}
-		for _, id := range failed {
-			fmt.Fprintf(c.stderr, "sluice: %s: %v\n", id, rep.Failed[id])
+			fmt.Fprintf(c.stdout, "%s %s\n", map[string]string{"redrive": "redrove", "release": "released"}[name], id)
 		}
 	}
-	if len(failed) == 0 {
-		return nil
+	errs := make([]error, 0, len(failed))
+	for _, id := range failed {
+		errs = append(errs, c.about("job", id, rep.Failed[id]))
 	}
-	for _, e := range rep.Failed {
-		if !errors.Is(e, flow.ErrNotFound) {
-			return errExit1
-		}
-	}
-	return errExit3
+	return errors.Join(errs...)
 }
 
 // parseTime reads an RFC 3339 time or a duration ago ("" is none).
@@ -155,26 +195,4 @@ func (c *cli) parseTime(name, s string) (time.Time, error) {
 		now = c.clock.Now()
 	}
 	return now.Add(-d), nil
-}
-
-// progressBar draws a redrive's progress on one terminal line.
-type progressBar struct {
-	w     io.Writer
-	drawn bool
-}
-
-const barWidth = 30
-
-func (b *progressBar) draw(p admin.RedriveProgress) {
-	total := max(p.Total, int64(p.Examined), 1)
-	filled := int(int64(barWidth) * int64(p.Examined) / total)
-	fmt.Fprintf(b.w, "\r[%s%s] %d/%d examined, %d matched", strings.Repeat("=", filled),
-		strings.Repeat(" ", barWidth-filled), p.Examined, total, p.Matched)
-	b.drawn = true
-}
-
-func (b *progressBar) end() {
-	if b.drawn {
-		fmt.Fprintln(b.w)
-	}
 }

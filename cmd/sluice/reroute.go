@@ -2,54 +2,86 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/sticky"
 )
 
-// jobsReroute changes the worker a job prefers (sticky routing), or unpins
-// it: jobs reroute ID --to WORKER [--after D | --fail-after D] | --unpin.
-func (c *cli) jobsReroute(ctx context.Context, args []string) error {
-	fs := c.flags("jobs reroute")
-	to := fs.String("to", "", "the worker the job should prefer")
-	after := fs.Duration("after", 0, "any worker may take it after this long")
-	failAfter := fs.Duration("fail-after", 0, "archive it if the worker has not taken it after this long")
-	unpin := fs.Bool("unpin", false, "let any worker take it")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
+// jobsRerouteCmd changes the worker a job prefers (sticky routing), or
+// unpins it.
+func (c *cli) jobsRerouteCmd() *cobra.Command {
+	var (
+		to               string
+		after, failAfter time.Duration
+		unpin            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "reroute ID (--to WORKER | --unpin)",
+		Short: "Change the worker a job prefers (sticky routing), or unpin it",
+		Long: `Change the worker a job prefers (sticky routing), or unpin it. An
+available job moves to its new worker at once; a running, scheduled,
+retryable or finished one goes there when it is next ready (retry, snooze,
+redrive). A completed job is never ready again: rerouting it is refused
+(exit 1). Without --after or --fail-after the job waits for its worker for
+ever, so the worker must be live (else exit 3).`,
+		Example: "  sluice jobs reroute mail:0:7f3a --to worker-7 --after 5m\n  sluice jobs reroute mail:0:7f3a --unpin",
+		Args:    nArgs("ID"),
 	}
-	const form = "jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin"
-	switch {
-	case len(rest) != 1:
-		return usagef("%s", form)
-	case *unpin && (*to != "" || *after != 0 || *failAfter != 0):
-		return usagef("--unpin takes no other option: %s", form)
-	case !*unpin && *to == "":
-		return usagef("--to or --unpin is required: %s", form)
-	case *after < 0 || *failAfter < 0 || (*after > 0 && *failAfter > 0):
-		return usagef("at most one of --after and --fail-after, and not negative: %s", form)
-	}
-	var opt flow.EnqueueOption
-	result := "unpinned"
-	if !*unpin {
-		opt = sticky.To(*to, policy(*after, *failAfter))
-		result = "rerouted to " + *to
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	if err := client.Reroute(ctx, rest[0], opt); err != nil {
-		return err
-	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]string{"id": rest[0], "result": result})
-	}
-	fmt.Fprintf(c.stdout, "%s %s\n", result, rest[0])
-	return nil
+	cmd.Flags().StringVar(&to, "to", "", "the `WORKER` the job should prefer")
+	cmd.Flags().DurationVar(&after, "after", 0, "any worker may take it after this long")
+	cmd.Flags().DurationVar(&failAfter, "fail-after", 0, "archive it if the worker has not taken it after this long")
+	cmd.Flags().BoolVar(&unpin, "unpin", false, "let any worker take it")
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		id := args[0]
+		switch {
+		case unpin && (to != "" || after != 0 || failAfter != 0):
+			return usagef("--unpin takes no --to, --after or --fail-after")
+		case !unpin && to == "":
+			return usagef("give --to WORKER or --unpin")
+		case after != 0 && failAfter != 0:
+			return usagef("give --after or --fail-after, not both")
+		case after < 0 || failAfter < 0:
+			return usagef("--after and --fail-after must not be negative")
+		}
+		var opt flow.EnqueueOption
+		result := "unpinned"
+		if !unpin {
+			opt = sticky.To(to, policy(after, failAfter))
+			result = "rerouted to " + to
+		}
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		j, err := client.Job(cmd.Context(), id)
+		if err != nil {
+			return c.about("job", id, err)
+		}
+		if j.State == flow.StateCompleted {
+			return &sluicetype.StateError{ID: id, Op: "reroute", State: j.State}
+		}
+		if !unpin && after == 0 && failAfter == 0 {
+			if err := c.checkWorker(cmd.Context(), client, to); err != nil {
+				return err
+			}
+		}
+		if err := client.Reroute(cmd.Context(), id, opt); err != nil {
+			return c.about("job", id, err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"id": id, "result": result})
+		}
+		fmt.Fprintf(c.stdout, "%s %s\n", result, id)
+		return nil
+	})
+	return cmd
 }
 
 // policy is the sticky fallback the flags ask for: Wait unless one of
@@ -62,4 +94,23 @@ func policy(after, failAfter time.Duration) sticky.Policy {
 		return sticky.FailAfter(failAfter)
 	}
 	return sticky.Wait()
+}
+
+// errNoWorker: no live worker has the ID named (exit 3).
+var errNoWorker = errors.New("sluice: worker not found")
+
+// checkWorker returns a not-found error unless a live worker has the ID.
+func (c *cli) checkWorker(ctx context.Context, client *admin.Client, id string) error {
+	ws, err := client.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return nil
+		}
+	}
+	err = c.about("worker", id, errNoWorker)
+	err.(*subjectError).hint = "no live worker has this ID; --after D or --fail-after D reroutes to it with a fallback"
+	return err
 }

@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/flow"
+	"github.com/spf13/cobra"
+
 	"github.com/sluicehq/sluice/flow/admin"
 )
 
@@ -24,48 +24,81 @@ type scheduleJSON struct {
 	NextRun  *time.Time `json:"next_run,omitempty"`
 }
 
-func (c *cli) schedules(ctx context.Context, sub string, args []string) error {
-	if sub == "" {
-		return usagef("schedules list | pause NAME | resume NAME | trigger NAME")
+func (c *cli) schedulesListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the periodic schedules the schedulers run",
+		Args:  noArgs,
 	}
-	rest, err := parse(c.flags("schedules "+sub), args[1:])
-	if err != nil {
-		return err
-	}
-	if (sub == "list") != (len(rest) == 0) || len(rest) > 1 {
-		return usagef("schedules list | pause NAME | resume NAME | trigger NAME")
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	switch sub {
-	case "list":
-		return c.schedulesList(ctx, client)
-	case "pause":
-		err = client.PauseSchedule(ctx, rest[0])
-	case "resume":
-		err = client.ResumeSchedule(ctx, rest[0])
-	case "trigger":
-		var e flow.Enqueued
-		if e, err = client.TriggerSchedule(ctx, rest[0]); err == nil {
-			if c.json {
-				return writeJSON(c.stdout, map[string]string{"schedule": rest[0], "job": e.ID})
-			}
-			fmt.Fprintf(c.stdout, "triggered %s: job %s\n", rest[0], e.ID)
-			return nil
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
 		}
-	default:
-		return usagef("unknown command \"schedules %s\"", sub)
+		return c.schedulesList(cmd.Context(), client)
+	})
+	return cmd
+}
+
+func (c *cli) schedulesPauseCmd() *cobra.Command {
+	return c.scheduleCmd("pause", "paused", "Stop enqueueing a schedule's ticks, fleet-wide, until resumed",
+		(*admin.Client).PauseSchedule)
+}
+
+func (c *cli) schedulesResumeCmd() *cobra.Command {
+	return c.scheduleCmd("resume", "resumed", "Restart a paused schedule with its next tick", (*admin.Client).ResumeSchedule)
+}
+
+// scheduleCmd is schedules pause or resume.
+func (c *cli) scheduleCmd(name, done, short string, op func(*admin.Client, context.Context, string) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   name + " NAME",
+		Short: short,
+		Args:  nArgs("NAME"),
+		// offers the schedules' names
+		ValidArgsFunction: c.completeSchedule,
 	}
-	if err != nil {
-		return err
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if err := op(client, cmd.Context(), args[0]); err != nil {
+			return c.about("schedule", args[0], err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "result": done})
+		}
+		fmt.Fprintf(c.stdout, "%s %s\n", done, args[0])
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) schedulesTriggerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trigger NAME",
+		Short: "Enqueue a schedule's job now, outside its ticks",
+		Args:  nArgs("NAME"),
+		// offers the schedules' names
+		ValidArgsFunction: c.completeSchedule,
 	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]string{"schedule": rest[0], "result": strings.TrimSuffix(sub, "e") + "ed"})
-	}
-	fmt.Fprintf(c.stdout, "%sed %s\n", strings.TrimSuffix(sub, "e"), rest[0])
-	return nil
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		e, err := client.TriggerSchedule(cmd.Context(), args[0])
+		if err != nil {
+			return c.about("schedule", args[0], err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "job": e.ID})
+		}
+		fmt.Fprintf(c.stdout, "triggered %s: job %s\n", args[0], e.ID)
+		return nil
+	})
+	return cmd
 }
 
 func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
@@ -85,7 +118,11 @@ func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 		}
 		return writeJSON(c.stdout, out)
 	}
-	t := newTable(c.stdout, "SCHEDULE", "TIMING", "QUEUE", "KIND", "MISSED", "PAUSED", "LAST RUN", "NEXT RUN")
+	if len(ss) == 0 {
+		fmt.Fprintf(c.stdout, "no schedules in namespace %q\n", client.Namespace())
+		return nil
+	}
+	t := newTable(c.stdout, "SCHEDULE", "TIMING", "QUEUE", "KIND", "MISSED", "PAUSED", "LAST RUN (UTC)", "NEXT RUN (UTC)")
 	for _, s := range ss {
 		timing := s.Cron
 		if s.Every > 0 {

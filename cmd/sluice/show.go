@@ -1,36 +1,38 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/sluicehq/sluice/flow"
 )
 
-func (c *cli) jobsShow(ctx context.Context, args []string) error {
-	rest, err := parse(c.flags("jobs show"), args)
-	if err != nil {
-		return err
+func (c *cli) jobsShowCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show a job: state, attempts, history, steps, errors and the last panic's stack",
+		Args:  nArgs("ID"),
 	}
-	if len(rest) != 1 {
-		return usagef("jobs show ID")
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	j, err := client.Job(ctx, rest[0])
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return writeJSON(c.stdout, toJSON(j, true))
-	}
-	showJob(c.stdout, j)
-	return nil
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		j, err := client.Job(cmd.Context(), args[0])
+		if err != nil {
+			return c.about("job", args[0], err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, toJSON(j, true))
+		}
+		showJob(c.stdout, j)
+		return nil
+	})
+	return cmd
 }
 
 // showJob prints one job for people: a field per line, then its steps and
@@ -46,7 +48,7 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	}
 	line("State", state)
 	line("Priority", strconv.Itoa(j.Priority))
-	line("Attempts", fmt.Sprintf("%d of %d, crashes %d", j.Attempt, j.MaxAttempts, j.CrashAttempt))
+	line("Attempts", attempts(j))
 	line("Fence", strconv.FormatInt(j.Fence, 10))
 	line("Created", when(j.Created))
 	if !j.RunAt.IsZero() {
@@ -122,6 +124,38 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 		}
 		et.flush()
 	}
+	for _, e := range j.Errors {
+		if e.Stack != "" {
+			stack(w, fmt.Sprintf("Stack of the newest %s (%s)", e.Class, when(e.At)), e.Stack)
+			break // the newest; --json has every error's
+		}
+	}
+	if s := j.Stuck; s != nil && s.Stack != "" {
+		stack(w, fmt.Sprintf("Stacks of the stuck attempt (fence %d, found %s)", s.Fence, when(s.At)), s.Stack)
+	}
+}
+
+// stack prints a titled goroutine stack, indented.
+func stack(w io.Writer, title, s string) {
+	fmt.Fprintf(w, "\n%s:\n", title)
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		fmt.Fprintln(w, "  "+l)
+	}
+}
+
+// attempts says how many attempts failed against which limit: the limit
+// is MaxAttempts, and each redrive of a job whose attempts were spent
+// allows one more (the counter is kept).
+func attempts(j *flow.JobInfo) string {
+	s := fmt.Sprintf("%d failed (limit %d", j.Attempt, j.MaxAttempts)
+	if j.Redrives > 0 {
+		s += ", +1 per redrive"
+	}
+	crashes := "crashes"
+	if j.CrashAttempt == 1 {
+		crashes = "crash"
+	}
+	return s + fmt.Sprintf("), %d %s", j.CrashAttempt, crashes)
 }
 
 // suspension says what a suspended workflow waits for.

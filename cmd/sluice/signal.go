@@ -1,44 +1,47 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
 )
 
-// jobsSignal sends a signal to a job: jobs signal ID NAME [--data JSON]
-// [--key K].
-// The JSON payload is sent msgpack-encoded, as a map for an object: the
-// wait decodes it into its type by field names, as msgpack does.
-func (c *cli) jobsSignal(ctx context.Context, args []string) error {
-	fs := c.flags("jobs signal")
-	data := fs.String("data", "", "the signal's payload, as JSON (default: none)")
-	key := fs.String("key", "", "an idempotency key: a signal with the key of one sent to the job before is not kept again")
-	rest, err := parse(fs, args)
-	if err != nil {
-		return err
+// jobsSignalCmd sends a signal to a job. The JSON payload is sent
+// msgpack-encoded, as a map for an object: the wait decodes it into its
+// type by field names, as msgpack does.
+func (c *cli) jobsSignalCmd() *cobra.Command {
+	var data, key string
+	cmd := &cobra.Command{
+		Use:     "signal ID NAME",
+		Short:   "Send a signal to a workflow job",
+		Example: `  sluice jobs signal orders:0:42 approved --data '{"By":"ann"}' --key approval-42`,
+		Args:    nArgs("ID", "NAME"),
 	}
-	if len(rest) != 2 {
-		return usagef("jobs signal ID NAME [--data JSON] [--key K]")
-	}
-	var payload any
-	if *data != "" {
-		if err := json.Unmarshal([]byte(*data), &payload); err != nil {
-			return usagef("--data: not JSON: %v", err)
+	cmd.Flags().StringVar(&data, "data", "", "the signal's payload, as `JSON` (default: none)")
+	cmd.Flags().StringVar(&key, "key", "", "an idempotency key `K`: a signal with the key of one sent to the job before is not kept again")
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		id, name := args[0], args[1]
+		var payload any
+		if data != "" {
+			if err := json.Unmarshal([]byte(data), &payload); err != nil {
+				return usagef("--data: not JSON: %v", err)
+			}
 		}
-	}
-	client, err := c.connect(ctx)
-	if err != nil {
-		return err
-	}
-	if err := client.Signal(ctx, rest[0], rest[1], payload, flow.WithSignalKey(*key)); err != nil {
-		return err
-	}
-	if c.json {
-		return writeJSON(c.stdout, map[string]string{"id": rest[0], "signal": rest[1], "result": "sent"})
-	}
-	fmt.Fprintf(c.stdout, "sent signal %s to %s\n", rest[1], rest[0])
-	return nil
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if err := client.Signal(cmd.Context(), id, name, payload, flow.WithSignalKey(key)); err != nil {
+			return c.about("job", id, err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"id": id, "signal": name, "result": "sent"})
+		}
+		fmt.Fprintf(c.stdout, "sent signal %s to %s\n", name, id)
+		return nil
+	})
+	return cmd
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+)
+
+// connect opens the client once: the URL and namespace from the flags or
+// the environment, partitions from the flag or the workers' registry.
+func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
+	url := firstOf(c.redisURL, c.getenv("REDIS_URL"), "redis://localhost:6379")
+	ns := firstOf(c.namespace, c.getenv("SLUICE_NAMESPACE"), "sluice")
+	rdb, err := flow.Connect(url)
+	if err != nil {
+		return nil, usagef("--redis: %v", bare(err))
+	}
+	c.rdb = rdb
+	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
+	if len(c.partitions) == 0 {
+		probe, err := flow.NewClient(rdb, opts)
+		if err != nil {
+			return nil, usagef("--namespace: %v", bare(err))
+		}
+		ws, err := admin.New(probe).Workers(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("redis %s: %w", redacted(url), err)
+		}
+		opts.Partitions = map[string]int{}
+		for _, w := range ws {
+			for q, n := range w.Queues {
+				opts.Partitions[q] = max(opts.Partitions[q], n)
+			}
+		}
+	}
+	fc, err := flow.NewClient(rdb, opts)
+	if err != nil {
+		return nil, usagef("%v", bare(err))
+	}
+	c.client = admin.New(fc)
+	return c.client, nil
+}
+
+// redacted is a Redis URL without its password.
+func redacted(url string) string {
+	scheme, rest, ok := strings.Cut(url, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return url
+	}
+	user, _, _ := strings.Cut(rest[:at], ":")
+	return scheme + "://" + user + ":***" + rest[at:]
+}
+
+func firstOf(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// partitionsFlag is --partitions Q=N,...
+type partitionsFlag map[string]int
+
+func (p *partitionsFlag) String() string {
+	var parts []string
+	for q, n := range *p {
+		parts = append(parts, q+"="+strconv.Itoa(n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (p *partitionsFlag) Set(s string) error {
+	if *p == nil {
+		*p = partitionsFlag{}
+	}
+	for _, kv := range strings.Split(s, ",") {
+		q, n, ok := strings.Cut(kv, "=")
+		v, err := strconv.Atoi(n)
+		if !ok || q == "" || err != nil || v < 1 {
+			return fmt.Errorf("want QUEUE=N with N at least 1, got %q", kv)
+		}
+		(*p)[q] = v
+	}
+	return nil
+}
+
+func (p *partitionsFlag) Type() string { return "Q=N,..." }

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// workerJSON is one worker of `workers --json`.
+type workerJSON struct {
+	ID          string         `json:"id"`
+	Host        string         `json:"host"`
+	PID         int            `json:"pid"`
+	Queues      map[string]int `json:"queues"`
+	Concurrency int            `json:"concurrency"`
+	Jobs        []string       `json:"jobs"`
+	Started     *time.Time     `json:"started,omitempty"`
+	LastSeen    *time.Time     `json:"last_seen,omitempty"`
+}
+
+func (c *cli) workersCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "List the live workers and the jobs they run",
+		Long: `List the live workers: the queues each serves with their partition
+counts, how many jobs it runs of how many it may run at once, when it
+started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
+		Args: noArgs,
+	}
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		ws, err := client.Workers(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if c.json {
+			out := []workerJSON{}
+			for _, w := range ws {
+				out = append(out, workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
+					Jobs: append([]string{}, w.Jobs...), Started: ts(w.Started), LastSeen: ts(w.LastSeen)})
+			}
+			return writeJSON(c.stdout, out)
+		}
+		if len(ws) == 0 {
+			fmt.Fprintf(c.stdout, "no live workers in namespace %q\n", client.Namespace())
+			return nil
+		}
+		t := newTable(c.stdout, "WORKER", "HOST", "PID", "QUEUES (PARTITIONS)", "RUNNING/CONCURRENCY", "STARTED (UTC)", "LAST HEARTBEAT (UTC)", "JOB IDS")
+		for _, w := range ws {
+			qs := make([]string, 0, len(w.Queues))
+			for q, n := range w.Queues {
+				qs = append(qs, q+"("+strconv.Itoa(n)+")")
+			}
+			sort.Strings(qs)
+			t.row(w.ID, w.Host, strconv.Itoa(w.PID), strings.Join(qs, ","), fmt.Sprintf("%d/%d", len(w.Jobs), w.Concurrency),
+				when(w.Started), when(w.LastSeen), orDash(clip(strings.Join(w.Jobs, " "), 80)))
+		}
+		t.flush()
+		return nil
+	})
+	return cmd
+}

@@ -1,0 +1,25 @@
+package sluicetype
+
+import "errors"
+
+// notFound are the sentinels that say the job, schedule, dead effect (or
+// other thing a call names) does not exist. A new not-found sentinel is
+// added here, so that IsNotFound, and the sluice command's exit code 3,
+// know it.
+var notFound = []error{
+	ErrNotFound,
+	ErrScheduleNotFound,
+	ErrNoDeadEffect,
+}
+
+// IsNotFound reports whether err says that what a call names does not
+// exist: errors.Is(err, s) for one of the not-found sentinels
+// (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect).
+func IsNotFound(err error) bool {
+	for _, s := range notFound {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
