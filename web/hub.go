@@ -222,7 +222,7 @@ func (h *hub) followJobs(ctx context.Context, ids []string) (map[string][]byte, 
 func (h *hub) current(ctx context.Context) (*snapshot, error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
-	if h.snap != nil && time.Since(h.snap.At) < h.interval*9/10 {
+	if h.snap != nil && time.Since(h.snap.At) < h.interval/2 {
 		return h.snap, nil
 	}
 	snap, err := h.read(ctx)
@@ -234,12 +234,13 @@ func (h *hub) current(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
-// read reads a snapshot: every tick the per-state counters and the
-// current minute's finished counts of every partition; every slowEvery
-// ticks also the queue list, the workers and the paused flags; the
-// hour's history once per queue, and the minutes since the last read
-// when a minute ends.
+// read reads a snapshot: every tick the per-state counters of every
+// partition (one command each); every slowEvery ticks also the queue
+// list, the workers, and each partition's paused flag and current
+// minute's finished counts; the hour's history once per queue, and the
+// minutes since the last read when a minute ends.
 func (h *hub) read(ctx context.Context) (*snapshot, error) {
+	at := time.Now()
 	slow := h.tick%slowEvery == 0 || h.queues == nil
 	if slow {
 		qs, err := h.ops.Queues(ctx)
@@ -260,7 +261,7 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &snapshot{At: time.Now(), Workers: h.workers}
+	snap := &snapshot{At: at, Workers: h.workers}
 	if err := h.updateHistory(ctx, live); err != nil {
 		return nil, err
 	}
@@ -284,9 +285,9 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 }
 
 // updateHistory keeps each queue's last hour: read whole for a queue not
-// seen before, and the last two minutes again when the minute turned (the
-// minute just ended may have grown after its last read); the current
-// minute comes from live.
+// seen before, and the minutes since the last read again when the minute
+// turned (the minute just ended may have grown after its last read); the
+// current minute comes from live when live was read in full.
 func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 	if len(live) == 0 {
 		return nil
@@ -312,9 +313,11 @@ func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 			copy(s[len(s)-shift-1:], points(ms))
 			h.history[q.Queue] = s
 		}
-		s := slices.Clone(h.history[q.Queue])
-		s[len(s)-1] = pointOf(q.Finished)
-		h.history[q.Queue] = s
+		if q.Paused >= 0 { // a full read: the current minute's counts are in
+			s := slices.Clone(h.history[q.Queue])
+			s[len(s)-1] = pointOf(q.Finished)
+			h.history[q.Queue] = s
+		}
 	}
 	h.minute = minute
 	return nil

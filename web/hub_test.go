@@ -91,15 +91,14 @@ func TestHubSharesOneRead(t *testing.T) {
 		t.Fatal("a poller is said to run with no subscriber")
 	}
 	// Each subscriber saw at least ticks overview events, so the poller
-	// published at least ticks times; twenty subscribers must not have
-	// multiplied the reads. (A subscriber that fell behind has events
-	// dropped, so reads may exceed what one saw by the buffer's size.)
-	live, briefs := ops.live.Load(), ops.briefs.Load()
-	if live < ticks || live > int64(ticks+cap(subs[0].ch)+2) {
-		t.Errorf("%d counters reads for about %d ticks and 20 subscribers", live, ticks)
-	}
-	if briefs > live {
-		t.Errorf("%d job reads for %d ticks", briefs, live)
+	// published at least ticks times (reusing a snapshot younger than the
+	// interval, when ticks bunch up); twenty subscribers must not have
+	// multiplied the reads. A subscriber that fell behind has events
+	// dropped, so the poller may have published a few more times than one
+	// saw.
+	most := int64(ticks + cap(subs[0].ch) + 2)
+	if live, briefs := ops.live.Load(), ops.briefs.Load(); live < 1 || live > most || briefs > most {
+		t.Errorf("%d counters reads and %d job reads for about %d ticks and 20 subscribers", live, briefs, ticks)
 	}
 	if n := jobSeen.Load(); n < 5 {
 		t.Errorf("the five followers saw %d job events, want one each at least", n)

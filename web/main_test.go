@@ -32,6 +32,13 @@ type flaky struct {
 
 func (flaky) Kind() string { return "flaky" }
 
+// work completes at once.
+type work struct {
+	Order string `msgpack:"order"`
+}
+
+func (work) Kind() string { return "work" }
+
 // block runs until its context is cancelled.
 type block struct{}
 
@@ -76,6 +83,7 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 		}
 		return nil
 	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[work]) error { return nil }))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
 		f.started <- job.ID
 		<-ctx.Done()

@@ -65,7 +65,7 @@ type queuePage struct {
 }
 
 // pageSize is the number of jobs a queue page lists.
-const pageSize = 50
+const pageSize = 25
 
 func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("queue")

@@ -119,6 +119,10 @@ var funcs = template.FuncMap{
 	"i64":    func(n int64) string { return strconv.FormatInt(n, 10) },
 	"pct":    func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) },
 	"spark":  spark,
+	// narrow: the states a phone's overview leaves out
+	"narrow": func(s string) bool {
+		return s == flow.StateScheduled || s == flow.StateRetryable || s == flow.StateQuarantined || s == flow.StateCancelled
+	},
 	"terminal": func(s string) bool {
 		return s == flow.StateCompleted || s == flow.StateArchived || s == flow.StateQuarantined || s == flow.StateCancelled
 	},

@@ -33,17 +33,19 @@ type QueueLive struct {
 	Paused int
 	Depth  map[string]int64 // jobs per state; every state is present
 	// Minute is the start of the current minute (the client's clock) and
-	// Finished what reached each terminal state during it so far.
+	// Finished what reached each terminal state during it so far (empty
+	// when not read).
 	Minute   time.Time
 	Finished map[string]int64
 }
 
 // QueuesLive reads, for each queue of queues (name -> partitions, 0 for
-// PartitionCount), its per-state counters and what finished in the
-// current minute, and with withPaused its paused flags: two (three) O(1)
-// commands per partition, all in one pipelined round trip. The result is
-// sorted by queue name.
-func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, withPaused bool) ([]QueueLive, error) {
+// PartitionCount), its per-state counters (one O(1) command per
+// partition), and with full also its paused flags and what finished in
+// the current minute (two more), all in one pipelined round trip. Without
+// full, Paused is -1 and Finished empty. The result is sorted by queue
+// name.
+func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, full bool) ([]QueueLive, error) {
 	names := make([]string, 0, len(queues))
 	for q := range queues {
 		if !runtime.ValidQueue(q) {
@@ -67,8 +69,8 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, withPaus
 			all[i] = make([]reads, len(parts))
 			for k, part := range parts {
 				all[i][k].stats = p.HGetAll(ctx, part.Stats())
-				all[i][k].fin = p.HGetAll(ctx, part.Minute(minute))
-				if withPaused {
+				if full {
+					all[i][k].fin = p.HGetAll(ctx, part.Minute(minute))
 					all[i][k].paused = p.Exists(ctx, part.Paused())
 				}
 			}
@@ -83,17 +85,20 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, withPaus
 		for _, s := range flow.States {
 			q.Depth[s] = 0
 		}
-		if withPaused {
+		if full {
 			q.Paused = 0
 		}
 		for _, r := range all[i] {
 			if err := addCounts(q.Depth, r.stats.Val(), false); err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
+			if !full {
+				continue
+			}
 			if err := addCounts(q.Finished, r.fin.Val(), true); err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
-			if r.paused != nil && r.paused.Val() == 1 {
+			if r.paused.Val() == 1 {
 				q.Paused++
 			}
 		}

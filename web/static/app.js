@@ -93,7 +93,11 @@
       .then(function (html) {
         var doc = new DOMParser().parseFromString(html, "text/html");
         var fresh = doc.getElementById("live");
-        if (fresh) { live.replaceWith(fresh); times(fresh); }
+        if (fresh) {
+          live.replaceWith(fresh);
+          times(fresh);
+          fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
+        }
       })
       .finally(function () { refreshing = false; });
   }
