@@ -101,6 +101,7 @@ func TestScale(t *testing.T) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("load average: %s", strings.TrimSpace(string(load)))
 	measure("overview (snapshot read each time)", "/", true, true)
+	measure("overview (snapshot shared, 1s)", "/", false, true)
 	measure("queue, available", "/queues/q03", false, true)
 	measure("queue, completed", "/queues/q03?state=completed", false, true)
 	measure("queue, archived", "/queues/q03?state=archived", false, true)
