@@ -3,13 +3,16 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -245,5 +248,130 @@ func TestPendingActionSaysSo(t *testing.T) {
 	}
 	if st := f.env.Job(id).State; st != flow.StateScheduled {
 		t.Fatalf("job is %s", st)
+	}
+}
+
+// TestQueueAndScheduleActions: pausing and resuming a queue and a
+// schedule, triggering a schedule and redriving a queue's archived jobs
+// by selector, each through its confirmation form, do what the operator
+// API says; the bulk page counts the jobs first.
+func TestQueueAndScheduleActions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	ctx := context.Background()
+	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
+	testkit.Must(t, err)
+	testkit.Must(t, sch.Add(flow.Schedule{Name: "nightly", Every: time.Hour, Args: work{Order: "nightly"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
+	sctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- sch.Run(sctx) }()
+	t.Cleanup(func() { stop(); <-ran })
+	// The scheduler publishes the schedule from its own goroutine, which
+	// sends no signal: poll the operator API for it.
+	redistest.Within(t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
+		_, err := f.ops.Schedule(ctx, "nightly")
+		return err == nil, fmt.Sprint(err)
+	})
+
+	c := client()
+	act := func(action string, form url.Values) string {
+		t.Helper()
+		code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("confirm %s: %d\n%s", action, code, body)
+		}
+		form.Set("csrf", csrfOf(body))
+		code, loc, body := f.post(c, "/act/"+action, form)
+		if code != http.StatusSeeOther {
+			t.Fatalf("%s: %d\n%s", action, code, body)
+		}
+		return loc
+	}
+	paused := func() int {
+		live, err := f.ops.QueuesLive(ctx, map[string]int{testQueue: 0}, true)
+		testkit.Must(t, err)
+		return live[0].Paused
+	}
+	act("pause", url.Values{"queue": {testQueue}})
+	if n := paused(); n != testPartitions {
+		t.Fatalf("after pause: %d partitions paused", n)
+	}
+	act("resume", url.Values{"queue": {testQueue}})
+	if n := paused(); n != 0 {
+		t.Fatalf("after resume: %d partitions paused", n)
+	}
+
+	if _, body := f.get(c, "/schedules"); !strings.Contains(body, "nightly") {
+		t.Fatalf("schedules page does not list the schedule:\n%s", body)
+	}
+	act("pause-schedule", url.Values{"schedule": {"nightly"}})
+	if s, _ := f.ops.Schedule(ctx, "nightly"); !s.Paused {
+		t.Fatal("schedule not paused")
+	}
+	act("resume-schedule", url.Values{"schedule": {"nightly"}})
+	if s, _ := f.ops.Schedule(ctx, "nightly"); s.Paused {
+		t.Fatal("schedule still paused")
+	}
+	loc := act("trigger", url.Values{"schedule": {"nightly"}})
+	id, err := url.PathUnescape(strings.TrimPrefix(loc, testPrefix+"/jobs/"))
+	testkit.Must(t, err)
+	if j := f.env.WaitState(id, flow.StateCompleted); j.Kind != "work" {
+		t.Fatalf("triggered job %s is a %s", id, j.Kind)
+	}
+
+	var ids []string
+	for i := range 3 {
+		id := f.enqueue(flaky{N: i}, flow.WithMaxAttempts(1))
+		f.env.WaitState(id, flow.StateArchived)
+		ids = append(ids, id)
+	}
+	_, body := f.get(c, "/confirm/bulk-redrive?queue="+testQueue+"&state=archived&kind=flaky")
+	if !strings.Contains(body, `<b id="dry-run-count">3</b>`) {
+		t.Fatalf("bulk confirmation does not count 3 jobs:\n%s", body)
+	}
+	for _, id := range ids {
+		if j := f.env.Job(id); j.Redrives != 0 {
+			t.Fatalf("the dry run redrove %s", id)
+		}
+	}
+	act("bulk-redrive", url.Values{"queue": {testQueue}, "state": {"archived"}, "kind": {"flaky"}})
+	for _, id := range ids {
+		if j := f.env.Job(id); j.Redrives != 1 {
+			t.Errorf("%s: %d redrives after the bulk redrive", id, j.Redrives)
+		}
+	}
+}
+
+// TestJobPageShowsWorkflow: a parent that checkpointed a step, joined two
+// children and waits for a signal shows the step and its result, the
+// finished children, and what it waits for.
+func TestJobPageShowsWorkflow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	id := f.enqueue(parent{})
+	// The parent suspends itself (no settle signal for a wait): poll.
+	var j *flow.JobInfo
+	redistest.Within(t, testkit.Timeout, "the parent to wait for its signal", func() (bool, string) {
+		j = f.env.Job(id)
+		return j.Suspended && len(j.AwaitingSignals) == 1, fmt.Sprintf("%s suspended=%v awaiting=%v", j.State, j.Suspended, j.AwaitingSignals)
+	})
+	code, body := f.get(client(), jobPath(id))
+	if code != http.StatusOK {
+		t.Fatalf("job page: %d", code)
+	}
+	for _, want := range []string{"charge", "R-77", "waiting for signal", "approve", "Finished children", "kids"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("parent's page lacks %q", want)
+		}
+	}
+	x, err := f.ops.JobExtras(context.Background(), id)
+	testkit.Must(t, err)
+	if len(x.Children) != 2 || x.Children[0].State != flow.StateCompleted || x.MoreChildren {
+		t.Errorf("children: %+v", x)
+	}
+	for _, c := range x.Children {
+		if !strings.Contains(body, c.Local) {
+			t.Errorf("parent's page does not list child %s", c.Local)
+		}
 	}
 }

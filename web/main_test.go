@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
 )
 
 var env redistest.Env
@@ -38,6 +39,12 @@ type work struct {
 }
 
 func (work) Kind() string { return "work" }
+
+// parent checkpoints a step, spawns two work children, joins them, then
+// waits for the signal "approve".
+type parent struct{}
+
+func (parent) Kind() string { return "parent" }
 
 // block runs until its context is cancelled.
 type block struct{}
@@ -84,6 +91,23 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 		return nil
 	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[work]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[parent]) error {
+		if _, err := step.Run(ctx, "charge", func(context.Context) (map[string]any, error) {
+			return map[string]any{"receipt": "R-77"}, nil
+		}); err != nil {
+			return err
+		}
+		ch, err := flow.Spawn(ctx, "kids", flow.Item{Args: work{Order: "k1"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}},
+			flow.Item{Args: work{Order: "k2"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}})
+		if err != nil {
+			return err
+		}
+		if _, err := flow.Join[struct{}](ctx, ch, flow.CollectAll); err != nil {
+			return err
+		}
+		_, _, err = step.WaitSignal[string](ctx, "approve", time.Hour)
+		return err
+	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
 		f.started <- job.ID
 		<-ctx.Done()
