@@ -13,7 +13,8 @@
 // Safe by default: ListenAndServe refuses to listen beyond loopback
 // without authentication (a bearer token, basic auth, or the embedding
 // application's middleware in Options.Auth), and with no authentication
-// configured the handler answers only requests from loopback addresses.
+// configured the handler answers only requests from loopback addresses
+// that no proxy forwarded.
 // Every state-changing request needs the session's CSRF token and passes
 // a cross-origin check; Options.ReadOnly removes every action and
 // Options.HideArgs hides arguments, headers and results.

@@ -168,19 +168,31 @@ func TestBasicAuthAndMiddleware(t *testing.T) {
 }
 
 // TestSafeByDefault: without authentication the console answers only
-// loopback clients, and ListenAndServe will not listen beyond loopback.
+// loopback clients that no proxy forwarded, and ListenAndServe will not
+// listen beyond loopback.
 func TestSafeByDefault(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
 	h, err := Handler(Options{Admin: f.ops})
 	testkit.Must(t, err)
-	for addr, want := range map[string]int{"127.0.0.1:5000": http.StatusOK, "[::1]:5000": http.StatusOK, "192.0.2.7:5000": http.StatusForbidden} {
+	for _, tc := range []struct {
+		addr, forwarded string
+		want            int
+	}{
+		{"127.0.0.1:5000", "", http.StatusOK},
+		{"[::1]:5000", "", http.StatusOK},
+		{"192.0.2.7:5000", "", http.StatusForbidden},
+		{"127.0.0.1:5000", "198.51.100.4", http.StatusForbidden}, // a local reverse proxy
+	} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.RemoteAddr = addr
+		req.RemoteAddr = tc.addr
+		if tc.forwarded != "" {
+			req.Header.Set("X-Forwarded-For", tc.forwarded)
+		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
-		if rec.Code != want {
-			t.Errorf("request from %s: %d, want %d", addr, rec.Code, want)
+		if rec.Code != tc.want {
+			t.Errorf("request from %s (forwarded for %q): %d, want %d", tc.addr, tc.forwarded, rec.Code, tc.want)
 		}
 	}
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.7:0"} {

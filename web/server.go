@@ -27,7 +27,8 @@ type console struct {
 //	mux.Handle("/sluice/", h)
 //
 // With no authentication configured (Token, User/Password, Auth) it
-// answers only requests from loopback addresses, unless Options.Insecure.
+// answers only requests from loopback addresses that no proxy forwarded,
+// unless Options.Insecure.
 func Handler(o Options) (http.Handler, error) {
 	c, err := newConsole(o)
 	if err != nil {
@@ -105,8 +106,15 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loopbackRequest reports whether r came from a loopback address.
+// loopbackRequest reports whether r came from a loopback address and
+// not through a proxy: a reverse proxy on this machine connects from
+// loopback on behalf of anyone, and says so in a forwarding header.
 func loopbackRequest(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	return err == nil && loopbackHost(host)
 }
