@@ -37,6 +37,7 @@ var publicPackages = []string{
 	"github.com/sluicehq/sluice/sluicetype",
 	"github.com/sluicehq/sluice/step",
 	"github.com/sluicehq/sluice/sticky",
+	"github.com/sluicehq/sluice/web",
 }
 
 // TestPublicAPINamesNoInternalType loads the public packages' export data

@@ -1,0 +1,266 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// The reads below serve live dashboards (package web): each costs a fixed
+// number of O(1) commands per partition, whatever the number of jobs.
+
+// PartitionCount is the number of partitions the client knows queue to
+// have (flow.ClientOptions.Partitions; 1 when not set there).
+func (c *Client) PartitionCount(queue string) int { return len(c.b.Partitions(queue)) }
+
+// QueueLive is a queue's live counters.
+type QueueLive struct {
+	Queue      string
+	Partitions int
+	// Paused counts the paused partitions; -1 when not read.
+	Paused int
+	Depth  map[string]int64 // jobs per state; every state is present
+	// Minute is the start of the current minute (the client's clock) and
+	// Finished what reached each terminal state during it so far (empty
+	// when not read).
+	Minute   time.Time
+	Finished map[string]int64
+}
+
+// QueuesLive reads, for each queue of queues (name -> partitions, 0 for
+// PartitionCount), its per-state counters (one O(1) command per
+// partition), and with full also its paused flags and what finished in
+// the current minute (two more), all in one pipelined round trip. Without
+// full, Paused is -1 and Finished empty. The result is sorted by queue
+// name.
+func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, full bool) ([]QueueLive, error) {
+	names := make([]string, 0, len(queues))
+	for q := range queues {
+		if !runtime.ValidQueue(q) {
+			return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, q)
+		}
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	minute := c.b.Now().UnixMilli() / 60000
+	type reads struct {
+		stats, fin *redis.MapStringStringCmd
+		paused     *redis.IntCmd
+	}
+	all := make([][]reads, len(names))
+	out := make([]QueueLive, len(names))
+	_, err := c.b.Store.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, q := range names {
+			parts := c.partitions(q, queues[q])
+			out[i] = QueueLive{Queue: q, Partitions: len(parts), Paused: -1, Depth: map[string]int64{},
+				Minute: time.UnixMilli(minute * 60000), Finished: map[string]int64{}}
+			all[i] = make([]reads, len(parts))
+			for k, part := range parts {
+				all[i][k].stats = p.HGetAll(ctx, part.Stats())
+				if full {
+					all[i][k].fin = p.HGetAll(ctx, part.Minute(minute))
+					all[i][k].paused = p.Exists(ctx, part.Paused())
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	for i := range out {
+		q := &out[i]
+		for _, s := range flow.States {
+			q.Depth[s] = 0
+		}
+		if full {
+			q.Paused = 0
+		}
+		for _, r := range all[i] {
+			if err := addCounts(q.Depth, r.stats.Val(), false); err != nil {
+				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
+			}
+			if !full {
+				continue
+			}
+			if err := addCounts(q.Finished, r.fin.Val(), true); err != nil {
+				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
+			}
+			if r.paused.Val() == 1 {
+				q.Paused++
+			}
+		}
+	}
+	return out, nil
+}
+
+// partitions names queue's partitions: n of them, or the client's count
+// when n is 0.
+func (c *Client) partitions(queue string, n int) []keys.Partition {
+	if n <= 0 {
+		return c.b.Partitions(queue)
+	}
+	out := make([]keys.Partition, n)
+	for i := range out {
+		out[i] = keys.Partition{NS: c.b.Namespace, Queue: queue, Index: i}
+	}
+	return out
+}
+
+// addCounts adds the integer fields of m to into; skipRunTimes leaves out
+// a minute hash's run time buckets ("rt:<bucket>").
+func addCounts(into map[string]int64, m map[string]string, skipRunTimes bool) error {
+	for f, v := range m {
+		if skipRunTimes && strings.HasPrefix(f, "rt:") {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%w: counter %s = %q", flow.ErrMalformed, f, v)
+		}
+		into[f] += n
+	}
+	return nil
+}
+
+// MinuteCount is what a queue finished in one minute, per terminal state.
+type MinuteCount struct {
+	Minute   time.Time
+	Finished map[string]int64
+}
+
+// QueueHistory reads what queue (with partitions partitions, 0 for
+// PartitionCount) finished in each of the last minutes minutes (at most
+// MaxStatsWindow), oldest first, the current one last: one O(1) command
+// per partition and minute, in one pipelined round trip.
+func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]MinuteCount, error) {
+	if !runtime.ValidQueue(queue) {
+		return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
+	}
+	if minutes < 1 || time.Duration(minutes)*time.Minute > MaxStatsWindow {
+		return nil, fmt.Errorf("%w: %d minutes not in 1..%d", flow.ErrInvalid, minutes, int(MaxStatsWindow/time.Minute))
+	}
+	now := c.b.Now().UnixMilli() / 60000
+	ms, err := c.b.Store.Minutes(ctx, c.partitions(queue, partitions), now-int64(minutes)+1, now)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MinuteCount, len(ms))
+	for i, m := range ms {
+		out[i] = MinuteCount{Minute: time.UnixMilli((now - int64(minutes) + 1 + int64(i)) * 60000), Finished: m.Finished}
+	}
+	return out, nil
+}
+
+// JobBrief is the part of a job that changes as it runs.
+type JobBrief struct {
+	State        string // "" when the job no longer exists
+	Attempt      int
+	CrashAttempt int
+	Fence        int64
+}
+
+// JobBriefs reads the state and counters of each job of ids, in one
+// pipelined round trip (one O(1) command per job). A malformed ID is an
+// ErrInvalid error; a job that does not exist has an empty State.
+func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBrief, error) {
+	refs := make([]keys.Ref, len(ids))
+	for i, id := range ids {
+		ref, err := c.ref(id)
+		if err != nil {
+			return nil, err
+		}
+		refs[i] = ref
+	}
+	cmds := make([]*redis.SliceCmd, len(ids))
+	_, err := c.b.Store.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			cmds[i] = p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make(map[string]JobBrief, len(ids))
+	for i, id := range ids {
+		v := cmds[i].Val()
+		str := func(k int) string {
+			if k < len(v) {
+				s, _ := v[k].(string)
+				return s
+			}
+			return ""
+		}
+		b := JobBrief{State: store.StateName(str(0))}
+		b.Attempt, _ = strconv.Atoi(str(1))
+		b.CrashAttempt, _ = strconv.Atoi(str(2))
+		b.Fence, _ = strconv.ParseInt(str(3), 10, 64)
+		out[id] = b
+	}
+	return out, nil
+}
+
+// MaxChildrenListed bounds JobExtras.Children.
+const MaxChildrenListed = 200
+
+// JobExtras is what Job does not return of a job: its headers and the
+// children that finished and told it so.
+type JobExtras struct {
+	Headers map[string]string
+	// Children are finished children (of a parent that spawned some),
+	// by local ID, with the state each ended in; at most about
+	// MaxChildrenListed, MoreChildren set when there are more.
+	Children     []ChildInfo
+	MoreChildren bool
+}
+
+// ChildInfo is a finished child as its parent recorded it: its ID within
+// its partition (the part after queue:partition:, which the parent's
+// record does not keep) and the state it ended in.
+type ChildInfo struct {
+	Local string
+	State string
+}
+
+// JobExtras reads job id's headers and finished children, in one round
+// trip for the job and one bounded scan of its children record.
+func (c *Client) JobExtras(ctx context.Context, id string) (JobExtras, error) {
+	ref, err := c.ref(id)
+	if err != nil {
+		return JobExtras{}, err
+	}
+	j, _, err := c.b.Store.Get(ctx, ref)
+	if err != nil {
+		return JobExtras{}, err
+	}
+	var x JobExtras
+	if len(j.Headers) > 0 {
+		if err := msgpack.Unmarshal(j.Headers, &x.Headers); err != nil {
+			return x, fmt.Errorf("%w: job %s headers: %v", flow.ErrMalformed, id, err)
+		}
+	}
+	kv, cursor, err := c.b.Store.Client().HScan(ctx, ref.Kids(ref.Local), 0, "", MaxChildrenListed).Result()
+	if err != nil {
+		return x, err
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		state, _, _ := strings.Cut(kv[i+1], "\n")
+		x.Children = append(x.Children, ChildInfo{Local: kv[i], State: state})
+	}
+	sort.Slice(x.Children, func(a, b int) bool { return x.Children[a].Local < x.Children[b].Local })
+	x.MoreChildren = cursor != 0
+	return x, nil
+}

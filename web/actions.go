@@ -1,0 +1,302 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sticky"
+)
+
+// action is one thing an operator can do, behind a confirmation page.
+type action struct {
+	Title string // "Cancel job"
+	What  string // what it does, for the confirmation page
+	// Target names the form field that says what it acts on: id, queue,
+	// schedule or effect.
+	Target string
+	Danger bool
+	Bulk   bool // takes a selector and shows a dry-run count first
+	// run does it and returns the message to flash and the page to go to.
+	run func(c *console, ctx context.Context, f url.Values) (msg, back string, err error)
+}
+
+var actions = map[string]action{
+	"cancel": {Title: "Cancel job", Target: "id", Danger: true,
+		What: "The job moves to cancelled. A running attempt's context is cancelled at once; any write it still makes is refused.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			return "cancelled " + id, jobPath(id), c.ops.CancelJob(ctx, id)
+		}},
+	"delete": {Title: "Delete job", Target: "id", Danger: true,
+		What: "The job and everything kept of it (errors, steps, results) are deleted. This cannot be undone.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), c.ops.DeleteJob(ctx, id)
+		}},
+	"redrive": {Title: "Redrive job", Target: "id",
+		What: "The job goes back to available, at the back of its priority's list; its history and counters are kept.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			return "redriven " + id, jobPath(id), reportErr(c.ops.Redrive(ctx, id))
+		}},
+	"release": {Title: "Release job", Target: "id",
+		What: "The quarantined job goes back to available with its crash count reset.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			return "released " + id, jobPath(id), reportErr(c.ops.Release(ctx, id))
+		}},
+	"runnow": {Title: "Run job now", Target: "id",
+		What: "The scheduled or retryable job becomes available at once.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			return "made available " + id, jobPath(id), c.ops.RunNow(ctx, id)
+		}},
+	"reroute": {Title: "Reroute job", Target: "id",
+		What: "The job prefers another worker (sticky routing), or any worker when unpinned.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("id")
+			to, msg, err := rerouteOption(f)
+			if err != nil {
+				return "", "", err
+			}
+			return msg + " " + id, jobPath(id), c.ops.Reroute(ctx, id, to)
+		}},
+	"pause": {Title: "Pause queue", Target: "queue",
+		What: "No worker claims the queue's jobs until it is resumed; running jobs go on.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			q := f.Get("queue")
+			return "paused " + q, "/queues/" + url.PathEscape(q), c.ops.PauseQueue(ctx, q)
+		}},
+	"resume": {Title: "Resume queue", Target: "queue",
+		What: "Workers claim the queue's jobs again.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			q := f.Get("queue")
+			return "resumed " + q, "/queues/" + url.PathEscape(q), c.ops.ResumeQueue(ctx, q)
+		}},
+	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true,
+		What: "Every job the selector chooses goes back to available (quarantined ones are released), in bounded batches.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			sel, err := selector(f)
+			if err != nil {
+				return "", "", err
+			}
+			pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{})
+			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s", pr.Matched, pr.Examined, sel.State, sel.Queue),
+				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
+		}},
+	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true,
+		What: "Every job the selector chooses is deleted, in bounded batches. This cannot be undone.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			sel, err := selector(f)
+			if err != nil {
+				return "", "", err
+			}
+			n, err := c.ops.DeleteSelected(ctx, sel, false)
+			return fmt.Sprintf("deleted %d %s jobs of %s", n, sel.State, sel.Queue),
+				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
+		}},
+	"pause-schedule": {Title: "Pause schedule", Target: "schedule",
+		What: "The schedule enqueues no tick until it is resumed.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			n := f.Get("schedule")
+			return "paused schedule " + n, "/schedules", c.ops.PauseSchedule(ctx, n)
+		}},
+	"resume-schedule": {Title: "Resume schedule", Target: "schedule",
+		What: "The schedule runs again from its next tick; the ticks missed while paused are not run.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			n := f.Get("schedule")
+			return "resumed schedule " + n, "/schedules", c.ops.ResumeSchedule(ctx, n)
+		}},
+	"trigger": {Title: "Trigger schedule", Target: "schedule",
+		What: "The schedule's job is enqueued once now, outside its ticks.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			n := f.Get("schedule")
+			e, err := c.ops.TriggerSchedule(ctx, n)
+			if err != nil {
+				return "", "", err
+			}
+			return "triggered " + n + ": " + e.ID, jobPath(e.ID), nil
+		}},
+	"redrive-effect": {Title: "Redrive dead effect", Target: "effect",
+		What: "The effect is relayed again; it applies at most once, and is dead-lettered again if it still cannot apply.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			id := f.Get("effect")
+			return "sent back " + id, "/effects", c.ops.RedriveEffects(ctx, id)
+		}},
+}
+
+// queueOf is the queue part of a job ID.
+func queueOf(id string) string {
+	q, _, _ := strings.Cut(id, ":")
+	return q
+}
+
+// reportErr is the error of a one-job Redrive or Release.
+func reportErr(rep admin.RedriveReport, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, e := range rep.Failed {
+		return e
+	}
+	return nil
+}
+
+// rerouteOption reads the reroute form: worker and policy (wait, after,
+// fail) with delay, or unpin.
+func rerouteOption(f url.Values) (flow.EnqueueOption, string, error) {
+	if f.Get("unpin") != "" {
+		return nil, "unpinned", nil
+	}
+	worker := strings.TrimSpace(f.Get("worker"))
+	if worker == "" {
+		return nil, "", fmt.Errorf("%w: name a worker, or unpin", flow.ErrInvalid)
+	}
+	var d time.Duration
+	if s := f.Get("delay"); s != "" {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+			return nil, "", fmt.Errorf("%w: delay %q is not a positive duration", flow.ErrInvalid, s)
+		}
+	}
+	p := sticky.Wait()
+	switch f.Get("policy") {
+	case "after":
+		p = sticky.After(d)
+	case "fail":
+		p = sticky.FailAfter(d)
+	}
+	return sticky.To(worker, p), "rerouted to " + worker, nil
+}
+
+// selector reads a bulk action's selector from its form.
+func selector(f url.Values) (admin.Selector, error) {
+	sel := admin.Selector{Queue: f.Get("queue"), State: f.Get("state"), Kind: strings.TrimSpace(f.Get("kind")),
+		Reason: strings.TrimSpace(f.Get("reason"))}
+	for _, b := range []struct {
+		field string
+		into  *time.Time
+	}{{"after", &sel.FinishedAfter}, {"before", &sel.FinishedBefore}} {
+		if s := f.Get(b.field); s != "" {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return sel, fmt.Errorf("%w: %s %q is not an RFC 3339 time", flow.ErrInvalid, b.field, s)
+			}
+			*b.into = t
+		}
+	}
+	if sel.State == "" {
+		sel.State = flow.StateArchived
+	}
+	return sel, nil
+}
+
+// confirmView is the confirmation page of an action.
+type confirmView struct {
+	Name   string
+	Action action
+	Form   url.Values
+	Target string // the value of the action's target field
+	// Count is the dry run's count of a bulk action, -1 when it failed.
+	Count int
+	Error string
+	Back  string // the page the Back link goes to
+}
+
+// backPage is the page to return to from action a's confirmation page.
+func backPage(a action, target string) string {
+	switch a.Target {
+	case "id":
+		return jobPath(target)
+	case "queue":
+		return "/queues/" + url.PathEscape(target)
+	case "schedule":
+		return "/schedules"
+	default:
+		return "/effects"
+	}
+}
+
+// confirm shows what an action will do, with its form; a bulk action's
+// page first counts what it would touch (a dry run).
+func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("action")
+	a, ok := actions[name]
+	if !ok || c.o.ReadOnly {
+		c.fail(w, r, fmt.Errorf("%w: no action %q here", flow.ErrNotFound, name))
+		return
+	}
+	f := r.URL.Query()
+	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
+	if a.Bulk {
+		ctx, cancel := bounded(r)
+		defer cancel()
+		var err error
+		v.Count, err = c.dryRun(ctx, name, f)
+		if err != nil {
+			v.Count, v.Error = -1, "dry run failed: "+err.Error()
+		}
+	}
+	c.render(w, r, http.StatusOK, "confirm", a.Title, v)
+}
+
+// dryRun counts what bulk action name would touch.
+func (c *console) dryRun(ctx context.Context, name string, f url.Values) (int, error) {
+	sel, err := selector(f)
+	if err != nil {
+		return 0, err
+	}
+	if name == "bulk-delete" {
+		return c.ops.DeleteSelected(ctx, sel, true)
+	}
+	pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{DryRun: true})
+	return pr.Matched, err
+}
+
+// act carries out a confirmed action; on an error it shows the
+// confirmation page again with the error.
+func (c *console) act(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("action")
+	a, ok := actions[name]
+	if c.o.ReadOnly {
+		http.Error(w, "sluice web: this console is read-only", http.StatusForbidden)
+		return
+	}
+	if !ok {
+		c.fail(w, r, fmt.Errorf("%w: no action %q", flow.ErrNotFound, name))
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, fmt.Errorf("%w: %v", flow.ErrInvalid, err))
+		return
+	}
+	f := r.PostForm
+	if f.Get(a.Target) == "" {
+		c.fail(w, r, fmt.Errorf("%w: %s names no %s", flow.ErrInvalid, name, a.Target))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Minute)
+	defer cancel()
+	msg, back, err := a.run(c, ctx, f)
+	if err != nil {
+		code := statusOf(err)
+		if code == http.StatusInternalServerError && !errors.Is(err, context.Canceled) {
+			c.o.Logger.Error("sluice web: action", "action", name, "err", err)
+		}
+		c.render(w, r, code, "confirm", a.Title, confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target),
+			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target))})
+		return
+	}
+	c.flash(w, msg)
+	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
+}
+
+// jobPath is the path of job id's page.
+func jobPath(id string) string { return "/jobs/" + url.PathEscape(id) }

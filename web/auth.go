@@ -1,0 +1,188 @@
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cookies of the console.
+const (
+	sessionCookie = "sluice_session"
+	csrfCookie    = "sluice_csrf"
+	flashCookie   = "sluice_flash"
+	csrfField     = "csrf"
+	csrfHeader    = "X-CSRF-Token"
+	sessionTTL    = 12 * time.Hour
+)
+
+// authenticate lets a request through when Options.Auth let it reach here
+// and no Token or basic auth is set, or when it carries the bearer token,
+// basic auth credentials or a session cookie. The login page and the
+// static files need none.
+func (c *console) authenticate(next http.Handler) http.Handler {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c.o.Token == "" && c.o.User == "" || c.authorized(r) || open(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if c.o.User != "" && c.o.Token == "" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
+			http.Error(w, "sluice web: authentication required", http.StatusUnauthorized)
+			return
+		}
+		if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+			http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "sluice web: authentication required", http.StatusUnauthorized)
+	})
+	if c.o.Auth != nil {
+		wrapped := c.o.Auth(inner)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/static/") {
+				inner.ServeHTTP(w, r)
+				return
+			}
+			wrapped.ServeHTTP(w, r)
+		})
+	}
+	return inner
+}
+
+// open reports whether r is for a page anyone may load: the login page
+// (and its form) and the static files.
+func open(r *http.Request) bool {
+	return r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/")
+}
+
+func (c *console) authorized(r *http.Request) bool {
+	if c.o.Token != "" {
+		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(t, c.o.Token) {
+			return true
+		}
+		if ck, err := r.Cookie(sessionCookie); err == nil && c.validSession(ck.Value) {
+			return true
+		}
+	}
+	if c.o.User != "" {
+		if u, p, ok := r.BasicAuth(); ok && equal(u, c.o.User) && equal(p, c.o.Password) {
+			return true
+		}
+	}
+	return false
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// A session cookie is its expiry (unix seconds) and the MAC of it under
+// the console's secret: valid until then, and only for this console
+// process.
+func (c *console) newSession() string {
+	exp := strconv.FormatInt(time.Now().Add(sessionTTL).Unix(), 10)
+	return exp + "." + c.mac(exp)
+}
+
+func (c *console) validSession(v string) bool {
+	exp, sig, ok := strings.Cut(v, ".")
+	if !ok || !equal(sig, c.mac(exp)) {
+		return false
+	}
+	t, err := strconv.ParseInt(exp, 10, 64)
+	return err == nil && time.Now().Unix() < t
+}
+
+func (c *console) mac(s string) string {
+	m := hmac.New(sha256.New, c.secret)
+	m.Write([]byte(s))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfToken returns the request's CSRF token, setting a new one in a
+// cookie when it has none. Every form carries it back in a field; a
+// script sends it in the X-CSRF-Token header.
+func (c *console) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) >= 32 {
+		return ck.Value
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: c.cookiePath(), HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	r.AddCookie(&http.Cookie{Name: csrfCookie, Value: tok})
+	return tok
+}
+
+// validCSRF reports whether r carries, in its form or header, the token
+// of its CSRF cookie.
+func (c *console) validCSRF(r *http.Request) bool {
+	ck, err := r.Cookie(csrfCookie)
+	if err != nil || len(ck.Value) < 32 {
+		return false
+	}
+	got := r.Header.Get(csrfHeader)
+	if got == "" {
+		got = r.PostFormValue(csrfField)
+	}
+	return equal(got, ck.Value)
+}
+
+func (c *console) cookiePath() string {
+	if c.o.Prefix == "" {
+		return "/"
+	}
+	return c.o.Prefix + "/"
+}
+
+// loginPage shows the token form.
+func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if c.o.Token == "" {
+		http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, http.StatusOK, "login", "Log in", map[string]any{})
+}
+
+// login checks the token and sets a session cookie.
+func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	if c.o.Token == "" || !equal(r.PostFormValue("token"), c.o.Token) {
+		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
+}
+
+// logout drops the session cookie.
+func (c *console) logout(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true})
+	http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
+}
+
+// flash sets a message for the next page the browser loads.
+func (c *console) flash(w http.ResponseWriter, msg string) {
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)),
+		Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 60})
+}
+
+// takeFlash returns the flash message of r, if any, and clears it.
+func (c *console) takeFlash(w http.ResponseWriter, r *http.Request) string {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.cookiePath(), MaxAge: -1})
+	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}

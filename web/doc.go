@@ -1,0 +1,25 @@
+// Package web is Sluice's operator console: server-rendered pages over the
+// operator API (package flow/admin) to watch queues, inspect jobs and act
+// on them. It has no build step: html/template pages, and a small
+// hand-written script and stylesheet embedded in the binary.
+//
+// The sluice CLI serves it (sluice web); an application mounts it in its
+// own mux under a path prefix:
+//
+//	ops := admin.New(flowClient)
+//	h, err := web.Handler(web.Options{Admin: ops, Prefix: "/sluice", Auth: myAuth})
+//	mux.Handle("/sluice/", h)
+//
+// Safe by default: ListenAndServe refuses to listen beyond loopback
+// without authentication (a bearer token, basic auth, or the embedding
+// application's middleware in Options.Auth), and with no authentication
+// configured the handler answers only requests from loopback addresses
+// that no proxy forwarded.
+// Every state-changing request needs the session's CSRF token and passes
+// a cross-origin check; Options.ReadOnly removes every action and
+// Options.HideArgs hides arguments, headers and results.
+//
+// Live pages share one Server-Sent Events stream per console: one poller
+// goroutine reads the counters once per Options.PollInterval, whatever
+// the number of open tabs, and stops when the last tab closes.
+package web

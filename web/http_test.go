@@ -1,0 +1,389 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+)
+
+// post sends form to path with the given extra headers; it returns the
+// status, the Location header and the body.
+func (f *fixture) post(c *http.Client, path string, form url.Values, hdr ...string) (int, string, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, f.url+path, strings.NewReader(form.Encode()))
+	testkit.Must(f.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	testkit.Must(f.t, err)
+	defer resp.Body.Close()
+	var b strings.Builder
+	buf := make([]byte, 4096)
+	for {
+		n, err := resp.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return resp.StatusCode, resp.Header.Get("Location"), b.String()
+}
+
+// TestCSRFRefused: a state-changing request without the session's CSRF
+// token, with a wrong one, or from another origin is refused and changes
+// nothing; the same request with the token cancels the job.
+func TestCSRFRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(flaky{N: 1})
+	c := client()
+	code, body := f.get(c, "/confirm/cancel?id="+url.QueryEscape(id))
+	if code != http.StatusOK {
+		t.Fatalf("confirm page: %d\n%s", code, body)
+	}
+	tok := csrfOf(body)
+	if len(tok) < 32 {
+		t.Fatalf("confirm page has no CSRF token: %q", tok)
+	}
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		hdr  []string
+		jar  bool
+	}{
+		{"no token", url.Values{"id": {id}}, nil, true},
+		{"wrong token", url.Values{"id": {id}, "csrf": {strings.Repeat("x", 43)}}, nil, true},
+		{"token without its cookie", url.Values{"id": {id}, "csrf": {tok}}, nil, false},
+		{"cross-origin", url.Values{"id": {id}, "csrf": {tok}}, []string{"Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}, true},
+	} {
+		cl := c
+		if !tc.jar {
+			cl = client()
+		}
+		code, _, body := f.post(cl, "/act/cancel", tc.form, tc.hdr...)
+		if code != http.StatusForbidden {
+			t.Errorf("%s: status %d, want 403\n%s", tc.name, code, body)
+		}
+		if st := f.env.Job(id).State; st != flow.StateAvailable {
+			t.Fatalf("%s: the job is %s after a refused request", tc.name, st)
+		}
+	}
+	code, loc, body := f.post(c, "/act/cancel", url.Values{"id": {id}, "csrf": {tok}})
+	if code != http.StatusSeeOther || !strings.HasSuffix(loc, jobPath(id)) {
+		t.Fatalf("with the token: status %d, location %q\n%s", code, loc, body)
+	}
+	if st := f.env.Job(id).State; st != flow.StateCancelled {
+		t.Fatalf("the job is %s after a confirmed cancel", st)
+	}
+}
+
+// TestTokenAuth: with a token, a request without it is sent to the login
+// page (or refused, for a script), a bearer token or a session from the
+// login form is let in, and a wrong token is not.
+func TestTokenAuth(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	f := newFixture(t, Options{Token: token}, false)
+	c := client()
+	if code, _ := f.get(c, "/"); code != http.StatusSeeOther {
+		t.Fatalf("no credentials: %d, want a redirect to the login page", code)
+	}
+	if code, _ := f.get(c, "/events", "Accept", "text/event-stream"); code != http.StatusUnauthorized {
+		t.Fatalf("stream without credentials: %d, want 401", code)
+	}
+	if code, body := f.get(c, "/", "Authorization", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, "Overview") {
+		t.Fatalf("bearer token: %d", code)
+	}
+	if code, _ := f.get(c, "/", "Authorization", "Bearer wrong"); code != http.StatusSeeOther {
+		t.Fatalf("wrong bearer token: %d", code)
+	}
+	code, body := f.get(c, "/login")
+	if code != http.StatusOK {
+		t.Fatalf("login page: %d", code)
+	}
+	tok := csrfOf(body)
+	if code, _, _ := f.post(c, "/login", url.Values{"token": {"wrong"}, "csrf": {tok}}); code != http.StatusUnauthorized {
+		t.Fatalf("wrong token at login: %d", code)
+	}
+	if code, _ := f.get(c, "/"); code != http.StatusSeeOther {
+		t.Fatalf("after a failed login: %d", code)
+	}
+	if code, loc, _ := f.post(c, "/login", url.Values{"token": {token}, "csrf": {tok}}); code != http.StatusSeeOther || loc != testPrefix+"/" {
+		t.Fatalf("login: %d to %q", code, loc)
+	}
+	if code, body := f.get(c, "/"); code != http.StatusOK || !strings.Contains(body, "Overview") {
+		t.Fatalf("with the session: %d", code)
+	}
+}
+
+// TestBasicAuthAndMiddleware: basic auth credentials let a request in;
+// an Auth middleware decides alone when no token or basic auth is set.
+func TestBasicAuthAndMiddleware(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{User: "ops", Password: "pw"}, false)
+	c := client()
+	if code, _ := f.get(c, "/"); code != http.StatusUnauthorized {
+		t.Fatalf("no credentials: %d", code)
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.url+"/", nil)
+	req.SetBasicAuth("ops", "pw")
+	resp, err := c.Do(req)
+	testkit.Must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("basic auth: %d", resp.StatusCode)
+	}
+
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("X-App-User") == "" {
+				http.Error(w, "app says no", http.StatusTeapot)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	g := newFixture(t, Options{Auth: mw}, false)
+	if code, _ := g.get(c, "/"); code != http.StatusTeapot {
+		t.Fatalf("middleware refusing: %d", code)
+	}
+	if code, _ := g.get(c, "/", "X-App-User", "ada"); code != http.StatusOK {
+		t.Fatalf("middleware letting through: %d", code)
+	}
+	if code, _ := g.get(c, "/static/app.css"); code != http.StatusOK {
+		t.Fatalf("static files behind the middleware: %d", code)
+	}
+}
+
+// TestSafeByDefault: without authentication the console answers only
+// loopback clients that no proxy forwarded, and ListenAndServe will not
+// listen beyond loopback.
+func TestSafeByDefault(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	h, err := Handler(Options{Admin: f.ops})
+	testkit.Must(t, err)
+	for _, tc := range []struct {
+		addr, forwarded string
+		want            int
+	}{
+		{"127.0.0.1:5000", "", http.StatusOK},
+		{"[::1]:5000", "", http.StatusOK},
+		{"192.0.2.7:5000", "", http.StatusForbidden},
+		{"127.0.0.1:5000", "198.51.100.4", http.StatusForbidden}, // a local reverse proxy
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.RemoteAddr = tc.addr
+		if tc.forwarded != "" {
+			req.Header.Set("X-Forwarded-For", tc.forwarded)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("request from %s (forwarded for %q): %d, want %d", tc.addr, tc.forwarded, rec.Code, tc.want)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.7:0"} {
+		err := ListenAndServe(context.Background(), addr, Options{Admin: f.ops})
+		if !errors.Is(err, ErrOptions) {
+			t.Errorf("ListenAndServe(%s) without auth: %v, want ErrOptions", addr, err)
+		}
+	}
+	if _, err := Handler(Options{}); !errors.Is(err, ErrOptions) {
+		t.Errorf("Handler without Admin: %v", err)
+	}
+	if _, err := Handler(Options{Admin: f.ops, Prefix: "ops/"}); !errors.Is(err, ErrOptions) {
+		t.Errorf("Handler with a bad prefix: %v", err)
+	}
+}
+
+// TestReadOnlyAndHideArgs: a read-only console shows no action and
+// refuses one even with a valid CSRF token; hide-args shows no argument,
+// and every page escapes what it shows.
+func TestReadOnlyAndHideArgs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{ReadOnly: true, HideArgs: true}, false)
+	id := f.enqueue(flaky{Secret: "hunter2"}, flow.WithHeaders(map[string]string{"tenant": "acme"}))
+	c := client()
+	code, body := f.get(c, jobPath(id))
+	if code != http.StatusOK {
+		t.Fatalf("job page: %d", code)
+	}
+	for _, no := range []string{"hunter2", "acme", "/confirm/"} {
+		if strings.Contains(body, no) {
+			t.Errorf("read-only hide-args job page shows %q", no)
+		}
+	}
+	if code, _ := f.get(c, "/confirm/cancel?id="+url.QueryEscape(id)); code != http.StatusNotFound {
+		t.Errorf("confirm page on a read-only console: %d", code)
+	}
+	code, _, _ = f.post(c, "/act/cancel", url.Values{"id": {id}, "csrf": {csrfOf(body)}})
+	if code != http.StatusForbidden {
+		t.Errorf("action on a read-only console: %d", code)
+	}
+
+	g := newFixture(t, Options{}, false)
+	evil := `<script>alert("x")</script>`
+	id = g.enqueue(flaky{Secret: evil}, flow.WithHeaders(map[string]string{"h": evil}))
+	_, body = g.get(c, jobPath(id))
+	if strings.Contains(body, evil) || !strings.Contains(body, "&lt;script&gt;") {
+		t.Errorf("job page does not escape the arguments:\n%s", body)
+	}
+	if !strings.Contains(body, "/confirm/cancel?id=") {
+		t.Errorf("job page of a writable console offers no cancel")
+	}
+}
+
+// TestPendingActionSaysSo: an action whose operator call this build lacks
+// answers 501 with a message, and changes nothing.
+func TestPendingActionSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(flaky{}, flow.WithDelay(3600e9))
+	c := client()
+	_, body := f.get(c, "/confirm/runnow?id="+url.QueryEscape(id))
+	code, _, body := f.post(c, "/act/runnow", url.Values{"id": {id}, "csrf": {csrfOf(body)}})
+	if code != http.StatusNotImplemented || !strings.Contains(body, "not available") {
+		t.Fatalf("run now: %d\n%s", code, body)
+	}
+	if st := f.env.Job(id).State; st != flow.StateScheduled {
+		t.Fatalf("job is %s", st)
+	}
+}
+
+// TestQueueAndScheduleActions: pausing and resuming a queue and a
+// schedule, triggering a schedule and redriving a queue's archived jobs
+// by selector, each through its confirmation form, do what the operator
+// API says; the bulk page counts the jobs first.
+func TestQueueAndScheduleActions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	ctx := context.Background()
+	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
+	testkit.Must(t, err)
+	testkit.Must(t, sch.Add(flow.Schedule{Name: "nightly", Every: time.Hour, Args: work{Order: "nightly"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
+	sctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- sch.Run(sctx) }()
+	t.Cleanup(func() { stop(); <-ran })
+	// The scheduler publishes the schedule from its own goroutine, which
+	// sends no signal: poll the operator API for it.
+	redistest.Within(t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
+		_, err := f.ops.Schedule(ctx, "nightly")
+		return err == nil, fmt.Sprint(err)
+	})
+
+	c := client()
+	act := func(action string, form url.Values) string {
+		t.Helper()
+		code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("confirm %s: %d\n%s", action, code, body)
+		}
+		form.Set("csrf", csrfOf(body))
+		code, loc, body := f.post(c, "/act/"+action, form)
+		if code != http.StatusSeeOther {
+			t.Fatalf("%s: %d\n%s", action, code, body)
+		}
+		return loc
+	}
+	paused := func() int {
+		live, err := f.ops.QueuesLive(ctx, map[string]int{testQueue: 0}, true)
+		testkit.Must(t, err)
+		return live[0].Paused
+	}
+	act("pause", url.Values{"queue": {testQueue}})
+	if n := paused(); n != testPartitions {
+		t.Fatalf("after pause: %d partitions paused", n)
+	}
+	act("resume", url.Values{"queue": {testQueue}})
+	if n := paused(); n != 0 {
+		t.Fatalf("after resume: %d partitions paused", n)
+	}
+
+	if _, body := f.get(c, "/schedules"); !strings.Contains(body, "nightly") {
+		t.Fatalf("schedules page does not list the schedule:\n%s", body)
+	}
+	act("pause-schedule", url.Values{"schedule": {"nightly"}})
+	if s, _ := f.ops.Schedule(ctx, "nightly"); !s.Paused {
+		t.Fatal("schedule not paused")
+	}
+	act("resume-schedule", url.Values{"schedule": {"nightly"}})
+	if s, _ := f.ops.Schedule(ctx, "nightly"); s.Paused {
+		t.Fatal("schedule still paused")
+	}
+	loc := act("trigger", url.Values{"schedule": {"nightly"}})
+	id, err := url.PathUnescape(strings.TrimPrefix(loc, testPrefix+"/jobs/"))
+	testkit.Must(t, err)
+	if j := f.env.WaitState(id, flow.StateCompleted); j.Kind != "work" {
+		t.Fatalf("triggered job %s is a %s", id, j.Kind)
+	}
+
+	var ids []string
+	for i := range 3 {
+		id := f.enqueue(flaky{N: i}, flow.WithMaxAttempts(1))
+		f.env.WaitState(id, flow.StateArchived)
+		ids = append(ids, id)
+	}
+	_, body := f.get(c, "/confirm/bulk-redrive?queue="+testQueue+"&state=archived&kind=flaky")
+	if !strings.Contains(body, `<b id="dry-run-count">3</b>`) {
+		t.Fatalf("bulk confirmation does not count 3 jobs:\n%s", body)
+	}
+	for _, id := range ids {
+		if j := f.env.Job(id); j.Redrives != 0 {
+			t.Fatalf("the dry run redrove %s", id)
+		}
+	}
+	act("bulk-redrive", url.Values{"queue": {testQueue}, "state": {"archived"}, "kind": {"flaky"}})
+	for _, id := range ids {
+		if j := f.env.Job(id); j.Redrives != 1 {
+			t.Errorf("%s: %d redrives after the bulk redrive", id, j.Redrives)
+		}
+	}
+}
+
+// TestJobPageShowsWorkflow: a parent that checkpointed a step, joined two
+// children and waits for a signal shows the step and its result, the
+// finished children, and what it waits for.
+func TestJobPageShowsWorkflow(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	id := f.enqueue(parent{})
+	// The parent suspends itself (no settle signal for a wait): poll.
+	var j *flow.JobInfo
+	redistest.Within(t, testkit.Timeout, "the parent to wait for its signal", func() (bool, string) {
+		j = f.env.Job(id)
+		return j.Suspended && len(j.AwaitingSignals) == 1, fmt.Sprintf("%s suspended=%v awaiting=%v", j.State, j.Suspended, j.AwaitingSignals)
+	})
+	code, body := f.get(client(), jobPath(id))
+	if code != http.StatusOK {
+		t.Fatalf("job page: %d", code)
+	}
+	for _, want := range []string{"charge", "R-77", "waiting for signal", "approve", "Finished children", "kids"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("parent's page lacks %q", want)
+		}
+	}
+	x, err := f.ops.JobExtras(context.Background(), id)
+	testkit.Must(t, err)
+	if len(x.Children) != 2 || x.Children[0].State != flow.StateCompleted || x.MoreChildren {
+		t.Errorf("children: %+v", x)
+	}
+	for _, c := range x.Children {
+		if !strings.Contains(body, c.Local) {
+			t.Errorf("parent's page does not list child %s", c.Local)
+		}
+	}
+}

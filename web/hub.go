@@ -1,0 +1,336 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// Bounds of the live stream.
+const (
+	historyMinutes = 60  // the overview chart
+	maxWatchedJobs = 100 // jobs whose state the stream follows
+	slowEvery      = 5   // paused flags, workers and queues: every slowEvery ticks
+)
+
+// hub is the console's one live stream: a poller goroutine, running while
+// any tab subscribes, reads the counters once per interval and fans the
+// result out to every subscriber. Pages rendered meanwhile read the same
+// snapshot, so n tabs cost Redis what one does.
+type hub struct {
+	ops      ops
+	interval time.Duration
+	onError  func(error)
+
+	compute sync.Mutex // one read of Redis at a time; guards the fields below
+	snap    *snapshot
+	tick    int
+	queues  []queueInfo
+	workers []sluicetype.WorkerInfo
+	paused  map[string]int
+	history map[string][]point // per queue, historyMinutes, oldest first
+	minute  time.Time          // the minute history ends with
+	briefs  map[string]admin.JobBrief
+
+	mu      sync.Mutex // guards subs, watched, stop
+	subs    map[*subscriber]struct{}
+	watched map[string]int // job ID -> subscribers following it
+	stop    chan struct{}  // closed to stop the poller; nil when none runs
+	done    chan struct{}  // closed when the poller has stopped
+}
+
+// snapshot is what the overview shows, as read at At.
+type snapshot struct {
+	At      time.Time
+	Queues  []queueView
+	Workers []sluicetype.WorkerInfo
+	json    []byte // the overview event's data
+}
+
+// queueView is one queue of the overview.
+type queueView struct {
+	Name       string           `json:"name"`
+	Partitions int              `json:"partitions"`
+	Paused     int              `json:"paused"`
+	Depth      map[string]int64 `json:"depth"`
+	Done       int64            `json:"done"`   // completed in the last whole minute
+	Failed     int64            `json:"failed"` // archived or quarantined in the last whole minute
+	Series     []point          `json:"series"` // the last hour, per minute, the current one last
+}
+
+// point is one minute of a queue's chart: jobs completed and failed.
+type point [2]int64
+
+// event is one message of the stream.
+type event struct {
+	name string
+	data []byte
+}
+
+// subscriber is one open stream.
+type subscriber struct {
+	job string // a job ID followed, "" for none
+	ch  chan event
+}
+
+func newHub(o ops, interval time.Duration, onError func(error)) *hub {
+	return &hub{ops: o, interval: interval, onError: onError, subs: map[*subscriber]struct{}{},
+		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]admin.JobBrief{}, paused: map[string]int{}}
+}
+
+// subscribe adds a subscriber following job (may be ""), and starts the
+// poller if none runs.
+func (h *hub) subscribe(job string) *subscriber {
+	s := &subscriber{ch: make(chan event, 4)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if job != "" && (h.watched[job] > 0 || len(h.watched) < maxWatchedJobs) {
+		s.job = job
+		h.watched[job]++
+	}
+	h.subs[s] = struct{}{}
+	if h.stop == nil {
+		h.stop, h.done = make(chan struct{}), make(chan struct{})
+		go h.poll(h.stop, h.done)
+	}
+	return s
+}
+
+// unsubscribe removes s and stops the poller when s was the last.
+func (h *hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, s)
+	if s.job != "" {
+		if h.watched[s.job]--; h.watched[s.job] <= 0 {
+			delete(h.watched, s.job)
+		}
+	}
+	if len(h.subs) == 0 && h.stop != nil {
+		close(h.stop)
+		h.stop = nil
+	}
+}
+
+// running reports whether a poller runs, and returns a channel closed
+// when it stops.
+func (h *hub) running() (bool, chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stop != nil, h.done
+}
+
+func (h *hub) poll(stop, done chan struct{}) {
+	defer close(done)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		h.publish(ctx)
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// publish refreshes the snapshot and the followed jobs, and sends them to
+// the subscribers.
+func (h *hub) publish(ctx context.Context) {
+	snap, err := h.current(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.onError(err)
+		}
+		return
+	}
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.watched))
+	for id := range h.watched {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	changed, err := h.followJobs(ctx, ids)
+	if err != nil && ctx.Err() == nil {
+		h.onError(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		send(s, event{"overview", snap.json})
+		if data, ok := changed[s.job]; ok {
+			send(s, event{"job", data})
+		}
+	}
+}
+
+// send queues ev for s, dropping it when s is behind (the next event
+// carries the whole state again).
+func send(s *subscriber, ev event) {
+	select {
+	case s.ch <- ev:
+	default:
+	}
+}
+
+// jobEvent is the data of a job event.
+type jobEvent struct {
+	ID string `json:"id"`
+	admin.JobBrief
+}
+
+// followJobs reads the followed jobs and returns the event data of those
+// whose state or counters changed since the last read (every one, the
+// first time).
+func (h *hub) followJobs(ctx context.Context, ids []string) (map[string][]byte, error) {
+	h.compute.Lock()
+	defer h.compute.Unlock()
+	if len(ids) == 0 {
+		clear(h.briefs)
+		return nil, nil
+	}
+	bs, err := h.ops.JobBriefs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for id, b := range bs {
+		if old, ok := h.briefs[id]; ok && old == b {
+			continue
+		}
+		data, _ := json.Marshal(jobEvent{ID: id, JobBrief: b})
+		out[id] = data
+	}
+	h.briefs = bs
+	return out, nil
+}
+
+// current returns the snapshot, reading Redis unless the last read is
+// younger than the interval: the pages and the poller share it.
+func (h *hub) current(ctx context.Context) (*snapshot, error) {
+	h.compute.Lock()
+	defer h.compute.Unlock()
+	if h.snap != nil && time.Since(h.snap.At) < h.interval/2 {
+		return h.snap, nil
+	}
+	snap, err := h.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.snap = snap
+	h.tick++
+	return snap, nil
+}
+
+// read reads a snapshot: every tick the per-state counters of every
+// partition (one command each); every slowEvery ticks also the queue
+// list, the workers, and each partition's paused flag and current
+// minute's finished counts; the hour's history once per queue, and the
+// minutes since the last read when a minute ends.
+func (h *hub) read(ctx context.Context) (*snapshot, error) {
+	at := time.Now()
+	slow := h.tick%slowEvery == 0 || h.queues == nil
+	if slow {
+		qs, err := h.ops.Queues(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ws, err := h.ops.Workers(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.queues, h.workers = qs, ws
+	}
+	want := make(map[string]int, len(h.queues))
+	for _, q := range h.queues {
+		want[q.Name] = q.Partitions
+	}
+	live, err := h.ops.QueuesLive(ctx, want, slow)
+	if err != nil {
+		return nil, err
+	}
+	snap := &snapshot{At: at, Workers: h.workers}
+	if err := h.updateHistory(ctx, live); err != nil {
+		return nil, err
+	}
+	for _, q := range live {
+		if q.Paused >= 0 {
+			h.paused[q.Queue] = q.Paused
+		}
+		series := h.history[q.Queue]
+		v := queueView{Name: q.Queue, Partitions: q.Partitions, Paused: h.paused[q.Queue], Depth: q.Depth, Series: series}
+		if n := len(series); n >= 2 {
+			v.Done, v.Failed = series[n-2][0], series[n-2][1]
+		}
+		snap.Queues = append(snap.Queues, v)
+	}
+	data, err := json.Marshal(map[string]any{"at": snap.At.UnixMilli(), "queues": snap.Queues, "workers": len(snap.Workers)})
+	if err != nil {
+		return nil, err
+	}
+	snap.json = data
+	return snap, nil
+}
+
+// updateHistory keeps each queue's last hour: read whole for a queue not
+// seen before, and the minutes since the last read again when the minute
+// turned (the minute just ended may have grown after its last read); the
+// current minute comes from live when live was read in full.
+func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
+	if len(live) == 0 {
+		return nil
+	}
+	minute := live[0].Minute
+	turned := !h.minute.IsZero() && minute.After(h.minute)
+	for _, q := range live {
+		old, seen := h.history[q.Queue]
+		switch {
+		case !seen || minute.Sub(h.minute) >= historyMinutes*time.Minute:
+			ms, err := h.ops.QueueHistory(ctx, q.Queue, q.Partitions, historyMinutes)
+			if err != nil {
+				return err
+			}
+			h.history[q.Queue] = points(ms)
+		case turned:
+			shift := int(minute.Sub(h.minute) / time.Minute)
+			ms, err := h.ops.QueueHistory(ctx, q.Queue, q.Partitions, shift+1)
+			if err != nil {
+				return err
+			}
+			s := append(slices.Clone(old[shift:]), make([]point, shift)...)
+			copy(s[len(s)-shift-1:], points(ms))
+			h.history[q.Queue] = s
+		}
+		if q.Paused >= 0 { // a full read: the current minute's counts are in
+			s := slices.Clone(h.history[q.Queue])
+			s[len(s)-1] = pointOf(q.Finished)
+			h.history[q.Queue] = s
+		}
+	}
+	h.minute = minute
+	return nil
+}
+
+func points(ms []admin.MinuteCount) []point {
+	out := make([]point, len(ms))
+	for i, m := range ms {
+		out[i] = pointOf(m.Finished)
+	}
+	return out
+}
+
+func pointOf(finished map[string]int64) point {
+	return point{finished[flow.StateCompleted], finished[flow.StateArchived] + finished[flow.StateQuarantined]}
+}

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
+)
+
+var env redistest.Env
+
+func TestMain(m *testing.M) { redistest.Main(m, &env, false) }
+
+// flaky fails while its fixture's failing flag is set; once it is clear,
+// it waits for the fixture's gate (when set), then completes.
+type flaky struct {
+	N      int    `msgpack:"n"`
+	Secret string `msgpack:"secret"`
+}
+
+func (flaky) Kind() string { return "flaky" }
+
+// work completes at once.
+type work struct {
+	Order string `msgpack:"order"`
+}
+
+func (work) Kind() string { return "work" }
+
+// parent checkpoints a step, spawns two work children, joins them, then
+// waits for the signal "approve".
+type parent struct{}
+
+func (parent) Kind() string { return "parent" }
+
+// block runs until its context is cancelled.
+type block struct{}
+
+func (block) Kind() string { return "block" }
+
+// testQueue is the queue the fixtures' jobs go to, over testPartitions.
+const (
+	testQueue      = "web"
+	testPartitions = 2
+	testPrefix     = "/ops"
+)
+
+// fixture is a console over a test namespace, with a worker running the
+// jobs above when asked.
+type fixture struct {
+	t        *testing.T
+	env      *testkit.Env
+	ops      *admin.Client
+	url      string // the console's base URL, prefix included
+	failing  atomic.Bool
+	gate     atomic.Pointer[chan struct{}]
+	started  chan string // block jobs that started
+	canceled chan string // block jobs whose context was cancelled
+}
+
+func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
+	t.Helper()
+	parts := map[string]int{testQueue: testPartitions}
+	reg := flow.NewRegistry()
+	f := &fixture{t: t, started: testkit.Chan[string](), canceled: testkit.Chan[string]()}
+	f.failing.Store(true)
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[flaky]) error {
+		if f.failing.Load() {
+			return errors.New("payment gateway said no")
+		}
+		if g := f.gate.Load(); g != nil {
+			select {
+			case <-*g:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[work]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[parent]) error {
+		if _, err := step.Run(ctx, "charge", func(context.Context) (map[string]any, error) {
+			return map[string]any{"receipt": "R-77"}, nil
+		}); err != nil {
+			return err
+		}
+		ch, err := flow.Spawn(ctx, "kids", flow.Item{Args: work{Order: "k1"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}},
+			flow.Item{Args: work{Order: "k2"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}})
+		if err != nil {
+			return err
+		}
+		if _, err := flow.Join[struct{}](ctx, ch, flow.CollectAll); err != nil {
+			return err
+		}
+		_, _, err = step.WaitSignal[string](ctx, "approve", time.Hour)
+		return err
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
+		f.started <- job.ID
+		<-ctx.Done()
+		f.canceled <- job.ID
+		return ctx.Err()
+	}))
+	f.env = testkit.NewEnv(t, env.Client(t), flow.ClientOptions{Registry: reg, Partitions: parts})
+	if withWorker {
+		f.env.StartWorker(reg, runtime.Options{Partitions: parts, Concurrency: 4, Queues: map[string]int{testQueue: 1}})
+	}
+	f.ops = admin.New(f.env.Client)
+	o.Admin = f.ops
+	o.Prefix = testPrefix
+	if o.PollInterval == 0 {
+		o.PollInterval = 200 * time.Millisecond
+	}
+	h, err := Handler(o)
+	testkit.Must(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(testPrefix+"/", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	f.url = srv.URL + testPrefix
+	return f
+}
+
+// enqueue adds a job to the test queue.
+func (f *fixture) enqueue(args flow.Args, opts ...flow.EnqueueOption) string {
+	f.t.Helper()
+	return f.env.Enqueue(args, append([]flow.EnqueueOption{flow.WithQueue(testQueue)}, opts...)...)
+}
+
+// client is an HTTP client that keeps cookies and does not follow
+// redirects.
+func client() *http.Client {
+	return &http.Client{
+		Jar:           must(cookiejar.New(nil)),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       testkit.Timeout,
+	}
+}
+
+// get fetches path under the console and returns the status and body.
+func (f *fixture) get(c *http.Client, path string, hdr ...string) (int, string) {
+	f.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, f.url+path, nil)
+	testkit.Must(f.t, err)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	testkit.Must(f.t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	testkit.Must(f.t, err)
+	return resp.StatusCode, string(b)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// csrfOf returns the CSRF token a page's forms carry.
+func csrfOf(body string) string {
+	_, rest, ok := strings.Cut(body, `name="csrf" value="`)
+	if !ok {
+		return ""
+	}
+	tok, _, _ := strings.Cut(rest, `"`)
+	return tok
+}

@@ -1,0 +1,111 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// ops are the operator calls the console makes; adminOps makes them with
+// an *admin.Client, tests may substitute their own.
+type ops interface {
+	Namespace() string
+	PartitionCount(queue string) int
+	Queues(ctx context.Context) ([]queueInfo, error)
+	QueuesLive(ctx context.Context, queues map[string]int, full bool) ([]admin.QueueLive, error)
+	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
+	QueueStats(ctx context.Context, queue string, window time.Duration) (admin.QueueStats, error)
+	ListJobs(ctx context.Context, o admin.ListOptions) (admin.JobPage, error)
+	Job(ctx context.Context, id string) (*flow.JobInfo, error)
+	JobExtras(ctx context.Context, id string) (admin.JobExtras, error)
+	JobBriefs(ctx context.Context, ids []string) (map[string]admin.JobBrief, error)
+	Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error)
+	Schedules(ctx context.Context) ([]admin.ScheduleInfo, error)
+	DeadEffects(ctx context.Context, queue string, limit int) ([]sluicetype.DeadEffect, error)
+
+	CancelJob(ctx context.Context, id string) error
+	DeleteJob(ctx context.Context, id string) error
+	Redrive(ctx context.Context, ids ...string) (admin.RedriveReport, error)
+	Release(ctx context.Context, ids ...string) (admin.RedriveReport, error)
+	Reroute(ctx context.Context, id string, to flow.EnqueueOption) error
+	PauseQueue(ctx context.Context, queue string) error
+	ResumeQueue(ctx context.Context, queue string) error
+	RedriveSelected(ctx context.Context, sel admin.Selector, o admin.RedriveOptions) (admin.RedriveProgress, error)
+	PauseSchedule(ctx context.Context, name string) error
+	ResumeSchedule(ctx context.Context, name string) error
+	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
+	RedriveEffects(ctx context.Context, ids ...string) error
+
+	// Calls flow/admin does not have yet (see pending below).
+	RunNow(ctx context.Context, id string) error
+	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, err error)
+}
+
+// queueInfo is a queue the console shows and its partition count.
+type queueInfo struct {
+	Name       string
+	Partitions int
+}
+
+// ErrNotAvailable: the operator API of this build lacks the call behind
+// an action.
+var ErrNotAvailable = errors.New("sluice web: this action is not available in this build of the operator API")
+
+// adminOps makes the console's calls with an *admin.Client; queues are
+// extra queue names to show (Options.Queues).
+type adminOps struct {
+	*admin.Client
+	queues []string
+}
+
+// Queues lists the queues the console knows: Options.Queues, the queues
+// the live workers serve (with the partition count they report) and the
+// queues of the schedules, by name. A queue's partition count is the
+// larger of the workers' and the admin client's.
+func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
+	parts := map[string]int{}
+	see := func(q string, n int) {
+		parts[q] = max(parts[q], n, a.PartitionCount(q))
+	}
+	for _, q := range a.queues {
+		see(q, 0)
+	}
+	ws, err := a.Workers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range ws {
+		for q, n := range w.Queues {
+			see(q, n)
+		}
+	}
+	ss, err := a.Schedules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range ss {
+		see(s.Queue, 0)
+	}
+	out := make([]queueInfo, 0, len(parts))
+	for q, n := range parts {
+		out = append(out, queueInfo{Name: q, Partitions: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// RunNow makes a scheduled or retryable job available at once. Pending:
+// admin.Client.RunNow(ctx, id) error.
+func (a adminOps) RunNow(context.Context, string) error { return ErrNotAvailable }
+
+// DeleteSelected deletes the jobs sel chooses (counts them, with dryRun).
+// Pending: admin.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun})
+// (admin.DeleteProgress, error).
+func (a adminOps) DeleteSelected(context.Context, admin.Selector, bool) (int, error) {
+	return 0, ErrNotAvailable
+}

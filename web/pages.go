@@ -1,0 +1,309 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// statusOf maps an operator error to an HTTP status.
+func statusOf(err error) int {
+	switch {
+	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany):
+		return http.StatusBadRequest
+	case errors.Is(err, flow.ErrNotFound), errors.Is(err, sluicetype.ErrScheduleNotFound), errors.Is(err, admin.ErrNoDeadEffect):
+		return http.StatusNotFound
+	case errors.Is(err, admin.ErrWrongState):
+		return http.StatusConflict
+	case errors.Is(err, ErrNotAvailable):
+		return http.StatusNotImplemented
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// overviewView is the overview page.
+type overviewView struct {
+	At      time.Time
+	Queues  []queueView
+	Workers []sluicetype.WorkerInfo
+	Running int
+}
+
+func (c *console) overview(w http.ResponseWriter, r *http.Request) {
+	snap, err := c.hub.current(r.Context())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers}
+	for _, wk := range snap.Workers {
+		v.Running += len(wk.Jobs)
+	}
+	c.render(w, r, http.StatusOK, "overview", "Overview", v)
+}
+
+// queuePage is the queue page.
+type queuePage struct {
+	Queue      admin.QueueLive
+	State      string
+	Kind       string
+	Jobs       []flow.JobInfo
+	Cursor     string // this page's cursor ("" for the first)
+	Next       string
+	Mismatch   int // partitions the workers report when the client knows fewer
+	Redrivable bool
+}
+
+// pageSize is the number of jobs a queue page lists.
+const pageSize = 25
+
+func (c *console) queue(w http.ResponseWriter, r *http.Request) {
+	q := r.PathValue("queue")
+	if !runtime.ValidQueue(q) {
+		c.fail(w, r, fmt.Errorf("%w: queue %q", flow.ErrInvalid, q))
+		return
+	}
+	qs := r.URL.Query()
+	v := queuePage{State: qs.Get("state"), Kind: strings.TrimSpace(qs.Get("kind")), Cursor: qs.Get("cursor")}
+	if v.State == "" {
+		v.State = flow.StateAvailable
+	}
+	parts := c.hub.partitions(q)
+	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: parts}, true)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v.Queue = live[0]
+	if known := c.ops.PartitionCount(q); parts > known {
+		v.Mismatch = parts
+	}
+	page, err := c.ops.ListJobs(r.Context(), admin.ListOptions{Queue: q, State: v.State, Kind: v.Kind, Limit: pageSize, Cursor: v.Cursor})
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v.Jobs, v.Next = page.Jobs, page.Next
+	v.Redrivable = v.State == flow.StateArchived || v.State == flow.StateCancelled || v.State == flow.StateQuarantined
+	c.render(w, r, http.StatusOK, "queue", "Queue "+q, v)
+}
+
+// partitions is queue's partition count as the last queue list said, 0
+// (the client's count) for a queue not in it.
+func (h *hub) partitions(queue string) int {
+	h.compute.Lock()
+	defer h.compute.Unlock()
+	for _, q := range h.queues {
+		if q.Name == queue {
+			return q.Partitions
+		}
+	}
+	return 0
+}
+
+// find answers the ID search box.
+func (c *console) find(w http.ResponseWriter, r *http.Request) {
+	id := strings.TrimSpace(r.URL.Query().Get("id"))
+	if _, err := c.ops.Job(r.Context(), id); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	http.Redirect(w, r, c.path(jobPath(id)), http.StatusSeeOther)
+}
+
+// jobView is the job page.
+type jobView struct {
+	Job      *flow.JobInfo
+	Extras   admin.JobExtras
+	ExtraErr string
+	Timeline []moment
+	Actions  []string
+	Running  bool
+}
+
+// moment is one line of a job's timeline.
+type moment struct {
+	At     time.Time
+	What   string
+	Detail string
+	Bad    bool
+}
+
+func (c *console) job(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	j, err := c.ops.Job(r.Context(), id)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j.State), Running: j.State == flow.StateRunning}
+	if v.Extras, err = c.ops.JobExtras(r.Context(), id); err != nil {
+		v.ExtraErr = err.Error()
+	}
+	c.render(w, r, http.StatusOK, "job", "Job "+id, v)
+}
+
+// jobActions are the actions a job in state allows.
+func jobActions(state string) []string {
+	switch state {
+	case flow.StateScheduled, flow.StateRetryable:
+		return []string{"runnow", "reroute", "cancel", "delete"}
+	case flow.StateAvailable:
+		return []string{"reroute", "cancel", "delete"}
+	case flow.StateRunning:
+		return []string{"reroute", "cancel"}
+	case flow.StateArchived, flow.StateCancelled:
+		return []string{"redrive", "delete"}
+	case flow.StateQuarantined:
+		return []string{"release", "delete"}
+	default:
+		return []string{"delete"}
+	}
+}
+
+// timeline orders what the job's record says happened to it.
+func timeline(j *flow.JobInfo) []moment {
+	var ms []moment
+	add := func(at time.Time, what, detail string, bad bool) {
+		if !at.IsZero() {
+			ms = append(ms, moment{At: at, What: what, Detail: detail, Bad: bad})
+		}
+	}
+	add(j.Created, "enqueued", "priority "+fmt.Sprint(j.Priority), false)
+	for _, e := range j.Errors {
+		add(e.At, e.Class, fmt.Sprintf("attempt %d, crash %d: %s", e.Attempt, e.CrashAttempt, e.Message), true)
+	}
+	if j.Orphan.Count > 0 {
+		add(j.Orphan.ExpiredAt, "lease expired", fmt.Sprintf("held by %s; reclaimed %d time(s)", j.Orphan.Holder, j.Orphan.Count), true)
+	}
+	for _, s := range j.Steps {
+		if !s.Cursor {
+			add(s.At, "step", s.Name, false)
+		}
+	}
+	add(j.RedrivenAt, "redriven", fmt.Sprintf("from %s (%d redrive(s))", j.RedrivenFrom, j.Redrives), false)
+	if j.State == flow.StateRunning {
+		add(j.LeaseExpiry, "lease expires", "held by "+j.LeaseHolder, false)
+	}
+	if j.State == flow.StateScheduled || j.State == flow.StateRetryable {
+		add(j.RunAt, "due", j.State, false)
+	}
+	if j.Finished.IsZero() {
+		sort.SliceStable(ms, func(a, b int) bool { return ms[a].At.Before(ms[b].At) })
+		return ms
+	}
+	detail := j.State
+	if j.Reason != "" {
+		detail += " (" + j.Reason + ")"
+	}
+	add(j.Finished, "finished", detail, j.State != flow.StateCompleted)
+	sort.SliceStable(ms, func(a, b int) bool { return ms[a].At.Before(ms[b].At) })
+	return ms
+}
+
+func (c *console) workers(w http.ResponseWriter, r *http.Request) {
+	ws, err := c.ops.Workers(r.Context())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "workers", "Workers", map[string]any{"Workers": ws, "Now": time.Now()})
+}
+
+func (c *console) schedules(w http.ResponseWriter, r *http.Request) {
+	ss, err := c.ops.Schedules(r.Context())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "schedules", "Schedules", map[string]any{"Schedules": ss})
+}
+
+// effectsView is the dead-lettered effects page.
+type effectsView struct {
+	Queue   string
+	Queues  []string
+	Effects []sluicetype.DeadEffect
+}
+
+// maxEffectsShown bounds the dead effects a page lists per queue.
+const maxEffectsShown = 100
+
+func (c *console) effects(w http.ResponseWriter, r *http.Request) {
+	qs, err := c.ops.Queues(r.Context())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	v := effectsView{Queue: r.URL.Query().Get("queue")}
+	for _, q := range qs {
+		v.Queues = append(v.Queues, q.Name)
+	}
+	show := v.Queues
+	if v.Queue != "" {
+		show = []string{v.Queue}
+	}
+	for _, q := range show {
+		ds, err := c.ops.DeadEffects(r.Context(), q, maxEffectsShown)
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		v.Effects = append(v.Effects, ds...)
+	}
+	c.render(w, r, http.StatusOK, "effects", "Dead effects", v)
+}
+
+// events is the live stream: an overview event every poll, and a job
+// event when the followed job (?job=ID) changes.
+func (c *console) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "sluice web: streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	job := r.URL.Query().Get("job")
+	if job != "" {
+		if _, err := c.ops.JobBriefs(r.Context(), []string{job}); err != nil {
+			http.Error(w, err.Error(), statusOf(err))
+			return
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "retry: 3000\n\n")
+	fl.Flush()
+	s := c.hub.subscribe(job)
+	defer c.hub.unsubscribe(s)
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case ev := <-s.ch:
+			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+		case <-keep.C:
+			fmt.Fprintf(w, ": keep-alive\n\n")
+		}
+		fl.Flush()
+	}
+}
+
+// bounded returns a context for an operator call made while a page waits.
+func bounded(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), 30*time.Second)
+}

@@ -1,0 +1,211 @@
+package web
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/flow"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pageNames are the templates/<name>.html files, each rendered inside
+// templates/layout.html.
+var pageNames = []string{"overview", "queue", "job", "workers", "schedules", "effects", "confirm", "login", "error"}
+
+// pages holds one parsed template set per page.
+type pages struct {
+	sets map[string]*template.Template
+}
+
+func loadPages() (*pages, error) {
+	p := &pages{sets: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("sluice web: template %s: %w", name, err)
+		}
+		p.sets[name] = t
+	}
+	return p, nil
+}
+
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static")
+	files := http.FileServerFS(sub)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page's template receives.
+type view struct {
+	Title    string
+	Nav      string // the section of the navigation bar to mark
+	P        string // the console's path prefix
+	CSRF     string
+	ReadOnly bool
+	HideArgs bool
+	Auth     bool // a session may log out
+	Flash    string
+	Live     string // the job the page follows live, "" for none
+	Data     any
+}
+
+// render writes page name with data, status code and the common view.
+func (c *console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
+	v := view{Title: title, Nav: name, P: c.o.Prefix, CSRF: c.csrfToken(w, r), ReadOnly: c.o.ReadOnly,
+		HideArgs: c.o.HideArgs, Auth: c.o.Token != "", Flash: c.takeFlash(w, r), Data: data}
+	if j, ok := data.(*jobView); ok {
+		v.Live = j.Job.ID
+	}
+	var buf bytes.Buffer
+	if err := c.pages.sets[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
+		c.o.Logger.Error("sluice web: render", "page", name, "err", err)
+		http.Error(w, "sluice web: could not render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	w.Write(buf.Bytes())
+}
+
+// fail renders the error page for err.
+func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	code := statusOf(err)
+	if code == http.StatusInternalServerError {
+		c.o.Logger.Error("sluice web", "path", r.URL.Path, "err", err)
+	}
+	c.render(w, r, code, "error", http.StatusText(code), map[string]any{"Error": err.Error(), "Code": code})
+}
+
+// maxShown bounds a decoded payload on a page.
+const maxShown = 64 << 10
+
+var funcs = template.FuncMap{
+	"states": func() []string { return flow.States },
+	"rfc3339": func(t time.Time) string {
+		return t.UTC().Format(time.RFC3339Nano)
+	},
+	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"dur": func(d time.Duration) string {
+		if d == 0 {
+			return "—"
+		}
+		return d.Round(time.Millisecond).String()
+	},
+	"pretty": pretty,
+	"esc":    url.PathEscape,
+	"query":  url.QueryEscape,
+	"join":   strings.Join,
+	"itoa":   strconv.Itoa,
+	"i64":    func(n int64) string { return strconv.FormatInt(n, 10) },
+	"pct":    func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) },
+	"spark":  spark,
+	// narrow: the states a phone's overview leaves out
+	"narrow": func(s string) bool {
+		return s == flow.StateScheduled || s == flow.StateRetryable || s == flow.StateQuarantined || s == flow.StateCancelled
+	},
+	"terminal": func(s string) bool {
+		return s == flow.StateCompleted || s == flow.StateArchived || s == flow.StateQuarantined || s == flow.StateCancelled
+	},
+	"dict": func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[fmt.Sprint(kv[i])] = kv[i+1]
+		}
+		return m
+	},
+}
+
+// pretty shows msgpack b as indented JSON (or says why it cannot).
+func pretty(b []byte) string {
+	if len(b) == 0 {
+		return "—"
+	}
+	var v any
+	if err := msgpack.Unmarshal(b, &v); err != nil {
+		return fmt.Sprintf("(%d bytes, not msgpack: %v)", len(b), err)
+	}
+	out, err := json.MarshalIndent(jsonable(v), "", "  ")
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	if len(out) > maxShown {
+		return string(out[:maxShown]) + "\n… (cut at 64 KiB)"
+	}
+	return string(out)
+}
+
+// jsonable turns the maps msgpack may decode to (keys of any type) into
+// ones encoding/json takes.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = jsonable(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = jsonable(e)
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// sparkLine is a queue's chart: SVG polyline points of completed and
+// failed jobs per minute, in a 120x28 box.
+type sparkLine struct {
+	Done, Failed string
+	Max          int64
+}
+
+func spark(series []point) sparkLine {
+	var s sparkLine
+	for _, p := range series {
+		s.Max = max(s.Max, p[0], p[1])
+	}
+	line := func(k int) string {
+		var b strings.Builder
+		for i, p := range series {
+			x := 0.0
+			if len(series) > 1 {
+				x = float64(i) * 120 / float64(len(series)-1)
+			}
+			y := 27.0
+			if s.Max > 0 {
+				y = 27 - float64(p[k])*26/float64(s.Max)
+			}
+			fmt.Fprintf(&b, "%.1f,%.1f ", x, y)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	s.Done, s.Failed = line(0), line(1)
+	return s
+}

@@ -1,0 +1,183 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// console is one mounted console.
+type console struct {
+	o      Options
+	ops    ops
+	hub    *hub
+	pages  *pages
+	secret []byte // signs session cookies; new for every console
+	cop    *http.CrossOriginProtection
+}
+
+// Handler returns the console as an http.Handler. Mount it at
+// Options.Prefix + "/" (it strips the prefix itself):
+//
+//	mux.Handle("/sluice/", h)
+//
+// With no authentication configured (Token, User/Password, Auth) it
+// answers only requests from loopback addresses that no proxy forwarded,
+// unless Options.Insecure.
+func Handler(o Options) (http.Handler, error) {
+	c, err := newConsole(o)
+	if err != nil {
+		return nil, err
+	}
+	return c.routes(), nil
+}
+
+func newConsole(o Options) (*console, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	pg, err := loadPages()
+	if err != nil {
+		return nil, err
+	}
+	c := &console{o: o, ops: o.ops, pages: pg, secret: make([]byte, 32), cop: http.NewCrossOriginProtection()}
+	rand.Read(c.secret)
+	c.hub = newHub(o.ops, o.PollInterval, func(err error) { o.Logger.Error("sluice web: live stream", "err", err) })
+	return c, nil
+}
+
+// ListenAndServe serves the console on addr (host:port) until ctx is
+// done, then shuts the server down, giving open requests five seconds.
+// It refuses an address beyond loopback (a non-loopback host, or none,
+// which listens on every interface) unless authentication is configured
+// or Options.Insecure is set.
+func ListenAndServe(ctx context.Context, addr string, o Options) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: address %q: %v", ErrOptions, addr, err)
+	}
+	if !loopbackHost(host) && !o.authConfigured() && !o.Insecure {
+		return fmt.Errorf("%w: %s is reachable beyond this machine: set a token (%s), basic auth (%s, %s) or an Auth middleware, or listen on 127.0.0.1", ErrOptions, addr, EnvToken, EnvUser, EnvPassword)
+	}
+	h, err := Handler(o)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return Serve(ctx, ln, h)
+}
+
+// Serve serves h on ln until ctx is done, then shuts down as
+// ListenAndServe does.
+func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = srv.Close()
+	}
+	<-errc
+	return err
+}
+
+// loopbackHost reports whether host names only this machine.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loopbackRequest reports whether r came from a loopback address and
+// not through a proxy: a reverse proxy on this machine connects from
+// loopback on behalf of anyone, and says so in a forwarding header.
+func loopbackRequest(r *http.Request) bool {
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return false
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	return err == nil && loopbackHost(host)
+}
+
+// routes builds the console's handler: prefix stripping, then
+// authentication, then the pages and actions.
+func (c *console) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /static/", http.StripPrefix("/static/", staticHandler()))
+	mux.HandleFunc("GET /login", c.loginPage)
+	mux.HandleFunc("POST /login", c.login)
+	mux.HandleFunc("POST /logout", c.logout)
+	mux.HandleFunc("GET /{$}", c.overview)
+	mux.HandleFunc("GET /queues/{queue}", c.queue)
+	mux.HandleFunc("GET /jobs/{id...}", c.job)
+	mux.HandleFunc("GET /find", c.find)
+	mux.HandleFunc("GET /workers", c.workers)
+	mux.HandleFunc("GET /schedules", c.schedules)
+	mux.HandleFunc("GET /effects", c.effects)
+	mux.HandleFunc("GET /events", c.events)
+	mux.HandleFunc("GET /confirm/{action}", c.confirm)
+	mux.HandleFunc("POST /act/{action}", c.act)
+	var h http.Handler = mux
+	h = c.authenticate(h)
+	h = c.guard(h)
+	if c.o.Prefix != "" {
+		h = http.StripPrefix(c.o.Prefix, h)
+	}
+	return h
+}
+
+// guard sets the headers every answer carries and refuses what no
+// console accepts: a cross-origin or CSRF-less state-changing request, a
+// request from beyond loopback to a console without authentication.
+func (c *console) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		if !c.o.authConfigured() && !c.o.Insecure && !loopbackRequest(r) {
+			http.Error(w, "sluice web: this console has no authentication configured and answers loopback requests only", http.StatusForbidden)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := c.cop.Check(r); err != nil {
+				http.Error(w, "sluice web: cross-origin request refused", http.StatusForbidden)
+				return
+			}
+			if !c.validCSRF(r) {
+				http.Error(w, "sluice web: missing or wrong CSRF token; reload the page and try again", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// path is p under the console's prefix.
+func (c *console) path(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return c.o.Prefix + p
+}

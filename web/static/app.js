@@ -1,0 +1,117 @@
+// Sluice console: local times, copy on click, and the live stream.
+"use strict";
+(function () {
+  // Times: <time datetime=ISO> shows the viewer's local time and its age.
+  function age(ms) {
+    var s = Math.round(Math.abs(ms) / 1000), out;
+    if (s < 60) out = s + "s";
+    else if (s < 3600) out = Math.floor(s / 60) + "m";
+    else if (s < 86400) out = Math.floor(s / 3600) + "h" + (Math.floor(s / 60) % 60 ? " " + Math.floor(s / 60) % 60 + "m" : "");
+    else out = Math.floor(s / 86400) + "d";
+    return ms >= 0 ? out + " ago" : "in " + out;
+  }
+  function pad(n) { return n < 10 ? "0" + n : "" + n; }
+  function local(d) {
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds());
+  }
+  function times(root) {
+    root.querySelectorAll("time[datetime]").forEach(function (t) {
+      var d = new Date(t.getAttribute("datetime"));
+      if (isNaN(d)) return;
+      t.title = t.getAttribute("datetime");
+      t.textContent = local(d);
+      var rel = document.createElement("span");
+      rel.className = "rel";
+      rel.textContent = age(Date.now() - d.getTime());
+      t.appendChild(rel);
+      t.classList.add("copy");
+      t.dataset.copy = t.getAttribute("datetime");
+    });
+  }
+  function ticking() {
+    document.querySelectorAll("time[datetime] .rel").forEach(function (r) {
+      var d = new Date(r.parentNode.getAttribute("datetime"));
+      r.textContent = age(Date.now() - d.getTime());
+    });
+  }
+  // Copy: any element with data-copy copies its value when clicked.
+  document.addEventListener("click", function (e) {
+    var el = e.target.closest("[data-copy]");
+    if (!el || !navigator.clipboard || e.target.closest("a")) return;
+    navigator.clipboard.writeText(el.dataset.copy).then(function () {
+      el.classList.add("copied");
+      setTimeout(function () { el.classList.remove("copied"); }, 1200);
+    });
+  });
+
+  // Live stream: counts of the overview and the queue pages, the state of
+  // the job page.
+  var base = document.body.dataset.prefix || "";
+  function spark(svg, series) {
+    var max = 0;
+    series.forEach(function (p) { max = Math.max(max, p[0], p[1]); });
+    ["d", "f"].forEach(function (cls, k) {
+      var pts = series.map(function (p, i) {
+        var x = series.length > 1 ? i * 120 / (series.length - 1) : 0;
+        var y = max > 0 ? 27 - p[k] * 26 / max : 27;
+        return x.toFixed(1) + "," + y.toFixed(1);
+      }).join(" ");
+      var line = svg.querySelector("." + cls);
+      if (line) line.setAttribute("points", pts);
+    });
+  }
+  function overview(data) {
+    data.queues.forEach(function (q) {
+      Object.keys(q.depth).forEach(function (s) {
+        document.querySelectorAll('[data-count="' + CSS.escape(q.name + "/" + s) + '"]').forEach(function (el) {
+          el.textContent = q.depth[s];
+          var cell = el.closest("td");
+          if (cell) cell.classList.toggle("zero", q.depth[s] === 0);
+        });
+      });
+      document.querySelectorAll('[data-rate="' + CSS.escape(q.name) + '"]').forEach(function (el) {
+        el.textContent = q.done + " / " + q.failed;
+      });
+      document.querySelectorAll('[data-paused="' + CSS.escape(q.name) + '"]').forEach(function (el) {
+        el.hidden = q.paused === 0;
+      });
+      document.querySelectorAll('svg[data-spark="' + CSS.escape(q.name) + '"]').forEach(function (svg) { spark(svg, q.series); });
+    });
+    document.querySelectorAll("[data-workers]").forEach(function (el) { el.textContent = data.workers; });
+  }
+  var refreshing = false;
+  function refreshJob(ev) {
+    var live = document.getElementById("live");
+    if (!live || refreshing) return;
+    var d = JSON.parse(ev.data);
+    if (live.dataset.state === d.State && live.dataset.fence === String(d.Fence) &&
+        live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt)) return;
+    refreshing = true;
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var doc = new DOMParser().parseFromString(html, "text/html");
+        var fresh = doc.getElementById("live");
+        if (fresh) {
+          live.replaceWith(fresh);
+          times(fresh);
+          fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
+        }
+      })
+      .finally(function () { refreshing = false; });
+  }
+  function stream() {
+    if (!window.EventSource || !document.querySelector("[data-live]")) return;
+    var job = document.body.dataset.job;
+    var src = new EventSource(base + "/events" + (job ? "?job=" + encodeURIComponent(job) : ""));
+    var dot = document.querySelector(".live-dot");
+    src.addEventListener("open", function () { if (dot) dot.classList.add("on"); });
+    src.addEventListener("error", function () { if (dot) dot.classList.remove("on"); });
+    src.addEventListener("overview", function (ev) { overview(JSON.parse(ev.data)); });
+    src.addEventListener("job", refreshJob);
+  }
+  times(document);
+  setInterval(ticking, 15000);
+  stream();
+})();
