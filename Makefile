@@ -10,20 +10,21 @@ STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(GOPATH_BIN)/
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-test: ## Vet, then run all tests with -race (starts real redis-servers)
-	scripts/ensure-redis.sh
+test: ## Vet, then run all tests with -race (starts real redis-servers and headless chromium)
+	scripts/ensure.sh redis-server REDIS_SERVER
+	scripts/ensure.sh chromium SLUICE_CHROMIUM
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 test-short: ## Run the tests in -short mode, without -race
-	scripts/ensure-redis.sh
+	scripts/ensure.sh redis-server REDIS_SERVER
 	$(GO) test -short -count=1 ./...
 
 SLUICE_CHAOS_DURATION ?= 5m
 SLUICE_MODEL_STEPS ?= 20000
 
 chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m), then the store model for SLUICE_MODEL_STEPS, with -race
-	scripts/ensure-redis.sh
+	scripts/ensure.sh redis-server REDIS_SERVER
 	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos$$' -v ./internal/chaos
 	SLUICE_MODEL_STEPS=$(SLUICE_MODEL_STEPS) $(GO) test -race -count=1 -timeout 2h -run '^TestModel$$' -v ./internal/store
 

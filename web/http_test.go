@@ -246,20 +246,46 @@ func TestReadOnlyAndHideArgs(t *testing.T) {
 	}
 }
 
-// TestPendingActionSaysSo: an action whose operator call this build lacks
-// answers 501 with a message, and changes nothing.
-func TestPendingActionSaysSo(t *testing.T) {
+// TestRunNowAndBulkDelete: run now makes a delayed job available, and a
+// bulk delete counts the jobs it will delete first, then deletes them,
+// each through its confirmation form.
+func TestRunNowAndBulkDelete(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
-	id := f.enqueue(flaky{}, flow.WithDelay(3600e9))
 	c := client()
-	_, body := f.get(c, "/confirm/runnow?id="+url.QueryEscape(id))
-	code, _, body := f.post(c, "/act/runnow", url.Values{"id": {id}, "csrf": {csrfOf(body)}})
-	if code != http.StatusNotImplemented || !strings.Contains(body, "not available") {
-		t.Fatalf("run now: %d\n%s", code, body)
+	act := func(action string, form url.Values) string {
+		t.Helper()
+		code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("confirm %s: %d\n%s", action, code, body)
+		}
+		form.Set("csrf", csrfOf(body))
+		code, _, body = f.post(c, "/act/"+action, form)
+		if code != http.StatusSeeOther {
+			t.Fatalf("%s: %d\n%s", action, code, body)
+		}
+		return body
 	}
-	if st := f.env.Job(id).State; st != flow.StateScheduled {
-		t.Fatalf("job is %s", st)
+	now := f.enqueue(flaky{}, flow.WithDelay(time.Hour))
+	act("runnow", url.Values{"id": {now}})
+	if st := f.env.Job(now).State; st != flow.StateAvailable {
+		t.Fatalf("after run now the job is %s", st)
+	}
+
+	gone := []string{f.enqueue(flaky{}, flow.WithDelay(time.Hour)), f.enqueue(flaky{}, flow.WithDelay(time.Hour))}
+	sel := url.Values{"queue": {testQueue}, "state": {flow.StateScheduled}}
+	_, body := f.get(c, "/confirm/bulk-delete?"+sel.Encode())
+	if !strings.Contains(body, `<b id="dry-run-count">2</b>`) {
+		t.Fatalf("bulk delete's dry run does not count 2 jobs:\n%s", body)
+	}
+	act("bulk-delete", sel)
+	for _, id := range gone {
+		if _, err := f.env.Client.Job(context.Background(), id); !errors.Is(err, flow.ErrNotFound) {
+			t.Errorf("job %s after the bulk delete: %v", id, err)
+		}
+	}
+	if st := f.env.Job(now).State; st != flow.StateAvailable {
+		t.Errorf("the available job is %s after deleting the scheduled ones", st)
 	}
 }
 

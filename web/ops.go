@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"errors"
 	"sort"
 	"time"
 
@@ -40,8 +39,6 @@ type ops interface {
 	ResumeSchedule(ctx context.Context, name string) error
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
 	RedriveEffects(ctx context.Context, ids ...string) error
-
-	// Calls flow/admin does not have yet (see pending below).
 	RunNow(ctx context.Context, id string) error
 	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, err error)
 }
@@ -51,10 +48,6 @@ type queueInfo struct {
 	Name       string
 	Partitions int
 }
-
-// ErrNotAvailable: the operator API of this build lacks the call behind
-// an action.
-var ErrNotAvailable = errors.New("sluice web: this action is not available in this build of the operator API")
 
 // adminOps makes the console's calls with an *admin.Client; queues are
 // extra queue names to show (Options.Queues).
@@ -99,13 +92,9 @@ func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
 	return out, nil
 }
 
-// RunNow makes a scheduled or retryable job available at once. Pending:
-// admin.Client.RunNow(ctx, id) error.
-func (a adminOps) RunNow(context.Context, string) error { return ErrNotAvailable }
-
-// DeleteSelected deletes the jobs sel chooses (counts them, with dryRun).
-// Pending: admin.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun})
-// (admin.DeleteProgress, error).
-func (a adminOps) DeleteSelected(context.Context, admin.Selector, bool) (int, error) {
-	return 0, ErrNotAvailable
+// DeleteSelected deletes the jobs sel chooses (counts them, with dryRun)
+// and returns how many matched.
+func (a adminOps) DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (int, error) {
+	p, err := a.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun: dryRun})
+	return p.Matched, err
 }

@@ -24,8 +24,6 @@ func statusOf(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, admin.ErrWrongState):
 		return http.StatusConflict
-	case errors.Is(err, ErrNotAvailable):
-		return http.StatusNotImplemented
 	default:
 		return http.StatusInternalServerError
 	}
