@@ -38,6 +38,8 @@ var (
 	Delete  = load("delete")
 	Pause   = load("pause")
 	Redrive = load("redrive")
+	// Live reads a partition's counters for a live dashboard.
+	Live = load("live")
 	// RunNow makes a scheduled or retryable job available at once.
 	RunNow = load("runnow")
 	// BulkDelete deletes the jobs a selector chooses, a bounded step at a
@@ -73,7 +75,7 @@ func All() map[string]*Script {
 		"step": Step, "notify": Notify, "stuck": Stuck, "progress": Progress, "cancel": Cancel,
 		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
 		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
-		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow,
+		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow, "live": Live,
 		"bulkdelete": BulkDelete,
 	}
 }

@@ -326,7 +326,7 @@ func TestQueueAndScheduleActions(t *testing.T) {
 		return loc
 	}
 	paused := func() int {
-		live, err := f.ops.QueuesLive(ctx, map[string]int{testQueue: 0}, true)
+		live, err := f.ops.QueuesLive(ctx, map[string]int{testQueue: 0})
 		testkit.Must(t, err)
 		return live[0].Paused
 	}

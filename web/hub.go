@@ -16,7 +16,7 @@ import (
 const (
 	historyMinutes = 60  // the overview chart
 	maxWatchedJobs = 100 // jobs whose state the stream follows
-	slowEvery      = 5   // paused flags, workers and queues: every slowEvery ticks
+	slowEvery      = 5   // the workers and the queue list: every slowEvery ticks
 )
 
 // hub is the console's one live stream: a poller goroutine, running while
@@ -33,7 +33,6 @@ type hub struct {
 	tick    int
 	queues  []queueInfo
 	workers []sluicetype.WorkerInfo
-	paused  map[string]int
 	history map[string][]point // per queue, historyMinutes, oldest first
 	minute  time.Time          // the minute history ends with
 	briefs  map[string]admin.JobBrief
@@ -81,7 +80,7 @@ type subscriber struct {
 
 func newHub(o ops, interval time.Duration, onError func(error)) *hub {
 	return &hub{ops: o, interval: interval, onError: onError, subs: map[*subscriber]struct{}{},
-		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]admin.JobBrief{}, paused: map[string]int{}}
+		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]admin.JobBrief{}}
 }
 
 // subscribe adds a subscriber following job (may be ""), and starts the
@@ -234,11 +233,11 @@ func (h *hub) current(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
-// read reads a snapshot: every tick the per-state counters of every
-// partition (one command each); every slowEvery ticks also the queue
-// list, the workers, and each partition's paused flag and current
-// minute's finished counts; the hour's history once per queue, and the
-// minutes since the last read when a minute ends.
+// read reads a snapshot: every tick each partition's counters, paused
+// flag and current minute's finished counts (one bounded call each,
+// admin.Client.QueuesLive); every slowEvery ticks also the queue list and
+// the workers; the hour's history once per queue, and the minutes since
+// the last read when a minute ends.
 func (h *hub) read(ctx context.Context) (*snapshot, error) {
 	at := time.Now()
 	slow := h.tick%slowEvery == 0 || h.queues == nil
@@ -257,7 +256,7 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 	for _, q := range h.queues {
 		want[q.Name] = q.Partitions
 	}
-	live, err := h.ops.QueuesLive(ctx, want, slow)
+	live, err := h.ops.QueuesLive(ctx, want)
 	if err != nil {
 		return nil, err
 	}
@@ -266,11 +265,8 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 		return nil, err
 	}
 	for _, q := range live {
-		if q.Paused >= 0 {
-			h.paused[q.Queue] = q.Paused
-		}
 		series := h.history[q.Queue]
-		v := queueView{Name: q.Queue, Partitions: q.Partitions, Paused: h.paused[q.Queue], Depth: q.Depth, Series: series}
+		v := queueView{Name: q.Queue, Partitions: q.Partitions, Paused: q.Paused, Depth: q.Depth, Series: series}
 		if n := len(series); n >= 2 {
 			v.Done, v.Failed = series[n-2][0], series[n-2][1]
 		}
@@ -287,7 +283,7 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 // updateHistory keeps each queue's last hour: read whole for a queue not
 // seen before, and the minutes since the last read again when the minute
 // turned (the minute just ended may have grown after its last read); the
-// current minute comes from live when live was read in full.
+// current minute comes from live.
 func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 	if len(live) == 0 {
 		return nil
@@ -313,11 +309,9 @@ func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 			copy(s[len(s)-shift-1:], points(ms))
 			h.history[q.Queue] = s
 		}
-		if q.Paused >= 0 { // a full read: the current minute's counts are in
-			s := slices.Clone(h.history[q.Queue])
-			s[len(s)-1] = pointOf(q.Finished)
-			h.history[q.Queue] = s
-		}
+		s := slices.Clone(h.history[q.Queue])
+		s[len(s)-1] = pointOf(q.Finished)
+		h.history[q.Queue] = s
 	}
 	h.minute = minute
 	return nil

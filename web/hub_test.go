@@ -18,9 +18,9 @@ type countingOps struct {
 	live, briefs atomic.Int64
 }
 
-func (c *countingOps) QueuesLive(ctx context.Context, q map[string]int, p bool) ([]admin.QueueLive, error) {
+func (c *countingOps) QueuesLive(ctx context.Context, q map[string]int) ([]admin.QueueLive, error) {
 	c.live.Add(1)
-	return c.ops.QueuesLive(ctx, q, p)
+	return c.ops.QueuesLive(ctx, q)
 }
 
 func (c *countingOps) JobBriefs(ctx context.Context, ids []string) (map[string]admin.JobBrief, error) {

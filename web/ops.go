@@ -16,7 +16,7 @@ type ops interface {
 	Namespace() string
 	PartitionCount(queue string) int
 	Queues(ctx context.Context) ([]queueInfo, error)
-	QueuesLive(ctx context.Context, queues map[string]int, full bool) ([]admin.QueueLive, error)
+	QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error)
 	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
 	QueueStats(ctx context.Context, queue string, window time.Duration) (admin.QueueStats, error)
 	ListJobs(ctx context.Context, o admin.ListOptions) (admin.JobPage, error)

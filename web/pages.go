@@ -77,7 +77,7 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 		v.State = flow.StateAvailable
 	}
 	parts := c.hub.partitions(q)
-	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: parts}, true)
+	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: parts})
 	if err != nil {
 		c.fail(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,23 +30,21 @@ func (c *Client) PartitionCount(queue string) int { return len(c.b.Partitions(qu
 type QueueLive struct {
 	Queue      string
 	Partitions int
-	// Paused counts the paused partitions; -1 when not read.
+	// Paused counts the paused partitions.
 	Paused int
 	Depth  map[string]int64 // jobs per state; every state is present
-	// Minute is the start of the current minute (the client's clock) and
-	// Finished what reached each terminal state during it so far (empty
-	// when not read).
+	// Minute is the start of the current minute (the store's clock) and
+	// Finished what reached each terminal state during it so far.
 	Minute   time.Time
 	Finished map[string]int64
 }
 
 // QueuesLive reads, for each queue of queues (name -> partitions, 0 for
-// PartitionCount), its per-state counters (one O(1) command per
-// partition), and with full also its paused flags and what finished in
-// the current minute (two more), all in one pipelined round trip. Without
-// full, Paused is -1 and Finished empty. The result is sorted by queue
-// name.
-func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, full bool) ([]QueueLive, error) {
+// PartitionCount), its per-state counters, paused partitions and what
+// finished in the current minute: one bounded call per partition
+// (lua/live.lua), at most liveConcurrency at a time. The result is sorted
+// by queue name.
+func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]QueueLive, error) {
 	names := make([]string, 0, len(queues))
 	for q := range queues {
 		if !runtime.ValidQueue(q) {
@@ -54,30 +53,33 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, full boo
 		names = append(names, q)
 	}
 	sort.Strings(names)
-	minute := c.b.Now().UnixMilli() / 60000
-	type reads struct {
-		stats, fin *redis.MapStringStringCmd
-		paused     *redis.IntCmd
+	type read struct {
+		q, k int
+		p    keys.Partition
 	}
-	all := make([][]reads, len(names))
+	var todo []read
 	out := make([]QueueLive, len(names))
-	_, err := c.b.Store.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, q := range names {
-			parts := c.partitions(q, queues[q])
-			out[i] = QueueLive{Queue: q, Partitions: len(parts), Paused: -1, Depth: map[string]int64{},
-				Minute: time.UnixMilli(minute * 60000), Finished: map[string]int64{}}
-			all[i] = make([]reads, len(parts))
-			for k, part := range parts {
-				all[i][k].stats = p.HGetAll(ctx, part.Stats())
-				if full {
-					all[i][k].fin = p.HGetAll(ctx, part.Minute(minute))
-					all[i][k].paused = p.Exists(ctx, part.Paused())
-				}
-			}
+	reads := make([][]store.LiveRead, len(names))
+	for i, q := range names {
+		parts := c.partitions(q, queues[q])
+		out[i] = QueueLive{Queue: q, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{}}
+		reads[i] = make([]store.LiveRead, len(parts))
+		for k, p := range parts {
+			todo = append(todo, read{i, k, p})
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	}
+	errs := make([]error, len(todo))
+	sem := make(chan struct{}, liveConcurrency)
+	var wg sync.WaitGroup
+	for j, r := range todo {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			reads[r.q][r.k], errs[j] = c.b.Store.Live(ctx, r.p)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	for i := range out {
@@ -85,26 +87,24 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int, full boo
 		for _, s := range flow.States {
 			q.Depth[s] = 0
 		}
-		if full {
-			q.Paused = 0
-		}
-		for _, r := range all[i] {
-			if err := addCounts(q.Depth, r.stats.Val(), false); err != nil {
+		for _, r := range reads[i] {
+			if err := addCounts(q.Depth, r.Stats, false); err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
-			if !full {
-				continue
-			}
-			if err := addCounts(q.Finished, r.fin.Val(), true); err != nil {
+			if err := addCounts(q.Finished, r.Finished, true); err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
-			if r.paused.Val() == 1 {
+			if r.Paused {
 				q.Paused++
 			}
+			q.Minute = time.UnixMilli(r.Minute * 60000)
 		}
 	}
 	return out, nil
 }
+
+// liveConcurrency bounds QueuesLive's calls in flight.
+const liveConcurrency = 8
 
 // partitions names queue's partitions: n of them, or the client's count
 // when n is 0.
