@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -21,13 +22,14 @@ type planner struct {
 	known       func(kind string) bool // nil: any valid kind
 	maxPayload  int
 	maxAttempts int
-	partitions  map[string]int
+	layouts     *store.Layouts // each queue's partition count
 	rr          atomic.Uint64
 }
 
 // job plans one item; parent is set for a spawned child, whose ID the
-// caller chose.
-func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+// caller chose. The first job of a queue in the process reads (or
+// registers) the queue's layout.
+func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
 	if it.Args == nil {
 		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
 	}
@@ -76,7 +78,11 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeKey(&o, hold), sp)), Local: local}
+	lay, err := pl.layouts.Use(ctx, o.queue)
+	if err != nil {
+		return keys.Ref{}, store.NewJob{}, err
+	}
+	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, lay.Partitions, routeKey(&o, hold), sp)), Local: local}
 	return ref, store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
@@ -111,16 +117,15 @@ func routeKey(o *enqueueOptions, hold string) string {
 	}
 }
 
-// partition picks the partition of a job: by a stable hash of key (see
+// partition picks the partition of a job of queue, which has n: by a stable hash of key (see
 // routeKey: the same key always lands on the same partition while the
 // queue's partition count stays the same), else
 // round-robin: per call, and within one EnqueueMany call (sp) in
 // contiguous blocks of at least minSpreadBlock jobs, so that a batch costs
 // a round trip per block rather than one per partition, while a large one
 // still spreads over every partition.
-func (pl *planner) partition(queue, key string, sp *spread) int {
-	n := max(pl.partitions[queue], 1)
-	if n == 1 {
+func (pl *planner) partition(queue string, n int, key string, sp *spread) int {
+	if n <= 1 {
 		return 0
 	}
 	if key != "" {

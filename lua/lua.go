@@ -54,6 +54,9 @@ var (
 	Signal = load("signal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = redis.NewScript(body("heartbeat"))
+	// Layout registers and resizes queue layouts; it runs alone, on the
+	// namespace's registry of queues.
+	Layout = redis.NewScript(body("layout"))
 	// Relay's keys are in another slot than a partition's: it uses only
 	// the prelude's effects, which need none of a partition's keys.
 	Relay = load("relay")

@@ -23,7 +23,12 @@ type Worker struct {
 	handlers Handlers
 	log      *slog.Logger
 	clk      Clock
+	// layouts is the worker's view of the queue layouts (registered at
+	// Run); parts are the partitions of its queues by those layouts, and
+	// served what it read of each (layout.go).
+	layouts  *store.Layouts
 	parts    []keys.Partition
+	served   map[string]*servedQueue
 	nonce    string
 	claims   atomic.Int64
 	running  atomic.Bool
@@ -85,13 +90,8 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	for _, d := range o.KindLease {
 		w.longestLease = max(w.longestLease, d)
 	}
-	for q := range o.Queues {
-		n := max(o.Partitions[q], 1)
-		for i := range n {
-			w.parts = append(w.parts, w.st.Partition(q, i))
-		}
-	}
-	w.tel = newTelemetry(o, w.st, w.parts)
+	w.layouts = store.NewLayouts(w.st, o.Partitions)
+	w.tel = newTelemetry(o, w.st)
 	return w, nil
 }
 
@@ -103,8 +103,10 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
 // their jobs back without charging an attempt or a crash. Run returns nil
 // after a graceful shutdown (also when ctx ends while it is starting), or
-// an error if it could not start, or, after the same shutdown, one that
-// wraps redis.ErrClosed if its Redis client was closed under it.
+// an error if it could not start (a *sluicetype.LayoutMismatchError,
+// ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
+// queue), or, after the same shutdown, one that wraps redis.ErrClosed if
+// its Redis client was closed under it.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("sluice: worker is already running")
@@ -112,6 +114,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run
 	bg := context.WithoutCancel(ctx)
+	if err := w.useLayouts(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	wake, err := w.subscribe(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
