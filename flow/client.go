@@ -155,14 +155,24 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 	plan := make([]planned, len(items))
 	tr := c.tel.begin(ctx, items)
 	sp := newSpread(c.plan.rr.Add(1), len(items))
+	drafts := make([]drafted, len(items))
 	for i, it := range items {
-		ref, job, err := c.plan.job(ctx, it, nil, sp, tr.start(i))
+		d, err := c.plan.draft(it, nil, tr.start(i))
 		if err != nil {
 			err = fmt.Errorf("job %d: %w", i, err)
 			tr.end(nil, err)
 			return nil, err
 		}
-		plan[i] = planned{ref, job}
+		drafts[i] = d
+	}
+	for i, d := range drafts { // only now: bad input registers no queue
+		ref, err := c.plan.place(ctx, d, sp)
+		if err != nil {
+			err = fmt.Errorf("job %d: %w", i, err)
+			tr.end(nil, err)
+			return nil, err
+		}
+		plan[i] = planned{ref, d.job}
 	}
 	byPart := map[keys.Partition][]int{}
 	for i, p := range plan {

@@ -25,6 +25,9 @@ func TestEffectsCommands(t *testing.T) {
 		}
 		return out + errs
 	}
+	if _, _, err := f.st.RegisterLayout(f.ctx, "default", 1); err != nil { // as a first enqueue would
+		t.Fatal(err)
+	}
 	if out := check(exitOK, "effects", "list", "--queue", "default"); !strings.Contains(out, "no dead-lettered effects in queue default (namespace "+f.ns+")") {
 		t.Fatalf("empty list: %q", out)
 	}

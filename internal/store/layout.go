@@ -219,6 +219,27 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 	return out[:min(len(out), MaxNamespacesListed)], nil
 }
 
+// OutboxSizes reads the lengths of the outbox and of the dead outbox of
+// each of parts, in one pipelined round trip.
+func (s *Store) OutboxSizes(ctx context.Context, parts []keys.Partition) (outbox, dead []int64, err error) {
+	cmds := make([]*redis.IntCmd, 2*len(parts))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			cmds[2*i] = p.XLen(ctx, part.Outbox())
+			cmds[2*i+1] = p.XLen(ctx, part.DeadOutbox())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	outbox, dead = make([]int64, len(parts)), make([]int64, len(parts))
+	for i := range parts {
+		outbox[i], dead[i] = cmds[2*i].Val(), cmds[2*i+1].Val()
+	}
+	return outbox, dead, nil
+}
+
 // notFound is the error for a queue the registry does not have.
 func (s *Store) notFound(queue string) error {
 	return fmt.Errorf("%w: %q in namespace %q", sluicetype.ErrQueueNotFound, queue, s.cfg.NS)
