@@ -26,12 +26,12 @@ type Worker struct {
 	// layouts is the worker's view of the queue layouts (registered at
 	// Run); parts are the partitions of its queues by those layouts, and
 	// served what it read of each (layout.go).
-	layouts  *store.Layouts
-	parts    []keys.Partition
-	served   map[string]*servedQueue
-	nonce    string
-	claims   atomic.Int64
-	running  atomic.Bool
+	layouts *store.Layouts
+	parts   []keys.Partition
+	served  map[string]*servedQueue
+	nonce   string
+	claims  atomic.Int64
+	running atomic.Bool
 	// suspects counts the attempts running here of jobs with a crash on
 	// record: while one runs, claims lease no other (lua/claim.lua), so a
 	// job that kills its process takes down only jobs with none.

@@ -28,8 +28,8 @@ type State struct {
 	Created time.Time
 	// Claimed is when the attempt's claim ran, in store time: a durable
 	// timer has fired for this attempt when its wake time is not after it.
-	Claimed    time.Time
-	Lease      store.Lease
+	Claimed time.Time
+	Lease   store.Lease
 	// Layouts places spawned children and follow-ups in their queues'
 	// partitions (the worker's view, or a fixed one in an isolated child).
 	Layouts *store.Layouts
