@@ -23,15 +23,12 @@ type Worker struct {
 	handlers Handlers
 	log      *slog.Logger
 	clk      Clock
-	// layouts is the worker's view of the queue layouts (registered at
-	// Run); parts are the partitions of its queues by those layouts, and
-	// served what it read of each (layout.go).
-	layouts *store.Layouts
-	parts   []keys.Partition
-	served  map[string]*servedQueue
-	nonce   string
-	claims  atomic.Int64
-	running atomic.Bool
+	parts    []keys.Partition
+	layouts  *store.Layouts          // the worker's view of queue layouts; parts are by it (layout.go)
+	served   map[string]*servedQueue // the layouts of the served queues, read by Run
+	nonce    string
+	claims   atomic.Int64
+	running  atomic.Bool
 	// suspects counts the attempts running here of jobs with a crash on
 	// record: while one runs, claims lease no other (lua/claim.lua), so a
 	// job that kills its process takes down only jobs with none.

@@ -30,9 +30,7 @@ type State struct {
 	// timer has fired for this attempt when its wake time is not after it.
 	Claimed time.Time
 	Lease   store.Lease
-	// Layouts places spawned children and follow-ups in their queues'
-	// partitions (the worker's view, or a fixed one in an isolated child).
-	Layouts *store.Layouts
+	Layouts *store.Layouts // places spawned children and follow-ups (a fixed view in an isolated child)
 	// Known reports whether a job kind has a handler here; spawning a child
 	// of another kind is refused.
 	Known func(kind string) bool
