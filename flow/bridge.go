@@ -22,6 +22,7 @@ func (c *Client) bridge() bridge.Client {
 		Admin:      store.New(c.st.Client(), cfg),
 		Namespace:  c.opts.Namespace,
 		Partitions: c.partitions,
+		Layouts:    c.plan.layouts,
 		Now:        c.now,
 		Sticky: func(opt any) (store.Sticky, bool, error) {
 			var o enqueueOptions
@@ -41,7 +42,11 @@ func (c *Client) bridge() bridge.Client {
 			return tm.next(now)
 		},
 		Enqueue: func(ctx context.Context, queue string, job store.NewJob) (any, error) {
-			ref := keys.Ref{Partition: c.st.Partition(queue, c.plan.partition(queue, job.Local, nil)), Local: job.Local}
+			lay, err := c.plan.layouts.Use(ctx, queue)
+			if err != nil {
+				return Enqueued{}, err
+			}
+			ref := keys.Ref{Partition: c.st.Partition(queue, c.plan.partition(queue, lay.Partitions, job.Local, nil)), Local: job.Local}
 			res, err := c.st.Enqueue(ctx, ref.Partition, []store.NewJob{job})
 			if err != nil {
 				return Enqueued{}, err
@@ -52,14 +57,14 @@ func (c *Client) bridge() bridge.Client {
 	}
 }
 
-// partitions names every partition of queue (ClientOptions.Partitions).
-func (c *Client) partitions(queue string) []keys.Partition {
-	n := max(c.opts.Partitions[queue], 1)
-	ps := make([]keys.Partition, n)
-	for i := range ps {
-		ps[i] = c.st.Partition(queue, i)
+// partitions names every partition of queue, as the registry records
+// them now (read on every call: operators must see a resize at once).
+func (c *Client) partitions(ctx context.Context, queue string) ([]keys.Partition, error) {
+	lay, err := c.plan.layouts.Lookup(ctx, queue)
+	if err != nil {
+		return nil, err
 	}
-	return ps
+	return lay.Parts(c.opts.Namespace), nil
 }
 
 func (c *Client) now() time.Time {

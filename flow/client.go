@@ -34,8 +34,13 @@ type ClientOptions struct {
 	MaxPayload int
 	// MaxAttempts is the default for jobs that do not set one. Default 25.
 	MaxAttempts int
-	// Partitions maps a queue to its number of partitions; it must match the
-	// workers'. Default 1.
+	// Partitions maps a queue to its number of partitions. Optional: each
+	// queue's count is recorded in Redis by the first client or worker
+	// that uses it, and read from there by every other. A count given here
+	// is the one a new queue is registered with (default 1), and a check
+	// of a registered one: another count is a *sluicetype.LayoutMismatchError
+	// (ErrLayoutMismatch) at the queue's first use. See
+	// admin.Client.ResizeQueue to change it.
 	Partitions map[string]int
 	// RetainCancelled is how long a job cancelled by an operator
 	// (admin.Client.CancelJob, or the CLI) is kept before the workers'
@@ -90,7 +95,7 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 		opts.RetainCancelled = DefaultRetainCancelled
 	}
 	for q, n := range opts.Partitions {
-		if !runtime.ValidQueue(q) || n <= 0 || n > 1024 {
+		if !runtime.ValidQueue(q) || n <= 0 || n > store.MaxPartitions {
 			return nil, fmt.Errorf("%w: partitions of queue %q: %d", ErrInvalid, q, n)
 		}
 	}
@@ -99,7 +104,7 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 		cfg.Now = opts.Clock.Now
 	}
 	st := store.New(rdb, cfg)
-	pl := &planner{st: st, maxPayload: opts.MaxPayload, maxAttempts: opts.MaxAttempts, partitions: opts.Partitions}
+	pl := &planner{st: st, maxPayload: opts.MaxPayload, maxAttempts: opts.MaxAttempts, layouts: store.NewLayouts(st, opts.Partitions)}
 	if opts.Registry != nil {
 		pl.known = opts.Registry.Known
 	}
@@ -159,8 +164,9 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	plan := make([]planned, len(items))
 	tr := c.tel.begin(ctx, items)
 	sp := newSpread(c.plan.rr.Add(1), len(items))
+	drafts := make([]drafted, len(items))
 	for i, it := range items {
-		ref, job, err := c.plan.job(it, nil, sp, tr.start(i))
+		d, err := c.plan.draft(it, nil, tr.start(i))
 		if err != nil {
 			if many {
 				err = fmt.Errorf("job %d: %w", i, err)
@@ -168,7 +174,16 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			tr.end(nil, err)
 			return nil, err
 		}
-		plan[i] = planned{ref, job}
+		drafts[i] = d
+	}
+	for i, d := range drafts { // only now: bad input registers no queue
+		ref, err := c.plan.place(ctx, d, sp)
+		if err != nil {
+			err = fmt.Errorf("job %d: %w", i, err)
+			tr.end(nil, err)
+			return nil, err
+		}
+		plan[i] = planned{ref, d.job}
 	}
 	byPart := map[keys.Partition][]int{}
 	for i, p := range plan {

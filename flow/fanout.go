@@ -81,12 +81,12 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
-	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
 	parent := &store.ParentRef{Ref: st.Ref, Step: name}
 	ids := make([]string, len(items))
 	byPart := map[keys.Partition][]store.NewJob{}
 	for i, it := range items {
-		ref, job, err := pl.job(it, parent, nil, childID(st.Ref.Local+"~"+name+"~"+strconv.Itoa(i)), traceHeaders(ctx))
+		ref, job, err := pl.job(ctx, it, parent, nil, childID(st.Ref.Local+"~"+name+"~"+strconv.Itoa(i)), traceHeaders(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("child %d: %w", i, err)
 		}

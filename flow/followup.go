@@ -27,11 +27,11 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 	if !ok {
 		return sluicetype.Effect{}, step.ErrNoAttempt
 	}
-	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, partitions: st.Partitions}
+	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
 	// A planner per call: its round-robin starts anywhere, or every
 	// unkeyed follow-up would land on the same partition.
 	pl.rr.Store(rand.Uint64())
-	ref, job, err := pl.job(Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
+	ref, job, err := pl.job(ctx, Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
 	if err != nil {
 		return sluicetype.Effect{}, err
 	}

@@ -22,7 +22,7 @@ func TestFollowUpsSpreadOverPartitions(t *testing.T) {
 	defer rdb.Close()
 	st := store.New(rdb, store.Config{NS: "ns"})
 	as := attempt.New(st, keys.Ref{Partition: st.Partition("default", 0), Local: "parent"}, store.Lease{}, nil)
-	as.Partitions = map[string]int{"default": 4}
+	as.Layouts = store.FixedLayouts(st, map[string]int{"default": 4}) // known: planning asks no one
 	ctx := attempt.With(context.Background(), as)
 	used := map[int]int{}
 	for range 64 {

@@ -103,6 +103,7 @@ func TestKindDefaultsReachFollowUps(t *testing.T) {
 	defer rdb.Close()
 	st := store.New(rdb, store.Config{NS: "ns"})
 	as := attempt.New(st, keys.Ref{Partition: st.Partition("default", 0), Local: "parent"}, store.Lease{}, nil)
+	as.Layouts = store.OfflineLayouts(st) // planning asks no one
 	ctx := attempt.With(context.Background(), as)
 	fx, err := flow.FollowUp(ctx, invoice{Urgent: true})
 	if err != nil {

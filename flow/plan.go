@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -21,45 +22,73 @@ type planner struct {
 	known       func(kind string) bool // nil: any valid kind
 	maxPayload  int
 	maxAttempts int
-	partitions  map[string]int
+	layouts     *store.Layouts // each queue's partition count
 	rr          atomic.Uint64
 }
 
 // job plans one item; parent is set for a spawned child, whose ID the
-// caller chose.
-func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+// caller chose: draft, then place.
+func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+	d, err := pl.draft(it, parent, opts...)
+	if err != nil {
+		return keys.Ref{}, store.NewJob{}, err
+	}
+	ref, err := pl.place(ctx, d, sp)
+	return ref, d.job, err
+}
+
+// drafted is a validated, encoded job not yet given its partition.
+type drafted struct {
+	queue string
+	key   string // routeKey
+	job   store.NewJob
+}
+
+// place gives a drafted job its partition. The first job of a queue in
+// the process reads (or registers) the queue's layout: a caller that
+// must write nothing for bad input drafts every job first.
+func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (keys.Ref, error) {
+	lay, err := pl.layouts.Use(ctx, d.queue)
+	if err != nil {
+		return keys.Ref{}, err
+	}
+	return keys.Ref{Partition: pl.st.Partition(d.queue, pl.partition(d.queue, lay.Partitions, d.key, sp)), Local: d.job.Local}, nil
+}
+
+// draft validates and encodes one item (see job).
+func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption) (drafted, error) {
 	if it.Args == nil {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
+		return drafted{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
 	}
 	kind := it.Args.Kind()
 	if !ValidKind(kind) {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+		return drafted{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
 	}
 	if pl.known != nil && !pl.known(kind) {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
+		return drafted{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
 	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
 	if err := applyDefaults(it.Args, &o); err != nil {
-		return keys.Ref{}, store.NewJob{}, err
+		return drafted{}, err
 	}
 	for _, set := range [2][]EnqueueOption{it.Opts, opts} { // not append: it.Opts is the caller's
 		for _, opt := range set {
 			if err := opt(&o); err != nil {
-				return keys.Ref{}, store.NewJob{}, err
+				return drafted{}, err
 			}
 		}
 	}
 	payload, err := msgpack.Marshal(it.Args)
 	if err != nil {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
+		return drafted{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
 	}
 	if len(payload) > pl.maxPayload {
-		return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: %s arguments are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(payload), pl.maxPayload)
+		return drafted{}, fmt.Errorf("%w: %s arguments are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(payload), pl.maxPayload)
 	}
 	var headers []byte
 	if len(o.headers) > 0 {
 		if headers, err = msgpack.Marshal(o.headers); err != nil {
-			return keys.Ref{}, store.NewJob{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
+			return drafted{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 		}
 	}
 	if o.uniqueArgs {
@@ -76,13 +105,12 @@ func (pl *planner) job(it Item, parent *store.ParentRef, sp *spread, opts ...Enq
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(o.queue, pl.partition(o.queue, routeKey(&o, hold), sp)), Local: local}
-	return ref, store.NewJob{
+	return drafted{queue: o.queue, key: routeKey(&o, hold), job: store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
 		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
 		Hold: hold,
-	}, nil
+	}}, nil
 }
 
 // routeKey is the key whose hash places a job on its queue's partition,
@@ -111,16 +139,15 @@ func routeKey(o *enqueueOptions, hold string) string {
 	}
 }
 
-// partition picks the partition of a job: by a stable hash of key (see
+// partition picks the partition of a job of queue, which has n: by a stable hash of key (see
 // routeKey: the same key always lands on the same partition while the
 // queue's partition count stays the same), else
 // round-robin: per call, and within one EnqueueMany call (sp) in
 // contiguous blocks of at least minSpreadBlock jobs, so that a batch costs
 // a round trip per block rather than one per partition, while a large one
 // still spreads over every partition.
-func (pl *planner) partition(queue, key string, sp *spread) int {
-	n := max(pl.partitions[queue], 1)
-	if n == 1 {
+func (pl *planner) partition(queue string, n int, key string, sp *spread) int {
+	if n <= 1 {
 		return 0
 	}
 	if key != "" {

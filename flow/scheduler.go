@@ -124,7 +124,9 @@ func (s *Scheduler) Add(sc Schedule) error {
 		return bad("Opts", fmt.Errorf("%w: WithID: the schedule names its jobs", ErrInvalid))
 	}
 	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
-	ref, job, err := s.c.plan.job(Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
+	// checked only: the ticks' jobs are placed when they are enqueued
+	check := &planner{st: s.c.st, known: s.c.plan.known, maxPayload: s.c.plan.maxPayload, maxAttempts: s.c.plan.maxAttempts, layouts: store.OfflineLayouts(s.c.st)}
+	ref, job, err := check.job(context.Background(), Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
 	if err != nil {
 		return bad("Args", err)
 	}

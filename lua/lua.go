@@ -60,6 +60,9 @@ var (
 	Signal = load("signal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = loadAlone("heartbeat")
+	// Layout registers and resizes queue layouts; it runs alone, on the
+	// namespace's registry of queues.
+	Layout = loadAlone("layout")
 	// Relay's keys are in another slot than a partition's: it uses only
 	// the prelude's effects, which need none of a partition's keys.
 	Relay = load("relay")
@@ -75,7 +78,7 @@ func All() map[string]*Script {
 		"step": Step, "notify": Notify, "stuck": Stuck, "progress": Progress, "cancel": Cancel,
 		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
 		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
-		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow, "live": Live,
+		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow, "live": Live, "layout": Layout,
 		"bulkdelete": BulkDelete,
 	}
 }

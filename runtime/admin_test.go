@@ -108,8 +108,8 @@ func TestPausedQueue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
+	id := e.Enqueue(workArgs{N: 0}) // registers the queue
 	testkit.Must(t, admin.New(e.Client).PauseQueue(ctx, "default"))
-	id := e.Enqueue(workArgs{N: 0})
 	reg, _, _ := blockingHandler(t)
 	w := e.startWorker(reg, runtime.Options{IdlePoll: time.Hour})
 	// Idle after a claim that found the job's partition paused: that

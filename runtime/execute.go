@@ -34,7 +34,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.leaseEnd = claimed.Add(lease)
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
-	a.state.Partitions = w.opts.Partitions
+	a.state.Layouts = w.layouts
 	a.state.Known = w.known
 	a.state.Lose = a.lose
 	a.state.Send = func(c store.Checkpoint) store.CheckpointResult { return w.checkpoints.do(a.ref.Partition, c) }

@@ -84,6 +84,11 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			continue
 		}
 		p := w.parts[chosen]
+		if w.staleQueue(p.Queue) { // resized: checkLayouts logged it
+			w.release(slots)
+			ready[chosen], due[chosen] = false, now.Add(w.opts.IdlePoll)
+			continue
+		}
 		sent := w.clk.Now()
 		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
 			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,

@@ -33,9 +33,9 @@ func (w *Worker) register(ctx context.Context) *registry {
 // beat writes one heartbeat; a failure is logged, the next tick retries.
 func (r *registry) beat(ctx context.Context) {
 	w := r.w
-	queues := make(map[string]int, len(w.opts.Queues))
-	for q := range w.opts.Queues {
-		queues[q] = max(w.opts.Partitions[q], 1)
+	queues := make(map[string]int, len(w.served))
+	for q, sq := range w.served {
+		queues[q] = sq.layout.Partitions
 	}
 	var jobs []string
 	w.mu.Lock()

@@ -37,11 +37,13 @@ func (w *Worker) maintainLoop(ctx context.Context) {
 }
 
 // maintain reclaims jobs whose lease expired, promotes due jobs and deletes
-// finished jobs past their retention, on every partition served: one
+// finished jobs past their retention, on every partition served (after
+// checking that no served queue was resized, checkLayouts): one
 // script call per partition, repeated while a limit was reached (for
 // deletions, until the pass has used sweepBudget on the partition).
 // A call cut short by shutdown is not worth a warning.
 func (w *Worker) maintain(ctx context.Context) {
+	w.checkLayouts(ctx)
 	for _, p := range w.parts {
 		start := w.clk.Now()
 		for {

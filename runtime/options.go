@@ -23,8 +23,14 @@ type Options struct {
 	Namespace string
 	// Queues maps each queue to serve to its weight. Default {"default": 1}.
 	Queues map[string]int
-	// Partitions maps a queue to its number of partitions (hash tags); it
-	// must match the producers'. Default 1 for every queue.
+	// Partitions maps a queue to its number of partitions (hash tags).
+	// Optional: each queue's count is recorded in Redis by the first
+	// client or worker that uses it and read from there. A count given
+	// here is the one a new queue is registered with (default 1), and a
+	// check of a registered one: Run fails with a
+	// *sluicetype.LayoutMismatchError (ErrLayoutMismatch) on another. A
+	// queue listed here but not in Queues is checked too (children spawned
+	// into it are placed by it).
 	Partitions map[string]int
 	// Concurrency is the most jobs run at once. Default 50.
 	Concurrency int
@@ -168,6 +174,9 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	for q, n := range o.Partitions {
+		if !ValidQueue(q) {
+			return bad("queue name %q in Partitions", q)
+		}
 		if n <= 0 || n > 1024 {
 			return bad("queue %q partitions %d not in 1..1024", q, n)
 		}

@@ -27,7 +27,7 @@ type workerTelemetry struct {
 	meter  metric.Meter
 	worker string
 	st     *store.Store
-	parts  []keys.Partition
+	parts  []keys.Partition // set by Run, before the gauge is watched
 
 	processed, failed, retried, crashed, quarantined metric.Int64Counter
 	deadEffects                                      metric.Int64Counter
@@ -46,9 +46,9 @@ type attemptTelemetry struct {
 var secondBuckets = metric.WithExplicitBucketBoundaries(
 	0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
-func newTelemetry(o Options, st *store.Store, parts []keys.Partition) *workerTelemetry {
+func newTelemetry(o Options, st *store.Store) *workerTelemetry {
 	m := telemetry.Meter(o.MeterProvider)
-	t := &workerTelemetry{tracer: telemetry.Tracer(o.TracerProvider), meter: m, worker: o.WorkerID, st: st, parts: parts}
+	t := &workerTelemetry{tracer: telemetry.Tracer(o.TracerProvider), meter: m, worker: o.WorkerID, st: st}
 	counter := func(name, unit, desc string) metric.Int64Counter {
 		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		handle(err)

@@ -24,6 +24,8 @@ type Worker struct {
 	log      *slog.Logger
 	clk      Clock
 	parts    []keys.Partition
+	layouts  *store.Layouts          // the worker's view of queue layouts; parts are by it (layout.go)
+	served   map[string]*servedQueue // the layouts of the served queues, read by Run
 	nonce    string
 	claims   atomic.Int64
 	running  atomic.Bool
@@ -86,13 +88,8 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	for _, d := range o.KindLease {
 		w.longestLease = max(w.longestLease, d)
 	}
-	for q := range o.Queues {
-		n := max(o.Partitions[q], 1)
-		for i := range n {
-			w.parts = append(w.parts, w.st.Partition(q, i))
-		}
-	}
-	w.tel = newTelemetry(o, w.st, w.parts)
+	w.layouts = store.NewLayouts(w.st, o.Partitions)
+	w.tel = newTelemetry(o, w.st)
 	w.ev = newEvents(o)
 	return w, nil
 }
@@ -105,8 +102,10 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
 // their jobs back without charging an attempt or a crash. Run returns nil
 // after a graceful shutdown (also when ctx ends while it is starting), or
-// an error if it could not start, or, after the same shutdown, one that
-// wraps redis.ErrClosed if its Redis client was closed under it.
+// an error if it could not start (a *sluicetype.LayoutMismatchError,
+// ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
+// queue), or, after the same shutdown, one that wraps redis.ErrClosed if
+// its Redis client was closed under it.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return errors.New("sluice: worker is already running")
@@ -114,6 +113,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.running.Store(false)
 	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run
 	bg := context.WithoutCancel(ctx)
+	if err := w.useLayouts(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	wake, err := w.subscribe(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

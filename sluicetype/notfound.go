@@ -10,11 +10,12 @@ var notFound = []error{
 	ErrNotFound,
 	ErrScheduleNotFound,
 	ErrNoDeadEffect,
+	ErrQueueNotFound,
 }
 
 // IsNotFound reports whether err says that what a call names does not
 // exist: errors.Is(err, s) for one of the not-found sentinels
-// (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect).
+// (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect, ErrQueueNotFound).
 func IsNotFound(err error) bool {
 	for _, s := range notFound {
 		if errors.Is(err, s) {

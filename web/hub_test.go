@@ -36,7 +36,7 @@ func TestHubSharesOneRead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
 	id := f.enqueue(flaky{})
-	ops := &countingOps{ops: adminOps{Client: f.ops, queues: []string{testQueue}}}
+	ops := &countingOps{ops: adminOps{Client: f.ops}}
 	h := newHub(ops, 100*time.Millisecond, func(err error) { t.Error(err) })
 	var subs []*subscriber
 	for i := range 20 {

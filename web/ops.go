@@ -14,7 +14,6 @@ import (
 // an *admin.Client, tests may substitute their own.
 type ops interface {
 	Namespace() string
-	PartitionCount(queue string) int
 	Queues(ctx context.Context) ([]queueInfo, error)
 	QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error)
 	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
@@ -49,44 +48,21 @@ type queueInfo struct {
 	Partitions int
 }
 
-// adminOps makes the console's calls with an *admin.Client; queues are
-// extra queue names to show (Options.Queues).
+// adminOps makes the console's calls with an *admin.Client.
 type adminOps struct {
 	*admin.Client
-	queues []string
 }
 
-// Queues lists the queues the console knows: Options.Queues, the queues
-// the live workers serve (with the partition count they report) and the
-// queues of the schedules, by name. A queue's partition count is the
-// larger of the workers' and the admin client's.
+// Queues lists the queues Redis records (admin.Client.Queues) with their
+// partition counts.
 func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
-	parts := map[string]int{}
-	see := func(q string, n int) {
-		parts[q] = max(parts[q], n, a.PartitionCount(q))
-	}
-	for _, q := range a.queues {
-		see(q, 0)
-	}
-	ws, err := a.Workers(ctx)
+	qs, err := a.Client.Queues(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for _, w := range ws {
-		for q, n := range w.Queues {
-			see(q, n)
-		}
-	}
-	ss, err := a.Schedules(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range ss {
-		see(s.Queue, 0)
-	}
-	out := make([]queueInfo, 0, len(parts))
-	for q, n := range parts {
-		out = append(out, queueInfo{Name: q, Partitions: n})
+	out := make([]queueInfo, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, queueInfo{Name: q.Name, Partitions: q.Partitions})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

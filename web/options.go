@@ -29,9 +29,6 @@ type Options struct {
 	// Prefix is the path the console is mounted under ("/sluice"), without
 	// a trailing slash; "" for the root.
 	Prefix string
-	// Queues names queues to show besides those the live workers and the
-	// schedules name (for example the queues of the client's Partitions).
-	Queues []string
 
 	// Token, when set, is a bearer token every request must carry:
 	// "Authorization: Bearer <token>", or a session cookie got by logging
@@ -104,7 +101,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	if o.ops == nil {
-		o.ops = adminOps{o.Admin, o.Queues}
+		o.ops = adminOps{o.Admin}
 	}
 	return o, nil
 }

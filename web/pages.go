@@ -58,7 +58,6 @@ type queuePage struct {
 	Jobs       []flow.JobInfo
 	Cursor     string // this page's cursor ("" for the first)
 	Next       string
-	Mismatch   int // partitions the workers report when the client knows fewer
 	Redrivable bool
 }
 
@@ -83,9 +82,6 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v.Queue = live[0]
-	if known := c.ops.PartitionCount(q); parts > known {
-		v.Mismatch = parts
-	}
 	page, err := c.ops.ListJobs(r.Context(), admin.ListOptions{Queue: q, State: v.State, Kind: v.Kind, Limit: pageSize, Cursor: v.Cursor})
 	if err != nil {
 		c.fail(w, r, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -72,7 +73,13 @@ func TestScale(t *testing.T) {
 	crdb.AddHook(sent)
 	c, err := flow.NewClient(crdb, flow.ClientOptions{Namespace: ns, Partitions: parts})
 	testkit.Must(t, err)
-	con, err := newConsole(Options{Admin: admin.New(c), Queues: queues})
+	st := store.New(crdb, store.Config{NS: ns})
+	for _, q := range queues {
+		if _, _, err := st.RegisterLayout(ctx, q, scalePartitions); err != nil { // as a first enqueue would
+			t.Fatal(err)
+		}
+	}
+	con, err := newConsole(Options{Admin: admin.New(c)})
 	testkit.Must(t, err)
 	h := con.routes()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -224,7 +225,11 @@ func (t *target) cleanup(ctx context.Context, ns string) error {
 }
 
 // deleteNamespace deletes every key of namespace ns: all share the prefix
-// "{ns:" (the queues' partitions, the worker registry).
+// "{ns:" (the queues' partitions and layouts, the worker registry); and
+// takes ns out of the set of namespaces.
 func (t *target) deleteNamespace(ctx context.Context, ns string) error {
-	return DeleteKeys(ctx, t.admin, "{"+ns+":*")
+	if err := DeleteKeys(ctx, t.admin, "{"+ns+":*"); err != nil {
+		return err
+	}
+	return t.admin.SRem(ctx, keys.Namespaces, ns).Err()
 }

@@ -24,23 +24,11 @@ func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
 		return nil, usagef("--redis: %v", bare(err))
 	}
 	c.rdb = rdb
-	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
-	if len(c.partitions) == 0 {
-		probe, err := flow.NewClient(rdb, opts)
-		if err != nil {
-			return nil, usagef("--namespace: %v", bare(err))
-		}
-		ws, err := admin.New(probe).Workers(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("redis %s: %w", redacted(url), err)
-		}
-		opts.Partitions = map[string]int{}
-		for _, w := range ws {
-			for q, n := range w.Queues {
-				opts.Partitions[q] = max(opts.Partitions[q], n)
-			}
-		}
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		return nil, fmt.Errorf("redis %s: %w", redacted(url), err)
 	}
+	// Queue layouts are read from Redis; --partitions only checks them.
+	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
 	fc, err := flow.NewClient(rdb, opts)
 	if err != nil {
 		return nil, usagef("%v", bare(err))

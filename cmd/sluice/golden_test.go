@@ -93,6 +93,11 @@ func TestWorkersGolden(t *testing.T) {
 	if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	for q, n := range w.Queues { // as the worker's start would
+		if _, _, err := f.st.RegisterLayout(f.ctx, q, n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	golden(t, "workers", f.must("workers"))
 	var ws []workerJSON
 	if err := json.Unmarshal([]byte(f.must("workers", "--json")), &ws); err != nil {

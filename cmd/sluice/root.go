@@ -102,7 +102,7 @@ func (c *cli) globalFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.redisURL, "redis", "", "Redis `URL` (default $REDIS_URL, else redis://localhost:6379)")
 	fs.StringVar(&c.namespace, "namespace", "", "Sluice namespace `NS` (default $SLUICE_NAMESPACE, else sluice)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
-	fs.Var(&c.partitions, "partitions", "partitions per queue, `Q=N,...` (default: read from the live workers, else 1)")
+	fs.Var(&c.partitions, "partitions", "check that queues have these partition counts, `Q=N,...` (layouts are read from Redis)")
 }
 
 // group is a command that only holds others.

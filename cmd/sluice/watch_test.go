@@ -72,6 +72,9 @@ func TestCompletion(t *testing.T) {
 	if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := f.st.RegisterLayout(f.ctx, "mail", 2); err != nil {
+		t.Fatal(err)
+	}
 	tmpl, err := msgpack.Marshal(store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3})
 	if err != nil {
 		t.Fatal(err)

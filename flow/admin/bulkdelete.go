@@ -74,7 +74,10 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	if err != nil {
 		return pr, err
 	}
-	parts := c.b.Partitions(sel.Queue)
+	parts, err := c.b.Partitions(ctx, sel.Queue)
+	if err != nil {
+		return pr, err
+	}
 	sizes, err := c.b.Store.StateSizes(ctx, parts, sel.State)
 	if err != nil {
 		return pr, err

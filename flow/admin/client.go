@@ -24,8 +24,9 @@ import (
 )
 
 // Client makes operator calls with a flow.Client's connection and
-// configuration (namespace, queue partitions, clock, retention of
-// cancelled jobs). It is safe for concurrent use.
+// configuration (namespace, clock, retention of cancelled jobs). A call
+// that names a queue reads its layout from Redis (see Queues). It is safe
+// for concurrent use.
 type Client struct {
 	c *flow.Client
 	b bridge.Client

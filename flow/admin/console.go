@@ -22,10 +22,6 @@ import (
 // The reads below serve live dashboards (package web): each costs a fixed
 // number of O(1) commands per partition, whatever the number of jobs.
 
-// PartitionCount is the number of partitions the client knows queue to
-// have (flow.ClientOptions.Partitions; 1 when not set there).
-func (c *Client) PartitionCount(queue string) int { return len(c.b.Partitions(queue)) }
-
 // QueueLive is a queue's live counters.
 type QueueLive struct {
 	Queue      string
@@ -40,7 +36,7 @@ type QueueLive struct {
 }
 
 // QueuesLive reads, for each queue of queues (name -> partitions, 0 for
-// PartitionCount), its per-state counters, paused partitions and what
+// the count Redis records), its per-state counters, paused partitions and what
 // finished in the current minute: one bounded call per partition
 // (lua/live.lua), at most liveConcurrency at a time. The result is sorted
 // by queue name.
@@ -61,7 +57,10 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 	out := make([]QueueLive, len(names))
 	reads := make([][]store.LiveRead, len(names))
 	for i, q := range names {
-		parts := c.partitions(q, queues[q])
+		parts, err := c.partitions(ctx, q, queues[q])
+		if err != nil {
+			return nil, err
+		}
 		out[i] = QueueLive{Queue: q, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{}}
 		reads[i] = make([]store.LiveRead, len(parts))
 		for k, p := range parts {
@@ -106,17 +105,17 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 // liveConcurrency bounds QueuesLive's calls in flight.
 const liveConcurrency = 8
 
-// partitions names queue's partitions: n of them, or the client's count
-// when n is 0.
-func (c *Client) partitions(queue string, n int) []keys.Partition {
+// partitions names queue's partitions: n of them, or as many as its
+// layout in Redis records when n is 0.
+func (c *Client) partitions(ctx context.Context, queue string, n int) ([]keys.Partition, error) {
 	if n <= 0 {
-		return c.b.Partitions(queue)
+		return c.b.Partitions(ctx, queue)
 	}
 	out := make([]keys.Partition, n)
 	for i := range out {
 		out[i] = keys.Partition{NS: c.b.Namespace, Queue: queue, Index: i}
 	}
-	return out
+	return out, nil
 }
 
 // addCounts adds the integer fields of m to into; skipRunTimes leaves out
@@ -142,7 +141,7 @@ type MinuteCount struct {
 }
 
 // QueueHistory reads what queue (with partitions partitions, 0 for
-// PartitionCount) finished in each of the last minutes minutes (at most
+// the count Redis records) finished in each of the last minutes minutes (at most
 // MaxStatsWindow), oldest first, the current one last: one O(1) command
 // per partition and minute, in one pipelined round trip.
 func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]MinuteCount, error) {
@@ -153,7 +152,11 @@ func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, min
 		return nil, fmt.Errorf("%w: %d minutes not in 1..%d", flow.ErrInvalid, minutes, int(MaxStatsWindow/time.Minute))
 	}
 	now := c.b.Now().UnixMilli() / 60000
-	ms, err := c.b.Store.Minutes(ctx, c.partitions(queue, partitions), now-int64(minutes)+1, now)
+	parts, err := c.partitions(ctx, queue, partitions)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := c.b.Store.Minutes(ctx, parts, now-int64(minutes)+1, now)
 	if err != nil {
 		return nil, err
 	}

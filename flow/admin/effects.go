@@ -28,8 +28,12 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 	if limit == 0 {
 		limit = 100
 	}
+	parts, err := c.b.Partitions(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
 	var out []sluicetype.DeadEffect
-	for _, p := range c.b.Partitions(queue) {
+	for _, p := range parts {
 		ds, err := c.b.Store.DeadEffects(ctx, p, "", limit-len(out))
 		if err != nil {
 			return nil, err

@@ -64,7 +64,10 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if o.Limit == 0 {
 		o.Limit = DefaultListLimit
 	}
-	parts := c.b.Partitions(o.Queue)
+	parts, err := c.b.Partitions(ctx, o.Queue)
+	if err != nil {
+		return JobPage{}, err
+	}
 	streams, err := parseCursor(o.Cursor, parts)
 	if err != nil {
 		return JobPage{}, err

@@ -31,7 +31,11 @@ func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error
 	if !runtime.ValidQueue(queue) {
 		return fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
-	for _, p := range c.b.Partitions(queue) {
+	parts, err := c.b.Partitions(ctx, queue)
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
 		if _, err := c.b.Store.SetPaused(ctx, p, paused); err != nil {
 			return err
 		}
@@ -86,7 +90,10 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 		window = 5 * time.Minute
 	}
 	mins := max(int64(window/time.Minute), 1)
-	parts := c.b.Partitions(queue)
+	parts, err := c.b.Partitions(ctx, queue)
+	if err != nil {
+		return QueueStats{}, err
+	}
 	qs := QueueStats{
 		Queue: queue, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{},
 		Window: time.Duration(mins) * time.Minute,

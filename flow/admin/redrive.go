@@ -146,7 +146,10 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if err != nil {
 		return pr, err
 	}
-	parts := c.b.Partitions(sel.Queue)
+	parts, err := c.b.Partitions(ctx, sel.Queue)
+	if err != nil {
+		return pr, err
+	}
 	sizes, err := c.b.Store.TerminalSizes(ctx, parts, sel.State)
 	if err != nil {
 		return pr, err

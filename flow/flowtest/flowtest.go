@@ -259,21 +259,17 @@ func covers(served map[string]bool, parts []keys.Partition) bool {
 // parts too (adding them to served), sending sig; stop ends it.
 func (h *Harness) startWorker(ctx context.Context, parts []keys.Partition, served map[string]bool, hs runtime.Handlers, sig *testsignal.Worker) (stop func()) {
 	opts := h.opts
-	opts.Queues, opts.Partitions = map[string]int{}, map[string]int{}
+	opts.Queues = map[string]int{}
 	for q, w := range h.opts.Queues {
 		opts.Queues[q] = w
 	}
 	if len(opts.Queues) == 0 {
 		opts.Queues["default"] = 1
 	}
-	for q, n := range h.opts.Partitions {
-		opts.Partitions[q] = n
-	}
 	for _, p := range parts {
 		if _, ok := opts.Queues[p.Queue]; !ok {
-			opts.Queues[p.Queue] = 1
+			opts.Queues[p.Queue] = 1 // its layout is the registry's
 		}
-		opts.Partitions[p.Queue] = max(opts.Partitions[p.Queue], p.Index+1)
 	}
 	for q := range opts.Queues {
 		served[q] = true

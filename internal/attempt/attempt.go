@@ -28,9 +28,9 @@ type State struct {
 	Created time.Time
 	// Claimed is when the attempt's claim ran, in store time: a durable
 	// timer has fired for this attempt when its wake time is not after it.
-	Claimed    time.Time
-	Lease      store.Lease
-	Partitions map[string]int // partitions per queue, for spawned children
+	Claimed time.Time
+	Lease   store.Lease
+	Layouts *store.Layouts // places spawned children and follow-ups (a fixed view in an isolated child)
 	// Known reports whether a job kind has a handler here; spawning a child
 	// of another kind is refused.
 	Known func(kind string) bool

@@ -19,8 +19,11 @@ type Client struct {
 	// retention of an operator's cancellation.
 	Admin     *store.Store
 	Namespace string
-	// Partitions names every partition of a queue.
-	Partitions func(queue string) []keys.Partition
+	// Partitions names every partition of a queue, as the registry records
+	// them now (sluicetype.ErrQueueNotFound when it has no such queue).
+	Partitions func(ctx context.Context, queue string) ([]keys.Partition, error)
+	// Layouts is the client's view of the queue layouts.
+	Layouts *store.Layouts
 	// Now is the client's clock.
 	Now func() time.Time
 	// Sticky reads the sticky routing an enqueue option (a

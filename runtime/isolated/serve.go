@@ -104,8 +104,9 @@ func (m *startMsg) attempt(p *proxy, lose func()) (*runtime.Attempt, *attempt.St
 		return nil, nil, fmt.Errorf("%w: job ID %q", errProtocol, m.ID)
 	}
 	lease := store.Lease{Local: ref.Local, LeaseID: m.LeaseID, Fence: m.Fence}
-	st := attempt.New(store.New(noRedis(), store.Config{NS: m.NS}), ref, lease, m.Steps)
-	st.Partitions, st.Created, st.Claimed = m.Partitions, m.Created, m.Claimed
+	rs := store.New(noRedis(), store.Config{NS: m.NS})
+	st := attempt.New(rs, ref, lease, m.Steps)
+	st.Layouts, st.Created, st.Claimed = store.FixedLayouts(rs, m.Partitions), m.Created, m.Claimed
 	st.Send = p.checkpoint
 	st.Lose = lose
 	a := &runtime.Attempt{

@@ -79,7 +79,7 @@ func (h *handler) start(a *runtime.Attempt, st *attempt.State) (*session, error)
 			ID: a.ID, Queue: a.Queue, Kind: a.Kind, Payload: a.Payload, Headers: a.Headers,
 			Priority: a.Priority, Attempt: a.Attempt, CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts,
 			Fence: a.Fence, LeaseID: a.LeaseID, Created: a.Created, Claimed: a.Claimed, Deadline: a.Deadline,
-			Orphan: a.Orphan, Partitions: st.Partitions, Steps: st.Checkpoints(),
+			Orphan: a.Orphan, Partitions: st.Layouts.Counts(), Steps: st.Checkpoints(),
 		},
 	}
 	if st.Store != nil {

@@ -1,0 +1,206 @@
+package admin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// Errors of the queue registry; match them with errors.Is.
+var (
+	// ErrQueueNotFound: the call names a queue that is not registered in
+	// the namespace. The error names the queue.
+	ErrQueueNotFound = sluicetype.ErrQueueNotFound
+	// ErrResizeRefused: ResizeQueue cannot resize the queue as it is; the
+	// error says why, and nothing was changed.
+	ErrResizeRefused = sluicetype.ErrResizeRefused
+	// ErrLayoutMismatch: the flow.Client's ClientOptions.Partitions
+	// disagrees with the registry about the queue (a
+	// *sluicetype.LayoutMismatchError).
+	ErrLayoutMismatch = sluicetype.ErrLayoutMismatch
+)
+
+// MaxQueuesListed bounds Queues, and MaxNamespacesListed Namespaces.
+const (
+	MaxQueuesListed     = store.MaxQueuesListed
+	MaxNamespacesListed = store.MaxNamespacesListed
+)
+
+// QueueInfo is a registered queue and its layout.
+type QueueInfo struct {
+	Name       string
+	Partitions int
+	// Version is 1 when the queue was registered, one more after each
+	// resize.
+	Version    int64
+	Registered time.Time // when a client or worker first used it
+	Changed    time.Time // when registered or last resized
+	Paused     int       // partitions paused (PauseQueue pauses all)
+}
+
+// Queues lists the namespace's registered queues (at most
+// MaxQueuesListed), sorted by name, with their layouts and paused
+// partitions, in two round trips. A queue is registered by the first
+// client or worker (of this version or later) that uses it.
+func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
+	lays, err := c.b.Store.ListLayouts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var parts []keys.Partition
+	for _, l := range lays {
+		parts = append(parts, l.Parts(c.b.Namespace)...)
+	}
+	paused, err := c.b.Store.PausedFlags(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]QueueInfo, len(lays))
+	at := 0
+	for i, l := range lays {
+		out[i] = QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
+		for _, p := range paused[at : at+l.Partitions] {
+			if p {
+				out[i].Paused++
+			}
+		}
+		at += l.Partitions
+	}
+	return out, nil
+}
+
+// Namespaces lists the namespaces with a registered queue on rdb (at most
+// MaxNamespacesListed), sorted. It reads one key (a set that every
+// namespace joins when its first queue is registered), never scans the
+// keyspace.
+func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", flow.ErrInvalid)
+	}
+	return store.Namespaces(ctx, rdb)
+}
+
+// ResizeQueue changes the number of partitions of queue to partitions
+// (1..1024). It is refused with ErrResizeRefused, changing nothing,
+// unless:
+//
+//   - every partition of the queue is paused (PauseQueue), so that no
+//     worker claims from it while the fleet moves to the new layout;
+//   - when shrinking, the partitions that go away hold no job in any
+//     state and no outboxed or dead-lettered effect (let the work finish
+//     before pausing; delete, or wait out the retention of, finished
+//     jobs).
+//
+// Growing pauses the new partitions first, so the queue stays paused as a
+// whole. The registry's layout is then changed by compare and set: a
+// concurrent resize makes this one fail with ErrResizeRefused. Resizing to
+// the current count does nothing (a re-run after a lost reply is safe).
+//
+// Processes that have the queue's old layout keep it until they restart:
+// a worker notices on its next maintenance pass, logs an error and stops
+// claiming from the queue; a client keeps placing new jobs by the old
+// count. Restart (or start anew) every producer and worker of the queue,
+// then ResumeQueue. docs/operations.md gives the procedure.
+//
+// A job keeps its partition (its ID names it): growing moves no job, and
+// jobs placed by a partition key, unique key or ID after the resize may
+// land on another partition than earlier ones with the same key, so
+// uniqueness and idempotent IDs do not hold across a resize for jobs
+// enqueued before it and still held.
+func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) error {
+	if !runtime.ValidQueue(queue) {
+		return fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
+	}
+	if partitions < 1 || partitions > store.MaxPartitions {
+		return fmt.Errorf("%w: %d partitions not in 1..%d", flow.ErrInvalid, partitions, store.MaxPartitions)
+	}
+	st := c.b.Store
+	lay, err := st.ReadLayout(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if lay.Partitions == partitions {
+		c.b.Layouts.Put(lay)
+		return nil
+	}
+	refuse := func(format string, a ...any) error {
+		return fmt.Errorf("%w: queue %q (%d partitions) to %d: "+format,
+			append([]any{ErrResizeRefused, queue, lay.Partitions, partitions}, a...)...)
+	}
+	parts := lay.Parts(c.b.Namespace)
+	paused, err := st.PausedFlags(ctx, parts)
+	if err != nil {
+		return err
+	}
+	var running []string
+	for i, p := range paused {
+		if !p {
+			running = append(running, fmt.Sprint(i))
+		}
+	}
+	if len(running) > 0 {
+		return refuse("partitions %s are not paused: pause the queue first", strings.Join(running, ", "))
+	}
+	if partitions < lay.Partitions {
+		if err := c.checkEmpty(ctx, parts[partitions:], refuse); err != nil {
+			return err
+		}
+	}
+	for i := lay.Partitions; i < partitions; i++ {
+		if _, err := st.SetPaused(ctx, st.Partition(queue, i), true); err != nil {
+			return err
+		}
+	}
+	now, done, err := st.ResizeLayout(ctx, queue, lay.Version, partitions)
+	if err != nil {
+		return err
+	}
+	if !done {
+		return refuse("the queue was resized meanwhile (now %d partitions, version %d): look again", now.Partitions, now.Version)
+	}
+	c.b.Layouts.Put(now)
+	return nil
+}
+
+// checkEmpty refuses (through refuse) partitions that go away in a shrink
+// while they hold any job or effect.
+func (c *Client) checkEmpty(ctx context.Context, gone []keys.Partition, refuse func(string, ...any) error) error {
+	st := c.b.Store
+	counts, err := st.StateCounts(ctx, gone)
+	if err != nil {
+		return err
+	}
+	outbox, dead, err := st.OutboxSizes(ctx, gone)
+	if err != nil {
+		return err
+	}
+	for i, p := range gone {
+		var held []string
+		for s, n := range counts[i] {
+			if n != 0 {
+				held = append(held, fmt.Sprintf("%s %d", s, n))
+			}
+		}
+		sort.Strings(held)
+		if outbox[i] > 0 {
+			held = append(held, fmt.Sprintf("outboxed effects %d", outbox[i]))
+		}
+		if dead[i] > 0 {
+			held = append(held, fmt.Sprintf("dead effects %d", dead[i]))
+		}
+		if len(held) > 0 {
+			return refuse("partition %d, which would go away, holds %s", p.Index, strings.Join(held, ", "))
+		}
+	}
+	return nil
+}

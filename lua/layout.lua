@@ -1,0 +1,61 @@
+-- layout.lua: register a queue's layout on its first use, or resize it.
+-- It runs alone: its key is the namespace's registry of queues
+-- (keys.Queues), not a partition's.
+--
+-- A layout is the string 'partitions:version:registered:changed' (counts,
+-- then unix ms), store.Layout's encoding.
+--
+-- KEYS[1] the registry hash (keys.Queues): queue name -> layout
+-- ARGV[1] 'register' or 'resize'
+-- ARGV[2] now ms, or '' to use the store's TIME
+-- ARGV[3] the queue
+-- ARGV[4] register: the partition count to record if the queue has none;
+--         resize: the new partition count
+-- ARGV[5] resize only: the version the caller read (compare and set)
+-- Returns {code, layout}:
+--   register: {1, the new layout} when this call recorded it, {0, the
+--     layout found} when the queue had one (a re-sent call finds its own).
+--   resize: {1, the new layout} when the layout was at version ARGV[5]
+--     and is now at the next with ARGV[4] partitions (a re-sent call
+--     finds it so and answers the same); {0, the layout found} when it is
+--     at another version; {-1, ''} when the queue has none.
+--   {-2, the value found} when the value found is not a layout: nothing
+--   is written.
+-- Transitions: none.
+local function parse(v)
+  local p, ver, reg, ch = string.match(v, '^(%d+):(%d+):(%d+):(%d+)$')
+  if not p then return nil end
+  return { p = tonumber(p), v = tonumber(ver), reg = reg, ch = ch }
+end
+local now = ARGV[2]
+if now == '' then
+  local t = redis.call('TIME')
+  now = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+local n = tonumber(ARGV[4])
+if not n or n < 1 or n > 1024 or n ~= math.floor(n) then
+  return redis.error_reply('layout.lua: partition count ' .. tostring(ARGV[4]))
+end
+local cur = redis.call('HGET', KEYS[1], ARGV[3])
+if ARGV[1] == 'register' then
+  if cur then
+    if not parse(cur) then return { -2, cur } end
+    return { 0, cur }
+  end
+  local rec = n .. ':1:' .. now .. ':' .. now
+  redis.call('HSET', KEYS[1], ARGV[3], rec)
+  return { 1, rec }
+end
+if ARGV[1] ~= 'resize' then
+  return redis.error_reply('layout.lua: mode ' .. tostring(ARGV[1]))
+end
+local want = tonumber(ARGV[5])
+if not want then return redis.error_reply('layout.lua: version ' .. tostring(ARGV[5])) end
+if not cur then return { -1, '' } end
+local l = parse(cur)
+if not l then return { -2, cur } end
+if l.v == want + 1 and l.p == n then return { 1, cur } end
+if l.v ~= want then return { 0, cur } end
+local rec = n .. ':' .. (want + 1) .. ':' .. l.reg .. ':' .. now
+redis.call('HSET', KEYS[1], ARGV[3], rec)
+return { 1, rec }
