@@ -1,7 +1,7 @@
 // Command sluice is the operator's command line for Sluice: list and
 // inspect jobs, cancel, delete, redrive and release them, pause and resume
 // queues, read queue stats, list live workers, manage periodic schedules
-// and dead-lettered effects, and run the benchmark.
+// and dead-lettered effects, serve the web console, and run the benchmark.
 //
 // Install it with
 //
@@ -30,6 +30,10 @@
 //	jobs cancel ID [--retain D]                     kept D (default 24h; match the workers'
 //	                                                runtime.Options.RetainCancelled)
 //	jobs delete ID
+//	jobs delete --queue Q --state S [--kind K] [--reason R] [--after T]
+//	        [--before T] [--batch N] [--dry-run]    S: completed, archived, quarantined,
+//	                                                cancelled, scheduled or retryable
+//	jobs run-now ID...                              scheduled or retryable jobs, available now
 //	jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
 //	jobs signal ID NAME [--data JSON] [--key K]
 //	redrive ID...                                   archived or cancelled jobs by ID (at most 1000)
@@ -41,14 +45,16 @@
 //	workers
 //	schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
 //	effects list --queue Q [--limit N] | effects redrive ID...
+//	web [--addr 127.0.0.1:8080] [--prefix P] [--token T | --user U --password P]
+//	    [--read-only] [--hide-args] [--insecure] [--poll D]   the console (docs/web.md)
 //	bench [benchmark flags]                         (sluice bench -h lists them)
 //	completion bash|zsh|fish|powershell             shell completion script
 //
 // Times (--after, --before) are RFC 3339 ("2026-03-01T12:00:00Z") or a
-// duration ago ("2h"). A redrive by selector draws a progress bar on
+// duration ago ("2h"). A redrive or delete by selector draws a progress bar on
 // stderr when stderr is a terminal (never with --json); queues stats
-// --watch redraws in place when stdout is a terminal and stops on Ctrl-C
-// with exit 0.
+// --watch redraws in place when stdout is a terminal; it and web stop on
+// Ctrl-C or SIGTERM with exit 0.
 //
 // Exit codes: 0 success; 1 error, including a job whose state refuses
 // the command (cancelling a finished job, rerouting a completed one);
@@ -58,7 +64,7 @@
 // a live worker serves it, --partitions names it, or it holds a job,
 // finished one in the last two hours or is paused. A redrive by ID exits
 // 0 only when every job moved, else with the exit code its errors share
-// (3: all unknown IDs, 2: all malformed), or 1. Errors go to stderr, one "sluice: " line each, naming the job,
+// (3: all unknown IDs, 2: all malformed), or 1; so does jobs run-now. Errors go to stderr, one "sluice: " line each, naming the job,
 // queue or schedule; an empty listing says which queue and namespace it
 // looked in.
 //

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,9 @@ type env struct {
 
 func main() {
 	redis.SetLogger(quiet{}) // the errors reach the user through the calls
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Ctrl-C or a service manager's SIGTERM ends a long-running command
+	// (web, queues stats --watch) with exit 0
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv,
 		stdoutTTY: terminal(os.Stdout), stderrTTY: terminal(os.Stderr)})
 	stop()

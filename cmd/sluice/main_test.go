@@ -49,6 +49,8 @@ type fixture struct {
 	st  *store.Store
 	// the CLI's stdout and stderr are terminals
 	stdoutTTY, stderrTTY bool
+	// more environment variables the CLI sees
+	env map[string]string
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -104,9 +106,11 @@ func (f *fixture) sluice(args ...string) (stdout, stderr string, code int) {
 
 // runCtx runs the command line under ctx, writing to out and errb.
 func (f *fixture) runCtx(ctx context.Context, out, errb io.Writer, args ...string) int {
-	e := env{stdout: out, stderr: errb, clock: f.clk, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string {
-		return map[string]string{"REDIS_URL": f.url, "SLUICE_NAMESPACE": f.ns}[k]
-	}}
+	vars := map[string]string{"REDIS_URL": f.url, "SLUICE_NAMESPACE": f.ns}
+	for k, v := range f.env {
+		vars[k] = v
+	}
+	e := env{stdout: out, stderr: errb, clock: f.clk, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string { return vars[k] }}
 	return run(ctx, args, e)
 }
 

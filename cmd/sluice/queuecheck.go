@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // knownQueues are the queues registered in the namespace, by name.
@@ -23,6 +26,9 @@ func (c *cli) knownQueues(ctx context.Context, client *admin.Client) ([]string, 
 // checkQueue returns a not-found error naming queue and the namespace when
 // no client or worker has registered it.
 func (c *cli) checkQueue(ctx context.Context, client *admin.Client, queue string) error {
+	if !runtime.ValidQueue(queue) {
+		return c.about("queue", queue, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue))
+	}
 	known, err := c.knownQueues(ctx, client)
 	if err != nil {
 		return err

@@ -27,12 +27,16 @@ type selectJSON struct {
 	Batches  int   `json:"batches"`
 }
 
-// selection is the selector flags of redrive and release.
+// selection is the selector flags of redrive, release and jobs delete.
 type selection struct {
 	sel           admin.Selector
 	after, before string
-	o             admin.RedriveOptions
+	dryRun        bool
+	batch         int
 }
+
+// selFlags are the flags of a selection.
+var selFlags = []string{"queue", "state", "kind", "reason", "after", "before", "dry-run", "batch"}
 
 func (c *cli) redriveCmd() *cobra.Command {
 	var s selection
@@ -50,7 +54,7 @@ share (3: all unknown, 2: all malformed), or 1.`,
 		Example: `  sluice redrive mail:0:7f3a mail:1:9bc2
   sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
-	s.flags(cmd, true)
+	s.flags(cmd, "the jobs' state (default archived)", flow.StateArchived, flow.StateCancelled, flow.StateQuarantined)
 	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error { return c.redrive(cmd, "redrive", ids, s) })
 	return cmd
@@ -64,7 +68,7 @@ func (c *cli) releaseCmd() *cobra.Command {
 		Example: `  sluice release mail:0:7f3a
   sluice release --queue mail --kind email --dry-run`,
 	}
-	s.flags(cmd, false)
+	s.flags(cmd, "")
 	c.queueFlag(cmd)
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
 		s.sel.State = flow.StateQuarantined
@@ -73,39 +77,77 @@ func (c *cli) releaseCmd() *cobra.Command {
 	return cmd
 }
 
-func (s *selection) flags(cmd *cobra.Command, state bool) {
+// flags defines the selector flags on cmd, --state with stateUsage and
+// the states it takes (none: no --state flag).
+func (s *selection) flags(cmd *cobra.Command, stateUsage string, states ...string) {
 	fs := cmd.Flags()
-	fs.StringVar(&s.sel.Queue, "queue", "", "redrive by selector: the queue `Q`")
-	if state {
-		choice(cmd, &s.sel.State, "state", "", "the jobs' state (default archived)",
-			flow.StateArchived, flow.StateCancelled, flow.StateQuarantined)
+	fs.StringVar(&s.sel.Queue, "queue", "", cmd.Name()+" by selector: the queue `Q`")
+	if len(states) > 0 {
+		choice(cmd, &s.sel.State, "state", "", stateUsage, states...)
 	}
 	fs.StringVar(&s.sel.Kind, "kind", "", "only jobs of kind `K`")
 	fs.StringVar(&s.sel.Reason, "reason", "", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
 	fs.StringVar(&s.after, "after", "", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
 	fs.StringVar(&s.before, "before", "", "only jobs finished before `T`: RFC 3339 or a duration ago")
-	intRange(fs, &s.o.BatchSize, "batch", 500, 1, 5000, "jobs examined per script call")
-	fs.BoolVar(&s.o.DryRun, "dry-run", false, "count the jobs, move none")
+	intRange(fs, &s.batch, "batch", 500, 1, 5000, "jobs examined per script call")
+	fs.BoolVar(&s.dryRun, "dry-run", false, "count the jobs, "+cmd.Name()+" none")
 }
 
-func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection) error {
-	selFlags := []string{"queue", "state", "kind", "reason", "after", "before", "dry-run", "batch"}
+// byID reports whether cmd was given job IDs rather than a selector; a
+// usage error, saying what to give ("job IDs"), when it was given both,
+// or neither.
+func (s *selection) byID(cmd *cobra.Command, ids []string, what string) (bool, error) {
+	name := path(cmd)
 	if len(ids) > 0 {
 		for _, f := range selFlags {
-			if cmd.Flags().Changed(f) {
-				return usagef("%s: give job IDs or a selector (--queue ...), not both: --%s with %d ID%s", name, f, len(ids), plural(len(ids)))
+			if fl := cmd.Flags().Lookup(f); fl != nil && fl.Changed {
+				return true, usagef("%s: give job IDs or a selector (--queue ...), not both: --%s with %d ID%s", name, f, len(ids), plural(len(ids)))
 			}
 		}
-		return c.redriveIDs(cmd.Context(), name, ids)
+		return true, nil
 	}
 	if s.sel.Queue == "" {
-		return usagef("%s: give job IDs, or --queue Q and selector flags", name)
+		return false, usagef("%s: give %s, or --queue Q and selector flags", name, what)
 	}
+	return false, nil
+}
+
+// times reads --after and --before into the selector.
+func (s *selection) times(c *cli) error {
 	var err error
 	if s.sel.FinishedAfter, err = c.parseTime("--after", s.after); err != nil {
 		return err
 	}
-	if s.sel.FinishedBefore, err = c.parseTime("--before", s.before); err != nil {
+	s.sel.FinishedBefore, err = c.parseTime("--before", s.before)
+	return err
+}
+
+// progress returns the bar to draw a selector's progress with, nil when
+// stderr is no terminal or the output is JSON.
+func (c *cli) progress() *progressBar {
+	if c.stderrTTY && !c.json {
+		return &progressBar{w: c.stderr}
+	}
+	return nil
+}
+
+// batches is "3 batches", "1 batch".
+func batches(n int) string {
+	if n == 1 {
+		return "1 batch"
+	}
+	return fmt.Sprintf("%d batches", n)
+}
+
+func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection) error {
+	byID, err := s.byID(cmd, ids, "job IDs")
+	if err != nil {
+		return err
+	}
+	if byID {
+		return c.redriveIDs(cmd.Context(), name, ids)
+	}
+	if err := s.times(c); err != nil {
 		return err
 	}
 	client, err := c.connect(cmd.Context())
@@ -115,24 +157,24 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	if err := c.checkQueue(cmd.Context(), client, s.sel.Queue); err != nil {
 		return err
 	}
-	if c.stderrTTY && !c.json {
-		bar := &progressBar{w: c.stderr}
-		s.o.Progress = bar.draw
+	o := admin.RedriveOptions{DryRun: s.dryRun, BatchSize: s.batch}
+	if bar := c.progress(); bar != nil {
+		o.Progress = bar.redrive
 		defer bar.end()
 	}
-	pr, err := client.RedriveSelected(cmd.Context(), s.sel, s.o)
+	pr, err := client.RedriveSelected(cmd.Context(), s.sel, o)
 	if err != nil {
 		return c.about("queue", s.sel.Queue, err)
 	}
 	if c.json {
-		return writeJSON(c.stdout, selectJSON{DryRun: s.o.DryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})
+		return writeJSON(c.stdout, selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})
 	}
 	verb := map[string]string{"redrive": "redrove", "release": "released"}[name]
-	if s.o.DryRun {
+	if s.dryRun {
 		verb = "would " + name
 	}
-	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %d batch%s)\n", verb, pr.Matched, plural(pr.Matched),
-		s.sel.Queue, pr.Examined, pr.Batches, map[bool]string{true: "es"}[pr.Batches != 1])
+	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %s)\n", verb, pr.Matched, plural(pr.Matched),
+		s.sel.Queue, pr.Examined, batches(pr.Batches))
 	return nil
 }
 

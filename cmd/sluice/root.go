@@ -32,7 +32,7 @@ type cli struct {
 const rootLong = `sluice is the operator's command line for Sluice: list and inspect jobs,
 cancel, delete, redrive and release them, pause and resume queues, read
 queue stats, list live workers, manage periodic schedules and dead-lettered
-effects, and run the benchmark.
+effects, serve the web console, and run the benchmark.
 
 Global flags go before or after the command. --redis defaults to
 $REDIS_URL, else redis://localhost:6379 (redis://, rediss:// for TLS,
@@ -83,7 +83,7 @@ func (c *cli) tree() []*cobra.Command {
 	return []*cobra.Command{
 		group("jobs", "List, inspect and change jobs",
 			c.jobsListCmd(), c.jobsShowCmd(), c.jobsCancelCmd(), c.jobsDeleteCmd(),
-			c.jobsRerouteCmd(), c.jobsSignalCmd()),
+			c.jobsRerouteCmd(), c.jobsSignalCmd(), c.jobsRunNowCmd()),
 		c.redriveCmd(),
 		c.releaseCmd(),
 		group("queues", "Pause and resume queues, read their stats",
@@ -93,6 +93,7 @@ func (c *cli) tree() []*cobra.Command {
 			c.schedulesListCmd(), c.schedulesPauseCmd(), c.schedulesResumeCmd(), c.schedulesTriggerCmd()),
 		group("effects", "List and send back dead-lettered effects",
 			c.effectsListCmd(), c.effectsRedriveCmd()),
+		c.webCmd(),
 		c.benchCmd(),
 	}
 }

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/web"
+)
+
+func (c *cli) webCmd() *cobra.Command {
+	var (
+		addr string
+		o    web.Options
+	)
+	cmd := &cobra.Command{
+		Use:   "web",
+		Short: "Serve the web console until interrupted",
+		Long: `Serve the operator console (package web, docs/web.md) on --addr until
+interrupted (Ctrl-C or SIGTERM: exit 0); the URL is printed once the
+address accepts connections. --token, --user and --password default to
+$SLUICE_WEB_TOKEN, $SLUICE_WEB_USER and $SLUICE_WEB_PASSWORD. An address
+beyond loopback needs authentication (or --insecure): without it the
+command exits 2, as with any other invalid option; an address in use
+exits 1. The console shows the queues of the live workers, of the
+schedules and of --partitions.`,
+		Example: `  sluice web
+  SLUICE_WEB_TOKEN=$(openssl rand -hex 16) sluice web --addr 0.0.0.0:8080
+  sluice web --read-only --hide-args --partitions mail=4`,
+		Args: noArgs,
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
+	fs.StringVar(&o.Prefix, "prefix", "", "path prefix `P`, e.g. /sluice behind a proxy")
+	fs.StringVar(&o.Token, "token", "", "bearer `TOKEN` every request must carry (default $SLUICE_WEB_TOKEN)")
+	fs.StringVar(&o.User, "user", "", "basic auth `USER` (default $SLUICE_WEB_USER)")
+	fs.StringVar(&o.Password, "password", "", "basic auth `PASSWORD` (default $SLUICE_WEB_PASSWORD)")
+	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no action and refuse every one")
+	fs.BoolVar(&o.HideArgs, "hide-args", false, "hide arguments, headers, results and signal payloads")
+	fs.BoolVar(&o.Insecure, "insecure", false, "serve beyond loopback with no authentication at all")
+	fs.DurationVar(&o.PollInterval, "poll", web.DefaultPollInterval, "how often the live pages read the counters (at least 100ms)")
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
+			return usagef("--addr %q: want HOST:PORT with a port in 1..65535", addr)
+		}
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		o.LoadEnv(c.getenv)
+		o.Admin = client
+		return c.serveWeb(cmd.Context(), addr, client.Namespace(), o)
+	})
+	return cmd
+}
+
+// serveWeb runs web.ListenAndServe and says where the console is once its
+// address accepts connections (not before: the address may be taken, or
+// refused without authentication).
+func (c *cli) serveWeb(ctx context.Context, addr, ns string, o web.Options) error {
+	errc := make(chan error, 1)
+	go func() { errc <- web.ListenAndServe(ctx, addr, o) }()
+	host, port, _ := net.SplitHostPort(addr)
+	switch ip := net.ParseIP(host); {
+	case host == "":
+		host = "localhost"
+	case ip != nil && ip.IsUnspecified() && ip.To4() != nil:
+		host = "127.0.0.1"
+	case ip != nil && ip.IsUnspecified():
+		host = "::1"
+	}
+	probe := net.JoinHostPort(host, port)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-errc:
+			return webError(err)
+		case <-tick.C:
+		}
+		select {
+		case err := <-errc: // failed meanwhile: another server may hold the port
+			return webError(err)
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", probe, time.Second); err == nil {
+			conn.Close()
+			tick.Stop()
+			fmt.Fprintf(c.stdout, "serving the console of namespace %q at http://%s%s/ until interrupted\n", ns, addr, o.Prefix)
+		}
+	}
+}
+
+// validPort: a port number the console's URL can name (not 0: the
+// system's choice, which ListenAndServe would not report).
+func validPort(port string) bool {
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// webError is an options error of the console as a usage error (exit 2).
+func webError(err error) error {
+	if errors.Is(err, web.ErrOptions) {
+		return usagef("web: %s", strings.TrimPrefix(err.Error(), web.ErrOptions.Error()+": "))
+	}
+	return err
+}
