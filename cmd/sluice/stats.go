@@ -69,7 +69,7 @@ every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
 				return err
 			}
 			if len(queues) == 0 {
-				return missingError{fmt.Sprintf("no queues in namespace %q: no live worker serves one (name them: sluice queues stats QUEUE...)", client.Namespace())}
+				return missingError{fmt.Sprintf("no queues in namespace %q: no client or worker has used one yet", client.Namespace())}
 			}
 		} else {
 			for _, q := range queues {

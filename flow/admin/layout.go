@@ -30,8 +30,10 @@ var (
 	ErrLayoutMismatch = sluicetype.ErrLayoutMismatch
 )
 
-// MaxQueuesListed bounds Queues, and MaxNamespacesListed Namespaces.
+// MaxQueuesListed bounds Queues, and MaxNamespacesListed Namespaces;
+// MaxPartitions is the most partitions a queue may have.
 const (
+	MaxPartitions       = store.MaxPartitions
 	MaxQueuesListed     = store.MaxQueuesListed
 	MaxNamespacesListed = store.MaxNamespacesListed
 )
@@ -121,8 +123,8 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 	if !runtime.ValidQueue(queue) {
 		return fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
-	if partitions < 1 || partitions > store.MaxPartitions {
-		return fmt.Errorf("%w: %d partitions not in 1..%d", flow.ErrInvalid, partitions, store.MaxPartitions)
+	if partitions < 1 || partitions > MaxPartitions {
+		return fmt.Errorf("%w: %d partitions not in 1..%d", flow.ErrInvalid, partitions, MaxPartitions)
 	}
 	st := c.b.Store
 	lay, err := st.ReadLayout(ctx, queue)

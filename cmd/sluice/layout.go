@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sluicehq/sluice/flow/admin"
+)
+
+// queueJSON is one queue of `queues list --json`.
+type queueJSON struct {
+	Name       string     `json:"name"`
+	Partitions int        `json:"partitions"`
+	Version    int64      `json:"version"`
+	Paused     int        `json:"paused_partitions"`
+	Registered *time.Time `json:"registered,omitempty"`
+	Changed    *time.Time `json:"changed,omitempty"`
+}
+
+func (c *cli) queuesListCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the namespace's queues with their layouts",
+		Long: `List every queue registered in the namespace: its partition count
+(recorded in Redis by the first client or worker that used it; every
+process reads it from there), the layout's version (1, plus one per
+resize), how many partitions are paused, and when it was registered and
+last changed (UTC). A namespace with no queue exits 3.`,
+		Args: noArgs,
+	}
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		qs, err := client.Queues(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if len(qs) == 0 {
+			return missingError{fmt.Sprintf("no queues in namespace %q: no client or worker has used one yet (sluice namespaces lists the namespaces)", client.Namespace())}
+		}
+		if c.json {
+			out := make([]queueJSON, 0, len(qs))
+			for _, q := range qs {
+				out = append(out, queueJSON{Name: q.Name, Partitions: q.Partitions, Version: q.Version, Paused: q.Paused,
+					Registered: ts(q.Registered), Changed: ts(q.Changed)})
+			}
+			return writeJSON(c.stdout, out)
+		}
+		t := newTable(c.stdout, "QUEUE", "PARTITIONS", "PAUSED", "VERSION", "REGISTERED (UTC)", "CHANGED (UTC)")
+		for _, q := range qs {
+			t.row(q.Name, strconv.Itoa(q.Partitions), strconv.Itoa(q.Paused)+"/"+strconv.Itoa(q.Partitions),
+				strconv.FormatInt(q.Version, 10), when(q.Registered), when(q.Changed))
+		}
+		t.flush()
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) queuesResizeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resize QUEUE N",
+		Short: "Change a paused queue's partition count",
+		Long: `Change a queue's partition count to N (1..` + strconv.Itoa(admin.MaxPartitions) + `). The queue must be
+paused in every partition (sluice queues pause QUEUE), and when shrinking,
+the partitions that go away must hold no job and no effect; otherwise the
+resize is refused (exit 1, saying why) and nothing changes. Then restart
+the queue's workers and producers and resume it. The procedure is in
+docs/operations.md ("Resizing a queue").`,
+		Args:              nArgs("QUEUE", "N"),
+		ValidArgsFunction: c.completeQueues,
+	}
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		queue := args[0]
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 1 || n > admin.MaxPartitions {
+			return usagef("queues resize: N %q: want a partition count in 1..%d", args[1], admin.MaxPartitions)
+		}
+		ctx := cmd.Context()
+		client, err := c.connect(ctx)
+		if err != nil {
+			return err
+		}
+		if err := c.checkQueue(ctx, client, queue); err != nil {
+			return err
+		}
+		if err := client.ResizeQueue(ctx, queue, n); err != nil {
+			return c.about("queue", queue, err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n})
+		}
+		fmt.Fprintf(c.stdout, "resized %s to %d partition%s; restart its workers and producers, then: sluice queues resume %s\n", queue, n, plural(n), queue)
+		return nil
+	})
+	return cmd
+}
+
+func (c *cli) namespacesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "namespaces",
+		Short: "List the namespaces that have queues on this Redis",
+		Long: `List the namespaces in which a client or worker has registered a
+queue, read from Sluice's own registry key (never a scan of the keyspace).`,
+		Args: noArgs,
+	}
+	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
+		if _, err := c.connect(cmd.Context()); err != nil {
+			return err
+		}
+		ns, err := admin.Namespaces(cmd.Context(), c.rdb)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return writeJSON(c.stdout, append([]string{}, ns...))
+		}
+		if len(ns) == 0 {
+			return missingError{"no namespaces with queues on this Redis"}
+		}
+		for _, n := range ns {
+			fmt.Fprintln(c.stdout, n)
+		}
+		return nil
+	})
+	return cmd
+}

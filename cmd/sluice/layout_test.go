@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+)
+
+// TestLayoutGolden: a queue another process created with 4 partitions is
+// one the CLI, started with no partition configuration, lists with its
+// layout and pauses and resumes whole (all 4 partitions); resizing it is
+// refused until it is paused, then changes the count; a --partitions that
+// disagrees with Redis fails naming both counts; an unknown queue exits 3
+// and a bad count 2; namespaces lists this one. testdata/layout.golden
+// holds what each prints.
+func TestLayoutGolden(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	other, err := flow.NewClient(f.st.Client(), flow.ClientOptions{Namespace: f.ns, Clock: f.clk, Partitions: map[string]int{"big": 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 { // spread over the 4 partitions
+		if _, err := other.Enqueue(f.ctx, email{To: strings.Repeat("x", i+1)}, flow.WithQueue("big")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.populate() // the default queue, 1 partition
+	paused := func() int {
+		t.Helper()
+		st, err := admin.New(f.c).QueueStats(context.Background(), "big", admin.MaxStatsWindow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Paused
+	}
+
+	tr := &transcript{f: f}
+	tr.run(exitOK, "queues", "list")
+	tr.run(exitOK, "--json", "queues", "list")
+	tr.run(exitOK, "queues", "pause", "big")
+	if n := paused(); n != 4 {
+		t.Fatalf("queues pause big paused %d partitions of 4", n)
+	}
+	tr.run(exitOK, "queues", "list")
+	tr.run(exitOK, "queues", "resume", "big")
+	if n := paused(); n != 0 {
+		t.Fatalf("queues resume big left %d partitions paused", n)
+	}
+	tr.run(exitError, "queues", "resize", "big", "2") // not paused
+	tr.run(exitError, "--partitions", "big=2", "queues", "pause", "big")
+	if n := paused(); n != 0 {
+		t.Fatalf("a mismatched --partitions paused %d partitions", n)
+	}
+	tr.run(exitNotFound, "queues", "resize", "nosuchqueue", "2")
+	tr.run(exitUsage, "queues", "resize", "big", "0")
+	tr.run(exitUsage, "queues", "resize", "big", "two")
+	tr.run(exitUsage, "queues", "resize", "big")
+	tr.run(exitOK, "queues", "pause", "big")
+	tr.run(exitOK, "queues", "resize", "big", "6") // growing: the 2 new partitions start paused
+	tr.run(exitOK, "queues", "list")
+	tr.run(exitNotFound, "--namespace", f.ns+"-empty", "queues", "list")
+	golden(t, "layout", tr.b.String())
+
+	if out := f.must("namespaces"); !strings.Contains("\n"+out, "\n"+f.ns+"\n") {
+		t.Errorf("namespaces does not list %s:\n%s", f.ns, out)
+	}
+	lay, err := f.st.ReadLayout(f.ctx, "big")
+	if err != nil || lay.Partitions != 6 {
+		t.Errorf("after the resize Redis records %+v (%v)", lay, err)
+	}
+}
