@@ -71,11 +71,12 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 		return err
 	}
 	o := admin.DeleteOptions{DryRun: s.dryRun, BatchSize: s.batch}
-	if bar := c.progress(); bar != nil {
+	bar := c.progress()
+	if bar != nil {
 		o.Progress = bar.delete
-		defer bar.end()
 	}
 	pr, err := client.DeleteSelected(cmd.Context(), s.sel, o)
+	bar.end() // the bar's line ends before the result is printed
 	if err != nil {
 		return c.about("queue", s.sel.Queue, err)
 	}

@@ -29,8 +29,9 @@ func (b *progressBar) draw(examined int, total int64, matched int) {
 	b.drawn = true
 }
 
+// end ends the bar's line, if one was drawn; a nil bar does nothing.
 func (b *progressBar) end() {
-	if b.drawn {
+	if b != nil && b.drawn {
 		fmt.Fprintln(b.w)
 	}
 }

@@ -158,11 +158,12 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 		return err
 	}
 	o := admin.RedriveOptions{DryRun: s.dryRun, BatchSize: s.batch}
-	if bar := c.progress(); bar != nil {
+	bar := c.progress()
+	if bar != nil {
 		o.Progress = bar.redrive
-		defer bar.end()
 	}
 	pr, err := client.RedriveSelected(cmd.Context(), s.sel, o)
+	bar.end() // the bar's line ends before the result is printed
 	if err != nil {
 		return c.about("queue", s.sel.Queue, err)
 	}
