@@ -83,8 +83,15 @@ func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) 
 		err := cmd.Err()
 		switch {
 		case isNoFunction(err):
-			if err = s.Load(ctx, c); err == nil {
-				return c.FCall(ctx, s.fn, keys, args...)
+			err = s.Load(ctx, c)
+			if err == nil {
+				again := c.FCall(ctx, s.fn, keys, args...)
+				if !isNoFunction(again.Err()) {
+					return again
+				}
+				// Loaded, but not where the key lives: a cluster behind a
+				// wrapper that hides its masters. EVAL goes by the key.
+				break
 			}
 			if !isUnknownCommand(err) {
 				cmd.SetErr(err)
@@ -101,7 +108,9 @@ func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) 
 }
 
 // Load loads the script's library where it may run: on every master of a
-// cluster, else on the server. A library loaded already (by another
+// cluster, else on the server. (A wrapper that hides a cluster client's
+// masters loads it on one node; Run then falls back to EVAL for keys
+// elsewhere.) A library loaded already (by another
 // process, or another call of this one) is no error.
 func (s *Script) Load(ctx context.Context, c Runner) error {
 	load := func(ctx context.Context, r Runner) error {
@@ -111,10 +120,15 @@ func (s *Script) Load(ctx context.Context, c Runner) error {
 		}
 		return err
 	}
-	if cc, ok := c.(*redis.ClusterClient); ok {
+	if cc, ok := c.(masters); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return load(ctx, n) })
 	}
 	return load(ctx, c)
+}
+
+// masters is a cluster client: a library is loaded on each master.
+type masters interface {
+	ForEachMaster(ctx context.Context, fn func(ctx context.Context, client *redis.Client) error) error
 }
 
 func isNoFunction(err error) bool {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -61,5 +62,31 @@ func TestScriptsFallBackToEval(t *testing.T) {
 	}
 	if _, ok := mini.Do(ctx, "FCALL", lua.Heartbeat.Function(), 0).Result(); ok == nil {
 		t.Fatal("miniredis runs FCALL now: the fallback is no longer tested here")
+	}
+}
+
+// wrapped hides a client's concrete type, as an application's
+// instrumentation wrapper would.
+type wrapped struct{ redis.UniversalClient }
+
+// TestScriptsRunThroughAWrappedCluster: a cluster client behind a wrapper
+// (whose masters Load cannot reach) still runs every call after the
+// libraries are flushed: where the library is missing, the call goes
+// through EVAL.
+func TestScriptsRunThroughAWrappedCluster(t *testing.T) {
+	ctx := context.Background()
+	cl := env.Cluster.Client()
+	t.Cleanup(func() { cl.Close() })
+	w := wrapped{cl}
+	for i := range 20 {
+		testkit.Must(t, cl.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FunctionFlush(ctx).Err() }))
+		tag := fmt.Sprintf("{wrapped-%d}", i) // spread over the masters
+		keys := []string{tag + ":live", tag + ":w:w1"}
+		if err := lua.Heartbeat.Run(ctx, w, keys, "", "w1", 60000, tag+":w:", "queues", "q").Err(); err != nil && err != redis.Nil {
+			t.Fatalf("heartbeat through a wrapped cluster client, %s: %v", tag, err)
+		}
+		if v, err := cl.HGet(ctx, keys[1], "queues").Result(); err != nil || v != "q" {
+			t.Fatalf("%s: worker hash %q, %v", tag, v, err)
+		}
 	}
 }
