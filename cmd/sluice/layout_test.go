@@ -7,11 +7,14 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // TestLayoutGolden: a queue another process created with 4 partitions is
-// one the CLI, started with no partition configuration, lists with its
-// layout and pauses and resumes whole (all 4 partitions); resizing it is
+// one the CLI and a worker, both started with no partition configuration,
+// agree on: the CLI lists it with its layout and pauses and resumes it
+// whole (all 4 partitions), the worker runs its jobs in all 4; resizing it is
 // refused until it is paused, then changes the count; a --partitions that
 // disagrees with Redis fails naming both counts; an unknown queue exits 3
 // and a bad count 2; namespaces lists this one. testdata/layout.golden
@@ -49,6 +52,23 @@ func TestLayoutGolden(t *testing.T) {
 	tr.run(exitOK, "queues", "resume", "big")
 	if n := paused(); n != 0 {
 		t.Fatalf("queues resume big left %d partitions paused", n)
+	}
+	// A worker given no partition count serves all 4.
+	reg := flow.NewRegistry()
+	ran := testkit.Chan[string]()
+	testkit.Must(t, flow.Register(reg, func(_ context.Context, j *flow.Job[email]) error {
+		ran <- j.ID
+		return nil
+	}))
+	w := testkit.StartWorker(t, f.st.Client(), reg, runtime.Options{Namespace: f.ns, Queues: map[string]int{"big": 4}, Clock: f.clk}, nil)
+	seen := map[string]bool{}
+	for range 8 {
+		id := testkit.Recv(t, ran, "a job of queue big")
+		seen[id[:strings.LastIndex(id, ":")]] = true
+	}
+	testkit.Must(t, w.Stop())
+	if len(seen) != 4 {
+		t.Fatalf("the worker ran jobs of partitions %v, want all 4", seen)
 	}
 	tr.run(exitError, "queues", "resize", "big", "2") // not paused
 	tr.run(exitError, "--partitions", "big=2", "queues", "pause", "big")
