@@ -2,6 +2,7 @@ package lua
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -46,6 +47,7 @@ func perCall(units []unit, code string) []bool {
 	out := make([]bool, len(units))
 	var per []string // per-call variables and the functions that read call inputs
 	local := map[string]bool{}
+	written := assigned(code)
 	for k, u := range units {
 		_, init, ok := splitDecl(u.text)
 		if !ok {
@@ -62,7 +64,7 @@ func perCall(units []unit, code string) []bool {
 		case globalUse(init, local):
 		case emptyTable.MatchString(strings.TrimSpace(init)):
 		case mentionsAny(init, per):
-		case assignedElsewhere(code, u.names):
+		case slices.ContainsFunc(u.names, func(n string) bool { return written[n] }):
 		default:
 			for _, n := range u.names {
 				local[n] = true
@@ -149,21 +151,35 @@ func mentionsAny(code string, names []string) bool {
 	return false
 }
 
-// assignedElsewhere reports whether code assigns one of names, or writes
-// into it as a table ('NAME = ...', 'NAME[k] = ...', 'a, NAME = ...'),
-// other than in a declaration of that name (its own, or a local that
-// shadows it).
-func assignedElsewhere(code string, names []string) bool {
-	for _, n := range names {
-		re := regexp.MustCompile(`(^|[^.\w])` + regexp.QuoteMeta(n) + `\s*(\[[^\]]*\]\s*)?(,[^=]*)?=[^=]`)
-		for l := range strings.SplitSeq(stripComments(code), "\n") {
-			if re.MatchString(localDecl.ReplaceAllString(l, "")) {
-				return true
+// assignTarget finds what a line assigns or writes into as a table
+// ('NAME = ...', 'NAME[k] = ...', and the first of 'NAME, b = ...').
+var assignTarget = regexp.MustCompile(`(?:^|[^.\w])([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?(?:,[^=]*)?=[^=]`)
+
+// assigned lists the names code assigns or writes into as a table other
+// than in a declaration of that name (its own, or a local that shadows
+// it), in one pass over code.
+func assigned(code string) map[string]bool {
+	out := map[string]bool{}
+	for l := range strings.SplitSeq(stripComments(code), "\n") {
+		if !strings.Contains(l, "=") {
+			continue
+		}
+		l = localDecl.ReplaceAllString(l, "")
+		for _, m := range assignTarget.FindAllStringSubmatch(l, -1) {
+			out[m[1]] = true
+		}
+		// 'a, b = ...' at the start of a statement assigns every name
+		if m := multiAssign.FindStringSubmatch(l); m != nil {
+			for n := range strings.SplitSeq(m[1], ",") {
+				out[strings.TrimSpace(n)] = true
 			}
 		}
 	}
-	return false
+	return out
 }
+
+// multiAssign is a statement that assigns a list of names.
+var multiAssign = regexp.MustCompile(`^\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*=[^=]`)
 
 // fnName stands for the function's name in a library's text until it is
 // known: the SHA-1 of the text with fnName in it (newScript).

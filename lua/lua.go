@@ -109,18 +109,23 @@ func lib() string {
 	return b.String()
 }
 
+// load is the named script: what it uses of the prelude, then its file.
+// Its texts are built at its first use, not at program start: a process
+// (a CLI, an isolated child) pays only for the scripts it runs.
 func load(name string) *Script {
-	b := body(name)
-	p := parsed()
-	need := p.need(b)
-	head := header(lib())
-	return newScript(p.text(need, head)+b, libraryOf(p.units, need, p.per, head, b))
+	b := body(name) // a missing file fails at start
+	return &Script{build: func() (string, string) {
+		p := parsed()
+		need := p.need(b)
+		head := header(lib())
+		return p.text(need, head) + b, libraryOf(p.units, need, p.per, head, b)
+	}}
 }
 
-// loadAlone builds a script that uses nothing of the prelude.
+// loadAlone is the named script, which uses nothing of the prelude.
 func loadAlone(name string) *Script {
 	b := body(name)
-	return newScript(b, libraryOf(nil, nil, nil, "", b))
+	return &Script{build: func() (string, string) { return b, libraryOf(nil, nil, nil, "", b) }}
 }
 
 func body(name string) string {

@@ -16,6 +16,15 @@ import (
 // elsewhere, such as miniredis. Both forms run the same code on the same
 // KEYS and ARGV and answer the same.
 type Script struct {
+	// build returns the EVAL text and the library text (with fnName where
+	// its name goes); made is set from them once, at first use.
+	build func() (src, lib string)
+	once  sync.Once
+	made  *made
+}
+
+// made is a script's texts, built.
+type made struct {
 	src  string
 	eval *redis.Script
 	// fn names the function and, with an "s" before it, its library: the
@@ -23,6 +32,17 @@ type Script struct {
 	// a server (a rolling deploy) each call their own.
 	fn  string
 	lib string
+}
+
+// m returns the script's texts, building them the first time.
+func (s *Script) m() *made {
+	s.once.Do(func() {
+		src, lib := s.build()
+		sum := sha1.Sum([]byte(lib))
+		fn := hex.EncodeToString(sum[:])
+		s.made = &made{src: src, eval: redis.NewScript(src), fn: fn, lib: strings.ReplaceAll(lib, fnName, fn)}
+	})
+	return s.made
 }
 
 // Runner is what runs scripts: a go-redis client, cluster client or
@@ -33,34 +53,27 @@ type Runner interface {
 	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
 }
 
-// newScript is a script whose EVAL text is src and whose library text is
-// lib, with fnName where its name goes.
-func newScript(src, lib string) *Script {
-	sum := sha1.Sum([]byte(lib))
-	fn := hex.EncodeToString(sum[:])
-	return &Script{src: src, eval: redis.NewScript(src), fn: fn, lib: strings.ReplaceAll(lib, fnName, fn)}
-}
-
 // Hash is the SHA-1 of the script's EVAL text (what EVALSHA sends).
-func (s *Script) Hash() string { return s.eval.Hash() }
+func (s *Script) Hash() string { return s.m().eval.Hash() }
 
 // Function is the name of the script's function (what FCALL sends).
-func (s *Script) Function() string { return s.fn }
+func (s *Script) Function() string { return s.m().fn }
 
 // Library is the text FUNCTION LOAD is given.
-func (s *Script) Library() string { return s.lib }
+func (s *Script) Library() string { return s.m().lib }
 
 // Is reports whether a command, by its name and first argument as a
 // client sent it (say, seen by a proxy), is a call of this script in
 // either form.
 func (s *Script) Is(name, first string) bool {
+	m := s.m()
 	switch strings.ToLower(name) {
 	case "fcall":
-		return first == s.fn
+		return first == m.fn
 	case "evalsha":
-		return first == s.eval.Hash()
+		return first == m.eval.Hash()
 	case "eval":
-		return first == s.src
+		return first == m.src
 	}
 	return false
 }
@@ -78,14 +91,15 @@ var evalOnly sync.Map // Runner -> struct{}
 // functions. A call refused as unknown ran nothing, so calling again after
 // loading cannot apply it twice.
 func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) *redis.Cmd {
+	m := s.m()
 	if _, ok := evalOnly.Load(c); !ok {
-		cmd := c.FCall(ctx, s.fn, keys, args...)
+		cmd := c.FCall(ctx, m.fn, keys, args...)
 		err := cmd.Err()
 		switch {
 		case isNoFunction(err):
 			err = s.Load(ctx, c)
 			if err == nil {
-				again := c.FCall(ctx, s.fn, keys, args...)
+				again := c.FCall(ctx, m.fn, keys, args...)
 				if !isNoFunction(again.Err()) {
 					return again
 				}
@@ -104,7 +118,7 @@ func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) 
 			return cmd
 		}
 	}
-	return s.eval.Run(ctx, c, keys, args...)
+	return m.eval.Run(ctx, c, keys, args...)
 }
 
 // Load loads the script's library where it may run: on every master of a
@@ -114,7 +128,7 @@ func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) 
 // process, or another call of this one) is no error.
 func (s *Script) Load(ctx context.Context, c Runner) error {
 	load := func(ctx context.Context, r Runner) error {
-		err := r.FunctionLoad(ctx, s.lib).Err()
+		err := r.FunctionLoad(ctx, s.m().lib).Err()
 		if err != nil && strings.Contains(err.Error(), "already exists") {
 			return nil
 		}
