@@ -5,7 +5,10 @@
 -- ARGV[9]  job ID in the partition
 -- ARGV[10] the new preferred worker, or '' to unpin the job
 -- ARGV[11] fallback for the new worker ('w', 'a', 'f'), ARGV[12] its delay (ms)
--- Returns: the job's state, or '' when there is no such job.
+-- Returns: the job's state, or '' when there is no such job. A completed
+--   job never runs again: it is refused (its state returned, nothing
+--   written). An archived, quarantined or cancelled one may be redriven,
+--   and then goes to its new worker.
 -- Transitions: none. An available job moves to its new list at once; the
 -- entry left on the old worker's list is skipped by that worker's claims
 -- (claim.lua checks that a pinned job still prefers the claiming worker).
@@ -16,6 +19,7 @@ local id = ARGV[9]
 local jk = job_key(id)
 local s = state_of(redis.call('HGET', jk, F.state))
 if not s then return STATUS.none end
+if s == 'completed' then return remember(s) end
 if ARGV[10] == '' then
   redis.call('HDEL', jk, F.sticky_worker, F.sticky_mode, F.sticky_delay)
 else

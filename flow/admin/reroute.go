@@ -11,7 +11,8 @@ import (
 // Reroute changes the worker job id prefers (sticky routing): to is a
 // sticky.To option, or nil to unpin the job. An available job moves to its
 // new worker at once; a running one keeps its attempt and goes to its new
-// worker when it is next ready (retry, snooze, redrive).
+// worker when it is next ready (retry, snooze, redrive). A completed job,
+// which never runs again, is refused with a *StateError (ErrWrongState).
 func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) error {
 	ref, err := c.ref(id)
 	if err != nil {
@@ -28,5 +29,5 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 		}
 	}
 	_, err = c.b.Store.Reroute(ctx, ref, s)
-	return err
+	return stateError(id, err)
 }

@@ -177,8 +177,11 @@ func redriveStatus(op, local, status string) error {
 // rerouteState maps reroute.lua's and watch.lua's answer: the job's
 // state, or statusNone.
 func rerouteState(state string) (string, error) {
-	if state == statusNone {
+	switch state {
+	case statusNone:
 		return "", ErrNotFound
+	case "completed": // refused: it never runs again
+		return state, &sluicetype.StateError{Op: "reroute", State: state}
 	}
 	return state, nil
 }

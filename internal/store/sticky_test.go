@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestStickyRouting: a pinned job is claimed only by its preferred worker,
@@ -112,6 +115,33 @@ func TestStaleEntryDoesNotHideLiveOne(t *testing.T) {
 			}
 			if got := locals(f.claim(10, "worker-b").Jobs); len(got) != 1 || !got["j"] {
 				t.Fatalf("worker B claimed %v, want the unpinned job", got)
+			}
+		})
+	}
+}
+
+// TestRerouteCompletedRefused: a completed job never runs again, so
+// rerouting it is a state error that writes nothing; an archived one,
+// which a redrive may run again, takes the new preference.
+func TestRerouteCompletedRefused(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "done"})
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
+			_, err := f.st.Reroute(f.ctx, f.ref("done"), store.Sticky{Worker: "worker-b", Mode: "a", After: time.Minute})
+			var se *sluicetype.StateError
+			if !errors.As(err, &se) || se.State != "completed" || !errors.Is(err, sluicetype.ErrWrongState) {
+				t.Fatalf("reroute of a completed job: %v", err)
+			}
+			if n, _ := f.rdb.HExists(f.ctx, f.p.Job("done"), keys.FieldStickyWorker).Result(); n {
+				t.Fatal("the refused reroute wrote the completed job's preferred worker")
+			}
+			f.enqueue(store.NewJob{Local: "dead", MaxAttempts: 1})
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "x"})
+			if _, err := f.st.Reroute(f.ctx, f.ref("dead"), store.Sticky{Worker: "worker-b", Mode: "a", After: time.Minute}); err != nil {
+				t.Fatalf("reroute of an archived job: %v", err)
 			}
 		})
 	}
