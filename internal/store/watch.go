@@ -27,7 +27,10 @@ func (s *Store) Watch(ctx context.Context, ref keys.Ref) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return rerouteState(v)
+	if v == statusNone {
+		return "", ErrNotFound
+	}
+	return v, nil
 }
 
 // States reads the state of each job of refs in one round trip (a
