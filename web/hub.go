@@ -16,7 +16,8 @@ import (
 const (
 	historyMinutes = 60  // the overview chart
 	maxWatchedJobs = 100 // jobs whose state the stream follows
-	slowEvery      = 5   // the workers and the queue list: every slowEvery ticks
+	slowEvery      = 5   // the workers: every slowEvery ticks
+	queuesEvery    = 30  // the queue list (one read of the registry): every queuesEvery ticks
 )
 
 // hub is the console's one live stream: a poller goroutine, running while
@@ -235,22 +236,24 @@ func (h *hub) current(ctx context.Context) (*snapshot, error) {
 
 // read reads a snapshot: every tick each partition's counters, paused
 // flag and current minute's finished counts (one bounded call each,
-// admin.Client.QueuesLive); every slowEvery ticks also the queue list and
-// the workers; the hour's history once per queue, and the minutes since
+// admin.Client.QueuesLive); every slowEvery ticks also the workers, and
+// every queuesEvery ticks the queue list (one read); the hour's history once per queue, and the minutes since
 // the last read when a minute ends.
 func (h *hub) read(ctx context.Context) (*snapshot, error) {
 	at := time.Now()
-	slow := h.tick%slowEvery == 0 || h.queues == nil
-	if slow {
+	if h.tick%queuesEvery == 0 || h.queues == nil {
 		qs, err := h.ops.Queues(ctx)
 		if err != nil {
 			return nil, err
 		}
+		h.queues = qs
+	}
+	if h.tick%slowEvery == 0 {
 		ws, err := h.ops.Workers(ctx)
 		if err != nil {
 			return nil, err
 		}
-		h.queues, h.workers = qs, ws
+		h.workers = ws
 	}
 	want := make(map[string]int, len(h.queues))
 	for _, q := range h.queues {

@@ -53,10 +53,10 @@ type adminOps struct {
 	*admin.Client
 }
 
-// Queues lists the queues Redis records (admin.Client.Queues) with their
-// partition counts.
+// Queues lists the queues Redis records (admin.Client.Layouts: the live
+// reads have the paused flags) with their partition counts.
 func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
-	qs, err := a.Client.Queues(ctx)
+	qs, err := a.Client.Layouts(ctx)
 	if err != nil {
 		return nil, err
 	}

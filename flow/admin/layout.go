@@ -55,9 +55,27 @@ type QueueInfo struct {
 // partitions, in two round trips. A queue is registered by the first
 // client or worker (of this version or later) that uses it.
 func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
+	return c.queues(ctx, true)
+}
+
+// Layouts is Queues without the paused partitions (Paused is 0): one read
+// of the registry, whatever the number of partitions. Dashboards that read
+// the paused flags anyway (QueuesLive) list the queues with it.
+func (c *Client) Layouts(ctx context.Context) ([]QueueInfo, error) {
+	return c.queues(ctx, false)
+}
+
+func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, error) {
 	lays, err := c.b.Store.ListLayouts(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if !withPaused {
+		out := make([]QueueInfo, len(lays))
+		for i, l := range lays {
+			out[i] = QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
+		}
+		return out, nil
 	}
 	var parts []keys.Partition
 	for _, l := range lays {

@@ -91,6 +91,14 @@ func TestQueuesAndNamespaces(t *testing.T) {
 	if d := cmp.Diff(want, qs, cmp.Comparer(func(x, y interface{ UnixMilli() int64 }) bool { return x.UnixMilli() == y.UnixMilli() })); d != "" {
 		t.Errorf("Queues (-want +got):\n%s", d)
 	}
+	lays, err := a.ops.Layouts(ctx) // the same, without the paused flags
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[1].Paused = 0
+	if d := cmp.Diff(want, lays, cmp.Comparer(func(x, y interface{ UnixMilli() int64 }) bool { return x.UnixMilli() == y.UnixMilli() })); d != "" {
+		t.Errorf("Layouts (-want +got):\n%s", d)
+	}
 	nss, err := admin.Namespaces(ctx, rdb)
 	if err != nil || !slices.Contains(nss, a.ns) || !slices.IsSorted(nss) {
 		t.Errorf("Namespaces = %v, %v: want it sorted, with %s", nss, err, a.ns)
