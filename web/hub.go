@@ -284,9 +284,10 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 }
 
 // updateHistory keeps each queue's last hour: read whole for a queue not
-// seen before, and the minutes since the last read again when the minute
-// turned (the minute just ended may have grown after its last read); the
-// current minute comes from live.
+// seen before; when the minute turned, the minute just ended comes
+// complete with the live read (it may have grown after its last read),
+// and the minutes since the last read are read again when more than one
+// went by; the current minute comes from live.
 func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 	if len(live) == 0 {
 		return nil
@@ -302,6 +303,11 @@ func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 				return err
 			}
 			h.history[q.Queue] = points(ms)
+		case turned && minute.Sub(h.minute) == time.Minute:
+			// the minute just ended, complete, came with the live read
+			s := append(slices.Clone(old[1:]), point{})
+			s[len(s)-2] = pointOf(q.Previous)
+			h.history[q.Queue] = s
 		case turned:
 			shift := int(minute.Sub(h.minute) / time.Minute)
 			ms, err := h.ops.QueueHistory(ctx, q.Queue, q.Partitions, shift+1)

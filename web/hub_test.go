@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // countingOps counts the live reads the hub makes.
@@ -107,5 +108,56 @@ func TestHubSharesOneRead(t *testing.T) {
 	testkit.Must(t, err)
 	if len(snap.Queues) != 1 || snap.Queues[0].Depth[flow.StateAvailable] != 1 || len(snap.Queues[0].Series) != historyMinutes {
 		t.Errorf("snapshot: %+v", snap.Queues)
+	}
+}
+
+// minuteOps serves the hub live reads at a chosen minute and counts its
+// history reads.
+type minuteOps struct {
+	ops
+	minute  time.Time
+	prev    map[string]int64
+	history atomic.Int64
+}
+
+func (m *minuteOps) QueuesLive(context.Context, map[string]int) ([]admin.QueueLive, error) {
+	return []admin.QueueLive{{Queue: "q", Partitions: 2, Depth: map[string]int64{}, Minute: m.minute,
+		Finished: map[string]int64{flow.StateCompleted: 1}, Previous: m.prev}}, nil
+}
+
+func (m *minuteOps) QueueHistory(_ context.Context, _ string, _, minutes int) ([]admin.MinuteCount, error) {
+	m.history.Add(1)
+	return make([]admin.MinuteCount, minutes), nil
+}
+
+// TestHistoryTurnsWithLiveRead: when the minute turns, the minute just
+// ended comes complete with the live read: the chart shows its final
+// counts and the hub makes no history read; after a gap of several
+// minutes it reads the minutes missed.
+func TestHistoryTurnsWithLiveRead(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	m := &minuteOps{minute: t0, prev: map[string]int64{}}
+	h := newHub(m, time.Second, func(err error) { t.Error(err) })
+	h.queues, h.workers = []queueInfo{{Name: "q", Partitions: 2}}, []sluicetype.WorkerInfo{}
+	h.tick = 1 // no queue or worker read
+	read := func() []point {
+		t.Helper()
+		snap, err := h.read(context.Background())
+		testkit.Must(t, err)
+		return snap.Queues[0].Series
+	}
+	read() // the hour, once
+	m.minute, m.prev = t0.Add(time.Minute), map[string]int64{flow.StateCompleted: 7, flow.StateArchived: 2}
+	s := read()
+	if got := s[len(s)-2]; got != (point{7, 2}) || m.history.Load() != 1 {
+		t.Errorf("after the turn: ended minute %v (want [7 2]), %d history reads (want 1: the first)", got, m.history.Load())
+	}
+	if got := s[len(s)-1]; got != (point{1, 0}) {
+		t.Errorf("current minute %v, want [1 0]", got)
+	}
+	m.minute = t0.Add(4 * time.Minute)
+	read()
+	if m.history.Load() != 2 {
+		t.Errorf("after a 3-minute gap: %d history reads, want 2", m.history.Load())
 	}
 }

@@ -33,6 +33,8 @@ type QueueLive struct {
 	// Finished what reached each terminal state during it so far.
 	Minute   time.Time
 	Finished map[string]int64
+	// Previous is what finished in the minute before Minute.
+	Previous map[string]int64
 }
 
 // QueuesLive reads, for each queue of queues (name -> partitions, 0 for
@@ -61,7 +63,8 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 		if err != nil {
 			return nil, err
 		}
-		out[i] = QueueLive{Queue: q, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{}}
+		out[i] = QueueLive{Queue: q, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{},
+			Previous: map[string]int64{}}
 		reads[i] = make([]store.LiveRead, len(parts))
 		for k, p := range parts {
 			todo = append(todo, read{i, k, p})
@@ -91,6 +94,9 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
 			if err := addCounts(q.Finished, r.Finished, true); err != nil {
+				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
+			}
+			if err := addCounts(q.Previous, r.Previous, true); err != nil {
 				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
 			}
 			if r.Paused {

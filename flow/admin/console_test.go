@@ -38,7 +38,7 @@ func TestQueuesLive(t *testing.T) {
 		Queue: "live", Partitions: 2, Paused: 2,
 		Depth: map[string]int64{"scheduled": 0, "available": 3, "running": 0, "retryable": 0, "completed": 6,
 			"archived": 0, "quarantined": 0, "cancelled": 0},
-		Minute: a.clk.Now().Truncate(time.Minute), Finished: map[string]int64{"completed": 6},
+		Minute: a.clk.Now().Truncate(time.Minute), Finished: map[string]int64{"completed": 6}, Previous: map[string]int64{},
 	}}
 	if d := cmp.Diff(want, full, cmp.Comparer(func(x, y time.Time) bool { return x.Equal(y) })); d != "" {
 		t.Errorf("full read (-want +got):\n%s", d)
@@ -54,6 +54,14 @@ func TestQueuesLive(t *testing.T) {
 		if _, err := a.ops.QueueHistory(a.ctx, "live", 0, bad); err == nil {
 			t.Errorf("QueueHistory of %d minutes: no error", bad)
 		}
+	}
+	a.clk.Advance(time.Minute) // the next minute: this one's counts come as Previous
+	next, err := a.ops.QueuesLive(a.ctx, map[string]int{"live": 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next[0].Finished) != 0 || next[0].Previous["completed"] != 6 || !next[0].Minute.Equal(want[0].Minute.Add(time.Minute)) {
+		t.Errorf("a minute later: minute %v, finished %v, previous %v", next[0].Minute, next[0].Finished, next[0].Previous)
 	}
 	if _, err := a.ops.QueuesLive(a.ctx, map[string]int{"bad queue!": 1}); err == nil {
 		t.Error("QueuesLive of an invalid queue name: no error")

@@ -15,26 +15,28 @@ type LiveRead struct {
 	Stats    map[string]string // the per-state counters
 	Paused   bool
 	Finished map[string]string // the current minute's counters
+	Previous map[string]string // the minute before's
 }
 
 // Live reads partition p's counters, paused flag and current minute's
-// finished counts in one call.
+// finished counts (and the minute before's) in one call.
 func (s *Store) Live(ctx context.Context, p keys.Partition) (LiveRead, error) {
 	v, err := s.run(ctx, lua.Live, p).Slice()
 	if err != nil {
 		return LiveRead{}, err
 	}
-	if len(v) != 4 {
+	if len(v) != 5 {
 		return LiveRead{}, fmt.Errorf("%w: live reply of %d items", ErrMalformed, len(v))
 	}
 	minute, ok1 := v[0].(int64)
 	paused, ok2 := v[2].(int64)
 	stats, err1 := flatMap(v[1])
 	fin, err2 := flatMap(v[3])
-	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+	prev, err3 := flatMap(v[4])
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || err3 != nil {
 		return LiveRead{}, fmt.Errorf("%w: live reply %v", ErrMalformed, v)
 	}
-	return LiveRead{Minute: minute, Stats: stats, Paused: paused == 1, Finished: fin}, nil
+	return LiveRead{Minute: minute, Stats: stats, Paused: paused == 1, Finished: fin, Previous: prev}, nil
 }
 
 // flatMap reads a script's field, value list.
