@@ -29,6 +29,7 @@ import (
 // it as an opaque name the user cannot look up.
 var publicPackages = []string{
 	"github.com/sluicehq/sluice/flow",
+	"github.com/sluicehq/sluice/flow/admin",
 	"github.com/sluicehq/sluice/flow/flowtest",
 	"github.com/sluicehq/sluice/idempotency",
 	"github.com/sluicehq/sluice/lua",
