@@ -65,6 +65,7 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 	if err != nil {
 		return nil, err
 	}
+	store.PrepareWorkerScripts()
 	cfg := store.Config{
 		NS: o.Namespace, RetainCompleted: o.RetainCompleted, RetainArchived: o.RetainArchived,
 		RetainCancelled: o.RetainCancelled, CrashLimit: o.CrashLimit, CrashDelay: o.CrashDelay,

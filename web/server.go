@@ -58,22 +58,33 @@ func newConsole(o Options) (*console, error) {
 // which listens on every interface) unless authentication is configured
 // or Options.Insecure is set.
 func ListenAndServe(ctx context.Context, addr string, o Options) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("%w: address %q: %v", ErrOptions, addr, err)
-	}
-	if !loopbackHost(host) && !o.authConfigured() && !o.Insecure {
-		return fmt.Errorf("%w: %s is reachable beyond this machine: set a token (%s), basic auth (%s, %s) or an Auth middleware, or listen on 127.0.0.1", ErrOptions, addr, EnvToken, EnvUser, EnvPassword)
-	}
-	h, err := Handler(o)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, h, err := Listen(addr, o)
 	if err != nil {
 		return err
 	}
 	return Serve(ctx, ln, h)
+}
+
+// Listen is what ListenAndServe does before it serves: it checks addr
+// against o (the same refusals), builds the handler and listens on addr.
+// A caller that reports where the console is does so once Listen has
+// returned (ln.Addr() is the address, with the port the system chose for
+// port 0), then calls Serve.
+func Listen(addr string, o Options) (ln net.Listener, h http.Handler, err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: address %q: %v", ErrOptions, addr, err)
+	}
+	if !loopbackHost(host) && !o.authConfigured() && !o.Insecure {
+		return nil, nil, fmt.Errorf("%w: %s is reachable beyond this machine: set a token (%s), basic auth (%s, %s) or an Auth middleware, or listen on 127.0.0.1", ErrOptions, addr, EnvToken, EnvUser, EnvPassword)
+	}
+	if h, err = Handler(o); err != nil {
+		return nil, nil, err
+	}
+	if ln, err = net.Listen("tcp", addr); err != nil {
+		return nil, nil, err
+	}
+	return ln, h, nil
 }
 
 // Serve serves h on ln until ctx is done, then shuts down as

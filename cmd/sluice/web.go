@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -60,41 +59,16 @@ schedules and of --partitions.`,
 	return cmd
 }
 
-// serveWeb runs web.ListenAndServe and says where the console is once its
-// address accepts connections (not before: the address may be taken, or
-// refused without authentication).
+// serveWeb listens on addr (web.Listen: refused without authentication
+// beyond loopback, or taken), says where the console is once it listens,
+// and serves until ctx is done.
 func (c *cli) serveWeb(ctx context.Context, addr, ns string, o web.Options) error {
-	errc := make(chan error, 1)
-	go func() { errc <- web.ListenAndServe(ctx, addr, o) }()
-	host, port, _ := net.SplitHostPort(addr)
-	switch ip := net.ParseIP(host); {
-	case host == "":
-		host = "localhost"
-	case ip != nil && ip.IsUnspecified() && ip.To4() != nil:
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified():
-		host = "::1"
+	ln, h, err := web.Listen(addr, o)
+	if err != nil {
+		return webError(err)
 	}
-	probe := net.JoinHostPort(host, port)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-errc:
-			return webError(err)
-		case <-tick.C:
-		}
-		select {
-		case err := <-errc: // failed meanwhile: another server may hold the port
-			return webError(err)
-		default:
-		}
-		if conn, err := net.DialTimeout("tcp", probe, time.Second); err == nil {
-			conn.Close()
-			tick.Stop()
-			fmt.Fprintf(c.stdout, "serving the console of namespace %q at http://%s%s/ until interrupted\n", ns, addr, o.Prefix)
-		}
-	}
+	fmt.Fprintf(c.stdout, "serving the console of namespace %q at http://%s%s/ until interrupted\n", ns, addr, o.Prefix)
+	return webError(web.Serve(ctx, ln, h))
 }
 
 // validPort: a port number the console's URL can name (not 0: the

@@ -71,6 +71,16 @@ func (s *Store) NewLocal() string {
 	return keys.NewLocal()
 }
 
+// PrepareWorkerScripts builds the texts of the scripts a worker runs
+// (package lua builds a script at its first use): a worker pays for it
+// when it is made, not at its first claim.
+func PrepareWorkerScripts() {
+	for _, sc := range []*lua.Script{lua.Claim, lua.Ack, lua.Step, lua.Renew, lua.Maintain, lua.Enqueue,
+		lua.Heartbeat, lua.Relay, lua.Deaths, lua.Layout, lua.Progress} {
+		sc.Hash()
+	}
+}
+
 // run executes a script with the common ARGV header of lua/lib.lua
 // followed by args and a fresh call ID (callID).
 func (s *Store) run(ctx context.Context, sc *lua.Script, p keys.Partition, args ...any) *redis.Cmd {
