@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -87,6 +88,19 @@ type events struct {
 	queue    chan Event
 	dropped  atomic.Uint64
 	dropping atomic.Bool // dropping since the last event queued: logged once
+
+	// acking holds the jobs whose outcome this worker is writing (acking),
+	// with the events of their later attempts that wait for that
+	// outcome's event, so that a job's events keep their order.
+	mu     sync.Mutex
+	acking map[string]*heldEvents
+}
+
+// heldEvents are a job's events waiting for the outcome event of the
+// attempt with fence.
+type heldEvents struct {
+	fence  int64
+	events []Event
 }
 
 // newEvents returns the event queue of o, or nil when o has no OnEvent.
@@ -94,7 +108,7 @@ func newEvents(o Options) *events {
 	if o.OnEvent == nil {
 		return nil
 	}
-	return &events{queue: make(chan Event, o.EventBuffer)}
+	return &events{queue: make(chan Event, o.EventBuffer), acking: make(map[string]*heldEvents)}
 }
 
 // DroppedEvents is how many events this worker dropped because
@@ -125,19 +139,52 @@ func (w *Worker) emit(e Event) {
 
 // startedEvent is an attempt's EventStarted.
 func (w *Worker) startedEvent(a *Attempt) {
-	w.emit(Event{
+	w.send(a, Event{
 		Type: EventStarted, JobID: a.ID, Queue: a.Queue, Kind: a.Kind, Attempt: a.Attempt + 1,
 		MaxAttempts: a.MaxAttempts, CrashAttempt: a.CrashAttempt, Fence: a.Fence, At: a.tel.start,
-	})
+	}, false)
+}
+
+// acking notes that the outcome of attempt a is being written. The next
+// claim of its job can beat the ack's reply, so until a's outcome event
+// is sent, the job's later events wait behind it. The ack is sent after
+// this call, so no claim can return the job before it.
+func (w *Worker) acking(a *Attempt) {
+	w.ev.mu.Lock()
+	defer w.ev.mu.Unlock()
+	if _, ok := w.ev.acking[a.ID]; !ok { // else an earlier attempt's wait holds it
+		w.ev.acking[a.ID] = &heldEvents{fence: a.Fence}
+	}
 }
 
 // endEvent is the event of an attempt's outcome o.
 func (w *Worker) endEvent(a *Attempt, o *settled) {
-	w.emit(Event{
+	w.send(a, Event{
 		Type: o.event, JobID: a.ID, Queue: a.Queue, Kind: a.Kind, Attempt: a.Attempt + 1,
 		MaxAttempts: a.MaxAttempts, CrashAttempt: a.CrashAttempt, Fence: a.Fence,
 		State: o.state, Reason: o.reason, Err: o.err, Duration: o.duration, NextRun: o.next, At: o.at,
-	})
+	}, true)
+}
+
+// send queues e, an event of a's job, or holds it while an earlier
+// attempt's outcome is being acked; that outcome (end) releases the
+// events held behind it, in order.
+func (w *Worker) send(a *Attempt, e Event, end bool) {
+	w.ev.mu.Lock()
+	defer w.ev.mu.Unlock()
+	h, ok := w.ev.acking[a.ID]
+	switch {
+	case !ok:
+		w.emit(e)
+	case !end || h.fence != a.Fence:
+		h.events = append(h.events, e)
+	default:
+		delete(w.ev.acking, a.ID)
+		w.emit(e)
+		for _, e := range h.events {
+			w.emit(e)
+		}
+	}
 }
 
 // startEvents delivers events while the worker runs; the function it

@@ -175,6 +175,9 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 		w.observe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
 		return
 	}
+	if w.ev != nil {
+		w.acking(a) // events.go
+	}
 	res = w.ack(a.ref.Partition, ack)
 	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)
