@@ -8,7 +8,10 @@
 --          terminal set, oldest first), scheduled or retryable (the
 --          scheduled set, soonest due first)
 -- ARGV[10] cursor score, ARGV[11] cursor member: the last entry the
---          previous step examined ('' and '': start at the beginning)
+--          previous step examined ('' and '': start at the beginning); in
+--          the buckets of later jobs, which a scan of the scheduled index
+--          reads after its zset, 'later:' .. bucket and the entries of
+--          that bucket examined
 -- ARGV[12] as-of time (ms) the scan started; '' on the first step
 -- ARGV[13] the most entries to examine in this step
 -- ARGV[14] '1': dry run (count, delete nothing)
@@ -22,7 +25,8 @@
 -- deleted. A job whose key is not a job hash is left as it is and named
 -- in the reply; the others of the step go on.
 -- Returns { as-of, examined, matched, cursor score, cursor member, done
--- (1 when the scan reached the end), zset size, { IDs left unreadable } }.
+-- (1 when the scan reached the end), size (the zset's; scheduled and
+-- retryable jobs for their index), { IDs left unreadable } }.
 -- Transitions: scheduled|retryable|completed|archived|quarantined|
 --   cancelled -> (deleted), as delete.lua deletes them.
 -- A re-sent call answers what its first run did (lib_replay.lua); a late
@@ -42,15 +46,15 @@ local dry = ARGV[14] == '1'
 local kind, reason = ARGV[15], ARGV[16]
 local after, before = tonumber(ARGV[17]), tonumber(ARGV[18])
 
-local start = scan_start(zk, cscore, cmember)
-local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
 local examined, matched, unreadable = 0, 0, {}
-local fs, fk, fr, ff, fu = F.state, F.kind, F.reason, F.finished, F.unique
-for i = 1, #batch, 2 do
-  local id = batch[i]
+local fs, fk, fr, ff, fu, frt = F.state, F.kind, F.reason, F.finished, F.unique, F.run_at
+-- visit examines job id, found in the scanned set; for the scheduled index,
+-- indexed says whether its due time (F.run_at) is still the entry's: an
+-- entry a job has left is stale, and the job is counted where it is now.
+local function visit(id, indexed)
   local jk = job_key(id)
   -- pcall: a key that is not a job hash must not raise after a write
-  local h = redis.pcall('HMGET', jk, fs, fk, fr, ff, fu)
+  local h = redis.pcall('HMGET', jk, fs, fk, fr, ff, fu, frt)
   if h.err then
     unreadable[#unreadable + 1] = id
   else
@@ -59,6 +63,8 @@ for i = 1, #batch, 2 do
       local ft = tonumber(h[4]) or 0
       ok = (reason == '' or h[3] == reason) and ft <= asof and (after == 0 or ft >= after)
         and (before == 0 or ft < before)
+    elseif ok then
+      ok = indexed(tonumber(h[6]))
     end
     if ok then
       matched = matched + 1
@@ -66,9 +72,53 @@ for i = 1, #batch, 2 do
     end
   end
   examined = examined + 1
-  cscore, cmember = batch[i + 1], id
+end
+
+-- The scheduled index is the sched zset, then the buckets of later jobs
+-- (lib_ready.lua sched_add), whose cursor is 'later:' .. bucket and the
+-- entries of that bucket examined.
+local sched = zk == K_SCHED
+local later = sched and cscore:sub(1, 6) == 'later:'
+if not later then
+  local start = scan_start(zk, cscore, cmember)
+  local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
+  for i = 1, #batch, 2 do
+    local score = tonumber(batch[i + 1])
+    visit(batch[i], function(at) return not at or at == score end)
+    cscore, cmember = batch[i + 1], batch[i]
+  end
+  if sched and examined < limit then later, cscore, cmember = true, 'later:', '0' end
+end
+local ended = examined < limit
+if later then
+  ended = false
+  local b, off = tonumber(cscore:sub(7)) or -1, tonumber(cmember) or 0
+  while examined < limit do
+    local nxt = redis.call('ZRANGEBYSCORE', LATER, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
+    if #nxt == 0 then
+      ended = true
+      break
+    end
+    local nb = tonumber(nxt[1])
+    if nb ~= b then b, off = nb, 0 end
+    local want = limit - examined
+    local ids = redis.call('LRANGE', later_key(nxt[1]), off, off + want - 1)
+    for _, id in ipairs(ids) do
+      visit(id, function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)
+    end
+    off = off + #ids
+    if #ids < want then b, off = b + 1, 0 end
+  end
+  cscore, cmember = 'later:' .. string.format('%d', b), tostring(off)
 end
 flush()
 local done = 0
-if examined < limit then done = 1 end
-return remember({ asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk), unreadable })
+if ended then done = 1 end
+local size
+if sched then -- scheduled and retryable jobs, which the index holds
+  local n = redis.call('HMGET', K_STATS, 'scheduled', 'retryable')
+  size = (tonumber(n[1]) or 0) + (tonumber(n[2]) or 0)
+else
+  size = redis.call('ZCARD', zk)
+end
+return remember({ asof, examined, matched, cscore, cmember, done, size, unreadable })

@@ -213,7 +213,7 @@ for _ = 1, n do
     end
     redis.call('HSET', jk, unpack(f))
     if state == 'scheduled' then
-      redis.call('ZADD', K_SCHED, due, id)
+      sched_add(id, due)
     else
       local sw = o[21]
       if sw == '' then sw = nil end

@@ -11,7 +11,8 @@
 -- internal/keys) and script-specific arguments start at ARGV[9].
 --
 -- KEYS (all in one partition, so all share one hash tag):
---   1 sched   zset  scheduled and retryable jobs, score = due time (ms)
+--   1 sched   zset  scheduled and retryable jobs, score = due time (ms):
+--                   those due soon (lib_ready.lua: later ones wait in buckets)
 --   2 run     zset  running jobs, score = lease expiry (ms)
 --   3 done    zset  completed jobs, score = time they may be deleted (ms)
 --   4 dead    zset  archived jobs (dead letters), score = deletion time
@@ -124,6 +125,11 @@ local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
+-- LATER is the zset of the buckets of jobs due later than the sched zset
+-- holds (lib_ready.lua sched_add), by bucket start (ms); later_key(b) the
+-- list of bucket b's job IDs.
+local LATER = PFX .. 'later'
+local function later_key(b) return PFX .. 'later:' .. b end
 -- WATCHING is the set of the partition's jobs that a caller waits on
 -- (watch.lua, F.watched), and DONE_CHANNEL the pub/sub channel, named like
 -- the partition's keys, on which finish (lib_lifecycle.lua) announces each

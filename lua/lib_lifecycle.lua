@@ -284,15 +284,21 @@ local function sweep(limit)
   return deleted
 end
 
--- promote moves up to limit due scheduled/retryable jobs to available.
+-- promote moves up to limit due scheduled/retryable jobs to available,
+-- after moving up to SCHED_NEAR_MAX jobs of buckets coming due into sched.
+local SCHED_NEAR_MAX = 256
 local function promote(limit)
+  if limit > 0 then sched_near(SCHED_NEAR_MAX) end
   local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)
-  local fs = F.state
+  local fs, fr = F.state, F.run_at
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
     local jk = job_key(id)
-    local s = state_of(redis.call('HGET', jk, fs))
-    if s == 'scheduled' or s == 'retryable' then
+    local h = redis.call('HMGET', jk, fs, fr)
+    local s, at = state_of(h[1]), tonumber(h[2])
+    -- a job put off to a bucket of later jobs since (sched_add) has a
+    -- stale entry here: it stays in its bucket
+    if (s == 'scheduled' or s == 'retryable') and not (at and at > NOW) then
       -- a parent whose join wait timed out stops waiting
       if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy) end
       make_available(jk, id, s, false)
@@ -328,13 +334,17 @@ local function promote_pinned()
 end
 
 -- next_due is the earliest time something becomes claimable: a scheduled
--- job, a rate token, a sticky fallback; STATUS.no_due (-1) when there is
--- none.
+-- job, a rate token, a sticky fallback, or the time a bucket of later jobs
+-- is to move into sched; STATUS.no_due (-1) when there is none.
 local function next_due()
   local nd = STATUS.no_due
-  for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES }) do
+  for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, LATER }) do
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
-    if #first > 0 and (nd < 0 or tonumber(first[2]) < nd) then nd = tonumber(first[2]) end
+    if #first > 0 then
+      local t = tonumber(first[2])
+      if k == LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched
+      if nd < 0 or t < nd then nd = t end
+    end
   end
   return nd
 end

@@ -56,12 +56,84 @@ local function make_available(jk, id, from, front)
   wake()
 end
 
+-- The scheduled index. Jobs due within SCHED_HORIZON ms of now are in the
+-- sched zset (K_SCHED) by due time. A job due later waits in a bucket of
+-- SCHED_BUCKET ms: bucket b is a list of job IDs (later_key(b)), listed in
+-- the zset LATER by its start, b * SCHED_BUCKET. A list entry costs a
+-- fifth of a zset entry's memory, and most delayed jobs and sleeping
+-- workflows are due far ahead. Once a bucket's start comes within the
+-- horizon, claims and maintenance move its jobs into sched (sched_near),
+-- so that a job is in sched, at its exact due time, before it is due.
+-- A bucket entry is not removed when its job leaves the bucket early (a
+-- cancel, a run-now, a delete): sched_near skips an entry whose job is
+-- no longer scheduled or retryable in that bucket (F.run_at), so a stale
+-- entry costs its bytes until then and changes nothing.
+local SCHED_BUCKET, SCHED_HORIZON = 5000, 5000
+-- FAR is the due time of a job suspended on signals only (lib_waits.lua):
+-- only a signal (or an operator) wakes it. It stays in sched.
+local FAR = 4503599627370496 -- 2^52 ms
+
+-- sched_bucket is the bucket of due time at, or nil when at belongs in
+-- the sched zset.
+local function sched_bucket(at)
+  if at >= FAR then return nil end
+  local b = math.floor(at / SCHED_BUCKET)
+  if b * SCHED_BUCKET <= NOW + SCHED_HORIZON then return nil end
+  return b
+end
+
+-- sched_add indexes the job id as due at at (ms).
+local function sched_add(id, at)
+  local b = sched_bucket(at)
+  if not b then
+    redis.call('ZADD', K_SCHED, at, id)
+    return
+  end
+  local bs = string.format('%d', b)
+  redis.call('RPUSH', later_key(bs), id)
+  redis.call('ZADD', LATER, b * SCHED_BUCKET, bs)
+end
+
+-- sched_near moves the jobs of the buckets whose start is within the
+-- horizon into sched, up to limit entries; it returns how many it looked
+-- at.
+local function sched_near(limit)
+  local moved = 0
+  local fs, fr = F.state, F.run_at
+  while moved < limit do
+    local head = redis.call('ZRANGEBYSCORE', LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', 0, 1)
+    if #head == 0 then break end
+    local bs = head[1]
+    local b, lk = tonumber(bs), later_key(bs)
+    local ids = redis.call('LPOP', lk, limit - moved)
+    if ids then
+      moved = moved + #ids
+      for _, id in ipairs(ids) do
+        -- pcall: the entries are popped, and a key that is not a job hash
+        -- must not raise now; it goes to sched at the bucket's start, for
+        -- promote to meet as it would any other entry
+        local h = redis.pcall('HMGET', job_key(id), fs, fr)
+        if h.err then
+          redis.call('ZADD', K_SCHED, b * SCHED_BUCKET, id)
+        else
+          local s, at = state_of(h[1]), tonumber(h[2])
+          if (s == 'scheduled' or s == 'retryable') and at and math.floor(at / SCHED_BUCKET) == b then
+            redis.call('ZADD', K_SCHED, at, id)
+          end
+        end
+      end
+    end
+    if redis.call('EXISTS', lk) == 0 then redis.call('ZREM', LATER, bs) end
+  end
+  return moved
+end
+
 -- schedule_at makes a job scheduled or retryable (state), due at at (ms).
 -- Not named schedule: schedule.lua says that word, which would make it
 -- take this definition (prelude.go).
 local function schedule_at(jk, id, from, state, at)
   redis.call('HSET', jk, F.state, SCODE[state], F.run_at, at)
-  redis.call('ZADD', K_SCHED, at, id)
+  sched_add(id, at)
   count(from, state)
   wake()
 end

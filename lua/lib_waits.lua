@@ -1,19 +1,16 @@
 -- lib_waits.lua: durable timers and signals of suspended jobs (step.Sleep,
--- step.Select, step.WaitSignal; flow.Client.Signal). A job's timers and
--- the signals sent to it live in its steps hash (steps_key) beside its
--- checkpoints, so the claim that hands a job out hands them out too: a
--- timer as '!t:' .. name = its wake time (store ms), kept from the first
--- time the job waits on it; a signal as '!s:' .. its sequence number (10
--- digits) .. ':' .. its name = its payload, until a step takes it (step.lua
--- mode 'take:'). F.awaits holds, while a job is suspended, the fence of the
+-- step.Select, step.WaitSignal; flow.Client.Signal). A job's timers live
+-- in its hash, '!t:' .. name = its wake time (store ms), kept from the
+-- first time the job waits on it (a sleeping workflow then needs no steps
+-- hash); the signals sent to it in its steps hash (steps_key) beside its
+-- checkpoints, '!s:' .. its sequence number (10 digits) .. ':' .. its
+-- name = its payload, until a step takes it (step.lua mode 'take:'). The
+-- claim that hands a job out hands out both hashes. F.awaits holds, while a job is suspended, the fence of the
 -- attempt that suspended it and the names of the signals it waits for.
 
 local TIMER_PREFIX, SIGNAL_PREFIX = '!t:', '!s:'
 -- SIGNAL_KEY_PREFIX marks a signal's idempotency key as used (signal.lua).
 local SIGNAL_KEY_PREFIX = '!i:'
--- FAR is the due time of a job suspended on signals only: only a signal
--- (or an operator) wakes it.
-local FAR = 4503599627370496 -- 2^52 ms
 
 local function signal_field(seq, name)
   return SIGNAL_PREFIX .. string.format('%010d', seq) .. ':' .. name
@@ -69,21 +66,27 @@ end
 -- handler waits on w (parse_waits). Each timer keeps its first wake time.
 -- Returns the job's new state: available when a timer is due already or an
 -- awaited signal is there, else scheduled at its earliest timer (FAR for
--- none).
+-- none). The ended lease's fields go: a suspended job holds no lease, and
+-- a sleeping workflow is that much smaller.
 local function suspend(jk, id, fence, w)
   local sk = steps_key(id)
   local due
+  local older -- timers once lived in the steps hash: a job that slept then keeps its wake times
   for _, t in ipairs(w.timers) do
     local f = TIMER_PREFIX .. t[1]
-    local at = tonumber(redis.call('HGET', sk, f))
+    local at = tonumber(redis.call('HGET', jk, f))
+    if not at then
+      if older == nil then older = redis.call('HEXISTS', jk, F.has_steps) == 1 end
+      if older then at = tonumber(redis.call('HGET', sk, f)) end
+    end
     if not at then
       at = t[3]
       if t[2] == 'd' then at = NOW + at end
-      redis.call('HSET', sk, f, at)
+      redis.call('HSET', jk, f, at)
     end
     if not due or at < due then due = at end
   end
-  redis.call('HSET', jk, F.has_steps, 1)
+  redis.call('HDEL', jk, F.lease_id, F.worker, F.lease_start)
   local names = {}
   for _, s in ipairs(w.signals) do names[s] = true end
   if (due and due <= NOW) or (#w.signals > 0 and has_signal(sk, names)) then

@@ -4,14 +4,17 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  state
 -- ARGV[10] cursor: where the previous page of this partition stopped ('':
---          the start). For a zset state, the rank of the next entry from
---          the highest score; for available, 'priority.offset', the offset
---          counted from the tail of that priority's list.
+--          the start). For running and the finished states, the rank of
+--          the next entry from the highest score; for scheduled and
+--          retryable, a part of their index and a place in it (below);
+--          for available, 'priority.offset', the offset counted from the
+--          tail of that priority's list.
 -- ARGV[11] the most jobs to return
 -- ARGV[12] the most entries to examine (stale entries are examined but
 --          not returned)
 -- ARGV[13] kind ('' any)
--- Order: running by lease expiry, scheduled and retryable by due time,
+-- Order: running by lease expiry, scheduled and retryable by due time
+--   (in a bucket of later jobs, by the order they were put there),
 --   finished states by deletion time (finish time plus retention), each
 --   highest first; available by priority (highest first) then newest
 --   first within a priority.
@@ -28,26 +31,95 @@ local FIELDS = {
 }
 local state, cursor = ARGV[9], ARGV[10]
 local n, budget, kind = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13]
-local ZSETS = { running = K_RUN, scheduled = K_SCHED, retryable = K_SCHED }
+local ZSETS = { running = K_RUN }
 for s, k in pairs(TERMINAL) do ZSETS[s] = k end
 
 local out = { '' }
 local seen = {}
-local function consider(id, key, after)
+-- consider lists job id, found at sort key key (nil: its due time) with
+-- cursor after, if it is in the state and of the kind asked; indexed, when
+-- given, checks that its due time still belongs where it was found.
+local function consider(id, key, after, indexed)
   if seen[id] then return end
-  seen[id] = true
   local h = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
   if h.err then return end
   h[1] = state_of(h[1])
   if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
+  if indexed and not indexed(tonumber(h[8])) then return end -- stale: listed where it is now
+  seen[id] = true
+  key = key or h[8]
   if state == 'available' then key = string.format('%.0f', priority_of(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end
   out[#out + 1] = e
 end
 
-local zk = ZSETS[state]
 local examined = 0
+
+-- The scheduled index, highest due time first: the jobs suspended on
+-- signals only (due FAR) in sched, then the buckets of later jobs
+-- (lib_ready.lua sched_add) from the last, each from its tail (the order
+-- its jobs were put there), then the rest of sched. Cursors: 'f' or 'n'
+-- and a rank in that part of sched, 'b' .. bucket .. '.' .. the entries
+-- of the bucket examined.
+if state == 'scheduled' or state == 'retryable' then
+  local phase, pos = cursor:sub(1, 1), cursor:sub(2)
+  if cursor == '' then phase, pos = 'f', '0' end
+  local function zpart(hi, lo, rank)
+    while #out - 1 < n and examined < budget do
+      local want = math.min(n - (#out - 1), budget - examined)
+      local batch = redis.call('ZREVRANGEBYSCORE', K_SCHED, hi, lo, 'WITHSCORES', 'LIMIT', rank, want)
+      for i = 1, #batch, 2 do
+        rank = rank + 1
+        examined = examined + 1
+        local score = tonumber(batch[i + 1])
+        consider(batch[i], batch[i + 1], phase .. rank, function(at) return not at or at == score end)
+      end
+      if #batch < 2 * want then return nil end
+    end
+    return phase .. rank
+  end
+  if phase == 'f' then
+    local c = zpart('+inf', FAR, tonumber(pos) or 0)
+    if c then
+      out[1] = c
+      return out
+    end
+    phase, pos = 'b', ''
+  end
+  if phase == 'b' then
+    local b, off = string.match(pos, '^(%d+)%.(%d+)$')
+    b, off = tonumber(b), tonumber(off) or 0
+    while #out - 1 < n and examined < budget do
+      local hi = '+inf'
+      if b then hi = b * SCHED_BUCKET end
+      local nxt = redis.call('ZREVRANGEBYSCORE', LATER, hi, '-inf', 'LIMIT', 0, 1)
+      if #nxt == 0 then break end
+      local nb = tonumber(nxt[1])
+      if nb ~= b then b, off = nb, 0 end
+      local want = math.min(n - (#out - 1), budget - examined)
+      local batch = redis.call('LRANGE', later_key(nxt[1]), -(off + want), -(off + 1))
+      for i = #batch, 1, -1 do
+        off = off + 1
+        examined = examined + 1
+        consider(batch[i], nil, 'b' .. nxt[1] .. '.' .. off,
+          function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)
+      end
+      if #batch < want then b, off = b - 1, 0 end
+      if b < 0 then break end
+    end
+    if #out - 1 >= n or examined >= budget then
+      out[1] = 'b' .. string.format('%d', b) .. '.' .. off
+      return out
+    end
+    phase, pos = 'n', '0'
+  end
+  local c = zpart(string.format('(%d', FAR), '-inf', tonumber(pos) or 0)
+  if c then out[1] = c end
+  return out
+end
+
+local zk = ZSETS[state]
 if zk then
   local rank = tonumber(cursor) or 0
   while #out - 1 < n and examined < budget do

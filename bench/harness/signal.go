@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -265,13 +267,13 @@ func enqueueIDs(ctx context.Context, client *flow.Client, cfg config, n int, arg
 	return ids, ctx.Err()
 }
 
-// scheduledJobs counts the jobs in the scheduled sets of namespace ns's
-// queue "default": delayed jobs and suspended ones.
+// scheduledJobs counts the scheduled jobs of namespace ns's queue
+// "default" (its partitions' counters): delayed jobs and suspended ones.
 func scheduledJobs(ctx context.Context, t *target, ns string) (int64, error) {
 	var total int64
 	for i := range t.partitions {
-		n, err := t.admin.ZCard(ctx, keys.Partition{NS: ns, Queue: "default", Index: i}.Sched()).Result()
-		if err != nil {
+		n, err := t.admin.HGet(ctx, keys.Partition{NS: ns, Queue: "default", Index: i}.Stats(), "scheduled").Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return 0, err
 		}
 		total += n

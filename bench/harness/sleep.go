@@ -98,8 +98,9 @@ type sleepResult struct {
 	// last minute.
 	AfterCallRecordBytes int64 `json:"after_call_record_bytes"`
 	// MEMORY USAGE of one job's hash, ready and sleeping, and of its steps
-	// hash (the timer) while sleeping; the rest of a job's bytes are its
-	// entry in the ready list or scheduled set and the key table's.
+	// hash while sleeping (0: none; its timer is in the job's hash); the
+	// rest of a job's bytes are its entry in the ready list or scheduled
+	// index and the key table's.
 	ReadyJobHashBytes    int64 `json:"ready_job_hash_bytes"`
 	SleepingJobHashBytes int64 `json:"sleeping_job_hash_bytes"`
 	StepsHashBytes       int64 `json:"steps_hash_bytes"`
@@ -295,7 +296,9 @@ func sleepRun(ctx context.Context, t *target, cfg config, reg *flow.Registry, da
 	if res.SleepingJobHashBytes, err = t.admin.MemoryUsage(ctx, probe.Job(probe.Local), 0).Result(); err != nil {
 		return 0, err
 	}
-	if res.StepsHashBytes, err = t.admin.MemoryUsage(ctx, probe.Steps(probe.Local), 0).Result(); err != nil {
+	if res.StepsHashBytes, err = t.admin.MemoryUsage(ctx, probe.Steps(probe.Local), 0).Result(); errors.Is(err, redis.Nil) {
+		res.StepsHashBytes = 0 // none: the timer is in the job's hash
+	} else if err != nil {
 		return 0, err
 	}
 	records, err := callRecordBytes(ctx, t, ns)
@@ -470,7 +473,7 @@ func (r *sleepResult) writeTable(w io.Writer) {
 		r.CalibrateSeconds, Thousands(r.SuspendPerSec), r.EnqueueSeconds, r.SuspendSeconds, r.IdleSeconds, r.WakeSeconds, r.TotalSeconds, r.Attempts)
 	fmt.Fprintf(w, "  memory (used_memory): ready %.1f bytes per job, %.1f beyond the payload (job hash %d); sleeping %.1f per job, %.1f beyond the payload\n",
 		r.ReadyPerJob, r.ReadyBeyondPayload, r.ReadyJobHashBytes, r.SleepingPerJob, r.SleepingBeyondPayload)
-	fmt.Fprintf(w, "    sleeping: job hash %d, steps hash (timer) %d; call records of the last minute %.1f per job, without them %.1f beyond the payload\n",
+	fmt.Fprintf(w, "    sleeping: job hash %d, steps hash %d; call records of the last minute %.1f per job, without them %.1f beyond the payload\n",
 		r.SleepingJobHashBytes, r.StepsHashBytes, r.CallRecordBytes, r.SleepingSteady)
 	fmt.Fprintf(w, "    baseline %s, ready %s, sleeping %s, after %s (of which call records of the last minute's wake-ups %s)\n",
 		mib(r.BaselineBytes), mib(r.ReadyBytes), mib(r.SleepingBytes), mib(r.AfterBytes), mib(r.AfterCallRecordBytes))

@@ -285,7 +285,11 @@ func (s *signaller) probe(id string) {
 	var bad []string
 	runAt, perr := strconv.ParseInt(str(1), 10, 64)
 	if score, err := sched.Result(); err != nil || perr != nil || int64(score) != runAt {
-		bad = append(bad, fmt.Sprintf("schedule zset score %v (%v), run_at %q", score, err, str(1)))
+		// due further ahead than sched holds: in its bucket of later jobs
+		b := strconv.FormatInt(runAt/store.LaterBucketMS, 10)
+		if _, lerr := s.direct.LPos(ctx, p.LaterBucket(b), local, redis.LPosArgs{}).Result(); perr != nil || lerr != nil {
+			bad = append(bad, fmt.Sprintf("schedule zset score %v (%v), run_at %q, not in bucket %s either (%v)", score, err, str(1), b, lerr))
+		}
 	}
 	if score, err := rn.Result(); !errors.Is(err, redis.Nil) {
 		bad = append(bad, fmt.Sprintf("in the running zset at %v (%v)", score, err))

@@ -105,7 +105,24 @@ func checkPartition(ctx context.Context, rdb redis.UniversalClient, part keys.Pa
 		}
 		members[availIndex(prio)] = l
 	}
-	zsets := map[string]string{"run": part.Running(), "sched": part.Sched()}
+	// The scheduled index: the sched zset and the buckets of later jobs,
+	// less the entries the scripts skip as stale (store.SchedIndex), and
+	// with every sched entry whose job is not scheduled or retryable.
+	idx, err := store.SchedIndex(ctx, rdb, part)
+	if err != nil {
+		return st, fmt.Errorf("scheduled index: %w", err)
+	}
+	sched, err := rdb.ZRange(ctx, part.Sched(), 0, -1).Result()
+	if err != nil {
+		return st, fmt.Errorf("ZRANGE %s: %w", part.Sched(), err)
+	}
+	for _, id := range sched {
+		if _, ok := idx[id]; !ok && states[id] != "scheduled" && states[id] != "retryable" {
+			members["sched"] = append(members["sched"], id)
+		}
+	}
+	members["sched"] = append(members["sched"], slices.Sorted(maps.Keys(idx))...)
+	zsets := map[string]string{"run": part.Running()}
 	for _, s := range terminalStates {
 		zsets[s] = part.Terminal(s)
 	}

@@ -107,6 +107,14 @@ func (p Partition) DeadOutbox() string { return p.Outbox() + ":dead" }
 // Sched is the zset of scheduled and retryable jobs by due time.
 func (p Partition) Sched() string { return p.Prefix() + "sched" }
 
+// Later is the zset of the buckets of jobs due too far ahead for Sched,
+// scored by bucket start (ms); LaterBucket(b) is the list of bucket b's
+// job IDs (lua/lib_ready.lua sched_add).
+func (p Partition) Later() string { return p.Prefix() + "later" }
+
+// LaterBucket is the list of the job IDs of bucket b of Later.
+func (p Partition) LaterBucket(b string) string { return p.Later() + ":" + b }
+
 // Running is the zset of running jobs by lease expiry.
 func (p Partition) Running() string { return p.Prefix() + "run" }
 

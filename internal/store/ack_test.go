@@ -104,7 +104,7 @@ func TestAckOutcomes(t *testing.T) {
 					}
 				}
 				if tc.want.DueIn > 0 {
-					s, ok := f.score(f.p.Sched(), "job")
+					s, ok := f.due("job")
 					if !ok {
 						t.Fatal("job is not in the schedule")
 					}

@@ -79,7 +79,7 @@ func TestCancel(t *testing.T) {
 			if prev, err := f.st.Cancel(f.ctx, f.ref("later")); err != nil || prev != "scheduled" {
 				t.Fatalf("cancel scheduled: %q, %v", prev, err)
 			}
-			if _, ok := f.score(f.p.Sched(), "later"); ok {
+			if _, ok := f.due("later"); ok {
 				t.Fatal("cancelled job still in sched")
 			}
 			var se *sluicetype.StateError

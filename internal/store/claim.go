@@ -118,7 +118,9 @@ func decodeClaimed(v []any, worker string) (*Job, []any, error) {
 	if j.Malformed != nil || len(steps) == 0 {
 		return j, v, nil
 	}
-	j.Steps = make(map[string][]byte, len(steps)/2)
+	if j.Steps == nil { // else it holds the timers of the job hash
+		j.Steps = make(map[string][]byte, len(steps)/2)
+	}
 	for i := 0; i+1 < len(steps); i += 2 {
 		k, _ := steps[i].(string)
 		s, _ := steps[i+1].(string)

@@ -210,7 +210,7 @@ func TestAckBatchIsolation(t *testing.T) {
 				if _, ok := f.score(f.p.Terminal("completed"), "c"); !ok {
 					t.Error("c is in no retention set")
 				}
-				if _, ok := f.score(f.p.Sched(), "b"); !ok {
+				if _, ok := f.due("b"); !ok {
 					t.Error("b is not scheduled for its retry")
 				}
 				_, recs := f.get("b")

@@ -56,17 +56,25 @@ func TestDelayedJobs(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "later", Delay: time.Minute},
 				store.NewJob{Local: "at", RunAt: epoch.Add(30 * time.Second)})
+			// both are due further ahead than the sched zset holds: each
+			// waits in a bucket of later jobs, and a claim answers when the
+			// first bucket moves into sched, a bucket's width before its start
 			res := f.claim(5, "w")
-			if len(res.Jobs) != 0 || !res.Dry || !res.NextDue.Equal(epoch.Add(30*time.Second)) {
+			if len(res.Jobs) != 0 || !res.Dry || !res.NextDue.Equal(epoch.Add(25*time.Second)) {
 				t.Fatalf("claim before due = %+v", res)
 			}
 			got, _ := f.get("later")
 			if got.State != "scheduled" || !got.RunAt.Equal(epoch.Add(time.Minute)) {
 				t.Fatalf("delayed job: %+v", got)
 			}
-			f.clk.Advance(30 * time.Second)
+			f.clk.Advance(25 * time.Second)
+			res = f.claim(5, "w") // moves "at" into sched: its exact due time
+			if len(res.Jobs) != 0 || !res.NextDue.Equal(epoch.Add(30*time.Second)) {
+				t.Fatalf("claim at 25s = %+v", res)
+			}
+			f.clk.Advance(5 * time.Second)
 			res = f.claim(5, "w")
-			if len(res.Jobs) != 1 || res.Jobs[0].Local != "at" || !res.NextDue.Equal(epoch.Add(time.Minute)) {
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "at" || !res.NextDue.Equal(epoch.Add(55*time.Second)) {
 				t.Fatalf("claim at 30s = %+v", res)
 			}
 			f.clk.Advance(30 * time.Second)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -50,8 +51,9 @@ type Job struct {
 	// sleep) or its earliest timer.
 	Suspended       bool
 	AwaitingSignals []string
-	// Steps holds the step checkpoints (record by step field); loaded with
-	// a claim.
+	// Steps holds the step checkpoints (record by step field), and the
+	// durable timers (checkpoint.TimerPrefix fields of the job hash);
+	// loaded with a claim.
 	Steps map[string][]byte
 	// Tracking is the last progress report, Stuck the last stuck-attempt
 	// evidence (stuck.go); nil when none.
@@ -182,7 +184,12 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		case keys.FieldHoldFingerprint:
 			// the fingerprint of the quarantine hold: the scripts' business
 		default:
-			if n, ok := chunkIndex(k, keys.FieldPayload); ok {
+			if strings.HasPrefix(k, checkpoint.TimerPrefix) { // a durable timer (lua/lib_waits.lua)
+				if j.Steps == nil {
+					j.Steps = make(map[string][]byte)
+				}
+				j.Steps[k] = []byte(v)
+			} else if n, ok := chunkIndex(k, keys.FieldPayload); ok {
 				payload.add(n, v)
 			} else if n, ok := chunkIndex(k, keys.FieldHeaders); ok {
 				headers.add(n, v)

@@ -81,7 +81,7 @@ func TestReapProvenance(t *testing.T) {
 					t.Fatalf("after reap %d: %+v errors %+v", i, got, recs)
 				}
 				if i < 3 {
-					due, _ := f.score(f.p.Sched(), "job")
+					due, _ := f.due("job")
 					if delay := time.UnixMilli(int64(due)).Sub(f.clk.Now()); delay != time.Duration(1<<(i-1))*time.Second {
 						t.Fatalf("crash %d: retry due in %v, want %ds", i, delay, 1<<(i-1))
 					}

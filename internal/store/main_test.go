@@ -192,6 +192,19 @@ func (f *fixture) score(zset, member string) (float64, bool) {
 	return s, true
 }
 
+// due is the due time of a job in the partition's scheduled index (the
+// sched zset or a bucket of later jobs: store.SchedIndex), and whether it
+// is there.
+func (f *fixture) due(local string) (float64, bool) {
+	f.t.Helper()
+	idx, err := store.SchedIndex(f.ctx, f.rdb, f.p)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	at, ok := idx[local]
+	return float64(at), ok
+}
+
 // checkpoint writes one checkpoint.
 func (f *fixture) checkpoint(c store.Checkpoint) (int, error) {
 	f.t.Helper()

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -210,7 +211,9 @@ func TestKeysAgree(t *testing.T) {
 	if err := iter.Err(); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Sched(), f.p.Stats(), f.p.Priorities()}
+	// due in an hour: a bucket of later jobs (store.LaterBucketMS)
+	bucket := strconv.FormatInt(f.clk.Now().Add(time.Hour).UnixMilli()/store.LaterBucketMS, 10)
+	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Later(), f.p.LaterBucket(bucket), f.p.Stats(), f.p.Priorities()}
 	less := func(a, b string) bool { return a < b }
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
 		t.Fatalf("keys (-go builder +written by lua):\n%s", diff)

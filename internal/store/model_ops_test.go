@@ -482,8 +482,8 @@ func (r *modelRun) opClaim() {
 	if res.Dry {
 		var nd int64 = -1
 		for _, j := range post.inState("scheduled", "retryable") {
-			if nd < 0 || j.score < nd {
-				nd = j.score
+			if at := r.wakeFor(j.score); nd < 0 || at < nd {
+				nd = at
 			}
 		}
 		// suspects passed over: look again soon, by the worker's clock
@@ -492,7 +492,12 @@ func (r *modelRun) opClaim() {
 			nextDue = time.UnixMilli(nd)
 		}
 	}
-	if res.Dry != (len(res.Jobs) < n) || !res.NextDue.Equal(nextDue) || res.HeldSuspects != (res.Dry && held > 0) {
+	// A bucket of later jobs whose jobs all left it early (stale entries)
+	// still calls for a claim when it would have moved: a wake-up early
+	// (or with nothing due), never late.
+	early := !res.NextDue.IsZero() && (nextDue.IsZero() || res.NextDue.Before(nextDue)) && res.NextDue.UnixMilli()%store.LaterBucketMS == 0 &&
+		!res.NextDue.Before(time.UnixMilli(r.now()))
+	if res.Dry != (len(res.Jobs) < n) || (!res.NextDue.Equal(nextDue) && !early) || res.HeldSuspects != (res.Dry && held > 0) {
 		r.fail("claim: dry %v next due %v held suspects %v, want dry %v next due %v held %v",
 			res.Dry, res.NextDue, res.HeldSuspects, len(res.Jobs) < n, nextDue, res.Dry && held > 0)
 	}
@@ -525,4 +530,17 @@ type ackSpec struct {
 	ack     store.Ack
 	deltas  map[string]int64 // the effects' deltas, by key
 	invalid string           // "go" or "script": one effect cannot apply
+}
+
+// wakeFor is when a claim asks to be called again for a job due at due:
+// its due time when it is in the sched zset, or when its bucket of later
+// jobs moves into sched (store.LaterBucketMS before the bucket's start).
+// After a claim, the buckets within that horizon have moved, and a job
+// in another was put there when it was due further ahead still.
+func (r *modelRun) wakeFor(due int64) int64 {
+	start := due / store.LaterBucketMS * store.LaterBucketMS
+	if due >= store.NeverDue || start <= r.now()+store.LaterBucketMS {
+		return due
+	}
+	return start - store.LaterBucketMS
 }

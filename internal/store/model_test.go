@@ -548,7 +548,14 @@ func (r *modelRun) diff(m *model, full bool) []string {
 	}
 
 	// Indexes: each zset holds exactly the jobs in its states, at the
-	// model's scores.
+	// model's scores. The scheduled index is the sched zset and the
+	// buckets of later jobs (store.SchedIndex): a job put off to a bucket
+	// leaves a stale entry in sched, at its earlier due time, which claims
+	// skip.
+	sched, err := store.SchedIndex(ctx, r.direct, r.p)
+	if err != nil {
+		return []string{fmt.Sprintf("reading the scheduled index: %v", err)}
+	}
 	for i, z := range zsets {
 		in := map[string]bool{}
 		for _, e := range zcmds[i].Val() {
@@ -560,8 +567,19 @@ func (r *modelRun) diff(m *model, full bool) []string {
 				bad("%s holds %s, which does not exist", z, id)
 			case r.index(j.state) != z:
 				bad("%s holds %s, which is %s", z, id, j.state)
+			case z == r.p.Sched() && int64(e.Score) < j.score && sched[id] == j.score:
+				// stale: the job is in a bucket since
 			case int64(e.Score) != j.score:
 				bad("%s scores %s (%s) %d, want %d (%+d ms)", z, id, j.state, int64(e.Score), j.score, int64(e.Score)-j.score)
+			}
+		}
+		if z == r.p.Sched() {
+			in = map[string]bool{}
+			for id, at := range sched {
+				in[id] = true
+				if j := m.jobs[id]; j != nil && at != j.score {
+					bad("the scheduled index has %s (%s) due at %d, want %d", id, j.state, at, j.score)
+				}
 			}
 		}
 		for _, id := range ids {

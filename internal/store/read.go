@@ -51,7 +51,9 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 		return nil, nil, err
 	}
 	if m := steps.Val(); len(m) > 0 {
-		j.Steps = make(map[string][]byte, len(m))
+		if j.Steps == nil { // else it holds the timers of the job hash
+			j.Steps = make(map[string][]byte, len(m))
+		}
 		for k, v := range m {
 			j.Steps[k] = []byte(v)
 		}

@@ -44,7 +44,7 @@ func TestRunNow(t *testing.T) {
 				if j, _ := f.get(c.local); j.State != "available" || !j.RunAt.IsZero() {
 					t.Fatalf("%s after run now: %s, run at %v", c.local, j.State, j.RunAt)
 				}
-				if _, ok := f.score(f.p.Sched(), c.local); ok {
+				if _, ok := f.due(c.local); ok {
 					t.Fatalf("%s still in the scheduled set", c.local)
 				}
 			}
@@ -88,10 +88,10 @@ func TestRunNowWaiting(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "sleep"})
 			f.suspend(f.claimOne("w"), &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "t", After: time.Hour}}})
-			due, _ := f.score(f.p.Sched(), "sleep")
+			due, _ := f.due("sleep")
 			_, err := f.st.RunNow(f.ctx, f.ref("sleep"))
 			refused(t, err, "scheduled", "suspended")
-			if at, ok := f.score(f.p.Sched(), "sleep"); !ok || at != due {
+			if at, ok := f.due("sleep"); !ok || at != due {
 				t.Fatalf("the refused workflow's due time moved: %v %v, want %v", at, ok, due)
 			}
 

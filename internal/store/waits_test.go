@@ -61,16 +61,30 @@ func TestSuspendTimers(t *testing.T) {
 			if got, _ := f.get("w"); !got.RunAt.Equal(epoch.Add(3 * time.Hour)) {
 				t.Fatalf("give-up moved to %v, want %v", got.RunAt, epoch.Add(3*time.Hour))
 			}
-			steps, err := f.rdb.HGetAll(f.ctx, f.p.Steps("w")).Result()
+			// the timers are in the job hash, which needs no steps hash
+			// and holds no lease while suspended
+			h, err := f.rdb.HGetAll(f.ctx, f.p.Job("w")).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, at, ok := checkpoint.Timer(checkpoint.TimerPrefix+"give-up", []byte(steps["!t:give-up"])); !ok || !at.Equal(epoch.Add(3*time.Hour)) {
-				t.Fatalf("timer field: %v", steps)
+			if _, at, ok := checkpoint.Timer(checkpoint.TimerPrefix+"give-up", []byte(h["!t:give-up"])); !ok || !at.Equal(epoch.Add(3*time.Hour)) {
+				t.Fatalf("timer field: %v", h)
+			}
+			for _, f := range []string{keys.FieldLeaseID, keys.FieldWorker, keys.FieldLeaseStart, keys.FieldHasSteps} {
+				if v, ok := h[f]; ok {
+					t.Errorf("suspended job holds %s=%q", f, v)
+				}
+			}
+			if n, err := f.rdb.Exists(f.ctx, f.p.Steps("w")).Result(); err != nil || n != 0 {
+				t.Errorf("a steps hash for timers alone: %d %v", n, err)
+			}
+			// the claim hands the timers out with the job
+			f.clk.Advance(3 * time.Hour)
+			j = f.claimOne("w1")
+			if _, at, ok := checkpoint.Timer(checkpoint.TimerPrefix+"remind", j.Steps["!t:remind"]); !ok || !at.Equal(epoch.Add(time.Hour)) {
+				t.Fatalf("claimed timers: %v", j.Steps)
 			}
 			// a due timer makes the job available again at once
-			f.clk.Advance(2 * time.Hour)
-			j = f.claimOne("w1")
 			if s := f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "give-up"}}}); s != "available" {
 				t.Fatalf("suspending on a due timer: %s, want available", s)
 			}
