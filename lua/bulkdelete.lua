@@ -94,7 +94,7 @@ if later then
   ended = false
   local b, off = tonumber(cscore:sub(7)) or -1, tonumber(cmember) or 0
   while examined < limit do
-    local nxt = redis.call('ZRANGEBYSCORE', LATER, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
+    local nxt = redis.call('ZRANGEBYSCORE', K_LATER, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
     if #nxt == 0 then
       ended = true
       break

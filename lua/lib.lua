@@ -10,7 +10,12 @@
 -- entries, so the key names live in one place here (mirrored by Go's
 -- internal/keys) and script-specific arguments start at ARGV[9].
 --
--- KEYS (all in one partition, so all share one hash tag):
+-- KEYS (all in one partition, so all share one hash tag). Each costs a
+-- call about 0.2 µs to hand to Lua, but declared keys are what keep a
+-- script off a slot that is being migrated (Redis Cluster answers ASK or
+-- TRYAGAIN while any of them has moved): with sched alone declared, a
+-- call could recreate on the old node a key already moved
+-- (clustertest TestFailover/slot_migration).
 --   1 sched   zset  scheduled and retryable jobs, score = due time (ms):
 --                   those due soon (lib_ready.lua: later ones wait in buckets)
 --   2 run     zset  running jobs, score = lease expiry (ms)
@@ -25,6 +30,8 @@
 --             by workers (effects on foreign keys, child -> parent wake-ups)
 --  20 cc      hash  running jobs per concurrency key
 --  21 rwake   zset  rate classes with waiting jobs, score = when a token frees
+--  22 later   zset  buckets of jobs due later than sched holds, score =
+--                   bucket start (ms) (lib_ready.lua)
 -- ARGV:
 --   1 now ms, or '' to use the store's TIME
 --   2 prefix of per-job keys ("{tag}:")
@@ -37,7 +44,7 @@
 
 local K_SCHED, K_RUN, K_DONE, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_QUAR, K_CANC, K_STATS, K_IDLE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_OUTBOX, K_CC, K_RWAKE = KEYS[19], KEYS[20], KEYS[21]
+local K_OUTBOX, K_CC, K_RWAKE, K_LATER = KEYS[19], KEYS[20], KEYS[21], KEYS[22]
 local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
 local RET = {
   completed = tonumber(ARGV[5]),
@@ -61,12 +68,13 @@ local SCODE = {
   available = '1', scheduled = '2', running = '3', retryable = '4',
   completed = '5', archived = '6', quarantined = '7', cancelled = '8',
 }
-local function inverted(t)
-  local out = {}
-  for k, v in pairs(t) do out[v] = k end
-  return out
-end
-local SNAME = inverted(SCODE)
+-- SNAME is SCODE inverted, spelled out: a literal table is built once,
+-- when the library loads, where a computed one would be built per call
+-- (prelude.go); TestStateCodesInverse checks that the two agree.
+local SNAME = {
+  ['1'] = 'available', ['2'] = 'scheduled', ['3'] = 'running', ['4'] = 'retryable',
+  ['5'] = 'completed', ['6'] = 'archived', ['7'] = 'quarantined', ['8'] = 'cancelled',
+}
 local function state_of(v) return SNAME[v] or v end
 local ERR_KEEP = 10
 local MSG_MAX = 1024
@@ -125,10 +133,9 @@ local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
--- LATER is the zset of the buckets of jobs due later than the sched zset
--- holds (lib_ready.lua sched_add), by bucket start (ms); later_key(b) the
--- list of bucket b's job IDs.
-local LATER = PFX .. 'later'
+-- later_key(b) is the list of the job IDs of bucket b of the jobs due later
+-- than the sched zset holds (lib_ready.lua sched_add; K_LATER lists the
+-- buckets).
 local function later_key(b) return PFX .. 'later:' .. b end
 -- WATCHING is the set of the partition's jobs that a caller waits on
 -- (watch.lua, F.watched), and DONE_CHANNEL the pub/sub channel, named like

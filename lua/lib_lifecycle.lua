@@ -338,11 +338,11 @@ end
 -- is to move into sched; STATUS.no_due (-1) when there is none.
 local function next_due()
   local nd = STATUS.no_due
-  for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, LATER }) do
+  for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER }) do
     local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
     if #first > 0 then
       local t = tonumber(first[2])
-      if k == LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched
+      if k == K_LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched
       if nd < 0 or t < nd then nd = t end
     end
   end

@@ -59,7 +59,7 @@ end
 -- The scheduled index. Jobs due within SCHED_HORIZON ms of now are in the
 -- sched zset (K_SCHED) by due time. A job due later waits in a bucket of
 -- SCHED_BUCKET ms: bucket b is a list of job IDs (later_key(b)), listed in
--- the zset LATER by its start, b * SCHED_BUCKET. A list entry costs a
+-- the zset K_LATER by its start, b * SCHED_BUCKET. A list entry costs a
 -- fifth of a zset entry's memory, and most delayed jobs and sleeping
 -- workflows are due far ahead. Once a bucket's start comes within the
 -- horizon, claims and maintenance move its jobs into sched (sched_near),
@@ -91,7 +91,7 @@ local function sched_add(id, at)
   end
   local bs = string.format('%d', b)
   redis.call('RPUSH', later_key(bs), id)
-  redis.call('ZADD', LATER, b * SCHED_BUCKET, bs)
+  redis.call('ZADD', K_LATER, b * SCHED_BUCKET, bs)
 end
 
 -- sched_near moves the jobs of the buckets whose start is within the
@@ -101,7 +101,7 @@ local function sched_near(limit)
   local moved = 0
   local fs, fr = F.state, F.run_at
   while moved < limit do
-    local head = redis.call('ZRANGEBYSCORE', LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', 0, 1)
+    local head = redis.call('ZRANGEBYSCORE', K_LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', 0, 1)
     if #head == 0 then break end
     local bs = head[1]
     local b, lk = tonumber(bs), later_key(bs)
@@ -123,7 +123,7 @@ local function sched_near(limit)
         end
       end
     end
-    if redis.call('EXISTS', lk) == 0 then redis.call('ZREM', LATER, bs) end
+    if redis.call('EXISTS', lk) == 0 then redis.call('ZREM', K_LATER, bs) end
   end
   return moved
 end

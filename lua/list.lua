@@ -93,7 +93,7 @@ if state == 'scheduled' or state == 'retryable' then
     while #out - 1 < n and examined < budget do
       local hi = '+inf'
       if b then hi = b * SCHED_BUCKET end
-      local nxt = redis.call('ZREVRANGEBYSCORE', LATER, hi, '-inf', 'LIMIT', 0, 1)
+      local nxt = redis.call('ZREVRANGEBYSCORE', K_LATER, hi, '-inf', 'LIMIT', 0, 1)
       if #nxt == 0 then break end
       local nb = tonumber(nxt[1])
       if nb ~= b then b, off = nb, 0 end

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -109,5 +110,35 @@ func TestLibDefinesBeforeUse(t *testing.T) {
 				t.Errorf("%v refers to %v, defined below it", u.names, units[r].names)
 			}
 		}
+	}
+}
+
+// TestStateCodesInverse: lib.lua's SNAME, spelled out so that it is built
+// once per library load, is SCODE inverted.
+func TestStateCodesInverse(t *testing.T) {
+	src := Prelude()
+	table := func(name string) string {
+		i := strings.Index(src, "local "+name+" = {")
+		if i < 0 {
+			t.Fatalf("lib.lua has no table %s", name)
+		}
+		j := strings.Index(src[i:], "\n}")
+		return src[i : i+j]
+	}
+	codes := map[string]string{} // name -> code
+	for _, m := range regexp.MustCompile(`(\w+) = '(\d)'`).FindAllStringSubmatch(table("SCODE"), -1) {
+		codes[m[1]] = m[2]
+	}
+	names := map[string]string{} // name -> code
+	for _, m := range regexp.MustCompile(`\['(\d)'\] = '(\w+)'`).FindAllStringSubmatch(table("SNAME"), -1) {
+		names[m[2]] = m[1]
+	}
+	if len(codes) != 8 || !maps.Equal(codes, names) {
+		t.Fatalf("SCODE %v, SNAME inverted %v", codes, names)
+	}
+	lib := Enqueue.Library()
+	begin := lib[strings.Index(lib, "local function begin_call"):]
+	if strings.Contains(begin[:strings.Index(begin, "\nend\n")], "SNAME") {
+		t.Error("SNAME is assigned per call")
 	}
 }

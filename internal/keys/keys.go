@@ -148,7 +148,7 @@ func (p Partition) Script() []string {
 	for i := range Priorities {
 		ks = append(ks, p.Available(i))
 	}
-	return append(ks, p.Outbox(), p.Concurrency(), p.RateWake())
+	return append(ks, p.Outbox(), p.Concurrency(), p.RateWake(), p.Later())
 }
 
 // Idle is set while a worker waits for work on the partition: the next
