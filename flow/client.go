@@ -195,23 +195,28 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		mu    sync.Mutex
 		first error
 	)
+	send := func(p keys.Partition, idx []int) {
+		jobs := make([]store.NewJob, len(idx))
+		for k, i := range idx {
+			jobs[k] = plan[i].job
+		}
+		res, err := c.st.Enqueue(ctx, p, jobs)
+		if err != nil {
+			mu.Lock()
+			first = err
+			mu.Unlock()
+			return
+		}
+		for k, i := range idx {
+			out[i] = enqueued(plan[i].ref, res[k])
+		}
+	}
 	for p, idx := range byPart {
-		wg.Go(func() {
-			jobs := make([]store.NewJob, len(idx))
-			for k, i := range idx {
-				jobs[k] = plan[i].job
-			}
-			res, err := c.st.Enqueue(ctx, p, jobs)
-			if err != nil {
-				mu.Lock()
-				first = err
-				mu.Unlock()
-				return
-			}
-			for k, i := range idx {
-				out[i] = enqueued(plan[i].ref, res[k])
-			}
-		})
+		if len(byPart) == 1 { // one round trip: no goroutine to hand it to
+			send(p, idx)
+			break
+		}
+		wg.Go(func() { send(p, idx) })
 	}
 	wg.Wait()
 	tr.end(out, first)
