@@ -132,7 +132,8 @@ func (j *JobInfo) DecodeStep(name string, v any) error {
 	return fmt.Errorf("%w: job %s has no checkpoint of step %q", ErrNotFound, j.ID, name)
 }
 
-// waits reads a job's timers and kept signals from its steps hash.
+// waits reads a job's timers and kept signals from its steps (the store
+// adds the timers of its hash to them).
 func waits(m map[string][]byte) (timers []TimerInfo, signals []SignalInfo) {
 	for field, b := range m {
 		if name, at, ok := checkpoint.Timer(field, b); ok {

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// A job's timers and the signals sent to it are kept in its steps hash
-// beside its checkpoints (lua/lib_waits.lua), under fields no step name
-// can take ('!' is in none).
+// A job's timers are kept in its hash, and the signals sent to it in its
+// steps hash beside its checkpoints (lua/lib_waits.lua), under fields no
+// step name can take ('!' is in none); a claim hands both out as the
+// job's steps.
 const (
 	// TimerPrefix starts a timer's field; its value is its wake time (unix ms).
 	TimerPrefix = "!t:"

@@ -215,3 +215,28 @@ func TestSuspendSpec(t *testing.T) {
 		t.Error("store.NeverDue and lib_waits.lua's FAR differ")
 	}
 }
+
+// TestTimerInStepsHashKept: a workflow that went to sleep under an earlier
+// version has its timer in its steps hash; suspending again on it keeps
+// that wake time rather than starting the clock over.
+func TestTimerInStepsHashKept(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "old"})
+			j := f.claimOne("w1")
+			wake := epoch.Add(2 * time.Hour).UnixMilli()
+			if err := f.rdb.HSet(f.ctx, f.p.Steps("old"), checkpoint.TimerPrefix+"nap", wake).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.rdb.HSet(f.ctx, f.p.Job("old"), keys.FieldHasSteps, 1).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "nap", After: time.Hour}}})
+			if got, _ := f.get("old"); got.RunAt.UnixMilli() != wake {
+				t.Fatalf("due at %v, want the earlier version's wake time %v", got.RunAt, time.UnixMilli(wake))
+			}
+		})
+	}
+}
