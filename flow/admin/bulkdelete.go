@@ -74,45 +74,68 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	if err != nil {
 		return pr, err
 	}
-	parts, err := c.b.Partitions(ctx, sel.Queue)
-	if err != nil {
-		return pr, err
-	}
-	sizes, err := c.b.Store.StateSizes(ctx, parts, sel.State)
-	if err != nil {
-		return pr, err
-	}
-	for _, n := range sizes {
-		pr.Total += n
-	}
 	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
-	for _, p := range parts {
-		var cur store.ScanCursor
-		for done := false; !done; {
-			if err := ctx.Err(); err != nil {
-				return pr, err
-			}
+	var unread []string // the last step's
+	err = c.scanSelected(ctx, sel, &pr.Total,
+		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
 			step, err := c.b.Store.DeleteStep(ctx, p, ss, cur, batch, o.DryRun)
-			if err != nil {
-				return pr, err
-			}
-			cur, done = step.Cursor, step.Done
+			unread = step.Unreadable
+			return step.ScanStep, err
+		},
+		func(p keys.Partition, step store.ScanStep) {
 			pr.Examined += step.Examined
 			pr.Matched += step.Matched
 			pr.Batches++
-			for _, l := range step.Unreadable {
+			for _, l := range unread {
 				pr.Unreadable = append(pr.Unreadable, keys.Ref{Partition: p, Local: l}.String())
 			}
 			if o.Progress != nil {
 				o.Progress(pr)
 			}
-		}
+		})
+	if err != nil {
+		return pr, err
 	}
 	pr.Done = true
 	if o.Progress != nil {
 		o.Progress(pr)
 	}
 	return pr, nil
+}
+
+// scanSelected runs a scan by selector over the partitions of sel's
+// queue, one bounded script call (step) at a time from each partition's
+// start, handing each call's result to seen; total gets the size of the
+// selected state first, for progress. It stops at ctx's end or the first
+// error.
+func (c *Client) scanSelected(ctx context.Context, sel Selector, total *int64,
+	step func(keys.Partition, store.ScanCursor) (store.ScanStep, error), seen func(keys.Partition, store.ScanStep)) error {
+	parts, err := c.b.Partitions(ctx, sel.Queue)
+	if err != nil {
+		return err
+	}
+	sizes, err := c.b.Store.StateSizes(ctx, parts, sel.State)
+	if err != nil {
+		return err
+	}
+	for _, n := range sizes {
+		*total += n
+	}
+	for _, p := range parts {
+		var cur store.ScanCursor
+		for done := false; !done; {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			st, err := step(p, cur)
+			if err != nil {
+				return err
+			}
+			cur, done = st.Cursor, st.Done
+			seen(p, st)
+		}
+	}
+	return nil
 }
 
 // batchSize checks a scan's batch size option: 0 is the default, 500.

@@ -146,36 +146,21 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if err != nil {
 		return pr, err
 	}
-	parts, err := c.b.Partitions(ctx, sel.Queue)
-	if err != nil {
-		return pr, err
-	}
-	sizes, err := c.b.Store.TerminalSizes(ctx, parts, sel.State)
-	if err != nil {
-		return pr, err
-	}
-	for _, n := range sizes {
-		pr.Total += n
-	}
 	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
-	for _, p := range parts {
-		var cur store.ScanCursor
-		for done := false; !done; {
-			if err := ctx.Err(); err != nil {
-				return pr, err
-			}
-			step, err := c.b.Store.RedriveStep(ctx, p, ss, cur, batch, o.DryRun)
-			if err != nil {
-				return pr, err
-			}
-			cur, done = step.Cursor, step.Done
+	err = c.scanSelected(ctx, sel, &pr.Total,
+		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
+			return c.b.Store.RedriveStep(ctx, p, ss, cur, batch, o.DryRun)
+		},
+		func(_ keys.Partition, step store.ScanStep) {
 			pr.Examined += step.Examined
 			pr.Matched += step.Matched
 			pr.Batches++
 			if o.Progress != nil {
 				o.Progress(pr)
 			}
-		}
+		})
+	if err != nil {
+		return pr, err
 	}
 	pr.Done = true
 	if o.Progress != nil {
