@@ -60,14 +60,8 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	case (s.sel.State == flow.StateScheduled || s.sel.State == flow.StateRetryable) && (s.sel.Reason != "" || s.after != "" || s.before != ""):
 		return usagef("jobs delete: %s jobs have not finished: --reason, --after and --before do not apply (--kind does)", s.sel.State)
 	}
-	if err := s.times(c); err != nil {
-		return err
-	}
-	client, err := c.connect(cmd.Context())
+	client, err := c.selectionClient(cmd.Context(), &s)
 	if err != nil {
-		return err
-	}
-	if err := c.checkQueue(cmd.Context(), client, s.sel.Queue); err != nil {
 		return err
 	}
 	o := admin.DeleteOptions{DryRun: s.dryRun, BatchSize: s.batch}

@@ -132,6 +132,22 @@ func (c *cli) progress() *progressBar {
 }
 
 // batches is "3 batches", "1 batch".
+// selectionClient checks a selection's times, connects, and checks that
+// its queue exists: what every command acting on a selection does first.
+func (c *cli) selectionClient(ctx context.Context, s *selection) (*admin.Client, error) {
+	if err := s.times(c); err != nil {
+		return nil, err
+	}
+	client, err := c.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkQueue(ctx, client, s.sel.Queue); err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
 func batches(n int) string {
 	if n == 1 {
 		return "1 batch"
@@ -147,14 +163,8 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	if byID {
 		return c.redriveIDs(cmd.Context(), name, ids)
 	}
-	if err := s.times(c); err != nil {
-		return err
-	}
-	client, err := c.connect(cmd.Context())
+	client, err := c.selectionClient(cmd.Context(), &s)
 	if err != nil {
-		return err
-	}
-	if err := c.checkQueue(cmd.Context(), client, s.sel.Queue); err != nil {
 		return err
 	}
 	o := admin.RedriveOptions{DryRun: s.dryRun, BatchSize: s.batch}
