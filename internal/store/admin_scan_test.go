@@ -100,20 +100,7 @@ func TestList(t *testing.T) {
 			if _, err := f.st.Cancel(f.ctx, f.ref("gone")); err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for cur, pages := "", 0; ; pages++ {
-				page, err := f.st.List(f.ctx, f.p, "available", cur, 2, 100, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range page.Entries {
-					got = append(got, e.Job.Local)
-				}
-				if cur = page.Next; cur == "" || pages > 10 {
-					break
-				}
-			}
-			if d := cmp.Diff([]string{"hi", "lo3", "lo2", "lo1"}, got); d != "" {
+			if d := cmp.Diff([]string{"hi", "lo3", "lo2", "lo1"}, f.listAll("available", 2)); d != "" {
 				t.Fatalf("available (-want +got):\n%s", d)
 			}
 			page, err := f.st.List(f.ctx, f.p, "available", "", 10, 100, "other")
