@@ -13,9 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/msgview"
 )
 
 //go:embed templates/*.html
@@ -140,11 +139,11 @@ func pretty(b []byte) string {
 	if len(b) == 0 {
 		return "—"
 	}
-	var v any
-	if err := msgpack.Unmarshal(b, &v); err != nil {
+	v, err := msgview.Decode(b)
+	if err != nil {
 		return fmt.Sprintf("(%d bytes, not msgpack: %v)", len(b), err)
 	}
-	out, err := json.MarshalIndent(jsonable(v), "", "  ")
+	out, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
@@ -152,31 +151,6 @@ func pretty(b []byte) string {
 		return string(out[:maxShown]) + "\n… (cut at 64 KiB)"
 	}
 	return string(out)
-}
-
-// jsonable turns the maps msgpack may decode to (keys of any type) into
-// ones encoding/json takes.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
-		}
-		return x
-	default:
-		return v
-	}
 }
 
 // sparkLine is a queue's chart: SVG polyline points of completed and

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/sluicehq/sluice/internal/msgview"
 )
 
 // table writes aligned columns.
@@ -74,33 +74,9 @@ func decoded(b []byte) any {
 	if len(b) == 0 {
 		return nil
 	}
-	var v any
-	if err := msgpack.Unmarshal(b, &v); err != nil {
+	v, err := msgview.Decode(b)
+	if err != nil {
 		return fmt.Sprintf("<%d bytes, not msgpack>", len(b))
-	}
-	return jsonable(v)
-}
-
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jsonable(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = jsonable(e)
-		}
-		return x
-	case []byte:
-		return string(x)
 	}
 	return v
 }
