@@ -31,6 +31,10 @@ func (c *Client) bridge() bridge.Client {
 			}
 			return o.sticky, o.sticky.Worker != "", nil
 		},
+		Signal: func(ctx context.Context, id, name string, payload any, opts any) (bool, error) {
+			o, _ := opts.([]SignalOption)
+			return c.signal(ctx, id, name, payload, o...)
+		},
 		NextRun: func(r store.ScheduleRecord, now time.Time) time.Time {
 			tm, _, err := parseTiming(r.Cron, r.Every, r.TimeZone)
 			if err != nil {

@@ -31,19 +31,26 @@ const MaxSignalPayload = 64 << 10
 // encode or is over MaxSignalPayload), ErrNotFound (no such job), or a
 // *sluicetype.StateError (ErrWrongState) for a job that has finished.
 func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) error {
+	_, err := c.signal(ctx, id, name, payload, opts...)
+	return err
+}
+
+// signal is Signal, and says whether the signal was a duplicate (its key
+// used before: not kept again), which the operator's Signal reports.
+func (c *Client) signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) (duplicate bool, err error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
-		return fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
+		return false, fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
 	}
 	if !store.ValidWaitName(name) {
-		return fmt.Errorf("%w: signal name %q (1 to %d letters, digits and _./-)", ErrInvalid, name, store.MaxWaitName)
+		return false, fmt.Errorf("%w: signal name %q (1 to %d letters, digits and _./-)", ErrInvalid, name, store.MaxWaitName)
 	}
 	b, err := msgpack.Marshal(payload)
 	if err != nil {
-		return fmt.Errorf("%w: signal %q to job %s: encoding the payload: %v", ErrInvalid, name, id, err)
+		return false, fmt.Errorf("%w: signal %q to job %s: encoding the payload: %v", ErrInvalid, name, id, err)
 	}
 	if len(b) > MaxSignalPayload {
-		return fmt.Errorf("%w: signal %q to job %s: payload of %d bytes, the limit is %d", ErrInvalid, name, id, len(b), MaxSignalPayload)
+		return false, fmt.Errorf("%w: signal %q to job %s: payload of %d bytes, the limit is %d", ErrInvalid, name, id, len(b), MaxSignalPayload)
 	}
 	var o signalOptions
 	for _, opt := range opts {
@@ -52,16 +59,17 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 		}
 	}
 	if o.key != "" && (len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
-		return fmt.Errorf("%w: signal key %q: 1 to %d bytes of UTF-8", ErrInvalid, o.key, MaxSignalKey)
+		return false, fmt.Errorf("%w: signal key %q: 1 to %d bytes of UTF-8", ErrInvalid, o.key, MaxSignalKey)
 	}
-	if _, err := c.st.Signal(ctx, ref, name, b, o.key); err != nil {
+	res, err := c.st.Signal(ctx, ref, name, b, o.key)
+	if err != nil {
 		var se *sluicetype.StateError
 		if errors.As(err, &se) {
 			se.ID = id
 		}
-		return fmt.Errorf("signal %q to job %s: %w", name, id, err)
+		return false, fmt.Errorf("signal %q to job %s: %w", name, id, err)
 	}
-	return nil
+	return res.Duplicate, nil
 }
 
 // MaxSignalKey bounds a signal's idempotency key.

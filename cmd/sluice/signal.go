@@ -34,11 +34,20 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		if err := client.Signal(cmd.Context(), id, name, payload, flow.WithSignalKey(key)); err != nil {
+		res, err := client.Signal(cmd.Context(), id, name, payload, flow.WithSignalKey(key))
+		if err != nil {
 			return c.about("job", id, err)
 		}
+		result := "sent"
+		if res.Duplicate {
+			result = "duplicate"
+		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]string{"id": id, "signal": name, "result": "sent"})
+			return writeJSON(c.stdout, map[string]string{"id": id, "signal": name, "result": result})
+		}
+		if res.Duplicate {
+			fmt.Fprintf(c.stdout, "signal %s to %s not sent again: one with key %q was sent before\n", name, id, key)
+			return nil
 		}
 		fmt.Fprintf(c.stdout, "sent signal %s to %s\n", name, id)
 		return nil

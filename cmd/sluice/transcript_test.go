@@ -162,6 +162,8 @@ func TestCommandsGolden(t *testing.T) {
 	}
 	tr.run(exitOK, "jobs", "reroute", "default:0:a1", "--to", "worker-live") // live: no fallback needed
 	tr.run(exitOK, "jobs", "signal", "default:0:s1", "approved", "--data", `{"By":"ann"}`, "--key", "k1")
+	tr.run(exitOK, "jobs", "signal", "default:0:s1", "approved", "--data", `{"By":"ann"}`, "--key", "k1") // a retry: not sent again
+	tr.run(exitOK, "--json", "jobs", "signal", "default:0:s1", "approved", "--key", "k1")
 	tr.run(exitOK, "queues", "pause", "default")
 	tr.run(exitOK, "--json", "queues", "resume", "default")
 	tr.run(exitOK, "release", "--queue", "default", "--dry-run")

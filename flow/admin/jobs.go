@@ -65,10 +65,3 @@ func summary(p keys.Partition, j *store.Job) flow.JobInfo {
 		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
 	}
 }
-
-// Signal sends the signal name with payload to the job id, as
-// flow.Client.Signal does: a workflow waiting for it wakes; one that has
-// not reached the wait yet finds it there.
-func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...flow.SignalOption) error {
-	return c.c.Signal(ctx, id, name, payload, opts...)
-}
