@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -179,7 +180,9 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	for i, d := range drafts { // only now: bad input registers no queue
 		ref, err := c.plan.place(ctx, d, sp)
 		if err != nil {
-			err = fmt.Errorf("job %d: %w", i, err)
+			if many {
+				err = fmt.Errorf("job %d: %w", i, err)
+			}
 			tr.end(nil, err)
 			return nil, err
 		}
@@ -201,6 +204,9 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			jobs[k] = plan[i].job
 		}
 		res, err := c.st.Enqueue(ctx, p, jobs)
+		if errors.Is(err, store.ErrRetired) {
+			err = c.plan.layouts.Retired(ctx, p)
+		}
 		if err != nil {
 			mu.Lock()
 			first = err

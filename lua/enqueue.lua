@@ -36,6 +36,8 @@
 --   'taken'     the ID was a fresh random one ('0' above) but a job has it
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
+--   'retired'   (for every job) the partition went away in a shrink of
+--               its queue (pause.lua 'r'): nothing added
 -- Transitions: (none) -> available | scheduled (held jobs included);
 --   available -> scheduled (debounce: a duplicate moves the run time of
 --   the unique job holding its key).
@@ -44,6 +46,10 @@ local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
+if redis.call('GET', PAUSED) == 'r' then
+  for i = 1, n do out[i] = STATUS.retired end
+  return out
+end
 -- CT_SLACK (ms): a job whose generated ID carries a time this close to
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50

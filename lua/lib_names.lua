@@ -175,6 +175,8 @@ local STATUS = {
   unique = 'unique ',
   -- a prefix, then the ID of the quarantined job the new job is held behind (enqueue), or the job is (runnow: refused)
   held = 'held ',
+  -- the partition went away in a shrink of its queue: nothing added (enqueue)
+  retired = 'retired',
   -- the job is already in a terminal state (cancel)
   final = 'final',
   -- the job is running: refused (delete)

@@ -140,6 +140,9 @@ func TestLayoutMismatchAtStart(t *testing.T) {
 	c := e.newClient(map[string]int{"wide": 2})
 	_, err = c.Enqueue(ctx, workArgs{}, flow.WithQueue("wide"))
 	check("client Enqueue", err)
+	if strings.Contains(err.Error(), "job 0") {
+		t.Errorf("Enqueue of one job says %q: no job index", err)
+	}
 	check("admin PauseQueue", admin.New(c).PauseQueue(ctx, "wide"))
 	qs, err := admin.New(e.newClient(nil)).QueueStats(ctx, "wide", 0)
 	if err != nil {

@@ -31,9 +31,19 @@ type LayoutMismatchError struct {
 	Queue      string
 	Configured int // the process's option (runtime.Options.Partitions, flow.ClientOptions.Partitions)
 	Recorded   int // the registry's count
+	// Resized: the process was not configured with a count but used the
+	// one it read from Redis (Configured), and the queue has shrunk since:
+	// nothing was added to the partition that went away. The process now
+	// uses the new count, so the call may simply be made again.
+	Resized bool
 }
 
 func (e *LayoutMismatchError) Error() string {
+	if e.Resized {
+		return fmt.Sprintf("sluice: queue %q of namespace %q was resized to %d partitions while this process used %d: "+
+			"nothing was added to the partition that went away; enqueue again (the process now uses %d)",
+			e.Queue, e.Namespace, e.Recorded, e.Configured, e.Recorded)
+	}
 	return fmt.Sprintf("sluice: queue %q of namespace %q has %d partitions in Redis, this process is configured with %d: "+
 		"drop the setting, set it to %d, or resize the queue (admin.Client.ResizeQueue)",
 		e.Queue, e.Namespace, e.Recorded, e.Configured, e.Recorded)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -129,7 +130,11 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 // Processes that have the queue's old layout keep it until they restart:
 // a worker notices on its next maintenance pass, logs an error and stops
 // claiming from the queue; a client keeps placing new jobs by the old
-// count. Restart (or start anew) every producer and worker of the queue,
+// count. A shrink retires the partitions it takes away first, so that a
+// client's enqueue to one of them adds nothing and fails with a
+// *LayoutMismatchError (Resized: the client has read the new count, and
+// the call may be made again) rather than leaving jobs where no worker
+// looks. Restart (or start anew) every producer and worker of the queue,
 // then ResumeQueue. docs/operations.md gives the procedure.
 //
 // A job keeps its partition (its ID names it): growing moves no job, and
@@ -171,9 +176,18 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 	if len(running) > 0 {
 		return refuse("partitions %s are not paused: pause the queue first", strings.Join(running, ", "))
 	}
+	var gone []keys.Partition
 	if partitions < lay.Partitions {
-		if err := c.checkEmpty(ctx, parts[partitions:], refuse); err != nil {
-			return err
+		// retired before the check: an enqueue either lands before it,
+		// and the check sees its job, or is refused
+		gone = parts[partitions:]
+		for _, p := range gone {
+			if err := st.Retire(ctx, p); err != nil {
+				return errors.Join(err, c.unretire(ctx, gone))
+			}
+		}
+		if err := c.checkEmpty(ctx, gone, refuse); err != nil {
+			return errors.Join(err, c.unretire(ctx, gone))
 		}
 	}
 	for i := lay.Partitions; i < partitions; i++ {
@@ -183,13 +197,26 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 	}
 	now, done, err := st.ResizeLayout(ctx, queue, lay.Version, partitions)
 	if err != nil {
-		return err
+		return err // recorded or not: the partitions stay retired (run the resize again, or ResumeQueue)
 	}
 	if !done {
-		return refuse("the queue was resized meanwhile (now %d partitions, version %d): look again", now.Partitions, now.Version)
+		return errors.Join(refuse("the queue was resized meanwhile (now %d partitions, version %d): look again",
+			now.Partitions, now.Version), c.unretire(ctx, gone))
 	}
 	c.b.Layouts.Put(now)
 	return nil
+}
+
+// unretire brings partitions a refused shrink retired back, paused as
+// they were.
+func (c *Client) unretire(ctx context.Context, parts []keys.Partition) error {
+	var errs []error
+	for _, p := range parts {
+		if _, err := c.b.Store.SetPaused(ctx, p, true); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkEmpty refuses (through refuse) partitions that go away in a shrink

@@ -204,3 +204,79 @@ func ok(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestShrinkRefusesStaleProducer: a client that read a queue's layout
+// before a shrink, and keeps placing jobs by the old count, adds nothing
+// to a partition that went away: its enqueue fails with a
+// LayoutMismatchError (Resized, naming both counts) and no job is left
+// where no worker looks; the client has read the new count, so the same
+// call made again adds the job to a partition that exists. A shrink
+// refused for a job left in a partition brings that partition back, and
+// enqueues to it work again.
+func TestShrinkRefusesStaleProducer(t *testing.T) {
+	t.Parallel()
+	rdb := env.Client(t)
+	a := newAdmin(t, rdb, map[string]int{"sq": 4})
+	ctx := context.Background()
+	ok(t, a.ops.DeleteJob(ctx, a.enqueue(email{To: "first"}, flow.WithQueue("sq")))) // registers 4 partitions
+	stale, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: a.ns}) // learns the count from Redis
+	if err != nil {
+		t.Fatal(err)
+	}
+	// a partition key the 4-partition layout places on partition 3
+	key := ""
+	for i := 0; key == ""; i++ {
+		r, err := stale.Enqueue(ctx, email{To: "x"}, flow.WithQueue("sq"), flow.WithPartitionKey("k"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(r.ID, "sq:3:") {
+			key = "k" + strconv.Itoa(i)
+		}
+		ok(t, a.ops.DeleteJob(ctx, r.ID))
+	}
+	ok(t, a.ops.PauseQueue(ctx, "sq"))
+
+	// refused while partition 3 holds a job: partition 3 comes back
+	held, err := stale.Enqueue(ctx, email{To: "held"}, flow.WithQueue("sq"), flow.WithPartitionKey(key))
+	ok(t, err)
+	if err := a.ops.ResizeQueue(ctx, "sq", 2); !errors.Is(err, admin.ErrResizeRefused) {
+		t.Fatalf("shrink over a job: %v, want ErrResizeRefused", err)
+	}
+	again, err := stale.Enqueue(ctx, email{To: "again"}, flow.WithQueue("sq"), flow.WithPartitionKey(key))
+	if err != nil || !strings.HasPrefix(again.ID, "sq:3:") {
+		t.Fatalf("enqueue to partition 3 after a refused shrink: %+v, %v", again, err)
+	}
+	ok(t, a.ops.DeleteJob(ctx, held.ID))
+	ok(t, a.ops.DeleteJob(ctx, again.ID))
+
+	ok(t, a.ops.ResizeQueue(ctx, "sq", 2))
+	_, err = stale.Enqueue(ctx, email{To: "late"}, flow.WithQueue("sq"), flow.WithPartitionKey(key))
+	var me *sluicetype.LayoutMismatchError
+	if !errors.Is(err, admin.ErrLayoutMismatch) || !errors.As(err, &me) {
+		t.Fatalf("enqueue by the old count after the shrink: %v, want a LayoutMismatchError", err)
+	}
+	want := sluicetype.LayoutMismatchError{Namespace: a.ns, Queue: "sq", Configured: 4, Recorded: 2, Resized: true}
+	if *me != want {
+		t.Errorf("the error is %+v, want %+v", *me, want)
+	}
+	if msg := err.Error(); strings.Contains(msg, "job 0") || !strings.Contains(msg, "enqueue again") {
+		t.Errorf("the message %q should say to enqueue again, without a job index", msg)
+	}
+	gone := keys.Partition{NS: a.ns, Queue: "sq", Index: 3}
+	if c, err := a.st.StateCounts(ctx, []keys.Partition{gone}); err != nil || sum(c[0]) != 0 {
+		t.Errorf("the retired partition counts %v (%v), want no job", c, err)
+	}
+	r, err := stale.Enqueue(ctx, email{To: "late"}, flow.WithQueue("sq"), flow.WithPartitionKey(key))
+	if err != nil || !(strings.HasPrefix(r.ID, "sq:0:") || strings.HasPrefix(r.ID, "sq:1:")) {
+		t.Fatalf("the same enqueue made again: %+v, %v; want it on partition 0 or 1", r, err)
+	}
+}
+
+func sum(m map[string]int64) int64 {
+	var n int64
+	for _, v := range m {
+		n += v
+	}
+	return n
+}

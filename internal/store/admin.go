@@ -47,6 +47,15 @@ func (s *Store) SetPaused(ctx context.Context, p keys.Partition, paused bool) (b
 	return n == 1, err
 }
 
+// Retire marks partition p as gone in a shrink of its queue: it claims
+// nothing (as if paused) and refuses enqueues with ErrRetired, so that a
+// producer still using the old partition count learns of the resize
+// instead of adding jobs that no worker would ever claim. SetPaused(p,
+// true) undoes it (a refused resize, or a later growth of the queue).
+func (s *Store) Retire(ctx context.Context, p keys.Partition) error {
+	return s.run(ctx, lua.Pause, p, "r").Err()
+}
+
 // RedriveAction is what a redrive by ID does.
 type RedriveAction string
 

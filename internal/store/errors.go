@@ -1,6 +1,10 @@
 package store
 
-import "github.com/sluicehq/sluice/sluicetype"
+import (
+	"errors"
+
+	"github.com/sluicehq/sluice/sluicetype"
+)
 
 // Errors the store reports. Script status codes are mapped to these in
 // status.go and nowhere else.
@@ -15,4 +19,8 @@ var (
 	ErrNotFound = sluicetype.ErrNotFound
 	// ErrMalformed: data read from Redis is not a valid job.
 	ErrMalformed = sluicetype.ErrMalformed
+	// ErrRetired: an enqueue reached a partition that went away when its
+	// queue shrank (Retire): nothing was added. The caller's layout of the
+	// queue is out of date.
+	ErrRetired = errors.New("sluice: the partition went away in a resize of its queue")
 )

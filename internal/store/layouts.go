@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -143,6 +144,25 @@ func (l *Layouts) Lookup(ctx context.Context, queue string) (Layout, error) {
 	}
 	l.Put(lay)
 	return lay, nil
+}
+
+// Retired is what an enqueue to partition p answered with ErrRetired
+// (the queue shrank, taking p away) becomes: it reads the queue's layout
+// again and keeps it, so that the next enqueue places its jobs by the new
+// count, and returns a *sluicetype.LayoutMismatchError (Resized, unless
+// the process is configured with the old count) that says so.
+func (l *Layouts) Retired(ctx context.Context, p keys.Partition) error {
+	used, _ := l.Cached(p.Queue)
+	lay, err := l.Lookup(ctx, p.Queue)
+	if err != nil {
+		return err // the configured count no longer matches, or no Redis
+	}
+	if p.Index < lay.Partitions { // the resize that retires p has not yet recorded its count
+		return fmt.Errorf("%w: partition %d of queue %q of namespace %q is being taken away by a resize: "+
+			"nothing was added; enqueue again", sluicetype.ErrLayoutMismatch, p.Index, p.Queue, l.st.NS())
+	}
+	return &sluicetype.LayoutMismatchError{Namespace: l.st.NS(), Queue: p.Queue, Configured: used.Partitions,
+		Recorded: lay.Partitions, Resized: true}
 }
 
 // Load reads every layout of the registry (at most MaxQueuesListed) into

@@ -39,6 +39,7 @@ import (
 //	"taken"        enqueue              taken: Enqueue retries with a new ID
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
+//	"retired"      enqueue              ErrRetired: the partition went away in a shrink
 //	               runnow               *sluicetype.StateError (ErrWrongState), Why names id
 //	"final"        cancel, signal       *sluicetype.StateError (ErrWrongState)
 //	"running"      delete               *sluicetype.StateError (ErrWrongState)
@@ -68,6 +69,7 @@ const (
 	statusTaken        = "taken"
 	statusUnique       = "unique " // followed by the holder's ID
 	statusHeld         = "held "   // followed by the quarantined job's ID
+	statusRetired      = "retired"
 	statusFinal        = "final"
 	statusRunning      = "running"
 	statusSuspended    = "suspended"
@@ -116,6 +118,8 @@ func enqueueResult(s string) (EnqueueResult, error) {
 		return EnqueueResult{Status: Conflicted, Err: ErrConflict}, nil
 	case statusTaken:
 		return EnqueueResult{Status: taken}, nil
+	case statusRetired:
+		return EnqueueResult{}, ErrRetired
 	}
 	if q, ok := strings.CutPrefix(s, statusHeld); ok {
 		return EnqueueResult{Status: Added, HeldBy: q}, nil
