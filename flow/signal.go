@@ -64,8 +64,9 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 	res, err := c.st.Signal(ctx, ref, name, b, o.key)
 	if err != nil {
 		var se *sluicetype.StateError
-		if errors.As(err, &se) {
+		if errors.As(err, &se) { // it names the job
 			se.ID = id
+			return false, fmt.Errorf("signal %q: %w", name, err)
 		}
 		return false, fmt.Errorf("signal %q to job %s: %w", name, id, err)
 	}

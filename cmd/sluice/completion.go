@@ -9,8 +9,7 @@ import (
 // Shell completion of names read from Redis: sluice completion bash|zsh|
 // fish writes the script, which asks the binary (sluice __complete ...).
 
-// completeQueues offers the queues the live workers serve and those
-// --partitions names.
+// completeQueues offers the queues of the namespace's registry.
 func (c *cli) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 	ctx := completionContext(cmd)
 	client, err := c.connect(ctx)

@@ -57,12 +57,14 @@
 // Ctrl-C or SIGTERM with exit 0.
 //
 // Exit codes: 0 success; 1 error, including a job whose state refuses
-// the command (cancelling a finished job, rerouting a completed one);
+// the command (cancelling a finished job, redriving an available one);
 // 2 usage (unknown command or flag, a value out of range, a malformed
 // ID); 3 not found (a job, schedule, dead effect, queue or worker that
-// does not exist, or a namespace with no queues). A queue exists for the CLI when
-// a live worker serves it, --partitions names it, or it holds a job,
-// finished one in the last two hours or is paused. A redrive by ID exits
+// does not exist, a completed job to reroute, which has no run left, or
+// a namespace with no queues, also when a listing of workers or
+// schedules finds none there). A queue exists once a client, worker or
+// scheduler has used it: it is in the namespace's registry of queues
+// (sluice queues list). A redrive by ID exits
 // 0 only when every job moved, else with the exit code its errors share
 // (3: all unknown IDs, 2: all malformed), or 1; so does jobs run-now. Errors go to stderr, one "sluice: " line each, naming the job,
 // queue or schedule; an empty listing says which queue and namespace it

@@ -75,11 +75,7 @@ func (c *cli) fail(cmd *cobra.Command, err error) int {
 	if !c.ran || errors.As(err, &ue) {
 		fmt.Fprintf(c.stderr, "sluice: %s\n", bare(err))
 		if cmd != nil {
-			use := cmd.UseLine()
-			if cmd.HasAvailableSubCommands() {
-				use = cmd.CommandPath() + " <command> [flags]"
-			}
-			fmt.Fprintf(c.stderr, "Usage: %s\nRun '%s --help' for more.\n", use, cmd.CommandPath())
+			fmt.Fprintf(c.stderr, "Usage: %s\nRun '%s --help' for more.\n", usageLine(cmd), cmd.CommandPath())
 		}
 		return exitUsage
 	}
@@ -87,6 +83,15 @@ func (c *cli) fail(cmd *cobra.Command, err error) int {
 		fmt.Fprintf(c.stderr, "sluice: %s\n", bare(e))
 	}
 	return exitCode(err)
+}
+
+// usageLine is the usage line --help shows for cmd (root.go's usage
+// template writes a group's so).
+func usageLine(cmd *cobra.Command) string {
+	if cmd.HasAvailableSubCommands() {
+		return cmd.CommandPath() + " <command> [flags]"
+	}
+	return cmd.UseLine()
 }
 
 // split returns the errors an errors.Join holds, else err alone.

@@ -27,12 +27,15 @@ func TestHelpEveryCommand(t *testing.T) {
 			}
 			help := f.must(append([]string{"help"}, path...)...)
 			sub.InitDefaultHelpFlag() // as executing it does
-			use := sub.UseLine()
-			if sub.HasAvailableSubCommands() {
-				use = sub.CommandPath() + " [command]"
-			}
+			use := usageLine(sub)
 			if !strings.Contains(help, "Usage:\n  "+use+"\n") || !strings.Contains(help, sub.Short) && !strings.Contains(help, sub.Long) {
 				t.Errorf("sluice help %v does not show %q:\n%s", path, use, help)
+			}
+			if sub.HasAvailableSubCommands() { // a group run bare is a usage error with the same line
+				_, stderr, code := f.sluice(path...)
+				if code != exitUsage || !strings.Contains(stderr, "Usage: "+use+"\n") {
+					t.Errorf("sluice %v: exit %d, %q; want exit 2 with the usage line %q", path, code, stderr, use)
+				}
 			}
 			if !sub.DisableFlagParsing { // bench -h is the benchmark's
 				if got := f.must(append(path, "--help")...); got != help {

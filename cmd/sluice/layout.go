@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -41,7 +42,7 @@ last changed (UTC). A namespace with no queue exits 3.`,
 			return err
 		}
 		if len(qs) == 0 {
-			return missingError{fmt.Sprintf("no queues in namespace %q: no client or worker has used one yet (sluice namespaces lists the namespaces)", client.Namespace())}
+			return noQueues(client)
 		}
 		if c.json {
 			out := make([]queueJSON, 0, len(qs))
@@ -129,4 +130,25 @@ queue, read from Sluice's own registry key (never a scan of the keyspace).`,
 		return nil
 	})
 	return cmd
+}
+
+// noQueues is what a command that finds nothing says when the namespace
+// it looked in has no queue at all, which is most often a mistyped
+// --namespace (exit 3).
+func noQueues(client *admin.Client) error {
+	return missingError{fmt.Sprintf("no queues in namespace %q: no client or worker has used one yet (sluice namespaces lists the namespaces)",
+		client.Namespace())}
+}
+
+// namespaceUsed is nil when client's namespace has a queue, else noQueues:
+// a command whose answer is an empty list asks it before saying so.
+func namespaceUsed(ctx context.Context, client *admin.Client) error {
+	qs, err := client.Layouts(ctx)
+	if err != nil {
+		return err
+	}
+	if len(qs) == 0 {
+		return noQueues(client)
+	}
+	return nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
-	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/sticky"
 )
 
@@ -28,8 +27,8 @@ func (c *cli) jobsRerouteCmd() *cobra.Command {
 		Long: `Change the worker a job prefers (sticky routing), or unpin it. An
 available job moves to its new worker at once; a running, scheduled,
 retryable or finished one goes there when it is next ready (retry, snooze,
-redrive). A completed job is never ready again: rerouting it is refused
-(exit 1). Without --after or --fail-after the job waits for its worker for
+redrive). A completed job is never ready again: it has no run left to
+reroute, and the command exits 3 as for an unknown job. Without --after or --fail-after the job waits for its worker for
 ever, so the worker must be live (else exit 3).`,
 		Example: "  sluice jobs reroute mail:0:7f3a --to worker-7 --after 5m\n  sluice jobs reroute mail:0:7f3a --unpin",
 		Args:    nArgs("ID"),
@@ -65,7 +64,7 @@ ever, so the worker must be live (else exit 3).`,
 			return c.about("job", id, err)
 		}
 		if j.State == flow.StateCompleted {
-			return &sluicetype.StateError{ID: id, Op: "reroute", State: j.State}
+			return missingError{fmt.Sprintf("job %s is completed: it never runs again, so it has no run to reroute", id)}
 		}
 		if !unpin && after == 0 && failAfter == 0 {
 			if err := c.checkWorker(cmd.Context(), client, to); err != nil {

@@ -63,8 +63,10 @@ func (c *cli) root() *cobra.Command {
 	root.SuggestionsMinimumDistance = 2
 	root.SetOut(c.stdout)
 	root.SetErr(c.stderr)
-	// a command with subcommands shows "sluice jobs [command]" only
-	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1))
+	// a command with subcommands shows "sluice jobs <command> [flags]" only
+	// (usageLine): a command must be named
+	tpl := strings.Replace(root.UsageTemplate(), "{{if .Runnable}}", "{{if and .Runnable (not .HasAvailableSubCommands)}}", 1)
+	root.SetUsageTemplate(strings.Replace(tpl, "{{.CommandPath}} [command]{{end}}", "{{.CommandPath}} <command> [flags]{{end}}", 1))
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err.Error()} })
 	c.globalFlags(root.PersistentFlags())
 	root.AddCommand(c.tree()...)

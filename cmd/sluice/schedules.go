@@ -106,6 +106,11 @@ func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 	if err != nil {
 		return err
 	}
+	if len(ss) == 0 {
+		if err := namespaceUsed(ctx, client); err != nil {
+			return err
+		}
+	}
 	if c.json {
 		out := []scheduleJSON{}
 		for _, s := range ss {

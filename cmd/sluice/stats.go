@@ -43,8 +43,8 @@ func (c *cli) queuesStatsCmd() *cobra.Command {
 		Use:   "stats [QUEUE...]",
 		Short: "Show queues' depth per state, throughput and run times",
 		Long: `Show queues' depth per state, jobs completed per minute and run time
-percentiles over a recent window. Without a queue, the queues the live
-workers serve (and those --partitions names). --watch prints them again
+percentiles over a recent window. Without a queue, every queue of the
+namespace's registry (sluice queues list). --watch prints them again
 every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
 		Example:           "  sluice queues stats mail --window 30m\n  sluice queues stats --watch --interval 5s",
 		ValidArgsFunction: c.completeQueues,
@@ -69,7 +69,7 @@ every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
 				return err
 			}
 			if len(queues) == 0 {
-				return missingError{fmt.Sprintf("no queues in namespace %q: no client or worker has used one yet", client.Namespace())}
+				return noQueues(client)
 			}
 		} else {
 			for _, q := range queues {

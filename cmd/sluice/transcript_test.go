@@ -117,10 +117,13 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitNotFound, "schedules", "resume", "nosuch")
 	tr.run(exitNotFound, "schedules", "trigger", "nosuch")
 	tr.run(exitNotFound, "--namespace", f.ns+"-empty", "queues", "stats")
+	tr.run(exitNotFound, "--namespace", f.ns+"-empty", "workers")
+	tr.run(exitNotFound, "--namespace", f.ns+"-empty", "--json", "workers")
+	tr.run(exitNotFound, "--namespace", f.ns+"-empty", "schedules", "list")
+	tr.run(exitNotFound, "jobs", "reroute", "default:0:c1", "--to", "b") // a completed job has no run to reroute
 
 	// a state that refuses the command: exit 1, naming the job
 	tr.run(exitError, "jobs", "cancel", "default:0:a1")
-	tr.run(exitError, "jobs", "reroute", "default:0:c1", "--to", "b")
 	tr.run(exitError, "jobs", "signal", "default:0:c1", "go")
 	tr.run(exitError, "redrive", "default:0:v1")
 	tr.run(exitError, "release", "default:0:a1")

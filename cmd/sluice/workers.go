@@ -40,6 +40,11 @@ started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
 		if err != nil {
 			return err
 		}
+		if len(ws) == 0 {
+			if err := namespaceUsed(cmd.Context(), client); err != nil {
+				return err
+			}
+		}
 		if c.json {
 			out := []workerJSON{}
 			for _, w := range ws {

@@ -219,7 +219,7 @@ func TestShrinkRefusesStaleProducer(t *testing.T) {
 	a := newAdmin(t, rdb, map[string]int{"sq": 4})
 	ctx := context.Background()
 	ok(t, a.ops.DeleteJob(ctx, a.enqueue(email{To: "first"}, flow.WithQueue("sq")))) // registers 4 partitions
-	stale, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: a.ns}) // learns the count from Redis
+	stale, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: a.ns})           // learns the count from Redis
 	if err != nil {
 		t.Fatal(err)
 	}
