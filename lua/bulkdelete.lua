@@ -8,12 +8,12 @@
 --          terminal set, oldest first), scheduled or retryable (the
 --          scheduled set, soonest due first)
 -- ARGV[10] cursor score, ARGV[11] cursor member: the last entry the
---          previous step examined ('' and '': start at the beginning); in
+--          previous step read ('' and '': start at the beginning); in
 --          the buckets of later jobs, which a scan of the scheduled index
 --          reads after its zset, 'later:' .. bucket and the entries of
---          that bucket examined
+--          that bucket read
 -- ARGV[12] as-of time (ms) the scan started; '' on the first step
--- ARGV[13] the most entries to examine in this step
+-- ARGV[13] the most entries to read in this step
 -- ARGV[14] '1': dry run (count, delete nothing)
 -- ARGV[15] kind ('' any), ARGV[16] reason ('' any),
 -- ARGV[17] finished at or after (ms, 0 none), ARGV[18] finished before
@@ -24,7 +24,9 @@
 -- taken). A running job is never in a scanned set's state, so never
 -- deleted. A job whose key is not a job hash is left as it is and named
 -- in the reply; the others of the step go on.
--- Returns { as-of, examined, matched, cursor score, cursor member, done
+-- Returns { as-of, examined (the entries read whose job the set holds,
+-- or unreadable: a stale entry, whose job has moved on, is skipped
+-- uncounted), matched, cursor score, cursor member, done
 -- (1 when the scan reached the end), size (the zset's; scheduled and
 -- retryable jobs for their index), { IDs left unreadable } }.
 -- Transitions: scheduled|retryable|completed|archived|quarantined|
@@ -46,37 +48,41 @@ local dry = ARGV[14] == '1'
 local kind, reason = ARGV[15], ARGV[16]
 local after, before = tonumber(ARGV[17]), tonumber(ARGV[18])
 
-local examined, matched, unreadable = 0, 0, {}
+local read, examined, matched, unreadable = 0, 0, 0, {}
 local fs, fk, fr, ff, fu, frt = F.state, F.kind, F.reason, F.finished, F.unique, F.run_at
 -- visit examines job id, found in the scanned set; for the scheduled index,
 -- indexed says whether its due time (F.run_at) is still the entry's: an
--- entry a job has left is stale, and the job is counted where it is now.
+-- entry a job has left is stale (the job is counted where it is now, or
+-- is gone), and is read but not examined.
 local function visit(id, indexed)
+  read = read + 1
   local jk = job_key(id)
   -- pcall: a key that is not a job hash must not raise after a write
   local h = redis.pcall('HMGET', jk, fs, fk, fr, ff, fu, frt)
   if h.err then
     unreadable[#unreadable + 1] = id
-  else
-    local ok = state_of(h[1]) == state and (kind == '' or h[2] == kind)
-    if ok and finished then
-      local ft = tonumber(h[4]) or 0
-      ok = (reason == '' or h[3] == reason) and ft <= asof and (after == 0 or ft >= after)
-        and (before == 0 or ft < before)
-    elseif ok then
-      ok = indexed(tonumber(h[6]))
-    end
-    if ok then
-      matched = matched + 1
-      if not dry then remove_job(jk, id, state, h[5]) end
-    end
+    examined = examined + 1
+    return
   end
-  examined = examined + 1
+  local s = state_of(h[1])
+  if finished and s ~= state then return end
+  if not finished and not ((s == 'scheduled' or s == 'retryable') and indexed(tonumber(h[6]))) then return end
+  examined = examined + 1 -- in the scanned set (the scheduled index holds both scheduled and retryable jobs)
+  local ok = s == state and (kind == '' or h[2] == kind)
+  if ok and finished then
+    local ft = tonumber(h[4]) or 0
+    ok = (reason == '' or h[3] == reason) and ft <= asof and (after == 0 or ft >= after)
+      and (before == 0 or ft < before)
+  end
+  if ok then
+    matched = matched + 1
+    if not dry then remove_job(jk, id, state, h[5]) end
+  end
 end
 
 -- The scheduled index is the sched zset, then the buckets of later jobs
 -- (lib_ready.lua sched_add), whose cursor is 'later:' .. bucket and the
--- entries of that bucket examined.
+-- entries of that bucket read.
 local sched = zk == K_SCHED
 local later = sched and cscore:sub(1, 6) == 'later:'
 if not later then
@@ -87,13 +93,13 @@ if not later then
     visit(batch[i], function(at) return not at or at == score end)
     cscore, cmember = batch[i + 1], batch[i]
   end
-  if sched and examined < limit then later, cscore, cmember = true, 'later:', '0' end
+  if sched and read < limit then later, cscore, cmember = true, 'later:', '0' end
 end
-local ended = examined < limit
+local ended = read < limit
 if later then
   ended = false
   local b, off = tonumber(cscore:sub(7)) or -1, tonumber(cmember) or 0
-  while examined < limit do
+  while read < limit do
     local nxt = redis.call('ZRANGEBYSCORE', K_LATER, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
     if #nxt == 0 then
       ended = true
@@ -101,7 +107,7 @@ if later then
     end
     local nb = tonumber(nxt[1])
     if nb ~= b then b, off = nb, 0 end
-    local want = limit - examined
+    local want = limit - read
     local ids = redis.call('LRANGE', later_key(nxt[1]), off, off + want - 1)
     for _, id in ipairs(ids) do
       visit(id, function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)

@@ -78,6 +78,19 @@ func TestDeleteScan(t *testing.T) {
 			if n, _ := f.deleteScan(store.Selector{State: "scheduled"}, 1, false); n != 2 {
 				t.Fatalf("deleted %d scheduled jobs, want 2", n)
 			}
+			// their entries in the buckets of later jobs stay (removed
+			// lazily): a second scan reads them, examines none
+			examined := 0
+			for cur, done := (store.ScanCursor{}), false; !done; {
+				st, err := f.st.DeleteStep(f.ctx, f.p, store.Selector{State: "scheduled"}, cur, 1, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				examined, cur, done = examined+st.Examined, st.Cursor, st.Done
+			}
+			if examined != 1 { // the retryable job
+				t.Fatalf("a second scan of scheduled jobs examined %d entries, want 1 (the retryable job; stale entries are not examined)", examined)
+			}
 			if d := cmp.Diff(map[string]int64{"archived": 4, "retryable": 1, "running": 1}, f.stats()); d != "" {
 				t.Fatalf("stats (-want +got):\n%s", d)
 			}
