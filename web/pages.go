@@ -15,12 +15,14 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// statusOf maps an operator error to an HTTP status.
+// statusOf maps an operator error to an HTTP status: every not-found
+// sentinel of the operator API (a job, queue, schedule, dead effect) is
+// 404.
 func statusOf(err error) int {
 	switch {
 	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany):
 		return http.StatusBadRequest
-	case errors.Is(err, flow.ErrNotFound), errors.Is(err, sluicetype.ErrScheduleNotFound), errors.Is(err, admin.ErrNoDeadEffect):
+	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
 	case errors.Is(err, admin.ErrWrongState):
 		return http.StatusConflict
