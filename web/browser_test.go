@@ -117,6 +117,12 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	do(t, ctx, "overview", chromedp.WaitVisible(chromedp.CSS("#queues")))
 	until(t, ctx, "the live stream to connect", `document.querySelector(".live-dot.on") !== null`)
 	until(t, ctx, "the overview to count the archived job", `document.querySelector('[data-count="web/archived"]').textContent === "1"`)
+	// The heading's subtitle is smaller than the heading: its size comes
+	// from the stylesheet, as the CSP wants.
+	sizes, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[document.querySelector("h1"), document.querySelector("h1 .sub")].map(e => parseFloat(getComputedStyle(e).fontSize))`))
+	if err != nil || len(sizes) != 2 || sizes[1] >= sizes[0] {
+		t.Errorf("heading and subtitle font sizes %v (%v): want the subtitle smaller", sizes, err)
+	}
 
 	// The overview counts a completion live, without a reload.
 	do(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
@@ -163,12 +169,22 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	shot(t, ctx, dir, "job-completed")
 
 	// Cancel a running job.
-	running := f.enqueue(block{})
+	running := f.enqueue(block{Percent: 40})
 	if got := testkit.Recv(t, f.started, "the blocking job to start"); got != running {
 		t.Fatalf("started %s, want %s", got, running)
 	}
 	do(t, ctx, "running job page", chromedp.Navigate(f.url+jobPath(running)))
 	until(t, ctx, "the running job's page", `document.querySelector("#live")?.dataset.state === "running"`)
+	// Its progress bar is 40% of its track: the width is an SVG attribute,
+	// which the CSP allows (a style attribute it drops).
+	ratio, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => {
+		const bar = document.querySelector("svg.bar");
+		return bar.querySelector(".fill").getBoundingClientRect().width / bar.getBoundingClientRect().width;
+	})()`))
+	if err != nil || ratio < 0.38 || ratio > 0.42 {
+		t.Errorf("a 40%% job's progress bar fills %.2f of its track (%v)", ratio, err)
+	}
+	shot(t, ctx, dir, "job-running")
 	click(t, ctx, `[data-action="cancel"]`)
 	click(t, ctx, "#confirm")
 	until(t, ctx, "the job page to show cancelled", `document.querySelector("#live")?.dataset.state === "cancelled"`)

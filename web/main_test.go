@@ -46,8 +46,11 @@ type parent struct{}
 
 func (parent) Kind() string { return "parent" }
 
-// block runs until its context is cancelled.
-type block struct{}
+// block reports Percent done, when set, then runs until its context is
+// cancelled.
+type block struct {
+	Percent float64 `msgpack:"percent"`
+}
 
 func (block) Kind() string { return "block" }
 
@@ -109,6 +112,11 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 		return err
 	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
+		if p := job.Args.Percent; p > 0 {
+			if err := runtime.ReportProgress(ctx, p, "copying"); err != nil {
+				return err
+			}
+		}
 		f.started <- job.ID
 		<-ctx.Done()
 		f.canceled <- job.ID

@@ -1,10 +1,14 @@
 package web
 
 import (
+	"io/fs"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestNotFoundIs404: a page or an action naming a queue, job, schedule
@@ -41,5 +45,37 @@ func TestNotFoundIs404(t *testing.T) {
 		if code, _, body := f.post(c, "/act/"+tc.action, tc.form); code != http.StatusNotFound {
 			t.Errorf("POST %s of something not there: %d, want 404\n%s", tc.action, code, body)
 		}
+	}
+}
+
+// TestTemplatesHaveNoStyleAttribute: the Content-Security-Policy says
+// style-src 'self', so a browser drops every style attribute: no
+// template may carry one (nor may the CSP allow them).
+func TestTemplatesHaveNoStyleAttribute(t *testing.T) {
+	t.Parallel()
+	files, err := fs.Glob(templateFS, "templates/*.html")
+	testkit.Must(t, err)
+	if len(files) != len(pageNames)+1 { // the pages and the layout
+		t.Fatalf("templates: %v", files)
+	}
+	attr := regexp.MustCompile(`(?i)[\s"']style\s*=`)
+	for _, name := range files {
+		b, err := fs.ReadFile(templateFS, name)
+		testkit.Must(t, err)
+		for i, line := range strings.Split(string(b), "\n") {
+			if attr.MatchString(line) {
+				t.Errorf("%s:%d has a style attribute, which the CSP drops: %s", name, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+	f := newFixture(t, Options{}, false)
+	req, err := http.NewRequest(http.MethodGet, f.url+"/", nil)
+	testkit.Must(t, err)
+	resp, err := client().Do(req)
+	testkit.Must(t, err)
+	resp.Body.Close()
+	csp := resp.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "style-src 'self';") || strings.Contains(csp, "unsafe") {
+		t.Errorf("CSP %q: want style-src 'self' and nothing unsafe", csp)
 	}
 }
