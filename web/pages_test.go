@@ -1,6 +1,8 @@
 package web
 
 import (
+	"context"
+	"html"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -8,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -77,5 +80,37 @@ func TestTemplatesHaveNoStyleAttribute(t *testing.T) {
 	csp := resp.Header.Get("Content-Security-Policy")
 	if !strings.Contains(csp, "style-src 'self';") || strings.Contains(csp, "unsafe") {
 		t.Errorf("CSP %q: want style-src 'self' and nothing unsafe", csp)
+	}
+}
+
+// TestAttemptsAsTheCLISaysThem: the job page counts failed attempts
+// against their limit, as sluice jobs show does, not "0 of 25" for a
+// job that completed; after a redrive it says the limit grows.
+func TestAttemptsAsTheCLISaysThem(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	c := client()
+	done := f.enqueue(work{})
+	f.env.WaitState(done, flow.StateCompleted)
+	_, body := f.get(c, jobPath(done))
+	if want := "<dt>Attempts</dt><dd>0 failed (limit 25), 0 crashes</dd>"; !strings.Contains(body, want) {
+		t.Errorf("completed job's page lacks %q:\n%s", want, body)
+	}
+	if strings.Contains(body, " of 25") {
+		t.Errorf("completed job's page still says \"of 25\"")
+	}
+	failed := f.enqueue(flaky{}, flow.WithMaxAttempts(1))
+	f.env.WaitState(failed, flow.StateArchived)
+	_, body = f.get(c, jobPath(failed))
+	if want := "<dt>Attempts</dt><dd>1 failed (limit 1), 0 crashes</dd>"; !strings.Contains(body, want) {
+		t.Errorf("archived job's page lacks %q", want)
+	}
+	_, err := f.ops.Redrive(context.Background(), failed)
+	testkit.Must(t, err)
+	f.env.WaitState(failed, flow.StateArchived)
+	_, body = f.get(c, jobPath(failed))
+	body = html.UnescapeString(body)
+	if want := "<dt>Attempts</dt><dd>2 failed (limit 1, +1 per redrive), 0 crashes</dd>"; !strings.Contains(body, want) {
+		t.Errorf("redriven job's page lacks %q:\n%s", want, body)
 	}
 }
