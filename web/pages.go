@@ -40,7 +40,7 @@ type overviewView struct {
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
-	snap, err := c.hub.current(r.Context())
+	snap, err := c.hub.current(r.Context(), pageWorkersAge)
 	if err != nil {
 		c.fail(w, r, err)
 		return

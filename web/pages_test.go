@@ -2,16 +2,23 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"html"
+	"io"
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // TestNotFoundIs404: a page or an action naming a queue, job, schedule
@@ -112,5 +119,63 @@ func TestAttemptsAsTheCLISaysThem(t *testing.T) {
 	body = html.UnescapeString(body)
 	if want := "<dt>Attempts</dt><dd>2 failed (limit 1, +1 per redrive), 0 crashes</dd>"; !strings.Contains(body, want) {
 		t.Errorf("redriven job's page lacks %q:\n%s", want, body)
+	}
+}
+
+// TestOverviewWorkersAtMostTwoSecondsOld: with no stream open, the
+// overview shows a worker that started since its last read once that read
+// is pageWorkersAge old, however few pages were loaded meanwhile (the
+// hub's clock is the test's).
+func TestOverviewWorkersAtMostTwoSecondsOld(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.enqueue(work{})
+	con, err := newConsole(Options{Admin: f.ops})
+	testkit.Must(t, err)
+	var (
+		mu  sync.Mutex
+		now = time.Now()
+	)
+	con.hub.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	advance := func(d time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		now = now.Add(d)
+	}
+	srv := httptest.NewServer(con.routes())
+	t.Cleanup(srv.Close)
+	overview := func() string {
+		t.Helper()
+		resp, err := client().Get(srv.URL + "/")
+		testkit.Must(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		testkit.Must(t, err)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("overview: %d\n%s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if body := overview(); !strings.Contains(body, "No live worker.") {
+		t.Fatalf("overview before any worker lists one:\n%s", body)
+	}
+	w := f.env.StartWorker(flow.NewRegistry(), runtime.Options{Partitions: map[string]int{testQueue: testPartitions},
+		Concurrency: 1, Queues: map[string]int{testQueue: 1}})
+	// The worker registers itself from its own goroutine: poll for it.
+	redistest.Within(t, testkit.Timeout, "the worker to register", func() (bool, string) {
+		ws, err := f.ops.Workers(context.Background())
+		return err == nil && len(ws) == 1 && ws[0].ID == w.ID(), fmt.Sprint(ws, err)
+	})
+	advance(time.Second)
+	if body := overview(); strings.Contains(body, w.ID()) {
+		t.Errorf("a page 1 s after the workers were read read them again (want them shared for %s)", pageWorkersAge)
+	}
+	advance(pageWorkersAge)
+	if body := overview(); !strings.Contains(body, w.ID()) {
+		t.Errorf("the overview %s after its last workers read does not list the new worker %s:\n%s", time.Second+pageWorkersAge, w.ID(), body)
 	}
 }
