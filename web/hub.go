@@ -41,10 +41,10 @@ type hub struct {
 	queues    []queueInfo
 	queuesAt  time.Time // when queues were read
 	workers   []sluicetype.WorkerInfo
-	workersAt time.Time // when workers were read
-	history map[string][]point // per queue, historyMinutes, oldest first
-	minute  time.Time          // the minute history ends with
-	briefs  map[string]admin.JobBrief
+	workersAt time.Time          // when workers were read
+	history   map[string][]point // per queue, historyMinutes, oldest first
+	minute    time.Time          // the minute history ends with
+	briefs    map[string]admin.JobBrief
 
 	mu      sync.Mutex // guards subs, watched, stop
 	subs    map[*subscriber]struct{}
