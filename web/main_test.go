@@ -46,6 +46,12 @@ type parent struct{}
 
 func (parent) Kind() string { return "parent" }
 
+// later spawns two work children due in an hour, as its step "later",
+// and joins them.
+type later struct{}
+
+func (later) Kind() string { return "later" }
+
 // block reports Percent done, when set, then runs until its context is
 // cancelled.
 type block struct {
@@ -109,6 +115,15 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 			return err
 		}
 		_, _, err = step.WaitSignal[string](ctx, "approve", time.Hour)
+		return err
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[later]) error {
+		opts := []flow.EnqueueOption{flow.WithQueue(testQueue), flow.WithDelay(time.Hour)}
+		ch, err := flow.Spawn(ctx, "later", flow.Item{Args: work{Order: "l1"}, Opts: opts}, flow.Item{Args: work{Order: "l2"}, Opts: opts})
+		if err != nil {
+			return err
+		}
+		_, err = flow.Join[struct{}](ctx, ch, flow.CollectAll)
 		return err
 	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {

@@ -125,6 +125,8 @@ type jobView struct {
 	Timeline []moment
 	Actions  []string
 	Running  bool
+	Spawns   []spawnGroup      // the children of each spawning step
+	Others   []admin.ChildInfo // finished children no spawning step names
 }
 
 // moment is one line of a job's timeline.
@@ -145,6 +147,9 @@ func (c *console) job(w http.ResponseWriter, r *http.Request) {
 	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j.State), Running: j.State == flow.StateRunning}
 	if v.Extras, err = c.ops.JobExtras(r.Context(), id); err != nil {
 		v.ExtraErr = err.Error()
+	}
+	if v.Spawns, v.Others, err = c.children(r.Context(), j, v.Extras); err != nil && v.ExtraErr == "" {
+		v.ExtraErr = "children: " + err.Error()
 	}
 	c.render(w, r, http.StatusOK, "job", "Job "+id, v)
 }

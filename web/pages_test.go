@@ -179,3 +179,65 @@ func TestOverviewWorkersAtMostTwoSecondsOld(t *testing.T) {
 		t.Errorf("the overview %s after its last workers read does not list the new worker %s:\n%s", time.Second+pageWorkersAge, w.ID(), body)
 	}
 }
+
+// TestJobPageListsChildren: a parent waiting for children that have not
+// finished lists them all, each a link to its page with its state now,
+// and counts them per step; once one finishes the count says so.
+func TestJobPageListsChildren(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	id := f.enqueue(later{})
+	// The parent suspends itself to wait (no settle signal): poll.
+	var j *flow.JobInfo
+	redistest.Within(t, testkit.Timeout, "the parent to wait for its children", func() (bool, string) {
+		j = f.env.Job(id)
+		return j.WaitingFor == "later", fmt.Sprintf("%s waiting for %q", j.State, j.WaitingFor)
+	})
+	var kids []string
+	testkit.Must(t, j.DecodeStep("later", &kids))
+	if len(kids) != 2 {
+		t.Fatalf("children: %v", kids)
+	}
+	c := client()
+	code, body := f.get(c, jobPath(id))
+	if code != http.StatusOK {
+		t.Fatalf("parent's page: %d", code)
+	}
+	if !strings.Contains(body, "2 spawned, 0 finished") {
+		t.Errorf("parent's page does not count 2 spawned children, none finished:\n%s", body)
+	}
+	for _, kid := range kids {
+		link := `href="` + testPrefix + jobPath(kid) + `"`
+		row, ok := rowWith(body, link)
+		if !ok || !strings.Contains(row, "badge s-scheduled") || !strings.Contains(row, "not yet") {
+			t.Errorf("parent's page: child %s's row %q, want a link, scheduled, not finished", kid, row)
+		}
+	}
+
+	testkit.Must(t, f.ops.RunNow(context.Background(), kids[0]))
+	f.env.WaitState(kids[0], flow.StateCompleted)
+	// The child tells its parent from its partition's outbox when the
+	// parent lives in another: poll the page.
+	redistest.Within(t, testkit.Timeout, "the parent's page to count a finished child", func() (bool, string) {
+		_, body = f.get(c, jobPath(id))
+		return strings.Contains(body, "2 spawned, 1 finished"), "not counted yet"
+	})
+	row, _ := rowWith(body, `href="`+testPrefix+jobPath(kids[0])+`"`)
+	if strings.Count(row, "badge s-completed") != 2 {
+		t.Errorf("the finished child's row %q: want completed now and as the parent knows", row)
+	}
+}
+
+// rowWith is the table row of body that contains s.
+func rowWith(body, s string) (string, bool) {
+	i := strings.Index(body, s)
+	if i < 0 {
+		return "", false
+	}
+	start := strings.LastIndex(body[:i], "<tr>")
+	end := strings.Index(body[i:], "</tr>")
+	if start < 0 || end < 0 {
+		return "", false
+	}
+	return body[start : i+end], true
+}
