@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
@@ -52,6 +53,31 @@ type later struct{}
 
 func (later) Kind() string { return "later" }
 
+// panicky panics while its fixture's panicking flag is set, else
+// completes.
+type panicky struct{}
+
+func (panicky) Kind() string { return "panicky" }
+
+// payout commits one effect, INCRBY Key 5, Key being in another slot.
+type payout struct {
+	Key string `msgpack:"key"`
+}
+
+func (payout) Kind() string { return "payout" }
+
+// napper sleeps an hour (step.Sleep "nap").
+type napper struct{}
+
+func (napper) Kind() string { return "napper" }
+
+// stall, in its first attempt (fence 1), says it started and then ignores
+// its context until its fixture's unstall channel is closed; a later
+// attempt completes at once.
+type stall struct{}
+
+func (stall) Kind() string { return "stall" }
+
 // block reports Percent done, when set, then runs until its context is
 // cancelled.
 type block struct {
@@ -70,22 +96,26 @@ const (
 // fixture is a console over a test namespace, with a worker running the
 // jobs above when asked.
 type fixture struct {
-	t        *testing.T
-	env      *testkit.Env
-	ops      *admin.Client
-	url      string // the console's base URL, prefix included
-	failing  atomic.Bool
-	gate     atomic.Pointer[chan struct{}]
-	started  chan string // block jobs that started
-	canceled chan string // block jobs whose context was cancelled
+	t         *testing.T
+	env       *testkit.Env
+	reg       *flow.Registry // the handlers of the jobs above
+	ops       *admin.Client
+	url       string // the console's base URL, prefix included
+	failing   atomic.Bool
+	panicking atomic.Bool
+	gate      atomic.Pointer[chan struct{}]
+	started   chan string   // block and stall jobs that started
+	canceled  chan string   // block jobs whose context was cancelled
+	unstall   chan struct{} // closed: stall jobs return
 }
 
 func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	t.Helper()
 	parts := map[string]int{testQueue: testPartitions}
 	reg := flow.NewRegistry()
-	f := &fixture{t: t, started: testkit.Chan[string](), canceled: testkit.Chan[string]()}
+	f := &fixture{t: t, reg: reg, started: testkit.Chan[string](), canceled: testkit.Chan[string](), unstall: make(chan struct{})}
 	f.failing.Store(true)
+	f.panicking.Store(true)
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[flaky]) error {
 		if f.failing.Load() {
 			return errors.New("payment gateway said no")
@@ -126,6 +156,26 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 		_, err = flow.Join[struct{}](ctx, ch, flow.CollectAll)
 		return err
 	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[panicky]) error {
+		if f.panicking.Load() {
+			panic("ledger out of balance")
+		}
+		return nil
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[payout]) error {
+		return step.Commit(ctx, "pay", idempotency.IncrBy(job.Args.Key, 5))
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[napper]) error {
+		return step.Sleep(ctx, "nap", time.Hour)
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[stall]) error {
+		if job.Fence > 1 {
+			return nil
+		}
+		f.started <- job.ID
+		<-f.unstall
+		return nil
+	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
 		if p := job.Args.Percent; p > 0 {
 			if err := runtime.ReportProgress(ctx, p, "copying"); err != nil {
@@ -139,7 +189,7 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	}))
 	f.env = testkit.NewEnv(t, env.Client(t), flow.ClientOptions{Registry: reg, Partitions: parts})
 	if withWorker {
-		f.env.StartWorker(reg, runtime.Options{Partitions: parts, Concurrency: 4, Queues: map[string]int{testQueue: 1}})
+		f.startWorker(runtime.Options{})
 	}
 	f.ops = admin.New(f.env.Client)
 	o.Admin = f.ops
@@ -155,6 +205,22 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + testPrefix
 	return f
+}
+
+// startWorker starts a worker of the fixture's handlers on the test queue,
+// with o (Partitions, Queues and Concurrency filled in when unset).
+func (f *fixture) startWorker(o runtime.Options) *testkit.Worker {
+	f.t.Helper()
+	if o.Partitions == nil {
+		o.Partitions = map[string]int{testQueue: testPartitions}
+	}
+	if o.Queues == nil {
+		o.Queues = map[string]int{testQueue: 1}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 4
+	}
+	return f.env.StartWorker(f.reg, o)
 }
 
 // enqueue adds a job to the test queue.

@@ -163,8 +163,7 @@ func TestOverviewWorkersAtMostTwoSecondsOld(t *testing.T) {
 	if body := overview(); !strings.Contains(body, "No live worker.") {
 		t.Fatalf("overview before any worker lists one:\n%s", body)
 	}
-	w := f.env.StartWorker(flow.NewRegistry(), runtime.Options{Partitions: map[string]int{testQueue: testPartitions},
-		Concurrency: 1, Queues: map[string]int{testQueue: 1}})
+	w := f.startWorker(runtime.Options{})
 	// The worker registers itself from its own goroutine: poll for it.
 	redistest.Within(t, testkit.Timeout, "the worker to register", func() (bool, string) {
 		ws, err := f.ops.Workers(context.Background())
