@@ -123,17 +123,7 @@ func TestDeadEffectPageAndRedrive(t *testing.T) {
 	f := newFixture(t, Options{}, true)
 	ctx := context.Background()
 	bad := f.env.NS + ":elsewhere:list"
-	testkit.Must(t, f.env.RDB.RPush(ctx, bad, "x").Err())
-	id := f.enqueue(payout{Key: bad})
-	f.env.WaitState(id, flow.StateCompleted)
-	// The worker's relay dead-letters the effect on its own loop: poll.
-	redistest.Within(t, testkit.Timeout, "the effect to be dead-lettered", func() (bool, string) {
-		ds, err := f.ops.DeadEffects(ctx, testQueue, 0)
-		return err == nil && len(ds) == 1, fmt.Sprint(ds, err)
-	})
-	ds, err := f.ops.DeadEffects(ctx, testQueue, 0)
-	testkit.Must(t, err)
-	eff := ds[0]
+	id, eff := f.deadEffect(bad)
 	c := client()
 	for _, path := range []string{"/effects", "/effects?queue=" + testQueue} {
 		code, body := f.get(c, path)

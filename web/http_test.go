@@ -297,19 +297,7 @@ func TestQueueAndScheduleActions(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	ctx := context.Background()
-	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
-	testkit.Must(t, err)
-	testkit.Must(t, sch.Add(flow.Schedule{Name: "nightly", Every: time.Hour, Args: work{Order: "nightly"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
-	sctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- sch.Run(sctx) }()
-	t.Cleanup(func() { stop(); <-ran })
-	// The scheduler publishes the schedule from its own goroutine, which
-	// sends no signal: poll the operator API for it.
-	redistest.Within(t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
-		_, err := f.ops.Schedule(ctx, "nightly")
-		return err == nil, fmt.Sprint(err)
-	})
+	f.startScheduler("nightly")
 
 	c := client()
 	act := func(action string, form url.Values) string {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
@@ -221,6 +223,46 @@ func (f *fixture) startWorker(o runtime.Options) *testkit.Worker {
 		o.Concurrency = 4
 	}
 	return f.env.StartWorker(f.reg, o)
+}
+
+// startScheduler runs a scheduler, until the end of the test, of one
+// schedule, name: a work job on the test queue every hour. It returns
+// once the schedule is published.
+func (f *fixture) startScheduler(name string) {
+	f.t.Helper()
+	ctx := context.Background()
+	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
+	testkit.Must(f.t, err)
+	testkit.Must(f.t, sch.Add(flow.Schedule{Name: name, Every: time.Hour, Args: work{Order: name}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
+	sctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- sch.Run(sctx) }()
+	f.t.Cleanup(func() { stop(); <-ran })
+	// The scheduler publishes the schedule from its own goroutine, which
+	// sends no signal: poll the operator API for it.
+	redistest.Within(f.t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
+		_, err := f.ops.Schedule(ctx, name)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// deadEffect runs a payout job (a worker must run) whose effect Redis
+// refuses, an INCRBY on bad, which it makes a list; it returns the job's
+// ID and the dead effect once the worker's relay has dead-lettered it.
+func (f *fixture) deadEffect(bad string) (string, sluicetype.DeadEffect) {
+	f.t.Helper()
+	ctx := context.Background()
+	testkit.Must(f.t, f.env.RDB.RPush(ctx, bad, "x").Err())
+	id := f.enqueue(payout{Key: bad})
+	f.env.WaitState(id, flow.StateCompleted)
+	var ds []sluicetype.DeadEffect
+	// The worker's relay dead-letters the effect on its own loop: poll.
+	redistest.Within(f.t, testkit.Timeout, "the effect to be dead-lettered", func() (bool, string) {
+		var err error
+		ds, err = f.ops.DeadEffects(ctx, testQueue, 0)
+		return err == nil && len(ds) == 1, fmt.Sprint(ds, err)
+	})
+	return id, ds[0]
 }
 
 // enqueue adds a job to the test queue.
