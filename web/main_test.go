@@ -17,9 +17,9 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
