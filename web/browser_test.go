@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -93,10 +96,11 @@ func shot(t *testing.T, ctx context.Context, dir, name string) {
 }
 
 // TestBrowserOperatorJourney drives the console in a real headless
-// Chromium against a real Redis and worker: log in with the token, see
-// the overview count completions live, follow a queue to a failed job,
-// redrive it and watch it complete without reloading, and cancel a
-// running job. It saves screenshots of the main pages.
+// Chromium against a real Redis and worker: log in with the token, see a
+// POST without the CSRF token refused from the page's own script, see the
+// overview count completions live, follow a queue to a failed job,
+// redrive it and watch it complete without reloading, see a running
+// job's progress and cancel it. It saves screenshots of every page.
 func TestBrowserOperatorJourney(t *testing.T) {
 	const token = "journey-token"
 	f := newFixture(t, Options{Token: token}, true)
@@ -116,7 +120,42 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	click(t, ctx, "#login")
 	do(t, ctx, "overview", chromedp.WaitVisible(chromedp.CSS("#queues")))
 	until(t, ctx, "the live stream to connect", `document.querySelector(".live-dot.on") !== null`)
+
+	// A script of the page itself, logged in, cannot POST an action without
+	// the CSRF token; with the token the page's forms carry, it can.
+	victim := f.enqueue(work{Order: "victim"}, flow.WithDelay(time.Hour))
+	post := func(withToken bool) int {
+		t.Helper()
+		status, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`(() => {
+			const headers = {"Content-Type": "application/x-www-form-urlencoded"};
+			if (%t) headers["X-CSRF-Token"] = document.querySelector('input[name="csrf"]').value;
+			return fetch(document.body.dataset.prefix + "/act/delete", {method: "POST", credentials: "same-origin",
+				headers, body: "id=" + encodeURIComponent(%q)}).then(r => r.status);
+		})()`, withToken, victim), chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("browser: POST from the page: %v", err)
+		}
+		return status
+	}
+	if code := post(false); code != http.StatusForbidden {
+		t.Errorf("a POST without the CSRF token from the page: %d, want 403", code)
+	}
+	if st := f.env.Job(victim).State; st != flow.StateScheduled {
+		t.Fatalf("the refused POST changed the job: it is %s", st)
+	}
+	if code := post(true); code != http.StatusOK { // the delete's redirect, followed
+		t.Errorf("the same POST with the CSRF token: %d, want 200 after the redirect", code)
+	}
+	if _, err := f.env.Client.Job(context.Background(), victim); !errors.Is(err, flow.ErrNotFound) {
+		t.Errorf("the job after the POST with the token: %v, want deleted", err)
+	}
 	until(t, ctx, "the overview to count the archived job", `document.querySelector('[data-count="web/archived"]').textContent === "1"`)
+	// The heading's subtitle is smaller than the heading: its size comes
+	// from the stylesheet, as the CSP wants.
+	sizes, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`[document.querySelector("h1"), document.querySelector("h1 .sub")].map(e => parseFloat(getComputedStyle(e).fontSize))`))
+	if err != nil || len(sizes) != 2 || sizes[1] >= sizes[0] {
+		t.Errorf("heading and subtitle font sizes %v (%v): want the subtitle smaller", sizes, err)
+	}
 
 	// The overview counts a completion live, without a reload.
 	do(t, ctx, "mark the page", chromedp.Evaluate[chromedp.Void](`window.sameDocument = true`))
@@ -163,12 +202,22 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	shot(t, ctx, dir, "job-completed")
 
 	// Cancel a running job.
-	running := f.enqueue(block{})
+	running := f.enqueue(block{Percent: 40})
 	if got := testkit.Recv(t, f.started, "the blocking job to start"); got != running {
 		t.Fatalf("started %s, want %s", got, running)
 	}
 	do(t, ctx, "running job page", chromedp.Navigate(f.url+jobPath(running)))
 	until(t, ctx, "the running job's page", `document.querySelector("#live")?.dataset.state === "running"`)
+	// Its progress bar is 40% of its track: the width is an SVG attribute,
+	// which the CSP allows (a style attribute it drops).
+	ratio, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => {
+		const bar = document.querySelector("svg.bar");
+		return bar.querySelector(".fill").getBoundingClientRect().width / bar.getBoundingClientRect().width;
+	})()`))
+	if err != nil || ratio < 0.38 || ratio > 0.42 {
+		t.Errorf("a 40%% job's progress bar fills %.2f of its track (%v)", ratio, err)
+	}
+	shot(t, ctx, dir, "job-running")
 	click(t, ctx, `[data-action="cancel"]`)
 	click(t, ctx, "#confirm")
 	until(t, ctx, "the job page to show cancelled", `document.querySelector("#live")?.dataset.state === "cancelled"`)
@@ -179,9 +228,26 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		t.Fatalf("the cancelled job is %s", st)
 	}
 
-	// The other pages, a phone, and the dark scheme.
+	// A parent with its children, the other pages, a phone, and the dark
+	// scheme.
+	parentID := f.enqueue(parent{})
+	f.startScheduler("nightly")
+	f.deadEffect(f.env.NS + ":elsewhere:list")
+	// The parent suspends itself (no settle signal for a wait): poll.
+	redistest.Within(t, testkit.Timeout, "the parent to wait for its signal", func() (bool, string) {
+		j := f.env.Job(parentID)
+		return j.Suspended && len(j.AwaitingSignals) == 1, j.State
+	})
+	do(t, ctx, "parent's page", chromedp.Navigate(f.url+jobPath(parentID)), chromedp.WaitVisible(chromedp.CSS(`[data-spawn="kids"]`)))
+	shot(t, ctx, dir, "job-children")
 	do(t, ctx, "workers page", chromedp.Navigate(f.url+"/workers"), chromedp.WaitVisible(chromedp.CSS("main table")))
 	shot(t, ctx, dir, "workers")
+	do(t, ctx, "schedules page", chromedp.Navigate(f.url+"/schedules"), chromedp.WaitVisible(chromedp.CSS("main table")))
+	until(t, ctx, "the schedule to be listed", `document.querySelector("main table").textContent.includes("nightly")`)
+	shot(t, ctx, dir, "schedules")
+	do(t, ctx, "dead effects page", chromedp.Navigate(f.url+"/effects"), chromedp.WaitVisible(chromedp.CSS("main table")))
+	until(t, ctx, "the dead effect to be listed", `document.querySelector("main table").textContent.includes("INCRBY")`)
+	shot(t, ctx, dir, "effects")
 	do(t, ctx, "phone overview", chromedp.EmulateViewport(390, 844), chromedp.Navigate(f.url+"/"), chromedp.WaitVisible(chromedp.CSS("#queues")))
 	shot(t, ctx, dir, "overview-phone")
 	do(t, ctx, "dark overview", chromedp.EmulateViewport(1280, 860), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {

@@ -297,19 +297,7 @@ func TestQueueAndScheduleActions(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	ctx := context.Background()
-	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
-	testkit.Must(t, err)
-	testkit.Must(t, sch.Add(flow.Schedule{Name: "nightly", Every: time.Hour, Args: work{Order: "nightly"}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
-	sctx, stop := context.WithCancel(ctx)
-	ran := make(chan error, 1)
-	go func() { ran <- sch.Run(sctx) }()
-	t.Cleanup(func() { stop(); <-ran })
-	// The scheduler publishes the schedule from its own goroutine, which
-	// sends no signal: poll the operator API for it.
-	redistest.Within(t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
-		_, err := f.ops.Schedule(ctx, "nightly")
-		return err == nil, fmt.Sprint(err)
-	})
+	f.startScheduler("nightly")
 
 	c := client()
 	act := func(action string, form url.Values) string {
@@ -381,8 +369,8 @@ func TestQueueAndScheduleActions(t *testing.T) {
 }
 
 // TestJobPageShowsWorkflow: a parent that checkpointed a step, joined two
-// children and waits for a signal shows the step and its result, the
-// finished children, and what it waits for.
+// children and waits for a signal shows the step and its result, its
+// children as links to their pages, finished, and what it waits for.
 func TestJobPageShowsWorkflow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
@@ -397,7 +385,7 @@ func TestJobPageShowsWorkflow(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("job page: %d", code)
 	}
-	for _, want := range []string{"charge", "R-77", "waiting for signal", "approve", "Finished children", "kids"} {
+	for _, want := range []string{"charge", "R-77", "waiting for signal", "approve", "2 spawned, 2 finished", "kids"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("parent's page lacks %q", want)
 		}
@@ -407,9 +395,11 @@ func TestJobPageShowsWorkflow(t *testing.T) {
 	if len(x.Children) != 2 || x.Children[0].State != flow.StateCompleted || x.MoreChildren {
 		t.Errorf("children: %+v", x)
 	}
-	for _, c := range x.Children {
-		if !strings.Contains(body, c.Local) {
-			t.Errorf("parent's page does not list child %s", c.Local)
+	var kids []string
+	testkit.Must(t, j.DecodeStep("kids", &kids))
+	for _, kid := range kids {
+		if !strings.Contains(body, `href="`+testPrefix+jobPath(kid)+`"`) {
+			t.Errorf("parent's page does not link to child %s", kid)
 		}
 	}
 }

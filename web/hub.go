@@ -16,8 +16,14 @@ import (
 const (
 	historyMinutes = 60  // the overview chart
 	maxWatchedJobs = 100 // jobs whose state the stream follows
-	slowEvery      = 5   // the workers: every slowEvery ticks
-	queuesEvery    = 30  // the queue list (one read of the registry): every queuesEvery ticks
+	// The slower reads, by age rather than by count of reads (pages read
+	// too, and may be the only readers): the stream re-reads the workers
+	// once streamWorkersAge old, a page once pageWorkersAge old; both
+	// re-read the queue list (one read of the registry) once queuesAge
+	// old.
+	streamWorkersAge = 5 * time.Second
+	pageWorkersAge   = 2 * time.Second
+	queuesAge        = 30 * time.Second
 )
 
 // hub is the console's one live stream: a poller goroutine, running while
@@ -28,15 +34,17 @@ type hub struct {
 	ops      ops
 	interval time.Duration
 	onError  func(error)
+	now      func() time.Time // time.Now; tests set their own
 
-	compute sync.Mutex // one read of Redis at a time; guards the fields below
-	snap    *snapshot
-	tick    int
-	queues  []queueInfo
-	workers []sluicetype.WorkerInfo
-	history map[string][]point // per queue, historyMinutes, oldest first
-	minute  time.Time          // the minute history ends with
-	briefs  map[string]admin.JobBrief
+	compute   sync.Mutex // one read of Redis at a time; guards the fields below
+	snap      *snapshot
+	queues    []queueInfo
+	queuesAt  time.Time // when queues were read
+	workers   []sluicetype.WorkerInfo
+	workersAt time.Time          // when workers were read
+	history   map[string][]point // per queue, historyMinutes, oldest first
+	minute    time.Time          // the minute history ends with
+	briefs    map[string]admin.JobBrief
 
 	mu      sync.Mutex // guards subs, watched, stop
 	subs    map[*subscriber]struct{}
@@ -80,7 +88,7 @@ type subscriber struct {
 }
 
 func newHub(o ops, interval time.Duration, onError func(error)) *hub {
-	return &hub{ops: o, interval: interval, onError: onError, subs: map[*subscriber]struct{}{},
+	return &hub{ops: o, interval: interval, onError: onError, now: time.Now, subs: map[*subscriber]struct{}{},
 		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]admin.JobBrief{}}
 }
 
@@ -149,7 +157,7 @@ func (h *hub) poll(stop, done chan struct{}) {
 // publish refreshes the snapshot and the followed jobs, and sends them to
 // the subscribers.
 func (h *hub) publish(ctx context.Context) {
-	snap, err := h.current(ctx)
+	snap, err := h.current(ctx, streamWorkersAge)
 	if err != nil {
 		if ctx.Err() == nil {
 			h.onError(err)
@@ -217,43 +225,67 @@ func (h *hub) followJobs(ctx context.Context, ids []string) (map[string][]byte, 
 	return out, nil
 }
 
-// current returns the snapshot, reading Redis unless the last read is
-// younger than the interval: the pages and the poller share it.
-func (h *hub) current(ctx context.Context) (*snapshot, error) {
+// current returns the snapshot with workers read less than workersAge
+// ago. It reads Redis unless the last read is younger than half the
+// interval, so the pages and the poller share it; when only its workers
+// are too old (a page wants them fresher than the stream does), it reads
+// the workers alone.
+func (h *hub) current(ctx context.Context, workersAge time.Duration) (*snapshot, error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
-	if h.snap != nil && time.Since(h.snap.At) < h.interval/2 {
+	now := h.now()
+	if h.snap != nil && now.Sub(h.snap.At) < h.interval/2 {
+		if now.Sub(h.workersAt) < workersAge {
+			return h.snap, nil
+		}
+		if err := h.readWorkers(ctx, now); err != nil {
+			return nil, err
+		}
+		snap := *h.snap
+		snap.Workers = h.workers
+		if err := snap.encode(); err != nil {
+			return nil, err
+		}
+		h.snap = &snap
 		return h.snap, nil
 	}
-	snap, err := h.read(ctx)
+	snap, err := h.read(ctx, now, workersAge)
 	if err != nil {
 		return nil, err
 	}
 	h.snap = snap
-	h.tick++
 	return snap, nil
 }
 
-// read reads a snapshot: every tick each partition's counters, paused
-// flag and current minute's finished counts (one bounded call each,
-// admin.Client.QueuesLive); every slowEvery ticks also the workers, and
-// every queuesEvery ticks the queue list (one read); the hour's history once per queue, and the minutes since
-// the last read when a minute ends.
-func (h *hub) read(ctx context.Context) (*snapshot, error) {
-	at := time.Now()
-	if h.tick%queuesEvery == 0 || h.queues == nil {
+// readWorkers reads the live workers (one call, whatever the number of
+// queues and partitions).
+func (h *hub) readWorkers(ctx context.Context, now time.Time) error {
+	ws, err := h.ops.Workers(ctx)
+	if err != nil {
+		return err
+	}
+	h.workers, h.workersAt = ws, now
+	return nil
+}
+
+// read reads a snapshot at now: each partition's counters, paused flag
+// and current minute's finished counts (one bounded call each,
+// admin.Client.QueuesLive); the workers when their last read is
+// workersAge old, and the queue list (one read) when queuesAge old; the
+// hour's history once per queue, and the minutes since the last read when
+// a minute ends.
+func (h *hub) read(ctx context.Context, now time.Time, workersAge time.Duration) (*snapshot, error) {
+	if h.queues == nil || now.Sub(h.queuesAt) >= queuesAge {
 		qs, err := h.ops.Queues(ctx)
 		if err != nil {
 			return nil, err
 		}
-		h.queues = qs
+		h.queues, h.queuesAt = qs, now
 	}
-	if h.tick%slowEvery == 0 {
-		ws, err := h.ops.Workers(ctx)
-		if err != nil {
+	if h.workersAt.IsZero() || now.Sub(h.workersAt) >= workersAge {
+		if err := h.readWorkers(ctx, now); err != nil {
 			return nil, err
 		}
-		h.workers = ws
 	}
 	want := make(map[string]int, len(h.queues))
 	for _, q := range h.queues {
@@ -263,7 +295,7 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap := &snapshot{At: at, Workers: h.workers}
+	snap := &snapshot{At: now, Workers: h.workers}
 	if err := h.updateHistory(ctx, live); err != nil {
 		return nil, err
 	}
@@ -275,12 +307,20 @@ func (h *hub) read(ctx context.Context) (*snapshot, error) {
 		}
 		snap.Queues = append(snap.Queues, v)
 	}
-	data, err := json.Marshal(map[string]any{"at": snap.At.UnixMilli(), "queues": snap.Queues, "workers": len(snap.Workers)})
-	if err != nil {
+	if err := snap.encode(); err != nil {
 		return nil, err
 	}
-	snap.json = data
 	return snap, nil
+}
+
+// encode sets the overview event's data.
+func (s *snapshot) encode() error {
+	data, err := json.Marshal(map[string]any{"at": s.At.UnixMilli(), "queues": s.Queues, "workers": len(s.Workers)})
+	if err != nil {
+		return err
+	}
+	s.json = data
+	return nil
 }
 
 // updateHistory keeps each queue's last hour: read whole for a queue not

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -104,7 +105,7 @@ func TestHubSharesOneRead(t *testing.T) {
 	if n := jobSeen.Load(); n < 5 {
 		t.Errorf("the five followers saw %d job events, want one each at least", n)
 	}
-	snap, err := h.current(context.Background())
+	snap, err := h.current(context.Background(), streamWorkersAge)
 	testkit.Must(t, err)
 	if len(snap.Queues) != 1 || snap.Queues[0].Depth[flow.StateAvailable] != 1 || len(snap.Queues[0].Series) != historyMinutes {
 		t.Errorf("snapshot: %+v", snap.Queues)
@@ -139,10 +140,10 @@ func TestHistoryTurnsWithLiveRead(t *testing.T) {
 	m := &minuteOps{minute: t0, prev: map[string]int64{}}
 	h := newHub(m, time.Second, func(err error) { t.Error(err) })
 	h.queues, h.workers = []queueInfo{{Name: "q", Partitions: 2}}, []sluicetype.WorkerInfo{}
-	h.tick = 1 // no queue or worker read
+	h.queuesAt, h.workersAt = time.Now(), time.Now() // no queue or worker read
 	read := func() []point {
 		t.Helper()
-		snap, err := h.read(context.Background())
+		snap, err := h.read(context.Background(), time.Now(), time.Hour)
 		testkit.Must(t, err)
 		return snap.Queues[0].Series
 	}
@@ -159,5 +160,101 @@ func TestHistoryTurnsWithLiveRead(t *testing.T) {
 	read()
 	if m.history.Load() != 2 {
 		t.Errorf("after a 3-minute gap: %d history reads, want 2", m.history.Load())
+	}
+}
+
+// clockOps serves the hub a fixed queue, the workers it is given and
+// empty counters, and counts the reads of each.
+type clockOps struct {
+	ops
+	workers                       atomic.Pointer[[]sluicetype.WorkerInfo]
+	queueReads, workerReads, live atomic.Int64
+}
+
+func (c *clockOps) Queues(context.Context) ([]queueInfo, error) {
+	c.queueReads.Add(1)
+	return []queueInfo{{Name: "q", Partitions: 2}}, nil
+}
+
+func (c *clockOps) Workers(context.Context) ([]sluicetype.WorkerInfo, error) {
+	c.workerReads.Add(1)
+	return *c.workers.Load(), nil
+}
+
+func (c *clockOps) QueuesLive(context.Context, map[string]int) ([]admin.QueueLive, error) {
+	c.live.Add(1)
+	return []admin.QueueLive{{Queue: "q", Partitions: 2, Depth: map[string]int64{}, Minute: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}}, nil
+}
+
+func (c *clockOps) QueueHistory(_ context.Context, _ string, _, minutes int) ([]admin.MinuteCount, error) {
+	return make([]admin.MinuteCount, minutes), nil
+}
+
+// TestHubRefreshesByAge: the hub re-reads the workers and the queue list
+// by their age, not by how many reads went by: the stream every
+// streamWorkersAge and queuesAge however often it reads; a page wants
+// workers younger than pageWorkersAge, and gets them with a read of the
+// workers alone while the counters are fresh; any number of reads within
+// half an interval share one.
+func TestHubRefreshesByAge(t *testing.T) {
+	o := &clockOps{}
+	o.workers.Store(&[]sluicetype.WorkerInfo{{ID: "w1"}})
+	h := newHub(o, time.Second, func(err error) { t.Error(err) })
+	now := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	h.now = func() time.Time { return now }
+	ctx := context.Background()
+	get := func(age time.Duration) *snapshot {
+		t.Helper()
+		s, err := h.current(ctx, age)
+		testkit.Must(t, err)
+		return s
+	}
+	counts := func() [3]int64 { return [3]int64{o.queueReads.Load(), o.workerReads.Load(), o.live.Load()} }
+
+	for range 100 { // many tabs at once
+		get(streamWorkersAge)
+	}
+	if got := counts(); got != [3]int64{1, 1, 1} {
+		t.Fatalf("100 reads at one instant: queue, worker and live reads %v, want one each", got)
+	}
+	// The stream, one read a second: the workers every 5 s, the queue list
+	// every 30 s.
+	for range 29 {
+		now = now.Add(time.Second)
+		get(streamWorkersAge)
+	}
+	if got := counts(); got != [3]int64{1, 6, 30} {
+		t.Errorf("30 s of stream: queue, worker and live reads %v, want [1 6 30]", got)
+	}
+	now = now.Add(time.Second)
+	get(streamWorkersAge)
+	if got := counts(); got != [3]int64{2, 7, 31} {
+		t.Errorf("at 30 s: queue, worker and live reads %v, want [2 7 31]", got)
+	}
+
+	// A page, with no stream: a new worker shows once the workers it last
+	// read are pageWorkersAge old, however few pages were read meanwhile.
+	o.workers.Store(&[]sluicetype.WorkerInfo{{ID: "w1"}, {ID: "w2"}})
+	now = now.Add(time.Second)
+	if s := get(pageWorkersAge); len(s.Workers) != 1 {
+		t.Errorf("a page 1 s after the workers were read: %d workers, want the 1 read then", len(s.Workers))
+	}
+	now = now.Add(pageWorkersAge)
+	if s := get(pageWorkersAge); len(s.Workers) != 2 {
+		t.Errorf("a page %s after the workers were read: %d workers, want 2", time.Second+pageWorkersAge, len(s.Workers))
+	}
+	// The counters fresh, the workers old: a page reads the workers alone.
+	before := counts()
+	o.workers.Store(&[]sluicetype.WorkerInfo{{ID: "w3"}})
+	now = now.Add(h.interval / 4)
+	h.compute.Lock()
+	h.workersAt = now.Add(-pageWorkersAge)
+	h.compute.Unlock()
+	s := get(pageWorkersAge)
+	if after := counts(); len(s.Workers) != 1 || s.Workers[0].ID != "w3" || after[1] != before[1]+1 || after[2] != before[2] {
+		t.Errorf("fresh counters, old workers: workers %v, reads %v then %v: want w3 by one worker read, no live read", s.Workers, before, after)
+	}
+	if !strings.Contains(string(s.json), `"workers":1`) {
+		t.Errorf("the overview event after a workers-only read: %s", s.json)
 	}
 }

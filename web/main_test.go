@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,9 +15,11 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -46,8 +49,42 @@ type parent struct{}
 
 func (parent) Kind() string { return "parent" }
 
-// block runs until its context is cancelled.
-type block struct{}
+// later spawns two work children due in an hour, as its step "later",
+// and joins them.
+type later struct{}
+
+func (later) Kind() string { return "later" }
+
+// panicky panics while its fixture's panicking flag is set, else
+// completes.
+type panicky struct{}
+
+func (panicky) Kind() string { return "panicky" }
+
+// payout commits one effect, INCRBY Key 5, Key being in another slot.
+type payout struct {
+	Key string `msgpack:"key"`
+}
+
+func (payout) Kind() string { return "payout" }
+
+// napper sleeps an hour (step.Sleep "nap").
+type napper struct{}
+
+func (napper) Kind() string { return "napper" }
+
+// stall, in its first attempt (fence 1), says it started and then ignores
+// its context until its fixture's unstall channel is closed; a later
+// attempt completes at once.
+type stall struct{}
+
+func (stall) Kind() string { return "stall" }
+
+// block reports Percent done, when set, then runs until its context is
+// cancelled.
+type block struct {
+	Percent float64 `msgpack:"percent"`
+}
 
 func (block) Kind() string { return "block" }
 
@@ -61,22 +98,26 @@ const (
 // fixture is a console over a test namespace, with a worker running the
 // jobs above when asked.
 type fixture struct {
-	t        *testing.T
-	env      *testkit.Env
-	ops      *admin.Client
-	url      string // the console's base URL, prefix included
-	failing  atomic.Bool
-	gate     atomic.Pointer[chan struct{}]
-	started  chan string // block jobs that started
-	canceled chan string // block jobs whose context was cancelled
+	t         *testing.T
+	env       *testkit.Env
+	reg       *flow.Registry // the handlers of the jobs above
+	ops       *admin.Client
+	url       string // the console's base URL, prefix included
+	failing   atomic.Bool
+	panicking atomic.Bool
+	gate      atomic.Pointer[chan struct{}]
+	started   chan string   // block and stall jobs that started
+	canceled  chan string   // block jobs whose context was cancelled
+	unstall   chan struct{} // closed: stall jobs return
 }
 
 func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	t.Helper()
 	parts := map[string]int{testQueue: testPartitions}
 	reg := flow.NewRegistry()
-	f := &fixture{t: t, started: testkit.Chan[string](), canceled: testkit.Chan[string]()}
+	f := &fixture{t: t, reg: reg, started: testkit.Chan[string](), canceled: testkit.Chan[string](), unstall: make(chan struct{})}
 	f.failing.Store(true)
+	f.panicking.Store(true)
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[flaky]) error {
 		if f.failing.Load() {
 			return errors.New("payment gateway said no")
@@ -108,7 +149,41 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 		_, _, err = step.WaitSignal[string](ctx, "approve", time.Hour)
 		return err
 	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[later]) error {
+		opts := []flow.EnqueueOption{flow.WithQueue(testQueue), flow.WithDelay(time.Hour)}
+		ch, err := flow.Spawn(ctx, "later", flow.Item{Args: work{Order: "l1"}, Opts: opts}, flow.Item{Args: work{Order: "l2"}, Opts: opts})
+		if err != nil {
+			return err
+		}
+		_, err = flow.Join[struct{}](ctx, ch, flow.CollectAll)
+		return err
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[panicky]) error {
+		if f.panicking.Load() {
+			panic("ledger out of balance")
+		}
+		return nil
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[payout]) error {
+		return step.Commit(ctx, "pay", idempotency.IncrBy(job.Args.Key, 5))
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[napper]) error {
+		return step.Sleep(ctx, "nap", time.Hour)
+	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[stall]) error {
+		if job.Fence > 1 {
+			return nil
+		}
+		f.started <- job.ID
+		<-f.unstall
+		return nil
+	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[block]) error {
+		if p := job.Args.Percent; p > 0 {
+			if err := runtime.ReportProgress(ctx, p, "copying"); err != nil {
+				return err
+			}
+		}
 		f.started <- job.ID
 		<-ctx.Done()
 		f.canceled <- job.ID
@@ -116,7 +191,7 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	}))
 	f.env = testkit.NewEnv(t, env.Client(t), flow.ClientOptions{Registry: reg, Partitions: parts})
 	if withWorker {
-		f.env.StartWorker(reg, runtime.Options{Partitions: parts, Concurrency: 4, Queues: map[string]int{testQueue: 1}})
+		f.startWorker(runtime.Options{})
 	}
 	f.ops = admin.New(f.env.Client)
 	o.Admin = f.ops
@@ -132,6 +207,62 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + testPrefix
 	return f
+}
+
+// startWorker starts a worker of the fixture's handlers on the test queue,
+// with o (Partitions, Queues and Concurrency filled in when unset).
+func (f *fixture) startWorker(o runtime.Options) *testkit.Worker {
+	f.t.Helper()
+	if o.Partitions == nil {
+		o.Partitions = map[string]int{testQueue: testPartitions}
+	}
+	if o.Queues == nil {
+		o.Queues = map[string]int{testQueue: 1}
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 4
+	}
+	return f.env.StartWorker(f.reg, o)
+}
+
+// startScheduler runs a scheduler, until the end of the test, of one
+// schedule, name: a work job on the test queue every hour. It returns
+// once the schedule is published.
+func (f *fixture) startScheduler(name string) {
+	f.t.Helper()
+	ctx := context.Background()
+	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
+	testkit.Must(f.t, err)
+	testkit.Must(f.t, sch.Add(flow.Schedule{Name: name, Every: time.Hour, Args: work{Order: name}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
+	sctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- sch.Run(sctx) }()
+	f.t.Cleanup(func() { stop(); <-ran })
+	// The scheduler publishes the schedule from its own goroutine, which
+	// sends no signal: poll the operator API for it.
+	redistest.Within(f.t, testkit.Timeout, "the schedule to be published", func() (bool, string) {
+		_, err := f.ops.Schedule(ctx, name)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// deadEffect runs a payout job (a worker must run) whose effect Redis
+// refuses, an INCRBY on bad, which it makes a list; it returns the job's
+// ID and the dead effect once the worker's relay has dead-lettered it.
+func (f *fixture) deadEffect(bad string) (string, sluicetype.DeadEffect) {
+	f.t.Helper()
+	ctx := context.Background()
+	testkit.Must(f.t, f.env.RDB.RPush(ctx, bad, "x").Err())
+	id := f.enqueue(payout{Key: bad})
+	f.env.WaitState(id, flow.StateCompleted)
+	var ds []sluicetype.DeadEffect
+	// The worker's relay dead-letters the effect on its own loop: poll.
+	redistest.Within(f.t, testkit.Timeout, "the effect to be dead-lettered", func() (bool, string) {
+		var err error
+		ds, err = f.ops.DeadEffects(ctx, testQueue, 0)
+		return err == nil && len(ds) == 1, fmt.Sprint(ds, err)
+	})
+	return id, ds[0]
 }
 
 // enqueue adds a job to the test queue.

@@ -15,12 +15,14 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// statusOf maps an operator error to an HTTP status.
+// statusOf maps an operator error to an HTTP status: every not-found
+// sentinel of the operator API (a job, queue, schedule, dead effect) is
+// 404.
 func statusOf(err error) int {
 	switch {
 	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany):
 		return http.StatusBadRequest
-	case errors.Is(err, flow.ErrNotFound), errors.Is(err, sluicetype.ErrScheduleNotFound), errors.Is(err, admin.ErrNoDeadEffect):
+	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
 	case errors.Is(err, admin.ErrWrongState):
 		return http.StatusConflict
@@ -38,7 +40,7 @@ type overviewView struct {
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
-	snap, err := c.hub.current(r.Context())
+	snap, err := c.hub.current(r.Context(), pageWorkersAge)
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -123,6 +125,8 @@ type jobView struct {
 	Timeline []moment
 	Actions  []string
 	Running  bool
+	Spawns   []spawnGroup      // the children of each spawning step
+	Others   []admin.ChildInfo // finished children no spawning step names
 }
 
 // moment is one line of a job's timeline.
@@ -143,6 +147,9 @@ func (c *console) job(w http.ResponseWriter, r *http.Request) {
 	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j.State), Running: j.State == flow.StateRunning}
 	if v.Extras, err = c.ops.JobExtras(r.Context(), id); err != nil {
 		v.ExtraErr = err.Error()
+	}
+	if v.Spawns, v.Others, err = c.children(r.Context(), j, v.Extras); err != nil && v.ExtraErr == "" {
+		v.ExtraErr = "children: " + err.Error()
 	}
 	c.render(w, r, http.StatusOK, "job", "Job "+id, v)
 }

@@ -27,11 +27,12 @@ address accepts connections. --token, --user and --password default to
 $SLUICE_WEB_TOKEN, $SLUICE_WEB_USER and $SLUICE_WEB_PASSWORD. An address
 beyond loopback needs authentication (or --insecure): without it the
 command exits 2, as with any other invalid option; an address in use
-exits 1. The console shows the queues of the live workers, of the
-schedules and of --partitions.`,
+exits 1. The console lists the queues registered in the namespace (as
+'sluice queues list' does), with the partition counts Redis records;
+--partitions, as for every command, only checks those counts.`,
 		Example: `  sluice web
   SLUICE_WEB_TOKEN=$(openssl rand -hex 16) sluice web --addr 0.0.0.0:8080
-  sluice web --read-only --hide-args --partitions mail=4`,
+  sluice web --read-only --hide-args --prefix /sluice`,
 		Args: noArgs,
 	}
 	fs := cmd.Flags()

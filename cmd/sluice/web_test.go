@@ -162,6 +162,22 @@ func TestWebErrors(t *testing.T) {
 	}
 }
 
+// TestWebHelp: sluice web --help says where the console's queues come
+// from, the namespace's registry, and that --partitions only checks it.
+func TestWebHelp(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	help := strings.Join(strings.Fields(f.must("web", "--help")), " ")
+	for _, want := range []string{"lists the queues registered in the namespace", "--partitions, as for every command, only checks"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("sluice web --help does not say %q:\n%s", want, help)
+		}
+	}
+	if strings.Contains(help, "of the live workers") {
+		t.Errorf("sluice web --help still says the queues come from the live workers:\n%s", help)
+	}
+}
+
 // TestWebSignal: the sluice binary, a real process, serving the console
 // stops with exit 0 on SIGINT (Ctrl-C) and on SIGTERM.
 func TestWebSignal(t *testing.T) {

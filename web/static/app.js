@@ -80,10 +80,15 @@
     });
     document.querySelectorAll("[data-workers]").forEach(function (el) { el.textContent = data.workers; });
   }
-  var refreshing = false;
+  // A job event says the job changed: the page fetches itself again and
+  // swaps in the fresh content. The server sends only changes, so an event
+  // that arrives during a fetch is kept (the latest one) and looked at once
+  // the fetch is done: the page may have been read before that change.
+  var refreshing = false, pending = null;
   function refreshJob(ev) {
     var live = document.getElementById("live");
-    if (!live || refreshing) return;
+    if (!live) return;
+    if (refreshing) { pending = ev; return; }
     var d = JSON.parse(ev.data);
     if (live.dataset.state === d.State && live.dataset.fence === String(d.Fence) &&
         live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt)) return;
@@ -99,7 +104,13 @@
           fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
         }
       })
-      .finally(function () { refreshing = false; });
+      .catch(function () {})
+      .finally(function () {
+        refreshing = false;
+        var next = pending;
+        pending = null;
+        if (next) refreshJob(next);
+      });
   }
   function stream() {
     if (!window.EventSource || !document.querySelector("[data-live]")) return;

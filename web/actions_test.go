@@ -1,0 +1,157 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// act opens action's confirmation page with form, as its link does, and
+// posts the confirmation with the page's CSRF token. It returns the
+// answer's status, Location and body.
+func (f *fixture) act(c *http.Client, action string, form url.Values) (int, string, string) {
+	f.t.Helper()
+	code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())
+	if code != http.StatusOK {
+		f.t.Fatalf("confirm %s: %d\n%s", action, code, body)
+	}
+	tok := csrfOf(body)
+	if tok == "" {
+		f.t.Fatalf("confirm %s: no CSRF token in the form", action)
+	}
+	form.Set("csrf", tok)
+	return f.post(c, "/act/"+action, form)
+}
+
+// TestDeleteAction: deleting one job through its confirmation form
+// deletes it and goes to its queue's page.
+func TestDeleteAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	keep := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	code, loc, body := f.act(client(), "delete", url.Values{"id": {id}})
+	if code != http.StatusSeeOther || loc != testPrefix+"/queues/"+testQueue {
+		t.Fatalf("delete: %d to %q\n%s", code, loc, body)
+	}
+	if _, err := f.env.Client.Job(context.Background(), id); !errors.Is(err, flow.ErrNotFound) {
+		t.Errorf("the deleted job: %v, want not found", err)
+	}
+	if st := f.env.Job(keep).State; st != flow.StateScheduled {
+		t.Errorf("the other job is %s after the delete", st)
+	}
+}
+
+// TestRerouteAction: rerouting an available job to a worker through the
+// form pins it there (another worker's claim does not get it); unpinning
+// it through the form lets any worker claim it; a form naming no worker
+// shows the confirmation again with the error, 400.
+func TestRerouteAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(work{})
+	ref, ok := keys.ParseRef(f.env.NS, id)
+	if !ok {
+		t.Fatalf("job ID %q", id)
+	}
+	st := store.New(f.env.RDB, store.Config{NS: f.env.NS})
+	claims := func(worker string) int {
+		t.Helper()
+		res, err := st.Claim(context.Background(), ref.Partition, store.ClaimRequest{N: 10, Lease: time.Minute, Worker: worker, Nonce: worker})
+		testkit.Must(t, err)
+		return len(res.Jobs)
+	}
+	c := client()
+	code, loc, body := f.act(c, "reroute", url.Values{"id": {id}, "worker": {"worker-b"}, "policy": {"wait"}})
+	if code != http.StatusSeeOther || loc != testPrefix+jobPath(id) {
+		t.Fatalf("reroute: %d to %q\n%s", code, loc, body)
+	}
+	if n := claims("worker-a"); n != 0 {
+		t.Fatalf("worker-a claimed %d job(s) pinned to worker-b", n)
+	}
+	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}}); code != http.StatusBadRequest || !strings.Contains(body, "name a worker, or unpin") {
+		t.Errorf("reroute naming no worker: %d, want 400 with the error\n%s", code, body)
+	}
+	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}, "unpin": {"1"}}); code != http.StatusSeeOther {
+		t.Fatalf("unpin: %d\n%s", code, body)
+	}
+	if n := claims("worker-a"); n != 1 {
+		t.Errorf("worker-a claimed %d job(s) after the unpin, want 1", n)
+	}
+}
+
+// TestReleaseAction: a quarantined job (it panicked, crash limit 1)
+// offers Release; releasing it through the form runs it again, and with
+// the panic gone it completes, its redrive counted.
+func TestReleaseAction(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.startWorker(runtime.Options{CrashLimit: 1, CrashDelay: -1})
+	id := f.enqueue(panicky{})
+	f.env.WaitState(id, flow.StateQuarantined)
+	if body := f.jobPage(id); !strings.Contains(body, `data-action="release"`) {
+		t.Fatalf("the quarantined job's page offers no release:\n%s", body)
+	}
+	f.panicking.Store(false)
+	code, loc, body := f.act(client(), "release", url.Values{"id": {id}})
+	if code != http.StatusSeeOther || loc != testPrefix+jobPath(id) {
+		t.Fatalf("release: %d to %q\n%s", code, loc, body)
+	}
+	if j := f.env.WaitState(id, flow.StateCompleted); j.Redrives != 1 || j.CrashAttempt != 0 {
+		t.Errorf("released job: %d redrives, %d crashes; want 1 and 0 (reset)", j.Redrives, j.CrashAttempt)
+	}
+}
+
+// TestDeadEffectPageAndRedrive: an effect Redis refused (INCRBY on a key
+// holding a list) is listed on the dead-effects page with its job, write
+// and error; once the key is mended, redriving it through the form
+// applies it and the page lists it no more.
+func TestDeadEffectPageAndRedrive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	ctx := context.Background()
+	bad := f.env.NS + ":elsewhere:list"
+	id, eff := f.deadEffect(bad)
+	c := client()
+	for _, path := range []string{"/effects", "/effects?queue=" + testQueue} {
+		code, body := f.get(c, path)
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d", path, code)
+		}
+		for _, want := range []string{`data-copy="` + eff.ID + `"`, `href="` + testPrefix + jobPath(id) + `"`, "INCRBY " + bad, "holds a list"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q:\n%s", path, want, body)
+			}
+		}
+		// The template escapes the query with lower-case hex digits.
+		if redrive := `href="` + testPrefix + "/confirm/redrive-effect?effect=" + url.QueryEscape(eff.ID) + `"`; !strings.Contains(strings.ToLower(body), strings.ToLower(redrive)) {
+			t.Errorf("%s lacks the effect's redrive link %s", path, redrive)
+		}
+	}
+
+	testkit.Must(t, f.env.RDB.Del(ctx, bad).Err())
+	code, loc, body := f.act(c, "redrive-effect", url.Values{"effect": {eff.ID}})
+	if code != http.StatusSeeOther || loc != testPrefix+"/effects" {
+		t.Fatalf("redrive-effect: %d to %q\n%s", code, loc, body)
+	}
+	// The relay applies it on its own loop: poll.
+	redistest.Within(t, testkit.Timeout, "the redriven effect to apply", func() (bool, string) {
+		v, err := f.env.RDB.Get(ctx, bad).Result()
+		return v == "5", fmt.Sprint(v, err)
+	})
+	if _, body := f.get(c, "/effects"); strings.Contains(body, `data-copy="`+eff.ID+`"`) || !strings.Contains(body, "No dead-lettered effect") {
+		t.Errorf("the effects page still lists %s after its redrive:\n%s", eff.ID, body)
+	}
+}

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// jobPage fetches job id's page, failing the test unless it is 200; it
+// returns the page with its HTML entities decoded.
+func (f *fixture) jobPage(id string) string {
+	f.t.Helper()
+	code, body := f.get(client(), jobPath(id))
+	if code != http.StatusOK {
+		f.t.Fatalf("job page of %s: %d\n%s", id, code, body)
+	}
+	return html.UnescapeString(body)
+}
+
+// TestJobPageShowsPanicStack: a handler that panicked is quarantined (a
+// crash limit of 1); its page shows the panic's message, and its stack,
+// which names the handler's file.
+func TestJobPageShowsPanicStack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.startWorker(runtime.Options{CrashLimit: 1, CrashDelay: -1})
+	id := f.enqueue(panicky{})
+	f.env.WaitState(id, flow.StateQuarantined)
+	body := f.jobPage(id)
+	if !strings.Contains(body, "ledger out of balance") {
+		t.Errorf("the page does not show the panic's message:\n%s", body)
+	}
+	_, stack, ok := strings.Cut(body, "<summary>stack</summary><pre>")
+	stack, _, _ = strings.Cut(stack, "</pre>")
+	if !ok || !strings.Contains(stack, "main_test.go:") || !strings.Contains(stack, "panic") {
+		t.Errorf("the page's stack does not show where the handler panicked: %q", stack)
+	}
+}
+
+// TestJobPageShowsOrphan: a job whose worker stalled past its lease and
+// was reclaimed by another worker (its clock past the lease) shows where
+// it came from: reclaimed once, last held by the stalled worker.
+func TestJobPageShowsOrphan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	const lease = 30 * time.Second
+	start := time.UnixMilli(time.Now().UnixMilli())
+	// A runs one job at a time and never reaps: it cannot take the job back.
+	a := f.startWorker(runtime.Options{Clock: runtime.NewFakeClock(start), Lease: lease, Concurrency: 1,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour, CrashDelay: -1})
+	t.Cleanup(func() { close(f.unstall) }) // before A stops
+	id := f.enqueue(stall{})
+	if got := testkit.Recv(t, f.started, "A to start the job"); got != id {
+		t.Fatalf("started %s, want %s", got, id)
+	}
+	f.startWorker(runtime.Options{Clock: runtime.NewFakeClock(start.Add(lease + time.Second)), Lease: lease,
+		IdlePoll: time.Hour, CrashDelay: -1})
+	j := f.env.WaitState(id, flow.StateCompleted)
+	if j.Orphan.Count != 1 || j.Orphan.Holder != a.ID() {
+		t.Fatalf("orphan record %+v, want reclaimed once from %s", j.Orphan, a.ID())
+	}
+	body := f.jobPage(id)
+	if !strings.Contains(body, "<dt>Orphaned</dt><dd>1 time(s); last held by") || !strings.Contains(body, `data-copy="`+a.ID()+`"`) {
+		t.Errorf("the page does not say the job was reclaimed from %s:\n%s", a.ID(), body)
+	}
+	if !strings.Contains(body, `<span class="what">lease expired</span><span class="mono">held by `+a.ID()+`; reclaimed 1 time(s)</span>`) {
+		t.Errorf("the timeline does not show the lease that expired:\n%s", body)
+	}
+}
+
+// TestJobPageShowsLeaseHolder: a running job's page names the worker
+// holding its lease and when the lease expires.
+func TestJobPageShowsLeaseHolder(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	w := f.startWorker(runtime.Options{})
+	id := f.enqueue(block{})
+	if got := testkit.Recv(t, f.started, "the job to start"); got != id {
+		t.Fatalf("started %s, want %s", got, id)
+	}
+	body := f.jobPage(id)
+	if !strings.Contains(body, `<dt>Lease</dt><dd><code class="copy" data-copy="`+w.ID()+`"`) {
+		t.Errorf("the running job's page does not name %s as its lease holder:\n%s", w.ID(), body)
+	}
+	if !strings.Contains(body, `<span class="what">lease expires</span><span class="mono">held by `+w.ID()+`</span>`) {
+		t.Errorf("the timeline does not show when the lease expires")
+	}
+	testkit.Must(t, f.ops.CancelJob(context.Background(), id))
+	testkit.Recv(t, f.canceled, "the job's context to be cancelled")
+}
+
+// TestJobPageShowsSleeping: a workflow in step.Sleep shows as sleeping,
+// with its timer and when it wakes.
+func TestJobPageShowsSleeping(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, true)
+	id := f.enqueue(napper{})
+	// The job suspends itself (no settle signal for a sleep): poll.
+	var j *flow.JobInfo
+	redistest.Within(t, testkit.Timeout, "the job to sleep", func() (bool, string) {
+		j = f.env.Job(id)
+		return j.Suspended, fmt.Sprintf("%s suspended=%v", j.State, j.Suspended)
+	})
+	body := f.jobPage(id)
+	for _, want := range []string{
+		`<span class="badge">sleeping</span>`,
+		`<span class="badge s-scheduled">scheduled</span>`,
+		`<dt>timer nap</dt><dd><time datetime="` + j.RunAt.UTC().Format(time.RFC3339Nano) + `"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the sleeping job's page lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "waiting for signal") {
+		t.Errorf("a sleeping job's page says it waits for a signal")
+	}
+}
