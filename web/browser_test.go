@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -233,11 +232,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	parentID := f.enqueue(parent{})
 	f.startScheduler("nightly")
 	f.deadEffect(f.env.NS + ":elsewhere:list")
-	// The parent suspends itself (no settle signal for a wait): poll.
-	redistest.Within(t, testkit.Timeout, "the parent to wait for its signal", func() (bool, string) {
-		j := f.env.Job(parentID)
-		return j.Suspended && len(j.AwaitingSignals) == 1, j.State
-	})
+	f.suspended(parentID, "the parent to wait for its signal", awaitsOneSignal)
 	do(t, ctx, "parent's page", chromedp.Navigate(f.url+jobPath(parentID)), chromedp.WaitVisible(chromedp.CSS(`[data-spawn="kids"]`)))
 	shot(t, ctx, dir, "job-children")
 	do(t, ctx, "workers page", chromedp.Navigate(f.url+"/workers"), chromedp.WaitVisible(chromedp.CSS("main table")))

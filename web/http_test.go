@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -375,12 +373,7 @@ func TestJobPageShowsWorkflow(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	id := f.enqueue(parent{})
-	// The parent suspends itself (no settle signal for a wait): poll.
-	var j *flow.JobInfo
-	redistest.Within(t, testkit.Timeout, "the parent to wait for its signal", func() (bool, string) {
-		j = f.env.Job(id)
-		return j.Suspended && len(j.AwaitingSignals) == 1, fmt.Sprintf("%s suspended=%v awaiting=%v", j.State, j.Suspended, j.AwaitingSignals)
-	})
+	j := f.suspended(id, "the parent to wait for its signal", awaitsOneSignal)
 	code, body := f.get(client(), jobPath(id))
 	if code != http.StatusOK {
 		t.Fatalf("job page: %d", code)

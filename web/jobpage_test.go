@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"html"
 	"net/http"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -104,12 +102,7 @@ func TestJobPageShowsSleeping(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	id := f.enqueue(napper{})
-	// The job suspends itself (no settle signal for a sleep): poll.
-	var j *flow.JobInfo
-	redistest.Within(t, testkit.Timeout, "the job to sleep", func() (bool, string) {
-		j = f.env.Job(id)
-		return j.Suspended, fmt.Sprintf("%s suspended=%v", j.State, j.Suspended)
-	})
+	j := f.suspended(id, "the job to sleep", func(j *flow.JobInfo) bool { return j.Suspended })
 	body := f.jobPage(id)
 	for _, want := range []string{
 		`<span class="badge">sleeping</span>`,

@@ -246,6 +246,22 @@ func (f *fixture) startScheduler(name string) {
 	})
 }
 
+// suspended waits until job id is a suspended workflow that ready says is
+// as wanted, and returns it: a workflow suspends itself with no settle
+// signal, so this polls.
+func (f *fixture) suspended(id, what string, ready func(*flow.JobInfo) bool) *flow.JobInfo {
+	f.t.Helper()
+	var j *flow.JobInfo
+	redistest.Within(f.t, testkit.Timeout, what, func() (bool, string) {
+		j = f.env.Job(id)
+		return ready(j), fmt.Sprintf("%s suspended=%v waiting for %q, signals %v", j.State, j.Suspended, j.WaitingFor, j.AwaitingSignals)
+	})
+	return j
+}
+
+// awaitsOneSignal: the parent workflow of the tests waits for its signal.
+func awaitsOneSignal(j *flow.JobInfo) bool { return j.Suspended && len(j.AwaitingSignals) == 1 }
+
 // deadEffect runs a payout job (a worker must run) whose effect Redis
 // refuses, an INCRBY on bad, which it makes a list; it returns the job's
 // ID and the dead effect once the worker's relay has dead-lettered it.

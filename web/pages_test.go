@@ -186,12 +186,7 @@ func TestJobPageListsChildren(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	id := f.enqueue(later{})
-	// The parent suspends itself to wait (no settle signal): poll.
-	var j *flow.JobInfo
-	redistest.Within(t, testkit.Timeout, "the parent to wait for its children", func() (bool, string) {
-		j = f.env.Job(id)
-		return j.WaitingFor == "later", fmt.Sprintf("%s waiting for %q", j.State, j.WaitingFor)
-	})
+	j := f.suspended(id, "the parent to wait for its children", func(j *flow.JobInfo) bool { return j.WaitingFor == "later" })
 	var kids []string
 	testkit.Must(t, j.DecodeStep("later", &kids))
 	if len(kids) != 2 {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/jobview"
 	"github.com/sluicehq/sluice/internal/msgview"
 )
 
@@ -95,23 +96,6 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.render(w, r, code, "error", http.StatusText(code), map[string]any{"Error": err.Error(), "Code": code})
 }
 
-// attempts says how many attempts failed against which limit, as sluice
-// jobs show says it (cmd/sluice/show.go): the limit is MaxAttempts, and
-// each redrive of a job whose attempts were spent allows one more, the
-// counter being kept. Attempt counts failures, not runs: "0 of 25" on a
-// completed job read as if it had never run.
-func attempts(j *flow.JobInfo) string {
-	s := fmt.Sprintf("%d failed (limit %d", j.Attempt, j.MaxAttempts)
-	if j.Redrives > 0 {
-		s += ", +1 per redrive"
-	}
-	crashes := "crashes"
-	if j.CrashAttempt == 1 {
-		crashes = "crash"
-	}
-	return s + fmt.Sprintf("), %d %s", j.CrashAttempt, crashes)
-}
-
 // maxShown bounds a decoded payload on a page.
 const maxShown = 64 << 10
 
@@ -128,7 +112,7 @@ var funcs = template.FuncMap{
 		return d.Round(time.Millisecond).String()
 	},
 	"pretty":   pretty,
-	"attempts": attempts,
+	"attempts": jobview.Attempts,
 	"esc":      url.PathEscape,
 	"query":    url.QueryEscape,
 	"join":     strings.Join,

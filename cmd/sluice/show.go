@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/jobview"
 )
 
 func (c *cli) jobsShowCmd() *cobra.Command {
@@ -48,7 +49,7 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	}
 	line("State", state)
 	line("Priority", strconv.Itoa(j.Priority))
-	line("Attempts", attempts(j))
+	line("Attempts", jobview.Attempts(j))
 	line("Fence", strconv.FormatInt(j.Fence, 10))
 	line("Created", when(j.Created))
 	if !j.RunAt.IsZero() {
@@ -141,21 +142,6 @@ func stack(w io.Writer, title, s string) {
 	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
 		fmt.Fprintln(w, "  "+l)
 	}
-}
-
-// attempts says how many attempts failed against which limit: the limit
-// is MaxAttempts, and each redrive of a job whose attempts were spent
-// allows one more (the counter is kept).
-func attempts(j *flow.JobInfo) string {
-	s := fmt.Sprintf("%d failed (limit %d", j.Attempt, j.MaxAttempts)
-	if j.Redrives > 0 {
-		s += ", +1 per redrive"
-	}
-	crashes := "crashes"
-	if j.CrashAttempt == 1 {
-		crashes = "crash"
-	}
-	return s + fmt.Sprintf("), %d %s", j.CrashAttempt, crashes)
 }
 
 // suspension says what a suspended workflow waits for.
