@@ -54,9 +54,11 @@ type controller struct {
 // from a shuffled deck holding each fault once, so that every kind occurs
 // as often as the others (one that cannot be injected yet, a stall with
 // too few workers running, waits while those after it go). It goes on past
-// the deadline, by up to a minute, until each kind has been injected once:
-// on a loaded machine a worker process built with -race takes seconds to
-// start, and a short run could end before its first deck does. Stopped
+// the deadline, by up to a minute, until each kind has been injected once
+// and a stalled worker has tried a write after its lease was taken (a
+// stale write refused): on a loaded machine a worker process built with
+// -race takes seconds to start, and a short run could end before its
+// first deck does, or stall only workers that held no job. Stopped
 // workers are resumed when due, the last ones after the deadline; workers
 // that an exit pill ended are replaced before each fault.
 func (c *controller) run(until time.Time) {
@@ -134,9 +136,11 @@ func (c *controller) inject(f fault) bool {
 	return true
 }
 
-// everyKind reports whether each kind of fault has been injected.
+// everyKind reports whether each kind of fault has been injected, and a
+// stale write of a stalled worker refused.
 func (c *controller) everyKind() bool {
-	return c.Kills > 0 && c.Stalls > 0 && c.Restarts > 0 && c.RedisRestarts > 0 && c.Cuts > 0
+	zombies := c.fleet.staleSteps.Load()+c.fleet.staleOutcomes.Load() > 0
+	return c.Kills > 0 && c.Stalls > 0 && c.Restarts > 0 && c.RedisRestarts > 0 && c.Cuts > 0 && zombies
 }
 
 // resumeDue resumes the stopped workers whose time has come.
