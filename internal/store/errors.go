@@ -1,7 +1,7 @@
 package store
 
 import (
-	"errors"
+	"fmt"
 
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -21,6 +21,7 @@ var (
 	ErrMalformed = sluicetype.ErrMalformed
 	// ErrRetired: an enqueue reached a partition that went away when its
 	// queue shrank (Retire): nothing was added. The caller's layout of the
-	// queue is out of date.
-	ErrRetired = errors.New("sluice: the partition went away in a resize of its queue")
+	// queue is out of date; it is sluicetype.ErrLayoutMismatch to
+	// errors.Is, wherever it surfaces (a spawn, a relayed follow-up).
+	ErrRetired = fmt.Errorf("%w: the partition went away in a resize of its queue", sluicetype.ErrLayoutMismatch)
 )

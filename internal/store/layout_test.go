@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -213,4 +214,45 @@ func FuzzDecodeLayout(f *testing.F) {
 			t.Fatalf("%q decoded to %+v, which reads %q", v, l, back)
 		}
 	})
+}
+
+// TestRetiredPartition: a partition a shrink retired refuses every job of
+// an enqueue (ErrRetired, which is ErrLayoutMismatch), adding nothing and
+// counting nothing, claims nothing, and a pause brings it back (then a
+// resume lets its jobs run). On miniredis, a real Redis and a cluster.
+func TestRetiredPartition(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "before"})
+			testkit.Must(t, f.st.Retire(f.ctx, f.p))
+			_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "x", Kind: "k", Payload: []byte("p"), MaxAttempts: 3},
+				{Local: "y", Kind: "k", Payload: []byte("p"), MaxAttempts: 3}})
+			if !errors.Is(err, store.ErrRetired) || !errors.Is(err, sluicetype.ErrLayoutMismatch) {
+				t.Fatalf("enqueue to a retired partition: %v, want ErrRetired (ErrLayoutMismatch)", err)
+			}
+			for _, l := range []string{"x", "y"} {
+				if n := f.rdb.Exists(f.ctx, f.p.Job(l)).Val(); n != 0 {
+					t.Errorf("job %s was written", l)
+				}
+			}
+			if d := cmp.Diff(map[string]int64{"available": 1}, f.stats()); d != "" {
+				t.Errorf("stats after the refused enqueue (-want +got):\n%s", d)
+			}
+			if res := f.claim(10, "w"); len(res.Jobs) != 0 {
+				t.Errorf("a retired partition leased %d jobs", len(res.Jobs))
+			}
+			if _, err := f.st.SetPaused(f.ctx, f.p, true); err != nil { // a refused shrink, or a growth
+				t.Fatal(err)
+			}
+			if _, err := f.st.SetPaused(f.ctx, f.p, false); err != nil {
+				t.Fatal(err)
+			}
+			f.enqueue(store.NewJob{Local: "after"})
+			if res := f.claim(10, "w"); len(res.Jobs) != 2 {
+				t.Errorf("after the partition came back: leased %d jobs, want 2", len(res.Jobs))
+			}
+		})
+	}
 }
