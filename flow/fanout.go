@@ -3,7 +3,6 @@ package flow
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -86,7 +85,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	ids := make([]string, len(items))
 	byPart := map[keys.Partition][]store.NewJob{}
 	for i, it := range items {
-		ref, job, err := pl.job(ctx, it, parent, nil, childID(st.Ref.Local+"~"+name+"~"+strconv.Itoa(i)), traceHeaders(ctx))
+		ref, job, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, name, i)), traceHeaders(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("child %d: %w", i, err)
 		}

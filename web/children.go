@@ -2,11 +2,10 @@ package web
 
 import (
 	"context"
-	"strconv"
-	"strings"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 // maxChildrenShown bounds the children a job page lists, over all its
@@ -105,16 +104,16 @@ func spawnedBy(ids []string, parent, step string) bool {
 		return false
 	}
 	for i, id := range ids {
-		if localOf(id) != parent+"~"+step+"~"+strconv.Itoa(i) {
+		if localOf(id) != keys.ChildLocal(parent, step, i) {
 			return false
 		}
 	}
 	return true
 }
 
-// localOf is the ID within its partition of job id (queue:partition:local).
+// localOf is the ID within its partition of job id (queue:partition:local),
+// "" when id is not of that form.
 func localOf(id string) string {
-	_, rest, _ := strings.Cut(id, ":")
-	_, local, _ := strings.Cut(rest, ":")
-	return local
+	ref, _ := keys.ParseRef("", id)
+	return ref.Local
 }

@@ -188,6 +188,13 @@ func (r Ref) String() string {
 	return r.Queue + ":" + strconv.Itoa(r.Index) + ":" + r.Local
 }
 
+// ChildLocal is the ID within its partition of the i-th child (from 0)
+// that step spawned of the job whose ID within its partition is parent
+// (flow.Spawn): derived, so a spawn made again names the same children.
+func ChildLocal(parent, step string, i int) string {
+	return parent + "~" + step + "~" + strconv.Itoa(i)
+}
+
 // ParseRef reads a job ID written by Ref.String. It reports false when id
 // is not of that form.
 func ParseRef(ns, id string) (Ref, bool) {
