@@ -15,7 +15,6 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
-	"github.com/sluicehq/sluice/runtime"
 )
 
 // act opens action's confirmation page with form, as its link does, and
@@ -98,9 +97,7 @@ func TestRerouteAction(t *testing.T) {
 func TestReleaseAction(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
-	f.startWorker(runtime.Options{CrashLimit: 1, CrashDelay: -1})
-	id := f.enqueue(panicky{})
-	f.env.WaitState(id, flow.StateQuarantined)
+	id := f.quarantined()
 	if body := f.jobPage(id); !strings.Contains(body, `data-action="release"`) {
 		t.Fatalf("the quarantined job's page offers no release:\n%s", body)
 	}

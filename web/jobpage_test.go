@@ -30,9 +30,7 @@ func (f *fixture) jobPage(id string) string {
 func TestJobPageShowsPanicStack(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
-	f.startWorker(runtime.Options{CrashLimit: 1, CrashDelay: -1})
-	id := f.enqueue(panicky{})
-	f.env.WaitState(id, flow.StateQuarantined)
+	id := f.quarantined()
 	body := f.jobPage(id)
 	if !strings.Contains(body, "ledger out of balance") {
 		t.Errorf("the page does not show the panic's message:\n%s", body)

@@ -211,6 +211,16 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 
 // startWorker starts a worker of the fixture's handlers on the test queue,
 // with o (Partitions, Queues and Concurrency filled in when unset).
+// quarantined runs a panicky job on a worker with a crash limit of 1 and
+// returns its ID once it is quarantined.
+func (f *fixture) quarantined() string {
+	f.t.Helper()
+	f.startWorker(runtime.Options{CrashLimit: 1, CrashDelay: -1})
+	id := f.enqueue(panicky{})
+	f.env.WaitState(id, flow.StateQuarantined)
+	return id
+}
+
 func (f *fixture) startWorker(o runtime.Options) *testkit.Worker {
 	f.t.Helper()
 	if o.Partitions == nil {
