@@ -2,7 +2,6 @@ package flow
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -203,10 +202,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		for k, i := range idx {
 			jobs[k] = plan[i].job
 		}
-		res, err := c.st.Enqueue(ctx, p, jobs)
-		if errors.Is(err, store.ErrRetired) {
-			err = c.plan.layouts.Retired(ctx, p)
-		}
+		res, err := c.plan.enqueue(ctx, p, jobs)
 		if err != nil {
 			mu.Lock()
 			first = err

@@ -99,7 +99,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	)
 	for p, jobs := range byPart {
 		wg.Go(func() {
-			res, err := st.Store.Enqueue(ctx, p, jobs)
+			res, err := pl.enqueue(ctx, p, jobs)
 			for k, r := range res {
 				if r.Err != nil && err == nil {
 					child := &sluicetype.ConflictError{ID: keys.Ref{Partition: p, Local: jobs[k].Local}.String()}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -35,6 +36,18 @@ func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp
 	}
 	ref, err := pl.place(ctx, d, sp)
 	return ref, d.job, err
+}
+
+// enqueue adds jobs placed on partition p. A partition that a shrink of
+// its queue took away since this process read the layout adds nothing:
+// the layout is read again, and the error is a *LayoutMismatchError
+// (store.Layouts.Retired), so the next call places by the new count.
+func (pl *planner) enqueue(ctx context.Context, p keys.Partition, jobs []store.NewJob) ([]store.EnqueueResult, error) {
+	res, err := pl.st.Enqueue(ctx, p, jobs)
+	if errors.Is(err, store.ErrRetired) {
+		err = pl.layouts.Retired(ctx, p)
+	}
+	return res, err
 }
 
 // drafted is a validated, encoded job not yet given its partition.
