@@ -108,6 +108,9 @@ func TestEveryScenario(t *testing.T) {
 	}
 	checkMemory(t, rep.Memory)
 	checkCrash(t, rep.CrashResume)
+	if l := rep.Latency; l.Ping.P50 <= 0 || l.Ping.P50 > l.Ping.Max || l.EnqueueCall.P50 <= 0 {
+		t.Errorf("latency: PING yardstick %+v, Enqueue call %+v", l.Ping, l.EnqueueCall)
+	}
 
 	s := rep.Soak
 	if s == nil || s.Jobs != 400 || s.JobsPerSec <= 0 {

@@ -29,6 +29,13 @@ type latencyResult struct {
 	// EnqueueCall is how long the Enqueue call took (one round trip): the
 	// part of Pickup spent before the job is in Redis.
 	EnqueueCall Distribution `json:"enqueue_call"`
+	// Ping is a PING on the producer's client at the same pace (at most
+	// one second of them), after the jobs, the worker still running: the
+	// machine's round trip at this rate, which bounds EnqueueCall (one
+	// round trip) and Pickup (two: the Enqueue, then the worker's claim)
+	// from below. On a VM whose CPUs sleep between calls it is several
+	// times the round trip of back-to-back calls.
+	Ping Distribution `json:"ping"`
 	// MaxSendLagMS is the furthest behind its schedule an Enqueue was sent;
 	// near zero when the producer kept the rate.
 	MaxSendLagMS float64 `json:"max_send_lag_ms"`
@@ -76,6 +83,12 @@ func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult,
 	if err := got.Wait(ctx, "waiting for the handlers"); err != nil {
 		return nil, err
 	}
+	pings, _, err := SendPaced(ctx, min(n, cfg.Rate), cfg.Rate, func(int, time.Time) error {
+		return t.producer.Ping(ctx).Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the PING yardstick: %w", err)
+	}
 	if err := w.stop(); err != nil {
 		return nil, fmt.Errorf("stopping the worker: %w", err)
 	}
@@ -83,7 +96,7 @@ func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult,
 	defer mu.Unlock()
 	return &latencyResult{
 		RatePerSec: cfg.Rate, DurationSeconds: cfg.Duration.Seconds(), Jobs: n,
-		Pickup: Summarize(pickups), EnqueueCall: Summarize(calls),
+		Pickup: Summarize(pickups), EnqueueCall: Summarize(calls), Ping: Summarize(pings),
 		MaxSendLagMS: Millis(maxLag),
 	}, nil
 }

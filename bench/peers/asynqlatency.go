@@ -53,9 +53,17 @@ func asynqLatency(ctx context.Context, t *target, cfg config, setup asynqSetup) 
 	if err := got.Wait(ctx, "waiting for the handlers"); err != nil {
 		return nil, err
 	}
+	// The round trip at this pace, the server still running, as the
+	// Sluice program times it after its jobs.
+	pings, _, err := harness.SendPaced(ctx, min(n, cfg.Rate), cfg.Rate, func(int, time.Time) error {
+		return t.producer.Ping(ctx).Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the PING yardstick: %w", err)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	return latencyFigures(harness.Summarize(pickups), harness.Summarize(calls), harness.Millis(maxLag)), nil
+	return latencyFigures(harness.Summarize(pickups), harness.Summarize(calls), harness.Summarize(pings), harness.Millis(maxLag)), nil
 }
 
 // latencyJobs is how many jobs the latency scenario sends: cfg.Rate per
@@ -65,11 +73,11 @@ func latencyJobs(cfg config) int {
 }
 
 // latencyFigures names the latency scenario's figures.
-func latencyFigures(pickup, call harness.Distribution, maxLagMS float64) figures {
+func latencyFigures(pickup, call, ping harness.Distribution, maxLagMS float64) figures {
 	return figures{
 		"latency pickup p50": pickup.P50, "latency pickup p90": pickup.P90,
 		"latency pickup p99": pickup.P99, "latency pickup max": pickup.Max,
-		"latency enqueue-call p50": call.P50, "latency max send lag": maxLagMS,
+		"latency enqueue-call p50": call.P50, "latency ping p50": ping.P50, "latency max send lag": maxLagMS,
 	}
 }
 

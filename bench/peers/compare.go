@@ -44,6 +44,7 @@ var comparisons = func() []comparison {
 		{"enqueue to handler p99", "latency pickup p99"},
 		{"enqueue to handler max", "latency pickup max"},
 		{"Enqueue call p50", "latency enqueue-call p50"},
+		{"PING at the same pace p50 (the floor)", "latency ping p50"},
 		{"producer's max lag behind schedule", "latency max send lag"},
 	} {
 		cs = append(cs, comparison{Scenario: "latency", Label: l.label, Sluice: l.key, Asynq: l.key, Unit: "ms", LowerBetter: true})

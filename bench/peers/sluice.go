@@ -109,6 +109,7 @@ type sluiceReport struct {
 	Latency *struct {
 		Pickup       harness.Distribution `json:"pickup"`
 		EnqueueCall  harness.Distribution `json:"enqueue_call"`
+		Ping         harness.Distribution `json:"ping"`
 		MaxSendLagMS float64              `json:"max_send_lag_ms"`
 	} `json:"latency"`
 	Workflow *struct {
@@ -141,7 +142,7 @@ func parseSluiceReport(b []byte) (figures, error) {
 		}
 	}
 	if l := rep.Latency; l != nil {
-		maps.Copy(out, latencyFigures(l.Pickup, l.EnqueueCall, l.MaxSendLagMS))
+		maps.Copy(out, latencyFigures(l.Pickup, l.EnqueueCall, l.Ping, l.MaxSendLagMS))
 	}
 	if w := rep.Workflow; w != nil {
 		out[workflowKey] = w.WorkflowsPerSec
