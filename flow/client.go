@@ -147,9 +147,19 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // key that places them (a partition key, unique key or ID) fill
 // consecutive partitions in blocks of at least 128, starting one partition
 // further on each call. Every job is validated first: on bad input nothing
-// is added, and the error names the first bad job by its index ("job 3:
-// ..."). A job whose ID conflicts has its Err set (a
+// is added, the result is nil, and the error names the first bad job by
+// its index ("job 3: ..."). A job whose ID conflicts has its Err set (a
 // *sluicetype.ConflictError); the others are added.
+//
+// One partition's failure is its jobs' alone: when the call to a
+// partition fails (Redis unreachable past go-redis's retries, or a
+// *sluicetype.LayoutMismatchError after a shrink of the queue), the jobs
+// placed there have that error as their Err, and the error returned wraps
+// it and says how many jobs it struck. The result is then not nil: it
+// lists every job, so those of the other partitions, which were added,
+// keep their IDs. Send again only the jobs with an Err: those of a
+// refused partition (ErrLayoutMismatch) were not added; those whose call
+// failed on the network may have been, if only the reply was lost.
 func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
 	return c.enqueue(ctx, true, items...)
 }
@@ -193,9 +203,10 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	}
 	out := make([]Enqueued, len(items))
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		first  error
+		failed int
 	)
 	send := func(p keys.Partition, idx []int) {
 		jobs := make([]store.NewJob, len(idx))
@@ -204,8 +215,14 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		}
 		res, err := c.plan.enqueue(ctx, p, jobs)
 		if err != nil {
+			for _, i := range idx {
+				out[i] = Enqueued{ID: plan[i].ref.String(), Err: err}
+			}
 			mu.Lock()
-			first = err
+			if first == nil {
+				first = err
+			}
+			failed += len(idx)
 			mu.Unlock()
 			return
 		}
@@ -221,11 +238,15 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		wg.Go(func() { send(p, idx) })
 	}
 	wg.Wait()
-	tr.end(out, first)
-	if first != nil {
+	tr.end(out, nil) // each job's Err tells its span
+	switch {
+	case first == nil:
+		return out, nil
+	case !many:
 		return nil, first
+	default:
+		return out, fmt.Errorf("sluice: enqueue failed for %d of %d jobs (each has its Err): %w", failed, len(items), first)
 	}
-	return out, nil
 }
 
 // enqueued turns a store result into what Enqueue reports.

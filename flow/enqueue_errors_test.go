@@ -3,10 +3,16 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -47,4 +53,108 @@ func TestEnqueueErrorTexts(t *testing.T) {
 	if err != nil || res[0].Err != nil || !errors.As(res[1].Err, &ce) || ce.ID != first.ID {
 		t.Fatalf("EnqueueMany with a conflicting ID: %+v, %v; want the second's Err naming %s", res, err, first.ID)
 	}
+}
+
+// failPartition is a go-redis hook that fails the enqueue calls to one
+// partition: before they reach Redis, or (lostReply) after Redis ran them,
+// as a reply lost on the way back looks to the caller.
+type failPartition struct {
+	prefix    string // the partition's key prefix
+	lostReply bool
+}
+
+var errInjected = errors.New("injected: connection reset")
+
+func (f failPartition) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f failPartition) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 4 || !lua.Enqueue.Is(cmd.Name(), fmt.Sprint(args[1])) ||
+			!strings.HasPrefix(fmt.Sprint(args[3]), f.prefix) {
+			return next(ctx, cmd)
+		}
+		if f.lostReply {
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+		}
+		cmd.SetErr(errInjected)
+		return errInjected
+	}
+}
+
+func (f failPartition) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestEnqueueManyOnePartitionFails: when EnqueueMany's call to one
+// partition fails, only that partition's jobs carry the error; the jobs
+// of the other partition were added and are reported with their IDs, and
+// the error returned says how many failed and wraps the cause. With the
+// reply lost after Redis ran the call, the failed jobs are there anyway
+// (the documented caveat).
+func TestEnqueueManyOnePartitionFails(t *testing.T) {
+	t.Parallel()
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lost reply %v", lost), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := redistest.NewNamespace(t)
+			rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Partitions: map[string]int{"default": 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Enqueue(ctx, email{To: "registers the layout"}); err != nil {
+				t.Fatal(err)
+			}
+			rdb.AddHook(failPartition{prefix: keys.Partition{NS: ns, Queue: "default", Index: 1}.Prefix(), lostReply: lost})
+
+			items := make([]flow.Item, 300) // two blocks: both partitions
+			for i := range items {
+				items[i] = flow.Item{Args: email{To: fmt.Sprint(i)}}
+			}
+			res, err := c.EnqueueMany(ctx, items...)
+			if len(res) != len(items) {
+				t.Fatalf("EnqueueMany: %d results, %v; want all %d listed", len(res), err, len(items))
+			}
+			failed := 0
+			for i, r := range res {
+				n, rerr := env.Client(t).Exists(ctx, jobKey(t, ns, r.ID)).Result()
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				switch partitionOf(t, r.ID) {
+				case "0":
+					if r.Err != nil || n != 1 {
+						t.Fatalf("job %d on the healthy partition: %+v, in Redis %v; want added", i, r, n == 1)
+					}
+				case "1":
+					failed++
+					if !errors.Is(r.Err, errInjected) || n != map[bool]int64{false: 0, true: 1}[lost] {
+						t.Fatalf("job %d on the failing partition: %+v, in Redis %v", i, r, n == 1)
+					}
+				}
+			}
+			if failed == 0 || failed == len(items) {
+				t.Fatalf("%d of %d jobs on the failing partition: want some", failed, len(items))
+			}
+			want := fmt.Sprintf("sluice: enqueue failed for %d of %d jobs (each has its Err): %v", failed, len(items), errInjected)
+			if !errors.Is(err, errInjected) || err.Error() != want {
+				t.Fatalf("EnqueueMany's error: %v, want %q", err, want)
+			}
+		})
+	}
+}
+
+// jobKey is the Redis key of a job's hash, from its ID.
+func jobKey(t *testing.T, ns, id string) string {
+	t.Helper()
+	ref, ok := keys.ParseRef(ns, id)
+	if !ok {
+		t.Fatalf("job ID %q does not parse", id)
+	}
+	return ref.Partition.Job(ref.Local)
 }
