@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -55,39 +56,6 @@ func TestEnqueueErrorTexts(t *testing.T) {
 	}
 }
 
-// failPartition is a go-redis hook that fails the enqueue calls to one
-// partition: before they reach Redis, or (lostReply) after Redis ran them,
-// as a reply lost on the way back looks to the caller.
-type failPartition struct {
-	prefix    string // the partition's key prefix
-	lostReply bool
-}
-
-var errInjected = errors.New("injected: connection reset")
-
-func (f failPartition) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (f failPartition) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) < 4 || !lua.Enqueue.Is(cmd.Name(), fmt.Sprint(args[1])) ||
-			!strings.HasPrefix(fmt.Sprint(args[3]), f.prefix) {
-			return next(ctx, cmd)
-		}
-		if f.lostReply {
-			if err := next(ctx, cmd); err != nil {
-				return err
-			}
-		}
-		cmd.SetErr(errInjected)
-		return errInjected
-	}
-}
-
-func (f failPartition) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestEnqueueManyOnePartitionFails: when EnqueueMany's call to one
 // partition fails, only that partition's jobs carry the error; the jobs
 // of the other partition were added and are reported with their IDs, and
@@ -110,7 +78,7 @@ func TestEnqueueManyOnePartitionFails(t *testing.T) {
 			if _, err := c.Enqueue(ctx, email{To: "registers the layout"}); err != nil {
 				t.Fatal(err)
 			}
-			rdb.AddHook(failPartition{prefix: keys.Partition{NS: ns, Queue: "default", Index: 1}.Prefix(), lostReply: lost})
+			rdb.AddHook(testkit.FailCalls{Script: lua.Enqueue, Part: keys.Partition{NS: ns, Queue: "default", Index: 1}, LostReply: lost})
 
 			items := make([]flow.Item, 300) // two blocks: both partitions
 			for i := range items {
@@ -133,7 +101,7 @@ func TestEnqueueManyOnePartitionFails(t *testing.T) {
 					}
 				case "1":
 					failed++
-					if !errors.Is(r.Err, errInjected) || n != map[bool]int64{false: 0, true: 1}[lost] {
+					if !errors.Is(r.Err, testkit.ErrInjected) || n != map[bool]int64{false: 0, true: 1}[lost] {
 						t.Fatalf("job %d on the failing partition: %+v, in Redis %v", i, r, n == 1)
 					}
 				}
@@ -141,8 +109,8 @@ func TestEnqueueManyOnePartitionFails(t *testing.T) {
 			if failed == 0 || failed == len(items) {
 				t.Fatalf("%d of %d jobs on the failing partition: want some", failed, len(items))
 			}
-			want := fmt.Sprintf("sluice: enqueue failed for %d of %d jobs (each has its Err): %v", failed, len(items), errInjected)
-			if !errors.Is(err, errInjected) || err.Error() != want {
+			want := fmt.Sprintf("sluice: enqueue failed for %d of %d jobs (each has its Err): %v", failed, len(items), testkit.ErrInjected)
+			if !errors.Is(err, testkit.ErrInjected) || err.Error() != want {
 				t.Fatalf("EnqueueMany's error: %v, want %q", err, want)
 			}
 		})

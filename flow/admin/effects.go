@@ -52,7 +52,9 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 // the IDs DeadEffects gives. The relay applies each once at most (its
 // dedup marker stands); one that still cannot apply is dead-lettered
 // again. The error joins one error per ID that failed: ErrInvalid for a
-// malformed ID, ErrNoDeadEffect for one that is not there.
+// malformed ID, ErrNoDeadEffect for one that is not there, and the call's
+// error for each ID of a partition whose call failed (the other
+// partitions are still sent theirs).
 func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	if len(ids) > MaxRedriveIDs {
 		return fmt.Errorf("%w: %d dead effects, at most %d", ErrTooMany, len(ids), MaxRedriveIDs)
@@ -76,8 +78,11 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	slices.SortFunc(parts, func(a, b keys.Partition) int { return a.Index - b.Index })
 	for _, p := range parts {
 		res, err := c.b.Store.ReviveEffects(ctx, p, byPart[p])
-		if err != nil {
-			return err
+		if err != nil { // this partition's IDs only
+			for _, id := range names[p] {
+				errs = append(errs, fmt.Errorf("dead effect %s: %w", id, err))
+			}
+			continue
 		}
 		for i, e := range res {
 			if e != nil {

@@ -2,15 +2,21 @@ package admin_test
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -105,5 +111,45 @@ func noErr(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRedriveOnePartitionFails: when the redrive call to one partition
+// fails (the connection cut past go-redis's retries), only that
+// partition's jobs are reported failed, with the call's error; the other
+// partition's job is still redriven and reported moved. Dead-effect
+// redrive goes on past a failed partition the same way.
+func TestRedriveOnePartitionFails(t *testing.T) {
+	t.Parallel()
+	rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	a := newAdmin(t, rdb, map[string]int{"default": 2})
+	var ids [2]string // an archived job on each partition
+	for i := 0; ids[0] == "" || ids[1] == ""; i++ {
+		id := a.enqueue(email{To: fmt.Sprint(i)}, flow.WithMaxAttempts(1), flow.WithPartitionKey(fmt.Sprint("k", i)))
+		if p := strings.Split(id, ":")[1]; p == "0" && ids[0] == "" {
+			ids[0] = id
+		} else if p == "1" && ids[1] == "" {
+			ids[1] = id
+		}
+	}
+	a.finish("default", 2, 0, failAck)
+	bad := keys.Partition{NS: a.ns, Queue: "default", Index: 1}
+	rdb.AddHook(testkit.FailCalls{Script: lua.Redrive, Part: bad})
+	rdb.AddHook(testkit.FailCalls{Script: lua.DeadEffects, Part: bad})
+
+	rep, err := a.ops.Redrive(a.ctx, ids[1], ids[0])
+	if err != nil || !slices.Equal(rep.Moved, []string{ids[0]}) || len(rep.Failed) != 1 || !errors.Is(rep.Failed[ids[1]], testkit.ErrInjected) {
+		t.Fatalf("redrive over a failing partition: %+v, %v; want %s moved, %s failed with the injected error", rep, err, ids[0], ids[1])
+	}
+	for i, want := range []string{flow.StateAvailable, flow.StateArchived} {
+		if j, err := a.ops.Job(a.ctx, ids[i]); err != nil || j.State != want {
+			t.Errorf("job %s: %+v, %v; want %s", ids[i], j, err, want)
+		}
+	}
+
+	err = a.ops.RedriveEffects(a.ctx, "default:1:1-1", "default:0:1-1")
+	if !errors.Is(err, testkit.ErrInjected) || !errors.Is(err, admin.ErrNoDeadEffect) {
+		t.Fatalf("dead-effect redrive over a failing partition: %v; want the injected error for one and ErrNoDeadEffect for the other", err)
 	}
 }

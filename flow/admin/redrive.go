@@ -19,7 +19,9 @@ const MaxRedriveIDs = 1000
 type RedriveReport struct {
 	Moved []string // IDs of the jobs now available, in the order asked
 	// Failed holds the others: ErrInvalid (not a job ID), ErrNotFound, or
-	// a *StateError (ErrWrongState) naming the state that refused it.
+	// a *StateError (ErrWrongState) naming the state that refused it; or,
+	// for each job of a partition whose call failed (Redis unreachable),
+	// that call's error. One partition's failure does not stop the others.
 	Failed map[string]error
 }
 
@@ -69,8 +71,11 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 			locals[k] = refs[i].Local
 		}
 		errs, err := c.b.Store.RedriveIDs(ctx, p, action, locals)
-		if err != nil {
-			return rep, err
+		if err != nil { // this partition's jobs only
+			for _, i := range idx {
+				rep.Failed[ids[i]] = err
+			}
+			continue
 		}
 		for k, i := range idx {
 			if errs[k] == nil {

@@ -3,7 +3,9 @@
 // run until the test ends with their test signals on (StartWorker), and
 // waits on those signals instead of on time (WaitState). It also has the
 // small helpers every test file wrote again (Must, Recv, NoRecv, Chan,
-// Quiet).
+// Quiet), and a fault: FailCalls cuts one script's calls to one
+// partition, for the batched calls whose one partition's failure must
+// stay its jobs' own.
 //
 // Only _test.go files import it: it imports testing, and the packages it
 // imports (runtime, flow) cannot import it back, so their internal tests

@@ -1,0 +1,50 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// ErrInjected is the error FailCalls gives the calls it fails.
+var ErrInjected = errors.New("injected: connection reset")
+
+// FailCalls is a go-redis hook (redis.Client.AddHook) that fails every
+// call of Script to partition Part, as a network that cut the connection
+// past go-redis's retries would: before the call reaches Redis, or, with
+// LostReply, after Redis ran it (its reply lost on the way back). Calls
+// of other scripts, or to other partitions, pass.
+type FailCalls struct {
+	Script    *lua.Script
+	Part      keys.Partition
+	LostReply bool
+}
+
+func (f FailCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	prefix := f.Part.Prefix()
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args() // FCALL name numkeys key ...
+		if len(args) < 4 || !f.Script.Is(cmd.Name(), fmt.Sprint(args[1])) || !strings.HasPrefix(fmt.Sprint(args[3]), prefix) {
+			return next(ctx, cmd)
+		}
+		if f.LostReply {
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+		}
+		cmd.SetErr(ErrInjected)
+		return ErrInjected
+	}
+}
+
+func (f FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
