@@ -1,8 +1,13 @@
 package flow
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +125,9 @@ type Enqueued struct {
 	Duplicate bool
 	Unique    bool
 	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
-	// a different existing job: a *sluicetype.ConflictError (ErrConflict).
+	// a different existing job: a *sluicetype.ConflictError (ErrConflict);
+	// or for a job whose call to its partition failed, with that call's
+	// error (see EnqueueMany).
 	Err error
 	// HeldBy is set when the job was added held behind this quarantined
 	// job (WithQuarantineHold): it runs once that job is released.
@@ -143,7 +150,8 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 	return res[0], res[0].Err
 }
 
-// EnqueueMany adds jobs in one round trip per partition. Jobs without a
+// EnqueueMany adds jobs in one round trip per partition (per 1,000 of its
+// jobs). Jobs without a
 // key that places them (a partition key, unique key or ID) fill
 // consecutive partitions in blocks of at least 128, starting one partition
 // further on each call. Every job is validated first: on bad input nothing
@@ -151,15 +159,17 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // its index ("job 3: ..."). A job whose ID conflicts has its Err set (a
 // *sluicetype.ConflictError); the others are added.
 //
-// One partition's failure is its jobs' alone: when the call to a
-// partition fails (Redis unreachable past go-redis's retries, or a
+// One partition's failure is its jobs' alone: when a call to a partition
+// fails (Redis unreachable past go-redis's retries, or a
 // *sluicetype.LayoutMismatchError after a shrink of the queue), the jobs
-// placed there have that error as their Err, and the error returned wraps
-// it and says how many jobs it struck. The result is then not nil: it
-// lists every job, so those of the other partitions, which were added,
-// keep their IDs. Send again only the jobs with an Err: those of a
-// refused partition (ErrLayoutMismatch) were not added; those whose call
-// failed on the network may have been, if only the reply was lost.
+// it carried, and those of that partition it could not send after it
+// (jobs go in calls of at most 1,000), have that error as their Err; the
+// error returned says how many jobs failed and wraps each distinct cause.
+// The result is then not nil: it lists every job, so the others, which
+// were added, keep their IDs. Send again the jobs whose Err is set and is
+// not a conflict: those of a refused partition (ErrLayoutMismatch) were
+// not added; those whose call failed on the network may have been, if
+// only the reply was lost.
 func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
 	return c.enqueue(ctx, true, items...)
 }
@@ -203,31 +213,23 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	}
 	out := make([]Enqueued, len(items))
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		first  error
-		failed int
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs = map[keys.Partition]error{} // the partitions whose call failed
 	)
 	send := func(p keys.Partition, idx []int) {
 		jobs := make([]store.NewJob, len(idx))
 		for k, i := range idx {
 			jobs[k] = plan[i].job
 		}
-		res, err := c.plan.enqueue(ctx, p, jobs)
-		if err != nil {
-			for _, i := range idx {
-				out[i] = Enqueued{ID: plan[i].ref.String(), Err: err}
-			}
-			mu.Lock()
-			if first == nil {
-				first = err
-			}
-			failed += len(idx)
-			mu.Unlock()
-			return
-		}
+		res, err := c.plan.enqueue(ctx, p, jobs) // one result per job, even on an error
 		for k, i := range idx {
 			out[i] = enqueued(plan[i].ref, res[k])
+		}
+		if err != nil {
+			mu.Lock()
+			errs[p] = err
+			mu.Unlock()
 		}
 	}
 	for p, idx := range byPart {
@@ -239,14 +241,35 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	}
 	wg.Wait()
 	tr.end(out, nil) // each job's Err tells its span
-	switch {
-	case first == nil:
+	if len(errs) == 0 {
 		return out, nil
-	case !many:
-		return nil, first
-	default:
-		return out, fmt.Errorf("sluice: enqueue failed for %d of %d jobs (each has its Err): %w", failed, len(items), first)
 	}
+	if !many { // one job, one partition
+		return nil, errs[plan[0].ref.Partition]
+	}
+	return out, partlyEnqueued(out, errs)
+}
+
+// partlyEnqueued is EnqueueMany's error when the calls to some
+// partitions failed: it counts the jobs they struck and wraps each
+// distinct error once, in partition order.
+func partlyEnqueued(out []Enqueued, errs map[keys.Partition]error) error {
+	failed := 0
+	for _, e := range out {
+		if e.Err != nil && !errors.Is(e.Err, ErrConflict) {
+			failed++
+		}
+	}
+	parts := slices.SortedFunc(maps.Keys(errs), func(a, b keys.Partition) int {
+		return cmp.Or(strings.Compare(a.Queue, b.Queue), a.Index-b.Index)
+	})
+	var causes []error
+	for _, p := range parts {
+		if err := errs[p]; !slices.ContainsFunc(causes, func(e error) bool { return e.Error() == err.Error() }) {
+			causes = append(causes, err) // once, when every partition fails alike
+		}
+	}
+	return fmt.Errorf("sluice: enqueue failed for %d of %d jobs (each has its Err): %w", failed, len(out), errors.Join(causes...))
 }
 
 // enqueued turns a store result into what Enqueue reports.

@@ -38,14 +38,22 @@ func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp
 	return ref, d.job, err
 }
 
-// enqueue adds jobs placed on partition p. A partition that a shrink of
-// its queue took away since this process read the layout adds nothing:
-// the layout is read again, and the error is a *LayoutMismatchError
-// (store.Layouts.Retired), so the next call places by the new count.
+// enqueue adds jobs placed on partition p, with one result per job even
+// on an error (store.Enqueue: those it struck are Failed). A partition
+// that a shrink of its queue took away since this process read the
+// layout adds nothing: the layout is read again, and the error is a
+// *LayoutMismatchError (store.Layouts.Retired), so the next call places
+// by the new count.
 func (pl *planner) enqueue(ctx context.Context, p keys.Partition, jobs []store.NewJob) ([]store.EnqueueResult, error) {
 	res, err := pl.st.Enqueue(ctx, p, jobs)
 	if errors.Is(err, store.ErrRetired) {
+		retired := err
 		err = pl.layouts.Retired(ctx, p)
+		for i := range res {
+			if res[i].Err == retired {
+				res[i].Err = err
+			}
+		}
 	}
 	return res, err
 }

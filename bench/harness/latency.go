@@ -78,7 +78,7 @@ func runLatency(ctx context.Context, t *target, cfg config) (res *latencyResult,
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("enqueueing: %w", err)
 	}
 	if err := got.Wait(ctx, "waiting for the handlers"); err != nil {
 		return nil, err

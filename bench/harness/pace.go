@@ -20,12 +20,12 @@ func SendPaced(ctx context.Context, n, rate int, send func(i int, sent time.Time
 	for i := range n {
 		due := start.Add(time.Duration(i) * interval)
 		if err := sleepUntil(ctx, due); err != nil {
-			return nil, 0, fmt.Errorf("enqueueing: %w (%d of %d sent)", err, i, n)
+			return nil, 0, fmt.Errorf("%w (%d of %d calls made)", err, i, n)
 		}
 		sent := time.Now()
 		maxLag = max(maxLag, sent.Sub(due))
 		if err := send(i, sent); err != nil {
-			return nil, 0, fmt.Errorf("enqueueing job %d: %w", i, err)
+			return nil, 0, fmt.Errorf("call %d of %d: %w", i, n, err)
 		}
 		calls = append(calls, time.Since(sent))
 	}

@@ -160,7 +160,7 @@ func runSignal(ctx context.Context, t *target, cfg config) (res *signalResult, e
 		return err
 	})
 	if err != nil {
-		return res, err
+		return res, fmt.Errorf("signalling: %w", err)
 	}
 	if err := done.Wait(ctx, "waiting for the handlers to resume"); err != nil {
 		return res, err
@@ -248,7 +248,9 @@ func enqueueIDs(ctx context.Context, client *flow.Client, cfg config, n int, arg
 				}
 				res, err := client.EnqueueMany(ctx, items...)
 				for k, r := range res {
-					err = errors.Join(err, r.Err)
+					if err == nil { // else err names the failed jobs' causes
+						err = r.Err
+					}
 					ids[from+int64(k)] = r.ID
 				}
 				if err != nil {

@@ -270,7 +270,9 @@ func produce(ctx context.Context, client *flow.Client, cfg config, jobs int, arg
 				}
 				res, err := client.EnqueueMany(ctx, items...)
 				for _, r := range res {
-					err = errors.Join(err, r.Err)
+					if err == nil { // else err names the failed jobs' causes
+						err = r.Err
+					}
 				}
 				if err != nil {
 					cancel(err)

@@ -48,7 +48,7 @@ func asynqLatency(ctx context.Context, t *target, cfg config, setup asynqSetup) 
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("enqueueing: %w", err)
 	}
 	if err := got.Wait(ctx, "waiting for the handlers"); err != nil {
 		return nil, err

@@ -203,9 +203,9 @@ func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 	} else {
 		rep, err = client.Redrive(ctx, ids...)
 	}
-	if err != nil {
+	if err != nil && len(rep.Moved)+len(rep.Failed) == 0 {
 		return err
-	}
+	} // else a failed partition's call: its jobs' errors are in rep.Failed
 	failed := make([]string, 0, len(rep.Failed))
 	for id := range rep.Failed {
 		failed = append(failed, id)

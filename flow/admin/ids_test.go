@@ -116,9 +116,10 @@ func noErr(t *testing.T, err error) {
 
 // TestRedriveOnePartitionFails: when the redrive call to one partition
 // fails (the connection cut past go-redis's retries), only that
-// partition's jobs are reported failed, with the call's error; the other
-// partition's job is still redriven and reported moved. Dead-effect
-// redrive goes on past a failed partition the same way.
+// partition's jobs are reported failed, with the call's error, which is
+// also returned; the other partition's job is still redriven and reported
+// moved. Dead-effect redrive, which sends partitions in order, goes on
+// past a failed first partition the same way.
 func TestRedriveOnePartitionFails(t *testing.T) {
 	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
@@ -134,12 +135,12 @@ func TestRedriveOnePartitionFails(t *testing.T) {
 		}
 	}
 	a.finish("default", 2, 0, failAck)
-	bad := keys.Partition{NS: a.ns, Queue: "default", Index: 1}
-	rdb.AddHook(testkit.FailCalls{Script: lua.Redrive, Part: bad})
-	rdb.AddHook(testkit.FailCalls{Script: lua.DeadEffects, Part: bad})
+	rdb.AddHook(&testkit.FailCalls{Script: lua.Redrive, Part: keys.Partition{NS: a.ns, Queue: "default", Index: 1}})
+	rdb.AddHook(&testkit.FailCalls{Script: lua.DeadEffects, Part: keys.Partition{NS: a.ns, Queue: "default", Index: 0}})
 
-	rep, err := a.ops.Redrive(a.ctx, ids[1], ids[0])
-	if err != nil || !slices.Equal(rep.Moved, []string{ids[0]}) || len(rep.Failed) != 1 || !errors.Is(rep.Failed[ids[1]], testkit.ErrInjected) {
+	rep, err := a.ops.Redrive(a.ctx, ids[1], ids[0]) // the failing partition first
+	if !errors.Is(err, testkit.ErrInjected) || !slices.Equal(rep.Moved, []string{ids[0]}) || len(rep.Failed) != 1 ||
+		!errors.Is(rep.Failed[ids[1]], testkit.ErrInjected) {
 		t.Fatalf("redrive over a failing partition: %+v, %v; want %s moved, %s failed with the injected error", rep, err, ids[0], ids[1])
 	}
 	for i, want := range []string{flow.StateAvailable, flow.StateArchived} {
@@ -148,8 +149,8 @@ func TestRedriveOnePartitionFails(t *testing.T) {
 		}
 	}
 
-	err = a.ops.RedriveEffects(a.ctx, "default:1:1-1", "default:0:1-1")
+	err = a.ops.RedriveEffects(a.ctx, "default:0:1-1", "default:1:1-1")
 	if !errors.Is(err, testkit.ErrInjected) || !errors.Is(err, admin.ErrNoDeadEffect) {
-		t.Fatalf("dead-effect redrive over a failing partition: %v; want the injected error for one and ErrNoDeadEffect for the other", err)
+		t.Fatalf("dead-effect redrive past a failing partition: %v; want the injected error for one and ErrNoDeadEffect for the other", err)
 	}
 }

@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
@@ -21,7 +23,8 @@ type RedriveReport struct {
 	// Failed holds the others: ErrInvalid (not a job ID), ErrNotFound, or
 	// a *StateError (ErrWrongState) naming the state that refused it; or,
 	// for each job of a partition whose call failed (Redis unreachable),
-	// that call's error. One partition's failure does not stop the others.
+	// that call's error (the call may have run if only its reply was
+	// lost). One partition's failure does not stop the others.
 	Failed map[string]error
 }
 
@@ -30,7 +33,9 @@ type RedriveReport struct {
 // and crash_attempt are not reset (a job whose attempts are spent gets one
 // more attempt per redrive), its errors, steps and orphan provenance stay,
 // and JobInfo.Redrives counts the redrives. At most MaxRedriveIDs IDs
-// (else ErrTooMany); one round trip per partition. A job's unique key, if
+// (else ErrTooMany); one round trip per partition. The error is also set
+// when a partition's call failed: it joins those calls' errors, and the
+// report is complete all the same (their jobs are in Failed). A job's unique key, if
 // it had one, is not taken again, and a spawned job's parent, told of its
 // failure when it was archived, is not told again.
 func (c *Client) Redrive(ctx context.Context, ids ...string) (RedriveReport, error) {
@@ -64,6 +69,7 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 		byPart[ref.Partition] = append(byPart[ref.Partition], i)
 	}
 	moved := make([]bool, len(ids))
+	var callErrs []error
 	for _, p := range order {
 		idx := byPart[p]
 		locals := make([]string, len(idx))
@@ -74,6 +80,9 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 		if err != nil { // this partition's jobs only
 			for _, i := range idx {
 				rep.Failed[ids[i]] = err
+			}
+			if !slices.ContainsFunc(callErrs, func(e error) bool { return e.Error() == err.Error() }) {
+				callErrs = append(callErrs, err) // once, when every partition fails alike
 			}
 			continue
 		}
@@ -90,7 +99,7 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 			rep.Moved = append(rep.Moved, id)
 		}
 	}
-	return rep, nil
+	return rep, errors.Join(callErrs...)
 }
 
 // Selector chooses jobs of one state for RedriveSelected and

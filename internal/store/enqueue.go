@@ -91,7 +91,7 @@ type EnqueueResult struct {
 	// HeldBy is set, with Added, when the job was added held behind this
 	// quarantined job (its ID in the partition): NewJob.Hold.
 	HeldBy string
-	Err    error // ErrConflict for Conflicted
+	Err    error // ErrConflict for Conflicted; the call's error for Failed
 }
 
 // DefaultMaxAttempts is the max attempts of a job whose hash has no 'ma'
@@ -105,8 +105,11 @@ const maxEnqueueBatch = 1000
 
 // Enqueue adds jobs to one partition, with one result per job: in one
 // round trip for up to maxEnqueueBatch jobs, in consecutive calls of that
-// size beyond. Each call is atomic; a failure part way leaves the earlier
-// calls' jobs added, and enqueueing the same IDs again is a no-op for them.
+// size beyond. Each call is atomic. When one fails, Enqueue returns its
+// error with every job's result all the same: the earlier calls' jobs
+// were added (enqueueing the same IDs again is a no-op for them); the
+// failed call's jobs and those of the calls not made are Failed, with the
+// error (Redis may have run the failed call if only its reply was lost).
 //
 // A generated ID (Generated) that another job already has, which two
 // producers drawing the same random bits in the same millisecond could
@@ -117,11 +120,26 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	for len(jobs) > 0 {
 		n := min(len(jobs), maxEnqueueBatch)
 		res, err := s.enqueue(ctx, p, jobs[:n])
-		if err != nil {
-			return nil, err
+		if err == nil {
+			err = s.retryTaken(ctx, p, jobs[:n], res)
 		}
-		if err := s.retryTaken(ctx, p, jobs[:n], res); err != nil {
-			return nil, err
+		if err != nil {
+			if res == nil {
+				res = make([]EnqueueResult, n)
+				for i := range res {
+					res[i].Status = taken // not added: failed below
+				}
+			}
+			out = append(out, res...)
+			for range jobs[n:] {
+				out = append(out, EnqueueResult{Status: taken})
+			}
+			for i := range out {
+				if out[i].Status == taken { // the call failed, or no new ID was found
+					out[i] = EnqueueResult{Status: Failed, Err: err}
+				}
+			}
+			return out, err
 		}
 		out = append(out, res...)
 		jobs = jobs[n:]

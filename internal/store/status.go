@@ -94,6 +94,7 @@ const (
 	Duplicate                       // the same job (ID, kind, payload) already exists: no-op
 	Conflicted                      // the ID is taken by a different job
 	Held                            // another job holds the unique key: nothing added
+	Failed                          // the call that carried the job failed (Err): not added, unless only its reply was lost
 	// taken: the job's generated ID was another job's; Enqueue retries it
 	// with a new one and never returns this status.
 	taken

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,24 +16,29 @@ import (
 // ErrInjected is the error FailCalls gives the calls it fails.
 var ErrInjected = errors.New("injected: connection reset")
 
-// FailCalls is a go-redis hook (redis.Client.AddHook) that fails every
-// call of Script to partition Part, as a network that cut the connection
-// past go-redis's retries would: before the call reaches Redis, or, with
-// LostReply, after Redis ran it (its reply lost on the way back). Calls
-// of other scripts, or to other partitions, pass.
+// FailCalls is a go-redis hook (redis.Client.AddHook) that fails the
+// calls of Script to partition Part after the first Pass of them, as a
+// network that cut the connection past go-redis's retries would: before
+// the call reaches Redis, or, with LostReply, after Redis ran it (its
+// reply lost on the way back). Calls of other scripts, or to other
+// partitions, pass.
 type FailCalls struct {
 	Script    *lua.Script
 	Part      keys.Partition
+	Pass      int
 	LostReply bool
+
+	seen atomic.Int64
 }
 
-func (f FailCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *FailCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (f FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	prefix := f.Part.Prefix()
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args() // FCALL name numkeys key ...
-		if len(args) < 4 || !f.Script.Is(cmd.Name(), fmt.Sprint(args[1])) || !strings.HasPrefix(fmt.Sprint(args[3]), prefix) {
+		if len(args) < 4 || !f.Script.Is(cmd.Name(), fmt.Sprint(args[1])) || !strings.HasPrefix(fmt.Sprint(args[3]), prefix) ||
+			f.seen.Add(1) <= int64(f.Pass) {
 			return next(ctx, cmd)
 		}
 		if f.LostReply {
@@ -45,6 +51,6 @@ func (f FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (f FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f *FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
