@@ -51,7 +51,7 @@ func (c *Client) bridge() bridge.Client {
 				return Enqueued{}, err
 			}
 			ref := keys.Ref{Partition: c.st.Partition(queue, c.plan.partition(queue, lay.Partitions, job.Local, nil)), Local: job.Local}
-			res, err := c.plan.enqueue(ctx, ref.Partition, []store.NewJob{job})
+			res, err := c.plan.enqueue(ctx, ref.Partition, lay.Partitions, []store.NewJob{job})
 			if err != nil {
 				return Enqueued{}, err
 			}

@@ -177,11 +177,7 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 // enqueue is EnqueueMany; many says whether to name a bad job by its
 // index, which means nothing to a caller of Enqueue.
 func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enqueued, error) {
-	type planned struct {
-		ref keys.Ref
-		job store.NewJob
-	}
-	plan := make([]planned, len(items))
+	plan := make([]placed, len(items))
 	tr := c.tel.begin(ctx, items)
 	sp := newSpread(c.plan.rr.Add(1), len(items))
 	drafts := make([]drafted, len(items))
@@ -197,7 +193,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		drafts[i] = d
 	}
 	for i, d := range drafts { // only now: bad input registers no queue
-		ref, err := c.plan.place(ctx, d, sp)
+		pj, err := c.plan.place(ctx, d, sp)
 		if err != nil {
 			if many {
 				err = fmt.Errorf("job %d: %w", i, err)
@@ -205,7 +201,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			tr.end(nil, err)
 			return nil, err
 		}
-		plan[i] = planned{ref, d.job}
+		plan[i] = pj
 	}
 	byPart := map[keys.Partition][]int{}
 	for i, p := range plan {
@@ -222,7 +218,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		for k, i := range idx {
 			jobs[k] = plan[i].job
 		}
-		res, err := c.plan.enqueue(ctx, p, jobs) // one result per job, even on an error
+		res, err := c.plan.enqueue(ctx, p, plan[idx[0]].of, jobs) // one result per job, even on an error
 		for k, i := range idx {
 			out[i] = enqueued(plan[i].ref, res[k])
 		}

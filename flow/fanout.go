@@ -84,13 +84,15 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	parent := &store.ParentRef{Ref: st.Ref, Step: name}
 	ids := make([]string, len(items))
 	byPart := map[keys.Partition][]store.NewJob{}
+	of := map[keys.Partition]int{} // the count that placed them
 	for i, it := range items {
-		ref, job, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, name, i)), traceHeaders(ctx))
+		pj, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, name, i)), traceHeaders(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("child %d: %w", i, err)
 		}
-		ids[i] = ref.String()
-		byPart[ref.Partition] = append(byPart[ref.Partition], job)
+		ids[i] = pj.ref.String()
+		byPart[pj.ref.Partition] = append(byPart[pj.ref.Partition], pj.job)
+		of[pj.ref.Partition] = pj.of
 	}
 	var (
 		wg    sync.WaitGroup
@@ -99,7 +101,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	)
 	for p, jobs := range byPart {
 		wg.Go(func() {
-			res, err := pl.enqueue(ctx, p, jobs)
+			res, err := pl.enqueue(ctx, p, of[p], jobs)
 			for k, r := range res {
 				if r.Err != nil && err == nil {
 					child := &sluicetype.ConflictError{ID: keys.Ref{Partition: p, Local: jobs[k].Local}.String()}

@@ -31,13 +31,14 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 	// A planner per call: its round-robin starts anywhere, or every
 	// unkeyed follow-up would land on the same partition.
 	pl.rr.Store(rand.Uint64())
-	ref, job, err := pl.job(ctx, Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
+	pj, err := pl.job(ctx, Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
 	if err != nil {
 		return sluicetype.Effect{}, err
 	}
+	job := pj.job
 	if !job.Generated {
 		return sluicetype.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
 	}
 	job.Local, job.Generated = "", false // set from the commit when it is written
-	return store.FollowUpEffect(store.FollowUp{Partition: ref.Partition, Job: job})
+	return store.FollowUpEffect(store.FollowUp{Partition: pj.ref.Partition, Job: job})
 }

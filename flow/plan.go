@@ -29,26 +29,33 @@ type planner struct {
 
 // job plans one item; parent is set for a spawned child, whose ID the
 // caller chose: draft, then place.
-func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (keys.Ref, store.NewJob, error) {
+func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (placed, error) {
 	d, err := pl.draft(it, parent, opts...)
 	if err != nil {
-		return keys.Ref{}, store.NewJob{}, err
+		return placed{}, err
 	}
-	ref, err := pl.place(ctx, d, sp)
-	return ref, d.job, err
+	return pl.place(ctx, d, sp)
 }
 
-// enqueue adds jobs placed on partition p, with one result per job even
-// on an error (store.Enqueue: those it struck are Failed). A partition
-// that a shrink of its queue took away since this process read the
-// layout adds nothing: the layout is read again, and the error is a
-// *LayoutMismatchError (store.Layouts.Retired), so the next call places
-// by the new count.
-func (pl *planner) enqueue(ctx context.Context, p keys.Partition, jobs []store.NewJob) ([]store.EnqueueResult, error) {
+// placed is a job given its partition, with the partition count of its
+// queue that placed it.
+type placed struct {
+	ref keys.Ref
+	of  int
+	job store.NewJob
+}
+
+// enqueue adds jobs placed on partition p by a count of of partitions,
+// with one result per job even on an error (store.Enqueue: those it
+// struck are Failed). A partition that a shrink of its queue took away
+// since this process read the layout adds nothing: the layout is read
+// again, and the error is a *LayoutMismatchError
+// (store.Layouts.Retired), so the next call places by the new count.
+func (pl *planner) enqueue(ctx context.Context, p keys.Partition, of int, jobs []store.NewJob) ([]store.EnqueueResult, error) {
 	res, err := pl.st.Enqueue(ctx, p, jobs)
 	if errors.Is(err, store.ErrRetired) {
 		retired := err
-		err = pl.layouts.Retired(ctx, p)
+		err = pl.layouts.Retired(ctx, p, of)
 		for i := range res {
 			if res[i].Err == retired {
 				res[i].Err = err
@@ -68,12 +75,13 @@ type drafted struct {
 // place gives a drafted job its partition. The first job of a queue in
 // the process reads (or registers) the queue's layout: a caller that
 // must write nothing for bad input drafts every job first.
-func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (keys.Ref, error) {
+func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, error) {
 	lay, err := pl.layouts.Use(ctx, d.queue)
 	if err != nil {
-		return keys.Ref{}, err
+		return placed{}, err
 	}
-	return keys.Ref{Partition: pl.st.Partition(d.queue, pl.partition(d.queue, lay.Partitions, d.key, sp)), Local: d.job.Local}, nil
+	ref := keys.Ref{Partition: pl.st.Partition(d.queue, pl.partition(d.queue, lay.Partitions, d.key, sp)), Local: d.job.Local}
+	return placed{ref, lay.Partitions, d.job}, nil
 }
 
 // draft validates and encodes one item (see job).

@@ -126,11 +126,11 @@ func (s *Scheduler) Add(sc Schedule) error {
 	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
 	// checked only: the ticks' jobs are placed when they are enqueued
 	check := &planner{st: s.c.st, known: s.c.plan.known, maxPayload: s.c.plan.maxPayload, maxAttempts: s.c.plan.maxAttempts, layouts: store.OfflineLayouts(s.c.st)}
-	ref, job, err := check.job(context.Background(), Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
+	pj, err := check.job(context.Background(), Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
 	if err != nil {
 		return bad("Args", err)
 	}
-	tmpl, err := msgpack.Marshal(job)
+	tmpl, err := msgpack.Marshal(pj.job)
 	if err != nil {
 		return bad("Args", fmt.Errorf("%w: encoding the job: %v", ErrInvalid, err))
 	}
@@ -143,7 +143,7 @@ func (s *Scheduler) Add(sc Schedule) error {
 	}
 	s.scheds = append(s.scheds, &schedule{Schedule: sc, timing: tm, def: store.ScheduleDef{
 		Name: sc.Name, Cron: sc.Cron, Every: sc.Every, TimeZone: sc.TimeZone, Missed: sc.Missed.String(),
-		Grace: sc.Grace, Queue: ref.Queue, Kind: job.Kind, Template: tmpl,
+		Grace: sc.Grace, Queue: pj.ref.Queue, Kind: pj.job.Kind, Template: tmpl,
 	}})
 	return nil
 }

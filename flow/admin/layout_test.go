@@ -215,14 +215,8 @@ func ok(t *testing.T, err error) {
 // enqueues to it work again.
 func TestShrinkRefusesStaleProducer(t *testing.T) {
 	t.Parallel()
-	rdb := env.Client(t)
-	a := newAdmin(t, rdb, map[string]int{"sq": 4})
+	a, stale := staleProducer(t)
 	ctx := context.Background()
-	ok(t, a.ops.DeleteJob(ctx, a.enqueue(email{To: "first"}, flow.WithQueue("sq")))) // registers 4 partitions
-	stale, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: a.ns})           // learns the count from Redis
-	if err != nil {
-		t.Fatal(err)
-	}
 	// a partition key the 4-partition layout places on partition 3
 	key := ""
 	for i := 0; key == ""; i++ {
@@ -273,10 +267,66 @@ func TestShrinkRefusesStaleProducer(t *testing.T) {
 	}
 }
 
+// staleProducer registers queue "sq" with 4 partitions, empty, and
+// returns a client that learns that count from Redis.
+func staleProducer(t *testing.T) (*fixture, *flow.Client) {
+	t.Helper()
+	rdb := env.Client(t)
+	a := newAdmin(t, rdb, map[string]int{"sq": 4})
+	ok(t, a.ops.DeleteJob(a.ctx, a.enqueue(email{To: "first"}, flow.WithQueue("sq")))) // registers 4 partitions
+	stale, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: a.ns})
+	ok(t, err)
+	return a, stale
+}
+
 func sum(m map[string]int64) int64 {
 	var n int64
 	for _, v := range m {
 		n += v
 	}
 	return n
+}
+
+// TestShrinkRefusesStaleEnqueueMany: an EnqueueMany by the count before a
+// shrink that took two partitions away reports each of their jobs with
+// the same *LayoutMismatchError (4 partitions used, 2 recorded), however
+// the two refusals race to re-read the layout; the jobs placed on the
+// partitions that stay are added.
+func TestShrinkRefusesStaleEnqueueMany(t *testing.T) {
+	t.Parallel()
+	a, stale := staleProducer(t)
+	ctx := context.Background()
+	r, err := stale.Enqueue(ctx, email{To: "reads the layout"}, flow.WithQueue("sq"))
+	ok(t, err)
+	ok(t, a.ops.DeleteJob(ctx, r.ID))
+	ok(t, a.ops.PauseQueue(ctx, "sq"))
+	ok(t, a.ops.ResizeQueue(ctx, "sq", 2))
+
+	items := make([]flow.Item, 40)
+	for i := range items {
+		items[i] = flow.Item{Args: email{To: strconv.Itoa(i)}, Opts: []flow.EnqueueOption{flow.WithQueue("sq"), flow.WithPartitionKey("k" + strconv.Itoa(i))}}
+	}
+	res, err := stale.EnqueueMany(ctx, items...)
+	want := sluicetype.LayoutMismatchError{Namespace: a.ns, Queue: "sq", Configured: 4, Recorded: 2, Resized: true}
+	if !errors.Is(err, admin.ErrLayoutMismatch) || strings.Count(err.Error(), "resized") != 1 || len(res) != len(items) {
+		t.Fatalf("EnqueueMany by the old count: %d results, %v; want all listed and one cause", len(res), err)
+	}
+	refused := map[string]bool{}
+	for i, r := range res {
+		p := strings.Split(r.ID, ":")[1]
+		var me *sluicetype.LayoutMismatchError
+		switch {
+		case p == "0" || p == "1":
+			if r.Err != nil {
+				t.Errorf("job %d on partition %s, which stays: %v", i, p, r.Err)
+			}
+		case !errors.As(r.Err, &me) || *me != want:
+			t.Errorf("job %d on retired partition %s: %v, want %+v", i, p, r.Err, want)
+		default:
+			refused[p] = true
+		}
+	}
+	if !refused["2"] || !refused["3"] {
+		t.Fatalf("refused jobs on partitions %v: want jobs on both 2 and 3 (other keys?)", refused)
+	}
 }

@@ -221,6 +221,9 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	if err != nil {
 		return nil, err
 	}
+	if len(answers) != len(jobs) {
+		return nil, fmt.Errorf("%w: %d enqueue answers for %d jobs", ErrMalformed, len(answers), len(jobs))
+	}
 	out := make([]EnqueueResult, len(answers))
 	for i, a := range answers {
 		out[i], err = enqueueResult(a)

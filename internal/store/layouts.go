@@ -146,13 +146,15 @@ func (l *Layouts) Lookup(ctx context.Context, queue string) (Layout, error) {
 	return lay, nil
 }
 
-// Retired is what an enqueue to partition p answered with ErrRetired
-// (the queue shrank, taking p away) becomes: it reads the queue's layout
-// again and keeps it, so that the next enqueue places its jobs by the new
-// count, and returns a *sluicetype.LayoutMismatchError (Resized, unless
-// the process is configured with the old count) that says so.
-func (l *Layouts) Retired(ctx context.Context, p keys.Partition) error {
-	used, _ := l.Cached(p.Queue)
+// Retired is what an enqueue to partition p, placed there by a count of
+// used partitions, answered with ErrRetired (the queue shrank, taking p
+// away) becomes: it reads the queue's layout again and keeps it, so that
+// the next enqueue places its jobs by the new count, and returns a
+// *sluicetype.LayoutMismatchError (Resized, unless the process is
+// configured with the old count) that says so. (used is the caller's:
+// when a shrink retires several partitions, the first of their refusals
+// to arrive here updates the count kept.)
+func (l *Layouts) Retired(ctx context.Context, p keys.Partition, used int) error {
 	lay, err := l.Lookup(ctx, p.Queue)
 	if err != nil {
 		return err // the configured count no longer matches, or no Redis
@@ -161,7 +163,7 @@ func (l *Layouts) Retired(ctx context.Context, p keys.Partition) error {
 		return fmt.Errorf("%w: partition %d of queue %q of namespace %q is being taken away by a resize: "+
 			"nothing was added; enqueue again", sluicetype.ErrLayoutMismatch, p.Index, p.Queue, l.st.NS())
 	}
-	return &sluicetype.LayoutMismatchError{Namespace: l.st.NS(), Queue: p.Queue, Configured: used.Partitions,
+	return &sluicetype.LayoutMismatchError{Namespace: l.st.NS(), Queue: p.Queue, Configured: used,
 		Recorded: lay.Partitions, Resized: true}
 }
 
