@@ -108,8 +108,9 @@ const maxEnqueueBatch = 1000
 // size beyond. Each call is atomic. When one fails, Enqueue returns its
 // error with every job's result all the same: the earlier calls' jobs
 // were added (enqueueing the same IDs again is a no-op for them); the
-// failed call's jobs and those of the calls not made are Failed, with the
-// error (Redis may have run the failed call if only its reply was lost).
+// jobs of the failed call (of a failed retry under new IDs: the jobs it
+// retried) and those of the calls not made are Failed, with the error
+// (Redis may have run the failed call if only its reply was lost).
 //
 // A generated ID (Generated) that another job already has, which two
 // producers drawing the same random bits in the same millisecond could
