@@ -160,8 +160,9 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // *sluicetype.ConflictError); the others are added.
 //
 // One partition's failure is its jobs' alone: when a call to a partition
-// fails (Redis unreachable past go-redis's retries, or a
-// *sluicetype.LayoutMismatchError after a shrink of the queue), the jobs
+// fails (Redis unreachable past go-redis's retries, or ErrLayoutMismatch,
+// mostly a *sluicetype.LayoutMismatchError, after a shrink of the queue
+// took the partition away), the jobs
 // it carried, and those of that partition it could not send after it
 // (jobs go in calls of at most 1,000), have that error as their Err; the
 // error returned says how many jobs failed and wraps each distinct cause.
