@@ -112,8 +112,19 @@ local fk, fs, fct = F.kind, F.state, F.created
 local PARENT = { F.parent, F.parent_prefix, F.parent_step, F.parent_local }
 local CONCURRENCY = { F.concurrency_key, F.concurrency_limit }
 local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
-local b = 10
-for _ = 1, n do
+-- One EXISTS for all the call's job keys: almost always none exists (IDs
+-- are fresh), and then no job needs its own. added marks the IDs this call
+-- adds, for a second job under one of them.
+local jks, b = {}, 10
+for i = 1, n do
+  jks[i] = job_key(ARGV[b])
+  if ARGV[b + 4] == 'x' then b = b + 29 else b = b + 5 end
+end
+local any = 0
+for i = 1, n, 1000 do any = any + redis.call('EXISTS', unpack(jks, i, math.min(i + 999, n))) end
+local added = {}
+b = 10
+for i = 1, n do
   local id, kind, payload, origin = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
   local o = PLAIN -- o[k]: optional field k of this job
   if ARGV[b + 4] == 'x' then
@@ -122,13 +133,13 @@ for _ = 1, n do
   else
     b = b + 5
   end
-  local jk = job_key(id)
+  local jk = jks[i]
   local relayed = origin == 'f'
   if relayed then origin = 'c' end
   local marked = relayed and redis.call('EXISTS', followup_key(id)) == 1
   local old = false -- { kind, payload } of an existing job with this ID
   local taken = false -- a fresh random ID that another job already has
-  if redis.call('EXISTS', jk) == 1 then
+  if added[id] or (any > 0 and redis.call('EXISTS', jk) == 1) then
     if origin == 'c' then
       local h = field_map(jk)
       old = { h[fk], payload_of(h, id) }
@@ -218,6 +229,7 @@ for _ = 1, n do
       end
     end
     redis.call('HSET', jk, unpack(f))
+    added[id] = true
     if state == 'scheduled' then
       sched_add(id, due)
     else

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,51 @@ func TestEnqueueIdempotentID(t *testing.T) {
 			got, _ := f.get("order-1")
 			if got.Kind != "charge" || string(got.Payload) != "a" {
 				t.Fatalf("existing job changed: %+v", got)
+			}
+		})
+	}
+}
+
+// TestEnqueueSameIDInOneCall: jobs of one call that share an ID no job had
+// before it are checked against the first: the same content is a no-op,
+// other content a conflict, and a generated ID drawn twice adds the second
+// job under another ID. Each job is listed once.
+func TestEnqueueSameIDInOneCall(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{
+				{Local: "order-2", Kind: "charge", Payload: []byte("a"), MaxAttempts: 3},
+				{Local: "order-2", Kind: "charge", Payload: []byte("a"), MaxAttempts: 3},
+				{Local: "order-2", Kind: "charge", Payload: []byte("b"), MaxAttempts: 3},
+				{Local: "drawn", Generated: true, Kind: "k", Payload: []byte("first"), MaxAttempts: 3},
+				{Local: "drawn", Generated: true, Kind: "k", Payload: []byte("second"), MaxAttempts: 3},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sts []store.EnqueueStatus
+			for _, r := range res {
+				sts = append(sts, r.Status)
+			}
+			want := []store.EnqueueStatus{store.Added, store.Duplicate, store.Conflicted, store.Added, store.Added}
+			if diff := cmp.Diff(want, sts); diff != "" {
+				t.Fatalf("statuses (-want +got):\n%s", diff)
+			}
+			if res[3].Local != "" || !strings.HasPrefix(res[4].Local, "drawn-") {
+				t.Fatalf("generated IDs: %+v, %+v; want the second under a new ID", res[3], res[4])
+			}
+			for id, want := range map[string]string{"order-2": "a", "drawn": "first", res[4].Local: "second"} {
+				if j, _ := f.get(id); string(j.Payload) != want {
+					t.Errorf("job %s has payload %q, want %q", id, j.Payload, want)
+				}
+			}
+			if order := f.availableOrder(0); len(order) != 3 {
+				t.Errorf("available %v, want each of the 3 jobs once", order)
+			}
+			if got := f.stats()["available"]; got != 3 {
+				t.Errorf("%d jobs counted available, want 3", got)
 			}
 		})
 	}

@@ -92,6 +92,70 @@ func TestDiscardCompleted(t *testing.T) {
 	}
 }
 
+// TestDiscardCompletedBatch: the plain jobs completed by one ack are all
+// gone with their body keys, and so is a job with an error on record
+// (deleted with every key it owns); a stale completion in the same call
+// leaves its job running.
+func TestDiscardCompletedBatch(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3})
+			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
+			ids := []string{"a", "b", "c", "d", "e", "failed-once"}
+			for _, id := range ids {
+				f.enqueue(store.NewJob{Local: id, Payload: make([]byte, 900+len(id))}) // body keys of their own
+			}
+			first := f.claimOne("w")
+			if first.Local != "a" {
+				t.Fatalf("claimed %s first", first.Local)
+			}
+			f.clk.Advance(time.Second)
+			res := f.claim(10, "w")
+			if len(res.Jobs) != len(ids)-1 {
+				t.Fatalf("claimed %d more, want %d", len(res.Jobs), len(ids)-1)
+			}
+			var acks []store.Ack
+			for _, j := range res.Jobs {
+				if j.Local == "failed-once" {
+					if r := f.ack(j, store.Ack{Code: store.CodeRetry, Message: "boom"}); r.State != "retryable" {
+						t.Fatalf("retry = %+v", r)
+					}
+					f.clk.Advance(time.Hour)
+					j = f.claimOne("w")
+				}
+				acks = append(acks, store.Ack{Lease: lease(j), Code: store.CodeOK})
+			}
+			stale := lease(first)
+			stale.Fence++ // not this attempt's fence: nothing written for it
+			acks = append(acks, store.Ack{Lease: stale, Code: store.CodeOK})
+			got, _, err := f.st.Ack(f.ctx, f.p, acks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range got[:len(got)-1] {
+				if r.State != "completed" || r.Err != nil {
+					t.Fatalf("ack of %s = %+v", acks[i].Local, r)
+				}
+			}
+			if r := got[len(got)-1]; r.Err == nil {
+				t.Fatalf("stale ack = %+v, want refused", r)
+			}
+			for _, id := range ids[1:] {
+				if n := exists(t, f, f.p.Job(id), f.p.Body(id), f.p.Errors(id)); n != 0 {
+					t.Errorf("job %s: %d keys left", id, n)
+				}
+			}
+			if j, _ := f.get("a"); j.State != "running" || exists(t, f, f.p.Body("a")) != 1 {
+				t.Errorf("job a, whose ack was stale: %+v, want running with its body", j)
+			}
+			if got := f.stats(); got["running"] != 1 || got["available"] != 0 {
+				t.Errorf("stats %v, want 1 running", got)
+			}
+		})
+	}
+}
+
 func exists(t *testing.T, f *fixture, ks ...string) int {
 	t.Helper()
 	n := 0
