@@ -32,6 +32,9 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	}
 	pick := newWeightedPicker(w.parts, w.opts.Queues)
 	errDelay := time.Duration(0)
+	// into holds the jobs of each claim until start has copied them out:
+	// one claim's storage serves the next.
+	into := make([]store.Job, w.opts.ClaimBatch)
 	wake := wk.ch // nil once closed: a nil channel is never ready
 	onWake := func(m any, open bool) {
 		i := wakeAll
@@ -93,7 +96,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
 			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
 			Nonce: w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10), PromoteLimit: 100,
-			NoSuspect: w.suspects.Load() > 0,
+			NoSuspect: w.suspects.Load() > 0, Into: into,
 		})
 		if err != nil {
 			w.release(slots)

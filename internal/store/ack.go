@@ -57,14 +57,18 @@ type AckResult struct {
 // alone: a completion whose effects are invalid fails its own attempt
 // (a retry, reason "effect", as when Redis finds them unable to apply)
 // and no other outcome of the call. A retry of the same acks is the same
-// call (contentCallID): a reply lost the first time is answered, not
+// call (contentID): a reply lost the first time is answered, not
 // applied again.
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	args := make([]any, 0, 1+9*len(acks))
+	args := s.callArgs(p, 1+4*len(acks)) // room for plain completions, the most common
 	args = append(args, len(acks))
-	ids := make([]string, 0, 3*len(acks))
+	id := newContentID()
 	for _, a := range acks {
-		ids = append(ids, a.Local, a.LeaseID, strconv.FormatInt(a.Fence, 10), string(a.Code), a.Message)
+		id.add(a.Local)
+		id.add(a.LeaseID)
+		id.addInt(a.Fence)
+		id.add(string(a.Code))
+		id.add(a.Message)
 		if a.Code == CodeOK && len(a.Data) == 0 && len(a.Effects) == 0 {
 			args = append(args, a.Local, a.LeaseID, a.Fence, "k") // a plain completion (lua/ack.lua)
 			continue
@@ -82,7 +86,7 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(delay), a.Message, a.Data, a.Reason)
 		args = append(args, fx...)
 	}
-	v, err := s.runCall(ctx, lua.Ack, p, contentCallID(ids...), args...).Result()
+	v, err := s.send(ctx, lua.Ack, p, id.call(), args).Result()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -21,6 +21,11 @@ type ClaimRequest struct {
 	// claim leases no other. Without it, a claim leases at most one
 	// (lua/claim.lua).
 	NoSuspect bool
+	// Into is where the claim may decode the jobs it leases (from its
+	// start, as far as it reaches): a caller done with the previous
+	// claim's jobs passes their storage again, and claims allocate no job
+	// structs. Jobs past its length are allocated.
+	Into []Job
 }
 
 // Parked is a job the claim moved to archived instead of running it.
@@ -76,7 +81,12 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	}
 	for rest := reply[2:]; len(rest) > 0; {
 		var j *Job
-		if j, rest, err = decodeClaimed(rest, req.Worker); err != nil {
+		if i := len(res.Jobs); i < len(req.Into) {
+			j = &req.Into[i]
+		} else {
+			j = new(Job)
+		}
+		if rest, err = decodeClaimed(j, rest, req.Worker); err != nil {
 			return res, err
 		}
 		res.Jobs = append(res.Jobs, j)
@@ -87,10 +97,10 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 // decodeClaimed reads the first job of the rest of a claim reply, and
 // returns the rest after it: id, lease ID, lease expiry, fence, a count
 // and that many step fields, a count and that many fields of the job hash
-// before the claim (lua/claim.lua).
-func decodeClaimed(v []any, worker string) (*Job, []any, error) {
+// before the claim (lua/claim.lua). It writes the job to j.
+func decodeClaimed(j *Job, v []any, worker string) ([]any, error) {
 	if len(v) < 6 {
-		return nil, nil, fmt.Errorf("%w: claimed job: %d elements", ErrMalformed, len(v))
+		return nil, fmt.Errorf("%w: claimed job: %d elements", ErrMalformed, len(v))
 	}
 	id, _ := v[0].(string)
 	lease, _ := v[1].(string)
@@ -98,25 +108,25 @@ func decodeClaimed(v []any, worker string) (*Job, []any, error) {
 	fence, _ := v[3].(int64)
 	steps, v, err := counted(v[4:])
 	if err != nil {
-		return nil, nil, fmt.Errorf("claimed job %s: steps: %w", id, err)
+		return nil, fmt.Errorf("claimed job %s: steps: %w", id, err)
 	}
 	flat, v, err := counted(v)
 	if err != nil {
-		return nil, nil, fmt.Errorf("claimed job %s: fields: %w", id, err)
+		return nil, fmt.Errorf("claimed job %s: fields: %w", id, err)
 	}
-	j, err := decodeJob(id, flat)
+	err = decodeJobInto(j, id, flat)
 	if err == nil {
 		err = evenStrings(steps)
 	}
 	if err != nil {
 		// Leased all the same: the caller parks it (Job.Malformed), and the
 		// rest of the claim runs.
-		j = &Job{Local: id, Malformed: err}
+		*j = Job{Local: id, Malformed: err}
 	}
 	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
 	if j.Malformed != nil || len(steps) == 0 {
-		return j, v, nil
+		return v, nil
 	}
 	if j.Steps == nil { // else it holds the timers of the job hash
 		j.Steps = make(map[string][]byte, len(steps)/2)
@@ -126,7 +136,7 @@ func decodeClaimed(v []any, worker string) (*Job, []any, error) {
 		s, _ := steps[i+1].(string)
 		j.Steps[k] = []byte(s)
 	}
-	return j, v, nil
+	return v, nil
 }
 
 // counted splits v into the elements its first element counts, and the

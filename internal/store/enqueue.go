@@ -185,7 +185,7 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
-	args := make([]any, 0, 1+len(jobs)*5)
+	args := s.callArgs(p, 1+len(jobs)*5)
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		origin := "c" // the caller's ID: a job with it may be this one again
@@ -214,7 +214,7 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate,
 			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After), j.Hold)
 	}
-	v, err := s.run(ctx, lua.Enqueue, p, args...).Result()
+	v, err := s.send(ctx, lua.Enqueue, p, newCallID(), args).Result()
 	if err != nil {
 		return nil, err
 	}

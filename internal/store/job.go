@@ -86,10 +86,19 @@ type errorRecord struct {
 // decodeJob reads a flat HGETALL reply. Unknown fields are ignored, so newer
 // writers do not break older readers.
 func decodeJob(local string, flat []any) (*Job, error) {
-	if len(flat)%2 != 0 {
-		return nil, fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
+	j := new(Job)
+	if err := decodeJobInto(j, local, flat); err != nil {
+		return nil, err
 	}
-	j := &Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
+	return j, nil
+}
+
+// decodeJobInto is decodeJob writing to j, every field of which it sets.
+func decodeJobInto(j *Job, local string, flat []any) error {
+	if len(flat)%2 != 0 {
+		return fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
+	}
+	*j = Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
 	var err error
 	num := func(v string) int64 {
 		n, e := strconv.ParseInt(v, 10, 64)
@@ -199,16 +208,16 @@ func decodeJob(local string, flat []any) (*Job, error) {
 		}
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if j.Payload, err = payload.join(local, "payload"); err != nil {
-		return nil, err
+		return err
 	}
 	if j.Headers, err = headers.join(local, "headers"); err != nil {
-		return nil, err
+		return err
 	}
 	if !seen {
-		return nil, fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
+		return fmt.Errorf("%w: job %s has no kind", ErrMalformed, local)
 	}
 	if j.Created.IsZero() {
 		// no FieldCreated: the job's generated ID carries its created time
@@ -224,7 +233,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 			j.RunAt = time.Time{} // suspended on signals only
 		}
 	}
-	return j, nil
+	return nil
 }
 
 // NeverDue is the due time (unix ms) of a job suspended on signals only

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -128,6 +131,48 @@ func TestRenewExtends(t *testing.T) {
 				if reaped, _ := f.reap(10); len(reaped) != 0 {
 					t.Fatalf("renewed job reaped: %+v", reaped)
 				}
+			}
+		})
+	}
+}
+
+// TestClaimIntoReusedStorage: a claim decoding into storage that held a
+// job of an earlier claim (ClaimRequest.Into, as a worker reuses it) keeps
+// nothing of that job: each field is the new job's, or zero.
+func TestClaimIntoReusedStorage(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "rich", Kind: "rich", Headers: []byte("h"), Priority: 3, MaxAttempts: 7,
+				Timeout: time.Minute, Deadline: epoch.Add(time.Hour)})
+			into := make([]store.Job, 2)
+			req := store.ClaimRequest{N: 2, Lease: 30 * time.Second, Worker: "w", Nonce: "n1", PromoteLimit: 100, Into: into}
+			res, err := f.st.Claim(f.ctx, f.p, req)
+			if err != nil || len(res.Jobs) != 1 || res.Jobs[0] != &into[0] {
+				t.Fatalf("claim = %+v, %v; want the job decoded into the storage given", res, err)
+			}
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(res.Jobs[0]), Field: "s:one", Record: []byte("r"), Mode: store.ModeOnce}); err != nil {
+				t.Fatal(err)
+			}
+			rich := *res.Jobs[0]
+			if len(rich.Headers) == 0 || rich.Timeout == 0 || rich.Deadline.IsZero() {
+				t.Fatalf("first job read without its fields: %+v", rich)
+			}
+			f.enqueue(store.NewJob{Local: "plain", Payload: []byte("p")})
+			req.Nonce = "n2"
+			res, err = f.st.Claim(f.ctx, f.p, req)
+			if err != nil || len(res.Jobs) != 1 || res.Jobs[0] != &into[0] {
+				t.Fatalf("second claim = %+v, %v", res, err)
+			}
+			got := *res.Jobs[0]
+			want := store.Job{Local: "plain", Kind: "k", Payload: []byte("p"), State: "running", MaxAttempts: 3,
+				Fence: 1, LeaseID: got.LeaseID, Worker: "w", LeaseExpiry: got.LeaseExpiry, Created: got.Created}
+			if got.LeaseID == "" || got.LeaseExpiry.IsZero() || got.Created.IsZero() {
+				t.Fatalf("plain job without its lease or created time: %+v", got)
+			}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Fatalf("plain job decoded over the first (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -160,7 +160,7 @@ type model struct {
 	// fx is the expected value of every effect key (in-slot and foreign).
 	fx map[string]int64
 	// calls holds the replies of the ack and checkpoint calls that ran, by
-	// the content that names them (store's contentCallID): the same call
+	// the content that names them (store's contentID): the same call
 	// sent again is answered from its record (lua/lib_replay.lua).
 	calls      map[string][]string
 	callsSince time.Time // real time of the oldest record

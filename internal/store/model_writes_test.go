@@ -163,7 +163,7 @@ func (r *modelRun) applyAck(m *model, j *mjob, s ackSpec) string {
 }
 
 // ackKey names a batch of acks as the store's call ID does
-// (contentCallID): a batch with the same key is the same call, answered
+// (contentID): a batch with the same key is the same call, answered
 // from its record while the record lasts.
 func ackKey(acks []store.Ack) string {
 	var b strings.Builder
@@ -364,7 +364,7 @@ func checkpointResult(err error) string {
 func (r *modelRun) sendCheckpoints(call *ckptCall, what string) {
 	cs := make([]store.Checkpoint, len(call.specs))
 	var desc []string
-	var b strings.Builder // the call's key, as contentCallID names it: the checkpoints sent
+	var b strings.Builder // the call's key, as contentID names it: the checkpoints sent
 	b.WriteString("step\x00")
 	for i, s := range call.specs {
 		cs[i] = s.c

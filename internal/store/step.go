@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -45,7 +44,7 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	// A checkpoint whose effects are invalid fails alone: the others go.
 	args := []any{0}
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
-	ids := make([]string, 0, 3*len(cs))
+	id := newContentID()
 	for i, c := range cs {
 		fx, err := s.appendEffects(nil, p, c.Local, c.Commit, c.Effects)
 		if err != nil {
@@ -53,7 +52,12 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 			continue
 		}
 		sent = append(sent, i)
-		ids = append(ids, c.Local, c.LeaseID, strconv.FormatInt(c.Fence, 10), c.Field, c.Commit, string(c.Record))
+		id.add(c.Local)
+		id.add(c.LeaseID)
+		id.addInt(c.Fence)
+		id.add(c.Field)
+		id.add(c.Commit)
+		id.addBytes(c.Record)
 		args = append(args, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode)
 		args = append(args, fx...)
 	}
@@ -61,7 +65,7 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		return out
 	}
 	args[0] = len(sent)
-	v, err := s.runCall(ctx, lua.Step, p, contentCallID(ids...), args...).Slice()
+	v, err := s.runCall(ctx, lua.Step, p, id.call(), args...).Slice()
 	if err != nil {
 		for _, i := range sent {
 			out[i].Err = err

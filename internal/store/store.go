@@ -94,18 +94,28 @@ func (s *Store) run(ctx context.Context, sc *lua.Script, p keys.Partition, args 
 // (lua/lib_replay.lua). One logical call keeps one ID through all its
 // re-sends; distinct calls never share one.
 func (s *Store) runCall(ctx context.Context, sc *lua.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
+	return s.send(ctx, sc, p, call, append(s.callArgs(p, len(args)), args...))
+}
+
+// callArgs starts the ARGV of a call to partition p with the entries every
+// script takes (lib.lua), with room for n more and the call ID. The hot
+// paths (enqueue, claim, ack) append their own arguments to it and call
+// send, which copies nothing.
+func (s *Store) callArgs(p keys.Partition, n int) []any {
 	now := ""
 	if s.cfg.Now != nil {
 		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
 	}
-	argv := make([]any, 0, 9+len(args))
 	pk := s.partKeys(p)
-	argv = append(argv, now, pk.prefix, pk.channel, p.Index,
+	return append(make([]any, 0, 9+n), now, pk.prefix, pk.channel, p.Index,
 		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
 		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
-	argv = append(argv, args...)
-	argv = append(argv, call)
-	cmd := sc.Run(ctx, s.rdb, pk.keys, argv...)
+}
+
+// send runs sc on partition p with argv (from callArgs) and the call ID
+// (runCall).
+func (s *Store) send(ctx context.Context, sc *lua.Script, p keys.Partition, call string, argv []any) *redis.Cmd {
+	cmd := sc.Run(ctx, s.rdb, s.partKeys(p).keys, append(argv, call)...)
 	s.refreshSlots(cmd.Err())
 	return cmd
 }

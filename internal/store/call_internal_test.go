@@ -1,0 +1,54 @@
+package store
+
+import (
+	"hash/fnv"
+	"strconv"
+	"testing"
+)
+
+// TestContentIDIsFNV: a call's content ID is FNV-1a over each part and a
+// zero byte after it, whichever way a part is added, so a batch sent again
+// is the same call and any other batch another.
+func TestContentIDIsFNV(t *testing.T) {
+	parts := [][]string{
+		{},
+		{""},
+		{"j1", "lease.1", "7", "ok", ""},
+		{"j1", "lease.1", "-12", "retry", "boom", "\x00\xff"},
+	}
+	for _, ps := range parts {
+		want := fnv.New64a()
+		for _, p := range ps {
+			want.Write([]byte(p))
+			want.Write([]byte{0})
+		}
+		// the same parts added as strings, as bytes, and (where a part is
+		// a number) as an integer
+		asString, asBytes, mixed := newContentID(), newContentID(), newContentID()
+		for _, p := range ps {
+			asString.add(p)
+			asBytes.addBytes([]byte(p))
+			if n, err := strconv.ParseInt(p, 10, 64); err == nil {
+				mixed.addInt(n)
+			} else {
+				mixed.add(p)
+			}
+		}
+		for name, got := range map[string]contentID{"add": asString, "addBytes": asBytes, "addInt": mixed} {
+			if uint64(got) != want.Sum64() {
+				t.Errorf("%q by %s: %x, want FNV-1a %x", ps, name, uint64(got), want.Sum64())
+			}
+		}
+		if c := asString.call(); c != "c"+strconv.FormatUint(want.Sum64(), 36) {
+			t.Errorf("%q: call ID %q", ps, c)
+		}
+	}
+	a, b := newContentID(), newContentID()
+	a.add("ab")
+	a.add("c")
+	b.add("a")
+	b.add("bc")
+	if a == b {
+		t.Error("parts split differently hash alike: the zero byte between them is missing")
+	}
+}
