@@ -22,10 +22,16 @@ var errNotSent = errors.New("sluice: worker stopped before the write was sent")
 // Every request queued is answered, by a flush or, once the loop stops, by
 // failed; a request made while no loop runs fails at once.
 type batcher[T, R any] struct {
-	reqs   chan *batchReq[T, R]
-	max    int
-	flush  func(ctx context.Context, p keys.Partition, items []T) []R // one result per item
-	failed func(item T, err error) R                                  // the result of an item not sent
+	reqs chan *batchReq[T, R]
+	max  int
+	// flush sends items, one result per item; items is the loop's, valid
+	// only during the call.
+	flush  func(ctx context.Context, p keys.Partition, items []T) []R
+	failed func(item T, err error) R // the result of an item not sent
+	// spare holds answered requests, each with its channel, for the next
+	// do: a request and a channel per ack or step commit were a tenth of
+	// what a worker allocated per job.
+	spare sync.Pool
 
 	// Callers queue under mu's read lock, so that once stop holds it no
 	// request can join the queue it drains.
@@ -46,20 +52,35 @@ func newBatcher[T, R any](max, queue int, flush func(context.Context, keys.Parti
 
 // do queues item and waits for its result.
 func (b *batcher[T, R]) do(p keys.Partition, item T) R {
-	req := &batchReq[T, R]{p: p, item: item, done: make(chan R, 1)}
+	req, _ := b.spare.Get().(*batchReq[T, R])
+	if req == nil {
+		req = &batchReq[T, R]{done: make(chan R, 1)}
+	}
+	req.p, req.item = p, item
 	b.mu.RLock()
 	if !b.open {
 		b.mu.RUnlock()
+		b.recycle(req)
 		return b.failed(item, errNotSent)
 	}
 	select {
 	case b.reqs <- req:
 	case <-b.stopping:
 		b.mu.RUnlock()
+		b.recycle(req)
 		return b.failed(item, errNotSent)
 	}
 	b.mu.RUnlock()
-	return <-req.done
+	res := <-req.done // the one answer it gets: the loop is done with it
+	b.recycle(req)
+	return res
+}
+
+// recycle keeps an answered request for another do, without its item.
+func (b *batcher[T, R]) recycle(req *batchReq[T, R]) {
+	var zero T
+	req.p, req.item = keys.Partition{}, zero
+	b.spare.Put(req)
 }
 
 // start opens b to requests (before Run starts any job, so that none is
@@ -74,6 +95,8 @@ func (b *batcher[T, R]) start(ctx context.Context, g *sync.WaitGroup) {
 // loop serves requests until ctx is done.
 func (b *batcher[T, R]) loop(ctx context.Context) {
 	defer b.stop()
+	batch := map[keys.Partition][]*batchReq[T, R]{}
+	var items []T
 	for {
 		var first *batchReq[T, R]
 		select {
@@ -85,7 +108,8 @@ func (b *batcher[T, R]) loop(ctx context.Context) {
 			first.done <- b.failed(first.item, errNotSent)
 			return
 		}
-		batch := map[keys.Partition][]*batchReq[T, R]{first.p: {first}}
+		clear(batch)
+		batch[first.p] = []*batchReq[T, R]{first}
 	more:
 		for n := 1; n < b.max; n++ {
 			select {
@@ -96,12 +120,14 @@ func (b *batcher[T, R]) loop(ctx context.Context) {
 			}
 		}
 		for p, reqs := range batch {
-			items := make([]T, len(reqs))
-			for i, r := range reqs {
-				items[i] = r.item
+			items = items[:0]
+			for _, r := range reqs {
+				items = append(items, r.item)
 			}
-			for i, res := range b.flush(ctx, p, items) {
-				reqs[i].done <- res
+			res := b.flush(ctx, p, items)
+			clear(items) // holds no payload past its call
+			for i, r := range res {
+				reqs[i].done <- r // after this, reqs[i] may be another do's
 			}
 		}
 	}
