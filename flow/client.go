@@ -178,10 +178,11 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 // enqueue is EnqueueMany; many says whether to name a bad job by its
 // index, which means nothing to a caller of Enqueue.
 func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enqueued, error) {
-	plan := make([]placed, len(items))
+	// Each job is held once, in jobs: a job is a few hundred bytes, and a
+	// producer's allocations cost it garbage collection.
+	jobs := make([]store.NewJob, len(items))
+	routes := make([]route, len(items))
 	tr := c.tel.begin(ctx, items)
-	sp := newSpread(c.plan.rr.Add(1), len(items))
-	drafts := make([]drafted, len(items))
 	for i, it := range items {
 		d, err := c.plan.draft(it, nil, tr.start(i))
 		if err != nil {
@@ -191,22 +192,23 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			tr.end(nil, err)
 			return nil, err
 		}
-		drafts[i] = d
+		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key}
 	}
-	for i, d := range drafts { // only now: bad input registers no queue
-		pj, err := c.plan.place(ctx, d, sp)
-		if err != nil {
+	sp := newSpread(c.plan.rr.Add(1), len(items))
+	for i, r := range routes { // only now: bad input registers no queue
+		var err error
+		if r.ref, r.of, err = c.plan.locate(ctx, r.queue, r.key, jobs[i].Local, sp); err != nil {
 			if many {
 				err = fmt.Errorf("job %d: %w", i, err)
 			}
 			tr.end(nil, err)
 			return nil, err
 		}
-		plan[i] = pj
+		routes[i] = r
 	}
 	byPart := map[keys.Partition][]int{}
-	for i, p := range plan {
-		byPart[p.ref.Partition] = append(byPart[p.ref.Partition], i)
+	for i, r := range routes {
+		byPart[r.ref.Partition] = append(byPart[r.ref.Partition], i)
 	}
 	out := make([]Enqueued, len(items))
 	var (
@@ -215,13 +217,16 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		errs = map[keys.Partition]error{} // the partitions whose call failed
 	)
 	send := func(p keys.Partition, idx []int) {
-		jobs := make([]store.NewJob, len(idx))
-		for k, i := range idx {
-			jobs[k] = plan[i].job
+		part := jobs // every job, in order, when all go to p
+		if len(idx) < len(jobs) {
+			part = make([]store.NewJob, len(idx))
+			for k, i := range idx {
+				part[k] = jobs[i]
+			}
 		}
-		res, err := c.plan.enqueue(ctx, p, plan[idx[0]].of, jobs) // one result per job, even on an error
+		res, err := c.plan.enqueue(ctx, p, routes[idx[0]].of, part) // one result per job, even on an error
 		for k, i := range idx {
-			out[i] = enqueued(plan[i].ref, res[k])
+			out[i] = enqueued(routes[i].ref, res[k])
 		}
 		if err != nil {
 			mu.Lock()
@@ -242,7 +247,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 		return out, nil
 	}
 	if !many { // one job, one partition
-		return nil, errs[plan[0].ref.Partition]
+		return nil, errs[routes[0].ref.Partition]
 	}
 	return out, partlyEnqueued(out, errs)
 }

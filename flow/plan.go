@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -65,6 +66,15 @@ func (pl *planner) enqueue(ctx context.Context, p keys.Partition, of int, jobs [
 	return res, err
 }
 
+// route is where a job of an EnqueueMany call goes: its queue and routing
+// key (drafted), then the ref locate gives it and the partition count that
+// placed it.
+type route struct {
+	queue, key string
+	ref        keys.Ref
+	of         int
+}
+
 // drafted is a validated, encoded job not yet given its partition.
 type drafted struct {
 	queue string
@@ -76,13 +86,27 @@ type drafted struct {
 // the process reads (or registers) the queue's layout: a caller that
 // must write nothing for bad input drafts every job first.
 func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, error) {
-	lay, err := pl.layouts.Use(ctx, d.queue)
+	ref, of, err := pl.locate(ctx, d.queue, d.key, d.job.Local, sp)
 	if err != nil {
 		return placed{}, err
 	}
-	ref := keys.Ref{Partition: pl.st.Partition(d.queue, pl.partition(d.queue, lay.Partitions, d.key, sp)), Local: d.job.Local}
-	return placed{ref, lay.Partitions, d.job}, nil
+	return placed{ref, of, d.job}, nil
 }
+
+// locate is place without the job: the ref of job local in queue, routed
+// by key, and the partition count that placed it.
+func (pl *planner) locate(ctx context.Context, queue, key, local string, sp *spread) (keys.Ref, int, error) {
+	lay, err := pl.layouts.Use(ctx, queue)
+	if err != nil {
+		return keys.Ref{}, 0, err
+	}
+	return keys.Ref{Partition: pl.st.Partition(queue, pl.partition(queue, lay.Partitions, key, sp)), Local: local}, lay.Partitions, nil
+}
+
+// spareOptions holds the options of drafts done: they are a few hundred
+// bytes, which every job enqueued would otherwise allocate (the options
+// it applies take their address).
+var spareOptions = sync.Pool{New: func() any { return new(enqueueOptions) }}
 
 // draft validates and encodes one item (see job).
 func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption) (drafted, error) {
@@ -96,13 +120,18 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 	if pl.known != nil && !pl.known(kind) {
 		return drafted{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
 	}
-	o := enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
-	if err := applyDefaults(it.Args, &o); err != nil {
+	o := spareOptions.Get().(*enqueueOptions)
+	defer func() {
+		*o = enqueueOptions{} // holds nothing of this job once back
+		spareOptions.Put(o)
+	}()
+	*o = enqueueOptions{queue: "default", maxAttempts: pl.maxAttempts}
+	if err := applyDefaults(it.Args, o); err != nil {
 		return drafted{}, err
 	}
 	for _, set := range [2][]EnqueueOption{it.Opts, opts} { // not append: it.Opts is the caller's
 		for _, opt := range set {
-			if err := opt(&o); err != nil {
+			if err := opt(o); err != nil {
 				return drafted{}, err
 			}
 		}
@@ -134,7 +163,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	return drafted{queue: o.queue, key: routeKey(&o, hold), job: store.NewJob{
+	return drafted{queue: o.queue, key: routeKey(o, hold), job: store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
 		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
