@@ -80,7 +80,7 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
-	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
+	pl := &planner{st: st.Store, known: st.Known(), maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
 	parent := &store.ParentRef{Ref: st.Ref, Step: name}
 	ids := make([]string, len(items))
 	byPart := map[keys.Partition][]store.NewJob{}

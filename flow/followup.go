@@ -27,7 +27,7 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 	if !ok {
 		return sluicetype.Effect{}, step.ErrNoAttempt
 	}
-	pl := &planner{st: st.Store, known: st.Known, maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
+	pl := &planner{st: st.Store, known: st.Known(), maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
 	// A planner per call: its round-robin starts anywhere, or every
 	// unkeyed follow-up would land on the same partition.
 	pl.rr.Store(rand.Uint64())

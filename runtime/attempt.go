@@ -47,6 +47,7 @@ type Attempt struct {
 	watch    func()    // starts the grace watch once the attempt is cancelled
 	leaseEnd time.Time // our own estimate of when the lease runs out
 	ctl      control   // lease control, progress, tracked goroutines (control.go)
+	host     attemptHost
 
 	tel attemptTelemetry // its span (telemetry.go)
 }

@@ -27,25 +27,25 @@ func TestStepBoundaryHooks(t *testing.T) {
 	a.ctl.ctx, a.cancel, a.watch = ctx, cancel, func() {}
 
 	clk.Advance(10 * time.Second)
-	if a.state.Expired() {
+	if a.state.Host.Expired() {
 		t.Error("expired at the lease's end, want only past it")
 	}
 	clk.Advance(time.Millisecond)
-	if !a.state.Expired() {
+	if !a.state.Host.Expired() {
 		t.Error("not expired past the lease's end")
 	}
 	a.mu.Lock()
 	a.leaseEnd = clk.Now().Add(10 * time.Second) // a renewal
 	a.mu.Unlock()
-	if a.state.Expired() {
+	if a.state.Host.Expired() {
 		t.Error("expired after a renewal")
 	}
 
-	if err := a.state.Lost(); err != nil {
+	if err := a.state.Host.Lost(); err != nil {
 		t.Fatalf("Lost before any loss: %v", err)
 	}
 	a.cancelled() // an operator's cancellation arrived
-	if err := a.state.Lost(); !errors.Is(err, ErrCancelled) {
+	if err := a.state.Host.Lost(); !errors.Is(err, ErrCancelled) {
 		t.Errorf("Lost after the cancellation: %v, want ErrCancelled", err)
 	}
 	select {
@@ -61,11 +61,11 @@ func TestStepBoundaryHooks(t *testing.T) {
 	ctx, cancel = context.WithCancelCause(context.Background())
 	b.ctl.ctx, b.cancel, b.watch = ctx, cancel, func() {}
 	b.stop(ErrTimeout)
-	if err := b.state.Lost(); err != nil {
+	if err := b.state.Host.Lost(); err != nil {
 		t.Errorf("Lost after a timeout: %v, want nil", err)
 	}
 	b.lose()
-	if err := b.state.Lost(); !errors.Is(err, ErrLeaseLost) {
+	if err := b.state.Host.Lost(); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Lost after a lost renewal: %v, want ErrLeaseLost", err)
 	}
 }

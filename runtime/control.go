@@ -44,28 +44,13 @@ type control struct {
 	tr        trackedState
 }
 
-// track sets up the attempt's control before it starts; step checkpoints
-// count as progress.
+// track sets up the attempt's control before it starts, and makes the
+// worker the host of its step state (host.go).
 func (w *Worker) track(a *Attempt) {
 	c := &a.ctl
 	c.w, c.lost, c.progress = w, make(chan struct{}), w.clk.Now()
-	prev := a.state.Committed
-	a.state.Committed = func(step string, outboxed int) {
-		c.progressed()
-		if prev != nil {
-			prev(step, outboxed)
-		}
-	}
-	// The step boundary (attempt.State.Check): what this worker knows of
-	// the lease, locally, and lease control's renewal to confirm it.
-	a.state.Lost = a.lostCause
-	a.state.Expired = func() bool {
-		now := w.clk.Now()
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return now.After(a.leaseEnd)
-	}
-	a.state.Confirm = func(ctx context.Context) error { return a.ExtendLease(ctx, 0) }
+	a.host.a = a
+	a.state.Host = &a.host
 }
 
 // lostCause is why the attempt's lease is known to be gone (ErrLeaseLost,

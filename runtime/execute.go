@@ -24,6 +24,9 @@ type result struct {
 	stack []byte
 }
 
+// start sets up the attempt of claimed job j and hands it to a runner. It
+// keeps nothing of j but what j points to: the fetch loop decodes the next
+// claim into the same storage.
 func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, claimed time.Time) {
 	lease := w.opts.Lease
 	if d, ok := w.opts.KindLease[j.Kind]; ok {
@@ -35,14 +38,6 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Layouts = w.layouts
-	a.state.Known = w.known
-	a.state.Lose = a.lose
-	a.state.Send = func(c store.Checkpoint) store.CheckpointResult { return w.checkpoints.do(a.ref.Partition, c) }
-	a.state.Committed = func(_ string, outboxed int) {
-		if outboxed > 0 {
-			w.kickRelay()
-		}
-	}
 	if j.CrashAttempt > 0 && !w.contained(j.Kind) {
 		a.suspect = true
 		w.suspects.Add(1) // until its handler returns (execute)

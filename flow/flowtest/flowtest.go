@@ -399,16 +399,22 @@ func (hs *handlers) count(inner runtime.Handler) runtime.HandlerFunc {
 		hs.h.mu.Unlock()
 		if crash {
 			st, _ := attempt.From(ctx)
-			commits, next := 0, st.Committed
-			st.Committed = func(step string, outboxed int) {
-				if next != nil {
-					next(step, outboxed)
-				}
-				if commits++; commits == after {
-					panic("flowtest: injected crash after step " + step)
-				}
-			}
+			st.Host = &crashingHost{Host: st.Host, after: after}
 		}
 		return inner.Work(ctx, a)
 	})
+}
+
+// crashingHost is the host of an attempt that crashes after its after-th
+// commit: it panics as the commit returns, the checkpoint written.
+type crashingHost struct {
+	attempt.Host
+	after, commits int
+}
+
+func (h *crashingHost) Committed(step string, outboxed int) {
+	h.Host.Committed(step, outboxed)
+	if h.commits++; h.commits == h.after {
+		panic("flowtest: injected crash after step " + step)
+	}
 }

@@ -31,31 +31,10 @@ type State struct {
 	Claimed time.Time
 	Lease   store.Lease
 	Layouts *store.Layouts // places spawned children and follow-ups (a fixed view in an isolated child)
-	// Known reports whether a job kind has a handler here; spawning a child
-	// of another kind is refused.
-	Known func(kind string) bool
-	// Send writes a checkpoint (the runtime batches it with others).
-	Send func(store.Checkpoint) store.CheckpointResult
-	// Lose cancels the attempt when a commit finds its lease gone.
-	Lose func()
-	// Committed is called after each successful commit with the number of
-	// outbox entries it wrote.
-	Committed func(step string, outboxed int)
-
-	// The step boundary (Check) asks the runtime these; a nil hook knows
-	// nothing (an attempt not run by a worker, an isolated child).
-	//
-	// Lost returns why the attempt's lease is known to be gone (a renewal,
-	// a commit, lease control or an operator's cancellation found it), nil
-	// while it is not. Local: no round trip.
-	Lost func() error
-	// Expired reports that, by the worker's clock, the lease may have run
-	// out since its last successful renewal. Local: no round trip.
-	Expired func() bool
-	// Confirm checks with Redis that the attempt still holds its lease (its
-	// lease ID and fence are current) and extends it, in one round trip; a
-	// lease found gone cancels the attempt and is returned as the error.
-	Confirm func(ctx context.Context) error
+	// Host runs the attempt: the worker, or an isolated child's link to
+	// its parent. Nil in a state nothing runs (a step boundary then knows
+	// nothing of the lease, and a commit fails).
+	Host Host
 
 	mu      sync.Mutex
 	steps   map[string][]byte
@@ -66,6 +45,42 @@ type State struct {
 	memo    map[string]any
 }
 
+// Host is what runs an attempt: the state asks it at step boundaries and
+// tells it of commits. It is one interface, not a hook per question, so
+// that a worker sets it up for each attempt without allocating.
+type Host interface {
+	// Known reports whether a job kind has a handler here; spawning a
+	// child of another kind is refused.
+	Known(kind string) bool
+	// Send writes a checkpoint (a worker batches it with others).
+	Send(store.Checkpoint) store.CheckpointResult
+	// Lose cancels the attempt when a commit finds its lease gone.
+	Lose()
+	// Committed is told of each successful commit, with the number of
+	// outbox entries it wrote.
+	Committed(step string, outboxed int)
+	// Lost returns why the attempt's lease is known to be gone (a renewal,
+	// a commit, lease control or an operator's cancellation found it), nil
+	// while it is not. Local: no round trip.
+	Lost() error
+	// Expired reports that, by the host's clock, the lease may have run
+	// out since its last successful renewal. Local: no round trip.
+	Expired() bool
+	// Confirm checks with Redis that the attempt still holds its lease
+	// (its lease ID and fence are current) and extends it, in one round
+	// trip; a lease found gone cancels the attempt and is returned as the
+	// error. ErrNoConfirm where the host cannot reach Redis.
+	Confirm(ctx context.Context) error
+}
+
+// Known is the host's Known, or nil (any valid kind) without a host.
+func (s *State) Known() func(kind string) bool {
+	if s.Host == nil {
+		return nil
+	}
+	return s.Host.Known
+}
+
 // ErrDuplicateStep: a step name was used twice in one attempt.
 var ErrDuplicateStep = sluicetype.ErrDuplicateStep
 
@@ -73,9 +88,13 @@ var ErrDuplicateStep = sluicetype.ErrDuplicateStep
 // child has no connection of its own).
 var ErrNoConfirm = errors.New("sluice: the lease cannot be confirmed with Redis here")
 
+// errNoHost: a commit of a state that nothing runs (a programming error:
+// every attempt a worker or an isolated child runs has its host).
+var errNoHost = errors.New("sluice: no worker runs this attempt; its step cannot be committed")
+
 // New returns the state of an attempt whose existing checkpoints are steps.
 func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) *State {
-	return &State{Store: st, Ref: ref, Lease: lease, steps: steps, used: map[string]int{}}
+	return &State{Store: st, Ref: ref, Lease: lease, steps: steps} // used: at the first step
 }
 
 // CommitName names a commit of this job (what: a step's name, a cursor
@@ -109,6 +128,9 @@ func (s *State) Begin(name string) (int, error) {
 	}
 	i := s.seq
 	s.seq++
+	if s.used == nil {
+		s.used = map[string]int{}
+	}
 	s.used[name] = i
 	s.current = name
 	return i, nil
@@ -201,10 +223,10 @@ func (s *State) Owned(ctx context.Context) error {
 
 // lost is store.ErrStale, wrapping why, once the lease is known lost.
 func (s *State) lost() error {
-	if s.Lost == nil {
+	if s.Host == nil {
 		return nil
 	}
-	if err := s.Lost(); err != nil {
+	if err := s.Host.Lost(); err != nil {
 		return stale(err)
 	}
 	return nil
@@ -212,16 +234,13 @@ func (s *State) lost() error {
 
 // confirm asks Redis when strict, or when the lease may have expired.
 func (s *State) confirm(ctx context.Context, strict bool) error {
-	if !strict && (s.Expired == nil || !s.Expired()) {
+	if !strict && (s.Host == nil || !s.Host.Expired()) {
 		return nil
 	}
-	if s.Confirm == nil {
-		if strict {
-			return ErrNoConfirm
-		}
-		return nil
+	if s.Host == nil {
+		return ErrNoConfirm // strict
 	}
-	if err := s.Confirm(ctx); err != nil {
+	if err := s.Host.Confirm(ctx); err != nil {
 		if lost := s.lost(); lost != nil {
 			return lost
 		}
@@ -241,14 +260,15 @@ func stale(err error) error {
 // Commit writes a checkpoint and its effects in one fenced round trip. A
 // stale attempt is cancelled (its lease is gone) and gets store.ErrStale.
 func (s *State) Commit(field string, record []byte, mode, commit string, fx []sluicetype.Effect) error {
-	res := s.Send(store.Checkpoint{
+	if s.Host == nil {
+		return errNoHost
+	}
+	res := s.Host.Send(store.Checkpoint{
 		Lease: s.Lease, Field: field, Record: record, Mode: mode, Commit: commit, Effects: fx,
 	})
 	n, err := res.Outboxed, res.Err
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrStepDone) {
-		if s.Lose != nil {
-			s.Lose()
-		}
+		s.Host.Lose()
 		return store.ErrStale
 	}
 	if err != nil {
@@ -263,9 +283,7 @@ func (s *State) Commit(field string, record []byte, mode, commit string, fx []sl
 		delete(s.steps, taken) // the signal is gone with this commit
 	}
 	s.mu.Unlock()
-	if s.Committed != nil {
-		s.Committed(field, n)
-	}
+	s.Host.Committed(field, n)
 	return nil
 }
 

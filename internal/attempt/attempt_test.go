@@ -14,27 +14,40 @@ var (
 	errTimeout = errors.New("timed out")
 )
 
-// hooked is a State whose runtime hooks answer as told: lost, the lease
-// is known lost; expired, the local clock says it may have run out;
-// confirm, Confirm's answer (errLost also marks the lease lost, as the
-// runtime's does). confirms counts Confirm's round trips.
-func hooked(lost, expired bool, confirm error, confirms *int) *State {
-	return &State{
-		Lost: func() error {
-			if lost {
-				return errLost
-			}
-			return nil
-		},
-		Expired: func() bool { return expired },
-		Confirm: func(context.Context) error {
-			*confirms++
-			if confirm == errLost {
-				lost = true
-			}
-			return confirm
-		},
+// toldHost answers as told: lost, the lease is known lost; expired, the
+// local clock says it may have run out; confirm, Confirm's answer (errLost
+// also marks the lease lost, as the runtime's does). confirms counts
+// Confirm's round trips.
+type toldHost struct {
+	lost, expired bool
+	confirm       error
+	confirms      *int
+}
+
+func (h *toldHost) Known(string) bool                            { return true }
+func (h *toldHost) Send(store.Checkpoint) store.CheckpointResult { return store.CheckpointResult{} }
+func (h *toldHost) Lose()                                        {}
+func (h *toldHost) Committed(string, int)                        {}
+func (h *toldHost) Expired() bool                                { return h.expired }
+
+func (h *toldHost) Lost() error {
+	if h.lost {
+		return errLost
 	}
+	return nil
+}
+
+func (h *toldHost) Confirm(context.Context) error {
+	*h.confirms++
+	if h.confirm == errLost {
+		h.lost = true
+	}
+	return h.confirm
+}
+
+// hooked is a State whose host answers as told (toldHost).
+func hooked(lost, expired bool, confirm error, confirms *int) *State {
+	return &State{Host: &toldHost{lost: lost, expired: expired, confirm: confirm, confirms: confirms}}
 }
 
 func cancelledCtx() context.Context {
@@ -96,14 +109,15 @@ func TestOwned(t *testing.T) {
 	}
 }
 
-// TestCheckWithoutHooks: a State no worker filled (an isolated child)
-// checks the context only, and cannot be strict.
-func TestCheckWithoutHooks(t *testing.T) {
+// TestCheckWithoutHost: a State nothing runs checks the context only,
+// cannot be strict, and commits nothing.
+func TestCheckWithoutHost(t *testing.T) {
 	s := &State{}
 	check(t, s.Check(context.Background(), false), nil)
 	check(t, s.Check(cancelledCtx(), false), []error{errTimeout})
 	check(t, s.Check(context.Background(), true), []error{ErrNoConfirm})
 	check(t, s.Owned(context.Background()), nil)
+	check(t, s.Commit("step", nil, "", "", nil), []error{errNoHost})
 }
 
 func check(t *testing.T, err error, want []error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -31,8 +32,32 @@ func (p *proxy) send(typ byte, msg any) error {
 	return writeFrame(p.out, typ, msg)
 }
 
-// checkpoint is the child's attempt.State.Send: the parent commits the
-// checkpoint with its own lease, so it is fenced exactly as in a worker.
+// childHost is the host of the child's step state (attempt.Host): its
+// commits go to the parent, which holds the lease. The child knows nothing
+// of the lease itself (the parent's lease control cancels it when lost)
+// and cannot confirm it with Redis; it spawns children of any valid kind
+// (their kinds are not checked against a registry here).
+type childHost struct {
+	p    *proxy
+	lose func()
+}
+
+func (h *childHost) Known(string) bool { return true }
+
+func (h *childHost) Send(c store.Checkpoint) store.CheckpointResult { return h.p.checkpoint(c) }
+
+func (h *childHost) Lose() { h.lose() }
+
+func (h *childHost) Committed(string, int) {}
+
+func (h *childHost) Lost() error { return nil }
+
+func (h *childHost) Expired() bool { return false }
+
+func (h *childHost) Confirm(context.Context) error { return attempt.ErrNoConfirm }
+
+// checkpoint sends a checkpoint to the parent, which commits it with its
+// own lease, so it is fenced exactly as in a worker.
 func (p *proxy) checkpoint(c store.Checkpoint) store.CheckpointResult {
 	ch := make(chan answerMsg, 1)
 	p.mu.Lock()

@@ -107,8 +107,7 @@ func (m *startMsg) attempt(p *proxy, lose func()) (*runtime.Attempt, *attempt.St
 	rs := store.New(noRedis(), store.Config{NS: m.NS})
 	st := attempt.New(rs, ref, lease, m.Steps)
 	st.Layouts, st.Created, st.Claimed = store.FixedLayouts(rs, m.Partitions), m.Created, m.Claimed
-	st.Send = p.checkpoint
-	st.Lose = lose
+	st.Host = &childHost{p: p, lose: lose}
 	a := &runtime.Attempt{
 		ID: m.ID, Queue: m.Queue, Kind: m.Kind, Payload: m.Payload, Headers: m.Headers,
 		Priority: m.Priority, Attempt: m.Attempt, CrashAttempt: m.CrashAttempt, MaxAttempts: m.MaxAttempts,

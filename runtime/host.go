@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"context"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// attemptHost is the worker's side of an attempt's step state
+// (attempt.Host): what a step boundary asks of the lease, and where a
+// commit goes. It lives in the Attempt, so that giving the state its host
+// allocates nothing.
+type attemptHost struct{ a *Attempt }
+
+func (h *attemptHost) Known(kind string) bool { return h.a.ctl.w.known(kind) }
+
+// Send batches the checkpoint with others of its partition.
+func (h *attemptHost) Send(c store.Checkpoint) store.CheckpointResult {
+	return h.a.ctl.w.checkpoints.do(h.a.ref.Partition, c)
+}
+
+func (h *attemptHost) Lose() { h.a.lose() }
+
+// Committed counts a commit as progress, and has effects on other slots
+// relayed.
+func (h *attemptHost) Committed(_ string, outboxed int) {
+	h.a.ctl.progressed()
+	if outboxed > 0 {
+		h.a.ctl.w.kickRelay()
+	}
+}
+
+// Lost is what this worker knows of the lease, locally.
+func (h *attemptHost) Lost() error { return h.a.lostCause() }
+
+// Expired reports that the lease may have run out by this worker's clock.
+func (h *attemptHost) Expired() bool {
+	now := h.a.ctl.w.clk.Now()
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	return now.After(h.a.leaseEnd)
+}
+
+// Confirm is lease control's renewal.
+func (h *attemptHost) Confirm(ctx context.Context) error { return h.a.ExtendLease(ctx, 0) }
