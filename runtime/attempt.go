@@ -48,11 +48,31 @@ type Attempt struct {
 	leaseEnd time.Time // our own estimate of when the lease runs out
 	ctl      control   // lease control, progress, tracked goroutines (control.go)
 	host     attemptHost
+	vctx     attemptCtx // the handler's context carries the attempt through it
 
 	tel attemptTelemetry // its span (telemetry.go)
 }
 
 type attemptKey struct{}
+
+// attemptCtx is the node of a handler's context that carries its attempt
+// (AttemptFrom) and the attempt's step state (attempt.From): one node, a
+// field of the Attempt, where two context.WithValue nodes cost two
+// allocations per job.
+type attemptCtx struct {
+	context.Context
+	a *Attempt
+}
+
+func (c *attemptCtx) Value(key any) any {
+	switch {
+	case key == attemptKey{}:
+		return c.a
+	case attempt.IsKey(key):
+		return c.a.state
+	}
+	return c.Context.Value(key)
+}
 
 // AttemptFrom returns the attempt running in ctx, if any.
 func AttemptFrom(ctx context.Context) (*Attempt, bool) {

@@ -59,9 +59,8 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	ctx, cancel := context.WithCancelCause(jobsCtx)
 	defer cancel(nil)
-	ctx = context.WithValue(ctx, attemptKey{}, a)
-	ctx = attempt.With(ctx, a.state)
-	ctx = w.tel.startAttempt(ctx, a, w.clk.Now())
+	a.vctx = attemptCtx{Context: ctx, a: a}
+	ctx = w.tel.startAttempt(&a.vctx, a, w.clk.Now())
 	timed := false
 	if t := w.timeout(a); t > 0 {
 		var stop context.CancelFunc
@@ -212,11 +211,11 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		return ack, true
 	case returned && r.err == nil:
 		ack.Code, ack.Data = store.CodeOK, r.data
-		// '#' is in no step name (step.validName): a step cannot be named
-		// like the completion, whose relayed effects its commit would mark
-		ack.Effects, ack.Commit = a.state.Final(), a.state.CommitName("#complete")
-		if len(ack.Effects) > 0 { // the delay of a retry, should the effects fail
-			ack.Delay = w.retryDelay(a, ErrEffectsFailed)
+		if fx := a.state.Final(); len(fx) > 0 {
+			// '#' is in no step name (step.validName): a step cannot be named
+			// like the completion, whose relayed effects its commit would mark
+			ack.Effects, ack.Commit = fx, a.state.CommitName("#complete")
+			ack.Delay = w.retryDelay(a, ErrEffectsFailed) // should the effects fail
 		}
 		return ack, true
 	case errors.Is(cause, ErrTimeout):

@@ -106,14 +106,22 @@ func (s *State) CommitName(what string) string {
 	return s.Ref.String() + "@" + strconv.FormatInt(s.Created.UnixMilli(), 36) + ":" + what
 }
 
-type key struct{}
+type stateKey struct{}
 
 // With returns ctx carrying s.
-func With(ctx context.Context, s *State) context.Context { return context.WithValue(ctx, key{}, s) }
+func With(ctx context.Context, s *State) context.Context { return context.WithValue(ctx, stateKey{}, s) }
+
+// IsKey reports whether key is the one With stores a state under: a
+// context of the runtime's own answers it with the state (runtime's
+// attemptCtx) instead of a WithValue node.
+func IsKey(key any) bool {
+	_, ok := key.(stateKey)
+	return ok
+}
 
 // From returns the attempt state in ctx.
 func From(ctx context.Context) (*State, bool) {
-	s, ok := ctx.Value(key{}).(*State)
+	s, ok := ctx.Value(stateKey{}).(*State)
 	return s, ok
 }
 

@@ -12,34 +12,46 @@ import (
 // field f holds chunk 0, further fields the rest (chunkIndex), so that the
 // job hash keeps Redis's compact encoding.
 type chunks struct {
-	parts []string
-	set   []bool
+	// chunk 0 apart, in a field: most values have no other, and then
+	// reading one allocates no slices
+	first    string
+	hasFirst bool
+	rest     []string // chunk n at n-1
+	set      []bool
 }
 
 // add records chunk n.
 func (c *chunks) add(n int, v string) {
-	if n >= len(c.parts) {
-		c.parts = append(c.parts, make([]string, n+1-len(c.parts))...)
-		c.set = append(c.set, make([]bool, n+1-len(c.set))...)
+	if n == 0 {
+		c.first, c.hasFirst = v, true
+		return
 	}
-	c.parts[n], c.set[n] = v, true
+	if n > len(c.rest) {
+		c.rest = append(c.rest, make([]string, n-len(c.rest))...)
+		c.set = append(c.set, make([]bool, n-len(c.set))...)
+	}
+	c.rest[n-1], c.set[n-1] = v, true
 }
 
 // join returns the whole value (nil when no chunk was seen), or
 // ErrMalformed when a chunk is missing.
 func (c *chunks) join(local, what string) ([]byte, error) {
-	if len(c.parts) == 0 {
+	if !c.hasFirst && len(c.rest) == 0 {
 		return nil, nil
 	}
-	size := 0
+	if !c.hasFirst {
+		return nil, fmt.Errorf("%w: job %s: %s chunk 0 is missing", ErrMalformed, local, what)
+	}
+	size := len(c.first)
 	for i, ok := range c.set {
 		if !ok {
-			return nil, fmt.Errorf("%w: job %s: %s chunk %d is missing", ErrMalformed, local, what, i)
+			return nil, fmt.Errorf("%w: job %s: %s chunk %d is missing", ErrMalformed, local, what, i+1)
 		}
-		size += len(c.parts[i])
+		size += len(c.rest[i])
 	}
 	b := make([]byte, 0, size)
-	for _, p := range c.parts {
+	b = append(b, c.first...)
+	for _, p := range c.rest {
 		b = append(b, p...)
 	}
 	return b, nil
