@@ -73,8 +73,7 @@ func TestDiscardCompleted(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3})
-			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
+			f := discarding(t, b)
 			f.enqueue(store.NewJob{Local: "j", Payload: make([]byte, 2000)}) // a body key of its own
 			if n := exists(t, f, f.p.Body("j")); n != 1 {
 				t.Fatalf("the 2,000-byte payload has no key of its own")
@@ -100,8 +99,7 @@ func TestDiscardCompletedBatch(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3})
-			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
+			f := discarding(t, b)
 			ids := []string{"a", "b", "c", "d", "e", "failed-once"}
 			for _, id := range ids {
 				f.enqueue(store.NewJob{Local: id, Payload: make([]byte, 900+len(id))}) // body keys of their own
@@ -154,6 +152,14 @@ func TestDiscardCompletedBatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// discarding is a fixture whose store deletes completed jobs at once.
+func discarding(t *testing.T, b backend) *fixture {
+	clk := &testClock{now: epoch}
+	st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: time.Hour,
+		RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
+	return &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: clk, p: st.Partition("q", 0)}
 }
 
 func exists(t *testing.T, f *fixture, ks ...string) int {
