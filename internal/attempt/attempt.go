@@ -109,7 +109,9 @@ func (s *State) CommitName(what string) string {
 type stateKey struct{}
 
 // With returns ctx carrying s.
-func With(ctx context.Context, s *State) context.Context { return context.WithValue(ctx, stateKey{}, s) }
+func With(ctx context.Context, s *State) context.Context {
+	return context.WithValue(ctx, stateKey{}, s)
+}
 
 // IsKey reports whether key is the one With stores a state under: a
 // context of the runtime's own answers it with the state (runtime's
