@@ -138,6 +138,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		for _, j := range res.Jobs {
 			w.start(jobsCtx, p, j, sent)
 		}
+		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
 	return nil
 }
