@@ -21,8 +21,9 @@
 --             job fields: the new fence; the step fields are the job's
 --             step checkpoints (flat HGETALL, none when none); the job
 --             fields are its hash as it was before the claim (flat HGETALL:
---             only the fields it has, which keeps the reply small), whose
---             state, fence and lease fields the claim has since replaced;
+--             only the fields it has, which keeps the reply small) less
+--             its state, and with the fence and lease fields the claim has
+--             since replaced;
 --             a payload kept in its own key (lib_chunks.lua, put_payload) comes
 --             last, as field 'p'
 -- Suspect isolation: a claim leases at most one job with a crash on
@@ -64,16 +65,27 @@ local function counted(list)
   for k = 1, m do out[o + 1 + k] = list[k] end
   o = o + 1 + m
 end
--- emit appends a leased job to out; raw is its hash (flat HGETALL), with
--- a payload kept in its own key added as field F.payload.
+-- emit appends a leased job to out; raw is its hash (flat HGETALL), less
+-- its state field (the job runs: the worker knows it, and every reply
+-- element costs both sides), with a payload kept in its own key added as
+-- field F.payload.
 local function emit(id, lease, expiry, fence, steps, raw, body)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, lease, expiry, fence
   o = o + 4
   counted(steps)
-  if body then -- the payload from its own key, as if the hash held it
-    raw[#raw + 1], raw[#raw + 2] = F.payload, body
+  local at, m, fs = o + 1, 0, F.state
+  for k = 1, #raw, 2 do
+    if raw[k] ~= fs then
+      out[at + m + 1], out[at + m + 2] = raw[k], raw[k + 1]
+      m = m + 2
+    end
   end
-  counted(raw)
+  if body then -- the payload from its own key, as if the hash held it
+    out[at + m + 1], out[at + m + 2] = F.payload, body
+    m = m + 2
+  end
+  out[at] = m
+  o = at + m
 end
 local record = redis.call('GET', call_key())
 if record then
