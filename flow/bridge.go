@@ -46,12 +46,11 @@ func (c *Client) bridge() bridge.Client {
 			return tm.next(now)
 		},
 		Enqueue: func(ctx context.Context, queue string, job store.NewJob) (any, error) {
-			lay, err := c.plan.layouts.Use(ctx, queue)
+			ref, of, err := c.plan.locate(ctx, queue, job.Local, job.Local, nil) // routed by its ID
 			if err != nil {
 				return Enqueued{}, err
 			}
-			ref := keys.Ref{Partition: c.st.Partition(queue, c.plan.partition(queue, lay.Partitions, job.Local, nil)), Local: job.Local}
-			res, err := c.plan.enqueue(ctx, ref.Partition, lay.Partitions, []store.NewJob{job})
+			res, err := c.plan.enqueue(ctx, ref.Partition, of, []store.NewJob{job})
 			if err != nil {
 				return Enqueued{}, err
 			}

@@ -31,21 +31,17 @@ func newContentID() contentID { return 14695981039346656037 } // FNV-1a's offset
 const fnvPrime = 1099511628211
 
 // add hashes part s.
-func (h *contentID) add(s string) {
-	v := *h
-	for i := 0; i < len(s); i++ {
-		v = (v ^ contentID(s[i])) * fnvPrime
-	}
-	*h = v * fnvPrime // the zero byte after the part
-}
+func (h *contentID) add(s string) { *h = fnvPart(*h, s) }
 
 // addBytes hashes part b.
-func (h *contentID) addBytes(b []byte) {
-	v := *h
-	for _, c := range b {
-		v = (v ^ contentID(c)) * fnvPrime
+func (h *contentID) addBytes(b []byte) { *h = fnvPart(*h, b) }
+
+// fnvPart is h after part p and the zero byte that ends it.
+func fnvPart[T string | []byte](h contentID, p T) contentID {
+	for i := 0; i < len(p); i++ {
+		h = (h ^ contentID(p[i])) * fnvPrime
 	}
-	*h = v * fnvPrime
+	return h * fnvPrime
 }
 
 // addInt hashes n as its decimal text.

@@ -93,12 +93,13 @@ func decodeJob(local string, flat []any) (*Job, error) {
 	return j, nil
 }
 
-// decodeJobInto is decodeJob writing to j, every field of which it sets.
+// decodeJobInto is decodeJob writing to j, every field of which it sets
+// (to zero first, so nothing of a job decoded there before stays).
 func decodeJobInto(j *Job, local string, flat []any) error {
+	*j = Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
 	if len(flat)%2 != 0 {
 		return fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
 	}
-	*j = Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
 	var err error
 	num := func(v string) int64 {
 		n, e := strconv.ParseInt(v, 10, 64)
