@@ -89,7 +89,7 @@ local function emit(id, lease, expiry, fence, steps, raw, body)
 end
 local record = redis.call('GET', call_key())
 if record then
-  record = decode_reply(record, 1)
+  record = unpack_record(record)
   out[1], out[2] = record[1], record[2]
   o = 2
   for k = 3, #record do

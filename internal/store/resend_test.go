@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/chaos"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -289,6 +290,69 @@ func TestLateAckAfterReapIsStale(t *testing.T) {
 			}
 			if r := f.ack(j, store.Ack{Code: store.CodeRetry, Reason: "error", Message: "late"}); !errors.Is(r.Err, store.ErrStale) {
 				t.Fatalf("late ack after the reaper: %+v, want ErrStale", r)
+			}
+		})
+	}
+}
+
+// TestRecordAnswersRepeat: on every backend (a redis-server's record is
+// packed by cmsgpack, miniredis's by the Lua codec of lib_replay.lua), an
+// ack repeated under the same call ID answers from its record: a batch
+// whose completion deleted its job (completed jobs discarded), which a
+// second run would find gone and call stale, answers completed again, and
+// its retry is not charged twice.
+func TestRecordAnswersRepeat(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1,
+				RetainArchived: retainArchived, RetainCancelled: retainCancelled, CrashLimit: 3})
+			f := &fixture{t: t, ctx: context.Background(), rdb: b.rdb, st: st, p: st.Partition("q", 0)}
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"})
+			res := f.claim(2, "w")
+			if len(res.Jobs) != 2 {
+				t.Fatalf("claimed %d jobs, want 2", len(res.Jobs))
+			}
+			acks := []store.Ack{
+				{Lease: lease(res.Jobs[0]), Code: store.CodeOK},
+				{Lease: lease(res.Jobs[1]), Code: store.CodeRetry, Reason: "error", Message: "boom"},
+			}
+			for round := range 2 {
+				got, outboxed, err := st.Ack(f.ctx, f.p, acks)
+				if err != nil || outboxed != 0 || len(got) != 2 || got[0].State != "completed" || got[1].State != "retryable" {
+					t.Fatalf("ack %d: %+v, %d outboxed, %v; want completed, retryable", round+1, got, outboxed, err)
+				}
+			}
+			if n, err := b.rdb.Exists(f.ctx, f.p.Job(res.Jobs[0].Local)).Result(); err != nil || n != 0 {
+				t.Errorf("completed job kept (%d, %v); want it deleted", n, err)
+			}
+			if a, _ := b.rdb.HGet(f.ctx, f.p.Job(res.Jobs[1].Local), keys.FieldAttempt).Int(); a != 1 {
+				t.Errorf("retried job's attempt = %d; want 1 (charged once)", a)
+			}
+			// the records' codec: cmsgpack's arrays (0x90-0x9f, 0xdc) on a
+			// redis-server, the Lua codec's 't' on miniredis
+			want := "cmsgpack"
+			if b.name == "miniredis" {
+				want = "lua"
+			}
+			iter := b.rdb.Scan(f.ctx, 0, f.p.Call("*"), 100).Iterator()
+			records := 0
+			for iter.Next(f.ctx) {
+				records++
+				rec, err := b.rdb.Get(f.ctx, iter.Val()).Result()
+				if err != nil || rec == "" {
+					t.Fatalf("record %s: %q, %v", iter.Val(), rec, err)
+				}
+				got := "lua"
+				if rec[0]&0xf0 == 0x90 || rec[0] == 0xdc {
+					got = "cmsgpack"
+				}
+				if got != want {
+					t.Errorf("record %s starts %q: packed by %s, want %s", iter.Val(), rec[:1], got, want)
+				}
+			}
+			if records == 0 {
+				t.Errorf("no call records found (err %v)", iter.Err())
 			}
 		})
 	}
