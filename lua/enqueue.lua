@@ -147,102 +147,123 @@ for i = 1, n do
       taken = true
     end
   end
-  local due = 0 -- 0: now
-  local run_at, delay = tonumber(o[1]), tonumber(o[2])
-  if delay > 0 then
-    due = NOW + delay
-  elseif run_at > 0 then
-    due = run_at
-  end
-  local uk, holder = o[18], nil
-  if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
-  if marked then
-    out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
-  elseif taken then
-    out[#out + 1] = STATUS.taken
-  elseif holder then
-    on_duplicate(holder, o[20], payload, due)
-    out[#out + 1] = STATUS.unique .. holder
-  elseif old and old[1] then
-    if old[1] == kind and old[2] == payload then
-      out[#out + 1] = STATUS.exists
-    else
-      out[#out + 1] = STATUS.conflict
-    end
-  else
-    local held_by = false
-    if o[24] ~= '' then
-      local q = redis.call('GET', hold_key(o[24]))
-      if q and state_of(redis.call('HGET', job_key(q), F.state)) == 'quarantined' then
-        held_by = q
-        due = HOLD_AT
-      end
-    end
-    local state = 'available'
-    if due > NOW then state = 'scheduled' end
-    -- attempt, crash_attempt and fence start absent, meaning 0
-    local f = { fk, kind, fs, SCODE[state] }
+  if o == PLAIN and not relayed and not old and not taken then
+    -- A plain job, most jobs: available now in list 0. This is what the
+    -- general path below does for it, without parsing its options or
+    -- building a field table for a short payload (bench/model: about 1
+    -- µs of Redis time per job less).
     local id_ms = tonumber(origin)
-    if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = fct, NOW_S end
-    put_payload(f, id, payload)
-    if o ~= PLAIN then
-      local function opt(field, v, none)
-        if v ~= none then
-          f[#f + 1] = field
-          f[#f + 1] = v
-        end
-      end
-      opt(F.max_attempts, o[3], DEFAULT_MAX_ATTEMPTS)
-      opt(F.timeout, o[4], '0')
-      opt(F.deadline, o[5], '0')
-      opt(F.priority, o[6], '0')
-      if o[7] ~= '' then put_chunked(f, F.headers, o[7]) end
-      if o[8] ~= '' then
-        for k, field in ipairs(PARENT) do opt(field, o[7 + k], nil) end
-      end
-      if state == 'scheduled' then opt(F.run_at, due, nil) end
-      if o[12] ~= '' then
-        for k, field in ipairs(CONCURRENCY) do opt(field, o[11 + k], nil) end
-      end
-      if o[14] ~= '' then
-        opt(F.rate_class, o[14], nil)
-        rate_define(o[14], o[15], o[16], o[17])
-      end
-      if uk ~= '' then
-        opt(F.unique, uk, nil)
-        local ttl = tonumber(o[19])
-        if ttl > 0 then
-          redis.call('SET', unique_key(uk), id, 'PX', ttl)
-        else
-          redis.call('SET', unique_key(uk), id)
-        end
-      end
-      if o[21] ~= '' then
-        for k, field in ipairs(STICKY) do opt(field, o[20 + k], nil) end
-      end
-      if o[24] ~= '' then
-        opt(F.hold_fingerprint, o[24], nil)
-        if held_by then
-          opt(F.held_by, held_by, nil)
-          redis.call('RPUSH', held_key(o[24]), id)
-        end
-      end
+    local ct = not id_ms or math.abs(NOW - id_ms) > CT_SLACK
+    if #payload <= CHUNK and not ct then
+      redis.call('HSET', jk, fk, kind, fs, SCODE.available, F.payload, payload)
+    else
+      local f = { fk, kind, fs, SCODE.available }
+      if ct then f[5], f[6] = fct, NOW_S end
+      put_payload(f, id, payload)
+      redis.call('HSET', jk, unpack(f))
     end
-    redis.call('HSET', jk, unpack(f))
     added[id] = true
-    if state == 'scheduled' then
-      sched_add(id, due)
-    else
-      local sw = o[21]
-      if sw == '' then sw = nil end
-      push_ready(id, false, o[6], sw, o[22], o[23])
+    push_later(avail_key(0), id)
+    count(nil, 'available')
+    out[#out + 1] = STATUS.new
+  else
+    local due = 0 -- 0: now
+    local run_at, delay = tonumber(o[1]), tonumber(o[2])
+    if delay > 0 then
+      due = NOW + delay
+    elseif run_at > 0 then
+      due = run_at
     end
-    count(nil, state)
-    if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
-    if held_by then
-      out[#out + 1] = STATUS.held .. held_by
+    local uk, holder = o[18], nil
+    if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
+    if marked then
+      out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
+    elseif taken then
+      out[#out + 1] = STATUS.taken
+    elseif holder then
+      on_duplicate(holder, o[20], payload, due)
+      out[#out + 1] = STATUS.unique .. holder
+    elseif old and old[1] then
+      if old[1] == kind and old[2] == payload then
+        out[#out + 1] = STATUS.exists
+      else
+        out[#out + 1] = STATUS.conflict
+      end
     else
-      out[#out + 1] = STATUS.new
+      local held_by = false
+      if o[24] ~= '' then
+        local q = redis.call('GET', hold_key(o[24]))
+        if q and state_of(redis.call('HGET', job_key(q), F.state)) == 'quarantined' then
+          held_by = q
+          due = HOLD_AT
+        end
+      end
+      local state = 'available'
+      if due > NOW then state = 'scheduled' end
+      -- attempt, crash_attempt and fence start absent, meaning 0
+      local f = { fk, kind, fs, SCODE[state] }
+      local id_ms = tonumber(origin)
+      if not id_ms or math.abs(NOW - id_ms) > CT_SLACK then f[5], f[6] = fct, NOW_S end
+      put_payload(f, id, payload)
+      if o ~= PLAIN then
+        local function opt(field, v, none)
+          if v ~= none then
+            f[#f + 1] = field
+            f[#f + 1] = v
+          end
+        end
+        opt(F.max_attempts, o[3], DEFAULT_MAX_ATTEMPTS)
+        opt(F.timeout, o[4], '0')
+        opt(F.deadline, o[5], '0')
+        opt(F.priority, o[6], '0')
+        if o[7] ~= '' then put_chunked(f, F.headers, o[7]) end
+        if o[8] ~= '' then
+          for k, field in ipairs(PARENT) do opt(field, o[7 + k], nil) end
+        end
+        if state == 'scheduled' then opt(F.run_at, due, nil) end
+        if o[12] ~= '' then
+          for k, field in ipairs(CONCURRENCY) do opt(field, o[11 + k], nil) end
+        end
+        if o[14] ~= '' then
+          opt(F.rate_class, o[14], nil)
+          rate_define(o[14], o[15], o[16], o[17])
+        end
+        if uk ~= '' then
+          opt(F.unique, uk, nil)
+          local ttl = tonumber(o[19])
+          if ttl > 0 then
+            redis.call('SET', unique_key(uk), id, 'PX', ttl)
+          else
+            redis.call('SET', unique_key(uk), id)
+          end
+        end
+        if o[21] ~= '' then
+          for k, field in ipairs(STICKY) do opt(field, o[20 + k], nil) end
+        end
+        if o[24] ~= '' then
+          opt(F.hold_fingerprint, o[24], nil)
+          if held_by then
+            opt(F.held_by, held_by, nil)
+            redis.call('RPUSH', held_key(o[24]), id)
+          end
+        end
+      end
+      redis.call('HSET', jk, unpack(f))
+      added[id] = true
+      if state == 'scheduled' then
+        sched_add(id, due)
+      else
+        local sw = o[21]
+        if sw == '' then sw = nil end
+        push_ready(id, false, o[6], sw, o[22], o[23])
+      end
+      count(nil, state)
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
+      if held_by then
+        out[#out + 1] = STATUS.held .. held_by
+      else
+        out[#out + 1] = STATUS.new
+      end
     end
   end
 end

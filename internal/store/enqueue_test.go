@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -196,6 +197,61 @@ func TestStatsCounters(t *testing.T) {
 			want := map[string]string{"available": "0", "running": "1", "completed": "1", "scheduled": "1"}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("stats (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlainJobShortcut: enqueue.lua writes a plain job (every option at
+// its default) by a shortcut; the job it writes is the one the general
+// path writes for the same job with one option set (max attempts, whose
+// field is then dropped from the comparison): the same fields, in list 0,
+// counted available. Short, chunked and body-sized payloads; IDs whose
+// time is the store's, is not (created time stored), or was chosen by the
+// caller.
+func TestPlainJobShortcut(t *testing.T) {
+	t.Parallel()
+	payload := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('a' + i%26)
+		}
+		return b
+	}
+	ids := map[string]func(f *fixture) (string, bool){
+		"fresh ID":    func(f *fixture) (string, bool) { return f.st.NewLocal(), true },
+		"hour-old ID": func(f *fixture) (string, bool) { return keys.NewLocalAt(epoch.Add(-time.Hour)), true },
+		"caller's ID": func(f *fixture) (string, bool) { return keys.NewLocal() + "-mine", false },
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			var want []string
+			for name, id := range ids {
+				for _, n := range []int{10, 200, 1000} {
+					plain, gen := id(f)
+					other, _ := id(f)
+					f.enqueue(store.NewJob{Local: plain, Generated: gen, Kind: "k", Payload: payload(n), MaxAttempts: store.DefaultMaxAttempts},
+						store.NewJob{Local: other, Generated: gen, Kind: "k", Payload: payload(n), MaxAttempts: 24})
+					want = append(want, plain, other)
+					got := f.rdb.HGetAll(f.ctx, f.p.Job(plain)).Val()
+					general := f.rdb.HGetAll(f.ctx, f.p.Job(other)).Val()
+					delete(general, keys.FieldMaxAttempts)
+					if diff := cmp.Diff(general, got); diff != "" || len(got) == 0 {
+						t.Errorf("%s, %d-byte payload: plain job's hash differs from the general path's (-general +plain):\n%s", name, n, diff)
+					}
+					pb, _ := f.rdb.Get(f.ctx, f.p.Body(plain)).Result()
+					ob, _ := f.rdb.Get(f.ctx, f.p.Body(other)).Result()
+					if pb != ob {
+						t.Errorf("%s, %d-byte payload: body key %d bytes, general path's %d", name, n, len(pb), len(ob))
+					}
+				}
+			}
+			if got := f.availableOrder(0); !cmp.Equal(got, want) {
+				t.Errorf("list 0 = %v, want %v", got, want)
+			}
+			if s := f.stats(); s["available"] != int64(len(want)) {
+				t.Errorf("stats = %v, want %d available", s, len(want))
 			}
 		})
 	}
