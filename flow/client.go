@@ -193,6 +193,7 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			return nil, err
 		}
 		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key}
+		tr.placed(i, d.queue)
 	}
 	sp := newSpread(c.plan.rr.Add(1), len(items))
 	for i, r := range routes { // only now: bad input registers no queue

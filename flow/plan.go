@@ -131,6 +131,9 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 	}
 	for _, set := range [2][]EnqueueOption{it.Opts, opts} { // not append: it.Opts is the caller's
 		for _, opt := range set {
+			if opt == nil { // none to apply
+				continue
+			}
 			if err := opt(o); err != nil {
 				return drafted{}, err
 			}

@@ -9,13 +9,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
@@ -252,5 +256,51 @@ func TestTraceHeaders(t *testing.T) {
 	}
 	if h := <-got; h != nil {
 		t.Errorf("headers %v added without a span context", h)
+	}
+}
+
+// TestEnqueueManyWithoutTracer: with no tracer provider and no trace in
+// the context, a call's items share one span that records nothing (no
+// span per item: an allocation saved on every job) and get no trace
+// headers; each is still counted under its own queue.
+func TestEnqueueManyWithoutTracer(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	rdb, ns := realRedis(t), redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns,
+		TracerProvider: noop.NewTracerProvider(), MeterProvider: mp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []flow.Item{{Args: traced{}}, {Args: traced{}, Opts: []flow.EnqueueOption{flow.WithQueue("other")}}, {Args: traced{}}}
+	out, err := c.EnqueueMany(context.Background(), items...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range out {
+		ref, ok := keys.ParseRef(ns, e.ID)
+		h, err := rdb.HGet(context.Background(), ref.Partition.Job(ref.Local), keys.FieldHeaders).Result()
+		if !ok || h != "" || !errors.Is(err, redis.Nil) {
+			t.Errorf("job %s: headers %q (%v); want none", e.ID, h, err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == "sluice.jobs.enqueued" {
+				for _, p := range sum.DataPoints {
+					q, _ := p.Attributes.Value("sluice.queue")
+					got[q.AsString()] += p.Value
+				}
+			}
+		}
+	}
+	if want := map[string]int64{"default": 2, "other": 1}; !cmp.Equal(got, want) {
+		t.Errorf("enqueued per queue = %v, want %v", got, want)
 	}
 }
