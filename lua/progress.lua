@@ -17,7 +17,7 @@ for i = 0, n - 1 do
   local b = 10 + i * 5
   local jk = job_key(ARGV[b])
   if holds(jk, ARGV[b + 1], ARGV[b + 2]) then
-    redis.call('HSET', jk, fp, ARGV[b + 3], fs, ARGV[b + 4], ft, NOW, ff, ARGV[b + 2])
+    redis.call('HSET', jk, fp, ARGV[b + 3], fs, ARGV[b + 4], ft, NOW_S, ff, ARGV[b + 2])
     out[#out + 1] = 1
   else
     out[#out + 1] = 0

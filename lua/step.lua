@@ -57,7 +57,7 @@ for _ = 1, n do
         local outboxed = apply_effects(fx)
         if take then redis.call('HDEL', sk, take) end
         redis.call('HSET', sk, field, record)
-        redis.call('HSET', jk, F.progress, NOW, F.current_step, field, F.has_steps, 1)
+        redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
         out[#out + 1] = { STATUS.ok, outboxed }
       end
     end
