@@ -25,13 +25,16 @@ type Script struct {
 
 // made is a script's texts, built.
 type made struct {
-	src  string
-	eval *redis.Script
+	src string
+	sha string // SHA-1 of src, what EVALSHA sends
 	// fn names the function and, with an "s" before it, its library: the
 	// SHA-1 of the library's text, so that two versions of Sluice sharing
 	// a server (a rolling deploy) each call their own.
 	fn  string
 	lib string
+	// The first two elements of a call of each form, boxed once: a string
+	// put in an interface costs an allocation per call.
+	fcall, evalsha, eval [2]any
 }
 
 // m returns the script's texts, building them the first time.
@@ -40,7 +43,10 @@ func (s *Script) m() *made {
 		src, lib := s.build()
 		sum := sha1.Sum([]byte(lib))
 		fn := hex.EncodeToString(sum[:])
-		s.made = &made{src: src, eval: redis.NewScript(src), fn: fn, lib: strings.ReplaceAll(lib, fnName, fn)}
+		sum = sha1.Sum([]byte(src))
+		sha := hex.EncodeToString(sum[:])
+		s.made = &made{src: src, sha: sha, fn: fn, lib: strings.ReplaceAll(lib, fnName, fn),
+			fcall: [2]any{"fcall", fn}, evalsha: [2]any{"evalsha", sha}, eval: [2]any{"eval", src}}
 	})
 	return s.made
 }
@@ -48,13 +54,12 @@ func (s *Script) m() *made {
 // Runner is what runs scripts: a go-redis client, cluster client or
 // pipeline.
 type Runner interface {
-	redis.Scripter
-	FCall(ctx context.Context, function string, keys []string, args ...any) *redis.Cmd
+	Do(ctx context.Context, args ...any) *redis.Cmd
 	FunctionLoad(ctx context.Context, code string) *redis.StringCmd
 }
 
 // Hash is the SHA-1 of the script's EVAL text (what EVALSHA sends).
-func (s *Script) Hash() string { return s.m().eval.Hash() }
+func (s *Script) Hash() string { return s.m().sha }
 
 // Function is the name of the script's function (what FCALL sends).
 func (s *Script) Function() string { return s.m().fn }
@@ -71,7 +76,7 @@ func (s *Script) Is(name, first string) bool {
 	case "fcall":
 		return first == m.fn
 	case "evalsha":
-		return first == m.eval.Hash()
+		return first == m.sha
 	case "eval":
 		return first == m.src
 	}
@@ -87,19 +92,40 @@ var evalOnly sync.Map // Runner -> struct{}
 
 // Run calls the script: FCALL of its function, loading its library first
 // when the server does not have it (a new server, a restart without
-// persistence, FUNCTION FLUSH), or EVALSHA where the server has no
-// functions. A call refused as unknown ran nothing, so calling again after
-// loading cannot apply it twice.
+// persistence, FUNCTION FLUSH), or EVALSHA (EVAL when the server has not
+// seen the script) where the server has no functions. A call refused as
+// unknown ran nothing, so calling again after loading cannot apply it
+// twice.
 func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) *redis.Cmd {
+	call := make([]any, Head+len(keys), Head+len(keys)+len(args))
+	call[2] = len(keys)
+	for i, k := range keys {
+		call[Head+i] = k
+	}
+	return s.Call(ctx, c, append(call, args...))
+}
+
+// Head is how many elements of a call Call fills in (the command and
+// the function or script) or the caller gives (the number of keys) before
+// the keys.
+const Head = 3
+
+// Call is Run for a call laid out as the command takes it: Head elements,
+// of which Call sets the first two and the caller the third (the number
+// of keys), then the keys, then the arguments. go-redis sends it as it
+// is, with no copy: a caller that builds its calls from keys boxed once
+// (internal/store) allocates one slice per call.
+func (s *Script) Call(ctx context.Context, c Runner, call []any) *redis.Cmd {
 	m := s.m()
 	if _, ok := evalOnly.Load(c); !ok {
-		cmd := c.FCall(ctx, m.fn, keys, args...)
+		copy(call, m.fcall[:])
+		cmd := c.Do(ctx, call...)
 		err := cmd.Err()
 		switch {
 		case isNoFunction(err):
 			err = s.Load(ctx, c)
 			if err == nil {
-				again := c.FCall(ctx, m.fn, keys, args...)
+				again := c.Do(ctx, call...)
 				if !isNoFunction(again.Err()) {
 					return again
 				}
@@ -118,7 +144,13 @@ func (s *Script) Run(ctx context.Context, c Runner, keys []string, args ...any) 
 			return cmd
 		}
 	}
-	return m.eval.Run(ctx, c, keys, args...)
+	copy(call, m.evalsha[:])
+	cmd := c.Do(ctx, call...)
+	if err := cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		copy(call, m.eval[:])
+		cmd = c.Do(ctx, call...)
+	}
+	return cmd
 }
 
 // Load loads the script's library where it may run: on every master of a

@@ -86,7 +86,7 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(delay), a.Message, a.Data, a.Reason)
 		args = append(args, fx...)
 	}
-	v, err := s.send(ctx, lua.Ack, p, id.call(), args).Result()
+	v, err := s.send(ctx, lua.Ack, id.call(), args).Result()
 	if err != nil {
 		return nil, 0, err
 	}

@@ -214,7 +214,7 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate,
 			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After), j.Hold)
 	}
-	v, err := s.send(ctx, lua.Enqueue, p, newCallID(), args).Result()
+	v, err := s.send(ctx, lua.Enqueue, newCallID(), args).Result()
 	if err != nil {
 		return nil, err
 	}

@@ -38,11 +38,13 @@ type Store struct {
 	pkeys sync.Map // keys.Partition -> *partKeys
 }
 
-// partKeys are the names every script call on a partition passes.
+// partKeys is how every script call on a partition starts: lua.Head
+// elements (the number of keys given), the KEYS, then the ARGV entries
+// every script takes (lib.lua), each put in an interface once. Boxing a
+// string or a number above 255 allocates, and these are 30 of them.
 type partKeys struct {
-	keys    []string // KEYS
-	prefix  string
-	channel string
+	call  []any
+	nowAt int // where the store time goes, when the Store has a clock
 }
 
 // New returns a Store on rdb. rdb is the caller's; the Store never closes it.
@@ -94,38 +96,43 @@ func (s *Store) run(ctx context.Context, sc *lua.Script, p keys.Partition, args 
 // (lua/lib_replay.lua). One logical call keeps one ID through all its
 // re-sends; distinct calls never share one.
 func (s *Store) runCall(ctx context.Context, sc *lua.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
-	return s.send(ctx, sc, p, call, append(s.callArgs(p, len(args)), args...))
+	return s.send(ctx, sc, call, append(s.callArgs(p, len(args)), args...))
 }
 
-// callArgs starts the ARGV of a call to partition p with the entries every
-// script takes (lib.lua), with room for n more and the call ID. The hot
-// paths (enqueue, claim, ack) append their own arguments to it and call
-// send, which copies nothing.
+// callArgs starts a call to partition p (partKeys), with room for n more
+// arguments and the call ID. The hot paths (enqueue, claim, ack) append
+// their own arguments to it and call send, which copies nothing.
 func (s *Store) callArgs(p keys.Partition, n int) []any {
-	now := ""
-	if s.cfg.Now != nil {
-		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
-	}
 	pk := s.partKeys(p)
-	return append(make([]any, 0, 9+n), now, pk.prefix, pk.channel, p.Index,
-		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
-		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
+	args := append(make([]any, 0, len(pk.call)+n+1), pk.call...)
+	if s.cfg.Now != nil {
+		args[pk.nowAt] = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
+	}
+	return args
 }
 
-// send runs sc on partition p with argv (from callArgs) and the call ID
-// (runCall).
-func (s *Store) send(ctx context.Context, sc *lua.Script, p keys.Partition, call string, argv []any) *redis.Cmd {
-	cmd := sc.Run(ctx, s.rdb, s.partKeys(p).keys, append(argv, call)...)
+// send runs sc with args (from callArgs) and the call ID (runCall).
+func (s *Store) send(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
+	cmd := sc.Call(ctx, s.rdb, append(args, call))
 	s.refreshSlots(cmd.Err())
 	return cmd
 }
 
-// partKeys builds a partition's names once.
+// partKeys builds a partition's call head once.
 func (s *Store) partKeys(p keys.Partition) *partKeys {
 	if pk, ok := s.pkeys.Load(p); ok {
 		return pk.(*partKeys)
 	}
-	pk := &partKeys{keys: p.Script(), prefix: p.Prefix(), channel: keys.WakeChannel(p.NS, p.Queue)}
+	ks := p.Script()
+	call := make([]any, lua.Head, lua.Head+len(ks)+8)
+	call[lua.Head-1] = strconv.Itoa(len(ks))
+	for _, k := range ks {
+		call = append(call, k)
+	}
+	pk := &partKeys{call: call, nowAt: len(call)}
+	pk.call = append(pk.call, "", p.Prefix(), keys.WakeChannel(p.NS, p.Queue), p.Index,
+		retention(s.cfg.RetainCompleted), retention(s.cfg.RetainArchived),
+		retention(s.cfg.RetainCancelled), s.cfg.CrashLimit)
 	s.pkeys.Store(p, pk)
 	return pk
 }
