@@ -56,7 +56,7 @@ type memoryResult struct {
 
 // memoryState is what Jobs pending jobs of one kind cost.
 type memoryState struct {
-	// Redis used_memory (INFO memory, summed over the nodes) before the
+	// Redis used_memory less client buffers (usedMemory) before the
 	// jobs were enqueued, once they were all pending, and after they were
 	// deleted.
 	BaselineBytes int64 `json:"baseline_bytes"`
@@ -127,7 +127,7 @@ func measurePending(ctx context.Context, t *target, cfg config, args Pending, op
 	if _, err := produce(ctx, client, cfg, cfg.Pending, args, func(int) []flow.EnqueueOption { return opts }); err != nil {
 		return err
 	}
-	if st.PendingBytes, err = t.usedMemory(ctx); err != nil {
+	if st.PendingBytes, err = t.settledMemory(ctx); err != nil {
 		return err
 	}
 	if st.JobHashBytes, err = jobHashBytes(ctx, t, client, ns, args, opts); err != nil {
@@ -162,7 +162,7 @@ func (m *memoryResult) writeTable(w io.Writer) {
 	if !m.Pass {
 		verdict = "over"
 	}
-	fmt.Fprintf(w, "Memory: %s pending jobs, %d payload bytes each; Redis used_memory (INFO memory)\n",
+	fmt.Fprintf(w, "Memory: %s pending jobs, %d payload bytes each; Redis used_memory less client buffers (INFO memory)\n",
 		Thousands(float64(m.Jobs)), m.PayloadBytes)
 	for _, s := range []struct {
 		what string

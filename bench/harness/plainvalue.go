@@ -50,7 +50,7 @@ func measurePlain(ctx context.Context, t *target, cfg config, payload []byte) (p
 			return pv, fmt.Errorf("storing plain values: %w", err)
 		}
 	}
-	if pv.HeldBytes, err = t.usedMemory(ctx); err != nil {
+	if pv.HeldBytes, err = t.settledMemory(ctx); err != nil {
 		return pv, err
 	}
 	pv.BytesPerValue = float64(pv.HeldBytes-pv.BaselineBytes) / float64(cfg.Pending)

@@ -71,7 +71,7 @@ type sleepResult struct {
 	// SuspendPerSec is the calibration's rate of suspensions, which set
 	// how far ahead the first due time was put.
 	SuspendPerSec float64 `json:"calibrated_suspend_per_sec"`
-	// Memory is Redis's used_memory (INFO memory, summed over the nodes),
+	// Memory is Redis's used_memory less client buffers (usedMemory),
 	// each reading settled: before the jobs, once they were all enqueued
 	// (ready to run, no worker yet), once all were suspended in their
 	// sleep, and after they all completed (discarded).
@@ -471,7 +471,7 @@ func (r *sleepResult) writeTable(w io.Writer) {
 		Thousands(float64(r.Jobs)), r.PayloadBytes, Thousands(float64(r.DuePerSec)), r.Concurrency)
 	fmt.Fprintf(w, "  time: calibration %.1fs (%s suspended/s), enqueue %.1fs, suspend %.1fs, idle until the first due %.1fs, wake-ups %.1fs; %.1fs in all, %d attempt(s)\n",
 		r.CalibrateSeconds, Thousands(r.SuspendPerSec), r.EnqueueSeconds, r.SuspendSeconds, r.IdleSeconds, r.WakeSeconds, r.TotalSeconds, r.Attempts)
-	fmt.Fprintf(w, "  memory (used_memory): ready %.1f bytes per job, %.1f beyond the payload (job hash %d); sleeping %.1f per job, %.1f beyond the payload\n",
+	fmt.Fprintf(w, "  memory (used_memory less client buffers): ready %.1f bytes per job, %.1f beyond the payload (job hash %d); sleeping %.1f per job, %.1f beyond the payload\n",
 		r.ReadyPerJob, r.ReadyBeyondPayload, r.ReadyJobHashBytes, r.SleepingPerJob, r.SleepingBeyondPayload)
 	fmt.Fprintf(w, "    sleeping: job hash %d, steps hash %d; call records of the last minute %.1f per job, without them %.1f beyond the payload\n",
 		r.SleepingJobHashBytes, r.StepsHashBytes, r.CallRecordBytes, r.SleepingSteady)

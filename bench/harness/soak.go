@@ -53,7 +53,7 @@ type soakResult struct {
 	WorkerRSSWarm     int64 `json:"worker_rss_warm_bytes"`
 	WorkerRSSPeak     int64 `json:"worker_rss_peak_bytes"`
 	WorkerRSSFinal    int64 `json:"worker_rss_final_bytes"`
-	// Redis used_memory (summed over the nodes): before the first job,
+	// Redis used_memory less client buffers (usedMemory): before the first job,
 	// the highest sampled, and at the end of the wait for retention to
 	// expire.
 	RedisBaseline int64 `json:"redis_baseline_bytes"`
@@ -238,6 +238,6 @@ func (s *soakResult) writeTable(w io.Writer) {
 	if !s.RedisReturned {
 		verdict = "NOT back within"
 	}
-	fmt.Fprintf(w, "  Redis used_memory: %s baseline, %s peak, %s %.0fs after the last job: %s %s of the baseline\n",
+	fmt.Fprintf(w, "  Redis used_memory less client buffers: %s baseline, %s peak, %s %.0fs after the last job: %s %s of the baseline\n",
 		mib(s.RedisBaseline), mib(s.RedisPeak), mib(s.RedisFinal), s.SettleSeconds, verdict, mib(s.ToleranceBytes))
 }
