@@ -90,6 +90,13 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	if err != nil {
 		return nil, 0, err
 	}
+	if outboxed, ok := v.(int64); ok { // every outcome completed its job
+		out := make([]AckResult, len(acks))
+		for i := range out {
+			out[i].State = "completed"
+		}
+		return out, int(outboxed), nil
+	}
 	answers, err := strs(v)
 	if err != nil || len(answers) != len(acks)+1 {
 		return nil, 0, fmt.Errorf("%w: ack reply %v", ErrMalformed, v)

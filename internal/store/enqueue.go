@@ -218,6 +218,12 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	if err != nil {
 		return nil, err
 	}
+	if n, ok := v.(int64); ok { // every job added
+		if n != int64(len(jobs)) {
+			return nil, fmt.Errorf("%w: %d jobs added of %d", ErrMalformed, n, len(jobs))
+		}
+		return make([]EnqueueResult, len(jobs)), nil // Added is the zero Status
+	}
 	answers, err := strs(v)
 	if err != nil {
 		return nil, err
