@@ -65,7 +65,16 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		return out
 	}
 	args[0] = len(sent)
-	v, err := s.runCall(ctx, lua.Step, p, id.call(), args...).Slice()
+	reply, err := s.runCall(ctx, lua.Step, p, id.call(), args...).Result()
+	if err == nil {
+		if n, ok := reply.(int64); ok && n == 0 {
+			return out // every checkpoint ok, nothing outboxed: the zero results
+		}
+	}
+	v, ok := reply.([]any)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: step reply %T", ErrMalformed, reply)
+	}
 	if err != nil {
 		for _, i := range sent {
 			out[i].Err = err
