@@ -42,7 +42,8 @@ type CheckpointResult struct {
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
-	args := []any{0}
+	args := append(s.callArgs(p, 1+6*len(cs)), 0)
+	count := len(args) - 1          // how many are sent, set below
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
 	id := newContentID()
 	for i, c := range cs {
@@ -64,8 +65,8 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	if len(sent) == 0 {
 		return out
 	}
-	args[0] = len(sent)
-	reply, err := s.runCall(ctx, lua.Step, p, id.call(), args...).Result()
+	args[count] = len(sent)
+	reply, err := s.send(ctx, lua.Step, id.call(), args).Result()
 	if err == nil {
 		if n, ok := reply.(int64); ok && n == 0 {
 			return out // every checkpoint ok, nothing outboxed: the zero results

@@ -86,21 +86,11 @@ func PrepareWorkerScripts() {
 // run executes a script with the common ARGV header of lua/lib.lua
 // followed by args and a fresh call ID (callID).
 func (s *Store) run(ctx context.Context, sc *lua.Script, p keys.Partition, args ...any) *redis.Cmd {
-	return s.runCall(ctx, sc, p, newCallID(), args...)
-}
-
-// runCall is run with the given call ID: the last ARGV entry, by which a
-// script that receives the same call twice (go-redis re-sends a command
-// whose reply was lost; Sluice retries some calls itself) answers the
-// second time what it did the first, without running again
-// (lua/lib_replay.lua). One logical call keeps one ID through all its
-// re-sends; distinct calls never share one.
-func (s *Store) runCall(ctx context.Context, sc *lua.Script, p keys.Partition, call string, args ...any) *redis.Cmd {
-	return s.send(ctx, sc, call, append(s.callArgs(p, len(args)), args...))
+	return s.send(ctx, sc, newCallID(), append(s.callArgs(p, len(args)), args...))
 }
 
 // callArgs starts a call to partition p (partKeys), with room for n more
-// arguments and the call ID. The hot paths (enqueue, claim, ack) append
+// arguments and the call ID. The hot paths (enqueue, ack, step) append
 // their own arguments to it and call send, which copies nothing.
 func (s *Store) callArgs(p keys.Partition, n int) []any {
 	pk := s.partKeys(p)
@@ -111,7 +101,12 @@ func (s *Store) callArgs(p keys.Partition, n int) []any {
 	return args
 }
 
-// send runs sc with args (from callArgs) and the call ID (runCall).
+// send runs sc with args (from callArgs) and the call ID: the last ARGV
+// entry, by which a script that receives the same call twice (go-redis
+// re-sends a command whose reply was lost; Sluice retries some calls
+// itself) answers the second time what it did the first, without running
+// again (lua/lib_replay.lua). One logical call keeps one ID through all
+// its re-sends; distinct calls never share one.
 func (s *Store) send(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
 	cmd := sc.Call(ctx, s.rdb, append(args, call))
 	s.refreshSlots(cmd.Err())
