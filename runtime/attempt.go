@@ -40,15 +40,19 @@ type Attempt struct {
 	malformed error
 	// suspect: the job has a crash on record and its handler is not
 	// Contained; it counts in Worker.suspects while its handler runs.
-	suspect  bool
-	settled  atomic.Bool // its outcome is being acked
-	mu       sync.Mutex
-	cancel   context.CancelCauseFunc
-	watch    func()    // starts the grace watch once the attempt is cancelled
-	leaseEnd time.Time // our own estimate of when the lease runs out
-	ctl      control   // lease control, progress, tracked goroutines (control.go)
-	host     attemptHost
-	vctx     attemptCtx // the handler's context carries the attempt through it
+	suspect bool
+	settled atomic.Bool // its outcome is being acked
+	mu      sync.Mutex
+	cancel  context.CancelCauseFunc
+	// For the watch of a stopped attempt (watch, which also reads
+	// ctl.ctx): closed when the handler returns (set with cancel), and
+	// that the watch started.
+	returned  chan struct{}
+	watchOnce sync.Once
+	leaseEnd  time.Time // our own estimate of when the lease runs out
+	ctl       control   // lease control, progress, tracked goroutines (control.go)
+	host      attemptHost
+	vctx      attemptCtx // the handler's context carries the attempt through it
 
 	tel attemptTelemetry // its span (telemetry.go)
 }

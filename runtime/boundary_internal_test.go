@@ -24,7 +24,8 @@ func TestStepBoundaryHooks(t *testing.T) {
 	a.state = attempt.New(nil, keys.Ref{}, store.Lease{}, nil)
 	w.track(a)
 	ctx, cancel := context.WithCancelCause(context.Background())
-	a.ctl.ctx, a.cancel, a.watch = ctx, cancel, func() {}
+	a.ctl.ctx, a.cancel = ctx, cancel
+	a.watchOnce.Do(func() {}) // no grace watch: this worker runs none
 
 	clk.Advance(10 * time.Second)
 	if a.state.Host.Expired() {
@@ -59,7 +60,8 @@ func TestStepBoundaryHooks(t *testing.T) {
 	b.state = attempt.New(nil, keys.Ref{}, store.Lease{}, nil)
 	w.track(b)
 	ctx, cancel = context.WithCancelCause(context.Background())
-	b.ctl.ctx, b.cancel, b.watch = ctx, cancel, func() {}
+	b.ctl.ctx, b.cancel = ctx, cancel
+	b.watchOnce.Do(func() {})
 	b.stop(ErrTimeout)
 	if err := b.state.Host.Lost(); err != nil {
 		t.Errorf("Lost after a timeout: %v, want nil", err)

@@ -31,7 +31,7 @@ var (
 // control, progress, tracked goroutines and what the stuck watch needs.
 type control struct {
 	w        *Worker
-	ctx      context.Context // the handler's context, once it runs
+	ctx      context.Context // the handler's context, once execute has built it
 	gid      atomic.Uint64   // the handler's goroutine
 	lost     chan struct{}   // closed when the lease is lost
 	lostOnce sync.Once
@@ -69,12 +69,6 @@ func (a *Attempt) lostCause() error {
 	default:
 		return nil
 	}
-}
-
-// begin records the handler's context and goroutine as it starts.
-func (w *Worker) begin(ctx context.Context, a *Attempt, gid uint64) {
-	a.ctl.ctx = ctx
-	a.ctl.gid.Store(gid)
 }
 
 // progressed notes progress now.

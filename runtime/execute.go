@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -75,29 +74,25 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		timed = true
 	}
 	// The watch reads the attempt's context as complete: it is built
-	// before the watch is published (a shutdown may call it at once).
+	// before the watch is published with cancel (a shutdown may call it
+	// at once).
 	returned := make(chan struct{})
-	wctx := ctx
-	watch := sync.OnceFunc(func() {
-		go w.graceWatch(wctx, a, returned)
-		w.watchStopped(wctx, a, returned)
-	})
 	a.mu.Lock()
-	a.cancel, a.watch = cancel, watch
+	a.ctl.ctx, a.returned, a.cancel = ctx, returned, cancel
 	a.mu.Unlock()
-	if jobsCtx.Err() != nil { // shutdown cancelled it before watch was set
-		watch()
+	if jobsCtx.Err() != nil { // shutdown cancelled it before cancel was set
+		a.watch()
 	}
 	stopWatch := func() bool { return false }
 	if timed {
 		// Only timers cancel without telling us; lose and shutdown call
 		// watch themselves, which spares every other job an AfterFunc.
-		stopWatch = context.AfterFunc(ctx, watch)
+		stopWatch = context.AfterFunc(ctx, a.watch)
 	}
 
 	var r result
 	normal := false
-	w.begin(ctx, a, gid)
+	a.ctl.gid.Store(gid) // the handler's goroutine, as it starts
 	if w.ev != nil {
 		w.startedEvent(a) // events.go
 	}
@@ -131,6 +126,18 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}
 	}
 	normal = true
+}
+
+// watch starts, once, the watch of an attempt told to stop: CancelGrace
+// for its handler to return (graceWatch), and a stuck report if it does
+// not (watchStopped). Callers call it once they have seen a.cancel set
+// (under a.mu), which execute does after what it reads.
+func (a *Attempt) watch() {
+	a.watchOnce.Do(func() {
+		w := a.ctl.w
+		go w.graceWatch(a.ctl.ctx, a, a.returned)
+		w.watchStopped(a.ctl.ctx, a, a.returned)
+	})
 }
 
 // graceWatch gives a cancelled handler CancelGrace to return, then settles

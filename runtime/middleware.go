@@ -75,8 +75,13 @@ func recovered(ctx context.Context, h Handler, a *Attempt) (r result) {
 		}
 	}()
 	data, err := h.Work(ctx, a)
-	if pe := (*PanicError)(nil); err != nil && errors.As(err, &pe) {
-		return result{panic: pe.Value, stack: pe.Stack}
+	if err != nil {
+		// declared here: errors.As takes its address, which puts it on
+		// the heap, and most attempts return no error
+		var pe *PanicError
+		if errors.As(err, &pe) {
+			return result{panic: pe.Value, stack: pe.Stack}
+		}
 	}
 	return result{data: data, err: err}
 }

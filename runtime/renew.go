@@ -98,10 +98,10 @@ func (a *Attempt) lose() {
 // stop cancels the attempt with cause and starts the grace watch.
 func (a *Attempt) stop(cause error) {
 	a.mu.Lock()
-	c, watch := a.cancel, a.watch
+	c := a.cancel
 	a.mu.Unlock()
 	if c != nil {
 		c(cause)
-		watch()
+		a.watch()
 	}
 }

@@ -182,10 +182,10 @@ func (w *Worker) drain(cancelJobs context.CancelCauseFunc) {
 	w.mu.Lock()
 	for a := range w.inflight {
 		a.mu.Lock()
-		watch := a.watch
+		started := a.cancel != nil
 		a.mu.Unlock()
-		if watch != nil {
-			watch()
+		if started {
+			a.watch()
 		}
 	}
 	w.mu.Unlock()
