@@ -30,11 +30,15 @@ var (
 // control is an attempt's share of the reliability machinery: lease
 // control, progress, tracked goroutines and what the stuck watch needs.
 type control struct {
-	w        *Worker
-	ctx      context.Context // the handler's context, once execute has built it
-	gid      atomic.Uint64   // the handler's goroutine
-	lost     chan struct{}   // closed when the lease is lost
-	lostOnce sync.Once
+	w   *Worker
+	ctx context.Context // the handler's context, once execute has built it
+	gid atomic.Uint64   // the handler's goroutine
+	// gone says the lease is lost (markLost); lost is closed then, made
+	// only when someone waits on it (LeaseLost): most attempts never do,
+	// and a channel is an allocation.
+	gone   atomic.Bool
+	lostMu sync.Mutex
+	lost   chan struct{}
 
 	mu        sync.Mutex
 	progress  time.Time // last progress (worker clock)
@@ -48,7 +52,7 @@ type control struct {
 // worker the host of its step state (host.go).
 func (w *Worker) track(a *Attempt) {
 	c := &a.ctl
-	c.w, c.lost, c.progress = w, make(chan struct{}), w.clk.Now()
+	c.w, c.progress = w, w.clk.Now()
 	a.host.a = a
 	a.state.Host = &a.host
 }
@@ -63,12 +67,10 @@ func (a *Attempt) lostCause() error {
 			return cause
 		}
 	}
-	select {
-	case <-a.ctl.lost:
+	if a.ctl.gone.Load() {
 		return ErrLeaseLost
-	default:
-		return nil
 	}
+	return nil
 }
 
 // progressed notes progress now.
@@ -79,11 +81,28 @@ func (c *control) progressed() {
 	c.mu.Unlock()
 }
 
-// markLost closes the LeaseLost channel.
+// markLost records that the lease is lost, and closes the LeaseLost
+// channel if it was made.
 func (c *control) markLost() {
-	if c.lost != nil {
-		c.lostOnce.Do(func() { close(c.lost) })
+	c.lostMu.Lock()
+	if !c.gone.Swap(true) && c.lost != nil {
+		close(c.lost)
 	}
+	c.lostMu.Unlock()
+}
+
+// lostChan is the LeaseLost channel, made (closed already if the lease is
+// lost) at the first call.
+func (c *control) lostChan() <-chan struct{} {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.lost == nil {
+		c.lost = make(chan struct{})
+		if c.gone.Load() {
+			close(c.lost)
+		}
+	}
+	return c.lost
 }
 
 func (a *Attempt) leaseDuration() time.Duration {
@@ -110,10 +129,8 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= w.opts.RenewInterval {
 		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
 	}
-	select {
-	case <-a.ctl.lost:
+	if a.ctl.gone.Load() {
 		return ErrLeaseLost
-	default:
 	}
 	sent := w.clk.Now()
 	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d}})
@@ -138,7 +155,12 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 // be lost (a renewal, ExtendLease or a step commit found it gone). The
 // handler's context is cancelled with cause ErrLeaseLost at the same time.
 // It returns nil (never closed) for an Attempt not run by a Worker.
-func (a *Attempt) LeaseLost() <-chan struct{} { return a.ctl.lost }
+func (a *Attempt) LeaseLost() <-chan struct{} {
+	if a.ctl.w == nil {
+		return nil
+	}
+	return a.ctl.lostChan()
+}
 
 // ExtendLease is Attempt.ExtendLease on the attempt running in ctx.
 func ExtendLease(ctx context.Context, d time.Duration) error {

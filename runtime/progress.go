@@ -49,10 +49,8 @@ func (a *Attempt) ReportProgress(ctx context.Context, percent float64, state str
 	if len(state) > progressStateMax {
 		return fmt.Errorf("%w: progress state of %d bytes is longer than %d", ErrInvalidArgument, len(state), progressStateMax)
 	}
-	select {
-	case <-c.lost:
+	if c.gone.Load() {
 		return ErrLeaseLost
-	default:
 	}
 	if a.settled.Load() {
 		return ErrAttemptDone
