@@ -45,14 +45,15 @@ type Attempt struct {
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc
 	// For the watch of a stopped attempt (watch, which also reads
-	// ctl.ctx): closed when the handler returns (set with cancel), and
-	// that the watch started.
-	returned  chan struct{}
-	watchOnce sync.Once
-	leaseEnd  time.Time // our own estimate of when the lease runs out
-	ctl       control   // lease control, progress, tracked goroutines (control.go)
-	host      attemptHost
-	vctx      attemptCtx // the handler's context carries the attempt through it
+	// ctl.ctx): whether the handler has returned, a channel closed then
+	// (returnedChan: made for a watch only), and that the watch started.
+	hasReturned bool
+	returned    chan struct{}
+	watchOnce   sync.Once
+	leaseEnd    time.Time // our own estimate of when the lease runs out
+	ctl         control   // lease control, progress, tracked goroutines (control.go)
+	host        attemptHost
+	vctx        attemptCtx // the handler's context carries the attempt through it
 
 	tel attemptTelemetry // its span (telemetry.go)
 }

@@ -76,9 +76,8 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	// The watch reads the attempt's context as complete: it is built
 	// before the watch is published with cancel (a shutdown may call it
 	// at once).
-	returned := make(chan struct{})
 	a.mu.Lock()
-	a.ctl.ctx, a.returned, a.cancel = ctx, returned, cancel
+	a.ctl.ctx, a.cancel = ctx, cancel
 	a.mu.Unlock()
 	if jobsCtx.Err() != nil { // shutdown cancelled it before cancel was set
 		a.watch()
@@ -104,7 +103,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		}
 		a.ctl.gid.Store(0) // the runner goroutine moves on to other attempts
 		r = w.join(a, r)   // tracked goroutines (tracked.go)
-		close(returned)
+		a.handlerReturned()
 		stopWatch()
 		if a.suspect {
 			w.suspects.Add(-1)
@@ -135,9 +134,35 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 func (a *Attempt) watch() {
 	a.watchOnce.Do(func() {
 		w := a.ctl.w
-		go w.graceWatch(a.ctl.ctx, a, a.returned)
-		w.watchStopped(a.ctl.ctx, a, a.returned)
+		returned := a.returnedChan()
+		go w.graceWatch(a.ctl.ctx, a, returned)
+		w.watchStopped(a.ctl.ctx, a, returned)
 	})
+}
+
+// returnedChan is a channel closed once the handler has returned, made
+// at the first call (by a watch: most attempts never need one).
+func (a *Attempt) returnedChan() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.returned == nil {
+		a.returned = make(chan struct{})
+		if a.hasReturned {
+			close(a.returned)
+		}
+	}
+	return a.returned
+}
+
+// handlerReturned records that the handler returned, closing the
+// returnedChan channel if it was made.
+func (a *Attempt) handlerReturned() {
+	a.mu.Lock()
+	a.hasReturned = true
+	if a.returned != nil {
+		close(a.returned)
+	}
+	a.mu.Unlock()
 }
 
 // graceWatch gives a cancelled handler CancelGrace to return, then settles
