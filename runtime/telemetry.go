@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -33,7 +34,26 @@ type workerTelemetry struct {
 	deadEffects                                      metric.Int64Counter
 	duration, latency                                metric.Float64Histogram
 	depth                                            metric.Int64ObservableGauge
+
+	// inert is a span of this worker's tracer that records nothing and
+	// carries no trace context, and until when to share it (inertSpan).
+	inert atomic.Pointer[inertSpan]
 }
+
+// inertSpan is a span that an attempt with no trace context of its own
+// may share, instead of starting one (four allocations), until the
+// monotonic time until: then the tracer is asked again, so that a tracer
+// provider installed later (otel.SetTracerProvider) takes effect within
+// inertFor.
+type inertSpan struct {
+	span  trace.Span
+	until time.Duration // since monoStart
+}
+
+const inertFor = time.Second
+
+// monoStart is the origin of inertSpan's monotonic times.
+var monoStart = time.Now()
 
 // attemptTelemetry is one attempt's span and when it started (worker
 // clock).
@@ -106,7 +126,15 @@ func (t *workerTelemetry) startAttempt(ctx context.Context, a *Attempt, now time
 			opts = asChild
 		}
 	}
-	ctx, span := t.tracer.Start(ctx, "sluice.attempt", opts...)
+	var span trace.Span
+	if in := t.inert.Load(); in != nil && !trace.SpanContextFromContext(ctx).IsValid() && time.Since(monoStart) < in.until {
+		span = in.span // ctx is left without it: a span with no context adds nothing
+	} else {
+		ctx, span = t.tracer.Start(ctx, "sluice.attempt", opts...)
+		if !span.IsRecording() && !span.SpanContext().IsValid() {
+			t.inert.Store(&inertSpan{span: span, until: time.Since(monoStart) + inertFor})
+		}
+	}
 	a.tel.span = span
 	if span.IsRecording() {
 		span.SetName("sluice.attempt " + a.Kind)
