@@ -39,7 +39,11 @@
 // Options.TracerProvider and MeterProvider (flow.ClientOptions likewise),
 // by default the global providers: no-ops, at no measurable cost, until
 // the program installs an SDK with the exporter it wants
-// (examples/telemetry wires the stdout one).
+// (examples/telemetry wires the stdout one). While the tracer records
+// nothing, an EnqueueMany call's jobs, and a worker's attempts with no
+// trace context, share one span instead of making one each; a worker asks
+// its tracer again every second, so a provider installed after it started
+// takes effect within a second.
 //
 // Spans: "sluice.enqueue <kind>" (producer) per enqueued job;
 // "sluice.attempt <kind>" (consumer) per attempt, ended when its outcome
