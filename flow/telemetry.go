@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -40,9 +41,10 @@ type enqueueTrace struct {
 	items []Item
 	spans []enqueueSpan
 	// inert is the first item's span when it neither records nor carries
-	// a trace context (no tracer provider, no trace in ctx): every other
-	// item's would be the same, so they share it, and no headers are
-	// written. Most producers run so, and a span costs four allocations.
+	// a trace context (no tracer provider, no trace in ctx) and ctx holds
+	// no baggage: every other item's would be the same, so they share it,
+	// and no headers are written (Inject would write none). Most producers
+	// run so, and a span costs four allocations.
 	inert trace.Span
 }
 
@@ -66,11 +68,12 @@ func (et *enqueueTrace) start(i int) EnqueueOption {
 	}
 	ctx, span := et.t.tracer.Start(et.ctx, "sluice.enqueue", producer...)
 	s.span = span
-	if !span.IsRecording() && !span.SpanContext().IsValid() {
+	if !span.IsRecording() && !span.SpanContext().IsValid() && baggage.FromContext(ctx).Len() == 0 {
 		et.inert = span
 		return nil
 	}
 	return func(o *enqueueOptions) error {
+		s.queue = o.queue // for the span of an item whose draft then fails
 		o.headers = telemetry.Inject(ctx, o.headers)
 		return nil
 	}

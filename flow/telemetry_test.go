@@ -10,7 +10,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+	"github.com/vmihailenco/msgpack/v5"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -302,5 +306,43 @@ func TestEnqueueManyWithoutTracer(t *testing.T) {
 	}
 	if want := map[string]int64{"default": 2, "other": 1}; !cmp.Equal(got, want) {
 		t.Errorf("enqueued per queue = %v, want %v", got, want)
+	}
+}
+
+// TestEnqueueCarriesBaggageWithoutTracer: with no tracer but baggage in
+// the context and a propagator that carries it, every job of the call
+// gets the baggage in its headers (the items do not share an inert span,
+// which would write none). Not parallel: it sets the global propagator.
+func TestEnqueueCarriesBaggageWithoutTracer(t *testing.T) {
+	prev := otel.GetTextMapPropagator()
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	t.Cleanup(func() { otel.SetTextMapPropagator(prev) })
+	rdb, ns := realRedis(t), redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, TracerProvider: noop.NewTracerProvider()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := baggage.NewMember("tenant", "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bag, err := baggage.New(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.EnqueueMany(baggage.ContextWithBaggage(context.Background(), bag), flow.Item{Args: traced{}}, flow.Item{Args: traced{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range out {
+		ref, _ := keys.ParseRef(ns, e.ID)
+		raw, err := rdb.HGet(context.Background(), ref.Partition.Job(ref.Local), keys.FieldHeaders).Bytes()
+		var h map[string]string
+		if err == nil {
+			err = msgpack.Unmarshal(raw, &h)
+		}
+		if err != nil || h["baggage"] != "tenant=acme" {
+			t.Errorf("job %s: headers %v (%v); want baggage tenant=acme", e.ID, h, err)
+		}
 	}
 }
