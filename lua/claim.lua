@@ -10,22 +10,20 @@
 -- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on
 --          record): this claim may lease one; '0' (or absent) when it
 --          runs one already
--- Returns: { next_due, archived, job... }, each job's fields inline (a
--- flat reply is cheaper to build, send and read than one array per job)
+-- Returns: { next_due, archived[, jobs] }
 --   next_due  earliest due time in sched (ms), or -1; set only when fewer
 --             than n jobs were claimed (the partition ran dry), else -2;
 --             -3 when suspects were passed over (claim again soon)
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
---   job       id, lease ID, lease expiry, fence, s, s step fields, f, f
---             job fields: the new fence; the step fields are the job's
---             step checkpoints (flat HGETALL, none when none); the job
---             fields are its hash as it was before the claim (flat HGETALL:
---             only the fields it has, which keeps the reply small) less
---             its state, and with the fence and lease fields the claim has
---             since replaced;
---             a payload kept in its own key (lib_chunks.lua, put_payload) comes
---             last, as field 'p'
+--   jobs      present when a job was leased: the leased jobs packed as
+--             one msgpack string (lib_pack.lua), a list of one list per
+--             job: id, lease ID, lease expiry, fence, steps, fields, body.
+--             fence is the new fence; steps the job's step checkpoints
+--             (flat HGETALL, empty when none); fields its hash as it was
+--             before the claim (flat HGETALL), whose fence and lease
+--             fields the claim has since replaced; body a payload kept in
+--             its own key (lib_chunks.lua, put_payload), or false
 -- Suspect isolation: a claim leases at most one job with a crash on
 -- record ('c' > 0), and none for a worker that runs one already. Others
 -- it meets stay where they were, at the front of their lists, for another
@@ -56,42 +54,10 @@
 -- that still run under those leases, and what it archived: its record
 -- holds the next due time, the archived list and the leased IDs in lease
 -- order, not the jobs' data, which is read again.
-local out = {}
-local o = 0
--- counted appends a count, then the elements of list, to out
-local function counted(list)
-  local m = #list
-  out[o + 1] = m
-  for k = 1, m do out[o + 1 + k] = list[k] end
-  o = o + 1 + m
-end
--- emit appends a leased job to out; raw is its hash (flat HGETALL), less
--- its state field (the job runs: the worker knows it, and every reply
--- element costs both sides), with a payload kept in its own key added as
--- field F.payload.
-local function emit(id, lease, expiry, fence, steps, raw, body)
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = id, lease, expiry, fence
-  o = o + 4
-  counted(steps)
-  local at, m, fs = o + 1, 0, F.state
-  for k = 1, #raw, 2 do
-    if raw[k] ~= fs then
-      out[at + m + 1], out[at + m + 2] = raw[k], raw[k + 1]
-      m = m + 2
-    end
-  end
-  if body then -- the payload from its own key, as if the hash held it
-    out[at + m + 1], out[at + m + 2] = F.payload, body
-    m = m + 2
-  end
-  out[at] = m
-  o = at + m
-end
 local record = redis.call('GET', call_key())
 if record then
   record = unpack_record(record)
-  out[1], out[2] = record[1], record[2]
-  o = 2
+  local jobs = {}
   for k = 3, #record do
     local id = record[k]
     local jk = job_key(id)
@@ -101,11 +67,12 @@ if record then
     if state_of(h[1]) == 'running' and h[2] == lease and expiry then
       local steps = {}
       if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
-      emit(id, lease, tonumber(expiry), tonumber(h[3]), steps, redis.call('HGETALL', jk),
-        h[5] and redis.call('GET', body_key(id)))
+      jobs[#jobs + 1] = { id, lease, tonumber(expiry), tonumber(h[3]), steps, redis.call('HGETALL', jk),
+        h[5] and redis.call('GET', body_key(id)) or false }
     end
   end
-  return out
+  if #jobs == 0 then return { record[1], record[2] } end
+  return { record[1], record[2], pack_value(jobs) }
 end
 if redis.call('EXISTS', PAUSED) == 1 then
   redis.call('SET', K_IDLE, '1')
@@ -206,7 +173,7 @@ local function take(ak, pinned_to, prio)
         seen[id] = true -- every branch below acts on the job
         local kind, ck, crashes = h[fk], h[fck], h[fc]
         local dl, fence = tonumber(h[fdl]), tonumber(h[ff] or 0)
-        local body = h[fpb] and redis.call('GET', body_key(id))
+        local body = h[fpb] and redis.call('GET', body_key(id)) or false
         if not kind or kind == '' or not (h[fp] or body) or not fence or not tonumber(h[fa] or 0)
           or not tonumber(crashes or 0) then
           park(jk, id, 'malformed')
@@ -270,12 +237,8 @@ if #jobs < n then
   if #held > 0 then nd = STATUS.held_suspects end
   redis.call('SET', K_IDLE, '1')
 end
-out[1], out[2] = nd, archived
-o = 2
 local leased = { nd, archived }
-for _, job in ipairs(jobs) do
-  emit(job[1], job[2], job[3], job[4], job[5], job[6], job[7])
-  leased[#leased + 1] = job[1]
-end
+for i, job in ipairs(jobs) do leased[i + 2] = job[1] end
 if #jobs > 0 or #archived > 0 then remember(leased) end
-return out
+if #jobs == 0 then return { nd, archived } end
+return { nd, archived, pack_value(jobs) }

@@ -58,11 +58,6 @@ local function decode_reply(s, i)
   return out, p
 end
 
--- MSGPACK is cmsgpack, or false where the Redis has none (naming an
--- unknown global is an error, hence rawget). It is looked up per call: a
--- library's load sees no globals (lua/function.go).
-local MSGPACK = rawget(_G, 'cmsgpack') or false
-
 -- pack_record is reply as a record; unpack_record reads one back.
 local function pack_record(reply)
   if MSGPACK then return MSGPACK.pack(reply) end

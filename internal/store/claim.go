@@ -79,64 +79,75 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	for i := 0; i+1 < len(parked); i += 2 {
 		res.Parked = append(res.Parked, Parked{Local: parked[i], Reason: parked[i+1]})
 	}
-	for rest := reply[2:]; len(rest) > 0; {
+	if len(reply) < 3 {
+		return res, nil
+	}
+	packed, ok := reply[2].(string)
+	if !ok {
+		return res, fmt.Errorf("%w: claimed jobs %T", ErrMalformed, reply[2])
+	}
+	// A big reply's strings are copied out: read in place, one job's ID
+	// would keep every payload of its claim in memory while it runs.
+	u := unpacker{s: packed, own: len(packed) > sharedReplyMax}
+	var fields []string // one job's at a time
+	for range u.list() {
 		var j *Job
 		if i := len(res.Jobs); i < len(req.Into) {
 			j = &req.Into[i]
 		} else {
 			j = new(Job)
 		}
-		if rest, err = decodeClaimed(j, rest, req.Worker); err != nil {
-			return res, err
+		fields = decodeClaimed(j, &u, fields, req.Worker)
+		if u.err != nil {
+			return res, u.err
 		}
 		res.Jobs = append(res.Jobs, j)
 	}
-	return res, nil
+	if u.i != len(packed) && u.err == nil {
+		u.fail("%d bytes after the jobs", len(packed)-u.i)
+	}
+	return res, u.err
 }
 
-// decodeClaimed reads the first job of the rest of a claim reply, and
-// returns the rest after it: id, lease ID, lease expiry, fence, a count
-// and that many step fields, a count and that many fields of the job hash
-// before the claim (lua/claim.lua). It writes the job to j.
-func decodeClaimed(j *Job, v []any, worker string) ([]any, error) {
-	if len(v) < 6 {
-		return nil, fmt.Errorf("%w: claimed job: %d elements", ErrMalformed, len(v))
+// decodeClaimed reads one leased job of a claim's packed reply into j: a
+// list of id, lease ID, lease expiry, fence, steps, fields, body
+// (lua/claim.lua). fields is storage for the job's fields, returned for
+// the next job. A job that does not decode is leased all the same: j says
+// so (Job.Malformed), the caller parks it and the rest of the claim runs.
+func decodeClaimed(j *Job, u *unpacker, fields []string, worker string) []string {
+	if n := u.list(); n != 7 {
+		u.fail("claimed job: %d elements", n)
+		return fields
 	}
-	id, _ := v[0].(string)
-	lease, _ := v[1].(string)
-	expiry, _ := v[2].(int64)
-	fence, _ := v[3].(int64)
-	steps, v, err := counted(v[4:])
+	id, lease := u.str(), u.str()
+	expiry, fence := u.int(), u.int()
+	steps := u.strs(nil)
+	fields = u.strs(fields)
+	if body, ok := u.strOrFalse(); ok {
+		fields = append(fields, keys.FieldPayload, body)
+	}
+	if u.err != nil {
+		return fields
+	}
+	err := decodeJobInto(j, id, fields)
+	if err == nil && len(steps)%2 != 0 {
+		err = fmt.Errorf("%w: odd step list", ErrMalformed)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("claimed job %s: steps: %w", id, err)
-	}
-	flat, v, err := counted(v)
-	if err != nil {
-		return nil, fmt.Errorf("claimed job %s: fields: %w", id, err)
-	}
-	err = decodeJobInto(j, id, flat)
-	if err == nil {
-		err = evenStrings(steps)
-	}
-	if err != nil {
-		// Leased all the same: the caller parks it (Job.Malformed), and the
-		// rest of the claim runs.
 		*j = Job{Local: id, Malformed: err}
 	}
 	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
 	if j.Malformed != nil || len(steps) == 0 {
-		return v, nil
+		return fields
 	}
 	if j.Steps == nil { // else it holds the timers of the job hash
 		j.Steps = make(map[string][]byte, len(steps)/2)
 	}
 	for i := 0; i+1 < len(steps); i += 2 {
-		k, _ := steps[i].(string)
-		s, _ := steps[i+1].(string)
-		j.Steps[k] = []byte(s)
+		j.Steps[steps[i]] = []byte(steps[i+1])
 	}
-	return v, nil
+	return fields
 }
 
 // counted splits v into the elements its first element counts, and the
@@ -150,17 +161,4 @@ func counted(v []any) (list, rest []any, err error) {
 		return nil, nil, fmt.Errorf("%w: bad count %v of %d elements", ErrMalformed, v[0], len(v)-1)
 	}
 	return v[1 : 1+n], v[1+n:], nil
-}
-
-// evenStrings checks that v is a flat list of field, value strings.
-func evenStrings(v []any) error {
-	if len(v)%2 != 0 {
-		return fmt.Errorf("%w: odd field list", ErrMalformed)
-	}
-	for _, e := range v {
-		if _, ok := e.(string); !ok {
-			return fmt.Errorf("%w: field %T", ErrMalformed, e)
-		}
-	}
-	return nil
 }

@@ -85,7 +85,11 @@ type errorRecord struct {
 
 // decodeJob reads a flat HGETALL reply. Unknown fields are ignored, so newer
 // writers do not break older readers.
-func decodeJob(local string, flat []any) (*Job, error) {
+func decodeJob(local string, reply []any) (*Job, error) {
+	flat, err := strs(reply)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", local, err)
+	}
 	j := new(Job)
 	if err := decodeJobInto(j, local, flat); err != nil {
 		return nil, err
@@ -95,7 +99,7 @@ func decodeJob(local string, flat []any) (*Job, error) {
 
 // decodeJobInto is decodeJob writing to j, every field of which it sets
 // (to zero first, so nothing of a job decoded there before stays).
-func decodeJobInto(j *Job, local string, flat []any) error {
+func decodeJobInto(j *Job, local string, flat []string) error {
 	*j = Job{Local: local, MaxAttempts: DefaultMaxAttempts} // not stored for the default
 	if len(flat)%2 != 0 {
 		return fmt.Errorf("%w: odd field list for job %s", ErrMalformed, local)
@@ -113,8 +117,7 @@ func decodeJobInto(j *Job, local string, flat []any) error {
 	var payload, headers chunks
 	var awaits string
 	for i := 0; i < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
+		k, v := flat[i], flat[i+1]
 		switch k {
 		case keys.FieldKind:
 			j.Kind, seen = v, true
