@@ -1,11 +1,14 @@
 -- ack.lua: record the outcomes of finished attempts in one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of outcomes n; then n outcomes, each 8 fields followed by
---   effects (lib_effects.lua's read_effects; a count of 0 for none):
---   id, lease ID, fence, code, delay (ms), message, data, reason;
---   or, for the most common outcome, a completion with no result and no
---   effects, only 4: id, lease ID, fence, 'k'
+-- ARGV[9]: number of outcomes n
+-- ARGV[10]: the n outcomes' fields, packed as one list of strings
+--   (lib_pack.lua unpack_args): each outcome 8 fields, id, lease ID,
+--   fence, code, delay (ms), message, data, reason; or, for the most
+--   common outcome, a completion with no result and no effects, only 4:
+--   id, lease ID, fence, 'k'
+-- ARGV[11...]: the effects of each outcome of 8 fields, in order
+--   (lib_effects.lua's read_effects; a count of 0 for none)
 -- codes and their transitions (all from running):
 --   ok        -> completed; data is the result (kept when non-empty); the
 --             effects apply with the completion, all or nothing: when one
@@ -62,24 +65,26 @@ local CODES = {
   deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
 }
 local n = tonumber(ARGV[9])
+local A = unpack_args(ARGV[10])
 local entries = {}
-local b = 10
+local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
 local NO_FX = {}
 for _ = 1, n do
   local e
-  if ARGV[b + 3] == 'k' then
-    e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = 'ok',
+  if A[a + 3] == 'k' then
+    e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok',
       delay = 0, msg = '', data = '', reason = '', fx = NO_FX }
-    b = b + 4
+    a = a + 4
   else
-    e = { id = ARGV[b], lease = ARGV[b + 1], fence = ARGV[b + 2], code = ARGV[b + 3],
-      delay = tonumber(ARGV[b + 4]), msg = ARGV[b + 5], data = ARGV[b + 6], reason = ARGV[b + 7] }
+    e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
+      delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7] }
+    a = a + 8
     if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
     if e.code == 'suspend' then
       e.waits = parse_waits(e.data)
       if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
     end
-    e.fx, b = read_effects(b + 8)
+    e.fx, b = read_effects(b)
   end
   entries[#entries + 1] = e
 end

@@ -1,10 +1,11 @@
--- lib_pack.lua: msgpack, in which a claim answers the jobs it leased and
--- call records are kept (lib_replay.lua).
+-- lib_pack.lua: msgpack, in which a claim answers the jobs it leased, an
+-- ack receives its outcomes, and call records are kept (lib_replay.lua).
 --
 -- A claim's reply element per job field cost both sides: Redis turns each
 -- into a reply element, and go-redis allocates a string and an interface
 -- for each (about ten per no-op job). Packed, a claim's jobs are one
--- string, which the worker reads in place (store's unpacker).
+-- string, which the worker reads in place (store's unpacker). The same
+-- holds for arguments the other way (store's argList, unpack_args).
 --
 -- MSGPACK is cmsgpack, which every redis-server has, or false where the
 -- Redis has none (naming an unknown global is an error, hence rawget). It
@@ -70,4 +71,33 @@ local function pack_value(v)
   local parts = {}
   mp_append(v, parts)
   return table.concat(parts)
+end
+
+-- unpack_args is the list of strings store's argList packed into s.
+local function unpack_args(s)
+  if MSGPACK then return MSGPACK.unpack(s) end
+  local i = 1
+  local function uint(k) -- a k-byte big-endian integer at i
+    local v = 0
+    for j = i, i + k - 1 do v = v * 256 + string.byte(s, j) end
+    i = i + k
+    return v
+  end
+  local t = string.byte(s, i)
+  i = i + 1
+  local n = t == 221 and uint(4) or t == 220 and uint(2) or t - 144 -- array 32, 16, fixarray
+  local out = {}
+  for k = 1, n do
+    t = string.byte(s, i)
+    i = i + 1
+    local m
+    if t >= 160 and t < 192 then
+      m = t - 160 -- fixstr
+    else
+      m = uint(2 ^ (t - 217)) -- str 8, 16, 32
+    end
+    out[k] = string.sub(s, i, i + m - 1)
+    i = i + m
+  end
+  return out
 end

@@ -3,8 +3,9 @@
 -- a call; each is checked and applied on its own, all or nothing.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of checkpoints n; then n checkpoints, each 6 fields
---   followed by its effects (lib_effects.lua's read_effects; a count of 0 for none):
+-- ARGV[9]: number of checkpoints n
+-- ARGV[10]: their fields, packed as one list of strings (lib_pack.lua
+--   unpack_args), 6 per checkpoint:
 --   job ID in the partition, lease ID, fence,
 --   step field (the step name, or 'cursor:' .. name for a cursor),
 --   the checkpoint record (opaque bytes),
@@ -13,6 +14,8 @@
 --   field of a signal sent to the job (lib_waits.lua): 'once', and the
 --   signal is deleted with the checkpoint; one gone already is an
 --   effect_error
+-- ARGV[11...]: the effects of each checkpoint, in order (lib_effects.lua's
+--   read_effects; a count of 0 for none)
 -- Returns: 0 when every checkpoint answers 'ok', 0 (the common case: an
 --   integer costs both sides less than a pair per step); else per
 --   checkpoint a pair { status, detail }:
@@ -32,13 +35,14 @@ if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
 local plain = 0 -- checkpoints answered 'ok', 0
-local b = 10
-for _ = 1, n do
-  local id, lease, fence, field, record, mode = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+local A = unpack_args(ARGV[10])
+local b = 11 -- the next checkpoint's effects in ARGV
+for i = 1, 6 * n, 6 do
+  local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
   local take
   if mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
   local fx
-  fx, b = read_effects(b + 6)
+  fx, b = read_effects(b)
   local jk = job_key(id)
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then

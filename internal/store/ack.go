@@ -60,8 +60,8 @@ type AckResult struct {
 // call (contentID): a reply lost the first time is answered, not
 // applied again.
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	args := s.callArgs(p, 1+4*len(acks)) // room for plain completions, the most common
-	args = append(args, len(acks))
+	fields := newArgList(48 * len(acks)) // a plain completion: ID, lease ID, fence, 'k'
+	var effects []any
 	id := newContentID()
 	for _, a := range acks {
 		id.add(a.Local)
@@ -69,23 +69,33 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		id.addInt(a.Fence)
 		id.add(string(a.Code))
 		id.add(a.Message)
+		fields.str(a.Local)
+		fields.str(a.LeaseID)
+		fields.int(a.Fence)
 		if a.Code == CodeOK && len(a.Data) == 0 && len(a.Effects) == 0 {
-			args = append(args, a.Local, a.LeaseID, a.Fence, "k") // a plain completion (lua/ack.lua)
+			fields.str("k") // a plain completion (lua/ack.lua)
 			continue
 		}
-		fx, err := s.appendEffects(nil, p, a.Local, a.Commit, a.Effects)
+		fx, err := s.appendEffects(effects, p, a.Local, a.Commit, a.Effects)
 		if err != nil && a.Code == CodeOK {
-			a.Code, a.Reason, a.Message, a.Data, fx = CodeRetry, "effect", "completion effects failed: "+err.Error(), nil, []any{0}
-		} else if err != nil {
-			fx = []any{0} // effects commit only with a completion
+			a.Code, a.Reason, a.Message, a.Data = CodeRetry, "effect", "completion effects failed: "+err.Error(), nil
 		}
+		if err != nil { // effects commit only with a completion
+			fx = append(effects, 0)
+		}
+		effects = fx
 		delay := a.Delay
 		if a.Code == CodeCrash {
 			delay = s.cfg.CrashDelay
 		}
-		args = append(args, a.Local, a.LeaseID, a.Fence, string(a.Code), ms(delay), a.Message, a.Data, a.Reason)
-		args = append(args, fx...)
+		fields.str(string(a.Code))
+		fields.int(ms(delay))
+		fields.str(a.Message)
+		fields.bytes(a.Data)
+		fields.str(a.Reason)
 	}
+	args := append(s.callArgs(p, 2+len(effects)), len(acks), fields.done())
+	args = append(args, effects...)
 	v, err := s.send(ctx, lua.Ack, id.call(), args).Result()
 	if err != nil {
 		return nil, 0, err

@@ -12,7 +12,14 @@ import (
 // tests reach the checks lua/lib_effects.lua must make on its own. It
 // returns the script's status and detail.
 func (s *Store) CheckpointUnchecked(ctx context.Context, p keys.Partition, c Checkpoint) (string, any, error) {
-	args := []any{1, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode, len(c.Effects)}
+	fields := newArgList(0)
+	fields.str(c.Local)
+	fields.str(c.LeaseID)
+	fields.int(c.Fence)
+	fields.str(c.Field)
+	fields.bytes(c.Record)
+	fields.str(c.Mode)
+	args := []any{1, fields.done(), len(c.Effects)}
 	for _, e := range c.Effects {
 		args = append(args, "d", e.Op, e.Key, len(e.Args))
 		for _, a := range e.Args {

@@ -42,16 +42,17 @@ type CheckpointResult struct {
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
-	args := append(s.callArgs(p, 1+6*len(cs)), 0)
-	count := len(args) - 1          // how many are sent, set below
+	fields := newArgList(64 * len(cs))
+	var effects []any
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
 	id := newContentID()
 	for i, c := range cs {
-		fx, err := s.appendEffects(nil, p, c.Local, c.Commit, c.Effects)
+		fx, err := s.appendEffects(effects, p, c.Local, c.Commit, c.Effects)
 		if err != nil {
 			out[i].Err = err
 			continue
 		}
+		effects = fx
 		sent = append(sent, i)
 		id.add(c.Local)
 		id.add(c.LeaseID)
@@ -59,13 +60,18 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		id.add(c.Field)
 		id.add(c.Commit)
 		id.addBytes(c.Record)
-		args = append(args, c.Local, c.LeaseID, c.Fence, c.Field, c.Record, c.Mode)
-		args = append(args, fx...)
+		fields.str(c.Local)
+		fields.str(c.LeaseID)
+		fields.int(c.Fence)
+		fields.str(c.Field)
+		fields.bytes(c.Record)
+		fields.str(c.Mode)
 	}
 	if len(sent) == 0 {
 		return out
 	}
-	args[count] = len(sent)
+	args := append(s.callArgs(p, 2+len(effects)), len(sent), fields.done())
+	args = append(args, effects...)
 	reply, err := s.send(ctx, lua.Step, id.call(), args).Result()
 	if err == nil {
 		if n, ok := reply.(int64); ok && n == 0 {

@@ -6,13 +6,15 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestClaimPackedReply: a claim answers its jobs packed (lua/lib_pack.lua:
 // cmsgpack on a redis-server, the Lua encoder on miniredis), and the
 // worker reads back every byte of each: payloads and headers at each of
 // msgpack's string sizes (and a payload in its own key), a job's step
-// checkpoints, and a batch that is over the size read in place.
+// checkpoints (a record too long for msgpack's 16-bit strings, which the
+// step commit packs as well), and a batch over the size read in place.
 func TestClaimPackedReply(t *testing.T) {
 	t.Parallel()
 	sizes := []int{1, 31, 32, 255, 256, 65535, 65536, 300_000}
@@ -43,7 +45,7 @@ func TestClaimPackedReply(t *testing.T) {
 			}
 			// a step checkpoint comes back with the job's next claim
 			j := res.Jobs[2]
-			record := filler(300, 'r')
+			record := filler(70_000, 'r')
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: record, Mode: store.ModeOnce, Commit: "c"}); err != nil {
 				t.Fatal(err)
 			}
@@ -64,6 +66,67 @@ func TestClaimPackedReply(t *testing.T) {
 					t.Errorf("job j2's step s: %d bytes, want the %d committed", len(j.Steps["s"]), len(record))
 				}
 			}
+		})
+	}
+}
+
+// TestAckPackedArgs: an ack sends its outcomes' fields packed as one
+// argument (store's argList, lua/lib_pack.lua's unpack_args: cmsgpack on a
+// redis-server, the Lua decoder on miniredis) and their effects apart; in
+// one call, plain completions, completions with results at each of
+// msgpack's string sizes, one with an effect and retries between them
+// each land on their own job.
+func TestAckPackedArgs(t *testing.T) {
+	t.Parallel()
+	sizes := []int{0, 1, 31, 32, 255, 256, 65535, 65536, 300_000}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			var jobs []store.NewJob
+			for i := range 2 * len(sizes) {
+				jobs = append(jobs, store.NewJob{Local: fmt.Sprintf("j%d", i)})
+			}
+			f.enqueue(jobs...)
+			res := f.claim(len(jobs), "w")
+			if len(res.Jobs) != len(jobs) {
+				t.Fatalf("claimed %d jobs, want %d", len(res.Jobs), len(jobs))
+			}
+			var acks []store.Ack
+			for i, j := range res.Jobs {
+				a := store.Ack{Lease: lease(j), Code: store.CodeOK}
+				switch {
+				case i%2 == 1:
+					a.Code, a.Reason, a.Message = store.CodeRetry, "error", fmt.Sprintf("boom %d", i)
+				case i == 4:
+					a.Effects, a.Commit = []sluicetype.Effect{fx("INCRBY", f.key("bal"), "5")}, j.Local+":#complete"
+				default:
+					a.Data = filler(sizes[i/2], 'd')
+				}
+				acks = append(acks, a)
+			}
+			got, outboxed, err := f.st.Ack(f.ctx, f.p, acks)
+			if err != nil || outboxed != 0 || len(got) != len(acks) {
+				t.Fatalf("ack: %d results, %d outboxed, %v", len(got), outboxed, err)
+			}
+			for i, r := range got {
+				want := "completed"
+				if i%2 == 1 {
+					want = "retryable"
+				}
+				if r.Err != nil || r.State != want {
+					t.Fatalf("ack %d: %+v, want %s", i, r, want)
+				}
+				j, errs := f.get(res.Jobs[i].Local)
+				switch {
+				case i%2 == 1:
+					if j.Attempt != 1 || len(errs) != 1 || errs[0].Message != fmt.Sprintf("boom %d", i) {
+						t.Errorf("job %s: attempt %d, errors %+v; want 1 and its own message", j.Local, j.Attempt, errs)
+					}
+				case !bytes.Equal(j.Result, acks[i].Data):
+					t.Errorf("job %s: result %d bytes, want the %d acked", j.Local, len(j.Result), len(acks[i].Data))
+				}
+			}
+			f.wantValue("bal", "5")
 		})
 	}
 }

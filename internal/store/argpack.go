@@ -1,0 +1,67 @@
+package store
+
+import (
+	"encoding/binary"
+	"strconv"
+)
+
+// argList packs a call's per-item arguments into one ARGV element, a
+// msgpack list of strings (lua/lib_pack.lua's unpack_args), where each
+// would otherwise be an element of its own: go-redis boxes every argument
+// it is given (two allocations for an ack's job ID and lease ID) and
+// writes each with its own header, and Redis parses each into a string
+// before the script turns it into another. Values are written as go-redis
+// formats them, so a script reads the same strings either way.
+type argList struct {
+	b []byte
+	n uint32
+}
+
+// newArgList is an empty list with room for about size bytes.
+func newArgList(size int) *argList {
+	l := &argList{b: make([]byte, 5, 5+size)}
+	l.b[0] = 0xdd // array 32: the count is known at the end
+	return l
+}
+
+// str adds s.
+func (l *argList) str(s string) {
+	l.header(len(s))
+	l.b = append(l.b, s...)
+}
+
+// bytes adds b as a string.
+func (l *argList) bytes(b []byte) {
+	l.header(len(b))
+	l.b = append(l.b, b...)
+}
+
+// int adds n in decimal.
+func (l *argList) int(n int64) {
+	at := len(l.b)
+	l.b = append(l.b, 0xa0) // fixstr: at most 20 digits
+	l.b = strconv.AppendInt(l.b, n, 10)
+	l.b[at] |= byte(len(l.b) - at - 1)
+	l.n++
+}
+
+// header starts a string of n bytes.
+func (l *argList) header(n int) {
+	switch {
+	case n < 32:
+		l.b = append(l.b, 0xa0|byte(n))
+	case n < 1<<8:
+		l.b = append(l.b, 0xd9, byte(n))
+	case n < 1<<16:
+		l.b = binary.BigEndian.AppendUint16(append(l.b, 0xda), uint16(n))
+	default:
+		l.b = binary.BigEndian.AppendUint32(append(l.b, 0xdb), uint32(n))
+	}
+	l.n++
+}
+
+// done is the packed list.
+func (l *argList) done() []byte {
+	binary.BigEndian.PutUint32(l.b[1:5], l.n)
+	return l.b
+}
