@@ -2,17 +2,12 @@ package runtime_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -64,44 +59,15 @@ func BenchmarkWorkerNoop(b *testing.B) {
 	wctx, cancel := context.WithCancel(ctx)
 	stopped := make(chan error, 1)
 	b.ReportAllocs()
-	goCPU, redisCPU := processCPU(b), serverCPU(b, rdb)
+	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
 	b.ResetTimer()
 	go func() { stopped <- w.Run(wctx) }()
 	<-finished
 	b.StopTimer()
-	b.ReportMetric(float64(processCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
-	b.ReportMetric(float64(serverCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
+	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
+	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
 	cancel()
 	if err := <-stopped; err != nil {
 		b.Fatal(err)
 	}
-}
-
-// processCPU is this process's CPU time (user + system).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// serverCPU is redis-server's CPU time (INFO cpu: used_cpu_user + used_cpu_sys).
-func serverCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for line := range strings.SplitSeq(info, "\r\n") {
-		name, v, _ := strings.Cut(line, ":")
-		if name == "used_cpu_user" || name == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
