@@ -1,7 +1,9 @@
 -- enqueue.lua: add jobs to one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of jobs n; then n groups of fields. Each starts with
+-- ARGV[9]: number of jobs n
+-- ARGV[10]: their fields, packed as one list of strings (lib_pack.lua
+--   unpack_args), in n groups. Each starts with
 --   id, kind, payload, where the ID comes from ('c': the caller chose it,
 --   so check for an existing job; 'f': a follow-up relayed from an outbox,
 --   like 'c' but remembered for FOLLOW_KEEP ms by a marker, so that a
@@ -26,7 +28,7 @@
 --   fingerprint whose twin (lib.lua qh:) is quarantined is added held:
 --   scheduled at HOLD_AT, never due, until that job is released or deleted
 --   (lib_lifecycle.lua free_held). Most jobs are plain, and their five fields are
---   all Redis parses and Lua copies.
+--   all Lua copies.
 -- Returns: n, the number of jobs, when every job was added (the common
 --   case: an integer costs both sides less than a status per job); else
 --   one status per job, in order:
@@ -59,7 +61,7 @@ local CT_SLACK = 50
 -- store.relayMarkTTL).
 local FOLLOW_KEEP = 7 * 24 * 3600 * 1000
 
--- PLAIN holds the 24 optional fields at their defaults, in ARGV order.
+-- PLAIN holds the 24 optional fields at their defaults, in their order.
 local PLAIN = {
   '0', '0', DEFAULT_MAX_ATTEMPTS, '0', '0', '0', '',
   '', '', '', '',
@@ -117,21 +119,22 @@ local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
 -- One EXISTS for all the call's job keys: almost always none exists (IDs
 -- are fresh), and then no job needs its own. added marks the IDs this call
 -- adds, for a second job under one of them.
-local jks, b = {}, 10
+local A = unpack_args(ARGV[10])
+local jks, b = {}, 1
 for i = 1, n do
-  jks[i] = job_key(ARGV[b])
-  if ARGV[b + 4] == 'x' then b = b + 29 else b = b + 5 end
+  jks[i] = job_key(A[b])
+  if A[b + 4] == 'x' then b = b + 29 else b = b + 5 end
 end
 local any = 0
 for i = 1, n, 1000 do any = any + redis.call('EXISTS', unpack(jks, i, math.min(i + 999, n))) end
 local added = {}
 local fresh = 0 -- jobs answered STATUS.new
-b = 10
+b = 1
 for i = 1, n do
-  local id, kind, payload, origin = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+  local id, kind, payload, origin = A[b], A[b + 1], A[b + 2], A[b + 3]
   local o = PLAIN -- o[k]: optional field k of this job
-  if ARGV[b + 4] == 'x' then
-    o = { unpack(ARGV, b + 5, b + 28) }
+  if A[b + 4] == 'x' then
+    o = { unpack(A, b + 5, b + 28) }
     b = b + 29
   else
     b = b + 5

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -185,35 +184,62 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
-	args := s.callArgs(p, 1+len(jobs)*5)
-	args = append(args, len(jobs))
+	fields := newArgList(len(jobs) * 64) // a plain job: 5 fields
 	for _, j := range jobs {
-		origin := "c" // the caller's ID: a job with it may be this one again
-		if j.Relayed {
-			origin = "f"
-		} else if j.Generated {
-			origin = "g" // a fresh ID, whose time is unknown
+		fields.str(j.Local)
+		fields.str(j.Kind)
+		fields.bytes(j.Payload)
+		switch {
+		case j.Relayed:
+			fields.str("f")
+		case !j.Generated:
+			fields.str("c") // the caller's ID: a job with it may be this one again
+		default:
 			if t, ok := keys.LocalTime(j.Local); ok {
-				origin = strconv.FormatInt(t.UnixMilli(), 10)
+				fields.int(t.UnixMilli())
+			} else {
+				fields.str("g") // a fresh ID, whose time is unknown
 			}
 		}
-		args = append(args, j.Local, j.Kind, j.Payload, origin)
 		if j.plain() {
-			args = append(args, "")
+			fields.str("")
 			continue
 		}
-		args = append(args, "x", unixMS(j.RunAt), ms(j.Delay),
-			j.MaxAttempts, ms(j.Timeout), unixMS(j.Deadline), j.Priority, j.Headers)
+		fields.str("x")
+		fields.int(unixMS(j.RunAt))
+		fields.int(ms(j.Delay))
+		fields.int(int64(j.MaxAttempts))
+		fields.int(ms(j.Timeout))
+		fields.int(unixMS(j.Deadline))
+		fields.int(int64(j.Priority))
+		fields.bytes(j.Headers)
 		if pa := j.Parent; pa != nil {
-			args = append(args, pa.Ref.String(), pa.Ref.Prefix(), pa.Step, pa.Ref.Local)
+			fields.str(pa.Ref.String())
+			fields.str(pa.Ref.Prefix())
+			fields.str(pa.Step)
+			fields.str(pa.Ref.Local)
 		} else {
-			args = append(args, "", "", "", "")
+			fields.str("")
+			fields.str("")
+			fields.str("")
+			fields.str("")
 		}
 		l := j.Limits
-		args = append(args, l.ConcurrencyKey, l.ConcurrencyLimit, l.RateClass, l.RateJobs, ms(l.RatePer), l.RateBurst,
-			j.Unique.Key, ms(j.Unique.TTL), j.Unique.OnDuplicate,
-			j.Sticky.Worker, j.Sticky.Mode, ms(j.Sticky.After), j.Hold)
+		fields.str(l.ConcurrencyKey)
+		fields.int(int64(l.ConcurrencyLimit))
+		fields.str(l.RateClass)
+		fields.int(int64(l.RateJobs))
+		fields.int(ms(l.RatePer))
+		fields.int(int64(l.RateBurst))
+		fields.str(j.Unique.Key)
+		fields.int(ms(j.Unique.TTL))
+		fields.str(j.Unique.OnDuplicate)
+		fields.str(j.Sticky.Worker)
+		fields.str(j.Sticky.Mode)
+		fields.int(ms(j.Sticky.After))
+		fields.str(j.Hold)
 	}
+	args := append(s.callArgs(p, 2), len(jobs), fields.done())
 	v, err := s.send(ctx, lua.Enqueue, newCallID(), args).Result()
 	if err != nil {
 		return nil, err
