@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -37,11 +35,11 @@ func newJob[T Args](a *runtime.Attempt) (*Job[T], error) {
 		CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts, Created: a.Created, Claimed: a.Claimed,
 		Deadline: a.Deadline, Orphan: a.Orphan, Fence: a.Fence, LeaseID: a.LeaseID,
 	}
-	if err := msgpack.Unmarshal(a.Payload, &j.Args); err != nil {
+	if err := unmarshal(a.Payload, &j.Args); err != nil {
 		return nil, fmt.Errorf("decoding %s arguments: %w", a.Kind, err)
 	}
 	if len(a.Headers) > 0 {
-		if err := msgpack.Unmarshal(a.Headers, &j.Headers); err != nil {
+		if err := unmarshal(a.Headers, &j.Headers); err != nil {
 			return nil, fmt.Errorf("decoding %s headers: %w", a.Kind, err)
 		}
 	}
