@@ -31,10 +31,12 @@ type Attempt struct {
 	Deadline     time.Time         // zero: none
 	Orphan       sluicetype.Orphan // set when the job was ever reclaimed after a crash
 
-	ref     keys.Ref
-	state   *attempt.State
-	lease   time.Duration
-	timeout time.Duration // the job's own attempt timeout, if set
+	ref   keys.Ref
+	state *attempt.State // at stateMem
+	// stateMem holds the step state (one allocation per job instead of two)
+	stateMem attempt.State
+	lease    time.Duration
+	timeout  time.Duration // the job's own attempt timeout, if set
 	// malformed is why the claim could not decode the job: it is parked
 	// instead of run.
 	malformed error

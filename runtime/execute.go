@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/internal/store"
@@ -34,7 +33,8 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a := newAttempt(p, j, lease)
 	a.Worker = w.opts.WorkerID
 	a.leaseEnd = claimed.Add(lease)
-	a.state = attempt.New(w.st, a.ref, a.storeLease(), j.Steps)
+	a.state = &a.stateMem
+	a.state.Init(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Layouts = w.layouts
 	if j.CrashAttempt > 0 && !w.contained(j.Kind) {

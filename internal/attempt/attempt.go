@@ -94,7 +94,16 @@ var errNoHost = errors.New("sluice: no worker runs this attempt; its step cannot
 
 // New returns the state of an attempt whose existing checkpoints are steps.
 func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) *State {
-	return &State{Store: st, Ref: ref, Lease: lease, steps: steps} // used: at the first step
+	s := new(State)
+	s.Init(st, ref, lease, steps)
+	return s
+}
+
+// Init makes s, unused so far, the state New would return: for a state
+// kept inside another struct (a worker's attempt), which saves an
+// allocation per job.
+func (s *State) Init(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) {
+	s.Store, s.Ref, s.Lease, s.steps = st, ref, lease, steps // used: at the first step
 }
 
 // CommitName names a commit of this job (what: a step's name, a cursor
