@@ -36,12 +36,20 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 			return res
 		}
 		if w.clk.Now().After(giveUp) || ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
-			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", len(acks), "err", err)
-			out := make([]store.AckResult, len(acks))
-			for i := range out {
-				out[i].Err = err
+			if len(res) != len(acks) {
+				res = make([]store.AckResult, len(acks))
+				for i := range res {
+					res[i].Err = err
+				}
 			}
-			return out
+			failed := 0 // the acks of calls that went through stand
+			for _, r := range res {
+				if r.Err == err {
+					failed++
+				}
+			}
+			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", failed, "err", err)
+			return res
 		}
 		w.log.Warn("ack failed; retrying", "queue", p.Queue, "err", err, "delay", delay)
 		sleep(ctx, w.clk, delay)

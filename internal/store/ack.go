@@ -59,7 +59,39 @@ type AckResult struct {
 // and no other outcome of the call. A retry of the same acks is the same
 // call (contentID): a reply lost the first time is answered, not
 // applied again.
+//
+// Acks with more than maxCallBytes of data go in consecutive calls, each
+// with its own content ID: a retry of all of them cuts them alike, and
+// the calls that went through answer from their records. When a call
+// fails, the results of the calls before it stand, the others carry its
+// error, and so does the return.
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
+	n := callCut(len(acks), len(acks), func(i int) int { return acks[i].size() })
+	if n == len(acks) {
+		return s.ack(ctx, p, acks) // the common case: one call
+	}
+	out := make([]AckResult, 0, len(acks))
+	outboxed := 0
+	for len(acks) > 0 {
+		n := callCut(len(acks), len(acks), func(i int) int { return acks[i].size() })
+		res, ob, err := s.ack(ctx, p, acks[:n])
+		if err != nil {
+			for range acks {
+				out = append(out, AckResult{Err: err})
+			}
+			return out, outboxed, err
+		}
+		out, outboxed, acks = append(out, res...), outboxed+ob, acks[n:]
+	}
+	return out, outboxed, nil
+}
+
+// size is about how many bytes a's fields take in an ack call.
+func (a *Ack) size() int {
+	return len(a.Local) + len(a.LeaseID) + len(a.Message) + len(a.Data) + len(a.Reason) + 64
+}
+
+func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
 	fields := newArgList(48 * len(acks)) // a plain completion: ID, lease ID, fence, 'k'
 	var effects []any
 	id := newContentID()

@@ -17,6 +17,27 @@ type argList struct {
 	n uint32
 }
 
+// maxCallBytes bounds the bytes of items one call packs into its
+// argument: Redis refuses an argument longer than proto-max-bulk-len (512
+// MB by default) by closing the connection, where each item used to be
+// an argument of its own, and a call that large would hold Redis up
+// anyway. Items past it go in the next call (callCut); an item longer
+// than it goes alone.
+const maxCallBytes = 32 << 20
+
+// callCut is how many of the first n items, the i-th of size(i) bytes,
+// one call takes: at most max, and no more than maxCallBytes of them
+// unless the first alone is more.
+func callCut(n, max int, size func(i int) int) int {
+	total := 0
+	for i := range min(n, max) {
+		if total += size(i); total > maxCallBytes && i > 0 {
+			return i
+		}
+	}
+	return min(n, max)
+}
+
 // newArgList is an empty list with room for about size bytes.
 func newArgList(size int) *argList {
 	l := &argList{b: make([]byte, 5, 5+size)}

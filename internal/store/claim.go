@@ -136,8 +136,10 @@ func decodeClaimed(j *Job, u *unpacker, fields []string, worker string) []string
 	if err != nil {
 		*j = Job{Local: id, Malformed: err}
 	}
+	// the fields read are the job's before the claim (after it, for a
+	// re-sent claim): its lease is the one the claim gave it
 	j.State, j.Fence, j.Worker = "running", fence, worker
-	j.LeaseID, j.LeaseExpiry = lease, time.UnixMilli(expiry)
+	j.LeaseID, j.LeaseExpiry, j.LeaseStart = lease, time.UnixMilli(expiry), time.Time{}
 	if j.Malformed != nil || len(steps) == 0 {
 		return fields
 	}

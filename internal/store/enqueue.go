@@ -103,8 +103,8 @@ const DefaultMaxAttempts = 25
 const maxEnqueueBatch = 1000
 
 // Enqueue adds jobs to one partition, with one result per job: in one
-// round trip for up to maxEnqueueBatch jobs, in consecutive calls of that
-// size beyond. Each call is atomic. When one fails, Enqueue returns its
+// round trip for up to maxEnqueueBatch jobs (and maxCallBytes of their
+// data), in consecutive calls of that size beyond. Each call is atomic. When one fails, Enqueue returns its
 // error with every job's result all the same: the earlier calls' jobs
 // were added (enqueueing the same IDs again is a no-op for them); the
 // jobs of the failed call (of a failed retry under new IDs: the jobs it
@@ -118,7 +118,7 @@ const maxEnqueueBatch = 1000
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
 	out := make([]EnqueueResult, 0, len(jobs))
 	for len(jobs) > 0 {
-		n := min(len(jobs), maxEnqueueBatch)
+		n := callCut(len(jobs), maxEnqueueBatch, func(i int) int { return jobs[i].size() })
 		res, err := s.enqueue(ctx, p, jobs[:n])
 		if err == nil {
 			err = s.retryTaken(ctx, p, jobs[:n], res)
@@ -181,6 +181,11 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 		}
 	}
 	return fmt.Errorf("sluice: no free job ID after %d tries", maxIDRetries)
+}
+
+// size is about how many bytes j's fields take in an enqueue call.
+func (j *NewJob) size() int {
+	return len(j.Local) + len(j.Kind) + len(j.Payload) + len(j.Headers) + len(j.Hold) + 128
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {

@@ -34,3 +34,6 @@ func (s *Store) CheckpointUnchecked(ctx context.Context, p keys.Partition, c Che
 	status, _ := pair[0].(string)
 	return status, pair[1], nil
 }
+
+// MaxCallBytes is maxCallBytes, for tests that cross it.
+const MaxCallBytes = maxCallBytes

@@ -2,10 +2,17 @@ package store_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -138,4 +145,138 @@ func filler(n int, c byte) []byte {
 		b[i] = c + byte(i%7)
 	}
 	return b
+}
+
+// TestLargeBatchesCut: a batch whose items pack to more than
+// store.MaxCallBytes goes in several calls, none with a packed argument
+// over it (Redis refuses one over proto-max-bulk-len, 512 MB by default,
+// by closing the connection), and every item lands: enqueue, step
+// commits and acks of three 12 MiB items each take two calls.
+func TestLargeBatchesCut(t *testing.T) {
+	t.Parallel()
+	rdb := env.Server.Client()
+	defer rdb.Close()
+	for _, sc := range []*lua.Script{lua.Enqueue, lua.Step, lua.Ack} { // no call answered "not loaded"
+		if err := sc.Load(context.Background(), rdb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sizes := &argSizes{calls: map[string]int{}}
+	rdb.AddHook(sizes)
+	f := newFixture(t, backend{"redis", rdb})
+	const n, size = 3, 12 << 20
+	var jobs []store.NewJob
+	for i := range n {
+		jobs = append(jobs, store.NewJob{Local: fmt.Sprintf("j%d", i), Payload: filler(size, byte('a'+i))})
+	}
+	f.enqueue(jobs...)
+	res := f.claim(n, "w")
+	if len(res.Jobs) != n {
+		t.Fatalf("claimed %d jobs, want %d", len(res.Jobs), n)
+	}
+	var cs []store.Checkpoint
+	var acks []store.Ack
+	for i, j := range res.Jobs {
+		if !bytes.Equal(j.Payload, jobs[i].Payload) {
+			t.Fatalf("job %s: payload of %d bytes, want the %d enqueued", j.Local, len(j.Payload), size)
+		}
+		cs = append(cs, store.Checkpoint{Lease: lease(j), Field: "s", Record: filler(size, 'r'), Mode: store.ModeOnce, Commit: "c"})
+		acks = append(acks, store.Ack{Lease: lease(j), Code: store.CodeOK, Data: filler(size, byte('A'+i))})
+	}
+	for i, r := range f.st.Checkpoints(f.ctx, f.p, cs) {
+		if r.Err != nil {
+			t.Fatalf("checkpoint %d: %v", i, r.Err)
+		}
+	}
+	got, _, err := f.st.Ack(f.ctx, f.p, acks)
+	if err != nil || len(got) != n {
+		t.Fatalf("ack: %+v, %v", got, err)
+	}
+	for i, r := range got {
+		if r.Err != nil || r.State != "completed" {
+			t.Fatalf("ack %d: %+v, want completed", i, r)
+		}
+		if j, _ := f.get(res.Jobs[i].Local); !bytes.Equal(j.Result, acks[i].Data) {
+			t.Errorf("job %s: result of %d bytes, want the %d acked", j.Local, len(j.Result), size)
+		}
+	}
+	sizes.mu.Lock()
+	defer sizes.mu.Unlock()
+	for _, name := range []string{"enqueue", "step", "ack"} {
+		if sizes.calls[name] != 2 {
+			t.Errorf("%s: %d calls, want 2", name, sizes.calls[name])
+		}
+	}
+	if sizes.max > store.MaxCallBytes {
+		t.Errorf("a call packed %d bytes into one argument, over %d", sizes.max, store.MaxCallBytes)
+	}
+}
+
+// argSizes is a go-redis hook that counts the calls of the scripts that
+// take packed arguments and keeps the longest argument any of them had.
+type argSizes struct {
+	mu    sync.Mutex
+	calls map[string]int
+	max   int
+}
+
+func (h *argSizes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *argSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	scripts := map[string]*lua.Script{"enqueue": lua.Enqueue, "step": lua.Step, "ack": lua.Ack}
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		for name, sc := range scripts {
+			if len(args) > 1 && sc.Is(cmd.Name(), fmt.Sprint(args[1])) {
+				h.mu.Lock()
+				h.calls[name]++
+				for _, a := range args {
+					if b, ok := a.([]byte); ok {
+						h.max = max(h.max, len(b))
+					}
+				}
+				h.mu.Unlock()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *argSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestAckCutCallFails: when one call of an ack cut in several fails, the
+// acks of the calls before it stand and the rest carry its error (the
+// worker retries them all; the calls that went through answer from their
+// records, TestResend).
+func TestAckCutCallFails(t *testing.T) {
+	t.Parallel()
+	rdb := env.Server.Client()
+	defer rdb.Close()
+	f := newFixture(t, backend{"redis", rdb})
+	const n, size = 3, 12 << 20
+	f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"})
+	res := f.claim(n, "w")
+	var acks []store.Ack
+	for _, j := range res.Jobs {
+		acks = append(acks, store.Ack{Lease: lease(j), Code: store.CodeOK, Data: filler(size, 'd')})
+	}
+	if err := lua.Ack.Load(f.ctx, rdb); err != nil { // the first call is the first chunk's
+		t.Fatal(err)
+	}
+	rdb.AddHook(&testkit.FailCalls{Script: lua.Ack, Part: f.p, Pass: 1})
+	got, _, err := f.st.Ack(f.ctx, f.p, acks)
+	if !errors.Is(err, testkit.ErrInjected) || len(got) != n {
+		t.Fatalf("ack: %+v, %v; want the injected error and a result per ack", got, err)
+	}
+	for i, r := range got {
+		want := "completed"
+		if i == n-1 {
+			want = ""
+		}
+		if r.State != want || (i == n-1) != errors.Is(r.Err, testkit.ErrInjected) {
+			t.Errorf("ack %d: %+v, want state %q (the injected error on the last)", i, r, want)
+		}
+	}
 }

@@ -38,8 +38,22 @@ type CheckpointResult struct {
 }
 
 // Checkpoints records steps of running attempts of one partition, each
-// with its effects, in one round trip.
+// with its effects, in one round trip (in consecutive calls for more than
+// maxCallBytes of records).
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
+	n := callCut(len(cs), len(cs), func(i int) int { return cs[i].size() })
+	if n == len(cs) {
+		return s.checkpoints(ctx, p, cs)
+	}
+	return append(s.checkpoints(ctx, p, cs[:n]), s.Checkpoints(ctx, p, cs[n:])...)
+}
+
+// size is about how many bytes c's fields take in a step call.
+func (c *Checkpoint) size() int {
+	return len(c.Local) + len(c.LeaseID) + len(c.Field) + len(c.Record) + len(c.Mode) + 64
+}
+
+func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
 	fields := newArgList(64 * len(cs))
