@@ -24,32 +24,58 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 // and the acks would be stale anyway), but not on a closed client, which
 // never answers again. A retry is the same call as the first try
 // (store.Ack), so a first try that Redis ran is answered, not repeated.
+// When the store cut the acks into several calls and one failed, the
+// acks of the calls that went through keep their results and only the
+// others are tried again: a call record lasts a minute, a retry up to a
+// lease, and a completion applied once and deleted would answer stale.
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.Ack) []store.AckResult {
 	giveUp := w.clk.Now().Add(w.longestLease)
 	delay := 10 * time.Millisecond
+	var out []store.AckResult // when a cut call failed: every ack's result, filled as they come
+	var at []int              // then, the index in out of each ack still to send
 	for {
 		res, outboxed, err := w.st.Ack(ctx, p, acks)
 		if outboxed > 0 {
 			w.kickRelay()
 		}
-		if err == nil {
+		if err == nil && out == nil {
 			return res
 		}
+		if len(res) == len(acks) && (err == nil || res[0].Err != err) { // some went through
+			if out == nil {
+				out, at = make([]store.AckResult, len(acks)), make([]int, len(acks))
+				for i := range at {
+					at[i] = i
+				}
+			}
+			var rest []store.Ack
+			var restAt []int
+			for k, r := range res {
+				if err != nil && r.Err == err {
+					rest, restAt = append(rest, acks[k]), append(restAt, at[k])
+				} else {
+					out[at[k]] = r
+				}
+			}
+			acks, at = rest, restAt
+		}
+		if err == nil {
+			return out
+		}
 		if w.clk.Now().After(giveUp) || ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
-			if len(res) != len(acks) {
-				res = make([]store.AckResult, len(acks))
-				for i := range res {
-					res[i].Err = err
-				}
+			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", len(acks), "err", err)
+			if out == nil {
+				out = make([]store.AckResult, len(acks))
+				at = nil
 			}
-			failed := 0 // the acks of calls that went through stand
-			for _, r := range res {
-				if r.Err == err {
-					failed++
+			for k := range acks {
+				i := k
+				if at != nil {
+					i = at[k]
 				}
+				out[i].Err = err
 			}
-			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", failed, "err", err)
-			return res
+			return out
 		}
 		w.log.Warn("ack failed; retrying", "queue", p.Queue, "err", err, "delay", delay)
 		sleep(ctx, w.clk, delay)

@@ -104,8 +104,9 @@ const maxEnqueueBatch = 1000
 
 // Enqueue adds jobs to one partition, with one result per job: in one
 // round trip for up to maxEnqueueBatch jobs (and maxCallBytes of their
-// data), in consecutive calls of that size beyond. Each call is atomic. When one fails, Enqueue returns its
-// error with every job's result all the same: the earlier calls' jobs
+// data), in consecutive calls of that size beyond. Each call is atomic.
+// When one fails, Enqueue returns its error with every job's result all
+// the same: the earlier calls' jobs
 // were added (enqueueing the same IDs again is a no-op for them); the
 // jobs of the failed call (of a failed retry under new IDs: the jobs it
 // retried) and those of the calls not made are Failed, with the error
