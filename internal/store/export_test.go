@@ -13,12 +13,7 @@ import (
 // returns the script's status and detail.
 func (s *Store) CheckpointUnchecked(ctx context.Context, p keys.Partition, c Checkpoint) (string, any, error) {
 	fields := newArgList(0)
-	fields.str(c.Local)
-	fields.str(c.LeaseID)
-	fields.int(c.Fence)
-	fields.str(c.Field)
-	fields.bytes(c.Record)
-	fields.str(c.Mode)
+	c.pack(fields)
 	args := []any{1, fields.done(), len(c.Effects)}
 	for _, e := range c.Effects {
 		args = append(args, "d", e.Op, e.Key, len(e.Args))

@@ -53,6 +53,16 @@ func (c *Checkpoint) size() int {
 	return len(c.Local) + len(c.LeaseID) + len(c.Field) + len(c.Record) + len(c.Mode) + 64
 }
 
+// pack adds c's fields to a step call's packed argument (lua/step.lua).
+func (c *Checkpoint) pack(l *argList) {
+	l.str(c.Local)
+	l.str(c.LeaseID)
+	l.int(c.Fence)
+	l.str(c.Field)
+	l.bytes(c.Record)
+	l.str(c.Mode)
+}
+
 func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
@@ -74,12 +84,7 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		id.add(c.Field)
 		id.add(c.Commit)
 		id.addBytes(c.Record)
-		fields.str(c.Local)
-		fields.str(c.LeaseID)
-		fields.int(c.Fence)
-		fields.str(c.Field)
-		fields.bytes(c.Record)
-		fields.str(c.Mode)
+		c.pack(fields)
 	}
 	if len(sent) == 0 {
 		return out
