@@ -92,6 +92,14 @@ func TestResend(t *testing.T) {
 			if n, _ := l.rdb.ZCard(l.ctx, l.p.Running()).Result(); n != 2 {
 				t.Fatalf("%d jobs running, want the 2 answered", n)
 			}
+			// a re-sent claim reads the jobs after the claim, the first run
+			// before it: the jobs answered are the same either way
+			for _, j := range res.Jobs {
+				if j.Kind != "k" || string(j.Payload) != "payload-"+j.Local || j.Fence != 1 || j.State != "running" ||
+					!j.LeaseStart.IsZero() || j.Malformed != nil {
+					t.Fatalf("claimed job %+v; want kind k, its payload, fence 1, running, no lease start", j)
+				}
+			}
 			for _, j := range res.Jobs {
 				if r := l.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
 					t.Fatalf("ack of a claimed job: %+v", r)
