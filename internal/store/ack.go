@@ -61,19 +61,18 @@ type AckResult struct {
 // applied again.
 //
 // Acks with more than maxCallBytes of data go in consecutive calls, each
-// with its own content ID: a retry of all of them cuts them alike, and
-// the calls that went through answer from their records. When a call
-// fails, the results of the calls before it stand, the others carry its
-// error, and so does the return.
+// with its own content ID. When a call fails, the results of the calls
+// before it stand, the others carry its error, and so does the return:
+// a caller retries only those (runtime's flushAcks).
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	n := callCut(len(acks), len(acks), func(i int) int { return acks[i].size() })
+	cut := func() int { return callCut(len(acks), len(acks), func(i int) int { return acks[i].size() }) }
+	n := cut()
 	if n == len(acks) {
 		return s.ack(ctx, p, acks) // the common case: one call
 	}
 	out := make([]AckResult, 0, len(acks))
 	outboxed := 0
-	for len(acks) > 0 {
-		n := callCut(len(acks), len(acks), func(i int) int { return acks[i].size() })
+	for ; len(acks) > 0; n = cut() {
 		res, ob, err := s.ack(ctx, p, acks[:n])
 		if err != nil {
 			for range acks {
