@@ -41,14 +41,15 @@ end
 
 -- delete_job deletes job id, in state (a name), and every key it owns.
 -- plain says it has none but its hash and perhaps a body key (no errors,
--- no checkpoints), which saves the lookups. Only an archived or
+-- no checkpoints), which saves the lookups, and has its keys deleted with
+-- the call's other plain jobs' at flush (GONE). Only an archived or
 -- quarantined job can have a pending death report or hold other jobs
 -- (free_held): a completed one, deleted at once in the hot path, skips
 -- those lookups. A job deleted before it finished (an operator's delete)
 -- may be watched (watch.lua): its waiters are told to look again.
 local function delete_job(id, plain, state)
   if plain then
-    redis.call('DEL', job_key(id), body_key(id))
+    GONE[id] = true
     return
   end
   if not TERMINAL[state] and redis.call('SREM', WATCHING, id) == 1 then
@@ -76,7 +77,7 @@ end
 -- wakes the parent when it waits for that step and the wait is over.
 local function deliver(parent, step, child, state, payload)
   local pk = job_key(parent)
-  if redis.call('EXISTS', pk) == 0 then return end
+  if GONE[parent] or redis.call('EXISTS', pk) == 0 then return end
   local kk = kids_key(parent)
   local new = redis.call('HSET', kk, child, state .. '\n' .. payload) == 1
   if not new then return end

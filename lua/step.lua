@@ -47,6 +47,12 @@ for i = 1, 6 * n, 6 do
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then
     out[#out + 1] = { STATUS.stale, 0 }
+  elseif mode == 'once' and not take and #fx == 0 and redis.call('HSETNX', sk, field, record) == 1 then
+    -- most commits: a new step with nothing else to check, written by the
+    -- command that finds it new
+    redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
+    out[#out + 1] = { STATUS.ok, 0 }
+    plain = plain + 1
   else
     local prev = redis.call('HGET', sk, field)
     if prev == record then
