@@ -22,9 +22,6 @@ type Record struct {
 // Time is when the checkpoint was written.
 func (r Record) Time() time.Time { return time.UnixMilli(r.At) }
 
-// Encode returns the stored form of r.
-func Encode(r Record) ([]byte, error) { return msgpack.Marshal(r) }
-
 // Decode reads a stored record.
 func Decode(b []byte) (Record, error) {
 	var r Record
