@@ -37,12 +37,15 @@ local out = {}
 local plain = 0 -- checkpoints answered 'ok', 0
 local A = unpack_args(ARGV[10])
 local b = 11 -- the next checkpoint's effects in ARGV
+-- most checkpoints have no effects and answer 'ok', 0: one table each
+-- serves them all
+local NO_FX, OK0 = {}, { STATUS.ok, 0 }
 for i = 1, 6 * n, 6 do
   local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
   local take
   if mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
-  local fx
-  fx, b = read_effects(b)
+  local fx = NO_FX
+  if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
   local jk = job_key(id)
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then
@@ -51,12 +54,12 @@ for i = 1, 6 * n, 6 do
     -- most commits: a new step with nothing else to check, written by the
     -- command that finds it new
     redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
-    out[#out + 1] = { STATUS.ok, 0 }
+    out[#out + 1] = OK0
     plain = plain + 1
   else
     local prev = redis.call('HGET', sk, field)
     if prev == record then
-      out[#out + 1] = { STATUS.ok, 0 } -- this very commit, sent again: applied before
+      out[#out + 1] = OK0 -- this very commit, sent again: applied before
       plain = plain + 1
     elseif prev and mode == 'once' then
       out[#out + 1] = { STATUS.exists, 0 }
