@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
 )
 
 type noopArgs struct{}
@@ -23,6 +25,52 @@ func (noopArgs) Kind() string { return "bench.noop" }
 // and of redis-server over the run, per job) are steadier. Compare runs
 // with benchstat.
 func BenchmarkWorkerNoop(b *testing.B) {
+	benchWorker(b, noopArgs{}, "job", func(reg *flow.Registry, done func()) error {
+		return flow.Register(reg, func(context.Context, *flow.Job[noopArgs]) error {
+			done()
+			return nil
+		})
+	})
+}
+
+type workflowArgs struct{}
+
+func (workflowArgs) Kind() string { return "bench.workflow" }
+
+// workflowSteps is the length of BenchmarkWorkflow's jobs.
+const workflowSteps = 10
+
+var stepNames = func() []string {
+	names := make([]string, workflowSteps)
+	for i := range names {
+		names[i] = "s" + strconv.Itoa(i)
+	}
+	return names
+}()
+
+// BenchmarkWorkflow measures what a durable workflow of ten no-op steps
+// costs a worker, as BenchmarkWorkerNoop a no-op job: an op is one
+// workflow (its claim, ten checkpoints and its ack), and the per-step
+// cost is about a tenth of it once BenchmarkWorkerNoop's is taken away.
+func BenchmarkWorkflow(b *testing.B) {
+	noop := func(context.Context) error { return nil }
+	benchWorker(b, workflowArgs{}, "workflow", func(reg *flow.Registry, done func()) error {
+		return flow.Register(reg, func(ctx context.Context, _ *flow.Job[workflowArgs]) error {
+			for _, name := range stepNames {
+				if err := step.Do(ctx, name, noop); err != nil {
+					return err
+				}
+			}
+			done()
+			return nil
+		})
+	})
+}
+
+// benchWorker enqueues b.N jobs of args, then times a worker (Concurrency
+// 50, completed jobs discarded) running them with the handler register
+// registers, which calls done once per job; unit names the metrics' op.
+func benchWorker(b *testing.B, args flow.Args, unit string, register func(*flow.Registry, func()) error) {
 	ctx := context.Background()
 	rdb := shared.Server.Client()
 	defer rdb.Close()
@@ -31,14 +79,13 @@ func BenchmarkWorkerNoop(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var done atomic.Int64
-	finished := make(chan struct{})
+	var finished atomic.Int64
+	all := make(chan struct{})
 	reg := flow.NewRegistry()
-	if err := flow.Register(reg, func(context.Context, *flow.Job[noopArgs]) error {
-		if done.Add(1) == int64(b.N) {
-			close(finished)
+	if err := register(reg, func() {
+		if finished.Add(1) == int64(b.N) {
+			close(all)
 		}
-		return nil
 	}); err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +93,7 @@ func BenchmarkWorkerNoop(b *testing.B) {
 	for left := b.N; left > 0; left -= len(batch) {
 		batch = batch[:0]
 		for range min(left, 1000) {
-			batch = append(batch, flow.Item{Args: noopArgs{}})
+			batch = append(batch, flow.Item{Args: args})
 		}
 		if _, err := c.EnqueueMany(ctx, batch...); err != nil {
 			b.Fatal(err)
@@ -62,10 +109,10 @@ func BenchmarkWorkerNoop(b *testing.B) {
 	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
 	b.ResetTimer()
 	go func() { stopped <- w.Run(wctx) }()
-	<-finished
+	<-all
 	b.StopTimer()
-	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
-	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
+	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/"+unit)
+	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/"+unit)
 	cancel()
 	if err := <-stopped; err != nil {
 		b.Fatal(err)

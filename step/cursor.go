@@ -121,7 +121,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.st.Commit(c.name, b, store.ModeOnce, c.st.CommitName(c.name), nil); err != nil {
+	if err := c.st.Commit(c.name, b, store.ModeOnce, "", nil); err != nil {
 		return err
 	}
 	c.finished = true

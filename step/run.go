@@ -55,8 +55,8 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err := boundary(ctx, st, name, opts); err != nil {
 		return zero, err
 	}
-	fx := &staged{}
-	v, err := fn(context.WithValue(ctx, stagedKey{}, fx))
+	sc := &stepCtx{Context: ctx}
+	v, err := fn(sc)
 	if err != nil {
 		return zero, err
 	}
@@ -64,10 +64,29 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err != nil {
 		return zero, err
 	}
-	if err := st.Commit(name, b, store.ModeOnce, st.CommitName(name), fx.take()); err != nil {
+	fx, commit := sc.fx.take(), ""
+	if len(fx) > 0 {
+		commit = st.CommitName(name) // names what the effects relay; a plain step has none
+	}
+	if err := st.Commit(name, b, store.ModeOnce, commit, fx); err != nil {
 		return zero, err
 	}
 	return v, nil
+}
+
+// stepCtx is a step function's context: ctx, which also answers the step's
+// staged effects (Effect). One allocation per step, where a WithValue of
+// a separate collector took two.
+type stepCtx struct {
+	context.Context
+	fx staged
+}
+
+func (c *stepCtx) Value(key any) any {
+	if _, ok := key.(stagedKey); ok {
+		return &c.fx
+	}
+	return c.Context.Value(key)
 }
 
 // Do is Run for a step without a result.

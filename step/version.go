@@ -102,7 +102,7 @@ func Version(ctx context.Context, change string, min, max int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := st.Commit(field, b, store.ModeOnce, st.CommitName(field), nil); err != nil {
+	if err := st.Commit(field, b, store.ModeOnce, "", nil); err != nil {
 		return 0, err
 	}
 	return inRange(change, v, min, max)

@@ -230,7 +230,7 @@ func (s *Selector) Wait() error {
 	if field != "" {
 		mode = store.ModeTake(field)
 	}
-	if err := s.st.Commit(s.name, b, mode, s.st.CommitName(s.name), nil); err != nil {
+	if err := s.st.Commit(s.name, b, mode, "", nil); err != nil {
 		return err
 	}
 	s.won = win

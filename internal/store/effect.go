@@ -168,6 +168,9 @@ func (s *Store) appendEffects(args []any, p keys.Partition, local, commit string
 	if len(fx) == 0 {
 		return args, nil
 	}
+	if commit == "" {
+		return nil, fmt.Errorf("%w: effects of a commit without a name", ErrInvalidEffect)
+	}
 	slot := keys.Slot(p.Tag())
 	for i, e := range fx {
 		if e.Op == sluicetype.OpEnqueue {

@@ -228,3 +228,29 @@ func TestAckBatchIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestEffectsNeedACommitName: effects relay under their commit's name, so a
+// commit with effects and no name is refused and writes nothing, while a
+// commit without effects needs none.
+func TestEffectsNeedACommitName(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce,
+				Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal"), "1")}}
+			if _, err := f.checkpoint(c); !errors.Is(err, store.ErrInvalidEffect) {
+				t.Fatalf("checkpoint with effects and no name: %v, want ErrInvalidEffect", err)
+			}
+			if n := exists(t, f, f.key("bal"), f.p.Steps("job")); n != 0 {
+				t.Fatalf("a refused commit wrote %d keys", n)
+			}
+			c.Effects = nil
+			if _, err := f.checkpoint(c); err != nil {
+				t.Fatalf("checkpoint without effects or name: %v", err)
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ type Checkpoint struct {
 	Field   string // step name, or cursor field
 	Record  []byte
 	Mode    string
-	Commit  string // unique name of this commit, for relayed effects
+	Commit  string // unique name of this commit, for relayed effects: required with effects
 	Effects []sluicetype.Effect
 }
 
