@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -35,11 +36,11 @@ func newJob[T Args](a *runtime.Attempt) (*Job[T], error) {
 		CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts, Created: a.Created, Claimed: a.Claimed,
 		Deadline: a.Deadline, Orphan: a.Orphan, Fence: a.Fence, LeaseID: a.LeaseID,
 	}
-	if err := unmarshal(a.Payload, &j.Args); err != nil {
+	if err := mpack.Unmarshal(a.Payload, &j.Args); err != nil {
 		return nil, fmt.Errorf("decoding %s arguments: %w", a.Kind, err)
 	}
 	if len(a.Headers) > 0 {
-		if err := unmarshal(a.Headers, &j.Headers); err != nil {
+		if err := mpack.Unmarshal(a.Headers, &j.Headers); err != nil {
 			return nil, fmt.Errorf("decoding %s headers: %w", a.Kind, err)
 		}
 	}

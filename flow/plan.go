@@ -11,9 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -139,7 +138,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 			}
 		}
 	}
-	payload, err := msgpack.Marshal(it.Args)
+	payload, err := mpack.Marshal(it.Args)
 	if err != nil {
 		return drafted{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
 	}
@@ -148,7 +147,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 	}
 	var headers []byte
 	if len(o.headers) > 0 {
-		if headers, err = msgpack.Marshal(o.headers); err != nil {
+		if headers, err = mpack.Marshal(o.headers); err != nil {
 			return drafted{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 		}
 	}

@@ -6,8 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
+	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/runtime"
@@ -127,7 +126,7 @@ func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job
 		if err != nil || empty {
 			return nil, err
 		}
-		b, err := msgpack.Marshal(res)
+		b, err := mpack.Marshal(res)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the result of %s: %w", a.ID, err)
 		}

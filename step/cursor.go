@@ -8,6 +8,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/attempt"
+	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -130,7 +131,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 
 func (c *Cursor[C]) save(ctx context.Context, effects []sluicetype.Effect) error {
 	seq := c.seq + 1
-	b, err := msgpack.Marshal(cursorRecord[C]{Value: c.value, Seq: seq})
+	b, err := mpack.Marshal(cursorRecord[C]{Value: c.value, Seq: seq})
 	if err != nil {
 		return park("step_result", fmt.Errorf("%w: cursor %q: %v", ErrResult, c.name, err))
 	}

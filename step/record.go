@@ -1,15 +1,12 @@
 package step
 
 import (
-	"bytes"
 	"fmt"
-	"sync"
 	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/checkpoint"
+	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/internal/names"
 )
 
@@ -79,38 +76,19 @@ func positions(st *attempt.State) (map[int]string, error) {
 
 // encodeRecord returns the checkpoint record of step idx whose result is v.
 func encodeRecord(idx int, v any) ([]byte, error) {
-	e := encoders.Get().(*encoder)
-	defer e.put()
-	if err := e.enc.Encode(v); err != nil {
+	var b []byte
+	size := 0
+	err := mpack.Encode(v, func(res []byte) error {
+		if size = len(res); size <= MaxResult {
+			b = checkpoint.Encode(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, park("step_result", fmt.Errorf("%w: %v", ErrResult, err))
 	}
-	if e.buf.Len() > MaxResult {
-		return nil, park("step_result", fmt.Errorf("%w: %d bytes, the limit is %d", ErrResult, e.buf.Len(), MaxResult))
+	if size > MaxResult {
+		return nil, park("step_result", fmt.Errorf("%w: %d bytes, the limit is %d", ErrResult, size, MaxResult))
 	}
-	return checkpoint.Encode(record{Index: idx, Result: e.buf.Bytes(), At: time.Now().UnixMilli()}), nil
-}
-
-// encoder is a msgpack encoder with the buffer it writes to, kept for
-// reuse: msgpack.Marshal allocates both on every call, and a worker
-// encodes a result per step. The result is copied into its record.
-type encoder struct {
-	buf bytes.Buffer
-	enc *msgpack.Encoder
-}
-
-var encoders = sync.Pool{New: func() any {
-	e := new(encoder)
-	e.enc = msgpack.NewEncoder(&e.buf)
-	return e
-}}
-
-// put returns e to the pool, with msgpack.Marshal's settings (Reset
-// clears any option) and without a large result's buffer.
-func (e *encoder) put() {
-	if e.buf.Cap() > 64<<10 {
-		return
-	}
-	e.buf.Reset()
-	e.enc.Reset(&e.buf)
-	encoders.Put(e)
+	return b, nil
 }

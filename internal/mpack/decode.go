@@ -1,4 +1,7 @@
-package flow
+// Package mpack is msgpack encoding and decoding with pooled encoders and
+// decoders: msgpack.Marshal and Unmarshal allocate theirs on every call,
+// and a worker decodes a payload per job and encodes a result per step.
+package mpack
 
 import (
 	"bytes"
@@ -8,8 +11,7 @@ import (
 )
 
 // decoder is a msgpack decoder with the reader it reads from, kept for
-// reuse: msgpack.Unmarshal allocates a reader on every call, once per job
-// a worker runs.
+// reuse.
 type decoder struct {
 	r   bytes.Reader
 	dec *msgpack.Decoder
@@ -21,9 +23,9 @@ var decoders = sync.Pool{New: func() any {
 	return d
 }}
 
-// unmarshal is msgpack.Unmarshal(b, v), with the same decoder settings
+// Unmarshal is msgpack.Unmarshal(b, v), with the same decoder settings
 // (its Reset clears the options Unmarshal sets before it).
-func unmarshal(b []byte, v any) error {
+func Unmarshal(b []byte, v any) error {
 	d := decoders.Get().(*decoder)
 	d.r.Reset(b)
 	d.dec.Reset(&d.r)
