@@ -46,7 +46,8 @@ func TestUnmarshalAsMsgpack(t *testing.T) {
 func TestMarshalAsMsgpack(t *testing.T) {
 	big := decodeCase{Name: string(make([]byte, keepMax+1))}
 	values := []any{
-		decodeCase{Name: "a", N: -7, Tags: []string{"x", ""}, Attrs: map[string]any{"k": 1, "s": "v"}, Inner: &struct{ X float64 }{2.5}},
+		// maps of one key: msgpack writes a map in Go's iteration order
+		decodeCase{Name: "a", N: -7, Tags: []string{"x", ""}, Attrs: map[string]any{"k": 1}, Inner: &struct{ X float64 }{2.5}},
 		struct{}{}, nil, "s", int64(-1) << 40, make(chan int), []byte{1, 2}, big, map[string]string{"h": "v"}, decodeCase{Name: "b"},
 	}
 	for _, v := range values {
