@@ -26,4 +26,7 @@ var (
 	// ErrStale: an attempt's write was rejected because its lease and fence
 	// are no longer current.
 	ErrStale = sluicetype.ErrStale
+	// ErrNewerDataModel: a newer release changed what the partition's keys
+	// mean; nothing was written. Upgrade this process.
+	ErrNewerDataModel = sluicetype.ErrNewerDataModel
 )

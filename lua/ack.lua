@@ -58,6 +58,7 @@
 --   what its first run did (lib_replay.lua); an ack of an attempt that
 --   has already ended (its lease ID and fence still on the job, which no
 --   longer runs) answers the job's state rather than 'stale'.
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local CODES = {

@@ -33,6 +33,7 @@
 --   cancelled -> (deleted), as delete.lua deletes them.
 -- A re-sent call answers what its first run did (lib_replay.lua); a late
 -- one finds the deleted jobs gone and deletes nothing twice.
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local state = ARGV[9]

@@ -16,6 +16,7 @@
 -- available job leaves its list (lib_ready.lua unlist). A spawned job
 -- notifies its parent, as any job reaching a terminal state does.
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]

@@ -54,6 +54,7 @@
 -- that still run under those leases, and what it archived: its record
 -- holds the next due time, the archived list and the leased IDs in lease
 -- order, not the jobs' data, which is read again.
+do local refused = model_error() if refused then return refused end end
 local record = redis.call('GET', call_key())
 if record then
   record = unpack_record(record)

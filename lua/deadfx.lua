@@ -21,6 +21,7 @@
 --   notification, or an entry that could not be read).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none.
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local DEAD = K_OUTBOX .. ':dead'

@@ -18,6 +18,7 @@
 --   reports were dropped.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none.
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 

@@ -13,6 +13,7 @@
 --   its unique key and tells its parent, if any, that it ended as
 --   'cancelled', so the parent is not left waiting.
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]

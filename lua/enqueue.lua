@@ -46,6 +46,7 @@
 --   available -> scheduled (debounce: a duplicate moves the run time of
 --   the unique job holding its key).
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])

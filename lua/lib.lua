@@ -128,6 +128,18 @@ local CC_WAITING = PFX .. 'cwn'
 local function pin_key(worker) return PFX .. 'pin:' .. worker end
 local PIN_DEADLINES = PFX .. 'pinx'
 local PAUSED = PFX .. 'paused'
+-- MODEL_KEY holds the partition's data model, the meaning of its keys, when
+-- a release that changed it raised it; absent, it is model 1. Every script
+-- on a partition starts with model_error (Go: store.DataModel), so that the
+-- scripts of an older release refuse a partition a newer one has changed,
+-- before writing anything, rather than misread it.
+local MODEL_KEY = PFX .. 'dm'
+local function model_error()
+  local m = redis.call('GET', MODEL_KEY)
+  if not m or m == '1' then return nil end
+  return redis.error_reply('ERR sluice: newer data model: the partition ' .. PFX .. ' is at model ' .. m ..
+    ', these scripts know model 1 only: upgrade this process')
+end
 local function minute_key(m) return PFX .. 'm:' .. m end
 local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end

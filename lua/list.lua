@@ -24,6 +24,7 @@
 --   the zset score, or for available priority * 1e14 + creation time, so
 --   callers can merge partitions.
 -- Transitions: none.
+do local refused = model_error() if refused then return refused end end
 local FIELDS = {
   F.state, F.kind, F.priority, F.attempt, F.crash_attempt, F.max_attempts, F.created, F.run_at, F.finished,
   F.reason, F.last_error, F.worker, F.lease_start, F.redrives, F.parent, F.timeout, F.deadline, F.redriven_at,

@@ -13,6 +13,7 @@
 --   dashboard re-reads when the minute turns (it may have grown after its
 --   last read).
 -- Transitions: none.
+do local refused = model_error() if refused then return refused end end
 local minute = math.floor(NOW / 60000)
 return {
   minute,

@@ -8,6 +8,7 @@
 -- Transitions: scheduled -> available for a parent whose wait is over.
 -- Delivery is idempotent: a child already recorded is not counted again.
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])

@@ -16,6 +16,7 @@
 -- outcome was not known (operators resume the partitions the registry
 -- lists, never one a recorded shrink took away).
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local pk = PAUSED

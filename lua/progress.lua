@@ -9,6 +9,7 @@
 --   longer holds the job (nothing written).
 -- Transitions: none. Sets the job's 'gp' (percent), 'gs' (state), 'gt'
 -- (store time of the report) and 'gf' (the reporting attempt's fence).
+do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
 local out = {}
 -- the fields written per report, looked up once

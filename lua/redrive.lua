@@ -35,6 +35,7 @@
 --   key takes it again (held while it is active) unless another live job
 --   holds it; its pending death report, if any, is dropped.
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local TAKES = {

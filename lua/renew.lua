@@ -6,6 +6,7 @@
 -- Returns: flat list of lease ID, state for each lease that is no longer
 --   held (state is the job's current state, or '' when the job is gone).
 -- Transitions: none; only the lease expiry (score in run) moves.
+do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
 local lost = {}
 local fs, fl, ff = F.state, F.lease_id, F.fence -- read per lease, looked up once

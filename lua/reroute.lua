@@ -13,6 +13,7 @@
 -- entry left on the old worker's list is skipped by that worker's claims
 -- (claim.lua checks that a pinned job still prefers the claiming worker).
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]

@@ -23,6 +23,7 @@
 --   (its Join checks them again, as after flow.JoinRecheck).
 -- A re-sent call answers what its first run did (lib_replay.lua); a late
 -- one finds the job available and refuses.
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]

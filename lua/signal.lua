@@ -17,6 +17,7 @@
 -- Transitions: scheduled -> available (a job suspended waiting for this
 -- signal).
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id, name, payload, key = ARGV[9], ARGV[10], ARGV[11], ARGV[12]

@@ -30,6 +30,7 @@
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
 -- and that it has checkpoints ('sx').
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])

@@ -18,6 +18,7 @@
 -- stale attempt never writes over the evidence of a newer one. Sets the
 -- job's 'zc' case, 'zl' lease ID, 'zf' fence, 'zw' why, 'zs' since, 'zd'
 -- store time of the report, 'zp' step, 'zk' cursor, 'zt' stack.
+do local refused = model_error() if refused then return refused end end
 local jk = job_key(ARGV[9])
 local h = redis.call('HMGET', jk, F.lease_id, F.fence)
 if h[1] ~= ARGV[10] or h[2] ~= ARGV[11] then return 0 end

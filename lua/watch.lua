@@ -11,6 +11,7 @@
 --   of a watched job publishes 'deleted <id>'.
 -- Transitions: none.
 -- A re-sent call answers what its first run did (lib_replay.lua).
+do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]

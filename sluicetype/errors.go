@@ -34,6 +34,10 @@ var (
 	// ErrScheduleNotFound: no scheduler has run a schedule of this name
 	// in the namespace.
 	ErrScheduleNotFound = errors.New("sluice: schedule not found")
+	// ErrNewerDataModel: a newer release of Sluice changed what the
+	// partition's keys mean; this process's scripts refused it and wrote
+	// nothing. Upgrade the process.
+	ErrNewerDataModel = errors.New("sluice: the partition has a newer data model than this release")
 )
 
 // StateError says which job was in which state when an operator's call

@@ -67,4 +67,8 @@ type WorkerInfo struct {
 	Concurrency int
 	Jobs        []string // IDs of the jobs it runs
 	LastSeen    time.Time
+	// DataModel is the partition data model its release knows (the meaning
+	// of a partition's keys); 0 for a release that did not register one,
+	// older than any that did.
+	DataModel int
 }

@@ -18,6 +18,7 @@ type workerJSON struct {
 	Queues      map[string]int `json:"queues"`
 	Concurrency int            `json:"concurrency"`
 	Jobs        []string       `json:"jobs"`
+	DataModel   int            `json:"data_model"` // 0: a release that did not register one
 	Started     *time.Time     `json:"started,omitempty"`
 	LastSeen    *time.Time     `json:"last_seen,omitempty"`
 }
@@ -28,7 +29,10 @@ func (c *cli) workersCmd() *cobra.Command {
 		Short: "List the live workers and the jobs they run",
 		Long: `List the live workers: the queues each serves with their partition
 counts, how many jobs it runs of how many it may run at once, when it
-started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
+started and sent its last heartbeat (UTC), the IDs of its jobs, and the
+data model its release knows (what a partition's keys mean: before an
+upgrade that raises it, every worker must know the new one; "-" for a
+release that did not say).`,
 		Args: noArgs,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
@@ -49,7 +53,7 @@ started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
 			out := []workerJSON{}
 			for _, w := range ws {
 				out = append(out, workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
-					Jobs: append([]string{}, w.Jobs...), Started: ts(w.Started), LastSeen: ts(w.LastSeen)})
+					Jobs: append([]string{}, w.Jobs...), Started: ts(w.Started), LastSeen: ts(w.LastSeen), DataModel: w.DataModel})
 			}
 			return writeJSON(c.stdout, out)
 		}
@@ -57,7 +61,7 @@ started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
 			fmt.Fprintf(c.stdout, "no live workers in namespace %q\n", client.Namespace())
 			return nil
 		}
-		t := newTable(c.stdout, "WORKER", "HOST", "PID", "QUEUES (PARTITIONS)", "RUNNING/CONCURRENCY", "STARTED (UTC)", "LAST HEARTBEAT (UTC)", "JOB IDS")
+		t := newTable(c.stdout, "WORKER", "HOST", "PID", "QUEUES (PARTITIONS)", "RUNNING/CONCURRENCY", "STARTED (UTC)", "LAST HEARTBEAT (UTC)", "MODEL", "JOB IDS")
 		for _, w := range ws {
 			qs := make([]string, 0, len(w.Queues))
 			for q, n := range w.Queues {
@@ -65,10 +69,18 @@ started and sent its last heartbeat (UTC), and the IDs of its jobs.`,
 			}
 			sort.Strings(qs)
 			t.row(w.ID, w.Host, strconv.Itoa(w.PID), strings.Join(qs, ","), fmt.Sprintf("%d/%d", len(w.Jobs), w.Concurrency),
-				when(w.Started), when(w.LastSeen), orDash(clip(strings.Join(w.Jobs, " "), 80)))
+				when(w.Started), when(w.LastSeen), model(w.DataModel), orDash(clip(strings.Join(w.Jobs, " "), 80)))
 		}
 		t.flush()
 		return nil
 	})
 	return cmd
+}
+
+// model shows a worker's data model, "-" when its release did not say.
+func model(m int) string {
+	if m == 0 {
+		return "-"
+	}
+	return strconv.Itoa(m)
 }

@@ -58,3 +58,9 @@ func (p Partition) Pinned(worker string) string { return p.Prefix() + "pin:" + w
 
 // PinDeadlines is the sorted set of pinned jobs by their fallback time.
 func (p Partition) PinDeadlines() string { return p.Prefix() + "pinx" }
+
+// DataModel holds the partition's data model (the meaning of its keys)
+// once a release that changed it has raised it; absent, it is model 1.
+// The scripts of a release refuse a partition at a model newer than their
+// own (store.DataModel, lua/lib.lua model_error).
+func (p Partition) DataModel() string { return p.Prefix() + "dm" }

@@ -24,7 +24,7 @@ func TestLuaKeysAgree(t *testing.T) {
 		"DEATHS": p.Deaths(), "hold_key": p.QuarantineHold(x), "held_key": p.HeldOn(x),
 		"followup_key": p.FollowUp(x), "call_key": p.Call(x), "PM_KEY": p.Priorities(),
 		"WATCHING": p.Watching(), "DONE_CHANNEL": p.DoneChannel(),
-		"later_key": p.LaterBucket(x),
+		"later_key": p.LaterBucket(x), "MODEL_KEY": p.DataModel(),
 	}
 	args := map[string]string{"minute_key": "7", "call_key": x}
 	fn := regexp.MustCompile(`(?m)^local function (\w+)\((\w*)\) return PFX \.\. '([^']+)' \.\. (\w+) end`)

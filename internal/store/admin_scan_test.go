@@ -159,8 +159,9 @@ func TestMinuteCounters(t *testing.T) {
 	}
 }
 
-// TestWorkerRegistry: heartbeats register workers, a worker whose entry
-// expired is pruned, and unregistering removes one.
+// TestWorkerRegistry: heartbeats register workers with the data model of
+// their release, a worker whose entry expired is pruned, and
+// unregistering removes one.
 func TestWorkerRegistry(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -183,8 +184,14 @@ func TestWorkerRegistry(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.ID, w.LastSeen = "w1", epoch
+			w.DataModel = store.DataModel // registered by the store: this release's, whatever w said
 			if d := cmp.Diff([]sluicetype.WorkerInfo{w}, got); d != "" {
 				t.Fatalf("workers (-want +got):\n%s", d)
+			}
+			// a worker of a release that registered no model reads as model 0
+			f.rdb.HDel(f.ctx, ws.Worker("w1"), "dm")
+			if got, err := f.st.Workers(f.ctx); err != nil || len(got) != 1 || got[0].DataModel != 0 {
+				t.Fatalf("a worker registered without a model: %+v, %v", got, err)
 			}
 			if n := f.rdb.ZCard(f.ctx, ws.Live()).Val(); n != 1 {
 				t.Fatalf("%d workers left in the zset, want 1", n)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -24,4 +25,28 @@ var (
 	// queue is out of date; it is sluicetype.ErrLayoutMismatch to
 	// errors.Is, wherever it surfaces (a spawn, a relayed follow-up).
 	ErrRetired = fmt.Errorf("%w: the partition went away in a resize of its queue", sluicetype.ErrLayoutMismatch)
+	// ErrNewerDataModel: a newer release changed what the partition's keys
+	// mean (DataModel); the script refused the partition and wrote nothing.
+	ErrNewerDataModel = sluicetype.ErrNewerDataModel
 )
+
+// DataModel is the partition data model this release's scripts know (the
+// meaning of a partition's keys; lua/lib.lua model_error). A release that
+// changes it raises keys.Partition.DataModel on each partition once no
+// process of an older release runs there; from then on the scripts of an
+// older release refuse the partition (ErrNewerDataModel) instead of
+// misreading it. Workers register the model they know (Heartbeat).
+const DataModel = 1
+
+// newerModel is how a script words its refusal of a newer data model.
+const newerModel = "sluice: newer data model"
+
+// modelError makes a script's refusal of a newer data model, err, match
+// ErrNewerDataModel, keeping its text (which names the partition and its
+// model); other errors are returned as they are.
+func modelError(err error) error {
+	if err == nil || !strings.Contains(err.Error(), newerModel) {
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrNewerDataModel, err.Error())
+}

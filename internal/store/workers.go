@@ -21,7 +21,8 @@ const MaxWorkersListed = 1000
 
 func (s *Store) workers() keys.Workers { return keys.Workers{NS: s.cfg.NS} }
 
-// Heartbeat registers w as alive for ttl (lua/heartbeat.lua).
+// Heartbeat registers w as alive for ttl (lua/heartbeat.lua), with the
+// data model this release knows (w.DataModel is not read: it is DataModel).
 func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time.Duration) error {
 	qs := make([]string, 0, len(w.Queues))
 	for q, n := range w.Queues {
@@ -29,7 +30,7 @@ func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time
 	}
 	sort.Strings(qs)
 	return s.heartbeat(ctx, w.ID, ms(ttl), "host", w.Host, "pid", w.PID, "started", unixMS(w.Started),
-		"queues", strings.Join(qs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "))
+		"queues", strings.Join(qs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "), "dm", DataModel)
 }
 
 // Unregister removes worker id from the registry.
@@ -102,6 +103,9 @@ func decodeWorker(id string, m map[string]string) (sluicetype.WorkerInfo, error)
 	}
 	if m["jobs"] != "" {
 		w.Jobs = strings.Split(m["jobs"], " ")
+	}
+	if m["dm"] != "" { // absent: a release before data models were registered
+		w.DataModel = int(num("dm"))
 	}
 	for q := range strings.SplitSeq(m["queues"], ",") {
 		name, n, ok := strings.Cut(q, ":")
