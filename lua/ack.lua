@@ -90,14 +90,16 @@ for _ = 1, n do
   entries[#entries + 1] = e
 end
 
--- the job fields read per outcome, and those of a completion with a
--- result and of a retry, looked up once
-local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls, fdl = F.state, F.lease_id, F.fence, F.parent, F.has_steps,
-  F.last_error, F.unique, F.concurrency_key, F.lease_start, F.deadline
+-- the job fields read per outcome (each field read costs every job about
+-- 0.2 µs: the deadline, which only a deadline outcome needs, is read by
+-- it), and those of a completion with a result and of a retry, looked up
+-- once
+local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls = F.state, F.lease_id, F.fence, F.parent, F.has_steps,
+  F.last_error, F.unique, F.concurrency_key, F.lease_start
 local fr, fa, fma = F.result, F.attempt, F.max_attempts
 local ckeys = {}
 for i, e in ipairs(entries) do
-  e.h = redis.call('HMGET', job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls, fdl)
+  e.h = redis.call('HMGET', job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls)
   ckeys[i] = e.h[8]
 end
 cc_prefetch(ckeys)
@@ -115,9 +117,11 @@ for _, e in ipairs(entries) do
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
-    local dl = tonumber(h[10])
-    if code == 'deadline' and dl and dl > NOW then
-      code, delay = 'snooze', dl - NOW -- due at its deadline, archived by the claim then
+    if code == 'deadline' then
+      local dl = tonumber(redis.call('HGET', jk, F.deadline))
+      if dl and dl > NOW then
+        code, delay = 'snooze', dl - NOW -- due at its deadline, archived by the claim then
+      end
     end
     if code == 'ok' then
       local bad = check_effects(e.fx)
