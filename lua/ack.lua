@@ -40,7 +40,9 @@
 --             there already.
 -- Transitions: running -> completed | retryable | scheduled | available,
 --   running -> archived ('attempts_exhausted', 'skipped',
---   'deadline_exceeded', or the reason a park gives),
+--   'deadline_exceeded', the reason a park gives, or 'malformed' when a
+--   retry or a crash finds its counter corrupt: that job is archived
+--   rather than the call failing for every job in it),
 --   running -> cancelled ('revoked'), running -> quarantined ('crash_limit').
 -- Every outcome first checks the attempt's identity: the job must be
 -- running under exactly this lease ID and fence. Leaving running frees the
@@ -99,7 +101,7 @@ local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls = F.state, F.lease_id, F.fence, F
 local fr, fa, fma = F.result, F.attempt, F.max_attempts
 local ckeys = {}
 for i, e in ipairs(entries) do
-  e.h = redis.call('HMGET', job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls)
+  e.h = fields(job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls) -- none: answered stale
   ckeys[i] = e.h[8]
 end
 cc_prefetch(ckeys)
@@ -135,10 +137,14 @@ for _, e in ipairs(entries) do
       end
     end
     if code == 'retry' then
-      local a = redis.call('HINCRBY', jk, fa, 1)
+      local a = bump(jk, fa)
       record_error(jk, id, reason, msg, data)
+      m.plain = false -- it has an error list now, to delete with it
       local ma = tonumber(redis.call('HGET', jk, fma) or DEFAULT_MAX_ATTEMPTS)
-      if a >= ma then
+      if not a or not ma then
+        finish(jk, id, 'running', 'archived', 'malformed', m)
+        state = 'archived'
+      elseif a >= ma then
         finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
         state = 'archived'
       else
@@ -166,6 +172,7 @@ for _, e in ipairs(entries) do
       state = 'cancelled'
     elseif code == 'deadline' then
       record_error(jk, id, 'deadline', msg, '')
+      m.plain = false
       finish(jk, id, 'running', 'archived', 'deadline_exceeded', m)
       state = 'archived'
     elseif code == 'crash' then
@@ -176,6 +183,7 @@ for _, e in ipairs(entries) do
       state = 'available'
     elseif code == 'park' then
       record_error(jk, id, reason, msg, '')
+      m.plain = false
       finish(jk, id, 'running', 'archived', reason, m)
       state = 'archived'
     elseif code == 'wait' then

@@ -65,12 +65,6 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
--- A plain job deleted by this call (delete_job: a completion discarded at
--- once, the common case) is named in GONE, and its keys deleted at flush
--- by one DEL with the other jobs' of the call; meanwhile nothing later in
--- the call may take it for alive (deliver).
-local GONE = {}
-
 -- Jobs put at the back of a ready list are pushed in one RPUSH per list,
 -- in order, by flush_pushes: at flush(), and by a claim before it pops.
 local PUSHES = {}
@@ -117,15 +111,6 @@ local function flush_tput()
 end
 
 local function flush()
-  if next(GONE) then
-    local keys = {}
-    for id in pairs(GONE) do
-      keys[#keys + 1] = job_key(id)
-      keys[#keys + 1] = body_key(id)
-    end
-    for i = 1, #keys, 1000 do redis.call('DEL', unpack(keys, i, math.min(i + 999, #keys))) end
-    GONE = {}
-  end
   flush_tput()
   flush_pushes()
   for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, p, 1) end

@@ -41,15 +41,17 @@ end
 
 -- delete_job deletes job id, in state (a name), and every key it owns.
 -- plain says it has none but its hash and perhaps a body key (no errors,
--- no checkpoints), which saves the lookups, and has its keys deleted with
--- the call's other plain jobs' at flush (GONE). Only an archived or
+-- no checkpoints), which saves the lookups. It is deleted at once, not
+-- with the call's other jobs at its end: an entry of the call that
+-- failed later would leave it running under its lease, and the call's
+-- re-send would apply its completion twice. Only an archived or
 -- quarantined job can have a pending death report or hold other jobs
 -- (free_held): a completed one, deleted at once in the hot path, skips
 -- those lookups. A job deleted before it finished (an operator's delete)
 -- may be watched (watch.lua): its waiters are told to look again.
 local function delete_job(id, plain, state)
   if plain then
-    GONE[id] = true
+    redis.call('DEL', job_key(id), body_key(id))
     return
   end
   if not TERMINAL[state] and redis.call('SREM', WATCHING, id) == 1 then
@@ -66,10 +68,19 @@ local function delete_job(id, plain, state)
     corrupt_key(id))
 end
 
+-- fields reads fields of job hash jk (HMGET), or none when the key holds
+-- something else (corrupt data): the read would raise and fail every job
+-- of a batched call, where that job alone is no longer running.
+local function fields(jk, ...)
+  local h = redis.pcall('HMGET', jk, ...)
+  if h.err then return {} end
+  return h
+end
+
 -- holds reports whether the job is running under exactly this lease ID and
 -- fence: the identity check every write of an attempt starts with.
 local function holds(jk, lease, fence)
-  local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence)
+  local h = fields(jk, F.state, F.lease_id, F.fence)
   return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
 end
 
@@ -77,7 +88,7 @@ end
 -- wakes the parent when it waits for that step and the wait is over.
 local function deliver(parent, step, child, state, payload)
   local pk = job_key(parent)
-  if GONE[parent] or redis.call('EXISTS', pk) == 0 then return end
+  if redis.call('EXISTS', pk) == 0 then return end
   local kk = kids_key(parent)
   local new = redis.call('HSET', kk, child, state .. '\n' .. payload) == 1
   if not new then return end
@@ -216,8 +227,21 @@ end
 -- record per worker that runs none: claim.lua). A delay of 0 makes it
 -- available at once, at the back of its list.
 local CRASH_DELAY_MAX = 60000
+-- bump adds 1 to the counter field f of job jk and returns it, or nil
+-- when the field holds what HINCRBY refuses (corrupt data): HINCRBY would
+-- raise, after the writes the call made for other jobs, and fail them
+-- all; the caller archives this job as malformed instead.
+local function bump(jk, f)
+  local v = redis.pcall('HINCRBY', jk, f, 1)
+  if type(v) ~= 'number' then return nil end
+  return v
+end
 local function crash(jk, id, from, delay)
-  local c = redis.call('HINCRBY', jk, F.crash_attempt, 1)
+  local c = bump(jk, F.crash_attempt)
+  if not c then
+    finish(jk, id, from, 'archived', 'malformed')
+    return 'archived'
+  end
   if c >= CRASH_LIMIT then
     finish(jk, id, from, 'quarantined', 'crash_limit')
     return 'quarantined'
@@ -246,7 +270,7 @@ local function reap(limit, delay)
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
     local jk = job_key(id)
-    local s, holder, ck = unpack(redis.call('HMGET', jk, fs, fw, fk))
+    local s, holder, ck = unpack(fields(jk, fs, fw, fk))
     s = state_of(s)
     clear_lease(id)
     if s == 'running' then

@@ -13,7 +13,8 @@
 --   state, previous holder per reaped job; promoted and deleted are counts.
 -- Transitions: running -> retryable | available | quarantined
 --   ('crash_limit'; reap: crash_attempt+1, retried after the crash delay,
---   or quarantined at the crash limit);
+--   or quarantined at the crash limit), running -> archived ('malformed':
+--   a crash counter that cannot be counted);
 --   scheduled|retryable -> available (promote); completed|archived|
 --   quarantined|cancelled -> (deleted) with the job hash, its error list,
 --   its payload key and its step checkpoints (sweep).

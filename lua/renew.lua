@@ -13,7 +13,7 @@ local fs, fl, ff = F.state, F.lease_id, F.fence -- read per lease, looked up onc
 for i = 0, n - 1 do
   local b = 10 + i * 4
   local id = ARGV[b]
-  local h = redis.call('HMGET', job_key(id), fs, fl, ff)
+  local h = fields(job_key(id), fs, fl, ff)
   h[1] = state_of(h[1])
   if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
     redis.call('ZADD', K_RUN, 'XX', NOW + tonumber(ARGV[b + 3]), id)

@@ -55,7 +55,7 @@ func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) ([]Lo
 // Reaped is a job reclaimed from an expired lease.
 type Reaped struct {
 	Local  string
-	State  string // available or quarantined
+	State  string // retryable, available or quarantined; archived when its crash counter is corrupt
 	Holder string // the worker that lost it
 }
 

@@ -1,0 +1,177 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// TestAckCorruptCounterIsItsJobsAlone: an outcome that finds its job's
+// counter corrupt (a retry's attempt field, a crash's crash field, a
+// max-attempts field that is no number) archives that job as malformed;
+// the call's other outcomes, before and after it, apply, and the call
+// does not fail. Before, the counter's HINCRBY raised after the earlier
+// outcomes' writes (Redis keeps them), failing every job of the call, and
+// each re-send of it applied the earlier completion's effects again.
+func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name  string
+		field string
+		ack   store.Ack
+	}{
+		{"retry, attempt", keys.FieldAttempt, store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
+		{"retry, max attempts", keys.FieldMaxAttempts, store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
+		{"crash", keys.FieldCrashAttempt, store.Ack{Code: store.CodeCrash, Delay: time.Second, Message: "panic", Reason: "panic"}},
+	}
+	for _, b := range backends(t) {
+		for _, tc := range cases {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"}, store.NewJob{Local: "z"})
+				held := map[string]store.Lease{}
+				for _, j := range f.claim(3, "w").Jobs {
+					held[j.Local] = lease(j)
+				}
+				f.rdb.HSet(f.ctx, f.p.Job("y"), tc.field, "not a number")
+				bal := f.key("bal")
+				bad := tc.ack
+				bad.Lease = held["y"]
+				acks := []store.Ack{
+					{Lease: held["x"], Code: store.CodeOK, Commit: "cx", Effects: []sluicetype.Effect{fx("INCRBY", bal, "100")}},
+					bad,
+					{Lease: held["z"], Code: store.CodeOK},
+				}
+				for send := range 3 { // the first call, then two re-sends of it (a lost reply)
+					res, _, err := f.st.Ack(f.ctx, f.p, acks)
+					if err != nil {
+						t.Fatalf("send %d: %v", send, err)
+					}
+					got := fmt.Sprintln(res[0].State, res[1].State, res[2].State)
+					if got != "completed archived completed\n" {
+						t.Fatalf("send %d: states %q, want completed archived completed", send, got)
+					}
+					if v := f.rdb.Get(f.ctx, bal).Val(); v != "100" {
+						t.Fatalf("send %d: the completion's effect applied to %s, want once (100)", send, v)
+					}
+				}
+				// read raw: Get refuses the job's corrupt field (ErrMalformed)
+				h := f.rdb.HMGet(f.ctx, f.p.Job("y"), keys.FieldState, keys.FieldReason).Val()
+				if store.StateName(fmt.Sprint(h[0])) != "archived" || h[1] != "malformed" {
+					t.Fatalf("the corrupt job: state %v, reason %v; want archived, malformed", h[0], h[1])
+				}
+			})
+		}
+	}
+}
+
+// TestAckDiscardsArchivedWithErrors: a job archived by an outcome that
+// records an error (retries exhausted, a deadline, a park) while archived
+// jobs are deleted at once leaves nothing behind, its error list included.
+func TestAckDiscardsArchivedWithErrors(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: -1,
+				RetainCancelled: time.Hour, CrashLimit: 3})
+			f := &fixture{t: t, ctx: t.Context(), rdb: b.rdb, st: st, clk: &testClock{now: epoch}, p: st.Partition("q", 0)}
+			f.enqueue(store.NewJob{Local: "r", MaxAttempts: 1}, store.NewJob{Local: "d"}, store.NewJob{Local: "p"})
+			for _, j := range f.claim(3, "w").Jobs {
+				a := map[string]store.Ack{
+					"r": {Code: store.CodeRetry, Message: "boom", Reason: "error"},
+					"d": {Code: store.CodeDeadline, Message: "late"},
+					"p": {Code: store.CodePark, Message: "bad", Reason: "unknown_kind"},
+				}[j.Local]
+				if r := f.ack(j, a); r.State != "archived" {
+					t.Fatalf("%s: %+v, want archived", j.Local, r)
+				}
+				if n := exists(t, f, f.p.Job(j.Local), f.p.Errors(j.Local), f.p.Body(j.Local)); n != 0 {
+					t.Fatalf("%s: %d of its keys left", j.Local, n)
+				}
+			}
+		})
+	}
+}
+
+// TestReapCorruptCrashCounter: a maintenance pass that finds an expired
+// job with a corrupt crash counter archives it as malformed and reaps the
+// other expired jobs as usual. Before, its HINCRBY raised: every pass
+// failed at the same job, and no lease of the partition was reaped again.
+func TestReapCorruptCrashCounter(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad"}, store.NewJob{Local: "good"})
+			f.claim(2, "w")
+			f.rdb.HSet(f.ctx, f.p.Job("bad"), keys.FieldCrashAttempt, "not a number")
+			f.clk.Advance(time.Minute) // past the 30 s leases
+			reaped, err := f.reap(10)
+			if err != nil {
+				t.Fatalf("reap: %v", err)
+			}
+			got := map[string]string{}
+			for _, r := range reaped {
+				got[r.Local] = r.State
+			}
+			if got["bad"] != "archived" || got["good"] != "retryable" {
+				t.Fatalf("reaped %+v, want bad archived and good retryable", reaped)
+			}
+			if h := f.rdb.HGet(f.ctx, f.p.Job("bad"), keys.FieldReason).Val(); h != "malformed" {
+				t.Fatalf("the corrupt job's reason: %q, want malformed", h)
+			}
+		})
+	}
+}
+
+// TestCorruptJobKeyIsItsJobAlone: a running job whose key was overwritten
+// with something that is not a hash fails alone in the batched calls of a
+// worker (renewals, a step's checkpoints, acks, the reaper): it answers
+// lost or stale, and the other job of each call goes through. Before, the
+// read of its fields raised and failed the whole call, every time.
+func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad"}, store.NewJob{Local: "good"})
+			held := map[string]store.Lease{}
+			for _, j := range f.claim(2, "w").Jobs {
+				held[j.Local] = lease(j)
+			}
+			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
+
+			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: held["bad"], Duration: time.Minute},
+				{Lease: held["good"], Duration: time.Minute}})
+			if err != nil || len(lost) != 1 || lost[0].LeaseID != held["bad"].LeaseID {
+				t.Fatalf("renew: lost %+v, %v; want the corrupt job's lease alone", lost, err)
+			}
+			rs := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
+				{Lease: held["bad"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
+				{Lease: held["good"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
+			})
+			if !errors.Is(rs[0].Err, store.ErrStale) || rs[1].Err != nil {
+				t.Fatalf("checkpoints: %v, %v; want stale, then written", rs[0].Err, rs[1].Err)
+			}
+			res, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: held["bad"], Code: store.CodeOK}, {Lease: held["good"], Code: store.CodeOK}})
+			if err != nil || !errors.Is(res[0].Err, store.ErrStale) || res[1].State != "completed" {
+				t.Fatalf("ack: %+v, %v; want stale, then completed", res, err)
+			}
+
+			// the reaper meets the corrupt job's lease among expired ones
+			f.enqueue(store.NewJob{Local: "late"})
+			f.claim(1, "w")
+			f.clk.Advance(2 * time.Minute)
+			reaped, err := f.reap(10)
+			if err != nil || len(reaped) != 1 || reaped[0].Local != "late" {
+				t.Fatalf("reap: %+v, %v; want the other expired job reaped", reaped, err)
+			}
+		})
+	}
+}
