@@ -68,15 +68,6 @@ local function delete_job(id, plain, state)
     corrupt_key(id))
 end
 
--- fields reads fields of job hash jk (HMGET), or none when the key holds
--- something else (corrupt data): the read would raise and fail every job
--- of a batched call, where that job alone is no longer running.
-local function fields(jk, ...)
-  local h = redis.pcall('HMGET', jk, ...)
-  if h.err then return {} end
-  return h
-end
-
 -- holds reports whether the job is running under exactly this lease ID and
 -- fence: the identity check every write of an attempt starts with.
 local function holds(jk, lease, fence)
@@ -319,7 +310,7 @@ local function promote(limit)
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
     local jk = job_key(id)
-    local h = redis.call('HMGET', jk, fs, fr)
+    local h = fields(jk, fs, fr)
     local s, at = state_of(h[1]), tonumber(h[2])
     -- a job put off to a bucket of later jobs since (sched_add) has a
     -- stale entry here: it stays in its bucket
@@ -341,7 +332,7 @@ local function promote_pinned()
   for _, id in ipairs(due) do
     redis.call('ZREM', PIN_DEADLINES, id)
     local jk = job_key(id)
-    local h = redis.call('HMGET', jk, fs, fm, fp)
+    local h = fields(jk, fs, fm, fp)
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list

@@ -28,7 +28,7 @@ local function requeue_front(ids)
   local n = 0
   local fs, fp, fw, fm, fd = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay
   for i = #ids, 1, -1 do
-    local h = redis.call('HMGET', job_key(ids[i]), fs, fp, fw, fm, fd)
+    local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd)
     if state_of(h[1]) == 'available' then
       push_ready(ids[i], true, h[2], h[3], h[4], h[5])
       n = n + 1

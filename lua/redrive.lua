@@ -74,7 +74,7 @@ if ARGV[9] == 'ids' then
   for i = 1, tonumber(ARGV[11]) do
     local id = ARGV[11 + i]
     local jk = job_key(id)
-    local h = redis.call('HMGET', jk, F.state, F.reason)
+    local h = fields(jk, F.state, F.reason)
     h[1] = state_of(h[1])
     if not h[1] then
       out[i] = STATUS.missing

@@ -175,3 +175,22 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestPromoteSkipsCorruptJobKey: a due scheduled entry whose job key holds
+// something that is not a hash is dropped by the claim that promotes due
+// jobs, and the other due job is promoted and claimed. Before, the read
+// raised and every claim of the partition failed.
+func TestPromoteSkipsCorruptJobKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad", Delay: time.Second}, store.NewJob{Local: "good", Delay: time.Second})
+			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
+			f.clk.Advance(time.Minute)
+			if j := f.claimOne("w"); j.Local != "good" {
+				t.Fatalf("claimed %s, want good", j.Local)
+			}
+		})
+	}
+}
