@@ -87,12 +87,12 @@ end
 -- started.
 local function on_duplicate(holder, policy, payload, due)
   local jk = job_key(holder)
-  local h = redis.call('HMGET', jk, F.state, F.held_by)
+  local h = fields(jk, F.state, F.held_by)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[2] then return end -- held behind a quarantined twin: it stays held
   if policy == 'replace' then
-    local stale = chunk_fields(field_map(jk), F.payload)
+    local stale = chunk_fields(field_map(jk) or {}, F.payload)
     stale[#stale + 1], stale[#stale + 2] = F.payload, F.payload_body
     redis.call('HDEL', jk, unpack(stale))
     redis.call('DEL', body_key(holder))
@@ -149,7 +149,8 @@ for i = 1, n do
   if added[id] or (any > 0 and redis.call('EXISTS', jk) == 1) then
     if origin == 'c' then
       local h = field_map(jk)
-      old = { h[fk], payload_of(h, id) }
+      -- not a hash: the ID is taken by something else (a conflict)
+      old = h and { h[fk], payload_of(h, id) } or { '', false }
     else
       taken = true
     end

@@ -91,9 +91,13 @@ local function payload_of(h, id)
   return joined(h, F.payload)
 end
 
--- field_map reads a hash into a map of field -> value.
+-- field_map reads a hash into a map of field -> value, or answers nil when
+-- the key holds something else (corrupt data, or a key that is no job):
+-- raising would fail every job of the call, after the writes made for
+-- those before it.
 local function field_map(key)
-  local flat = redis.call('HGETALL', key)
+  local flat = redis.pcall('HGETALL', key)
+  if flat.err then return nil end
   local h = {}
   for i = 1, #flat, 2 do h[flat[i]] = flat[i + 1] end
   return h

@@ -194,3 +194,29 @@ func TestPromoteSkipsCorruptJobKey(t *testing.T) {
 		})
 	}
 }
+
+// TestEnqueueOverNonJobKey: a job whose chosen ID names a key that holds
+// something other than a job hash conflicts, alone; the jobs before and
+// after it in the same call are added, and that key is left as it was.
+// Before, reading it raised after the earlier jobs were written, and the
+// call failed for every job in it.
+func TestEnqueueOverNonJobKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.rdb.Set(f.ctx, f.p.Job("b"), "not a job", 0)
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "a", Kind: "k"}, {Local: "b", Kind: "k"}, {Local: "c", Kind: "k"}})
+			if err != nil {
+				t.Fatalf("enqueue: %v", err)
+			}
+			if res[0].Status != store.Added || res[1].Status != store.Conflicted || !errors.Is(res[1].Err, store.ErrConflict) ||
+				res[2].Status != store.Added {
+				t.Fatalf("results %+v, want added, conflicted, added", res)
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Job("b")).Val(); v != "not a job" {
+				t.Fatalf("the other key now holds %q", v)
+			}
+		})
+	}
+}
