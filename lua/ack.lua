@@ -59,7 +59,9 @@
 --   integer: it costs both sides less than a state per job. A re-sent call answers
 --   what its first run did (lib_replay.lua); an ack of an attempt that
 --   has already ended (its lease ID and fence still on the job, which no
---   longer runs) answers the job's state rather than 'stale'.
+--   longer runs) answers the job's state rather than 'stale', and so does
+--   a second outcome of one attempt in the same call: only the first
+--   applies.
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
@@ -109,12 +111,18 @@ cc_prefetch(ckeys)
 local out = {}
 local outboxed = 0
 local completed = 0 -- outcomes answered 'completed'
+local ended = {} -- job ID -> the state an earlier outcome of this call left it in
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
   local h = e.h
   local state = STATUS.stale
-  if state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence then
+  if ended[id] then
+    -- the job's fields were read before an earlier outcome of this call
+    -- ended its attempt: a second outcome of that attempt is late (it
+    -- answers the state the first left), any other is stale
+    if h[2] == e.lease and h[3] == e.fence then state = ended[id] end
+  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
@@ -204,6 +212,7 @@ for _, e in ipairs(entries) do
   elseif h[1] and h[2] == e.lease and h[3] == e.fence then
     state = state_of(h[1]) -- this attempt ended before (a late re-send)
   end
+  if state ~= STATUS.stale then ended[id] = state end
   out[#out + 1] = state
   if state == 'completed' then completed = completed + 1 end
 end

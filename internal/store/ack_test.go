@@ -1,12 +1,14 @@
 package store_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestAckOutcomes is the outcome table of docs/state-machine.md: every ack code, its counters
@@ -160,6 +162,46 @@ func TestCrashErrorsDoNotMix(t *testing.T) {
 			got, _ := f.get("job")
 			if got.Attempt != 2 || got.CrashAttempt != 2 {
 				t.Fatalf("attempt %d crash_attempt %d, want 2 and 2", got.Attempt, got.CrashAttempt)
+			}
+		})
+	}
+}
+
+// TestAckSameAttemptTwiceInOneCall: two outcomes of one attempt in the
+// same call (a caller that batched an ack it had already queued) apply
+// once: the second answers the state the first left, the effects and the
+// counters move once. Before, both passed the identity check on fields
+// read before the first ended the attempt, so the effects applied twice
+// and the running count fell by two.
+func TestAckSameAttemptTwiceInOneCall(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"})
+			held := map[string]store.Lease{}
+			for _, j := range f.claim(2, "w").Jobs {
+				held[j.Local] = lease(j)
+			}
+			bal := f.key("bal")
+			done := store.Ack{Lease: held["x"], Code: store.CodeOK, Commit: "cx", Effects: []sluicetype.Effect{fx("INCRBY", bal, "100")}}
+			failed := store.Ack{Lease: held["y"], Code: store.CodeRetry, Delay: time.Minute, Message: "boom", Reason: "error"}
+			res, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{done, failed, done, failed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprintln(res[0].State, res[1].State, res[2].State, res[3].State)
+			if got != "completed retryable completed retryable\n" {
+				t.Fatalf("states %q, want completed retryable completed retryable", got)
+			}
+			if v := f.rdb.Get(f.ctx, bal).Val(); v != "100" {
+				t.Fatalf("the completion's effect applied to %s, want once (100)", v)
+			}
+			if s := f.stats(); s["running"] != 0 || s["retryable"] != 1 {
+				t.Fatalf("state counts %v, want running 0, retryable 1", s)
+			}
+			if j, _ := f.get("y"); j.Attempt != 1 {
+				t.Fatalf("the failed job's attempt is %d, want 1", j.Attempt)
 			}
 		})
 	}
