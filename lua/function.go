@@ -17,8 +17,9 @@ import (
 // batched counters, the flags a call sets) cannot be computed at load
 // time: those definitions (perCall) become locals declared at load and
 // assigned afresh by begin_call at the start of every call, in their
-// original order. Redis runs one call at a time, so a call never sees
-// another's values.
+// original order; an empty table is made at load and replaced only when
+// the call before left something in it. Redis runs one call at a time, so
+// a call never sees another's values.
 
 var (
 	// callInputs are what only a call provides.
@@ -126,6 +127,21 @@ func splitDecl(text string) (decl, init string, ok bool) {
 	return "", "", false
 }
 
+// emptyTables reports whether init, a declaration's initial value,
+// is n empty tables and nothing else ('{}, {} -- a comment').
+func emptyTables(init string, n int) bool {
+	parts := strings.Split(strings.TrimSpace(stripComments(init)), ",")
+	if len(parts) != n {
+		return false
+	}
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "{}" {
+			return false
+		}
+	}
+	return true
+}
+
 // stripComments drops Lua line comments ('--' to the end of the line).
 func stripComments(s string) string {
 	var b strings.Builder
@@ -203,6 +219,15 @@ func libraryOf(units []unit, need, per []bool, head, body string) string {
 			continue
 		}
 		decl, init, _ := splitDecl(u.text)
+		if emptyTables(init, len(u.names)) {
+			// made once and kept while a call leaves them empty, as most
+			// calls leave most of them: a table costs a call about 0.6 µs
+			b.WriteString(decl + " =" + init + "\n")
+			for _, n := range u.names {
+				begin.WriteString("  if next(" + n + ") ~= nil then " + n + " = {} end\n")
+			}
+			continue
+		}
 		b.WriteString(decl + "\n")
 		begin.WriteString("  " + strings.Join(u.names, ", ") + " =" + init + "\n")
 	}

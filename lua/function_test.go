@@ -58,7 +58,9 @@ local K = 1e15
 }
 
 // TestLibraryShape: a library declares its per-call variables where the
-// prelude defined them, assigns them in begin_call in their order, and
+// prelude defined them (making its empty tables there), assigns them in
+// begin_call in their order (an empty table only when the call before
+// filled it), and
 // registers the script's body as its one function, named after the
 // library's text.
 func TestLibraryShape(t *testing.T) {
@@ -75,6 +77,9 @@ func TestLibraryShape(t *testing.T) {
 	}
 	if strings.Index(lib, "  K_SCHED, K_RUN, K_DONE, K_DEAD =") > strings.Index(lib, "  NOW = now_ms()") {
 		t.Error("per-call assignments out of the prelude's order")
+	}
+	if !strings.Contains(lib, "\nlocal DELTA, ZADDS, ZREMS = {}, {}, {}") || !strings.Contains(lib, "  if next(ZADDS) ~= nil then ZADDS = {} end\n") {
+		t.Error("the per-call empty tables are not made at load and replaced only when a call left them filled")
 	}
 	if !strings.Contains(lib, "local F = {") {
 		t.Error("the field table is not built once, at load")

@@ -2,9 +2,10 @@
 -- the partition's layout, state codes, store time and key helpers here,
 -- then lib_names (the job hash's fields and the scripts' statuses) and by
 -- concept lib_chunks, lib_batch, lib_ready, lib_limits, lib_lifecycle,
--- lib_admin, lib_waits, lib_effects and lib_replay (joined in that order
--- by lua.go: a Lua local only sees the locals above it). A script gets
--- only the definitions it uses (prelude.go).
+-- lib_admin, lib_waits, lib_effects, lib_enqueue, lib_pack and
+-- lib_replay (joined in that order by lua.go: a Lua local only sees the
+-- locals above it). A script gets only the definitions it uses
+-- (prelude.go).
 --
 -- Every script receives the same KEYS layout and the same first ARGV
 -- entries, so the key names live in one place here (mirrored by Go's
