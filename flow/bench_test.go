@@ -69,3 +69,27 @@ func benchProducer(b *testing.B, enqueue func(context.Context, *flow.Client)) {
 	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
 	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
 }
+
+// BenchmarkPing is BenchmarkEnqueue's yardstick: one PING per op, the
+// round trip and the socket work every call pays on both sides, in the
+// same process, client and server as the enqueue benchmarks, so that
+// their difference is what an Enqueue call costs beyond a round trip.
+func BenchmarkPing(b *testing.B) {
+	ctx := context.Background()
+	rdb := env.Server.Client()
+	defer rdb.Close()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
+	b.ResetTimer()
+	for range b.N {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
+	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
+}
