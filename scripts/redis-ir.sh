@@ -6,6 +6,9 @@
 #
 #   scripts/redis-ir.sh COMMAND [ARG...]
 #   e.g. scripts/redis-ir.sh go run ./bench/model -paths sluice -jobs 20000 -rounds 1
+#   or, single Enqueue calls (2,001 of them, the first a probe):
+#   go test -c -o /tmp/flow.test ./flow &&
+#     scripts/redis-ir.sh /tmp/flow.test -test.run XXX -test.bench 'BenchmarkEnqueue$' -test.benchtime 2000x
 #
 # COMMAND runs twice against one redis-server under callgrind, reached
 # through SLUICE_TEST_REDIS_ADDR (internal/redisproc): once to load the
