@@ -115,13 +115,13 @@ local function kids_key(id) return PFX .. 'k:' .. id end
 local function kidcount_key(id) return PFX .. 'kc:' .. id end
 -- corrupt_key: what a job's key held when it was not a job hash (claim)
 local function corrupt_key(id) return PFX .. 'x:' .. id end
--- fields reads fields of job hash jk (HMGET), or none when the key holds
--- something else (corrupt data): where a call handles many jobs, the
--- read would raise and fail them all, where that job alone is not in the
--- state the call looks for.
+-- fields reads fields of job hash jk (HMGET), or none and true when the
+-- key holds something else (corrupt data): where a call handles many
+-- jobs, the read would raise and fail them all, where that job alone is
+-- not in the state the call looks for.
 local function fields(jk, ...)
   local h = redis.pcall('HMGET', jk, ...)
-  if h.err then return {} end
+  if h.err then return {}, true end
   return h
 end
 -- The partition's other keys, each named here only (Go: keys.Partition,

@@ -250,7 +250,9 @@ end
 -- holder for each. Each frees its concurrency slot, if it has one, and is
 -- charged a crash: running -> retryable (crash_attempt+1, after the crash
 -- delay of crash(); available at once for a delay of 0: suspect demotion)
--- or running -> quarantined at the crash limit.
+-- or running -> quarantined at the crash limit; a job whose key holds
+-- something other than a job hash is archived ('malformed'), the value
+-- kept under corrupt_key.
 -- Orphan provenance is recorded on the job: the previous holder
 -- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
 -- often this happened (F.orphan_count).
@@ -261,10 +263,21 @@ local function reap(limit, delay)
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
     local jk = job_key(id)
-    local s, holder, ck = unpack(fields(jk, fs, fw, fk))
+    local h, corrupt = fields(jk, fs, fw, fk)
+    local s, holder, ck = unpack(h)
     s = state_of(s)
     clear_lease(id)
-    if s == 'running' then
+    if corrupt then
+      -- its key holds something that is not a job hash: set that aside
+      -- and archive the job, out of the running count (as a claim does
+      -- with an available one)
+      redis.call('RENAME', jk, corrupt_key(id))
+      redis.call('HSET', jk, fs, SCODE.running, F.kind, '', F.payload, '', F.created, NOW_S)
+      finish(jk, id, 'running', 'archived', 'malformed')
+      out[#out + 1] = id
+      out[#out + 1] = 'archived'
+      out[#out + 1] = ''
+    elseif s == 'running' then
       if ck then cc_release(ck) end
       holder = holder or ''
       redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry)

@@ -14,7 +14,8 @@
 -- Transitions: running -> retryable | available | quarantined
 --   ('crash_limit'; reap: crash_attempt+1, retried after the crash delay,
 --   or quarantined at the crash limit), running -> archived ('malformed':
---   a crash counter that cannot be counted);
+--   a crash counter that cannot be counted, or a job key that holds no
+--   job hash);
 --   scheduled|retryable -> available (promote); completed|archived|
 --   quarantined|cancelled -> (deleted) with the job hash, its error list,
 --   its payload key and its step checkpoints (sweep).

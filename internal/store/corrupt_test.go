@@ -132,8 +132,9 @@ func TestReapCorruptCrashCounter(t *testing.T) {
 
 // TestCorruptJobKeyIsItsJobAlone: a running job whose key was overwritten
 // with something that is not a hash fails alone in the batched calls of a
-// worker (renewals, a step's checkpoints, acks, the reaper): it answers
-// lost or stale, and the other job of each call goes through. Before, the
+// worker (renewals, a step's checkpoints, acks): it answers lost or
+// stale, and the other job of each call goes through; the reaper archives
+// it once its lease expires. Before, the
 // read of its fields raised and failed the whole call, every time.
 func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 	t.Parallel()
@@ -164,13 +165,28 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 				t.Fatalf("ack: %+v, %v; want stale, then completed", res, err)
 			}
 
-			// the reaper meets the corrupt job's lease among expired ones
+			// the reaper meets the corrupt job's lease among expired ones:
+			// it sets the value aside and archives that job, out of the
+			// running count (before, the job stayed counted as running)
 			f.enqueue(store.NewJob{Local: "late"})
 			f.claim(1, "w")
 			f.clk.Advance(2 * time.Minute)
 			reaped, err := f.reap(10)
-			if err != nil || len(reaped) != 1 || reaped[0].Local != "late" {
-				t.Fatalf("reap: %+v, %v; want the other expired job reaped", reaped, err)
+			got := map[string]string{}
+			for _, r := range reaped {
+				got[r.Local] = r.State
+			}
+			if err != nil || len(reaped) != 2 || got["late"] != "retryable" || got["bad"] != "archived" {
+				t.Fatalf("reap: %+v, %v; want the corrupt job archived and the other retryable", reaped, err)
+			}
+			if s := f.stats(); s["running"] != 0 || s["archived"] != 1 {
+				t.Fatalf("state counts %v, want running 0, archived 1", s)
+			}
+			if j, _ := f.get("bad"); j == nil || j.State != "archived" || j.Reason != "malformed" {
+				t.Fatalf("the corrupt job reads as %+v, want archived, malformed", j)
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("bad")).Val(); v != "overwritten" {
+				t.Fatalf("the value set aside is %q, want the key's (overwritten)", v)
 			}
 		})
 	}
