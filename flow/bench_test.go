@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -61,10 +63,16 @@ func benchProducer(b *testing.B, enqueue func(context.Context, *flow.Client)) {
 	if _, err := c.Enqueue(ctx, benchArgs{}); err != nil { // the queue's layout, read once
 		b.Fatal(err)
 	}
+	timeCPU(b, rdb, func() { enqueue(ctx, c) })
+}
+
+// timeCPU times run, which does b.N jobs, and reports each side's CPU per
+// job and the allocations.
+func timeCPU(b *testing.B, rdb *redis.Client, run func()) {
 	b.ReportAllocs()
 	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
 	b.ResetTimer()
-	enqueue(ctx, c)
+	run()
 	b.StopTimer()
 	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
 	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
@@ -81,15 +89,11 @@ func BenchmarkPing(b *testing.B) {
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
-	b.ResetTimer()
-	for range b.N {
-		if err := rdb.Ping(ctx).Err(); err != nil {
-			b.Fatal(err)
+	timeCPU(b, rdb, func() {
+		for range b.N {
+			if err := rdb.Ping(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
-	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
+	})
 }

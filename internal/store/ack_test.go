@@ -179,10 +179,7 @@ func TestAckSameAttemptTwiceInOneCall(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"})
-			held := map[string]store.Lease{}
-			for _, j := range f.claim(2, "w").Jobs {
-				held[j.Local] = lease(j)
-			}
+			held := f.claimLeases(2, "w")
 			bal := f.key("bal")
 			done := store.Ack{Lease: held["x"], Code: store.CodeOK, Commit: "cx", Effects: []sluicetype.Effect{fx("INCRBY", bal, "100")}}
 			failed := store.Ack{Lease: held["y"], Code: store.CodeRetry, Delay: time.Minute, Message: "boom", Reason: "error"}

@@ -35,10 +35,7 @@ func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
 			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
 				f := newFixture(t, b)
 				f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"}, store.NewJob{Local: "z"})
-				held := map[string]store.Lease{}
-				for _, j := range f.claim(3, "w").Jobs {
-					held[j.Local] = lease(j)
-				}
+				held := f.claimLeases(3, "w")
 				f.rdb.HSet(f.ctx, f.p.Job("y"), tc.field, "not a number")
 				bal := f.key("bal")
 				bad := tc.ack
@@ -142,10 +139,7 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "bad"}, store.NewJob{Local: "good"})
-			held := map[string]store.Lease{}
-			for _, j := range f.claim(2, "w").Jobs {
-				held[j.Local] = lease(j)
-			}
+			held := f.claimLeases(2, "w")
 			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
 
 			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: held["bad"], Duration: time.Minute},

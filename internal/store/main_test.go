@@ -121,6 +121,16 @@ func (f *fixture) claim(n int, worker string) store.ClaimResult {
 	return res
 }
 
+// claimLeases claims up to n jobs and returns their leases by job ID.
+func (f *fixture) claimLeases(n int, worker string) map[string]store.Lease {
+	f.t.Helper()
+	held := map[string]store.Lease{}
+	for _, j := range f.claim(n, worker).Jobs {
+		held[j.Local] = lease(j)
+	}
+	return held
+}
+
 func (f *fixture) claimOne(worker string) *store.Job {
 	f.t.Helper()
 	res := f.claim(1, worker)
