@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,7 +64,9 @@ func newTracing(t *testing.T, reg *flow.Registry) *tracing {
 }
 
 // spans waits until n ended spans are named name and returns them, oldest
-// first. It checks after each attempt the worker settles: an attempt's
+// (first started) first: spans can end in another order (a retry due at
+// once can run and end its attempt before the failed attempt's span
+// ends). It checks after each attempt the worker settles: an attempt's
 // span, and those of the enqueues and steps it made, end before.
 func (tr *tracing) spans(t *testing.T, name string, n int) []sdktrace.ReadOnlySpan {
 	t.Helper()
@@ -77,6 +80,7 @@ func (tr *tracing) spans(t *testing.T, name string, n int) []sdktrace.ReadOnlySp
 		}
 		return len(got) >= n, fmt.Sprint(len(got))
 	})
+	slices.SortStableFunc(got, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
 	return got
 }
 
