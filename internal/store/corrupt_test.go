@@ -230,3 +230,37 @@ func TestEnqueueOverNonJobKey(t *testing.T) {
 		})
 	}
 }
+
+// TestSingleJobCallsOnCorruptKey: an operator's call on one job whose key
+// holds something that is not a hash fails with ErrMalformed, not
+// Redis's bare WRONGTYPE, and writes nothing: the key keeps its value.
+func TestSingleJobCallsOnCorruptKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad"})
+			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
+			ref := f.ref("bad")
+			calls := map[string]func() error{
+				"cancel":  func() error { _, err := f.st.Cancel(f.ctx, ref); return err },
+				"delete":  func() error { _, err := f.st.Delete(f.ctx, ref); return err },
+				"run now": func() error { _, err := f.st.RunNow(f.ctx, ref); return err },
+				"signal":  func() error { _, err := f.st.Signal(f.ctx, ref, "go", nil, ""); return err },
+				"watch":   func() error { _, err := f.st.Watch(f.ctx, ref); return err },
+				"reroute": func() error {
+					_, err := f.st.Reroute(f.ctx, ref, store.Sticky{})
+					return err
+				},
+			}
+			for name, call := range calls {
+				if err := call(); !errors.Is(err, store.ErrMalformed) {
+					t.Errorf("%s: %v, want ErrMalformed", name, err)
+				}
+				if v := f.rdb.Get(f.ctx, f.p.Job("bad")).Val(); v != "overwritten" {
+					t.Fatalf("after %s the key holds %q, want its value (overwritten)", name, v)
+				}
+			}
+		})
+	}
+}

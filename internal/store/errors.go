@@ -41,12 +41,20 @@ const DataModel = 1
 // newerModel is how a script words its refusal of a newer data model.
 const newerModel = "sluice: newer data model"
 
-// modelError makes a script's refusal of a newer data model, err, match
-// ErrNewerDataModel, keeping its text (which names the partition and its
-// model); other errors are returned as they are.
-func modelError(err error) error {
-	if err == nil || !strings.Contains(err.Error(), newerModel) {
-		return err
+// scriptError types what a script's error, err, means to Sluice: a
+// refusal of a newer data model matches ErrNewerDataModel, keeping its
+// text (which names the partition and its model); Redis's WRONGTYPE (a
+// key the script read holds another type than Sluice writes there, a job
+// key overwritten by hand, say: the script raised before it wrote
+// anything) matches ErrMalformed. Other errors are returned as they are.
+func scriptError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case strings.Contains(err.Error(), newerModel):
+		return fmt.Errorf("%w: %s", ErrNewerDataModel, err.Error())
+	case strings.Contains(err.Error(), "WRONGTYPE"):
+		return fmt.Errorf("%w: a key holds another type than Sluice wrote: %s", ErrMalformed, err.Error())
 	}
-	return fmt.Errorf("%w: %s", ErrNewerDataModel, err.Error())
+	return err
 }

@@ -110,7 +110,7 @@ func (s *Store) callArgs(p keys.Partition, n int) []any {
 func (s *Store) send(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
 	cmd := sc.Call(ctx, s.rdb, append(args, call))
 	s.refreshSlots(cmd.Err())
-	if err := modelError(cmd.Err()); err != cmd.Err() {
+	if err := scriptError(cmd.Err()); err != cmd.Err() {
 		cmd.SetErr(err)
 	}
 	return cmd
