@@ -254,3 +254,33 @@ func TestEffectsNeedACommitName(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckpointTwiceInOneCall: the same commit twice in one call of
+// checkpoints (a step's effects, a cursor's record) applies once; both
+// answer as written. The ack's twin (TestAckSameAttemptTwiceInOneCall)
+// once applied effects twice: each batched call that writes a job's data
+// is checked for it.
+func TestCheckpointTwiceInOneCall(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "x"})
+			held := f.claimLeases(1, "w")
+			bal := f.key("bal")
+			once := store.Checkpoint{Lease: held["x"], Field: "charge", Record: []byte("r1"), Mode: store.ModeOnce,
+				Commit: "c1", Effects: []sluicetype.Effect{fx("INCRBY", bal, "100")}}
+			cursor := store.Checkpoint{Lease: held["x"], Field: "cursor:page", Record: []byte("p1"), Mode: store.ModeCursor,
+				Commit: "c2", Effects: []sluicetype.Effect{fx("INCRBY", bal, "10")}}
+			rs := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{once, cursor, once, cursor})
+			for i, r := range rs {
+				if r.Err != nil {
+					t.Fatalf("checkpoint %d: %v", i, r.Err)
+				}
+			}
+			if v := f.rdb.Get(f.ctx, bal).Val(); v != "110" {
+				t.Fatalf("the commits' effects applied to %s, want once each (110)", v)
+			}
+		})
+	}
+}
