@@ -46,7 +46,7 @@ local function on_duplicate(holder, policy, payload, due)
     redis.call('ZREM', K_SCHED, holder)
     if s == 'available' then
       -- out of its list, as lib_ready.lua unlist does (not called here:
-      -- each definition a script uses costs every call of it)
+      -- run through EVAL, each definition a script uses costs every call)
       local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback)
       if h[2] then redis.call('LREM', pin_key(h[2]), -1, holder) end
       if not h[2] or h[3] then redis.call('LREM', avail_key(priority_of(h[1])), -1, holder) end

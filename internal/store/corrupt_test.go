@@ -113,10 +113,7 @@ func TestReapCorruptCrashCounter(t *testing.T) {
 			if err != nil {
 				t.Fatalf("reap: %v", err)
 			}
-			got := map[string]string{}
-			for _, r := range reaped {
-				got[r.Local] = r.State
-			}
+			got := reapedStates(reaped)
 			if got["bad"] != "archived" || got["good"] != "retryable" {
 				t.Fatalf("reaped %+v, want bad archived and good retryable", reaped)
 			}
@@ -166,10 +163,7 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 			f.claim(1, "w")
 			f.clk.Advance(2 * time.Minute)
 			reaped, err := f.reap(10)
-			got := map[string]string{}
-			for _, r := range reaped {
-				got[r.Local] = r.State
-			}
+			got := reapedStates(reaped)
 			if err != nil || len(reaped) != 2 || got["late"] != "retryable" || got["bad"] != "archived" {
 				t.Fatalf("reap: %+v, %v; want the corrupt job archived and the other retryable", reaped, err)
 			}

@@ -147,6 +147,15 @@ func (f *fixture) reap(limit int) ([]store.Reaped, error) {
 	return m.Reaped, err
 }
 
+// reapedStates is the state each reaped job went to, by job ID.
+func reapedStates(reaped []store.Reaped) map[string]string {
+	got := map[string]string{}
+	for _, r := range reaped {
+		got[r.Local] = r.State
+	}
+	return got
+}
+
 func (f *fixture) promote(limit int) (int, error) {
 	m, err := f.st.Maintain(f.ctx, f.p, 0, limit, 0)
 	return m.Promoted, err
