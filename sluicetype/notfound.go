@@ -11,11 +11,17 @@ var notFound = []error{
 	ErrScheduleNotFound,
 	ErrNoDeadEffect,
 	ErrQueueNotFound,
+	ErrWorkerNotFound,
 }
+
+// ErrWorkerNotFound: no live worker (one whose heartbeat has not expired)
+// has the worker ID a call names.
+var ErrWorkerNotFound = errors.New("sluice: worker not found")
 
 // IsNotFound reports whether err says that what a call names does not
 // exist: errors.Is(err, s) for one of the not-found sentinels
-// (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect, ErrQueueNotFound).
+// (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect, ErrQueueNotFound,
+// ErrWorkerNotFound).
 func IsNotFound(err error) bool {
 	for _, s := range notFound {
 		if errors.Is(err, s) {

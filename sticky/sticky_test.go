@@ -3,6 +3,7 @@ package sticky_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/sticky"
 )
 
@@ -210,7 +212,8 @@ func TestPreferenceSurvivesRedrive(t *testing.T) {
 }
 
 // TestReroute: an operator moves a pinned job from an absent worker to
-// another, and unpins one; the old worker's stale entry is skipped.
+// another (live: one that is not is refused), and unpins one; the old
+// worker's stale entry is skipped.
 func TestReroute(t *testing.T) {
 	rdb := shared.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
@@ -220,6 +223,16 @@ func TestReroute(t *testing.T) {
 	ctx := context.Background()
 	moved, _ := c.Enqueue(ctx, render{Pinned: true, I: 1}, sticky.To("worker-old", sticky.Wait()))
 	unpinned, _ := c.Enqueue(ctx, render{Pinned: false, I: 2}, sticky.To("worker-old", sticky.Wait()))
+	// a route with no fallback to a worker that is not live would strand
+	// the job: refused, the job untouched
+	if err := admin.New(c).Reroute(ctx, moved.ID, sticky.To("worker-b", sticky.Wait())); !errors.Is(err, admin.ErrWorkerNotFound) || !sluicetype.IsNotFound(err) {
+		t.Fatalf("reroute to a worker that is not live: %v, want ErrWorkerNotFound", err)
+	}
+	start(t, rdb, f, ns, "worker-b", runtime.Options{})
+	testkit.Until(t, &f.sig.Renewed, nil, "worker-b registered", func() (bool, string) {
+		ws, err := admin.New(c).Workers(ctx)
+		return err == nil && len(ws) == 1, fmt.Sprint(ws, err)
+	})
 	if err := admin.New(c).Reroute(ctx, moved.ID, sticky.To("worker-b", sticky.Wait())); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +243,6 @@ func TestReroute(t *testing.T) {
 		t.Fatalf("reroute of a missing job: %v", err)
 	}
 	start(t, rdb, f, ns, "worker-old", runtime.Options{})
-	start(t, rdb, f, ns, "worker-b", runtime.Options{})
 	f.settledUntil(t, "both jobs", func() bool { return f.pinnedByB.Load() == 1 && f.free.Load() == 1 })
 	if f.pinnedByOthers.Load() != 0 {
 		t.Fatalf("the old worker ran the rerouted job")

@@ -150,28 +150,45 @@ func reportErr(rep admin.RedriveReport, err error) error {
 }
 
 // rerouteOption reads the reroute form: worker and policy (wait, after,
-// fail) with delay, or unpin.
+// fail; after and fail with their delay), or unpin. Anything else in the
+// form is refused rather than read as the default: a route with no
+// fallback strands the job if its worker never comes (admin.Client.Reroute
+// refuses one to a worker that is not live).
 func rerouteOption(f url.Values) (flow.EnqueueOption, string, error) {
+	worker, policy, delay := strings.TrimSpace(f.Get("worker")), f.Get("policy"), strings.TrimSpace(f.Get("delay"))
 	if f.Get("unpin") != "" {
+		if worker != "" || delay != "" {
+			return nil, "", fmt.Errorf("%w: unpin takes no worker or delay", flow.ErrInvalid)
+		}
 		return nil, "unpinned", nil
 	}
-	worker := strings.TrimSpace(f.Get("worker"))
 	if worker == "" {
 		return nil, "", fmt.Errorf("%w: name a worker, or unpin", flow.ErrInvalid)
 	}
 	var d time.Duration
-	if s := f.Get("delay"); s != "" {
+	if delay != "" {
 		var err error
-		if d, err = time.ParseDuration(s); err != nil || d <= 0 {
-			return nil, "", fmt.Errorf("%w: delay %q is not a positive duration", flow.ErrInvalid, s)
+		if d, err = time.ParseDuration(delay); err != nil || d <= 0 {
+			return nil, "", fmt.Errorf("%w: delay %q is not a positive duration", flow.ErrInvalid, delay)
 		}
 	}
-	p := sticky.Wait()
-	switch f.Get("policy") {
-	case "after":
+	var p sticky.Policy
+	switch policy {
+	case "", "wait":
+		if d != 0 {
+			return nil, "", fmt.Errorf("%w: the wait policy takes no delay (choose after or fail to give one)", flow.ErrInvalid)
+		}
+		p = sticky.Wait()
+	case "after", "fail":
+		if d == 0 {
+			return nil, "", fmt.Errorf("%w: the %s policy needs a delay", flow.ErrInvalid, policy)
+		}
 		p = sticky.After(d)
-	case "fail":
-		p = sticky.FailAfter(d)
+		if policy == "fail" {
+			p = sticky.FailAfter(d)
+		}
+	default:
+		return nil, "", fmt.Errorf("%w: no fallback policy %q (wait, after or fail)", flow.ErrInvalid, policy)
 	}
 	return sticky.To(worker, p), "rerouted to " + worker, nil
 }

@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // act opens action's confirmation page with form, as its link does, and
@@ -53,10 +56,13 @@ func TestDeleteAction(t *testing.T) {
 	}
 }
 
-// TestRerouteAction: rerouting an available job to a worker through the
-// form pins it there (another worker's claim does not get it); unpinning
-// it through the form lets any worker claim it; a form naming no worker
-// shows the confirmation again with the error, 400.
+// TestRerouteAction: rerouting an available job to a live worker through
+// the form pins it there (another worker's claim does not get it);
+// unpinning it through the form lets any worker claim it. A form naming
+// no worker, an unknown policy, a wait with a delay (which the wait
+// policy would drop), or a fallback with none shows the confirmation
+// again with the error, 400; a wait for a worker that is not live (it
+// would strand the job), 404. None of those touches the job.
 func TestRerouteAction(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
@@ -73,15 +79,33 @@ func TestRerouteAction(t *testing.T) {
 		return len(res.Jobs)
 	}
 	c := client()
+	for _, bad := range []struct {
+		form url.Values
+		code int
+		says string
+	}{
+		{url.Values{}, http.StatusBadRequest, "name a worker, or unpin"},
+		{url.Values{"worker": {"worker-b"}, "policy": {"bogus"}, "delay": {"5m"}}, http.StatusBadRequest, "no fallback policy"},
+		{url.Values{"worker": {"worker-b"}, "policy": {"wait"}, "delay": {"30s"}}, http.StatusBadRequest, "takes no delay"},
+		{url.Values{"worker": {"worker-b"}, "policy": {"after"}}, http.StatusBadRequest, "needs a delay"},
+		{url.Values{"worker": {"worker-b"}, "unpin": {"1"}}, http.StatusBadRequest, "unpin takes no worker"},
+		{url.Values{"worker": {"ghost-worker"}, "policy": {"wait"}}, http.StatusNotFound, "is not live"},
+	} {
+		bad.form.Set("id", id)
+		if code, _, body := f.act(c, "reroute", bad.form); code != bad.code || !strings.Contains(body, bad.says) {
+			t.Errorf("reroute %v: %d, want %d saying %q\n%s", bad.form, code, bad.code, bad.says, body)
+		}
+		if sw, err := f.env.RDB.HGet(context.Background(), ref.Job(ref.Local), keys.FieldStickyWorker).Result(); err != redis.Nil {
+			t.Fatalf("after reroute %v the job prefers %q (%v), want it untouched", bad.form, sw, err)
+		}
+	}
+	testkit.Must(t, st.Heartbeat(context.Background(), sluicetype.WorkerInfo{ID: "worker-b"}, time.Minute))
 	code, loc, body := f.act(c, "reroute", url.Values{"id": {id}, "worker": {"worker-b"}, "policy": {"wait"}})
 	if code != http.StatusSeeOther || loc != testPrefix+jobPath(id) {
 		t.Fatalf("reroute: %d to %q\n%s", code, loc, body)
 	}
 	if n := claims("worker-a"); n != 0 {
 		t.Fatalf("worker-a claimed %d job(s) pinned to worker-b", n)
-	}
-	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}}); code != http.StatusBadRequest || !strings.Contains(body, "name a worker, or unpin") {
-		t.Errorf("reroute naming no worker: %d, want 400 with the error\n%s", code, body)
 	}
 	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}, "unpin": {"1"}}); code != http.StatusSeeOther {
 		t.Fatalf("unpin: %d\n%s", code, body)

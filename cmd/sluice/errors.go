@@ -127,7 +127,7 @@ func exitCode(err error) int {
 // notFound: err says that what the command names does not exist (exit 3).
 func notFound(err error) bool {
 	var m missingError
-	return sluicetype.IsNotFound(err) || errors.Is(err, errNoWorker) || errors.As(err, &m)
+	return sluicetype.IsNotFound(err) || errors.As(err, &m)
 }
 
 // missingError is a not-found error that says it all (exit 3).

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -66,12 +65,11 @@ ever, so the worker must be live (else exit 3).`,
 		if j.State == flow.StateCompleted {
 			return missingError{fmt.Sprintf("job %s is completed: it never runs again, so it has no run to reroute", id)}
 		}
-		if !unpin && after == 0 && failAfter == 0 {
-			if err := c.checkWorker(cmd.Context(), client, to); err != nil {
-				return err
-			}
-		}
-		if err := client.Reroute(cmd.Context(), id, opt); err != nil {
+		if err := client.Reroute(cmd.Context(), id, opt); errors.Is(err, admin.ErrWorkerNotFound) {
+			err := c.about("worker", to, err)
+			err.(*subjectError).hint = "no live worker has this ID; --after D or --fail-after D reroutes to it with a fallback"
+			return err
+		} else if err != nil {
 			return c.about("job", id, err)
 		}
 		if c.json {
@@ -93,23 +91,4 @@ func policy(after, failAfter time.Duration) sticky.Policy {
 		return sticky.FailAfter(failAfter)
 	}
 	return sticky.Wait()
-}
-
-// errNoWorker: no live worker has the ID named (exit 3).
-var errNoWorker = errors.New("sluice: worker not found")
-
-// checkWorker returns a not-found error unless a live worker has the ID.
-func (c *cli) checkWorker(ctx context.Context, client *admin.Client, id string) error {
-	ws, err := client.Workers(ctx)
-	if err != nil {
-		return err
-	}
-	for _, w := range ws {
-		if w.ID == id {
-			return nil
-		}
-	}
-	err = c.about("worker", id, errNoWorker)
-	err.(*subjectError).hint = "no live worker has this ID; --after D or --fail-after D reroutes to it with a fallback"
-	return err
 }

@@ -6,13 +6,20 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
+
+// ErrWorkerNotFound: Reroute with no fallback (sticky.Wait) named a worker
+// that is not live; the error names it.
+var ErrWorkerNotFound = sluicetype.ErrWorkerNotFound
 
 // Reroute changes the worker job id prefers (sticky routing): to is a
 // sticky.To option, or nil to unpin the job. An available job moves to its
 // new worker at once; a running one keeps its attempt and goes to its new
 // worker when it is next ready (retry, snooze, redrive). A completed job,
 // which never runs again, is refused with a *StateError (ErrWrongState).
+// A route with no fallback (sticky.Wait) to a worker that is not live is
+// refused with ErrWorkerNotFound: the job would wait for it for ever.
 func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) error {
 	ref, err := c.ref(id)
 	if err != nil {
@@ -26,6 +33,15 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 		}
 		if !ok {
 			return fmt.Errorf("%w: Reroute takes a sticky routing option (sticky.To) or nil", flow.ErrInvalid)
+		}
+	}
+	if s.Mode == "w" {
+		live, err := c.b.Store.WorkerLive(ctx, s.Worker)
+		if err != nil {
+			return err
+		}
+		if !live {
+			return fmt.Errorf("%w: %q is not live (a route to a worker that is not running yet needs a fallback: sticky.After or sticky.FailAfter)", ErrWorkerNotFound, s.Worker)
 		}
 	}
 	_, err = c.b.Store.Reroute(ctx, ref, s)

@@ -48,6 +48,13 @@ func (s *Store) heartbeat(ctx context.Context, id string, ttl int64, fields ...a
 	return lua.Heartbeat.Run(ctx, s.rdb, []string{ks.Live(), ks.Worker(id)}, args...).Err()
 }
 
+// WorkerLive reports whether worker id is registered: its heartbeat's
+// entry has not expired.
+func (s *Store) WorkerLive(ctx context.Context, id string) (bool, error) {
+	n, err := s.rdb.Exists(ctx, s.workers().Worker(id)).Result()
+	return n == 1, err
+}
+
 // Workers lists the live workers (at most MaxWorkersListed), most recently
 // seen first, and drops the dead ones it meets from the registry.
 func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
