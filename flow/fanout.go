@@ -64,7 +64,9 @@ func (e *ChildFailedError) Error() string {
 // the parent, the step and the item's index, so running the step again
 // never duplicates a child). A child that finishes notifies its parent,
 // through its partition's outbox when the parent lives elsewhere, so the
-// parent is woken even if a worker dies in between.
+// parent is woken even if a worker dies in between. A child may not have
+// a unique key (ErrInvalid, nothing enqueued): one held by another job
+// would add no child, and Join would wait for it for ever.
 func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
@@ -89,6 +91,11 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 		pj, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, name, i)), traceHeaders(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("child %d: %w", i, err)
+		}
+		if pj.job.Unique.Key != "" {
+			// a held key adds no child, and Join would wait for ever for
+			// the one it names
+			return nil, fmt.Errorf("%w: child %d has a unique key (WithUnique, WithUniqueArgs): a spawned child is unique by its ID already", ErrInvalid, i)
 		}
 		ids[i] = pj.ref.String()
 		byPart[pj.ref.Partition] = append(byPart[pj.ref.Partition], pj.job)

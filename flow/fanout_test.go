@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
@@ -130,6 +132,46 @@ func TestFanOut(t *testing.T) {
 					t.Fatalf("parent ran %d times; it should have been suspended and resumed", runs.Load())
 				}
 			})
+		}
+	}
+}
+
+type uniqueParent struct{}
+
+func (uniqueParent) Kind() string { return "unique-parent" }
+
+// TestSpawnRefusesUniqueChildren: a child with a unique key is refused
+// (ErrInvalid) before anything is enqueued. Before, a child whose key was
+// held (here by its twin) was not added, yet Spawn returned its ID and
+// Join waited for it for ever.
+func TestSpawnRefusesUniqueChildren(t *testing.T) {
+	t.Parallel()
+	rdb := env.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	reg := flow.NewRegistry()
+	spawned := make(chan error, 1)
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[childJob]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[uniqueParent]) error {
+		twin := flow.Item{Args: childJob{I: 1}, Opts: []flow.EnqueueOption{flow.WithUniqueArgs(time.Hour, flow.KeepExisting)}}
+		_, err := flow.Spawn(ctx, "twins", twin, twin)
+		spawned <- err
+		return flow.Skip("done")
+	}))
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
+	testkit.Must(t, err)
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, nil)
+	res, err := c.Enqueue(context.Background(), uniqueParent{})
+	testkit.Must(t, err)
+	if err := <-spawned; !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("Spawn of unique children: %v, want ErrInvalid", err)
+	}
+	testkit.WaitState(t, c, w.Sig, res.ID, flow.StateArchived)
+	stats, err := admin.New(c).QueueStats(context.Background(), "default", time.Minute)
+	testkit.Must(t, err)
+	for state, n := range stats.Depth {
+		if want := int64(map[string]int{flow.StateArchived: 1}[state]); n != want {
+			t.Errorf("%d %s jobs, want %d (the parent alone): %v", n, state, want, stats.Depth)
 		}
 	}
 }
