@@ -195,7 +195,7 @@ for _, e in ipairs(entries) do
       finish(jk, id, 'running', 'archived', reason, m)
       state = 'archived'
     elseif code == 'wait' then
-      local counts = redis.call('HMGET', kidcount_key(id), msg, msg .. ':f')
+      local counts = fields(kidcount_key(id), msg, msg .. ':f') -- corrupt: none counted
       local left = tonumber(data) - (tonumber(counts[1]) or 0)
       local failed = (tonumber(counts[2]) or 0) > 0
       if left <= 0 or (failed and reason == 'f') then

@@ -173,10 +173,15 @@ local function take(ak, pinned_to, prio)
       elseif h[fs] == 'available' then
         seen[id] = true -- every branch below acts on the job
         local kind, ck, crashes = h[fk], h[fck], h[fc]
-        local dl, fence = tonumber(h[fdl]), tonumber(h[ff] or 0)
-        local body = h[fpb] and redis.call('GET', body_key(id)) or false
-        if not kind or kind == '' or not (h[fp] or body) or not fence or not tonumber(h[fa] or 0)
-          or not tonumber(crashes or 0) then
+        local dl, fence = tonumber(h[fdl]), count_of(h[ff] or '0')
+        -- a body key that holds no string is corrupt data: no payload
+        local body = h[fpb] and redis.pcall('GET', body_key(id)) or false
+        if type(body) ~= 'string' then body = false end
+        -- read before any write for the job: a checkpoints key that holds
+        -- no hash (an error reply) is corrupt data too
+        local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
+        if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa] or '0')
+          or not count_of(crashes or '0') or steps.err then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
@@ -196,8 +201,6 @@ local function take(ak, pinned_to, prio)
           redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
           zadd_later(K_RUN, num_s(expiry), id)
           count('available', 'running')
-          local steps = NO_STEPS
-          if h[fsx] then steps = redis.call('HGETALL', steps_key(id)) end
           jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
         end
       end

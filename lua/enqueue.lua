@@ -37,6 +37,9 @@
 --   'conflict'  a job with this ID exists with another kind or payload
 --   'unique ' .. id  job id holds the unique key: nothing added
 --   'held ' .. id    added, held behind quarantined job id (same fingerprint)
+--   'malformed' a key the job's options need (its unique key, rate class
+--               bucket or quarantine hold list) holds another type than
+--               Sluice wrote: nothing written for it
 --   'taken'     the ID was a fresh random one ('0' above) but a job has it
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
@@ -134,12 +137,14 @@ for i = 1, n do
     elseif run_at > 0 then
       due = run_at
     end
-    local uk, holder = o[18], nil
-    if uk ~= '' and not (old and old[1]) and not taken then holder = unique_holder(uk) end
+    local uk, holder, corrupt = o[18], nil, false
+    if uk ~= '' and not (old and old[1]) and not taken then holder, corrupt = unique_holder(uk) end
     if marked then
       out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
     elseif taken then
       out[#out + 1] = STATUS.taken
+    elseif corrupt or (not (old and old[1]) and corrupt_limits(o[14], o[24])) then
+      out[#out + 1] = STATUS.malformed
     elseif holder then
       on_duplicate(holder, o[20], payload, due)
       out[#out + 1] = STATUS.unique .. holder
@@ -152,8 +157,8 @@ for i = 1, n do
     else
       local held_by = false
       if o[24] ~= '' then
-        local q = redis.call('GET', hold_key(o[24]))
-        if q and state_of(redis.call('HGET', job_key(q), F.state)) == 'quarantined' then
+        local q = redis.pcall('GET', hold_key(o[24])) -- pcall: corrupt data holds nothing
+        if type(q) == 'string' and state_of(fields(job_key(q), F.state)[1]) == 'quarantined' then
           held_by = q
           due = HOLD_AT
         end

@@ -77,9 +77,16 @@ local SNAME = {
   ['5'] = 'completed', ['6'] = 'archived', ['7'] = 'quarantined', ['8'] = 'cancelled',
 }
 local function state_of(v) return SNAME[v] or v end
+-- count_of is the counter v holds (a fence, an attempt count: digits
+-- only, as HINCRBY and the scripts write them), or nil for anything else:
+-- corrupt data such as '1.5', '-1' or 'inf', which tonumber would take.
+local function count_of(v)
+  if v ~= '' and #v <= 15 and not v:find('%D') then return tonumber(v) end
+end
 local ERR_KEEP = 10
 local MSG_MAX = 1024
 local RATE_KEEP = 7 * 24 * 3600 * 1000 -- how long an idle rate bucket is kept (ms)
+local RATE_KEEP_MAX = 10 * 365 * 24 * 3600 * 1000 -- the longest an idle rate bucket is kept (ms)
 
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end

@@ -19,11 +19,22 @@ local CONCURRENCY = { F.concurrency_key, F.concurrency_limit }
 local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
 
 -- unique_holder returns the ID of the job holding unique key uk, if one
--- does (a key left by a deleted job is free).
+-- does (a key left by a deleted job is free), and whether the key holds
+-- no string (corrupt data: the job is refused, nothing written).
 local function unique_holder(uk)
-  local holder = redis.call('GET', unique_key(uk))
+  local holder = redis.pcall('GET', unique_key(uk))
+  if type(holder) == 'table' then return nil, true end
   if holder and redis.call('EXISTS', job_key(holder)) == 1 then return holder end
   return nil
+end
+
+-- corrupt_limits says whether a key the job's options write besides its
+-- hash holds another type than Sluice wrote: its rate class's bucket or
+-- its quarantine hold's list. Checked before the job's first write, as a
+-- script that raises keeps the writes made for the call's earlier jobs.
+local function corrupt_limits(class, fingerprint)
+  return (class ~= '' and not DEFINED[class] and type(redis.pcall('HLEN', rate_key(class))) ~= 'number')
+    or (fingerprint ~= '' and type(redis.pcall('LLEN', held_key(fingerprint))) ~= 'number')
 end
 
 -- on_duplicate applies a duplicate's policy to the holder, if it has not

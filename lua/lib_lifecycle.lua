@@ -20,10 +20,12 @@ end
 -- behind it become due now.
 local function free_held(qf, id)
   local qh = hold_key(qf)
-  if redis.call('GET', qh) == id then redis.call('DEL', qh) end
+  if redis.pcall('GET', qh) == id then redis.call('DEL', qh) end
   local wk = held_key(qf)
   local fs, fq, fr = F.state, F.held_by, F.run_at
-  for _, h in ipairs(redis.call('LRANGE', wk, 0, -1)) do
+  local held = redis.pcall('LRANGE', wk, 0, -1) -- corrupt: none to free
+  if held.err then held = {} end
+  for _, h in ipairs(held) do
     local hk = job_key(h)
     local v = redis.pcall('HMGET', hk, fs, fq) -- pcall: a corrupt key must not raise after a write
     if v.err then v = {} end
@@ -79,17 +81,20 @@ end
 -- wakes the parent when it waits for that step and the wait is over.
 local function deliver(parent, step, child, state, payload)
   local pk = job_key(parent)
-  if redis.call('EXISTS', pk) == 0 then return end
-  local kk = kids_key(parent)
-  local new = redis.call('HSET', kk, child, state .. '\n' .. payload) == 1
-  if not new then return end
+  -- every write to the parent's keys is a pcall that fails without
+  -- writing: a parent whose data is corrupt is that parent's problem (its
+  -- claim or its join's recheck meets it), not its child's, whose call
+  -- has written already
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy)
+  if corrupt or not h[1] then return end
+  if redis.pcall('HSET', kids_key(parent), child, state .. '\n' .. payload) ~= 1 then return end
   local ck = kidcount_key(parent)
-  redis.call('HINCRBY', ck, step, 1)
+  redis.pcall('HINCRBY', ck, step, 1)
   local failed = state ~= 'completed'
-  if failed then redis.call('HINCRBY', ck, step .. ':f', 1) end
-  local h = redis.call('HMGET', pk, F.state, F.wait_step, F.wait_policy)
+  if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
   if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
-  local left = redis.call('HINCRBY', pk, F.wait_count, -1)
+  local left = redis.pcall('HINCRBY', pk, F.wait_count, -1)
+  if type(left) ~= 'number' then return end
   if left <= 0 or (failed and h[3] == 'f') then
     redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy)
     redis.call('ZREM', K_SCHED, parent)
@@ -190,8 +195,8 @@ local function finish(jk, id, from, state, reason, m)
     -- it holds its twins, unless one quarantined before it still does
     local qf = redis.call('HGET', jk, F.hold_fingerprint)
     if qf then
-      local cur = redis.call('GET', hold_key(qf))
-      if not cur or state_of(redis.call('HGET', job_key(cur), F.state)) ~= 'quarantined' then
+      local cur = redis.pcall('GET', hold_key(qf))
+      if type(cur) ~= 'string' or state_of(fields(job_key(cur), F.state)[1]) ~= 'quarantined' then
         redis.call('SET', hold_key(qf), id)
       end
     end
@@ -205,7 +210,13 @@ local function record_error(jk, id, kind, msg, stack)
   local c = redis.call('HGET', jk, F.crash_attempt) or '0'
   redis.call('HSET', jk, F.last_error, msg)
   local ek = err_key(id)
-  redis.call('LPUSH', ek, cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack }))
+  local entry = cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack })
+  if type(redis.pcall('LPUSH', ek, entry)) ~= 'number' then
+    -- the key holds no list (corrupt data): raising here, after the
+    -- call's other writes, would fail them all; the history starts anew
+    redis.call('DEL', ek)
+    redis.call('LPUSH', ek, entry)
+  end
   redis.call('LTRIM', ek, 0, ERR_KEEP - 1)
 end
 
@@ -280,13 +291,19 @@ local function reap(limit, delay)
     elseif s == 'running' then
       if ck then cc_release(ck) end
       holder = holder or ''
-      redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry)
+      out[#out + 1] = id
       -- the attempt is over, not acked: a late ack of it is stale (ack.lua)
       redis.call('HDEL', jk, F.lease_id)
-      redis.call('HINCRBY', jk, F.orphan_count, 1)
-      record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
-      out[#out + 1] = id
-      out[#out + 1] = crash(jk, id, 'running', delay)
+      if not bump(jk, F.orphan_count) then
+        -- a corrupt orphan counter: archived, as crash() does a corrupt
+        -- crash counter, instead of raising after the pass's other writes
+        finish(jk, id, 'running', 'archived', 'malformed')
+        out[#out + 1] = 'archived'
+      else
+        redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry)
+        record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
+        out[#out + 1] = crash(jk, id, 'running', delay)
+      end
       out[#out + 1] = holder
     end
   end
@@ -302,8 +319,15 @@ local function sweep(limit)
     local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
     for _, id in ipairs(ids) do
       zrem_later(zk, id)
-      local s = state_of(redis.call('HGET', job_key(id), fs))
-      if s == state then
+      local jk = job_key(id)
+      local h, corrupt = fields(jk, fs)
+      local s = state_of(h[1])
+      if corrupt then
+        -- its key holds no job hash: set the value aside (as a claim
+        -- does) and drop the job from its state's count
+        redis.call('RENAME', jk, corrupt_key(id))
+        count(state, nil)
+      elseif s == state then
         delete_job(id, false, s)
         count(state, nil)
         deleted = deleted + 1

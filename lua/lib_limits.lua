@@ -115,7 +115,10 @@ local function rate_define(class, n, per, burst)
   DEFINED[class] = true
   local bk = rate_key(class)
   redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
-  redis.call('PEXPIRE', bk, math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP))
+  -- clamped, and written as an integer: Lua would write a huge product
+  -- (a burst of 1e8 per 1,000 h) as '7.2e+17', which PEXPIRE refuses
+  local keep = math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP)
+  redis.call('PEXPIRE', bk, num_s(math.min(keep, RATE_KEEP_MAX)))
 end
 
 -- rate_wait parks a job of class until its bucket has a token again.

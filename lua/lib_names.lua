@@ -197,6 +197,8 @@ local STATUS = {
   moved = 'moved',
   -- the schedule is paused: nothing written (schedule)
   paused = 'paused',
+  -- a key of the job holds another type than Sluice wrote: nothing written for it (step, enqueue)
+  malformed = 'malformed',
   -- in place of the next due time: nothing is due later (claim)
   no_due = -1,
   -- in place of the next due time: the claim leased all it was asked for (claim)

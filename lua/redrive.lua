@@ -51,13 +51,13 @@ local function revive(jk, id, state, reason)
     -- active again, it holds its unique key again, while it is active,
     -- unless another live job took the key meanwhile
     local uq = unique_key(uk)
-    local holder = redis.call('GET', uq)
-    if not holder or (holder ~= id and redis.call('EXISTS', job_key(holder)) == 0) then
+    local holder = redis.pcall('GET', uq)
+    if type(holder) ~= 'string' or (holder ~= id and redis.call('EXISTS', job_key(holder)) == 0) then
       redis.call('SET', uq, id)
     end
   end
   redis.call('HDEL', jk, F.finished, F.reason)
-  redis.call('HINCRBY', jk, F.redrives, 1)
+  if not bump(jk, F.redrives) then redis.call('HSET', jk, F.redrives, 1) end -- a corrupt count starts anew
   redis.call('HSET', jk, F.redriven_at, NOW, F.redriven_from, state .. ':' .. (reason or ''))
   if state == 'quarantined' then
     redis.call('HSET', jk, F.crash_attempt, 0)
@@ -107,7 +107,7 @@ local examined, matched = 0, 0
 for i = 1, #batch, 2 do
   local id = batch[i]
   local jk = job_key(id)
-  local h = redis.call('HMGET', jk, F.state, F.kind, F.reason, F.finished)
+  local h = fields(jk, F.state, F.kind, F.reason, F.finished) -- corrupt: {}, matches nothing
   local ft = tonumber(h[4]) or 0
   if state_of(h[1]) == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
     and ft <= asof and (after == 0 or ft >= after) and (before == 0 or ft < before) then

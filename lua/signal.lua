@@ -22,11 +22,17 @@ local again = replayed()
 if again then return again end
 local id, name, payload, key = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits)
+local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.signal_seq)
 local s = state_of(h[1])
 if not s then return remember({ STATUS.missing, STATUS.none }) end
 if TERMINAL[s] then return remember({ STATUS.final, s }) end
 local sk = steps_key(id)
+-- what the writes below need, checked before the first (Redis keeps the
+-- writes of a script that raises): a signal counter HINCRBY takes, and a
+-- checkpoints key that holds a hash
+if (h[4] and not count_of(h[4])) or type(redis.pcall('HLEN', sk)) ~= 'number' then
+  return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ' has corrupt signal data (its signal counter or checkpoints)')
+end
 if key ~= '' then
   if redis.call('HSETNX', sk, SIGNAL_KEY_PREFIX .. key, 1) == 0 then
     return remember({ STATUS.exists, s })

@@ -27,6 +27,7 @@
 --                   records differ by their sequence number): 'ok', 0,
 --                   and nothing written, even once its call record is gone
 --   'effect_error', message   an effect cannot apply: nothing written
+--   'malformed', 0  the job's checkpoints key holds no hash: nothing written
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
 -- and that it has checkpoints ('sx').
@@ -51,15 +52,18 @@ for i = 1, 6 * n, 6 do
   local sk = steps_key(id)
   if not holds(jk, lease, fence) then
     out[#out + 1] = { STATUS.stale, 0 }
-  elseif mode == 'once' and not take and #fx == 0 and redis.call('HSETNX', sk, field, record) == 1 then
+  elseif mode == 'once' and not take and #fx == 0 and redis.pcall('HSETNX', sk, field, record) == 1 then
     -- most commits: a new step with nothing else to check, written by the
     -- command that finds it new
     redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
     out[#out + 1] = OK0
     plain = plain + 1
   else
-    local prev = redis.call('HGET', sk, field)
-    if prev == record then
+    -- a pcall: a checkpoints key that holds no hash is this job's alone
+    local prev = redis.pcall('HGET', sk, field)
+    if type(prev) == 'table' then
+      out[#out + 1] = { STATUS.malformed, 0 }
+    elseif prev == record then
       out[#out + 1] = OK0 -- this very commit, sent again: applied before
       plain = plain + 1
     elseif prev and mode == 'once' then

@@ -52,6 +52,7 @@ import (
 //	"error: " msg  relay                *sluicetype.EffectError
 //	"moved"        schedule claim       ClaimMoved
 //	"paused"       schedule claim       ClaimPaused
+//	"malformed"    step, enqueue        ErrMalformed, for that job alone
 //	-1             claim (next due)     ClaimResult.Dry, no NextDue
 //	-2             claim (next due)     not Dry: it leased all it was asked for
 //	-3             claim (next due)     ClaimResult.Dry and HeldSuspects
@@ -80,6 +81,7 @@ const (
 	statusError        = "error: " // followed by why the effect cannot apply
 	statusMoved        = "moved"
 	statusPaused       = "paused"
+	statusMalformed    = "malformed"
 	statusNoDue        = -1
 	statusClaimedAll   = -2
 	statusHeldSuspects = -3
@@ -121,6 +123,8 @@ func enqueueResult(s string) (EnqueueResult, error) {
 		return EnqueueResult{Status: taken}, nil
 	case statusRetired:
 		return EnqueueResult{}, ErrRetired
+	case statusMalformed:
+		return EnqueueResult{Status: Failed, Err: fmt.Errorf("%w: a key the job needs (its unique key, rate class or quarantine hold) holds another type than Sluice wrote", ErrMalformed)}, nil
 	}
 	if q, ok := strings.CutPrefix(s, statusHeld); ok {
 		return EnqueueResult{Status: Added, HeldBy: q}, nil
@@ -205,6 +209,8 @@ func checkpointResult(pair []any) CheckpointResult {
 	case statusEffectError:
 		msg, _ := pair[1].(string)
 		return CheckpointResult{Err: &sluicetype.EffectError{Msg: msg}}
+	case statusMalformed:
+		return CheckpointResult{Err: fmt.Errorf("%w: the job's checkpoints key holds another type than Sluice wrote", ErrMalformed)}
 	}
 	return CheckpointResult{Err: fmt.Errorf("%w: step status %q", ErrMalformed, status)}
 }
