@@ -127,7 +127,7 @@ type Enqueued struct {
 	// Err is set, in EnqueueMany results, for a job whose ID conflicts with
 	// a different existing job: a *sluicetype.ConflictError (ErrConflict);
 	// or for a job whose call to its partition failed, with that call's
-	// error (see EnqueueMany).
+	// error (see EnqueueMany; Enqueue returns it too, with the ID).
 	Err error
 	// HeldBy is set when the job was added held behind this quarantined
 	// job (WithQuarantineHold): it runs once that job is released.
@@ -141,13 +141,20 @@ type Item struct {
 }
 
 // Enqueue adds one job. A job whose ID (WithID) is taken by a different
-// job returns a *sluicetype.ConflictError (ErrConflict) naming it.
+// job returns a *sluicetype.ConflictError (ErrConflict) naming it. When
+// the call fails on its way to Redis or back (past go-redis's retries),
+// the result still carries the ID the job was sent under, with the error:
+// if only the reply was lost, the job was added under that ID, and Job
+// finds it.
 func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) (Enqueued, error) {
 	res, err := c.enqueue(ctx, false, Item{Args: args, Opts: opts})
-	if err != nil {
+	if len(res) == 0 {
 		return Enqueued{}, err
 	}
-	return res[0], res[0].Err
+	if err == nil {
+		err = res[0].Err
+	}
+	return res[0], err
 }
 
 // EnqueueMany adds jobs in one round trip per partition (per 1,000 of its
@@ -247,8 +254,8 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	if len(errs) == 0 {
 		return out, nil
 	}
-	if !many { // one job, one partition
-		return nil, errs[routes[0].ref.Partition]
+	if !many { // one job, one partition: out[0] keeps the ID it was sent under
+		return out, errs[routes[0].ref.Partition]
 	}
 	return out, partlyEnqueued(out, errs)
 }

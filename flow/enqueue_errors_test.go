@@ -139,3 +139,38 @@ func jobKey(t *testing.T, ns, id string) string {
 	}
 	return ref.Partition.Job(ref.Local)
 }
+
+// TestEnqueueFailedCallKeepsID: an Enqueue whose call fails past
+// go-redis's retries returns the ID the job was sent under with the
+// error: with the reply lost after Redis ran the call, Job finds the job
+// under it; with the call lost before, it finds none. Before, the result
+// was empty, and a caller could not tell whether it had added a job.
+func TestEnqueueFailedCallKeepsID(t *testing.T) {
+	t.Parallel()
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprint("reply lost ", lost), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := redistest.NewNamespace(t)
+			rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+			testkit.Must(t, err)
+			rdb.AddHook(&testkit.FailCalls{Script: lua.Enqueue, Part: keys.Partition{NS: ns, Queue: "default"}, Pass: 1, LostReply: lost})
+			if _, err := c.Enqueue(ctx, email{To: "passes"}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Enqueue(ctx, email{To: "fails"})
+			if !errors.Is(err, testkit.ErrInjected) || res.ID == "" {
+				t.Fatalf("Enqueue: %+v, %v; want its ID with the injected error", res, err)
+			}
+			_, err = c.Job(ctx, res.ID)
+			if lost && err != nil {
+				t.Fatalf("Job(%s) after the lost reply: %v, want the job", res.ID, err)
+			}
+			if !lost && !errors.Is(err, flow.ErrNotFound) {
+				t.Fatalf("Job(%s) after the failed call: %v, want ErrNotFound", res.ID, err)
+			}
+		})
+	}
+}
