@@ -45,7 +45,10 @@ if mode == 'bury' then
 elseif mode == 'revive' then
   for i = 0, n - 1 do
     local id = ARGV[11 + i]
-    local e = string.find(id, '^%d+%-%d+$') and redis.call('XRANGE', DEAD, id, id) or {}
+    -- a pcall: an ID of the right shape beyond 64 bits is refused by
+    -- XRANGE, which would raise after the entries revived before it
+    local e = string.find(id, '^%d+%-%d+$') and redis.pcall('XRANGE', DEAD, id, id) or {}
+    if e.err then e = {} end
     local f = {}
     if #e > 0 then
       for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end

@@ -62,7 +62,7 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	byPart := map[keys.Partition][]string{}
 	names := map[keys.Partition][]string{} // the IDs as given, for errors
 	var errs []error
-	for _, id := range ids {
+	for _, id := range distinct(ids) {
 		ref, err := c.ref(id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: dead effect ID %q", flow.ErrInvalid, id))

@@ -21,7 +21,8 @@ import (
 )
 
 // TestRedriveByID: redrive, release, delete and cancel by ID, with typed
-// errors for every refusal.
+// errors for every refusal; an ID given twice is one job, moved once (it
+// was reported moved and failed: "it is available").
 func TestRedriveByID(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
@@ -32,7 +33,7 @@ func TestRedriveByID(t *testing.T) {
 		a.finish("default", 1, 0, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "p"})
 	}
 	avail := a.enqueue(email{To: "avail"})
-	rep, err := a.ops.Redrive(a.ctx, dead, quar, avail, "default:0:nope", "bad")
+	rep, err := a.ops.Redrive(a.ctx, dead, quar, avail, "default:0:nope", "bad", dead)
 	if err != nil {
 		t.Fatal(err)
 	}

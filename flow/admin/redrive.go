@@ -52,6 +52,7 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 	if len(ids) > MaxRedriveIDs {
 		return RedriveReport{}, fmt.Errorf("%w: %d IDs, at most %d (redrive by selector instead)", ErrTooMany, len(ids), MaxRedriveIDs)
 	}
+	ids = distinct(ids) // one ID given twice is one job: moved, or failed, once
 	rep := RedriveReport{Failed: map[string]error{}}
 	byPart := map[keys.Partition][]int{}
 	var order []keys.Partition
@@ -181,4 +182,17 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 		o.Progress(pr)
 	}
 	return pr, nil
+}
+
+// distinct is ids without repeats, in the order first given.
+func distinct(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
