@@ -22,7 +22,7 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 // flushAcks writes one partition's acks, retrying while Redis is
 // unreachable for up to the longest lease (after which the jobs are reaped
 // and the acks would be stale anyway), but not on a closed client, which
-// never answers again. A retry is the same call as the first try
+// never answers again, nor on an answer a retry would get again (final). A retry is the same call as the first try
 // (store.Ack), so a first try that Redis ran is answered, not repeated.
 // When the store cut the acks into several calls and one failed, the
 // acks of the calls that went through keep their results and only the
@@ -62,7 +62,7 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 		if err == nil {
 			return out
 		}
-		if w.clk.Now().After(giveUp) || ctx.Err() != nil || errors.Is(err, redis.ErrClosed) {
+		if w.clk.Now().After(giveUp) || ctx.Err() != nil || errors.Is(err, redis.ErrClosed) || final(err) {
 			w.log.Error("acks failed; the jobs will be reclaimed when their leases expire", "queue", p.Queue, "jobs", len(acks), "err", err)
 			if out == nil {
 				out = make([]store.AckResult, len(acks))
@@ -81,4 +81,13 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 		sleep(ctx, w.clk, delay)
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// final reports whether err is an answer of Redis's that the same call
+// would get again: data a script or this worker cannot read
+// (store.ErrMalformed; a re-send of a call that ran answers from its
+// record), or a partition of a newer data model. Retrying it for a lease
+// would hold up nothing but the jobs' own reaping.
+func final(err error) bool {
+	return errors.Is(err, store.ErrMalformed) || errors.Is(err, store.ErrNewerDataModel)
 }

@@ -107,3 +107,58 @@ func TestFlushAcksResendsOnlyFailed(t *testing.T) {
 			hook.calls, 2*size)
 	}
 }
+
+// malformedAcks is a go-redis hook that answers every call of the ack
+// script with a WRONGTYPE error (a key of another type than Sluice wrote),
+// as a script meeting corrupt data does, and counts the calls.
+type malformedAcks struct{ calls int }
+
+func (h *malformedAcks) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *malformedAcks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 2 || !lua.Ack.Is(cmd.Name(), fmt.Sprint(args[1])) {
+			return next(ctx, cmd)
+		}
+		h.calls++
+		err := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+		cmd.SetErr(err)
+		return err
+	}
+}
+
+func (h *malformedAcks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestFlushAcksMalformedIsFinal: an ack call answered with corrupt data
+// (store.ErrMalformed) is not retried: the same call would get the same
+// answer for a whole lease, holding up its partition's acks. Before, it
+// was retried like an unreachable Redis (with this clock, which never
+// moves, for ever).
+func TestFlushAcksMalformedIsFinal(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	st := store.New(rdb, store.Config{NS: "t", RetainCompleted: -1, RetainArchived: time.Hour,
+		RetainCancelled: time.Hour, CrashLimit: 3})
+	p := st.Partition("q", 0)
+	hook := &malformedAcks{}
+	rdb.AddHook(hook)
+	clk := NewFakeClock(time.Unix(1e9, 0))
+	w := &Worker{st: st, clk: clk, longestLease: time.Minute, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	done := make(chan []store.AckResult, 1)
+	go func() {
+		done <- w.flushAcks(ctx, p, []store.Ack{{Lease: store.Lease{Local: "j", LeaseID: "l", Fence: 1}, Code: store.CodeOK}})
+	}()
+	select {
+	case res := <-done:
+		if !errors.Is(res[0].Err, store.ErrMalformed) || hook.calls != 1 {
+			t.Fatalf("result %+v after %d calls, want ErrMalformed after one", res, hook.calls)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("flushAcks retried a malformed answer (%d calls)", hook.calls)
+	}
+}

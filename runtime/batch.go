@@ -19,11 +19,15 @@ var errNotSent = errors.New("sluice: worker stopped before the write was sent")
 // still waits for exactly its own result, so a step or an ack costs its
 // handler one round trip, while under load many share a call.
 //
-// Every request queued is answered, by a flush or, once the loop stops, by
+// Each partition has a lane of its own: a queue and a loop, started at its
+// first request. A partition whose calls fail and are retried (acks are,
+// for up to a lease, while Redis is unreachable) holds up its own requests
+// only; the other partitions' go out meanwhile.
+//
+// Every request queued is answered, by a flush or, once the loops stop, by
 // failed; a request made while no loop runs fails at once.
 type batcher[T, R any] struct {
-	reqs chan *batchReq[T, R]
-	max  int
+	max, queue int // a call's items, a lane's queue
 	// flush sends items, one result per item; items is the loop's, valid
 	// only during the call.
 	flush  func(ctx context.Context, p keys.Partition, items []T) []R
@@ -34,20 +38,23 @@ type batcher[T, R any] struct {
 	spare sync.Pool
 
 	// Callers queue under mu's read lock, so that once stop holds it no
-	// request can join the queue it drains.
+	// request can join the queues it drains; a lane is added under the
+	// write lock.
 	mu       sync.RWMutex
-	open     bool          // a loop runs
-	stopping chan struct{} // closed when the loop stops: frees callers waiting for room
+	open     bool          // the loops run
+	stopping chan struct{} // closed when the loops stop: frees callers waiting for room
+	lanes    map[keys.Partition]chan *batchReq[T, R]
+	ctx      context.Context // the loops'
+	g        *sync.WaitGroup // the loops are its goroutines
 }
 
 type batchReq[T, R any] struct {
-	p    keys.Partition
 	item T
 	done chan R
 }
 
 func newBatcher[T, R any](max, queue int, flush func(context.Context, keys.Partition, []T) []R, failed func(T, error) R) *batcher[T, R] {
-	return &batcher[T, R]{reqs: make(chan *batchReq[T, R], queue), max: max, flush: flush, failed: failed}
+	return &batcher[T, R]{max: max, queue: queue, flush: flush, failed: failed}
 }
 
 // do queues item and waits for its result.
@@ -56,15 +63,22 @@ func (b *batcher[T, R]) do(p keys.Partition, item T) R {
 	if req == nil {
 		req = &batchReq[T, R]{done: make(chan R, 1)}
 	}
-	req.p, req.item = p, item
+	req.item = item
 	b.mu.RLock()
+	lane := b.lanes[p]
+	if lane == nil && b.open {
+		b.mu.RUnlock()
+		b.addLane(p)
+		b.mu.RLock()
+		lane = b.lanes[p]
+	}
 	if !b.open {
 		b.mu.RUnlock()
 		b.recycle(req)
 		return b.failed(item, errNotSent)
 	}
 	select {
-	case b.reqs <- req:
+	case lane <- req:
 	case <-b.stopping:
 		b.mu.RUnlock()
 		b.recycle(req)
@@ -76,76 +90,92 @@ func (b *batcher[T, R]) do(p keys.Partition, item T) R {
 	return res
 }
 
+// addLane gives partition p its queue and loop, unless it has them or the
+// loops have stopped.
+func (b *batcher[T, R]) addLane(p keys.Partition) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open || b.lanes[p] != nil {
+		return
+	}
+	lane, ctx := make(chan *batchReq[T, R], b.queue), b.ctx
+	b.lanes[p] = lane
+	b.g.Go(func() { b.loop(ctx, p, lane) })
+}
+
 // recycle keeps an answered request for another do, without its item.
 func (b *batcher[T, R]) recycle(req *batchReq[T, R]) {
 	var zero T
-	req.p, req.item = keys.Partition{}, zero
+	req.item = zero
 	b.spare.Put(req)
 }
 
 // start opens b to requests (before Run starts any job, so that none is
-// turned away) and serves them on a goroutine of g until ctx is done.
+// turned away) and serves them on goroutines of g until ctx is done.
 func (b *batcher[T, R]) start(ctx context.Context, g *sync.WaitGroup) {
 	b.mu.Lock()
 	b.open, b.stopping = true, make(chan struct{})
+	b.lanes, b.ctx, b.g = map[keys.Partition]chan *batchReq[T, R]{}, ctx, g
 	b.mu.Unlock()
-	g.Go(func() { b.loop(ctx) })
+	g.Go(func() {
+		<-ctx.Done()
+		b.stop()
+	})
 }
 
-// loop serves requests until ctx is done.
-func (b *batcher[T, R]) loop(ctx context.Context) {
-	defer b.stop()
-	batch := map[keys.Partition][]*batchReq[T, R]{}
+// loop serves partition p's requests, queued on lane, until ctx is done.
+func (b *batcher[T, R]) loop(ctx context.Context, p keys.Partition, lane chan *batchReq[T, R]) {
+	var reqs []*batchReq[T, R]
 	var items []T
 	for {
 		var first *batchReq[T, R]
 		select {
 		case <-ctx.Done():
 			return
-		case first = <-b.reqs:
+		case first = <-lane:
 		}
 		if ctx.Err() != nil { // both were ready: a dead context sends nothing
 			first.done <- b.failed(first.item, errNotSent)
 			return
 		}
-		clear(batch)
-		batch[first.p] = []*batchReq[T, R]{first}
+		reqs = append(reqs[:0], first)
 	more:
-		for n := 1; n < b.max; n++ {
+		for len(reqs) < b.max {
 			select {
-			case r := <-b.reqs:
-				batch[r.p] = append(batch[r.p], r)
+			case r := <-lane:
+				reqs = append(reqs, r)
 			default:
 				break more
 			}
 		}
-		for p, reqs := range batch {
-			items = items[:0]
-			for _, r := range reqs {
-				items = append(items, r.item)
-			}
-			res := b.flush(ctx, p, items)
-			clear(items) // holds no payload past its call
-			for i, r := range res {
-				reqs[i].done <- r // after this, reqs[i] may be another do's
-			}
+		items = items[:0]
+		for _, r := range reqs {
+			items = append(items, r.item)
 		}
+		res := b.flush(ctx, p, items)
+		clear(items) // holds no payload past its call
+		for i, r := range res {
+			reqs[i].done <- r // after this, reqs[i] may be another do's
+		}
+		clear(reqs)
 	}
 }
 
 // stop closes b to requests and fails those still queued, which no loop
-// would ever take.
+// would ever take (a loop still in a call answers its own requests).
 func (b *batcher[T, R]) stop() {
 	close(b.stopping)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.open = false
-	for {
-		select {
-		case r := <-b.reqs:
-			r.done <- b.failed(r.item, errNotSent)
-		default:
-			return
+	for _, lane := range b.lanes {
+		for drained := false; !drained; {
+			select {
+			case r := <-lane:
+				r.done <- b.failed(r.item, errNotSent)
+			default:
+				drained = true
+			}
 		}
 	}
 }

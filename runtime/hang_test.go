@@ -157,3 +157,65 @@ func TestHangClientClosed(t *testing.T) {
 		t.Fatal("Run did not return after its Redis client was closed")
 	}
 }
+
+// TestBatcherPartitionWaitsAlone: while one partition's call hangs (its
+// acks retried while Redis is unreachable, for up to a lease), another
+// partition's writes go out and are answered; the hung partition's
+// writes made meanwhile go out together once its call returns. Before,
+// the loop made the calls one after another, and every partition waited
+// for the hung one.
+func TestBatcherPartitionWaitsAlone(t *testing.T) {
+	t.Parallel()
+	hung, other := keys.Partition{Queue: "q", Index: 0}, keys.Partition{Queue: "q", Index: 1}
+	started := make(chan []int, 4)
+	release := make(chan struct{})
+	b := newBatcher(8, 8,
+		func(_ context.Context, p keys.Partition, items []int) []hangResult {
+			if p == hung {
+				started <- append([]int(nil), items...)
+				<-release
+			}
+			out := make([]hangResult, len(items))
+			for i, it := range items {
+				out[i] = hangResult{item: it}
+			}
+			return out
+		},
+		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+	ctx, cancel := context.WithCancel(context.Background())
+	var g sync.WaitGroup
+	b.start(ctx, &g)
+	defer func() { cancel(); g.Wait() }()
+	var once sync.Once
+	unhang := func() { once.Do(func() { close(release) }) }
+	defer unhang() // first, on a failure: the loop may be in the hung call
+	results := make(chan hangResult, 8)
+	go func() { results <- b.do(hung, 1) }()
+	if got := <-started; len(got) != 1 || got[0] != 1 {
+		t.Fatalf("the hung partition's first call: %v, want [1]", got)
+	}
+	go func() { results <- b.do(hung, 2) }()
+	go func() { results <- b.do(other, 3) }()
+	select {
+	case r := <-results:
+		if r.item != 3 || r.err != nil {
+			t.Fatalf("answered %+v first, want the other partition's 3", r)
+		}
+	case <-time.After(hangBound):
+		t.Fatalf("the other partition's write waited for the hung call")
+	}
+	unhang()
+	if got := <-started; len(got) != 1 || got[0] != 2 {
+		t.Fatalf("the hung partition's next call: %v, want [2]", got)
+	}
+	for range 2 {
+		select {
+		case r := <-results:
+			if r.err != nil || (r.item != 1 && r.item != 2) {
+				t.Fatalf("answered %+v", r)
+			}
+		case <-time.After(hangBound):
+			t.Fatalf("the hung partition's writes were not answered once it returned")
+		}
+	}
+}
