@@ -98,8 +98,8 @@ var actions = map[string]action{
 			if err != nil {
 				return "", "", err
 			}
-			n, err := c.ops.DeleteSelected(ctx, sel, false)
-			return fmt.Sprintf("deleted %d %s jobs of %s", n, sel.State, sel.Queue),
+			n, unread, err := c.ops.DeleteSelected(ctx, sel, false)
+			return fmt.Sprintf("deleted %d %s jobs of %s%s", n, sel.State, sel.Queue, leftOut(unread)),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
 	"pause-schedule": {Title: "Pause schedule", Target: "schedule",
@@ -223,6 +223,9 @@ type confirmView struct {
 	Target string // the value of the action's target field
 	// Count is the dry run's count of a bulk action, -1 when it failed.
 	Count int
+	// Left says what a bulk delete's dry run would leave: entries whose
+	// data is not a job.
+	Left  string
 	Error string
 	Back  string // the page the Back link goes to
 }
@@ -252,29 +255,50 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.URL.Query()
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
+	code := http.StatusOK
 	if a.Bulk {
 		ctx, cancel := bounded(r)
 		defer cancel()
 		var err error
-		v.Count, err = c.dryRun(ctx, name, f)
+		var unread []string
+		v.Count, unread, err = c.dryRun(ctx, name, f)
+		v.Left = strings.TrimPrefix(leftOut(unread), "; left ")
 		if err != nil {
-			v.Count, v.Error = -1, "dry run failed: "+err.Error()
+			// the page says why, with the status of the error, and offers
+			// no confirmation of what could not be counted
+			v.Count, v.Error, code = -1, "dry run failed: "+err.Error(), statusOf(err)
 		}
 	}
-	c.render(w, r, http.StatusOK, "confirm", a.Title, v)
+	c.render(w, r, code, "confirm", a.Title, v)
 }
 
-// dryRun counts what bulk action name would touch.
-func (c *console) dryRun(ctx context.Context, name string, f url.Values) (int, error) {
+// dryRun counts what bulk action name would touch, and for a delete the
+// entries it would leave.
+func (c *console) dryRun(ctx context.Context, name string, f url.Values) (int, []string, error) {
 	sel, err := selector(f)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	if name == "bulk-delete" {
 		return c.ops.DeleteSelected(ctx, sel, true)
 	}
 	pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{DryRun: true})
-	return pr.Matched, err
+	return pr.Matched, nil, err
+}
+
+// leftOut says which entries a bulk delete left because their data is not
+// a job ("" for none), the first few by ID.
+func leftOut(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	shown := ids[:min(len(ids), 5)]
+	more := ""
+	if len(ids) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(ids)-len(shown))
+	}
+	return fmt.Sprintf("; left %d entr%s whose data is not a job: %s%s", len(ids), map[bool]string{true: "y", false: "ies"}[len(ids) == 1],
+		strings.Join(shown, ", "), more)
 }
 
 // act carries out a confirmed action; on an error it shows the

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -394,5 +397,41 @@ func TestJobPageShowsWorkflow(t *testing.T) {
 		if !strings.Contains(body, `href="`+testPrefix+jobPath(kid)+`"`) {
 			t.Errorf("parent's page does not link to child %s", kid)
 		}
+	}
+}
+
+// TestBulkDeleteSaysWhatItLeaves: a bulk delete whose state holds an
+// entry whose data is not a job says so, with its ID, in its dry run and
+// in the message after it (it had reported only the jobs it deleted); a
+// dry run that fails answers with the error's status and offers no
+// confirmation (it answered 200 with a Confirm button).
+func TestBulkDeleteSaysWhatItLeaves(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	c := client()
+	ctx := context.Background()
+	f.enqueue(flaky{}, flow.WithDelay(time.Hour)) // registers the queue
+	p := keys.Partition{NS: f.env.NS, Queue: testQueue, Index: 1}
+	testkit.Must(t, f.env.RDB.ZAdd(ctx, p.Terminal(flow.StateArchived), redis.Z{Score: 1, Member: "ghost"}).Err())
+	testkit.Must(t, f.env.RDB.Set(ctx, p.Job("ghost"), "not a job", 0).Err())
+	ghost := keys.Ref{Partition: p, Local: "ghost"}.String()
+
+	sel := url.Values{"queue": {testQueue}, "state": {flow.StateArchived}}
+	code, body := f.get(c, "/confirm/bulk-delete?"+sel.Encode())
+	if code != http.StatusOK || !strings.Contains(body, `<b id="dry-run-count">0</b>`) || !strings.Contains(body, "1 entry whose data is not a job: "+ghost) {
+		t.Fatalf("dry run: %d, want 0 jobs and the entry it would leave named\n%s", code, body)
+	}
+	sel.Set("csrf", csrfOf(body))
+	code, loc, body := f.post(c, "/act/bulk-delete", sel)
+	if code != http.StatusSeeOther {
+		t.Fatalf("bulk delete: %d\n%s", code, body)
+	}
+	if _, body := f.get(c, strings.TrimPrefix(loc, testPrefix)); !strings.Contains(body, "deleted 0 archived jobs of "+testQueue+"; left 1 entry whose data is not a job: "+ghost) {
+		t.Errorf("the message after the delete does not name the entry it left:\n%s", body)
+	}
+
+	code, body = f.get(c, "/confirm/bulk-delete?queue=nosuchqueue&state=archived")
+	if code != http.StatusNotFound || !strings.Contains(body, "dry run failed") || strings.Contains(body, `id="confirm"`) {
+		t.Errorf("a failed dry run: %d, want 404 with the error and no Confirm button\n%s", code, body)
 	}
 }

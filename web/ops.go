@@ -39,7 +39,7 @@ type ops interface {
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
-	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, err error)
+	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, unreadable []string, err error)
 }
 
 // queueInfo is a queue the console shows and its partition count.
@@ -69,8 +69,9 @@ func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
 }
 
 // DeleteSelected deletes the jobs sel chooses (counts them, with dryRun)
-// and returns how many matched.
-func (a adminOps) DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (int, error) {
+// and returns how many matched, and the entries it left because their
+// data is not a job.
+func (a adminOps) DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (int, []string, error) {
 	p, err := a.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun: dryRun})
-	return p.Matched, err
+	return p.Matched, p.Unreadable, err
 }

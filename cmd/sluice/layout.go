@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -90,11 +91,23 @@ docs/operations.md ("Resizing a queue").`,
 		if err := c.checkQueue(ctx, client, queue); err != nil {
 			return err
 		}
+		lays, err := client.Layouts(ctx)
+		if err != nil {
+			return err
+		}
+		if i := slices.IndexFunc(lays, func(q admin.QueueInfo) bool { return q.Name == queue }); i >= 0 && lays[i].Partitions == n {
+			// nothing to do, paused or not: no restart to ask for
+			if c.json {
+				return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": false})
+			}
+			fmt.Fprintf(c.stdout, "%s has %d partition%s already: nothing changed\n", queue, n, plural(n))
+			return nil
+		}
 		if err := client.ResizeQueue(ctx, queue, n); err != nil {
 			return c.about("queue", queue, err)
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n})
+			return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": true})
 		}
 		fmt.Fprintf(c.stdout, "resized %s to %d partition%s; restart its workers and producers, then: sluice queues resume %s\n", queue, n, plural(n), queue)
 		return nil

@@ -71,6 +71,7 @@ func TestLayoutGolden(t *testing.T) {
 		t.Fatalf("the worker ran jobs of partitions %v, want all 4", seen)
 	}
 	tr.run(exitError, "queues", "resize", "big", "2") // not paused
+	tr.run(exitOK, "queues", "resize", "big", "4")    // its count already: nothing to do, no restart asked for
 	tr.run(exitError, "--partitions", "big=2", "queues", "pause", "big")
 	if n := paused(); n != 0 {
 		t.Fatalf("a mismatched --partitions paused %d partitions", n)

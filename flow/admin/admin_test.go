@@ -142,6 +142,11 @@ func TestRedriveSelected(t *testing.T) {
 	if again, _ := run(true); again.Matched != 0 {
 		t.Fatalf("second dry run matched %d", again.Matched)
 	}
+	// a window with no time in it (after the 2nd hour, before the 1st) is a mistake, not 0 jobs
+	empty := admin.Selector{Queue: "bulk", FinishedAfter: time.Unix(7200, 0), FinishedBefore: time.Unix(3600, 0)}
+	if pr, err := a.ops.RedriveSelected(a.ctx, empty, admin.RedriveOptions{DryRun: true}); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("redrive of an empty window: %+v %v, want ErrInvalid", pr, err)
+	}
 	if _, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "bulk", State: flow.StateCompleted}, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("redrive completed: %v", err)
 	}

@@ -59,6 +59,9 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	if !runtime.ValidQueue(sel.Queue) {
 		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
 	}
+	if err := sel.window(); err != nil {
+		return pr, err
+	}
 	switch sel.State {
 	case flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:
 	case flow.StateScheduled, flow.StateRetryable:

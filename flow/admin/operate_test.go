@@ -181,6 +181,7 @@ func TestDeleteSelectedRefuses(t *testing.T) {
 		{admin.Selector{Queue: "q", State: flow.StateRetryable, FinishedBefore: time.Now()}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "bad queue", State: flow.StateArchived}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "q", State: flow.StateArchived}, admin.DeleteOptions{BatchSize: 5001}},
+		{admin.Selector{Queue: "q", State: flow.StateArchived, FinishedAfter: time.Unix(7200, 0), FinishedBefore: time.Unix(3600, 0)}, admin.DeleteOptions{DryRun: true}},
 	}
 	for _, c := range bad {
 		if pr, err := a.ops.DeleteSelected(a.ctx, c.sel, c.o); !errors.Is(err, flow.ErrInvalid) || pr.Batches != 0 {

@@ -151,6 +151,9 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if !runtime.ValidQueue(sel.Queue) {
 		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
 	}
+	if err := sel.window(); err != nil {
+		return pr, err
+	}
 	if sel.State == "" {
 		sel.State = flow.StateArchived
 	}
@@ -195,4 +198,15 @@ func distinct(ids []string) []string {
 		}
 	}
 	return out
+}
+
+// window refuses a finish-time window with nothing in it: a FinishedAfter
+// not before FinishedBefore would match no job, and a run would report 0
+// for what is a mistake in its bounds.
+func (sel Selector) window() error {
+	if !sel.FinishedAfter.IsZero() && !sel.FinishedBefore.IsZero() && !sel.FinishedAfter.Before(sel.FinishedBefore) {
+		return fmt.Errorf("%w: finished after %s and before %s: no time is both", flow.ErrInvalid,
+			sel.FinishedAfter.UTC().Format(time.RFC3339), sel.FinishedBefore.UTC().Format(time.RFC3339))
+	}
+	return nil
 }
