@@ -131,11 +131,11 @@ queue, read from Sluice's own registry key (never a scan of the keyspace).`,
 		if err != nil {
 			return err
 		}
+		if len(ns) == 0 { // as queues list: not found, in text and JSON alike
+			return missingError{"no namespaces with queues on this Redis"}
+		}
 		if c.json {
 			return writeJSON(c.stdout, append([]string{}, ns...))
-		}
-		if len(ns) == 0 {
-			return missingError{"no namespaces with queues on this Redis"}
 		}
 		for _, n := range ns {
 			fmt.Fprintln(c.stdout, n)

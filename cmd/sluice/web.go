@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -49,8 +50,16 @@ exits 1. The console lists the queues registered in the namespace (as
 		if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {
 			return usagef("--addr %q: want HOST:PORT with a port in 1..65535", addr)
 		}
+		if o.PollInterval < 100*time.Millisecond { // 0 too: web.Options reads 0 as its default
+			return usagef("--poll %s: at least 100ms", o.PollInterval)
+		}
 		client, err := c.connect(cmd.Context())
 		if err != nil {
+			return err
+		}
+		// a console of a namespace with no queue shows nothing, most often
+		// for a mistyped --namespace: refused, as the listings are
+		if err := namespaceUsed(cmd.Context(), client); err != nil {
 			return err
 		}
 		o.LoadEnv(c.getenv)

@@ -148,6 +148,8 @@ func TestWebErrors(t *testing.T) {
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--prefix", "ops/")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--user", "ann")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "10ms")
+	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "0")
+	tr.run(exitNotFound, "--namespace", f.ns+"-typo", "web", "--addr", "127.0.0.1:1")
 	tr.run(exitUsage, "web", "extra")
 	golden(t, "web", tr.b.String())
 
@@ -183,6 +185,7 @@ func TestWebHelp(t *testing.T) {
 func TestWebSignal(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
+	f.populate() // a namespace with queues: the console of one without is refused
 	bin := filepath.Join(t.TempDir(), "sluice")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

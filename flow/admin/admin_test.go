@@ -193,11 +193,49 @@ func TestListJobs(t *testing.T) {
 		{Queue: "lst", State: "nope"},
 		{Queue: "bad queue", State: flow.StateArchived},
 		{Queue: "lst", State: flow.StateArchived, Cursor: "1,2"},
+		// cursors of the right count but not one a listing gives: they
+		// listed from the start, or nothing, or failed in the script
+		{Queue: "lst", State: flow.StateArchived, Cursor: "a,b,c"},
+		{Queue: "lst", State: flow.StateScheduled, Cursor: "zz,zz,zz"},
+		{Queue: "lst", State: flow.StateAvailable, Cursor: "a,b,c"},
+		{Queue: "lst", State: flow.StateAvailable, Cursor: "1,2,3"},
 		{Queue: "lst", State: flow.StateArchived, Limit: admin.MaxListLimit + 1},
 	}
 	for _, o := range bad {
 		if _, err := a.ops.ListJobs(a.ctx, o); !errors.Is(err, flow.ErrInvalid) {
 			t.Errorf("ListJobs(%+v): %v, want ErrInvalid", o, err)
+		}
+	}
+}
+
+// TestListJobsPagesEveryState: the cursors a listing gives page through
+// every job of the states with cursors of their own (scheduled, with due
+// times in the near index and in buckets of later jobs; available, at
+// several priorities), and are accepted back: ListJobs refuses a cursor
+// that is not one of its own.
+func TestListJobsPagesEveryState(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), map[string]int{"pg": 3})
+	for i := range 24 {
+		a.enqueue(email{To: fmt.Sprint("s", i)}, flow.WithQueue("pg"), flow.WithDelay(time.Duration(1+i*i)*time.Hour))
+		a.enqueue(email{To: fmt.Sprint("a", i)}, flow.WithQueue("pg"), flow.WithPriority(i%4))
+	}
+	for _, state := range []string{flow.StateScheduled, flow.StateAvailable} {
+		seen, cursor := map[string]bool{}, ""
+		for pages := 0; ; pages++ {
+			page, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "pg", State: state, Limit: 5, Cursor: cursor})
+			if err != nil || pages > 20 {
+				t.Fatalf("%s, page %d (cursor %q): %v", state, pages, cursor, err)
+			}
+			for _, j := range page.Jobs {
+				seen[j.ID] = true
+			}
+			if cursor = page.Next; cursor == "" {
+				break
+			}
+		}
+		if len(seen) != 24 {
+			t.Errorf("%s: paged through %d jobs, want 24", state, len(seen))
 		}
 	}
 }

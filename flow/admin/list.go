@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sluicehq/sluice/flow"
@@ -68,7 +69,7 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
-	streams, err := parseCursor(o.Cursor, parts)
+	streams, err := parseCursor(o.Cursor, o.State, parts)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -122,12 +123,35 @@ type stream struct {
 // marks a partition with nothing more.
 const cursorDone = "-"
 
-func parseCursor(c string, parts []keys.Partition) ([]*stream, error) {
+// cursorForms are the forms of a partition's cursor, by state: a rank
+// (running and finished states), a part of the scheduled index and a
+// place in it, a priority and an offset (lua/list.lua).
+var cursorForms = map[string]*regexp.Regexp{
+	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]\d{1,15}|b\d{1,15}\.\d{1,15})$`),
+	flow.StateAvailable: regexp.MustCompile(`^\d\.\d{1,15}$`),
+	"":                  regexp.MustCompile(`^\d{1,15}$`),
+}
+
+// parseCursor reads the cursor c of a listing of state over parts. A
+// cursor that is not one this listing gave is ErrInvalid: read as a
+// start, or by the script, it listed the wrong jobs, or none.
+func parseCursor(c, state string, parts []keys.Partition) ([]*stream, error) {
 	cs := make([]string, len(parts))
 	if c != "" {
 		cs = strings.Split(c, ",")
 		if len(cs) != len(parts) {
 			return nil, fmt.Errorf("%w: cursor %q is not one of this queue's (%d partitions)", flow.ErrInvalid, c, len(parts))
+		}
+		form := cursorForms[state]
+		if state == flow.StateRetryable {
+			form = cursorForms[flow.StateScheduled]
+		} else if form == nil {
+			form = cursorForms[""]
+		}
+		for _, p := range cs {
+			if p != "" && p != cursorDone && !form.MatchString(p) {
+				return nil, fmt.Errorf("%w: cursor %q is not one of a listing of %s jobs", flow.ErrInvalid, c, state)
+			}
 		}
 	}
 	out := make([]*stream, len(parts))
