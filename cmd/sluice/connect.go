@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // connect opens the client once: the URL and namespace from the flags or
@@ -34,7 +37,43 @@ func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
 		return nil, usagef("%v", bare(err))
 	}
 	c.client = admin.New(fc)
+	if err := c.checkPartitions(ctx); err != nil {
+		c.client = nil // connect again finds it so again
+		return nil, err
+	}
 	return c.client, nil
+}
+
+// checkPartitions checks --partitions against the layouts Redis records,
+// for every command: a queue it names must exist and have that count.
+// (The client checks a queue's count only when a command looks its
+// layout up, so a command by job ID, or one that lists queues, took a
+// wrong count, or an unknown queue, without a word.)
+func (c *cli) checkPartitions(ctx context.Context) error {
+	if len(c.partitions) == 0 {
+		return nil
+	}
+	lays, err := c.client.Layouts(ctx)
+	if err != nil {
+		return err
+	}
+	recorded := map[string]int{}
+	for _, l := range lays {
+		recorded[l.Name] = l.Partitions
+	}
+	queues := slices.Sorted(maps.Keys(c.partitions))
+	for _, q := range queues {
+		n, ok := recorded[q]
+		if !ok {
+			err := c.about("queue", q, admin.ErrQueueNotFound)
+			err.(*subjectError).hint = "--partitions names it; sluice queues list shows the queues that exist"
+			return err
+		}
+		if n != c.partitions[q] {
+			return &sluicetype.LayoutMismatchError{Namespace: c.client.Namespace(), Queue: q, Configured: c.partitions[q], Recorded: n}
+		}
+	}
+	return nil
 }
 
 // redacted is a Redis URL without its password.

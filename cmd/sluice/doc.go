@@ -19,8 +19,9 @@
 //	                    user:password, redis+cluster://host1:port,host2:port,
 //	                    redis+sentinel://host1:port,host2:port?master_name=name
 //	--namespace NS      Sluice namespace (default $SLUICE_NAMESPACE, else "sluice")
-//	--partitions Q=N,.. partitions per queue; by default read from the live
-//	                    workers' registry, else 1
+//	--partitions Q=N,.. check that each queue Q exists with N partitions
+//	                    (layouts are read from Redis, never assumed): a
+//	                    queue not found exits 3, another count 1
 //	--json              print JSON instead of tables
 //
 // Commands:

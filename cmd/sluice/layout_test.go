@@ -73,6 +73,9 @@ func TestLayoutGolden(t *testing.T) {
 	tr.run(exitError, "queues", "resize", "big", "2") // not paused
 	tr.run(exitOK, "queues", "resize", "big", "4")    // its count already: nothing to do, no restart asked for
 	tr.run(exitError, "--partitions", "big=2", "queues", "pause", "big")
+	// every command checks --partitions, not only those that look a queue up
+	tr.run(exitError, "--partitions", "big=2", "queues", "list")
+	tr.run(exitNotFound, "--partitions", "nosuchqueue=2", "queues", "list")
 	if n := paused(); n != 0 {
 		t.Fatalf("a mismatched --partitions paused %d partitions", n)
 	}
