@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -77,8 +78,20 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 	if v.State == "" {
 		v.State = flow.StateAvailable
 	}
-	parts := c.hub.partitions(q)
-	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: parts})
+	// the layout as Redis records it now (one read): the overview's list
+	// is kept up to 30 s, and a queue resized meanwhile showed its old
+	// count and totals
+	layouts, err := c.ops.Queues(r.Context())
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	i := slices.IndexFunc(layouts, func(info queueInfo) bool { return info.Name == q })
+	if i < 0 {
+		c.fail(w, r, fmt.Errorf("%w: %q", admin.ErrQueueNotFound, q))
+		return
+	}
+	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: layouts[i].Partitions})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -92,19 +105,6 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 	v.Jobs, v.Next = page.Jobs, page.Next
 	v.Redrivable = v.State == flow.StateArchived || v.State == flow.StateCancelled || v.State == flow.StateQuarantined
 	c.render(w, r, http.StatusOK, "queue", "Queue "+q, v)
-}
-
-// partitions is queue's partition count as the last queue list said, 0
-// (the client's count) for a queue not in it.
-func (h *hub) partitions(queue string) int {
-	h.compute.Lock()
-	defer h.compute.Unlock()
-	for _, q := range h.queues {
-		if q.Name == queue {
-			return q.Partitions
-		}
-	}
-	return 0
 }
 
 // find answers the ID search box.

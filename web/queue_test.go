@@ -1,8 +1,11 @@
 package web
 
 import (
+	"context"
+	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 var (
@@ -150,5 +155,45 @@ func TestFindByID(t *testing.T) {
 	}
 	if code, _ := f.get(c, "/find?id=garbage"); code != http.StatusBadRequest {
 		t.Errorf("find of a malformed ID: %d, want 400", code)
+	}
+}
+
+// TestQueuePageReadsItsLayout: a queue's page shows the partition count
+// Redis records now, not the overview's list of up to 30 s before: after
+// a resize it showed the old count, and totals over the old partitions.
+// A queue no one registered is 404.
+func TestQueuePageReadsItsLayout(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	c := client()
+	ctx := context.Background()
+	f.enqueue(flaky{})
+	// a console whose client is given no partition count, as sluice web's
+	// (the fixture's is, and would refuse the resized queue)
+	fc, err := flow.NewClient(f.env.RDB, flow.ClientOptions{Namespace: f.env.NS})
+	testkit.Must(t, err)
+	h, err := Handler(Options{Admin: admin.New(fc), Prefix: testPrefix, PollInterval: 200 * time.Millisecond})
+	testkit.Must(t, err)
+	mux := http.NewServeMux()
+	mux.Handle(testPrefix+"/", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	g := &fixture{t: t, url: srv.URL + testPrefix}
+	want := func(n int) {
+		t.Helper()
+		code, body := g.get(c, "/queues/"+testQueue)
+		if s := fmt.Sprintf("%d partition(s)", n); code != http.StatusOK || !strings.Contains(body, s) {
+			t.Fatalf("queue page: %d, want it to say %q\n%s", code, s, body)
+		}
+	}
+	if code, _ := g.get(c, "/"); code != http.StatusOK { // the overview reads the queue list
+		t.Fatalf("overview: %d", code)
+	}
+	want(testPartitions)
+	testkit.Must(t, f.ops.PauseQueue(ctx, testQueue))
+	testkit.Must(t, f.ops.ResizeQueue(ctx, testQueue, testPartitions+2))
+	want(testPartitions + 2)
+	if code, _ := g.get(c, "/queues/nosuchqueue"); code != http.StatusNotFound {
+		t.Errorf("an unknown queue's page: %d, want 404", code)
 	}
 }
