@@ -6,14 +6,18 @@
 -- retries some calls itself. So a mutating script ends its ARGV with a
 -- call ID, fresh for each logical call and the same in every re-send of
 -- it (store's callID). Its first run records its reply under the ID, in
--- the partition's slot, for CALL_KEEP ms (remember); a second delivery
+-- the partition's slot, for CALL_KEEP ms (remember: as long as the
+-- client may re-send, which the ID says); a second delivery
 -- finds the record and answers it without running again (replayed).
--- Past CALL_KEEP, each script's own checks still keep a late second run
+-- Past CALL_KEEP, most scripts' own checks still keep a late second run
 -- from applying anything twice (the fence moved on, the checkpoint is
--- there): only its answer may differ. Mirrored by Go's store.CallKeep
--- and keys.Partition.Call.
-local CALL_KEEP = 60000
+-- there), but not all (an enqueue with a generated ID, a signal without
+-- a key): so a record is kept for as long as the client may re-send.
+-- Mirrored by Go's store.CallKeep and keys.Partition.Call.
 local CALL_ID = ARGV[#ARGV]
+-- the ID ends with '~' and how long its client may re-send it (store's
+-- callKeep); 60 s, the least, for an ID without
+local CALL_KEEP = tonumber(string.match(CALL_ID, '~(%d+)$')) or 60000
 local function call_key() return PFX .. 'rc:' .. CALL_ID end
 
 -- A record is the reply packed by cmsgpack (pack_record), which a

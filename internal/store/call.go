@@ -4,15 +4,50 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// CallKeep is how long a script remembers the reply of a call by its ID
-// (lua/lib_replay.lua, CALL_KEEP): longer than go-redis re-sends a
-// command (its retries with their backoff and timeouts end within about
-// 25 s). A later delivery of the same call runs again, where each
-// script's own checks (fence, checkpoint present) keep it from applying
-// anything twice.
+// CallKeep is the least time a script remembers the reply of a call by
+// its ID (lua/lib_replay.lua, CALL_KEEP). A Store keeps records longer
+// when its client may re-send a command later than that (callKeep): a
+// delivery of a call after its record is gone runs again, and while the
+// scripts' own checks (fence, checkpoint present) keep most calls from
+// applying anything twice, an enqueue with a generated ID or a signal
+// without a key would add a second job or signal.
 const CallKeep = 60 * time.Second
+
+// maxCallKeep bounds what a client's options can make callKeep: a client
+// with timeouts turned off never re-sends on one.
+const maxCallKeep = 15 * time.Minute
+
+// callKeep is how long rdb may go on re-sending a command after Redis ran
+// it, read from its options (a go-redis client whose options it cannot
+// read is taken to have the defaults), with a margin, and at least
+// CallKeep: a reply lost, then for each retry the wait for a pooled
+// connection, the dials of a new one, the write and the read, and the
+// backoff before it.
+func callKeep(rdb redis.UniversalClient) time.Duration {
+	retries, pool, dial, dials, dialGap, write, read, backoff := // go-redis v9.23's defaults
+		3, 6*time.Second, 5*time.Second, 5, 100*time.Millisecond, 5*time.Second, 5*time.Second, time.Second
+	switch c := rdb.(type) {
+	case *redis.Client:
+		o := c.Options()
+		retries, pool, dial, dials, dialGap, write, read, backoff =
+			o.MaxRetries, o.PoolTimeout, o.DialTimeout, o.DialerRetries, o.DialerRetryTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+	case *redis.ClusterClient:
+		o := c.Options()
+		retries, pool, dial, dials, dialGap, write, read, backoff =
+			max(o.MaxRedirects, o.MaxRetries), o.PoolTimeout, o.DialTimeout, o.DialerRetries, o.DialerRetryTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+	}
+	if read <= 0 || write <= 0 {
+		return maxCallKeep // no timeout (go-redis: 0 or -1 once set up): a re-send may come at any time
+	}
+	retries, dials = max(retries, 0), max(dials, 1)
+	try := pool + time.Duration(dials)*(dial+dialGap) + write + read + backoff
+	window := read + time.Duration(retries)*try
+	return min(max(CallKeep, window+window/5), maxCallKeep)
+}
 
 // newCallID returns the ID of a new call: 64 random bits, so that two
 // calls never share one.

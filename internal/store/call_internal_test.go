@@ -4,6 +4,9 @@ import (
 	"hash/fnv"
 	"strconv"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestContentIDIsFNV: a call's content ID is FNV-1a over each part and a
@@ -50,5 +53,32 @@ func TestContentIDIsFNV(t *testing.T) {
 	b.add("bc")
 	if a == b {
 		t.Error("parts split differently hash alike: the zero byte between them is missing")
+	}
+}
+
+// TestCallKeepCoversTheClientsResends: a call's record is kept for as long
+// as its client may re-send the call, read from the client's options, and
+// never less than CallKeep. With go-redis's defaults a re-send can come
+// over two minutes after Redis ran the call (three retries, each of which
+// may wait for a connection and dial five times); a record of 60 s let
+// such a re-send run again, and an enqueue with a generated ID added a
+// copy.
+func TestCallKeepCoversTheClientsResends(t *testing.T) {
+	cases := []struct {
+		name     string
+		rdb      redis.UniversalClient
+		min, max time.Duration
+	}{
+		{"defaults", redis.NewClient(&redis.Options{}), 130 * time.Second, 170 * time.Second},
+		{"cluster defaults", redis.NewClusterClient(&redis.ClusterOptions{}), 130 * time.Second, 170 * time.Second},
+		{"no retries", redis.NewClient(&redis.Options{MaxRetries: -1}), CallKeep, CallKeep},
+		{"long timeouts", redis.NewClient(&redis.Options{ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}), 4 * time.Minute, maxCallKeep},
+		{"no read timeout", redis.NewClient(&redis.Options{ReadTimeout: -1}), maxCallKeep, maxCallKeep},
+	}
+	for _, c := range cases {
+		if got := callKeep(c.rdb); got < c.min || got > c.max {
+			t.Errorf("%s: %s, want %s..%s", c.name, got, c.min, c.max)
+		}
+		_ = c.rdb.Close()
 	}
 }

@@ -370,3 +370,25 @@ func TestRecordAnswersRepeat(t *testing.T) {
 // luaRecord is how lib_replay.lua's Lua codec starts a record: a list, a
 // string or a number with its count, length or value, or false.
 var luaRecord = regexp.MustCompile(`^([tsn]-?[0-9]+:|f$)`)
+
+// TestCallRecordOutlivesResends: a call's record on Redis lasts as long
+// as its client may re-send the call (store's callKeep: over two minutes
+// with go-redis's defaults), not a fixed minute.
+func TestCallRecordOutlivesResends(t *testing.T) {
+	t.Parallel()
+	c := env.Server.Client()
+	t.Cleanup(func() { c.Close() })
+	f := newFixture(t, backend{"redis", c})
+	f.enqueue(store.NewJob{Local: "a"})
+	iter := f.rdb.Scan(f.ctx, 0, f.p.Call("*"), 100).Iterator()
+	n := 0
+	for iter.Next(f.ctx) {
+		n++
+		if ttl := f.rdb.PTTL(f.ctx, iter.Val()).Val(); ttl <= 2*time.Minute {
+			t.Errorf("record %s kept %s, want over two minutes", iter.Val(), ttl)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no call record")
+	}
+}

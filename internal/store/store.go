@@ -36,6 +36,9 @@ type Store struct {
 	rdb   redis.UniversalClient
 	cfg   Config
 	pkeys sync.Map // keys.Partition -> *partKeys
+	// keep ends every call ID: '~' and how long, in ms, its record is kept
+	// (callKeep, read by lua/lib_replay.lua)
+	keep string
 }
 
 // partKeys is how every script call on a partition starts: lua.Head
@@ -49,7 +52,7 @@ type partKeys struct {
 
 // New returns a Store on rdb. rdb is the caller's; the Store never closes it.
 func New(rdb redis.UniversalClient, cfg Config) *Store {
-	return &Store{rdb: rdb, cfg: cfg}
+	return &Store{rdb: rdb, cfg: cfg, keep: "~" + strconv.FormatInt(callKeep(rdb).Milliseconds(), 10)}
 }
 
 // Client is the Redis client the store runs on.
@@ -108,7 +111,7 @@ func (s *Store) callArgs(p keys.Partition, n int) []any {
 // again (lua/lib_replay.lua). One logical call keeps one ID through all
 // its re-sends; distinct calls never share one.
 func (s *Store) send(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
-	cmd := sc.Call(ctx, s.rdb, append(args, call))
+	cmd := sc.Call(ctx, s.rdb, append(args, call+s.keep))
 	s.refreshSlots(cmd.Err())
 	if err := scriptError(cmd.Err()); err != cmd.Err() {
 		cmd.SetErr(err)
