@@ -19,8 +19,9 @@
 --            is reset) to enqueue again; or {'missing', now}.
 --   'claim'  ARGV[3] the last tick the caller saw, ARGV[4] the new last
 --            tick, ARGV[5...] the ticks the caller will enqueue.
---            Returns 'ok' (last moved, the ticks are pending), 'moved'
---            (another scheduler moved last first: nothing written),
+--            Returns 'ok' (last moved, the ticks are pending; also to
+--            the same claim sent again), 'moved' (another scheduler
+--            moved last first: nothing written),
 --            'paused' or 'missing' (nothing written).
 --   'ack'    ARGV[3...] ticks now enqueued. Returns 'ok'.
 --   'pause'  Returns 'ok' or 'missing'.
@@ -55,6 +56,16 @@ if op == 'sync' then
   return out
 elseif op == 'claim' then
   local st = redis.call('HMGET', K, 'last', 'paused', 'ran')
+  if tonumber(st[1]) == tonumber(ARGV[4]) and tonumber(ARGV[4]) ~= tonumber(ARGV[3]) then
+    -- last is where this claim moves it: the claim sent again (its reply
+    -- lost), when its ticks are all still pending, and 'ok' again; tick
+    -- jobs have IDs of their own (the scheduler's tickID), so even a twin
+    -- claim of another scheduler enqueues each once
+    for i = 5, #ARGV do
+      if redis.call('HEXISTS', KP, ARGV[i]) == 0 then return STATUS.moved end
+    end
+    return STATUS.ok
+  end
   if tonumber(st[1]) ~= tonumber(ARGV[3]) then return STATUS.moved end
   if st[2] == '1' then return STATUS.paused end
   local ran = tonumber(st[3] or '0')

@@ -12,7 +12,8 @@ import (
 
 // TestScheduleScript runs lua/schedule.lua through every operation on
 // miniredis, a real Redis and a cluster: state starts at the first sync,
-// only the claim that saw the current last tick wins, pause and resume,
+// only the claim that saw the current last tick wins (and the same claim
+// sent again is answered as it was), pause and resume,
 // and ticks claimed but never acknowledged are handed to another caller
 // once, after the abandon delay.
 func TestScheduleScript(t *testing.T) {
@@ -67,7 +68,13 @@ func TestScheduleScript(t *testing.T) {
 				}
 			}
 			claim(epoch, minute(1), store.Claimed, minute(1))
-			claim(epoch, minute(1), store.ClaimMoved, minute(1))
+			// The same claim again (its reply lost, go-redis sends it
+			// again) is answered as the first: it answered 'moved', and
+			// the scheduler skipped ticks it had claimed until their
+			// abandon delay. A twin claim of another scheduler is answered
+			// so too; the ticks' jobs have IDs of their own, enqueued once.
+			claim(epoch, minute(1), store.Claimed, minute(1))
+			claim(epoch, minute(2), store.ClaimMoved, minute(1), minute(2))
 			sync(store.ScheduleSync{Now: minute(1), Last: minute(1)})
 
 			// The claimed tick is not acknowledged: after the abandon delay
