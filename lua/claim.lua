@@ -173,15 +173,15 @@ local function take(ak, pinned_to, prio)
       elseif h[fs] == 'available' then
         seen[id] = true -- every branch below acts on the job
         local kind, ck, crashes = h[fk], h[fck], h[fc]
-        local dl, fence = tonumber(h[fdl]), count_of(h[ff] or '0')
+        local dl, fence = tonumber(h[fdl]), count_of(h[ff])
         -- a body key that holds no string is corrupt data: no payload
         local body = h[fpb] and redis.pcall('GET', body_key(id)) or false
         if type(body) ~= 'string' then body = false end
         -- read before any write for the job: a checkpoints key that holds
         -- no hash (an error reply) is corrupt data too
         local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
-        if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa] or '0')
-          or not count_of(crashes or '0') or steps.err then
+        if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
+          or not count_of(crashes) or steps.err then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')

@@ -77,11 +77,16 @@ local SNAME = {
   ['5'] = 'completed', ['6'] = 'archived', ['7'] = 'quarantined', ['8'] = 'cancelled',
 }
 local function state_of(v) return SNAME[v] or v end
--- count_of is the counter v holds (a fence, an attempt count: digits
--- only, as HINCRBY and the scripts write them), or nil for anything else:
--- corrupt data such as '1.5', '-1' or 'inf', which tonumber would take.
+-- count_of is the counter field v holds (a fence, an attempt count; 0
+-- when absent: nil, or false from HMGET), or nil when v is no whole
+-- number from 0 to 2^53: corrupt
+-- data such as '1.5', '-1' or 'inf', which tonumber alone would take and
+-- a claim would then pack as a float.
+local COUNT_MAX = 2 ^ 53
 local function count_of(v)
-  if v ~= '' and #v <= 15 and not v:find('%D') then return tonumber(v) end
+  if not v then return 0 end
+  local n = tonumber(v)
+  if n and n >= 0 and n < COUNT_MAX and n % 1 == 0 then return n end
 end
 local ERR_KEEP = 10
 local MSG_MAX = 1024

@@ -30,7 +30,7 @@ local sk = steps_key(id)
 -- what the writes below need, checked before the first (Redis keeps the
 -- writes of a script that raises): a signal counter HINCRBY takes, and a
 -- checkpoints key that holds a hash
-if (h[4] and not count_of(h[4])) or type(redis.pcall('HLEN', sk)) ~= 'number' then
+if not count_of(h[4]) or type(redis.pcall('HLEN', sk)) ~= 'number' then
   return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ' has corrupt signal data (its signal counter or checkpoints)')
 end
 if key ~= '' then
