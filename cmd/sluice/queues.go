@@ -39,16 +39,34 @@ func (c *cli) pauseCmd(name, done, short string, op func(*admin.Client, context.
 				return err
 			}
 		}
+		// what each queue was: a pause or resume that changes nothing
+		// says so (it is not an error: both are idempotent)
+		before, err := pausedQueues(ctx, client, queues)
+		if err != nil {
+			return err
+		}
+		unchanged := []string{}
 		for _, q := range queues {
 			if err := op(client, ctx, q); err != nil {
 				return c.about("queue", q, err)
 			}
+			p, wasPaused := before[q]
+			was := ""
+			switch {
+			case name == "pause" && wasPaused && p[0] == p[1]:
+				was = " (it was paused already)"
+			case name == "resume" && !wasPaused:
+				was = " (it was not paused)"
+			}
+			if was != "" {
+				unchanged = append(unchanged, q)
+			}
 			if !c.json {
-				fmt.Fprintf(c.stdout, "%s %s\n", done, q)
+				fmt.Fprintf(c.stdout, "%s %s%s\n", done, q, was)
 			}
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]any{"queues": queues, "result": done})
+			return writeJSON(c.stdout, map[string]any{"queues": queues, "result": done, "unchanged": unchanged})
 		}
 		return nil
 	})

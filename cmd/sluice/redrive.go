@@ -223,6 +223,7 @@ func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 		for _, id := range rep.Moved {
 			fmt.Fprintf(c.stdout, "%s %s\n", map[string]string{"redrive": "redrove", "release": "released"}[name], id)
 		}
+		c.notePaused(ctx, client, rep.Moved)
 	}
 	errs := make([]error, 0, len(failed))
 	for _, id := range failed {

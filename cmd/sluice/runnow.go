@@ -50,6 +50,8 @@ errors share (3: all unknown, 2: all malformed), or 1.`,
 			if err := writeJSON(c.stdout, out); err != nil {
 				return err
 			}
+		} else {
+			c.notePaused(cmd.Context(), client, out.Available)
 		}
 		return errors.Join(errs...)
 	})

@@ -168,7 +168,10 @@ func TestCommandsGolden(t *testing.T) {
 	tr.run(exitOK, "jobs", "signal", "default:0:s1", "approved", "--data", `{"By":"ann"}`, "--key", "k1") // a retry: not sent again
 	tr.run(exitOK, "--json", "jobs", "signal", "default:0:s1", "approved", "--key", "k1")
 	tr.run(exitOK, "queues", "pause", "default")
+	tr.run(exitOK, "queues", "pause", "default")      // said to change nothing
+	tr.run(exitOK, "jobs", "run-now", "default:0:s1") // a note: the queue is paused
 	tr.run(exitOK, "--json", "queues", "resume", "default")
+	tr.run(exitOK, "queues", "resume", "default") // said to change nothing
 	tr.run(exitOK, "release", "--queue", "default", "--dry-run")
 	golden(t, "commands", tr.b.String())
 }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// pausedQueues reads which of queues are paused: for each, how many of
+// its partitions, and how many it has.
+func pausedQueues(ctx context.Context, client *admin.Client, queues []string) (map[string][2]int, error) {
+	qs, err := client.Queues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][2]int{}
+	for _, q := range qs {
+		if q.Paused > 0 && slices.Contains(queues, q.Name) {
+			out[q.Name] = [2]int{q.Paused, q.Partitions}
+		}
+	}
+	return out, nil
+}
+
+// notePaused tells, after the command's output (exit 0 writes nothing on
+// stderr), which queues of the jobs ids just made
+// available are paused: the command did what it says, but no worker
+// claims those jobs until the queue is resumed. A failed read of the
+// flags says nothing: the command itself went through.
+func (c *cli) notePaused(ctx context.Context, client *admin.Client, ids []string) {
+	var queues []string
+	for _, id := range ids {
+		if ref, ok := keys.ParseRef(client.Namespace(), id); ok && !slices.Contains(queues, ref.Queue) {
+			queues = append(queues, ref.Queue)
+		}
+	}
+	if len(queues) == 0 {
+		return
+	}
+	paused, err := pausedQueues(ctx, client, queues)
+	if err != nil {
+		return
+	}
+	for _, q := range queues {
+		if p, ok := paused[q]; ok {
+			fmt.Fprintf(c.stdout, "note: queue %q is paused (%d of %d partitions): its jobs wait until it is resumed (sluice queues resume %s)\n",
+				q, p[0], p[1], q)
+		}
+	}
+}
