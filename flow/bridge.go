@@ -46,7 +46,7 @@ func (c *Client) bridge() bridge.Client {
 			return tm.next(now)
 		},
 		Enqueue: func(ctx context.Context, queue string, job store.NewJob) (any, error) {
-			ref, of, err := c.plan.locate(ctx, queue, job.Local, job.Local, nil) // routed by its ID
+			ref, of, err := c.plan.locate(ctx, queue, job.Local, 0, job.Local, nil) // routed by its ID
 			if err != nil {
 				return Enqueued{}, err
 			}

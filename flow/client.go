@@ -177,7 +177,8 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // were added, keep their IDs. Send again the jobs whose Err is set and is
 // not a conflict: those of a refused partition (ErrLayoutMismatch) were
 // not added; those whose call failed on the network may have been, if
-// only the reply was lost.
+// only the reply was lost: send those with SentAs(their ID), which finds
+// a job added (Duplicate) rather than adding a second.
 func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, error) {
 	return c.enqueue(ctx, true, items...)
 }
@@ -199,13 +200,13 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 			tr.end(nil, err)
 			return nil, err
 		}
-		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key}
+		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key, part: d.part}
 		tr.placed(i, d.queue)
 	}
 	sp := newSpread(c.plan.rr.Add(1), len(items))
 	for i, r := range routes { // only now: bad input registers no queue
 		var err error
-		if r.ref, r.of, err = c.plan.locate(ctx, r.queue, r.key, jobs[i].Local, sp); err != nil {
+		if r.ref, r.of, err = c.plan.locate(ctx, r.queue, r.key, r.part, jobs[i].Local, sp); err != nil {
 			if many {
 				err = fmt.Errorf("job %d: %w", i, err)
 			}

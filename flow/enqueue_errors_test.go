@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -170,6 +172,63 @@ func TestEnqueueFailedCallKeepsID(t *testing.T) {
 			}
 			if !lost && !errors.Is(err, flow.ErrNotFound) {
 				t.Fatalf("Job(%s) after the failed call: %v, want ErrNotFound", res.ID, err)
+			}
+		})
+	}
+}
+
+// TestEnqueueManySentAgain: the jobs of a partition whose call failed,
+// sent again with SentAs(their ID), are found when the failed call had
+// added them (its reply lost: Duplicate, nothing added twice) and added
+// when it had not; either way the queue then holds each job once. Sent
+// again without it (as new jobs), the lost reply's jobs were added twice.
+func TestEnqueueManySentAgain(t *testing.T) {
+	t.Parallel()
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprint("reply lost ", lost), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			ns := redistest.NewNamespace(t)
+			rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Partitions: map[string]int{"default": 2}})
+			testkit.Must(t, err)
+			testkit.Must(t, func() error { _, err := c.Enqueue(ctx, email{To: "registers the layout"}); return err }())
+			rdb.AddHook(&testkit.FailCalls{Script: lua.Enqueue, Part: keys.Partition{NS: ns, Queue: "default", Index: 1}, LostReply: lost})
+			items := make([]flow.Item, 300) // in blocks: both partitions
+			for i := range items {
+				items[i] = flow.Item{Args: email{To: fmt.Sprint(i)}}
+			}
+			res, err := c.EnqueueMany(ctx, items...)
+			if !errors.Is(err, testkit.ErrInjected) {
+				t.Fatalf("EnqueueMany: %v, want the injected error", err)
+			}
+			var again []flow.Item
+			var ids []string
+			for i, r := range res {
+				if r.Err != nil {
+					again = append(again, flow.Item{Args: items[i].Args, Opts: []flow.EnqueueOption{flow.SentAs(r.ID)}})
+					ids = append(ids, r.ID)
+				}
+			}
+			plain := redis.NewClient(&redis.Options{Addr: env.Server.Addr()}) // no fault
+			t.Cleanup(func() { _ = plain.Close() })
+			c2, err := flow.NewClient(plain, flow.ClientOptions{Namespace: ns, Partitions: map[string]int{"default": 2}})
+			testkit.Must(t, err)
+			res2, err := c2.EnqueueMany(ctx, again...)
+			testkit.Must(t, err)
+			for k, r := range res2 {
+				if r.Duplicate != lost || r.ID != ids[k] || r.Err != nil {
+					t.Fatalf("sent again as %s: %+v, want that ID, Duplicate %v", ids[k], r, lost)
+				}
+			}
+			stats, err := admin.New(c2).QueueStats(ctx, "default", time.Minute)
+			testkit.Must(t, err)
+			if n := stats.Depth[flow.StateAvailable]; n != 301 {
+				t.Errorf("%d jobs available, want 301 (each once)", n)
+			}
+			if _, err := c2.Enqueue(ctx, email{}, flow.SentAs("default:2:x")); !errors.Is(err, flow.ErrInvalid) {
+				t.Errorf("SentAs of a partition the queue has not: %v, want ErrInvalid", err)
 			}
 		})
 	}

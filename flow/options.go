@@ -2,6 +2,8 @@ package flow
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
@@ -14,6 +16,7 @@ type EnqueueOption func(*enqueueOptions) error
 type enqueueOptions struct {
 	queue       string
 	id          string
+	sentAs      string // SentAs: a job ID, queue:partition:local
 	partKey     string // WithPartitionKey
 	delay       time.Duration
 	runAt       time.Time
@@ -86,6 +89,26 @@ func WithID(id string) EnqueueOption {
 			}
 		}
 		o.id = id
+		return nil
+	}
+}
+
+// SentAs sends a job again under id, the ID an earlier Enqueue or
+// EnqueueMany gave it in a result whose Err is the call's error (the
+// network, past go-redis's retries): the job goes to that partition under
+// that ID, so that when the earlier call did add it (only its reply was
+// lost) this one finds it and answers Duplicate, instead of adding a
+// second job under a new ID on whichever partition comes next. The ID's
+// queue is the job's (WithQueue may name it, and no other); WithID may
+// not name another ID. A partition the queue no longer has is ErrInvalid.
+func SentAs(id string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		q, rest, ok1 := strings.Cut(id, ":")
+		n, local, ok2 := strings.Cut(rest, ":")
+		if _, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || local == "" || !runtime.ValidQueue(q) {
+			return fmt.Errorf("%w: SentAs(%q): not a job ID (queue:partition:local)", ErrInvalid, id)
+		}
+		o.sentAs = id
 		return nil
 	}
 }

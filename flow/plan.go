@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -70,6 +71,7 @@ func (pl *planner) enqueue(ctx context.Context, p keys.Partition, of int, jobs [
 // placed it.
 type route struct {
 	queue, key string
+	part       int // 1 + the partition SentAs names; 0: none
 	ref        keys.Ref
 	of         int
 }
@@ -78,6 +80,7 @@ type route struct {
 type drafted struct {
 	queue string
 	key   string // routeKey
+	part  int    // 1 + the partition SentAs names; 0: none
 	job   store.NewJob
 }
 
@@ -85,7 +88,7 @@ type drafted struct {
 // the process reads (or registers) the queue's layout: a caller that
 // must write nothing for bad input drafts every job first.
 func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, error) {
-	ref, of, err := pl.locate(ctx, d.queue, d.key, d.job.Local, sp)
+	ref, of, err := pl.locate(ctx, d.queue, d.key, d.part, d.job.Local, sp)
 	if err != nil {
 		return placed{}, err
 	}
@@ -93,13 +96,20 @@ func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, er
 }
 
 // locate is place without the job: the ref of job local in queue, routed
-// by key, and the partition count that placed it.
-func (pl *planner) locate(ctx context.Context, queue, key, local string, sp *spread) (keys.Ref, int, error) {
+// by key (or in partition part-1, when part is set: SentAs), and the
+// partition count that placed it.
+func (pl *planner) locate(ctx context.Context, queue, key string, part int, local string, sp *spread) (keys.Ref, int, error) {
 	lay, err := pl.layouts.Use(ctx, queue)
 	if err != nil {
 		return keys.Ref{}, 0, err
 	}
-	return keys.Ref{Partition: pl.st.Partition(queue, pl.partition(queue, lay.Partitions, key, sp)), Local: local}, lay.Partitions, nil
+	idx := part - 1
+	if part == 0 {
+		idx = pl.partition(queue, lay.Partitions, key, sp)
+	} else if idx >= lay.Partitions {
+		return keys.Ref{}, 0, fmt.Errorf("%w: SentAs names partition %d of queue %q, which has %d", ErrInvalid, idx, queue, lay.Partitions)
+	}
+	return keys.Ref{Partition: pl.st.Partition(queue, idx), Local: local}, lay.Partitions, nil
 }
 
 // spareOptions holds the options of drafts done: they are a few hundred
@@ -161,11 +171,24 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		sum := sha256.Sum256(append([]byte(kind+"\x00"), payload...))
 		hold = hex.EncodeToString(sum[:16])
 	}
+	part := 0
+	if o.sentAs != "" { // the format was checked by SentAs
+		q, rest, _ := strings.Cut(o.sentAs, ":")
+		n, local, _ := strings.Cut(rest, ":")
+		idx, _ := strconv.Atoi(n)
+		switch {
+		case o.queue != q && o.queue != "default":
+			return drafted{}, fmt.Errorf("%w: SentAs(%q) names queue %q, WithQueue %q", ErrInvalid, o.sentAs, q, o.queue)
+		case o.id != "" && o.id != local:
+			return drafted{}, fmt.Errorf("%w: SentAs(%q) and WithID(%q) name two IDs", ErrInvalid, o.sentAs, o.id)
+		}
+		o.queue, o.id, part = q, local, idx+1
+	}
 	local, generated := o.id, false
 	if local == "" {
 		local, generated = pl.st.NewLocal(), true
 	}
-	return drafted{queue: o.queue, key: routeKey(o, hold), job: store.NewJob{
+	return drafted{queue: o.queue, key: routeKey(o, hold), part: part, job: store.NewJob{
 		Local: local, Kind: kind, Payload: payload, Headers: headers, RunAt: o.runAt,
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
 		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
