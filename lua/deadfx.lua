@@ -35,7 +35,7 @@ if mode == 'bury' then
       local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
       if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
-        redis.call('HINCRBY', jk, F.dead_effects, 1)
+        redis.pcall('HINCRBY', jk, F.dead_effects, 1) -- a corrupt count stays as it is
         record_error(jk, id, 'effect_dead', msg, '')
       end
       out[#out + 1] = entry

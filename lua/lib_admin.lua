@@ -18,7 +18,7 @@ local function remove_job(jk, id, s, uk)
     notify_parent(jk, id, 'cancelled')
     if uk then
       local uq = unique_key(uk)
-      if redis.call('GET', uq) == id then redis.call('DEL', uq) end
+      if redis.pcall('GET', uq) == id then redis.call('DEL', uq) end -- pcall: a corrupt key holds no ID
     end
   end
   delete_job(id, false, s)

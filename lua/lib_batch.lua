@@ -73,7 +73,18 @@ local function push_later(key, id)
   l[#l + 1] = id
 end
 local function flush_pushes()
-  for k, l in pairs(PUSHES) do call_chunked('RPUSH', k, l, 1) end
+  for k, l in pairs(PUSHES) do
+    for i = 1, #l, 1000 do
+      local last = math.min(i + 999, #l)
+      if type(redis.pcall('RPUSH', k, unpack(l, i, last))) == 'table' then
+        -- the key holds another type (corrupt data, e.g. a worker's pin
+        -- list): set aside, the list started anew; raising here, at the
+        -- end of a call, would fail the whole call after its writes
+        redis.call('RENAME', k, corrupt_key('list:' .. k))
+        redis.call('RPUSH', k, unpack(l, i, last))
+      end
+    end
+  end
   PUSHES = {}
 end
 

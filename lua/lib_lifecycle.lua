@@ -167,7 +167,7 @@ local function finish(jk, id, from, state, reason, m)
   if m.uk then
     -- a unique key held while the job is active is free again
     local uq = unique_key(m.uk)
-    if redis.call('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end
+    if redis.pcall('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end -- pcall: a corrupt key holds no ID
   end
   local ret = RET[state]
   if is_watched(jk, m) then

@@ -80,8 +80,14 @@ end
 local function cc_release(key)
   CC[key] = cc_running(key) - 1
   while cc_waiting(key) > 0 do
-    local id = redis.call('LPOP', ccwait_key(key))
+    local id = redis.pcall('LPOP', ccwait_key(key))
     WAIT_DIRTY[key] = true
+    if type(id) == 'table' then
+      -- the wait list holds no list (corrupt data): its jobs cannot be
+      -- read; set aside, instead of raising after the call's writes
+      redis.call('RENAME', ccwait_key(key), corrupt_key('ccwait:' .. key))
+      id = false
+    end
     if not id then
       WAIT[key] = 0
       return
@@ -96,7 +102,14 @@ end
 local function bucket(class, n, per, burst)
   local b = BUCKETS[class]
   if b then return b end
-  local v = redis.call('HMGET', rate_key(class), 't', 'u', 'n', 'p', 'b')
+  local v = redis.pcall('HMGET', rate_key(class), 't', 'u', 'n', 'p', 'b')
+  if v.err then
+    -- no hash (corrupt data): the bucket starts anew, full, where it
+    -- would fail every claim and enqueue of the class (and flush's write
+    -- of it, after the call's other writes)
+    redis.call('DEL', rate_key(class))
+    v = {}
+  end
   n, per, burst = tonumber(n or v[3]), tonumber(per or v[4]), tonumber(burst or v[5])
   if not n or not per or not burst then return nil end
   local tokens, u = tonumber(v[1]), tonumber(v[2])
@@ -135,11 +148,19 @@ local function promote_rated()
   for _, class in ipairs(due) do
     local b = bucket(class)
     local wk = ratewait_key(class)
-    local k = 0
+    -- no bucket (expired while idle, or corrupt and dropped): nothing
+    -- limits the class, as a claim finds too, until its next enqueue
+    -- defines it again: its waiting jobs go, a hundred per pass
+    local k = 100
     if b then k = math.floor(b.tokens) end
     if k >= 1 then
-      local ids = redis.call('LPOP', wk, k)
-      if ids then requeue_front(ids) end
+      local ids = redis.pcall('LPOP', wk, k)
+      if type(ids) == 'table' and ids.err then
+        -- the wait list holds no list: its jobs cannot be read; set aside
+        redis.call('RENAME', wk, corrupt_key('ratewait:' .. class))
+      elseif ids then
+        requeue_front(ids)
+      end
     end
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false

@@ -105,7 +105,15 @@ local function sched_near(limit)
     if #head == 0 then break end
     local bs = head[1]
     local b, lk = tonumber(bs), later_key(bs)
-    local ids = redis.call('LPOP', lk, limit - moved)
+    local ids = redis.pcall('LPOP', lk, limit - moved)
+    if type(ids) == 'table' and ids.err then
+      -- the bucket's key holds no list (corrupt data): its jobs cannot be
+      -- read; the value is set aside, and the bucket leaves the index, so
+      -- that the bucket no longer fails every claim and maintenance pass
+      redis.call('RENAME', lk, corrupt_key('later:' .. bs))
+      redis.call('ZREM', K_LATER, bs)
+      ids = false
+    end
     if ids then
       moved = moved + #ids
       for _, id in ipairs(ids) do

@@ -287,7 +287,7 @@ func TestEnqueueCorruptOptionKeys(t *testing.T) {
 	}{
 		{"unique key", store.NewJob{Local: "bad", Unique: store.Unique{Key: "u"}}, func(f *fixture) { f.rdb.HSet(f.ctx, f.p.Unique("u"), "a", "b") }},
 		{"rate bucket", store.NewJob{Local: "bad", Limits: store.Limits{RateClass: "r", RateJobs: 1, RatePer: time.Second, RateBurst: 1}},
-			func(f *fixture) { f.overwrite(f.p.Prefix() + "rl:r") }},
+			func(f *fixture) { f.overwrite(f.p.RateBucket("r")) }},
 		{"hold list", store.NewJob{Local: "bad", Hold: "fp"}, func(f *fixture) { f.overwrite(f.p.HeldOn("fp")) }},
 	}
 	for _, b := range backends(t) {

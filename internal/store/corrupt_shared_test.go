@@ -1,0 +1,211 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// The tests here, as corrupt_keys_test.go's, overwrite a key with a value
+// of another type, here keys that jobs share or that a job's options name
+// (a bucket of later jobs, a rate bucket, a concurrency wait list, a
+// worker's pin list, a unique key) or a job's dead-effects counter, and
+// check that the script that meets it goes on, deals with it, and loses
+// no job. Before, each raised after writes Redis keeps: due jobs promoted
+// in the same call were left available on no list, a partition stopped
+// claiming for good, a cancel bumped the fence on every send.
+
+// corruptUnique makes unique key k a hash (Sluice writes a string).
+func (f *fixture) corruptUnique(k string) {
+	f.t.Helper()
+	f.rdb.Del(f.ctx, f.p.Unique(k))
+	f.rdb.HSet(f.ctx, f.p.Unique(k), "a", "b")
+}
+
+// rawState is a job's state from its hash, "" when it has none.
+func (f *fixture) rawState(local string) string {
+	return store.StateName(f.rdb.HGet(f.ctx, f.p.Job(local), keys.FieldState).Val())
+}
+
+// claimed runs one claim and fails the test on its error.
+func (f *fixture) claimed(nonce string) []string {
+	f.t.Helper()
+	res, err := f.st.Claim(f.ctx, f.p, store.ClaimRequest{N: 10, Lease: 30 * time.Second, Worker: "w", Nonce: nonce, PromoteLimit: 100})
+	if err != nil {
+		f.t.Fatalf("claim %s: %v", nonce, err)
+	}
+	var ids []string
+	for _, j := range res.Jobs {
+		ids = append(ids, j.Local)
+	}
+	return ids
+}
+
+// TestSharedKeysCorrupt: claims and maintenance go on past a corrupt
+// bucket of later jobs, a corrupt rate bucket, and a due sticky fallback
+// whose job's unique key is corrupt; the due jobs they promote are
+// claimed.
+func TestSharedKeysCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name+"/later bucket", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "far", Delay: time.Minute}, store.NewJob{Local: "soon", Delay: 2 * time.Second})
+			bs := f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val()
+			if len(bs) != 1 {
+				t.Fatalf("buckets of later jobs %v, want one", bs)
+			}
+			f.overwrite(f.p.LaterBucket(bs[0]))
+			f.clk.Advance(2 * time.Minute)
+			if _, err := f.st.Maintain(f.ctx, f.p, 10, 10, 10); err != nil {
+				t.Fatalf("maintain: %v", err)
+			}
+			if got := f.claimed("n1"); len(got) != 1 || got[0] != "soon" {
+				t.Fatalf("claimed %v, want soon", got)
+			}
+		})
+		t.Run(b.name+"/rate bucket", func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{RateClass: "r", RateJobs: 1, RatePer: time.Minute, RateBurst: 1}
+			f.enqueue(store.NewJob{Local: "r1", Limits: lim}, store.NewJob{Local: "r2", Limits: lim})
+			if got := f.claimed("n1"); len(got) != 1 {
+				t.Fatalf("claimed %v, want one of the rated jobs", got)
+			}
+			f.enqueue(store.NewJob{Local: "plain", Delay: time.Second})
+			f.overwrite(f.p.RateBucket("r"))
+			f.clk.Advance(2 * time.Minute)
+			got := f.claimed("n2")
+			if len(got) != 2 {
+				t.Fatalf("claimed %v, want plain and the waiting rated job", got)
+			}
+		})
+		t.Run(b.name+"/sticky fallback, unique key", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "pin", Unique: store.Unique{Key: "u"}, Sticky: store.Sticky{Worker: "gone", Mode: "f", After: time.Second}},
+				store.NewJob{Local: "due", Delay: 2 * time.Second})
+			f.corruptUnique("u")
+			f.clk.Advance(3 * time.Second)
+			if got := f.claimed("n1"); len(got) != 1 || got[0] != "due" {
+				t.Fatalf("claimed %v, want due", got)
+			}
+			if f.rawState("pin") != "archived" || f.reason("pin") != "sticky_unavailable" {
+				t.Errorf("pin: %s (%q), want archived sticky_unavailable", f.rawState("pin"), f.reason("pin"))
+			}
+		})
+	}
+}
+
+// TestOperatorCallsPassCorruptKeys: cancel, delete, a delete by selector
+// and run now of jobs whose unique key, concurrency wait list or worker's
+// pin list is corrupt do what they say, once, without error. Before,
+// each raised after its first writes: a cancelled job left available on
+// no list, a fence bumped on every send, a deleted job left scheduled on
+// no index.
+func TestOperatorCallsPassCorruptKeys(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name+"/cancel available", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad", Unique: store.Unique{Key: "u"}})
+			f.corruptUnique("u")
+			if _, err := f.st.Cancel(f.ctx, f.ref("bad")); err != nil || f.rawState("bad") != "cancelled" {
+				t.Fatalf("cancel: %v, state %s", err, f.rawState("bad"))
+			}
+		})
+		t.Run(b.name+"/cancel running", func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "a", Limits: lim, Unique: store.Unique{Key: "u"}}, store.NewJob{Local: "b", Limits: lim})
+			j := f.claimOne("w")
+			f.corruptUnique("u")
+			f.overwrite(f.p.ConcurrencyWait("k"))
+			if _, err := f.st.Cancel(f.ctx, f.ref(j.Local)); err != nil || f.rawState(j.Local) != "cancelled" {
+				t.Fatalf("cancel: %v, state %s", err, f.rawState(j.Local))
+			}
+			if fence := f.rdb.HGet(f.ctx, f.p.Job(j.Local), keys.FieldFence).Val(); fence != "2" {
+				t.Errorf("fence %s, want 2 (raised once)", fence)
+			}
+		})
+		t.Run(b.name+"/delete", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad", Delay: time.Second, Unique: store.Unique{Key: "u"}})
+			f.corruptUnique("u")
+			if _, err := f.st.Delete(f.ctx, f.ref("bad")); err != nil || f.rawState("bad") != "" {
+				t.Fatalf("delete: %v, state %q", err, f.rawState("bad"))
+			}
+		})
+		t.Run(b.name+"/delete by selector", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", Delay: time.Second},
+				store.NewJob{Local: "bad", Delay: 2 * time.Second, Unique: store.Unique{Key: "u"}},
+				store.NewJob{Local: "c", Delay: 3 * time.Second})
+			f.corruptUnique("u")
+			if _, err := f.st.DeleteStep(f.ctx, f.p, store.Selector{State: "scheduled"}, store.ScanCursor{}, 10, false); err != nil {
+				t.Fatalf("delete step: %v", err)
+			}
+			for _, id := range []string{"a", "bad", "c"} {
+				if s := f.rawState(id); s != "" {
+					t.Errorf("%s is %s, want deleted", id, s)
+				}
+			}
+			if s := f.stats(); s["scheduled"] != 0 {
+				t.Errorf("stats %v, want no scheduled job", s)
+			}
+		})
+		t.Run(b.name+"/run now, pin list", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "p", Delay: time.Second, Sticky: store.Sticky{Worker: "w2", Mode: "w"}})
+			f.overwrite(f.p.Pinned("w2"))
+			if _, err := f.st.RunNow(f.ctx, f.ref("p")); err != nil {
+				t.Fatalf("run now: %v", err)
+			}
+			if l := f.rdb.LRange(f.ctx, f.p.Pinned("w2"), 0, -1).Val(); len(l) != 1 || l[0] != "p" {
+				t.Errorf("w2's pin list %v, want [p]", l)
+			}
+		})
+		t.Run(b.name+"/maintain, pin list", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "p", Delay: time.Second, Sticky: store.Sticky{Worker: "w2", Mode: "w"}},
+				store.NewJob{Local: "q", Delay: time.Second})
+			f.overwrite(f.p.Pinned("w2"))
+			f.clk.Advance(2 * time.Second)
+			if _, err := f.st.Maintain(f.ctx, f.p, 10, 10, 10); err != nil {
+				t.Fatalf("maintain: %v", err)
+			}
+			if got := f.claimed("n1"); len(got) != 1 || got[0] != "q" {
+				t.Errorf("claimed %v, want q (p waits for w2)", got)
+			}
+		})
+	}
+}
+
+// TestBuryCorruptDeadCount: a relay that dead-letters effects of two
+// jobs, one of which has a dead-effects count that is no integer, reports
+// both. Before, the count's HINCRBY raised after both entries had moved
+// to the dead stream: neither was ever reported.
+func TestBuryCorruptDeadCount(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			bad := f.p.NS + ":elsewhere:list" // another slot, a list: INCRBY cannot apply
+			f.rdb.RPush(f.ctx, bad, "x")
+			f.enqueue(store.NewJob{Local: "A"}, store.NewJob{Local: "B"})
+			held := f.claimLeases(2, "w")
+			for _, id := range []string{"A", "B"} {
+				if _, err := f.checkpoint(store.Checkpoint{Lease: held[id], Field: "s", Record: []byte("r"), Mode: store.ModeOnce,
+					Commit: id + ":s", Effects: []sluicetype.Effect{fx("INCRBY", bad, "5")}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.rdb.HSet(f.ctx, f.p.Job("B"), keys.FieldDeadEffects, "x")
+			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			if err != nil || len(res.Dead) != 2 {
+				t.Fatalf("relay: %+v %v, want both effects reported dead", res, err)
+			}
+		})
+	}
+}
