@@ -37,15 +37,20 @@ type batcher[T, R any] struct {
 	// what a worker allocated per job.
 	spare sync.Pool
 
-	// Callers queue under mu's read lock, so that once stop holds it no
-	// request can join the queues it drains; a lane is added under the
-	// write lock.
+	// Callers queue under mu's read lock, held from the check that the
+	// loops run to the request's place in its lane, so that once stop
+	// holds the write lock no request can join the queues it drains, and
+	// start cannot replace the lanes under a caller. Only start and stop
+	// take the write lock (stop after freeing callers waiting for room).
 	mu       sync.RWMutex
-	open     bool          // the loops run
-	stopping chan struct{} // closed when the loops stop: frees callers waiting for room
-	lanes    map[keys.Partition]chan *batchReq[T, R]
+	open     bool            // the loops run
+	stopping chan struct{}   // closed when the loops stop: frees callers waiting for room
 	ctx      context.Context // the loops'
 	g        *sync.WaitGroup // the loops are its goroutines
+	// lanesMu guards lanes, which callers add to under mu's read lock: a
+	// lane added never waits for a caller blocked on a full lane.
+	lanesMu sync.Mutex
+	lanes   map[keys.Partition]chan *batchReq[T, R]
 }
 
 type batchReq[T, R any] struct {
@@ -65,18 +70,12 @@ func (b *batcher[T, R]) do(p keys.Partition, item T) R {
 	}
 	req.item = item
 	b.mu.RLock()
-	lane := b.lanes[p]
-	if lane == nil && b.open {
-		b.mu.RUnlock()
-		b.addLane(p)
-		b.mu.RLock()
-		lane = b.lanes[p]
-	}
 	if !b.open {
 		b.mu.RUnlock()
 		b.recycle(req)
 		return b.failed(item, errNotSent)
 	}
+	lane := b.lane(p)
 	select {
 	case lane <- req:
 	case <-b.stopping:
@@ -90,17 +89,20 @@ func (b *batcher[T, R]) do(p keys.Partition, item T) R {
 	return res
 }
 
-// addLane gives partition p its queue and loop, unless it has them or the
-// loops have stopped.
-func (b *batcher[T, R]) addLane(p keys.Partition) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.open || b.lanes[p] != nil {
-		return
+// lane is partition p's queue, made with its loop at its first request.
+// Its caller holds mu's read lock, with the loops running: the loop joins
+// g while stop's goroutine, which waits for it, still runs.
+func (b *batcher[T, R]) lane(p keys.Partition) chan *batchReq[T, R] {
+	b.lanesMu.Lock()
+	defer b.lanesMu.Unlock()
+	lane := b.lanes[p]
+	if lane == nil {
+		lane = make(chan *batchReq[T, R], b.queue)
+		b.lanes[p] = lane
+		ctx := b.ctx
+		b.g.Go(func() { b.loop(ctx, p, lane) })
 	}
-	lane, ctx := make(chan *batchReq[T, R], b.queue), b.ctx
-	b.lanes[p] = lane
-	b.g.Go(func() { b.loop(ctx, p, lane) })
+	return lane
 }
 
 // recycle keeps an answered request for another do, without its item.
@@ -114,9 +116,12 @@ func (b *batcher[T, R]) recycle(req *batchReq[T, R]) {
 // turned away) and serves them on goroutines of g until ctx is done.
 func (b *batcher[T, R]) start(ctx context.Context, g *sync.WaitGroup) {
 	b.mu.Lock()
-	b.open, b.stopping = true, make(chan struct{})
-	b.lanes, b.ctx, b.g = map[keys.Partition]chan *batchReq[T, R]{}, ctx, g
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	b.open, b.stopping, b.ctx, b.g = true, make(chan struct{}), ctx, g
+	b.lanesMu.Lock()
+	b.lanes = map[keys.Partition]chan *batchReq[T, R]{}
+	b.lanesMu.Unlock()
+	// joins g before any caller can add a lane's loop to it
 	g.Go(func() {
 		<-ctx.Done()
 		b.stop()
@@ -168,6 +173,8 @@ func (b *batcher[T, R]) stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.open = false
+	b.lanesMu.Lock()
+	defer b.lanesMu.Unlock()
 	for _, lane := range b.lanes {
 		for drained := false; !drained; {
 			select {

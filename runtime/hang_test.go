@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	goruntime "runtime"
 	"sync"
 	"testing"
 	"time"
@@ -218,4 +219,117 @@ func TestBatcherPartitionWaitsAlone(t *testing.T) {
 			t.Fatalf("the hung partition's writes were not answered once it returned")
 		}
 	}
+}
+
+// TestBatcherFullLaneHoldsUpNoOther: while one partition's call hangs and
+// callers wait for room in its full queue, a partition's first write (its
+// queue made then) and another partition's write are answered. Before,
+// the caller waiting for room held the lock a new queue was made under,
+// and every partition stalled behind the hung one.
+func TestBatcherFullLaneHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	hung := keys.Partition{Queue: "q", Index: 0}
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	b := newBatcher(1, 1,
+		func(_ context.Context, p keys.Partition, items []int) []hangResult {
+			if p == hung {
+				select {
+				case entered <- struct{}{}:
+				default:
+				}
+				<-release
+			}
+			out := make([]hangResult, len(items))
+			for i, it := range items {
+				out[i] = hangResult{item: it}
+			}
+			return out
+		},
+		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+	ctx, cancel := context.WithCancel(context.Background())
+	var g sync.WaitGroup
+	b.start(ctx, &g)
+	defer func() { cancel(); g.Wait() }()
+	defer close(release) // first: the loop may be in the hung call
+	other := keys.Partition{Queue: "q", Index: 1}
+	if r := b.do(other, 100); r.err != nil {
+		t.Fatal(r.err)
+	}
+	for it := 1; it <= 4; it++ { // one in the call, one queued, the rest waiting for room
+		go b.do(hung, it)
+	}
+	<-entered
+	answered := make(chan hangResult, 2)
+	go func() { answered <- b.do(keys.Partition{Queue: "q", Index: 2}, 5) }()
+	go func() { answered <- b.do(other, 6) }()
+	for range 2 {
+		select {
+		case r := <-answered:
+			if r.err != nil {
+				t.Errorf("write %d: %v", r.item, r.err)
+			}
+		case <-time.After(hangBound):
+			t.Fatal("another partition's write waited behind the hung partition's full queue")
+		}
+	}
+}
+
+// TestBatcherRestartsUnderLoad: callers writing to many partitions while
+// the batcher is started and stopped again and again each get exactly
+// their own answer, sent or errNotSent, and never wait for ever (a caller
+// that made its partition's queue as one run stopped and the next began
+// could be left sending on no queue, and hold up the next run's writes).
+func TestBatcherRestartsUnderLoad(t *testing.T) {
+	t.Parallel()
+	b := newBatcher(4, 2,
+		func(_ context.Context, p keys.Partition, items []int) []hangResult {
+			out := make([]hangResult, len(items))
+			for i, it := range items {
+				if it/1000 != p.Index {
+					out[i] = hangResult{item: -1} // flushed on another partition's call
+					continue
+				}
+				out[i] = hangResult{item: it}
+			}
+			return out
+		},
+		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+	stop := make(chan struct{})
+	var callers sync.WaitGroup
+	for c := range 16 {
+		callers.Go(func() {
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p := (c + n) % 8
+				item := p*1000 + n%1000
+				got := make(chan hangResult, 1)
+				go func() { got <- b.do(keys.Partition{Queue: "q", Index: p}, item) }()
+				select {
+				case r := <-got:
+					if r.item != item {
+						t.Errorf("wrote %d on partition %d, answered %+v", item, p, r)
+						return
+					}
+				case <-time.After(hangBound):
+					t.Errorf("write %d blocked", item)
+					return
+				}
+			}
+		})
+	}
+	for range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		var g sync.WaitGroup
+		b.start(ctx, &g)
+		goruntime.Gosched()
+		cancel()
+		g.Wait()
+	}
+	close(stop)
+	callers.Wait()
 }
