@@ -18,10 +18,11 @@
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset) to enqueue again; or {'missing', now}.
 --   'claim'  ARGV[3] the last tick the caller saw, ARGV[4] the new last
---            tick, ARGV[5...] the ticks the caller will enqueue.
+--            tick, ARGV[5] the claim's token (fresh per claim, the same in
+--            its re-sends), ARGV[6...] the ticks the caller will enqueue.
 --            Returns 'ok' (last moved, the ticks are pending; also to
---            the same claim sent again), 'moved' (another scheduler
---            moved last first: nothing written),
+--            the same claim sent again: its token), 'moved' (another
+--            scheduler moved last first: nothing written),
 --            'paused' or 'missing' (nothing written).
 --   'ack'    ARGV[3...] ticks now enqueued. Returns 'ok'.
 --   'pause'  Returns 'ok' or 'missing'.
@@ -55,25 +56,22 @@ if op == 'sync' then
   end
   return out
 elseif op == 'claim' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'ran')
-  if tonumber(st[1]) == tonumber(ARGV[4]) and tonumber(ARGV[4]) ~= tonumber(ARGV[3]) then
-    -- last is where this claim moves it: the claim sent again (its reply
-    -- lost), when its ticks are all still pending, and 'ok' again; tick
-    -- jobs have IDs of their own (the scheduler's tickID), so even a twin
-    -- claim of another scheduler enqueues each once
-    for i = 5, #ARGV do
-      if redis.call('HEXISTS', KP, ARGV[i]) == 0 then return STATUS.moved end
-    end
+  local st = redis.call('HMGET', K, 'last', 'paused', 'ran', 'claim')
+  if st[4] == ARGV[5] and tonumber(st[1]) == tonumber(ARGV[4]) then
+    -- this very claim, sent again (its reply lost): it moved last, and is
+    -- answered as it was; a twin claim of another scheduler, with another
+    -- token, is 'moved' (its tick jobs would run again once the first
+    -- ones are done and deleted)
     return STATUS.ok
   end
   if tonumber(st[1]) ~= tonumber(ARGV[3]) then return STATUS.moved end
   if st[2] == '1' then return STATUS.paused end
   local ran = tonumber(st[3] or '0')
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     redis.call('HSET', KP, ARGV[i], NOW)
     ran = math.max(ran, tonumber(ARGV[i]))
   end
-  redis.call('HSET', K, 'last', ARGV[4], 'ran', ran)
+  redis.call('HSET', K, 'last', ARGV[4], 'ran', ran, 'claim', ARGV[5])
   return STATUS.ok
 elseif op == 'pause' then
   redis.call('HSET', K, 'paused', '1')

@@ -107,7 +107,9 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 // ticks as pending, if no other scheduler moved it first and the schedule
 // is not paused. It returns Claimed, ClaimMoved or ClaimPaused.
 func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Time, ticks []time.Time) (string, error) {
-	args := []any{seen.UnixMilli(), last.UnixMilli()}
+	// the claim's own token: a re-send of it (go-redis, after a lost
+	// reply) carries the same one, another scheduler's twin claim another
+	args := []any{seen.UnixMilli(), last.UnixMilli(), newCallID()}
 	for _, t := range ticks {
 		args = append(args, t.UnixMilli())
 	}

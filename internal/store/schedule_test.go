@@ -1,19 +1,21 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
 )
 
 // TestScheduleScript runs lua/schedule.lua through every operation on
 // miniredis, a real Redis and a cluster: state starts at the first sync,
-// only the claim that saw the current last tick wins (and the same claim
-// sent again is answered as it was), pause and resume,
+// only the claim that saw the current last tick wins, pause and resume,
 // and ticks claimed but never acknowledged are handed to another caller
 // once, after the abandon delay.
 func TestScheduleScript(t *testing.T) {
@@ -68,13 +70,7 @@ func TestScheduleScript(t *testing.T) {
 				}
 			}
 			claim(epoch, minute(1), store.Claimed, minute(1))
-			// The same claim again (its reply lost, go-redis sends it
-			// again) is answered as the first: it answered 'moved', and
-			// the scheduler skipped ticks it had claimed until their
-			// abandon delay. A twin claim of another scheduler is answered
-			// so too; the ticks' jobs have IDs of their own, enqueued once.
-			claim(epoch, minute(1), store.Claimed, minute(1))
-			claim(epoch, minute(2), store.ClaimMoved, minute(1), minute(2))
+			claim(epoch, minute(1), store.ClaimMoved, minute(1))
 			sync(store.ScheduleSync{Now: minute(1), Last: minute(1)})
 
 			// The claimed tick is not acknowledged: after the abandon delay
@@ -127,5 +123,52 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// resendClaims is a go-redis hook that runs each schedule claim twice and
+// answers the second run, as go-redis does when the first reply is lost.
+type resendClaims struct{}
+
+func (resendClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (resendClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil || !slices.Contains(cmd.Args(), any("claim")) {
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (resendClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestScheduleClaimSentAgain: a claim of ticks whose reply was lost, sent
+// again, is answered as its first run was (Claimed), while a twin claim
+// of another scheduler, which saw the same last tick, is refused (Moved):
+// its ticks' jobs would run again once the first ones were done and
+// deleted. Before, the re-send answered Moved, and its ticks waited for
+// the abandon delay.
+func TestScheduleClaimSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			b.rdb.AddHook(resendClaims{})
+			f := newFixture(t, b)
+			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
+				Queue: "q", Kind: "k", Template: []byte{0x80}}))
+			if _, err := f.st.SyncSchedule(f.ctx, "s", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			tick := epoch.Add(time.Minute)
+			f.clk.Advance(time.Minute)
+			for i, want := range []string{store.Claimed, store.ClaimMoved} { // the claim, then its twin
+				if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != want {
+					t.Fatalf("claim %d: %q %v, want %q", i, got, err, want)
+				}
+			}
+		})
 	}
 }
