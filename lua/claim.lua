@@ -177,11 +177,8 @@ local function take(ak, pinned_to, prio)
         -- a body key that holds no string is corrupt data: no payload
         local body = h[fpb] and redis.pcall('GET', body_key(id)) or false
         if type(body) ~= 'string' then body = false end
-        -- read before any write for the job: a checkpoints key that holds
-        -- no hash (an error reply) is corrupt data too
-        local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
-          or not count_of(crashes) or steps.err then
+          or not count_of(crashes) then
           park(jk, id, 'malformed')
         elseif dl and dl <= NOW then
           park(jk, id, 'deadline_exceeded')
@@ -193,15 +190,23 @@ local function take(ak, pinned_to, prio)
         elseif h[frk] and rate_limited(h[frk], id) then
           -- parked on its rate class (rate_limited did it)
         else
-          if ck then CC[ck] = cc_running(ck) + 1 end
-          if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
-          fence = fence + 1
-          local lease = nonce .. '.' .. (#jobs + 1)
-          local expiry = NOW + (kind_lease[kind] or lease_ms)
-          redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
-          zadd_later(K_RUN, num_s(expiry), id)
-          count('available', 'running')
-          jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
+          -- read only for a job it leases, before the lease is written: a
+          -- checkpoints key that holds no hash (an error reply) is corrupt
+          -- data too
+          local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
+          if steps.err then
+            park(jk, id, 'malformed')
+          else
+            if ck then CC[ck] = cc_running(ck) + 1 end
+            if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
+            fence = fence + 1
+            local lease = nonce .. '.' .. (#jobs + 1)
+            local expiry = NOW + (kind_lease[kind] or lease_ms)
+            redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
+            zadd_later(K_RUN, num_s(expiry), id)
+            count('available', 'running')
+            jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
+          end
         end
       end
       -- any other state: a stale list entry (the job moved on); drop it
