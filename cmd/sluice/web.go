@@ -58,9 +58,15 @@ exits 1. The console lists the queues registered in the namespace (as
 			return err
 		}
 		// a console of a namespace with no queue shows nothing, most often
-		// for a mistyped --namespace: refused, as the listings are
+		// for a mistyped --namespace: said at once, on stderr; it serves
+		// anyway, as a console deployed before any worker has run must
+		// (refused, it would restart in a loop until one had)
 		if err := namespaceUsed(cmd.Context(), client); err != nil {
-			return err
+			var missing missingError
+			if !errors.As(err, &missing) {
+				return err
+			}
+			fmt.Fprintf(c.stderr, "sluice: warning: %s\n", bare(err))
 		}
 		o.LoadEnv(c.getenv)
 		o.Admin = client

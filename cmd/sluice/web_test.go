@@ -167,7 +167,6 @@ func TestWebErrors(t *testing.T) {
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--user", "ann")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "10ms")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "0")
-	tr.run(exitNotFound, "--namespace", f.ns+"-typo", "web", "--addr", "127.0.0.1:1")
 	tr.run(exitUsage, "web", "extra")
 	golden(t, "web", tr.b.String())
 
@@ -235,5 +234,24 @@ func TestWebSignal(t *testing.T) {
 		if err := cmd.Wait(); err != nil || cmd.ProcessState.ExitCode() != exitOK {
 			t.Fatalf("%v: %v, exit %d, stderr %q", sig, err, cmd.ProcessState.ExitCode(), errb.String())
 		}
+	}
+}
+
+// TestWebWarnsOfAnEmptyNamespace: the console of a namespace with no queue
+// (a mistyped --namespace, most often) says so on stderr at once, and
+// serves: one deployed before any worker has run must not restart in a
+// loop until one has.
+func TestWebWarnsOfAnEmptyNamespace(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	w := f.startWeb("--namespace", f.ns+"-typo", "web", "--addr", freeAddr(t))
+	if !strings.HasPrefix(w.line, "serving the console") {
+		t.Errorf("first line %q", w.line)
+	}
+	if want := "sluice: warning: no queues in namespace \"" + f.ns + "-typo\""; !strings.HasPrefix(w.errb.String(), want) {
+		t.Errorf("stderr %q, want it to start %q", w.errb.String(), want)
+	}
+	if code := w.stop(); code != exitOK {
+		t.Errorf("exit %d after Ctrl-C, want 0", code)
 	}
 }
