@@ -76,6 +76,7 @@ func TestBadInput(t *testing.T) {
 		{"empty partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey("")}, flow.ErrInvalid},
 		{"oversized partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey(strings.Repeat("k", flow.MaxPartitionKeyLength+1))}, flow.ErrInvalid},
 		{"SentAs of no job ID", email{}, []flow.EnqueueOption{flow.SentAs("nope")}, flow.ErrInvalid},
+		{"SentAs of a negative partition", email{}, []flow.EnqueueOption{flow.SentAs("default:-1:x")}, flow.ErrInvalid},
 		{"SentAs of another queue", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithQueue("other")}, flow.ErrInvalid},
 		{"SentAs and another ID", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithID("y")}, flow.ErrInvalid},
 	}

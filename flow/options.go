@@ -105,7 +105,7 @@ func SentAs(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		q, rest, ok1 := strings.Cut(id, ":")
 		n, local, ok2 := strings.Cut(rest, ":")
-		if _, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || local == "" || !runtime.ValidQueue(q) {
+		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || local == "" || !runtime.ValidQueue(q) {
 			return fmt.Errorf("%w: SentAs(%q): not a job ID (queue:partition:local)", ErrInvalid, id)
 		}
 		o.sentAs = id
