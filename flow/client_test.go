@@ -77,8 +77,10 @@ func TestBadInput(t *testing.T) {
 		{"oversized partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey(strings.Repeat("k", flow.MaxPartitionKeyLength+1))}, flow.ErrInvalid},
 		{"SentAs of no job ID", email{}, []flow.EnqueueOption{flow.SentAs("nope")}, flow.ErrInvalid},
 		{"SentAs of a negative partition", email{}, []flow.EnqueueOption{flow.SentAs("default:-1:x")}, flow.ErrInvalid},
+		{"SentAs of an ID with a space", email{}, []flow.EnqueueOption{flow.SentAs("default:0:a b")}, flow.ErrInvalid},
 		{"SentAs of another queue", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithQueue("other")}, flow.ErrInvalid},
 		{"SentAs and another ID", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithID("y")}, flow.ErrInvalid},
+		{"another ID and SentAs", email{}, []flow.EnqueueOption{flow.WithID("y"), flow.SentAs("default:0:x")}, flow.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

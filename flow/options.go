@@ -100,13 +100,19 @@ func WithID(id string) EnqueueOption {
 // lost) this one finds it and answers Duplicate, instead of adding a
 // second job under a new ID on whichever partition comes next. The ID's
 // queue is the job's (WithQueue may name it, and no other); WithID may
-// not name another ID. A partition the queue no longer has is ErrInvalid.
+// not name another ID (SentAs sets it). A partition the queue no longer has is ErrInvalid.
 func SentAs(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		q, rest, ok1 := strings.Cut(id, ":")
 		n, local, ok2 := strings.Cut(rest, ":")
 		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || local == "" || !runtime.ValidQueue(q) {
 			return fmt.Errorf("%w: SentAs(%q): not a job ID (queue:partition:local)", ErrInvalid, id)
+		}
+		if o.id != "" && o.id != local {
+			return fmt.Errorf("%w: SentAs(%q) and WithID(%q) name two IDs", ErrInvalid, id, o.id)
+		}
+		if err := WithID(local)(o); err != nil { // the local part is an ID as WithID takes it
+			return fmt.Errorf("SentAs(%q): %w", id, err)
 		}
 		o.sentAs = id
 		return nil
