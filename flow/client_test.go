@@ -79,6 +79,8 @@ func TestBadInput(t *testing.T) {
 		{"SentAs of a negative partition", email{}, []flow.EnqueueOption{flow.SentAs("default:-1:x")}, flow.ErrInvalid},
 		{"SentAs of an ID with a space", email{}, []flow.EnqueueOption{flow.SentAs("default:0:a b")}, flow.ErrInvalid},
 		{"SentAs of another queue", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithQueue("other")}, flow.ErrInvalid},
+		{"SentAs of another queue than default", email{}, []flow.EnqueueOption{flow.WithQueue("default"), flow.SentAs("emails:0:x")}, flow.ErrInvalid},
+		{"SentAs of a queue never used", email{}, []flow.EnqueueOption{flow.SentAs("newq:3:x")}, flow.ErrQueueNotFound},
 		{"SentAs and another ID", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithID("y")}, flow.ErrInvalid},
 		{"another ID and SentAs", email{}, []flow.EnqueueOption{flow.WithID("y"), flow.SentAs("default:0:x")}, flow.ErrInvalid},
 	}

@@ -17,6 +17,7 @@ type enqueueOptions struct {
 	queue       string
 	id          string
 	sentAs      string // SentAs: a job ID, queue:partition:local
+	queueSet    bool   // WithQueue named the queue (a kind's defaults too)
 	partKey     string // WithPartitionKey
 	delay       time.Duration
 	runAt       time.Time
@@ -60,7 +61,7 @@ func WithQueue(queue string) EnqueueOption {
 		if !runtime.ValidQueue(queue) {
 			return fmt.Errorf("%w: queue name %q", ErrInvalid, queue)
 		}
-		o.queue = queue
+		o.queue, o.queueSet = queue, true
 		return nil
 	}
 }

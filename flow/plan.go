@@ -99,17 +99,32 @@ func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, er
 // by key (or in partition part-1, when part is set: SentAs), and the
 // partition count that placed it.
 func (pl *planner) locate(ctx context.Context, queue, key string, part int, local string, sp *spread) (keys.Ref, int, error) {
+	if part > 0 {
+		return pl.sentAs(ctx, queue, part, local)
+	}
 	lay, err := pl.layouts.Use(ctx, queue)
 	if err != nil {
 		return keys.Ref{}, 0, err
 	}
-	idx := part - 1
-	if part == 0 {
-		idx = pl.partition(queue, lay.Partitions, key, sp)
-	} else if idx >= lay.Partitions {
-		return keys.Ref{}, 0, fmt.Errorf("%w: SentAs names partition %d of queue %q, which has %d", ErrInvalid, idx, queue, lay.Partitions)
-	}
+	idx := pl.partition(queue, lay.Partitions, key, sp)
 	return keys.Ref{Partition: pl.st.Partition(queue, idx), Local: local}, lay.Partitions, nil
+}
+
+// sentAs is locate for a job SentAs places: in partition part-1 of queue,
+// which must have it. The queue was used before (it gave the ID): its
+// layout is read, never registered, when the process does not know it.
+func (pl *planner) sentAs(ctx context.Context, queue string, part int, local string) (keys.Ref, int, error) {
+	lay, ok := pl.layouts.Cached(queue)
+	if !ok {
+		var err error
+		if lay, err = pl.layouts.Lookup(ctx, queue); err != nil {
+			return keys.Ref{}, 0, err
+		}
+	}
+	if idx := part - 1; idx < lay.Partitions {
+		return keys.Ref{Partition: pl.st.Partition(queue, idx), Local: local}, lay.Partitions, nil
+	}
+	return keys.Ref{}, 0, fmt.Errorf("%w: SentAs names partition %d of queue %q, which has %d", ErrInvalid, part-1, queue, lay.Partitions)
 }
 
 // spareOptions holds the options of drafts done: they are a few hundred
@@ -177,7 +192,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		n, local, _ := strings.Cut(rest, ":")
 		idx, _ := strconv.Atoi(n)
 		switch {
-		case o.queue != q && o.queue != "default":
+		case o.queueSet && o.queue != q:
 			return drafted{}, fmt.Errorf("%w: SentAs(%q) names queue %q, WithQueue %q", ErrInvalid, o.sentAs, q, o.queue)
 		case o.id != "" && o.id != local:
 			return drafted{}, fmt.Errorf("%w: SentAs(%q) and WithID(%q) name two IDs", ErrInvalid, o.sentAs, o.id)
