@@ -33,6 +33,18 @@ type hangResult struct {
 	err  error
 }
 
+// sent answers a test batcher's call: each item, sent.
+func sent(items []int) []hangResult {
+	out := make([]hangResult, len(items))
+	for i, it := range items {
+		out[i] = hangResult{item: it}
+	}
+	return out
+}
+
+// notSent is a test batcher's answer to an item not sent.
+func notSent(it int, err error) hangResult { return hangResult{item: it, err: err} }
+
 // TestHangBatcherStopped: a write made while the batcher's loop stops, or
 // after it stopped, fails with errNotSent at once instead of blocking for
 // ever; the writes the loop took are answered; a batcher started again
@@ -51,7 +63,7 @@ func TestHangBatcherStopped(t *testing.T) {
 			}
 			return out
 		},
-		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+		notSent)
 	results := make(chan hangResult, 8)
 	do := func(item int) { results <- b.do(keys.Partition{}, item) }
 	recvResult := func(what string) hangResult {
@@ -176,13 +188,9 @@ func TestBatcherPartitionWaitsAlone(t *testing.T) {
 				started <- append([]int(nil), items...)
 				<-release
 			}
-			out := make([]hangResult, len(items))
-			for i, it := range items {
-				out[i] = hangResult{item: it}
-			}
-			return out
+			return sent(items)
 		},
-		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+		notSent)
 	ctx, cancel := context.WithCancel(context.Background())
 	var g sync.WaitGroup
 	b.start(ctx, &g)
@@ -240,13 +248,9 @@ func TestBatcherFullLaneHoldsUpNoOther(t *testing.T) {
 				}
 				<-release
 			}
-			out := make([]hangResult, len(items))
-			for i, it := range items {
-				out[i] = hangResult{item: it}
-			}
-			return out
+			return sent(items)
 		},
-		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+		notSent)
 	ctx, cancel := context.WithCancel(context.Background())
 	var g sync.WaitGroup
 	b.start(ctx, &g)
@@ -294,7 +298,7 @@ func TestBatcherRestartsUnderLoad(t *testing.T) {
 			}
 			return out
 		},
-		func(it int, err error) hangResult { return hangResult{item: it, err: err} })
+		notSent)
 	stop := make(chan struct{})
 	var callers sync.WaitGroup
 	for c := range 16 {
