@@ -3,10 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/chaos"
@@ -390,5 +392,52 @@ func TestCallRecordOutlivesResends(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatalf("no call record")
+	}
+}
+
+// lateResend is a go-redis hook that runs each enqueue call, moves
+// miniredis's clock on by after (TTLs expire), and runs the call again,
+// answering the second run: a re-send that reaches Redis late.
+type lateResend struct {
+	m     *miniredis.Miniredis
+	after time.Duration
+}
+
+func (h lateResend) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h lateResend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil || len(cmd.Args()) < 2 || !lua.Enqueue.Is(cmd.Name(), fmt.Sprint(cmd.Args()[1])) {
+			return err
+		}
+		h.m.FastForward(h.after)
+		return next(ctx, cmd)
+	}
+}
+
+func (h lateResend) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLateResendOfGeneratedID: an enqueue of a job with a generated ID
+// whose re-send reaches Redis 90 s after the first run (go-redis's
+// defaults allow over two minutes) is answered from the call's record:
+// one job. With records kept a fixed 60 s, the late run found the ID
+// taken, and the store added a copy under another ID.
+func TestLateResendOfGeneratedID(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	f := newFixture(t, backend{"miniredis", rdb})
+	f.enqueue(store.NewJob{Local: "warm"}) // loads the library before the hook
+	rdb.AddHook(lateResend{m: m, after: 90 * time.Second})
+	local := f.st.NewLocal()
+	res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: local, Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Generated: true}})
+	if err != nil || res[0].Status != store.Added || res[0].Local != "" {
+		t.Fatalf("enqueue: %+v %v, want added under its own ID", res, err)
+	}
+	if s := f.stats(); s["available"] != 2 {
+		t.Fatalf("stats %v: want 2 jobs (warm and this one), each once", s)
 	}
 }
