@@ -61,8 +61,10 @@ func (e *ChildFailedError) Error() string {
 
 // Spawn enqueues items as children of the running job, as the durable step
 // name: atomically per partition and idempotently (child IDs derive from
-// the parent, the step and the item's index, so running the step again
-// never duplicates a child). A child that finishes notifies its parent,
+// the parent, its creation time, the step and the item's index, and each
+// child's enqueue is remembered for seven days, so running the step again
+// never duplicates a child, even one that has finished and been deleted
+// since). A child that finishes notifies its parent,
 // through its partition's outbox when the parent lives elsewhere, so the
 // parent is woken even if a worker dies in between. A child may not have
 // a unique key (ErrInvalid, nothing enqueued): one held by another job
@@ -88,7 +90,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	byPart := map[keys.Partition][]store.NewJob{}
 	of := map[keys.Partition]int{} // the count that placed them
 	for i, it := range items {
-		pj, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, name, i)), traceHeaders(ctx))
+		pj, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, st.Created, name, i)), traceHeaders(ctx))
 		if err != nil {
 			return nil, fmt.Errorf("child %d: %w", i, err)
 		}

@@ -208,6 +208,10 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		Delay: o.delay, MaxAttempts: o.maxAttempts, Timeout: o.timeout, Deadline: o.deadline,
 		Priority: o.priority, Parent: parent, Generated: generated, Limits: o.limits, Unique: o.unique, Sticky: o.sticky,
 		Hold: hold,
+		// a spawned child's enqueue is remembered: a Spawn step run again
+		// (its checkpoint lost to a crash) must not add a child that has
+		// finished and been deleted since
+		Relayed: parent != nil,
 	}}, nil
 }
 

@@ -5,9 +5,11 @@
 -- ARGV[10]: their fields, packed as one list of strings (lib_pack.lua
 --   unpack_args), in n groups. Each starts with
 --   id, kind, payload, where the ID comes from ('c': the caller chose it,
---   so check for an existing job; 'f': a follow-up relayed from an outbox,
---   like 'c' but remembered for FOLLOW_KEEP ms by a marker, so that a
---   relay repeated after the job was deleted adds nothing; else a fresh
+--   so check for an existing job; 'f': a follow-up relayed from an outbox
+--   or a child spawned by a parent's step, like 'c' but remembered for
+--   FOLLOW_KEEP ms by a marker once its enqueue settles it (added, or
+--   folded into a unique key's holder), so that a relay or a spawn
+--   repeated after the job was deleted adds nothing; else a fresh
 --   random ID: 'g', or the
 --   creation time in ms it carries (keys.LocalTime), which saves storing
 --   the created time when it agrees with the store's to CT_SLACK ms), and
@@ -109,6 +111,9 @@ for i = 1, n do
       taken = true
     end
   end
+  -- a job still there is compared as any chosen ID's (a repeat, or a
+  -- conflict when its content changed); the marker speaks for one gone
+  if old and old[1] then marked = false end
   if o == PLAIN and not relayed and not old and not taken then
     -- A plain job, most jobs: available now in list 0. This is what the
     -- general path below does for it, without parsing its options or
@@ -147,6 +152,9 @@ for i = 1, n do
       out[#out + 1] = STATUS.malformed
     elseif holder then
       on_duplicate(holder, o[20], payload, due)
+      -- folded into the holder: a repeat must not add it once the holder
+      -- is gone, nor fold it in again
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
       out[#out + 1] = STATUS.unique .. holder
     elseif old and old[1] then
       if old[1] == kind and old[2] == payload then

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
@@ -53,7 +54,7 @@ func (c *console) children(ctx context.Context, j *flow.JobInfo, x admin.JobExtr
 			continue
 		}
 		var ids []string
-		if err := j.DecodeStep(s.Name, &ids); err != nil || !spawnedBy(ids, parentLocal, s.Name) {
+		if err := j.DecodeStep(s.Name, &ids); err != nil || !spawnedBy(ids, parentLocal, j.Created, s.Name) {
 			continue
 		}
 		g := spawnGroup{Step: s.Name, Spawned: len(ids), AtLeast: x.MoreChildren}
@@ -97,14 +98,15 @@ func (c *console) children(ctx context.Context, j *flow.JobInfo, x admin.JobExtr
 }
 
 // spawnedBy reports whether ids are the children step spawned of the job
-// whose ID within its partition is parent: each, within its partition, is
-// parent~step~index.
-func spawnedBy(ids []string, parent, step string) bool {
+// whose ID within its partition is parent, enqueued at created: each,
+// within its partition, is keys.ChildLocal's (or keys.LegacyChildLocal's,
+// for a spawn checkpointed by an older release).
+func spawnedBy(ids []string, parent string, created time.Time, step string) bool {
 	if len(ids) == 0 {
 		return false
 	}
 	for i, id := range ids {
-		if localOf(id) != keys.ChildLocal(parent, step, i) {
+		if l := localOf(id); l != keys.ChildLocal(parent, created, step, i) && l != keys.LegacyChildLocal(parent, step, i) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ package keys
 import (
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Priorities is the number of priority levels (0..Priorities-1).
@@ -189,9 +190,19 @@ func (r Ref) String() string {
 }
 
 // ChildLocal is the ID within its partition of the i-th child (from 0)
-// that step spawned of the job whose ID within its partition is parent
-// (flow.Spawn): derived, so a spawn made again names the same children.
-func ChildLocal(parent, step string, i int) string {
+// that step spawned of the job whose ID within its partition is parent,
+// enqueued at created (flow.Spawn): derived, so a spawn made again names
+// the same children, and with the parent's creation time, as its commit
+// names are (attempt.State.CommitName), so that a job given the ID of a
+// deleted parent names other children than the old one's.
+func ChildLocal(parent string, created time.Time, step string, i int) string {
+	return parent + "@" + strconv.FormatInt(created.UnixMilli(), 36) + "~" + step + "~" + strconv.Itoa(i)
+}
+
+// LegacyChildLocal is ChildLocal as releases before 2026-12 derived it,
+// without the parent's creation time: spawn checkpoints written then
+// name children so.
+func LegacyChildLocal(parent, step string, i int) string {
 	return parent + "~" + step + "~" + strconv.Itoa(i)
 }
 

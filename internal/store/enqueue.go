@@ -19,9 +19,11 @@ type NewJob struct {
 	// a repeat of this one.
 	Generated bool
 	// Relayed: a follow-up enqueued by an outbox relay under an ID derived
-	// from its commit. Its enqueue is remembered (keys.Partition.FollowUp)
-	// as long as a relay could repeat it, so a repeat never enqueues it
-	// again, even once the job is deleted.
+	// from its commit, or a child spawned by a parent's step under an ID
+	// derived from the parent's. Its enqueue is remembered
+	// (keys.Partition.FollowUp) as long as a relay or the step could repeat
+	// it, so a repeat never enqueues it again, even once the job is
+	// deleted.
 	Relayed     bool `msgpack:"-"`
 	Kind        string
 	Payload     []byte
