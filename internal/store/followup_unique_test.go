@@ -60,7 +60,6 @@ func TestUniqueFollowUpRelayedTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 			follow := keys.Ref{Partition: next, Local: "order@1:#complete:0"}
-			got0, _, err0 := f.st.Get(f.ctx, follow); t.Logf("get: %+v %v", got0, err0)
 			if got, _, err := f.st.Get(f.ctx, follow); err == nil {
 				t.Fatalf("the follow-up folded into the holder by its first relay was added by the second: %s %q", got.State, got.Payload)
 			}
