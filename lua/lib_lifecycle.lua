@@ -87,10 +87,27 @@ local function deliver(parent, step, child, state, payload)
   -- has written already
   local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy)
   if corrupt or not h[1] then return end
-  if redis.pcall('HSET', kids_key(parent), child, state .. '\n' .. payload) ~= 1 then return end
-  local ck = kidcount_key(parent)
-  redis.pcall('HINCRBY', ck, step, 1)
+  local kk, ck = kids_key(parent), kidcount_key(parent)
   local failed = state ~= 'completed'
+  local prev = redis.pcall('HGET', kk, child)
+  if type(prev) == 'table' then return end -- not a hash: corrupt
+  if prev then
+    -- delivered before: this notification again (a relay repeated), or
+    -- the child ran again after a redrive and finished anew. It was
+    -- counted; its failure count follows its latest end, so that a
+    -- FailFast parent whose failed child was redriven and completed
+    -- waits for the others again instead of waking at once for ever.
+    local was_failed = string.match(prev, '^[^\n]*') ~= 'completed'
+    redis.pcall('HSET', kk, child, state .. '\n' .. payload)
+    if was_failed and not failed then
+      if (tonumber(redis.pcall('HINCRBY', ck, step .. ':f', -1)) or 0) < 0 then redis.pcall('HSET', ck, step .. ':f', 0) end
+    elseif failed and not was_failed then
+      redis.pcall('HINCRBY', ck, step .. ':f', 1)
+    end
+    return
+  end
+  if redis.pcall('HSET', kk, child, state .. '\n' .. payload) ~= 1 then return end
+  redis.pcall('HINCRBY', ck, step, 1)
   if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
   if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
   local left = redis.pcall('HINCRBY', pk, F.wait_count, -1)
