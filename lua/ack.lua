@@ -207,7 +207,15 @@ for _, e in ipairs(entries) do
         state = 'scheduled'
       end
     elseif code == 'suspend' then
-      state = suspend(jk, id, e.fence, e.waits)
+      -- suspend reads the checkpoints (signals taken, older timers): a key
+      -- of another type is this job's corrupt data, not the call's
+      local st = redis.call('TYPE', steps_key(id))['ok']
+      if st ~= 'none' and st ~= 'hash' then
+        finish(jk, id, 'running', 'archived', 'malformed', m)
+        state = 'archived'
+      else
+        state = suspend(jk, id, e.fence, e.waits)
+      end
     end
   elseif h[1] and h[2] == e.lease and h[3] == e.fence then
     state = state_of(h[1]) -- this attempt ended before (a late re-send)
