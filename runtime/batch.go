@@ -58,6 +58,15 @@ type batchReq[T, R any] struct {
 	done chan R
 }
 
+// maxLaneQueue caps a lane's queue: a worker has a lane per partition it
+// writes to, each queue allocated in full, and a caller that finds its
+// lane full waits for room (do), so a longer one saves nothing.
+const maxLaneQueue = 4096
+
+// laneQueue is the queue of each lane of a worker running concurrency jobs
+// at once: room for a few requests per job, up to maxLaneQueue.
+func laneQueue(concurrency int) int { return min(4*concurrency, maxLaneQueue) }
+
 func newBatcher[T, R any](max, queue int, flush func(context.Context, keys.Partition, []T) []R, failed func(T, error) R) *batcher[T, R] {
 	return &batcher[T, R]{max: max, queue: queue, flush: flush, failed: failed}
 }

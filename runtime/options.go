@@ -32,9 +32,11 @@ type Options struct {
 	// queue listed here but not in Queues is checked too (children spawned
 	// into it are placed by it).
 	Partitions map[string]int
-	// Concurrency is the most jobs run at once. Default 50.
+	// Concurrency is the most jobs run at once. Default 50; at most
+	// MaxConcurrency.
 	Concurrency int
-	// ClaimBatch is the most jobs one claim leases. Default 32.
+	// ClaimBatch is the most jobs one claim leases. Default 32; at most
+	// MaxClaimBatch.
 	ClaimBatch int
 	// Lease is how long a claim holds a job before it must be renewed.
 	// Default 30s.
@@ -129,7 +131,8 @@ type Options struct {
 	// queue is full the event is dropped and counted (DroppedEvents).
 	// Unset, it costs a nil check per attempt.
 	OnEvent func(ctx context.Context, e Event)
-	// EventBuffer bounds the events waiting for OnEvent. Default 1024.
+	// EventBuffer bounds the events waiting for OnEvent. Default 1024; at
+	// most MaxEventBuffer (the queue is allocated in full by NewWorker).
 	EventBuffer int
 	// Middleware wraps every handler, Middleware[0] outermost: it runs
 	// first and sees the outcome last. See Middleware for panics.
@@ -143,6 +146,16 @@ type Options struct {
 	// otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
 }
+
+// The largest Options.Concurrency, Options.ClaimBatch and
+// Options.EventBuffer NewWorker accepts; a larger one is an
+// ErrInvalidOptions. Each sizes memory the worker allocates up front (the
+// event queue, a claim's jobs) or per job.
+const (
+	MaxConcurrency = 1 << 20
+	MaxClaimBatch  = 1024
+	MaxEventBuffer = 1 << 16
+)
 
 // ValidWorkerID reports whether id can name a worker: 1 to 128 letters,
 // digits, '_', '.', ':' or '-', starting with a letter or digit.
@@ -206,6 +219,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Concurrency < 0 || o.ClaimBatch < 0 || o.CrashLimit < 0 || o.EventBuffer < 0 {
 		return bad("Concurrency, ClaimBatch, CrashLimit and EventBuffer must not be negative")
+	}
+	if o.Concurrency > MaxConcurrency || o.ClaimBatch > MaxClaimBatch || o.EventBuffer > MaxEventBuffer {
+		return bad("Concurrency %d, ClaimBatch %d or EventBuffer %d above its maximum (%d, %d, %d)",
+			o.Concurrency, o.ClaimBatch, o.EventBuffer, MaxConcurrency, MaxClaimBatch, MaxEventBuffer)
 	}
 	for i, m := range o.Middleware {
 		if m == nil {

@@ -81,9 +81,10 @@ func NewWorker(rdb redis.UniversalClient, h Handlers, opts Options) (*Worker, er
 		clk: o.Clock, nonce: randomHex(6), inflight: map[*Attempt]struct{}{},
 		free: o.Concurrency, freed: make(chan struct{}, 1), relayKick: make(chan struct{}, 1),
 	}
-	w.acks = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushAcks,
+	lane := laneQueue(o.Concurrency)
+	w.acks = newBatcher(maxAckBatch, lane, w.flushAcks,
 		func(_ store.Ack, err error) store.AckResult { return store.AckResult{Err: err} })
-	w.checkpoints = newBatcher(maxAckBatch, 4*o.Concurrency, w.flushCheckpoints,
+	w.checkpoints = newBatcher(maxAckBatch, lane, w.flushCheckpoints,
 		func(_ store.Checkpoint, err error) store.CheckpointResult { return store.CheckpointResult{Err: err} })
 	w.longestLease = o.Lease
 	for _, d := range o.KindLease {

@@ -1,0 +1,71 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestOptionsOutOfBounds: options that NewWorker once accepted and that
+// then took the process down or spun are refused with ErrInvalidOptions:
+// an EventBuffer of 1<<50 panicked in NewWorker (makechan: size out of
+// range), a Concurrency of math.MaxInt at the first ack (its batcher's
+// queue of 4*Concurrency wrapped), a ClaimBatch of math.MaxInt at Run (a
+// claim's jobs are allocated up front).
+func TestOptionsOutOfBounds(t *testing.T) {
+	t.Parallel()
+	onEvent := func(context.Context, runtime.Event) {}
+	cases := map[string]runtime.Options{
+		"Concurrency MaxInt":           {Concurrency: math.MaxInt},
+		"Concurrency MaxConcurrency+1": {Concurrency: runtime.MaxConcurrency + 1},
+		"ClaimBatch MaxInt":            {ClaimBatch: math.MaxInt},
+		"ClaimBatch MaxClaimBatch+1":   {ClaimBatch: runtime.MaxClaimBatch + 1},
+		"EventBuffer 1<<50":            {EventBuffer: 1 << 50, OnEvent: onEvent},
+		"EventBuffer MaxEventBuffer+1": {EventBuffer: runtime.MaxEventBuffer + 1, OnEvent: onEvent},
+	}
+	for name, o := range cases {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("%s: NewWorker panicked: %v", name, p)
+				}
+			}()
+			if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); !errors.Is(err, runtime.ErrInvalidOptions) {
+				t.Errorf("%s: NewWorker: %v, want ErrInvalidOptions", name, err)
+			}
+		}()
+	}
+}
+
+// TestOptionsAtBounds: the largest Concurrency, ClaimBatch and
+// EventBuffer are accepted.
+func TestOptionsAtBounds(t *testing.T) {
+	t.Parallel()
+	o := runtime.Options{
+		Concurrency: runtime.MaxConcurrency, ClaimBatch: runtime.MaxClaimBatch,
+		EventBuffer: runtime.MaxEventBuffer, OnEvent: func(context.Context, runtime.Event) {},
+	}
+	if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); err != nil {
+		t.Errorf("NewWorker at the bounds: %v", err)
+	}
+}
+
+// TestMaxConcurrencyRunsJobs: a worker at MaxConcurrency and
+// MaxClaimBatch claims, runs and acks jobs (its batchers' queues are
+// capped, not sized by Concurrency alone).
+func TestMaxConcurrencyRunsJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reg := flow.NewRegistry()
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	e.startWorker(reg, runtime.Options{Concurrency: runtime.MaxConcurrency, ClaimBatch: runtime.MaxClaimBatch})
+	for i := range 3 {
+		e.WaitState(e.Enqueue(workArgs{N: i}), flow.StateCompleted)
+	}
+}
