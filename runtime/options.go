@@ -39,12 +39,14 @@ type Options struct {
 	// MaxClaimBatch.
 	ClaimBatch int
 	// Lease is how long a claim holds a job before it must be renewed.
-	// Default 30s.
+	// Default 30s; at least 1ms (leases are stored in milliseconds).
 	Lease time.Duration
-	// KindLease overrides Lease for some job kinds.
+	// KindLease overrides Lease for some job kinds; each at least 1ms.
 	KindLease map[string]time.Duration
 	// RenewInterval is how often all leases are renewed (one round trip per
-	// partition). Default a third of the shortest lease (Lease, KindLease).
+	// partition, and a heartbeat write). Default a third of the shortest
+	// lease (Lease, KindLease); when set, at least 1ms and shorter than
+	// the shortest lease.
 	RenewInterval time.Duration
 	// Timeout bounds one attempt when the job sets none. Default: none.
 	Timeout time.Duration
@@ -207,6 +209,12 @@ func (o Options) withDefaults() (Options, error) {
 			return bad("%s %s is negative", name, *d)
 		}
 	}
+	if o.Lease != 0 && o.Lease < time.Millisecond {
+		return bad("Lease %s is too short (at least 1ms)", o.Lease)
+	}
+	if o.RenewInterval != 0 && o.RenewInterval < time.Millisecond {
+		return bad("RenewInterval %s is too short (at least 1ms)", o.RenewInterval)
+	}
 	for k, d := range o.KindLease {
 		if d < time.Millisecond {
 			return bad("KindLease[%q] %s is too short", k, d)
@@ -248,6 +256,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.RetainArchived, 7*24*time.Hour)
 	def(&o.RetainCancelled, 24*time.Hour)
 	def(&o.StuckAfterStop, 30*time.Second)
+	if o.RenewInterval <= 0 { // a renewal round, and a heartbeat write, back to back
+		return bad("RenewInterval %s for the shortest lease %s", o.RenewInterval, shortest)
+	}
 	if o.RenewInterval >= shortest {
 		return bad("RenewInterval %s must be shorter than the shortest lease %s", o.RenewInterval, shortest)
 	}

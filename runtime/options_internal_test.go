@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,6 +23,23 @@ func TestLaneQueueCapped(t *testing.T) {
 		if w.acks.queue != want || w.checkpoints.queue != want {
 			t.Errorf("Concurrency %d: lane queues %d (acks), %d (checkpoints), want %d",
 				c, w.acks.queue, w.checkpoints.queue, want)
+		}
+	}
+}
+
+// TestRenewIntervalDefaultPositive: the shortest lease accepted, 1ms,
+// still gets a renewal interval above zero by default (a third of it).
+func TestRenewIntervalDefaultPositive(t *testing.T) {
+	for _, o := range []Options{
+		{Lease: time.Millisecond},
+		{KindLease: map[string]time.Duration{"x": time.Millisecond}},
+	} {
+		d, err := o.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.RenewInterval <= 0 || d.RenewInterval >= time.Millisecond {
+			t.Errorf("%+v: RenewInterval %s, want in (0, 1ms)", o, d.RenewInterval)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
@@ -67,5 +68,35 @@ func TestMaxConcurrencyRunsJobs(t *testing.T) {
 	e.startWorker(reg, runtime.Options{Concurrency: runtime.MaxConcurrency, ClaimBatch: runtime.MaxClaimBatch})
 	for i := range 3 {
 		e.WaitState(e.Enqueue(workArgs{N: i}), flow.StateCompleted)
+	}
+}
+
+// TestLeaseUnderAMillisecondRefused: a Lease under a millisecond is
+// refused, as a KindLease's is. Leases are stored in milliseconds, and
+// Lease/3, RenewInterval's default, rounded to 0: the renewal loop ran
+// its rounds, each with a heartbeat write, back to back. An explicit
+// RenewInterval under a millisecond is refused for the same spin.
+func TestLeaseUnderAMillisecondRefused(t *testing.T) {
+	t.Parallel()
+	for name, o := range map[string]runtime.Options{
+		"Lease 2ns":                 {Lease: 2},
+		"Lease 999µs":               {Lease: time.Millisecond - time.Microsecond},
+		"KindLease 2ns":             {KindLease: map[string]time.Duration{"x": 2}},
+		"RenewInterval 1ns":         {RenewInterval: 1},
+		"RenewInterval 999µs":       {RenewInterval: time.Millisecond - time.Microsecond},
+		"RenewInterval above lease": {Lease: time.Second, RenewInterval: time.Second},
+	} {
+		if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); !errors.Is(err, runtime.ErrInvalidOptions) {
+			t.Errorf("%s: NewWorker: %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	for name, o := range map[string]runtime.Options{
+		"Lease 1ms":         {Lease: time.Millisecond},
+		"KindLease 1ms":     {KindLease: map[string]time.Duration{"x": time.Millisecond}},
+		"RenewInterval 1ms": {RenewInterval: time.Millisecond},
+	} {
+		if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); err != nil {
+			t.Errorf("%s: NewWorker: %v", name, err)
+		}
 	}
 }
