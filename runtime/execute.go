@@ -296,7 +296,7 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 			break
 		}
 		ack.Code, ack.Message, ack.Data = store.CodeSuspend, "", []byte(spec)
-	case w.opts.NonConsuming != nil && w.opts.NonConsuming(err):
+	case w.nonConsuming(a, err):
 		ack.Code, ack.Message = store.CodeFree, ""
 	default:
 		ack.Code, ack.Reason = store.CodeRetry, "error"

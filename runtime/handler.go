@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -50,21 +52,56 @@ func (w *Worker) known(kind string) bool {
 // each retry of its jobs instead of Options.Backoff: attempt is the
 // number of the attempt that failed plus one, as Backoff gets it, and err
 // what failed it (the handler's error, or ErrTimeout's). A negative delay
-// falls back to Options.Backoff. flow.WithRetryPolicy makes one.
+// falls back to Options.Backoff, and so does a panic, which is logged: it
+// is called after the attempt, outside the handler's recovery, where a
+// panic would end the worker's process. flow.WithRetryPolicy makes one.
 type RetryPolicy interface {
 	Handler
 	RetryDelay(attempt int, err error) time.Duration
 }
 
 // retryDelay is the delay before a's retry after err: its handler's
-// RetryPolicy, else Options.Backoff.
+// RetryPolicy, else Options.Backoff (else DefaultBackoff, should Backoff
+// panic).
 func (w *Worker) retryDelay(a *Attempt, err error) time.Duration {
 	if h, ok := w.handlers.Handler(a.Kind); ok {
 		if p, ok := h.(RetryPolicy); ok {
-			if d := p.RetryDelay(a.Attempt+1, err); d >= 0 {
+			if d, ok := callback(w, a, "retry policy panicked; using Options.Backoff", func() time.Duration {
+				return p.RetryDelay(a.Attempt+1, err)
+			}); ok && d >= 0 {
 				return d
 			}
 		}
 	}
-	return w.opts.Backoff(a.Attempt + 1)
+	if d, ok := callback(w, a, "Options.Backoff panicked; using DefaultBackoff", func() time.Duration {
+		return w.opts.Backoff(a.Attempt + 1)
+	}); ok {
+		return d
+	}
+	return DefaultBackoff(a.Attempt + 1)
+}
+
+// nonConsuming reports Options.NonConsuming(err), or false (an attempt
+// spent, the default) if it panics.
+func (w *Worker) nonConsuming(a *Attempt, err error) bool {
+	if w.opts.NonConsuming == nil {
+		return false
+	}
+	yes, _ := callback(w, a, "Options.NonConsuming panicked; the attempt counts", func() bool {
+		return w.opts.NonConsuming(err)
+	})
+	return yes
+}
+
+// callback calls f, a user function on the path that settles attempt a
+// (after the handler's recovery, where a panic would end the process).
+// ok is false if f panicked: the panic is logged, with its stack, as msg.
+func callback[T any](w *Worker, a *Attempt, msg string, f func() T) (v T, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error(msg, keyJob, a.ID, keyKind, a.Kind, keyPanic, fmt.Sprint(p), keyStack, string(debug.Stack()))
+			ok = false
+		}
+	}()
+	return f(), true
 }

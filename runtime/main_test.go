@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(poisonChildMain())
 	case "deathexit":
 		os.Exit(deathExitChildMain())
+	case "callbackpanic":
+		os.Exit(callbackChildMain())
 	default:
 		// Re-executed by a crash test: be a worker process, not a test run.
 		os.Exit(childMain())

@@ -59,7 +59,8 @@ type Options struct {
 	// shutdown) gets to return before the worker settles its job without
 	// it. Default 1s.
 	CancelGrace time.Duration
-	// Backoff gives the delay before a retry. Default DefaultBackoff.
+	// Backoff gives the delay before a retry. Default DefaultBackoff,
+	// which is also the delay when Backoff panics (logged).
 	Backoff Backoff
 	// CrashLimit is the crash_attempt count at which a job is quarantined.
 	// Default 3.
@@ -72,7 +73,8 @@ type Options struct {
 	CrashDelay time.Duration
 	// NonConsuming reports errors that should put the job back without
 	// spending an attempt or recording a failure (like RateLimited with no
-	// delay). Default: none.
+	// delay). Default: none. It is called after the handler returned,
+	// outside its recovery: a panic there counts as false (logged).
 	NonConsuming func(error) bool
 	// MaintenanceInterval is how often expired leases are reaped, due jobs
 	// promoted and expired finished jobs deleted. Default 1s.
