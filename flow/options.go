@@ -147,24 +147,34 @@ func WithPartitionKey(key string) EnqueueOption {
 	}
 }
 
-// WithDelay makes the job due d from now (store time).
+// WithDelay makes the job due d from now (store time). Of WithDelay and
+// WithRunAt, the last given wins.
 func WithDelay(d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if d < 0 {
 			return fmt.Errorf("%w: negative delay %s", ErrInvalid, d)
 		}
-		o.delay = d
+		o.delay, o.runAt = d, time.Time{}
 		return nil
 	}
 }
 
-// WithRunAt makes the job due at t.
+// WithRunAt makes the job due at t (a time past, now). A time after
+// MaxTime is refused (ErrInvalid). Of WithRunAt and WithDelay, the last
+// given wins.
 func WithRunAt(t time.Time) EnqueueOption {
 	return func(o *enqueueOptions) error {
-		o.runAt = t
+		if !t.IsZero() && !store.TimeInRange(t) {
+			return fmt.Errorf("%w: run time %v is not within %v..%v", ErrInvalid, t, store.MinTime, MaxTime)
+		}
+		o.runAt, o.delay = t, 0
 		return nil
 	}
 }
+
+// MaxTime is the latest run time, deadline or timer a job keeps (in the
+// year 144,683); a later one is refused rather than kept as another.
+var MaxTime = store.MaxTime
 
 // WithMaxAttempts sets how many returned errors archive the job (default
 // 25).
@@ -195,6 +205,9 @@ func WithDeadline(t time.Time) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if t.IsZero() {
 			return fmt.Errorf("%w: zero deadline", ErrInvalid)
+		}
+		if !store.TimeInRange(t) {
+			return fmt.Errorf("%w: deadline %v is not within %v..%v", ErrInvalid, t, store.MinTime, MaxTime)
 		}
 		o.deadline = t
 		return nil

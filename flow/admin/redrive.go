@@ -204,6 +204,11 @@ func distinct(ids []string) []string {
 // not before FinishedBefore would match no job, and a run would report 0
 // for what is a mistake in its bounds.
 func (sel Selector) window() error {
+	for _, b := range []time.Time{sel.FinishedAfter, sel.FinishedBefore} {
+		if !b.IsZero() && !store.TimeInRange(b) {
+			return fmt.Errorf("%w: finish-time bound %v is not within %v..%v", flow.ErrInvalid, b, store.MinTime, store.MaxTime)
+		}
+	}
 	if !sel.FinishedAfter.IsZero() && !sel.FinishedBefore.IsZero() && !sel.FinishedAfter.Before(sel.FinishedBefore) {
 		return fmt.Errorf("%w: finished after %s and before %s: no time is both", flow.ErrInvalid,
 			sel.FinishedAfter.UTC().Format(time.RFC3339), sel.FinishedBefore.UTC().Format(time.RFC3339))

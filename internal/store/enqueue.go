@@ -218,7 +218,7 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		fields.int(ms(j.Delay))
 		fields.int(int64(j.MaxAttempts))
 		fields.int(ms(j.Timeout))
-		fields.int(unixMS(j.Deadline))
+		fields.int(deadlineMS(j.Deadline))
 		fields.int(int64(j.Priority))
 		fields.bytes(j.Headers)
 		if pa := j.Parent; pa != nil {
@@ -237,10 +237,10 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		fields.int(int64(l.ConcurrencyLimit))
 		fields.str(l.RateClass)
 		fields.int(int64(l.RateJobs))
-		fields.int(ms(l.RatePer))
+		fields.int(msUp(l.RatePer)) // never a faster rate than asked
 		fields.int(int64(l.RateBurst))
 		fields.str(j.Unique.Key)
-		fields.int(ms(j.Unique.TTL))
+		fields.int(msUp(j.Unique.TTL)) // never a shorter hold than asked
 		fields.str(j.Unique.OnDuplicate)
 		fields.str(j.Sticky.Worker)
 		fields.str(j.Sticky.Mode)

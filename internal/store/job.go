@@ -244,6 +244,18 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 // (lua/lib_waits.lua FAR).
 const NeverDue = 1 << 52
 
+// MinTime and MaxTime bound the times a job's fields keep (run time,
+// deadline, a timer's wake time, a selector's bounds): past MaxTime a
+// time would read back as NeverDue's "never", or, past Go's int64
+// milliseconds, wrap into the past. Callers refuse times outside them.
+var (
+	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.UnixMilli(NeverDue - 1).UTC()
+)
+
+// TimeInRange reports whether t is within [MinTime, MaxTime].
+func TimeInRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
+
 // awaitedSignals reads FieldAwaits ("<fence> name ..."): whether the job
 // is suspended by the attempt of fence fence, and the signals it waits
 // for; not suspended when an attempt ran since.

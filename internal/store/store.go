@@ -155,11 +155,29 @@ func ms(d time.Duration) int64 {
 	return d.Milliseconds()
 }
 
+// msUp is d in whole milliseconds, rounded up: for a period or a hold
+// that must not come out shorter than asked.
+func msUp(d time.Duration) int64 {
+	if d <= 0 {
+		return d.Milliseconds()
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
 func unixMS(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// deadlineMS is deadline t as a script takes it: 0 for none, and a
+// deadline at or before the epoch 1 ms after it (long passed, not none).
+func deadlineMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixMilli(), 1)
 }
 
 func timeOrZero(v int64) time.Time {

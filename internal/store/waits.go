@@ -32,6 +32,8 @@ func SuspendSpec(e *sluicetype.SuspendedError) (string, error) {
 			return "", fmt.Errorf("%w: timer name %q", ErrInvalidWait, t.Name)
 		}
 		switch {
+		case !t.At.IsZero() && !TimeInRange(t.At):
+			return "", fmt.Errorf("%w: timer %q at %v, past %v", ErrInvalidWait, t.Name, t.At, MaxTime)
 		case !t.At.IsZero():
 			fmt.Fprintf(&b, "t %s a %d\n", t.Name, max(t.At.UnixMilli(), 0))
 		case t.After >= 0:
