@@ -164,7 +164,10 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // further on each call. Every job is validated first: on bad input nothing
 // is added, the result is nil, and the error names the first bad job by
 // its index ("job 3: ..."). A job whose ID conflicts has its Err set (a
-// *sluicetype.ConflictError); the others are added.
+// *sluicetype.ConflictError); the others are added. A job that Redis's
+// data keeps from being added (ErrMalformed: a key it needs, its unique
+// key or rate class, holds something else) has its Err set too, and the
+// error returned counts it, as below.
 //
 // One partition's failure is its jobs' alone: when a call to a partition
 // fails (Redis unreachable past go-redis's retries, or ErrLayoutMismatch,
@@ -252,32 +255,46 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	}
 	wg.Wait()
 	tr.end(out, nil) // each job's Err tells its span
-	if len(errs) == 0 {
+	if !many { // one job, one partition: out[0] keeps the ID it was sent under (Enqueue reads its Err)
+		if err := errs[routes[0].ref.Partition]; err != nil {
+			return out, err
+		}
 		return out, nil
 	}
-	if !many { // one job, one partition: out[0] keeps the ID it was sent under
-		return out, errs[routes[0].ref.Partition]
+	if len(errs) == 0 && !slices.ContainsFunc(out, notAdded) {
+		return out, nil
 	}
-	return out, partlyEnqueued(out, errs)
+	return out, partlyEnqueued(out, routes, errs)
 }
 
+// notAdded reports whether e's job was not added for a reason other than
+// a conflict of its ID (which EnqueueMany answers in e.Err alone).
+func notAdded(e Enqueued) bool { return e.Err != nil && !errors.Is(e.Err, ErrConflict) }
+
 // partlyEnqueued is EnqueueMany's error when the calls to some
-// partitions failed: it counts the jobs they struck and wraps each
-// distinct error once, in partition order.
-func partlyEnqueued(out []Enqueued, errs map[keys.Partition]error) error {
+// partitions failed, or some jobs were not added (ErrMalformed): it
+// counts the jobs struck and wraps each distinct error once, the
+// partitions' in partition order, then the jobs'.
+func partlyEnqueued(out []Enqueued, routes []route, errs map[keys.Partition]error) error {
 	failed := 0
-	for _, e := range out {
-		if e.Err != nil && !errors.Is(e.Err, ErrConflict) {
-			failed++
+	var causes []error
+	add := func(err error) {
+		if !slices.ContainsFunc(causes, func(e error) bool { return e.Error() == err.Error() }) {
+			causes = append(causes, err) // once, when every partition fails alike
 		}
 	}
 	parts := slices.SortedFunc(maps.Keys(errs), func(a, b keys.Partition) int {
 		return cmp.Or(strings.Compare(a.Queue, b.Queue), a.Index-b.Index)
 	})
-	var causes []error
 	for _, p := range parts {
-		if err := errs[p]; !slices.ContainsFunc(causes, func(e error) bool { return e.Error() == err.Error() }) {
-			causes = append(causes, err) // once, when every partition fails alike
+		add(errs[p])
+	}
+	for i, e := range out {
+		if notAdded(e) {
+			failed++
+			if errs[routes[i].ref.Partition] == nil { // its own answer, not its call's
+				add(fmt.Errorf("job %d: %w", i, e.Err))
+			}
 		}
 	}
 	return fmt.Errorf("sluice: enqueue failed for %d of %d jobs (each has its Err): %w", failed, len(out), errors.Join(causes...))

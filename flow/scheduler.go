@@ -243,8 +243,10 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 }
 
 // enqueue adds the jobs of claimed ticks, then confirms them. A tick whose
-// ID is taken by a different job (the schedule's arguments changed) is
-// logged and confirmed; on a Redis error the ticks stay pending.
+// ID is taken by a different job (the schedule's arguments changed), or
+// whose job Redis's data keeps from being added (ErrMalformed: a corrupt
+// key that every try would meet), is logged and confirmed; on any other
+// error (Redis unreachable, a partition refused) the ticks stay pending.
 func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time) error {
 	if len(ticks) == 0 {
 		return nil
@@ -254,12 +256,17 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 		items[i] = Item{Args: sc.Args, Opts: append(slices.Clip(sc.Opts), WithID(tickID(sc.Name, t)))}
 	}
 	res, err := s.c.EnqueueMany(ctx, items...)
-	if err != nil {
+	if err != nil && (res == nil || slices.ContainsFunc(res, func(r Enqueued) bool {
+		return r.Err != nil && !errors.Is(r.Err, ErrConflict) && !errors.Is(r.Err, ErrMalformed)
+	})) {
 		return err
 	}
 	for i, r := range res {
-		if r.Err != nil {
+		switch {
+		case errors.Is(r.Err, ErrConflict):
 			s.log.Error("a tick's job ID is taken by another job", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
+		case r.Err != nil:
+			s.log.Error("a tick's job was not added: its data in Redis is corrupt", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
 		}
 	}
 	return s.c.st.AckTicks(ctx, sc.Name, ticks)
