@@ -255,7 +255,9 @@ func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enque
 	}
 	wg.Wait()
 	tr.end(out, nil) // each job's Err tells its span
-	if !many { // one job, one partition: out[0] keeps the ID it was sent under (Enqueue reads its Err)
+	// one job, one partition: out[0] keeps the ID it was sent under, and
+	// Enqueue reads its Err
+	if !many {
 		if err := errs[routes[0].ref.Partition]; err != nil {
 			return out, err
 		}
