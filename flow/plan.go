@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -127,6 +128,24 @@ func (pl *planner) sentAs(ctx context.Context, queue string, part int, local str
 	return keys.Ref{}, 0, fmt.Errorf("%w: SentAs names partition %d of queue %q, which has %d", ErrInvalid, part-1, queue, lay.Partitions)
 }
 
+// isNil reports whether a is nil, or a nil pointer.
+func isNil(a Args) bool {
+	if a == nil {
+		return true
+	}
+	v := reflect.ValueOf(a)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// kindOfArgs is a's kind, "" for nil arguments (isNil): a nil pointer's
+// Kind may panic.
+func kindOfArgs(a Args) string {
+	if isNil(a) {
+		return ""
+	}
+	return a.Kind()
+}
+
 // spareOptions holds the options of drafts done: they are a few hundred
 // bytes, which every job enqueued would otherwise allocate (the options
 // it applies take their address).
@@ -134,8 +153,8 @@ var spareOptions = sync.Pool{New: func() any { return new(enqueueOptions) }}
 
 // draft validates and encodes one item (see job).
 func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption) (drafted, error) {
-	if it.Args == nil {
-		return drafted{}, fmt.Errorf("%w: nil job arguments", ErrInvalid)
+	if isNil(it.Args) {
+		return drafted{}, fmt.Errorf("%w: nil job arguments (%T)", ErrInvalid, it.Args)
 	}
 	kind := it.Args.Kind()
 	if !ValidKind(kind) {

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -115,7 +116,7 @@ func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job
 			o(&ho)
 		}
 	}
-	var zero T
+	kind := kindOf[T]()
 	_, empty := any(struct{}{}).(R)
 	h := runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
 		job, err := newJob[T](a)
@@ -133,7 +134,17 @@ func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job
 		return b, nil
 	})
 	if ho.retry != nil {
-		return r.add(zero.Kind(), retrying{HandlerFunc: h, policy: ho.retry})
+		return r.add(kind, retrying{HandlerFunc: h, policy: ho.retry})
 	}
-	return r.add(zero.Kind(), h)
+	return r.add(kind, h)
+}
+
+// kindOf is the kind of job type T. For a pointer type it asks a new
+// value (a nil one would panic in a Kind method with a value receiver).
+func kindOf[T Args]() string {
+	var zero T
+	if t := reflect.TypeFor[T](); t.Kind() == reflect.Pointer {
+		return reflect.New(t.Elem()).Interface().(Args).Kind()
+	}
+	return zero.Kind()
 }

@@ -91,10 +91,7 @@ func (et *enqueueTrace) end(out []Enqueued, err error) {
 		if s.span == nil { // planning stopped before item i
 			break
 		}
-		var kind string
-		if a := et.items[i].Args; a != nil {
-			kind = a.Kind()
-		}
+		kind := kindOfArgs(et.items[i].Args)
 		var e Enqueued
 		if out != nil {
 			e = out[i]
