@@ -151,22 +151,45 @@ func badURL(rawURL string, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return fmt.Errorf("%w: Redis URL %q: %v", ErrInvalid, redact(rawURL), err)
+	msg := err.Error()
+	if pass := urlPassword(rawURL); pass != "" {
+		// the parser's cause may quote a piece of it (an unencoded '/' or
+		// '?' cuts the password where the parser thought the host ends)
+		for _, piece := range strings.FieldsFunc(pass, func(r rune) bool { return strings.ContainsRune("/?#@:", r) }) {
+			if len(piece) >= 2 {
+				msg = strings.ReplaceAll(msg, piece, "xxxxx")
+			}
+		}
+	}
+	return fmt.Errorf("%w: Redis URL %q: %s", ErrInvalid, redact(rawURL), msg)
+}
+
+// urlPassword is the password of raw's user, as redact finds it, or "".
+func urlPassword(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndexByte(rest, '@')
+	if i < 0 {
+		return ""
+	}
+	_, pass, _ := strings.Cut(rest[:i], ":")
+	return pass
 }
 
 // redact hides the passwords of a URL in error messages: its user's, and
-// any option named *password (sentinel_password, password).
+// any option named *password (sentinel_password, password). The user's
+// ends at the URL's last '@': a password a caller forgot to
+// percent-encode may hold '/', '?' or '@', and hiding a host that a query
+// value's '@' follows is the safer mistake.
 func redact(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		return raw
 	}
-	end := strings.IndexAny(rest, "/?")
-	if end < 0 {
-		end = len(rest)
-	}
-	if i := strings.LastIndexByte(rest[:end], '@'); i >= 0 {
-		if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass {
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		if user, _, hasPass := strings.Cut(rest[:i], ":"); hasPass && !strings.ContainsAny(user, "/?") {
 			rest = user + ":xxxxx" + rest[i:]
 		}
 	}

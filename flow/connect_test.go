@@ -82,3 +82,26 @@ func TestConnect(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectHidesUnencodedPassword: a password holding '/', '?' or '@'
+// that the caller forgot to percent-encode (base64 passwords hold '/')
+// makes the URL unparsable; the error must not show the password, in
+// the URL it quotes nor in the parser's cause.
+func TestConnectHidesUnencodedPassword(t *testing.T) {
+	for _, u := range []string{
+		"redis://app:s3cr3t/Pw+x@redis.internal:6379/0",
+		"redis://:s3cr3t/Pw+x@redis.internal:6379",
+		"rediss+cluster://app:s3cr3t/Pw@a:6379,b:6379",
+		"redis://app:s3cr3t?Pw@redis.internal:6379",
+		"redis://app:s3c@r3t/Pw@redis.internal:6379/0",
+	} {
+		c, err := flow.Connect(u)
+		if err == nil {
+			c.Close()
+			continue
+		}
+		if strings.Contains(err.Error(), "s3c") || strings.Contains(err.Error(), "r3t") {
+			t.Errorf("Connect(%q): the error shows the password: %v", u, err)
+		}
+	}
+}
