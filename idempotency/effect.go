@@ -18,10 +18,11 @@ func HIncrBy(key, field string, n int64) sluicetype.Effect {
 }
 
 // Set sets key to value, expiring after ttl (0: never), rounded up to a
-// whole millisecond.
+// whole millisecond. A negative ttl is refused when the effect commits
+// (ErrInvalidEffect), as Expire's is, rather than taken as "never".
 func Set(key, value string, ttl time.Duration) sluicetype.Effect {
 	args := []string{value}
-	if ttl > 0 {
+	if ttl != 0 {
 		args = append(args, "PX", millis(ttl))
 	}
 	return sluicetype.Effect{Op: "SET", Key: key, Args: args}

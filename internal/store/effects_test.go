@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -48,6 +50,7 @@ func invalidEffectCases() []effectCase {
 		{name: "ZAdd score overflows", fx: one(func(f *fixture) sluicetype.Effect { return fx("ZADD", f.key("z"), "-1e400", "m") })},
 		{name: "Set PX 0", fx: one(func(f *fixture) sluicetype.Effect { return fx("SET", f.key("s"), "v", "PX", "0") })},
 		{name: "Expire negative", fx: one(func(f *fixture) sluicetype.Effect { return fx("PEXPIRE", f.key("bal"), "-1") })},
+		{name: "idempotency.Set negative TTL", fx: one(func(f *fixture) sluicetype.Effect { return idempotency.Set(f.key("s"), "v", -time.Second) })},
 		{name: "Set then IncrBy", fx: func(f *fixture) []sluicetype.Effect {
 			return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("SET", f.key("s"), "x"), fx("INCRBY", f.key("s"), "1")}
 		}},
