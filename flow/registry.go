@@ -83,7 +83,8 @@ type handlerOptions struct {
 // instead of the worker's Backoff: attempt is the number of the attempt
 // that failed plus one, err what failed it (the handler's error,
 // runtime.ErrTimeout's, or runtime.ErrEffectsFailed). A negative delay
-// falls back to the worker's Backoff.
+// falls back to the worker's Backoff, and so does a policy that panics
+// (the worker logs the panic and goes on).
 //
 //	flow.Register(reg, send, flow.WithRetryPolicy(func(attempt int, err error) time.Duration {
 //		var busy *UpstreamBusy
