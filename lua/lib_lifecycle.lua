@@ -87,7 +87,8 @@ local function deliver(parent, step, child, state, payload)
   -- has written already
   local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy)
   if corrupt or not h[1] then return end
-  local kk, ck = kids_key(parent), kidcount_key(parent)
+  local kk = kids_key(parent)
+  local ck = kidcount_key(parent)
   local failed = state ~= 'completed'
   local prev = redis.pcall('HGET', kk, child)
   if type(prev) == 'table' then return end -- not a hash: corrupt
