@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -300,5 +301,21 @@ func TestRateLimitOptionShared(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestHeadersBounded: a job's headers are bounded as its arguments are
+// (MaxPayload bounds the arguments alone): past MaxHeaders bytes the job
+// is refused, and nothing is added.
+func TestHeadersBounded(t *testing.T) {
+	t.Parallel()
+	c, _ := newClient(t, realRedis(t), nil)
+	big := map[string]string{"blob": strings.Repeat("x", flow.MaxHeaders)}
+	if _, err := c.Enqueue(context.Background(), email{To: "x"}, flow.WithHeaders(big)); !errors.Is(err, flow.ErrPayloadTooLarge) {
+		t.Errorf("headers of %d bytes: %v, want ErrPayloadTooLarge", flow.MaxHeaders, err)
+	}
+	ok := map[string]string{"traceparent": strings.Repeat("0", 55)}
+	if _, err := c.Enqueue(context.Background(), email{To: "x"}, flow.WithHeaders(ok)); err != nil {
+		t.Errorf("small headers: %v", err)
 	}
 }

@@ -226,8 +226,13 @@ func WithPriority(p int) EnqueueOption {
 	}
 }
 
+// MaxHeaders bounds a job's headers, encoded (msgpack): a job whose
+// headers are larger is refused (ErrPayloadTooLarge). MaxPayload bounds
+// its arguments alone.
+const MaxHeaders = 64 << 10
+
 // WithHeaders attaches string headers (trace context, tenant, ...) that the
-// handler sees as Job.Headers.
+// handler sees as Job.Headers, up to MaxHeaders bytes encoded.
 func WithHeaders(h map[string]string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		o.headers = h

@@ -194,6 +194,9 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		if headers, err = mpack.Marshal(o.headers); err != nil {
 			return drafted{}, fmt.Errorf("%w: headers: %v", ErrInvalid, err)
 		}
+		if len(headers) > MaxHeaders {
+			return drafted{}, fmt.Errorf("%w: %s headers are %d bytes, the limit is %d", ErrPayloadTooLarge, kind, len(headers), MaxHeaders)
+		}
 	}
 	if o.uniqueArgs {
 		h := fnv.New64a()
