@@ -31,3 +31,7 @@ var ErrStale = sluicetype.ErrStale
 
 // ErrInvalidOptions reports a bad worker configuration.
 var ErrInvalidOptions = errors.New("sluice: invalid worker options")
+
+// ErrRunning is what Run returns, at once, for a worker that is running
+// already (a Run that has not returned).
+var ErrRunning = errors.New("sluice: worker is already running")

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -107,10 +106,11 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // an error if it could not start (a *sluicetype.LayoutMismatchError,
 // ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
 // queue), or, after the same shutdown, one that wraps redis.ErrClosed if
-// its Redis client was closed under it.
+// its Redis client was closed under it. A second Run while one runs
+// returns ErrRunning at once.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
-		return errors.New("sluice: worker is already running")
+		return ErrRunning
 	}
 	defer w.running.Store(false)
 	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/lua"
@@ -255,5 +257,28 @@ func TestIdlePollWhileBusy(t *testing.T) {
 	release()
 	for _, id := range busyIDs {
 		e.WaitState(id, flow.StateCompleted)
+	}
+}
+
+// TestRunTwiceIsErrRunning: a second Run of a running worker returns the
+// sentinel ErrRunning at once, and the first goes on.
+func TestRunTwiceIsErrRunning(t *testing.T) {
+	t.Parallel()
+	rdb := shared.Server.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	reg := flow.NewRegistry()
+	sig := testsignal.NewWorker()
+	idle := sig.Idle.Subscribe()
+	defer idle.Close()
+	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, sig)
+	idle.WaitFor(t, func(testsignal.Idle) bool { return true }) // the first Run is under way
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // were it the first, it ends
+	defer cancel()
+	if err := w.Worker.Run(ctx); !errors.Is(err, runtime.ErrRunning) {
+		t.Fatalf("a second Run: %v, want ErrRunning", err)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatalf("the first Run: %v", err)
 	}
 }
