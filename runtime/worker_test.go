@@ -272,7 +272,7 @@ func TestRunTwiceIsErrRunning(t *testing.T) {
 	idle := sig.Idle.Subscribe()
 	defer idle.Close()
 	w := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns}, sig)
-	idle.WaitFor(t, func(testsignal.Idle) bool { return true }) // the first Run is under way
+	idle.WaitFor(t, func(testsignal.Idle) bool { return true })              // the first Run is under way
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // were it the first, it ends
 	defer cancel()
 	if err := w.Worker.Run(ctx); !errors.Is(err, runtime.ErrRunning) {
