@@ -3,11 +3,14 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9] mode, 'bury' or 'revive'.
--- 'bury': ARGV[10] n, then n groups of 4: outbox entry ID, the ID in the
---   partition of the job whose commit wrote it ('' when unknown), the
---   error, the entry's effect (its blob, '' for none). Each entry still in
---   the outbox leaves it for the dead stream (K_OUTBOX .. ':dead': fields
---   'id', 'job', 'error', 'b'), and a job that still exists records it:
+-- 'bury': ARGV[10] n, then n groups of 5: outbox entry ID, the entry's
+--   first ID (its own, or for a revived entry the 'o' it carries), the ID
+--   in the partition of the job whose commit wrote it ('' when unknown),
+--   the error, the entry's effect (its blob, '' for none). Each entry
+--   still in the outbox leaves it for the dead stream (K_OUTBOX .. ':dead':
+--   fields 'id', 'o', 'job', 'error', 'b'; 'o' kept through every bury and
+--   revive, so that however often an entry goes round, the relay's age
+--   check counts from its first ID), and a job that still exists records it:
 --   'xd' (dead effects) + 1 and an error of class 'effect_dead'. An entry
 --   no longer in the outbox (another relay handled it) is skipped.
 -- 'revive': ARGV[10] n, then n dead entry IDs: each one's effect goes back
@@ -29,10 +32,11 @@ local mode, n = ARGV[9], tonumber(ARGV[10])
 local out = {}
 if mode == 'bury' then
   for i = 0, n - 1 do
-    local b = 11 + 4 * i
-    local entry, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
+    local b = 11 + 5 * i
+    local entry, first, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
     if string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
-      local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'job', id, 'error', msg, 'b', blob)
+      if first == '' then first = entry end
+      local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
       if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
         redis.pcall('HINCRBY', jk, F.dead_effects, 1) -- a corrupt count stays as it is
@@ -59,6 +63,7 @@ elseif mode == 'revive' then
       out[#out + 1] = STATUS.empty -- a notification or an unreadable entry: nothing to relay
     else
       -- 'o': the first entry's ID, whose time the relay's age check reads
+      -- (a dead entry buried before 'o' was kept has only its 'id')
       redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
       redis.call('XDEL', DEAD, id)
       out[#out + 1] = STATUS.ok

@@ -2,11 +2,14 @@ package store_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -102,5 +105,60 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	}
 	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
 		t.Fatalf("relay of the revived old entry: %+v %v", res, err)
+	}
+}
+
+// TestReburiedEntryKeepsFirstID: an entry too old to relay is
+// dead-lettered, and each time it is revived it is dead-lettered again,
+// however often it goes round: every bury keeps its first outbox ID, from
+// which the relay counts its age. Here the entry is a copy of one that
+// applied (its relayer died before deleting it); once its dedup marker
+// has expired, only the age check keeps it from applying twice.
+func TestReburiedEntryKeepsFirstID(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, backends(t)[1])
+	f.clk.mu.Lock()
+	f.clk.now = time.Now() // the entry IDs Redis writes are in real time
+	f.clk.mu.Unlock()
+	f.enqueue(store.NewJob{Local: "job"})
+	j := f.claimOne("w")
+	ledger := f.p.NS + ":elsewhere:ledger"
+	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
+		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "5")}}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := f.rdb.XRange(f.ctx, f.p.Outbox(), "-", "+").Result()
+	if len(entries) != 1 {
+		t.Fatalf("outbox: %v", entries)
+	}
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "5" {
+		t.Fatalf("ledger %q after the first relay", v)
+	}
+	// The same entry six and a half days old, as if left by a relayer
+	// that died before deleting it (in another partition's outbox, where
+	// an old ID can still be written).
+	p2 := f.st.Partition("q", 1)
+	old := strconv.FormatInt(time.Now().Add(-156*time.Hour).UnixMilli(), 10) + "-0"
+	if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: p2.Outbox(), ID: old, Values: entries[0].Values}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mark, _ := keys.EffectMark(f.p.NS, ledger, "job:s:0")
+	for round := 0; round < 3; round++ {
+		res, err := f.st.RelayOutbox(f.ctx, p2, 10)
+		if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+			t.Fatalf("round %d: relay: %+v %v, want the entry dead-lettered as too old", round, res, err)
+		}
+		if round == 1 {
+			f.rdb.Del(f.ctx, mark) // expired, a day after the entry was first too old
+		}
+		if errs, err := f.st.ReviveEffects(f.ctx, p2, []string{res.Dead[0].ID}); err != nil || errs[0] != nil {
+			t.Fatalf("round %d: revive: %v %v", round, errs, err)
+		}
+	}
+	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "5" {
+		t.Fatalf("ledger %q: the effect applied twice", v)
 	}
 }

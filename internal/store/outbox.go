@@ -68,7 +68,8 @@ type DeadEffect struct {
 	Args     []string
 	FollowUp *FollowUp
 
-	raw []byte // the entry's effect as the outbox held it
+	raw   []byte // the entry's effect as the outbox held it
+	first string // the entry's first ID: Entry, or the 'o' of a revived one
 }
 
 // ErrNoDeadEffect: no dead-lettered outbox entry has this ID.
@@ -89,9 +90,12 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	notes := map[keys.Partition][]note{}
 	var done []string
 	var dead []DeadEffect
-	bury := func(m redis.XMessage, msg string) {
+	// bury carries an entry's first ID into the dead stream: buried again
+	// after a revive, it still counts its age from it, so it is never
+	// applied once whether it applied before can no longer be told
+	bury := func(m redis.XMessage, first, msg string) {
 		b, _ := m.Values["b"].(string)
-		d := DeadEffect{Entry: m.ID, Error: msg}
+		d := DeadEffect{Entry: m.ID, Error: msg, first: first}
 		d.describe([]byte(b))
 		dead = append(dead, d)
 	}
@@ -102,14 +106,14 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 			first = m.ID
 		}
 		if entryTime(first).Before(oldest) {
-			bury(m, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
+			bury(m, first, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
 		}
 		switch m.Values["t"] {
 		case "n":
 			n, ok := s.decodeNote(m.Values)
 			if !ok {
-				bury(m, "malformed notification")
+				bury(m, first, "malformed notification")
 				continue
 			}
 			notes[n.parent.Partition] = append(notes[n.parent.Partition], n)
@@ -120,12 +124,12 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 				if !permanent(err) {
 					return RelayResult{}, err
 				}
-				bury(m, err.Error())
+				bury(m, first, err.Error())
 				continue
 			}
 			done = append(done, m.ID)
 		default:
-			bury(m, "unknown outbox entry")
+			bury(m, first, "unknown outbox entry")
 		}
 	}
 	for pp, ns := range notes {
@@ -166,7 +170,7 @@ func (s *Store) bury(ctx context.Context, p keys.Partition, dead []DeadEffect) (
 	}
 	args := []any{"bury", len(dead)}
 	for _, d := range dead {
-		args = append(args, d.Entry, d.Job, d.Error, d.blob())
+		args = append(args, d.Entry, d.first, d.Job, d.Error, d.blob())
 	}
 	v, err := s.run(ctx, lua.DeadEffects, p, args...).Result()
 	if err != nil {
