@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -76,12 +79,15 @@ type DeadEffect struct {
 var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
 // RelayOutbox relays up to limit outbox entries of one partition: effects
-// on keys in other slots (each applied exactly once, by its dedup marker)
-// and notifications to parents in other partitions (idempotent). Entries
-// are deleted once relayed. One that can never apply is dead-lettered
-// (lua/deadfx.lua): moved to the dead stream with its error, which its job
-// records too; the call reports it, and relaying goes on with the rest. A
-// failure that may pass (Redis unreachable) stops the call.
+// on keys in other slots (each applied exactly once, by its dedup marker),
+// follow-up jobs (placed again by their queue's layout when a shrink
+// retired their partition: relayFollowUp) and notifications to parents in
+// other partitions (idempotent). Entries are deleted once relayed. One
+// that can never apply is dead-lettered (lua/deadfx.lua): moved to the
+// dead stream with its error, which its job records too; the call reports
+// it, and relaying goes on with the rest. A failure known to pass (passes:
+// Redis unreachable, a failover, a resize under way) stops the call and
+// leaves the entry for the next.
 func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
 	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
@@ -121,7 +127,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		case "fx":
 			b, _ := m.Values["b"].(string)
 			if err := s.relayEffect(ctx, []byte(b)); err != nil {
-				if !permanent(err) {
+				if passes(ctx, err) {
 					return RelayResult{}, err
 				}
 				bury(m, first, err.Error())
@@ -150,16 +156,47 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	return RelayResult{Handled: len(msgs), Dead: buried}, err
 }
 
-// permanent reports whether relaying an entry failed for good: the effect
-// cannot apply, or Redis answered an error (not a connection failure, nor
-// a state that passes: LOADING, BUSY, TRYAGAIN, ...), which a script
-// validating its input only answers for what will never apply.
-func permanent(err error) bool {
-	if _, ok := err.(*sluicetype.EffectError); ok {
+// passes reports whether relaying an entry failed for a reason known to
+// pass, so that the entry stays for a later pass (and the call stops: the
+// entries after it would most likely fail alike): the call was cancelled,
+// Redis is unreachable or slow (a connection error, a timeout, a closed
+// client or an exhausted pool), or answered a state that ends by itself
+// (LOADING, BUSY, TRYAGAIN, MOVED, ASK, CLUSTERDOWN, MASTERDOWN, READONLY,
+// NOREPLICAS, OOM, max clients, an authentication that lapsed), a
+// partition has a newer data model (a newer process relays the entry),
+// or the follow-up's partition is being taken away by a resize. Every
+// other failure would recur for this entry (its effect cannot apply,
+// Redis refuses its command, a key its follow-up needs is corrupt: an
+// *EffectError, ErrMalformed, a WRONGTYPE, an ERR reply): it is
+// dead-lettered, alone, and the relay goes on with the rest.
+func passes(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
 		return true
 	}
-	var re redis.Error
-	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "ERR ")
+	var ee *sluicetype.EffectError
+	switch {
+	case errors.As(err, &ee), errors.Is(err, ErrMalformed):
+		return false
+	case errors.Is(err, errResizing), errors.Is(err, ErrNewerDataModel),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, redis.ErrClosed), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		return true
+	}
+	if _, ok := redis.IsAskError(err); ok {
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsTryAgainError(err) || redis.IsClusterDownError(err) ||
+		redis.IsMasterDownError(err) || redis.IsReadOnlyError(err) || redis.IsNoReplicasError(err) ||
+		redis.IsOOMError(err) || redis.IsMaxClientsError(err) || redis.IsAuthError(err) ||
+		strings.HasPrefix(err.Error(), "BUSY ")
 }
 
 // bury dead-letters entries of p's outbox and returns those it moved (an
@@ -280,16 +317,7 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 		if e.Job == nil {
 			return &sluicetype.EffectError{Msg: "ENQUEUE without a job"}
 		}
-		job := e.Job.Job
-		job.Relayed = true
-		res, err := s.Enqueue(ctx, e.Job.Partition, []NewJob{job})
-		if err != nil {
-			return err
-		}
-		if res[0].Err != nil {
-			return &sluicetype.EffectError{Msg: res[0].Err.Error()}
-		}
-		return nil
+		return s.relayFollowUp(ctx, *e.Job)
 	}
 	args := []any{relayMarkTTL.Milliseconds(), e.Op}
 	for _, a := range e.Args {
@@ -300,4 +328,132 @@ func (s *Store) relayEffect(ctx context.Context, b []byte) error {
 		return err
 	}
 	return relayStatus(e.Op, e.Key, res)
+}
+
+// maxPlacements bounds the partitions a relayed follow-up is offered:
+// its own, then one per shrink that retired the one before.
+const maxPlacements = 8
+
+// relayFollowUp enqueues a follow-up job, exactly once. Its partition may
+// have been retired since its commit (a shrink of its queue): the job is
+// then placed again by the queue's current layout (placeAgain), which
+// changes its ID's partition but not its local ID.
+func (s *Store) relayFollowUp(ctx context.Context, f FollowUp) error {
+	job := f.Job
+	job.Relayed = true
+	p := f.Partition
+	var via *keys.Partition // the retired partition whose record sent the job to p
+	for range maxPlacements {
+		res, err := s.Enqueue(ctx, p, []NewJob{job})
+		if errors.Is(err, ErrRetired) {
+			to, from, done, err := s.placeAgain(ctx, p, job)
+			if err != nil || done {
+				return err
+			}
+			p, via = to, &from
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if res[0].Err != nil {
+			if via != nil {
+				// nothing was added (a conflict, a corrupt key): the
+				// record goes, so that a revive once the cause is mended
+				// places the job by the layout of then
+				s.rdb.Del(ctx, via.FollowUp(job.Local))
+			}
+			return &sluicetype.EffectError{Msg: res[0].Err.Error()}
+		}
+		return nil
+	}
+	return &sluicetype.EffectError{Msg: fmt.Sprintf("follow-up %s of queue %q: no partition took it after %d placements",
+		job.Local, f.Partition.Queue, maxPlacements)}
+}
+
+// errResizing: a follow-up's partition is retired but still in its
+// queue's layout: a shrink is under way (or was left unfinished). Its
+// entry is relayed again on a later pass.
+var errResizing = errors.New("sluice: the follow-up's partition is being taken away by a resize of its queue; relayed again later")
+
+// moved is the value of a retired partition's follow-up marker
+// (keys.Partition.FollowUp) that says where the follow-up went instead.
+const moved = "moved to "
+
+// placeAgain is where (to) a follow-up job goes that its partition p
+// refused as retired: the partition of the queue's current layout chosen
+// as a producer would choose it (placeIndex), recorded in p's follow-up
+// marker (kept as long as the enqueue's own, relayMarkTTL) before the job
+// is enqueued there; from is the retired partition whose record that is
+// (p, or one that p's record led to). A relay repeated later (its relayer
+// died before deleting the entry, or an operator revived it) reads the
+// record and goes to the same partition, whose own marker keeps the job
+// to once, even if the queue was resized again meanwhile. A marker that p
+// already held from the enqueue itself (the job was added to p before it
+// was retired, and has finished since: a retired partition holds no job)
+// answers done: the follow-up applied before.
+func (s *Store) placeAgain(ctx context.Context, p keys.Partition, job NewJob) (to, from keys.Partition, done bool, err error) {
+	lay, err := s.ReadLayout(ctx, p.Queue)
+	if errors.Is(err, sluicetype.ErrQueueNotFound) {
+		return to, from, false, &sluicetype.EffectError{Msg: fmt.Sprintf(
+			"follow-up %s: its partition %d of queue %q is retired and the queue has no layout", job.Local, p.Index, p.Queue)}
+	}
+	if err != nil {
+		return to, from, false, err
+	}
+	if p.Index < lay.Partitions {
+		return to, from, false, errResizing
+	}
+	for range maxPlacements {
+		mark := p.FollowUp(job.Local)
+		to = s.Partition(p.Queue, placeIndex(job, lay.Partitions))
+		set, err := s.rdb.SetNX(ctx, mark, moved+strconv.Itoa(to.Index), relayMarkTTL).Result()
+		if err != nil {
+			return to, from, false, err
+		}
+		if !set {
+			v, err := s.rdb.Get(ctx, mark).Result()
+			if err == redis.Nil {
+				continue // expired between the two calls
+			}
+			if err != nil {
+				return to, from, false, err
+			}
+			rest, ok := strings.CutPrefix(v, moved)
+			if !ok {
+				return to, from, true, nil // enqueued in p before p was retired
+			}
+			i, err := strconv.Atoi(rest)
+			if err != nil || i < 0 || i >= 1<<16 {
+				return to, from, false, fmt.Errorf("%w: follow-up marker %s holds %q", ErrMalformed, mark, v)
+			}
+			to = s.Partition(p.Queue, i)
+		}
+		if to.Index < lay.Partitions {
+			return to, p, false, nil
+		}
+		// placed there by an older layout: retired since as well
+		p = to
+	}
+	return to, from, false, &sluicetype.EffectError{Msg: fmt.Sprintf(
+		"follow-up %s of queue %q: no partition took it after %d placements", job.Local, p.Queue, maxPlacements)}
+}
+
+// placeIndex is the partition, of n, that a follow-up placed again goes
+// to: by a stable hash (FNV-1a, as flow places a job by a key) of its
+// unique key, else its quarantine fingerprint, else its local ID, so that
+// the choice is the same on every relay of one entry under one layout.
+// (A partition key the producer gave it is not kept with the job: a
+// follow-up placed again may leave that key's partition.)
+func placeIndex(j NewJob, n int) int {
+	key := j.Local
+	switch {
+	case j.Unique.Key != "":
+		key = j.Unique.Key
+	case j.Hold != "":
+		key = j.Hold
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum32() % uint32(n))
 }
