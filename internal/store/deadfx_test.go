@@ -162,3 +162,41 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 		t.Fatalf("ledger %q: the effect applied twice", v)
 	}
 }
+
+// TestOldNotificationDelivered: a child's notification to its parent in
+// another partition is delivered however old its outbox entry: delivery
+// is idempotent (a child already recorded is not counted again), and a
+// dead-lettered notification could never be revived (it holds no
+// effect), so the age limit of effects would strand its parent.
+func TestOldNotificationDelivered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, backends(t)[1])
+	f.enqueue(store.NewJob{Local: "P"})
+	g := *f
+	g.p = f.st.Partition("q", 1)
+	g.enqueue(store.NewJob{Local: "c", Parent: &store.ParentRef{Ref: f.ref("P"), Step: "s"}})
+	held := g.claimLeases(1, "w")
+	if _, _, err := f.st.Ack(f.ctx, g.p, []store.Ack{{Lease: held["c"], Code: store.CodeOK}}); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := f.rdb.XRange(f.ctx, g.p.Outbox(), "-", "+").Result()
+	if err != nil || len(entries) != 1 || entries[0].Values["t"] != "n" {
+		t.Fatalf("outbox: %v %v", entries, err)
+	}
+	// the same notification with an ID far older than the effects' limit,
+	// in an empty outbox, where such an ID can be written
+	old := f.st.Partition("q", 2)
+	if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: old.Outbox(), ID: "1-1", Values: entries[0].Values}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.st.RelayOutbox(f.ctx, old, 10)
+	if err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+		t.Fatalf("relay: %+v %v, want the notification delivered", res, err)
+	}
+	if v, err := f.rdb.HGet(f.ctx, f.p.Kids("P"), "c").Result(); err != nil || !strings.HasPrefix(v, "completed") {
+		t.Fatalf("the parent's record of its child: %q %v", v, err)
+	}
+	if n, _ := f.rdb.XLen(f.ctx, old.Outbox()).Result(); n != 0 {
+		t.Errorf("%d entries left in the outbox", n)
+	}
+}

@@ -79,15 +79,16 @@ type DeadEffect struct {
 var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
 // RelayOutbox relays up to limit outbox entries of one partition: effects
-// on keys in other slots (each applied exactly once, by its dedup marker),
-// follow-up jobs (placed again by their queue's layout when a shrink
-// retired their partition: relayFollowUp) and notifications to parents in
-// other partitions (idempotent). Entries are deleted once relayed. One
-// that can never apply is dead-lettered (lua/deadfx.lua): moved to the
-// dead stream with its error, which its job records too; the call reports
-// it, and relaying goes on with the rest. A failure known to pass (passes:
-// Redis unreachable, a failover, a resize under way) stops the call and
-// leaves the entry for the next.
+// on keys in other slots (each applied exactly once, by its dedup marker;
+// one older than relayMaxAge is dead-lettered instead), follow-up jobs
+// (placed again by their queue's layout when a shrink retired their
+// partition: relayFollowUp) and notifications to parents in other
+// partitions (idempotent, so delivered at any age). Entries are deleted
+// once relayed. One that can never apply is dead-lettered
+// (lua/deadfx.lua): moved to the dead stream with its error, which its
+// job records too; the call reports it, and relaying goes on with the
+// rest. A failure known to pass (passes: Redis unreachable, a failover, a
+// resize under way) stops the call and leaves the entry for the next.
 func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
 	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
@@ -111,7 +112,10 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		if first == "" {
 			first = m.ID
 		}
-		if entryTime(first).Before(oldest) {
+		// A notification is delivered at any age: its delivery is
+		// idempotent (a child already recorded is not counted again), and
+		// a dead-lettered one could not be revived (it holds no effect).
+		if m.Values["t"] != "n" && entryTime(first).Before(oldest) {
 			bury(m, first, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
 		}
