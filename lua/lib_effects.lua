@@ -160,6 +160,7 @@ end
 local function check_effects(fx)
   if #fx == 0 then return nil end -- most commits: no tables, no closures
   local types, vals, fields = {}, {}, {}
+  local streams -- per stream written: { last generated ID, XADDs so far }
   local function type_of(key)
     local t = types[key]
     if not t then
@@ -209,6 +210,38 @@ local function check_effects(fx)
       elseif e.op == 'HSET' then
         if not fields[e.key] then fields[e.key] = {} end
         for k = 1, #e.args, 2 do fields[e.key][e.args[k]] = e.args[k + 1] end
+      elseif e.op == 'XADD' then
+        -- Redis refuses an entry once a stream's IDs are used up, which
+        -- would raise after the effects before this one were written: its
+        -- last generated ID (as XINFO STREAM answers it: not the last
+        -- entry's, which may have been deleted since) is the greatest
+        -- there is, 18446744073709551615 in both parts; within that last
+        -- millisecond there is room for as many as its sequence has left
+        -- (compared split at 10^9: doubles hold only 53 bits). At the
+        -- key's first XADD here, t is its type in Redis: a stream this
+        -- commit creates starts from no ID, and costs nothing.
+        streams = streams or {}
+        local st = streams[e.key]
+        if not st then
+          st = { false, 0 }
+          if t == 'stream' then
+            local info = redis.call('XINFO', 'STREAM', e.key)
+            for k = 1, #info, 2 do
+              if info[k] == 'last-generated-id' then st[1] = info[k + 1] end
+            end
+          end
+          streams[e.key] = st
+        end
+        st[2] = st[2] + 1
+        local ms, seq = string.match(st[1] or '', '^(%d+)%-(%d+)$')
+        if ms == '18446744073709551615' and #seq == 20 then
+          local hi = tonumber(string.sub(seq, 1, 11))
+          local lo = tonumber(string.sub(seq, 12)) + st[2]
+          hi, lo = hi + math.floor(lo / 1e9), lo % 1e9
+          if hi > 18446744073 or (hi == 18446744073 and lo > 709551615) then
+            return 'XADD ' .. e.key .. ': the stream has used up its entry IDs (its last ID is the greatest there is)'
+          end
+        end
       end
     end
   end

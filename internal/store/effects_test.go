@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -24,6 +26,25 @@ func (f *fixture) key(name string) string { return f.p.Tag() + ":" + name }
 
 func fx(op, key string, args ...string) sluicetype.Effect {
 	return sluicetype.Effect{Op: op, Key: key, Args: args}
+}
+
+// The greatest stream entry ID, and the one before it.
+const (
+	maxID        = "18446744073709551615-18446744073709551615"
+	lastButOneID = "18446744073709551615-18446744073709551614"
+)
+
+// xadd writes an entry with ID id to stream key (and deletes it again
+// when emptied: the stream remembers its last ID).
+func xadd(key, id string, emptied bool) func(f *fixture) {
+	return func(f *fixture) {
+		if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.key(key), ID: id, Values: []any{"f", "v"}}).Err(); err != nil {
+			f.t.Fatal(err)
+		}
+		if emptied {
+			f.rdb.XDel(f.ctx, f.key(key), id)
+		}
+	}
 }
 
 // invalidEffectCases each end with an effect Redis would refuse, after a
@@ -72,6 +93,16 @@ func invalidEffectCases() []effectCase {
 		}},
 		{name: "HSet odd arguments", fx: one(func(f *fixture) sluicetype.Effect { return fx("HSET", f.key("h"), "f", "v", "g") })},
 		{name: "XAdd too long for unpack", fx: one(func(f *fixture) sluicetype.Effect { return fx("XADD", f.key("x"), many...) })},
+		// Redis refuses an entry once a stream's last generated ID is the
+		// greatest there is, even after that entry was deleted
+		{name: "XAdd to a stream whose IDs are used up", setup: xadd("x", maxID, false),
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("XADD", f.key("x"), "*", "f", "v") })},
+		{name: "XAdd to a stream whose IDs are used up, emptied", setup: xadd("x", maxID, true),
+			fx: one(func(f *fixture) sluicetype.Effect { return fx("XADD", f.key("x"), "*", "f", "v") })},
+		{name: "XAdd twice to a stream with one ID left", setup: xadd("x", lastButOneID, false),
+			fx: func(f *fixture) []sluicetype.Effect {
+				return []sluicetype.Effect{fx("INCRBY", f.key("bal"), "-100"), fx("XADD", f.key("x"), "*", "f", "v"), fx("XADD", f.key("x"), "*", "f", "w")}
+			}},
 		{name: "wrong type", setup: func(f *fixture) { f.rdb.RPush(f.ctx, f.key("l"), "a") },
 			fx: one(func(f *fixture) sluicetype.Effect { return fx("INCRBY", f.key("l"), "1") })},
 		{name: "unsupported op", fx: one(func(f *fixture) sluicetype.Effect { return fx("DEL", f.key("bal")) })},
@@ -129,6 +160,7 @@ func TestEffectsAtTheLimits(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.rdb.Set(f.ctx, f.key("big"), "9223372036854775800", 0)
+			xadd("x", lastButOneID, false)(f)
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("w")
 			effects := []sluicetype.Effect{
@@ -139,6 +171,7 @@ func TestEffectsAtTheLimits(t *testing.T) {
 				fx("SET", f.key("s"), "v", "PX", "100000"),
 				fx("INCRBY", f.key("neg"), "-9223372036854775808"),
 				fx("ZADD", f.key("z"), "0", "a", "-0.0e5", "b", "+inf", "c", "1e-300", "e", "1e+06", "f"),
+				fx("XADD", f.key("x"), "*", "f", "last"), // the stream's last ID
 			}
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: effects}); err != nil {
 				t.Fatal(err)
@@ -157,6 +190,9 @@ func TestEffectsAtTheLimits(t *testing.T) {
 			}
 			if n, _ := f.rdb.ZCard(f.ctx, f.key("z")).Result(); n != 5 {
 				t.Errorf("z has %d members, want 5 (zero, signed zero, inf, a tiny score, 1e+06)", n)
+			}
+			if last, _ := f.rdb.XRevRangeN(f.ctx, f.key("x"), "+", "-", 1).Result(); len(last) != 1 || last[0].ID != maxID {
+				t.Errorf("x ends with %v, want %s", last, maxID)
 			}
 		})
 	}
