@@ -17,7 +17,12 @@
 // inside a step), so what it does outside Sluice must be idempotent: use
 // idempotency.Key for external calls, and effects (Commit, Effect) for Redis
 // writes, which apply in the same atomic script as the checkpoint and the
-// fence check, so they happen exactly once.
+// fence check, so they happen exactly once. OnComplete stages effects that
+// commit with the job's completion instead; it belongs at handler level,
+// after the steps, never inside a step function (where it returns
+// ErrOnCompleteInStep and the step fails): a checkpointed step does not
+// run again, so what it staged for the completion would be lost when a
+// later attempt completes the job.
 //
 // Step names must be unique within a handler and their order stable: a
 // handler whose sequence changed incompatibly since a job's checkpoint (a

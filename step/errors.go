@@ -32,6 +32,11 @@ var (
 	ErrStale = sluicetype.ErrStale
 	// ErrInvalidEffect: an effect is malformed.
 	ErrInvalidEffect = sluicetype.ErrInvalidEffect
+	// ErrOnCompleteInStep: OnComplete was called inside a step function,
+	// where its effects would be lost once the step is checkpointed and a
+	// later attempt completes the job; nothing was staged and the step
+	// fails. Call OnComplete at handler level.
+	ErrOnCompleteInStep = errors.New("sluice: step.OnComplete inside a step function: call it at handler level, outside Run, Do and Commit")
 )
 
 // park wraps err so that the runtime archives the job with reason.

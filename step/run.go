@@ -60,6 +60,9 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err != nil {
 		return zero, err
 	}
+	if err := sc.fx.refusal(); err != nil {
+		return zero, err // OnComplete was called in fn, which ignored its error
+	}
 	b, err := encodeRecord(idx, v)
 	if err != nil {
 		return zero, err
@@ -160,10 +163,20 @@ func Effect(ctx context.Context, effects ...sluicetype.Effect) error {
 // OnComplete stages effects that commit atomically with the job's
 // fence-verified completion: the job is completed and they are applied, or
 // neither. If they cannot apply, the attempt fails and is retried.
+//
+// OnComplete belongs at handler level, outside any step function: staged
+// effects live in the attempt's memory, and a step that checkpointed does
+// not run again, so effects staged inside it would be lost if a later
+// attempt completes the job. Called inside a step function (Run, Do,
+// Commit), it stages nothing and returns ErrOnCompleteInStep, and the
+// step fails with that error even if its function ignores it.
 func OnComplete(ctx context.Context, effects ...sluicetype.Effect) error {
 	st, ok := attempt.From(ctx)
 	if !ok {
 		return ErrNoAttempt
+	}
+	if fx, ok := ctx.Value(stagedKey{}).(*staged); ok {
+		return fx.refuse(ErrOnCompleteInStep)
 	}
 	st.OnComplete(effects...)
 	return nil
@@ -171,10 +184,25 @@ func OnComplete(ctx context.Context, effects ...sluicetype.Effect) error {
 
 type stagedKey struct{}
 
-// staged collects the effects of one step function.
+// staged collects the effects of one step function, and the refusal of
+// an OnComplete called in it.
 type staged struct {
-	mu sync.Mutex
-	fx []sluicetype.Effect
+	mu      sync.Mutex
+	fx      []sluicetype.Effect
+	refused error
+}
+
+func (s *staged) refuse(err error) error {
+	s.mu.Lock()
+	s.refused = err
+	s.mu.Unlock()
+	return err
+}
+
+func (s *staged) refusal() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 func (s *staged) add(fx []sluicetype.Effect) {
