@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/idempotency"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
