@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -169,8 +170,8 @@ func TestBasicAuthAndMiddleware(t *testing.T) {
 }
 
 // TestSafeByDefault: without authentication the console answers only
-// loopback clients that no proxy forwarded, and ListenAndServe will not
-// listen beyond loopback.
+// loopback clients that no proxy forwarded, addressed to a loopback name,
+// and ListenAndServe will not listen beyond loopback.
 func TestSafeByDefault(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
@@ -186,6 +187,7 @@ func TestSafeByDefault(t *testing.T) {
 		{"127.0.0.1:5000", "198.51.100.4", http.StatusForbidden}, // a local reverse proxy
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = "127.0.0.1:8080"
 		req.RemoteAddr = tc.addr
 		if tc.forwarded != "" {
 			req.Header.Set("X-Forwarded-For", tc.forwarded)
@@ -194,6 +196,36 @@ func TestSafeByDefault(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != tc.want {
 			t.Errorf("request from %s (forwarded for %q): %d, want %d", tc.addr, tc.forwarded, rec.Code, tc.want)
+		}
+	}
+	// The Host a loopback request is addressed to: a loopback name, or
+	// (DNS rebinding: another site's name pointed at 127.0.0.1) refused.
+	for _, tc := range []struct {
+		host string
+		want int
+	}{
+		{"localhost:8080", http.StatusOK},
+		{"LOCALHOST", http.StatusOK},
+		{"127.0.0.1", http.StatusOK},
+		{"127.0.0.1:8080", http.StatusOK},
+		{"[::1]:8080", http.StatusOK},
+		{"[::1]", http.StatusOK},
+		{"rebind.attacker.example:8080", http.StatusMisdirectedRequest},
+		{"rebind.attacker.example", http.StatusMisdirectedRequest},
+		{"localhost.attacker.example", http.StatusMisdirectedRequest},
+		{"192.0.2.7:8080", http.StatusMisdirectedRequest},
+		{"", http.StatusMisdirectedRequest},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Host = tc.host
+		req.RemoteAddr = "127.0.0.1:5000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("loopback request to Host %q: %d, want %d", tc.host, rec.Code, tc.want)
+		}
+		if tc.want != http.StatusOK && !strings.Contains(rec.Body.String(), EnvToken) {
+			t.Errorf("refusal of Host %q does not say how to set authentication: %s", tc.host, rec.Body)
 		}
 	}
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.7:0"} {
@@ -433,5 +465,65 @@ func TestBulkDeleteSaysWhatItLeaves(t *testing.T) {
 	code, body = f.get(c, "/confirm/bulk-delete?queue=nosuchqueue&state=archived")
 	if code != http.StatusNotFound || !strings.Contains(body, "dry run failed") || strings.Contains(body, `id="confirm"`) {
 		t.Errorf("a failed dry run: %d, want 404 with the error and no Confirm button\n%s", code, body)
+	}
+}
+
+// TestDNSRebindingRefused: a page of another site whose name an attacker
+// points at 127.0.0.1 reaches a console without authentication from the
+// browser, over loopback, with its own name in Host and Origin (which the
+// cross-origin check compares with Host, so they agree). The console
+// must neither show it a payload nor carry out its action; a console with
+// a token answers any name (the token is the check).
+func TestDNSRebindingRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(flaky{N: 1, Secret: "card-4242"}, flow.WithDelay(time.Hour))
+	u, err := url.Parse(f.url)
+	testkit.Must(t, err)
+	evil := "rebind.attacker.example:" + u.Port()
+	c := client()
+	do := func(method, path string, form url.Values) (int, string) {
+		t.Helper()
+		var body io.Reader
+		if form != nil {
+			body = strings.NewReader(form.Encode())
+		}
+		req, err := http.NewRequest(method, f.url+path, body)
+		testkit.Must(t, err)
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "http://"+evil)
+		}
+		req.Host = evil
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := c.Do(req)
+		testkit.Must(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		testkit.Must(t, err)
+		return resp.StatusCode, string(b)
+	}
+	code, body := do(http.MethodGet, jobPath(id), nil)
+	if code != http.StatusMisdirectedRequest || strings.Contains(body, "card-4242") {
+		t.Errorf("GET of the job page with Host %s: %d, want %d and no payload", evil, code, http.StatusMisdirectedRequest)
+	}
+	// the attacker's page cannot get a CSRF token under its name; it
+	// would post with one got anyhow (here, from the console's own name)
+	_, cbody := f.get(c, "/confirm/cancel?id="+url.QueryEscape(id))
+	code, _ = do(http.MethodPost, "/act/cancel", url.Values{"id": {id}, "csrf": {csrfOf(cbody)}})
+	if st := f.env.Job(id).State; code != http.StatusMisdirectedRequest || st == flow.StateCancelled {
+		t.Errorf("POST cancel with Host and Origin %s: %d, the job is %s", evil, code, st)
+	}
+
+	g := newFixture(t, Options{Token: "s3cret-token-value"}, false)
+	req, err := http.NewRequest(http.MethodGet, g.url+"/", nil)
+	testkit.Must(t, err)
+	req.Host = "sluice.example.com"
+	req.Header.Set("Authorization", "Bearer s3cret-token-value")
+	resp, err := client().Do(req)
+	testkit.Must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a console with a token, under another name: %d", resp.StatusCode)
 	}
 }

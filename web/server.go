@@ -130,6 +130,23 @@ func loopbackRequest(r *http.Request) bool {
 	return err == nil && loopbackHost(host)
 }
 
+// loopbackHostHeader reports whether the request's Host names this
+// machine by a loopback name: localhost or a loopback address, with any
+// port. A page of another site whose name an attacker points at
+// 127.0.0.1 (DNS rebinding) reaches a console on loopback from the
+// browser with its own name in Host (and Origin, which the cross-origin
+// check compares with Host): only a console with authentication may
+// answer such names.
+func loopbackHostHeader(r *http.Request) bool {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	return loopbackHost(strings.ToLower(host))
+}
+
 // routes builds the console's handler: prefix stripping, then
 // authentication, then the pages and actions.
 func (c *console) routes() http.Handler {
@@ -158,8 +175,9 @@ func (c *console) routes() http.Handler {
 }
 
 // guard sets the headers every answer carries and refuses what no
-// console accepts: a cross-origin or CSRF-less state-changing request, a
-// request from beyond loopback to a console without authentication.
+// console accepts: a cross-origin or CSRF-less state-changing request; to
+// a console without authentication, a request from beyond loopback or
+// addressed to a name other than a loopback one (DNS rebinding).
 func (c *console) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hd := w.Header()
@@ -167,9 +185,17 @@ func (c *console) guard(next http.Handler) http.Handler {
 		hd.Set("X-Content-Type-Options", "nosniff")
 		hd.Set("Referrer-Policy", "same-origin")
 		hd.Set("X-Frame-Options", "DENY")
-		if !c.o.authConfigured() && !c.o.Insecure && !loopbackRequest(r) {
-			http.Error(w, "sluice web: this console has no authentication configured and answers loopback requests only", http.StatusForbidden)
-			return
+		if !c.o.authConfigured() && !c.o.Insecure {
+			if !loopbackRequest(r) {
+				http.Error(w, "sluice web: this console has no authentication configured and answers loopback requests only", http.StatusForbidden)
+				return
+			}
+			if !loopbackHostHeader(r) {
+				http.Error(w, fmt.Sprintf("sluice web: this console has no authentication configured and answers only requests addressed to localhost, 127.0.0.1 or [::1], not to %q: "+
+					"browse it at http://localhost:<port>, or set a token (%s), basic auth (%s, %s) or an Auth middleware to serve it under another name",
+					r.Host, EnvToken, EnvUser, EnvPassword), http.StatusMisdirectedRequest)
+				return
+			}
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := c.cop.Check(r); err != nil {

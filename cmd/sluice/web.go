@@ -28,7 +28,9 @@ address accepts connections. --token, --user and --password default to
 $SLUICE_WEB_TOKEN, $SLUICE_WEB_USER and $SLUICE_WEB_PASSWORD. An address
 beyond loopback needs authentication (or --insecure): without it the
 command exits 2, as with any other invalid option; an address in use
-exits 1. The console lists the queues registered in the namespace (as
+exits 1. Without authentication the console answers only requests
+addressed to localhost, 127.0.0.1 or [::1] (DNS rebinding), so browse it
+by one of those names. The console lists the queues registered in the namespace (as
 'sluice queues list' does), with the partition counts Redis records;
 --partitions, as for every command, only checks those counts.`,
 		Example: `  sluice web
