@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -142,17 +143,28 @@ func pretty(b []byte) string {
 		return "—"
 	}
 	v, err := msgview.Decode(b)
+	if errors.Is(err, msgview.ErrTooDeep) {
+		head := b[:min(len(b), 64)]
+		return fmt.Sprintf("(%d bytes of msgpack nested more than %d levels deep, not decoded; it begins % x …)", len(b), msgview.MaxDepth, head)
+	}
 	if err != nil {
 		return fmt.Sprintf("(%d bytes, not msgpack: %v)", len(b), err)
 	}
 	out, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Sprintf("%v", v)
+		return cut(fmt.Sprintf("%v", v))
 	}
-	if len(out) > maxShown {
-		return string(out[:maxShown]) + "\n… (cut at 64 KiB)"
+	return cut(string(out))
+}
+
+// cut bounds s to maxShown bytes (not splitting a character), and says
+// so when it cuts.
+func cut(s string) string {
+	if len(s) <= maxShown {
+		return s
 	}
-	return string(out)
+	s = strings.ToValidUTF8(s[:maxShown], "")
+	return s + "\n… (cut at 64 KiB)"
 }
 
 // sparkLine is a queue's chart: SVG polyline points of completed and
