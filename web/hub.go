@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -18,12 +19,9 @@ const (
 	maxWatchedJobs = 100 // jobs whose state the stream follows
 	// The slower reads, by age rather than by count of reads (pages read
 	// too, and may be the only readers): the stream re-reads the workers
-	// once streamWorkersAge old, a page once pageWorkersAge old; both
-	// re-read the queue list (one read of the registry) once queuesAge
-	// old.
+	// once streamWorkersAge old, a page once pageWorkersAge old.
 	streamWorkersAge = 5 * time.Second
 	pageWorkersAge   = 2 * time.Second
-	queuesAge        = 30 * time.Second
 )
 
 // hub is the console's one live stream: a poller goroutine, running while
@@ -36,15 +34,14 @@ type hub struct {
 	onError  func(error)
 	now      func() time.Time // time.Now; tests set their own
 
-	compute   sync.Mutex // one read of Redis at a time; guards the fields below
-	snap      *snapshot
-	queues    []queueInfo
-	queuesAt  time.Time // when queues were read
-	workers   []sluicetype.WorkerInfo
-	workersAt time.Time          // when workers were read
-	history   map[string][]point // per queue, historyMinutes, oldest first
-	minute    time.Time          // the minute history ends with
-	briefs    map[string]admin.JobBrief
+	compute    sync.Mutex // one read of Redis at a time; guards the fields below
+	snap       *snapshot
+	workers    []sluicetype.WorkerInfo
+	badWorkers []fault            // the worker records that could not be read
+	workersAt  time.Time          // when workers were read
+	history    map[string][]point // per queue, historyMinutes, oldest first
+	minute     time.Time          // the minute history ends with
+	briefs     map[string]admin.JobBrief
 
 	mu      sync.Mutex // guards subs, watched, stop
 	subs    map[*subscriber]struct{}
@@ -55,10 +52,11 @@ type hub struct {
 
 // snapshot is what the overview shows, as read at At.
 type snapshot struct {
-	At      time.Time
-	Queues  []queueView
-	Workers []sluicetype.WorkerInfo
-	json    []byte // the overview event's data
+	At         time.Time
+	Queues     []queueView
+	Workers    []sluicetype.WorkerInfo
+	BadWorkers []fault // worker records that could not be read
+	json       []byte  // the overview event's data
 }
 
 // queueView is one queue of the overview.
@@ -66,10 +64,28 @@ type queueView struct {
 	Name       string           `json:"name"`
 	Partitions int              `json:"partitions"`
 	Paused     int              `json:"paused"`
-	Depth      map[string]int64 `json:"depth"`
+	Depth      map[string]int64 `json:"depth"`  // nil when the counters could not be read (Err)
 	Done       int64            `json:"done"`   // completed in the last whole minute
 	Failed     int64            `json:"failed"` // archived or quarantined in the last whole minute
 	Series     []point          `json:"series"` // the last hour, per minute, the current one last
+	// Err says why the queue's counters (Depth nil) or its chart could not
+	// be read: its data is corrupt. The other queues are shown as usual.
+	Err string `json:"err,omitempty"`
+}
+
+// fault is an entry of a listing (a worker, a schedule) that could not be
+// read, shown as a row with its error.
+type fault struct {
+	Name, Err string
+}
+
+// faultsOf are the rows of the entries es could not be read.
+func faultsOf(es []*store.EntryError) []fault {
+	out := make([]fault, len(es))
+	for i, e := range es {
+		out[i] = fault{Name: e.Name, Err: e.Err.Error()}
+	}
+	return out
 }
 
 // point is one minute of a queue's chart: jobs completed and failed.
@@ -242,7 +258,7 @@ func (h *hub) current(ctx context.Context, workersAge time.Duration) (*snapshot,
 			return nil, err
 		}
 		snap := *h.snap
-		snap.Workers = h.workers
+		snap.Workers, snap.BadWorkers = h.workers, h.badWorkers
 		if err := snap.encode(); err != nil {
 			return nil, err
 		}
@@ -258,52 +274,51 @@ func (h *hub) current(ctx context.Context, workersAge time.Duration) (*snapshot,
 }
 
 // readWorkers reads the live workers (one call, whatever the number of
-// queues and partitions).
+// queues and partitions). A worker whose record could not be read is kept
+// as a fault, not an error: it hides no other.
 func (h *hub) readWorkers(ctx context.Context, now time.Time) error {
 	ws, err := h.ops.Workers(ctx)
-	if err != nil {
+	es, only := store.EntryErrors(err)
+	if !only {
 		return err
 	}
-	h.workers, h.workersAt = ws, now
+	h.workers, h.badWorkers, h.workersAt = ws, faultsOf(es), now
 	return nil
 }
 
-// read reads a snapshot at now: each partition's counters, paused flag
-// and current minute's finished counts (one bounded call each,
-// admin.Client.QueuesLive); the workers when their last read is
-// workersAge old, and the queue list (one read) when queuesAge old; the
-// hour's history once per queue, and the minutes since the last read when
-// a minute ends.
+// read reads a snapshot at now: the queue registry (one read) and each
+// partition's counters, paused flag and current minute's finished counts
+// (one bounded call each, admin.Client.QueuesLive); the workers when
+// their last read is workersAge old; the hour's history once per queue,
+// and the minutes since the last read when a minute ends. A queue whose
+// data is corrupt is shown with its error.
 func (h *hub) read(ctx context.Context, now time.Time, workersAge time.Duration) (*snapshot, error) {
-	if h.queues == nil || now.Sub(h.queuesAt) >= queuesAge {
-		qs, err := h.ops.Queues(ctx)
-		if err != nil {
-			return nil, err
-		}
-		h.queues, h.queuesAt = qs, now
-	}
 	if h.workersAt.IsZero() || now.Sub(h.workersAt) >= workersAge {
 		if err := h.readWorkers(ctx, now); err != nil {
 			return nil, err
 		}
 	}
-	want := make(map[string]int, len(h.queues))
-	for _, q := range h.queues {
-		want[q.Name] = q.Partitions
-	}
-	live, err := h.ops.QueuesLive(ctx, want)
+	live, err := h.ops.QueuesLive(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	snap := &snapshot{At: now, Workers: h.workers}
-	if err := h.updateHistory(ctx, live); err != nil {
+	snap := &snapshot{At: now, Workers: h.workers, BadWorkers: h.badWorkers}
+	histErrs, err := h.updateHistory(ctx, live)
+	if err != nil {
 		return nil, err
 	}
 	for _, q := range live {
+		if q.Err != nil {
+			snap.Queues = append(snap.Queues, queueView{Name: q.Queue, Partitions: q.Partitions, Err: q.Err.Error()})
+			continue
+		}
 		series := h.history[q.Queue]
 		v := queueView{Name: q.Queue, Partitions: q.Partitions, Paused: q.Paused, Depth: q.Depth, Series: series}
 		if n := len(series); n >= 2 {
 			v.Done, v.Failed = series[n-2][0], series[n-2][1]
+		}
+		if err := histErrs[q.Queue]; err != nil {
+			v.Err = "the last hour could not be read: " + err.Error()
 		}
 		snap.Queues = append(snap.Queues, v)
 	}
@@ -327,20 +342,33 @@ func (s *snapshot) encode() error {
 // seen before; when the minute turned, the minute just ended comes
 // complete with the live read (it may have grown after its last read),
 // and the minutes since the last read are read again when more than one
-// went by; the current minute comes from live.
-func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
-	if len(live) == 0 {
-		return nil
+// went by; the current minute comes from live. A queue whose live read
+// failed has its history dropped; one whose history could not be read has its
+// error in the map returned (and is read whole next time).
+func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) (map[string]error, error) {
+	i := slices.IndexFunc(live, func(q admin.QueueLive) bool { return q.Err == nil })
+	if i < 0 {
+		return nil, nil
 	}
-	minute := live[0].Minute
+	minute := live[i].Minute
 	turned := !h.minute.IsZero() && minute.After(h.minute)
+	errs := map[string]error{}
 	for _, q := range live {
+		if q.Err != nil {
+			delete(h.history, q.Queue) // read whole once it reads again
+			continue
+		}
 		old, seen := h.history[q.Queue]
 		switch {
 		case !seen || minute.Sub(h.minute) >= historyMinutes*time.Minute:
 			ms, err := h.ops.QueueHistory(ctx, q.Queue, q.Partitions, historyMinutes)
 			if err != nil {
-				return err
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				errs[q.Queue] = err
+				delete(h.history, q.Queue)
+				continue
 			}
 			h.history[q.Queue] = points(ms)
 		case turned && minute.Sub(h.minute) == time.Minute:
@@ -352,7 +380,12 @@ func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 			shift := int(minute.Sub(h.minute) / time.Minute)
 			ms, err := h.ops.QueueHistory(ctx, q.Queue, q.Partitions, shift+1)
 			if err != nil {
-				return err
+				if ctx.Err() != nil {
+					return nil, err
+				}
+				errs[q.Queue] = err
+				delete(h.history, q.Queue)
+				continue
 			}
 			s := append(slices.Clone(old[shift:]), make([]point, shift)...)
 			copy(s[len(s)-shift-1:], points(ms))
@@ -363,7 +396,7 @@ func (h *hub) updateHistory(ctx context.Context, live []admin.QueueLive) error {
 		h.history[q.Queue] = s
 	}
 	h.minute = minute
-	return nil
+	return errs, nil
 }
 
 func points(ms []admin.MinuteCount) []point {

@@ -139,8 +139,7 @@ func TestHistoryTurnsWithLiveRead(t *testing.T) {
 	t0 := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	m := &minuteOps{minute: t0, prev: map[string]int64{}}
 	h := newHub(m, time.Second, func(err error) { t.Error(err) })
-	h.queues, h.workers = []queueInfo{{Name: "q", Partitions: 2}}, []sluicetype.WorkerInfo{}
-	h.queuesAt, h.workersAt = time.Now(), time.Now() // no queue or worker read
+	h.workers, h.workersAt = []sluicetype.WorkerInfo{}, time.Now() // no worker read
 	read := func() []point {
 		t.Helper()
 		snap, err := h.read(context.Background(), time.Now(), time.Hour)
@@ -167,13 +166,8 @@ func TestHistoryTurnsWithLiveRead(t *testing.T) {
 // empty counters, and counts the reads of each.
 type clockOps struct {
 	ops
-	workers                       atomic.Pointer[[]sluicetype.WorkerInfo]
-	queueReads, workerReads, live atomic.Int64
-}
-
-func (c *clockOps) Queues(context.Context) ([]queueInfo, error) {
-	c.queueReads.Add(1)
-	return []queueInfo{{Name: "q", Partitions: 2}}, nil
+	workers           atomic.Pointer[[]sluicetype.WorkerInfo]
+	workerReads, live atomic.Int64
 }
 
 func (c *clockOps) Workers(context.Context) ([]sluicetype.WorkerInfo, error) {
@@ -190,9 +184,9 @@ func (c *clockOps) QueueHistory(_ context.Context, _ string, _, minutes int) ([]
 	return make([]admin.MinuteCount, minutes), nil
 }
 
-// TestHubRefreshesByAge: the hub re-reads the workers and the queue list
-// by their age, not by how many reads went by: the stream every
-// streamWorkersAge and queuesAge however often it reads; a page wants
+// TestHubRefreshesByAge: the hub re-reads the workers by their age, not
+// by how many reads went by: the stream every streamWorkersAge however
+// often it reads (the queues, with the counters, every time); a page wants
 // workers younger than pageWorkersAge, and gets them with a read of the
 // workers alone while the counters are fresh; any number of reads within
 // half an interval share one.
@@ -209,27 +203,26 @@ func TestHubRefreshesByAge(t *testing.T) {
 		testkit.Must(t, err)
 		return s
 	}
-	counts := func() [3]int64 { return [3]int64{o.queueReads.Load(), o.workerReads.Load(), o.live.Load()} }
+	counts := func() [2]int64 { return [2]int64{o.workerReads.Load(), o.live.Load()} }
 
 	for range 100 { // many tabs at once
 		get(streamWorkersAge)
 	}
-	if got := counts(); got != [3]int64{1, 1, 1} {
-		t.Fatalf("100 reads at one instant: queue, worker and live reads %v, want one each", got)
+	if got := counts(); got != [2]int64{1, 1} {
+		t.Fatalf("100 reads at one instant: worker and live reads %v, want one each", got)
 	}
-	// The stream, one read a second: the workers every 5 s, the queue list
-	// every 30 s.
+	// The stream, one read a second: the workers every 5 s.
 	for range 29 {
 		now = now.Add(time.Second)
 		get(streamWorkersAge)
 	}
-	if got := counts(); got != [3]int64{1, 6, 30} {
-		t.Errorf("30 s of stream: queue, worker and live reads %v, want [1 6 30]", got)
+	if got := counts(); got != [2]int64{6, 30} {
+		t.Errorf("30 s of stream: worker and live reads %v, want [6 30]", got)
 	}
 	now = now.Add(time.Second)
 	get(streamWorkersAge)
-	if got := counts(); got != [3]int64{2, 7, 31} {
-		t.Errorf("at 30 s: queue, worker and live reads %v, want [2 7 31]", got)
+	if got := counts(); got != [2]int64{7, 31} {
+		t.Errorf("at 30 s: worker and live reads %v, want [7 31]", got)
 	}
 
 	// A page, with no stream: a new worker shows once the workers it last
@@ -251,7 +244,7 @@ func TestHubRefreshesByAge(t *testing.T) {
 	h.workersAt = now.Add(-pageWorkersAge)
 	h.compute.Unlock()
 	s := get(pageWorkersAge)
-	if after := counts(); len(s.Workers) != 1 || s.Workers[0].ID != "w3" || after[1] != before[1]+1 || after[2] != before[2] {
+	if after := counts(); len(s.Workers) != 1 || s.Workers[0].ID != "w3" || after[0] != before[0]+1 || after[1] != before[1] {
 		t.Errorf("fresh counters, old workers: workers %v, reads %v then %v: want w3 by one worker read, no live read", s.Workers, before, after)
 	}
 	if !strings.Contains(string(s.json), `"workers":1`) {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
@@ -14,7 +13,6 @@ import (
 // an *admin.Client, tests may substitute their own.
 type ops interface {
 	Namespace() string
-	Queues(ctx context.Context) ([]queueInfo, error)
 	QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error)
 	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
 	QueueStats(ctx context.Context, queue string, window time.Duration) (admin.QueueStats, error)
@@ -42,30 +40,15 @@ type ops interface {
 	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, unreadable []string, err error)
 }
 
-// queueInfo is a queue the console shows and its partition count.
-type queueInfo struct {
-	Name       string
-	Partitions int
-}
-
 // adminOps makes the console's calls with an *admin.Client.
 type adminOps struct {
 	*admin.Client
 }
 
-// Queues lists the queues Redis records (admin.Client.Layouts: the live
-// reads have the paused flags) with their partition counts.
-func (a adminOps) Queues(ctx context.Context) ([]queueInfo, error) {
-	qs, err := a.Client.Layouts(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]queueInfo, 0, len(qs))
-	for _, q := range qs {
-		out = append(out, queueInfo{Name: q.Name, Partitions: q.Partitions})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+// Schedules lists the schedules; one whose record is corrupt is named in
+// the error (store.EntryErrors) and hides none of the others.
+func (a adminOps) Schedules(ctx context.Context) ([]admin.ScheduleInfo, error) {
+	return a.Client.ReadableSchedules(ctx)
 }
 
 // DeleteSelected deletes the jobs sel chooses (counts them, with dryRun)

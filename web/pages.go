@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -34,10 +34,11 @@ func statusOf(err error) int {
 
 // overviewView is the overview page.
 type overviewView struct {
-	At      time.Time
-	Queues  []queueView
-	Workers []sluicetype.WorkerInfo
-	Running int
+	At         time.Time
+	Queues     []queueView
+	Workers    []sluicetype.WorkerInfo
+	BadWorkers []fault
+	Running    int
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +47,7 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers}
+	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers, BadWorkers: snap.BadWorkers}
 	for _, wk := range snap.Workers {
 		v.Running += len(wk.Jobs)
 	}
@@ -78,20 +79,12 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 	if v.State == "" {
 		v.State = flow.StateAvailable
 	}
-	// the layout as Redis records it now (one read): the overview's list
-	// is kept up to 30 s, and a queue resized meanwhile showed its old
-	// count and totals
-	layouts, err := c.ops.Queues(r.Context())
-	if err != nil {
-		c.fail(w, r, err)
-		return
-	}
-	i := slices.IndexFunc(layouts, func(info queueInfo) bool { return info.Name == q })
-	if i < 0 {
-		c.fail(w, r, fmt.Errorf("%w: %q", admin.ErrQueueNotFound, q))
-		return
-	}
-	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: layouts[i].Partitions})
+	// this queue's layout as Redis records it now, and its counters: a
+	// queue resized since the overview's snapshot shows its new count, and
+	// other queues' registry entries are not read (a corrupt one took
+	// this page down); its own corrupt counters are shown as an error
+	// above its jobs
+	live, err := c.ops.QueuesLive(r.Context(), map[string]int{q: 0})
 	if err != nil {
 		c.fail(w, r, err)
 		return
@@ -212,22 +205,28 @@ func timeline(j *flow.JobInfo) []moment {
 	return ms
 }
 
+// workers lists the live workers, and the worker records that could not
+// be read, each as a row with its error.
 func (c *console) workers(w http.ResponseWriter, r *http.Request) {
 	ws, err := c.ops.Workers(r.Context())
-	if err != nil {
+	bad, only := store.EntryErrors(err)
+	if !only {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "workers", "Workers", map[string]any{"Workers": ws, "Now": time.Now()})
+	c.render(w, r, http.StatusOK, "workers", "Workers", map[string]any{"Workers": ws, "Bad": faultsOf(bad), "Now": time.Now()})
 }
 
+// schedules lists the schedules, and those whose record could not be
+// read, each as a row with its error.
 func (c *console) schedules(w http.ResponseWriter, r *http.Request) {
 	ss, err := c.ops.Schedules(r.Context())
-	if err != nil {
+	bad, only := store.EntryErrors(err)
+	if !only {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "schedules", "Schedules", map[string]any{"Schedules": ss})
+	c.render(w, r, http.StatusOK, "schedules", "Schedules", map[string]any{"Schedules": ss, "Bad": faultsOf(bad)})
 }
 
 // effectsView is the dead-lettered effects page.
@@ -235,19 +234,23 @@ type effectsView struct {
 	Queue   string
 	Queues  []string
 	Effects []sluicetype.DeadEffect
+	// Bad are the queues whose dead effects could not be read.
+	Bad []fault
 }
 
 // maxEffectsShown bounds the dead effects a page lists per queue.
 const maxEffectsShown = 100
 
 func (c *console) effects(w http.ResponseWriter, r *http.Request) {
-	qs, err := c.ops.Queues(r.Context())
+	v := effectsView{Queue: r.URL.Query().Get("queue")}
+	// the queue names of the overview's snapshot: no other read of the
+	// registry, and a corrupt entry of it is a queue with an error
+	snap, err := c.hub.current(r.Context(), streamWorkersAge)
 	if err != nil {
 		c.fail(w, r, err)
 		return
 	}
-	v := effectsView{Queue: r.URL.Query().Get("queue")}
-	for _, q := range qs {
+	for _, q := range snap.Queues {
 		v.Queues = append(v.Queues, q.Name)
 	}
 	show := v.Queues
@@ -257,8 +260,12 @@ func (c *console) effects(w http.ResponseWriter, r *http.Request) {
 	for _, q := range show {
 		ds, err := c.ops.DeadEffects(r.Context(), q, maxEffectsShown)
 		if err != nil {
-			c.fail(w, r, err)
-			return
+			if v.Queue != "" || r.Context().Err() != nil {
+				c.fail(w, r, err) // the one queue asked for: its error is the page
+				return
+			}
+			v.Bad = append(v.Bad, fault{Name: q, Err: err.Error()})
+			continue
 		}
 		v.Effects = append(v.Effects, ds...)
 	}

@@ -35,38 +35,44 @@ type QueueLive struct {
 	Finished map[string]int64
 	// Previous is what finished in the minute before Minute.
 	Previous map[string]int64
+	// Err, when set, is why the queue's counters could not be read: its
+	// registry entry is not a layout, a counter is not a number, a key
+	// holds another type (ErrMalformed, or Redis's answer), a partition is
+	// at a newer data model. Only Queue (and Partitions, when its layout
+	// was read) is then set; the other queues are read all the same.
+	Err error
 }
 
 // QueuesLive reads, for each queue of queues (name -> partitions, 0 for
-// the count Redis records), its per-state counters, paused partitions and what
-// finished in the current minute: one bounded call per partition
-// (lua/live.lua), at most liveConcurrency at a time. The result is sorted
-// by queue name.
+// the count Redis records), its per-state counters, paused partitions and
+// what finished in the current minute: one read of the registry, then one
+// bounded call per partition (lua/live.lua), at most liveConcurrency at a
+// time. With no queues (nil or empty) it reads every registered queue (at
+// most MaxQueuesListed). The result is sorted by queue name.
+//
+// A named queue that is not registered is ErrQueueNotFound, and a count
+// other than the registry's ErrLayoutMismatch: nothing is read. A queue
+// whose data is corrupt is returned with Err set, among the others.
 func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]QueueLive, error) {
-	names := make([]string, 0, len(queues))
-	for q := range queues {
-		if !runtime.ValidQueue(q) {
-			return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, q)
-		}
-		names = append(names, q)
+	lays, bad, err := c.liveLayouts(ctx, queues)
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
 	type read struct {
 		q, k int
 		p    keys.Partition
 	}
 	var todo []read
-	out := make([]QueueLive, len(names))
-	reads := make([][]store.LiveRead, len(names))
-	for i, q := range names {
-		parts, err := c.partitions(ctx, q, queues[q])
-		if err != nil {
-			return nil, err
+	out := make([]QueueLive, len(lays))
+	reads := make([][]store.LiveRead, len(lays))
+	for i, l := range lays {
+		out[i] = QueueLive{Queue: l.Queue, Partitions: l.Partitions, Err: bad[l.Queue]}
+		if out[i].Err != nil {
+			continue
 		}
-		out[i] = QueueLive{Queue: q, Partitions: len(parts), Depth: map[string]int64{}, Finished: map[string]int64{},
-			Previous: map[string]int64{}}
-		reads[i] = make([]store.LiveRead, len(parts))
-		for k, p := range parts {
+		out[i].Depth, out[i].Finished, out[i].Previous = map[string]int64{}, map[string]int64{}, map[string]int64{}
+		reads[i] = make([]store.LiveRead, l.Partitions)
+		for k, p := range l.Parts(c.b.Namespace) {
 			todo = append(todo, read{i, k, p})
 		}
 	}
@@ -81,23 +87,30 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	for j, r := range todo {
+		if q := &out[r.q]; errs[j] != nil && q.Err == nil {
+			q.Err = fmt.Errorf("queue %s partition %d: %w", q.Queue, r.p.Index, errs[j])
+		}
 	}
 	for i := range out {
 		q := &out[i]
+		if q.Err != nil {
+			q.Depth, q.Finished, q.Previous = nil, nil, nil
+			continue
+		}
 		for _, s := range flow.States {
 			q.Depth[s] = 0
 		}
-		for _, r := range reads[i] {
-			if err := addCounts(q.Depth, r.Stats, false); err != nil {
-				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
-			}
-			if err := addCounts(q.Finished, r.Finished, true); err != nil {
-				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
-			}
-			if err := addCounts(q.Previous, r.Previous, true); err != nil {
-				return nil, fmt.Errorf("queue %s: %w", q.Queue, err)
+		for k, r := range reads[i] {
+			err := errors.Join(addCounts(q.Depth, r.Stats, false), addCounts(q.Finished, r.Finished, true),
+				addCounts(q.Previous, r.Previous, true))
+			if err != nil {
+				*q = QueueLive{Queue: q.Queue, Partitions: q.Partitions,
+					Err: fmt.Errorf("queue %s partition %d: %w", q.Queue, k, err)}
+				break
 			}
 			if r.Paused {
 				q.Paused++
@@ -106,6 +119,76 @@ func (c *Client) QueuesLive(ctx context.Context, queues map[string]int) ([]Queue
 		}
 	}
 	return out, nil
+}
+
+// liveLayouts reads the layouts QueuesLive reads the counters of, sorted
+// by queue, and the queues whose registry entry is not a layout (listed
+// too, with Partitions 0).
+func (c *Client) liveLayouts(ctx context.Context, queues map[string]int) ([]store.Layout, map[string]error, error) {
+	bad := map[string]error{}
+	if len(queues) == 0 {
+		lays, err := c.b.Store.ListLayouts(ctx)
+		es, only := store.EntryErrors(err)
+		if !only {
+			return nil, nil, err
+		}
+		for _, e := range es {
+			bad[e.Name] = e.Err
+			lays = append(lays, store.Layout{Queue: e.Name})
+		}
+		sort.Slice(lays, func(i, j int) bool { return lays[i].Queue < lays[j].Queue })
+		return lays, bad, nil
+	}
+	names := make([]string, 0, len(queues))
+	for q, n := range queues {
+		if !runtime.ValidQueue(q) {
+			return nil, nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, q)
+		}
+		if n < 0 || n > MaxPartitions {
+			return nil, nil, fmt.Errorf("%w: queue %q: %d partitions not in 0..%d", flow.ErrInvalid, q, n, MaxPartitions)
+		}
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	m, err := c.b.Store.ReadLayouts(ctx, names)
+	es, only := store.EntryErrors(err)
+	if !only {
+		return nil, nil, err
+	}
+	for _, e := range es {
+		bad[e.Name] = e.Err
+	}
+	lays := make([]store.Layout, len(names))
+	for i, q := range names {
+		if bad[q] != nil {
+			lays[i] = store.Layout{Queue: q}
+			continue
+		}
+		l, ok := m[q]
+		if !ok {
+			return nil, nil, c.queueNotFound(q)
+		}
+		if err := c.sameCount(l, queues[q]); err != nil {
+			return nil, nil, err
+		}
+		lays[i] = l
+	}
+	return lays, bad, nil
+}
+
+// queueNotFound is ErrQueueNotFound for queue.
+func (c *Client) queueNotFound(queue string) error {
+	return fmt.Errorf("%w: %q in namespace %q", ErrQueueNotFound, queue, c.b.Namespace)
+}
+
+// sameCount is ErrLayoutMismatch when a caller's count n (0: none given)
+// is not l's.
+func (c *Client) sameCount(l store.Layout, n int) error {
+	if n != 0 && n != l.Partitions {
+		return fmt.Errorf("%w: queue %q of namespace %q has %d partitions in Redis, the call named %d",
+			ErrLayoutMismatch, l.Queue, c.b.Namespace, l.Partitions, n)
+	}
+	return nil
 }
 
 // liveConcurrency bounds QueuesLive's calls in flight.
@@ -171,6 +254,24 @@ func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, min
 		out[i] = MinuteCount{Minute: time.UnixMilli((now - int64(minutes) + 1 + int64(i)) * 60000), Finished: m.Finished}
 	}
 	return out, nil
+}
+
+// ReadableSchedules is Schedules for a dashboard: a schedule whose record
+// is corrupt does not hide the others. It returns every schedule it could
+// read and, when some could not be, an error that joins one error per
+// such schedule, naming it (ErrMalformed); any other error with no
+// schedule.
+func (c *Client) ReadableSchedules(ctx context.Context) ([]ScheduleInfo, error) {
+	recs, err := c.b.Store.Schedules(ctx)
+	if _, only := store.EntryErrors(err); !only {
+		return nil, err
+	}
+	now := c.b.Now()
+	out := make([]ScheduleInfo, len(recs))
+	for i, r := range recs {
+		out[i] = c.scheduleInfo(r, now)
+	}
+	return out, err
 }
 
 // JobBrief is the part of a job that changes as it runs.

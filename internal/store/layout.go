@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -139,8 +140,51 @@ func (s *Store) ReadLayout(ctx context.Context, queue string) (Layout, error) {
 	return DecodeLayout(queue, v)
 }
 
+// EntryError is one entry of a listing that could not be decoded: a
+// worker's record (Workers), a schedule (Schedules), a queue's layout in
+// the registry (ListLayouts, ReadLayouts). Those listings leave such an
+// entry out, return the others, and return with them an error joining one
+// EntryError per entry left out (errors.Join), so that one corrupt key
+// hides no healthy entry from a caller that shows what it can.
+// errors.Is(err, ErrMalformed) matches it.
+type EntryError struct {
+	Name string // the worker ID, schedule name or queue
+	Err  error
+}
+
+func (e *EntryError) Error() string { return e.Err.Error() }
+func (e *EntryError) Unwrap() error { return e.Err }
+
+// EntryErrors returns the EntryErrors err joins, and whether err is
+// nothing else (true for nil): a listing that returned such an error
+// returned every other entry.
+func EntryErrors(err error) ([]*EntryError, bool) {
+	if err == nil {
+		return nil, true
+	}
+	var e *EntryError
+	if errors.As(err, &e) && e == err {
+		return []*EntryError{e}, true
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return nil, false
+	}
+	var out []*EntryError
+	for _, x := range j.Unwrap() {
+		es, ok := EntryErrors(x)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, es...)
+	}
+	return out, true
+}
+
 // ReadLayouts reads the layouts of queues in one round trip; a queue the
-// registry has none of is left out.
+// registry has none of is left out. A queue whose registry value is not a
+// layout is left out too, with an *EntryError for it in the error
+// returned along with the others.
 func (s *Store) ReadLayouts(ctx context.Context, queues []string) (map[string]Layout, error) {
 	if len(queues) == 0 {
 		return map[string]Layout{}, nil
@@ -150,6 +194,7 @@ func (s *Store) ReadLayouts(ctx context.Context, queues []string) (map[string]La
 		return nil, err
 	}
 	out := make(map[string]Layout, len(queues))
+	var bad []error
 	for i, v := range vs {
 		str, ok := v.(string)
 		if !ok {
@@ -157,17 +202,21 @@ func (s *Store) ReadLayouts(ctx context.Context, queues []string) (map[string]La
 		}
 		l, err := DecodeLayout(queues[i], str)
 		if err != nil {
-			return nil, err
+			bad = append(bad, &EntryError{Name: queues[i], Err: err})
+			continue
 		}
 		out[queues[i]] = l
 	}
-	return out, nil
+	return out, errors.Join(bad...)
 }
 
 // ListLayouts reads the namespace's registry (at most MaxQueuesListed
-// queues, by HSCAN in pages), sorted by queue name.
+// queues, by HSCAN in pages), sorted by queue name. A queue whose value is
+// not a layout is left out, with an *EntryError for it in the error
+// returned along with the others.
 func (s *Store) ListLayouts(ctx context.Context) ([]Layout, error) {
 	var out []Layout
+	var bad []*EntryError
 	var cursor uint64
 	for {
 		kv, next, err := s.rdb.HScan(ctx, keys.Queues(s.cfg.NS), cursor, "*", 500).Result()
@@ -177,19 +226,31 @@ func (s *Store) ListLayouts(ctx context.Context) ([]Layout, error) {
 		for i := 0; i+1 < len(kv); i += 2 {
 			l, err := DecodeLayout(kv[i], kv[i+1])
 			if err != nil {
-				return nil, err
+				bad = append(bad, &EntryError{Name: kv[i], Err: err})
+				continue
 			}
 			out = append(out, l)
 		}
 		cursor = next
-		if cursor == 0 || len(out) >= MaxQueuesListed {
+		if cursor == 0 || len(out)+len(bad) >= MaxQueuesListed {
 			break
 		}
 	}
 	slices.SortFunc(out, func(a, b Layout) int { return strings.Compare(a.Queue, b.Queue) })
 	// HSCAN may return a field twice across pages
 	out = slices.CompactFunc(out, func(a, b Layout) bool { return a.Queue == b.Queue })
-	return out[:min(len(out), MaxQueuesListed)], nil
+	slices.SortFunc(bad, func(a, b *EntryError) int { return strings.Compare(a.Name, b.Name) })
+	bad = slices.CompactFunc(bad, func(a, b *EntryError) bool { return a.Name == b.Name })
+	return out[:min(len(out), MaxQueuesListed)], joinEntries(bad)
+}
+
+// joinEntries joins es as an error, nil for none.
+func joinEntries(es []*EntryError) error {
+	errs := make([]error, len(es))
+	for i, e := range es {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
 }
 
 // AddNamespace records the store's namespace in the global set of

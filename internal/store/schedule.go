@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -150,7 +151,9 @@ func (s *Store) simpleSchedule(ctx context.Context, name, op string) error {
 	return scheduleDone(name, op, v)
 }
 
-// Schedules reads every published schedule, sorted by name.
+// Schedules reads every published schedule, sorted by name. A schedule
+// whose record does not decode is left out, with an *EntryError for it in
+// the error returned along with the others.
 func (s *Store) Schedules(ctx context.Context) ([]ScheduleRecord, error) {
 	ks := s.sched()
 	names, err := s.rdb.SMembers(ctx, ks.Names()).Result()
@@ -164,22 +167,36 @@ func (s *Store) Schedules(ctx context.Context) ([]ScheduleRecord, error) {
 			cmds[i] = p.HGetAll(ctx, ks.Schedule(n))
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !isReplyError(err) {
 		return nil, err
 	}
 	out := make([]ScheduleRecord, 0, len(names))
+	var bad []*EntryError
 	for i, n := range names {
+		if err := cmds[i].Err(); err != nil {
+			// a record of another type (WRONGTYPE)
+			bad = append(bad, &EntryError{Name: n, Err: fmt.Errorf("%w: schedule %q: %v", ErrMalformed, n, err)})
+			continue
+		}
 		m := cmds[i].Val()
 		if len(m) == 0 {
 			continue // deleted by hand
 		}
 		r, err := decodeSchedule(n, m)
 		if err != nil {
-			return nil, err
+			bad = append(bad, &EntryError{Name: n, Err: err})
+			continue
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return out, joinEntries(bad)
+}
+
+// isReplyError reports whether err is what Redis answered a command with
+// (WRONGTYPE, nil, ...), not an error of reaching it.
+func isReplyError(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // Schedule reads one published schedule.

@@ -56,7 +56,9 @@ func (s *Store) WorkerLive(ctx context.Context, id string) (bool, error) {
 }
 
 // Workers lists the live workers (at most MaxWorkersListed), most recently
-// seen first, and drops the dead ones it meets from the registry.
+// seen first, and drops the dead ones it meets from the registry. A worker
+// whose record does not decode is left out, with an *EntryError for it in
+// the error returned along with the others.
 func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
 	ks := s.workers()
 	ids, err := s.rdb.ZRevRange(ctx, ks.Live(), 0, MaxWorkersListed-1).Result()
@@ -70,12 +72,18 @@ func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil && !isReplyError(err) {
 		return nil, err
 	}
 	var out []sluicetype.WorkerInfo
 	var dead []any
+	var bad []*EntryError
 	for i, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			// a record of another type (WRONGTYPE)
+			bad = append(bad, &EntryError{Name: ids[i], Err: fmt.Errorf("%w: worker %s: %v", ErrMalformed, ids[i], err)})
+			continue
+		}
 		m := c.Val()
 		if len(m) == 0 {
 			dead = append(dead, ids[i])
@@ -83,7 +91,8 @@ func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
 		}
 		w, err := decodeWorker(ids[i], m)
 		if err != nil {
-			return nil, err
+			bad = append(bad, &EntryError{Name: ids[i], Err: err})
+			continue
 		}
 		out = append(out, w)
 	}
@@ -92,7 +101,7 @@ func (s *Store) Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error) {
 			return nil, err
 		}
 	}
-	return out, nil
+	return out, joinEntries(bad)
 }
 
 func decodeWorker(id string, m map[string]string) (sluicetype.WorkerInfo, error) {

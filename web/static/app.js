@@ -63,6 +63,7 @@
   }
   function overview(data) {
     data.queues.forEach(function (q) {
+      if (!q.depth) return; // its counters could not be read: the page says why
       Object.keys(q.depth).forEach(function (s) {
         document.querySelectorAll('[data-count="' + CSS.escape(q.name + "/" + s) + '"]').forEach(function (el) {
           el.textContent = q.depth[s];
@@ -76,7 +77,7 @@
       document.querySelectorAll('[data-paused="' + CSS.escape(q.name) + '"]').forEach(function (el) {
         el.hidden = q.paused === 0;
       });
-      document.querySelectorAll('svg[data-spark="' + CSS.escape(q.name) + '"]').forEach(function (svg) { spark(svg, q.series); });
+      document.querySelectorAll('svg[data-spark="' + CSS.escape(q.name) + '"]').forEach(function (svg) { spark(svg, q.series || []); });
     });
     document.querySelectorAll("[data-workers]").forEach(function (el) { el.textContent = data.workers; });
   }
