@@ -88,6 +88,11 @@ var actions = map[string]action{
 				return "", "", err
 			}
 			pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{})
+			if err != nil && pr.Examined > 0 {
+				// it moved jobs in bounded batches before it failed: the
+				// operator must know, or a retry looks like a first try
+				err = fmt.Errorf("redrove %d (examined %d) before: %w", pr.Matched, pr.Examined, err)
+			}
 			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s", pr.Matched, pr.Examined, sel.State, sel.Queue),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
@@ -98,8 +103,11 @@ var actions = map[string]action{
 			if err != nil {
 				return "", "", err
 			}
-			n, unread, err := c.ops.DeleteSelected(ctx, sel, false)
-			return fmt.Sprintf("deleted %d %s jobs of %s%s", n, sel.State, sel.Queue, leftOut(unread)),
+			pr, err := c.ops.DeleteSelected(ctx, sel, false)
+			if err != nil && pr.Examined > 0 {
+				err = fmt.Errorf("deleted %d (examined %d%s) before: %w", pr.Matched, pr.Examined, leftOut(pr.Unreadable), err)
+			}
+			return fmt.Sprintf("deleted %d %s jobs of %s%s", pr.Matched, sel.State, sel.Queue, leftOut(pr.Unreadable)),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
 	"pause-schedule": {Title: "Pause schedule", Target: "schedule",
@@ -280,7 +288,8 @@ func (c *console) dryRun(ctx context.Context, name string, f url.Values) (int, [
 		return 0, nil, err
 	}
 	if name == "bulk-delete" {
-		return c.ops.DeleteSelected(ctx, sel, true)
+		pr, err := c.ops.DeleteSelected(ctx, sel, true)
+		return pr.Matched, pr.Unreadable, err
 	}
 	pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{DryRun: true})
 	return pr.Matched, nil, err

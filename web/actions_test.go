@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -174,5 +175,52 @@ func TestDeadEffectPageAndRedrive(t *testing.T) {
 	})
 	if _, body := f.get(c, "/effects"); strings.Contains(body, `data-copy="`+eff.ID+`"`) || !strings.Contains(body, "No dead-lettered effect") {
 		t.Errorf("the effects page still lists %s after its redrive:\n%s", eff.ID, body)
+	}
+}
+
+// TestBulkFailureSaysWhatItDid: a bulk redrive or delete that went
+// through partition 0 and then failed on partition 1 (here: at a newer
+// data model, as after a newer release upgraded it) says how many jobs it
+// moved or deleted before the error: the page that showed the error
+// alone told the operator nothing had happened.
+func TestBulkFailureSaysWhatItDid(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		action, did string
+	}{{"bulk-redrive", "redrove 2 (examined 2) before: "}, {"bulk-delete", "deleted 2 (examined 2) before: "}} {
+		t.Run(tc.action, func(t *testing.T) {
+			f := newFixture(t, Options{}, false)
+			w := f.startWorker(runtime.Options{})
+			var p0 []string
+			for i := 0; len(p0) < 2; i++ {
+				id := f.enqueue(flaky{N: i}, flow.WithMaxAttempts(1), flow.WithPartitionKey(fmt.Sprint("k", i)))
+				f.env.WaitState(id, flow.StateArchived)
+				if strings.HasPrefix(id, testQueue+":0:") {
+					p0 = append(p0, id)
+				} else {
+					testkit.Must(t, f.ops.DeleteJob(context.Background(), id))
+				}
+			}
+			testkit.Must(t, w.Stop())
+			c := client()
+			form := url.Values{"queue": {testQueue}, "state": {flow.StateArchived}}
+			code, body := f.get(c, "/confirm/"+tc.action+"?"+form.Encode())
+			if code != http.StatusOK {
+				t.Fatalf("confirm: %d", code)
+			}
+			form.Set("csrf", csrfOf(body))
+			p1 := keys.Partition{NS: f.env.NS, Queue: testQueue, Index: 1}
+			testkit.Must(t, f.env.RDB.Set(context.Background(), p1.Prefix()+"dm", "2", 0).Err())
+			code, _, body = f.post(c, "/act/"+tc.action, form)
+			for _, id := range p0 { // redriven, or deleted
+				if j, err := f.ops.Job(context.Background(), id); err == nil && j.State == flow.StateArchived {
+					t.Fatalf("job %s of partition 0 is still archived: the action failed before it", id)
+				}
+			}
+			if code < 400 || !strings.Contains(body, tc.did) {
+				i := strings.Index(body, `role="alert">`)
+				t.Errorf("%s failed on partition 1 after 2 jobs of partition 0: %d, the page says %.300s", tc.action, code, body[max(i, 0):])
+			}
+		})
 	}
 }

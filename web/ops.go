@@ -37,7 +37,7 @@ type ops interface {
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
-	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (matched int, unreadable []string, err error)
+	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (admin.DeleteProgress, error)
 }
 
 // adminOps makes the console's calls with an *admin.Client.
@@ -52,9 +52,7 @@ func (a adminOps) Schedules(ctx context.Context) ([]admin.ScheduleInfo, error) {
 }
 
 // DeleteSelected deletes the jobs sel chooses (counts them, with dryRun)
-// and returns how many matched, and the entries it left because their
-// data is not a job.
-func (a adminOps) DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (int, []string, error) {
-	p, err := a.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun: dryRun})
-	return p.Matched, p.Unreadable, err
+// and returns what it did: on an error, what it did before.
+func (a adminOps) DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (admin.DeleteProgress, error) {
+	return a.Client.DeleteSelected(ctx, sel, admin.DeleteOptions{DryRun: dryRun})
 }
