@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // jobPage fetches job id's page, failing the test unless it is 200; it
@@ -113,5 +115,45 @@ func TestJobPageShowsSleeping(t *testing.T) {
 	}
 	if strings.Contains(body, "waiting for signal") {
 		t.Errorf("a sleeping job's page says it waits for a signal")
+	}
+}
+
+// stuckOps answers every job as its job, stuck in a cursor step.
+type stuckOps struct {
+	ops
+	job flow.JobInfo
+}
+
+func (s stuckOps) Job(context.Context, string) (*flow.JobInfo, error) {
+	j := s.job
+	return &j, nil
+}
+
+// TestHideArgsHidesStuckCursor: the stuck-attempt panel shows the step's
+// last cursor checkpoint, a value of the job's data, only when arguments
+// are shown: with HideArgs the Steps table hid it and this panel did not.
+func TestHideArgsHidesStuckCursor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(work{})
+	j, err := f.ops.Job(context.Background(), id)
+	testkit.Must(t, err)
+	j.State = flow.StateRunning
+	j.Stuck = &sluicetype.StuckInfo{Case: "no_progress", Why: "no progress for 5m", Since: time.Now(), Step: "scan",
+		Cursor: "customer-SECRET-991"}
+	for _, hide := range []bool{true, false} {
+		h, err := Handler(Options{Admin: f.ops, HideArgs: hide, ops: stuckOps{ops: adminOps{Client: f.ops}, job: *j}})
+		testkit.Must(t, err)
+		req := httptest.NewRequest(http.MethodGet, jobPath(id), nil)
+		req.Host, req.RemoteAddr = "127.0.0.1:8080", "127.0.0.1:5000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		body := rec.Body.String()
+		if rec.Code != http.StatusOK || !strings.Contains(body, "Stuck attempt") {
+			t.Fatalf("hide-args %v: job page %d without the stuck panel", hide, rec.Code)
+		}
+		if shown := strings.Contains(body, "customer-SECRET-991"); shown == hide {
+			t.Errorf("hide-args %v: the cursor's value shown: %v", hide, shown)
+		}
 	}
 }
