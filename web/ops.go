@@ -23,6 +23,7 @@ type ops interface {
 	Workers(ctx context.Context) ([]sluicetype.WorkerInfo, error)
 	Schedules(ctx context.Context) ([]admin.ScheduleInfo, error)
 	DeadEffects(ctx context.Context, queue string, limit int) ([]sluicetype.DeadEffect, error)
+	DeadEffectCount(ctx context.Context, queue string) (int64, error)
 
 	CancelJob(ctx context.Context, id string) error
 	DeleteJob(ctx context.Context, id string) error

@@ -234,8 +234,16 @@ type effectsView struct {
 	Queue   string
 	Queues  []string
 	Effects []sluicetype.DeadEffect
+	// Cut are the queues with more dead effects than the page lists.
+	Cut []effectsCut
 	// Bad are the queues whose dead effects could not be read.
 	Bad []fault
+}
+
+// effectsCut says a queue has more dead effects than the page lists.
+type effectsCut struct {
+	Queue        string
+	Shown, Total int64
 }
 
 // maxEffectsShown bounds the dead effects a page lists per queue.
@@ -259,6 +267,13 @@ func (c *console) effects(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, q := range show {
 		ds, err := c.ops.DeadEffects(r.Context(), q, maxEffectsShown)
+		if err == nil && len(ds) == maxEffectsShown {
+			// the page lists the first maxEffectsShown: say how many there are
+			var n int64
+			if n, err = c.ops.DeadEffectCount(r.Context(), q); err == nil && n > int64(len(ds)) {
+				v.Cut = append(v.Cut, effectsCut{Queue: q, Shown: int64(len(ds)), Total: n})
+			}
+		}
 		if err != nil {
 			if v.Queue != "" || r.Context().Err() != nil {
 				c.fail(w, r, err) // the one queue asked for: its error is the page

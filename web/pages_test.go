@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
@@ -234,4 +237,26 @@ func rowWith(body, s string) (string, bool) {
 		return "", false
 	}
 	return body[start : i+end], true
+}
+
+// TestEffectsPageSaysWhenCut: a queue with more dead effects than the
+// page lists (100) says how many it has: the page stopped at 100 and said
+// nothing of the others.
+func TestEffectsPageSaysWhenCut(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.enqueue(work{})
+	ctx := context.Background()
+	p := keys.Partition{NS: f.env.NS, Queue: testQueue, Index: 1}
+	for i := range 130 {
+		testkit.Must(t, f.env.RDB.XAdd(ctx, &redis.XAddArgs{Stream: p.DeadOutbox(),
+			Values: []any{"id", fmt.Sprint("e", i), "job", "", "error", "WRONGTYPE", "b", ""}}).Err())
+	}
+	for _, path := range []string{"/effects", "/effects?queue=" + testQueue} {
+		code, body := f.get(client(), path)
+		rows := strings.Count(body, "/confirm/redrive-effect?effect=")
+		if code != http.StatusOK || rows != maxEffectsShown || !strings.Contains(body, "100 of 130 dead effects shown") {
+			t.Errorf("%s: %d, %d rows, without saying 100 of 130 are shown", path, code, rows)
+		}
+	}
 }

@@ -256,6 +256,28 @@ func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, min
 	return out, nil
 }
 
+// DeadEffectCount counts queue's dead-lettered effects, in every
+// partition (one XLEN each, in one pipelined round trip): how many
+// DeadEffects would list with no limit.
+func (c *Client) DeadEffectCount(ctx context.Context, queue string) (int64, error) {
+	if !runtime.ValidQueue(queue) {
+		return 0, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
+	}
+	parts, err := c.partitions(ctx, queue, 0)
+	if err != nil {
+		return 0, err
+	}
+	_, dead, err := c.b.Store.OutboxSizes(ctx, parts)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, d := range dead {
+		n += d
+	}
+	return n, nil
+}
+
 // ReadableSchedules is Schedules for a dashboard: a schedule whose record
 // is corrupt does not hide the others. It returns every schedule it could
 // read and, when some could not be, an error that joins one error per

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -120,6 +122,25 @@ func TestReadableSchedules(t *testing.T) {
 	ss, err := a.ops.ReadableSchedules(a.ctx)
 	if len(ss) != 1 || ss[0].Name != "hourly" || !errors.Is(err, flow.ErrMalformed) {
 		t.Errorf("ReadableSchedules: %+v, %v: want hourly and ErrMalformed naming broken", ss, err)
+	}
+}
+
+// TestDeadEffectCount: the count covers every partition's dead effects,
+// however many DeadEffects would list.
+func TestDeadEffectCount(t *testing.T) {
+	t.Parallel()
+	rdb := env.Client(t)
+	a := newAdmin(t, rdb, map[string]int{"fx": 2})
+	a.enqueue(email{To: "x"}, flow.WithQueue("fx"))
+	for i := range 5 {
+		p := keys.Partition{NS: a.ns, Queue: "fx", Index: i % 2}
+		must(t, rdb.XAdd(a.ctx, &redis.XAddArgs{Stream: p.DeadOutbox(), Values: []any{"id", fmt.Sprint("e", i)}}).Err())
+	}
+	if n, err := a.ops.DeadEffectCount(a.ctx, "fx"); n != 5 || err != nil {
+		t.Errorf("DeadEffectCount: %d, %v, want 5", n, err)
+	}
+	if _, err := a.ops.DeadEffectCount(a.ctx, "nosuch"); !errors.Is(err, admin.ErrQueueNotFound) {
+		t.Errorf("DeadEffectCount(nosuch): %v, want ErrQueueNotFound", err)
 	}
 }
 
