@@ -262,6 +262,10 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.URL.Query()
+	if err := singleValues(f); err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
 	code := http.StatusOK
 	if a.Bulk {
@@ -328,6 +332,10 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
+	if err := singleValues(f); err != nil {
+		c.fail(w, r, err)
+		return
+	}
 	if f.Get(a.Target) == "" {
 		c.fail(w, r, fmt.Errorf("%w: %s names no %s", flow.ErrInvalid, name, a.Target))
 		return
@@ -346,6 +354,18 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	}
 	c.flash(w, msg)
 	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
+}
+
+// singleValues refuses a form that gives a field more than once: every
+// action reads one value of each field (url.Values.Get, the first), so
+// id=A&id=B acted on A alone and reported success, as if it were both.
+func singleValues(f url.Values) error {
+	for k, vs := range f {
+		if len(vs) > 1 {
+			return fmt.Errorf("%w: the field %q is given %d times: an action takes one of each", flow.ErrInvalid, k, len(vs))
+		}
+	}
+	return nil
 }
 
 // jobPath is the path of job id's page.

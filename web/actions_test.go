@@ -224,3 +224,38 @@ func TestBulkFailureSaysWhatItDid(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedFieldRefused: an action, or its confirmation page, given a
+// field more than once is refused with 400 and does nothing: actions read
+// the first value only, so id=A&id=B cancelled A and reported success.
+func TestRepeatedFieldRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	c := client()
+	_, body := f.get(c, "/confirm/cancel?id="+url.QueryEscape(id))
+	tok := csrfOf(body)
+	for _, tc := range []struct {
+		action string
+		form   url.Values
+	}{
+		{"cancel", url.Values{"id": {id, testQueue + ":0:other"}}},
+		{"pause", url.Values{"queue": {testQueue, "nosuchqueue"}}},
+		{"bulk-delete", url.Values{"queue": {testQueue}, "state": {flow.StateArchived, flow.StateCompleted}}},
+	} {
+		if code, _ := f.get(c, "/confirm/"+tc.action+"?"+tc.form.Encode()); code != http.StatusBadRequest {
+			t.Errorf("confirm %s %v: %d, want 400", tc.action, tc.form, code)
+		}
+		tc.form.Set("csrf", tok)
+		code, loc, _ := f.post(c, "/act/"+tc.action, tc.form)
+		if code != http.StatusBadRequest {
+			t.Errorf("%s %v: %d (to %q), want 400", tc.action, tc.form, code, loc)
+		}
+	}
+	if st := f.env.Job(id).State; st != flow.StateScheduled {
+		t.Errorf("the job is %s, want scheduled still", st)
+	}
+	if live, err := f.ops.QueuesLive(context.Background(), map[string]int{testQueue: 0}); err != nil || live[0].Paused != 0 {
+		t.Errorf("the queue: %+v, %v; want it not paused", live, err)
+	}
+}
