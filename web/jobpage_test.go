@@ -5,6 +5,7 @@ import (
 	"html"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,39 @@ func TestHideArgsHidesStuckCursor(t *testing.T) {
 		if shown := strings.Contains(body, "customer-SECRET-991"); shown == hide {
 			t.Errorf("hide-args %v: the cursor's value shown: %v", hide, shown)
 		}
+	}
+}
+
+// TestRunNowOfferedOnlyWhenAllowed: the job page offers Run now to a
+// scheduled or retryable job, not to a sleeping (suspended) workflow nor
+// to a job held behind a quarantined twin: admin.Client.RunNow refuses
+// both, so the offer always ended in an error.
+func TestRunNowOfferedOnlyWhenAllowed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		job  flow.JobInfo
+		want bool
+	}{
+		{flow.JobInfo{State: flow.StateScheduled}, true},
+		{flow.JobInfo{State: flow.StateRetryable}, true},
+		{flow.JobInfo{State: flow.StateScheduled, Suspended: true}, false},
+		{flow.JobInfo{State: flow.StateScheduled, HeldBy: "web:0:twin"}, false},
+		{flow.JobInfo{State: flow.StateAvailable}, false},
+	} {
+		got := slices.Contains(jobActions(&tc.job), "runnow")
+		if got != tc.want {
+			t.Errorf("state %s, suspended %v, held by %q: run now offered %v, want %v", tc.job.State, tc.job.Suspended, tc.job.HeldBy, got, tc.want)
+		}
+	}
+
+	f := newFixture(t, Options{}, true)
+	id := f.enqueue(napper{})
+	f.suspended(id, "the job to sleep", func(j *flow.JobInfo) bool { return j.Suspended })
+	body := f.jobPage(id)
+	if strings.Contains(body, `data-action="runnow"`) || strings.Contains(body, "/confirm/runnow") {
+		t.Error("the page of a sleeping workflow offers Run now")
+	}
+	if !strings.Contains(body, "/confirm/cancel") {
+		t.Error("the page of a sleeping workflow offers no cancel")
 	}
 }

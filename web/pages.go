@@ -137,7 +137,7 @@ func (c *console) job(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j.State), Running: j.State == flow.StateRunning}
+	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j), Running: j.State == flow.StateRunning}
 	if v.Extras, err = c.ops.JobExtras(r.Context(), id); err != nil {
 		v.ExtraErr = err.Error()
 	}
@@ -147,10 +147,16 @@ func (c *console) job(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "job", "Job "+id, v)
 }
 
-// jobActions are the actions a job in state allows.
-func jobActions(state string) []string {
-	switch state {
+// jobActions are the actions job j's state allows. Run now is not
+// offered to a suspended workflow (its wake times are part of its history)
+// nor to a job held behind a quarantined twin: admin.Client.RunNow
+// refuses both.
+func jobActions(j *flow.JobInfo) []string {
+	switch j.State {
 	case flow.StateScheduled, flow.StateRetryable:
+		if j.Suspended || j.HeldBy != "" {
+			return []string{"reroute", "cancel", "delete"}
+		}
 		return []string{"runnow", "reroute", "cancel", "delete"}
 	case flow.StateAvailable:
 		return []string{"reroute", "cancel", "delete"}
