@@ -527,3 +527,45 @@ func TestDNSRebindingRefused(t *testing.T) {
 		t.Errorf("a console with a token, under another name: %d", resp.StatusCode)
 	}
 }
+
+// TestPrefixRedirectsStayUnderIt: a console served at the root under a
+// prefix (sluice web --prefix /sluice) sends its address without the
+// trailing slash to the console, and the redirects its mux makes (a path
+// with a doubled slash, a subtree without its slash) stay under the
+// prefix: they went to / and /workers, outside the console.
+func TestPrefixRedirectsStayUnderIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	h, err := Handler(Options{Admin: f.ops, Prefix: "/sluice"})
+	testkit.Must(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	c := client()
+	for _, tc := range []struct{ path, want string }{
+		{"/sluice", "/sluice/"},
+		{"/sluice?x=1", "/sluice/?x=1"},
+		{"/sluice//workers", "/sluice/workers"},
+		{"/sluice/static", "/sluice/static/"},
+	} {
+		resp, err := c.Get(srv.URL + tc.path)
+		testkit.Must(t, err)
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != tc.want {
+			t.Errorf("GET %s: %d to %q, want a redirect to %q", tc.path, resp.StatusCode, loc, tc.want)
+		}
+	}
+	// followed, the console's address lands on the overview; its own
+	// redirects keep the prefix once
+	resp, err := http.Get(srv.URL + "/sluice")
+	testkit.Must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/sluice/" {
+		t.Errorf("GET /sluice followed: %d at %s", resp.StatusCode, resp.Request.URL.Path)
+	}
+	resp, err = c.Get(srv.URL + "/sluice/find?id=" + url.QueryEscape(f.enqueue(work{})))
+	testkit.Must(t, err)
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/sluice/jobs/") {
+		t.Errorf("the ID search: %d to %q, want /sluice/jobs/...", resp.StatusCode, loc)
+	}
+}

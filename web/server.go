@@ -168,11 +168,56 @@ func (c *console) routes() http.Handler {
 	var h http.Handler = mux
 	h = c.authenticate(h)
 	h = c.guard(h)
-	if c.o.Prefix != "" {
-		h = http.StripPrefix(c.o.Prefix, h)
+	if c.o.Prefix == "" {
+		return h
 	}
-	return h
+	prefix := c.o.Prefix
+	inner := http.StripPrefix(prefix, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == prefix {
+			// the console's address without its slash (sluice web
+			// --prefix serves the handler at the root): the stripped path
+			// is empty, and the mux sent it to / outside the prefix
+			to := prefix + "/"
+			if r.URL.RawQuery != "" {
+				to += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, to, http.StatusMovedPermanently)
+			return
+		}
+		inner.ServeHTTP(prefixedRedirects{ResponseWriter: w, prefix: prefix}, r)
+	})
 }
+
+// prefixedRedirects keeps the redirects the mux answers on its own (to
+// the cleaned path of /sluice//workers, to a subtree's root with its
+// slash) under the prefix: the mux sees the path with the prefix
+// stripped, so their Location lacked it. The console's own redirects are
+// 303 See Other to paths that have the prefix (console.path); the mux's
+// are 301 or 307.
+type prefixedRedirects struct {
+	http.ResponseWriter
+	prefix string
+}
+
+func (p prefixedRedirects) WriteHeader(code int) {
+	if code >= 300 && code < 400 && code != http.StatusSeeOther {
+		if loc := p.Header().Get("Location"); strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, "//") {
+			p.Header().Set("Location", p.prefix+loc)
+		}
+	}
+	p.ResponseWriter.WriteHeader(code)
+}
+
+// Flush flushes the stream (/events) through the wrapper.
+func (p prefixedRedirects) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the connection's writer.
+func (p prefixedRedirects) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
 // guard sets the headers every answer carries and refuses what no
 // console accepts: a cross-origin or CSRF-less state-changing request; to
