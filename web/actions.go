@@ -257,8 +257,12 @@ func backPage(a action, target string) string {
 func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("action")
 	a, ok := actions[name]
-	if !ok || c.o.ReadOnly {
-		c.fail(w, r, fmt.Errorf("%w: no action %q here", flow.ErrNotFound, name))
+	if c.o.ReadOnly {
+		c.notFound(w, r, "this console is read-only: it has no actions")
+		return
+	}
+	if !ok {
+		c.notFound(w, r, fmt.Sprintf("no such action: %q", name))
 		return
 	}
 	f := r.URL.Query()
@@ -324,7 +328,7 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !ok {
-		c.fail(w, r, fmt.Errorf("%w: no action %q", flow.ErrNotFound, name))
+		c.notFound(w, r, fmt.Sprintf("no such action: %q", name))
 		return
 	}
 	if err := r.ParseForm(); err != nil {

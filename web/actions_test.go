@@ -259,3 +259,21 @@ func TestRepeatedFieldRefused(t *testing.T) {
 		t.Errorf("the queue: %+v, %v; want it not paused", live, err)
 	}
 }
+
+// TestUnknownActionNotFound: an action that does not exist is a plain
+// 404 saying so, on its confirmation page and when posted: it said "job
+// not found", as if a job were missing.
+func TestUnknownActionNotFound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	c := client()
+	code, body := f.get(c, "/confirm/nosuch")
+	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
+		t.Errorf("/confirm/nosuch: %d\n%s", code, mainOf(body))
+	}
+	_, page := f.get(c, "/confirm/cancel?id=x") // a page with a form, for the CSRF token
+	code, _, body = f.post(c, "/act/nosuch", url.Values{"csrf": {csrfOf(page)}, "id": {"x"}})
+	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
+		t.Errorf("POST /act/nosuch: %d\n%s", code, mainOf(body))
+	}
+}

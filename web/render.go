@@ -97,6 +97,13 @@ func (c *console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.render(w, r, code, "error", http.StatusText(code), map[string]any{"Error": err.Error(), "Code": code})
 }
 
+// notFound renders the error page with 404 and msg: for what is not a job,
+// queue, schedule or effect (whose errors fail renders).
+func (c *console) notFound(w http.ResponseWriter, r *http.Request, msg string) {
+	c.render(w, r, http.StatusNotFound, "error", http.StatusText(http.StatusNotFound),
+		map[string]any{"Error": msg, "Code": http.StatusNotFound})
+}
+
 // maxShown bounds a decoded payload on a page.
 const maxShown = 64 << 10
 
