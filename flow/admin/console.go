@@ -194,17 +194,21 @@ func (c *Client) sameCount(l store.Layout, n int) error {
 // liveConcurrency bounds QueuesLive's calls in flight.
 const liveConcurrency = 8
 
-// partitions names queue's partitions: n of them, or as many as its
-// layout in Redis records when n is 0.
+// partitions names queue's partitions, as its layout in Redis records
+// them now (one read): ErrQueueNotFound when it has none, and
+// ErrLayoutMismatch when n, a caller's count (0: none), is another.
 func (c *Client) partitions(ctx context.Context, queue string, n int) ([]keys.Partition, error) {
-	if n <= 0 {
-		return c.b.Partitions(ctx, queue)
+	if n < 0 || n > MaxPartitions {
+		return nil, fmt.Errorf("%w: queue %q: %d partitions not in 0..%d", flow.ErrInvalid, queue, n, MaxPartitions)
 	}
-	out := make([]keys.Partition, n)
-	for i := range out {
-		out[i] = keys.Partition{NS: c.b.Namespace, Queue: queue, Index: i}
+	l, err := c.b.Store.ReadLayout(ctx, queue)
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	if err := c.sameCount(l, n); err != nil {
+		return nil, err
+	}
+	return l.Parts(c.b.Namespace), nil
 }
 
 // addCounts adds the integer fields of m to into; skipRunTimes leaves out
@@ -231,14 +235,17 @@ type MinuteCount struct {
 
 // QueueHistory reads what queue (with partitions partitions, 0 for
 // the count Redis records) finished in each of the last minutes minutes (at most
-// MaxStatsWindow), oldest first, the current one last: one O(1) command
-// per partition and minute, in one pipelined round trip.
+// MaxStatsWindow), oldest first, the current one last: one read of the
+// registry, then one O(1) command per partition and minute, in one
+// pipelined round trip. A queue that is not registered is
+// ErrQueueNotFound, a count other than the registry's ErrLayoutMismatch.
 func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]MinuteCount, error) {
 	if !runtime.ValidQueue(queue) {
 		return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
-	if minutes < 1 || time.Duration(minutes)*time.Minute > MaxStatsWindow {
-		return nil, fmt.Errorf("%w: %d minutes not in 1..%d", flow.ErrInvalid, minutes, int(MaxStatsWindow/time.Minute))
+	// compared as minutes: a huge count would wrap as a Duration
+	if most := int(MaxStatsWindow / time.Minute); minutes < 1 || minutes > most {
+		return nil, fmt.Errorf("%w: %d minutes not in 1..%d", flow.ErrInvalid, minutes, most)
 	}
 	now := c.b.Now().UnixMilli() / 60000
 	parts, err := c.partitions(ctx, queue, partitions)

@@ -14,8 +14,31 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestQueuesLiveReadsTheLayout: QueuesLive reads the queue's layout
-// whatever count the caller gives: a queue that is not
+// TestQueueHistoryHugeMinutes: a number of minutes over the window is
+// ErrInvalid however large; it was converted to a Duration first, which
+// wrapped (1<<53 minutes) and panicked.
+func TestQueueHistoryHugeMinutes(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), nil)
+	a.enqueue(email{To: "x"})
+	for _, m := range []int{121, 1 << 53, -1} {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+				}
+			}()
+			_, err = a.ops.QueueHistory(a.ctx, "default", 0, m)
+		}()
+		if !errors.Is(err, flow.ErrInvalid) {
+			t.Errorf("QueueHistory(minutes %d): %v, want ErrInvalid", m, err)
+		}
+	}
+}
+
+// TestQueuesLiveReadsTheLayout: QueuesLive and QueueHistory read the
+// queue's layout whatever count the caller gives: a queue that is not
 // registered is ErrQueueNotFound (it read zeros), a count other than the
 // registry's ErrLayoutMismatch (it read that many partitions: a quarter
 // of a queue of four, silently); with no queue named, QueuesLive reads
@@ -31,9 +54,15 @@ func TestQueuesLiveReadsTheLayout(t *testing.T) {
 		if live, err := a.ops.QueuesLive(a.ctx, map[string]int{"nosuch": n}); !errors.Is(err, admin.ErrQueueNotFound) {
 			t.Errorf("QueuesLive(nosuch: %d): %+v, %v, want ErrQueueNotFound", n, live, err)
 		}
+		if h, err := a.ops.QueueHistory(a.ctx, "nosuch", n, 5); !errors.Is(err, admin.ErrQueueNotFound) {
+			t.Errorf("QueueHistory(nosuch, %d partitions): %d minutes, %v, want ErrQueueNotFound", n, len(h), err)
+		}
 	}
 	if live, err := a.ops.QueuesLive(a.ctx, map[string]int{"wide": 1, "default": 0}); !errors.Is(err, admin.ErrLayoutMismatch) {
 		t.Errorf("QueuesLive(wide: 1) of a queue of 4 partitions: %+v, %v, want ErrLayoutMismatch", live, err)
+	}
+	if _, err := a.ops.QueueHistory(a.ctx, "wide", 2, 5); !errors.Is(err, admin.ErrLayoutMismatch) {
+		t.Errorf("QueueHistory(wide, 2 partitions) of a queue of 4: %v, want ErrLayoutMismatch", err)
 	}
 	if _, err := a.ops.QueuesLive(a.ctx, map[string]int{"wide": -1}); !errors.Is(err, flow.ErrInvalid) {
 		t.Errorf("QueuesLive(wide: -1): %v, want ErrInvalid", err)
