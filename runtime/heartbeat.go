@@ -14,20 +14,20 @@ import (
 const heartbeatTTL = 3
 
 // registry keeps this worker's entry in the namespace's registry of live
-// workers (admin.Client.Workers): refreshed on every renewal tick with the
-// jobs it runs, removed when it stops.
+// workers (admin.Client.Workers): refreshed on every renewal round with the
+// jobs it runs (beside the round's renewals, never before them: a registry
+// that hangs delays no renewal; renew.go), removed when it stops.
 type registry struct {
 	w       *Worker
 	host    string
 	started time.Time
 }
 
-// register writes the first heartbeat.
-func (w *Worker) register(ctx context.Context) *registry {
+// register makes the worker's registry entry; the renewal loop's first
+// round writes it.
+func (w *Worker) register() *registry {
 	host, _ := os.Hostname()
-	r := &registry{w: w, host: host, started: w.clk.Now()}
-	r.beat(ctx)
-	return r
+	return &registry{w: w, host: host, started: w.clk.Now()}
 }
 
 // beat writes one heartbeat; a failure is logged, the next tick retries.

@@ -2,18 +2,45 @@ package runtime
 
 import (
 	"context"
+	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
+// renewCalls bounds the renewal calls in flight at once, over all
+// partitions (one call per partition).
+const renewCalls = 8
+
+// renewLoop renews the leases this worker holds every RenewInterval and
+// beats the registry heartbeat (heartbeat.go) with them.
+//
+// No call waits behind another: each round sends one renewal per
+// partition, concurrently, and the heartbeat beside them, and waits for
+// them only until its bound (renewer.bound), after which the next round
+// starts at once. A call still in flight then (an unreachable node, a
+// registry that hangs) goes on in the background, and later rounds pass
+// over its partition (or the heartbeat) until it returns; the attempts it
+// holds are cancelled when their lease runs out by the worker's clock
+// (expire), whether or not it ever returns.
 func (w *Worker) renewLoop(ctx context.Context) {
 	defer w.listenCancels(ctx)() // cancel.go
-	reg := w.register(ctx)       // heartbeat.go
-	defer reg.unregister(ctx)
+	r := &renewer{w: w, reg: w.register(), busy: map[keys.Partition]bool{}, sem: make(chan struct{}, renewCalls)}
+	defer r.stop(ctx)
 	for n := 0; ; n++ {
-		t := w.clk.NewTimer(w.opts.RenewInterval)
+		wait := w.opts.RenewInterval
+		if !r.round(ctx, n > 0) { // round 0 beats the heartbeat only: nothing is leased yet
+			wait = 0 // it gave up on a call at its bound: the next round is due
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if end, ok := w.earliestLeaseEnd(); ok {
+			wait = min(wait, max(end.Sub(w.clk.Now()), 0)) // cancelled on time (expire)
+		}
+		t := w.clk.NewTimer(wait)
 		w.sig.Renewed.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})
 		select {
 		case <-ctx.Done():
@@ -23,15 +50,121 @@ func (w *Worker) renewLoop(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		w.renewAll(ctx)
-		reg.beat(ctx)
 	}
 }
 
-// renewAll renews every lease this worker holds, one round trip per
-// partition, and cancels exactly the attempts whose lease is lost. When
-// Redis cannot be reached, attempts whose lease has run out by the worker's
-// own reckoning are cancelled too: the worker can no longer be sure it
+// renewer is the state of the renewal loop across its rounds: the calls
+// still in flight.
+type renewer struct {
+	w   *Worker
+	reg *registry
+	sem chan struct{} // a slot per renewal call being sent
+
+	mu      sync.Mutex
+	busy    map[keys.Partition]bool // partitions with a renewal in flight
+	beating bool                    // a heartbeat is in flight
+	calls   sync.WaitGroup
+}
+
+// round runs one renewal round: it cancels the attempts whose lease has
+// run out (expire), sends a renewal for each partition that has none in
+// flight when renew is set, and a heartbeat when none is in flight, then
+// waits for those calls until its bound. It reports false when it gave up
+// waiting at the bound.
+func (r *renewer) round(ctx context.Context, renew bool) bool {
+	w := r.w
+	now := w.clk.Now()
+	w.expire(now)
+	groups := map[keys.Partition][]*Attempt{}
+	if renew {
+		w.mu.Lock()
+		for a := range w.inflight {
+			if !a.ctl.gone.Load() { // lost: nothing it writes is accepted any more
+				groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
+			}
+		}
+		w.mu.Unlock()
+	}
+	bound := r.bound(now)
+	var send []keys.Partition
+	r.mu.Lock()
+	for p := range groups {
+		if !r.busy[p] { // else its last call has not returned; expire watches its attempts
+			r.busy[p] = true
+			send = append(send, p)
+		}
+	}
+	beat := !r.beating
+	r.beating = true
+	r.mu.Unlock()
+	sent := len(send)
+	if beat {
+		sent++
+	}
+	if sent == 0 {
+		return true
+	}
+	// armed before the calls are sent: a call that returns has been waited for
+	t := w.clk.NewTimer(bound.Sub(now))
+	defer t.Stop()
+	done := make(chan struct{}, sent) // never blocks a call that outlives the round
+	for _, p := range send {
+		r.calls.Go(func() {
+			defer func() {
+				r.mu.Lock()
+				delete(r.busy, p)
+				r.mu.Unlock()
+				done <- struct{}{}
+			}()
+			r.renew(ctx, p, groups[p], bound.Sub(now))
+		})
+	}
+	if beat {
+		r.calls.Go(func() {
+			defer func() {
+				r.mu.Lock()
+				r.beating = false
+				r.mu.Unlock()
+				done <- struct{}{}
+			}()
+			r.reg.beat(ctx)
+		})
+	}
+	for ; sent > 0; sent-- {
+		select {
+		case <-done:
+		case <-t.C():
+			return false
+		case <-ctx.Done():
+			return true
+		}
+	}
+	return true
+}
+
+// bound is how long a round started at now waits for its calls: until the
+// first lease held runs out (its attempt is then cancelled, by the next
+// round's expire), and never longer than the shortest lease less
+// RenewInterval, so that a lease renewed by this round, or claimed during
+// it, is renewed again before it runs out while another call hangs.
+func (r *renewer) bound(now time.Time) time.Time {
+	o := r.w.opts
+	shortest := o.Lease
+	for _, d := range o.KindLease {
+		shortest = min(shortest, d)
+	}
+	b := now.Add(shortest - o.RenewInterval)
+	if end, ok := r.w.earliestLeaseEnd(); ok && end.Before(b) {
+		b = end
+	}
+	return b
+}
+
+// renew renews the leases of as, all of partition p, in one call that
+// gives up after timeout (a real duration: a fake clock does not end it),
+// and cancels exactly the attempts whose lease is lost. When the call
+// fails, attempts whose lease has run out by the worker's own reckoning
+// when it failed are cancelled too: the worker can no longer be sure it
 // holds them.
 //
 // An attempt whose outcome is being acked is renewed as well, until the
@@ -39,53 +172,112 @@ func (w *Worker) renewLoop(ctx context.Context) {
 // must not let the lease run out under it, or another worker would run
 // the job again although it is done. Such an attempt has nothing left to
 // cancel, so a lost lease there is only the ack's to report.
-func (w *Worker) renewAll(ctx context.Context) {
-	groups := map[keys.Partition][]*Attempt{}
-	w.mu.Lock()
-	for a := range w.inflight {
-		groups[a.ref.Partition] = append(groups[a.ref.Partition], a)
-	}
-	w.mu.Unlock()
-	for p, as := range groups {
+func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, timeout time.Duration) {
+	w := r.w
+	cctx, cancel := context.WithTimeout(ctx, max(timeout, time.Millisecond))
+	defer cancel()
+	var (
+		lost []store.Lost
+		err  error
+	)
+	select {
+	case r.sem <- struct{}{}:
 		sent := w.clk.Now()
 		rs := make([]store.Renewal, len(as))
 		for i, a := range as {
 			rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration()}
 		}
-		lost, err := w.st.Renew(ctx, p, rs)
-		if err != nil {
-			w.log.Warn("lease renewal failed", "queue", p.Queue, "err", err)
-			for _, a := range as {
-				a.mu.Lock()
-				expired := sent.After(a.leaseEnd)
-				a.mu.Unlock()
-				if expired && !a.settled.Load() {
-					a.lose()
-				}
-			}
-			continue
+		lost, err = w.st.Renew(cctx, p, rs)
+		<-r.sem
+		if err == nil {
+			w.renewed(as, rs, lost, sent)
+			return
 		}
-		gone := make(map[string]string, len(lost))
-		for _, l := range lost {
-			gone[l.LeaseID] = l.State
-		}
-		for _, a := range as {
-			if state, ok := gone[a.LeaseID]; ok {
-				if a.settled.Load() { // acked meanwhile, or the ack will say why
-					continue
-				}
-				if state == stateCancelled { // an operator cancelled the job
-					a.cancelled()
-					continue
-				}
-				a.lose() // logged when the attempt concludes (logging.go)
+	case <-cctx.Done():
+		err = cctx.Err() // no slot came free in time
+	}
+	if ctx.Err() != nil {
+		return // the worker stops
+	}
+	w.log.Warn("lease renewal failed", "queue", p.Queue, "partition", p.Index, "err", err)
+	w.expire(w.clk.Now())
+}
+
+// renewed applies the answer of a renewal of as (sent at sent, as rs):
+// the attempts whose lease is lost are cancelled, the others' leases run
+// on from sent.
+func (w *Worker) renewed(as []*Attempt, rs []store.Renewal, lost []store.Lost, sent time.Time) {
+	gone := make(map[string]string, len(lost))
+	for _, l := range lost {
+		gone[l.LeaseID] = l.State
+	}
+	for i, a := range as {
+		if state, ok := gone[a.LeaseID]; ok {
+			if a.settled.Load() { // acked meanwhile, or the ack will say why
 				continue
 			}
-			a.mu.Lock()
-			a.leaseEnd = sent.Add(a.lease)
-			a.mu.Unlock()
+			if state == stateCancelled { // an operator cancelled the job
+				a.cancelled()
+				continue
+			}
+			a.lose() // logged when the attempt concludes (logging.go)
+			continue
+		}
+		a.mu.Lock()
+		a.leaseEnd = sent.Add(rs[i].Duration)
+		a.mu.Unlock()
+	}
+}
+
+// expire cancels, with cause ErrLeaseLost, the attempts whose lease has
+// run out by the worker's clock at now: their renewals did not come back
+// in time, and another worker may run the job already. It needs no call
+// to return. An attempt whose outcome is being acked is left to its ack.
+func (w *Worker) expire(now time.Time) {
+	var out []*Attempt
+	w.mu.Lock()
+	for a := range w.inflight {
+		if a.settled.Load() || a.ctl.gone.Load() {
+			continue
+		}
+		a.mu.Lock()
+		if !now.Before(a.leaseEnd) {
+			out = append(out, a)
+		}
+		a.mu.Unlock()
+	}
+	w.mu.Unlock()
+	for _, a := range out {
+		if !a.settled.Load() {
+			a.lose() // logged when the attempt concludes (logging.go)
 		}
 	}
+}
+
+// earliestLeaseEnd is the first lease end among the attempts expire
+// watches, by the worker's clock; ok is false when there is none.
+func (w *Worker) earliestLeaseEnd() (end time.Time, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for a := range w.inflight {
+		if a.settled.Load() || a.ctl.gone.Load() {
+			continue
+		}
+		a.mu.Lock()
+		if !ok || a.leaseEnd.Before(end) {
+			end, ok = a.leaseEnd, true
+		}
+		a.mu.Unlock()
+	}
+	return end, ok
+}
+
+// stop waits for the calls in flight (ctx has ended: they return), then
+// takes the worker out of the registry: a heartbeat still in flight would
+// put it back.
+func (r *renewer) stop(ctx context.Context) {
+	r.calls.Wait()
+	r.reg.unregister(ctx)
 }
 
 // lose cancels the attempt with cause ErrLeaseLost.
