@@ -11,9 +11,16 @@
 --          record): this claim may lease one; '0' (or absent) when it
 --          runs one already
 -- Returns: { next_due, archived[, jobs] }
---   next_due  earliest due time in sched (ms), or -1; set only when fewer
---             than n jobs were claimed (the partition ran dry), else -2;
---             -3 when suspects were passed over (claim again soon)
+--   next_due  when fewer than n jobs were claimed (the partition ran dry):
+--             how long after NOW (ms, 0 when due already) the first thing
+--             becomes claimable (next_due in lib_lifecycle.lua: a scheduled
+--             job, a rate token, a sticky fallback, a bucket of later
+--             jobs), or -1 when nothing is scheduled; -2 when n jobs were
+--             claimed; -3 when suspects were passed over (claim again
+--             soon). A delay, not a time: the worker adds it to the time
+--             it sent the claim by its own clock, which may be off from
+--             Redis's (a due time compared with that clock made an idle
+--             worker ahead of Redis claim without pause)
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
 --   jobs      present when a job was leased: the leased jobs packed as
@@ -52,8 +59,11 @@
 -- resuming it publishes a wake-up.
 -- A re-sent claim (lib_replay.lua) answers the jobs its first run leased
 -- that still run under those leases, and what it archived: its record
--- holds the next due time, the archived list and the leased IDs in lease
--- order, not the jobs' data, which is read again.
+-- holds next_due, the archived list and the leased IDs in lease order,
+-- not the jobs' data, which is read again. next_due is answered as the
+-- first run computed it, a delay from that run's NOW: the worker adds it
+-- to the time it first sent the call, which that run is the closer to (a
+-- delay from the re-send's NOW would be short by the re-send's lag).
 do local refused = model_error() if refused then return refused end end
 local record = redis.call('GET', call_key())
 if record then
@@ -243,6 +253,7 @@ flush()
 local nd = STATUS.claimed_all
 if #jobs < n then
   nd = next_due()
+  if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
   if #held > 0 then nd = STATUS.held_suspects end
   redis.call('SET', K_IDLE, '1')
 end

@@ -117,8 +117,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		if res.Dry {
 			ready[chosen] = false
 			due[chosen] = sent.Add(w.opts.IdlePoll)
-			if !res.NextDue.IsZero() && res.NextDue.Before(due[chosen]) {
-				due[chosen] = res.NextDue
+			if res.Scheduled { // a delay in store time, from about when the claim was sent
+				due[chosen] = sent.Add(min(w.opts.IdlePoll, res.NextDue))
 			}
 			if res.HeldSuspects {
 				due[chosen] = sent.Add(suspectPoll)

@@ -37,11 +37,16 @@ type Parked struct {
 // ClaimResult is what a claim leased.
 type ClaimResult struct {
 	Jobs []*Job
-	// Dry reports that the partition ran out of ready jobs: fewer than N were
-	// claimed. NextDue is then the earliest scheduled job's due time (zero:
-	// none), and the partition will publish a wake-up on new work.
-	Dry     bool
-	NextDue time.Time
+	// Dry reports that the partition ran out of ready jobs: fewer than N
+	// were claimed, and the partition will publish a wake-up on new work.
+	// Scheduled says something in it comes due later (a scheduled job, a
+	// rate token, a sticky fallback): NextDue after the claim ran, in
+	// store time (0: due already). A delay, not a time: the caller adds it
+	// to the time it sent the claim by its own clock, which may be off
+	// from Redis's.
+	Dry       bool
+	Scheduled bool
+	NextDue   time.Duration
 	// HeldSuspects says the claim passed over jobs with a crash on record
 	// (NoSuspect, or one leased already) and was left short: claim again
 	// soon, by the worker's clock.
@@ -71,7 +76,7 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	}
 	var res ClaimResult
 	nd, _ := reply[0].(int64)
-	res.Dry, res.HeldSuspects, res.NextDue = claimDue(nd)
+	res.Dry, res.HeldSuspects, res.Scheduled, res.NextDue = claimDue(nd)
 	parked, err := strs(reply[1])
 	if err != nil {
 		return res, err

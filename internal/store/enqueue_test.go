@@ -107,7 +107,7 @@ func TestDelayedJobs(t *testing.T) {
 			// waits in a bucket of later jobs, and a claim answers when the
 			// first bucket moves into sched, a bucket's width before its start
 			res := f.claim(5, "w")
-			if len(res.Jobs) != 0 || !res.Dry || !res.NextDue.Equal(epoch.Add(25*time.Second)) {
+			if len(res.Jobs) != 0 || !res.Dry || !dueAt(res, f.clk.Now()).Equal(epoch.Add(25*time.Second)) {
 				t.Fatalf("claim before due = %+v", res)
 			}
 			got, _ := f.get("later")
@@ -116,12 +116,12 @@ func TestDelayedJobs(t *testing.T) {
 			}
 			f.clk.Advance(25 * time.Second)
 			res = f.claim(5, "w") // moves "at" into sched: its exact due time
-			if len(res.Jobs) != 0 || !res.NextDue.Equal(epoch.Add(30*time.Second)) {
+			if len(res.Jobs) != 0 || !dueAt(res, f.clk.Now()).Equal(epoch.Add(30*time.Second)) {
 				t.Fatalf("claim at 25s = %+v", res)
 			}
 			f.clk.Advance(5 * time.Second)
 			res = f.claim(5, "w")
-			if len(res.Jobs) != 1 || res.Jobs[0].Local != "at" || !res.NextDue.Equal(epoch.Add(55*time.Second)) {
+			if len(res.Jobs) != 1 || res.Jobs[0].Local != "at" || !dueAt(res, f.clk.Now()).Equal(epoch.Add(55*time.Second)) {
 				t.Fatalf("claim at 30s = %+v", res)
 			}
 			f.clk.Advance(30 * time.Second)
@@ -131,7 +131,7 @@ func TestDelayedJobs(t *testing.T) {
 			if got, _ := f.get("later"); got.State != "available" || !got.RunAt.IsZero() {
 				t.Fatalf("promoted job: %+v", got)
 			}
-			if res := f.claim(5, "w"); len(res.Jobs) != 1 || res.Jobs[0].Local != "later" || !res.NextDue.IsZero() {
+			if res := f.claim(5, "w"); len(res.Jobs) != 1 || res.Jobs[0].Local != "later" || res.Scheduled {
 				t.Fatalf("claim after the last promotion = %+v", res)
 			}
 		})

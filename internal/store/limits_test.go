@@ -80,7 +80,7 @@ func TestRateClass(t *testing.T) {
 			if got := locals(first.Jobs); len(got) != 3 || !got["r0"] || !got["r1"] || !got["free"] {
 				t.Fatalf("first claim %v, want r0 r1 free", got)
 			}
-			if !first.Dry || !first.NextDue.Equal(epoch.Add(500*time.Millisecond)) {
+			if !first.Dry || !dueAt(first, f.clk.Now()).Equal(epoch.Add(500*time.Millisecond)) {
 				t.Fatalf("dry %v next due %v, want a token at +500ms", first.Dry, first.NextDue)
 			}
 			f.clk.Advance(500 * time.Millisecond)

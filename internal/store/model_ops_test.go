@@ -421,7 +421,7 @@ func (r *modelRun) opClaim() {
 		}
 	}
 	r.logf("claim %d for %s (nonce %s, no suspect %v) of %d available (%d suspects) -> %v dry=%v next=%v",
-		n, worker, nonce, noSuspect, len(avail), suspects, got, res.Dry, res.NextDue.UnixMilli())
+		n, worker, nonce, noSuspect, len(avail), suspects, got, res.Dry, dueAt(res, time.UnixMilli(r.now())).UnixMilli())
 	claimable := len(avail) - suspects
 	if suspects > 0 && !noSuspect {
 		claimable++
@@ -489,17 +489,19 @@ func (r *modelRun) opClaim() {
 		// suspects passed over: look again soon, by the worker's clock
 		// (claim.lua answers -3, HeldSuspects)
 		if nd >= 0 && held == 0 {
-			nextDue = time.UnixMilli(nd)
+			nextDue = time.UnixMilli(max(nd, r.now())) // a delay of 0 when due already
 		}
 	}
 	// A bucket of later jobs whose jobs all left it early (stale entries)
 	// still calls for a claim when it would have moved: a wake-up early
 	// (or with nothing due), never late.
-	early := !res.NextDue.IsZero() && (nextDue.IsZero() || res.NextDue.Before(nextDue)) && res.NextDue.UnixMilli()%store.LaterBucketMS == 0 &&
-		!res.NextDue.Before(time.UnixMilli(r.now()))
-	if res.Dry != (len(res.Jobs) < n) || (!res.NextDue.Equal(nextDue) && !early) || res.HeldSuspects != (res.Dry && held > 0) {
+	// (NextDue is a delay from the claim's store time: r.now().)
+	resDue := dueAt(res, time.UnixMilli(r.now()))
+	early := !resDue.IsZero() && (nextDue.IsZero() || resDue.Before(nextDue)) && resDue.UnixMilli()%store.LaterBucketMS == 0 &&
+		!resDue.Before(time.UnixMilli(r.now()))
+	if res.Dry != (len(res.Jobs) < n) || (!resDue.Equal(nextDue) && !early) || res.HeldSuspects != (res.Dry && held > 0) {
 		r.fail("claim: dry %v next due %v held suspects %v, want dry %v next due %v held %v",
-			res.Dry, res.NextDue, res.HeldSuspects, len(res.Jobs) < n, nextDue, res.Dry && held > 0)
+			res.Dry, resDue, res.HeldSuspects, len(res.Jobs) < n, nextDue, res.Dry && held > 0)
 	}
 	r.m = post
 }

@@ -53,7 +53,7 @@ import (
 //	"moved"        schedule claim       ClaimMoved
 //	"paused"       schedule claim       ClaimPaused
 //	"malformed"    step, enqueue        ErrMalformed, for that job alone
-//	-1             claim (next due)     ClaimResult.Dry, no NextDue
+//	-1             claim (next due)     ClaimResult.Dry, not Scheduled
 //	-2             claim (next due)     not Dry: it leased all it was asked for
 //	-3             claim (next due)     ClaimResult.Dry and HeldSuspects
 //
@@ -236,14 +236,17 @@ func relayStatus(op, key, status string) error {
 }
 
 // claimDue maps the next-due entry of claim.lua's answer.
-func claimDue(nd int64) (dry, heldSuspects bool, next time.Time) {
-	switch nd {
-	case statusClaimedAll:
-		return false, false, time.Time{}
-	case statusHeldSuspects:
-		return true, true, time.Time{}
+// A due time is a delay (ms) from the claim's store time.
+func claimDue(nd int64) (dry, heldSuspects, scheduled bool, next time.Duration) {
+	switch {
+	case nd == statusClaimedAll:
+		return false, false, false, 0
+	case nd == statusHeldSuspects:
+		return true, true, false, 0
+	case nd < 0: // statusNoDue
+		return true, false, false, 0
 	}
-	return true, false, timeOrZero(nd) // statusNoDue reads as no time
+	return true, false, true, time.Duration(nd) * time.Millisecond
 }
 
 // scheduleSync checks schedule.lua's 'sync' answer for the schedule name
