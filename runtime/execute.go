@@ -68,8 +68,17 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		timed = true
 	}
 	if !a.Deadline.IsZero() {
+		// The deadline is store time, and the worker's clock may be off
+		// from Redis's: it is as far from the claim's store time
+		// (a.Claimed) as from the time the worker sent the claim by its
+		// own clock, which start made the lease's start (leaseEnd-lease;
+		// a renewal between start and now moves it on by no more than the
+		// runner took to start).
+		a.mu.Lock()
+		sent := a.leaseEnd.Add(-a.lease)
+		a.mu.Unlock()
 		var stop context.CancelFunc
-		ctx, stop = withDeadlineCause(ctx, w.clk, a.Deadline, ErrDeadline)
+		ctx, stop = withDeadlineCause(ctx, w.clk, sent.Add(a.Deadline.Sub(a.Claimed)), ErrDeadline)
 		defer stop()
 		timed = true
 	}

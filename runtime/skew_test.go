@@ -72,3 +72,33 @@ func TestIdleWorkerAheadOfRedisWaits(t *testing.T) {
 		t.Errorf("%d claim calls in one idle second (IdlePoll 5 s), with the worker's clock an hour ahead of Redis's", n)
 	}
 }
+
+// TestDeadlineDecidedInStoreTime: Redis's clock is an hour behind the
+// worker's. A job whose deadline is 10 minutes away in store time, with a
+// handler that takes 50 ms, completes. (The store-time deadline was
+// compared with the worker's clock, long past it: the handler was
+// cancelled at once, and the job archived deadline_exceeded without
+// having run.)
+func TestDeadlineDecidedInStoreTime(t *testing.T) {
+	t.Parallel()
+	storeNow := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	e, _ := skewedEnv(t, storeNow)
+	causes := testkit.Chan[error]()
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		select {
+		case <-ctx.Done():
+			causes <- context.Cause(ctx)
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+			causes <- nil
+			return nil
+		}
+	}))
+	e.startWorker(reg, runtime.Options{MaintenanceInterval: time.Hour})
+	id := e.Enqueue(workArgs{N: 1}, flow.WithDeadline(storeNow.Add(10*time.Minute)))
+	if cause := testkit.Recv(t, causes, "the handler to run"); cause != nil {
+		t.Fatalf("a deadline 10 minutes away in store time cancelled the handler at once: %v", cause)
+	}
+	e.WaitState(id, flow.StateCompleted)
+}
