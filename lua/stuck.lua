@@ -15,13 +15,18 @@
 -- Transitions: none. The attempt need not be running any more (a handler
 -- that ignored its cancellation is settled without it), but the job's
 -- lease ID and fence must still be its own: a claim replaces both, so a
--- stale attempt never writes over the evidence of a newer one. Sets the
+-- stale attempt never writes over the evidence of a newer one. A job no
+-- longer running whose fence is still the attempt's had no newer claim:
+-- its fence alone is enough there, as the reaper deletes the lease ID of
+-- a lease that expired (lib_lifecycle.lua), the lost-lease case the
+-- evidence is most often about. Sets the
 -- job's 'zc' case, 'zl' lease ID, 'zf' fence, 'zw' why, 'zs' since, 'zd'
 -- store time of the report, 'zp' step, 'zk' cursor, 'zt' stack.
 do local refused = model_error() if refused then return refused end end
 local jk = job_key(ARGV[9])
-local h = redis.call('HMGET', jk, F.lease_id, F.fence)
-if h[1] ~= ARGV[10] or h[2] ~= ARGV[11] then return 0 end
+local h = redis.call('HMGET', jk, F.lease_id, F.fence, F.state)
+if h[2] ~= ARGV[11] then return 0 end -- a newer claim, or no job
+if h[1] ~= ARGV[10] and (h[1] or state_of(h[3]) == 'running') then return 0 end
 redis.call('HSET', jk, F.stuck_case, ARGV[12], F.stuck_lease_id, ARGV[10], F.stuck_fence, ARGV[11],
   F.stuck_why, ARGV[13], F.stuck_since, ARGV[14], F.stuck_at, NOW, F.stuck_step, ARGV[15],
   F.stuck_cursor, ARGV[16], F.stuck_stack, ARGV[17])
