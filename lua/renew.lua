@@ -5,6 +5,11 @@
 --   id, lease ID, fence, lease duration (ms)
 -- Returns: flat list of lease ID, state for each lease that is no longer
 --   held (state is the job's current state, or '' when the job is gone).
+--   A lease whose expiry has passed is no longer held, though no
+--   maintenance pass has reaped its job yet (state 'running'): a worker
+--   that stalled past its lease has its writes rejected (SPEC 7), and a
+--   renewal must not revive a lease another worker's reaper may take at
+--   any moment. Costs one ZSCORE per lease.
 -- Transitions: none; only the lease expiry (score in run) moves.
 do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
@@ -15,7 +20,12 @@ for i = 0, n - 1 do
   local id = ARGV[b]
   local h = fields(job_key(id), fs, fl, ff)
   h[1] = state_of(h[1])
-  if h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2] then
+  local held = h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2]
+  if held then
+    local expiry = tonumber(redis.call('ZSCORE', K_RUN, id))
+    held = expiry ~= nil and expiry > NOW -- the reaper takes a score <= NOW
+  end
+  if held then
     redis.call('ZADD', K_RUN, 'XX', NOW + tonumber(ARGV[b + 3]), id)
   else
     lost[#lost + 1] = ARGV[b + 1]

@@ -494,7 +494,8 @@ func (r *modelRun) opRenew() {
 	var want []store.Lost
 	for _, l := range ls {
 		rs = append(rs, store.Renewal{Lease: l, Duration: d})
-		if pre.current(l) {
+		// a lease whose expiry has passed is lost, reaped or not
+		if pre.current(l) && pre.jobs[l.Local].score > r.now() {
 			post.jobs[l.Local].score = r.now() + msOf(d)
 			continue
 		}

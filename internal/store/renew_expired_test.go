@@ -1,0 +1,37 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestRenewalAfterExpiryIsLost: SPEC §7, "a worker that stalls past its
+// lease (its writes are rejected)". The lease ran out 5 s ago by store
+// time and no maintenance pass has reaped the job yet: a renewal reports
+// the lease lost (the job still running) and does not extend it, so the
+// next maintenance pass reaps the job and counts the crash. (Renewal
+// checked the job's state, lease ID and fence only: the stalled worker's
+// renewal revived the lease, and its writes went on being accepted.)
+func TestRenewalAfterExpiryIsLost(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("stalled")
+			f.clk.Advance(35 * time.Second) // the lease was 30 s
+			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
+			if err != nil || len(lost) != 1 || lost[0].LeaseID != j.LeaseID || lost[0].State != "running" {
+				t.Fatalf("renewal 5 s after the lease ran out: lost %+v, %v; want the lease lost, its job running", lost, err)
+			}
+			if got, _ := f.get("job"); !got.LeaseExpiry.Equal(j.LeaseExpiry) {
+				t.Fatalf("lease expiry %v after the refused renewal, want %v, untouched", got.LeaseExpiry, j.LeaseExpiry)
+			}
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 {
+				t.Fatalf("reap after the refused renewal: %+v %v, want the job", reaped, err)
+			}
+		})
+	}
+}
