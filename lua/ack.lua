@@ -45,7 +45,10 @@
 --   rather than the call failing for every job in it),
 --   running -> cancelled ('revoked'), running -> quarantined ('crash_limit').
 -- Every outcome first checks the attempt's identity: the job must be
--- running under exactly this lease ID and fence. Leaving running frees the
+-- running under exactly this lease ID and fence, and its lease (the run
+-- index's score) must not have run out by store time: a worker that
+-- stalled past its lease is answered 'stale' even before a reaper ended
+-- its attempt, which the reaper then does as a crash. Leaving running frees the
 -- job's concurrency slot, if it has a concurrency key. A job that finishes and
 -- was spawned by a parent notifies the parent (lib_lifecycle.lua notify_parent).
 -- Deadline outcomes are checked in store time: a job whose deadline
@@ -101,12 +104,18 @@ end
 local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls = F.state, F.lease_id, F.fence, F.parent, F.has_steps,
   F.last_error, F.unique, F.concurrency_key, F.lease_start
 local fr, fa, fma = F.result, F.attempt, F.max_attempts
-local ckeys = {}
-for i, e in ipairs(entries) do
-  e.h = fields(job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls) -- none: answered stale
-  ckeys[i] = e.h[8]
+do
+  local ckeys, ids = {}, {}
+  for i, e in ipairs(entries) do
+    e.h = fields(job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls) -- none: answered stale
+    ckeys[i], ids[i] = e.h[8], e.id
+  end
+  cc_prefetch(ckeys)
+  -- an attempt whose lease has run out by store time is over, reaped or
+  -- not: its outcome is stale (the reaper ends it, as a crash)
+  local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
+  for i, e in ipairs(entries) do e.ends = tonumber(ends[i]) end
 end
-cc_prefetch(ckeys)
 
 local out = {}
 local outboxed = 0
@@ -122,7 +131,7 @@ for _, e in ipairs(entries) do
     -- ended its attempt: a second outcome of that attempt is late (it
     -- answers the state the first left), any other is stale
     if h[2] == e.lease and h[3] == e.fence then state = ended[id] end
-  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence then
+  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and e.ends and e.ends > NOW then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)
@@ -217,7 +226,7 @@ for _, e in ipairs(entries) do
         state = suspend(jk, id, e.fence, e.waits)
       end
     end
-  elseif h[1] and h[2] == e.lease and h[3] == e.fence then
+  elseif h[1] and state_of(h[1]) ~= 'running' and h[2] == e.lease and h[3] == e.fence then
     state = state_of(h[1]) -- this attempt ended before (a late re-send)
   end
   if state ~= STATUS.stale then ended[id] = state end

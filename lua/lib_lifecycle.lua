@@ -71,10 +71,14 @@ local function delete_job(id, plain, state)
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
--- fence: the identity check every write of an attempt starts with.
-local function holds(jk, lease, fence)
+-- fence, and its lease has not run out by store time (ends: its score in
+-- the run index, as the caller's batched ZMSCORE read it): the identity
+-- check every write of an attempt starts with. A worker that stalled past
+-- its lease writes nothing, even before a reaper ended its attempt.
+local function holds(jk, lease, fence, ends)
   local h = fields(jk, F.state, F.lease_id, F.fence)
-  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence
+  ends = tonumber(ends)
+  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence and ends ~= nil and ends > NOW
 end
 
 -- deliver records that child (of parent, spawned by step) finished, and

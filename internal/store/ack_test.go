@@ -57,7 +57,7 @@ func TestAckOutcomes(t *testing.T) {
 		{name: "revoke cancels for good", ack: store.Ack{Code: store.CodeRevoke, Message: "customer left"},
 			want: want{State: "cancelled", Reason: "revoked"}, terminal: "cancelled", retain: retainCancelled},
 		{name: "deadline not passed in store time schedules the job at it", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"},
-			deadlineAhead: true, want: want{State: "scheduled", DueIn: time.Minute}},
+			deadlineAhead: true, want: want{State: "scheduled", DueIn: 10 * time.Second}},
 		{name: "deadline archives", ack: store.Ack{Code: store.CodeDeadline, Message: "deadline"}, deadline: true,
 			want: want{State: "archived", Reason: "deadline_exceeded", ErrorClasses: []string{"deadline"}}, terminal: "archived", retain: retainArchived},
 		{name: "panic is a crash, retried after the crash delay", ack: store.Ack{Code: store.CodeCrash, Message: "panic: x", Data: []byte("stack"), Reason: "panic"},
@@ -79,7 +79,7 @@ func TestAckOutcomes(t *testing.T) {
 				}
 				job := store.NewJob{Local: "job", MaxAttempts: maxAtt}
 				if tc.deadline || tc.deadlineAhead {
-					job.Deadline = f.clk.Now().Add(time.Minute)
+					job.Deadline = f.clk.Now().Add(10 * time.Second) // within the lease
 				}
 				f.enqueue(job)
 				for range tc.crashes {
@@ -92,7 +92,7 @@ func TestAckOutcomes(t *testing.T) {
 				j := f.claimOne("w1")
 				f.enqueue(store.NewJob{Local: "waiting"}) // healthy work that arrived meanwhile
 				if tc.deadline {
-					f.clk.Advance(2 * time.Minute)
+					f.clk.Advance(20 * time.Second) // past the deadline, not the lease
 				}
 				res := f.ack(j, tc.ack)
 				if res.Err != nil || res.State != tc.want.State {

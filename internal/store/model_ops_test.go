@@ -212,7 +212,7 @@ func (r *modelRun) pickID(states ...string) string {
 func (r *modelRun) staleLease() *store.Lease {
 	var c []store.Lease
 	for _, l := range r.leases {
-		if !r.m.current(l) {
+		if !r.m.current(l, r.now()) {
 			c = append(c, l)
 		}
 	}

@@ -215,10 +215,12 @@ func (m *model) inState(states ...string) []*mjob {
 	return out
 }
 
-// current reports whether l is the lease a running job holds now.
-func (m *model) current(l store.Lease) bool {
+// current reports whether l is the lease a running job holds at now (ms):
+// its lease ID and fence, and a lease that has not run out (a stalled
+// worker's writes are refused even before a reap).
+func (m *model) current(l store.Lease, now int64) bool {
 	j := m.jobs[l.Local]
-	return j != nil && j.state == "running" && j.lease == l.LeaseID && j.fence == l.Fence
+	return j != nil && j.state == "running" && j.lease == l.LeaseID && j.fence == l.Fence && j.score > now
 }
 
 // index is the zset a job in state is a member of ("" for available).

@@ -191,7 +191,7 @@ func (r *modelRun) sendAck(call *ackCall, what string) {
 			// The script reads every job before it acts on any: a lease that
 			// does not hold its job is judged on the state before the call.
 			for _, s := range call.specs {
-				if !pre.current(s.ack.Lease) {
+				if !pre.current(s.ack.Lease, r.now()) {
 					want = append(want, staleAnswer(pre, s.ack.Lease))
 					continue
 				}
@@ -318,7 +318,7 @@ func (r *modelRun) applyCheckpoint(m *model, s ckptSpec) string {
 	if s.invalid == "go" {
 		return "invalid" // refused before the call
 	}
-	if !m.current(s.c.Lease) {
+	if !m.current(s.c.Lease, r.now()) {
 		return "stale"
 	}
 	j := m.jobs[s.c.Local]
@@ -495,7 +495,7 @@ func (r *modelRun) opRenew() {
 	for _, l := range ls {
 		rs = append(rs, store.Renewal{Lease: l, Duration: d})
 		// a lease whose expiry has passed is lost, reaped or not
-		if pre.current(l) && pre.jobs[l.Local].score > r.now() {
+		if pre.current(l, r.now()) {
 			post.jobs[l.Local].score = r.now() + msOf(d)
 			continue
 		}

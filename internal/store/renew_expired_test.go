@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -31,6 +32,41 @@ func TestRenewalAfterExpiryIsLost(t *testing.T) {
 			}
 			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 {
 				t.Fatalf("reap after the refused renewal: %+v %v, want the job", reaped, err)
+			}
+		})
+	}
+}
+
+// TestWritesPastLeaseExpiryRefused: an attempt whose lease has run out by
+// store time writes nothing, even before a reaper ended it (SPEC: a worker
+// that stalls past its lease has its writes rejected): its step
+// checkpoint, progress report and ack are answered stale, and the job is
+// left running for the reaper, which counts the crash.
+func TestWritesPastLeaseExpiryRefused(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("stalled")
+			f.clk.Advance(35 * time.Second) // the lease was 30 s: it ran out 5 s ago
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s:charge", Record: []byte("r"), Mode: store.ModeOnce}); !errors.Is(err, store.ErrStale) {
+				t.Errorf("step checkpoint: %v, want ErrStale", err)
+			}
+			if ok, err := f.st.Progress(f.ctx, f.p, []store.ProgressReport{{Lease: lease(j), Percent: 50}}); err != nil || len(ok) != 1 || ok[0] {
+				t.Errorf("progress: %v %v, want refused", ok, err)
+			}
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); !errors.Is(r.Err, store.ErrStale) {
+				t.Errorf("ack: %+v, want ErrStale", r)
+			}
+			if got, _ := f.get("job"); got.State != "running" || got.CrashAttempt != 0 {
+				t.Fatalf("job: %s, crash %d: want it left running for the reaper", got.State, got.CrashAttempt)
+			}
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 {
+				t.Fatalf("reap: %+v %v", reaped, err)
+			}
+			if got, _ := f.get("job"); got.CrashAttempt != 1 {
+				t.Errorf("after the reap: crash %d, want 1", got.CrashAttempt)
 			}
 		})
 	}
