@@ -31,7 +31,12 @@ type Schedule struct {
 	// the hour, whichever scheduler computes them.
 	Every time.Duration
 	// TimeZone is the IANA zone Cron is read in, such as "Europe/Paris".
-	// Default UTC. Not for Every.
+	// Default UTC. Not for Every. When the zone's clocks change, a Cron
+	// whose hour field is not '*' still runs once at each of its times of
+	// the day: a time the clocks skip runs at the first instant after the
+	// jump, a time they repeat runs at its first occurrence only. A Cron
+	// whose hour field is '*' runs by elapsed time: once in each hour that
+	// passes, the repeated one included.
 	TimeZone string
 	// Args are the arguments of every job enqueued.
 	Args Args
@@ -180,11 +185,29 @@ func parseCron(expr string) (s cron.Schedule, err error) {
 	return cronParser.Parse(expr)
 }
 
+// cronStar is the bit robfig/cron sets in a field written '*'.
+const cronStar = 1 << 63
+
 // next is the first tick after t, or zero if there is none within five
-// years.
+// years. A cron expression whose hour is not '*' runs once a day at each
+// of its wall-clock times, whatever the clocks do: a time that a clock
+// turned forward skips runs at the first instant after the jump, and a
+// time that a clock turned back repeats runs at its first occurrence
+// only. One whose hour is '*' runs by elapsed time (every hour that
+// passes, none that does not), as the cron library computes it.
 func (tm timing) next(t time.Time) time.Time {
-	if tm.cron != nil {
-		return tm.cron.Next(t)
+	if c := tm.cron; c != nil {
+		n := c.Next(t)
+		if c.Hour&cronStar != 0 {
+			return n
+		}
+		for !n.IsZero() && repeated(n.In(c.Location)) {
+			n = c.Next(n)
+		}
+		if g := tm.gapTick(t, n); !g.IsZero() {
+			return g
+		}
+		return n
 	}
 	s := t.Unix()
 	n := s / tm.every
@@ -192,6 +215,45 @@ func (tm timing) next(t time.Time) time.Time {
 		n-- // floor
 	}
 	return time.Unix((n+1)*tm.every, 0)
+}
+
+// repeated reports whether t's wall-clock time already occurred: t falls
+// in the stretch a clock turned back repeats.
+func repeated(t time.Time) bool {
+	start, _ := t.ZoneBounds()
+	if start.IsZero() {
+		return false
+	}
+	_, before := start.Add(-time.Nanosecond).Zone()
+	_, after := t.Zone()
+	back := time.Duration(before-after) * time.Second
+	return back > 0 && t.Sub(start) < back
+}
+
+// gapTick is the first instant in (t, n] at which the cron's zone turned
+// its clock forward over a wall-clock time the cron matches, or zero.
+func (tm timing) gapTick(t, n time.Time) time.Time {
+	if n.IsZero() {
+		return time.Time{}
+	}
+	probe := *tm.cron
+	probe.Location = time.UTC // wall-clock times, read as UTC
+	for x := t.In(tm.cron.Location); ; {
+		_, end := x.ZoneBounds()
+		if end.IsZero() || end.After(n) {
+			return time.Time{}
+		}
+		_, before := x.Zone()
+		_, after := end.Zone()
+		if fwd := time.Duration(after-before) * time.Second; fwd > 0 {
+			// the wall-clock times [wall, wall+fwd) never occurred
+			wall := end.Add(time.Duration(before) * time.Second).UTC()
+			if m := probe.Next(wall.Add(-time.Second)); !m.IsZero() && m.Before(wall.Add(fwd)) {
+				return end
+			}
+		}
+		x = end
+	}
 }
 
 // recent returns up to k of the most recent ticks in (after, now],

@@ -149,3 +149,61 @@ func mustTiming(t *testing.T, expr string, every time.Duration, tz string) timin
 	}
 	return tm
 }
+
+// TestTimingDST: a cron expression with a set hour runs once on the days
+// its zone's clocks change: a wall-clock time the clocks skip runs at the
+// first instant after the jump, one they repeat runs at its first
+// occurrence only. An expression with '*' for the hour runs by elapsed
+// time: every hour that passes, none that does not.
+func TestTimingDST(t *testing.T) {
+	t.Parallel()
+	utc := func(mo time.Month, d, h, m int) time.Time { return time.Date(2026, mo, d, h, m, 0, 0, time.UTC) }
+	cases := []struct {
+		name, expr, tz string
+		from, to       time.Time
+		want           []time.Time
+	}{
+		// New York: on 8 March 2026 02:00 EST becomes 03:00 EDT (07:00 UTC)
+		{"gap: runs at the jump", "30 2 * * *", "America/New_York", utc(3, 7, 12, 0), utc(3, 9, 12, 0),
+			[]time.Time{utc(3, 8, 7, 0), utc(3, 9, 6, 30)}},
+		{"gap: every skipped time is one tick", "0,30 2 * * *", "America/New_York", utc(3, 7, 12, 0), utc(3, 9, 12, 0),
+			[]time.Time{utc(3, 8, 7, 0), utc(3, 9, 6, 0), utc(3, 9, 6, 30)}},
+		{"gap: a set time after it is the same tick", "0 2,3 * * *", "America/New_York", utc(3, 8, 0, 0), utc(3, 8, 12, 0),
+			[]time.Time{utc(3, 8, 7, 0)}},
+		{"gap: hourly by elapsed time", "30 * * * *", "America/New_York", utc(3, 8, 5, 0), utc(3, 8, 8, 0),
+			[]time.Time{utc(3, 8, 5, 30), utc(3, 8, 6, 30), utc(3, 8, 7, 30)}},
+		// New York: on 1 November 2026 02:00 EDT becomes 01:00 EST (06:00 UTC)
+		{"overlap: first occurrence only", "30 1 * * *", "America/New_York", utc(10, 31, 12, 0), utc(11, 2, 12, 0),
+			[]time.Time{utc(11, 1, 5, 30), utc(11, 2, 6, 30)}},
+		{"overlap: a stepped minute", "*/30 1 * * *", "America/New_York", utc(10, 31, 12, 0), utc(11, 1, 12, 0),
+			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 5, 30)}},
+		{"overlap: the hour after it", "0 2 * * *", "America/New_York", utc(10, 31, 12, 0), utc(11, 1, 12, 0),
+			[]time.Time{utc(11, 1, 7, 0)}},
+		{"overlap: hourly by elapsed time", "0 * * * *", "America/New_York", utc(11, 1, 4, 30), utc(11, 1, 7, 30),
+			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 6, 0), utc(11, 1, 7, 0)}},
+		// London: on 25 October 2026 02:00 BST becomes 01:00 GMT (01:00 UTC)
+		{"overlap: London", "30 1 * * *", "Europe/London", utc(10, 24, 12, 0), utc(10, 26, 12, 0),
+			[]time.Time{utc(10, 25, 0, 30), utc(10, 26, 1, 30)}},
+	}
+	for _, tc := range cases {
+		tm := mustTiming(t, tc.expr, 0, tc.tz)
+		var got []time.Time
+		for x := tm.next(tc.from); !x.IsZero() && !x.After(tc.to); x = tm.next(x) {
+			got = append(got, x.UTC())
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s: %q in %s, ticks (-want +got):\n%s", tc.name, tc.expr, tc.tz, diff)
+		}
+		if r := tm.recent(tc.from, tc.to, 10); !cmp.Equal(tc.want, utcs(r)) {
+			t.Errorf("%s: recent = %v, want %v", tc.name, r, tc.want)
+		}
+	}
+}
+
+func utcs(ts []time.Time) []time.Time {
+	out := make([]time.Time, len(ts))
+	for i, t := range ts {
+		out[i] = t.UTC()
+	}
+	return out
+}
