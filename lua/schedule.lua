@@ -12,11 +12,16 @@
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
 -- ARGV[1] now ms, or '' to use the store's TIME
 -- ARGV[2] op, one of:
---   'sync'   ARGV[3] ms after which a pending tick counts as abandoned.
+--   'sync'   ARGV[3] ms after which a pending tick counts as abandoned,
+--            ARGV[4] the sync's token (fresh per sync, the same in its
+--            re-sends).
 --            Starts the state at last = now when there is none.
 --            Returns {'ok', now, last, paused (0|1), abandoned ticks...}:
 --            each abandoned tick is handed to this caller (its claim time
---            is reset) to enqueue again; or {'missing', now}.
+--            is reset, to the time recorded in field hand_at, and the
+--            token in field hand) to enqueue again; the same sync sent
+--            again (its reply lost) is handed the same ticks, those still
+--            pending with that claim time; or {'missing', now}.
 --   'claim'  ARGV[3] the last tick the caller saw, ARGV[4] the new last
 --            tick, ARGV[5] the claim's token (fresh per claim, the same in
 --            its re-sends), ARGV[6...] the ticks the caller will enqueue.
@@ -42,18 +47,28 @@ end
 
 if op == 'sync' then
   redis.call('HSETNX', K, 'last', NOW)
-  local st = redis.call('HMGET', K, 'last', 'paused')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at')
   local paused = 0
   if st[2] == '1' then paused = 1 end
   local out = { STATUS.ok, NOW, tonumber(st[1]), paused }
-  local stale = tonumber(ARGV[3])
+  local stale, token = tonumber(ARGV[3]), ARGV[4] or ''
   local pend = redis.call('HGETALL', KP)
+  if token ~= '' and st[3] == token then
+    -- this very sync, sent again: its first run handed these over
+    for i = 1, #pend, 2 do
+      if pend[i + 1] == st[4] then out[#out + 1] = tonumber(pend[i]) end
+    end
+    return out
+  end
+  local handed = false
   for i = 1, #pend, 2 do
     if NOW - tonumber(pend[i + 1]) >= stale then
       redis.call('HSET', KP, pend[i], NOW)
       out[#out + 1] = tonumber(pend[i])
+      handed = true
     end
   end
+  if handed then redis.call('HSET', K, 'hand', token, 'hand_at', NOW) end
   return out
 elseif op == 'claim' then
   local st = redis.call('HMGET', K, 'last', 'paused', 'ran', 'claim')

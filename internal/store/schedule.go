@@ -81,7 +81,9 @@ func (s *Store) PublishSchedule(ctx context.Context, d ScheduleDef) error {
 // it has none, and hands over ticks claimed more than abandonAfter ago and
 // never acknowledged.
 func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time.Duration) (ScheduleSync, error) {
-	v, err := s.runSchedule(ctx, name, "sync", ms(abandonAfter))
+	// the sync's own token: a re-send of it (go-redis, after a lost reply)
+	// is handed the ticks its first run handed over
+	v, err := s.runSchedule(ctx, name, "sync", ms(abandonAfter), newCallID())
 	if err != nil {
 		return ScheduleSync{}, err
 	}

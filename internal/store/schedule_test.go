@@ -172,3 +172,56 @@ func TestScheduleClaimSentAgain(t *testing.T) {
 		})
 	}
 }
+
+// resendSyncs is a go-redis hook that runs each schedule sync twice and
+// answers the second run, as go-redis does when the first reply is lost.
+type resendSyncs struct{}
+
+func (resendSyncs) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (resendSyncs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil || !slices.Contains(cmd.Args(), any("sync")) {
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (resendSyncs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestScheduleSyncSentAgain: a sync that handed abandoned ticks over and
+// whose reply was lost, sent again, hands the same ticks over; another
+// caller's sync does not. Before, the re-send found the ticks' claim time
+// reset by its first run and handed nothing: they waited for another
+// abandon delay.
+func TestScheduleSyncSentAgain(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
+				Queue: "q", Kind: "k", Template: []byte{0x80}}))
+			const abandon = 30 * time.Second
+			if _, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil {
+				t.Fatal(err)
+			}
+			tick := epoch.Add(time.Minute)
+			f.clk.Advance(time.Minute)
+			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
+				t.Fatalf("claim: %q %v", got, err)
+			}
+			f.clk.Advance(abandon)
+			b.rdb.AddHook(resendSyncs{})
+			st, err := f.st.SyncSchedule(f.ctx, "s", abandon)
+			if err != nil || !cmp.Equal(st.Abandoned, []time.Time{tick}) {
+				t.Fatalf("sync sent again: abandoned %v, %v; want [%v]", st.Abandoned, err, tick)
+			}
+			if st, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil || len(st.Abandoned) != 0 {
+				t.Fatalf("another sync: abandoned %v, %v; want none", st.Abandoned, err)
+			}
+		})
+	}
+}
