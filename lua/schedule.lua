@@ -62,9 +62,14 @@ if op == 'sync' then
   end
   local handed = false
   for i = 1, #pend, 2 do
-    if NOW - tonumber(pend[i + 1]) >= stale then
+    -- an entry written by hand: one that names no tick is dropped, one
+    -- whose claim time is not a number is abandoned
+    local tick, at = tonumber(pend[i]), tonumber(pend[i + 1]) or 0
+    if not tick then
+      redis.call('HDEL', KP, pend[i])
+    elseif NOW - at >= stale then
       redis.call('HSET', KP, pend[i], NOW)
-      out[#out + 1] = tonumber(pend[i])
+      out[#out + 1] = tick
       handed = true
     end
   end
@@ -81,7 +86,7 @@ elseif op == 'claim' then
   end
   if tonumber(st[1]) ~= tonumber(ARGV[3]) then return STATUS.moved end
   if st[2] == '1' then return STATUS.paused end
-  local ran = tonumber(st[3] or '0')
+  local ran = tonumber(st[3]) or 0 -- not a number (written by hand): none
   for i = 6, #ARGV do
     redis.call('HSET', KP, ARGV[i], NOW)
     ran = math.max(ran, tonumber(ARGV[i]))

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -221,6 +222,50 @@ func TestScheduleSyncSentAgain(t *testing.T) {
 			}
 			if st, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil || len(st.Abandoned) != 0 {
 				t.Fatalf("another sync: abandoned %v, %v; want none", st.Abandoned, err)
+			}
+		})
+	}
+}
+
+// TestScheduleCorruptState: a pending tick or a 'ran' field that is not a
+// number (written by hand) fails nothing and writes nothing half: the
+// good abandoned ticks are still handed over, a corrupt claim time counts
+// as abandoned, a tick that is not one is dropped, and claims go on.
+// Before, sync stopped with a script error at the corrupt entry after
+// resetting the claim times before it (so those were never handed over),
+// and every claim failed after recording its ticks.
+func TestScheduleCorruptState(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
+				Queue: "q", Kind: "k", Template: []byte{0x80}}))
+			const abandon = 30 * time.Second
+			if _, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil {
+				t.Fatal(err)
+			}
+			ks := keys.Schedules{NS: f.st.NS()}
+			tick := epoch.Add(time.Minute)
+			f.clk.Advance(time.Minute)
+			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
+				t.Fatalf("claim: %q %v", got, err)
+			}
+			bad := epoch.Add(-time.Minute)
+			must(t, f.rdb.HSet(f.ctx, ks.Pending("s"), "garbage", "1", bad.UnixMilli(), "garbage").Err())
+			must(t, f.rdb.HSet(f.ctx, ks.Schedule("s"), "ran", "garbage").Err())
+			f.clk.Advance(abandon)
+			st, err := f.st.SyncSchedule(f.ctx, "s", abandon)
+			if err != nil || !cmp.Equal(st.Abandoned, []time.Time{bad, tick}) {
+				t.Fatalf("sync: abandoned %v, %v; want [%v %v]", st.Abandoned, err, bad, tick)
+			}
+			if n := f.rdb.HExists(f.ctx, ks.Pending("s"), "garbage").Val(); n {
+				t.Fatal("a pending entry that names no tick is kept")
+			}
+			next := tick.Add(time.Minute)
+			f.clk.Advance(time.Minute)
+			if got, err := f.st.ClaimTicks(f.ctx, "s", tick, next, []time.Time{next}); err != nil || got != store.Claimed {
+				t.Fatalf("claim over a corrupt ran: %q %v", got, err)
 			}
 		})
 	}
