@@ -13,15 +13,17 @@
 -- next renewal reports the lease lost (with state 'cancelled'); its
 -- concurrency slot is freed as an ack would, and the lease ID is published
 -- on the cancel channel so its worker can cancel the handler at once. An
--- available job leaves its list (lib_ready.lua unlist). A spawned job
--- notifies its parent, as any job reaching a terminal state does.
+-- available job leaves its list (lib_ready.lua unlist), and when its
+-- concurrency key has room the key's next waiter goes (lib_limits.lua
+-- cc_release with a pass). A spawned job notifies its parent, as any job
+-- reaching a terminal state does.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key)
+local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key, F.concurrency_limit)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
 if TERMINAL[s] then return { STATUS.final, s } end
@@ -35,6 +37,7 @@ elseif s == 'scheduled' or s == 'retryable' then
   redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy)
 elseif s == 'available' then
   unlist(jk, id)
+  if h[3] then cc_release(h[3], h[4] or 1) end -- perhaps the waiter its key let go
 end
 finish(jk, id, s, 'cancelled', 'operator')
 flush()

@@ -21,6 +21,11 @@
 --             it sent the claim by its own clock, which may be off from
 --             Redis's (a due time compared with that clock made an idle
 --             worker ahead of Redis claim without pause)
+--   next_due  earliest due time in sched (ms), or -1; set only when fewer
+--             than n jobs were claimed (the partition ran dry), else -2;
+--             -3 when suspects were passed over (claim again soon); now
+--             when archiving a job let a concurrency key's waiter go
+--             (lib_limits.lua cc_release), which is ready then
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
 --   jobs      present when a job was leased: the leased jobs packed as
@@ -127,10 +132,17 @@ local function rate_limited(class, id)
   rate_wait(class, b, id)
   return true
 end
-local function park(jk, id, reason)
+-- passes: the concurrency keys of available jobs this claim archived, each
+-- with the highest limit among them: once the pops are done, each key's
+-- next waiter goes when the key has room (lib_limits.lua cc_release). Not at
+-- once: a waiter this claim set waiting would meet its entry again in
+-- this claim, where it would be dropped as a repeat.
+local passes = {}
+local function park(jk, id, reason, ck, limit)
   finish(jk, id, 'available', 'archived', reason)
   archived[#archived + 1] = id
   archived[#archived + 1] = reason
+  if ck then passes[ck] = math.max(passes[ck] or 0, tonumber(limit) or 1) end
 end
 
 for _, id in ipairs(unpinned) do
@@ -189,9 +201,9 @@ local function take(ak, pinned_to, prio)
         if type(body) ~= 'string' then body = false end
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
           or not count_of(crashes) then
-          park(jk, id, 'malformed')
+          park(jk, id, 'malformed', ck, h[fcn])
         elseif dl and dl <= NOW then
-          park(jk, id, 'deadline_exceeded')
+          park(jk, id, 'deadline_exceeded', ck, h[fcn])
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           if #held >= HELD_MAX then halt = true end
@@ -205,7 +217,7 @@ local function take(ak, pinned_to, prio)
           -- data too
           local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
           if steps.err then
-            park(jk, id, 'malformed')
+            park(jk, id, 'malformed', ck, h[fcn])
           else
             if ck then CC[ck] = cc_running(ck) + 1 end
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
@@ -248,6 +260,10 @@ for i = #held, 1, -1 do
   redis.call('LPUSH', held[i][1], held[i][2])
   if held[i][3] then mark_priority(held[i][3]) end
 end
+local passed = false
+for ck, limit in pairs(passes) do
+  if cc_release(ck, limit) then passed = true end
+end
 
 flush()
 local nd = STATUS.claimed_all
@@ -255,6 +271,7 @@ if #jobs < n then
   nd = next_due()
   if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
   if #held > 0 then nd = STATUS.held_suspects end
+  if passed then nd = NOW end -- a waiter let go is ready now
   redis.call('SET', K_IDLE, '1')
 end
 local leased = { nd, archived }

@@ -5,7 +5,8 @@
 -- remove_job deletes job id, in state s (a name the caller read; never
 -- 'running'), with every key it owns. uk is its unique key (F.unique), or
 -- false. A terminal job leaves its terminal set. One that had not
--- finished leaves the scheduled set or its ready list, frees its unique
+-- finished leaves the scheduled set or its ready list (and passes its
+-- concurrency key's turn on: lib_limits.lua cc_release), frees its unique
 -- key, and tells its parent, if any, that it ended as 'cancelled', so the
 -- parent is not left waiting. A quarantined job's held twins become due
 -- (delete_job).
@@ -14,7 +15,11 @@ local function remove_job(jk, id, s, uk)
     redis.call('ZREM', TERMINAL[s], id)
   else
     if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
-    if s == 'available' then unlist(jk, id) end
+    if s == 'available' then
+      unlist(jk, id)
+      local c = redis.call('HMGET', jk, F.concurrency_key, F.concurrency_limit)
+      if c[1] then cc_release(c[1], c[2] or 1) end -- perhaps the waiter its key let go
+    end
     notify_parent(jk, id, 'cancelled')
     if uk then
       local uq = unique_key(uk)

@@ -387,11 +387,11 @@ end
 local function promote_pinned()
   local failed = {}
   local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW, 'LIMIT', 0, 100)
-  local fs, fm, fp = F.state, F.sticky_mode, F.priority
+  local fs, fm, fp, fck, fcn = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit
   for _, id in ipairs(due) do
     redis.call('ZREM', PIN_DEADLINES, id)
     local jk = job_key(id)
-    local h = fields(jk, fs, fm, fp)
+    local h = fields(jk, fs, fm, fp, fck, fcn)
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
@@ -402,6 +402,7 @@ local function promote_pinned()
       elseif h[2] == 'f' then
         finish(jk, id, 'available', 'archived', 'sticky_unavailable')
         failed[#failed + 1] = id
+        if h[4] then cc_release(h[4], h[5] or 1) end -- perhaps the waiter its key let go
       end
     end
   end

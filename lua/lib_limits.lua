@@ -77,8 +77,20 @@ end
 
 -- cc_release frees a running job's slot of key and lets the job that waited
 -- longest for it go again (waiters that moved on meanwhile are dropped).
-local function cc_release(key)
-  CC[key] = cc_running(key) - 1
+-- Given pass (the F.concurrency_limit of an available job of key, or 1
+-- when it has none), it frees no slot: that job leaves without a claim
+-- leasing it (cancelled, deleted, debounced, archived by a claim), and it
+-- may be the waiter a freed slot let go, which no other waiter follows
+-- until that slot is taken and freed again, so when the key has room the
+-- next waiter goes in its place (one let go needlessly only waits again
+-- at its claim). It says whether a waiter went. (One function for both:
+-- the library is near Lua's limit of locals.)
+local function cc_release(key, pass)
+  if pass then
+    if cc_running(key) >= (tonumber(pass) or 1) then return false end
+  else
+    CC[key] = cc_running(key) - 1
+  end
   while cc_waiting(key) > 0 do
     local id = redis.pcall('LPOP', ccwait_key(key))
     WAIT_DIRTY[key] = true
@@ -90,11 +102,12 @@ local function cc_release(key)
     end
     if not id then
       WAIT[key] = 0
-      return
+      return false
     end
     WAIT[key] = WAIT[key] - 1
-    if requeue_front({ id }) > 0 then return end
+    if requeue_front({ id }) > 0 then return true end
   end
+  return false
 end
 
 -- bucket loads a rate class's token bucket, refilled up to now. n, per and

@@ -223,3 +223,48 @@ func TestConcurrencyWaitersAllWake(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrencyWokenWaiterLeaves: a waiter woken by a freed slot that
+// leaves before any claim leases it (cancelled, deleted, past its
+// deadline) passes the slot on to the next waiter, instead of leaving the
+// key with a free slot and waiters that nothing will ever wake.
+func TestConcurrencyWokenWaiterLeaves(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			for _, leave := range []string{"cancel", "delete", "deadline"} {
+				f := newFixture(t, b)
+				lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+				f.enqueue(store.NewJob{Local: "a", Limits: lim})
+				f.enqueue(store.NewJob{Local: "b", Limits: lim, Deadline: epoch.Add(time.Second)},
+					store.NewJob{Local: "c", Limits: lim})
+				a := f.claimOne("w")
+				if got := f.claim(10, "w"); len(got.Jobs) != 0 { // b and c wait on k
+					t.Fatalf("%s: claimed over the limit: %v", leave, locals(got.Jobs))
+				}
+				f.ack(a, store.Ack{Code: store.CodeOK}) // b is woken
+				switch leave {
+				case "cancel":
+					if _, err := f.st.Cancel(f.ctx, f.ref("b")); err != nil {
+						t.Fatal(err)
+					}
+				case "delete":
+					if _, err := f.st.Delete(f.ctx, f.ref("b")); err != nil {
+						t.Fatal(err)
+					}
+				case "deadline":
+					f.clk.Advance(2 * time.Second)
+					// the claim that archives b lets c go, for the next claim
+					res := f.claim(10, "w")
+					if len(res.Parked) != 1 || res.Parked[0].Local != "b" || !res.Dry || !res.NextDue.Equal(f.clk.Now()) {
+						t.Fatalf("deadline: claim parked %v, next due %v, want b parked and a claim again now", res.Parked, res.NextDue)
+					}
+				}
+				got := f.claim(10, "w")
+				if l := locals(got.Jobs); len(l) != 1 || !l["c"] {
+					t.Fatalf("%s: claimed %v after the woken waiter b left, want c", leave, l)
+				}
+			}
+		})
+	}
+}
