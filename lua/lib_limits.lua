@@ -23,14 +23,19 @@ end
 
 -- requeue_front puts back waiting jobs (still 'available') at the front of
 -- their priority lists, keeping their order; stale entries are dropped. It
--- returns how many it put back.
+-- returns how many it put back. A pinned job goes back to its worker's
+-- list, unless its fallback handed it to every worker before it waited:
+-- it stays handed (its shared list), not pinned again for another delay.
 local function requeue_front(ids)
   local n = 0
-  local fs, fp, fw, fm, fd = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay
+  local fs, fp, fw, fm, fd, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay,
+    F.sticky_fallback
   for i = #ids, 1, -1 do
-    local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd)
+    local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd, ff)
     if state_of(h[1]) == 'available' then
-      push_ready(ids[i], true, h[2], h[3], h[4], h[5])
+      local sw = h[3]
+      if h[6] then sw = nil end
+      push_ready(ids[i], true, h[2], sw, h[4], h[5])
       n = n + 1
     end
   end

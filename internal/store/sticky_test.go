@@ -146,3 +146,29 @@ func TestRerouteCompletedRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestStickyFallbackSurvivesWait: a pinned job its After fallback handed
+// to every worker that then waits on its concurrency key (or its rate
+// class) stays handed to every worker when its turn comes: it is not
+// pinned again to the worker that did not come, for another delay, while
+// it holds the key's turn and the key's other waiters wait behind it.
+func TestStickyFallbackSurvivesWait(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "a", Limits: lim})
+			f.enqueue(store.NewJob{Local: "j", Limits: lim, Sticky: store.Sticky{Worker: "gone", Mode: "a", After: time.Second}})
+			a := f.claimOne("w")
+			f.clk.Advance(time.Second) // j's fallback hands it to every worker; k is full: j waits
+			if got := f.claim(10, "w"); len(got.Jobs) != 0 {
+				t.Fatalf("claimed over the limit: %v", locals(got.Jobs))
+			}
+			f.ack(a, store.Ack{Code: store.CodeOK}) // j's turn
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["j"] {
+				t.Fatalf("after a finished w claimed %v, want j (its fallback was due before it waited)", got)
+			}
+		})
+	}
+}
