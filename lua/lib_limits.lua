@@ -23,11 +23,12 @@ end
 
 -- requeue_front puts back waiting jobs (still 'available') at the front of
 -- their priority lists, keeping their order; stale entries are dropped. It
--- returns how many it put back. A pinned job goes back to its worker's
--- list, unless its fallback handed it to every worker before it waited:
--- it stays handed (its shared list), not pinned again for another delay.
+-- returns how many it put back, and how many of them on the shared lists.
+-- A pinned job goes back to its worker's list, unless its fallback handed
+-- it to every worker before it waited: it stays handed (its shared list),
+-- not pinned again for another delay.
 local function requeue_front(ids)
-  local n = 0
+  local n, shared = 0, 0
   local fs, fp, fw, fm, fd, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay,
     F.sticky_fallback
   for i = #ids, 1, -1 do
@@ -37,10 +38,11 @@ local function requeue_front(ids)
       if h[6] then sw = nil end
       push_ready(ids[i], true, h[2], sw, h[4], h[5])
       n = n + 1
+      if not sw then shared = shared + 1 end
     end
   end
   if n > 0 then wake() end
-  return n
+  return n, shared
 end
 
 -- cc_waiting is how many jobs wait on key's wait list.
@@ -82,6 +84,11 @@ end
 
 -- cc_release frees a running job's slot of key and lets the job that waited
 -- longest for it go again (waiters that moved on meanwhile are dropped).
+-- A waiter pinned to a worker goes to that worker's list, which only it
+-- reads, and the worker may never claim again: the next waiter goes too
+-- (up to one that any worker may claim), so that pinned work does not
+-- hold its key's turn from the others; those that find the key full at
+-- their claims wait again.
 -- Given pass (the F.concurrency_limit of an available job of key, or 1
 -- when it has none), it frees no slot: that job leaves without a claim
 -- leasing it (cancelled, deleted, debounced, archived by a claim), and it
@@ -96,6 +103,7 @@ local function cc_release(key, pass)
   else
     CC[key] = cc_running(key) - 1
   end
+  local woke = false
   while cc_waiting(key) > 0 do
     local id = redis.pcall('LPOP', ccwait_key(key))
     WAIT_DIRTY[key] = true
@@ -107,12 +115,14 @@ local function cc_release(key, pass)
     end
     if not id then
       WAIT[key] = 0
-      return false
+      return woke
     end
     WAIT[key] = WAIT[key] - 1
-    if requeue_front({ id }) > 0 then return true end
+    local n, shared = requeue_front({ id })
+    if n > 0 then woke = true end
+    if shared > 0 then return true end
   end
-  return false
+  return woke
 end
 
 -- bucket loads a rate class's token bucket, refilled up to now. n, per and

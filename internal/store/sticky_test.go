@@ -172,3 +172,33 @@ func TestStickyFallbackSurvivesWait(t *testing.T) {
 		})
 	}
 }
+
+// TestPinnedWaiterHidesNoTurn: a concurrency waiter pinned to a worker
+// that no longer claims does not hold its key's turn: the next waiter goes
+// with it, for any worker, when a slot frees.
+func TestPinnedWaiterHidesNoTurn(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "a", Limits: lim})
+			a := f.claimOne("w")
+			f.enqueue(store.NewJob{Local: "j", Limits: lim, Sticky: store.Sticky{Worker: "w1", Mode: "w"}})
+			if got := f.claim(10, "w1"); len(got.Jobs) != 0 { // j waits on k; then w1 goes away
+				t.Fatalf("claimed over the limit: %v", locals(got.Jobs))
+			}
+			f.enqueue(store.NewJob{Local: "c", Limits: lim})
+			if got := f.claim(10, "w"); len(got.Jobs) != 0 { // c waits behind j
+				t.Fatalf("claimed over the limit: %v", locals(got.Jobs))
+			}
+			f.ack(a, store.Ack{Code: store.CodeOK})
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["c"] {
+				t.Fatalf("after a finished w claimed %v, want c (j waits for w1 alone)", got)
+			}
+			if got := f.claim(10, "w1"); len(got.Jobs) != 0 { // w1 back: k is full, j waits again
+				t.Fatalf("claimed over the limit: %v", locals(got.Jobs))
+			}
+		})
+	}
+}
