@@ -29,8 +29,8 @@ local function free_held(qf, id)
     local hk = job_key(h)
     local v = redis.pcall('HMGET', hk, fs, fq) -- pcall: a corrupt key must not raise after a write
     if v.err then v = {} end
-    if v[2] == id or not v[1] then
-      redis.call('LREM', wk, 1, h) -- held by id, or gone: the others stay held
+    if v[2] == id or not v[2] then
+      redis.call('LREM', wk, 1, h) -- held by id, or by none (gone, cancelled): the others stay held
       if v[2] == id and state_of(v[1]) == 'scheduled' then
         redis.call('HDEL', hk, fq)
         redis.call('HSET', hk, fr, NOW_S)

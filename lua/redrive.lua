@@ -56,7 +56,8 @@ local function revive(jk, id, state, reason)
       redis.call('SET', uq, id)
     end
   end
-  redis.call('HDEL', jk, F.finished, F.reason)
+  -- held by no one (a held job cancelled before this change kept F.held_by)
+  redis.call('HDEL', jk, F.finished, F.reason, F.held_by)
   if not bump(jk, F.redrives) then redis.call('HSET', jk, F.redrives, 1) end -- a corrupt count starts anew
   redis.call('HSET', jk, F.redriven_at, NOW, F.redriven_from, state .. ':' .. (reason or ''))
   if state == 'quarantined' then

@@ -155,3 +155,44 @@ func TestDeathsSkipCorruptJobs(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldJobCancelledAndRedriven: a held job cancelled and redriven runs
+// on its own terms: it no longer names the quarantined job it was held
+// behind, and that job's release later does not make it due before its
+// time (here, a snooze).
+func TestHeldJobCancelledAndRedriven(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "q", Hold: "fp"})
+			for range 3 {
+				f.ack(f.claimOne("w"), store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
+				f.clk.Advance(time.Minute)
+			}
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "t", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"}})
+			if err != nil || res[0].HeldBy != "q" {
+				t.Fatalf("enqueue t: %+v %v", res, err)
+			}
+			if _, err := f.st.Cancel(f.ctx, f.ref("t")); err != nil {
+				t.Fatal(err)
+			}
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"t"}); err != nil || errs[0] != nil {
+				t.Fatalf("redrive: %v %v", errs, err)
+			}
+			if j, _ := f.get("t"); j.State != "available" || j.HeldBy != "" {
+				t.Fatalf("redriven t: %s held by %q, want available and held by none", j.State, j.HeldBy)
+			}
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: time.Hour})
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRelease, []string{"q"}); err != nil || errs[0] != nil {
+				t.Fatalf("release: %v %v", errs, err)
+			}
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["q"] {
+				t.Fatalf("after the release claimed %v, want q alone (t is snoozed for an hour)", got)
+			}
+			if n, _ := f.rdb.Exists(f.ctx, f.p.HeldOn("fp")).Result(); n != 0 {
+				t.Fatal("hold list left after the release")
+			}
+		})
+	}
+}
