@@ -20,11 +20,8 @@
 --             soon). A delay, not a time: the worker adds it to the time
 --             it sent the claim by its own clock, which may be off from
 --             Redis's (a due time compared with that clock made an idle
---             worker ahead of Redis claim without pause)
---   next_due  earliest due time in sched (ms), or -1; set only when fewer
---             than n jobs were claimed (the partition ran dry), else -2;
---             -3 when suspects were passed over (claim again soon); now
---             when archiving a job let a concurrency key's waiter go
+--             worker ahead of Redis claim without pause); 0 too when
+--             archiving a job let a concurrency key's waiter go
 --             (lib_limits.lua cc_release), which is ready then
 --   archived  flat list of id, reason for jobs moved to archived instead
 --             of being claimed (deadline passed, malformed hash)
@@ -271,7 +268,7 @@ if #jobs < n then
   nd = next_due()
   if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
   if #held > 0 then nd = STATUS.held_suspects end
-  if passed then nd = NOW end -- a waiter let go is ready now
+  if passed then nd = 0 end -- a waiter let go is ready now
   redis.call('SET', K_IDLE, '1')
 end
 local leased = { nd, archived }
