@@ -105,16 +105,21 @@ local fs, fl, ff, fpa, fsx, fer, fuk, fck, fls = F.state, F.lease_id, F.fence, F
   F.last_error, F.unique, F.concurrency_key, F.lease_start
 local fr, fa, fma = F.result, F.attempt, F.max_attempts
 do
-  local ckeys, ids = {}, {}
+  local ckeys = {}
   for i, e in ipairs(entries) do
     e.h = fields(job_key(e.id), fs, fl, ff, fpa, fsx, fer, fuk, fck, fls) -- none: answered stale
-    ckeys[i], ids[i] = e.h[8], e.id
+    ckeys[i] = e.h[8]
   end
   cc_prefetch(ckeys)
   -- an attempt whose lease has run out by store time is over, reaped or
-  -- not: its outcome is stale (the reaper ends it, as a crash)
-  local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
-  for i, e in ipairs(entries) do e.ends = tonumber(ends[i]) end
+  -- not: its outcome is stale (the reaper ends it, as a crash). The run
+  -- index's members scored at or before NOW, read once (holds)
+  local lapsed = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S)
+  if #lapsed > 0 then
+    local set = {}
+    for _, id in ipairs(lapsed) do set[id] = true end
+    for _, e in ipairs(entries) do e.lapsed = set[e.id] end
+  end
 end
 
 local out = {}
@@ -131,7 +136,7 @@ for _, e in ipairs(entries) do
     -- ended its attempt: a second outcome of that attempt is late (it
     -- answers the state the first left), any other is stale
     if h[2] == e.lease and h[3] == e.fence then state = ended[id] end
-  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and e.ends and e.ends > NOW then
+  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and not e.lapsed then
     -- plain: no checkpoints, no errors to delete with the job
     local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
     clear_lease(id)

@@ -71,14 +71,16 @@ local function delete_job(id, plain, state)
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
--- fence, and its lease has not run out by store time (ends: its score in
--- the run index, as the caller's batched ZMSCORE read it): the identity
--- check every write of an attempt starts with. A worker that stalled past
--- its lease writes nothing, even before a reaper ended its attempt.
-local function holds(jk, lease, fence, ends)
+-- fence, and its lease has not run out by store time (lapsed: the job is
+-- among the run index's members scored at or before NOW, which the caller
+-- reads once per call with ZRANGEBYSCORE: near the index's head, so cheap
+-- where a ZMSCORE of every job scanned a small index once per job): the
+-- identity check every write of an attempt starts with. A worker that
+-- stalled past its lease writes nothing, even before a reaper ended its
+-- attempt.
+local function holds(jk, lease, fence, lapsed)
   local h = fields(jk, F.state, F.lease_id, F.fence)
-  ends = tonumber(ends)
-  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence and ends ~= nil and ends > NOW
+  return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence and not lapsed
 end
 
 -- deliver records that child (of parent, spawned by step) finished, and

@@ -14,16 +14,12 @@ local n = tonumber(ARGV[9])
 local out = {}
 -- the fields written per report, looked up once
 local fp, fs, ft, ff = F.track_percent, F.track_state, F.track_at, F.track_fence
-local ends -- each job's lease expiry, one ZMSCORE for the call (holds)
-do
-  local ids = {}
-  for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 5] end
-  ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
-end
+local lapsed = {} -- the jobs whose lease ran out by store time (holds)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S)) do lapsed[id] = true end
 for i = 0, n - 1 do
   local b = 10 + i * 5
   local jk = job_key(ARGV[b])
-  if holds(jk, ARGV[b + 1], ARGV[b + 2], ends[i + 1]) then
+  if holds(jk, ARGV[b + 1], ARGV[b + 2], lapsed[ARGV[b]]) then
     redis.call('HSET', jk, fp, ARGV[b + 3], fs, ARGV[b + 4], ft, NOW_S, ff, ARGV[b + 2])
     out[#out + 1] = 1
   else

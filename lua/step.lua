@@ -42,12 +42,8 @@ local b = 11 -- the next checkpoint's effects in ARGV
 -- most checkpoints have no effects and answer 'ok', 0: one table each
 -- serves them all
 local NO_FX, OK0 = {}, { STATUS.ok, 0 }
-local ends -- each job's lease expiry, one ZMSCORE for the call (holds)
-do
-  local ids = {}
-  for i = 1, 6 * n, 6 do ids[#ids + 1] = A[i] end
-  ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
-end
+local lapsed = {} -- the jobs whose lease ran out by store time (holds)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S)) do lapsed[id] = true end
 for i = 1, 6 * n, 6 do
   local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
   local take
@@ -56,7 +52,7 @@ for i = 1, 6 * n, 6 do
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
   local jk = job_key(id)
   local sk = steps_key(id)
-  if not holds(jk, lease, fence, ends[(i + 5) / 6]) then
+  if not holds(jk, lease, fence, lapsed[id]) then
     out[#out + 1] = { STATUS.stale, 0 }
   elseif mode == 'once' and not take and #fx == 0 and redis.pcall('HSETNX', sk, field, record) == 1 then
     -- most commits: a new step with nothing else to check, written by the
