@@ -56,7 +56,7 @@ func TestSuspendTimers(t *testing.T) {
 			// "give-up" where it was
 			f.clk.Advance(time.Hour)
 			j = f.claimOne("w1")
-			f.clk.Advance(30 * time.Minute)
+			f.clk.Advance(20 * time.Second) // within its lease
 			f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "give-up", After: 3 * time.Hour}}})
 			if got, _ := f.get("w"); !got.RunAt.Equal(epoch.Add(3 * time.Hour)) {
 				t.Fatalf("give-up moved to %v, want %v", got.RunAt, epoch.Add(3*time.Hour))
