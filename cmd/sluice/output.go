@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -75,7 +76,10 @@ func decoded(b []byte) any {
 		return nil
 	}
 	v, err := msgview.Decode(b)
-	if err != nil {
+	switch {
+	case errors.Is(err, msgview.ErrTooDeep):
+		return fmt.Sprintf("<%d bytes of msgpack nested more than %d levels: not shown>", len(b), msgview.MaxDepth)
+	case err != nil:
 		return fmt.Sprintf("<%d bytes, not msgpack>", len(b))
 	}
 	return v
