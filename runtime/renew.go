@@ -10,10 +10,6 @@ import (
 	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
-// renewCalls bounds the renewal calls in flight at once, over all
-// partitions (one call per partition).
-const renewCalls = 8
-
 // renewLoop renews the leases this worker holds every RenewInterval and
 // beats the registry heartbeat (heartbeat.go) with them.
 //
@@ -27,7 +23,7 @@ const renewCalls = 8
 // (expire), whether or not it ever returns.
 func (w *Worker) renewLoop(ctx context.Context) {
 	defer w.listenCancels(ctx)() // cancel.go
-	r := &renewer{w: w, reg: w.register(), busy: map[keys.Partition]bool{}, sem: make(chan struct{}, renewCalls)}
+	r := &renewer{w: w, reg: w.register(), busy: map[keys.Partition]bool{}}
 	defer r.stop(ctx)
 	for n := 0; ; n++ {
 		wait := w.opts.RenewInterval
@@ -58,7 +54,6 @@ func (w *Worker) renewLoop(ctx context.Context) {
 type renewer struct {
 	w   *Worker
 	reg *registry
-	sem chan struct{} // a slot per renewal call being sent
 
 	mu      sync.Mutex
 	busy    map[keys.Partition]bool // partitions with a renewal in flight
@@ -180,21 +175,19 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 		lost []store.Lost
 		err  error
 	)
-	select {
-	case r.sem <- struct{}{}:
-		sent := w.clk.Now()
-		rs := make([]store.Renewal, len(as))
-		for i, a := range as {
-			rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration()}
-		}
-		lost, err = w.st.Renew(cctx, p, rs)
-		<-r.sem
-		if err == nil {
-			w.renewed(as, rs, lost, sent)
-			return
-		}
-	case <-cctx.Done():
-		err = cctx.Err() // no slot came free in time
+	// no cap over the partitions' calls: hung calls holding the slots of a
+	// cap starved healthy partitions until their leases ran out (one node
+	// of a cluster holding 8 of a worker's partitions); go-redis bounds
+	// the connections per node, so a hung node holds its own pool only
+	sent := w.clk.Now()
+	rs := make([]store.Renewal, len(as))
+	for i, a := range as {
+		rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration()}
+	}
+	lost, err = w.st.Renew(cctx, p, rs)
+	if err == nil {
+		w.renewed(as, rs, lost, sent)
+		return
 	}
 	if ctx.Err() != nil {
 		return // the worker stops
