@@ -145,6 +145,12 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		}
 		return ErrLeaseLost
 	}
+	if a.ctl.gone.Load() {
+		// lost by the worker's own clock while the call was in flight: the
+		// handler is cancelled and nothing of the attempt is acked, so it
+		// must not take the extension for a held lease
+		return ErrLeaseLost
+	}
 	a.mu.Lock()
 	a.lease, a.leaseEnd = d, sent.Add(d)
 	a.mu.Unlock()
