@@ -108,9 +108,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	return err
 }
 
-// loopbackHost reports whether host names only this machine.
+// loopbackHost reports whether host names only this machine (a fully
+// qualified "localhost." too).
 func loopbackHost(host string) bool {
-	if host == "localhost" {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
