@@ -113,11 +113,17 @@ do
   cc_prefetch(ckeys)
   -- an attempt whose lease has run out by store time is over, reaped or
   -- not: its outcome is stale (the reaper ends it, as a crash). The run
-  -- index's members scored at or before NOW, read once (holds)
-  local lapsed = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S)
-  if #lapsed > 0 then
+  -- index's head scored at or before NOW, up to 256 (usually none); when
+  -- more lapsed (the reaper is behind), this call's jobs' own scores
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', 0, 256)
+  if #head == 256 then
+    local ids = {}
+    for i, e in ipairs(entries) do ids[i] = e.id end
+    local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
+    for i, e in ipairs(entries) do e.lapsed = (tonumber(ends[i]) or NOW + 1) <= NOW end
+  elseif #head > 0 then
     local set = {}
-    for _, id in ipairs(lapsed) do set[id] = true end
+    for _, id in ipairs(head) do set[id] = true end
     for _, e in ipairs(entries) do e.lapsed = set[e.id] end
   end
 end

@@ -14,8 +14,19 @@ local n = tonumber(ARGV[9])
 local out = {}
 -- the fields written per report, looked up once
 local fp, fs, ft, ff = F.track_percent, F.track_state, F.track_at, F.track_fence
-local lapsed = {} -- the jobs whose lease ran out by store time (holds)
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S)) do lapsed[id] = true end
+-- lapsed: the jobs whose lease ran out by store time (holds), as step.lua
+-- reads them
+local lapsed = {}
+do
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', 0, 256)
+  for _, id in ipairs(head) do lapsed[id] = true end
+  if #head == 256 then
+    local ids = {}
+    for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 5] end
+    local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
+    for k, id in ipairs(ids) do lapsed[id] = (tonumber(ends[k]) or NOW + 1) <= NOW end
+  end
+end
 for i = 0, n - 1 do
   local b = 10 + i * 5
   local jk = job_key(ARGV[b])

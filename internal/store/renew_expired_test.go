@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -67,6 +68,40 @@ func TestWritesPastLeaseExpiryRefused(t *testing.T) {
 			}
 			if got, _ := f.get("job"); got.CrashAttempt != 1 {
 				t.Errorf("after the reap: crash %d, want 1", got.CrashAttempt)
+			}
+		})
+	}
+}
+
+// TestLapsedCheckWithTheReaperBehind: the writes' lease check reads the
+// run index's lapsed head up to a bound; with more lapsed leases than
+// that (no reaper has run), a stalled attempt's ack is still refused and
+// a healthy one's still applies.
+func TestLapsedCheckWithTheReaperBehind(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			var jobs []store.NewJob
+			for i := range 300 {
+				jobs = append(jobs, store.NewJob{Local: fmt.Sprintf("old%03d", i)})
+			}
+			f.enqueue(jobs...)
+			var stalled []*store.Job
+			for len(stalled) < 300 {
+				stalled = append(stalled, f.claim(30, "stalled").Jobs...) // miniredis's Lua packs no more at once
+			}
+			f.clk.Advance(35 * time.Second) // 300 leases ran out; no reaper ran
+			f.enqueue(store.NewJob{Local: "fresh"})
+			fresh := f.claimOne("healthy")
+			if fresh.Local != "fresh" {
+				t.Fatalf("claimed %s", fresh.Local)
+			}
+			if r := f.ack(stalled[299], store.Ack{Code: store.CodeOK}); !errors.Is(r.Err, store.ErrStale) {
+				t.Errorf("a stalled attempt's ack: %+v, want ErrStale", r)
+			}
+			if r := f.ack(fresh, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
+				t.Errorf("a healthy attempt's ack: %+v, want completed", r)
 			}
 		})
 	}
