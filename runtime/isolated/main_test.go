@@ -40,6 +40,7 @@ const (
 	sleeperArg = "sluice-isolated-test-sleeper" // a grandchild that sleeps
 	garbageArg = "sluice-isolated-test-garbage" // a child that prints text, not frames
 	workerArg  = "sluice-isolated-test-worker"  // a worker process (namespace: the next argument)
+	leakArg    = "sluice-isolated-test-leak"    // a child that leaves its stdout to a grandchild and exits (next argument: "group" or "setsid")
 )
 
 // envRedis tells a child where the tests' Redis is (its environment is
@@ -59,6 +60,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		case workerArg:
 			os.Exit(workerMain(os.Args[2]))
+		case leakArg:
+			os.Exit(leakMain(os.Args[2] == "setsid"))
 		}
 	}
 	redistest.Main(m, &shared, false)

@@ -104,22 +104,45 @@ func (s *session) run(ctx context.Context) ([]byte, error) {
 
 	var r readResult
 	var stopped error // why the child was stopped before its stdout ended
-	select {
-	case r = <-replies:
-	case <-ctx.Done():
-		stopped = fmt.Errorf("isolated: child killed: %w", context.Cause(ctx))
-	case <-s.stderr.full:
-		stopped = s.stderrOver()
+	held := false     // the child exited, and a process it started kept its stdout open
+	exited := s.exited
+	var grace <-chan time.Time
+wait:
+	for {
+		select {
+		case r = <-replies:
+			break wait
+		case <-ctx.Done():
+			stopped = fmt.Errorf("isolated: child killed: %w", context.Cause(ctx))
+			break wait
+		case <-s.stderr.full:
+			stopped = s.stderrOver()
+			break wait
+		case <-exited:
+			// The child is gone. What it wrote is in the pipe, to be read
+			// at once; if its stdout does not end within ExitGrace, a
+			// process it started holds it open.
+			exited = nil
+			t := time.NewTimer(s.h.opts.ExitGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			held = true
+			break wait
+		}
 	}
-	if stopped == nil && (r.err == nil || errors.Is(r.err, io.EOF)) {
+	if stopped == nil && !held && (r.err == nil || errors.Is(r.err, io.EOF)) {
 		s.awaitExit(ctx) // the child is done: let it exit by itself
 	}
 	killGroup(s.cmd.Process)
 	ps := s.reap()
 	_ = s.stdin.Close()
 	_ = s.stdout.Close()
-	if stopped != nil {
+	if stopped != nil || held {
 		r = <-replies
+	}
+	if held && r.err != nil {
+		r.err = io.EOF // the child exited without a reply; closing our end ended the read
 	}
 	s.pending.Wait()
 	excerpt := s.stderr.finish(s.h.opts.ExitGrace)
