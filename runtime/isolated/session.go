@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -29,6 +30,11 @@ type session struct {
 	wmu     sync.Mutex     // one frame at a time on stdin
 	pending sync.WaitGroup // frames being written to stdin, checkpoints being committed
 	exited  chan struct{}  // closed once the child has exited (see awaitExit)
+	// done is the attempt's context while run serves the child; quit is
+	// set once run gives up on the child (killed or exited): checkpoints
+	// read after either are refused as stale, not committed.
+	done context.Context
+	quit atomic.Bool
 
 	reapOnce sync.Once
 	state    *os.ProcessState
@@ -98,6 +104,7 @@ func (h *handler) start(a *runtime.Attempt, st *attempt.State) (*session, error)
 // child to exit by itself), or at once when ctx ends or the child
 // oversteps its output limits.
 func (s *session) run(ctx context.Context) ([]byte, error) {
+	s.done = ctx
 	s.pending.Go(func() { s.send(frameStart, s.begin) })
 	replies := make(chan readResult, 1)
 	go func() { replies <- s.read() }()
@@ -130,6 +137,9 @@ wait:
 			held = true
 			break wait
 		}
+	}
+	if stopped != nil || held {
+		s.quit.Store(true)
 	}
 	if stopped == nil && !held && (r.err == nil || errors.Is(r.err, io.EOF)) {
 		s.awaitExit(ctx) // the child is done: let it exit by itself
@@ -212,6 +222,13 @@ func (s *session) read() readResult {
 // fenced by this worker's lease, and cancelling the attempt if it is lost.
 func (s *session) commit(m checkpointMsg) answerMsg {
 	a := answerMsg{Seq: m.Seq}
+	if s.quit.Load() || s.done.Err() != nil {
+		// The attempt is over for this worker (timeout, lost lease,
+		// shutdown, output limit): the child is being killed, and what it
+		// still sends must not take effect.
+		a.Code, a.Error = answerStale, "isolated: the attempt was given up: "+describeStop(s.done)
+		return a
+	}
 	err := s.st.Commit(m.Field, m.Record, m.Mode, m.Commit, m.Effects)
 	var fx *sluicetype.EffectError
 	switch {
@@ -259,4 +276,12 @@ func describe(ps *os.ProcessState) string {
 		return "exit status unknown"
 	}
 	return ps.String()
+}
+
+// describeStop says why an attempt was given up.
+func describeStop(ctx context.Context) string {
+	if err := context.Cause(ctx); err != nil {
+		return err.Error()
+	}
+	return "the child was stopped"
 }
