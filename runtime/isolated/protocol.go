@@ -127,7 +127,7 @@ func readFrame(r io.Reader, limit int) (typ byte, body []byte, err error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		if err == io.ErrUnexpectedEOF {
-			return 0, nil, fmt.Errorf("%w: truncated frame header", errProtocol)
+			return 0, nil, fmt.Errorf("%w: truncated frame header: %w", errProtocol, err)
 		}
 		return 0, nil, err
 	}
@@ -140,7 +140,7 @@ func readFrame(r io.Reader, limit int) (typ byte, body []byte, err error) {
 	}
 	body = make([]byte, n)
 	if _, err := io.ReadFull(r, body); err != nil {
-		return 0, nil, fmt.Errorf("%w: truncated frame body: %v", errProtocol, err)
+		return 0, nil, fmt.Errorf("%w: truncated frame body: %w", errProtocol, err)
 	}
 	return h[1], body, nil
 }

@@ -23,6 +23,17 @@ type proxy struct {
 	waiting map[uint64]chan answerMsg
 	ended   bool
 	gone    chan struct{} // closed when the parent's stream ends
+	garbled error         // why the stream was given up, if not for its end (set before gone is closed)
+}
+
+// goneErr is why the parent's stream ended, once gone is closed: the
+// parent went away (ErrParentGone), or it sent what the child cannot
+// read, a protocol error.
+func (p *proxy) goneErr() error {
+	if p.garbled != nil {
+		return fmt.Errorf("isolated: reading from the parent: %w", p.garbled)
+	}
+	return ErrParentGone
 }
 
 // send writes one frame to the parent.
@@ -63,7 +74,7 @@ func (p *proxy) checkpoint(c store.Checkpoint) store.CheckpointResult {
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
-		return store.CheckpointResult{Err: ErrParentGone}
+		return store.CheckpointResult{Err: p.goneErr()}
 	}
 	p.seq++
 	seq := p.seq
@@ -80,7 +91,7 @@ func (p *proxy) checkpoint(c store.Checkpoint) store.CheckpointResult {
 	case a := <-ch:
 		return a.result()
 	case <-p.gone:
-		return store.CheckpointResult{Err: ErrParentGone}
+		return store.CheckpointResult{Err: p.goneErr()}
 	}
 }
 
@@ -92,15 +103,26 @@ func (p *proxy) readAnswers(in io.Reader, cancel context.CancelCauseFunc) {
 		p.ended = true
 		p.mu.Unlock()
 		close(p.gone)
-		cancel(ErrParentGone)
+		cancel(p.goneErr())
 	}()
 	for {
 		typ, body, err := readFrame(in, maxFrameIn)
 		if err != nil {
+			// The end of the stream, even in a frame, is the parent's
+			// going away; anything else it sent is garbled.
+			var long *tooLongError
+			if errors.As(err, &long) || errors.Is(err, errProtocol) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+				p.garbled = err
+			}
 			return
 		}
 		var a answerMsg
-		if typ != frameAnswer || decode(body, &a) != nil {
+		if typ != frameAnswer {
+			p.garbled = fmt.Errorf("%w: unexpected frame type %q", errProtocol, typ)
+			return
+		}
+		if err := decode(body, &a); err != nil {
+			p.garbled = err
 			return
 		}
 		p.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
@@ -48,6 +50,8 @@ func Main(h runtime.Handlers) {
 // libraries, cannot corrupt the reply. If the parent goes away (stdin ends
 // before the reply) Serve cancels the handler's context and returns
 // ErrParentGone without waiting for the handler: the caller should exit.
+// If the parent sends what is not an answer (a garbled frame), Serve
+// likewise returns a protocol error naming it, for Main to print.
 // So that the child lives to see it, a write to its stderr once the
 // parent is gone fails (EPIPE) instead of killing the process (SIGPIPE).
 // A panic of the handler is reported to the parent, which counts it as a
@@ -73,7 +77,9 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 	defer cancel(nil)
 	p := &proxy{out: out, waiting: map[uint64]chan answerMsg{}, gone: make(chan struct{})}
 	go p.readAnswers(in, cancel)
-	a, st, err := m.attempt(p, func() { cancel(runtime.ErrLeaseLost) })
+	rdb := noRedis()
+	defer func() { _ = rdb.Close() }()
+	a, st, err := m.attempt(rdb, p, func() { cancel(runtime.ErrLeaseLost) })
 	if err != nil {
 		return err
 	}
@@ -83,11 +89,11 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 	select {
 	case r = <-replies:
 	case <-p.gone:
-		return ErrParentGone
+		return p.goneErr()
 	}
 	select {
 	case <-p.gone: // the handler saw its context cancelled for it
-		return ErrParentGone
+		return p.goneErr()
 	default:
 	}
 	if err := p.send(frameReply, r); err != nil {
@@ -98,13 +104,13 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 
 // attempt builds the handler's view of the attempt and the step state
 // whose checkpoints go to the parent.
-func (m *startMsg) attempt(p *proxy, lose func()) (*runtime.Attempt, *attempt.State, error) {
+func (m *startMsg) attempt(rdb *redis.Client, p *proxy, lose func()) (*runtime.Attempt, *attempt.State, error) {
 	ref, ok := keys.ParseRef(m.NS, m.ID)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: job ID %q", errProtocol, m.ID)
 	}
 	lease := store.Lease{Local: ref.Local, LeaseID: m.LeaseID, Fence: m.Fence}
-	rs := store.New(noRedis(), store.Config{NS: m.NS})
+	rs := store.New(rdb, store.Config{NS: m.NS})
 	st := attempt.New(rs, ref, lease, m.Steps)
 	st.Layouts, st.Created, st.Claimed = store.FixedLayouts(rs, m.Partitions), m.Created, m.Claimed
 	st.Host = &childHost{p: p, lose: lose}
