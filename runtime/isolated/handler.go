@@ -64,6 +64,11 @@ var (
 	// ErrParentGone: Serve's parent closed the child's stdin before the
 	// attempt's reply.
 	ErrParentGone = errors.New("isolated: the parent worker went away")
+	// ErrStart: the child process of an attempt could not be started (its
+	// program was removed or is not executable since Handler found it,
+	// its interpreter is missing, or the system is out of processes or
+	// descriptors). The attempt fails like a returned error.
+	ErrStart = errors.New("isolated: the child process could not be started")
 )
 
 // ChildError is an ordinary error a child's handler returned. It spends
@@ -128,7 +133,7 @@ func (h *handler) Work(ctx context.Context, a *runtime.Attempt) ([]byte, error) 
 	}
 	s, err := h.start(a, st)
 	if err != nil {
-		return nil, fmt.Errorf("isolated: starting %s: %w", h.cmd.Path, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrStart, h.cmd.Path, err)
 	}
 	return s.run(ctx)
 }

@@ -3,8 +3,12 @@
 package isolated_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -171,4 +175,40 @@ func TestOutput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStartFailure: a child program that cannot be started (here: its
+// interpreter is missing) fails the attempt like a returned error,
+// isolated.ErrStart with its cause, and the job is retried, not lost; the
+// worker goes on running other jobs.
+func TestStartFailure(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "child")
+	if err := os.WriteFile(path, []byte("#!/nonexistent/sluice-interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	broken, err := isolated.Handler(isolated.Command{Path: path}, isolated.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen proctest.Buffer
+	e := newEnv(t, nil)
+	h := isolate(t, command(), isolated.Options{}, echoArgs{}.Kind())
+	h.Kinds[unknownArgs{}.Kind()] = runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+		res, err := broken.Work(ctx, a)
+		if errors.Is(err, isolated.ErrStart) && errors.Is(err, fs.ErrNotExist) {
+			seen.Write([]byte("ErrStart"))
+		}
+		return res, err
+	})
+	e.startWorker(h, runtime.Options{})
+	j := e.WaitState(e.Enqueue(unknownArgs{}), flow.StateRetryable)
+	if j.Attempt != 1 || j.CrashAttempt != 0 || len(j.Errors) != 1 || j.Errors[0].Class != "error" ||
+		!strings.HasPrefix(j.Errors[0].Message, "isolated: the child process could not be started: "+path) {
+		t.Errorf("attempt %d crash_attempt %d, errors %+v; want one error, ErrStart", j.Attempt, j.CrashAttempt, j.Errors)
+	}
+	if seen.String() != "ErrStart" {
+		t.Errorf("the handler's error does not match isolated.ErrStart and fs.ErrNotExist")
+	}
+	e.WaitState(e.Enqueue(echoArgs{Msg: "after"}), flow.StateCompleted)
 }
