@@ -151,7 +151,7 @@ wait:
 	if stopped != nil || held {
 		r = <-replies
 	}
-	if held && r.err != nil {
+	if held && errors.Is(r.err, os.ErrClosed) {
 		r.err = io.EOF // the child exited without a reply; closing our end ended the read
 	}
 	s.pending.Wait()
