@@ -36,7 +36,9 @@
 // the group, with setsid, is beyond reach). A child that dies by a signal,
 // exits, or closes its stdout without a valid reply is a crash: a
 // *CrashError with the exit status and an excerpt of its stderr, recorded
-// with error class "child_crash". A panic in a Serve child is reported to
+// with error class "child_crash". So is a child that exits while a
+// process it started still holds its stdout open, once Options.ExitGrace
+// has passed. A panic in a Serve child is reported to
 // the worker and recorded as a crash of class "panic", as in a worker.
 // If the worker itself dies, a child running Main kills its process group
 // and exits as soon as its stdin ends.

@@ -51,8 +51,9 @@ type Options struct {
 	// kept, for the error recorded when the child crashes.
 	Stderr io.Writer
 	// ExitGrace is how long the child may take to exit after its reply, or
-	// after closing its stdout, before its process group is killed.
-	// Default 1s.
+	// after closing its stdout, before its process group is killed; and
+	// how long its stdout may stay open (held by a process it started)
+	// once it exited, before it counts as a crash. Default 1s.
 	ExitGrace time.Duration
 }
 
