@@ -53,6 +53,10 @@ type Attempt struct {
 	returned    chan struct{}
 	watchOnce   sync.Once
 	leaseEnd    time.Time // our own estimate of when the lease runs out
+	// lapsed: expire gave the attempt up at leaseEnd (set under mu with
+	// that decision, so that ExtendLease, which moves leaseEnd under mu,
+	// either moves it first or finds the attempt given up)
+	lapsed bool
 	ctl         control   // lease control, progress, tracked goroutines (control.go)
 	host        attemptHost
 	vctx        attemptCtx // the handler's context carries the attempt through it

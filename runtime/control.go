@@ -145,15 +145,16 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		}
 		return ErrLeaseLost
 	}
-	if a.ctl.gone.Load() {
-		// lost by the worker's own clock while the call was in flight: the
-		// handler is cancelled and nothing of the attempt is acked, so it
-		// must not take the extension for a held lease
+	// lost by the worker's own clock while the call was in flight (expire
+	// decides that under mu, as this moves leaseEnd): the handler is
+	// cancelled and nothing of the attempt is acked, so it must not take
+	// the extension for a held lease
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lapsed || a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	a.mu.Lock()
 	a.lease, a.leaseEnd = d, sent.Add(d)
-	a.mu.Unlock()
 	return nil
 }
 

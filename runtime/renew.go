@@ -235,6 +235,7 @@ func (w *Worker) expire(now time.Time) {
 		}
 		a.mu.Lock()
 		if !now.Before(a.leaseEnd) {
+			a.lapsed = true
 			out = append(out, a)
 		}
 		a.mu.Unlock()
