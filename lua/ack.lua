@@ -119,7 +119,10 @@ do
   if #head == 256 then
     local ids = {}
     for i, e in ipairs(entries) do ids[i] = e.id end
-    local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
+    local ends = {}
+    for c = 1, #ids, 1000 do -- unpack takes a few thousand at most
+      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(ids, c, math.min(c + 999, #ids)))) do ends[c + k - 1] = v end
+    end
     for i, e in ipairs(entries) do e.lapsed = (tonumber(ends[i]) or NOW + 1) <= NOW end
   elseif #head > 0 then
     local set = {}

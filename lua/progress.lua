@@ -23,7 +23,10 @@ do
   if #head == 256 then
     local ids = {}
     for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 5] end
-    local ends = redis.call('ZMSCORE', K_RUN, unpack(ids))
+    local ends = {}
+    for c = 1, #ids, 1000 do -- unpack takes a few thousand at most
+      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(ids, c, math.min(c + 999, #ids)))) do ends[c + k - 1] = v end
+    end
     for k, id in ipairs(ids) do lapsed[id] = (tonumber(ends[k]) or NOW + 1) <= NOW end
   end
 end

@@ -9,7 +9,10 @@
 --   maintenance pass has reaped its job yet (state 'running'): a worker
 --   that stalled past its lease has its writes rejected (SPEC 7), and a
 --   renewal must not revive a lease another worker's reaper may take at
---   any moment. Costs one ZSCORE per lease.
+--   any moment. Costs one ZSCORE per lease. A held lease missing from
+--   run (corrupt data: nothing but a hand removes it) is held, as the
+--   other writes of an attempt take it, and the renewal puts its entry
+--   back, so that the reaper finds the job if its worker dies.
 -- Transitions: none; only the lease expiry (score in run) moves.
 do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
@@ -23,10 +26,10 @@ for i = 0, n - 1 do
   local held = h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2]
   if held then
     local expiry = tonumber(redis.call('ZSCORE', K_RUN, id))
-    held = expiry ~= nil and expiry > NOW -- the reaper takes a score <= NOW
+    held = expiry == nil or expiry > NOW -- the reaper takes a score <= NOW
   end
   if held then
-    redis.call('ZADD', K_RUN, 'XX', NOW + tonumber(ARGV[b + 3]), id)
+    redis.call('ZADD', K_RUN, NOW + tonumber(ARGV[b + 3]), id)
   else
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none

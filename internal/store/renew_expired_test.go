@@ -106,3 +106,36 @@ func TestLapsedCheckWithTheReaperBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldLeaseMissingFromRunIndex: a running job whose entry in the run
+// index is gone (corrupt data) is held by its lease alike for every write
+// of its attempt: a renewal says held and puts the entry back (so the
+// reaper finds the job should its worker die), and progress and the ack
+// apply. A renewal that said lost while the ack applied left the job
+// running on no index once its worker gave up: never reaped.
+func TestHeldLeaseMissingFromRunIndex(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			if err := f.rdb.ZRem(f.ctx, f.p.Running(), "job").Err(); err != nil {
+				t.Fatal(err)
+			}
+			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
+			if err != nil || len(lost) != 0 {
+				t.Fatalf("renew: lost %v, %v; want held", lost, err)
+			}
+			if _, ok := f.score(f.p.Running(), "job"); !ok {
+				t.Error("the renewal did not put the job back in the run index")
+			}
+			if ok, err := f.st.Progress(f.ctx, f.p, []store.ProgressReport{{Lease: lease(j), Percent: 50}}); err != nil || !ok[0] {
+				t.Errorf("progress: %v %v, want written", ok, err)
+			}
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
+				t.Errorf("ack: %+v, want completed", r)
+			}
+		})
+	}
+}
