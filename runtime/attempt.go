@@ -57,9 +57,10 @@ type Attempt struct {
 	// that decision, so that ExtendLease, which moves leaseEnd under mu,
 	// either moves it first or finds the attempt given up)
 	lapsed bool
-	ctl         control   // lease control, progress, tracked goroutines (control.go)
-	host        attemptHost
-	vctx        attemptCtx // the handler's context carries the attempt through it
+
+	ctl  control // lease control, progress, tracked goroutines (control.go)
+	host attemptHost
+	vctx attemptCtx // the handler's context carries the attempt through it
 
 	tel attemptTelemetry // its span (telemetry.go)
 }
