@@ -56,3 +56,26 @@ func TestOnCompleteInsideStepRefused(t *testing.T) {
 		t.Fatalf("completion effects: %q (%v), want 1: only the handler-level OnComplete's", got, err)
 	}
 }
+
+type completeInStepReturned struct{}
+
+func (completeInStepReturned) Kind() string { return "complete_in_step_returned" }
+
+// TestOnCompleteInsideStepParks: a handler that returns the step's
+// ErrOnCompleteInStep parks its job at once (archived, reason
+// on_complete_in_step): the mistake is in its code, and each retry would
+// make it again.
+func TestOnCompleteInsideStepParks(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	register(t, reg, func(ctx context.Context, _ *flow.Job[completeInStepReturned]) error {
+		return step.Do(ctx, "charge", func(ctx context.Context) error {
+			return step.OnComplete(ctx, idempotency.IncrBy("{x}:n", 1))
+		})
+	})
+	e := newEnv(t, shared.Server.Client(), reg)
+	info := e.run(completeInStepReturned{}, flow.StateArchived)
+	if info.Reason != "on_complete_in_step" || info.Attempt != 0 {
+		t.Errorf("job: %s, reason %q, attempt %d; want archived on_complete_in_step at its first attempt", info.State, info.Reason, info.Attempt)
+	}
+}

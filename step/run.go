@@ -57,11 +57,14 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	}
 	sc := &stepCtx{Context: ctx}
 	v, err := fn(sc)
+	if r := sc.fx.refusal(); r != nil {
+		// OnComplete was called in fn: a mistake in the handler's code,
+		// which a retry would make again; the job is parked if the
+		// handler returns this (whether fn returned the error or not)
+		return zero, park("on_complete_in_step", r)
+	}
 	if err != nil {
 		return zero, err
-	}
-	if err := sc.fx.refusal(); err != nil {
-		return zero, err // OnComplete was called in fn, which ignored its error
 	}
 	b, err := encodeRecord(idx, v)
 	if err != nil {
@@ -169,7 +172,8 @@ func Effect(ctx context.Context, effects ...sluicetype.Effect) error {
 // not run again, so effects staged inside it would be lost if a later
 // attempt completes the job. Called inside a step function (Run, Do,
 // Commit), it stages nothing and returns ErrOnCompleteInStep, and the
-// step fails with that error even if its function ignores it.
+// step fails with that error even if its function ignores it; a handler
+// that returns it parks the job (reason on_complete_in_step).
 func OnComplete(ctx context.Context, effects ...sluicetype.Effect) error {
 	st, ok := attempt.From(ctx)
 	if !ok {
