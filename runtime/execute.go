@@ -56,7 +56,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 // CancelGrace, a watcher settles the job without it (the slot stays taken
 // until the handler does return).
 func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
-	ctx, cancel := context.WithCancelCause(jobsCtx)
+	ctx, cancel := context.WithCancelCause(w.attemptBase)
 	defer cancel(nil)
 	a.vctx = attemptCtx{Context: ctx, a: a}
 	ctx = w.tel.startAttempt(&a.vctx, a, w.clk.Now())
@@ -89,6 +89,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	a.ctl.ctx, a.cancel = ctx, cancel
 	a.mu.Unlock()
 	if jobsCtx.Err() != nil { // shutdown cancelled it before cancel was set
+		cancel(context.Cause(jobsCtx))
 		a.watch()
 	}
 	stopWatch := func() bool { return false }

@@ -39,6 +39,12 @@ type Worker struct {
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
 	pool     *runners       // goroutines that run handlers (runner.go)
+	// attemptBase is what each attempt's context derives from: jobsCtx's
+	// values without its cancellation, so that an attempt's context is
+	// not registered with (and removed from) a context every runner
+	// shares, under its mutex, twice per job; drain cancels the attempts
+	// in flight itself. Set by Run before the first claim.
+	attemptBase context.Context
 
 	acks         *batcher[store.Ack, store.AckResult]
 	checkpoints  *batcher[store.Checkpoint, store.CheckpointResult]
@@ -133,6 +139,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// shutdown window.
 	jobsCtx, cancelJobs := context.WithCancelCause(bg)
 	defer cancelJobs(nil)
+	w.attemptBase = context.WithoutCancel(jobsCtx)
 	svcCtx, stopServices := context.WithCancel(bg)
 	var services sync.WaitGroup
 	w.acks.start(svcCtx, &services)
@@ -182,10 +189,13 @@ func (w *Worker) drain(cancelJobs context.CancelCauseFunc) {
 	cancelJobs(ErrShutdown)
 	w.mu.Lock()
 	for a := range w.inflight {
+		// an attempt whose cancel is not set yet sees jobsCtx cancelled
+		// once it sets it (execute)
 		a.mu.Lock()
-		started := a.cancel != nil
+		cancel := a.cancel
 		a.mu.Unlock()
-		if started {
+		if cancel != nil {
+			cancel(ErrShutdown)
 			a.watch()
 		}
 	}
