@@ -35,6 +35,7 @@ type echoResult struct {
 	LeaseID string
 	Claimed time.Time
 	Env     []string
+	Ends    time.Time // the handler's ctx.Deadline(), zero for none
 }
 
 // outcomeArgs: the child returns the outcome named.
@@ -85,8 +86,9 @@ func childRegistry() *flow.Registry {
 	reg := flow.NewRegistry()
 	rdb := func() *redis.Client { return redis.NewClient(&redis.Options{Addr: os.Getenv(envRedis)}) }
 	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[echoArgs]) (echoResult, error) {
+		ends, _ := ctx.Deadline()
 		return echoResult{Msg: "echo: " + job.Args.Msg, ID: job.ID, Fence: job.Fence, LeaseID: job.LeaseID,
-			Claimed: job.Claimed, Env: os.Environ()}, nil
+			Claimed: job.Claimed, Env: os.Environ(), Ends: ends}, nil
 	}))
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[outcomeArgs]) error {
 		switch job.Args.Outcome {

@@ -69,7 +69,10 @@
 //   - 'S' (worker to child, first): the attempt: ns, id, queue, kind,
 //     payload, headers, priority, attempt, crash_attempt, max_attempts,
 //     fence, lease_id, created, claimed, deadline, orphan, partitions,
-//     steps (the checkpoints of earlier attempts, step name to record).
+//     steps (the checkpoints of earlier attempts, step name to record),
+//     ends (when the worker will end the attempt, its timeout or the
+//     job's deadline, whichever is first; absent or zero for neither: the
+//     handler's ctx.Deadline in the child).
 //   - 'C' (child to worker): commit a checkpoint: seq (chosen by the child),
 //     field, record, mode ("once" or "cursor"), commit, effects.
 //   - 'A' (worker to child): the answer to checkpoint seq: code "" (done),

@@ -66,6 +66,40 @@ func TestSuccess(t *testing.T) {
 	}
 }
 
+// TestChildSeesWhenAttemptEnds: the handler's context in the child
+// reports when the worker will end the attempt (and kill the child), as
+// it would in the worker: the job's timeout from the claim, or its
+// deadline when that comes first; none without either.
+func TestChildSeesWhenAttemptEnds(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.startWorker(isolate(t, command(), isolated.Options{}, echoArgs{}.Kind()), runtime.Options{})
+	before := time.Now()
+	timed := e.Enqueue(echoArgs{}, flow.WithTimeout(time.Hour))
+	deadline := before.Add(30 * time.Minute).Truncate(time.Millisecond)
+	dated := e.Enqueue(echoArgs{}, flow.WithTimeout(time.Hour), flow.WithDeadline(deadline))
+	plain := e.Enqueue(echoArgs{})
+	ends := func(id string) time.Time {
+		var got echoResult
+		if err := e.WaitState(id, flow.StateCompleted).DecodeResult(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got.Ends
+	}
+	got := ends(timed)
+	if after := time.Now(); got.Before(before.Add(time.Hour)) || got.After(after.Add(time.Hour)) {
+		t.Errorf("with a one-hour timeout the child's deadline is %v, want an hour after the claim (between %v and %v)", got, before.Add(time.Hour), after.Add(time.Hour))
+	}
+	// the deadline is store time carried over to the worker's clock: the
+	// same clock here, up to the time a claim takes
+	if got := ends(dated); got.Sub(deadline).Abs() > time.Second {
+		t.Errorf("with a deadline of %v the child's deadline is %v", deadline, got)
+	}
+	if got := ends(plain); !got.IsZero() {
+		t.Errorf("with neither timeout nor deadline the child's context has deadline %v, want none", got)
+	}
+}
+
 // TestInheritEnv: with InheritEnv the child also gets the worker's
 // environment.
 func TestInheritEnv(t *testing.T) {

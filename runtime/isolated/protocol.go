@@ -35,24 +35,28 @@ var errProtocol = errors.New("isolated: protocol error")
 // startMsg is the attempt the child runs: its identity, its job and the
 // step checkpoints of earlier attempts.
 type startMsg struct {
-	NS           string            `msgpack:"ns"`
-	ID           string            `msgpack:"id"`
-	Queue        string            `msgpack:"queue"`
-	Kind         string            `msgpack:"kind"`
-	Payload      []byte            `msgpack:"payload"`
-	Headers      []byte            `msgpack:"headers"`
-	Priority     int               `msgpack:"priority"`
-	Attempt      int               `msgpack:"attempt"`
-	CrashAttempt int               `msgpack:"crash_attempt"`
-	MaxAttempts  int               `msgpack:"max_attempts"`
-	Fence        int64             `msgpack:"fence"`
-	LeaseID      string            `msgpack:"lease_id"`
-	Created      time.Time         `msgpack:"created"`
-	Claimed      time.Time         `msgpack:"claimed"`
-	Deadline     time.Time         `msgpack:"deadline"`
-	Orphan       sluicetype.Orphan `msgpack:"orphan"`
-	Partitions   map[string]int    `msgpack:"partitions"`
-	Steps        map[string][]byte `msgpack:"steps"`
+	NS           string    `msgpack:"ns"`
+	ID           string    `msgpack:"id"`
+	Queue        string    `msgpack:"queue"`
+	Kind         string    `msgpack:"kind"`
+	Payload      []byte    `msgpack:"payload"`
+	Headers      []byte    `msgpack:"headers"`
+	Priority     int       `msgpack:"priority"`
+	Attempt      int       `msgpack:"attempt"`
+	CrashAttempt int       `msgpack:"crash_attempt"`
+	MaxAttempts  int       `msgpack:"max_attempts"`
+	Fence        int64     `msgpack:"fence"`
+	LeaseID      string    `msgpack:"lease_id"`
+	Created      time.Time `msgpack:"created"`
+	Claimed      time.Time `msgpack:"claimed"`
+	Deadline     time.Time `msgpack:"deadline"`
+	// Ends is when the worker will end the attempt (its timeout or the
+	// job's deadline, whichever is first; zero for neither): the
+	// handler's ctx.Deadline in the child, which is killed then.
+	Ends       time.Time         `msgpack:"ends"`
+	Orphan     sluicetype.Orphan `msgpack:"orphan"`
+	Partitions map[string]int    `msgpack:"partitions"`
+	Steps      map[string][]byte `msgpack:"steps"`
 }
 
 // checkpointMsg asks the parent to commit a step checkpoint with its

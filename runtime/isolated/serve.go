@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -83,8 +84,12 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 	if err != nil {
 		return err
 	}
+	hctx := attempt.With(ctx, st)
+	if !m.Ends.IsZero() {
+		hctx = ends{hctx, m.Ends}
+	}
 	replies := make(chan replyMsg, 1)
-	go func() { replies <- work(attempt.With(ctx, st), h, a, st) }()
+	go func() { replies <- work(hctx, h, a, st) }()
 	var r replyMsg
 	select {
 	case r = <-replies:
@@ -122,6 +127,19 @@ func (m *startMsg) attempt(rdb *redis.Client, p *proxy, lose func()) (*runtime.A
 	}
 	return a, st, nil
 }
+
+// ends is the handler's context in the child when the worker will end the
+// attempt at a known time: it reports that time as its deadline, as the
+// handler's context in a worker does, and is cancelled by the worker
+// (which kills the child then), not by a timer of its own: a reply the
+// child sent on its own timer, just ahead of the worker's, would be read
+// as the handler's error rather than as the timeout it is.
+type ends struct {
+	context.Context
+	at time.Time
+}
+
+func (c ends) Deadline() (time.Time, bool) { return c.at, true }
 
 // work runs the handler and turns what it did into a reply.
 func work(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attempt.State) (r replyMsg) {

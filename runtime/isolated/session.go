@@ -105,6 +105,9 @@ func (h *handler) start(a *runtime.Attempt, st *attempt.State) (*session, error)
 // oversteps its output limits.
 func (s *session) run(ctx context.Context) ([]byte, error) {
 	s.done = ctx
+	if d, ok := ctx.Deadline(); ok {
+		s.begin.Ends = d
+	}
 	s.pending.Go(func() { s.send(frameStart, s.begin) })
 	replies := make(chan readResult, 1)
 	go func() { replies <- s.read() }()
