@@ -82,3 +82,21 @@ func TestCallKeepCoversTheClientsResends(t *testing.T) {
 		_ = c.rdb.Close()
 	}
 }
+
+// TestCallKeepClusterNodeRetries: a cluster client whose options set
+// MaxRetries retries a command on each node client (the node clients take
+// ClusterOptions.MaxRetries) inside each of the cluster client's own
+// MaxRedirects attempts: up to (MaxRedirects+1)*(MaxRetries+1)
+// deliveries, not max(MaxRedirects, MaxRetries)+1. Its record must last
+// as long as that client may re-send, as a single client's does for its
+// retries.
+func TestCallKeepClusterNodeRetries(t *testing.T) {
+	cl := redis.NewClusterClient(&redis.ClusterOptions{MaxRedirects: 3, MaxRetries: 3})
+	defer cl.Close()
+	// the same bound for a single client making as many re-sends
+	single := redis.NewClient(&redis.Options{MaxRetries: (3+1)*(3+1) - 1})
+	defer single.Close()
+	if got, want := callKeep(cl), callKeep(single); got < want {
+		t.Errorf("cluster MaxRedirects 3, MaxRetries 3: record kept %s; the client may re-send for %s (15 re-sends)", got, want)
+	}
+}
