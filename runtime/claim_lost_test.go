@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/step"
 )
 
 type lostClaimArgs struct{}
@@ -78,5 +79,40 @@ func TestClaimReplyLostChargesNoCrash(t *testing.T) {
 	if j.CrashAttempt != 0 {
 		t.Errorf("crash_attempt %d after a lost claim reply (completed after %s), want 0: the job never crashed",
 			j.CrashAttempt, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+type lostCommitArgs struct{}
+
+func (lostCommitArgs) Kind() string { return "lost_commit" }
+
+// TestStepCommitReplyLostCostsNoAttempt: a step commit that Redis ran
+// (its checkpoint and effects are written) but whose reply was lost past
+// go-redis's retries is not a failed step. Its call ID comes from its
+// content (job, lease, fence, step, record), so sending the same commit
+// again is answered from its call record, as the worker does for an ack
+// (flushAcks); but the worker sends a commit once, the step returns the
+// network error, and the job is charged an attempt (and a retry backoff,
+// or archived when it had one attempt) for a step that succeeded.
+func TestStepCommitReplyLostCostsNoAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reg := flow.NewRegistry()
+	var runs atomic.Int64
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[lostCommitArgs]) error {
+		return step.Do(ctx, "charge", func(context.Context) error { runs.Add(1); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	id := e.Enqueue(lostCommitArgs{})
+	hook := &loseFirstRun{sc: lua.Step}
+	e.RDB.AddHook(hook)
+	e.StartWorker(reg, runtime.Options{})
+	j := e.PollState(id, flow.StateCompleted)
+	if !hook.done.Load() {
+		t.Fatal("no commit reply was lost")
+	}
+	if j.Attempt != 0 || runs.Load() != 1 {
+		t.Errorf("attempt %d, step run %d times; want 0 and once: the commit went through", j.Attempt, runs.Load())
 	}
 }
