@@ -36,14 +36,19 @@ func callKeep(rdb redis.UniversalClient) time.Duration {
 		retries, pool, dial, dials, dialGap, write, read, backoff =
 			o.MaxRetries, o.PoolTimeout, o.DialTimeout, o.DialerRetries, o.DialerRetryTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
 	case *redis.ClusterClient:
+		// each of the cluster client's MaxRedirects+1 tries goes through
+		// a node client that retries MaxRetries times itself
 		o := c.Options()
 		retries, pool, dial, dials, dialGap, write, read, backoff =
-			max(o.MaxRedirects, o.MaxRetries), o.PoolTimeout, o.DialTimeout, o.DialerRetries, o.DialerRetryTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
+			(max(o.MaxRedirects, 0)+1)*(max(o.MaxRetries, 0)+1)-1, o.PoolTimeout, o.DialTimeout, o.DialerRetries, o.DialerRetryTimeout, o.WriteTimeout, o.ReadTimeout, o.MaxRetryBackoff
 	}
 	if read <= 0 || write <= 0 {
 		return maxCallKeep // no timeout (go-redis: 0 or -1 once set up): a re-send may come at any time
 	}
 	retries, dials = max(retries, 0), max(dials, 1)
+	if pool <= 0 {
+		pool = read + time.Second // go-redis's default, which a cluster client's options leave unset
+	}
 	try := pool + time.Duration(dials)*(dial+dialGap) + write + read + backoff
 	window := read + time.Duration(retries)*try
 	return min(max(CallKeep, window+window/5), maxCallKeep)
