@@ -32,6 +32,11 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	}
 	pick := newWeightedPicker(w.parts, w.opts.Queues)
 	errDelay := time.Duration(0)
+	// again is a claim that failed, to be sent again as it was (its ID
+	// names it, store.ClaimRequest.ID) before any other: Redis may have
+	// run it and lost its reply, leasing jobs that only its record can
+	// hand to this worker (resend).
+	var again *failedClaim
 	// into holds the jobs of each claim until start has copied them out:
 	// one claim's storage serves the next.
 	into := make([]store.Job, w.opts.ClaimBatch)
@@ -71,47 +76,68 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				ready[i], due[i] = true, time.Time{}
 			}
 		}
-		chosen := pick.next(ready)
-		if chosen < 0 {
-			w.waitForWork(ctx, wake, due, onWake)
-			continue
-		}
-		slots := w.acquire(w.opts.ClaimBatch)
-		if slots == 0 {
-			select {
-			case <-ctx.Done():
-			case <-w.freed:
-			case m, open := <-wake:
-				onWake(m, open)
+		var (
+			chosen, slots int
+			req           store.ClaimRequest
+			sent          = w.clk.Now()
+		)
+		if again != nil {
+			chosen, slots, req = again.part, again.slots, again.req
+			sent = again.sent // when the leases of its first run began, if it ran
+		} else {
+			chosen = pick.next(ready)
+			if chosen < 0 {
+				w.waitForWork(ctx, wake, due, onWake)
+				continue
 			}
-			continue
+			if slots = w.acquire(w.opts.ClaimBatch); slots == 0 {
+				select {
+				case <-ctx.Done():
+				case <-w.freed:
+				case m, open := <-wake:
+					onWake(m, open)
+				}
+				continue
+			}
+			if w.staleQueue(w.parts[chosen].Queue) { // resized: checkLayouts logged it
+				w.release(slots)
+				ready[chosen], due[chosen] = false, now.Add(w.opts.IdlePoll)
+				continue
+			}
+			nonce := w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10)
+			req = store.ClaimRequest{
+				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
+				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: w.suspects.Load() > 0,
+			}
 		}
 		p := w.parts[chosen]
-		if w.staleQueue(p.Queue) { // resized: checkLayouts logged it
-			w.release(slots)
-			ready[chosen], due[chosen] = false, now.Add(w.opts.IdlePoll)
-			continue
-		}
-		sent := w.clk.Now()
-		res, err := w.st.Claim(ctx, p, store.ClaimRequest{
-			N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
-			Nonce: w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10), PromoteLimit: 100,
-			NoSuspect: w.suspects.Load() > 0, Into: into,
-		})
+		req.Into = into
+		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
-			w.release(slots)
 			if ctx.Err() != nil {
+				w.release(slots)
 				return nil
 			}
 			if w.clientClosed(ctx, err) {
+				w.release(slots)
 				return fmt.Errorf("sluice: cannot claim: %w", err)
 			}
 			errDelay = min(max(2*errDelay, 10*time.Millisecond), 2*time.Second)
-			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", errDelay)
+			if again == nil {
+				again = &failedClaim{part: chosen, slots: slots, req: req, sent: sent}
+			}
+			if w.clk.Now().Add(errDelay).Sub(again.sent) >= w.resendFor() {
+				// any leases its first run made have run half out: the
+				// reaper will hand those jobs back
+				w.release(slots)
+				again = nil
+			}
+			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", errDelay,
+				"send_again", again != nil)
 			sleep(ctx, w.clk, errDelay)
 			continue
 		}
-		errDelay = 0
+		again, errDelay = nil, 0
 		pick.served(chosen, len(res.Jobs))
 		w.release(slots - len(res.Jobs))
 		if res.Dry {
@@ -141,6 +167,29 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
 	return nil
+}
+
+// failedClaim is a claim whose call failed: partition index part, its
+// request and slots, and when it was first sent.
+type failedClaim struct {
+	part  int
+	slots int
+	req   store.ClaimRequest
+	sent  time.Time
+}
+
+// resendFor is how long after first sending a claim that failed the
+// worker sends it again under its ID (store.ClaimRequest.ID), for the
+// jobs a first run whose reply was lost may have leased: half the
+// shortest lease. The worker reckons those leases from the first send,
+// so at least half of each is left to renew; a claim that first ran at
+// a later send is reckoned short by as much, which renewal corrects.
+func (w *Worker) resendFor() time.Duration {
+	d := w.opts.Lease
+	for _, l := range w.opts.KindLease {
+		d = min(d, l)
+	}
+	return d / 2
 }
 
 // clientClosed tells whether err means the Redis client is closed, for

@@ -11,11 +11,16 @@ import (
 
 // ClaimRequest asks for up to N jobs of one partition.
 type ClaimRequest struct {
-	N            int
-	Lease        time.Duration
-	KindLease    map[string]time.Duration // per-kind lease overrides
-	Worker       string
-	Nonce        string // makes lease IDs unique: nonce.1, nonce.2, ...
+	N         int
+	Lease     time.Duration
+	KindLease map[string]time.Duration // per-kind lease overrides
+	Worker    string
+	Nonce     string // makes lease IDs unique: nonce.1, nonce.2, ...
+	// ID, when set, names the call (with Worker): the same request sent
+	// again under it, after an error that may have lost the reply of a
+	// claim Redis ran, is answered the jobs that claim leased, not left
+	// leased to no one until the leases end. Empty: a new call.
+	ID           string
 	PromoteLimit int
 	// NoSuspect says the worker runs a job with a crash on record: the
 	// claim leases no other. Without it, a claim leases at most one
@@ -66,7 +71,14 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		suspect = "0"
 	}
 	args = append(args, suspect)
-	v, err := s.run(ctx, lua.Claim, p, args...).Result()
+	call := newCallID()
+	if req.ID != "" {
+		id := newContentID()
+		id.add(req.Worker)
+		id.add(req.ID)
+		call = id.call()
+	}
+	v, err := s.send(ctx, lua.Claim, call, append(s.callArgs(p, len(args)), args...)).Result()
 	if err != nil {
 		return ClaimResult{}, err
 	}
