@@ -29,7 +29,7 @@ func (a *fixture) claimAll(queue string, partitions int, ack *store.Ack) {
 		}
 		for _, j := range res.Jobs {
 			l := store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}
-			cs := a.st.Checkpoints(a.ctx, p, []store.Checkpoint{{Lease: l, Field: "s1", Record: []byte("r"), Mode: store.ModeOnce, Commit: j.Local + ":s1"}})
+			cs, _ := a.st.Checkpoints(a.ctx, p, []store.Checkpoint{{Lease: l, Field: "s1", Record: []byte("r"), Mode: store.ModeOnce, Commit: j.Local + ":s1"}})
 			if cs[0].Err != nil {
 				a.t.Fatal(cs[0].Err)
 			}

@@ -349,7 +349,7 @@ func TestCheckpointCorruptStepsKey(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "good"}, store.NewJob{Local: "bad"})
 			held := f.claimLeases(2, "w")
 			f.overwrite(f.p.Steps("bad"))
-			rs := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
+			rs, _ := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
 				{Lease: held["good"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
 				{Lease: held["bad"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
 			})

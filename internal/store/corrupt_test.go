@@ -144,7 +144,7 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 			if err != nil || len(lost) != 1 || lost[0].LeaseID != held["bad"].LeaseID {
 				t.Fatalf("renew: lost %+v, %v; want the corrupt job's lease alone", lost, err)
 			}
-			rs := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
+			rs, _ := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
 				{Lease: held["bad"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
 				{Lease: held["good"], Field: "s", Record: []byte("r"), Mode: store.ModeOnce},
 			})

@@ -311,7 +311,7 @@ func TestCheckpointTwiceInOneCall(t *testing.T) {
 				Commit: "c1", Effects: []sluicetype.Effect{fx("INCRBY", bal, "100")}}
 			cursor := store.Checkpoint{Lease: held["x"], Field: "cursor:page", Record: []byte("p1"), Mode: store.ModeCursor,
 				Commit: "c2", Effects: []sluicetype.Effect{fx("INCRBY", bal, "10")}}
-			rs := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{once, cursor, once, cursor})
+			rs, _ := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{once, cursor, once, cursor})
 			for i, r := range rs {
 				if r.Err != nil {
 					t.Fatalf("checkpoint %d: %v", i, r.Err)

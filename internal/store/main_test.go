@@ -227,6 +227,6 @@ func (f *fixture) due(local string) (float64, bool) {
 // checkpoint writes one checkpoint.
 func (f *fixture) checkpoint(c store.Checkpoint) (int, error) {
 	f.t.Helper()
-	r := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{c})
+	r, _ := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{c})
 	return r[0].Outboxed, r[0].Err
 }

@@ -400,7 +400,7 @@ func (r *modelRun) sendCheckpoints(call *ckptCall, what string) {
 				r.record(post, key, sent)
 			}
 		}
-		res := r.st.Checkpoints(r.ctx, r.p, cs)
+		res, _ := r.st.Checkpoints(r.ctx, r.p, cs)
 		var got []string
 		var callErr error
 		for _, x := range res {

@@ -183,7 +183,8 @@ func TestLargeBatchesCut(t *testing.T) {
 		cs = append(cs, store.Checkpoint{Lease: lease(j), Field: "s", Record: filler(size, 'r'), Mode: store.ModeOnce, Commit: "c"})
 		acks = append(acks, store.Ack{Lease: lease(j), Code: store.CodeOK, Data: filler(size, byte('A'+i))})
 	}
-	for i, r := range f.st.Checkpoints(f.ctx, f.p, cs) {
+	rs, _ := f.st.Checkpoints(f.ctx, f.p, cs)
+	for i, r := range rs {
 		if r.Err != nil {
 			t.Fatalf("checkpoint %d: %v", i, r.Err)
 		}

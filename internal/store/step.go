@@ -39,13 +39,22 @@ type CheckpointResult struct {
 
 // Checkpoints records steps of running attempts of one partition, each
 // with its effects, in one round trip (in consecutive calls for more than
-// maxCallBytes of records).
-func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
+// maxCallBytes of records). It also returns the error of a call that
+// failed (the first, when several did), which each checkpoint of that
+// call carries as its Err, the very value: a caller sends those again
+// (runtime's flushCheckpoints). A checkpoint sent again is answered as
+// its first commit was, whether or not that call ran (lua/step.lua).
+func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
 	n := callCut(len(cs), len(cs), func(i int) int { return cs[i].size() })
+	out, err := s.checkpoints(ctx, p, cs[:n])
 	if n == len(cs) {
-		return s.checkpoints(ctx, p, cs)
+		return out, err
 	}
-	return append(s.checkpoints(ctx, p, cs[:n]), s.Checkpoints(ctx, p, cs[n:])...)
+	rest, err2 := s.Checkpoints(ctx, p, cs[n:])
+	if err == nil {
+		err = err2
+	}
+	return append(out, rest...), err
 }
 
 // size is about how many bytes c's fields take in a step call.
@@ -63,7 +72,7 @@ func (c *Checkpoint) pack(l *argList) {
 	l.str(c.Mode)
 }
 
-func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) []CheckpointResult {
+func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
 	fields := newArgList(64 * len(cs))
@@ -87,32 +96,28 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		c.pack(fields)
 	}
 	if len(sent) == 0 {
-		return out
+		return out, nil
 	}
 	args := append(s.callArgs(p, 2+len(effects)), len(sent), fields.done())
 	args = append(args, effects...)
 	reply, err := s.send(ctx, lua.Step, id.call(), args).Result()
 	if err == nil {
 		if n, ok := reply.(int64); ok && n == 0 {
-			return out // every checkpoint ok, nothing outboxed: the zero results
+			return out, nil // every checkpoint ok, nothing outboxed: the zero results
 		}
 	}
 	v, ok := reply.([]any)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: step reply %T", ErrMalformed, reply)
 	}
+	if err == nil && len(v) != len(sent) {
+		err = fmt.Errorf("%w: step reply %v", ErrMalformed, v)
+	}
 	if err != nil {
 		for _, i := range sent {
 			out[i].Err = err
 		}
-		return out
-	}
-	if len(v) != len(sent) {
-		err := fmt.Errorf("%w: step reply %v", ErrMalformed, v)
-		for _, i := range sent {
-			out[i].Err = err
-		}
-		return out
+		return out, err
 	}
 	for k, e := range v {
 		i := sent[k]
@@ -123,5 +128,5 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		}
 		out[i] = checkpointResult(pair)
 	}
-	return out
+	return out, nil
 }

@@ -117,7 +117,7 @@ func TestCheckpointBatch(t *testing.T) {
 			}
 			stale := lease(res.Jobs[1])
 			stale.Fence++
-			got := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
+			got, _ := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
 				{Lease: lease(res.Jobs[0]), Field: "s", Record: []byte("1"), Mode: store.ModeOnce, Commit: "a:s"},
 				{Lease: stale, Field: "s", Record: []byte("2"), Mode: store.ModeOnce, Commit: "b:s"},
 				{Lease: lease(res.Jobs[2]), Field: "s", Record: []byte("3"), Mode: store.ModeOnce, Commit: "c:s",
