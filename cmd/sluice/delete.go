@@ -60,6 +60,9 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	case (s.sel.State == flow.StateScheduled || s.sel.State == flow.StateRetryable) && (s.sel.Reason != "" || s.after != "" || s.before != ""):
 		return usagef("jobs delete: %s jobs have not finished: --reason, --after and --before do not apply (--kind does)", s.sel.State)
 	}
+	if err := s.checkReason("jobs delete", s.sel.State); err != nil {
+		return err
+	}
 	client, err := c.selectionClient(cmd.Context(), &s)
 	if err != nil {
 		return err

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,6 +90,7 @@ func (s *selection) flags(cmd *cobra.Command, stateUsage string, states ...strin
 	}
 	fs.StringVar(&s.sel.Kind, "kind", "", "only jobs of kind `K`")
 	fs.StringVar(&s.sel.Reason, "reason", "", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
+	_ = cmd.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions(admin.Reasons(""), cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&s.after, "after", "", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
 	fs.StringVar(&s.before, "before", "", "only jobs finished before `T`: RFC 3339 or a duration ago")
 	intRange(fs, &s.batch, "batch", 500, 1, 5000, "jobs examined per script call")
@@ -110,6 +114,27 @@ func (s *selection) byID(cmd *cobra.Command, ids []string, what string) (bool, e
 		return false, usagef("%s: give %s, or --queue Q and selector flags", name, what)
 	}
 	return false, nil
+}
+
+// checkReason refuses a --reason that no job of state can have: one
+// Sluice never records (misspelt), or one it records on jobs of another
+// state. The scan would match nothing and report it as done.
+func (s *selection) checkReason(name, state string) error {
+	r := s.sel.Reason
+	have := admin.Reasons(state)
+	if r == "" || slices.Contains(have, r) {
+		return nil
+	}
+	which := "have no reason"
+	if len(have) > 0 {
+		which = "have one of: " + strings.Join(have, ", ")
+	}
+	for _, other := range []string{flow.StateArchived, flow.StateCancelled, flow.StateQuarantined} {
+		if slices.Contains(admin.Reasons(other), r) {
+			return usagef("%s: --reason %q is recorded on %s jobs, not %s ones; %s jobs %s", name, r, other, state, state, which)
+		}
+	}
+	return usagef("%s: --reason %q: Sluice records no such reason; %s jobs %s", name, r, state, which)
 }
 
 // times reads --after and --before into the selector.
@@ -162,6 +187,9 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	}
 	if byID {
 		return c.redriveIDs(cmd.Context(), name, ids)
+	}
+	if err := s.checkReason(name, cmp.Or(s.sel.State, flow.StateArchived)); err != nil {
+		return err
 	}
 	client, err := c.selectionClient(cmd.Context(), &s)
 	if err != nil {

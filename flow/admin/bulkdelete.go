@@ -73,6 +73,9 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	default:
 		return pr, fmt.Errorf("%w: cannot delete %s jobs by selector", flow.ErrInvalid, sel.State)
 	}
+	if err := sel.checkReason(); err != nil {
+		return pr, err
+	}
 	batch, err := batchSize(o.BatchSize)
 	if err != nil {
 		return pr, err

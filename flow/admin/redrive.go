@@ -110,9 +110,11 @@ type Selector struct {
 	// State, for RedriveSelected, is StateArchived (the default),
 	// StateCancelled, or StateQuarantined (the jobs are released:
 	// crash_attempt reset); for DeleteSelected see there.
-	State  string
-	Kind   string // "" for any kind
-	Reason string // "" for any reason (attempts_exhausted, skipped, operator, crash_limit, ...)
+	State string
+	Kind  string // "" for any kind
+	// Reason is "" for any reason, else one that Sluice records on jobs
+	// of State (Reasons): another is ErrInvalid, as it would match none.
+	Reason string
 	// Jobs that finished in [FinishedAfter, FinishedBefore); zero: no bound.
 	FinishedAfter, FinishedBefore time.Time
 }
@@ -159,6 +161,9 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	}
 	if sel.State != flow.StateArchived && sel.State != flow.StateCancelled && sel.State != flow.StateQuarantined {
 		return pr, fmt.Errorf("%w: cannot redrive %s jobs", flow.ErrInvalid, sel.State)
+	}
+	if err := sel.checkReason(); err != nil {
+		return pr, err
 	}
 	batch, err := batchSize(o.BatchSize)
 	if err != nil {

@@ -1,0 +1,82 @@
+package admin
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/flow"
+)
+
+// reasonStates holds every reason Sluice records on a job that finished
+// (JobInfo.Reason), with the one state it finishes a job in: the scripts'
+// own ('attempts_exhausted', 'operator', ...) and the park reasons the Go
+// code gives. A selector naming another reason would match no job, so it
+// is refused (Selector.checkReason); TestReasonsAgreeWithCode reads the
+// scripts and the Go code and fails when this list and they differ.
+var reasonStates = map[string]string{
+	// written by the scripts
+	"attempts_exhausted": flow.StateArchived,
+	"skipped":            flow.StateArchived,
+	"deadline_exceeded":  flow.StateArchived,
+	"malformed":          flow.StateArchived, // also a park reason
+	"sticky_unavailable": flow.StateArchived,
+	"crash_limit":        flow.StateQuarantined,
+	"operator":           flow.StateCancelled,
+	"revoked":            flow.StateCancelled,
+	// park reasons, given by the Go code (docs/state-machine.md)
+	"unknown_kind":        flow.StateArchived,
+	"malformed_payload":   flow.StateArchived,
+	"stale_checkpoint":    flow.StateArchived,
+	"invalid_step":        flow.StateArchived,
+	"duplicate_step":      flow.StateArchived,
+	"step_result":         flow.StateArchived,
+	"strict_step":         flow.StateArchived,
+	"invalid_version":     flow.StateArchived,
+	"invalid_wait":        flow.StateArchived,
+	"bad_signal":          flow.StateArchived,
+	"on_complete_in_step": flow.StateArchived,
+	"parked":              flow.StateArchived,
+}
+
+// Reasons returns, sorted, the reasons Sluice records on jobs that
+// finished in state (flow.StateArchived, StateCancelled,
+// StateQuarantined; none for StateCompleted), or on any job for "": the
+// values Selector.Reason takes.
+func Reasons(state string) []string {
+	var out []string
+	for r, s := range reasonStates {
+		if state == "" || s == state {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checkReason refuses a Reason no job of sel.State can have: one Sluice
+// never records (a typing error), or one it records on another state. A
+// scan would match nothing, and say so as if nothing needed doing.
+func (sel Selector) checkReason() error {
+	if sel.Reason == "" {
+		return nil
+	}
+	s, ok := reasonStates[sel.Reason]
+	if !ok {
+		return fmt.Errorf("%w: reason %q: Sluice records no such reason (%s jobs: %s)", flow.ErrInvalid, sel.Reason,
+			sel.State, reasonList(sel.State))
+	}
+	if s != sel.State {
+		return fmt.Errorf("%w: reason %q is recorded on %s jobs, not %s ones (%s jobs: %s)", flow.ErrInvalid, sel.Reason,
+			s, sel.State, sel.State, reasonList(sel.State))
+	}
+	return nil
+}
+
+// reasonList is Reasons(state) for a message: "a, b, c", or "none".
+func reasonList(state string) string {
+	if rs := Reasons(state); len(rs) > 0 {
+		return strings.Join(rs, ", ")
+	}
+	return "none"
+}
