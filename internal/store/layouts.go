@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -92,9 +93,11 @@ func (l *Layouts) Put(lay Layout) {
 // Use answers queue's layout for a process that puts jobs in it or
 // serves it: the one it knows, else the registry's, else the one it
 // registers there (its configured count, or 1). A configured count other
-// than the registry's is a *sluicetype.LayoutMismatchError. The first use
-// of a queue costs one round trip (and the first of the process another,
-// to record its namespace); later ones none.
+// than the registry's is a *sluicetype.LayoutMismatchError; a registry
+// value that is not a layout an *EntryError naming the queue
+// (ErrMalformed), and nothing is written over it. The first use of a
+// queue costs one round trip (and the first of the process another, to
+// record its namespace); later ones none.
 func (l *Layouts) Use(ctx context.Context, queue string) (Layout, error) {
 	if lay, ok := l.Cached(queue); ok {
 		return lay, nil
@@ -112,7 +115,7 @@ func (l *Layouts) Use(ctx context.Context, queue string) (Layout, error) {
 	}
 	lay, _, err := l.st.RegisterLayout(ctx, queue, n)
 	if err != nil {
-		return Layout{}, err
+		return Layout{}, entryError(queue, err)
 	}
 	if err := l.check(lay); err != nil {
 		return Layout{}, err
@@ -129,15 +132,16 @@ func (l *Layouts) Use(ctx context.Context, queue string) (Layout, error) {
 
 // Lookup reads queue's layout from the registry (every call: for
 // operators, who must see a resize at once) and keeps it; a queue with
-// none is sluicetype.ErrQueueNotFound, and a configured count other than
-// the registry's a *sluicetype.LayoutMismatchError.
+// none is sluicetype.ErrQueueNotFound, a configured count other than the
+// registry's a *sluicetype.LayoutMismatchError, and a registry value that
+// is not a layout an *EntryError naming the queue.
 func (l *Layouts) Lookup(ctx context.Context, queue string) (Layout, error) {
 	if l.fixed {
 		return l.Use(ctx, queue)
 	}
 	lay, err := l.st.ReadLayout(ctx, queue)
 	if err != nil {
-		return Layout{}, err
+		return Layout{}, entryError(queue, err)
 	}
 	if err := l.check(lay); err != nil {
 		return Layout{}, err
@@ -169,10 +173,13 @@ func (l *Layouts) Retired(ctx context.Context, p keys.Partition, used int) error
 
 // Load reads every layout of the registry (at most MaxQueuesListed) into
 // the view, keeping those it knows: a worker's spawned children and
-// isolated attempts then find them without asking.
+// isolated attempts then find them without asking. A queue whose registry
+// value is not a layout is that queue's fault alone: Load keeps every
+// other layout and returns an error joining one *EntryError per such
+// queue (EntryErrors reads them); any other error, with nothing loaded.
 func (l *Layouts) Load(ctx context.Context) error {
 	all, err := l.st.ListLayouts(ctx)
-	if err != nil {
+	if _, only := EntryErrors(err); !only {
 		return err
 	}
 	l.mu.Lock()
@@ -182,7 +189,17 @@ func (l *Layouts) Load(ctx context.Context) error {
 			l.known[lay.Queue] = lay
 		}
 	}
-	return nil
+	return err
+}
+
+// entryError is err, from reading queue's registry entry, as an
+// *EntryError when it says the value is not a layout (ErrMalformed): the
+// queue's fault, not the registry's nor Redis's.
+func entryError(queue string, err error) error {
+	if errors.Is(err, ErrMalformed) {
+		return &EntryError{Name: queue, Err: err}
+	}
+	return err
 }
 
 // check compares lay with the process's configured count of its queue.
