@@ -285,22 +285,12 @@ func (c *Client) DeadEffectCount(ctx context.Context, queue string) (int64, erro
 	return n, nil
 }
 
-// ReadableSchedules is Schedules for a dashboard: a schedule whose record
-// is corrupt does not hide the others. It returns every schedule it could
-// read and, when some could not be, an error that joins one error per
-// such schedule, naming it (ErrMalformed); any other error with no
-// schedule.
+// ReadableSchedules is Schedules, which now also returns every schedule
+// it could read and, when some could not be, an error that joins one
+// error per such schedule, naming it (ErrMalformed); any other error with
+// no schedule.
 func (c *Client) ReadableSchedules(ctx context.Context) ([]ScheduleInfo, error) {
-	recs, err := c.b.Store.Schedules(ctx)
-	if _, only := store.EntryErrors(err); !only {
-		return nil, err
-	}
-	now := c.b.Now()
-	out := make([]ScheduleInfo, len(recs))
-	for i, r := range recs {
-		out[i] = c.scheduleInfo(r, now)
-	}
-	return out, err
+	return c.Schedules(ctx)
 }
 
 // JobBrief is the part of a job that changes as it runs.

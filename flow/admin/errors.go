@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -24,4 +25,22 @@ func stateError(id string, err error) error {
 		se.ID = id
 	}
 	return err
+}
+
+// Unreadable returns, by name, the entries a listing (Queues, Layouts,
+// Schedules, ReadableSchedules, Workers) left out because their data in
+// Redis cannot be read, each with its error (ErrMalformed, naming the
+// entry), and whether err is nothing else (true for nil). When it is
+// not, the listing failed as a whole and returned no entry; when it is,
+// the listing returned every entry it could read.
+func Unreadable(err error) (map[string]error, bool) {
+	es, only := store.EntryErrors(err)
+	if !only {
+		return nil, false
+	}
+	bad := make(map[string]error, len(es))
+	for _, e := range es {
+		bad[e.Name] = e.Err
+	}
+	return bad, true
 }

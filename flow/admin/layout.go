@@ -54,7 +54,9 @@ type QueueInfo struct {
 // Queues lists the namespace's registered queues (at most
 // MaxQueuesListed), sorted by name, with their layouts and paused
 // partitions, in two round trips. A queue is registered by the first
-// client or worker (of this version or later) that uses it.
+// client or worker (of this version or later) that uses it. A queue whose
+// registry entry is not a layout is left out, and named in the error
+// returned with the others (Unreadable reads it; ErrMalformed).
 func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	return c.queues(ctx, true)
 }
@@ -67,16 +69,16 @@ func (c *Client) Layouts(ctx context.Context) ([]QueueInfo, error) {
 }
 
 func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, error) {
-	lays, err := c.b.Store.ListLayouts(ctx)
-	if err != nil {
-		return nil, err
+	lays, unread := c.b.Store.ListLayouts(ctx)
+	if _, only := store.EntryErrors(unread); !only {
+		return nil, unread
 	}
 	if !withPaused {
 		out := make([]QueueInfo, len(lays))
 		for i, l := range lays {
 			out[i] = QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
 		}
-		return out, nil
+		return out, unread
 	}
 	var parts []keys.Partition
 	for _, l := range lays {
@@ -97,7 +99,7 @@ func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, erro
 		}
 		at += l.Partitions
 	}
-	return out, nil
+	return out, unread
 }
 
 // Namespaces lists the namespaces with a registered queue on rdb (at most

@@ -31,10 +31,13 @@ type ScheduleInfo struct {
 }
 
 // Schedules lists the schedules any scheduler has run in the client's
-// namespace, by name.
+// namespace, by name. A schedule whose record is corrupt (a key of
+// another type, a field that does not decode) hides none of the others:
+// it is left out, and named in the error returned with them (Unreadable
+// reads it; ErrMalformed). Any other error comes with no schedule.
 func (c *Client) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	recs, err := c.b.Store.Schedules(ctx)
-	if err != nil {
+	if _, only := store.EntryErrors(err); !only {
 		return nil, err
 	}
 	now := c.b.Now()
@@ -42,7 +45,7 @@ func (c *Client) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	for i, r := range recs {
 		out[i] = c.scheduleInfo(r, now)
 	}
-	return out, nil
+	return out, err
 }
 
 // Schedule reads one schedule; ErrScheduleNotFound if no scheduler has run
