@@ -17,7 +17,7 @@ func (c *cli) completeQueues(cmd *cobra.Command, _ []string, _ string) ([]string
 		return nil, cobra.ShellCompDirectiveError
 	}
 	qs, err := c.knownQueues(ctx, client)
-	if err != nil {
+	if !listed(err) { // else some are corrupt: offer the others
 		return nil, cobra.ShellCompDirectiveError
 	}
 	return qs, cobra.ShellCompDirectiveNoFileComp
@@ -35,7 +35,7 @@ func (c *cli) completeSchedule(cmd *cobra.Command, args []string, _ string) ([]s
 		return nil, cobra.ShellCompDirectiveError
 	}
 	ss, err := client.Schedules(ctx)
-	if err != nil {
+	if !listed(err) { // else some are corrupt: offer the others
 		return nil, cobra.ShellCompDirectiveError
 	}
 	names := make([]string, 0, len(ss))

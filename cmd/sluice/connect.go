@@ -54,7 +54,8 @@ func (c *cli) checkPartitions(ctx context.Context) error {
 		return nil
 	}
 	lays, err := c.client.Layouts(ctx)
-	if err != nil {
+	bad, only := admin.Unreadable(err)
+	if !only {
 		return err
 	}
 	recorded := map[string]int{}
@@ -64,6 +65,9 @@ func (c *cli) checkPartitions(ctx context.Context) error {
 	queues := slices.Sorted(maps.Keys(c.partitions))
 	for _, q := range queues {
 		n, ok := recorded[q]
+		if bad[q] != nil { // another queue's corrupt entry does not concern --partitions
+			return c.about("queue", q, bad[q])
+		}
 		if !ok {
 			err := c.about("queue", q, admin.ErrQueueNotFound)
 			err.(*subjectError).hint = "--partitions names it; sluice queues list shows the queues that exist"

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -128,6 +129,16 @@ func exitCode(err error) int {
 func notFound(err error) bool {
 	var m missingError
 	return sluicetype.IsNotFound(err) || errors.As(err, &m)
+}
+
+// listed reports whether a listing (admin.Client.Queues, Layouts,
+// Schedules, Workers) returned the entries it could read: err is nil, or
+// names only entries whose data in Redis is corrupt (admin.Unreadable).
+// A command prints those entries, then returns err: exit 1, naming each
+// entry left out.
+func listed(err error) bool {
+	_, only := admin.Unreadable(err)
+	return only
 }
 
 // missingError is a not-found error that says it all (exit 3).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -30,7 +31,9 @@ func (c *cli) queuesListCmd() *cobra.Command {
 (recorded in Redis by the first client or worker that used it; every
 process reads it from there), the layout's version (1, plus one per
 resize), how many partitions are paused, and when it was registered and
-last changed (UTC). A namespace with no queue exits 3.`,
+last changed (UTC). A namespace with no queue exits 3. A queue whose
+registry entry is not a layout is left out, and named in an error after
+the others are listed (exit 1).`,
 		Args: noArgs,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
@@ -39,10 +42,10 @@ last changed (UTC). A namespace with no queue exits 3.`,
 			return err
 		}
 		qs, err := client.Queues(cmd.Context())
-		if err != nil {
+		if !listed(err) {
 			return err
 		}
-		if len(qs) == 0 {
+		if len(qs) == 0 && err == nil {
 			return noQueues(client)
 		}
 		if c.json {
@@ -51,7 +54,10 @@ last changed (UTC). A namespace with no queue exits 3.`,
 				out = append(out, queueJSON{Name: q.Name, Partitions: q.Partitions, Version: q.Version, Paused: q.Paused,
 					Registered: ts(q.Registered), Changed: ts(q.Changed)})
 			}
-			return writeJSON(c.stdout, out)
+			return errors.Join(writeJSON(c.stdout, out), err)
+		}
+		if len(qs) == 0 {
+			return err
 		}
 		t := newTable(c.stdout, "QUEUE", "PARTITIONS", "PAUSED", "VERSION", "REGISTERED (UTC)", "CHANGED (UTC)")
 		for _, q := range qs {
@@ -59,7 +65,7 @@ last changed (UTC). A namespace with no queue exits 3.`,
 				strconv.FormatInt(q.Version, 10), when(q.Registered), when(q.Changed))
 		}
 		t.flush()
-		return nil
+		return err // the queues whose registry entry is corrupt, each named
 	})
 	return cmd
 }
@@ -92,7 +98,7 @@ docs/operations.md ("Resizing a queue").`,
 			return err
 		}
 		lays, err := client.Layouts(ctx)
-		if err != nil {
+		if !listed(err) { // else another queue's entry is corrupt: checkQueue read this one's
 			return err
 		}
 		if i := slices.IndexFunc(lays, func(q admin.QueueInfo) bool { return q.Name == queue }); i >= 0 && lays[i].Partitions == n {
@@ -157,10 +163,11 @@ func noQueues(client *admin.Client) error {
 // a command whose answer is an empty list asks it before saying so.
 func namespaceUsed(ctx context.Context, client *admin.Client) error {
 	qs, err := client.Layouts(ctx)
-	if err != nil {
+	bad, only := admin.Unreadable(err)
+	if !only {
 		return err
 	}
-	if len(qs) == 0 {
+	if len(qs) == 0 && len(bad) == 0 {
 		return noQueues(client)
 	}
 	return nil

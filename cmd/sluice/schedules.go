@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +29,10 @@ func (c *cli) schedulesListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the periodic schedules the schedulers run",
-		Args:  noArgs,
+		Long: `List the periodic schedules the schedulers run. A schedule whose record
+is corrupt is left out, and named in an error after the others are
+listed (exit 1).`,
+		Args: noArgs,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
 		client, err := c.connect(cmd.Context())
@@ -103,10 +107,10 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 
 func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 	ss, err := client.Schedules(ctx)
-	if err != nil {
+	if !listed(err) {
 		return err
 	}
-	if len(ss) == 0 {
+	if len(ss) == 0 && err == nil {
 		if err := namespaceUsed(ctx, client); err != nil {
 			return err
 		}
@@ -121,11 +125,13 @@ func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 			}
 			out = append(out, j)
 		}
-		return writeJSON(c.stdout, out)
+		return errors.Join(writeJSON(c.stdout, out), err)
 	}
 	if len(ss) == 0 {
-		fmt.Fprintf(c.stdout, "no schedules in namespace %q\n", client.Namespace())
-		return nil
+		if err == nil {
+			fmt.Fprintf(c.stdout, "no schedules in namespace %q\n", client.Namespace())
+		}
+		return err
 	}
 	t := newTable(c.stdout, "SCHEDULE", "TIMING", "QUEUE", "KIND", "MISSED", "PAUSED", "LAST RUN (UTC)", "NEXT RUN (UTC)")
 	for _, s := range ss {
@@ -143,5 +149,5 @@ func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 		t.row(s.Name, timing, s.Queue, s.Kind, s.Missed, paused, when(s.LastRun), when(s.NextRun))
 	}
 	t.flush()
-	return nil
+	return err // the schedules whose record is corrupt, each named
 }

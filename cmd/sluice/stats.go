@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -44,8 +45,10 @@ func (c *cli) queuesStatsCmd() *cobra.Command {
 		Short: "Show queues' depth per state, throughput and run times",
 		Long: `Show queues' depth per state, jobs completed per minute and run time
 percentiles over a recent window. Without a queue, every queue of the
-namespace's registry (sluice queues list). --watch prints them again
-every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
+namespace's registry (sluice queues list): a queue whose registry entry
+is not a layout is left out, and named in an error after the others are
+shown (exit 1). --watch prints them again every --interval, redrawn in
+place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 		Example:           "  sluice queues stats mail --window 30m\n  sluice queues stats --watch --interval 5s",
 		ValidArgsFunction: c.completeQueues,
 	}
@@ -64,11 +67,15 @@ every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
 		if err != nil {
 			return err
 		}
+		var unread error // the registered queues whose entry is corrupt, each named
 		if len(queues) == 0 {
-			if queues, err = c.knownQueues(ctx, client); err != nil {
-				return err
+			if queues, unread = c.knownQueues(ctx, client); !listed(unread) {
+				return unread
 			}
-			if len(queues) == 0 {
+			switch {
+			case len(queues) == 0 && unread != nil:
+				return unread
+			case len(queues) == 0:
 				return noQueues(client)
 			}
 		} else {
@@ -79,9 +86,9 @@ every --interval, redrawn in place on a terminal, until Ctrl-C (exit 0).`,
 			}
 		}
 		if !watch {
-			return c.printStats(ctx, c.stdout, client, queues, window)
+			return errors.Join(c.printStats(ctx, c.stdout, client, queues, window), unread)
 		}
-		return c.watchStats(ctx, client, queues, window, interval)
+		return errors.Join(c.watchStats(ctx, client, queues, window, interval), unread)
 	})
 	return cmd
 }

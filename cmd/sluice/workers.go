@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -32,7 +33,8 @@ counts, how many jobs it runs of how many it may run at once, when it
 started and sent its last heartbeat (UTC), the IDs of its jobs, and the
 data model its release knows (what a partition's keys mean: before an
 upgrade that raises it, every worker must know the new one; "-" for a
-release that did not say).`,
+release that did not say). A worker whose record is corrupt is left out,
+and named in an error after the others are listed (exit 1).`,
 		Args: noArgs,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
@@ -41,10 +43,10 @@ release that did not say).`,
 			return err
 		}
 		ws, err := client.Workers(cmd.Context())
-		if err != nil {
+		if !listed(err) {
 			return err
 		}
-		if len(ws) == 0 {
+		if len(ws) == 0 && err == nil {
 			if err := namespaceUsed(cmd.Context(), client); err != nil {
 				return err
 			}
@@ -55,11 +57,13 @@ release that did not say).`,
 				out = append(out, workerJSON{ID: w.ID, Host: w.Host, PID: w.PID, Queues: w.Queues, Concurrency: w.Concurrency,
 					Jobs: append([]string{}, w.Jobs...), Started: ts(w.Started), LastSeen: ts(w.LastSeen), DataModel: w.DataModel})
 			}
-			return writeJSON(c.stdout, out)
+			return errors.Join(writeJSON(c.stdout, out), err)
 		}
 		if len(ws) == 0 {
-			fmt.Fprintf(c.stdout, "no live workers in namespace %q\n", client.Namespace())
-			return nil
+			if err == nil {
+				fmt.Fprintf(c.stdout, "no live workers in namespace %q\n", client.Namespace())
+			}
+			return err
 		}
 		t := newTable(c.stdout, "WORKER", "HOST", "PID", "QUEUES (PARTITIONS)", "RUNNING/CONCURRENCY", "STARTED (UTC)", "LAST HEARTBEAT (UTC)", "MODEL", "JOB IDS")
 		for _, w := range ws {
@@ -72,7 +76,7 @@ release that did not say).`,
 				when(w.Started), when(w.LastSeen), model(w.DataModel), orDash(clip(strings.Join(w.Jobs, " "), 80)))
 		}
 		t.flush()
-		return nil
+		return err // the workers whose record is corrupt, each named
 	})
 	return cmd
 }
