@@ -12,6 +12,12 @@
 -- Transitions: none. An available job moves to its new list at once; the
 -- entry left on the old worker's list is skipped by that worker's claims
 -- (claim.lua checks that a pinned job still prefers the claiming worker).
+-- One that waits on its concurrency key or rate class (lib_limits.lua)
+-- keeps its place on that wait list, and goes to its new list when the
+-- key or class lets it go (requeue_front reads its preference then):
+-- listed anew here as well, it would be listed twice, and a claim would
+-- set it waiting a second time, a rate token later spent on the stale
+-- entry.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
@@ -27,9 +33,27 @@ else
   redis.call('HSET', jk, F.sticky_worker, ARGV[10], F.sticky_mode, ARGV[11], F.sticky_delay, ARGV[12])
 end
 if s == 'available' then
-  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay)
-  push_ready(id, true, h[1], h[2], h[3], h[4])
-  wake()
+  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.concurrency_key,
+    F.rate_class)
+  -- a wait list that holds no list (corrupt data) holds no job either
+  local waits = false
+  if h[5] then
+    local cw = ccwait_key(h[5])
+    waits = type(redis.pcall('LPOS', cw, id)) == 'number'
+  end
+  if h[6] and not waits then
+    local rw = ratewait_key(h[6])
+    waits = type(redis.pcall('LPOS', rw, id)) == 'number'
+  end
+  if waits then
+    -- pinned anew: not handed to every worker by its old fallback, and
+    -- its new fallback starts when it is let go (push_ready)
+    redis.call('HDEL', jk, F.sticky_fallback)
+    redis.call('ZREM', PIN_DEADLINES, id)
+  else
+    push_ready(id, true, h[1], h[2], h[3], h[4])
+    wake()
+  end
 end
 flush() -- the priority mask learns of the push (lib.lua)
 return remember(s)

@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// A job that waits on its concurrency key or its rate class is available,
+// and listed once: on the key's or class's wait list, not on a ready list.
+// The tests here move such a job (reroute, cancel, delete, debounce, a
+// claim that parks it, a sticky fallback) and check that it stays listed
+// once: an entry left behind on a wait list spends a rate class's token
+// on a job that is not there, or lists the job twice.
+
+// list is the content of list key, head first.
+func (f *fixture) list(key string) []string {
+	f.t.Helper()
+	ids, err := f.rdb.LRange(f.ctx, key, 0, -1).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ids
+}
+
+// ccWaiting is the waiter count of concurrency key k (keys.Partition
+// ConcurrencyWaiting), which must equal the length of its wait list.
+func (f *fixture) ccWaiting(k string) int {
+	f.t.Helper()
+	n, _ := f.rdb.HGet(f.ctx, f.p.ConcurrencyWaiting(), k).Int()
+	return n
+}
+
+// leased claims for worker and returns the IDs it leased, in order, as
+// one string.
+func (f *fixture) leased(worker string) string {
+	f.t.Helper()
+	var ids []string
+	for _, j := range f.claim(10, worker).Jobs {
+		ids = append(ids, j.Local)
+	}
+	return fmt.Sprint(ids)
+}
+
+// count is how many IDs list, as leased formats them, holds.
+func count(list string) int { return len(strings.Fields(strings.Trim(list, "[]"))) }
+
+var (
+	oneAtATime = store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+	onePerSec  = store.Limits{RateClass: "smtp", RateJobs: 1, RatePer: time.Second, RateBurst: 1}
+)
+
+// TestRerouteWaitingJob: rerouting a job that waits on its rate class or
+// concurrency key leaves it in its place on the wait list, where it goes
+// to its new worker when its turn comes; it is not listed again, which
+// would make a second wait-list entry, a token spent on nothing.
+func TestRerouteWaitingJob(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name+"/rate", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "r0", Limits: onePerSec}, store.NewJob{Local: "r1", Limits: onePerSec},
+				store.NewJob{Local: "r2", Limits: onePerSec})
+			if got := f.leased("w"); got != "[r0]" {
+				t.Fatalf("first claim %s, want [r0]", got)
+			}
+			if _, err := f.st.Reroute(f.ctx, f.ref("r1"), store.Sticky{Worker: "w2", Mode: "w"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.leased("w2"); got != "[]" {
+				t.Fatalf("w2 claimed %s with no token", got)
+			}
+			f.enqueue(store.NewJob{Local: "r3", Limits: onePerSec})
+			if got := f.leased("w"); got != "[]" {
+				t.Fatalf("claimed %s with no token", got)
+			}
+			if got := fmt.Sprint(f.list(f.p.RateWait("smtp"))); got != "[r1 r2 r3]" {
+				t.Errorf("rate wait list %s, want [r1 r2 r3]", got)
+			}
+			for i, want := range []string{"r1", "r2", "r3"} {
+				f.clk.Advance(time.Second)
+				worker := "w"
+				if want == "r1" {
+					worker = "w2"
+					if got := f.leased("w"); got != "[]" {
+						t.Fatalf("w claimed %s, the token goes to r1 (pinned to w2)", got)
+					}
+				}
+				if got := f.leased(worker); got != "["+want+"]" {
+					t.Fatalf("second %d: %s claimed %s, want [%s]", i+1, worker, got, want)
+				}
+			}
+		})
+		t.Run(b.name+"/concurrency", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime}, store.NewJob{Local: "b", Limits: oneAtATime},
+				store.NewJob{Local: "c", Limits: oneAtATime})
+			a := f.claimOne("w")
+			if got := f.leased("w"); got != "[]" { // b and c wait on k
+				t.Fatalf("claimed %s over the limit", got)
+			}
+			if _, err := f.st.Reroute(f.ctx, f.ref("b"), store.Sticky{Worker: "w2", Mode: "w"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.leased("w2"); got != "[]" {
+				t.Fatalf("w2 claimed %s over the limit", got)
+			}
+			if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[b c]" || f.ccWaiting("k") != 2 {
+				t.Errorf("wait list %s, count %d: want [b c], 2", got, f.ccWaiting("k"))
+			}
+			f.ack(a, store.Ack{Code: store.CodeOK}) // b goes, to w2's list
+			if got := f.list(f.p.Pinned("w2")); fmt.Sprint(got) != "[b]" {
+				t.Fatalf("w2's list %v, want [b]", got)
+			}
+			b := f.claimOne("w2")
+			if got := f.leased("w"); got != "[]" { // c waits again
+				t.Fatalf("w claimed %s over the limit", got)
+			}
+			f.ack(b, store.Ack{Code: store.CodeOK})
+			if got := f.leased("w"); got != "[c]" {
+				t.Fatalf("after b: %s, want [c]", got)
+			}
+			if got := f.list(f.p.ConcurrencyWait("k")); len(got) != 0 || f.ccWaiting("k") != 0 {
+				t.Fatalf("wait list %v, count %d left after every job ran", got, f.ccWaiting("k"))
+			}
+		})
+	}
+}
