@@ -13,7 +13,8 @@
 -- next renewal reports the lease lost (with state 'cancelled'); its
 -- concurrency slot is freed as an ack would, and the lease ID is published
 -- on the cancel channel so its worker can cancel the handler at once. An
--- available job leaves its list (lib_ready.lua unlist), and when its
+-- available job leaves its list, a ready list or the wait list of its
+-- concurrency key or rate class (lib_limits.lua unlist), and when its
 -- concurrency key has room the key's next waiter goes (lib_limits.lua
 -- cc_release with a pass). A spawned job notifies its parent, as any job
 -- reaching a terminal state does.

@@ -8,10 +8,11 @@
 --   'missing', ''            no such job
 --   'running', 'running'     refused: cancel it first
 -- Transitions: available|scheduled|retryable|completed|archived|
---   quarantined|cancelled -> (deleted). An available job's list entry
---   becomes stale (claim skips it). A job deleted before it finished frees
---   its unique key and tells its parent, if any, that it ended as
---   'cancelled', so the parent is not left waiting.
+--   quarantined|cancelled -> (deleted). An available job leaves its list,
+--   a ready list or a wait list (lib_limits.lua unlist), and passes its
+--   concurrency key's turn on (lib_admin.lua remove_job). A job deleted
+--   before it finished frees its unique key and tells its parent, if any,
+--   that it ended as 'cancelled', so the parent is not left waiting.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()

@@ -62,6 +62,37 @@ local function cc_wait(key, id)
   WAIT_DIRTY[key] = true
 end
 
+-- unlist takes available job id out of the list(s) that hold its entry,
+-- when it leaves available other than by a claim (cancel, delete,
+-- debounce): a stale entry left there would let the job, once available
+-- again, be claimed from its old place, ahead of jobs queued before it.
+-- A job on no ready list waits on its concurrency key or rate class:
+-- it leaves that wait list, and a key's waiter count, so that the key's
+-- turn or the class's token does not go to an entry whose job is gone
+-- (cc_release with a pass hands the key's turn on). It
+-- scans from the tail, where a recent job is (LREM is O(position)).
+local function unlist(jk, id)
+  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class)
+  local n = 0
+  if h[2] then n = redis.call('LREM', pin_key(h[2]), -1, id) end
+  if not h[2] or h[3] then n = n + redis.call('LREM', avail_key(priority_of(h[1])), -1, id) end
+  if n > 0 then return end
+  -- pcall: a wait list that holds no list (corrupt data) holds no entry
+  -- to take out either
+  if h[4] then
+    local cw = ccwait_key(h[4])
+    local gone = redis.pcall('LREM', cw, 0, id)
+    if type(gone) == 'number' and gone > 0 then
+      WAIT[h[4]] = math.max(cc_waiting(h[4]) - gone, 0)
+      WAIT_DIRTY[h[4]] = true
+    end
+  end
+  if h[5] then
+    local rw = ratewait_key(h[5])
+    redis.pcall('LREM', rw, 0, id)
+  end
+end
+
 -- cc_prefetch loads the running and waiting counts of keys (nil entries
 -- skipped) in two calls, so a batch of jobs with distinct keys costs two
 -- lookups, not two per job.

@@ -30,17 +30,6 @@ local function push_ready(id, front, prio, sw, sm, sd)
   end
 end
 
--- unlist takes available job id out of the list(s) that hold its entry,
--- when it leaves available other than by a claim (cancel, delete,
--- debounce): a stale entry left there would let the job, once available
--- again, be claimed from its old place, ahead of jobs queued before it.
--- It scans from the tail, where a recent job is (LREM is O(position)).
-local function unlist(jk, id)
-  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback)
-  if h[2] then redis.call('LREM', pin_key(h[2]), -1, id) end
-  if not h[2] or h[3] then redis.call('LREM', avail_key(priority_of(h[1])), -1, id) end
-end
-
 -- make_available puts a job at the back of its priority list (or pin list),
 -- or at the front when it is handed back untouched (shutdown release).
 local function make_available(jk, id, from, front)

@@ -823,7 +823,7 @@ func TestModelRegressions(t *testing.T) {
 	})
 
 	// A cancel or a delete of an available job takes its list entry out
-	// (lib_ready.lua unlist): a job re-enqueued under the ID at priority 0
+	// (lib_limits.lua unlist): a job re-enqueued under the ID at priority 0
 	// is not claimed from the old priority-2 entry before a priority-2 job
 	// that waits, and a cancelled job redriven (to the back of its list)
 	// is not claimed from its old place, ahead of the jobs behind it.

@@ -129,3 +129,91 @@ func TestRerouteWaitingJob(t *testing.T) {
 		})
 	}
 }
+
+// TestLeavingWaiterLeavesWaitList: a job cancelled or deleted while it
+// waits on its rate class or concurrency key leaves the wait list with
+// it: the class's next token goes to the next waiter, not to the entry of
+// a job that is gone, and a job cancelled and redriven is listed once.
+func TestLeavingWaiterLeavesWaitList(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, leave := range []string{"cancel", "delete", "cancel+redrive"} {
+			t.Run(b.name+"/"+leave+"/rate", func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "r0", Limits: onePerSec}, store.NewJob{Local: "r1", Limits: onePerSec},
+					store.NewJob{Local: "r2", Limits: onePerSec})
+				if got := f.leased("w"); got != "[r0]" {
+					t.Fatalf("first claim %s, want [r0]", got)
+				}
+				f.leave(leave, "r1")
+				want := "[r2]"
+				if leave == "cancel+redrive" {
+					if got := f.leased("w"); got != "[]" { // r1 waits again, behind r2
+						t.Fatalf("claimed %s with no token", got)
+					}
+					if got := fmt.Sprint(f.list(f.p.RateWait("smtp"))); got != "[r2 r1]" {
+						t.Errorf("rate wait list %s, want [r2 r1]", got)
+					}
+				} else if got := fmt.Sprint(f.list(f.p.RateWait("smtp"))); got != "[r2]" {
+					t.Errorf("rate wait list %s, want [r2]", got)
+				}
+				f.clk.Advance(time.Second)
+				if got := f.leased("w"); got != want {
+					t.Fatalf("after a second: %s, want %s", got, want)
+				}
+				if leave == "cancel+redrive" {
+					f.clk.Advance(time.Second)
+					if got := f.leased("w"); got != "[r1]" {
+						t.Fatalf("after two seconds: %s, want [r1]", got)
+					}
+				}
+			})
+			t.Run(b.name+"/"+leave+"/concurrency", func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime}, store.NewJob{Local: "b", Limits: oneAtATime},
+					store.NewJob{Local: "c", Limits: oneAtATime})
+				a := f.claimOne("w")
+				if got := f.leased("w"); got != "[]" { // b and c wait on k
+					t.Fatalf("claimed %s over the limit", got)
+				}
+				f.leave(leave, "b")
+				want := "[c]"
+				if leave == "cancel+redrive" {
+					if got := f.leased("w"); got != "[]" { // b waits again, behind c
+						t.Fatalf("claimed %s over the limit", got)
+					}
+					want = "[c b]"
+				}
+				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != want || f.ccWaiting("k") != count(want) {
+					t.Errorf("wait list %s, count %d: want %s, %d", got, f.ccWaiting("k"), want, count(want))
+				}
+				f.ack(a, store.Ack{Code: store.CodeOK})
+				if got := f.leased("w"); got != "[c]" {
+					t.Fatalf("after a: %s, want [c]", got)
+				}
+			})
+		}
+	}
+}
+
+// leave takes the available job local away as the test names it: cancel,
+// delete, or cancel then redrive.
+func (f *fixture) leave(how, local string) {
+	f.t.Helper()
+	switch how {
+	case "cancel", "cancel+redrive":
+		if _, err := f.st.Cancel(f.ctx, f.ref(local)); err != nil {
+			f.t.Fatal(err)
+		}
+		if how == "cancel+redrive" {
+			errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{local})
+			if err != nil || errs[0] != nil {
+				f.t.Fatalf("redrive: %v %v", err, errs)
+			}
+		}
+	case "delete":
+		if _, err := f.st.Delete(f.ctx, f.ref(local)); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
