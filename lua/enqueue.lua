@@ -165,7 +165,7 @@ for i = 1, n do
     else
       local held_by = false
       if o[24] ~= '' then
-        local q = redis.pcall('GET', hold_key(o[24])) -- pcall: corrupt data holds nothing
+        local q = redis.pcall('GET', hold_key(o[24])) -- pcall: corrupt data names no job
         if type(q) == 'string' and state_of(fields(job_key(q), F.state)[1]) == 'quarantined' then
           held_by = q
           due = HOLD_AT

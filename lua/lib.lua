@@ -90,8 +90,12 @@ local function count_of(v)
 end
 local ERR_KEEP = 10
 local MSG_MAX = 1024
-local RATE_KEEP = 7 * 24 * 3600 * 1000 -- how long an idle rate bucket is kept (ms)
-local RATE_KEEP_MAX = 10 * 365 * 24 * 3600 * 1000 -- the longest an idle rate bucket is kept (ms)
+-- RATE_KEEP is how long an idle rate class's token bucket is kept (ms),
+-- RATE_KEEP_MAX the longest (a comment of their own: a word on their
+-- line would count as a use of the prelude definition it names,
+-- prelude.go).
+local RATE_KEEP = 7 * 24 * 3600 * 1000
+local RATE_KEEP_MAX = 10 * 365 * 24 * 3600 * 1000
 
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
