@@ -38,10 +38,14 @@ local function corrupt_limits(class, fingerprint)
 end
 
 -- on_duplicate applies a duplicate's policy to the holder, if it has not
--- started.
+-- started. A debounced holder that was available leaves its list, a
+-- ready list or its concurrency key's or rate class's wait list
+-- (lib_limits.lua unlist), and, when its key let it go already, passes
+-- the key's turn on to the next waiter (cc_release with a pass), which
+-- would otherwise wait for the holder's new run time.
 local function on_duplicate(holder, policy, payload, due)
   local jk = job_key(holder)
-  local h = fields(jk, F.state, F.held_by)
+  local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[2] then return end -- held behind a quarantined twin: it stays held
@@ -55,13 +59,8 @@ local function on_duplicate(holder, policy, payload, due)
     redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
     redis.call('ZREM', K_SCHED, holder)
-    if s == 'available' then
-      -- out of its list, as lib_ready.lua unlist does (not called here:
-      -- run through EVAL, each definition a script uses costs every call)
-      local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback)
-      if h[2] then redis.call('LREM', pin_key(h[2]), -1, holder) end
-      if not h[2] or h[3] then redis.call('LREM', avail_key(priority_of(h[1])), -1, holder) end
-    end
+    if s == 'available' then unlist(jk, holder) end
     schedule_at(jk, holder, s, 'scheduled', due)
+    if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
   end
 end

@@ -68,7 +68,9 @@ func TestEveryScriptDefinesWhatItUses(t *testing.T) {
 		}
 	}
 	full := strings.Count(lib(), "\nlocal function ")
-	for name, most := range map[string]int{"renew": full / 10, "step": full / 3, "enqueue": full / 2} {
+	// enqueue's debounce takes a job off its wait list and passes its
+	// concurrency key's turn on (lib_limits.lua unlist, cc_release)
+	for name, most := range map[string]int{"renew": full / 10, "step": full / 3, "enqueue": full * 11 / 20} {
 		if n := strings.Count(Source(name), "\nlocal function "); n > most {
 			t.Errorf("%s.lua defines %d of the prelude's %d functions, want at most %d", name, n, full, most)
 		}

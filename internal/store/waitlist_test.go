@@ -217,3 +217,70 @@ func (f *fixture) leave(how, local string) {
 		}
 	}
 }
+
+// TestDebounceWaitingJob: a duplicate that debounces a unique job waiting
+// on its concurrency key or rate class takes it off the wait list, and
+// one whose key let it go already passes the key's turn on, so that the
+// other waiters do not wait for the debounced job's new run time.
+func TestDebounceWaitingJob(t *testing.T) {
+	t.Parallel()
+	debounce := func(f *fixture, lim store.Limits) {
+		f.t.Helper()
+		res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b2", Kind: "k", Payload: []byte("x"), MaxAttempts: 3,
+			Delay: time.Minute, Limits: lim, Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}}})
+		if err != nil || res[0].Status != store.Held || res[0].Existing != "b" {
+			f.t.Fatalf("debounce: %+v %v", res, err)
+		}
+		if got, _ := f.get("b"); got.State != "scheduled" {
+			f.t.Fatalf("debounced b is %s", got.State)
+		}
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name+"/rate", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "r0", Limits: onePerSec},
+				store.NewJob{Local: "b", Limits: onePerSec, Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}},
+				store.NewJob{Local: "c", Limits: onePerSec})
+			if got := f.leased("w"); got != "[r0]" {
+				t.Fatalf("first claim %s, want [r0]", got)
+			}
+			debounce(f, onePerSec)
+			if got := fmt.Sprint(f.list(f.p.RateWait("smtp"))); got != "[c]" {
+				t.Errorf("rate wait list %s, want [c]", got)
+			}
+			f.clk.Advance(time.Second)
+			if got := f.leased("w"); got != "[c]" {
+				t.Fatalf("after a second: %s, want [c]", got)
+			}
+		})
+		for _, woken := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/concurrency/woken=%v", b.name, woken), func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime},
+					store.NewJob{Local: "b", Limits: oneAtATime, Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}},
+					store.NewJob{Local: "c", Limits: oneAtATime})
+				a := f.claimOne("w")
+				if got := f.leased("w"); got != "[]" { // b and c wait on k
+					t.Fatalf("claimed %s over the limit", got)
+				}
+				if woken {
+					f.ack(a, store.Ack{Code: store.CodeOK}) // b goes
+				}
+				debounce(f, oneAtATime)
+				want := "[c]"
+				if woken {
+					want = "[]" // c went in b's place
+				}
+				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != want || f.ccWaiting("k") != count(want) {
+					t.Errorf("wait list %s, count %d: want %s, %d", got, f.ccWaiting("k"), want, count(want))
+				}
+				if !woken {
+					f.ack(a, store.Ack{Code: store.CodeOK})
+				}
+				if got := f.leased("w"); got != "[c]" {
+					t.Fatalf("after a: %s, want [c]", got)
+				}
+			})
+		}
+	}
+}
