@@ -214,6 +214,10 @@ local function take(ak, pinned_to, prio)
           -- data too
           local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
           if steps.err then
+            -- it does not run: the rate token taken for it goes back
+            -- (the class's bucket is BUCKETS' once rate_limited took one)
+            local rb = h[frk] and BUCKETS[h[frk]]
+            if rb then rb.tokens = rb.tokens + 1 end
             park(jk, id, 'malformed', ck, h[fcn])
           else
             if ck then CC[ck] = cc_running(ck) + 1 end

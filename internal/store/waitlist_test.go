@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -282,5 +283,28 @@ func TestDebounceWaitingJob(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestClaimParkKeepsRateToken: a claim that takes a rate token for a job
+// and then archives it as malformed (its checkpoints key holds no hash)
+// gives the token back: the class's next job runs in the same claim.
+func TestClaimParkKeepsRateToken(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "bad", Limits: onePerSec})
+			f.enqueue(store.NewJob{Local: "good", Limits: onePerSec})
+			f.rdb.HSet(f.ctx, f.p.Job("bad"), keys.FieldHasSteps, "1")
+			f.overwrite(f.p.Steps("bad"))
+			res := f.claim(10, "w")
+			if len(res.Parked) != 1 || res.Parked[0].Local != "bad" {
+				t.Fatalf("parked %v, want bad", res.Parked)
+			}
+			if got := fmt.Sprint(locals(res.Jobs)); got != "map[good:true]" {
+				t.Fatalf("leased %s, want good: the token bad took is back", got)
+			}
+		})
 	}
 }
