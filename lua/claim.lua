@@ -45,7 +45,12 @@
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
--- ('sticky_unavailable').
+-- ('sticky_unavailable'). A pinned job its worker's claim sets waiting
+-- on its concurrency key or rate class waits for that, not for its
+-- worker: its fallback deadline goes (else After would list it a second
+-- time, FailAfter archive it with its wait-list entry left behind), and
+-- starts over when the key or class lets it go to its worker's list
+-- (lib_ready.lua push_ready).
 -- Transitions: scheduled|retryable -> available (promotion),
 --   available -> running (claim), available -> archived
 --   ('deadline_exceeded', 'malformed' for a job it cannot read,
@@ -206,8 +211,10 @@ local function take(ak, pinned_to, prio)
           if #held >= HELD_MAX then halt = true end
         elseif ck and cc_running(ck) >= (tonumber(h[fcn]) or 1) then
           cc_wait(ck, id) -- its key is at its limit
+          if pinned_to then redis.call('ZREM', PIN_DEADLINES, id) end -- its worker came (see the header)
         elseif h[frk] and rate_limited(h[frk], id) then
           -- parked on its rate class (rate_limited did it)
+          if pinned_to then redis.call('ZREM', PIN_DEADLINES, id) end
         else
           -- read only for a job it leases, before the lease is written: a
           -- checkpoints key that holds no hash (an error reply) is corrupt

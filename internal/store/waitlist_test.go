@@ -308,3 +308,39 @@ func TestClaimParkKeepsRateToken(t *testing.T) {
 		})
 	}
 }
+
+// TestPinnedWaiterKeepsItsPlace: a pinned job that its worker claimed, and
+// that waits on its concurrency key, is no longer waiting for its worker:
+// its sticky fallback does not fail it, or list it a second time, while
+// it waits; it starts over when the key lets it go.
+func TestPinnedWaiterKeepsItsPlace(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, mode := range []string{"a", "f"} {
+			t.Run(b.name+"/"+mode, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime})
+				a := f.claimOne("w")
+				f.enqueue(store.NewJob{Local: "p", Limits: oneAtATime, Sticky: store.Sticky{Worker: "w", Mode: mode, After: time.Second}})
+				if got := f.leased("w"); got != "[]" { // p waits on k
+					t.Fatalf("claimed %s over the limit", got)
+				}
+				f.clk.Advance(2 * time.Second) // past p's fallback, within a's lease
+				res := f.claim(10, "w2")
+				if len(res.Jobs) != 0 || len(res.Parked) != 0 {
+					t.Fatalf("w2 claimed %v, parked %v: p waits on its key", locals(res.Jobs), res.Parked)
+				}
+				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[p]" || f.ccWaiting("k") != 1 {
+					t.Errorf("wait list %s, count %d: want [p], 1", got, f.ccWaiting("k"))
+				}
+				f.ack(a, store.Ack{Code: store.CodeOK}) // p goes to w's list
+				if got := f.leased("w2"); got != "[]" {
+					t.Fatalf("w2 claimed %s, p is w's", got)
+				}
+				if got := f.leased("w"); got != "[p]" {
+					t.Fatalf("w claimed %s, want [p]", got)
+				}
+			})
+		}
+	}
+}
