@@ -189,8 +189,10 @@ local function take(ak, pinned_to, prio)
         redis.call('RENAME', jk, corrupt_key(id))
         redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
         park(jk, id, 'malformed')
-      elseif h[fs] == 'available' and pinned_to and h[fsw] ~= pinned_to then
-        -- rerouted since it was pinned here: its entry on this list is stale
+      elseif h[fs] == 'available' and pinned_to and (h[fsw] ~= pinned_to or h[fsf]) then
+        -- rerouted since it was pinned here, or handed to every worker by
+        -- its fallback (its live entry is the shared list's): its entry on
+        -- this list is stale
       elseif h[fs] == 'available' and not pinned_to and h[fsw] and not h[fsf] then
         -- pinned (rerouted) since it was listed here, and its fallback has
         -- not handed it to every worker: the entry is stale

@@ -344,3 +344,33 @@ func TestPinnedWaiterKeepsItsPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestHandedJobListedOnce: a pinned job that its After fallback handed to
+// every worker is taken from the shared list only: the entry left on its
+// worker's list is stale, else that worker's claim and another's each
+// set it waiting on its key.
+func TestHandedJobListedOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime})
+			a := f.claimOne("w")
+			f.enqueue(store.NewJob{Local: "p", Limits: oneAtATime, Sticky: store.Sticky{Worker: "w", Mode: "a", After: time.Second}})
+			f.clk.Advance(2 * time.Second) // p is handed to every worker
+			if got := f.leased("w2"); got != "[]" {
+				t.Fatalf("w2 claimed %s over the limit", got)
+			}
+			if got := f.leased("w"); got != "[]" {
+				t.Fatalf("w claimed %s over the limit", got)
+			}
+			if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[p]" || f.ccWaiting("k") != 1 {
+				t.Errorf("wait list %s, count %d: want [p], 1", got, f.ccWaiting("k"))
+			}
+			f.ack(a, store.Ack{Code: store.CodeOK})
+			if got := f.leased("w2"); got != "[p]" {
+				t.Fatalf("after a: w2 claimed %s, want [p]", got)
+			}
+		})
+	}
+}
