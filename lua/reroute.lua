@@ -9,9 +9,10 @@
 --   job never runs again: it is refused (its state returned, nothing
 --   written). An archived, quarantined or cancelled one may be redriven,
 --   and then goes to its new worker.
--- Transitions: none. An available job moves to its new list at once; the
--- entry left on the old worker's list is skipped by that worker's claims
--- (claim.lua checks that a pinned job still prefers the claiming worker).
+-- Transitions: none. An available job moves to the front of its new list
+-- at once; the entry left on the old worker's list is skipped by that
+-- worker's claims (claim.lua checks that a pinned job still prefers the
+-- claiming worker), and one on the list it goes to leaves it.
 -- One that waits on its concurrency key or rate class (lib_limits.lua)
 -- keeps its place on that wait list, and goes to its new list when the
 -- key or class lets it go (requeue_front reads its preference then):
@@ -24,7 +25,8 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local s = state_of(redis.call('HGET', jk, F.state))
+local o = redis.call('HMGET', jk, F.state, F.sticky_worker, F.sticky_fallback)
+local s = state_of(o[1])
 if not s then return STATUS.none end
 if s == 'completed' then return remember(s) end
 if ARGV[10] == '' then
@@ -51,6 +53,18 @@ if s == 'available' then
     redis.call('HDEL', jk, F.sticky_fallback)
     redis.call('ZREM', PIN_DEADLINES, id)
   else
+    -- an entry it has on the list it goes to leaves it, else both would
+    -- be live: it has one on its worker's list, and on the shared list
+    -- when it had no worker or its fallback handed it to every worker
+    -- (pcall: after the writes above, a list that is none holds no entry)
+    local to = h[2]
+    if to and o[2] == to then
+      local pk = pin_key(to)
+      redis.pcall('LREM', pk, -1, id)
+    elseif not to and (not o[2] or o[3]) then
+      local ak = avail_key(priority_of(h[1]))
+      redis.pcall('LREM', ak, -1, id)
+    end
     push_ready(id, true, h[1], h[2], h[3], h[4])
     wake()
   end

@@ -345,6 +345,47 @@ func TestPinnedWaiterKeepsItsPlace(t *testing.T) {
 	}
 }
 
+// TestRerouteToSameListListsOnce: rerouting an available job to the list
+// that holds it already (unpinned to unpinned, or to the worker it is
+// pinned to) lists it once: a second live entry let two claims set it
+// waiting on its key twice.
+func TestRerouteToSameListListsOnce(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, to := range []string{"", "w"} {
+			t.Run(b.name+"/to="+to, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a", Limits: oneAtATime})
+				a := f.claimOne("w")
+				st := store.Sticky{}
+				if to != "" {
+					st = store.Sticky{Worker: to, Mode: "w"}
+				}
+				// x, listed before j on j's list, then j
+				f.enqueue(store.NewJob{Local: "x", Sticky: st}, store.NewJob{Local: "j", Limits: oneAtATime, Sticky: st})
+				if _, err := f.st.Reroute(f.ctx, f.ref("j"), st); err != nil {
+					t.Fatal(err)
+				}
+				// a claim of one sets j waiting and leases x; the next
+				// finds j listed again, and sets it waiting again
+				if res := f.claim(1, "w"); len(res.Jobs) != 1 || res.Jobs[0].Local != "x" {
+					t.Fatalf("claimed %v, want x", locals(res.Jobs))
+				}
+				if got := f.leased("w"); got != "[]" {
+					t.Fatalf("claimed %s over the limit", got)
+				}
+				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[j]" || f.ccWaiting("k") != 1 {
+					t.Errorf("wait list %s, count %d: want [j], 1", got, f.ccWaiting("k"))
+				}
+				f.ack(a, store.Ack{Code: store.CodeOK})
+				if got := f.leased("w"); got != "[j]" {
+					t.Fatalf("after a: %s, want [j]", got)
+				}
+			})
+		}
+	}
+}
+
 // TestHandedJobListedOnce: a pinned job that its After fallback handed to
 // every worker is taken from the shared list only: the entry left on its
 // worker's list is stale, else that worker's claim and another's each
@@ -372,5 +413,39 @@ func TestHandedJobListedOnce(t *testing.T) {
 				t.Fatalf("after a: w2 claimed %s, want [p]", got)
 			}
 		})
+	}
+}
+
+// TestRerouteHandedJob: a job its After fallback handed to every worker,
+// rerouted to that worker again or unpinned, is listed once on the list
+// it goes to: the entry it had there is taken out.
+func TestRerouteHandedJob(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, to := range []string{"w", ""} {
+			t.Run(b.name+"/to="+to, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "p", Sticky: store.Sticky{Worker: "w", Mode: "a", After: time.Second}},
+					store.NewJob{Local: "x", Priority: 5})
+				f.clk.Advance(2 * time.Second)
+				if res := f.claim(1, "w2"); len(res.Jobs) != 1 || res.Jobs[0].Local != "x" { // p is handed on
+					t.Fatalf("w2 claimed %v, want x", locals(res.Jobs))
+				}
+				st := store.Sticky{}
+				if to != "" {
+					st = store.Sticky{Worker: to, Mode: "w"}
+				}
+				if _, err := f.st.Reroute(f.ctx, f.ref("p"), st); err != nil {
+					t.Fatal(err)
+				}
+				list := f.p.Available(0)
+				if to != "" {
+					list = f.p.Pinned(to)
+				}
+				if got := fmt.Sprint(f.list(list)); got != "[p]" {
+					t.Fatalf("the list p went to holds %s, want [p]", got)
+				}
+			})
+		}
 	}
 }
