@@ -254,6 +254,33 @@ func TestDebounceWaitingJob(t *testing.T) {
 				t.Fatalf("after a second: %s, want [c]", got)
 			}
 		})
+		// run now after the debounce: b is listed once, and waits for a
+		// token behind c, which waited before it came back
+		t.Run(b.name+"/rate+runnow", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "r0", Limits: onePerSec},
+				store.NewJob{Local: "b", Limits: onePerSec, Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}},
+				store.NewJob{Local: "c", Limits: onePerSec})
+			if got := f.leased("w"); got != "[r0]" {
+				t.Fatalf("first claim %s, want [r0]", got)
+			}
+			debounce(f, onePerSec)
+			if _, err := f.st.RunNow(f.ctx, f.ref("b")); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.leased("w"); got != "[]" {
+				t.Fatalf("claimed %s with no token", got)
+			}
+			if got := fmt.Sprint(f.list(f.p.RateWait("smtp"))); got != "[c b]" {
+				t.Errorf("rate wait list %s, want [c b]", got)
+			}
+			for _, want := range []string{"[c]", "[b]", "[]"} {
+				f.clk.Advance(time.Second)
+				if got := f.leased("w"); got != want {
+					t.Fatalf("a second on: %s, want %s", got, want)
+				}
+			}
+		})
 		for _, woken := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/concurrency/woken=%v", b.name, woken), func(t *testing.T) {
 				f := newFixture(t, b)
