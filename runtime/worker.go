@@ -111,7 +111,9 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // after a graceful shutdown (also when ctx ends while it is starting), or
 // an error if it could not start (a *sluicetype.LayoutMismatchError,
 // ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
-// queue), or, after the same shutdown, one that wraps redis.ErrClosed if
+// queue; one wrapping ErrMalformed when the recorded layout of none of
+// its queues can be read: a queue whose entry alone is corrupt is logged
+// and not claimed from, and the others are served), or, after the same shutdown, one that wraps redis.ErrClosed if
 // its Redis client was closed under it. A second Run while one runs
 // returns ErrRunning at once.
 func (w *Worker) Run(ctx context.Context) error {

@@ -54,3 +54,36 @@ func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (f *FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// LoseFirstReply is a go-redis hook (redis.Client.AddHook) that lets the
+// first call of Script that Redis runs without error go through, then
+// fails its reply with ErrInjected, as a network that lost the reply past
+// go-redis's retries would: Redis ran the call, the caller never learns
+// what it did. Every other call passes. Lost reports whether it has.
+type LoseFirstReply struct {
+	Script *lua.Script
+	Lost   atomic.Bool
+}
+
+func (h *LoseFirstReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if h.Lost.Load() || len(args) < 2 || !h.Script.Is(cmd.Name(), fmt.Sprint(args[1])) {
+			return next(ctx, cmd)
+		}
+		if err := next(ctx, cmd); err != nil {
+			return err // not run (a function not loaded yet): not this one
+		}
+		if !h.Lost.CompareAndSwap(false, true) {
+			return nil
+		}
+		cmd.SetErr(ErrInjected)
+		return ErrInjected
+	}
+}
+
+func (h *LoseFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
