@@ -52,7 +52,9 @@ func (c *Client) bridge() bridge.Client {
 			}
 			res, err := c.plan.enqueue(ctx, ref.Partition, of, []store.NewJob{job})
 			if err != nil {
-				return Enqueued{}, err
+				// the ID it was sent under, as Enqueue gives: Redis may
+				// have added it and lost the reply
+				return Enqueued{ID: ref.String()}, err
 			}
 			e := enqueued(ref, res[0])
 			return e, e.Err

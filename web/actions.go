@@ -127,6 +127,11 @@ var actions = map[string]action{
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			n := f.Get("schedule")
 			e, err := c.ops.TriggerSchedule(ctx, n)
+			if err != nil && e.ID != "" {
+				// Redis may have run the enqueue and lost its reply: a
+				// second trigger would add a second job
+				return "", "", fmt.Errorf("%w (the job may have been added as %s; look it up before triggering again)", err, e.ID)
+			}
 			if err != nil {
 				return "", "", err
 			}

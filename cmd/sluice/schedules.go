@@ -93,6 +93,10 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 			return err
 		}
 		e, err := client.TriggerSchedule(cmd.Context(), args[0])
+		if err != nil && e.ID != "" {
+			// Redis may have added the job and lost the reply
+			err = fmt.Errorf("%w (the job may have been added as %s; look it up before triggering again)", err, e.ID)
+		}
 		if err != nil {
 			return c.about("schedule", args[0], err)
 		}

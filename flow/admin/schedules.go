@@ -83,7 +83,9 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 // TriggerSchedule enqueues a schedule's job now, outside its ticks, even
 // while it is paused, under a fresh ID (sched:<name>:trigger:<random>), so
 // every call adds one job. The job is the one the schedulers last
-// published: same kind, arguments and options.
+// published: same kind, arguments and options. When the enqueue fails,
+// the result still carries that ID: Redis may have added the job and
+// lost the reply, so look it up before triggering again.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error) {
 	if !flow.ValidScheduleName(name) {
 		return flow.Enqueued{}, fmt.Errorf("%w: schedule name %q", flow.ErrInvalid, name)

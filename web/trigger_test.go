@@ -1,0 +1,46 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// TestTriggerLostReplyNamesTheJob: a trigger whose enqueue Redis ran but
+// whose reply was lost fails, and the page says under which ID the job
+// may have been added, so that the operator looks before triggering
+// again (a second trigger adds a second job); the job is there.
+func TestTriggerLostReplyNamesTheJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.startScheduler("nightly")
+	c := client()
+	form := url.Values{"schedule": {"nightly"}}
+	code, body := f.get(c, "/confirm/trigger?"+form.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("confirm trigger: %d\n%s", code, body)
+	}
+	form.Set("csrf", csrfOf(body))
+	hook := &testkit.LoseFirstReply{Script: lua.Enqueue}
+	f.env.RDB.AddHook(hook)
+	code, _, body = f.post(c, "/act/trigger", form)
+	if !hook.Lost.Load() {
+		t.Fatal("no enqueue reply was lost")
+	}
+	if code == http.StatusSeeOther {
+		t.Fatal("the trigger reported success though its reply was lost")
+	}
+	m := regexp.MustCompile(`added as (\S+);`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("the error page does not name the job's ID:\n%s", body)
+	}
+	id := strings.ReplaceAll(m[1], "&#43;", "+")
+	if j := f.env.Job(id); j.Kind != "work" {
+		t.Errorf("the job named, %s, is a %q; want the schedule's work job", id, j.Kind)
+	}
+}
