@@ -115,7 +115,7 @@ do
   -- not: its outcome is stale (the reaper ends it, as a crash). The run
   -- index's head scored at or before NOW, up to 256 (usually none); when
   -- more lapsed (the reaper is behind), this call's jobs' own scores
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', 0, 256)
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
   if #head == 256 then
     local ids = {}
     for i, e in ipairs(entries) do ids[i] = e.id end

@@ -99,7 +99,7 @@ end
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
 local worker, nonce = ARGV[11], ARGV[12]
-promote(tonumber(ARGV[13]))
+promote(ARGV[13])
 promote_rated()
 local unpinned = promote_pinned()
 local kind_lease = {}
@@ -263,7 +263,7 @@ if not pm then
 end
 for prio = MAX_PRIORITY, 1, -1 do
   if #jobs >= n then break end
-  if may_hold(pm, prio) and take(avail_key(prio), nil, prio) then redis.call('SETBIT', PM_KEY, prio, 0) end
+  if may_hold(pm, prio) and take(avail_key(prio), nil, prio) then redis.call('SETBIT', PM_KEY, string.char(48 + prio), '0') end
 end
 if #jobs < n then take(avail_key(0), nil, 0) end
 for i = #held, 1, -1 do

@@ -94,7 +94,7 @@ end
 -- partition's hash of the current minute (keys.Partition.Minute), kept two
 -- hours.
 local TPUT = {}
-local MINUTE_KEEP = 7200000
+local MINUTE_KEEP = '7200000'
 
 local function tally(field)
   TPUT[field] = (TPUT[field] or 0) + 1
@@ -124,7 +124,7 @@ end
 local function flush()
   flush_tput()
   flush_pushes()
-  for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, p, 1) end
+  for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, string.char(48 + p), '1') end
   PM_PUSHED = {}
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end

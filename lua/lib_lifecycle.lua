@@ -34,7 +34,7 @@ local function free_held(qf, id)
       if v[2] == id and state_of(v[1]) == 'scheduled' then
         redis.call('HDEL', hk, fq)
         redis.call('HSET', hk, fr, NOW_S)
-        redis.call('ZADD', K_SCHED, NOW, h)
+        redis.call('ZADD', K_SCHED, NOW_S, h)
         wake()
       end
     end
@@ -292,7 +292,7 @@ end
 -- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
 -- often this happened (F.orphan_count).
 local function reap(limit, delay)
-  local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, limit)
+  local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'WITHSCORES', 'LIMIT', '0', limit)
   local out = {}
   local fs, fw, fk = F.state, F.worker, F.concurrency_key
   for i = 1, #expired, 2 do
@@ -340,7 +340,7 @@ local function sweep(limit)
   local deleted = 0
   local fs = F.state
   for state, zk in pairs(TERMINAL) do
-    local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW, 'LIMIT', 0, limit)
+    local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW_S, 'LIMIT', '0', limit)
     for _, id in ipairs(ids) do
       zrem_later(zk, id)
       local jk = job_key(id)
@@ -365,8 +365,8 @@ end
 -- after moving up to SCHED_NEAR_MAX jobs of buckets coming due into sched.
 local SCHED_NEAR_MAX = 256
 local function promote(limit)
-  if limit > 0 then sched_near(SCHED_NEAR_MAX) end
-  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW, 'LIMIT', 0, limit)
+  if tonumber(limit) > 0 then sched_near(SCHED_NEAR_MAX) end
+  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW_S, 'LIMIT', '0', limit)
   local fs, fr = F.state, F.run_at
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
@@ -388,7 +388,7 @@ end
 -- did not claim them in time; it returns the IDs it archived.
 local function promote_pinned()
   local failed = {}
-  local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW, 'LIMIT', 0, 100)
+  local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW_S, 'LIMIT', '0', '100')
   local fs, fm, fp, fck, fcn = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit
   for _, id in ipairs(due) do
     redis.call('ZREM', PIN_DEADLINES, id)
@@ -417,7 +417,7 @@ end
 local function next_due()
   local nd = STATUS.no_due
   for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER }) do
-    local first = redis.call('ZRANGE', k, 0, 0, 'WITHSCORES')
+    local first = redis.call('ZRANGE', k, '0', '0', 'WITHSCORES')
     if #first > 0 then
       local t = tonumber(first[2])
       if k == K_LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched

@@ -203,7 +203,7 @@ end
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
 -- return to the available lists, as many as there are tokens.
 local function promote_rated()
-  local due = redis.call('ZRANGEBYSCORE', K_RWAKE, '-inf', NOW, 'LIMIT', 0, 100)
+  local due = redis.call('ZRANGEBYSCORE', K_RWAKE, '-inf', NOW_S, 'LIMIT', '0', '100')
   for _, class in ipairs(due) do
     local b = bucket(class)
     local wk = ratewait_key(class)

@@ -90,7 +90,7 @@ local function sched_near(limit)
   local moved = 0
   local fs, fr = F.state, F.run_at
   while moved < limit do
-    local head = redis.call('ZRANGEBYSCORE', K_LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', 0, 1)
+    local head = redis.call('ZRANGEBYSCORE', K_LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', '0', '1')
     if #head == 0 then break end
     local bs = head[1]
     local b, lk = tonumber(bs), later_key(bs)

@@ -24,7 +24,7 @@ do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local reaped = reap(tonumber(ARGV[9]), tonumber(ARGV[12]))
-local promoted = promote(tonumber(ARGV[10]))
+local promoted = promote(ARGV[10])
 local deleted = sweep(tonumber(ARGV[11]))
 flush()
 return remember({ reaped, promoted, deleted })

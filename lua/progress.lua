@@ -18,7 +18,7 @@ local fp, fs, ft, ff = F.track_percent, F.track_state, F.track_at, F.track_fence
 -- reads them
 local lapsed = {}
 do
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', 0, 256)
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
   for _, id in ipairs(head) do lapsed[id] = true end
   if #head == 256 then
     local ids = {}

@@ -29,7 +29,7 @@ for i = 0, n - 1 do
     held = expiry == nil or expiry > NOW -- the reaper takes a score <= NOW
   end
   if held then
-    redis.call('ZADD', K_RUN, NOW + tonumber(ARGV[b + 3]), id)
+    redis.call('ZADD', K_RUN, num_s(NOW + tonumber(ARGV[b + 3])), id)
   else
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none

@@ -47,7 +47,7 @@ local NO_FX, OK0 = {}, { STATUS.ok, 0 }
 -- more lapsed (the reaper is behind), this call's jobs' own scores.
 local lapsed = {}
 do
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', 0, 256)
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
   for _, id in ipairs(head) do lapsed[id] = true end
   if #head == 256 then
     local ids = {}
