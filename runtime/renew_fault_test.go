@@ -146,10 +146,13 @@ func TestSlowHeartbeatDelaysNoRenewal(t *testing.T) {
 	gate.armed.Store(true)
 	e.RDB.AddHook(gate)
 	reg, started, causes := blockUntilCancelled(t, clk)
-	e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
 		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
 	t.Cleanup(gate.open) // registered after the worker's: runs before it stops
 	testkit.Recv(t, (<-chan struct{})(gate.held), "the first heartbeat to be held back")
+	// the first claim has found nothing: a claim still in flight would
+	// take the job at the store time it was sent, before later
+	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 	clk.Advance(later)
 	id := e.Enqueue(workArgs{N: 1})
 	testkit.Recv(t, started, "the job to start")
