@@ -57,6 +57,11 @@ type Attempt struct {
 	// that decision, so that ExtendLease, which moves leaseEnd under mu,
 	// either moves it first or finds the attempt given up)
 	lapsed bool
+	// renewing counts the renewals of the lease in flight (renewLoop,
+	// ExtendLease); handBack: the worker gave the attempt up while some
+	// were, and gives its job back once they have returned (abandon)
+	renewing int
+	handBack bool
 
 	ctl  control // lease control, progress, tracked goroutines (control.go)
 	host attemptHost

@@ -129,9 +129,14 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= w.opts.RenewInterval {
 		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
 	}
-	if a.ctl.gone.Load() {
+	if a.ctl.gone.Load() || !a.startRenewal() {
 		return ErrLeaseLost
 	}
+	defer func() {
+		if a.renewalReturned() { // given up meanwhile, and this renewal was the last in flight
+			w.giveBack(a)
+		}
+	}()
 	sent := w.clk.Now()
 	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d}})
 	if err != nil {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -69,7 +70,7 @@ type renewer struct {
 func (r *renewer) round(ctx context.Context, renew bool) bool {
 	w := r.w
 	now := w.clk.Now()
-	w.expire(now)
+	r.expire(now)
 	groups := map[keys.Partition][]*Attempt{}
 	if renew {
 		w.mu.Lock()
@@ -179,6 +180,17 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 	// cap starved healthy partitions until their leases ran out (one node
 	// of a cluster holding 8 of a worker's partitions); go-redis bounds
 	// the connections per node, so a hung node holds its own pool only
+	as = startRenewals(as) // given up meanwhile: not renewed
+	if len(as) == 0 {
+		return
+	}
+	defer func() {
+		for _, a := range as {
+			if a.renewalReturned() {
+				r.calls.Go(func() { w.giveBack(a) })
+			}
+		}
+	}()
 	sent := w.clk.Now()
 	rs := make([]store.Renewal, len(as))
 	for i, a := range as {
@@ -193,7 +205,7 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 		return // the worker stops
 	}
 	w.log.Warn("lease renewal failed", "queue", p.Queue, "partition", p.Index, "err", err)
-	w.expire(w.clk.Now())
+	r.expire(w.clk.Now())
 }
 
 // renewed applies the answer of a renewal of as (sent at sent, as rs):
@@ -222,11 +234,23 @@ func (w *Worker) renewed(as []*Attempt, rs []store.Renewal, lost []store.Lost, s
 	}
 }
 
+// expire gives up the attempts whose lease has run out by the worker's
+// clock at now (Worker.expire), and hands back the jobs of those with no
+// renewal in flight (giveBack), each on a goroutine of its own that stop
+// waits for: the renewals wait behind no ack.
+func (r *renewer) expire(now time.Time) {
+	for _, a := range r.w.expire(now) {
+		r.calls.Go(func() { r.w.giveBack(a) })
+	}
+}
+
 // expire cancels, with cause ErrLeaseLost, the attempts whose lease has
 // run out by the worker's clock at now: their renewals did not come back
 // in time, and another worker may run the job already. It needs no call
 // to return. An attempt whose outcome is being acked is left to its ack.
-func (w *Worker) expire(now time.Time) {
+// It returns the attempts given up whose jobs are to be given back now
+// (abandon).
+func (w *Worker) expire(now time.Time) (back []*Attempt) {
 	var out []*Attempt
 	w.mu.Lock()
 	for a := range w.inflight {
@@ -242,9 +266,114 @@ func (w *Worker) expire(now time.Time) {
 	}
 	w.mu.Unlock()
 	for _, a := range out {
-		if !a.settled.Load() {
-			a.lose() // logged when the attempt concludes (logging.go)
+		if !a.settled.Load() && a.abandon() { // logged when the attempt concludes (logging.go)
+			back = append(back, a)
 		}
+	}
+	return back
+}
+
+// abandon cancels an attempt given up by the worker's clock (expire) with
+// cause ErrLeaseLost, and reports whether its job is to be given back
+// (giveBack) now. It is given back when nothing of the attempt will be
+// acked: when its handler, still running, is cancelled with that cause,
+// whoever settles the attempt then (its handler returning, or the grace
+// watch) finds the cause and acks nothing (settle). The handler is
+// cancelled under mu, which its return takes (handlerReturned) before it
+// settles, so that it cannot settle with a context not yet cancelled. An
+// attempt whose handler has returned acks its outcome, which ends the
+// lease, and so does one stopped for another cause first (a timeout, a
+// shutdown); one whose handler has not started has no context to cancel
+// yet. While renewals of the lease are in flight the give-back waits for
+// them (renewalReturned): sent at once, it could land before them.
+func (a *Attempt) abandon() bool {
+	a.mu.Lock()
+	ctx, running := a.ctl.ctx, a.cancel != nil && !a.hasReturned
+	if running {
+		a.cancel(ErrLeaseLost)
+	}
+	a.mu.Unlock()
+	a.lose() // the grace watch, and LeaseLost
+	if !running {
+		return false
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, ErrLeaseLost) || errors.Is(cause, ErrCancelled) {
+		return false // cancelled by an operator: the store holds no lease either
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.renewing > 0 {
+		a.handBack = true
+		return false
+	}
+	return true
+}
+
+// startRenewals counts a renewal in flight for each of as
+// (startRenewal), and returns those the worker has not given up.
+func startRenewals(as []*Attempt) []*Attempt {
+	out := as[:0:0]
+	for _, a := range as {
+		if a.startRenewal() {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// startRenewal counts a renewal of the lease in flight, unless the worker
+// has given the attempt up (expire decides that under mu): none is sent
+// once its give-back may have been.
+func (a *Attempt) startRenewal() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lapsed {
+		return false
+	}
+	a.renewing++
+	return true
+}
+
+// renewalReturned counts a renewal of the lease returned (whatever its
+// answer), and reports whether the attempt's job is now to be given back:
+// the worker gave it up while renewals were in flight, and this was the
+// last.
+func (a *Attempt) renewalReturned() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.renewing--
+	back := a.handBack && a.renewing == 0
+	if back {
+		a.handBack = false
+	}
+	return back
+}
+
+// giveBack hands back the job of attempt a, given up by the worker's clock
+// (abandon), as a crash: what the reaper does with an expired lease. The
+// store may hold the lease still, for an attempt nobody runs: a renewal in
+// flight when the worker gave up (a slow node, a late reply) renewed it,
+// or the store's clock is behind the worker's. The job would sit running
+// until that lease ran out and a reaper took it. It is sent once no
+// renewal of the lease is in flight (none is sent after the worker gave
+// the attempt up), and checks the attempt's identity: when the store had
+// ended the lease already (the usual case) it is stale and writes nothing,
+// and once it is written no renewal, late or sent again, finds the lease
+// held. An outcome of the attempt cannot apply besides it: none is acked
+// (abandon), and the store applies one outcome per attempt.
+func (w *Worker) giveBack(a *Attempt) {
+	res := w.ack(a.ref.Partition, store.Ack{Lease: a.storeLease(), Code: store.CodeCrash, Reason: "lease_expired",
+		Message: "lease given up by its worker " + a.Worker + ": no renewal came back before it ran out"})
+	if res.Err != nil {
+		return // stale: reaped, or expired by store time; or Redis failed, and the reaper will take it
+	}
+	r := store.Reaped{Local: a.ref.Local, State: res.State, Holder: a.Worker}
+	w.logReaped(a.ID, a.Queue, r) // logging.go
+	w.tel.reaped(a.Queue, res.State)
+	w.reapedDeaths(a.ref.Partition, []store.Reaped{r})
+	if w.sig.Settled.Enabled() {
+		w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: a.ID, Fence: a.Fence,
+			By: testsignal.GiveBack, State: res.State})
 	}
 }
 

@@ -13,7 +13,9 @@ type Worker struct {
 	// Settled: the worker made a job's new state durable, or learnt that
 	// it could not: an attempt's outcome acked or refused (By Ack), a job
 	// whose lease expired reclaimed by maintenance (By Reap), a job
-	// archived by a claim instead of leased (By Claim). Sent once the
+	// archived by a claim instead of leased (By Claim), the job of an
+	// attempt the worker gave up by its own clock handed back while the
+	// store still held its lease (By GiveBack). Sent once the
 	// write has returned, after the attempt's telemetry and death report
 	// are recorded and it is no longer in flight.
 	Settled Signal[Settled]
@@ -53,6 +55,9 @@ const (
 	Ack   By = "ack"   // an attempt's outcome
 	Reap  By = "reap"  // maintenance reclaimed an expired lease
 	Claim By = "claim" // a claim archived the job instead of leasing it
+	// GiveBack: the worker handed back, as a crash, the job of an attempt
+	// it gave up when its lease ran out by its own clock
+	GiveBack By = "give_back"
 )
 
 // Settled is a job the worker has settled.
