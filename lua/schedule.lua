@@ -1,7 +1,8 @@
 -- schedule.lua: the state of one periodic schedule, changed atomically so
 -- that any number of schedulers agree on which ticks are enqueued. Its
 -- keys are not in a queue partition: of the prelude it uses only what
--- needs none of a partition's keys or arguments (NOW, STATUS).
+-- needs none of a partition's keys (NOW, STATUS, the call records of
+-- lib_replay.lua, which live under the schedules' prefix).
 --
 -- State (KEYS[1] fields): last = the latest tick decided (enqueued, or
 -- dropped by the missed-run policy or a pause), in unix ms; ran = the
@@ -11,37 +12,48 @@
 -- KEYS[1] the schedule's hash
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
 -- ARGV[1] now ms, or '' to use the store's TIME
--- ARGV[2] op, one of:
---   'sync'   ARGV[3] ms after which a pending tick counts as abandoned,
---            ARGV[4] the sync's token (fresh per sync, the same in its
---            re-sends).
+-- ARGV[2] the schedules' key prefix ("{tag}:"), under which call records
+--         are kept (lib_replay.lua)
+-- ARGV[3] op, one of:
+--   'sync'   ARGV[4] ms after which a pending tick counts as abandoned.
 --            Starts the state at last = now when there is none.
 --            Returns {'ok', now, last, paused (0|1), abandoned ticks...}:
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset, to the time recorded in field hand_at, and the
---            token in field hand) to enqueue again; the same sync sent
---            again (its reply lost) is handed the same ticks, those still
---            pending with that claim time; or {'missing', now}.
---   'claim'  ARGV[3] the last tick the caller saw, ARGV[4] the new last
---            tick, ARGV[5] the claim's token (fresh per claim, the same in
---            its re-sends), ARGV[6...] the ticks the caller will enqueue.
---            Returns 'ok' (last moved, the ticks are pending; also to
---            the same claim sent again: its token), 'moved' (another
---            scheduler moved last first: nothing written),
---            'paused' or 'missing' (nothing written).
---   'ack'    ARGV[3...] ticks now enqueued. Returns 'ok'.
+--            sync's call ID in field hand) to enqueue again; the same
+--            sync sent again (its reply lost) is handed the same ticks,
+--            those still pending with that claim time; or {'missing', now}.
+--   'claim'  ARGV[4] the last tick the caller saw, ARGV[5] the new last
+--            tick, ARGV[6...] the ticks the caller will enqueue.
+--            Returns 'ok' (last moved, the ticks are pending), 'moved'
+--            (another scheduler moved last first: nothing written),
+--            'paused' or 'missing' (nothing written). The same claim sent
+--            again (its reply lost) is answered what its first run
+--            answered (its call record; past the record, its call ID in
+--            field claim while last is still its tick), even when another
+--            scheduler has claimed later ticks in between: a twin claim
+--            of another scheduler, with another call ID, is 'moved' (its
+--            tick jobs would run again once the first ones are done and
+--            deleted).
+--   'ack'    ARGV[4...] ticks now enqueued. Returns 'ok'.
 --   'pause'  Returns 'ok' or 'missing'.
 --   'resume' Restarts a paused schedule from now: the ticks that fell
 --            while it was paused are not run. Returns 'ok' or 'missing'.
+-- ARGV[#ARGV] the call ID (lib_replay.lua)
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
-local op = ARGV[2]
+local op = ARGV[3]
 if op == 'ack' then
-  for i = 3, #ARGV do redis.call('HDEL', KP, ARGV[i]) end
+  for i = 4, #ARGV - 1 do redis.call('HDEL', KP, ARGV[i]) end
   return STATUS.ok
+end
+if op == 'claim' then
+  local again = replayed()
+  if again then return again end
 end
 if redis.call('EXISTS', K) == 0 then
   if op == 'sync' then return { STATUS.missing, NOW } end
+  if op == 'claim' then return remember(STATUS.missing) end
   return STATUS.missing
 end
 
@@ -51,9 +63,9 @@ if op == 'sync' then
   local paused = 0
   if st[2] == '1' then paused = 1 end
   local out = { STATUS.ok, NOW, tonumber(st[1]), paused }
-  local stale, token = tonumber(ARGV[3]), ARGV[4] or ''
+  local stale, token = tonumber(ARGV[4]), CALL_ID
   local pend = redis.call('HGETALL', KP)
-  if token ~= '' and st[3] == token then
+  if st[3] == token then
     -- this very sync, sent again: its first run handed these over
     for i = 1, #pend, 2 do
       if pend[i + 1] == st[4] then out[#out + 1] = tonumber(pend[i]) end
@@ -77,22 +89,19 @@ if op == 'sync' then
   return out
 elseif op == 'claim' then
   local st = redis.call('HMGET', K, 'last', 'paused', 'ran', 'claim')
-  if st[4] == ARGV[5] and tonumber(st[1]) == tonumber(ARGV[4]) then
-    -- this very claim, sent again (its reply lost): it moved last, and is
-    -- answered as it was; a twin claim of another scheduler, with another
-    -- token, is 'moved' (its tick jobs would run again once the first
-    -- ones are done and deleted)
-    return STATUS.ok
+  if st[4] == CALL_ID and tonumber(st[1]) == tonumber(ARGV[5]) then
+    -- this very claim, sent again after its record expired: it moved last
+    return remember(STATUS.ok)
   end
-  if tonumber(st[1]) ~= tonumber(ARGV[3]) then return STATUS.moved end
-  if st[2] == '1' then return STATUS.paused end
+  if tonumber(st[1]) ~= tonumber(ARGV[4]) then return remember(STATUS.moved) end
+  if st[2] == '1' then return remember(STATUS.paused) end
   local ran = tonumber(st[3]) or 0 -- not a number (written by hand): none
-  for i = 6, #ARGV do
+  for i = 6, #ARGV - 1 do
     redis.call('HSET', KP, ARGV[i], NOW)
     ran = math.max(ran, tonumber(ARGV[i]))
   end
-  redis.call('HSET', K, 'last', ARGV[4], 'ran', ran, 'claim', ARGV[5])
-  return STATUS.ok
+  redis.call('HSET', K, 'last', ARGV[5], 'ran', ran, 'claim', CALL_ID)
+  return remember(STATUS.ok)
 elseif op == 'pause' then
   redis.call('HSET', K, 'paused', '1')
   return STATUS.ok

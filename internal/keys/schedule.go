@@ -8,6 +8,10 @@ type Schedules struct{ NS string }
 // Tag is the schedules' cluster hash tag, braces included.
 func (s Schedules) Tag() string { return "{" + s.NS + ":sched}" }
 
+// Prefix starts the schedules' own keys; the schedule script keeps its
+// call records under it (lua/lib_replay.lua, as Partition.Call).
+func (s Schedules) Prefix() string { return s.Tag() + ":" }
+
 // Names is the set of the names of every schedule ever run.
 func (s Schedules) Names() string { return s.Tag() + ":names" }
 

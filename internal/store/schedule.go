@@ -53,15 +53,17 @@ type ScheduleSync struct {
 
 func (s *Store) sched() keys.Schedules { return keys.Schedules{NS: s.cfg.NS} }
 
-// runSchedule runs lua/schedule.lua on the schedule name.
+// runSchedule runs lua/schedule.lua on the schedule name, with a fresh
+// call ID: a call sent again (go-redis, after a lost reply) carries the
+// same one, which sync and claim recognise (lua/schedule.lua).
 func (s *Store) runSchedule(ctx context.Context, name, op string, args ...any) (any, error) {
 	now := ""
 	if s.cfg.Now != nil {
 		now = strconv.FormatInt(s.cfg.Now().UnixMilli(), 10)
 	}
 	ks := s.sched()
-	return lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)},
-		append([]any{now, op}, args...)...).Result()
+	argv := append(append([]any{now, ks.Prefix(), op}, args...), newCallID()+s.keep)
+	return lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)}, argv...).Result()
 }
 
 // PublishSchedule writes a schedule's definition (never its state) and adds
@@ -81,9 +83,9 @@ func (s *Store) PublishSchedule(ctx context.Context, d ScheduleDef) error {
 // it has none, and hands over ticks claimed more than abandonAfter ago and
 // never acknowledged.
 func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time.Duration) (ScheduleSync, error) {
-	// the sync's own token: a re-send of it (go-redis, after a lost reply)
-	// is handed the ticks its first run handed over
-	v, err := s.runSchedule(ctx, name, "sync", ms(abandonAfter), newCallID())
+	// a re-send of it (go-redis, after a lost reply) is handed the ticks
+	// its first run handed over
+	v, err := s.runSchedule(ctx, name, "sync", ms(abandonAfter))
 	if err != nil {
 		return ScheduleSync{}, err
 	}
@@ -110,9 +112,9 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 // ticks as pending, if no other scheduler moved it first and the schedule
 // is not paused. It returns Claimed, ClaimMoved or ClaimPaused.
 func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Time, ticks []time.Time) (string, error) {
-	// the claim's own token: a re-send of it (go-redis, after a lost
-	// reply) carries the same one, another scheduler's twin claim another
-	args := []any{seen.UnixMilli(), last.UnixMilli(), newCallID()}
+	// a re-send of it (go-redis, after a lost reply) is answered what its
+	// first run answered; another scheduler's twin claim is not
+	args := []any{seen.UnixMilli(), last.UnixMilli()}
 	for _, t := range ticks {
 		args = append(args, t.UnixMilli())
 	}

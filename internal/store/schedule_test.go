@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,6 +170,74 @@ func TestScheduleClaimSentAgain(t *testing.T) {
 				if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != want {
 					t.Fatalf("claim %d: %q %v, want %q", i, got, err, want)
 				}
+			}
+		})
+	}
+}
+
+// resendClaimAfter is a go-redis hook that runs the first schedule claim,
+// then between (another scheduler's calls), then the claim again, and
+// answers the second run: go-redis re-sends a command whose reply was
+// lost, and others' calls may reach Redis in between.
+type resendClaimAfter struct {
+	between func()
+	once    sync.Once
+}
+
+func (h *resendClaimAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *resendClaimAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := next(ctx, cmd); err != nil || !slices.Contains(cmd.Args(), any("claim")) {
+			return err
+		}
+		first := false
+		h.once.Do(func() { first = true })
+		if !first {
+			return nil
+		}
+		h.between()
+		return next(ctx, cmd)
+	}
+}
+
+func (h *resendClaimAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestScheduleClaimSentAgainAfterMoved: a claim of a tick whose reply was
+// lost is sent again after another scheduler has claimed the next tick.
+// The re-send is answered as its first run was (Claimed), so its caller
+// enqueues the tick it claimed. Before, it answered Moved (the schedule's
+// last tick and claim token were the other scheduler's by then): the
+// caller looked again and found nothing to do, and the tick, pending,
+// ran only once a sync found it abandoned, 30 s late.
+func TestScheduleClaimSentAgainAfterMoved(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
+				Queue: "q", Kind: "k", Template: []byte{0x80}}))
+			if _, err := f.st.SyncSchedule(f.ctx, "s", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			tick, next := epoch.Add(time.Minute), epoch.Add(2*time.Minute)
+			f.clk.Advance(time.Minute)
+			other := store.New(b.rdb, store.Config{NS: f.st.NS(), Now: f.clk.Now})
+			hook := &resendClaimAfter{between: func() {
+				f.clk.Advance(time.Minute)
+				if got, err := other.ClaimTicks(f.ctx, "s", tick, next, []time.Time{next}); err != nil || got != store.Claimed {
+					t.Errorf("the other scheduler's claim of the next tick: %q %v", got, err)
+				}
+			}}
+			b.rdb.AddHook(hook)
+			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
+				t.Fatalf("claim sent again: %q %v, want %q", got, err, store.Claimed)
+			}
+			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.ClaimMoved {
+				t.Fatalf("a twin claim: %q %v, want %q", got, err, store.ClaimMoved)
 			}
 		})
 	}
