@@ -193,21 +193,14 @@ const cronStar = 1 << 63
 // of its wall-clock times, whatever the clocks do: a time that a clock
 // turned forward skips runs at the first instant after the jump, and a
 // time that a clock turned back repeats runs at its first occurrence
-// only. One whose hour is '*' runs by elapsed time (every hour that
-// passes, none that does not), as the cron library computes it.
+// only (wallNext). One whose hour is '*' runs by elapsed time (every hour
+// that passes, none that does not), as the cron library computes it.
 func (tm timing) next(t time.Time) time.Time {
 	if c := tm.cron; c != nil {
-		n := c.Next(t)
 		if c.Hour&cronStar != 0 {
-			return n
+			return c.Next(t)
 		}
-		for !n.IsZero() && repeated(n.In(c.Location)) {
-			n = c.Next(n)
-		}
-		if g := tm.gapTick(t, n); !g.IsZero() {
-			return g
-		}
-		return n
+		return tm.wallNext(t)
 	}
 	s := t.Unix()
 	n := s / tm.every
@@ -217,43 +210,60 @@ func (tm timing) next(t time.Time) time.Time {
 	return time.Unix((n+1)*tm.every, 0)
 }
 
-// repeated reports whether t's wall-clock time already occurred: t falls
-// in the stretch a clock turned back repeats.
-func repeated(t time.Time) bool {
-	start, _ := t.ZoneBounds()
-	if start.IsZero() {
-		return false
+// wallNext is next of a cron expression whose hour is set: the first
+// instant after t at which one of the wall-clock times the expression
+// matches first occurs (firstAt). The cron library matches the wall-clock
+// times themselves, read as UTC, where no clock changes; it is not asked
+// for instants in the zone: stepping an hour at a time from before a
+// change of half an hour (Australia/Lord_Howe), it lands on half hours
+// after it and skipped the first time of that day it matched. The wall
+// times from t's own on are enough: an earlier one first occurred before
+// t, as t's did.
+func (tm timing) wallNext(t time.Time) time.Time {
+	loc := tm.cron.Location
+	probe := *tm.cron
+	probe.Location = time.UTC
+	for m := probe.Next(wallClock(t, loc)); !m.IsZero(); m = probe.Next(m) {
+		if at := firstAt(m, loc); at.After(t) {
+			return at
+		}
 	}
-	_, before := start.Add(-time.Nanosecond).Zone()
-	_, after := t.Zone()
-	back := time.Duration(before-after) * time.Second
-	return back > 0 && t.Sub(start) < back
+	return time.Time{}
 }
 
-// gapTick is the first instant in (t, n] at which the cron's zone turned
-// its clock forward over a wall-clock time the cron matches, or zero.
-func (tm timing) gapTick(t, n time.Time) time.Time {
-	if n.IsZero() {
-		return time.Time{}
-	}
-	probe := *tm.cron
-	probe.Location = time.UTC // wall-clock times, read as UTC
-	for x := t.In(tm.cron.Location); ; {
-		_, end := x.ZoneBounds()
-		if end.IsZero() || end.After(n) {
-			return time.Time{}
+// wallClock is t's wall-clock time in loc, as a UTC time.
+func wallClock(t time.Time, loc *time.Location) time.Time {
+	_, off := t.In(loc).Zone()
+	return t.Add(time.Duration(off) * time.Second).UTC()
+}
+
+// zoneSpan bounds how far around a wall-clock time firstAt looks for the
+// offsets in effect: longer than any clock change (a day, when a zone
+// moved across the date line), shorter than the time between two.
+const zoneSpan = 25 * time.Hour
+
+// firstAt is the first instant whose wall-clock time in loc is m (a UTC
+// time): the earlier one when a clock turned back repeats m, and the
+// instant of the jump when a clock turned forward skipped it.
+func firstAt(m time.Time, loc *time.Location) time.Time {
+	guess := time.Date(m.Year(), m.Month(), m.Day(), m.Hour(), m.Minute(), m.Second(), m.Nanosecond(), loc)
+	var first, latest time.Time
+	for _, x := range []time.Time{guess.Add(-zoneSpan), guess, guess.Add(zoneSpan)} {
+		_, off := x.Zone()
+		u := m.Add(-time.Duration(off) * time.Second) // m, read with that offset
+		if wallClock(u, loc).Equal(m) && (first.IsZero() || u.Before(first)) {
+			first = u
 		}
-		_, before := x.Zone()
-		_, after := end.Zone()
-		if fwd := time.Duration(after-before) * time.Second; fwd > 0 {
-			// the wall-clock times [wall, wall+fwd) never occurred
-			wall := end.Add(time.Duration(before) * time.Second).UTC()
-			if m := probe.Next(wall.Add(-time.Second)); !m.IsZero() && m.Before(wall.Add(fwd)) {
-				return end
-			}
+		if u.After(latest) {
+			latest = u
 		}
-		x = end
 	}
+	if first.IsZero() {
+		// skipped: read with the offset before the jump, m is an instant
+		// after it, in the zone the jump started
+		first, _ = latest.In(loc).ZoneBounds()
+	}
+	return first.In(loc)
 }
 
 // recent returns up to k of the most recent ticks in (after, now],

@@ -184,6 +184,22 @@ func TestTimingDST(t *testing.T) {
 		// London: on 25 October 2026 02:00 BST becomes 01:00 GMT (01:00 UTC)
 		{"overlap: London", "30 1 * * *", "Europe/London", utc(10, 24, 12, 0), utc(10, 26, 12, 0),
 			[]time.Time{utc(10, 25, 0, 30), utc(10, 26, 1, 30)}},
+		// Lord Howe turns its clocks by 30 minutes: on 5 April 2026 02:00
+		// (UTC+11) becomes 01:30 (UTC+10:30) at 4 April 15:00 UTC, and on 4
+		// October 2026 02:00 (UTC+10:30) becomes 02:30 (UTC+11) at 3
+		// October 15:30 UTC. The cron library, stepping an hour at a time
+		// from before such a change, lands on half hours after it and
+		// skipped the first time of the day it matched there.
+		{"half-hour overlap: the time of the turn", "0 2 * * *", "Australia/Lord_Howe", utc(4, 3, 12, 0), utc(4, 6, 12, 0),
+			[]time.Time{utc(4, 3, 15, 0), utc(4, 4, 15, 30), utc(4, 5, 15, 30)}},
+		{"half-hour overlap: later that day", "0 5 * * *", "Australia/Lord_Howe", utc(4, 3, 12, 0), utc(4, 6, 12, 0),
+			[]time.Time{utc(4, 3, 18, 0), utc(4, 4, 18, 30), utc(4, 5, 18, 30)}},
+		{"half-hour overlap: first occurrence only", "30 1 * * *", "Australia/Lord_Howe", utc(4, 3, 12, 0), utc(4, 6, 12, 0),
+			[]time.Time{utc(4, 3, 14, 30), utc(4, 4, 14, 30), utc(4, 5, 15, 0)}},
+		{"half-hour gap: runs at the jump", "15 2 * * *", "Australia/Lord_Howe", utc(10, 2, 12, 0), utc(10, 5, 12, 0),
+			[]time.Time{utc(10, 2, 15, 45), utc(10, 3, 15, 30), utc(10, 4, 15, 15)}},
+		{"half-hour gap: the hour after it", "0 3 * * *", "Australia/Lord_Howe", utc(10, 2, 12, 0), utc(10, 5, 12, 0),
+			[]time.Time{utc(10, 2, 16, 30), utc(10, 3, 16, 0), utc(10, 4, 16, 0)}},
 	}
 	for _, tc := range cases {
 		tm := mustTiming(t, tc.expr, 0, tc.tz)
