@@ -46,6 +46,10 @@ type Attempt struct {
 	settled atomic.Bool // its outcome is being acked
 	mu      sync.Mutex
 	cancel  context.CancelCauseFunc
+	// early is the cause of a stop that came before execute set cancel
+	// (the lease lost while the attempt waited for its runner): execute
+	// cancels the attempt with it at once
+	early error
 	// For the watch of a stopped attempt (watch, which also reads
 	// ctl.ctx): whether the handler has returned, a channel closed then
 	// (returnedChan: made for a watch only), and that the watch started.

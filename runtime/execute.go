@@ -87,9 +87,13 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	// at once).
 	a.mu.Lock()
 	a.ctl.ctx, a.cancel = ctx, cancel
+	early := a.early
 	a.mu.Unlock()
-	if jobsCtx.Err() != nil { // shutdown cancelled it before cancel was set
-		cancel(context.Cause(jobsCtx))
+	if early == nil && jobsCtx.Err() != nil { // shutdown cancelled it before cancel was set
+		early = context.Cause(jobsCtx)
+	}
+	if early != nil { // stopped before cancel was set: the handler starts cancelled
+		cancel(early)
 		a.watch()
 	}
 	stopWatch := func() bool { return false }

@@ -410,10 +410,15 @@ func (a *Attempt) lose() {
 	a.ctl.markLost()
 }
 
-// stop cancels the attempt with cause and starts the grace watch.
+// stop cancels the attempt with cause and starts the grace watch; when
+// its handler has not started yet (no cancel), execute does both as it
+// starts it.
 func (a *Attempt) stop(cause error) {
 	a.mu.Lock()
 	c := a.cancel
+	if c == nil && a.early == nil {
+		a.early = cause
+	}
 	a.mu.Unlock()
 	if c != nil {
 		c(cause)

@@ -1,0 +1,67 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// kindHandlers serves one handler per kind.
+type kindHandlers map[string]Handler
+
+func (k kindHandlers) Handler(kind string) (Handler, bool) { h, ok := k[kind]; return h, ok }
+
+// TestStopBeforeTheHandlerStarts: an attempt stopped while it waits for
+// its runner (its lease found lost before execute set its cancel) starts
+// its handler with its context cancelled for that cause. Before, stop
+// found no cancel and did nothing, and the handler ran with a live
+// context on a lease the store had given up.
+func TestStopBeforeTheHandlerStarts(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	causes := make(chan error, 1)
+	h := kindHandlers{"k": HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
+		causes <- context.Cause(ctx)
+		return nil, nil
+	})}
+	w, err := NewWorker(rdb, h, Options{Namespace: "t", Queues: map[string]int{"q": 1},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := w.st.Partition("q", 0)
+	if _, err := w.st.Enqueue(ctx, p, []store.NewJob{{Local: "j", Kind: "k", Payload: []byte("x"), MaxAttempts: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.st.Claim(ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: w.opts.WorkerID, Nonce: "n"})
+	if err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
+	}
+	w.attemptBase = ctx
+	// a pool with room for one task and no runner: the attempt waits
+	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
+	defer close(w.pool.quit)
+	w.start(ctx, p, res.Jobs[0], time.Now())
+	task := <-w.pool.tasks
+	task.a.lose()
+	go w.runner(w.pool, task)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, ErrLeaseLost) {
+			t.Errorf("the handler of an attempt whose lease was lost before it started saw cause %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the handler did not start")
+	}
+	w.busy.Wait()
+}
