@@ -86,7 +86,7 @@ type ParentRef struct {
 type EnqueueResult struct {
 	Status EnqueueStatus
 	// Local is set when the job's generated ID was taken and it was
-	// enqueued under this one instead.
+	// enqueued under this one instead (or sent under it, when Failed).
 	Local    string
 	Existing string // for Held: the ID (in the partition) of the job holding the key
 	// HeldBy is set, with Added, when the job was added held behind this
@@ -139,7 +139,7 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 			}
 			for i := range out {
 				if out[i].Status == taken { // the call failed, or no new ID was found
-					out[i] = EnqueueResult{Status: Failed, Err: err}
+					out[i] = EnqueueResult{Status: Failed, Err: err, Local: out[i].Local}
 				}
 			}
 			return out, err
@@ -176,11 +176,20 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 		}
 		more, err := s.enqueue(ctx, p, again)
 		if err != nil {
+			// the IDs they were sent under: Redis may have added them
+			for k, i := range at {
+				res[i].Local = again[k].Local
+			}
 			return err
 		}
 		for k, i := range at {
 			jobs[i], res[i] = again[k], more[k]
 			res[i].Local = again[k].Local
+		}
+	}
+	for i := range res {
+		if res[i].Status == taken {
+			res[i].Local = "" // every ID it was sent under holds another job: it was not added
 		}
 	}
 	return fmt.Errorf("sluice: no free job ID after %d tries", maxIDRetries)
