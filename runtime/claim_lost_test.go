@@ -2,9 +2,12 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -79,4 +82,70 @@ func TestStepCommitReplyLostCostsNoAttempt(t *testing.T) {
 	if j.Attempt != 0 || runs.Load() != 1 {
 		t.Errorf("attempt %d, step run %d times; want 0 and once: the commit went through", j.Attempt, runs.Load())
 	}
+}
+
+// failingClaims is a go-redis hook that, while on, fails every call of
+// the claim script before it reaches Redis, and counts them on failed.
+type failingClaims struct {
+	on     atomic.Bool
+	failed chan struct{}
+}
+
+func (h *failingClaims) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failingClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if !h.on.Load() || len(args) < 2 || !lua.Claim.Is(cmd.Name(), fmt.Sprint(args[1])) {
+			return next(ctx, cmd)
+		}
+		select {
+		case h.failed <- struct{}{}:
+		default:
+		}
+		cmd.SetErr(testkit.ErrInjected)
+		return testkit.ErrInjected
+	}
+}
+
+func (h *failingClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRunAgainAfterStopDuringClaimRetry: a Run stopped while it sends a
+// failed claim again (holding the claim's slots) gives the slots back, so
+// that a later Run of the same worker has all of its Concurrency: with
+// one slot, a slot kept would leave it claiming nothing for ever.
+func TestRunAgainAfterStopDuringClaimRetry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reg := flow.NewRegistry()
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[lostClaimArgs]) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	hook := &failingClaims{failed: make(chan struct{}, 1)}
+	hook.on.Store(true)
+	e.RDB.AddHook(hook)
+	w, err := runtime.NewWorker(e.RDB, reg, runtime.Options{Namespace: e.NS, Concurrency: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	for range 2 { // the first claim failed, and the worker sent it again
+		testkit.Recv(t, hook.failed, "a claim to fail")
+	}
+	cancel()
+	if err := testkit.Recv(t, done, "the worker to stop"); err != nil {
+		t.Fatal(err)
+	}
+	hook.on.Store(false)
+	id := e.Enqueue(lostClaimArgs{})
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	go func() { done <- w.Run(ctx) }()
+	e.PollState(id, flow.StateCompleted) // this worker sends no test signals
+	cancel()
+	testkit.Recv(t, done, "the worker to stop")
 }

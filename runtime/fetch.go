@@ -166,6 +166,9 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
+	if again != nil { // stopped while sending a failed claim again
+		w.release(again.slots)
+	}
 	return nil
 }
 
