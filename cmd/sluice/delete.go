@@ -77,6 +77,9 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	if err != nil {
 		return c.about("queue", s.sel.Queue, err)
 	}
+	if err := s.unmatched("jobs delete", s.sel.State, pr.Matched); err != nil {
+		return err
+	}
 	if c.json {
 		return writeJSON(c.stdout, deleteJSON{
 			selectJSON: selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches},

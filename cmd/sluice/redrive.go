@@ -117,8 +117,11 @@ func (s *selection) byID(cmd *cobra.Command, ids []string, what string) (bool, e
 }
 
 // checkReason refuses a --reason that no job of state can have: one
-// Sluice never records (misspelt), or one it records on jobs of another
-// state. The scan would match nothing and report it as done.
+// Sluice records on jobs of another state, or one it never records
+// (misspelt) on a state other than archived. The scan would match nothing
+// and report it as done. On archived jobs a reason Sluice does not record
+// may be an isolated child's own park reason: it is not refused, but a
+// selection it matches nothing of is an error (unmatched).
 func (s *selection) checkReason(name, state string) error {
 	r := s.sel.Reason
 	have := admin.Reasons(state)
@@ -134,7 +137,22 @@ func (s *selection) checkReason(name, state string) error {
 			return usagef("%s: --reason %q is recorded on %s jobs, not %s ones; %s jobs %s", name, r, other, state, state, which)
 		}
 	}
+	if state == flow.StateArchived {
+		return nil
+	}
 	return usagef("%s: --reason %q: Sluice records no such reason; %s jobs %s", name, r, state, which)
+}
+
+// unmatched is the error of a selection by a --reason Sluice does not
+// record itself (an isolated child's own, or misspelt) that matched no
+// job, nil otherwise: not a success to report.
+func (s *selection) unmatched(name, state string, matched int) error {
+	r := s.sel.Reason
+	if r == "" || matched > 0 || slices.Contains(admin.Reasons(state), r) {
+		return nil
+	}
+	return fmt.Errorf("%s: no %s job of queue %q has --reason %q, which Sluice does not record itself (only an isolated child's park can); %s jobs have one of: %s",
+		name, state, s.sel.Queue, r, state, strings.Join(admin.Reasons(state), ", "))
 }
 
 // times reads --after and --before into the selector.
@@ -204,6 +222,9 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	bar.end() // the bar's line ends before the result is printed
 	if err != nil {
 		return c.about("queue", s.sel.Queue, err)
+	}
+	if err := s.unmatched(name, cmp.Or(s.sel.State, flow.StateArchived), pr.Matched); err != nil {
+		return err
 	}
 	if c.json {
 		return writeJSON(c.stdout, selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})

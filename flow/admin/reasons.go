@@ -11,9 +11,12 @@ import (
 // reasonStates holds every reason Sluice records on a job that finished
 // (JobInfo.Reason), with the one state it finishes a job in: the scripts'
 // own ('attempts_exhausted', 'operator', ...) and the park reasons the Go
-// code gives. A selector naming another reason would match no job, so it
-// is refused (Selector.checkReason); TestReasonsAgreeWithCode reads the
-// scripts and the Go code and fails when this list and they differ.
+// code gives. A selector naming one of them on another state would match
+// no job, so it is refused (Selector.checkReason); a reason not listed is
+// refused on every state but archived, where an isolated child's own park
+// reason lands (the protocol lets a child name any). TestReasonsAgreeWithCode
+// reads the scripts and the Go code and fails when this list and they
+// differ.
 var reasonStates = map[string]string{
 	// written by the scripts
 	"attempts_exhausted": flow.StateArchived,
@@ -43,6 +46,9 @@ var reasonStates = map[string]string{
 // finished in state (flow.StateArchived, StateCancelled,
 // StateQuarantined; none for StateCompleted), or on any job for "": the
 // values Selector.Reason takes.
+//
+// An isolated child may park a job (archived) with a reason of its own,
+// which is not listed.
 func Reasons(state string) []string {
 	var out []string
 	for r, s := range reasonStates {
@@ -55,13 +61,17 @@ func Reasons(state string) []string {
 }
 
 // checkReason refuses a Reason no job of sel.State can have: one Sluice
-// never records (a typing error), or one it records on another state. A
-// scan would match nothing, and say so as if nothing needed doing.
+// records on another state, or, but for archived jobs (an isolated
+// child's park reason may be any), one it never records (a typing error).
+// A scan would match nothing, and say so as if nothing needed doing.
 func (sel Selector) checkReason() error {
 	if sel.Reason == "" {
 		return nil
 	}
 	s, ok := reasonStates[sel.Reason]
+	if !ok && sel.State == flow.StateArchived {
+		return nil
+	}
 	if !ok {
 		return fmt.Errorf("%w: reason %q: Sluice records no such reason (%s jobs: %s)", flow.ErrInvalid, sel.Reason,
 			sel.State, reasonList(sel.State))

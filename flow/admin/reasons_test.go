@@ -9,10 +9,12 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 )
 
-// TestSelectorReason: a selector whose reason Sluice never records, or
-// records only on jobs of another state, is ErrInvalid before any batch
-// runs, not a scan that matches nothing and reports success; a reason
-// Sluice records on the selected state selects its jobs.
+// TestSelectorReason: a selector whose reason Sluice records only on jobs
+// of another state, or never records on a state other than archived, is
+// ErrInvalid before any batch runs, not a scan that matches nothing and
+// reports success; a reason Sluice records on the selected state selects
+// its jobs. On archived jobs an unlisted reason (an isolated child's own
+// park reason may be any) is a scan: here it matches nothing.
 func TestSelectorReason(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
@@ -23,9 +25,8 @@ func TestSelectorReason(t *testing.T) {
 		t.Fatalf("archived %d", n)
 	}
 	for _, sel := range []admin.Selector{
-		{Queue: "default", Reason: "attempts_exhuasted"},                             // misspelt
-		{Queue: "default", Reason: "Attempts_Exhausted"},                             // reasons are lower case
 		{Queue: "default", Reason: "crash_limit"},                                    // a quarantined job's
+		{Queue: "default", State: flow.StateQuarantined, Reason: "crash_limt"},       // misspelt, not archived
 		{Queue: "default", State: flow.StateCancelled, Reason: "attempts_exhausted"}, // an archived job's
 		{Queue: "default", State: flow.StateQuarantined, Reason: "operator"},         // a cancelled job's
 	} {
@@ -41,6 +42,12 @@ func TestSelectorReason(t *testing.T) {
 			if !errors.Is(err, flow.ErrInvalid) || dp.Batches != 0 {
 				t.Errorf("DeleteSelected(%+v, dry run %v): %+v %v, want ErrInvalid", sel, dry, dp, err)
 			}
+		}
+	}
+	for _, r := range []string{"attempts_exhuasted", "Attempts_Exhausted"} { // not Sluice's: a child's may be any
+		pr, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "default", Reason: r}, admin.RedriveOptions{DryRun: true})
+		if err != nil || pr.Matched != 0 || pr.Batches == 0 {
+			t.Errorf("redrive dry run of archived jobs with reason %q: %+v %v, want a scan matching none", r, pr, err)
 		}
 	}
 	completed := admin.Selector{Queue: "default", State: flow.StateCompleted, Reason: "skipped"}
