@@ -31,12 +31,15 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		ready[i] = true
 	}
 	pick := newWeightedPicker(w.parts, w.opts.Queues)
-	errDelay := time.Duration(0)
-	// again is a claim that failed, to be sent again as it was (its ID
-	// names it, store.ClaimRequest.ID) before any other: Redis may have
-	// run it and lost its reply, leasing jobs that only its record can
-	// hand to this worker (resend).
-	var again *failedClaim
+	// failed holds, per partition, a claim whose call failed, to be sent
+	// again as it was (its ID names it, store.ClaimRequest.ID) the next
+	// time the partition is chosen: Redis may have run it and lost its
+	// reply, leasing jobs that only its record can hand to this worker
+	// (resendFor). Until then the partition waits out its own back-off,
+	// errDelay, not ready: the worker's other partitions (on other cluster
+	// nodes, say) are served meanwhile.
+	failed := make([]*failedClaim, n)
+	errDelay := make([]time.Duration, n)
 	// into holds the jobs of each claim until start has copied them out:
 	// one claim's storage serves the next.
 	into := make([]store.Job, w.opts.ClaimBatch)
@@ -76,20 +79,20 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				ready[i], due[i] = true, time.Time{}
 			}
 		}
+		chosen := pick.next(ready)
+		if chosen < 0 {
+			w.waitForWork(ctx, wake, due, onWake)
+			continue
+		}
 		var (
-			chosen, slots int
-			req           store.ClaimRequest
-			sent          = w.clk.Now()
+			slots int
+			req   store.ClaimRequest
+			sent  = w.clk.Now()
 		)
-		if again != nil {
-			chosen, slots, req = again.part, again.slots, again.req
-			sent = again.sent // when the leases of its first run began, if it ran
+		if f := failed[chosen]; f != nil {
+			slots, req = f.slots, f.req
+			sent = f.sent // when the leases of its first run began, if it ran
 		} else {
-			chosen = pick.next(ready)
-			if chosen < 0 {
-				w.waitForWork(ctx, wake, due, onWake)
-				continue
-			}
 			if slots = w.acquire(w.opts.ClaimBatch); slots == 0 {
 				select {
 				case <-ctx.Done():
@@ -114,30 +117,30 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		req.Into = into
 		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
+			if failed[chosen] == nil {
+				failed[chosen] = &failedClaim{slots: slots, req: req, sent: sent}
+			}
 			if ctx.Err() != nil {
-				w.release(slots)
-				return nil
+				break
 			}
 			if w.clientClosed(ctx, err) {
-				w.release(slots)
+				w.releaseFailed(failed)
 				return fmt.Errorf("sluice: cannot claim: %w", err)
 			}
-			errDelay = min(max(2*errDelay, 10*time.Millisecond), 2*time.Second)
-			if again == nil {
-				again = &failedClaim{part: chosen, slots: slots, req: req, sent: sent}
-			}
-			if w.clk.Now().Add(errDelay).Sub(again.sent) >= w.resendFor() {
+			d := min(max(2*errDelay[chosen], 10*time.Millisecond), 2*time.Second)
+			errDelay[chosen] = d
+			if w.clk.Now().Add(d).Sub(failed[chosen].sent) >= w.resendFor() {
 				// any leases its first run made have run half out: the
 				// reaper will hand those jobs back
 				w.release(slots)
-				again = nil
+				failed[chosen] = nil
 			}
-			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", errDelay,
-				"send_again", again != nil)
-			sleep(ctx, w.clk, errDelay)
+			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", d,
+				"send_again", failed[chosen] != nil)
+			ready[chosen], due[chosen] = false, w.clk.Now().Add(d)
 			continue
 		}
-		again, errDelay = nil, 0
+		failed[chosen], errDelay[chosen] = nil, 0
 		pick.served(chosen, len(res.Jobs))
 		w.release(slots - len(res.Jobs))
 		if res.Dry {
@@ -166,16 +169,22 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
-	if again != nil { // stopped while sending a failed claim again
-		w.release(again.slots)
-	}
+	w.releaseFailed(failed) // stopped with claims to send again
 	return nil
 }
 
-// failedClaim is a claim whose call failed: partition index part, its
-// request and slots, and when it was first sent.
+// releaseFailed gives back the slots of the failed claims not sent again.
+func (w *Worker) releaseFailed(failed []*failedClaim) {
+	for _, f := range failed {
+		if f != nil {
+			w.release(f.slots)
+		}
+	}
+}
+
+// failedClaim is a claim whose call failed: its request and slots, and
+// when it was first sent.
 type failedClaim struct {
-	part  int
 	slots int
 	req   store.ClaimRequest
 	sent  time.Time

@@ -31,6 +31,9 @@ type FailCalls struct {
 	seen atomic.Int64
 }
 
+// Calls is how many calls of Script to Part the hook has seen.
+func (f *FailCalls) Calls() int64 { return f.seen.Load() }
+
 func (f *FailCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
