@@ -40,10 +40,10 @@ type CheckpointResult struct {
 // Checkpoints records steps of running attempts of one partition, each
 // with its effects, in one round trip (in consecutive calls for more than
 // maxCallBytes of records). It also returns the error of a call that
-// failed (the first, when several did), which each checkpoint of that
-// call carries as its Err, the very value: a caller sends those again
-// (runtime's flushCheckpoints). A checkpoint sent again is answered as
-// its first commit was, whether or not that call ran (lua/step.lua).
+// failed (the first, when several did), which each checkpoint of every
+// failed call carries as its Err, the very value: a caller sends those
+// again (runtime's flushCheckpoints). A checkpoint sent again is answered
+// as its first commit was, whether or not that call ran (lua/step.lua).
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
 	n := callCut(len(cs), len(cs), func(i int) int { return cs[i].size() })
 	out, err := s.checkpoints(ctx, p, cs[:n])
@@ -51,8 +51,15 @@ func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		return out, err
 	}
 	rest, err2 := s.Checkpoints(ctx, p, cs[n:])
-	if err == nil {
+	switch {
+	case err == nil:
 		err = err2
+	case err2 != nil: // a later call failed too: its checkpoints carry the first error
+		for i := range rest {
+			if rest[i].Err == err2 {
+				rest[i].Err = err
+			}
+		}
 	}
 	return append(out, rest...), err
 }
