@@ -112,8 +112,8 @@ func (h *failingClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 	return next
 }
 
-// TestRunAgainAfterStopDuringClaimRetry: a Run stopped while it sends a
-// failed claim again (holding the claim's slots) gives the slots back, so
+// TestRunAgainAfterStopDuringClaimRetry: a Run stopped while a failed
+// claim waits to be sent again leaves the worker all of its slots, so
 // that a later Run of the same worker has all of its Concurrency: with
 // one slot, a slot kept would leave it claiming nothing for ever.
 func TestRunAgainAfterStopDuringClaimRetry(t *testing.T) {

@@ -36,8 +36,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	// time the partition is chosen: Redis may have run it and lost its
 	// reply, leasing jobs that only its record can hand to this worker
 	// (resendFor). Until then the partition waits out its own back-off,
-	// errDelay, not ready: the worker's other partitions (on other cluster
-	// nodes, say) are served meanwhile.
+	// errDelay, not ready and holding no slots: the worker's other
+	// partitions (on other cluster nodes, say) are served meanwhile.
 	failed := make([]*failedClaim, n)
 	errDelay := make([]time.Duration, n)
 	// into holds the jobs of each claim until start has copied them out:
@@ -90,8 +90,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			sent  = w.clk.Now()
 		)
 		if f := failed[chosen]; f != nil {
-			slots, req = f.slots, f.req
-			sent = f.sent // when the leases of its first run began, if it ran
+			req, sent = f.req, f.sent // sent: when the leases of its first run began, if it ran
+			// the same claim, answered by its record, may lease as many
+			// jobs as it asked for: it needs that many slots free
+			if slots = w.acquire(req.N); slots < req.N {
+				w.release(slots)
+				ready[chosen], due[chosen] = false, now.Add(errDelay[chosen])
+				continue
+			}
 		} else {
 			if slots = w.acquire(w.opts.ClaimBatch); slots == 0 {
 				select {
@@ -117,22 +123,23 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		req.Into = into
 		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
-			if failed[chosen] == nil {
-				failed[chosen] = &failedClaim{slots: slots, req: req, sent: sent}
-			}
+			// its slots go back while it waits: a partition that is down
+			// holds none of the worker's capacity
+			w.release(slots)
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
 			if w.clientClosed(ctx, err) {
-				w.releaseFailed(failed)
 				return fmt.Errorf("sluice: cannot claim: %w", err)
+			}
+			if failed[chosen] == nil {
+				failed[chosen] = &failedClaim{req: req, sent: sent}
 			}
 			d := min(max(2*errDelay[chosen], 10*time.Millisecond), 2*time.Second)
 			errDelay[chosen] = d
 			if w.clk.Now().Add(d).Sub(failed[chosen].sent) >= w.resendFor() {
 				// any leases its first run made have run half out: the
 				// reaper will hand those jobs back
-				w.release(slots)
 				failed[chosen] = nil
 			}
 			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", d,
@@ -169,25 +176,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
-	w.releaseFailed(failed) // stopped with claims to send again
 	return nil
 }
 
-// releaseFailed gives back the slots of the failed claims not sent again.
-func (w *Worker) releaseFailed(failed []*failedClaim) {
-	for _, f := range failed {
-		if f != nil {
-			w.release(f.slots)
-		}
-	}
-}
-
-// failedClaim is a claim whose call failed: its request and slots, and
-// when it was first sent.
+// failedClaim is a claim whose call failed: its request, and when it was
+// first sent.
 type failedClaim struct {
-	slots int
-	req   store.ClaimRequest
-	sent  time.Time
+	req  store.ClaimRequest
+	sent time.Time
 }
 
 // resendFor is how long after first sending a claim that failed the
