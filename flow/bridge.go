@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -46,7 +47,10 @@ func (c *Client) bridge() bridge.Client {
 			return tm.next(now)
 		},
 		Enqueue: func(ctx context.Context, queue string, job store.NewJob) (any, error) {
-			ref, of, err := c.plan.locate(ctx, queue, job.Local, 0, job.Local, nil) // routed by its ID
+			// placed as a tick's job is: by the key the schedule's
+			// template names (its unique key's partition holds the key), else
+			// by its ID
+			ref, of, err := c.plan.locate(ctx, queue, cmp.Or(job.Route, job.Local), 0, job.Local, nil)
 			if err != nil {
 				return Enqueued{}, err
 			}

@@ -126,9 +126,17 @@ func (s *Scheduler) Add(sc Schedule) error {
 	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
 	// checked only: the ticks' jobs are placed when they are enqueued
 	check := &planner{st: s.c.st, known: s.c.plan.known, maxPayload: s.c.plan.maxPayload, maxAttempts: s.c.plan.maxAttempts, layouts: store.OfflineLayouts(s.c.st)}
-	pj, err := check.job(context.Background(), Item{Args: sc.Args, Opts: sc.Opts}, nil, nil, WithID(tickID(sc.Name, time.Unix(0, 0))))
+	id := tickID(sc.Name, time.Unix(0, 0))
+	d, err := check.draft(Item{Args: sc.Args, Opts: sc.Opts}, nil, WithID(id))
 	if err != nil {
 		return bad("Args", err)
+	}
+	pj, err := check.place(context.Background(), d, nil)
+	if err != nil {
+		return bad("Args", err)
+	}
+	if d.key != id { // placed by a key of its own, not its ID
+		pj.job.Route = d.key
 	}
 	tmpl, err := msgpack.Marshal(pj.job)
 	if err != nil {
