@@ -100,7 +100,7 @@ func TestRerouteAction(t *testing.T) {
 			t.Fatalf("after reroute %v the job prefers %q (%v), want it untouched", bad.form, sw, err)
 		}
 	}
-	testkit.Must(t, st.Heartbeat(context.Background(), sluicetype.WorkerInfo{ID: "worker-b"}, time.Minute))
+	testkit.Must(t, st.Heartbeat(context.Background(), sluicetype.WorkerInfo{ID: "worker-b", Queues: map[string]int{ref.Partition.Queue: 1}}, time.Minute))
 	code, loc, body := f.act(c, "reroute", url.Values{"id": {id}, "worker": {"worker-b"}, "policy": {"wait"}})
 	if code != http.StatusSeeOther || loc != testPrefix+jobPath(id) {
 		t.Fatalf("reroute: %d to %q\n%s", code, loc, body)

@@ -18,8 +18,9 @@ var ErrWorkerNotFound = sluicetype.ErrWorkerNotFound
 // new worker at once; a running one keeps its attempt and goes to its new
 // worker when it is next ready (retry, snooze, redrive). A completed job,
 // which never runs again, is refused with a *StateError (ErrWrongState).
-// A route with no fallback (sticky.Wait) to a worker that is not live is
-// refused with ErrWorkerNotFound: the job would wait for it for ever.
+// A route with no fallback (sticky.Wait) to a worker that is not live, or
+// that does not serve the job's queue, is refused with ErrWorkerNotFound:
+// the job would wait for it for ever.
 func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) error {
 	ref, err := c.ref(id)
 	if err != nil {
@@ -36,12 +37,16 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 		}
 	}
 	if s.Mode == "w" {
-		live, err := c.b.Store.WorkerLive(ctx, s.Worker)
+		w, live, err := c.b.Store.Worker(ctx, s.Worker)
 		if err != nil {
 			return err
 		}
 		if !live {
 			return fmt.Errorf("%w: %q is not live (a route to a worker that is not running yet needs a fallback: sticky.After or sticky.FailAfter)", ErrWorkerNotFound, s.Worker)
+		}
+		if w.Queues[ref.Partition.Queue] == 0 {
+			return fmt.Errorf("%w: %q does not serve queue %q, so it would never claim the job (a route to it needs a fallback: sticky.After or sticky.FailAfter)",
+				ErrWorkerNotFound, s.Worker, ref.Partition.Queue)
 		}
 	}
 	_, err = c.b.Store.Reroute(ctx, ref, s)

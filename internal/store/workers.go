@@ -48,11 +48,24 @@ func (s *Store) heartbeat(ctx context.Context, id string, ttl int64, fields ...a
 	return lua.Heartbeat.Run(ctx, s.rdb, []string{ks.Live(), ks.Worker(id)}, args...).Err()
 }
 
-// WorkerLive reports whether worker id is registered: its heartbeat's
-// entry has not expired.
-func (s *Store) WorkerLive(ctx context.Context, id string) (bool, error) {
-	n, err := s.rdb.Exists(ctx, s.workers().Worker(id)).Result()
-	return n == 1, err
+// Worker reads worker id's registration: live is false when its
+// heartbeat's entry has expired (or never was); a record that does not
+// decode is an *EntryError.
+func (s *Store) Worker(ctx context.Context, id string) (w sluicetype.WorkerInfo, live bool, err error) {
+	m, err := s.rdb.HGetAll(ctx, s.workers().Worker(id)).Result()
+	if err != nil {
+		if isReplyError(err) { // a record of another type (WRONGTYPE)
+			err = &EntryError{Name: id, Err: fmt.Errorf("%w: worker %s: %v", ErrMalformed, id, err)}
+		}
+		return w, false, err
+	}
+	if len(m) == 0 {
+		return w, false, nil
+	}
+	if w, err = decodeWorker(id, m); err != nil {
+		return w, false, &EntryError{Name: id, Err: err}
+	}
+	return w, true, nil
 }
 
 // Workers lists the live workers (at most MaxWorkersListed), most recently
