@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -42,14 +44,29 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		if res.Duplicate {
 			result = "duplicate"
 		}
+		// a job asleep on other signals is not woken by this one (kept
+		// for a later step): say so, a misspelt name is not a success
+		var others []string
+		if j, err := client.Job(cmd.Context(), id); err == nil && j.Suspended && len(j.AwaitingSignals) > 0 &&
+			!slices.Contains(j.AwaitingSignals, name) {
+			others = j.AwaitingSignals
+		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]string{"id": id, "signal": name, "result": result})
+			out := map[string]any{"id": id, "signal": name, "result": result}
+			if others != nil {
+				out["awaiting"] = others
+			}
+			return writeJSON(c.stdout, out)
 		}
 		if res.Duplicate {
 			fmt.Fprintf(c.stdout, "signal %s to %s not sent again: one with key %q was sent before\n", name, id, key)
-			return nil
+		} else {
+			fmt.Fprintf(c.stdout, "sent signal %s to %s\n", name, id)
 		}
-		fmt.Fprintf(c.stdout, "sent signal %s to %s\n", name, id)
+		if others != nil {
+			fmt.Fprintf(c.stderr, "note: %s sleeps waiting for %s, not %s: it was not woken (the signal is kept for a later step that waits for it)\n",
+				id, strings.Join(others, ", "), name)
+		}
 		return nil
 	})
 	return cmd
