@@ -59,7 +59,10 @@ const (
 // restarts them gracefully, restarts Redis (append-only, fsync always;
 // half the time after a SIGKILL) and cuts every proxied connection; the
 // proxy also loses the reply to, or delivers twice, a few of the script
-// calls (dropRate, dupRate). Among the ledger jobs run bad-effect jobs,
+// calls (dropRate, dupRate); every other worker process re-sends nothing
+// at go-redis's level (workerConfig.NoRetries), so that a lost reply
+// reaches what Sluice sends again itself. Among the ledger jobs run
+// bad-effect jobs,
 // whose commits hold an effect that cannot apply; beside them, in the
 // same worker processes, run the culprits: a poison pill that panics in
 // every attempt and exit pills that end their process with os.Exit (the
@@ -127,6 +130,7 @@ func TestChaos(t *testing.T) {
 
 	cfg := workerConfig{
 		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lease, Renew: lease / 4, Maintenance: 200 * time.Millisecond,
+		NoRetries: true,
 	}
 	f := newFleet(t, cfg)
 	for range fleetSize {
@@ -179,7 +183,7 @@ func TestChaos(t *testing.T) {
 		f.term(f.live[0])
 	}
 	final := cfg
-	final.Concurrency = 16
+	final.Concurrency, final.NoRetries = 16, false
 	f.start(final)
 	ids, retries, errs := prod.result()
 	bad := prod.badJobs()

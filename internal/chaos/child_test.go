@@ -39,6 +39,13 @@ type workerConfig struct {
 	Lease       time.Duration
 	Renew       time.Duration
 	Maintenance time.Duration
+	// NoRetries: every other process the fleet launches (fleet.launch)
+	// has a Redis client that sends nothing again (go-redis MaxRetries
+	// -1), so that a reply the proxy drops fails the call itself, as a
+	// network that lost it past go-redis's retries does: what Sluice
+	// sends again itself (claims, acks, step commits under their IDs)
+	// meets the faults.
+	NoRetries bool
 }
 
 // ordinaryCrashLimit is the crash limit of the ordinary jobs' workers:
@@ -63,7 +70,11 @@ func childMain(raw string) int {
 		fmt.Fprintln(os.Stderr, "worker: bad config:", err)
 		return 2
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Addr, DialTimeout: time.Second})
+	ro := &redis.Options{Addr: cfg.Addr, DialTimeout: time.Second}
+	if cfg.NoRetries {
+		ro.MaxRetries = -1
+	}
+	rdb := redis.NewClient(ro)
 	defer rdb.Close()
 	reg := registry(cfg.NS, rdb)
 	log := slog.New(staleSpy{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})

@@ -34,6 +34,9 @@ type fleet struct {
 	// exited counts the processes that ended with exitPillStatus (on their
 	// own, or while being killed or stopped by the test).
 	exited int
+	// launched counts the processes launched: with cfg.NoRetries, every
+	// other one retries nothing itself
+	launched int
 }
 
 // proc is one worker process.
@@ -70,6 +73,8 @@ func (f *fleet) start(cfg workerConfig) *proc {
 func (f *fleet) launch(cfg workerConfig) *proc {
 	t := f.t
 	t.Helper()
+	cfg.NoRetries = cfg.NoRetries && f.launched%2 == 1
+	f.launched++
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
