@@ -10,31 +10,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 )
-
-// failEachStep is a go-redis hook that fails every call of the step
-// script before it reaches Redis, each with an error value of its own.
-type failEachStep struct{ n int }
-
-func (h *failEachStep) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *failEachStep) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) < 2 || !lua.Step.Is(cmd.Name(), fmt.Sprint(args[1])) {
-			return next(ctx, cmd)
-		}
-		h.n++
-		err := fmt.Errorf("injected: connection reset (call %d)", h.n)
-		cmd.SetErr(err)
-		return err
-	}
-}
-
-func (h *failEachStep) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
 
 // TestCheckpointsEveryFailedCallMarked: checkpoints the store cuts into
 // several calls, which all fail with errors of their own, each carry the
@@ -54,11 +32,11 @@ func TestCheckpointsEveryFailedCallMarked(t *testing.T) {
 		cs = append(cs, store.Checkpoint{Lease: store.Lease{Local: fmt.Sprint("j", i), LeaseID: "l", Fence: 1},
 			Field: "s", Record: make([]byte, size), Mode: store.ModeOnce, Commit: fmt.Sprint("j", i, ":s")})
 	}
-	hook := &failEachStep{}
+	hook := &testkit.FailCalls{Script: lua.Step, Part: p, Distinct: true}
 	rdb.AddHook(hook)
 	res, err := st.Checkpoints(ctx, p, cs)
-	if hook.n < 2 {
-		t.Fatalf("%d step calls, want the checkpoints cut into two or more", hook.n)
+	if hook.Calls() < 2 {
+		t.Fatalf("%d step calls, want the checkpoints cut into two or more", hook.Calls())
 	}
 	if err == nil {
 		t.Fatal("no error from calls that all failed")

@@ -49,6 +49,15 @@ func (f *fixture) leased(worker string) string {
 // count is how many IDs list, as leased formats them, holds.
 func count(list string) int { return len(strings.Fields(strings.Trim(list, "[]"))) }
 
+// checkCCWait reports an error unless the wait list of concurrency key k
+// is want (as leased formats it) and its waiter count says as many.
+func (f *fixture) checkCCWait(k, want string) {
+	f.t.Helper()
+	if got := fmt.Sprint(f.list(f.p.ConcurrencyWait(k))); got != want || f.ccWaiting(k) != count(want) {
+		f.t.Errorf("wait list %s, count %d: want %s, %d", got, f.ccWaiting(k), want, count(want))
+	}
+}
+
 var (
 	oneAtATime = store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
 	onePerSec  = store.Limits{RateClass: "smtp", RateJobs: 1, RatePer: time.Second, RateBurst: 1}
@@ -109,9 +118,7 @@ func TestRerouteWaitingJob(t *testing.T) {
 			if got := f.leased("w2"); got != "[]" {
 				t.Fatalf("w2 claimed %s over the limit", got)
 			}
-			if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[b c]" || f.ccWaiting("k") != 2 {
-				t.Errorf("wait list %s, count %d: want [b c], 2", got, f.ccWaiting("k"))
-			}
+			f.checkCCWait("k", "[b c]")
 			f.ack(a, store.Ack{Code: store.CodeOK}) // b goes, to w2's list
 			if got := f.list(f.p.Pinned("w2")); fmt.Sprint(got) != "[b]" {
 				t.Fatalf("w2's list %v, want [b]", got)
@@ -185,9 +192,7 @@ func TestLeavingWaiterLeavesWaitList(t *testing.T) {
 					}
 					want = "[c b]"
 				}
-				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != want || f.ccWaiting("k") != count(want) {
-					t.Errorf("wait list %s, count %d: want %s, %d", got, f.ccWaiting("k"), want, count(want))
-				}
+				f.checkCCWait("k", want)
 				f.ack(a, store.Ack{Code: store.CodeOK})
 				if got := f.leased("w"); got != "[c]" {
 					t.Fatalf("after a: %s, want [c]", got)
@@ -299,9 +304,7 @@ func TestDebounceWaitingJob(t *testing.T) {
 				if woken {
 					want = "[]" // c went in b's place
 				}
-				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != want || f.ccWaiting("k") != count(want) {
-					t.Errorf("wait list %s, count %d: want %s, %d", got, f.ccWaiting("k"), want, count(want))
-				}
+				f.checkCCWait("k", want)
 				if !woken {
 					f.ack(a, store.Ack{Code: store.CodeOK})
 				}
@@ -357,9 +360,7 @@ func TestPinnedWaiterKeepsItsPlace(t *testing.T) {
 				if len(res.Jobs) != 0 || len(res.Parked) != 0 {
 					t.Fatalf("w2 claimed %v, parked %v: p waits on its key", locals(res.Jobs), res.Parked)
 				}
-				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[p]" || f.ccWaiting("k") != 1 {
-					t.Errorf("wait list %s, count %d: want [p], 1", got, f.ccWaiting("k"))
-				}
+				f.checkCCWait("k", "[p]")
 				f.ack(a, store.Ack{Code: store.CodeOK}) // p goes to w's list
 				if got := f.leased("w2"); got != "[]" {
 					t.Fatalf("w2 claimed %s, p is w's", got)
@@ -401,9 +402,7 @@ func TestRerouteToSameListListsOnce(t *testing.T) {
 				if got := f.leased("w"); got != "[]" {
 					t.Fatalf("claimed %s over the limit", got)
 				}
-				if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[j]" || f.ccWaiting("k") != 1 {
-					t.Errorf("wait list %s, count %d: want [j], 1", got, f.ccWaiting("k"))
-				}
+				f.checkCCWait("k", "[j]")
 				f.ack(a, store.Ack{Code: store.CodeOK})
 				if got := f.leased("w"); got != "[j]" {
 					t.Fatalf("after a: %s, want [j]", got)
@@ -432,9 +431,7 @@ func TestHandedJobListedOnce(t *testing.T) {
 			if got := f.leased("w"); got != "[]" {
 				t.Fatalf("w claimed %s over the limit", got)
 			}
-			if got := fmt.Sprint(f.list(f.p.ConcurrencyWait("k"))); got != "[p]" || f.ccWaiting("k") != 1 {
-				t.Errorf("wait list %s, count %d: want [p], 1", got, f.ccWaiting("k"))
-			}
+			f.checkCCWait("k", "[p]")
 			f.ack(a, store.Ack{Code: store.CodeOK})
 			if got := f.leased("w2"); got != "[p]" {
 				t.Fatalf("after a: w2 claimed %s, want [p]", got)

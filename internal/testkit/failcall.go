@@ -21,12 +21,14 @@ var ErrInjected = errors.New("injected: connection reset")
 // network that cut the connection past go-redis's retries would: before
 // the call reaches Redis, or, with LostReply, after Redis ran it (its
 // reply lost on the way back). Calls of other scripts, or to other
-// partitions, pass.
+// partitions, pass. With Distinct, each failure has an error value of
+// its own (wrapping ErrInjected), as separate connection errors do.
 type FailCalls struct {
 	Script    *lua.Script
 	Part      keys.Partition
 	Pass      int
 	LostReply bool
+	Distinct  bool
 
 	seen atomic.Int64
 }
@@ -49,8 +51,12 @@ func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				return err
 			}
 		}
-		cmd.SetErr(ErrInjected)
-		return ErrInjected
+		err := ErrInjected
+		if f.Distinct {
+			err = fmt.Errorf("%w (call %d)", ErrInjected, f.seen.Load())
+		}
+		cmd.SetErr(err)
+		return err
 	}
 }
 
