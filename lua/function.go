@@ -30,6 +30,9 @@ var (
 	luaStrings = regexp.MustCompile(`'[^']*'|"[^"]*"`)
 	luaNumbers = regexp.MustCompile(`\b\d[\w.]*`)
 	tableKeys  = regexp.MustCompile(`\b[A-Za-z_]\w*\s*=[^=]`)
+	// fieldName is a field read by name, 'T.name' (not a concatenation,
+	// 'a..b'): the name is the field's, not a variable's.
+	fieldName = regexp.MustCompile(`([^.])\.\s*[A-Za-z_]\w*`)
 	// localDecl is the head of a declaration, 'local a, b =': what
 	// follows it is a value, not an assignment of a or b.
 	localDecl = regexp.MustCompile(`\blocal\s+[A-Za-z_][\w, ]*=`)
@@ -89,6 +92,7 @@ func globalUse(init string, local map[string]bool) bool {
 		return true
 	}
 	code = tableKeys.ReplaceAllString(luaNumbers.ReplaceAllString(code, "0"), "")
+	code = fieldName.ReplaceAllString(code, "$1")
 	for _, w := range word.FindAllString(code, -1) {
 		if !local[w] && !keywords[w] {
 			return true

@@ -28,7 +28,9 @@ func TestAllListsEveryScript(t *testing.T) {
 
 // TestPerCall: the definitions a function library must evaluate on every
 // call are those that read the call, use a global, start as an empty
-// table or are assigned later; constants and functions are made once.
+// table or are assigned later; constants and functions are made once,
+// and so are values read from a constant's fields (a field's name is
+// not a global).
 func TestPerCall(t *testing.T) {
 	lib := `local A = KEYS[1]
 local B = 'x' .. A
@@ -42,6 +44,9 @@ local I = f()
 local J = math.huge
 local function set() H = true end
 local K = 1e15
+local L = { C.one, C.two }
+local M = { B.len }
+local N = 'a'..C.two
 `
 	units, _ := parseUnits(lib)
 	per := perCall(units, lib)
@@ -51,7 +56,7 @@ local K = 1e15
 			got = append(got, u.names...)
 		}
 	}
-	want := []string{"A", "B", "E", "G", "H", "I", "J"}
+	want := []string{"A", "B", "E", "G", "H", "I", "J", "M"}
 	if !slices.Equal(got, want) {
 		t.Errorf("per call: %v, want %v", got, want)
 	}
