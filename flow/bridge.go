@@ -24,7 +24,6 @@ func (c *Client) bridge() bridge.Client {
 		Namespace:  c.opts.Namespace,
 		Partitions: c.partitions,
 		Layouts:    c.plan.layouts,
-		Now:        c.now,
 		Sticky: func(opt any) (store.Sticky, bool, error) {
 			var o enqueueOptions
 			if err := opt.(EnqueueOption)(&o); err != nil {
@@ -74,11 +73,4 @@ func (c *Client) partitions(ctx context.Context, queue string) ([]keys.Partition
 		return nil, err
 	}
 	return lay.Parts(c.opts.Namespace), nil
-}
-
-func (c *Client) now() time.Time {
-	if c.opts.Clock != nil {
-		return c.opts.Clock.Now()
-	}
-	return time.Now()
 }

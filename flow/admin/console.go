@@ -235,9 +235,10 @@ type MinuteCount struct {
 
 // QueueHistory reads what queue (with partitions partitions, 0 for
 // the count Redis records) finished in each of the last minutes minutes (at most
-// MaxStatsWindow), oldest first, the current one last: one read of the
-// registry, then one O(1) command per partition and minute, in one
-// pipelined round trip. A queue that is not registered is
+// MaxStatsWindow), oldest first, the current one of store time (Redis
+// TIME, not the caller's clock) last: one read of the registry and of
+// TIME, then one O(1) command per partition and minute, in one pipelined
+// round trip. A queue that is not registered is
 // ErrQueueNotFound, a count other than the registry's ErrLayoutMismatch.
 func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]MinuteCount, error) {
 	if !runtime.ValidQueue(queue) {
@@ -247,11 +248,15 @@ func (c *Client) QueueHistory(ctx context.Context, queue string, partitions, min
 	if most := int(MaxStatsWindow / time.Minute); minutes < 1 || minutes > most {
 		return nil, fmt.Errorf("%w: %d minutes not in 1..%d", flow.ErrInvalid, minutes, most)
 	}
-	now := c.b.Now().UnixMilli() / 60000
 	parts, err := c.partitions(ctx, queue, partitions)
 	if err != nil {
 		return nil, err
 	}
+	at, err := c.b.Store.Time(ctx) // the minutes are counted in store time
+	if err != nil {
+		return nil, err
+	}
+	now := at.UnixMilli() / 60000
 	ms, err := c.b.Store.Minutes(ctx, parts, now-int64(minutes)+1, now)
 	if err != nil {
 		return nil, err

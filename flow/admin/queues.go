@@ -78,7 +78,8 @@ type RunTimes struct {
 // QueueStats reads a queue's stats over window (default 5 minutes, at most
 // MaxStatsWindow), in a few pipelined round trips: the per-state counters
 // the scripts keep, each partition's paused flag and its per-minute
-// counters (which lua/lib.lua keeps as jobs finish). It reads no job.
+// counters (which lua/lib.lua keeps as jobs finish), for the minutes of
+// store time (Redis TIME, not the caller's clock). It reads no job.
 func (c *Client) QueueStats(ctx context.Context, queue string, window time.Duration) (QueueStats, error) {
 	if !runtime.ValidQueue(queue) {
 		return QueueStats{}, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
@@ -119,7 +120,11 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 			qs.Paused++
 		}
 	}
-	now := c.b.Now().UnixMilli() / 60000
+	at, err := c.b.Store.Time(ctx) // the minutes are counted in store time
+	if err != nil {
+		return qs, err
+	}
+	now := at.UnixMilli() / 60000
 	minutes, err := c.b.Store.Minutes(ctx, parts, now-mins+1, now)
 	if err != nil {
 		return qs, err

@@ -26,7 +26,8 @@ type ScheduleInfo struct {
 	Paused   bool
 	// LastRun is the latest tick enqueued; zero if none was yet.
 	LastRun time.Time
-	// NextRun is the next tick; zero while paused.
+	// NextRun is the next tick after store time (Redis TIME, not the
+	// caller's clock); zero while paused.
 	NextRun time.Time
 }
 
@@ -40,7 +41,10 @@ func (c *Client) Schedules(ctx context.Context) ([]ScheduleInfo, error) {
 	if _, only := store.EntryErrors(err); !only {
 		return nil, err
 	}
-	now := c.b.Now()
+	now, terr := c.b.Store.Time(ctx) // the ticks are decided in store time
+	if terr != nil {
+		return nil, terr
+	}
 	out := make([]ScheduleInfo, len(recs))
 	for i, r := range recs {
 		out[i] = c.scheduleInfo(r, now)
@@ -58,7 +62,11 @@ func (c *Client) Schedule(ctx context.Context, name string) (ScheduleInfo, error
 	if err != nil {
 		return ScheduleInfo{}, err
 	}
-	return c.scheduleInfo(r, c.b.Now()), nil
+	now, err := c.b.Store.Time(ctx) // the ticks are decided in store time
+	if err != nil {
+		return ScheduleInfo{}, err
+	}
+	return c.scheduleInfo(r, now), nil
 }
 
 // PauseSchedule stops enqueueing a schedule's ticks, across the fleet,

@@ -1,5 +1,5 @@
 // Package bridge hands flow/admin what it needs of a flow.Client (its
-// store, namespace, queue layout, clock, and how it reads an enqueue
+// store, namespace, queue layout, and how it reads an enqueue
 // option) without flow exporting any of it: flow fills in FromFlow when it
 // is initialised, and admin, which imports flow, calls it.
 package bridge
@@ -24,8 +24,6 @@ type Client struct {
 	Partitions func(ctx context.Context, queue string) ([]keys.Partition, error)
 	// Layouts is the client's view of the queue layouts.
 	Layouts *store.Layouts
-	// Now is the client's clock.
-	Now func() time.Time
 	// Sticky reads the sticky routing an enqueue option (a
 	// flow.EnqueueOption) sets; ok is false when it sets none.
 	Sticky func(opt any) (s store.Sticky, ok bool, err error)

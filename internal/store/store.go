@@ -206,6 +206,18 @@ func strs(v any) ([]string, error) {
 	return out, nil
 }
 
+// Time reads the store's time: the injected clock's (Config.Now), else
+// Redis TIME, in one round trip. An operator's tool takes its "now" from
+// it, never from its machine's clock, to place what it reads against data
+// the scripts wrote in store time (per-minute counters, finish times, a
+// schedule's last tick): that machine's clock may be minutes off Redis's.
+func (s *Store) Time(ctx context.Context) (time.Time, error) {
+	if s.cfg.Now != nil {
+		return s.cfg.Now(), nil
+	}
+	return s.rdb.Time(ctx).Result()
+}
+
 // now is the injected clock's time, or the machine's.
 func (s *Store) now() time.Time {
 	if s.cfg.Now != nil {
