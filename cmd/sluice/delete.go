@@ -29,10 +29,11 @@ func (c *cli) jobsDeleteCmd() *cobra.Command {
 selector chooses: --state is required (available jobs are not deleted by
 selector: cancel them, or delete them by ID; running jobs never are), and
 for scheduled and retryable jobs only --kind narrows the choice. Times
-(--after, --before) are RFC 3339 or a duration ago ("2h"). Nothing asks
-for confirmation: count first with --dry-run. A delete by selector draws
-a progress bar when stderr is a terminal, and lists the entries of the
-state whose data is not a job (left as they are).`,
+(--after, --before) are RFC 3339 or a duration ago ("2h", by Redis's
+clock, which finish times are kept in). Nothing asks for confirmation:
+count first with --dry-run. A delete by selector draws a progress bar
+when stderr is a terminal, and lists the entries of the state whose
+data is not a job (left as they are).`,
 		Example: `  sluice jobs delete mail:0:7f3a
   sluice jobs delete --queue mail --state archived --reason attempts_exhausted --before 168h --dry-run`,
 	}

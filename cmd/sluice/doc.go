@@ -52,10 +52,11 @@
 //	completion bash|zsh|fish|powershell             shell completion script
 //
 // Times (--after, --before) are RFC 3339 ("2026-03-01T12:00:00Z") or a
-// duration ago ("2h"). A redrive or delete by selector draws a progress bar on
-// stderr when stderr is a terminal (never with --json); queues stats
-// --watch redraws in place when stdout is a terminal; it and web stop on
-// Ctrl-C or SIGTERM with exit 0.
+// duration ago ("2h", by Redis's clock, which finish times are kept in,
+// not this machine's). A redrive or delete by selector draws a progress
+// bar on stderr when stderr is a terminal (never with --json); queues
+// stats --watch redraws in place when stdout is a terminal; it and web
+// stop on Ctrl-C or SIGTERM with exit 0.
 //
 // Exit codes: 0 success; 1 error, including a job whose state refuses
 // the command (cancelling a finished job, redriving an available one);

@@ -110,7 +110,10 @@ func (f *fixture) runCtx(ctx context.Context, out, errb io.Writer, args ...strin
 	for k, v := range f.env {
 		vars[k] = v
 	}
-	e := env{stdout: out, stderr: errb, clock: f.clk, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string { return vars[k] }}
+	e := env{stdout: out, stderr: errb, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string { return vars[k] }}
+	if f.clk != nil { // none: Redis TIME and the wall clock
+		e.clock = f.clk
+	}
 	return run(ctx, args, e)
 }
 

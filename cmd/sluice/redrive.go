@@ -50,10 +50,11 @@ func (c *cli) redriveCmd() *cobra.Command {
 ones) to execution, by ID (at most 1000) or by a selector over one queue.
 Each job keeps its counters: one whose attempts were spent gets one more
 per redrive. Times (--after, --before) are RFC 3339 or a duration ago
-("2h"). A redrive by selector draws a progress bar when stderr is a
-terminal. By ID it prints each job moved and an error for each that did
-not: it exits 0 when every job moved, else with the exit code the errors
-share (3: all unknown, 2: all malformed), or 1.`,
+("2h", by Redis's clock, which finish times are kept in). A redrive by
+selector draws a progress bar when stderr is a terminal. By ID it prints
+each job moved and an error for each that did not: it exits 0 when every
+job moved, else with the exit code the errors share (3: all unknown, 2:
+all malformed), or 1.`,
 		Example: `  sluice redrive mail:0:7f3a mail:1:9bc2
   sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
@@ -155,14 +156,33 @@ func (s *selection) unmatched(name, state string, matched int) error {
 		name, state, s.sel.Queue, r, state, strings.Join(admin.Reasons(state), ", "))
 }
 
-// times reads --after and --before into the selector.
-func (s *selection) times(c *cli) error {
-	var err error
-	if s.sel.FinishedAfter, err = c.parseTime("--after", s.after); err != nil {
-		return err
+// times reads --after and --before into the selector: a duration ago
+// from Redis's time (client's StoreTime, read once), which the jobs'
+// finish times are kept in, not from this machine's clock, which may be
+// off from it. client nil only checks them.
+func (s *selection) times(ctx context.Context, client *admin.Client) error {
+	var now time.Time
+	for _, t := range []struct {
+		name, text string
+		into       *time.Time
+	}{{"--after", s.after, &s.sel.FinishedAfter}, {"--before", s.before, &s.sel.FinishedBefore}} {
+		at, ago, err := parseTime(t.name, t.text)
+		switch {
+		case err != nil:
+			return err
+		case client == nil || t.text == "":
+			continue
+		case at.IsZero() && now.IsZero():
+			if now, err = client.StoreTime(ctx); err != nil {
+				return err
+			}
+		}
+		if at.IsZero() {
+			at = now.Add(-ago)
+		}
+		*t.into = at
 	}
-	s.sel.FinishedBefore, err = c.parseTime("--before", s.before)
-	return err
+	return nil
 }
 
 // progress returns the bar to draw a selector's progress with, nil when
@@ -178,7 +198,7 @@ func (c *cli) progress() *progressBar {
 // selectionClient checks a selection's times, connects, and checks that
 // its queue exists: what every command acting on a selection does first.
 func (c *cli) selectionClient(ctx context.Context, s *selection) (*admin.Client, error) {
-	if err := s.times(c); err != nil {
+	if err := s.times(ctx, nil); err != nil {
 		return nil, err
 	}
 	client, err := c.connect(ctx)
@@ -188,7 +208,7 @@ func (c *cli) selectionClient(ctx context.Context, s *selection) (*admin.Client,
 	if err := c.checkQueue(ctx, client, s.sel.Queue); err != nil {
 		return nil, err
 	}
-	return client, nil
+	return client, s.times(ctx, client)
 }
 
 func batches(n int) string {
@@ -281,21 +301,17 @@ func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 	return errors.Join(errs...)
 }
 
-// parseTime reads an RFC 3339 time or a duration ago ("" is none).
-func (c *cli) parseTime(name, s string) (time.Time, error) {
+// parseTime reads an RFC 3339 time, or a duration ago ("" is neither).
+func parseTime(name, s string) (at time.Time, ago time.Duration, err error) {
 	if s == "" {
-		return time.Time{}, nil
+		return time.Time{}, 0, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
+		return t, 0, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return time.Time{}, usagef("%s %q: want an RFC 3339 time or a duration ago", name, s)
+		return time.Time{}, 0, usagef("%s %q: want an RFC 3339 time or a duration ago", name, s)
 	}
-	now := time.Now()
-	if c.clock != nil {
-		now = c.clock.Now()
-	}
-	return now.Add(-d), nil
+	return time.Time{}, d, nil
 }

@@ -17,6 +17,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/bridge"
@@ -39,6 +40,14 @@ func New(c *flow.Client) *Client {
 
 // Namespace is the namespace the client reads and writes.
 func (c *Client) Namespace() string { return c.b.Namespace }
+
+// StoreTime reads the store's time (Redis TIME; the flow.Client's Clock
+// when it has one), in one round trip: the "now" to set against the times
+// Sluice keeps (a job's finish, a worker's heartbeat), which are Redis's,
+// where the caller's clock may be minutes off.
+func (c *Client) StoreTime(ctx context.Context) (time.Time, error) {
+	return c.b.Store.Time(ctx)
+}
 
 // Job reads one job by ID, with its errors, steps and history, in one
 // round trip (flow.Client.Job).
