@@ -45,11 +45,8 @@ func (c *Client) bridge() bridge.Client {
 			}
 			return tm.next(now)
 		},
-		Enqueue: func(ctx context.Context, queue string, job store.NewJob) (any, error) {
-			// placed as a tick's job is: by the key the schedule's
-			// template names (its unique key's partition holds the key), else
-			// by its ID
-			ref, of, err := c.plan.locate(ctx, queue, cmp.Or(job.Route, job.Local), 0, job.Local, nil)
+		Enqueue: func(ctx context.Context, queue, route string, job store.NewJob) (any, error) {
+			ref, of, err := c.plan.locate(ctx, queue, cmp.Or(route, job.Local), 0, job.Local, nil)
 			if err != nil {
 				return Enqueued{}, err
 			}

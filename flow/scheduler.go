@@ -135,10 +135,11 @@ func (s *Scheduler) Add(sc Schedule) error {
 	if err != nil {
 		return bad("Args", err)
 	}
+	sj := store.ScheduleJob{NewJob: pj.job, Placed: true}
 	if d.key != id { // placed by a key of its own, not its ID
-		pj.job.Route = d.key
+		sj.Route = d.key
 	}
-	tmpl, err := msgpack.Marshal(pj.job)
+	tmpl, err := msgpack.Marshal(&sj)
 	if err != nil {
 		return bad("Args", fmt.Errorf("%w: encoding the job: %v", ErrInvalid, err))
 	}

@@ -16,6 +16,16 @@ var (
 	ErrWrongState = sluicetype.ErrWrongState
 	// ErrTooMany: more job IDs than one call takes (MaxRedriveIDs).
 	ErrTooMany = errors.New("sluice: too many job IDs in one call")
+	// ErrScheduleOutdated: TriggerSchedule was refused because the
+	// schedule's job template was published by a scheduler of an older
+	// release, which did not record how its ticks are placed on the
+	// queue's partitions (by a partition key, unique key or quarantine
+	// hold), and the queue has more than one: a trigger placed otherwise
+	// could run beside the job holding the unique key, or out of its
+	// partition key's order. Nothing was enqueued. Run the schedule's
+	// Scheduler on this release (it publishes the template when it
+	// starts), then trigger again.
+	ErrScheduleOutdated = errors.New("sluice: the schedule's job template predates placement routing")
 )
 
 // stateError fills in the job's full ID in a *StateError from the store.

@@ -91,9 +91,16 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 // TriggerSchedule enqueues a schedule's job now, outside its ticks, even
 // while it is paused, under a fresh ID (sched:<name>:trigger:<random>), so
 // every call adds one job. The job is the one the schedulers last
-// published: same kind, arguments and options. When the enqueue fails,
-// the result still carries that ID: Redis may have added the job and
-// lost the reply, so look it up before triggering again.
+// published: same kind, arguments and options, placed on the queue's
+// partitions as the ticks' jobs are (so a unique schedule's trigger meets
+// the job holding its key: Duplicate). When the enqueue fails, the result
+// still carries that ID: Redis may have added the job and lost the reply,
+// so look it up before triggering again.
+//
+// A template published by a scheduler of an older release does not say
+// how the ticks are placed: on a queue of more than one partition its
+// trigger is refused with ErrScheduleOutdated (nothing is enqueued) until
+// a scheduler of this release publishes the schedule again.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error) {
 	if !flow.ValidScheduleName(name) {
 		return flow.Enqueued{}, fmt.Errorf("%w: schedule name %q", flow.ErrInvalid, name)
@@ -102,12 +109,27 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueue
 	if err != nil {
 		return flow.Enqueued{}, err
 	}
-	var job store.NewJob
-	if err := msgpack.Unmarshal(r.Template, &job); err != nil || job.Kind == "" {
+	var sj store.ScheduleJob
+	if err := msgpack.Unmarshal(r.Template, &sj); err != nil || sj.Kind == "" {
 		return flow.Enqueued{}, fmt.Errorf("%w: schedule %q: job template: %v", flow.ErrMalformed, name, err)
 	}
+	route, known := sj.Routed()
+	if !known {
+		// a partition key is not kept in the job, and goes before its
+		// unique key and hold: no placement can be derived but on a
+		// queue where there is no choice
+		lay, err := c.b.Layouts.Use(ctx, r.Queue)
+		if err != nil {
+			return flow.Enqueued{}, err
+		}
+		if lay.Partitions > 1 {
+			return flow.Enqueued{}, fmt.Errorf("%w: schedule %q: its template does not say how its ticks are placed on the %d partitions of queue %q; run its Scheduler on this release, which publishes it again when it starts, then trigger again",
+				ErrScheduleOutdated, name, lay.Partitions, r.Queue)
+		}
+	}
+	job := sj.NewJob
 	job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
-	e, err := c.b.Enqueue(ctx, r.Queue, job)
+	e, err := c.b.Enqueue(ctx, r.Queue, route, job)
 	return e.(flow.Enqueued), err
 }
 

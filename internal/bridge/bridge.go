@@ -31,8 +31,9 @@ type Client struct {
 	// timing cannot be read.
 	NextRun func(r store.ScheduleRecord, now time.Time) time.Time
 	// Enqueue adds job (its ID generated) to queue, in the partition
-	// Client.Enqueue would choose, and answers a flow.Enqueued.
-	Enqueue func(ctx context.Context, queue string, job store.NewJob) (any, error)
+	// Client.Enqueue would choose for routing key route ("": by the job's
+	// ID), and answers a flow.Enqueued.
+	Enqueue func(ctx context.Context, queue, route string, job store.NewJob) (any, error)
 	// Signal is flow.Client.Signal with opts (a []flow.SignalOption), and
 	// says whether the signal was a duplicate of one sent with its key.
 	Signal func(ctx context.Context, id, name string, payload any, opts any) (duplicate bool, err error)

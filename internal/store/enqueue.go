@@ -24,12 +24,7 @@ type NewJob struct {
 	// (keys.Partition.FollowUp) as long as a relay or the step could repeat
 	// it, so a repeat never enqueues it again, even once the job is
 	// deleted.
-	Relayed bool `msgpack:"-"`
-	// Route, in a schedule's job template only, is the key its ticks'
-	// jobs are placed by (a partition key, unique key or quarantine
-	// hold; empty: by ID), so that a trigger places its job where a tick
-	// would (admin.Client.TriggerSchedule). No script reads it.
-	Route       string `msgpack:"route,omitempty"`
+	Relayed     bool `msgpack:"-"`
 	Kind        string
 	Payload     []byte
 	Headers     []byte

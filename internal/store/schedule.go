@@ -34,6 +34,29 @@ type ScheduleDef struct {
 	Template []byte // the job to enqueue, encoded by the caller
 }
 
+// ScheduleJob is the job a schedule's ticks enqueue, as its scheduler
+// publishes it (ScheduleDef.Template, msgpack), with how the ticks' jobs
+// are placed on their queue's partitions, so that an operator's trigger
+// places its job where a tick's would be (admin.Client.TriggerSchedule).
+type ScheduleJob struct {
+	NewJob `msgpack:",inline"`
+	// Route is the key the ticks' jobs are placed by (a partition key,
+	// unique key or quarantine hold); "" for by their IDs.
+	Route string `msgpack:"route,omitempty"`
+	// Placed: the template says how its ticks are placed (Route, even
+	// ""). A template of an older scheduler has neither field, and
+	// nothing else tells: its unique key and hold are kept in NewJob, but
+	// a partition key, which goes before them, is not.
+	Placed bool `msgpack:"placed,omitempty"`
+}
+
+// Routed returns the key a trigger of the schedule is placed by ("": by
+// its ID) and whether the template says (Placed, or a Route, which a
+// scheduler of the release before Placed wrote alone).
+func (j *ScheduleJob) Routed() (string, bool) {
+	return j.Route, j.Placed || j.Route != ""
+}
+
 // ScheduleRecord is a schedule as stored: its definition and its state.
 type ScheduleRecord struct {
 	ScheduleDef
