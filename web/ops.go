@@ -13,6 +13,7 @@ import (
 // an *admin.Client, tests may substitute their own.
 type ops interface {
 	Namespace() string
+	StoreTime(ctx context.Context) (time.Time, error)
 	QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error)
 	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
 	QueueStats(ctx context.Context, queue string, window time.Duration) (admin.QueueStats, error)

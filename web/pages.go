@@ -220,7 +220,7 @@ func (c *console) workers(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, "workers", "Workers", map[string]any{"Workers": ws, "Bad": faultsOf(bad), "Now": time.Now()})
+	c.render(w, r, http.StatusOK, "workers", "Workers", map[string]any{"Workers": ws, "Bad": faultsOf(bad)})
 }
 
 // schedules lists the schedules, and those whose record could not be

@@ -66,8 +66,16 @@ type view struct {
 	Auth     bool // a session may log out
 	Flash    string
 	Live     string // the job the page follows live, "" for none
-	Data     any
+	// Now is Redis's time as the page is made, which the page's script
+	// counts the ages of the times shown from (the times are Redis's, the
+	// viewer's clock may be off from it); zero when it could not be read.
+	Now  time.Time
+	Data any
 }
+
+// showsTimes are the pages that show times with their ages: made with
+// Redis's time (view.Now), one more round trip each.
+var showsTimes = map[string]bool{"overview": true, "queue": true, "job": true, "workers": true, "schedules": true, "effects": true}
 
 // render writes page name with data, status code and the common view.
 func (c *console) render(w http.ResponseWriter, r *http.Request, code int, name, title string, data any) {
@@ -75,6 +83,13 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, code int, name,
 		HideArgs: c.o.HideArgs, Auth: c.o.Token != "", Flash: c.takeFlash(w, r), Data: data}
 	if j, ok := data.(*jobView); ok {
 		v.Live = j.Job.ID
+	}
+	if showsTimes[name] {
+		now, err := c.ops.StoreTime(r.Context())
+		if err != nil {
+			c.o.Logger.Warn("sluice web: reading Redis's time: the page's ages count from the viewer's clock", "page", name, "err", err)
+		}
+		v.Now = now
 	}
 	var buf bytes.Buffer
 	if err := c.pages.sets[name].ExecuteTemplate(&buf, "layout.html", v); err != nil {
@@ -113,6 +128,7 @@ var funcs = template.FuncMap{
 		return t.UTC().Format(time.RFC3339Nano)
 	},
 	"utc": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"ms":  func(t time.Time) int64 { return t.UnixMilli() },
 	"dur": func(d time.Duration) string {
 		if d == 0 {
 			return "—"

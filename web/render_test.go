@@ -67,3 +67,16 @@ func TestJobPageOfDeepPayload(t *testing.T) {
 		t.Errorf("overview after it: %d", code)
 	}
 }
+
+// TestShowsTimesNamesTimedPages: every page that shows a time (whose age
+// its script counts from the page's Redis time) is in showsTimes, and
+// only those.
+func TestShowsTimesNamesTimedPages(t *testing.T) {
+	for _, name := range pageNames {
+		b, err := templateFS.ReadFile("templates/" + name + ".html")
+		testkit.Must(t, err)
+		if timed := bytes.Contains(b, []byte(`{{template "time"`)); timed != showsTimes[name] {
+			t.Errorf("page %s: shows times %v, in showsTimes %v", name, timed, showsTimes[name])
+		}
+	}
+}

@@ -2,6 +2,11 @@
 "use strict";
 (function () {
   // Times: <time datetime=ISO> shows the viewer's local time and its age.
+  // The times are Redis's: ages count from Redis's time, which the page
+  // carries as it was made (data-now), moved on by the viewer's clock,
+  // which may be off from Redis's.
+  var skew = document.body.dataset.now ? Number(document.body.dataset.now) - Date.now() : 0;
+  function ago(d) { return age(Date.now() + skew - d.getTime()); }
   function age(ms) {
     var s = Math.round(Math.abs(ms) / 1000), out;
     if (s < 60) out = s + "s";
@@ -23,7 +28,7 @@
       t.textContent = local(d);
       var rel = document.createElement("span");
       rel.className = "rel";
-      rel.textContent = age(Date.now() - d.getTime());
+      rel.textContent = ago(d);
       t.appendChild(rel);
       t.classList.add("copy");
       t.dataset.copy = t.getAttribute("datetime");
@@ -32,7 +37,7 @@
   function ticking() {
     document.querySelectorAll("time[datetime] .rel").forEach(function (r) {
       var d = new Date(r.parentNode.getAttribute("datetime"));
-      r.textContent = age(Date.now() - d.getTime());
+      r.textContent = ago(d);
     });
   }
   // Copy: any element with data-copy copies its value when clicked.
