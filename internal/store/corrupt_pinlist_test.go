@@ -7,7 +7,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHuntClaimOwnPinListCorrupt: a claim pops the claiming worker's own
+// TestClaimWithOwnPinListCorrupt: a claim pops the claiming worker's own
 // pin list first (claim.lua take(pin_key(worker))) with redis.call LPOP;
 // when that key holds no list it raises, after promote, promote_rated and
 // promote_pinned wrote: a due job was promoted but the state counters and
@@ -15,7 +15,7 @@ import (
 // are lost, and no claim of that worker ever succeeds again.
 // (TestOperatorCallsPassCorruptKeys covers another worker's pin list
 // only.) Want: the claim sets the list aside and leases the due job.
-func TestHuntClaimOwnPinListCorrupt(t *testing.T) {
+func TestClaimWithOwnPinListCorrupt(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// TestHuntFrontPushCorruptPinList: push_ready (lib_ready.lua) puts a job
+// TestFrontPushOntoCorruptPinList: push_ready (lib_ready.lua) puts a job
 // at the FRONT of its preferred worker's pin list with redis.call LPUSH;
 // only the deferred back pushes (flush_pushes) set a corrupt list aside.
 // A job handed back at shutdown (ack 'release'), or a pinned waiter that
@@ -18,7 +18,7 @@ import (
 // (lost), the waiter popped off its wait list and on no list (lost), and
 // the worker's whole ack batch fails. Want: the ack succeeds, the bad
 // job alone is dealt with.
-func TestHuntFrontPushCorruptPinList(t *testing.T) {
+func TestFrontPushOntoCorruptPinList(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name+"/release", func(t *testing.T) {

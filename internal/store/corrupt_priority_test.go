@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHuntFractionalPriorityIsItsJobAlone: a job whose priority field is a
+// TestPromoteAndRedriveWithFractionalPriority: a job whose priority field is a
 // number but no whole one ('1.5', as an older release or a hand could
 // leave) is promoted with two other due jobs. priority_of (lib_ready.lua)
 // takes 1.5 as in range, avail_key(1.5) is KEYS[10.5], nil, and
@@ -18,7 +18,7 @@ import (
 // push still deferred: those jobs are available on no list, for ever.
 // Want: the pass succeeds, the good jobs are claimable, the bad one is
 // parked (or at least listed somewhere), not the batch lost.
-func TestHuntFractionalPriorityIsItsJobAlone(t *testing.T) {
+func TestPromoteAndRedriveWithFractionalPriority(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name+"/promote", func(t *testing.T) {

@@ -20,14 +20,14 @@ func (f *fixture) corruptBucketOf(d time.Duration) {
 	f.overwrite(f.p.LaterBucket(bs[0]))
 }
 
-// TestHuntCorruptLaterBucketOnAdd: sched_add (lib_ready.lua) RPUSHes a
+// TestScheduleLaterIntoCorruptBucket: sched_add (lib_ready.lua) RPUSHes a
 // job due later into its bucket with redis.call; a bucket key that holds
 // no list (the corruption sched_near already survives) makes it raise
 // after the job's hash was written, and after the writes for the call's
 // earlier jobs, whose pushes to their ready lists are still deferred to
 // flush(): they are left available on no list. Want: the call succeeds,
 // the other jobs of the batch are claimable.
-func TestHuntCorruptLaterBucketOnAdd(t *testing.T) {
+func TestScheduleLaterIntoCorruptBucket(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name+"/enqueue batch", func(t *testing.T) {
