@@ -28,7 +28,7 @@ local F = {
   payload_body = 'pb',
   -- its headers, or their first chunk: the further chunks are 'h1', 'h2', ...
   headers = 'h',
-  -- its priority, 0..9 (absent: 0)
+  -- its priority, a whole number 0..9 (absent or any other value: 0)
   priority = 'pr',
   -- returned errors and timeouts so far (absent: 0)
   attempt = 'a',

@@ -1,9 +1,14 @@
 -- lib_ready.lua: the prelude's ready lists: putting an available job
 -- where claims find it, and scheduling one for later.
 
+-- priority_of is the ready list a job's priority field names: a whole
+-- number 0..MAX_PRIORITY. Anything else (absent, '1.5', 'nan', '12',
+-- written by hand or an older release) is 0, as a job with no priority
+-- is, so that the job still runs: avail_key of any other number is no
+-- key (nil), and the push would raise after the call's earlier writes.
 local function priority_of(p)
   p = tonumber(p) or 0
-  if p < 0 or p > MAX_PRIORITY then p = 0 end
+  if not (p >= 0 and p <= MAX_PRIORITY and p % 1 == 0) then p = 0 end
   return p
 end
 

@@ -23,7 +23,7 @@ const (
 	FieldPayloadBody = "pb"
 	// its headers, or their first chunk: the further chunks are 'h1', 'h2', ...
 	FieldHeaders = "h"
-	// its priority, 0..9 (absent: 0)
+	// its priority, a whole number 0..9 (absent or any other value: 0)
 	FieldPriority = "pr"
 	// returned errors and timeouts so far (absent: 0)
 	FieldAttempt = "a"
