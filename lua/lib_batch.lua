@@ -65,6 +65,20 @@ local function call_chunked(cmd, key, args, step)
   end
 end
 
+-- push_list pushes values onto the list under key with cmd ('LPUSH' or
+-- 'RPUSH'). A key that holds another type (corrupt data, e.g. a worker's
+-- pin list, a bucket of later jobs) is set aside under corrupt_key(aside)
+-- (aside nil: 'list:' .. key) and the list starts anew: raising here,
+-- after the call's earlier writes, would fail the whole call and leave the
+-- jobs it moved listed nowhere. A pcall, not a type check: no command is
+-- added to a push that succeeds.
+local function push_list(cmd, key, aside, ...)
+  if type(redis.pcall(cmd, key, ...)) == 'table' then
+    redis.call('RENAME', key, corrupt_key(aside or 'list:' .. key))
+    redis.call(cmd, key, ...)
+  end
+end
+
 -- Jobs put at the back of a ready list are pushed in one RPUSH per list,
 -- in order, by flush_pushes: at flush(), and by a claim before it pops.
 local PUSHES = {}
@@ -75,14 +89,7 @@ end
 local function flush_pushes()
   for k, l in pairs(PUSHES) do
     for i = 1, #l, 1000 do
-      local last = math.min(i + 999, #l)
-      if type(redis.pcall('RPUSH', k, unpack(l, i, last))) == 'table' then
-        -- the key holds another type (corrupt data, e.g. a worker's pin
-        -- list): set aside, the list started anew; raising here, at the
-        -- end of a call, would fail the whole call after its writes
-        redis.call('RENAME', k, corrupt_key('list:' .. k))
-        redis.call('RPUSH', k, unpack(l, i, last))
-      end
+      push_list('RPUSH', k, nil, unpack(l, i, math.min(i + 999, #l)))
     end
   end
   PUSHES = {}

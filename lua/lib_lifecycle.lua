@@ -398,7 +398,7 @@ local function promote_pinned()
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
         local p = priority_of(h[3])
-        redis.call('LPUSH', avail_key(p), id) -- its pin entry goes stale
+        push_list('LPUSH', avail_key(p), nil, id) -- its pin entry goes stale
         mark_priority(p)
         wake()
       elseif h[2] == 'f' then

@@ -29,7 +29,7 @@ local function push_ready(id, front, prio, sw, sm, sd)
     mark_priority(p)
   end
   if front then
-    redis.call('LPUSH', key, id)
+    push_list('LPUSH', key, nil, id) -- a corrupt list is set aside, not raised on
   else
     push_later(key, id)
   end

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -8,17 +9,20 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// TestFrontPushOntoCorruptPinList: push_ready (lib_ready.lua) puts a job
-// at the FRONT of its preferred worker's pin list with redis.call LPUSH;
-// only the deferred back pushes (flush_pushes) set a corrupt list aside.
-// A job handed back at shutdown (ack 'release'), or a pinned waiter that
-// a concurrency slot lets go (cc_release -> requeue_front), whose pin
-// list holds no list, makes the ack raise after the batch's earlier
-// outcomes were written: the released job is marked available on no list
-// (lost), the waiter popped off its wait list and on no list (lost), and
-// the worker's whole ack batch fails. Want: the ack succeeds, the bad
-// job alone is dealt with.
-func TestFrontPushOntoCorruptPinList(t *testing.T) {
+// TestFrontPushOntoCorruptList: push_ready (lib_ready.lua) puts a job
+// at the FRONT of its preferred worker's pin list; that LPUSH was a
+// redis.call, where the deferred back pushes (flush_pushes) set a corrupt
+// list aside. A job handed back at shutdown (ack 'release'), a pinned
+// waiter that a concurrency slot lets go (cc_release -> requeue_front),
+// or an available job an operator reroutes, whose pin list holds no list,
+// made the call raise after its earlier writes: the released job marked
+// available on no list, the waiter popped off its wait list and on no
+// list, the worker's whole ack batch failed; a reroute wrote the job's
+// new worker and left it listed nowhere. A sticky 'any' fallback's push
+// to the shared list of its priority did the same in a claim. Now the
+// list's value is set aside and the job is pushed onto a fresh one; the
+// batch's other outcomes apply.
+func TestFrontPushOntoCorruptList(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name+"/release", func(t *testing.T) {
@@ -39,8 +43,12 @@ func TestFrontPushOntoCorruptPinList(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ack: %v (want p handled alone; p is %q, list 0 %v)", err, f.rawState("p"), f.availableOrder(0))
 			}
-			if res[0].State != "completed" || res[2].State != "completed" {
-				t.Fatalf("ack %+v, want x and z completed", res)
+			if res[0].State != "completed" || res[1].State != "available" || res[2].State != "completed" {
+				t.Fatalf("ack %+v, want x and z completed, p available", res)
+			}
+			f.checkPinList("w", "p")
+			if got := f.claimed("n2"); !slices.Equal(got, []string{"p"}) {
+				t.Errorf("w claimed %v, want p", got)
 			}
 		})
 		t.Run(b.name+"/pinned waiter let go", func(t *testing.T) {
@@ -61,6 +69,41 @@ func TestFrontPushOntoCorruptPinList(t *testing.T) {
 			if res[0].State != "completed" || res[1].State != "completed" {
 				t.Fatalf("ack %+v, want both completed", res)
 			}
+			f.checkPinList("w2", "pw")
 		})
+		t.Run(b.name+"/reroute", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "r"})
+			f.overwrite(f.p.Pinned("w2"))
+			if _, err := f.st.Reroute(f.ctx, f.ref("r"), store.Sticky{Worker: "w2", Mode: "w"}); err != nil {
+				t.Fatalf("reroute: %v", err)
+			}
+			f.checkPinList("w2", "r")
+		})
+		t.Run(b.name+"/any fallback, list 0", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", Sticky: store.Sticky{Worker: "gone", Mode: "a", After: time.Second}})
+			f.overwrite(f.p.Available(0))
+			f.clk.Advance(2 * time.Second)
+			if got := f.claimed("n1"); !slices.Equal(got, []string{"a"}) {
+				t.Errorf("claimed %v, want a (handed to every worker)", got)
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+f.p.Available(0))).Val(); v != "overwritten" {
+				t.Errorf("set aside %q, want the overwritten value", v)
+			}
+		})
+	}
+}
+
+// checkPinList checks that worker's pin list holds ids, and that the
+// string that overwrote it is kept aside.
+func (f *fixture) checkPinList(worker string, ids ...string) {
+	f.t.Helper()
+	pk := f.p.Pinned(worker)
+	if l := f.rdb.LRange(f.ctx, pk, 0, -1).Val(); !slices.Equal(l, ids) {
+		f.t.Errorf("%s's pin list %v, want %v", worker, l, ids)
+	}
+	if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+pk)).Val(); v != "overwritten" {
+		f.t.Errorf("set aside %q, want the overwritten value", v)
 	}
 }
