@@ -76,7 +76,11 @@ local function sched_bucket(at)
   return b
 end
 
--- sched_add indexes the job id as due at at (ms).
+-- sched_add indexes the job id as due at at (ms). A bucket whose key
+-- holds no list (corrupt data) is set aside as sched_near sets it aside,
+-- and starts anew with this job: raising would fail the call after its
+-- writes (an enqueue or ack batch's earlier jobs, their pushes deferred
+-- to flush, listed nowhere).
 local function sched_add(id, at)
   local b = sched_bucket(at)
   if not b then
@@ -84,7 +88,7 @@ local function sched_add(id, at)
     return
   end
   local bs = string.format('%d', b)
-  redis.call('RPUSH', later_key(bs), id)
+  push_list('RPUSH', later_key(bs), 'later:' .. bs, id)
   redis.call('ZADD', K_LATER, b * SCHED_BUCKET, bs)
 end
 
