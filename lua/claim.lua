@@ -58,6 +58,8 @@
 --   concurrency key is at its limit, or whose rate class has no token,
 --   stays available but moves to that key's or class's wait list
 --   (lib_limits.lua, flow control) instead of being claimed.
+-- A list it pops (its pin list, a shared one) whose key holds another
+-- type (corrupt data) is set aside under x:list:<key> and taken as empty.
 -- Each claim increments the job's fence and draws a new lease ID; the pair
 -- is the attempt's identity. When the partition runs dry the idle flag is
 -- set so the next enqueue publishes a wake-up.
@@ -163,7 +165,15 @@ local function take(ak, pinned_to, prio)
   local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
   while #jobs < n and not halt do
     local want = n - #jobs
-    local ids = redis.call('LPOP', ak, want)
+    local ids = redis.pcall('LPOP', ak, want)
+    if type(ids) == 'table' and ids.err then
+      -- the list's key holds another type (corrupt data, e.g. this
+      -- worker's pin list): no entry can be read from it; raising would
+      -- undo nothing promotion wrote and fail every claim of this worker,
+      -- so the value is set aside as a push sets it aside (push_list)
+      redis.call('RENAME', ak, corrupt_key('list:' .. ak))
+      return true
+    end
     if not ids then return true end
     local raws, hs, ckeys = {}, {}, {}
     for i, id in ipairs(ids) do
