@@ -85,14 +85,19 @@ end
 -- turn or the class's token does not go to an entry whose job is gone
 -- (cc_release with a pass hands the key's turn on). It
 -- scans from the tail, where a recent job is (LREM is O(position)).
+-- Every LREM is a pcall: a key that holds no list (corrupt data) holds
+-- no entry to take out, and raising would fail the call after its
+-- writes (a debounce in an enqueue batch: the batch's earlier jobs).
 local function unlist(jk, id)
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class)
   local n = 0
-  if h[2] then n = redis.call('LREM', pin_key(h[2]), -1, id) end
-  if not h[2] or h[3] then n = n + redis.call('LREM', avail_key(priority_of(h[1])), -1, id) end
+  if h[2] then n = redis.pcall('LREM', pin_key(h[2]), -1, id) end
+  if type(n) ~= 'number' then n = 0 end
+  if not h[2] or h[3] then
+    local m = redis.pcall('LREM', avail_key(priority_of(h[1])), -1, id)
+    if type(m) == 'number' then n = n + m end
+  end
   if n > 0 then return end
-  -- pcall: a wait list that holds no list (corrupt data) holds no entry
-  -- to take out either
   if h[4] then
     local cw = ccwait_key(h[4])
     local gone = redis.pcall('LREM', cw, 0, id)

@@ -8,15 +8,14 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHuntDebounceCorruptPinList: a debounced duplicate moves its
-// available holder's run time (lib_enqueue.lua on_duplicate), which
-// takes the holder off its list with unlist (lib_limits.lua): its LREM of
-// the holder's pin list is a redis.call (only the wait-list LREMs are
-// pcalls), and raises when that list holds no list, after the batch's
-// earlier jobs were written with their pushes still deferred: those jobs are available on no list, and a
-// re-send of the enqueue answers 'exists' for them. Want: the enqueue
-// succeeds and the batch's other jobs are claimable.
-func TestHuntDebounceCorruptPinList(t *testing.T) {
+// TestDebounceOverCorruptPinList: a debounced duplicate in an enqueue
+// batch puts off its available holder, which leaves its list (unlist,
+// lib_limits.lua); a pin list that holds no list (corrupt data) holds no
+// entry of it, and the batch's other jobs are enqueued and claimable.
+// unlist's LREM of that list raised before, after the batch's earlier
+// jobs were written with their pushes still deferred: they were
+// available on no list, and a re-send answered 'exists' for them.
+func TestDebounceOverCorruptPinList(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
