@@ -23,7 +23,8 @@
 -- not after the as-of time (so jobs that finish during the scan are not
 -- taken). A running job is never in a scanned set's state, so never
 -- deleted. A job whose key is not a job hash is left as it is and named
--- in the reply; the others of the step go on.
+-- in the reply; the others of the step go on. A bucket of later jobs
+-- whose key holds no list has no jobs to read: it is passed over.
 -- Returns { as-of, examined (the entries read whose job the set holds,
 -- or unreadable: a stale entry, whose job has moved on, is skipped
 -- uncounted), matched, cursor score, cursor member, done
@@ -109,7 +110,12 @@ if later then
     local nb = tonumber(nxt[1])
     if nb ~= b then b, off = nb, 0 end
     local want = limit - read
-    local ids = redis.call('LRANGE', later_key(nxt[1]), off, off + want - 1)
+    -- pcall: a bucket whose key holds no list (corrupt data) has no jobs
+    -- to read; raising would keep the jobs this step deleted counted,
+    -- answer no cursor, and fail every later step here. It is passed
+    -- over (sched_near sets it aside when it comes due)
+    local ids = redis.pcall('LRANGE', later_key(nxt[1]), off, off + want - 1)
+    if ids.err then ids = {} end
     for _, id in ipairs(ids) do
       visit(id, function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)
     end

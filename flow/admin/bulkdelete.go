@@ -51,9 +51,11 @@ type DeleteProgress struct {
 // before it began. A dry run with the same selector counts what a real
 // run would delete, unless jobs change meanwhile. An entry whose data is
 // not a job is skipped and named in DeleteProgress.Unreadable; the other
-// jobs of its batch are deleted. It returns the final progress; on an
-// error (or ctx cancelled) the jobs deleted so far stay deleted, and a
-// second run with the same selector goes on where it left off.
+// jobs of its batch are deleted. A bucket of scheduled jobs due later
+// whose data is not a list holds no IDs to read: it is passed over. It
+// returns the final progress; on an error (or ctx cancelled) the jobs
+// deleted so far stay deleted, and a second run with the same selector
+// goes on where it left off.
 func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptions) (DeleteProgress, error) {
 	var pr DeleteProgress
 	if !runtime.ValidQueue(sel.Queue) {
