@@ -169,18 +169,21 @@ for _, e in ipairs(entries) do
     end
     if code == 'retry' then
       local a = bump(jk, fa)
-      record_error(jk, id, reason, msg, data)
-      m.plain = false -- it has an error list now, to delete with it
       local ma = tonumber(redis.call('HGET', jk, fma) or DEFAULT_MAX_ATTEMPTS)
       if not a or not ma then
+        -- a corrupt counter: archived before anything else reads them
         finish(jk, id, 'running', 'archived', 'malformed', m)
         state = 'archived'
-      elseif a >= ma then
-        finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
-        state = 'archived'
       else
-        schedule_at(jk, id, 'running', 'retryable', NOW + delay)
-        state = 'retryable'
+        record_error(jk, id, reason, msg, data)
+        m.plain = false -- it has an error list now, to delete with it
+        if a >= ma then
+          finish(jk, id, 'running', 'archived', 'attempts_exhausted', m)
+          state = 'archived'
+        else
+          schedule_at(jk, id, 'running', 'retryable', NOW + delay)
+          state = 'retryable'
+        end
       end
     elseif code == 'free' then
       if delay > 0 then

@@ -83,11 +83,14 @@ if record then
     local jk = job_key(id)
     local lease = ARGV[12] .. '.' .. (k - 2)
     local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
-    local expiry = redis.call('ZSCORE', K_RUN, id)
-    if state_of(h[1]) == 'running' and h[2] == lease and expiry then
+    -- count_of: a fence or expiry that tonumber reads as inf or nan
+    -- (corrupt data) would not pack as an integer; such a job is left out
+    local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
+    expiry = expiry and count_of(expiry)
+    if state_of(h[1]) == 'running' and h[2] == lease and expiry and fence then
       local steps = {}
       if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
-      jobs[#jobs + 1] = { id, lease, tonumber(expiry), tonumber(h[3]), steps, redis.call('HGETALL', jk),
+      jobs[#jobs + 1] = { id, lease, expiry, fence, steps, redis.call('HGETALL', jk),
         h[5] and redis.call('GET', body_key(id)) or false }
     end
   end

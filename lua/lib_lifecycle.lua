@@ -228,13 +228,16 @@ local function finish(jk, id, from, state, reason, m)
 end
 
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.
+-- A counter that is no count (corrupt data) is recorded as 0: tonumber
+-- takes 'inf', 'nan' and '1e400', which cjson refuses to encode, and
+-- raising here would fail the call after its other writes.
 local function record_error(jk, id, kind, msg, stack)
   if #msg > MSG_MAX then msg = string.sub(msg, 1, MSG_MAX) end
-  local a = redis.call('HGET', jk, F.attempt) or '0'
-  local c = redis.call('HGET', jk, F.crash_attempt) or '0'
+  local a = count_of(redis.call('HGET', jk, F.attempt)) or 0
+  local c = count_of(redis.call('HGET', jk, F.crash_attempt)) or 0
   redis.call('HSET', jk, F.last_error, msg)
   local ek = err_key(id)
-  local entry = cjson.encode({ k = kind, t = NOW, a = tonumber(a), c = tonumber(c), m = msg, s = stack })
+  local entry = cjson.encode({ k = kind, t = NOW, a = a, c = c, m = msg, s = stack })
   if type(redis.pcall('LPUSH', ek, entry)) ~= 'number' then
     -- the key holds no list (corrupt data): raising here, after the
     -- call's other writes, would fail them all; the history starts anew
