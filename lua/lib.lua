@@ -90,12 +90,6 @@ local function count_of(v)
 end
 local ERR_KEEP = 10
 local MSG_MAX = 1024
--- RATE_KEEP is how long an idle rate class's token bucket is kept (ms),
--- RATE_KEEP_MAX the longest (a comment of their own: a word on their
--- line would count as a use of the prelude definition it names,
--- prelude.go).
-local RATE_KEEP = 7 * 24 * 3600 * 1000
-local RATE_KEEP_MAX = 10 * 365 * 24 * 3600 * 1000
 
 local function now_ms()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
@@ -116,6 +110,15 @@ local function num_s(n)
     NUM_S[n] = v
   end
   return v
+end
+-- rate_keep is how long an idle token bucket of n jobs per per ms with a
+-- burst of burst (positive finite numbers) is kept, as PEXPIRE takes it:
+-- twice its time to refill, at least a week and at most ten years, as
+-- an integer (Lua writes a huge product, a burst of 1e8 per 1,000 h, as
+-- '7.2e+17', which PEXPIRE refuses). rate_define and flush both use it.
+local function rate_keep(n, per, burst)
+  local keep = math.ceil(per * burst / n) * 2
+  return num_s(math.min(math.max(keep, 7 * 24 * 3600 * 1000), 10 * 365 * 24 * 3600 * 1000))
 end
 
 local function job_key(id) return PFX .. 'j:' .. id end

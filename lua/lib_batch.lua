@@ -164,7 +164,7 @@ local function flush()
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
-    redis.call('PEXPIRE', bk, math.max(math.ceil(b.per * b.burst / b.n) * 2, RATE_KEEP))
+    redis.call('PEXPIRE', bk, rate_keep(b.n, b.per, b.burst))
   end
   for class, at in pairs(RWAKE) do
     if at then redis.call('ZADD', K_RWAKE, at, class) else redis.call('ZREM', K_RWAKE, class) end

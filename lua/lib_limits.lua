@@ -189,9 +189,17 @@ local function bucket(class, n, per, burst)
     v = {}
   end
   n, per, burst = tonumber(n or v[3]), tonumber(per or v[4]), tonumber(burst or v[5])
-  if not n or not per or not burst then return nil end
+  -- a missing parameter is no bucket, and so is one that is no positive
+  -- finite number (corrupt data: '0', '-1', 'inf', 'nan'): the refill
+  -- would divide by it, and flush's PEXPIRE (rate_keep) be refused after
+  -- the call's writes
+  local huge = math.huge
+  if not (n and per and burst and n > 0 and per > 0 and burst > 0 and n < huge and per < huge and burst < huge) then
+    return nil
+  end
   local tokens, u = tonumber(v[1]), tonumber(v[2])
-  if not tokens then tokens, u = burst, NOW end
+  -- none stored, or corrupt (tokens below 0, either not finite): full
+  if not (tokens and u and tokens >= 0 and tokens < huge and math.abs(u) < huge) then tokens, u = burst, NOW end
   tokens = math.min(burst, tokens + math.max(NOW - u, 0) * n / per)
   b = { tokens = tokens, n = n, per = per, burst = burst }
   BUCKETS[class] = b
@@ -206,10 +214,7 @@ local function rate_define(class, n, per, burst)
   DEFINED[class] = true
   local bk = rate_key(class)
   redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
-  -- clamped, and written as an integer: Lua would write a huge product
-  -- (a burst of 1e8 per 1,000 h) as '7.2e+17', which PEXPIRE refuses
-  local keep = math.max(math.ceil(tonumber(per) * tonumber(burst) / tonumber(n)) * 2, RATE_KEEP)
-  redis.call('PEXPIRE', bk, num_s(math.min(keep, RATE_KEEP_MAX)))
+  redis.call('PEXPIRE', bk, rate_keep(tonumber(n), tonumber(per), tonumber(burst)))
 end
 
 -- rate_wait parks a job of class until its bucket has a token again.
