@@ -68,33 +68,37 @@
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
-local CODES = {
-  ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
-  deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
-}
 local n = tonumber(ARGV[9])
-local A = unpack_args(ARGV[10])
 local entries = {}
-local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
-local NO_FX = {}
-for _ = 1, n do
-  local e
-  if A[a + 3] == 'k' then
-    e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok',
-      delay = 0, msg = '', data = '', reason = '', fx = NO_FX }
-    a = a + 4
-  else
-    e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
-      delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7] }
-    a = a + 8
-    if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
-    if e.code == 'suspend' then
-      e.waits = parse_waits(e.data)
-      if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
+-- the outcomes, read in a block of their own: miniredis's Lua allows a
+-- chunk about 200 locals, and the prelude uses most of them
+do
+  local CODES = {
+    ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
+    deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
+  }
+  local A = unpack_args(ARGV[10])
+  local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
+  local NO_FX = {}
+  for _ = 1, n do
+    local e
+    if A[a + 3] == 'k' then
+      e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok',
+        delay = 0, msg = '', data = '', reason = '', fx = NO_FX }
+      a = a + 4
+    else
+      e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
+        delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7] }
+      a = a + 8
+      if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
+      if e.code == 'suspend' then
+        e.waits = parse_waits(e.data)
+        if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
+      end
+      e.fx, b = read_effects(b)
     end
-    e.fx, b = read_effects(b)
+    entries[#entries + 1] = e
   end
-  entries[#entries + 1] = e
 end
 
 -- the job fields read per outcome (each field read costs every job about

@@ -66,17 +66,22 @@ local function call_chunked(cmd, key, args, step)
 end
 
 -- push_list pushes values onto the list under key with cmd ('LPUSH' or
--- 'RPUSH'). A key that holds another type (corrupt data, e.g. a worker's
--- pin list, a bucket of later jobs) is set aside under corrupt_key(aside)
--- (aside nil: 'list:' .. key) and the list starts anew: raising here,
--- after the call's earlier writes, would fail the whole call and leave the
--- jobs it moved listed nowhere. A pcall, not a type check: no command is
--- added to a push that succeeds.
+-- 'RPUSH'), and says whether it found key holding another type (corrupt
+-- data, e.g. a worker's pin list, a wait list, a bucket of later jobs):
+-- that value is set aside under corrupt_key(aside) (aside nil: 'list:'
+-- .. key), its entries unreadable, and the list starts anew. Raising
+-- here, after the call's earlier writes, would fail the whole call and
+-- leave the jobs it moved listed nowhere. A pcall, not a type check: no
+-- command is added to a push that succeeds; a push that fails on a list
+-- (not a wrong type) is sent again to raise its own error, nothing set
+-- aside.
 local function push_list(cmd, key, aside, ...)
-  if type(redis.pcall(cmd, key, ...)) == 'table' then
+  if type(redis.pcall(cmd, key, ...)) ~= 'table' then return false end
+  if redis.call('TYPE', key).ok ~= 'list' then
     redis.call('RENAME', key, corrupt_key(aside or 'list:' .. key))
-    redis.call(cmd, key, ...)
   end
+  redis.call(cmd, key, ...)
+  return true
 end
 
 -- Jobs put at the back of a ready list are pushed in one RPUSH per list,

@@ -55,23 +55,13 @@ local function cc_waiting(key)
   return n
 end
 
--- wait_push puts job id at the back of the wait list wk, and says
--- whether it found wk holding no list (corrupt data): then that value is
--- set aside (corrupt_key(aside)), its jobs unreadable, and the list
--- starts anew with id. Raising instead would fail the claim that set id
--- waiting after it popped its batch and leased some of it: those leases
--- out of the run index, never reaped, and id on no list.
-local function wait_push(wk, aside, id)
-  if type(redis.pcall('RPUSH', wk, id)) == 'number' then return false end
-  redis.call('RENAME', wk, corrupt_key(aside))
-  redis.call('RPUSH', wk, id)
-  return true
-end
-
 -- cc_wait puts a job on key's wait list: its key is at its limit.
 local function cc_wait(key, id)
   local n = cc_waiting(key)
-  if wait_push(ccwait_key(key), 'ccwait:' .. key, id) then n = 0 end -- the others were set aside
+  -- a wait list that holds no list is set aside (lib_batch.lua push_list),
+  -- with the others' entries: raising would fail the claim that set id
+  -- waiting after it leased some of its batch
+  if push_list('RPUSH', ccwait_key(key), 'ccwait:' .. key, id) then n = 0 end
   WAIT[key] = n + 1
   WAIT_DIRTY[key] = true
 end
@@ -219,7 +209,7 @@ end
 
 -- rate_wait parks a job of class until its bucket has a token again.
 local function rate_wait(class, b, id)
-  wait_push(ratewait_key(class), 'ratewait:' .. class, id)
+  push_list('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
   local at = NOW + math.ceil((1 - b.tokens) * b.per / b.n)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
 end
