@@ -85,7 +85,11 @@ type Options struct {
 	IdlePoll time.Duration
 	// RetainCompleted, RetainArchived (archived and quarantined jobs) and
 	// RetainCancelled say how long finished jobs are kept before they are
-	// deleted with all their keys. Defaults 24h, 7 days, 24h.
+	// deleted with all their keys. Defaults DefaultRetainCompleted,
+	// DefaultRetainArchived, DefaultRetainCancelled. A worker records them
+	// in Redis as its queues' retention when it starts (the last worker to
+	// start serving a queue wins), and an operator's cancel keeps a job
+	// RetainCancelled as recorded there (admin.Client.CancelJob).
 	RetainCompleted time.Duration
 	RetainArchived  time.Duration
 	RetainCancelled time.Duration
@@ -159,6 +163,16 @@ const (
 	MaxConcurrency = 1 << 20
 	MaxClaimBatch  = 1024
 	MaxEventBuffer = 1 << 16
+)
+
+// How long a worker keeps finished jobs when Options says nothing
+// (RetainCompleted, RetainArchived, RetainCancelled); also what an
+// operator's cancel keeps a job when no worker recorded its queue's
+// retention in Redis.
+const (
+	DefaultRetainCompleted = 24 * time.Hour
+	DefaultRetainArchived  = 7 * 24 * time.Hour
+	DefaultRetainCancelled = 24 * time.Hour
 )
 
 // ValidWorkerID reports whether id can name a worker: 1 to 128 letters,
@@ -254,9 +268,9 @@ func (o Options) withDefaults() (Options, error) {
 	def(&o.CancelGrace, time.Second)
 	def(&o.MaintenanceInterval, time.Second)
 	def(&o.IdlePoll, 5*time.Second)
-	def(&o.RetainCompleted, 24*time.Hour)
-	def(&o.RetainArchived, 7*24*time.Hour)
-	def(&o.RetainCancelled, 24*time.Hour)
+	def(&o.RetainCompleted, DefaultRetainCompleted)
+	def(&o.RetainArchived, DefaultRetainArchived)
+	def(&o.RetainCancelled, DefaultRetainCancelled)
 	def(&o.StuckAfterStop, 30*time.Second)
 	if o.RenewInterval <= 0 { // a renewal round, and a heartbeat write, back to back
 		return bad("RenewInterval %s for the shortest lease %s", o.RenewInterval, shortest)

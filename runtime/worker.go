@@ -129,6 +129,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	w.recordRetention(ctx)
 	wake, err := w.subscribe(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

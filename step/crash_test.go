@@ -498,8 +498,8 @@ func TestChildNotificationKicksRelay(t *testing.T) {
 
 // kidsOnlyUser creates, on every cluster node, a Redis user that may run
 // any command on the keys of ns's "kids" queue only (and the queue
-// registry, which every worker reads at start), and returns its name
-// and password.
+// registry, which every worker reads at start, and the retention record
+// it writes then), and returns its name and password.
 func kidsOnlyUser(t *testing.T, ns string) (user, password string) {
 	t.Helper()
 	ctx := context.Background()
@@ -507,7 +507,7 @@ func kidsOnlyUser(t *testing.T, ns string) (user, password string) {
 	for _, n := range shared.Cluster.Nodes() {
 		rdb := n.Client()
 		err := rdb.Do(ctx, "ACL", "SETUSER", user, "reset", "on", ">"+password,
-			"~{"+ns+":kids:*", "~"+keys.Queues(ns), "~"+keys.Namespaces, "allchannels", "+@all").Err()
+			"~{"+ns+":kids:*", "~"+keys.Queues(ns), "~"+keys.Retention(ns), "~"+keys.Namespaces, "allchannels", "+@all").Err()
 		if err != nil {
 			rdb.Close()
 			t.Fatal(err)

@@ -11,3 +11,11 @@ func Queues(ns string) string { return "{" + ns + ":queues}" }
 // the whole Redis (outside any namespace): one key, so on a cluster it
 // lives on one node that every client reaches.
 const Namespaces = "sluice:namespaces"
+
+// Retention is the hash of how long each queue's workers keep the jobs
+// that finish there (store.Retention): one field per queue, written by
+// every worker that starts serving it (the last one to start wins), read
+// by operator calls that finish a job themselves (an operator's cancel).
+// It shares Queues' hash tag, and is kept apart from Queues' fields so
+// that no reader of layouts meets a value that is not one.
+func Retention(ns string) string { return Queues(ns) + ":retention" }
