@@ -48,9 +48,11 @@ type ClientOptions struct {
 	// admin.Client.ResizeQueue to change it.
 	Partitions map[string]int
 	// RetainCancelled is how long a job cancelled by an operator
-	// (admin.Client.CancelJob, or the CLI) is kept before the workers'
-	// retention sweep deletes it; match the workers'
-	// runtime.Options.RetainCancelled. Default DefaultRetainCancelled.
+	// (admin.Client.CancelJob, or the CLI's --retain) is kept before the
+	// workers' retention sweep deletes it. Default: the retention of
+	// cancelled jobs that the workers of the job's queue recorded in Redis
+	// (runtime.Options.RetainCancelled), or DefaultRetainCancelled where
+	// none did; admin.Cancelled says which applied.
 	RetainCancelled time.Duration
 	// Clock replaces Redis TIME in scripts (tests only; see
 	// runtime.NewFakeClock).
@@ -95,9 +97,6 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 	}
 	if opts.MaxAttempts == 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
-	}
-	if opts.RetainCancelled == 0 {
-		opts.RetainCancelled = DefaultRetainCancelled
 	}
 	for q, n := range opts.Partitions {
 		if !runtime.ValidQueue(q) || n <= 0 || n > store.MaxPartitions {

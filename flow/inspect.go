@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -33,9 +34,10 @@ var States = []string{
 
 // DefaultRetainCancelled is how long a job cancelled by an operator
 // (admin.Client.CancelJob) is kept before the workers' retention sweep
-// deletes it, unless ClientOptions.RetainCancelled says otherwise: the
-// workers' default (runtime.Options.RetainCancelled).
-const DefaultRetainCancelled = 24 * time.Hour
+// deletes it when ClientOptions.RetainCancelled says nothing and no
+// worker recorded its queue's retention in Redis: the workers' default
+// (runtime.DefaultRetainCancelled).
+const DefaultRetainCancelled = runtime.DefaultRetainCancelled
 
 // JobInfo is a job as stored: its state, counters and history.
 type JobInfo struct {

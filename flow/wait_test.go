@@ -406,7 +406,8 @@ func TestWaitOperator(t *testing.T) {
 	outD := waitAsync(context.Background(), c, deleted)
 	awaitWatched(t, rdb, ns, cancelled)
 	awaitWatched(t, rdb, ns, deleted)
-	testkit.Must(t, adm.CancelJob(context.Background(), cancelled))
+	_, err := adm.CancelJob(context.Background(), cancelled)
+	testkit.Must(t, err)
 	if o := testkit.Recv(t, outC, "the Wait of the cancelled job"); o.err != nil || o.info.State != flow.StateCancelled || o.info.Reason != "operator" {
 		t.Fatalf("Wait of a cancelled job: %+v %v", o.info, o.err)
 	}
@@ -414,7 +415,7 @@ func TestWaitOperator(t *testing.T) {
 	if o := testkit.Recv(t, outD, "the Wait of the deleted job"); !errors.Is(o.err, flow.ErrNotFound) {
 		t.Fatalf("Wait of a deleted job: %+v %v", o.info, o.err)
 	}
-	_, err := flow.Result[int](context.Background(), c, cancelled)
+	_, err = flow.Result[int](context.Background(), c, cancelled)
 	if nc := (*flow.NotCompletedError)(nil); !errors.As(err, &nc) || nc.State != flow.StateCancelled || nc.Reason != "operator" {
 		t.Fatalf("Result of a cancelled job: %v", err)
 	}

@@ -56,14 +56,15 @@ func TestOperatorCancel(t *testing.T) {
 	if err != nil || len(ws) != 1 || ws[0].ID != w.ID() || !slices.Equal(ws[0].Jobs, []string{id}) || ws[0].Concurrency != 1 {
 		t.Fatalf("workers %+v (%v), want %s running %s", ws, err, w.ID(), id)
 	}
-	testkit.Must(t, admin.New(e.Client).CancelJob(ctx, id))
+	_, err = admin.New(e.Client).CancelJob(ctx, id)
+	testkit.Must(t, err)
 	if c := testkit.Recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) || !errors.Is(c, runtime.ErrLeaseLost) {
 		t.Fatalf("cause %v, want ErrCancelled", c)
 	}
 	next := e.Enqueue(workArgs{N: 0})
 	e.WaitState(next, flow.StateCompleted)
 	checkSummary(t, "cancelled job", e.Job(id), summary{State: flow.StateCancelled, Reason: "operator", Fence: 2})
-	if err := admin.New(e.Client).CancelJob(ctx, id); !errors.Is(err, admin.ErrWrongState) {
+	if _, err := admin.New(e.Client).CancelJob(ctx, id); !errors.Is(err, admin.ErrWrongState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
 	if !w.stop(nil, runtime.Options{}) {

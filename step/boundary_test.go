@@ -96,7 +96,7 @@ func TestStepBoundaryAfterCancel(t *testing.T) {
 	if got := testkit.Recv(t, committed, "step s1 to commit"); got != id {
 		t.Fatalf("handler ran job %s, want %s", got, id)
 	}
-	if err := admin.New(e.Client).CancelJob(context.Background(), id); err != nil {
+	if _, err := admin.New(e.Client).CancelJob(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	seen := 0

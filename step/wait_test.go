@@ -253,7 +253,7 @@ func TestSignalTakenOnceAcrossCrash(t *testing.T) {
 // TestCancelSuspended: an operator cancels a sleeping job.
 func TestCancelSuspended(t *testing.T) {
 	h, _, j := runApproval(t)
-	if err := admin.New(h.Client).CancelJob(context.Background(), j.ID); err != nil {
+	if _, err := admin.New(h.Client).CancelJob(context.Background(), j.ID); err != nil {
 		t.Fatal(err)
 	}
 	if j = readJob(t, h, j.ID); j.State != flow.StateCancelled {

@@ -32,7 +32,8 @@ var actions = map[string]action{
 		What: "The job moves to cancelled. A running attempt's context is cancelled at once; any write it still makes is refused.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
-			return "cancelled " + id, jobPath(id), c.ops.CancelJob(ctx, id)
+			res, err := c.ops.CancelJob(ctx, id)
+			return "cancelled " + id + keptFor(res, queueOf(id)), jobPath(id), err
 		}},
 	"delete": {Title: "Delete job", Target: "id", Danger: true,
 		What: "The job and everything kept of it (errors, steps, results) are deleted. This cannot be undone.",
@@ -152,6 +153,20 @@ func queueOf(id string) string {
 }
 
 // reportErr is the error of a one-job Redrive or Release.
+// keptFor says how long a job the console cancelled is kept, and why: the
+// console gives no retention of its own, so it takes the one the queue's
+// workers recorded in Redis and says when none did (it then kept the
+// default, which the workers may not have).
+func keptFor(res admin.Cancelled, queue string) string {
+	switch res.By {
+	case admin.KeptByWorkers:
+		return fmt.Sprintf("; kept %v, as the queue's workers keep cancelled jobs", res.Kept)
+	case admin.KeptByDefault:
+		return fmt.Sprintf("; kept %v, the default: no worker of queue %s has recorded how long it keeps cancelled jobs", res.Kept, queue)
+	}
+	return fmt.Sprintf("; kept %v", res.Kept)
+}
+
 func reportErr(rep admin.RedriveReport, err error) error {
 	if err != nil {
 		return err

@@ -53,7 +53,8 @@ func TestBrowserJobEventDuringRefresh(t *testing.T) {
 	do(t, ctx, "mark the page, hold its fetches", chromedp.Evaluate[chromedp.Void](`window.sameDocument = true; window.hold = true`))
 
 	// The cancel's event starts a fetch, held: it read the page cancelled.
-	testkit.Must(t, f.ops.CancelJob(bg, id))
+	_, err := f.ops.CancelJob(bg, id)
+	testkit.Must(t, err)
 	testkit.Recv(t, f.canceled, "the handler's context to be cancelled")
 	until(t, ctx, "the page to fetch itself after the cancel", `window.held === 1`)
 	seen, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.jobEvents`))
@@ -70,6 +71,7 @@ func TestBrowserJobEventDuringRefresh(t *testing.T) {
 	until(t, ctx, "the page to show the job running again, without a reload",
 		`window.sameDocument === true && document.querySelector("#live")?.dataset.state === "running"`)
 	// Cancel it: a worker stopping waits a while for a running job.
-	testkit.Must(t, f.ops.CancelJob(bg, id))
+	_, err = f.ops.CancelJob(bg, id)
+	testkit.Must(t, err)
 	testkit.Recv(t, f.canceled, "the handler's context to be cancelled")
 }

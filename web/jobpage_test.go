@@ -93,7 +93,8 @@ func TestJobPageShowsLeaseHolder(t *testing.T) {
 	if !strings.Contains(body, `<span class="what">lease expires</span><span class="mono">held by `+w.ID()+`</span>`) {
 		t.Errorf("the timeline does not show when the lease expires")
 	}
-	testkit.Must(t, f.ops.CancelJob(context.Background(), id))
+	_, err := f.ops.CancelJob(context.Background(), id)
+	testkit.Must(t, err)
 	testkit.Recv(t, f.canceled, "the job's context to be cancelled")
 }
 

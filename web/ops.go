@@ -26,7 +26,7 @@ type ops interface {
 	DeadEffects(ctx context.Context, queue string, limit int) ([]sluicetype.DeadEffect, error)
 	DeadEffectCount(ctx context.Context, queue string) (int64, error)
 
-	CancelJob(ctx context.Context, id string) error
+	CancelJob(ctx context.Context, id string) (admin.Cancelled, error)
 	DeleteJob(ctx context.Context, id string) error
 	Redrive(ctx context.Context, ids ...string) (admin.RedriveReport, error)
 	Release(ctx context.Context, ids ...string) (admin.RedriveReport, error)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
 )
 
 func (c *cli) jobsCancelCmd() *cobra.Command {
@@ -14,16 +15,37 @@ func (c *cli) jobsCancelCmd() *cobra.Command {
 		Use:   "cancel ID",
 		Short: "Cancel a job; a running handler's context is cancelled",
 		Long: `Cancel a job that has not finished. A running handler's context is
-cancelled (runtime.ErrCancelled); the job is kept --retain (default 24h:
-match the workers' runtime.Options.RetainCancelled), then deleted.`,
+cancelled (runtime.ErrCancelled); the job is kept --retain, else as long
+as the workers of its queue keep the jobs they cancel (the
+runtime.Options.RetainCancelled they record in Redis when they start),
+then deleted. Where no worker has recorded it, the job is kept 24h and a
+note says so.`,
 		Args: nArgs("ID"),
 	}
-	cmd.Flags().DurationVar(&c.retainCancelled, "retain", 0, "how long the cancelled job is kept (default 24h)")
+	cmd.Flags().DurationVar(&c.retainCancelled, "retain", 0, "how long the cancelled job is kept (default: as long as the queue's workers keep cancelled jobs)")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
-		if c.retainCancelled < 0 {
-			return usagef("--retain %v: must not be negative", c.retainCancelled)
+		if cmd.Flags().Changed("retain") && c.retainCancelled <= 0 {
+			return usagef("--retain %v: must be positive (leave it out to keep the job as long as the queue's workers would)", c.retainCancelled)
 		}
-		return c.changeJob(cmd, args[0], "cancelled", (*admin.Client).CancelJob)
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		id := args[0]
+		res, err := client.CancelJob(cmd.Context(), id)
+		if err != nil {
+			return c.about("job", id, err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"id": id, "result": "cancelled", "kept": res.Kept.String(), "kept_by": string(res.By)})
+		}
+		fmt.Fprintf(c.stdout, "cancelled %s\n", id)
+		if res.By == admin.KeptByDefault {
+			ref, _ := keys.ParseRef(client.Namespace(), id)
+			fmt.Fprintf(c.stderr, "note: kept %v, the default: no worker of queue %s has recorded how long it keeps cancelled jobs "+
+				"(workers record it when they start; --retain sets it)\n", res.Kept, ref.Queue)
+		}
+		return nil
 	})
 	return cmd
 }

@@ -28,10 +28,11 @@ func TestChangeCommands(t *testing.T) {
 	}
 	check(exitNotFound, "jobs", "show", "default:0:nope")
 	check(exitError, "jobs", "cancel", "default:0:a1") // finished
-	if out := check(exitOK, "jobs", "cancel", "default:0:v1"); out != "cancelled default:0:v1\n" {
+	// no worker recorded the queue's retention: kept 24h, and a note says so
+	if out := check(exitOK, "jobs", "cancel", "default:0:v1"); !strings.HasPrefix(out, "cancelled default:0:v1\nnote: kept 24h0m0s, the default: "+
+		"no worker of queue default has recorded") {
 		t.Fatalf("cancel: %q", out)
 	}
-	// kept 24h by default, else --retain
 	cancelled := keys.Partition{NS: f.ns, Queue: "default"}.Terminal("cancelled")
 	kept := func(local string) time.Duration {
 		t.Helper()
@@ -45,8 +46,22 @@ func TestChangeCommands(t *testing.T) {
 		t.Fatalf("cancelled job kept %v, want 24h", d)
 	}
 	f.enqueue("r1", email{To: "roy@example.com"})
-	if out := check(exitUsage, "jobs", "cancel", "default:0:r1", "--retain", "-1h"); !strings.Contains(out, "--retain") {
-		t.Fatalf("a negative --retain: %q", out)
+	for _, bad := range []string{"-1h", "0"} {
+		if out := check(exitUsage, "jobs", "cancel", "default:0:r1", "--retain", bad); !strings.Contains(out, "--retain") {
+			t.Fatalf("--retain %s: %q", bad, out)
+		}
+	}
+	// a worker recorded its retention: kept that long, without a note;
+	// --retain still wins
+	if err := f.st.RecordRetention(f.ctx, []string{"default"}, "worker-a", f.clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	f.enqueue("k1", email{To: "kim@example.com"})
+	if out := check(exitOK, "jobs", "cancel", "default:0:k1"); out != "cancelled default:0:k1\n" {
+		t.Fatalf("cancel with the workers' retention recorded: %q", out)
+	}
+	if d := kept("k1"); d != time.Hour {
+		t.Fatalf("cancelled with the workers' 1h recorded: kept %v", d)
 	}
 	check(exitOK, "jobs", "cancel", "default:0:r1", "--retain", "2h")
 	if d := kept("r1"); d != 2*time.Hour {

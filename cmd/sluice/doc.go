@@ -28,8 +28,9 @@
 //
 //	jobs list --state S [--queue Q] [--kind K] [--limit N] [--cursor C]
 //	jobs show ID                                    with the newest panic's stack
-//	jobs cancel ID [--retain D]                     kept D (default 24h; match the workers'
-//	                                                runtime.Options.RetainCancelled)
+//	jobs cancel ID [--retain D]                     kept D (default: as the queue's workers keep
+//	                                                cancelled jobs, recorded in Redis; 24h with a
+//	                                                note where none is)
 //	jobs delete ID
 //	jobs delete --queue Q --state S [--kind K] [--reason R] [--after T]
 //	        [--before T] [--batch N] [--dry-run]    S: completed, archived, quarantined,

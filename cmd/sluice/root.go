@@ -20,7 +20,7 @@ type cli struct {
 	namespace  string
 	json       bool
 	partitions partitionsFlag
-	// retainCancelled is jobs cancel --retain (0: the client's default)
+	// retainCancelled is jobs cancel --retain (0: the workers' retention)
 	retainCancelled time.Duration
 	// ran: a command's own code started (what fails before is the
 	// command line's fault)

@@ -60,17 +60,17 @@ func TestRedriveByID(t *testing.T) {
 	if _, err := a.ops.Redrive(a.ctx, many...); !errors.Is(err, admin.ErrTooMany) {
 		t.Fatalf("too many: %v", err)
 	}
-	noErr(t, a.ops.CancelJob(a.ctx, avail))
+	noErr(t, a.cancel(avail))
 	noErr(t, a.ops.DeleteJob(a.ctx, avail))
 	if _, err := a.ops.Job(a.ctx, avail); !errors.Is(err, flow.ErrNotFound) {
 		t.Fatalf("deleted job: %v", err)
 	}
-	for _, err := range []error{a.ops.CancelJob(a.ctx, avail), a.ops.DeleteJob(a.ctx, avail)} {
+	for _, err := range []error{a.cancel(avail), a.ops.DeleteJob(a.ctx, avail)} {
 		if !errors.Is(err, flow.ErrNotFound) {
 			t.Fatalf("on a deleted job: %v", err)
 		}
 	}
-	if err := a.ops.CancelJob(a.ctx, "nope"); !errors.Is(err, flow.ErrInvalid) {
+	if _, err := a.ops.CancelJob(a.ctx, "nope"); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("bad ID: %v", err)
 	}
 }

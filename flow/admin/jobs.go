@@ -18,7 +18,11 @@ func validState(s string) bool {
 }
 
 // CancelJob cancels a job that has not finished: it moves to cancelled
-// with reason "operator" and is kept flow.ClientOptions.RetainCancelled. A running
+// with reason "operator" and is kept flow.ClientOptions.RetainCancelled
+// when the client sets it, else as long as the workers of its queue keep
+// the jobs they cancel (runtime.Options.RetainCancelled, which they record
+// in Redis when they start: Retention), else, when none recorded it,
+// flow.DefaultRetainCancelled; the Cancelled it returns says which. A running
 // job's lease is revoked at once: the worker holding it is told over
 // pub/sub (or at its next lease renewal at the latest) and cancels the
 // handler's context with cause runtime.ErrCancelled; any write that
@@ -26,15 +30,24 @@ func validState(s string) bool {
 // stale. As the docs of package runtime say, external side effects of
 // handler code that ignores its context cannot be undone.
 //
-// Errors: ErrInvalid (bad ID), ErrNotFound, or a *StateError
-// (ErrWrongState) when the job already finished.
-func (c *Client) CancelJob(ctx context.Context, id string) error {
+// Errors: ErrInvalid (bad ID), ErrNotFound, a *StateError
+// (ErrWrongState) when the job already finished, or one wrapping
+// ErrMalformed, with nothing cancelled, when the retention recorded for
+// its queue cannot be read and the client sets none.
+func (c *Client) CancelJob(ctx context.Context, id string) (Cancelled, error) {
 	ref, err := c.ref(id)
 	if err != nil {
-		return err
+		return Cancelled{}, err
 	}
-	_, err = c.b.Admin.Cancel(ctx, ref)
-	return stateError(id, err)
+	res, err := c.cancelRetention(ctx, ref.Queue)
+	if err != nil {
+		return Cancelled{}, err
+	}
+	res.Previous, err = c.b.Store.Cancel(ctx, ref, res.Kept)
+	if err != nil {
+		return Cancelled{}, stateError(id, err)
+	}
+	return res, nil
 }
 
 // DeleteJob deletes a job that is not running, with all its keys (errors,

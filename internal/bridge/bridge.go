@@ -15,10 +15,11 @@ import (
 // Client is a flow.Client's configuration, as the operator calls use it.
 type Client struct {
 	Store *store.Store
-	// Admin is a store on the same connection that writes with the
-	// retention of an operator's cancellation.
-	Admin     *store.Store
-	Namespace string
+	// RetainCancelled is how long an operator's cancel keeps the job
+	// (flow.ClientOptions.RetainCancelled); 0: as long as the workers of
+	// its queue recorded (store.ReadRetention).
+	RetainCancelled time.Duration
+	Namespace       string
 	// Partitions names every partition of a queue, as the registry records
 	// them now (sluicetype.ErrQueueNotFound when it has no such queue).
 	Partitions func(ctx context.Context, queue string) ([]keys.Partition, error)

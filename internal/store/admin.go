@@ -6,26 +6,36 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
 )
 
-// Cancel moves one job to cancelled (reason 'operator'); a running job's
-// holder loses its lease (lua/cancel.lua). It returns the job's previous
-// state, ErrNotFound, or a *sluicetype.StateError for a finished job.
-func (s *Store) Cancel(ctx context.Context, ref keys.Ref) (string, error) {
-	return s.adminOne(ctx, lua.Cancel, "cancel", ref, ref.Local, keys.CancelChannel(ref.NS))
+// Cancel moves one job to cancelled (reason 'operator'), to be deleted
+// keep after (the retention of the workers that serve its queue, which
+// the caller reads with ReadRetention or is told; the store's own
+// RetainCancelled is that of the cancellations its worker makes); a
+// running job's holder loses its lease (lua/cancel.lua). It returns the
+// job's previous state, ErrNotFound, or a *sluicetype.StateError for a
+// finished job.
+func (s *Store) Cancel(ctx context.Context, ref keys.Ref, keep time.Duration) (string, error) {
+	args := append(s.callArgs(ref.Partition, 2), ref.Local, keys.CancelChannel(ref.NS))
+	args[s.partKeys(ref.Partition).nowAt+argRetainCancelled] = retention(keep)
+	return adminReply("cancel", ref, s.send(ctx, lua.Cancel, newCallID(), args))
 }
 
 // Delete deletes one job that is not running, with all its keys
 // (lua/delete.lua). It returns the job's previous state, ErrNotFound, or a
 // *sluicetype.StateError for a running job.
 func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
-	return s.adminOne(ctx, lua.Delete, "delete", ref, ref.Local)
+	return adminReply("delete", ref, s.run(ctx, lua.Delete, ref.Partition, ref.Local))
 }
 
-func (s *Store) adminOne(ctx context.Context, sc *lua.Script, op string, ref keys.Ref, args ...any) (string, error) {
-	v, err := s.run(ctx, sc, ref.Partition, args...).Result()
+// adminReply decodes the {status, state} answer of an operator script
+// about one job.
+func adminReply(op string, ref keys.Ref, cmd *redis.Cmd) (string, error) {
+	v, err := cmd.Result()
 	if err != nil {
 		return "", err
 	}

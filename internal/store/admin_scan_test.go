@@ -97,7 +97,7 @@ func TestList(t *testing.T) {
 			}
 			f.enqueue(store.NewJob{Local: "lo1"}, store.NewJob{Local: "hi", Priority: 5}, store.NewJob{Local: "lo2"},
 				store.NewJob{Local: "gone"}, store.NewJob{Local: "lo3", Kind: "other"})
-			if _, err := f.st.Cancel(f.ctx, f.ref("gone")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("gone"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			if d := cmp.Diff([]string{"hi", "lo3", "lo2", "lo1"}, f.listAll("available", 2)); d != "" {

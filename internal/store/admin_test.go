@@ -56,7 +56,7 @@ func TestCancel(t *testing.T) {
 			if res := f.claim(1, "w2"); len(res.Jobs) != 0 {
 				t.Fatalf("claimed %d jobs past the concurrency limit", len(res.Jobs))
 			}
-			if prev, err := f.st.Cancel(f.ctx, f.ref("run")); err != nil || prev != "running" {
+			if prev, err := f.st.Cancel(f.ctx, f.ref("run"), retainCancelled); err != nil || prev != "running" {
 				t.Fatalf("cancel running: %q, %v", prev, err)
 			}
 			got, _ := f.get("run")
@@ -76,17 +76,17 @@ func TestCancel(t *testing.T) {
 			if w := f.claimOne("w2"); w.Local != "wait" { // the slot was freed
 				t.Fatalf("claimed %s, want wait", w.Local)
 			}
-			if prev, err := f.st.Cancel(f.ctx, f.ref("later")); err != nil || prev != "scheduled" {
+			if prev, err := f.st.Cancel(f.ctx, f.ref("later"), retainCancelled); err != nil || prev != "scheduled" {
 				t.Fatalf("cancel scheduled: %q, %v", prev, err)
 			}
 			if _, ok := f.due("later"); ok {
 				t.Fatal("cancelled job still in sched")
 			}
 			var se *sluicetype.StateError
-			if _, err := f.st.Cancel(f.ctx, f.ref("run")); !errors.As(err, &se) || se.State != "cancelled" || !errors.Is(err, store.ErrWrongState) {
+			if _, err := f.st.Cancel(f.ctx, f.ref("run"), retainCancelled); !errors.As(err, &se) || se.State != "cancelled" || !errors.Is(err, store.ErrWrongState) {
 				t.Fatalf("cancel a cancelled job: %v", err)
 			}
-			if _, err := f.st.Cancel(f.ctx, f.ref("nope")); !errors.Is(err, store.ErrNotFound) {
+			if _, err := f.st.Cancel(f.ctx, f.ref("nope"), retainCancelled); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("cancel unknown: %v", err)
 			}
 			if d := cmp.Diff(map[string]int64{"cancelled": 2, "running": 1}, f.stats()); d != "" {
@@ -103,7 +103,7 @@ func TestCancelAvailable(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"})
-			if _, err := f.st.Cancel(f.ctx, f.ref("a")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("a"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			res := f.claim(5, "w")
@@ -123,7 +123,7 @@ func TestListedTwiceClaimedOnce(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "a"})
-			if _, err := f.st.Cancel(f.ctx, f.ref("a")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("a"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"a"})

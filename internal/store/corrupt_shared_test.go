@@ -111,7 +111,7 @@ func TestOperatorCallsPassCorruptKeys(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "bad", Unique: store.Unique{Key: "u"}})
 			f.corruptUnique("u")
-			if _, err := f.st.Cancel(f.ctx, f.ref("bad")); err != nil || f.rawState("bad") != "cancelled" {
+			if _, err := f.st.Cancel(f.ctx, f.ref("bad"), retainCancelled); err != nil || f.rawState("bad") != "cancelled" {
 				t.Fatalf("cancel: %v, state %s", err, f.rawState("bad"))
 			}
 		})
@@ -122,7 +122,7 @@ func TestOperatorCallsPassCorruptKeys(t *testing.T) {
 			j := f.claimOne("w")
 			f.corruptUnique("u")
 			f.overwrite(f.p.ConcurrencyWait("k"))
-			if _, err := f.st.Cancel(f.ctx, f.ref(j.Local)); err != nil || f.rawState(j.Local) != "cancelled" {
+			if _, err := f.st.Cancel(f.ctx, f.ref(j.Local), retainCancelled); err != nil || f.rawState(j.Local) != "cancelled" {
 				t.Fatalf("cancel: %v, state %s", err, f.rawState(j.Local))
 			}
 			if fence := f.rdb.HGet(f.ctx, f.p.Job(j.Local), keys.FieldFence).Val(); fence != "2" {

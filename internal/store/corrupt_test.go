@@ -237,7 +237,7 @@ func TestSingleJobCallsOnCorruptKey(t *testing.T) {
 			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
 			ref := f.ref("bad")
 			calls := map[string]func() error{
-				"cancel":  func() error { _, err := f.st.Cancel(f.ctx, ref); return err },
+				"cancel":  func() error { _, err := f.st.Cancel(f.ctx, ref, retainCancelled); return err },
 				"delete":  func() error { _, err := f.st.Delete(f.ctx, ref); return err },
 				"run now": func() error { _, err := f.st.RunNow(f.ctx, ref); return err },
 				"signal":  func() error { _, err := f.st.Signal(f.ctx, ref, "go", nil, ""); return err },

@@ -55,7 +55,7 @@ func TestNewerDataModelRefused(t *testing.T) {
 					return err
 				}},
 				{"cancel", func() error {
-					_, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "b"})
+					_, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "b"}, retainCancelled)
 					return err
 				}},
 				{"list", func() error {

@@ -174,7 +174,7 @@ func TestHeldJobCancelledAndRedriven(t *testing.T) {
 			if err != nil || res[0].HeldBy != "q" {
 				t.Fatalf("enqueue t: %+v %v", res, err)
 			}
-			if _, err := f.st.Cancel(f.ctx, f.ref("t")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("t"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"t"}); err != nil || errs[0] != nil {

@@ -50,7 +50,7 @@ func TestLaterBuckets(t *testing.T) {
 			if n, err := f.rdb.ZCard(f.ctx, f.p.Sched()).Result(); err != nil || n != 2 {
 				t.Fatalf("sched holds %d entries (%v), want 2: near and the signal wait", n, err)
 			}
-			if _, err := f.st.Cancel(f.ctx, f.ref("gone")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("gone"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.st.RunNow(f.ctx, f.ref("now")); err != nil {

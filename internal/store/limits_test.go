@@ -245,7 +245,7 @@ func TestConcurrencyWokenWaiterLeaves(t *testing.T) {
 				f.ack(a, store.Ack{Code: store.CodeOK}) // b is woken
 				switch leave {
 				case "cancel":
-					if _, err := f.st.Cancel(f.ctx, f.ref("b")); err != nil {
+					if _, err := f.st.Cancel(f.ctx, f.ref("b"), retainCancelled); err != nil {
 						t.Fatal(err)
 					}
 				case "delete":

@@ -840,7 +840,7 @@ func TestModelRegressions(t *testing.T) {
 
 		g := newFixture(t, b)
 		g.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"})
-		if _, err := g.st.Cancel(g.ctx, keys.Ref{Partition: g.p, Local: "x"}); err != nil {
+		if _, err := g.st.Cancel(g.ctx, keys.Ref{Partition: g.p, Local: "x"}, modelRetainCancelled); err != nil {
 			t.Fatal(err)
 		}
 		if errs, err := g.st.RedriveIDs(g.ctx, g.p, store.ActionRedrive, []string{"x"}); err != nil || errs[0] != nil {

@@ -567,7 +567,7 @@ func (r *modelRun) opCancel() {
 			r.finish(post, j, "cancelled")
 		}
 	}
-	prev, err := r.st.Cancel(r.ctx, keys.Ref{Partition: r.p, Local: id})
+	prev, err := r.st.Cancel(r.ctx, keys.Ref{Partition: r.p, Local: id}, modelRetainCancelled)
 	got, known := adminResult(prev, err)
 	r.logf("cancel %s -> %s %v (want %s)", id, got, err, want)
 	if known && got != want {

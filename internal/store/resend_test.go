@@ -138,7 +138,7 @@ func TestResend(t *testing.T) {
 		{"cancel answers its first run", func(t *testing.T, l *lossy, fire func() func()) {
 			l.enqueue(store.NewJob{Local: "a"})
 			check := fire()
-			prev, err := l.st.Cancel(l.ctx, keys.Ref{Partition: l.p, Local: "a"})
+			prev, err := l.st.Cancel(l.ctx, keys.Ref{Partition: l.p, Local: "a"}, retainCancelled)
 			check()
 			if err != nil || prev != "available" {
 				t.Fatalf("cancel: %q %v", prev, err)

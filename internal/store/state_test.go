@@ -35,7 +35,7 @@ func TestStateStoredAsCode(t *testing.T) {
 			}
 			f.enqueue(store.NewJob{Local: "available"}, store.NewJob{Local: "scheduled", Delay: time.Hour})
 			f.enqueue(store.NewJob{Local: "cancelled", Delay: time.Hour})
-			if _, err := f.st.Cancel(f.ctx, f.ref("cancelled")); err != nil {
+			if _, err := f.st.Cancel(f.ctx, f.ref("cancelled"), retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			for _, want := range []string{"available", "scheduled", "running", "retryable", "completed", "archived", "quarantined", "cancelled"} {

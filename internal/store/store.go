@@ -138,6 +138,10 @@ func (s *Store) partKeys(p keys.Partition) *partKeys {
 	return pk
 }
 
+// argRetainCancelled is where, counted from the store time (ARGV[1]),
+// a call's retention of cancelled jobs (ARGV[7], lua/lib.lua) is.
+const argRetainCancelled = 6
+
 func retention(d time.Duration) int64 {
 	if d < 0 {
 		return -1

@@ -208,7 +208,7 @@ func (f *fixture) leave(how, local string) {
 	f.t.Helper()
 	switch how {
 	case "cancel", "cancel+redrive":
-		if _, err := f.st.Cancel(f.ctx, f.ref(local)); err != nil {
+		if _, err := f.st.Cancel(f.ctx, f.ref(local), retainCancelled); err != nil {
 			f.t.Fatal(err)
 		}
 		if how == "cancel+redrive" {

@@ -112,7 +112,7 @@ func TestWatch(t *testing.T) {
 			if _, err := f.watch("c"); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "c"}); err != nil {
+			if _, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "c"}, retainCancelled); err != nil {
 				t.Fatal(err)
 			}
 			if got := sub.next(); got != "cancelled c" {
