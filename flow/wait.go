@@ -48,7 +48,8 @@ const WatchKeep = store.WatchKeep
 // when the subscriber reconnects, and every WaitPoll.
 //
 // A finished job is kept for its retention (runtime.Options
-// RetainCompleted, RetainArchived; ClientOptions.RetainCancelled), and a
+// RetainCompleted, RetainArchived, RetainCancelled, which an operator's
+// cancel follows too), and a
 // job Wait watched for WatchKeep at least, also where completed jobs are
 // discarded at once; a job deleted before Wait reads it is ErrNotFound
 // (so is one that was discarded before the Wait call).
