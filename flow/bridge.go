@@ -15,17 +15,11 @@ func init() { bridge.FromFlow = func(c any) bridge.Client { return c.(*Client).b
 // bridge is the client's configuration for flow/admin.
 func (c *Client) bridge() bridge.Client {
 	return bridge.Client{
-		Store:      c.st,
-		Admin:      store.New(c.st.Client(), cfg),
-		Namespace:  c.opts.Namespace,
-		Partitions: c.partitions,
-		Layouts:    c.plan.layouts,
 		Store:           c.st,
 		RetainCancelled: c.opts.RetainCancelled,
 		Namespace:       c.opts.Namespace,
 		Partitions:      c.partitions,
 		Layouts:         c.plan.layouts,
-		Now:             c.now,
 		Sticky: func(opt any) (store.Sticky, bool, error) {
 			var o enqueueOptions
 			if err := opt.(EnqueueOption)(&o); err != nil {
