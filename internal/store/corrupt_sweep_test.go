@@ -590,13 +590,13 @@ func sweepSteps() []sweepStep {
 		}},
 		{"cancel h14", func(s *sweep) error {
 			s.want["h14"] = "cancelled"
-			_, err := s.st.Cancel(s.ctx, s.ref("h14"))
+			_, err := s.st.Cancel(s.ctx, s.ref("h14"), retainCancelled)
 			if err != nil {
 				s.callFailed("cancel h14", err)
 			}
 			return err
 		}},
-		{"cancel b14", func(s *sweep) error { _, err := s.st.Cancel(s.ctx, s.ref("b14")); return err }},
+		{"cancel b14", func(s *sweep) error { _, err := s.st.Cancel(s.ctx, s.ref("b14"), retainCancelled); return err }},
 		{"run b1 now", func(s *sweep) error { _, err := s.st.RunNow(s.ctx, s.ref("b1")); return err }},
 		{"reroute b5", func(s *sweep) error {
 			_, err := s.st.Reroute(s.ctx, s.ref("b5"), store.Sticky{Worker: "wb", Mode: "a", After: time.Second})
