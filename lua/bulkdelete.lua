@@ -102,7 +102,7 @@ if later then
   ended = false
   local b, off = tonumber(cscore:sub(7)) or -1, tonumber(cmember) or 0
   while read < limit do
-    local nxt = redis.call('ZRANGEBYSCORE', K_LATER, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
+    local nxt = call_aside('ZRANGEBYSCORE', K_LATER, nil, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
     if #nxt == 0 then
       ended = true
       break
@@ -129,7 +129,7 @@ local done = 0
 if ended then done = 1 end
 local size
 if sched then -- scheduled and retryable jobs, which the index holds
-  local n = redis.call('HMGET', K_STATS, 'scheduled', 'retryable')
+  local n = call_aside('HMGET', K_STATS, nil, 'scheduled', 'retryable')
   size = (tonumber(n[1]) or 0) + (tonumber(n[2]) or 0)
 else
   size = redis.call('ZCARD', zk)

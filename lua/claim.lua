@@ -173,7 +173,7 @@ local function take(ak, pinned_to, prio)
       -- the list's key holds another type (corrupt data, e.g. this
       -- worker's pin list): no entry can be read from it; raising would
       -- undo nothing promotion wrote and fail every claim of this worker,
-      -- so the value is set aside as a push sets it aside (push_list)
+      -- so the value is set aside as a push sets it aside (call_aside)
       redis.call('RENAME', ak, corrupt_key('list:' .. ak))
       return true
     end
@@ -226,10 +226,10 @@ local function take(ak, pinned_to, prio)
           if #held >= HELD_MAX then halt = true end
         elseif ck and cc_running(ck) >= (tonumber(h[fcn]) or 1) then
           cc_wait(ck, id) -- its key is at its limit
-          if pinned_to then redis.call('ZREM', PIN_DEADLINES, id) end -- its worker came (see the header)
+          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)
         elseif h[frk] and rate_limited(h[frk], id) then
           -- parked on its rate class (rate_limited did it)
-          if pinned_to then redis.call('ZREM', PIN_DEADLINES, id) end
+          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end
         else
           -- read only for a job it leases, before the lease is written: a
           -- checkpoints key that holds no hash (an error reply) is corrupt
@@ -267,7 +267,7 @@ end
 -- elsewhere costs this claim nothing.
 flush_pushes() -- promoted jobs are in their lists before the pops
 take(pin_key(worker), worker)
-local pm = redis.call('GET', PM_KEY)
+local pm = call_aside('GET', PM_KEY, nil)
 if not pm then
   -- no mask (older data, or evicted): every list may hold jobs, and the
   -- lists this claim finds empty clear their flags from here on
@@ -276,7 +276,7 @@ if not pm then
 end
 for prio = MAX_PRIORITY, 1, -1 do
   if #jobs >= n then break end
-  if may_hold(pm, prio) and take(avail_key(prio), nil, prio) then redis.call('SETBIT', PM_KEY, string.char(48 + prio), '0') end
+  if may_hold(pm, prio) and take(avail_key(prio), nil, prio) then call_aside('SETBIT', PM_KEY, nil, string.char(48 + prio), '0') end
 end
 if #jobs < n then take(avail_key(0), nil, 0) end
 for i = #held, 1, -1 do

@@ -12,9 +12,9 @@
 -- (delete_job).
 local function remove_job(jk, id, s, uk)
   if TERMINAL[s] then
-    redis.call('ZREM', TERMINAL[s], id)
+    call_aside('ZREM', TERMINAL[s], nil, id)
   else
-    if s == 'scheduled' or s == 'retryable' then redis.call('ZREM', K_SCHED, id) end
+    if s == 'scheduled' or s == 'retryable' then call_aside('ZREM', K_SCHED, nil, id) end
     if s == 'available' then
       unlist(jk, id)
       local c = redis.call('HMGET', jk, F.concurrency_key, F.concurrency_limit)

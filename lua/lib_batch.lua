@@ -58,30 +58,37 @@ local function zrem_later(key, member)
   l[#l + 1] = member
 end
 
--- call_chunked runs cmd key args... in chunks that unpack can take.
-local function call_chunked(cmd, key, args, step)
-  for i = 1, #args, 1000 * step do
-    redis.call(cmd, key, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+-- call_aside runs cmd on key, a key jobs share (a list of jobs, an index, a
+-- counter, a flag) or one a job names (its worker's pin list, a wait list,
+-- a bucket of later jobs), and returns the reply, and whether it found
+-- key holding another type (corrupt data: WRONGTYPE). Such a value is set
+-- aside under corrupt_key(aside) (aside nil: the key's own name, e.g.
+-- x:sched, x:stats, x:pm), and cmd runs again on no key: a read finds
+-- nothing, a write starts the key anew. Raising instead, after the call's
+-- earlier writes, would fail the whole call (Redis rolls nothing back)
+-- and leave the jobs it moved indexed nowhere. A pcall, not a type check:
+-- no command is added where the key is sound (a TYPE costs about as much
+-- as the write); a failure other than a wrong type is sent again to raise
+-- its own error, nothing set aside.
+local function call_aside(cmd, key, aside, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) ~= 'table' or not r.err then return r, false end
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    redis.call('RENAME', key, corrupt_key(aside or string.sub(key, #PFX + 1)))
   end
+  return redis.call(cmd, key, ...), true
 end
 
--- push_list pushes values onto the list under key with cmd ('LPUSH' or
--- 'RPUSH'), and says whether it found key holding another type (corrupt
--- data, e.g. a worker's pin list, a wait list, a bucket of later jobs):
--- that value is set aside under corrupt_key(aside) (aside nil: 'list:'
--- .. key), its entries unreadable, and the list starts anew. Raising
--- here, after the call's earlier writes, would fail the whole call and
--- leave the jobs it moved listed nowhere. A pcall, not a type check: no
--- command is added to a push that succeeds; a push that fails on a list
--- (not a wrong type) is sent again to raise its own error, nothing set
--- aside.
-local function push_list(cmd, key, aside, ...)
-  if type(redis.pcall(cmd, key, ...)) ~= 'table' then return false end
-  if redis.call('TYPE', key).ok ~= 'list' then
-    redis.call('RENAME', key, corrupt_key(aside or 'list:' .. key))
+-- call_chunked runs cmd key args... in chunks that unpack can take; a
+-- shared key (shared true: flush's indexes and counters) goes through call_aside.
+local function call_chunked(cmd, key, args, step, shared)
+  for i = 1, #args, 1000 * step do
+    if shared then
+      call_aside(cmd, key, nil, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+    else
+      redis.call(cmd, key, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+    end
   end
-  redis.call(cmd, key, ...)
-  return true
 end
 
 -- Jobs put at the back of a ready list are pushed in one RPUSH per list,
@@ -94,7 +101,7 @@ end
 local function flush_pushes()
   for k, l in pairs(PUSHES) do
     for i = 1, #l, 1000 do
-      push_list('RPUSH', k, nil, unpack(l, i, math.min(i + 999, #l)))
+      call_aside('RPUSH', k, 'list:' .. k, unpack(l, i, math.min(i + 999, #l)))
     end
   end
   PUSHES = {}
@@ -136,12 +143,12 @@ end
 local function flush()
   flush_tput()
   flush_pushes()
-  for p in pairs(PM_PUSHED) do redis.call('SETBIT', PM_KEY, string.char(48 + p), '1') end
+  for p in pairs(PM_PUSHED) do call_aside('SETBIT', PM_KEY, nil, string.char(48 + p), '1') end
   PM_PUSHED = {}
-  for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1) end
-  for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2) end
+  for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1, true) end
+  for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2, true) end
   for state, d in pairs(DELTA) do
-    if d ~= 0 then redis.call('HINCRBY', K_STATS, state, d) end
+    if d ~= 0 then call_aside('HINCRBY', K_STATS, nil, state, d) end
   end
   local set, del = {}, {}
   for key, n in pairs(CC) do
@@ -152,8 +159,8 @@ local function flush()
       del[#del + 1] = key
     end
   end
-  if #set > 0 then call_chunked('HSET', K_CC, set, 2) end
-  if #del > 0 then call_chunked('HDEL', K_CC, del, 1) end
+  if #set > 0 then call_chunked('HSET', K_CC, set, 2, true) end
+  if #del > 0 then call_chunked('HDEL', K_CC, del, 1, true) end
   set, del = {}, {}
   for key in pairs(WAIT_DIRTY) do
     local n = WAIT[key]
@@ -164,15 +171,15 @@ local function flush()
       del[#del + 1] = key
     end
   end
-  if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2) end
-  if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1) end
+  if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2, true) end
+  if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1, true) end
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
     redis.call('PEXPIRE', bk, rate_keep(b.n, b.per, b.burst))
   end
   for class, at in pairs(RWAKE) do
-    if at then redis.call('ZADD', K_RWAKE, at, class) else redis.call('ZREM', K_RWAKE, class) end
+    if at then call_aside('ZADD', K_RWAKE, nil, at, class) else call_aside('ZREM', K_RWAKE, nil, class) end
   end
 end
 

@@ -58,7 +58,7 @@ local function on_duplicate(holder, policy, payload, due)
     put_payload(f, holder, payload)
     redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
-    redis.call('ZREM', K_SCHED, holder)
+    call_aside('ZREM', K_SCHED, nil, holder)
     if s == 'available' then unlist(jk, holder) end
     schedule_at(jk, holder, s, 'scheduled', due)
     if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end

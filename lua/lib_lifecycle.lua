@@ -34,7 +34,7 @@ local function free_held(qf, id)
       if v[2] == id and state_of(v[1]) == 'scheduled' then
         redis.call('HDEL', hk, fq)
         redis.call('HSET', hk, fr, NOW_S)
-        redis.call('ZADD', K_SCHED, NOW_S, h)
+        call_aside('ZADD', K_SCHED, nil, NOW_S, h)
         wake()
       end
     end
@@ -56,11 +56,11 @@ local function delete_job(id, plain, state)
     redis.call('DEL', job_key(id), body_key(id))
     return
   end
-  if not TERMINAL[state] and redis.call('SREM', WATCHING, id) == 1 then
+  if not TERMINAL[state] and call_aside('SREM', WATCHING, nil, id) == 1 then
     redis.call('PUBLISH', DONE_CHANNEL, 'deleted ' .. id)
   end
   if state == 'archived' or state == 'quarantined' then
-    redis.call('ZREM', DEATHS, id) -- its pending death report, if any
+    call_aside('ZREM', DEATHS, nil, id) -- its pending death report, if any
     if state == 'quarantined' then
       local qf = redis.call('HGET', job_key(id), F.hold_fingerprint)
       if qf then free_held(qf, id) end
@@ -121,7 +121,7 @@ local function deliver(parent, step, child, state, payload)
   if type(left) ~= 'number' then return end
   if left <= 0 or (failed and h[3] == 'f') then
     redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy)
-    redis.call('ZREM', K_SCHED, parent)
+    call_aside('ZREM', K_SCHED, nil, parent)
     make_available(pk, parent, 'scheduled', false)
   end
 end
@@ -196,7 +196,7 @@ local function finish(jk, id, from, state, reason, m)
   local ret = RET[state]
   if is_watched(jk, m) then
     redis.call('HDEL', jk, F.watched)
-    redis.call('SREM', WATCHING, id)
+    call_aside('SREM', WATCHING, nil, id)
     redis.call('PUBLISH', DONE_CHANNEL, state .. ' ' .. id)
     if ret < WATCH_KEEP then ret = WATCH_KEEP end
   end
@@ -295,7 +295,7 @@ end
 -- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
 -- often this happened (F.orphan_count).
 local function reap(limit, delay)
-  local expired = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'WITHSCORES', 'LIMIT', '0', limit)
+  local expired = call_aside('ZRANGEBYSCORE', K_RUN, nil, '-inf', NOW_S, 'WITHSCORES', 'LIMIT', '0', limit)
   local out = {}
   local fs, fw, fk = F.state, F.worker, F.concurrency_key
   for i = 1, #expired, 2 do
@@ -343,7 +343,7 @@ local function sweep(limit)
   local deleted = 0
   local fs = F.state
   for state, zk in pairs(TERMINAL) do
-    local ids = redis.call('ZRANGEBYSCORE', zk, '-inf', NOW_S, 'LIMIT', '0', limit)
+    local ids = call_aside('ZRANGEBYSCORE', zk, nil, '-inf', NOW_S, 'LIMIT', '0', limit)
     for _, id in ipairs(ids) do
       zrem_later(zk, id)
       local jk = job_key(id)
@@ -391,17 +391,17 @@ end
 -- did not claim them in time; it returns the IDs it archived.
 local function promote_pinned()
   local failed = {}
-  local due = redis.call('ZRANGEBYSCORE', PIN_DEADLINES, '-inf', NOW_S, 'LIMIT', '0', '100')
+  local due = call_aside('ZRANGEBYSCORE', PIN_DEADLINES, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   local fs, fm, fp, fck, fcn = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit
   for _, id in ipairs(due) do
-    redis.call('ZREM', PIN_DEADLINES, id)
+    call_aside('ZREM', PIN_DEADLINES, nil, id)
     local jk = job_key(id)
     local h = fields(jk, fs, fm, fp, fck, fcn)
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
         local p = priority_of(h[3])
-        push_list('LPUSH', avail_key(p), nil, id) -- its pin entry goes stale
+        call_aside('LPUSH', avail_key(p), 'list:' .. avail_key(p), id) -- its pin entry goes stale
         mark_priority(p)
         wake()
       elseif h[2] == 'f' then
@@ -420,7 +420,7 @@ end
 local function next_due()
   local nd = STATUS.no_due
   for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER }) do
-    local first = redis.call('ZRANGE', k, '0', '0', 'WITHSCORES')
+    local first = call_aside('ZRANGE', k, nil, '0', '0', 'WITHSCORES')
     if #first > 0 then
       local t = tonumber(first[2])
       if k == K_LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched

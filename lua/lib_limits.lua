@@ -15,7 +15,7 @@
 local function cc_running(key)
   local n = CC[key]
   if n == nil then
-    n = tonumber(redis.call('HGET', K_CC, key)) or 0
+    n = tonumber((call_aside('HGET', K_CC, nil, key))) or 0
     CC[key] = n
   end
   return n
@@ -49,7 +49,7 @@ end
 local function cc_waiting(key)
   local n = WAIT[key]
   if n == nil then
-    n = tonumber(redis.call('HGET', CC_WAITING, key)) or 0
+    n = tonumber((call_aside('HGET', CC_WAITING, nil, key))) or 0
     WAIT[key] = n
   end
   return n
@@ -58,10 +58,10 @@ end
 -- cc_wait puts a job on key's wait list: its key is at its limit.
 local function cc_wait(key, id)
   local n = cc_waiting(key)
-  -- a wait list that holds no list is set aside (lib_batch.lua push_list),
+  -- a wait list that holds no list is set aside (lib_batch.lua call_aside),
   -- with the others' entries: raising would fail the claim that set id
   -- waiting after it leased some of its batch
-  if push_list('RPUSH', ccwait_key(key), 'ccwait:' .. key, id) then n = 0 end
+  if select(2, call_aside('RPUSH', ccwait_key(key), 'ccwait:' .. key, id)) then n = 0 end
   WAIT[key] = n + 1
   WAIT_DIRTY[key] = true
 end
@@ -114,8 +114,8 @@ local function cc_prefetch(keys)
     end
   end
   if #want == 0 then return end
-  local run = redis.call('HMGET', K_CC, unpack(want))
-  local wait = redis.call('HMGET', CC_WAITING, unpack(want))
+  local run = call_aside('HMGET', K_CC, nil, unpack(want))
+  local wait = call_aside('HMGET', CC_WAITING, nil, unpack(want))
   for i, key in ipairs(want) do
     CC[key] = tonumber(run[i]) or 0
     WAIT[key] = tonumber(wait[i]) or 0
@@ -209,7 +209,7 @@ end
 
 -- rate_wait parks a job of class until its bucket has a token again.
 local function rate_wait(class, b, id)
-  push_list('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
+  call_aside('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
   local at = NOW + math.ceil((1 - b.tokens) * b.per / b.n)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
 end
@@ -217,7 +217,7 @@ end
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
 -- return to the available lists, as many as there are tokens.
 local function promote_rated()
-  local due = redis.call('ZRANGEBYSCORE', K_RWAKE, '-inf', NOW_S, 'LIMIT', '0', '100')
+  local due = call_aside('ZRANGEBYSCORE', K_RWAKE, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   for _, class in ipairs(due) do
     local b = bucket(class)
     local wk = ratewait_key(class)

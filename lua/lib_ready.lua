@@ -22,14 +22,14 @@ local function push_ready(id, front, prio, sw, sm, sd)
   if sw then
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)
-    if sm == 'a' or sm == 'f' then redis.call('ZADD', PIN_DEADLINES, NOW + (tonumber(sd) or 0), id) end
+    if sm == 'a' or sm == 'f' then call_aside('ZADD', PIN_DEADLINES, nil, NOW + (tonumber(sd) or 0), id) end
   else
     local p = priority_of(prio)
     key = avail_key(p)
     mark_priority(p)
   end
   if front then
-    push_list('LPUSH', key, nil, id) -- a corrupt list is set aside, not raised on
+    call_aside('LPUSH', key, 'list:' .. key, id) -- a corrupt list is set aside, not raised on
   else
     push_later(key, id)
   end
@@ -84,12 +84,12 @@ end
 local function sched_add(id, at)
   local b = sched_bucket(at)
   if not b then
-    redis.call('ZADD', K_SCHED, at, id)
+    call_aside('ZADD', K_SCHED, nil, at, id)
     return
   end
   local bs = string.format('%d', b)
-  push_list('RPUSH', later_key(bs), 'later:' .. bs, id)
-  redis.call('ZADD', K_LATER, b * SCHED_BUCKET, bs)
+  call_aside('RPUSH', later_key(bs), 'later:' .. bs, id)
+  call_aside('ZADD', K_LATER, nil, b * SCHED_BUCKET, bs)
 end
 
 -- sched_near moves the jobs of the buckets whose start is within the

@@ -25,11 +25,11 @@ for i = 0, n - 1 do
   h[1] = state_of(h[1])
   local held = h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2]
   if held then
-    local expiry = tonumber(redis.call('ZSCORE', K_RUN, id))
+    local expiry = tonumber((call_aside('ZSCORE', K_RUN, nil, id)))
     held = expiry == nil or expiry > NOW -- the reaper takes a score <= NOW
   end
   if held then
-    redis.call('ZADD', K_RUN, num_s(NOW + tonumber(ARGV[b + 3])), id)
+    call_aside('ZADD', K_RUN, nil, num_s(NOW + tonumber(ARGV[b + 3])), id)
   else
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none

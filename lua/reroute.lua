@@ -14,7 +14,7 @@
 -- worker's claims (claim.lua checks that a pinned job still prefers the
 -- claiming worker), and one on the list it goes to leaves it. A list it
 -- goes to whose key holds another type (corrupt data) is set aside and
--- started anew with it (lib_batch.lua push_list): the worker written
+-- started anew with it (lib_batch.lua call_aside): the worker written
 -- above is never left without the job on its list.
 -- One that waits on its concurrency key or rate class (lib_limits.lua)
 -- keeps its place on that wait list, and goes to its new list when the

@@ -21,5 +21,5 @@ local s = state_of(redis.call('HGET', jk, F.state))
 if not s then return STATUS.none end
 if TERMINAL[s] then return s end
 redis.call('HSET', jk, F.watched, '1')
-redis.call('SADD', WATCHING, id)
+call_aside('SADD', WATCHING, nil, id)
 return remember(s)
