@@ -19,10 +19,21 @@
 --   scheduled|retryable -> available (promote); completed|archived|
 --   quarantined|cancelled -> (deleted) with the job hash, its error list,
 --   its payload key and its step checkpoints (sweep).
+-- A sched or later zset, or any other key the jobs share, that holds
+-- another type (corrupt data) is set aside under x:<key> and started anew
+-- (lib_batch.lua call_aside).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
+-- promote meets the sched and later zsets after the reap's writes: one
+-- that holds another type (corrupt data) is set aside here, before any
+-- write, as the calls that write other keys jobs share set those aside
+-- (lib_batch.lua call_aside). Two reads per pass, not per job: a claim,
+-- on the hot path, does not make them, and fails on such a key without
+-- writing, at its first read of it.
+call_aside('ZCARD', K_SCHED)
+call_aside('ZCARD', K_LATER)
 local reaped = reap(tonumber(ARGV[9]), tonumber(ARGV[12]))
 local promoted = promote(ARGV[10])
 local deleted = sweep(tonumber(ARGV[11]))
