@@ -267,7 +267,8 @@ end
 -- elsewhere costs this claim nothing.
 flush_pushes() -- promoted jobs are in their lists before the pops
 take(pin_key(worker), worker)
-local pm = call_aside('GET', PM_KEY, nil)
+local pm = redis.pcall('GET', PM_KEY)
+if type(pm) == 'table' then pm = call_aside('GET', PM_KEY, nil) end -- another type: set aside
 if not pm then
   -- no mask (older data, or evicted): every list may hold jobs, and the
   -- lists this claim finds empty clear their flags from here on

@@ -63,7 +63,9 @@ end
 -- a bucket of later jobs), and returns the reply, and whether it found
 -- key holding another type (corrupt data: WRONGTYPE). Such a value is set
 -- aside under corrupt_key(aside) (aside nil: the key's own name, e.g.
--- x:sched, x:stats, x:pm), and cmd runs again on no key: a read finds
+-- x:sched, x:stats, x:pm; true: 'list:' .. key, a list of jobs; the name
+-- is made only then: a string made per call costs the call its garbage
+-- collection), and cmd runs again on no key: a read finds
 -- nothing, a write starts the key anew. Raising instead, after the call's
 -- earlier writes, would fail the whole call (Redis rolls nothing back)
 -- and leave the jobs it moved indexed nowhere. A pcall, not a type check:
@@ -74,19 +76,23 @@ local function call_aside(cmd, key, aside, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) ~= 'table' or not r.err then return r, false end
   if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+    if aside == true then aside = 'list:' .. key end
     redis.call('RENAME', key, corrupt_key(aside or string.sub(key, #PFX + 1)))
   end
   return redis.call(cmd, key, ...), true
 end
 
--- call_chunked runs cmd key args... in chunks that unpack can take; a
--- shared key (shared true: flush's indexes and counters) goes through call_aside.
+-- call_chunked runs cmd key args... in chunks that unpack can take; on a
+-- shared key (shared true: flush's indexes and counters) a pcall, and
+-- call_aside only when it fails: a Lua call per write would cost the hot
+-- path more than the pcall.
 local function call_chunked(cmd, key, args, step, shared)
   for i = 1, #args, 1000 * step do
-    if shared then
-      call_aside(cmd, key, nil, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
-    else
-      redis.call(cmd, key, unpack(args, i, math.min(i + 1000 * step - 1, #args)))
+    local j = math.min(i + 1000 * step - 1, #args)
+    if not shared then
+      redis.call(cmd, key, unpack(args, i, j))
+    elseif type(redis.pcall(cmd, key, unpack(args, i, j))) == 'table' then
+      call_aside(cmd, key, nil, unpack(args, i, j))
     end
   end
 end
@@ -101,7 +107,7 @@ end
 local function flush_pushes()
   for k, l in pairs(PUSHES) do
     for i = 1, #l, 1000 do
-      call_aside('RPUSH', k, 'list:' .. k, unpack(l, i, math.min(i + 999, #l)))
+      call_aside('RPUSH', k, true, unpack(l, i, math.min(i + 999, #l)))
     end
   end
   PUSHES = {}
@@ -148,7 +154,9 @@ local function flush()
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1, true) end
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2, true) end
   for state, d in pairs(DELTA) do
-    if d ~= 0 then call_aside('HINCRBY', K_STATS, nil, state, d) end
+    if d ~= 0 and type(redis.pcall('HINCRBY', K_STATS, state, d)) == 'table' then
+      call_aside('HINCRBY', K_STATS, nil, state, d)
+    end
   end
   local set, del = {}, {}
   for key, n in pairs(CC) do

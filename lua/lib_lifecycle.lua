@@ -401,7 +401,7 @@ local function promote_pinned()
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
         local p = priority_of(h[3])
-        call_aside('LPUSH', avail_key(p), 'list:' .. avail_key(p), id) -- its pin entry goes stale
+        call_aside('LPUSH', avail_key(p), true, id) -- its pin entry goes stale
         mark_priority(p)
         wake()
       elseif h[2] == 'f' then
@@ -420,7 +420,8 @@ end
 local function next_due()
   local nd = STATUS.no_due
   for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER }) do
-    local first = call_aside('ZRANGE', k, nil, '0', '0', 'WITHSCORES')
+    local first = redis.pcall('ZRANGE', k, '0', '0', 'WITHSCORES')
+    if first.err then first = call_aside('ZRANGE', k, nil, '0', '0', 'WITHSCORES') end
     if #first > 0 then
       local t = tonumber(first[2])
       if k == K_LATER then t = t - SCHED_HORIZON end -- when its bucket moves into sched

@@ -29,7 +29,7 @@ local function push_ready(id, front, prio, sw, sm, sd)
     mark_priority(p)
   end
   if front then
-    call_aside('LPUSH', key, 'list:' .. key, id) -- a corrupt list is set aside, not raised on
+    call_aside('LPUSH', key, true, id) -- a corrupt list is set aside, not raised on
   else
     push_later(key, id)
   end
@@ -80,16 +80,19 @@ end
 -- holds no list (corrupt data) is set aside as sched_near sets it aside,
 -- and starts anew with this job: raising would fail the call after its
 -- writes (an enqueue or ack batch's earlier jobs, their pushes deferred
--- to flush, listed nowhere).
+-- to flush, listed nowhere). So is a sched or later zset of another type
+-- (lib_batch.lua call_aside: a pcall here, call_aside only when it fails).
 local function sched_add(id, at)
   local b = sched_bucket(at)
   if not b then
-    call_aside('ZADD', K_SCHED, nil, at, id)
+    if type(redis.pcall('ZADD', K_SCHED, at, id)) == 'table' then call_aside('ZADD', K_SCHED, nil, at, id) end
     return
   end
   local bs = string.format('%d', b)
   call_aside('RPUSH', later_key(bs), 'later:' .. bs, id)
-  call_aside('ZADD', K_LATER, nil, b * SCHED_BUCKET, bs)
+  if type(redis.pcall('ZADD', K_LATER, b * SCHED_BUCKET, bs)) == 'table' then
+    call_aside('ZADD', K_LATER, nil, b * SCHED_BUCKET, bs)
+  end
 end
 
 -- sched_near moves the jobs of the buckets whose start is within the

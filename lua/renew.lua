@@ -25,11 +25,16 @@ for i = 0, n - 1 do
   h[1] = state_of(h[1])
   local held = h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2]
   if held then
-    local expiry = tonumber((call_aside('ZSCORE', K_RUN, nil, id)))
+    -- pcall, call_aside only when it fails: a run index of another type
+    -- is set aside, not raised on after the leases renewed before
+    local expiry = redis.pcall('ZSCORE', K_RUN, id)
+    if type(expiry) == 'table' then expiry = call_aside('ZSCORE', K_RUN, nil, id) end
+    expiry = tonumber(expiry)
     held = expiry == nil or expiry > NOW -- the reaper takes a score <= NOW
   end
   if held then
-    call_aside('ZADD', K_RUN, nil, num_s(NOW + tonumber(ARGV[b + 3])), id)
+    local at = num_s(NOW + tonumber(ARGV[b + 3]))
+    if type(redis.pcall('ZADD', K_RUN, at, id)) == 'table' then call_aside('ZADD', K_RUN, nil, at, id) end
   else
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none
