@@ -150,8 +150,11 @@ for _, e in ipairs(entries) do
     -- answers the state the first left), any other is stale
     if h[2] == e.lease and h[3] == e.fence then state = ended[id] end
   elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and not e.lapsed then
-    -- plain: no checkpoints, no errors to delete with the job
-    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = tonumber(h[9]) }
+    -- plain: no checkpoints, no errors to delete with the job; ls: a
+    -- lease start that is no whole number of ms (corrupt data: 'nan',
+    -- 'inf', '1e400', which tonumber takes) is an unknown run time, not
+    -- tallied (a NaN run time would index a table and raise)
+    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = h[9] and count_of(h[9]) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
     if code == 'deadline' then

@@ -126,10 +126,12 @@ local function tally(field)
 end
 
 -- RT_FIELD caches the bucket field of each run time seen in this call:
--- most attempts of a batch share a few, and building one is slow.
+-- most attempts of a batch share a few, and building one is slow. A run
+-- time that is no finite number from 0 (from a corrupt lease start) is
+-- not tallied: NaN as a table index raises, after the call's writes.
 local RT_FIELD = {}
 local function tally_run(ms)
-  if not ms or ms < 0 then return end
+  if not (ms and ms >= 0 and ms < math.huge) then return end
   local f = RT_FIELD[ms]
   if not f then
     f = 'rt:' .. math.floor(4 * math.log(ms + 1) / math.log(2))

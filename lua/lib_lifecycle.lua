@@ -178,15 +178,16 @@ end
 
 -- finish moves a job to a terminal state; reason may be ''. m is what the
 -- caller read of the job ({ pa = parent or false, uk = unique key or
--- false, plain = as for delete_job, ls = lease start or nil, wt = F.watched
--- or false, or nil when not read }), or nil to read it here.
+-- false, plain = as for delete_job, ls = lease start (a whole number of
+-- ms: count_of) or nil, wt = F.watched or false, or nil when not read }),
+-- or nil to read it here.
 local function finish(jk, id, from, state, reason, m)
   if not m then
     local v = redis.call('HMGET', jk, F.parent, F.unique, F.watched)
     m = { pa = v[1], uk = v[2], plain = false, wt = v[3] }
   end
   tally(state)
-  if state == 'completed' and m.ls then tally_run(NOW - tonumber(m.ls)) end
+  if state == 'completed' and m.ls then tally_run(NOW - m.ls) end
   notify_parent(jk, id, state, m.pa)
   if m.uk then
     -- a unique key held while the job is active is free again
