@@ -53,9 +53,10 @@ local after, before = tonumber(ARGV[17]), tonumber(ARGV[18])
 local read, examined, matched, unreadable = 0, 0, 0, {}
 local fs, fk, fr, ff, fu, frt = F.state, F.kind, F.reason, F.finished, F.unique, F.run_at
 -- visit examines job id, found in the scanned set; for the scheduled index,
--- indexed says whether its due time (F.run_at) is still the entry's: an
--- entry a job has left is stale (the job is counted where it is now, or
--- is gone), and is read but not examined.
+-- indexed says whether its due time (F.run_at; nil when it is no finite
+-- number, and the entry is the job's: lib_ready.lua) is still the
+-- entry's: an entry a job has left is stale (the job is counted where it
+-- is now, or is gone), and is read but not examined.
 local function visit(id, indexed)
   read = read + 1
   local jk = job_key(id)
@@ -66,9 +67,10 @@ local function visit(id, indexed)
     examined = examined + 1
     return
   end
-  local s = state_of(h[1])
+  local s, at = state_of(h[1]), tonumber(h[6])
+  if at and not (at > -math.huge and at < math.huge) then at = nil end
   if finished and s ~= state then return end
-  if not finished and not ((s == 'scheduled' or s == 'retryable') and indexed(tonumber(h[6]))) then return end
+  if not finished and not ((s == 'scheduled' or s == 'retryable') and indexed(at)) then return end
   examined = examined + 1 -- in the scanned set (the scheduled index holds both scheduled and retryable jobs)
   local ok = s == state and (kind == '' or h[2] == kind)
   if ok and finished then
@@ -117,7 +119,7 @@ if later then
     local ids = redis.pcall('LRANGE', later_key(nxt[1]), off, off + want - 1)
     if ids.err then ids = {} end
     for _, id in ipairs(ids) do
-      visit(id, function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)
+      visit(id, function(at) return not at or math.floor(at / SCHED_BUCKET) == b end)
     end
     off = off + #ids
     if #ids < want then b, off = b + 1, 0 end

@@ -378,7 +378,11 @@ local function promote(limit)
     local h = fields(jk, fs, fr)
     local s, at = state_of(h[1]), tonumber(h[2])
     -- a job put off to a bucket of later jobs since (sched_add) has a
-    -- stale entry here: it stays in its bucket
+    -- stale entry here: it stays in its bucket. A due time that is no
+    -- finite number ('nan', 'inf', '1e400', which tonumber takes: corrupt
+    -- data) names no bucket: this entry is the job's, and it is due (as
+    -- for one that is no number; lib_ready.lua, the scheduled index)
+    if at and not (at > -math.huge and at < math.huge) then at = nil end
     if (s == 'scheduled' or s == 'retryable') and not (at and at > NOW) then
       -- a parent whose join wait timed out stops waiting
       if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy) end

@@ -62,6 +62,13 @@ end
 -- cancel, a run-now, a delete): sched_near skips an entry whose job is
 -- no longer scheduled or retryable in that bucket (F.run_at), so a stale
 -- entry costs its bytes until then and changes nothing.
+-- A due time that cannot be read as a finite number (absent, 'x', or
+-- 'nan', 'inf', '1e400', which Lua's tonumber takes: corrupt data, never
+-- written by Sluice for a scheduled or retryable job) names no place in
+-- the index: each entry of the job is taken as its own, due at the
+-- entry's time (a bucket's start), so that the job runs then rather
+-- than being dropped as stale and lost. promote, sched_near, list.lua and
+-- bulkdelete.lua read it so; Go's store.SchedIndex mirrors them.
 local SCHED_BUCKET, SCHED_HORIZON = 5000, 5000
 -- FAR is the due time of a job suspended on signals only (lib_waits.lua):
 -- only a signal (or an operator) wakes it. It stays in sched.
@@ -120,13 +127,16 @@ local function sched_near(limit)
       for _, id in ipairs(ids) do
         -- pcall: the entries are popped, and a key that is not a job hash
         -- must not raise now; it goes to sched at the bucket's start, for
-        -- promote to meet as it would any other entry
+        -- promote to meet as it would any other entry, and so does a
+        -- scheduled or retryable job whose due time cannot be read
         local h = redis.pcall('HMGET', job_key(id), fs, fr)
-        if h.err then
-          redis.call('ZADD', K_SCHED, b * SCHED_BUCKET, id)
-        else
-          local s, at = state_of(h[1]), tonumber(h[2])
-          if (s == 'scheduled' or s == 'retryable') and at and math.floor(at / SCHED_BUCKET) == b then
+        local s, at = 'scheduled', nil
+        if not h.err then s, at = state_of(h[1]), tonumber(h[2]) end
+        if at and not (at > -math.huge and at < math.huge) then at = nil end
+        if s == 'scheduled' or s == 'retryable' then
+          if not at then
+            redis.call('ZADD', K_SCHED, b * SCHED_BUCKET, id)
+          elseif math.floor(at / SCHED_BUCKET) == b then
             redis.call('ZADD', K_SCHED, at, id)
           end
         end

@@ -63,7 +63,11 @@ local function awaited(v, fence, name)
 end
 
 -- suspend ends the running attempt of the job id (fence fence) whose
--- handler waits on w (parse_waits). Each timer keeps its first wake time.
+-- handler waits on w (parse_waits). Each timer keeps its first wake time;
+-- one that holds no finite number (corrupt data: 'x', or 'nan', 'inf',
+-- '1e400', which tonumber takes) is read as not set, and set anew from
+-- this wait: a NaN due time would reach the index, whose ZADD refuses it
+-- after the call's writes, and an infinite one would never come due.
 -- Returns the job's new state: available when a timer is due already or an
 -- awaited signal is there, else scheduled at its earliest timer (FAR for
 -- none). The ended lease's fields go: a suspended job holds no lease, and
@@ -75,9 +79,11 @@ local function suspend(jk, id, fence, w)
   for _, t in ipairs(w.timers) do
     local f = TIMER_PREFIX .. t[1]
     local at = tonumber(redis.call('HGET', jk, f))
+    if at and not (at > -math.huge and at < math.huge) then at = nil end
     if not at then
       if older == nil then older = redis.call('HEXISTS', jk, F.has_steps) == 1 end
       if older then at = tonumber(redis.call('HGET', sk, f)) end
+      if at and not (at > -math.huge and at < math.huge) then at = nil end
     end
     if not at then
       at = t[3]

@@ -37,18 +37,22 @@ for s, k in pairs(TERMINAL) do ZSETS[s] = k end
 
 local out = { '' }
 local seen = {}
--- consider lists job id, found at sort key key (nil: its due time) with
--- cursor after, if it is in the state and of the kind asked; indexed, when
--- given, checks that its due time still belongs where it was found.
-local function consider(id, key, after, indexed)
+-- consider lists job id, found at sort key key (nil: its due time; near
+-- when that cannot be read) with cursor after, if it is in the state and
+-- of the kind asked; indexed, when given, checks that its due time (nil
+-- when it is no finite number: the entry is the job's, lib_ready.lua)
+-- still belongs where it was found.
+local function consider(id, key, after, indexed, near)
   if seen[id] then return end
   local h = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
   if h.err then return end
   h[1] = state_of(h[1])
   if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
-  if indexed and not indexed(tonumber(h[8])) then return end -- stale: listed where it is now
+  local at = tonumber(h[8])
+  if at and not (at > -math.huge and at < math.huge) then at = nil end
+  if indexed and not indexed(at) then return end -- stale: listed where it is now
   seen[id] = true
-  key = key or h[8]
+  key = key or (at and h[8]) or near
   if state == 'available' then key = string.format('%.0f', priority_of(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end
@@ -104,7 +108,8 @@ if state == 'scheduled' or state == 'retryable' then
         off = off + 1
         examined = examined + 1
         consider(batch[i], nil, 'b' .. nxt[1] .. '.' .. off,
-          function(at) return at ~= nil and math.floor(at / SCHED_BUCKET) == b end)
+          function(at) return not at or math.floor(at / SCHED_BUCKET) == b end,
+          string.format('%d', b * SCHED_BUCKET))
       end
       if #batch < want then b, off = b - 1, 0 end
       if b < 0 then break end

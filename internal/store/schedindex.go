@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -18,8 +19,11 @@ const LaterBucketMS = 5000
 // SchedIndex reads partition p's index of scheduled and retryable jobs as
 // one map, job ID to due time (unix ms): the sched zset and the buckets
 // of later jobs, less their stale entries (a job that has left the state
-// or the bucket since, which the scripts skip). It reads every entry: for
-// tests and tools, never a job's path.
+// or the bucket since, which the scripts skip). A job whose due time
+// (F.run_at) is no finite number (corrupt data) is due at its entry's
+// time, a bucket's start for a bucket entry, as the scripts read it
+// (lua/lib_ready.lua). It reads every entry: for tests and tools, never a
+// job's path.
 func SchedIndex(ctx context.Context, rdb redis.Cmdable, p keys.Partition) (map[string]int64, error) {
 	sched, err := rdb.ZRangeWithScores(ctx, p.Sched(), 0, -1).Result()
 	if err != nil {
@@ -61,12 +65,15 @@ func SchedIndex(ctx context.Context, rdb redis.Cmdable, p keys.Partition) (map[s
 			continue
 		}
 		v, _ := h[1].(string)
-		at, err := strconv.ParseInt(v, 10, 64)
+		at, err := strconv.ParseFloat(v, 64)
+		known := err == nil && !math.IsInf(at, 0) && !math.IsNaN(at)
 		switch {
-		case e.score >= 0 && (err != nil || at == e.score):
+		case e.score >= 0 && (!known || at == float64(e.score)):
 			out[e.id] = e.score
-		case e.score < 0 && err == nil && at/LaterBucketMS == -1-e.score:
-			out[e.id] = at
+		case e.score < 0 && !known:
+			out[e.id] = (-1 - e.score) * LaterBucketMS
+		case e.score < 0 && int64(math.Floor(at/LaterBucketMS)) == -1-e.score:
+			out[e.id] = int64(at)
 		}
 	}
 	return out, nil
