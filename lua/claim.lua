@@ -45,7 +45,12 @@
 -- Sticky jobs wait on their preferred worker's pin list, which only that
 -- worker's claims read; when a fallback deadline passes, After hands the
 -- job to every worker (the shared list) and FailAfter archives it
--- ('sticky_unavailable'). A pinned job its worker's claim sets waiting
+-- ('sticky_unavailable'). An entry whose job is routed elsewhere is
+-- stale when a reroute left it (F.sticky_left names the pin list; on the
+-- shared list, a pinned job not handed by its fallback) and is dropped;
+-- else its routing changed without a reroute (corrupt data), the entry
+-- is its only one, and it goes to the front of the list its routing
+-- names (push_ready), never dropped. A pinned job its worker's claim sets waiting
 -- on its concurrency key or rate class waits for that, not for its
 -- worker: its fallback deadline goes (else After would list it a second
 -- time, FailAfter archive it with its wait-list entry left behind), and
@@ -165,6 +170,7 @@ local function take(ak, pinned_to, prio)
   local fs, fk, fp, fpb, fa, fc, ff = F.state, F.kind, F.payload, F.payload_body, F.attempt, F.crash_attempt, F.fence
   local fdl, fck, fcn, frk, fsw, fsf = F.deadline, F.concurrency_key, F.concurrency_limit, F.rate_class,
     F.sticky_worker, F.sticky_fallback
+  local fsm, fsl = F.sticky_mode, F.sticky_left
   local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
   while #jobs < n and not halt do
     local want = n - #jobs
@@ -193,6 +199,10 @@ local function take(ak, pinned_to, prio)
     for i, id in ipairs(ids) do
       local jk = job_key(id)
       local h = hs[i]
+      -- sw: the worker it is pinned to, if any (push_ready: a worker that
+      -- is no empty string, and a mode)
+      local sw = h and h[fsw]
+      if sw == '' or not (h and h[fsm]) then sw = nil end
       if seen[id] then
         -- this claim acted on the job already (leased, parked or set it
         -- waiting): a repeat entry, stale; drop it
@@ -202,13 +212,24 @@ local function take(ak, pinned_to, prio)
         redis.call('RENAME', jk, corrupt_key(id))
         redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
         park(jk, id, 'malformed')
-      elseif h[fs] == 'available' and pinned_to and (h[fsw] ~= pinned_to or h[fsf]) then
-        -- rerouted since it was pinned here, or handed to every worker by
-        -- its fallback (its live entry is the shared list's): its entry on
-        -- this list is stale
-      elseif h[fs] == 'available' and not pinned_to and h[fsw] and not h[fsf] then
+      elseif h[fs] == 'available' and pinned_to and (sw ~= pinned_to or h[fsf]) then
+        -- rerouted since it was pinned here (the reroute recorded that it
+        -- left this list), or handed to every worker by its fallback (its
+        -- live entry is the shared list's): its entry on this list is
+        -- stale. Pinned elsewhere, or not at all, with no such record, its
+        -- routing changed without a reroute (corrupt data): this entry is
+        -- its only one, and it goes where its routing says (to the front
+        -- of that list; the shared list's, where this claim may take it),
+        -- not dropped, which would leave it available on no list
+        if not h[fsf] and not string.find(' ' .. (h[fsl] or '') .. ' ', ' ' .. pinned_to .. ' ', 1, true) then
+          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay])
+          if sw then seen[id] = true end
+        end
+      elseif h[fs] == 'available' and not pinned_to and sw and not h[fsf] then
         -- pinned (rerouted) since it was listed here, and its fallback has
-        -- not handed it to every worker: the entry is stale
+        -- not handed it to every worker: the entry is stale (a job is
+        -- listed on the shared list while pinned only once its fallback
+        -- handed it there; a pin with no mode, or to '', is none)
       elseif h[fs] == 'available' then
         seen[id] = true -- every branch below acts on the job
         local kind, ck, crashes = h[fk], h[fck], h[fc]

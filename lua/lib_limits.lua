@@ -35,7 +35,7 @@ local function requeue_front(ids)
     local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd, ff)
     if state_of(h[1]) == 'available' then
       local sw = h[3]
-      if h[6] then sw = nil end
+      if h[6] or sw == '' or not h[4] then sw = nil end -- handed to every worker, or not pinned (push_ready)
       push_ready(ids[i], true, h[2], sw, h[4], h[5])
       n = n + 1
       if not sw then shared = shared + 1 end
@@ -79,7 +79,9 @@ end
 -- no entry to take out, and raising would fail the call after its
 -- writes (a debounce in an enqueue batch: the batch's earlier jobs).
 local function unlist(jk, id)
-  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class)
+  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class,
+    F.sticky_mode)
+  if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
   local n = 0
   if h[2] then n = redis.pcall('LREM', pin_key(h[2]), -1, id) end
   if type(n) ~= 'number' then n = 0 end

@@ -120,6 +120,8 @@ local F = {
   sticky_delay = 'sd',
   -- '1' once its fallback handed it to every worker
   sticky_fallback = 'sf',
+  -- the workers whose pin lists a reroute took it off, space-separated: entries left there are stale
+  sticky_left = 'sl',
   -- stuck evidence: the case, 'ignored_stop' or 'no_progress'
   stuck_case = 'zc',
   -- stuck evidence: the lease ID of the stuck attempt

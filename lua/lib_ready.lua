@@ -17,8 +17,13 @@ end
 -- worker's pin list, with the deadline of its fallback in pinx
 -- (F.sticky_mode is 'a' to hand it to any worker, 'f' to fail it, after
 -- F.sticky_delay ms; 'w' waits for ever).
+-- A job is pinned only with a worker that is no empty string and a mode:
+-- enqueue and reroute write both, or neither, so an empty worker, or one
+-- without a mode (corrupt data), pins nothing; every reader of the
+-- routing (unlist, requeue_front, reroute.lua, claim.lua) reads it so.
 local function push_ready(id, front, prio, sw, sm, sd)
   local key
+  if sw == '' or not sm then sw = nil end
   if sw then
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)

@@ -12,7 +12,8 @@
 -- Transitions: none. An available job moves to the front of its new list
 -- at once; the entry left on the old worker's list is skipped by that
 -- worker's claims (claim.lua checks that a pinned job still prefers the
--- claiming worker), and one on the list it goes to leaves it. A list it
+-- claiming worker, and F.sticky_left records that the reroute left that
+-- list), and one on the list it goes to leaves it. A list it
 -- goes to whose key holds another type (corrupt data) is set aside and
 -- started anew with it (lib_batch.lua call_aside): the worker written
 -- above is never left without the job on its list.
@@ -28,10 +29,28 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local o = redis.call('HMGET', jk, F.state, F.sticky_worker, F.sticky_fallback)
+local o = redis.call('HMGET', jk, F.state, F.sticky_worker, F.sticky_fallback, F.sticky_mode, F.sticky_left)
 local s = state_of(o[1])
 if not s then return STATUS.none end
 if s == 'completed' then return remember(s) end
+-- pinned: the worker it was pinned to (push_ready: a worker and a mode)
+local pinned = o[2] ~= '' and o[4] and o[2]
+do
+  -- F.sticky_left names the workers whose pin lists it leaves: an entry
+  -- left there is stale, where a claim that met it with no such record
+  -- would take its routing for corrupt data (claim.lua); the worker it
+  -- goes to leaves the record, its entries there live again
+  local to, left = ARGV[10], {}
+  for w in string.gmatch(o[5] or '', '%S+') do
+    if w ~= to and w ~= pinned then left[#left + 1] = w end
+  end
+  if pinned and pinned ~= to then left[#left + 1] = pinned end
+  if #left > 0 then
+    redis.call('HSET', jk, F.sticky_left, table.concat(left, ' '))
+  elseif o[5] then
+    redis.call('HDEL', jk, F.sticky_left)
+  end
+end
 if ARGV[10] == '' then
   redis.call('HDEL', jk, F.sticky_worker, F.sticky_mode, F.sticky_delay)
 else
@@ -64,7 +83,7 @@ if s == 'available' then
     if to and o[2] == to then
       local pk = pin_key(to)
       redis.pcall('LREM', pk, -1, id)
-    elseif not to and (not o[2] or o[3]) then
+    elseif not to and (not pinned or o[3]) then
       local ak = avail_key(priority_of(h[1]))
       redis.pcall('LREM', ak, -1, id)
     end

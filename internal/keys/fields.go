@@ -115,6 +115,8 @@ const (
 	FieldStickyDelay = "sd"
 	// '1' once its fallback handed it to every worker
 	FieldStickyFallback = "sf"
+	// the workers whose pin lists a reroute took it off, space-separated: entries left there are stale
+	FieldStickyLeft = "sl"
 	// stuck evidence: the case, 'ignored_stop' or 'no_progress'
 	FieldStuckCase = "zc"
 	// stuck evidence: the lease ID of the stuck attempt
