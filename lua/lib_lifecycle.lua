@@ -370,7 +370,8 @@ end
 local SCHED_NEAR_MAX = 256
 local function promote(limit)
   if tonumber(limit) > 0 then sched_near(SCHED_NEAR_MAX) end
-  local due = redis.call('ZRANGEBYSCORE', K_SCHED, '-inf', NOW_S, 'LIMIT', '0', limit)
+  -- sched_near may have written: a sched of another type is set aside
+  local due = call_aside('ZRANGEBYSCORE', K_SCHED, nil, '-inf', NOW_S, 'LIMIT', '0', limit)
   local fs, fr = F.state, F.run_at
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)

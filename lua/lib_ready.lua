@@ -139,10 +139,16 @@ local function sched_near(limit)
         if not h.err then s, at = state_of(h[1]), tonumber(h[2]) end
         if at and not (at > -math.huge and at < math.huge) then at = nil end
         if s == 'scheduled' or s == 'retryable' then
+          -- the bucket is popped: a sched of another type is set aside
+          -- (call_aside), not raised on
+          local score = false
           if not at then
-            redis.call('ZADD', K_SCHED, b * SCHED_BUCKET, id)
+            score = b * SCHED_BUCKET
           elseif math.floor(at / SCHED_BUCKET) == b then
-            redis.call('ZADD', K_SCHED, at, id)
+            score = at
+          end
+          if score and type(redis.pcall('ZADD', K_SCHED, score, id)) == 'table' then
+            call_aside('ZADD', K_SCHED, nil, score, id)
           end
         end
       end

@@ -67,6 +67,20 @@ func TestSharedKeysCorrupt(t *testing.T) {
 				t.Fatalf("claimed %v, want soon", got)
 			}
 		})
+		t.Run(b.name+"/sched, a bucket of later jobs due", func(t *testing.T) {
+			// the claim pops the due bucket into sched, then reads sched:
+			// both meet the damage after the pop wrote
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "far", Delay: time.Minute})
+			f.clk.Advance(2 * time.Minute)
+			f.overwrite(f.p.Sched())
+			if got := f.claimed("n1"); len(got) != 1 || got[0] != "far" {
+				t.Fatalf("claimed %v, want far", got)
+			}
+			if n := f.rdb.Exists(f.ctx, f.p.Prefix()+"x:sched").Val(); n != 1 {
+				t.Errorf("the damaged sched was not set aside under x:sched")
+			}
+		})
 		t.Run(b.name+"/rate bucket", func(t *testing.T) {
 			f := newFixture(t, b)
 			lim := store.Limits{RateClass: "r", RateJobs: 1, RatePer: time.Minute, RateBurst: 1}
