@@ -5,7 +5,7 @@ GOPATH_BIN := $(shell $(GO) env GOPATH)/bin
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(GOPATH_BIN)/staticcheck)
 
 .DEFAULT_GOAL := help
-.PHONY: help test test-short chaos lint demo bench bench-peers cluster-up cluster-down
+.PHONY: help test test-short chaos sweep lint demo bench bench-peers cluster-up cluster-down
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*?## "} /^[a-zA-Z0-9_-]+:.*?## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,6 +19,10 @@ test: ## Vet, then run all tests with -race (starts real redis-servers and headl
 test-short: ## Run the tests in -short mode, without -race
 	scripts/ensure.sh redis-server REDIS_SERVER
 	$(GO) test -short -count=1 ./...
+
+sweep: ## Run the full sweep of corrupt keys and fields (every type, every value, every backend), with -race
+	scripts/ensure.sh redis-server REDIS_SERVER
+	SLUICE_SWEEP=full $(GO) test -race -count=1 -timeout 1h -run '^TestCorruptDataIsItsJobsAlone$$' ./internal/store
 
 SLUICE_CHAOS_DURATION ?= 5m
 SLUICE_MODEL_STEPS ?= 20000

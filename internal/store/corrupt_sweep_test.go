@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,9 +46,19 @@ import (
 //   - (c) a call that returned an error changed no key of the partition.
 //
 // A damaged shared key (shared) spares no job: (a) is not asked there.
+//
+// The full sweep (SLUICE_SWEEP=full, make sweep: about 600 cases per
+// backend, minutes under -race) damages each key with every other type
+// and each field with every value, on every backend. By default the
+// sweep is cut to what make test can afford: each key with one other
+// type, each field with two of the values (the fields together meet all
+// of them), on redis-server; miniredis and the cluster take the damaged
+// keys only (their Lua or their routing differ; a field is read by the
+// same script on each).
 func TestCorruptDataIsItsJobsAlone(t *testing.T) {
 	t.Parallel()
-	cases := corruptions()
+	full := os.Getenv("SLUICE_SWEEP") == "full"
+	cases := corruptions(full)
 	for _, b := range backends(t) {
 		if testing.Short() && b.name == "cluster" {
 			continue
@@ -55,6 +66,9 @@ func TestCorruptDataIsItsJobsAlone(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
 			for _, c := range cases {
+				if !full && b.name != "redis" && strings.HasPrefix(c.name, "field ") {
+					continue
+				}
 				for _, ph := range c.phases {
 					t.Run(c.name+"/from "+phaseNames[ph], func(t *testing.T) {
 						t.Parallel()
@@ -100,7 +114,7 @@ var tBad = epoch.Add(10*time.Minute + 2500*time.Millisecond)
 // badBucket is the name of tBad's bucket of later jobs (lib_ready.lua).
 func badBucket() string { return strconv.FormatInt(tBad.UnixMilli()/5000, 10) }
 
-func corruptions() []corruption {
+func corruptions(full bool) []corruption {
 	allPhases := []int{phaseStart, phaseRunning, phaseDone}
 	fieldPhases := []int{phaseQueued, phaseRunning}
 	// The control: the scenario with nothing damaged.
@@ -149,7 +163,11 @@ func corruptions() []corruption {
 		{"job key", "hash", perJob(keys.Partition.Job), true},
 	}
 	for _, k := range owned {
-		for _, typ := range others(k.typ) {
+		types := others(k.typ)
+		if !full {
+			types = types[:1]
+		}
+		for _, typ := range types {
 			out = append(out, corruption{
 				name: k.name + " is a " + typ, phases: allPhases, noStats: k.noStats,
 				damage: func(s *sweep) {
@@ -229,12 +247,12 @@ func corruptions() []corruption {
 		{"unique", keys.FieldUnique, false},
 		{"parent_local", keys.FieldParentLocal, false},
 	}
-	for _, fl := range fields {
+	for i, fl := range fields {
 		phases := fieldPhases
 		if fl.done {
 			phases = append(slices.Clone(phases), phaseDone)
 		}
-		for _, v := range values {
+		for _, v := range sample(values, i, full) {
 			out = append(out, corruption{
 				name: "field " + fl.name + " is " + strconv.Quote(v), phases: phases,
 				damage: func(s *sweep) { s.setField(fl.field, v) },
@@ -242,8 +260,8 @@ func corruptions() []corruption {
 		}
 	}
 	// Fields of the bad jobs' rate bucket: tokens, updated, n, per, burst.
-	for _, fl := range []string{"t", "u", "n", "p", "b"} {
-		for _, v := range values {
+	for i, fl := range []string{"t", "u", "n", "p", "b"} {
+		for _, v := range sample(values, i, full) {
 			out = append(out, corruption{
 				name: "rate bucket field " + fl + " is " + strconv.Quote(v), phases: []int{phaseQueued},
 				damage: func(s *sweep) {
@@ -264,6 +282,16 @@ func corruptions() []corruption {
 		},
 	})
 	return out
+}
+
+// sample is the values a field is set to: all of them in a full sweep,
+// else two, chosen by the field's index i so that the fields together
+// still meet every value.
+func sample(values []string, i int, full bool) []string {
+	if full {
+		return values
+	}
+	return []string{values[2*i%len(values)], values[(2*i+1)%len(values)]}
 }
 
 // sweep is one run of the scenario under one damage.
