@@ -218,6 +218,19 @@ func (s *logSink) find(match func(logRec) bool) *logRec {
 	return nil
 }
 
+// count is how many records so far match match.
+func (s *logSink) count(match func(logRec) bool) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.recs {
+		if match(r) {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *logSink) dump(t testing.TB) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

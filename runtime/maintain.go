@@ -22,6 +22,9 @@ const (
 
 func (w *Worker) maintainLoop(ctx context.Context) {
 	for n := 1; ; n++ {
+		if n > 1 && w.retentionOwed { // the first pass runs just after Run's try
+			w.retryRetention(ctx)
+		}
 		w.maintain(ctx)
 		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
 		w.sig.Maintained.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
@@ -90,5 +91,59 @@ func TestWorkerRunsWhenRetentionCannotBeRecorded(t *testing.T) {
 	}) == nil {
 		w.logs.dump(t)
 		t.Error("no warning says the worker's retention was not recorded")
+	}
+}
+
+// TestWorkerRecordsRetentionAfterAFailedWrite: a worker whose write of its
+// retention at Run fails (the connection lost: testkit.FailCommand) writes
+// it again from its maintenance loop, one HSET a pass, the first pass (just
+// after Run's try) excepted, until one succeeds, and then no more. Until
+// then an older worker's record, of another configuration, stays; after,
+// the record is this worker's, with the time it started.
+func TestWorkerRecordsRetentionAfterAFailedWrite(t *testing.T) {
+	t.Parallel()
+	start := fakeStart()
+	clk := newTestClock(start)
+	e := newEnv(t, clk)
+	ctx := context.Background()
+	key := keys.Retention(e.NS)
+	testkit.Must(t, e.RDB.HSet(ctx, key, "default", "60000:60000:60000:1:old-worker").Err())
+	h := &testkit.FailCommand{Cmd: "hset", Key: key, Fail: 2}
+	e.RDB.AddHook(h)
+	const cancelled = 7 * 24 * time.Hour
+	w := e.startWorker(quickHandler(t), runtime.Options{MaintenanceInterval: time.Hour, RetainCancelled: cancelled, Clock: clk})
+	check := func(n int, calls int64, worker string) {
+		t.Helper()
+		e.Sig.Maintained.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == n })
+		if got := h.Calls(); got != calls {
+			t.Errorf("after pass %d: %d writes of the record, want %d", n, got, calls)
+		}
+		v, err := e.RDB.HGet(ctx, key, "default").Result()
+		testkit.Must(t, err)
+		r, err := store.DecodeRetention("default", v)
+		testkit.Must(t, err)
+		if r.Worker != worker {
+			t.Fatalf("after pass %d: the record is %s's, want %s's", n, r.Worker, worker)
+		}
+		if worker == w.ID() && (r.Cancelled != cancelled || !r.Started.Equal(start)) {
+			t.Errorf("after pass %d: recorded %+v, want RetainCancelled %s, started %s", n, r, cancelled, start)
+		}
+	}
+	check(1, 1, "old-worker") // Run's write failed; the first pass does not try again
+	clk.Advance(time.Hour)
+	check(2, 2, "old-worker") // the retry failed too
+	clk.Advance(time.Hour)
+	check(3, 3, w.ID()) // the next one is written
+	clk.Advance(time.Hour)
+	check(4, 3, w.ID()) // and not again
+	if warned := w.logs.count(func(l logRec) bool {
+		return l.Level == slog.LevelWarn && strings.Contains(l.Msg, "recording the worker's retention")
+	}); warned != 1 {
+		t.Errorf("%d warnings that the retention was not recorded, want 1 (Run's)", warned)
+	}
+	if w.logs.find(func(l logRec) bool {
+		return l.Level == slog.LevelInfo && strings.Contains(l.Msg, "recorded the worker's retention")
+	}) == nil {
+		t.Error("no log says the retention was recorded in the end")
 	}
 }

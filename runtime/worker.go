@@ -28,6 +28,14 @@ type Worker struct {
 	nonce    string
 	claims   atomic.Int64
 	running  atomic.Bool
+
+	// retentionOwed: Run could not record the worker's retention; its
+	// maintenance loop, alone in touching it then, tries again
+	// (retention.go), with retentionAt, when Run started, as the record's
+	// start time.
+	retentionOwed bool
+	retentionAt   time.Time
+
 	// suspects counts the attempts running here of jobs with a crash on
 	// record: while one runs, claims lease no other (lua/claim.lua), so a
 	// job that kills its process takes down only jobs with none.

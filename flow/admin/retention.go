@@ -12,8 +12,9 @@ import (
 // Retention is how long the workers of a queue keep the jobs that finish
 // there before their retention sweep deletes them (runtime.Options
 // RetainCompleted or DiscardCompleted, RetainArchived, RetainCancelled),
-// as recorded in Redis by the last worker to start serving the queue:
-// the newest configuration is the one a deploy brings. Workers that
+// as recorded in Redis by the last worker of the queue to write it (when
+// it starts, or, if that write failed, at a later maintenance pass): the
+// newest configuration is the one a deploy brings. Workers that
 // serve one queue with different settings each finish jobs with their
 // own; an operator's cancel follows the record.
 type Retention struct {

@@ -29,7 +29,8 @@ type Retention struct {
 
 // RecordRetention records the store's retention as that of the workers
 // of queues (one HSET, one round trip), by worker, which started at
-// started: the last worker to start serving a queue wins. A worker's
+// started: the last worker to write it for a queue wins (workers write
+// it when they start, and again later only if that failed). A worker's
 // configuration is what it records, and the newest is the one a change of
 // configuration (a deploy) brings; a rule that kept the longest could
 // never record a shorter retention again.

@@ -96,3 +96,36 @@ func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *LoseFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// FailCommand is a go-redis hook (redis.Client.AddHook) that fails the
+// first Fail calls of command Cmd (lower case, "hset") on key Key with
+// ErrInjected before they reach Redis, as a network that cut the
+// connection past go-redis's retries would; later calls, and calls of
+// other commands or keys, pass. Calls counts the calls of Cmd on Key.
+type FailCommand struct {
+	Cmd  string
+	Key  string
+	Fail int
+
+	seen atomic.Int64
+}
+
+// Calls is how many calls of Cmd on Key the hook has seen.
+func (f *FailCommand) Calls() int64 { return f.seen.Load() }
+
+func (f *FailCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f *FailCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if cmd.Name() != f.Cmd || len(args) < 2 || fmt.Sprint(args[1]) != f.Key || f.seen.Add(1) > int64(f.Fail) {
+			return next(ctx, cmd)
+		}
+		cmd.SetErr(ErrInjected)
+		return ErrInjected
+	}
+}
+
+func (f *FailCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
