@@ -71,13 +71,19 @@ end
 -- and leave the jobs it moved indexed nowhere. A pcall, not a type check:
 -- no command is added where the key is sound (a TYPE costs about as much
 -- as the write); a failure other than a wrong type is sent again to raise
--- its own error, nothing set aside.
+-- its own error, nothing set aside; but a counter (HINCRBY) whose field
+-- is no integer (or would overflow) is set to the delta: its count
+-- starts anew, where raising would fail the call after its writes.
 local function call_aside(cmd, key, aside, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) ~= 'table' or not r.err then return r, false end
   if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
     if aside == true then aside = 'list:' .. key end
     redis.call('RENAME', key, corrupt_key(aside or string.sub(key, #PFX + 1)))
+  elseif cmd == 'HINCRBY' then
+    local field, d = ...
+    redis.call('HSET', key, field, d)
+    return d, false
   end
   return redis.call(cmd, key, ...), true
 end
@@ -140,11 +146,16 @@ local function tally_run(ms)
   tally(f)
 end
 
+-- A tally is best-effort: a minute key of another type is set aside, a
+-- field that is no integer starts anew (call_aside), as raising here,
+-- flush's first write, would lose every write flush makes after it.
 local function flush_tput()
   if next(TPUT) == nil then return end
   local mk = minute_key(math.floor(NOW / 60000))
-  for f, n in pairs(TPUT) do redis.call('HINCRBY', mk, f, n) end
-  redis.call('PEXPIRE', mk, MINUTE_KEEP)
+  for f, n in pairs(TPUT) do
+    if type(redis.pcall('HINCRBY', mk, f, n)) == 'table' then call_aside('HINCRBY', mk, nil, f, n) end
+  end
+  redis.call('PEXPIRE', mk, MINUTE_KEEP) -- on a key of any type
   TPUT = {}
 end
 

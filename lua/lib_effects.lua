@@ -266,7 +266,11 @@ local function apply_effects(fx)
         redis.call(e.op, e.key, unpack(e.args))
       end
     else
-      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob)
+      -- an outbox of another type is set aside (call_aside), not raised
+      -- on after the effects written above
+      if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob)) == 'table' then
+        call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', e.blob)
+      end
       outboxed = outboxed + 1
     end
   end

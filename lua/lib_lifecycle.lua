@@ -144,7 +144,12 @@ local function notify_parent(jk, id, state, pa)
     deliver(p[4], p[3], id, state, payload)
     return
   end
-  redis.call('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  -- an outbox of another type is set aside (call_aside), not raised on
+  -- after the job's writes; the relay reads a fresh stream from its start
+  if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload))
+    == 'table' then
+    call_aside('XADD', K_OUTBOX, nil, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  end
   notified = notified + 1
 end
 

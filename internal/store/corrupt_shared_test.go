@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -220,6 +221,93 @@ func TestBuryCorruptDeadCount(t *testing.T) {
 			if err != nil || len(res.Dead) != 2 {
 				t.Fatalf("relay: %+v %v, want both effects reported dead", res, err)
 			}
+		})
+	}
+}
+
+// TestCountsAndOutboxCorrupt: what flush() and the outbox writes meet
+// after a call's writes (Redis rolls none back): a state count in stats
+// that is no integer, the minute's tally of another type or with a field
+// that is no integer, an outbox of another type met by a child's
+// notice to its parent in another partition or by an effect on another
+// slot's key. Before, each raised after the call's writes: a claim's
+// leases left running unseen (reaped as crashes), an ack's completions
+// left out of their indexes. Now a count or tally starts anew from the
+// call's change, and a key of another type is set aside (x:<key>).
+func TestCountsAndOutboxCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name+"/stats field", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"})
+			f.rdb.HSet(f.ctx, f.p.Stats(), "running", "x")
+			if got := f.claimed("n1"); len(got) != 2 {
+				t.Fatalf("claimed %v, want a and b", got)
+			}
+			if v := f.rdb.HGet(f.ctx, f.p.Stats(), "running").Val(); v != "2" {
+				t.Errorf("stats running %q, want 2 (started anew)", v)
+			}
+		})
+		minute := func(f *fixture) string { return f.p.Minute(f.clk.Now().UnixMilli() / 60000) }
+		t.Run(b.name+"/minute tally a string", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"})
+			j := f.claimOne("w")
+			f.overwrite(minute(f))
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil {
+				t.Fatalf("ack: %v", r.Err)
+			}
+			if n, _ := f.rdb.ZScore(f.ctx, f.p.Terminal("completed"), "a").Result(); n == 0 {
+				t.Errorf("a is not in the completed index")
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("m:"+strconv.FormatInt(f.clk.Now().UnixMilli()/60000, 10))).Val(); v != "overwritten" {
+				t.Errorf("set aside %q, want the overwritten value", v)
+			}
+			if v := f.rdb.HGet(f.ctx, minute(f), "completed").Val(); v != "1" {
+				t.Errorf("tally completed %q, want 1", v)
+			}
+		})
+		t.Run(b.name+"/minute tally field", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"})
+			j := f.claimOne("w")
+			f.rdb.HSet(f.ctx, minute(f), "completed", "x")
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil {
+				t.Fatalf("ack: %v", r.Err)
+			}
+			if v := f.rdb.HGet(f.ctx, minute(f), "completed").Val(); v != "1" {
+				t.Errorf("tally completed %q, want 1 (started anew)", v)
+			}
+			if s := f.stats(); s["completed"] != 1 || s["running"] != 0 {
+				t.Errorf("stats %v, want a completed", s)
+			}
+		})
+		outboxed := func(t *testing.T, f *fixture, a store.Ack) {
+			t.Helper()
+			j := f.claimOne("w")
+			f.overwrite(f.p.Outbox())
+			if r := f.ack(j, a); r.Err != nil {
+				t.Fatalf("ack: %v", r.Err)
+			}
+			if f.rawState(j.Local) != "completed" {
+				t.Errorf("%s is %s, want completed", j.Local, f.rawState(j.Local))
+			}
+			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 1 {
+				t.Errorf("outbox holds %d entries, want 1", n)
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("outbox")).Val(); v != "overwritten" {
+				t.Errorf("set aside %q, want the overwritten value", v)
+			}
+		}
+		t.Run(b.name+"/outbox, a parent elsewhere", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "c", Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.st.Partition("elsewhere", 0), Local: "P"}, Step: "s"}})
+			outboxed(t, f, store.Ack{Code: store.CodeOK})
+		})
+		t.Run(b.name+"/outbox, an effect elsewhere", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "e"})
+			outboxed(t, f, store.Ack{Code: store.CodeOK, Commit: "e:c", Effects: []sluicetype.Effect{fx("INCRBY", "{elsewhere}:bal", "1")}})
 		})
 	}
 }

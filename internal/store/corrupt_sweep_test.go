@@ -212,6 +212,25 @@ func corruptions(full bool) []corruption {
 			})
 		}
 	}
+	// Fields of what every job's calls count in: a state count that is no
+	// integer (the count starts anew: noStats), the minute's tally of
+	// another type, or with a field that is no integer. A tally or count
+	// is no job's: every job is still held to (a).
+	out = append(out,
+		corruption{name: "stats field running is \"x\"", phases: []int{phaseQueued}, noStats: true,
+			damage: func(s *sweep) {
+				if k := s.p.Stats(); s.rdb.Type(s.ctx, k).Val() != "string" {
+					s.rdb.HSet(s.ctx, k, "running", "x")
+				}
+			}},
+		corruption{name: "minute tally is a string", phases: []int{phaseRunning},
+			damage: func(s *sweep) { s.writeCorrupt(s.minute(), "string") }},
+		corruption{name: "minute tally field completed is \"x\"", phases: []int{phaseRunning},
+			damage: func(s *sweep) {
+				if k := s.minute(); s.rdb.Type(s.ctx, k).Val() != "string" {
+					s.rdb.HSet(s.ctx, k, "completed", "x")
+				}
+			}})
 	// Fields of the bad jobs' hashes, read as numbers or names.
 	values := []string{"x", "1.5", "nan", "inf", "-1", "1e400", ""}
 	// done: also from once the acks are in (a redrive, a reap, a run now
@@ -283,6 +302,9 @@ func corruptions(full bool) []corruption {
 	})
 	return out
 }
+
+// minute is the partition's tally of the current minute.
+func (s *sweep) minute() string { return s.p.Minute(s.clk.Now().UnixMilli() / 60000) }
 
 // sample is the values a field is set to: all of them in a full sweep,
 // else two, chosen by the field's index i so that the fields together
@@ -535,7 +557,9 @@ func sweepSteps() []sweepStep {
 			jobs = append(jobs,
 				store.NewJob{Local: "hdup", Kind: "k", Payload: []byte("d"), Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}, Delay: time.Second},
 				store.NewJob{Local: "bdup", Kind: "bad", Payload: []byte("d"), Unique: store.Unique{Key: "ub", OnDuplicate: "debounce"}, Delay: time.Second},
-				s.job("h18", store.NewJob{}))
+				// a child of a job in another partition: told through
+				// the outbox when it finishes
+				s.job("h18", store.NewJob{Parent: &store.ParentRef{Ref: keys.Ref{Partition: s.st.Partition("elsewhere", 0), Local: "P"}, Step: "s"}}))
 			return s.enqueueJobs(jobs)
 		}},
 		{"claim by w", func(s *sweep) error { return s.claimBy("w") }},
@@ -717,7 +741,9 @@ func sweepOutcome(s *sweep, id string) (store.Ack, bool) {
 	case "h5", "b5":
 		return store.Ack{Code: store.CodeRelease}, true
 	case "h6", "b6":
-		return store.Ack{Code: store.CodeOK, Commit: id + ":c", Effects: []sluicetype.Effect{fx("INCRBY", s.key("bal"), "1")}}, true
+		// an effect here, and one on a key of another slot (the outbox's)
+		return store.Ack{Code: store.CodeOK, Commit: id + ":c", Effects: []sluicetype.Effect{fx("INCRBY", s.key("bal"), "1"),
+			fx("INCRBY", "{sweep-elsewhere}:bal", "1")}}, true
 	case "h8", "b8":
 		return store.Ack{Code: store.CodeSnooze, Delay: time.Second}, true
 	case "h10", "b10":
