@@ -50,7 +50,10 @@
 -- shared list, a pinned job not handed by its fallback) and is dropped;
 -- else its routing changed without a reroute (corrupt data), the entry
 -- is its only one, and it goes to the front of the list its routing
--- names (push_ready), never dropped. A pinned job its worker's claim sets waiting
+-- names (push_ready, a fallback deadline already running kept), never
+-- dropped; unless it waits on its concurrency key's or rate class's
+-- wait list (a reroute by an older release records no F.sticky_left:
+-- the entry is stale, the wait list its place). A pinned job its worker's claim sets waiting
 -- on its concurrency key or rate class waits for that, not for its
 -- worker: its fallback deadline goes (else After would list it a second
 -- time, FailAfter archive it with its wait-list entry left behind), and
@@ -220,9 +223,15 @@ local function take(ak, pinned_to, prio)
         -- routing changed without a reroute (corrupt data): this entry is
         -- its only one, and it goes where its routing says (to the front
         -- of that list; the shared list's, where this claim may take it),
-        -- not dropped, which would leave it available on no list
-        if not h[fsf] and not string.find(' ' .. (h[fsl] or '') .. ' ', ' ' .. pinned_to .. ' ', 1, true) then
-          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay])
+        -- not dropped, which would leave it available on no list. A
+        -- reroute by an older release records nothing either: the job
+        -- may wait on its concurrency key's or rate class's wait list
+        -- (its place then: not listed anew, waits_listed), or be listed
+        -- on its new list with its fallback running (kept: push_ready's
+        -- keep)
+        if not h[fsf] and not string.find(' ' .. (h[fsl] or '') .. ' ', ' ' .. pinned_to .. ' ', 1, true)
+          and not waits_listed(id, h[fck], h[frk]) then
+          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay], true)
           if sw then seen[id] = true end
         end
       elseif h[fs] == 'available' and not pinned_to and sw and not h[fsf] then

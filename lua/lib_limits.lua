@@ -104,6 +104,20 @@ local function unlist(jk, id)
   end
 end
 
+-- waits_listed says whether job id is listed on the wait list of its
+-- concurrency key ck or of its rate class rc (nil or false: none), where
+-- the key or class lets it go to its ready list (requeue_front). A
+-- wait list that holds no list (corrupt data) holds no job either
+-- (pcall: its callers have written). Listed anew on a ready list as
+-- well, the job would be listed twice: a claim would set it waiting a
+-- second time (the waiter count off by one), a rate token later spent
+-- on the stale entry. Read only where a job's place is in doubt (a
+-- reroute, a claim that meets a pin entry no reroute recorded).
+local function waits_listed(id, ck, rc)
+  if ck and type(redis.pcall('LPOS', ccwait_key(ck), id)) == 'number' then return true end
+  return (rc and type(redis.pcall('LPOS', ratewait_key(rc), id)) == 'number') or false
+end
+
 -- cc_prefetch loads the running and waiting counts of keys (nil entries
 -- skipped) in two calls, so a batch of jobs with distinct keys costs two
 -- lookups, not two per job.

@@ -21,13 +21,22 @@ end
 -- enqueue and reroute write both, or neither, so an empty worker, or one
 -- without a mode (corrupt data), pins nothing; every reader of the
 -- routing (unlist, requeue_front, reroute.lua, claim.lua) reads it so.
-local function push_ready(id, front, prio, sw, sm, sd)
+-- keep (a claim listing anew a job whose place it doubts) keeps a
+-- fallback deadline already running (ZADD NX) rather than start it over.
+local function push_ready(id, front, prio, sw, sm, sd, keep)
   local key
   if sw == '' or not sm then sw = nil end
   if sw then
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)
-    if sm == 'a' or sm == 'f' then call_aside('ZADD', PIN_DEADLINES, nil, NOW + (tonumber(sd) or 0), id) end
+    if sm == 'a' or sm == 'f' then
+      local at = NOW + (tonumber(sd) or 0)
+      if keep then
+        call_aside('ZADD', PIN_DEADLINES, nil, 'NX', at, id)
+      else
+        call_aside('ZADD', PIN_DEADLINES, nil, at, id)
+      end
+    end
   else
     local p = priority_of(prio)
     key = avail_key(p)

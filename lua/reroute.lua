@@ -59,21 +59,13 @@ end
 if s == 'available' then
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.concurrency_key,
     F.rate_class)
-  -- a wait list that holds no list (corrupt data) holds no job either
-  local waits = false
-  if h[5] then
-    local cw = ccwait_key(h[5])
-    waits = type(redis.pcall('LPOS', cw, id)) == 'number'
-  end
-  if h[6] and not waits then
-    local rw = ratewait_key(h[6])
-    waits = type(redis.pcall('LPOS', rw, id)) == 'number'
-  end
-  if waits then
+  if waits_listed(id, h[5], h[6]) then
     -- pinned anew: not handed to every worker by its old fallback, and
-    -- its new fallback starts when it is let go (push_ready)
+    -- its new fallback starts when it is let go (push_ready); pinx of
+    -- another type is set aside (call_aside), not raised on after the
+    -- routing above changed
     redis.call('HDEL', jk, F.sticky_fallback)
-    redis.call('ZREM', PIN_DEADLINES, id)
+    call_aside('ZREM', PIN_DEADLINES, nil, id)
   else
     -- an entry it has on the list it goes to leaves it, else both would
     -- be live: it has one on its worker's list, and on the shared list

@@ -311,3 +311,106 @@ func TestCountsAndOutboxCorrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleEntryOfAnOlderReroute: a reroute by an older release records
+// no F.sticky_left, so the entry it left on the old worker's pin list
+// looks like the job's only one to that worker's claim (claim.lua). That
+// claim listed the job anew on its new worker's list even when it waited
+// on its concurrency key's wait list (listed twice: the waiter count 2),
+// and restarted a fallback deadline running on the new list. Now it
+// leaves a waiting job where it is, and keeps a running deadline.
+func TestStaleEntryOfAnOlderReroute(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		claimBy := func(f *fixture, w string) []string {
+			f.t.Helper()
+			var ids []string
+			for _, j := range f.claim(10, w).Jobs {
+				ids = append(ids, j.Local)
+			}
+			return ids
+		}
+		// rerouteOld reroutes p to w2 as an older release would: no
+		// record of the list it left.
+		rerouteOld := func(f *fixture, after time.Duration) {
+			f.t.Helper()
+			if _, err := f.st.Reroute(f.ctx, f.ref("p"), store.Sticky{Worker: "w2", Mode: "a", After: after}); err != nil {
+				f.t.Fatalf("reroute: %v", err)
+			}
+			f.rdb.HDel(f.ctx, f.p.Job("p"), keys.FieldStickyLeft)
+		}
+		t.Run(b.name+"/waiting on its concurrency key", func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "a", Limits: lim},
+				store.NewJob{Local: "p", Limits: lim, Sticky: store.Sticky{Worker: "w1", Mode: "w"}})
+			rerouteOld(f, time.Minute)
+			if got := claimBy(f, "w0"); len(got) != 1 || got[0] != "a" {
+				t.Fatalf("w0 claimed %v, want a", got)
+			}
+			if got := claimBy(f, "w2"); len(got) != 0 {
+				t.Fatalf("w2 claimed %v, want p set waiting", got)
+			}
+			if got := claimBy(f, "w1"); len(got) != 0 {
+				t.Fatalf("w1 claimed %v, want nothing (its entry is stale)", got)
+			}
+			if l := f.rdb.LRange(f.ctx, f.p.ConcurrencyWait("k"), 0, -1).Val(); len(l) != 1 {
+				t.Errorf("wait list %v, want [p]", l)
+			}
+			if l := f.rdb.LRange(f.ctx, f.p.Pinned("w2"), 0, -1).Val(); len(l) != 0 {
+				t.Errorf("w2's pin list %v, want none (p waits on k)", l)
+			}
+			if n := f.rdb.HGet(f.ctx, f.p.ConcurrencyWaiting(), "k").Val(); n != "1" {
+				t.Errorf("waiter count %q, want 1", n)
+			}
+			if err := f.rdb.ZScore(f.ctx, f.p.PinDeadlines(), "p").Err(); err == nil {
+				t.Errorf("p has a fallback deadline while it waits on k")
+			}
+		})
+		t.Run(b.name+"/its fallback running", func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "p", Sticky: store.Sticky{Worker: "w1", Mode: "w"}})
+			rerouteOld(f, time.Minute)
+			at := f.rdb.ZScore(f.ctx, f.p.PinDeadlines(), "p").Val()
+			f.clk.Advance(30 * time.Second)
+			if got := claimBy(f, "w1"); len(got) != 0 {
+				t.Fatalf("w1 claimed %v, want nothing", got)
+			}
+			if got := f.rdb.ZScore(f.ctx, f.p.PinDeadlines(), "p").Val(); got != at {
+				t.Errorf("fallback deadline %v, want %v (kept)", got, at)
+			}
+			if got := claimBy(f, "w2"); len(got) != 1 || got[0] != "p" {
+				t.Errorf("w2 claimed %v, want p", got)
+			}
+		})
+	}
+}
+
+// TestRerouteCorruptPinDeadlines: a reroute of a job that waits on its
+// concurrency key removes its fallback deadline after it wrote the new
+// routing; pinx of another type made it raise there. Now pinx is set
+// aside and the reroute completes.
+func TestRerouteCorruptPinDeadlines(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "a", Limits: lim}, store.NewJob{Local: "p", Limits: lim})
+			f.claimOne("w")
+			if res := f.claim(1, "w"); len(res.Jobs) != 0 {
+				t.Fatalf("claimed %v, want p set waiting", res.Jobs)
+			}
+			f.overwrite(f.p.PinDeadlines())
+			if _, err := f.st.Reroute(f.ctx, f.ref("p"), store.Sticky{Worker: "w2", Mode: "a", After: time.Minute}); err != nil {
+				t.Fatalf("reroute: %v", err)
+			}
+			if w := f.rdb.HGet(f.ctx, f.p.Job("p"), keys.FieldStickyWorker).Val(); w != "w2" {
+				t.Errorf("p prefers %q, want w2", w)
+			}
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("pinx")).Val(); v != "overwritten" {
+				t.Errorf("set aside %q, want the overwritten value", v)
+			}
+		})
+	}
+}
