@@ -103,7 +103,10 @@ if state == 'scheduled' or state == 'retryable' then
       local nb = tonumber(nxt[1])
       if nb ~= b then b, off = nb, 0 end
       local want = math.min(n - (#out - 1), budget - examined)
-      local batch = redis.call('LRANGE', later_key(nxt[1]), -(off + want), -(off + 1))
+      -- a bucket that holds no list (corrupt data) lists no job: passed
+      -- over, the listing goes on (a pcall: raising would fail it)
+      local batch = redis.pcall('LRANGE', later_key(nxt[1]), -(off + want), -(off + 1))
+      if batch.err then batch = {} end
       for i = #batch, 1, -1 do
         off = off + 1
         examined = examined + 1

@@ -30,7 +30,8 @@ if again then return again end
 -- that holds another type (corrupt data) is set aside here, before any
 -- write, as the calls that write other keys jobs share set those aside
 -- (lib_batch.lua call_aside). Two reads per pass, not per job: a claim,
--- on the hot path, does not make them, and fails on such a key without
+-- on the hot path, does not make them; it sets a damaged sched aside
+-- where it meets it (promote), and fails on a damaged later without
 -- writing, at its first read of it.
 call_aside('ZCARD', K_SCHED)
 call_aside('ZCARD', K_LATER)

@@ -414,3 +414,34 @@ func TestRerouteCorruptPinDeadlines(t *testing.T) {
 		})
 	}
 }
+
+// TestListPassesCorruptLaterBucket: a listing of scheduled jobs read each
+// bucket of later jobs with redis.call; one that holds no list failed the
+// listing. Now it is passed over and the listing goes on.
+func TestListPassesCorruptLaterBucket(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.corruptBucketOf(10 * time.Minute)
+			f.enqueue(store.NewJob{Local: "a", Delay: time.Minute})
+			var got []string
+			cursor := ""
+			for range 10 {
+				page, err := f.st.List(f.ctx, f.p, "scheduled", cursor, 10, 100, "")
+				if err != nil {
+					t.Fatalf("list: %v", err)
+				}
+				for _, e := range page.Entries {
+					got = append(got, e.Job.Local)
+				}
+				if cursor = page.Next; cursor == "" {
+					break
+				}
+			}
+			if len(got) != 1 || got[0] != "a" {
+				t.Errorf("listed %v, want a", got)
+			}
+		})
+	}
+}
