@@ -31,6 +31,10 @@ local DEAD = K_OUTBOX .. ':dead'
 local mode, n = ARGV[9], tonumber(ARGV[10])
 local out = {}
 if mode == 'bury' then
+  -- a dead stream of another type (corrupt data) is set aside before the
+  -- first entry leaves the outbox (call_aside): its XADD would raise after
+  -- that XDEL, the entry in neither stream
+  call_aside('XLEN', DEAD)
   for i = 0, n - 1 do
     local b = 11 + 5 * i
     local entry, first, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]

@@ -76,6 +76,43 @@ func TestDeadEffectsVisible(t *testing.T) {
 	}
 }
 
+// TestBuryIntoCorruptDeadStream: a dead stream of another type (corrupt
+// data) is set aside when the relay buries into it, and the entries it
+// buries are dead-lettered in a new one. Before, the first entry left the
+// outbox and the XADD into the dead stream raised: that entry was in
+// neither stream, the call failed, the others stayed for ever.
+func TestBuryIntoCorruptDeadStream(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			bad := f.p.NS + ":elsewhere:list"
+			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
+			dead := f.p.Outbox() + ":dead"
+			f.overwrite(dead)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			fx := []sluicetype.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", bad, "7")}
+			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
+				t.Fatalf("checkpoint: %v", err)
+			}
+			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			if err != nil || len(res.Dead) != 2 {
+				t.Fatalf("relay: %+v %v, want 2 dead", res, err)
+			}
+			if n := f.rdb.XLen(f.ctx, dead).Val(); n != 2 {
+				t.Errorf("the dead stream holds %d entries, want 2", n)
+			}
+			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 0 {
+				t.Errorf("%d entries left in the outbox", n)
+			}
+			if f.rdb.Exists(f.ctx, f.p.Prefix()+"x:outbox:dead").Val() != 1 {
+				t.Error("the damaged dead stream was not set aside under x:outbox:dead")
+			}
+		})
+	}
+}
+
 // TestOutboxOldEntryDeadLettered: an outbox entry older than its dedup
 // window is dead-lettered rather than applied, since whether it applied
 // before can no longer be told; the entries after it still relay.
