@@ -16,6 +16,16 @@ import (
 // ErrInjected is the error FailCalls gives the calls it fails.
 var ErrInjected = errors.New("injected: connection reset")
 
+// passes gives the hooks here the go-redis hook methods they leave alone:
+// dials and pipelines pass untouched.
+type passes struct{}
+
+func (passes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (passes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // FailCalls is a go-redis hook (redis.Client.AddHook) that fails the
 // calls of Script to partition Part after the first Pass of them, as a
 // network that cut the connection past go-redis's retries would: before
@@ -30,13 +40,12 @@ type FailCalls struct {
 	LostReply bool
 	Distinct  bool
 
+	passes
 	seen atomic.Int64
 }
 
 // Calls is how many calls of Script to Part the hook has seen.
 func (f *FailCalls) Calls() int64 { return f.seen.Load() }
-
-func (f *FailCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	prefix := f.Part.Prefix()
@@ -60,10 +69,6 @@ func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (f *FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // LoseFirstReply is a go-redis hook (redis.Client.AddHook) that lets the
 // first call of Script that Redis runs without error go through, then
 // fails its reply with ErrInjected, as a network that lost the reply past
@@ -72,9 +77,9 @@ func (f *FailCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 type LoseFirstReply struct {
 	Script *lua.Script
 	Lost   atomic.Bool
-}
 
-func (h *LoseFirstReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+	passes
+}
 
 func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -93,10 +98,6 @@ func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-func (h *LoseFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // FailCommand is a go-redis hook (redis.Client.AddHook) that fails the
 // first Fail calls of command Cmd (lower case, "hset") on key Key with
 // ErrInjected before they reach Redis, as a network that cut the
@@ -107,13 +108,12 @@ type FailCommand struct {
 	Key  string
 	Fail int
 
+	passes
 	seen atomic.Int64
 }
 
 // Calls is how many calls of Cmd on Key the hook has seen.
 func (f *FailCommand) Calls() int64 { return f.seen.Load() }
-
-func (f *FailCommand) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (f *FailCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
@@ -124,8 +124,4 @@ func (f *FailCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		cmd.SetErr(ErrInjected)
 		return ErrInjected
 	}
-}
-
-func (f *FailCommand) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
