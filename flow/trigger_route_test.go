@@ -26,16 +26,7 @@ func TestTriggerScheduleKeepsUniqueKey(t *testing.T) {
 	e := newSchedEnv(t)
 	ctx := context.Background()
 	// the queue is registered with 8 partitions
-	c8, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Registry: e.reg, Clock: e.clk,
-		Partitions: map[string]int{"rep": 8}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []flow.EnqueueOption{flow.WithQueue("rep"), flow.WithUnique("nightly-report", 0, flow.KeepExisting)}
-	first, err := c8.Enqueue(ctx, report{Team: "a"}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c8, opts, first := e.holdingUnique(t)
 	e.run(e.newScheduler(flow.Schedule{Name: "nightly", Every: time.Hour, Args: report{Team: "a"}, Opts: opts}))
 	e.wait("nightly", 1) // published
 
@@ -102,16 +93,7 @@ func TestTriggerScheduleOldTemplate(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t)
 	ctx := context.Background()
-	c8, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Registry: e.reg, Clock: e.clk,
-		Partitions: map[string]int{"rep": 8}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []flow.EnqueueOption{flow.WithQueue("rep"), flow.WithUnique("nightly-report", 0, flow.KeepExisting)}
-	first, err := c8.Enqueue(ctx, report{Team: "a"}, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, opts, first := e.holdingUnique(t)
 	nightly := flow.Schedule{Name: "nightly", Every: time.Hour, Args: report{Team: "a"}, Opts: opts}
 	daily := flow.Schedule{Name: "daily", Every: time.Hour, Args: report{Team: "b"}, Opts: []flow.EnqueueOption{flow.WithUnique("daily-report", 0, flow.KeepExisting)}}
 	stop := e.run(e.newScheduler(nightly, daily))
@@ -162,4 +144,23 @@ func TestTriggerScheduleOldTemplate(t *testing.T) {
 			}
 		}
 	}
+}
+
+// holdingUnique makes a client that registers queue rep with 8
+// partitions and enqueues through it the job that holds unique key
+// nightly-report; it returns the client, the options that job was
+// enqueued with (those of the schedules that meet it) and the job.
+func (e *schedEnv) holdingUnique(t *testing.T) (*flow.Client, []flow.EnqueueOption, flow.Enqueued) {
+	t.Helper()
+	c8, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Registry: e.reg, Clock: e.clk,
+		Partitions: map[string]int{"rep": 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []flow.EnqueueOption{flow.WithQueue("rep"), flow.WithUnique("nightly-report", 0, flow.KeepExisting)}
+	first, err := c8.Enqueue(context.Background(), report{Team: "a"}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c8, opts, first
 }
