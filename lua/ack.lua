@@ -177,7 +177,8 @@ for _, e in ipairs(entries) do
     if code == 'retry' then
       local a = bump(jk, fa)
       local ma = tonumber(redis.call('HGET', jk, fma) or DEFAULT_MAX_ATTEMPTS)
-      if not a or not ma then
+      -- a count of nan (tonumber takes it) is no count: no attempt reaches it
+      if not a or not ma or ma ~= ma then
         -- a corrupt counter: archived before anything else reads them
         finish(jk, id, 'running', 'archived', 'malformed', m)
         state = 'archived'

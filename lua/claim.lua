@@ -254,7 +254,7 @@ local function take(ak, pinned_to, prio)
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           if #held >= HELD_MAX then halt = true end
-        elseif ck and cc_running(ck) >= (tonumber(h[fcn]) or 1) then
+        elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
           cc_wait(ck, id) -- its key is at its limit
           if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)
         elseif h[frk] and rate_limited(h[frk], id) then

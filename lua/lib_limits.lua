@@ -155,7 +155,9 @@ end
 -- the library is near Lua's limit of locals.)
 local function cc_release(key, pass)
   if pass then
-    if cc_running(key) >= (tonumber(pass) or 1) then return false end
+    -- a limit that is no whole number of at least 1 (corrupt data: 'nan'
+    -- would be none, '0' for ever) is 1, as a missing one
+    if cc_running(key) >= math.max(count_of(pass) or 1, 1) then return false end
   else
     CC[key] = cc_running(key) - 1
   end

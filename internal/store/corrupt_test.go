@@ -14,7 +14,7 @@ import (
 
 // TestAckCorruptCounterIsItsJobsAlone: an outcome that finds its job's
 // counter corrupt (a retry's attempt field, a crash's crash field, a
-// max-attempts field that is no number) archives that job as malformed;
+// max-attempts field that is no number, or nan) archives that job as malformed;
 // the call's other outcomes, before and after it, apply, and the call
 // does not fail. Before, the counter's HINCRBY raised after the earlier
 // outcomes' writes (Redis keeps them), failing every job of the call, and
@@ -24,11 +24,15 @@ func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
 	cases := []struct {
 		name  string
 		field string
+		value string // what the field is set to ("not a number" when empty)
 		ack   store.Ack
 	}{
-		{"retry, attempt", keys.FieldAttempt, store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
-		{"retry, max attempts", keys.FieldMaxAttempts, store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
-		{"crash", keys.FieldCrashAttempt, store.Ack{Code: store.CodeCrash, Delay: time.Second, Message: "panic", Reason: "panic"}},
+		{"retry, attempt", keys.FieldAttempt, "", store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
+		{"retry, max attempts", keys.FieldMaxAttempts, "", store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
+		{"crash", keys.FieldCrashAttempt, "", store.Ack{Code: store.CodeCrash, Delay: time.Second, Message: "panic", Reason: "panic"}},
+		// tonumber reads 'nan' as a number no attempt count reaches: the
+		// job retried for ever
+		{"retry, max attempts nan", keys.FieldMaxAttempts, "nan", store.Ack{Code: store.CodeRetry, Delay: time.Second, Message: "boom", Reason: "error"}},
 	}
 	for _, b := range backends(t) {
 		for _, tc := range cases {
@@ -36,7 +40,11 @@ func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
 				f := newFixture(t, b)
 				f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"}, store.NewJob{Local: "z"})
 				held := f.claimLeases(3, "w")
-				f.rdb.HSet(f.ctx, f.p.Job("y"), tc.field, "not a number")
+				v := tc.value
+				if v == "" {
+					v = "not a number"
+				}
+				f.rdb.HSet(f.ctx, f.p.Job("y"), tc.field, v)
 				bal := f.key("bal")
 				bad := tc.ack
 				bad.Lease = held["y"]
@@ -256,5 +264,28 @@ func TestSingleJobCallsOnCorruptKey(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCorruptConcurrencyLimitIsOne: a concurrency limit that is no whole
+// number of at least 1 (corrupt data; enqueue writes none) is read as 1,
+// as a missing one is. Before, tonumber took 'nan' for a limit no count
+// reaches: every job of the key ran at once.
+func TestCorruptConcurrencyLimitIsOne(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, v := range []string{"nan", "0", "-1", "x"} {
+			t.Run(b.name+"/"+v, func(t *testing.T) {
+				f := newFixture(t, b)
+				lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+				f.enqueue(store.NewJob{Local: "a", Limits: lim}, store.NewJob{Local: "b", Limits: lim})
+				for _, id := range []string{"a", "b"} {
+					f.rdb.HSet(f.ctx, f.p.Job(id), keys.FieldConcurrencyLimit, v)
+				}
+				if held := f.claimLeases(10, "w"); len(held) != 1 {
+					t.Fatalf("%d jobs of the key run at once, want 1", len(held))
+				}
+			})
+		}
 	}
 }
