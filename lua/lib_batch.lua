@@ -62,8 +62,10 @@ end
 -- counter, a flag) or one a job names (its worker's pin list, a wait list,
 -- a bucket of later jobs), and returns the reply, and whether it found
 -- key holding another type (corrupt data: WRONGTYPE). Such a value is set
--- aside under corrupt_key(aside) (aside nil: the key's own name, e.g.
--- x:sched, x:stats, x:pm; true: 'list:' .. key, a list of jobs; the name
+-- aside under corrupt_key(aside) (aside nil: 'k:' and the key's own name,
+-- x:k:sched, x:k:stats, x:k:pm, apart from x:<id>, the set-aside value of
+-- a job's key, where a job named 'stats' would meet it; true: 'list:' ..
+-- key, a list of jobs; the name
 -- is made only then: a string made per call costs the call its garbage
 -- collection), and cmd runs again on no key: a read finds
 -- nothing, a write starts the key anew. Raising instead, after the call's
@@ -79,7 +81,7 @@ local function call_aside(cmd, key, aside, ...)
   if type(r) ~= 'table' or not r.err then return r, false end
   if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
     if aside == true then aside = 'list:' .. key end
-    redis.call('RENAME', key, corrupt_key(aside or string.sub(key, #PFX + 1)))
+    redis.call('RENAME', key, corrupt_key(aside or 'k:' .. string.sub(key, #PFX + 1)))
   elseif cmd == 'HINCRBY' then
     local field, d = ...
     redis.call('HSET', key, field, d)

@@ -20,7 +20,7 @@
 --   quarantined|cancelled -> (deleted) with the job hash, its error list,
 --   its payload key and its step checkpoints (sweep).
 -- A sched or later zset, or any other key the jobs share, that holds
--- another type (corrupt data) is set aside under x:<key> and started anew
+-- another type (corrupt data) is set aside under x:k:<key> and started anew
 -- (lib_batch.lua call_aside).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end

@@ -78,8 +78,8 @@ func TestSharedKeysCorrupt(t *testing.T) {
 			if got := f.claimed("n1"); len(got) != 1 || got[0] != "far" {
 				t.Fatalf("claimed %v, want far", got)
 			}
-			if n := f.rdb.Exists(f.ctx, f.p.Prefix()+"x:sched").Val(); n != 1 {
-				t.Errorf("the damaged sched was not set aside under x:sched")
+			if n := f.rdb.Exists(f.ctx, f.p.Prefix()+"x:k:sched").Val(); n != 1 {
+				t.Errorf("the damaged sched was not set aside under x:k:sched")
 			}
 		})
 		t.Run(b.name+"/rate bucket", func(t *testing.T) {
@@ -233,7 +233,7 @@ func TestBuryCorruptDeadCount(t *testing.T) {
 // slot's key. Before, each raised after the call's writes: a claim's
 // leases left running unseen (reaped as crashes), an ack's completions
 // left out of their indexes. Now a count or tally starts anew from the
-// call's change, and a key of another type is set aside (x:<key>).
+// call's change, and a key of another type is set aside (x:k:<key>).
 func TestCountsAndOutboxCorrupt(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -260,7 +260,7 @@ func TestCountsAndOutboxCorrupt(t *testing.T) {
 			if n, _ := f.rdb.ZScore(f.ctx, f.p.Terminal("completed"), "a").Result(); n == 0 {
 				t.Errorf("a is not in the completed index")
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("m:"+strconv.FormatInt(f.clk.Now().UnixMilli()/60000, 10))).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:m:"+strconv.FormatInt(f.clk.Now().UnixMilli()/60000, 10))).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 			if v := f.rdb.HGet(f.ctx, minute(f), "completed").Val(); v != "1" {
@@ -295,7 +295,7 @@ func TestCountsAndOutboxCorrupt(t *testing.T) {
 			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 1 {
 				t.Errorf("outbox holds %d entries, want 1", n)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("outbox")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:outbox")).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		}
@@ -408,7 +408,7 @@ func TestRerouteCorruptPinDeadlines(t *testing.T) {
 			if w := f.rdb.HGet(f.ctx, f.p.Job("p"), keys.FieldStickyWorker).Val(); w != "w2" {
 				t.Errorf("p prefers %q, want w2", w)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("pinx")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:pinx")).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		})

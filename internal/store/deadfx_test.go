@@ -106,8 +106,8 @@ func TestBuryIntoCorruptDeadStream(t *testing.T) {
 			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 0 {
 				t.Errorf("%d entries left in the outbox", n)
 			}
-			if f.rdb.Exists(f.ctx, f.p.Prefix()+"x:outbox:dead").Val() != 1 {
-				t.Error("the damaged dead stream was not set aside under x:outbox:dead")
+			if f.rdb.Exists(f.ctx, f.p.Prefix()+"x:k:outbox:dead").Val() != 1 {
+				t.Error("the damaged dead stream was not set aside under x:k:outbox:dead")
 			}
 		})
 	}
