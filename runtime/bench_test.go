@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/step"
 )
@@ -113,6 +114,58 @@ func benchWorker(b *testing.B, args flow.Args, unit string, register func(*flow.
 	b.StopTimer()
 	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/"+unit)
 	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/"+unit)
+	cancel()
+	if err := <-stopped; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPickup measures one job at a time through an idle worker, the
+// path of issue 19's pick-up latency: an Enqueue, the wake-up it
+// publishes, the worker's claim, the handler and its ack, each a call of
+// its own (nothing to batch). ns/op is the whole cycle's wall time, to
+// the ack; the CPU metrics cover it all (the next Enqueue waits for the
+// ack, so calls never overlap).
+func BenchmarkPickup(b *testing.B) {
+	ctx := context.Background()
+	rdb := shared.Server.Client()
+	defer rdb.Close()
+	ns := redistest.NewNamespace(b)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := flow.NewRegistry()
+	if err := flow.Register(reg, func(context.Context, *flow.Job[noopArgs]) error { return nil }); err != nil {
+		b.Fatal(err)
+	}
+	w, err := runtime.NewWorker(rdb, reg, runtime.Options{Namespace: ns, Concurrency: 50, DiscardCompleted: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sig := &testsignal.Worker{} // only Settled: the ack is done
+	sig.Settled.Init("settled")
+	wctx, cancel := context.WithCancel(testsignal.WithWorker(ctx, sig))
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Run(wctx) }()
+	one := func() {
+		if _, err := c.Enqueue(ctx, noopArgs{}); err != nil {
+			b.Fatal(err)
+		}
+		if s := sig.Settled.Wait(b); s.State != "completed" {
+			b.Fatalf("settled %+v, want completed", s)
+		}
+	}
+	one() // the worker is up, its subscription confirmed
+	b.ReportAllocs()
+	goCPU, redisCPU := testkit.ProcessCPU(b), testkit.ServerCPU(b, rdb)
+	b.ResetTimer()
+	for range b.N {
+		one()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(testkit.ProcessCPU(b)-goCPU)/float64(b.N), "go-cpu-ns/job")
+	b.ReportMetric(float64(testkit.ServerCPU(b, rdb)-redisCPU)/float64(b.N), "redis-cpu-ns/job")
 	cancel()
 	if err := <-stopped; err != nil {
 		b.Fatal(err)
