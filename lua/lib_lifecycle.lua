@@ -425,11 +425,19 @@ local function promote_pinned()
   return failed
 end
 
+-- timed_indexes says whether any of the partition's timed indexes (the
+-- zsets next_due reads, which promotion pops) exists: one command, where
+-- reading the four empty ones took four.
+local function timed_indexes()
+  return redis.call('EXISTS', K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER) > 0
+end
+
 -- next_due is the earliest time something becomes claimable: a scheduled
 -- job, a rate token, a sticky fallback, or the time a bucket of later jobs
 -- is to move into sched; STATUS.no_due (-1) when there is none.
 local function next_due()
   local nd = STATUS.no_due
+  if not timed_indexes() then return nd end
   for _, k in ipairs({ K_SCHED, K_RWAKE, PIN_DEADLINES, K_LATER }) do
     local first = redis.pcall('ZRANGE', k, '0', '0', 'WITHSCORES')
     if first.err then first = call_aside('ZRANGE', k, nil, '0', '0', 'WITHSCORES') end
