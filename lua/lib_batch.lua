@@ -150,14 +150,25 @@ end
 
 -- A tally is best-effort: a minute key of another type is set aside, a
 -- field that is no integer starts anew (call_aside), as raising here,
--- flush's first write, would lose every write flush makes after it.
+-- flush's first write, would lose every write flush makes after it. The
+-- key's expiry is set when a field of it is new (HINCRBY answers the
+-- increment itself: the minute's first call, or a key set aside and
+-- begun anew), not by every call: one command fewer per ack, and the
+-- key still goes two hours after its minute began.
 local function flush_tput()
   if next(TPUT) == nil then return end
   local mk = minute_key(math.floor(NOW / 60000))
+  local new = false
   for f, n in pairs(TPUT) do
-    if type(redis.pcall('HINCRBY', mk, f, n)) == 'table' then call_aside('HINCRBY', mk, nil, f, n) end
+    local v = redis.pcall('HINCRBY', mk, f, n)
+    if type(v) == 'table' then
+      call_aside('HINCRBY', mk, nil, f, n)
+      new = true
+    elseif v == n then
+      new = true
+    end
   end
-  redis.call('PEXPIRE', mk, MINUTE_KEEP) -- on a key of any type
+  if new then redis.call('PEXPIRE', mk, MINUTE_KEEP) end -- on a key of any type
   TPUT = {}
 end
 

@@ -159,6 +159,47 @@ func TestMinuteCounters(t *testing.T) {
 	}
 }
 
+// TestMinuteTallyExpires: a minute's tally gets its expiry when a call
+// creates it, keeps it through the minute's later calls (which no longer
+// set it), and a tally of another type, set aside, starts anew with one.
+func TestMinuteTallyExpires(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			m := f.clk.Now().UnixMilli() / 60000
+			mk := f.p.Minute(m)
+			expires := func(when string) {
+				t.Helper()
+				if ttl := f.rdb.PTTL(f.ctx, mk).Val(); ttl <= time.Hour || ttl > 2*time.Hour {
+					t.Fatalf("%s: minute hash TTL %s, want 1h..2h", when, ttl)
+				}
+			}
+			complete := func(local string) {
+				t.Helper()
+				f.enqueue(store.NewJob{Local: local})
+				if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}); r.State != "completed" {
+					t.Fatalf("ack %s: %+v", local, r)
+				}
+			}
+			complete("a")
+			expires("the minute's first call")
+			complete("b") // the same fields: no new one
+			expires("a later call")
+			if n := f.rdb.HGet(f.ctx, mk, "completed").Val(); n != "2" {
+				t.Fatalf("completed this minute: %q, want 2", n)
+			}
+			f.rdb.Del(f.ctx, mk)
+			f.rdb.RPush(f.ctx, mk, "x") // another type: set aside
+			complete("c")
+			expires("a tally begun anew")
+			if n := f.rdb.HGet(f.ctx, mk, "completed").Val(); n != "1" {
+				t.Fatalf("completed in the new tally: %q, want 1", n)
+			}
+		})
+	}
+}
+
 // TestWorkerRegistry: heartbeats register workers with the data model of
 // their release, a worker whose entry expired is pruned, and
 // unregistering removes one.
