@@ -71,10 +71,43 @@ func (p Partition) HeldOn(fp string) string { return p.Prefix() + "qw:" + fp }
 // has run yet, scored by when a sweep may deliver them (lua/deaths.lua).
 func (p Partition) Deaths() string { return p.Prefix() + "dd" }
 
+// The kinds of key a script sets aside (Aside), and what names each.
+const (
+	// AsideJob is a job's key that held no job hash; the name is its ID.
+	AsideJob = "j"
+	// AsideShared is a key every job of the partition shares; the name
+	// is the key's after Prefix (sched, stats, m:<minute>, outbox:dead).
+	AsideShared = "k"
+	// AsideList is a ready list or a worker's pin list; the name is the
+	// whole key.
+	AsideList = "list"
+	// AsideLater is a bucket of later jobs; the name is the bucket.
+	AsideLater = "later"
+	// AsideCCWait is a concurrency key's wait list; the name is the key.
+	AsideCCWait = "ccwait"
+	// AsideRateWait is a rate class's wait list; the name is the class.
+	AsideRateWait = "ratewait"
+)
+
+// Aside is where a script puts the n-th value (n >= 1) it found in a key
+// of kind kind named name holding another type than Sluice writes there
+// (corrupt data), so that the work goes on and the value is kept for the
+// operator (lua/lib.lua set_aside): x:<kind>:<name>, then
+// x:<kind>#<n>:<name>. The kind comes first and holds no ':' or '#', so
+// no name of one kind or number is another's whatever a job ID holds (a
+// job "list:a" is x:j:list:a, a ready list x:list:<key>), and a value set
+// aside never replaces another: the script takes a free n. A family of
+// its own, not a suffix of Job: a suffix could name another job's hash
+// ("a" + ":x" is job "a:x"). Sluice never deletes these keys.
+func (p Partition) Aside(kind, name string, n int) string {
+	if n <= 1 {
+		return p.Prefix() + "x:" + kind + ":" + name
+	}
+	return p.Prefix() + "x:" + kind + "#" + strconv.Itoa(n) + ":" + name
+}
+
 // Corrupt holds what a job's key held when it was found not to be a job
-// hash (lua/claim.lua sets it aside there). A family of its own, not a
-// suffix of Job: a suffix could name another job's hash ("a" + ":x" is
-// job "a:x").
+// hash (lua/claim.lua sets it aside there).
 func (p Partition) Corrupt(id string) string { return p.Prefix() + "x:" + id }
 
 // Call is the record of a script call's reply by its call ID, which lets

@@ -2,6 +2,7 @@ package keys_test
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -54,5 +55,38 @@ func TestLuaKeysAgree(t *testing.T) {
 	}
 	if seen != len(builders) {
 		t.Errorf("found %d Lua key families, the table has %d", seen, len(builders))
+	}
+}
+
+// TestAsideNamesApart: no two set-aside names are the same, whatever the
+// names hold: a job ID may spell another kind's name ("list:a",
+// "k:stats", "later:1") or a number ("#2:a"), and so may a concurrency
+// key or a rate class.
+func TestAsideNamesApart(t *testing.T) {
+	p := keys.Partition{NS: "ns", Queue: "q", Index: 0}
+	kinds := []string{keys.AsideJob, keys.AsideShared, keys.AsideList, keys.AsideLater, keys.AsideCCWait, keys.AsideRateWait}
+	var names []string
+	for _, k := range kinds {
+		names = append(names, k+":a", k+"#2:a", k+":"+p.Prefix()+"avail:0", k)
+	}
+	names = append(names, "a", "#2:a", "2:a", "a#2", "stats", ":a", "", "x:j:a")
+	seen := map[string]string{}
+	for _, k := range kinds {
+		for _, n := range names {
+			for i := 1; i <= 3; i++ {
+				key := p.Aside(k, n, i)
+				what := k + " " + strconv.Quote(n) + " #" + strconv.Itoa(i)
+				if other, ok := seen[key]; ok {
+					t.Errorf("%s and %s are both set aside as %s", other, what, key)
+				}
+				seen[key] = what
+			}
+		}
+	}
+	if got, want := p.Aside(keys.AsideJob, "list:a", 1), "{ns:q:0}:x:j:list:a"; got != want {
+		t.Errorf("job list:a set aside as %s, want %s", got, want)
+	}
+	if got, want := p.Aside(keys.AsideShared, "stats", 3), "{ns:q:0}:x:k#3:stats"; got != want {
+		t.Errorf("stats set aside the third time as %s, want %s", got, want)
 	}
 }
