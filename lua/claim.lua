@@ -193,7 +193,7 @@ local function take(ak, pinned_to, prio)
       -- worker's pin list): no entry can be read from it; raising would
       -- undo nothing promotion wrote and fail every claim of this worker,
       -- so the value is set aside as a push sets it aside (call_aside)
-      redis.call('RENAME', ak, corrupt_key('list:' .. ak))
+      set_aside(ak, 'list:' .. ak)
       return true
     end
     if not ids then return true end
@@ -222,7 +222,7 @@ local function take(ak, pinned_to, prio)
       elseif not h then
         seen[id] = true
         -- the key holds something that is not a job hash: set it aside
-        redis.call('RENAME', jk, corrupt_key(id))
+        set_aside(jk, 'j:' .. id)
         redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
         park(jk, id, 'malformed')
       elseif h[fs] == 'available' and pinned_to and (sw ~= pinned_to or h[fsf]) then

@@ -132,8 +132,37 @@ local function avail_key(prio) return KEYS[9 + prio] end
 -- ('<step>:f').
 local function kids_key(id) return PFX .. 'k:' .. id end
 local function kidcount_key(id) return PFX .. 'kc:' .. id end
--- corrupt_key: what a job's key held when it was not a job hash (claim)
-local function corrupt_key(id) return PFX .. 'x:' .. id end
+-- set_aside moves key, found holding another type than Sluice writes
+-- there (corrupt data), out of the work's way and keeps its value for the
+-- operator. what is '<kind>:<name>' (Go: keys.Partition.Aside lists the
+-- kinds: 'j' a job's key, name its ID; 'k' a key the jobs share; 'list',
+-- 'later', 'ccwait', 'ratewait'); the value goes to x:<kind>:<name>, or,
+-- when that is taken, to a free x:<kind>#<n>:<name>, n >= 2. A kind holds
+-- no ':' or '#', so no name of one kind or number is another's, whatever
+-- a job ID holds ('list:a', 'k:stats'); and no value set aside is
+-- overwritten: a key damaged again, a job ID reused and damaged again,
+-- keeps each. Only corrupt data comes here, so a sound call pays nothing;
+-- a value costs one RENAMENX when its first name is free, else EXISTS on
+-- n = 2, 4, 8 ... up to a free one, then halving between the last taken
+-- and that one to a free n whose n - 1 is taken: a few dozen commands at
+-- most, deterministic, and n stays dense (the next after the last) while
+-- the operator deletes none. n would reach 2^40 only past any memory:
+-- there it raises rather than overwrite.
+local function set_aside(key, what)
+  local at = string.find(what, ':', 1, true)
+  local head, tail = PFX .. 'x:' .. string.sub(what, 1, at - 1) .. '#', string.sub(what, at)
+  if redis.call('RENAMENX', key, PFX .. 'x:' .. what) == 1 then return end
+  local taken, free = 1, 2
+  while redis.call('EXISTS', head .. free .. tail) == 1 do
+    if free >= 2 ^ 40 then error('sluice: no free name to set ' .. key .. ' aside') end
+    taken, free = free, free * 2
+  end
+  while free - taken > 1 do
+    local mid = math.floor((taken + free) / 2)
+    if redis.call('EXISTS', head .. mid .. tail) == 1 then taken = mid else free = mid end
+  end
+  redis.call('RENAME', key, head .. free .. tail)
+end
 -- fields reads fields of job hash jk (HMGET), or none and true when the
 -- key holds something else (corrupt data): where a call handles many
 -- jobs, the read would raise and fail them all, where that job alone is

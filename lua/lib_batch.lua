@@ -62,12 +62,10 @@ end
 -- counter, a flag) or one a job names (its worker's pin list, a wait list,
 -- a bucket of later jobs), and returns the reply, and whether it found
 -- key holding another type (corrupt data: WRONGTYPE). Such a value is set
--- aside under corrupt_key(aside) (aside nil: 'k:' and the key's own name,
--- x:k:sched, x:k:stats, x:k:pm, apart from x:<id>, the set-aside value of
--- a job's key, where a job named 'stats' would meet it; true: 'list:' ..
--- key, a list of jobs; the name
--- is made only then: a string made per call costs the call its garbage
--- collection), and cmd runs again on no key: a read finds
+-- aside by set_aside(key, aside) (aside nil: 'k:' and the key's own name,
+-- to x:k:sched, x:k:stats, x:k:pm; true: 'list:' .. key, a list of jobs;
+-- the name is made only then: a string made per call costs the call its
+-- garbage collection), and cmd runs again on no key: a read finds
 -- nothing, a write starts the key anew. Raising instead, after the call's
 -- earlier writes, would fail the whole call (Redis rolls nothing back)
 -- and leave the jobs it moved indexed nowhere. A pcall, not a type check:
@@ -81,7 +79,7 @@ local function call_aside(cmd, key, aside, ...)
   if type(r) ~= 'table' or not r.err then return r, false end
   if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
     if aside == true then aside = 'list:' .. key end
-    redis.call('RENAME', key, corrupt_key(aside or 'k:' .. string.sub(key, #PFX + 1)))
+    set_aside(key, aside or 'k:' .. string.sub(key, #PFX + 1))
   elseif cmd == 'HINCRBY' then
     local field, d = ...
     redis.call('HSET', key, field, d)

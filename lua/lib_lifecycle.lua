@@ -51,6 +51,11 @@ end
 -- (free_held): a completed one, deleted at once in the hot path, skips
 -- those lookups. A job deleted before it finished (an operator's delete)
 -- may be watched (watch.lua): its waiters are told to look again.
+-- A value set aside from its key (set_aside, x:j:<id> and on) is not
+-- the job's to delete: a job of the ID before it may have left it (a
+-- sweep sets aside and leaves no job), it may be one of several, and
+-- finding them would cost every delete a lookup; the operator deletes
+-- it once read.
 local function delete_job(id, plain, state)
   if plain then
     redis.call('DEL', job_key(id), body_key(id))
@@ -66,8 +71,7 @@ local function delete_job(id, plain, state)
       if qf then free_held(qf, id) end
     end
   end
-  redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id),
-    corrupt_key(id))
+  redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id))
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
@@ -296,7 +300,7 @@ end
 -- delay of crash(); available at once for a delay of 0: suspect demotion)
 -- or running -> quarantined at the crash limit; a job whose key holds
 -- something other than a job hash is archived ('malformed'), the value
--- kept under corrupt_key.
+-- set aside (set_aside: x:j:<id>, or x:j#2:<id> ... when that is taken).
 -- Orphan provenance is recorded on the job: the previous holder
 -- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
 -- often this happened (F.orphan_count).
@@ -315,7 +319,7 @@ local function reap(limit, delay)
       -- its key holds something that is not a job hash: set that aside
       -- and archive the job, out of the running count (as a claim does
       -- with an available one)
-      redis.call('RENAME', jk, corrupt_key(id))
+      set_aside(jk, 'j:' .. id)
       redis.call('HSET', jk, fs, SCODE.running, F.kind, '', F.payload, '', F.created, NOW_S)
       finish(jk, id, 'running', 'archived', 'malformed')
       out[#out + 1] = id
@@ -358,7 +362,7 @@ local function sweep(limit)
       if corrupt then
         -- its key holds no job hash: set the value aside (as a claim
         -- does) and drop the job from its state's count
-        redis.call('RENAME', jk, corrupt_key(id))
+        set_aside(jk, 'j:' .. id)
         count(state, nil)
       elseif s == state then
         delete_job(id, false, s)

@@ -168,7 +168,7 @@ local function cc_release(key, pass)
     if type(id) == 'table' then
       -- the wait list holds no list (corrupt data): its jobs cannot be
       -- read; set aside, instead of raising after the call's writes
-      redis.call('RENAME', ccwait_key(key), corrupt_key('ccwait:' .. key))
+      set_aside(ccwait_key(key), 'ccwait:' .. key)
       id = false
     end
     if not id then
@@ -248,7 +248,7 @@ local function promote_rated()
       local ids = redis.pcall('LPOP', wk, k)
       if type(ids) == 'table' and ids.err then
         -- the wait list holds no list: its jobs cannot be read; set aside
-        redis.call('RENAME', wk, corrupt_key('ratewait:' .. class))
+        set_aside(wk, 'ratewait:' .. class)
       elseif ids then
         requeue_front(ids)
       end

@@ -132,7 +132,7 @@ local function sched_near(limit)
       -- the bucket's key holds no list (corrupt data): its jobs cannot be
       -- read; the value is set aside, and the bucket leaves the index, so
       -- that the bucket no longer fails every claim and maintenance pass
-      redis.call('RENAME', lk, corrupt_key('later:' .. bs))
+      set_aside(lk, 'later:' .. bs)
       redis.call('ZREM', K_LATER, bs)
       ids = false
     end

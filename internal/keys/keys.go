@@ -106,10 +106,6 @@ func (p Partition) Aside(kind, name string, n int) string {
 	return p.Prefix() + "x:" + kind + "#" + strconv.Itoa(n) + ":" + name
 }
 
-// Corrupt holds what a job's key held when it was found not to be a job
-// hash (lua/claim.lua sets it aside there).
-func (p Partition) Corrupt(id string) string { return p.Prefix() + "x:" + id }
-
 // Call is the record of a script call's reply by its call ID, which lets
 // a re-sent call answer without running again (lua/lib_replay.lua).
 func (p Partition) Call(id string) string { return p.Prefix() + "rc:" + id }

@@ -18,7 +18,7 @@ func TestLuaKeysAgree(t *testing.T) {
 	const x = "X"
 	builders := map[string]string{
 		"job_key": p.Job(x), "err_key": p.Errors(x), "steps_key": p.Steps(x), "body_key": p.Body(x),
-		"kids_key": p.Kids(x), "kidcount_key": p.KidCount(x), "corrupt_key": p.Corrupt(x),
+		"kids_key": p.Kids(x), "kidcount_key": p.KidCount(x),
 		"unique_key": p.Unique(x), "rate_key": p.RateBucket(x), "ratewait_key": p.RateWait(x),
 		"ccwait_key": p.ConcurrencyWait(x), "CC_WAITING": p.ConcurrencyWaiting(), "pin_key": p.Pinned(x),
 		"PIN_DEADLINES": p.PinDeadlines(), "PAUSED": p.Paused(), "minute_key": p.Minute(7),
@@ -55,6 +55,31 @@ func TestLuaKeysAgree(t *testing.T) {
 	}
 	if seen != len(builders) {
 		t.Errorf("found %d Lua key families, the table has %d", seen, len(builders))
+	}
+}
+
+// asideKind finds the kind of what the Lua scripts set aside: the literal
+// '<kind>:' that starts set_aside's what, call_aside's aside, or the
+// aside call_aside makes itself.
+var asideKind = regexp.MustCompile(`(?:set_aside\([^,\n]+, |call_aside\('\w+', [^,\n]+, |aside = |aside or )'([^':]*):'`)
+
+// TestAsideKindsAgree: every kind under which a script sets a key aside is
+// one of Go's (keys.Aside...), and each of Go's is used.
+func TestAsideKindsAgree(t *testing.T) {
+	goKinds := map[string]bool{keys.AsideJob: false, keys.AsideShared: false, keys.AsideList: false,
+		keys.AsideLater: false, keys.AsideCCWait: false, keys.AsideRateWait: false}
+	for name, src := range lua.Files() {
+		for _, m := range asideKind.FindAllStringSubmatch(src, -1) {
+			if _, ok := goKinds[m[1]]; !ok {
+				t.Errorf("%s sets a key aside under kind %q, which Go does not name", name, m[1])
+			}
+			goKinds[m[1]] = true
+		}
+	}
+	for k, used := range goKinds {
+		if !used {
+			t.Errorf("no script sets a key aside under Go's kind %q", k)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -88,7 +89,7 @@ func TestFrontPushOntoCorruptList(t *testing.T) {
 			if got := f.claimed("n1"); !slices.Equal(got, []string{"a"}) {
 				t.Errorf("claimed %v, want a (handed to every worker)", got)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+f.p.Available(0))).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideList, f.p.Available(0), 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		})
@@ -103,7 +104,7 @@ func (f *fixture) checkPinList(worker string, ids ...string) {
 	if l := f.rdb.LRange(f.ctx, pk, 0, -1).Val(); !slices.Equal(l, ids) {
 		f.t.Errorf("%s's pin list %v, want %v", worker, l, ids)
 	}
-	if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+pk)).Val(); v != "overwritten" {
+	if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideList, pk, 1)).Val(); v != "overwritten" {
 		f.t.Errorf("set aside %q, want the overwritten value", v)
 	}
 }

@@ -59,7 +59,7 @@ func TestMaintainPassesOverCorruptKeys(t *testing.T) {
 			if j := f.claimOne("w"); j == nil || j.Local != "later" {
 				t.Fatalf("claimed %+v, want the promoted job", j)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("done")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideJob, "done", 1)).Val(); v != "overwritten" {
 				t.Errorf("the corrupt value was not set aside: %q", v)
 			}
 			if s := f.stats(); s["completed"] != 0 || s["running"] != 1 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -29,7 +30,7 @@ func (f *fixture) checkBucketAnew(bs string, ids ...string) {
 	if l := f.rdb.LRange(f.ctx, f.p.LaterBucket(bs), 0, -1).Val(); !slices.Equal(l, ids) {
 		f.t.Errorf("bucket %s holds %v, want %v", bs, l, ids)
 	}
-	if v := f.rdb.Get(f.ctx, f.p.Corrupt("later:"+bs)).Val(); v != "overwritten" {
+	if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideLater, bs, 1)).Val(); v != "overwritten" {
 		f.t.Errorf("set aside %q, want the overwritten value", v)
 	}
 	f.clk.Advance(2 * time.Minute)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -44,7 +45,7 @@ func TestClaimWithOwnPinListCorrupt(t *testing.T) {
 			if s := f.stats(); s["running"] != 1 || s["archived"] != 1 || s["available"] != 0 || s["scheduled"] != 0 {
 				t.Errorf("stats %v, want 1 running, 1 archived", s)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+pk)).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideList, pk, 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		})
@@ -56,7 +57,7 @@ func TestClaimWithOwnPinListCorrupt(t *testing.T) {
 			if got := f.claimed("n1"); !slices.Equal(got, []string{"hi"}) {
 				t.Errorf("claimed %v, want hi (lo was on the list overwritten)", got)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("list:"+lk)).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideList, lk, 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 			f.enqueue(store.NewJob{Local: "next"})

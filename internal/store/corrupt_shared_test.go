@@ -78,7 +78,7 @@ func TestSharedKeysCorrupt(t *testing.T) {
 			if got := f.claimed("n1"); len(got) != 1 || got[0] != "far" {
 				t.Fatalf("claimed %v, want far", got)
 			}
-			if n := f.rdb.Exists(f.ctx, f.p.Prefix()+"x:k:sched").Val(); n != 1 {
+			if n := f.rdb.Exists(f.ctx, f.p.Aside(keys.AsideShared, "sched", 1)).Val(); n != 1 {
 				t.Errorf("the damaged sched was not set aside under x:k:sched")
 			}
 		})
@@ -260,7 +260,7 @@ func TestCountsAndOutboxCorrupt(t *testing.T) {
 			if n, _ := f.rdb.ZScore(f.ctx, f.p.Terminal("completed"), "a").Result(); n == 0 {
 				t.Errorf("a is not in the completed index")
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:m:"+strconv.FormatInt(f.clk.Now().UnixMilli()/60000, 10))).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideShared, "m:"+strconv.FormatInt(f.clk.Now().UnixMilli()/60000, 10), 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 			if v := f.rdb.HGet(f.ctx, minute(f), "completed").Val(); v != "1" {
@@ -295,7 +295,7 @@ func TestCountsAndOutboxCorrupt(t *testing.T) {
 			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 1 {
 				t.Errorf("outbox holds %d entries, want 1", n)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:outbox")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideShared, "outbox", 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		}
@@ -408,7 +408,7 @@ func TestRerouteCorruptPinDeadlines(t *testing.T) {
 			if w := f.rdb.HGet(f.ctx, f.p.Job("p"), keys.FieldStickyWorker).Val(); w != "w2" {
 				t.Errorf("p prefers %q, want w2", w)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("k:pinx")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideShared, "pinx", 1)).Val(); v != "overwritten" {
 				t.Errorf("set aside %q, want the overwritten value", v)
 			}
 		})

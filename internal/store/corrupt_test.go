@@ -181,7 +181,7 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 			if j, _ := f.get("bad"); j == nil || j.State != "archived" || j.Reason != "malformed" {
 				t.Fatalf("the corrupt job reads as %+v, want archived, malformed", j)
 			}
-			if v := f.rdb.Get(f.ctx, f.p.Corrupt("bad")).Val(); v != "overwritten" {
+			if v := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideJob, "bad", 1)).Val(); v != "overwritten" {
 				t.Fatalf("the value set aside is %q, want the key's (overwritten)", v)
 			}
 		})

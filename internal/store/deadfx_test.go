@@ -106,7 +106,7 @@ func TestBuryIntoCorruptDeadStream(t *testing.T) {
 			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 0 {
 				t.Errorf("%d entries left in the outbox", n)
 			}
-			if f.rdb.Exists(f.ctx, f.p.Prefix()+"x:k:outbox:dead").Val() != 1 {
+			if f.rdb.Exists(f.ctx, f.p.Aside(keys.AsideShared, "outbox:dead", 1)).Val() != 1 {
 				t.Error("the damaged dead stream was not set aside under x:k:outbox:dead")
 			}
 		})

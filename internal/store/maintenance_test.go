@@ -206,7 +206,7 @@ func TestMalformedJobs(t *testing.T) {
 					t.Fatalf("%s state %q", id, s)
 				}
 			}
-			if v, err := f.rdb.Get(f.ctx, f.p.Corrupt("string")).Result(); err != nil || v != "garbage" {
+			if v, err := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideJob, "string", 1)).Result(); err != nil || v != "garbage" {
 				t.Fatalf("corrupt value not kept: %q %v", v, err)
 			}
 			// the hash put in its place says when it was set aside

@@ -32,7 +32,7 @@ func TestIDsNeverNameAnotherJobsKeys(t *testing.T) {
 			f.rdb.RPush(f.ctx, f.p.Available(0), "inv-2")
 			f.enqueue(store.NewJob{Local: "inv-2:corrupt"})
 			f.claim(10, "w")
-			if v, _ := f.rdb.Get(f.ctx, f.p.Corrupt("inv-2")).Result(); v != "garbage" {
+			if v, _ := f.rdb.Get(f.ctx, f.p.Aside(keys.AsideJob, "inv-2", 1)).Result(); v != "garbage" {
 				t.Fatalf("inv-2's corrupt value: %q", v)
 			}
 			if typ, _ := f.rdb.Type(f.ctx, f.p.Job("inv-2:corrupt")).Result(); typ != "hash" {

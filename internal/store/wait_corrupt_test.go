@@ -19,15 +19,16 @@ import (
 func TestClaimSetsCorruptWaitListAside(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		name  string
-		lim   store.Limits
-		list  func(p keys.Partition) string
-		aside string // the name its value is set aside under
+		name string
+		lim  store.Limits
+		list func(p keys.Partition) string
+		kind string // its value is set aside under kind, of name
+		of   string
 	}{
 		{"concurrency wait list", store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1},
-			func(p keys.Partition) string { return p.ConcurrencyWait("k") }, "ccwait:k"},
+			func(p keys.Partition) string { return p.ConcurrencyWait("k") }, keys.AsideCCWait, "k"},
 		{"rate wait list", store.Limits{RateClass: "r", RateJobs: 1, RatePer: time.Hour, RateBurst: 1},
-			func(p keys.Partition) string { return p.RateWait("r") }, "ratewait:r"},
+			func(p keys.Partition) string { return p.RateWait("r") }, keys.AsideRateWait, "r"},
 	}
 	for _, b := range backends(t) {
 		for _, tc := range cases {
@@ -57,7 +58,7 @@ func TestClaimSetsCorruptWaitListAside(t *testing.T) {
 				if tc.lim.ConcurrencyKey != "" && f.ccWaiting("k") != 1 {
 					t.Errorf("waiter count %d, want 1", f.ccWaiting("k"))
 				}
-				if got := f.rdb.Get(f.ctx, f.p.Corrupt(tc.aside)).Val(); got != "overwritten" {
+				if got := f.rdb.Get(f.ctx, f.p.Aside(tc.kind, tc.of, 1)).Val(); got != "overwritten" {
 					t.Errorf("set aside %q, want the corrupt value", got)
 				}
 			})
