@@ -1,0 +1,38 @@
+package admin_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+)
+
+// TestHuntScheduleRecordOfAnotherType: a schedule whose record key holds
+// another type than a hash (written by hand, another tool). Schedules
+// names it with ErrMalformed (admin.Unreadable), as documented; but the
+// calls on that one schedule, Schedule and TriggerSchedule (`sluice
+// schedules trigger`, the console's Trigger), returned Redis's bare
+// WRONGTYPE reply, which matches no sentinel of docs/errors.md.
+func TestHuntScheduleRecordOfAnotherType(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), nil)
+	a.enqueue(email{To: "ann"}) // the namespace has a queue
+	ks := keys.Schedules{NS: a.ns}
+	rdb := a.st.Client()
+	if err := rdb.Set(a.ctx, ks.Schedule("nightly"), "not a hash", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.SAdd(a.ctx, ks.Names(), "nightly").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ops.Schedules(a.ctx); !errors.Is(err, flow.ErrMalformed) {
+		t.Fatalf("Schedules: %v, want the corrupt record named with ErrMalformed", err)
+	}
+	if _, err := a.ops.Schedule(a.ctx, "nightly"); !errors.Is(err, flow.ErrMalformed) {
+		t.Errorf("Schedule(nightly), its record a string: %v; want ErrMalformed, as Schedules says of it", err)
+	}
+	if _, err := a.ops.TriggerSchedule(a.ctx, "nightly"); !errors.Is(err, flow.ErrMalformed) {
+		t.Errorf("TriggerSchedule(nightly), its record a string: %v; want ErrMalformed, as Schedules says of it", err)
+	}
+}
