@@ -201,8 +201,7 @@ func (s *Store) Schedules(ctx context.Context) ([]ScheduleRecord, error) {
 	var bad []*EntryError
 	for i, n := range names {
 		if err := cmds[i].Err(); err != nil {
-			// a record of another type (WRONGTYPE)
-			bad = append(bad, &EntryError{Name: n, Err: fmt.Errorf("%w: schedule %q: %v", ErrMalformed, n, err)})
+			bad = append(bad, &EntryError{Name: n, Err: scheduleOfAnotherType(n, err)})
 			continue
 		}
 		m := cmds[i].Val()
@@ -226,9 +225,21 @@ func isReplyError(err error) bool {
 	return errors.As(err, &re)
 }
 
-// Schedule reads one published schedule.
+// scheduleOfAnotherType is err, Redis's reply (WRONGTYPE) to reading
+// schedule name's record, which holds another type than a hash: the
+// record is malformed (ErrMalformed, naming it).
+func scheduleOfAnotherType(name string, err error) error {
+	return fmt.Errorf("%w: schedule %q: %v", ErrMalformed, name, err)
+}
+
+// Schedule reads one published schedule; a record that does not decode,
+// or holds another type than a hash, is ErrMalformed naming it, as
+// Schedules says of it.
 func (s *Store) Schedule(ctx context.Context, name string) (ScheduleRecord, error) {
 	m, err := s.rdb.HGetAll(ctx, s.sched().Schedule(name)).Result()
+	if isReplyError(err) {
+		return ScheduleRecord{}, scheduleOfAnotherType(name, err)
+	}
 	if err != nil {
 		return ScheduleRecord{}, err
 	}

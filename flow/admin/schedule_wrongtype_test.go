@@ -8,13 +8,13 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 )
 
-// TestHuntScheduleRecordOfAnotherType: a schedule whose record key holds
+// TestScheduleRecordOfAnotherType: a schedule whose record key holds
 // another type than a hash (written by hand, another tool). Schedules
-// names it with ErrMalformed (admin.Unreadable), as documented; but the
+// names it with ErrMalformed (admin.Unreadable), as documented, and the
 // calls on that one schedule, Schedule and TriggerSchedule (`sluice
-// schedules trigger`, the console's Trigger), returned Redis's bare
-// WRONGTYPE reply, which matches no sentinel of docs/errors.md.
-func TestHuntScheduleRecordOfAnotherType(t *testing.T) {
+// schedules trigger`, the console's Trigger), say the same, not Redis's
+// bare WRONGTYPE reply, which matches no sentinel of docs/errors.md.
+func TestScheduleRecordOfAnotherType(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
 	a.enqueue(email{To: "ann"}) // the namespace has a queue
