@@ -41,12 +41,9 @@ func (c *Client) bridge() bridge.Client {
 			}
 			return tm.next(now)
 		},
-		Enqueue: func(ctx context.Context, queue, route string, job store.NewJob) (any, error) {
-			ref, of, err := c.plan.locate(ctx, queue, cmp.Or(route, job.Local), 0, job.Local, nil)
-			if err != nil {
-				return Enqueued{}, err
-			}
-			res, err := c.plan.enqueue(ctx, ref.Partition, of, []store.NewJob{job})
+		Enqueue: func(ctx context.Context, lay store.Layout, route string, job store.NewJob) (any, error) {
+			ref := c.plan.in(lay, cmp.Or(route, job.Local), job.Local, nil)
+			res, err := c.plan.enqueue(ctx, ref.Partition, lay.Partitions, []store.NewJob{job})
 			if err != nil {
 				// the ID it was sent under, as Enqueue gives: Redis may
 				// have added it and lost the reply

@@ -107,8 +107,14 @@ func (pl *planner) locate(ctx context.Context, queue, key string, part int, loca
 	if err != nil {
 		return keys.Ref{}, 0, err
 	}
-	idx := pl.partition(queue, lay.Partitions, key, sp)
-	return keys.Ref{Partition: pl.st.Partition(queue, idx), Local: local}, lay.Partitions, nil
+	return pl.in(lay, key, local, sp), lay.Partitions, nil
+}
+
+// in is the ref of job local in lay's queue, routed by key over lay's
+// partitions: locate once the layout is known.
+func (pl *planner) in(lay store.Layout, key, local string, sp *spread) keys.Ref {
+	idx := pl.partition(lay.Queue, lay.Partitions, key, sp)
+	return keys.Ref{Partition: pl.st.Partition(lay.Queue, idx), Local: local}
 }
 
 // sentAs is locate for a job SentAs places: in partition part-1 of queue,

@@ -125,8 +125,15 @@ func TestTriggerScheduleOldTemplate(t *testing.T) {
 	if n := depth(); n != before {
 		t.Fatalf("refused triggers added %d jobs", n-before)
 	}
-	// one partition: no placement to choose
+	// one partition: no placement to choose, once an application's
+	// process has registered the queue (a trigger registers none)
 	e.publishedBy("daily", "route", "placed")
+	if res, err := ops.TriggerSchedule(ctx, "daily"); !errors.Is(err, admin.ErrQueueNotFound) {
+		t.Fatalf("trigger of a schedule whose queue is not registered: %+v, %v; want ErrQueueNotFound", res, err)
+	}
+	if _, err := e.client().Enqueue(ctx, report{Team: "c"}); err != nil { // registers "default", 1 partition
+		t.Fatal(err)
+	}
 	if res, err := ops.TriggerSchedule(ctx, "daily"); err != nil || res.ID == "" {
 		t.Fatalf("trigger of a template without its placement on 1 partition: %+v, %v", res, err)
 	}

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -97,6 +98,11 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 // still carries that ID: Redis may have added the job and lost the reply,
 // so look it up before triggering again.
 //
+// The queue's layout is read from Redis on this call, never registered:
+// a schedule whose queue no client or worker has registered yet (its
+// scheduler registers it at its first tick) is refused with
+// ErrQueueNotFound, and nothing is written.
+//
 // A template published by a scheduler of an older release does not say
 // how the ticks are placed: on a queue of more than one partition its
 // trigger is refused with ErrScheduleOutdated (nothing is enqueued) until
@@ -113,23 +119,28 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueue
 	if err := msgpack.Unmarshal(r.Template, &sj); err != nil || sj.Kind == "" {
 		return flow.Enqueued{}, fmt.Errorf("%w: schedule %q: job template: %v", flow.ErrMalformed, name, err)
 	}
+	// read as every operator call reads a layout: from the registry, on
+	// every call (a resize is seen at once), never registered (the
+	// operator's tool has no partition count of the application's)
+	lay, err := c.b.Layouts.Lookup(ctx, r.Queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		return flow.Enqueued{}, fmt.Errorf("%w: schedule %q enqueues there, and nothing registered the queue yet "+
+			"(its first tick, or the first producer or worker using it, does): nothing was enqueued", err, name)
+	}
+	if err != nil {
+		return flow.Enqueued{}, err
+	}
 	route, known := sj.Routed()
-	if !known {
+	if !known && lay.Partitions > 1 {
 		// a partition key is not kept in the job, and goes before its
 		// unique key and hold: no placement can be derived but on a
 		// queue where there is no choice
-		lay, err := c.b.Layouts.Use(ctx, r.Queue)
-		if err != nil {
-			return flow.Enqueued{}, err
-		}
-		if lay.Partitions > 1 {
-			return flow.Enqueued{}, fmt.Errorf("%w: schedule %q: its template does not say how its ticks are placed on the %d partitions of queue %q; run its Scheduler on this release, which publishes it again when it starts, then trigger again",
-				ErrScheduleOutdated, name, lay.Partitions, r.Queue)
-		}
+		return flow.Enqueued{}, fmt.Errorf("%w: schedule %q: its template does not say how its ticks are placed on the %d partitions of queue %q; run its Scheduler on this release, which publishes it again when it starts, then trigger again",
+			ErrScheduleOutdated, name, lay.Partitions, r.Queue)
 	}
 	job := sj.NewJob
 	job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
-	e, err := c.b.Enqueue(ctx, r.Queue, route, job)
+	e, err := c.b.Enqueue(ctx, lay, route, job)
 	return e.(flow.Enqueued), err
 }
 

@@ -31,10 +31,12 @@ type Client struct {
 	// NextRun is the next tick of schedule r after now; zero if its
 	// timing cannot be read.
 	NextRun func(r store.ScheduleRecord, now time.Time) time.Time
-	// Enqueue adds job (its ID generated) to queue, in the partition
-	// Client.Enqueue would choose for routing key route ("": by the job's
-	// ID), and answers a flow.Enqueued.
-	Enqueue func(ctx context.Context, queue, route string, job store.NewJob) (any, error)
+	// Enqueue adds job (its ID generated) to lay's queue, in the
+	// partition Client.Enqueue would choose under lay for routing key
+	// route ("": by the job's ID), and answers a flow.Enqueued. It reads
+	// no layout and registers none: the caller read lay (an operator
+	// call: Layouts.Lookup, on every call).
+	Enqueue func(ctx context.Context, lay store.Layout, route string, job store.NewJob) (any, error)
 	// Signal is flow.Client.Signal with opts (a []flow.SignalOption), and
 	// says whether the signal was a duplicate of one sent with its key.
 	Signal func(ctx context.Context, id, name string, payload any, opts any) (duplicate bool, err error)

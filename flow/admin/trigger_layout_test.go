@@ -13,17 +13,17 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
-// TestHuntTriggerDoesNotRegisterALayout: a scheduler publishes its
-// schedule when it starts but registers its queue only at its first tick.
-// The application's processes are configured with 4 partitions for the
-// queue ("reports"); no worker of it has started yet. An operator triggers
-// the schedule (sluice schedules trigger, the console's Trigger) before
-// its first tick: the operator's tool has no partition count of its own,
-// and it must not invent one. TriggerSchedule registered the queue with
-// the default, 1 partition, and reported success; from then on every
-// producer and worker configured with 4 fails (ErrLayoutMismatch) until
-// the queue is resized by hand.
-func TestHuntTriggerDoesNotRegisterALayout(t *testing.T) {
+// TestTriggerDoesNotRegisterALayout: a scheduler publishes its schedule
+// when it starts but registers its queue only at its first tick. The
+// application's processes are configured with 4 partitions for the queue
+// ("reports"); no worker of it has started yet. An operator triggers the
+// schedule (sluice schedules trigger, the console's Trigger) before its
+// first tick: the operator's tool has no partition count of its own, and
+// must not invent one. TriggerSchedule is refused with ErrQueueNotFound
+// and registers nothing (registering the default, 1 partition, would make
+// every producer and worker configured with 4 fail with ErrLayoutMismatch
+// until the queue is resized by hand).
+func TestTriggerDoesNotRegisterALayout(t *testing.T) {
 	t.Parallel()
 	rdb := env.Client(t)
 	ns := redistest.NewNamespace(t)

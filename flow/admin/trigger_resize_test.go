@@ -14,17 +14,17 @@ import (
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
-// TestHuntTriggerAfterResizeUsesTheRecordedCount: operator calls read a
+// TestTriggerAfterResizeUsesTheRecordedCount: operator calls read a
 // queue's layout on every call (docs/operations.md, "Queue layouts":
 // "operator calls read it on every call"), since a long-lived operator's
 // process (the console, a program on admin.Client) must see a resize at
-// once. TriggerSchedule placed its job by the count the client had kept
-// from an earlier call instead: after the queue grew from 2 to 4
-// partitions, the trigger of a schedule keyed by a partition key landed
-// on the partition the key had under 2 partitions, not where the
-// schedule's ticks (and every other job of the key) now go, breaking the
-// key's order (and, for a unique schedule, its uniqueness).
-func TestHuntTriggerAfterResizeUsesTheRecordedCount(t *testing.T) {
+// once. After the queue grew from 2 to 4 partitions, the trigger of a
+// schedule keyed by a partition key, from a client that read the layout
+// before the resize, lands where the schedule's ticks (and every other
+// job of the key) now go, not on the partition the key had under 2
+// partitions, which would break the key's order (and, for a unique
+// schedule, its uniqueness).
+func TestTriggerAfterResizeUsesTheRecordedCount(t *testing.T) {
 	t.Parallel()
 	rdb := env.Client(t)
 	ns := redistest.NewNamespace(t)
