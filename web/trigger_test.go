@@ -19,6 +19,7 @@ func TestTriggerLostReplyNamesTheJob(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
 	f.startScheduler("nightly")
+	f.enqueue(work{Order: "first"}) // the application registers the queue (a trigger registers none)
 	c := client()
 	form := url.Values{"schedule": {"nightly"}}
 	code, body := f.get(c, "/confirm/trigger?"+form.Encode())

@@ -129,7 +129,19 @@ func TestScheduleCommands(t *testing.T) {
 		t.Fatalf("schedules list --json: %+v, %v", ss, err)
 	}
 	f.must("schedules", "resume", "digest")
-	out := f.must("schedules", "trigger", "digest")
+	// no client or worker has registered the schedule's queue: the trigger
+	// registers none, and says which queue is missing
+	out, errs, code := f.sluice("schedules", "trigger", "digest")
+	if code != exitNotFound || out != "" || !strings.Contains(errs, `queue not found: "default"`) || !strings.Contains(errs, `schedule "digest"`) {
+		t.Fatalf("trigger before the queue is registered: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	if qs, err := f.st.ListLayouts(f.ctx); err != nil || len(qs) != 0 {
+		t.Fatalf("the refused trigger registered %+v (%v)", qs, err)
+	}
+	if _, _, err := f.st.RegisterLayout(f.ctx, "default", 1); err != nil { // as the application's first process does
+		t.Fatal(err)
+	}
+	out = f.must("schedules", "trigger", "digest")
 	if !strings.HasPrefix(out, "triggered digest: job default:0:sched:digest:trigger:") {
 		t.Fatalf("trigger: %q", out)
 	}

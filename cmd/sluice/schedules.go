@@ -97,6 +97,9 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 			// Redis may have added the job and lost the reply
 			err = fmt.Errorf("%w (the job may have been added as %s; look it up before triggering again)", err, e.ID)
 		}
+		if errors.Is(err, admin.ErrQueueNotFound) {
+			return err // it names the queue and the schedule: not "schedule not found"
+		}
 		if err != nil {
 			return c.about("schedule", args[0], err)
 		}
