@@ -75,8 +75,9 @@ type RunTimes struct {
 	P50, P90, P99 time.Duration
 }
 
-// QueueStats reads a queue's stats over window (default 5 minutes, at most
-// MaxStatsWindow), in a few pipelined round trips: the per-state counters
+// QueueStats reads a queue's stats over window (0 for the default, 5
+// minutes; else at least a minute and at most MaxStatsWindow: another is
+// ErrInvalid), in a few pipelined round trips: the per-state counters
 // the scripts keep, each partition's paused flag and its per-minute
 // counters (which lua/lib.lua keeps as jobs finish), for the minutes of
 // store time (Redis TIME, not the caller's clock). It reads no job.
@@ -84,13 +85,15 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 	if !runtime.ValidQueue(queue) {
 		return QueueStats{}, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
 	}
-	if window < 0 || window > MaxStatsWindow {
-		return QueueStats{}, fmt.Errorf("%w: stats window %s not in 1m..%s", flow.ErrInvalid, window, MaxStatsWindow)
-	}
 	if window == 0 {
 		window = 5 * time.Minute
 	}
-	mins := max(int64(window/time.Minute), 1)
+	// the counters are per minute: a shorter window would be read as a
+	// whole minute and labelled as what was asked
+	if window < time.Minute || window > MaxStatsWindow {
+		return QueueStats{}, fmt.Errorf("%w: stats window %s not in 1m..%s", flow.ErrInvalid, window, MaxStatsWindow)
+	}
+	mins := int64(window / time.Minute)
 	parts, err := c.b.Partitions(ctx, queue)
 	if err != nil {
 		return QueueStats{}, err
