@@ -93,8 +93,9 @@ place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 	return cmd
 }
 
-// watchStats prints the stats every interval until ctx ends: on a
-// terminal (and without --json) each block replaces the last.
+// watchStats prints the stats every interval (of this machine's clock)
+// until ctx ends, each block headed with Redis's time of the reading: on
+// a terminal (and without --json) each block replaces the last.
 func (c *cli) watchStats(ctx context.Context, client *admin.Client, queues []string, window, interval time.Duration) error {
 	clock := c.clock
 	if clock == nil {
@@ -107,7 +108,16 @@ func (c *cli) watchStats(ctx context.Context, client *admin.Client, queues []str
 			b.WriteString(clearScreen)
 		}
 		if !c.json {
-			fmt.Fprintf(&b, "%s UTC, every %v (Ctrl-C stops)\n", when(clock.Now()), interval)
+			// the time of the reading is Redis's, as the rates' minutes and
+			// every other time the CLI prints are
+			now, err := client.StoreTime(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			fmt.Fprintf(&b, "%s UTC, every %v (Ctrl-C stops)\n", when(now), interval)
 		}
 		if err := c.printStats(ctx, &b, client, queues, window); err != nil {
 			if ctx.Err() != nil {

@@ -30,14 +30,14 @@ func (w *firstWrite) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// TestHuntWatchHeaderInStoreTime: `queues stats --watch` heads each
+// TestWatchHeaderInStoreTime: `queues stats --watch` heads each
 // block with the time of the reading ("2026-12-02 13:04:04.339 UTC, every
 // 1s"), and the rates under it are counted in Redis's minutes. The header
 // was the host's clock: with Redis's clock an hour behind the host's (as
 // TestDurationAgoInStoreTime sets it), the block said it was read an hour
 // after the time Redis, and every other time the CLI prints (finish
 // times, heartbeats), had then.
-func TestHuntWatchHeaderInStoreTime(t *testing.T) {
+func TestWatchHeaderInStoreTime(t *testing.T) {
 	t.Parallel()
 	m := miniredis.RunT(t)
 	redisNow := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
