@@ -63,13 +63,18 @@ type Options struct {
 
 // LoadEnv fills Token, User and Password from the environment variables
 // EnvToken, EnvUser and EnvPassword (read with getenv, os.Getenv for
-// example) where they are not set already.
+// example), each where it is not set already: a User given in code (or
+// on a command line) takes its Password from EnvPassword, the way to keep
+// a password out of the process list.
 func (o *Options) LoadEnv(getenv func(string) string) {
 	if o.Token == "" {
 		o.Token = getenv(EnvToken)
 	}
-	if o.User == "" && o.Password == "" {
-		o.User, o.Password = getenv(EnvUser), getenv(EnvPassword)
+	if o.User == "" {
+		o.User = getenv(EnvUser)
+	}
+	if o.Password == "" {
+		o.Password = getenv(EnvPassword)
 	}
 }
 
@@ -88,8 +93,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Prefix != "" && (!strings.HasPrefix(o.Prefix, "/") || strings.HasSuffix(o.Prefix, "/")) {
 		return o, fmt.Errorf("%w: Prefix %q must start with / and not end with one", ErrOptions, o.Prefix)
 	}
-	if (o.User == "") != (o.Password == "") {
-		return o, fmt.Errorf("%w: basic auth needs both User and Password", ErrOptions)
+	switch {
+	case o.User != "" && o.Password == "":
+		return o, fmt.Errorf("%w: basic auth needs both User and Password: User %q has no Password (LoadEnv reads it from %s)",
+			ErrOptions, o.User, EnvPassword)
+	case o.User == "" && o.Password != "":
+		return o, fmt.Errorf("%w: basic auth needs both User and Password: a Password is set, no User (LoadEnv reads it from %s)",
+			ErrOptions, EnvUser)
 	}
 	switch {
 	case o.PollInterval == 0:

@@ -25,7 +25,9 @@ func (c *cli) webCmd() *cobra.Command {
 		Long: `Serve the operator console (package web, docs/web.md) on --addr until
 interrupted (Ctrl-C or SIGTERM: exit 0); the URL is printed once the
 address accepts connections. --token, --user and --password default to
-$SLUICE_WEB_TOKEN, $SLUICE_WEB_USER and $SLUICE_WEB_PASSWORD. An address
+$SLUICE_WEB_TOKEN, $SLUICE_WEB_USER and $SLUICE_WEB_PASSWORD, each on
+its own (--user on the command line, the password in the environment,
+out of the process list); a user without a password exits 2. An address
 beyond loopback needs authentication (or --insecure): without it the
 command exits 2, as with any other invalid option; an address in use
 exits 1. Without authentication the console answers only requests
@@ -55,6 +57,18 @@ by one of those names. The console lists the queues registered in the namespace 
 		if o.PollInterval < 100*time.Millisecond { // 0 too: web.Options reads 0 as its default
 			return usagef("--poll %s: at least 100ms", o.PollInterval)
 		}
+		// each of --token, --user and --password falls back to its own
+		// variable: --user on the command line, the password in the
+		// environment (kept out of the process list)
+		o.LoadEnv(c.getenv)
+		switch {
+		case o.User != "" && o.Password == "":
+			return usagef("web: basic auth user %q (--user or $%s) has no password: give --password or set $%s",
+				o.User, web.EnvUser, web.EnvPassword)
+		case o.User == "" && o.Password != "":
+			return usagef("web: a basic auth password (--password or $%s) but no user: give --user or set $%s",
+				web.EnvPassword, web.EnvUser)
+		}
 		client, err := c.connect(cmd.Context())
 		if err != nil {
 			return err
@@ -70,7 +84,6 @@ by one of those names. The console lists the queues registered in the namespace 
 			}
 			fmt.Fprintf(c.stderr, "sluice: warning: %s\n", bare(err))
 		}
-		o.LoadEnv(c.getenv)
 		o.Admin = client
 		return c.serveWeb(cmd.Context(), addr, client.Namespace(), o)
 	})

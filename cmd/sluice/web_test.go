@@ -165,6 +165,7 @@ func TestWebErrors(t *testing.T) {
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:http")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--prefix", "ops/")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--user", "ann")
+	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--password", "pw")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "10ms")
 	tr.run(exitUsage, "web", "--addr", "127.0.0.1:1", "--poll", "0")
 	tr.run(exitUsage, "web", "extra")
