@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,13 +19,35 @@ func (c *cli) queuesResumeCmd() *cobra.Command {
 	return c.pauseCmd("resume", "resumed", "Let workers claim the queues' jobs again", (*admin.Client).ResumeQueue)
 }
 
+// pauseJSON is `queues pause --json` and `queues resume --json`.
+type pauseJSON struct {
+	// Queues are those now paused (resumed): the ones that already were
+	// are in Unchanged too
+	Queues    []string `json:"queues"`
+	Result    string   `json:"result"`
+	Unchanged []string `json:"unchanged"`
+	// Failed: each queue whose pause (resume) failed, with its error
+	Failed map[string]string `json:"failed,omitempty"`
+}
+
 // pauseCmd is queues pause or resume: each queue is checked to exist
-// before any is changed.
+// before any is changed. A queue whose call fails does not stop the
+// others: it prints each queue changed and an error for each that was
+// not (--json: the queues changed and those that failed), and exits 0
+// only when every queue was.
 func (c *cli) pauseCmd(name, done, short string, op func(*admin.Client, context.Context, string) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   name + " QUEUE...",
 		Short: short,
-		Args:  minArgs("queue names"),
+		Long: short + `.
+
+Each queue is checked to exist before any is changed (one that does
+not: exit 3, nothing changed). A queue whose call fails does not stop
+the others: it prints each queue ` + done + ` and an error for each that
+was not (--json: "queues" ` + done + `, "unchanged", and "failed" with
+each error), and exits 0 only when every queue was, else with the exit
+code the errors share, or 1.`,
+		Args: minArgs("queue names"),
 		// offers the known queues
 		ValidArgsFunction: c.completeQueues,
 	}
@@ -45,11 +68,16 @@ func (c *cli) pauseCmd(name, done, short string, op func(*admin.Client, context.
 		if err != nil {
 			return err
 		}
-		unchanged := []string{}
+		out := pauseJSON{Queues: []string{}, Result: done, Unchanged: []string{}, Failed: map[string]string{}}
+		var errs []error
 		for _, q := range queues {
 			if err := op(client, ctx, q); err != nil {
-				return c.about("queue", q, err)
+				err = c.about("queue", q, err)
+				out.Failed[q] = bare(err)
+				errs = append(errs, err)
+				continue
 			}
+			out.Queues = append(out.Queues, q)
 			p, wasPaused := before[q]
 			was := ""
 			switch {
@@ -59,16 +87,18 @@ func (c *cli) pauseCmd(name, done, short string, op func(*admin.Client, context.
 				was = " (it was not paused)"
 			}
 			if was != "" {
-				unchanged = append(unchanged, q)
+				out.Unchanged = append(out.Unchanged, q)
 			}
 			if !c.json {
 				fmt.Fprintf(c.stdout, "%s %s%s\n", done, q, was)
 			}
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]any{"queues": queues, "result": done, "unchanged": unchanged})
+			if err := writeJSON(c.stdout, out); err != nil {
+				return err
+			}
 		}
-		return nil
+		return errors.Join(errs...)
 	})
 	return cmd
 }
