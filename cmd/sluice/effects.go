@@ -58,14 +58,22 @@ func (c *cli) effectsListCmd() *cobra.Command {
 	return cmd
 }
 
+// effectsRedriveJSON is `effects redrive --json`: the effects sent back,
+// and each that was not with its error.
+type effectsRedriveJSON struct {
+	Redriven []string          `json:"redriven"`
+	Failed   map[string]string `json:"failed,omitempty"`
+}
+
 func (c *cli) effectsRedriveCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "redrive ID...",
 		Short: "Send dead-lettered effects back to be relayed again",
 		Long: `Send dead-lettered effects back to be relayed again, by the IDs effects
 list prints (at most 1000), one call each: it prints each one sent back
-and an error for each that was not, and exits 0 only when all were sent
-back, else with the exit code the errors share (3: all unknown), or 1.`,
+and an error for each that was not (--json: "redriven" and "failed"),
+and exits 0 only when all were sent back, else with the exit code the
+errors share (3: all unknown), or 1.`,
 		Args: minArgs("dead effect IDs"),
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
@@ -76,20 +84,22 @@ back, else with the exit code the errors share (3: all unknown), or 1.`,
 		if err != nil {
 			return err
 		}
-		sent := []string{}
+		out := effectsRedriveJSON{Redriven: []string{}, Failed: map[string]string{}}
 		var errs []error
 		for _, id := range ids {
 			if err := client.RedriveEffects(cmd.Context(), id); err != nil {
-				errs = append(errs, c.about("dead effect", id, err))
+				err = c.about("dead effect", id, err)
+				out.Failed[id] = bare(err)
+				errs = append(errs, err)
 				continue
 			}
-			sent = append(sent, id)
+			out.Redriven = append(out.Redriven, id)
 			if !c.json {
 				fmt.Fprintf(c.stdout, "sent back dead-lettered effect %s to be relayed again\n", id)
 			}
 		}
 		if c.json {
-			if err := writeJSON(c.stdout, map[string]any{"redriven": sent}); err != nil {
+			if err := writeJSON(c.stdout, out); err != nil {
 				return err
 			}
 		}

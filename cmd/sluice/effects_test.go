@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,15 @@ func TestEffectsCommands(t *testing.T) {
 		t.Fatalf("jobs show: %q", show)
 	}
 	f.st.Client().Del(f.ctx, bad)
-	check(exitOK, "effects", "redrive", id)
+	// one sent back, one refused: --json says both, and the exit is the
+	// refusal's (2: malformed)
+	out, errs, code := f.sluice("--json", "effects", "redrive", id, "not-an-id")
+	var got effectsRedriveJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != exitUsage ||
+		len(got.Redriven) != 1 || got.Redriven[0] != id || len(got.Failed) != 1 || got.Failed["not-an-id"] == "" {
+		t.Fatalf("effects redrive --json %s not-an-id: exit %d, stdout %q (%v), stderr %q; want %s redriven, not-an-id failed, exit 2",
+			id, code, out, err, errs, id)
+	}
 	if out := check(exitNotFound, "effects", "redrive", id); !strings.Contains(out, id) {
 		t.Fatalf("second redrive names no ID: %q", out)
 	}
