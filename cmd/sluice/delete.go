@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -33,7 +34,10 @@ for scheduled and retryable jobs only --kind narrows the choice. Times
 clock, which finish times are kept in). Nothing asks for confirmation:
 count first with --dry-run. A delete by selector draws a progress bar
 when stderr is a terminal, and lists the entries of the state whose
-data is not a job (left as they are).`,
+data is not a job (left as they are). One stopped part way (an error,
+Ctrl-C) leaves the batches before it done, says what they did (--json:
+the counts and "error"), then the error (exit 1): running it again goes
+on.`,
 		Example: `  sluice jobs delete mail:0:7f3a
   sluice jobs delete --queue mail --state archived --reason attempts_exhausted --before 168h --dry-run`,
 	}
@@ -75,29 +79,38 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	}
 	pr, err := client.DeleteSelected(cmd.Context(), s.sel, o)
 	bar.end() // the bar's line ends before the result is printed
-	if err != nil {
-		return c.about("queue", s.sel.Queue, err)
+	err = c.about("queue", s.sel.Queue, err)
+	if err == nil {
+		if err := s.unmatched("jobs delete", s.sel.State, pr.Matched); err != nil {
+			return err
+		}
 	}
-	if err := s.unmatched("jobs delete", s.sel.State, pr.Matched); err != nil {
-		return err
-	}
+	// an error part way leaves the batches before it done: said, as a
+	// success is, then the error
 	if c.json {
-		return writeJSON(c.stdout, deleteJSON{
+		out := deleteJSON{
 			selectJSON: selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches},
 			Unreadable: append([]string{}, pr.Unreadable...),
-		})
+		}
+		if err != nil {
+			out.Error = bare(err)
+		}
+		return errors.Join(writeJSON(c.stdout, out), err)
+	}
+	if err != nil && pr.Batches == 0 {
+		return err
 	}
 	verb := "deleted"
 	if s.dryRun {
 		verb = "would delete"
 	}
-	fmt.Fprintf(c.stdout, "%s %d %s job%s of queue %q (%d examined in %s)\n", verb, pr.Matched, s.sel.State, plural(pr.Matched),
-		s.sel.Queue, pr.Examined, batches(pr.Batches))
+	fmt.Fprintf(c.stdout, "%s %d %s job%s of queue %q (%d examined in %s)%s\n", verb, pr.Matched, s.sel.State, plural(pr.Matched),
+		s.sel.Queue, pr.Examined, batches(pr.Batches), stopped(err))
 	if n := len(pr.Unreadable); n > 0 {
 		fmt.Fprintf(c.stdout, "left %d %s entr%s whose data is not a job:\n", n, s.sel.State, map[bool]string{true: "y", false: "ies"}[n == 1])
 		for _, id := range pr.Unreadable {
 			fmt.Fprintf(c.stdout, "  %s\n", id)
 		}
 	}
-	return nil
+	return err
 }

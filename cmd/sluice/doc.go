@@ -69,7 +69,13 @@
 // scheduler has used it: it is in the namespace's registry of queues
 // (sluice queues list). A redrive by ID exits
 // 0 only when every job moved, else with the exit code its errors share
-// (3: all unknown IDs, 2: all malformed), or 1; so does jobs run-now. Errors go to stderr, one "sluice: " line each, naming the job,
+// (3: all unknown IDs, 2: all malformed), or 1; so do jobs run-now,
+// queues pause and resume, and effects redrive, which go on past a target
+// that fails: --json then names the targets done and, under "failed",
+// each that was not with its error. A redrive, release or delete by
+// selector stopped part way (an error, Ctrl-C) says what its batches did
+// (--json: the counts and "error") before its error; running it again
+// goes on. Errors go to stderr, one "sluice: " line each, naming the job,
 // queue or schedule; an empty listing says which queue and namespace it
 // looked in.
 //

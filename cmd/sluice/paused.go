@@ -37,6 +37,12 @@ func (c *cli) notePaused(ctx context.Context, client *admin.Client, ids []string
 			queues = append(queues, ref.Queue)
 		}
 	}
+	c.notePausedQueues(ctx, client, queues)
+}
+
+// notePausedQueues is notePaused of the queues jobs were just made
+// available in (a redrive or release by selector).
+func (c *cli) notePausedQueues(ctx context.Context, client *admin.Client, queues []string) {
 	if len(queues) == 0 {
 		return
 	}

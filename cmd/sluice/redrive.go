@@ -28,6 +28,9 @@ type selectJSON struct {
 	Examined int   `json:"examined"`
 	Total    int64 `json:"total"`
 	Batches  int   `json:"batches"`
+	// Error is the error that stopped the scan (the exit is not 0): the
+	// counts are what the batches before it did, which stay done
+	Error string `json:"error,omitempty"`
 }
 
 // selection is the selector flags of redrive, release and jobs delete.
@@ -51,10 +54,13 @@ ones) to execution, by ID (at most 1000) or by a selector over one queue.
 Each job keeps its counters: one whose attempts were spent gets one more
 per redrive. Times (--after, --before) are RFC 3339 or a duration ago
 ("2h", by Redis's clock, which finish times are kept in). A redrive by
-selector draws a progress bar when stderr is a terminal. By ID it prints
-each job moved and an error for each that did not: it exits 0 when every
-job moved, else with the exit code the errors share (3: all unknown, 2:
-all malformed), or 1.`,
+selector draws a progress bar when stderr is a terminal; one stopped part
+way (an error, Ctrl-C) leaves the batches before it done, says what they
+did (--json: the counts and "error"), then the error (exit 1): running it
+again goes on. Jobs made available in a paused queue get a note saying
+so. By ID it prints each job moved and an error for each that did not:
+it exits 0 when every job moved, else with the exit code the errors
+share (3: all unknown, 2: all malformed), or 1.`,
 		Example: `  sluice redrive mail:0:7f3a mail:1:9bc2
   sluice redrive --queue mail --kind email --reason attempts_exhausted --after 2h --dry-run`,
 	}
@@ -240,22 +246,44 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	}
 	pr, err := client.RedriveSelected(cmd.Context(), s.sel, o)
 	bar.end() // the bar's line ends before the result is printed
-	if err != nil {
-		return c.about("queue", s.sel.Queue, err)
+	err = c.about("queue", s.sel.Queue, err)
+	if err == nil {
+		err = s.unmatched(name, cmp.Or(s.sel.State, flow.StateArchived), pr.Matched)
+		if err != nil {
+			return err
+		}
 	}
-	if err := s.unmatched(name, cmp.Or(s.sel.State, flow.StateArchived), pr.Matched); err != nil {
-		return err
-	}
+	// an error part way leaves the batches before it done: said, as a
+	// success is, then the error
+	out := selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches}
 	if c.json {
-		return writeJSON(c.stdout, selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches})
+		if err != nil {
+			out.Error = bare(err)
+		}
+		return errors.Join(writeJSON(c.stdout, out), err)
+	}
+	if err != nil && pr.Batches == 0 {
+		return err
 	}
 	verb := map[string]string{"redrive": "redrove", "release": "released"}[name]
 	if s.dryRun {
 		verb = "would " + name
 	}
-	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %s)\n", verb, pr.Matched, plural(pr.Matched),
-		s.sel.Queue, pr.Examined, batches(pr.Batches))
-	return nil
+	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %s)%s\n", verb, pr.Matched, plural(pr.Matched),
+		s.sel.Queue, pr.Examined, batches(pr.Batches), stopped(err))
+	if !s.dryRun && pr.Matched > 0 {
+		c.notePausedQueues(cmd.Context(), client, []string{s.sel.Queue})
+	}
+	return err
+}
+
+// stopped is what a selector's summary line adds when err stopped the
+// scan part way: running the command again goes on.
+func stopped(err error) string {
+	if err == nil {
+		return ""
+	}
+	return " before an error stopped it; run it again to go on"
 }
 
 func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
