@@ -71,6 +71,8 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "jobs", "list", "--state", "dead")
 	tr.run(exitUsage, "jobs", "list", "--state", "archived", "--limit", "5000")
 	tr.run(exitUsage, "jobs", "list", "--state", "archived", "--limit", "x")
+	tr.run(exitUsage, "jobs", "list", "--state", "archived", "--cursor", "-") // no listing gives it: the last page has none
+	tr.run(exitUsage, "jobs", "list", "--state", "archived", "--cursor", "-,-")
 	tr.run(exitUsage, "jobs", "show")
 	tr.run(exitUsage, "jobs", "show", "nope")
 	tr.run(exitUsage, "jobs", "show", "default:0:a1", "default:0:a2")

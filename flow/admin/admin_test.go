@@ -199,6 +199,8 @@ func TestListJobs(t *testing.T) {
 		{Queue: "lst", State: flow.StateScheduled, Cursor: "zz,zz,zz"},
 		{Queue: "lst", State: flow.StateAvailable, Cursor: "a,b,c"},
 		{Queue: "lst", State: flow.StateAvailable, Cursor: "1,2,3"},
+		// every partition done: the last page gives "", not this
+		{Queue: "lst", State: flow.StateArchived, Cursor: "-,-,-"},
 		{Queue: "lst", State: flow.StateArchived, Limit: admin.MaxListLimit + 1},
 	}
 	for _, o := range bad {

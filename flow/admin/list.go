@@ -148,10 +148,17 @@ func parseCursor(c, state string, parts []keys.Partition) ([]*stream, error) {
 		} else if form == nil {
 			form = cursorForms[""]
 		}
+		more := false
 		for _, p := range cs {
 			if p != "" && p != cursorDone && !form.MatchString(p) {
 				return nil, fmt.Errorf("%w: cursor %q is not one of a listing of %s jobs", flow.ErrInvalid, c, state)
 			}
+			more = more || p != cursorDone
+		}
+		// every partition done: the last page's Next is "", never this,
+		// which would answer an empty page as if the listing ended there
+		if !more {
+			return nil, fmt.Errorf("%w: cursor %q ends every partition: no listing gives it (the last page has none)", flow.ErrInvalid, c)
 		}
 	}
 	out := make([]*stream, len(parts))
