@@ -63,6 +63,10 @@ var (
 	// Layout registers and resizes queue layouts; it runs alone, on the
 	// namespace's registry of queues.
 	Layout = loadAlone("layout")
+	// Retention records a worker's retention for the queues it serves,
+	// where no worker that started later recorded its own; it runs alone,
+	// on the namespace's hash of retention records.
+	Retention = loadAlone("retention")
 	// Relay's keys are in another slot than a partition's: it uses only
 	// the prelude's effects, which need none of a partition's keys.
 	Relay = load("relay")
@@ -79,7 +83,7 @@ func All() map[string]*Script {
 		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
 		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
 		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow, "live": Live, "layout": Layout,
-		"bulkdelete": BulkDelete,
+		"bulkdelete": BulkDelete, "retention": Retention,
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 func (w *Worker) recordRetention(ctx context.Context) {
 	queues := w.retentionQueues()
 	w.retentionAt = w.clk.Now()
-	err := w.st.RecordRetention(ctx, queues, w.opts.WorkerID, w.retentionAt)
+	_, err := w.st.RecordRetention(ctx, queues, w.opts.WorkerID, w.retentionAt)
 	w.retentionOwed = err != nil
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("recording the worker's retention in Redis failed: operators' cancels in its queues "+
@@ -29,7 +29,7 @@ func (w *Worker) recordRetention(ctx context.Context) {
 	}
 }
 
-// retryRetention writes the record Run could not (one HSET; called from
+// retryRetention writes the record Run could not (one script call; called from
 // the maintenance loop, at most once a pass, while retentionOwed), with
 // the time Run started as the record's start time. A
 // failure again is logged at debug level: Run warned already, and a
@@ -40,7 +40,7 @@ func (w *Worker) recordRetention(ctx context.Context) {
 // instead of settling on the last one to start.
 func (w *Worker) retryRetention(ctx context.Context) {
 	queues := w.retentionQueues()
-	if err := w.st.RecordRetention(ctx, queues, w.opts.WorkerID, w.retentionAt); err != nil {
+	if _, err := w.st.RecordRetention(ctx, queues, w.opts.WorkerID, w.retentionAt); err != nil {
 		if ctx.Err() == nil {
 			w.log.Debug("recording the worker's retention in Redis failed again", "queues", queues, "err", err)
 		}

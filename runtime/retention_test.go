@@ -12,6 +12,7 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -96,7 +97,7 @@ func TestWorkerRunsWhenRetentionCannotBeRecorded(t *testing.T) {
 
 // TestWorkerRecordsRetentionAfterAFailedWrite: a worker whose write of its
 // retention at Run fails (the connection lost: testkit.FailCommand) writes
-// it again from its maintenance loop, one HSET a pass, the first pass (just
+// it again from its maintenance loop, one script call a pass, the first pass (just
 // after Run's try) excepted, until one succeeds, and then no more. Until
 // then an older worker's record, of another configuration, stays; after,
 // the record is this worker's, with the time it started.
@@ -108,7 +109,7 @@ func TestWorkerRecordsRetentionAfterAFailedWrite(t *testing.T) {
 	ctx := context.Background()
 	key := keys.Retention(e.NS)
 	testkit.Must(t, e.RDB.HSet(ctx, key, "default", "60000:60000:60000:1:old-worker").Err())
-	h := &testkit.FailCommand{Cmd: "hset", Key: key, Fail: 2}
+	h := &testkit.FailScript{Script: lua.Retention, Key: key, Fail: 2}
 	e.RDB.AddHook(h)
 	const cancelled = 7 * 24 * time.Hour
 	w := e.startWorker(quickHandler(t), runtime.Options{MaintenanceInterval: time.Hour, RetainCancelled: cancelled, Clock: clk})

@@ -53,7 +53,7 @@ func TestChangeCommands(t *testing.T) {
 	}
 	// a worker recorded its retention: kept that long, without a note;
 	// --retain still wins
-	if err := f.st.RecordRetention(f.ctx, []string{"default"}, "worker-a", f.clk.Now()); err != nil {
+	if _, err := f.st.RecordRetention(f.ctx, []string{"default"}, "worker-a", f.clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	f.enqueue("k1", email{To: "kim@example.com"})

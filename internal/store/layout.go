@@ -74,8 +74,8 @@ func DecodeLayout(queue, v string) (Layout, error) {
 		Registered: time.UnixMilli(n[2]), Changed: time.UnixMilli(n[3])}, nil
 }
 
-// layoutNow is the time the layout script records: the injected clock's,
-// or "" for the store's TIME.
+// layoutNow is the time the layout script records, and the retention
+// script's now: the injected clock's, or "" for the store's TIME.
 func (s *Store) layoutNow() string {
 	if s.cfg.Now == nil {
 		return ""

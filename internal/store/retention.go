@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/lua"
 )
 
 // Retention is how long the workers of a queue keep the jobs that finish
@@ -23,28 +25,55 @@ type Retention struct {
 	Completed time.Duration // < 0: deleted at once
 	Archived  time.Duration // archived and quarantined jobs
 	Cancelled time.Duration
-	Worker    string    // the worker that recorded it
-	Started   time.Time // when that worker started
+	Worker    string // the worker that recorded it
+	// Started is when that worker started, in the store's time (Time):
+	// the records of two workers compare by it, whatever their clocks.
+	Started time.Time
 }
 
 // RecordRetention records the store's retention as that of the workers
-// of queues (one HSET, one round trip), by worker, which started at
-// started: the last worker to write it for a queue wins (workers write
-// it when they start, and again later only if that failed). A worker's
-// configuration is what it records, and the newest is the one a change of
-// configuration (a deploy) brings; a rule that kept the longest could
+// of queues, by worker, which started at started, read from the store's
+// clock (Time) when it started, in one round trip (lua/retention.lua).
+// The record of a queue is that of the worker that started last, not of
+// the last write: a queue's record is replaced only when started is at
+// or after the start it holds (or it holds none, or one that cannot be
+// read, or one more than a minute after the store's time, which no start
+// read from the store can be). A worker writes it when it starts, and
+// again later only if that failed: an older worker whose write succeeds
+// late does not undo the record of a newer one (a deploy that changed the
+// configuration). A worker's configuration is what it records, and the
+// newest is the one a deploy brings; a rule that kept the longest could
 // never record a shorter retention again.
-func (s *Store) RecordRetention(ctx context.Context, queues []string, worker string, started time.Time) error {
+//
+// newer lists the queues whose record was left as it was, a worker that
+// started after started having recorded its own there. A call go-redis
+// sends twice (its reply lost) finds its own record the second time and
+// changes nothing. The key holding another type than a hash is an error
+// wrapping ErrMalformed, and a start more than a minute after the store's
+// time is refused: nothing is written then.
+func (s *Store) RecordRetention(ctx context.Context, queues []string, worker string, started time.Time) (newer []string, err error) {
 	if len(queues) == 0 {
-		return nil
+		return nil, nil
+	}
+	if worker == "" || slices.Contains(queues, "") {
+		return nil, fmt.Errorf("store: a retention record needs a worker ID and queue names (worker %q, queues %q)", worker, queues)
 	}
 	v := encodeRetention(Retention{Completed: s.cfg.RetainCompleted, Archived: s.cfg.RetainArchived,
 		Cancelled: s.cfg.RetainCancelled, Worker: worker, Started: started})
-	args := make([]any, 0, 2*len(queues))
-	for _, q := range queues {
-		args = append(args, q, v)
+	if _, err := DecodeRetention(queues[0], v); err != nil {
+		return nil, err // a start past what a record holds (year 2262)
 	}
-	return s.rdb.HSet(ctx, keys.Retention(s.cfg.NS), args...).Err()
+	args := make([]any, 0, 2+len(queues))
+	args = append(args, s.layoutNow(), v)
+	for _, q := range queues {
+		args = append(args, q)
+	}
+	key := keys.Retention(s.cfg.NS)
+	newer, err = lua.Retention.Run(ctx, s.rdb, []string{key}, args...).StringSlice()
+	if err != nil {
+		return nil, scriptError(err)
+	}
+	return newer, nil
 }
 
 // encodeRetention is r as keys.Retention holds it (DecodeRetention).

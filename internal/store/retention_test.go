@@ -12,16 +12,17 @@ import (
 )
 
 // TestRetentionRecord: a worker's store records its retention for the
-// queues it serves, and a reader finds it; the last one recorded wins; a
-// queue with none is not an error (ok false: old workers, or none yet);
-// a value that is not a retention is an EntryError naming the queue.
+// queues it serves, and a reader finds it; a worker that started later
+// replaces it; a queue with none is not an error (ok false: old workers,
+// or none yet); a value that is not a retention is an EntryError naming
+// the queue.
 func TestRetentionRecord(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			started := epoch.Add(-time.Minute)
-			must(t, f.st.RecordRetention(f.ctx, []string{"mail", "reports"}, "w:1", started))
+			recordAll(t, f.st, f.ctx, []string{"mail", "reports"}, "w:1", started)
 			want := store.Retention{Queue: "mail", Completed: retainCompleted, Archived: retainArchived,
 				Cancelled: retainCancelled, Worker: "w:1", Started: started}
 			got, ok, err := f.st.ReadRetention(f.ctx, "mail")
@@ -32,7 +33,7 @@ func TestRetentionRecord(t *testing.T) {
 			// a worker that started later, discarding completed jobs
 			later := store.New(f.rdb, store.Config{NS: f.st.NS(), RetainCompleted: -1, RetainArchived: time.Hour,
 				RetainCancelled: 3 * time.Hour})
-			must(t, later.RecordRetention(f.ctx, []string{"mail"}, "w2", epoch))
+			recordAll(t, later, f.ctx, []string{"mail"}, "w2", epoch)
 			got, _, _ = f.st.ReadRetention(f.ctx, "mail")
 			want = store.Retention{Queue: "mail", Completed: -1, Archived: time.Hour, Cancelled: 3 * time.Hour,
 				Worker: "w2", Started: epoch}

@@ -81,7 +81,7 @@ func (s *Store) NewLocal() string {
 // when it is made, not at its first claim.
 func PrepareWorkerScripts() {
 	for _, sc := range []*lua.Script{lua.Claim, lua.Ack, lua.Step, lua.Renew, lua.Maintain, lua.Enqueue,
-		lua.Heartbeat, lua.Relay, lua.Deaths, lua.Layout, lua.Progress} {
+		lua.Heartbeat, lua.Relay, lua.Deaths, lua.Layout, lua.Progress, lua.Retention} {
 		sc.Hash()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -124,4 +125,70 @@ func (f *FailCommand) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		cmd.SetErr(ErrInjected)
 		return ErrInjected
 	}
+}
+
+// FailScript is a go-redis hook (redis.Client.AddHook) that fails the
+// first Fail calls of Script whose first key is Key with ErrInjected
+// before they reach Redis, as a network that cut the connection past
+// go-redis's retries would; later calls, and calls of other scripts or
+// keys, pass. Calls counts the calls of Script on Key it failed and those
+// Redis ran: not those it refused because the script was not loaded yet
+// (FCALL of a library not loaded, EVALSHA of a script not cached, FCALL
+// on a server without functions), which lua.Script sends again in
+// another form, so that a count does not depend on what the server ran
+// before.
+type FailScript struct {
+	Script *lua.Script
+	Key    string
+	Fail   int
+
+	passes
+	mu     sync.Mutex
+	failed int
+	seen   int64
+}
+
+// Calls is how many calls of Script on Key the hook failed or Redis ran.
+func (f *FailScript) Calls() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen
+}
+
+func (f *FailScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args() // FCALL name numkeys key ...
+		if len(args) < 4 || !f.Script.Is(cmd.Name(), fmt.Sprint(args[1])) || fmt.Sprint(args[3]) != f.Key {
+			return next(ctx, cmd)
+		}
+		f.mu.Lock()
+		fail := f.failed < f.Fail
+		if fail {
+			f.failed++
+			f.seen++
+		}
+		f.mu.Unlock()
+		if fail {
+			cmd.SetErr(ErrInjected)
+			return ErrInjected
+		}
+		err := next(ctx, cmd)
+		if !notLoaded(err) {
+			f.mu.Lock()
+			f.seen++
+			f.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// notLoaded reports whether err is Redis refusing a script call because
+// it does not have the script (yet), or functions at all.
+func notLoaded(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "NOSCRIPT") || strings.Contains(s, "Function not found") ||
+		strings.Contains(strings.ToLower(s), "unknown command")
 }
