@@ -148,3 +148,66 @@ func TestWorkerRecordsRetentionAfterAFailedWrite(t *testing.T) {
 		t.Error("no log says the retention was recorded in the end")
 	}
 }
+
+// TestLateRetentionRetryKeepsNewerWorkersRecord: worker A starts, keeping
+// cancelled jobs an hour, and its write of the record fails; a minute
+// later worker B starts with a new configuration (a deploy: 7 days) and
+// records it; at A's next maintenance pass its retry succeeds. The record
+// must stay B's, the worker that started last: the retry wrote A's over
+// it, and operators' cancels went by the configuration the deploy
+// replaced. A writes no more after that pass.
+func TestLateRetentionRetryKeepsNewerWorkersRecord(t *testing.T) {
+	t.Parallel()
+	start := fakeStart()
+	clk := newTestClock(start)
+	e := newEnv(t, clk)
+	ctx := context.Background()
+	key := keys.Retention(e.NS)
+	h := &testkit.FailScript{Script: lua.Retention, Key: key, Fail: 1}
+	e.RDB.AddHook(h)
+	pass := func(id string, n int) {
+		t.Helper()
+		e.Sig.Maintained.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == id && p.N == n })
+	}
+	record := func() store.Retention {
+		t.Helper()
+		v, err := e.RDB.HGet(ctx, key, "default").Result()
+		testkit.Must(t, err)
+		r, err := store.DecodeRetention("default", v)
+		testkit.Must(t, err)
+		return r
+	}
+	a := e.startWorker(quickHandler(t), runtime.Options{WorkerID: "A", MaintenanceInterval: time.Hour,
+		RetainCancelled: time.Hour, Clock: clk})
+	pass("A", 1)
+	if n := h.Calls(); n != 1 {
+		t.Fatalf("%d writes after A's Run, want 1 (failed)", n)
+	}
+	clk.Advance(time.Minute)
+	const deployed = 7 * 24 * time.Hour
+	e.startWorker(quickHandler(t), runtime.Options{WorkerID: "B", MaintenanceInterval: time.Hour,
+		RetainCancelled: deployed, Clock: clk})
+	pass("B", 1)
+	if r := record(); r.Worker != "B" || r.Cancelled != deployed || !r.Started.Equal(start.Add(time.Minute)) {
+		t.Fatalf("after B's Run: %+v, want B's, started %s", r, start.Add(time.Minute))
+	}
+	clk.Advance(time.Hour)
+	pass("A", 2)
+	if n := h.Calls(); n != 3 {
+		t.Errorf("%d writes after A's retry, want 3 (A's, B's, A's retry)", n)
+	}
+	if r := record(); r.Worker != "B" || r.Cancelled != deployed {
+		t.Errorf("after A's late retry: the record is %+v; want B's, RetainCancelled %s", r, deployed)
+	}
+	if a.logs.find(func(l logRec) bool {
+		return l.Level == slog.LevelInfo && strings.Contains(l.Msg, "a worker that started later")
+	}) == nil {
+		a.logs.dump(t)
+		t.Error("A's log does not say its record was left to a worker that started later")
+	}
+	clk.Advance(time.Hour)
+	pass("A", 3)
+	if n := h.Calls(); n != 3 {
+		t.Errorf("%d writes after A's third pass, want 3: A is not owed a write any more", n)
+	}
+}

@@ -31,10 +31,13 @@ type Worker struct {
 
 	// retentionOwed: Run could not record the worker's retention; its
 	// maintenance loop, alone in touching it then, tries again
-	// (retention.go), with retentionAt, when Run started, as the record's
-	// start time.
+	// (retention.go), with retentionAt, when Run started on the store's
+	// clock, as the record's start time. retentionFrom is when Run
+	// started on the worker's clock: if Run could not read the store's
+	// time either, a retry places the start by the time gone since.
 	retentionOwed bool
-	retentionAt   time.Time
+	retentionFrom time.Time
+	retentionAt   time.Time // zero until read
 
 	// suspects counts the attempts running here of jobs with a crash on
 	// record: while one runs, claims lease no other (lua/claim.lua), so a
