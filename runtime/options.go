@@ -87,8 +87,9 @@ type Options struct {
 	// RetainCancelled say how long finished jobs are kept before they are
 	// deleted with all their keys. Defaults DefaultRetainCompleted,
 	// DefaultRetainArchived, DefaultRetainCancelled. A worker records them
-	// in Redis as its queues' retention when it starts (the last worker to
-	// start serving a queue wins), and an operator's cancel keeps a job
+	// in Redis as its queues' retention when it starts (the worker that
+	// started last, on Redis's clock, wins, even over one whose write
+	// succeeds later), and an operator's cancel keeps a job
 	// RetainCancelled as recorded there (admin.Client.CancelJob).
 	RetainCompleted time.Duration
 	RetainArchived  time.Duration

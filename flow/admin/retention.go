@@ -12,11 +12,12 @@ import (
 // Retention is how long the workers of a queue keep the jobs that finish
 // there before their retention sweep deletes them (runtime.Options
 // RetainCompleted or DiscardCompleted, RetainArchived, RetainCancelled),
-// as recorded in Redis by the last worker of the queue to write it (when
-// it starts, or, if that write failed, at a later maintenance pass): the
-// newest configuration is the one a deploy brings. Workers that
-// serve one queue with different settings each finish jobs with their
-// own; an operator's cancel follows the record.
+// as recorded in Redis by the worker of the queue that started last (a
+// worker writes it when it starts, or, if that write failed, at a later
+// maintenance pass, which replaces no record of a worker that started
+// since): the newest configuration is the one a deploy brings. Workers
+// that serve one queue with different settings each finish jobs with
+// their own; an operator's cancel follows the record.
 type Retention struct {
 	Completed time.Duration // < 0: deleted at once (DiscardCompleted)
 	Archived  time.Duration // archived and quarantined jobs
@@ -28,7 +29,7 @@ type Retention struct {
 	// DefaultRetainCancelled), which a worker may not have.
 	Recorded bool
 	Worker   string    // the worker that recorded it
-	Started  time.Time // when that worker started
+	Started  time.Time // when that worker started, on Redis's clock
 }
 
 // Retention reads the retention the workers of queue recorded, in one

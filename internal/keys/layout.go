@@ -14,9 +14,11 @@ const Namespaces = "sluice:namespaces"
 
 // Retention is the hash of how long each queue's workers keep the jobs
 // that finish there (store.Retention): one field per queue, written by
-// every worker that starts serving it (the last one to write wins: a
-// worker whose write failed at start writes it again later), read
-// by operator calls that finish a job themselves (an operator's cancel).
+// every worker that starts serving it (lua/retention.lua: the worker that
+// started last wins, by the start on the store's clock that the record
+// holds, so that a worker whose write failed at start and succeeds later
+// replaces no newer record), read by operator calls that finish a job
+// themselves (an operator's cancel).
 // It shares Queues' hash tag, and is kept apart from Queues' fields so
 // that no reader of layouts meets a value that is not one.
 func Retention(ns string) string { return Queues(ns) + ":retention" }
