@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -15,16 +14,20 @@ import (
 // round trip, as one transaction: the job hash and its payload key (see
 // keys.Partition.Body) are read at the same instant, never across a
 // script that moves or deletes the payload. Every key shares the
-// partition's slot.
+// partition's slot. Like a script, it refuses a partition at a newer data
+// model (ErrNewerDataModel, read in the same transaction); a key of the
+// job that holds another type than Sluice writes there is ErrMalformed.
 func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.ErrorRecord, error) {
 	var (
+		dm    models
 		all   *redis.MapStringStringCmd
 		body  *redis.StringCmd
 		errs  *redis.StringSliceCmd
 		exp   *redis.FloatCmd
 		steps *redis.MapStringStringCmd
 	)
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	cmds, _ := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		dm.add(ctx, p, ref.Partition)
 		all = p.HGetAll(ctx, ref.Job(ref.Local))
 		body = p.Get(ctx, ref.Body(ref.Local))
 		errs = p.LRange(ctx, ref.Errors(ref.Local), 0, -1)
@@ -32,7 +35,10 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 		steps = p.HGetAll(ctx, ref.Steps(ref.Local))
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := dm.err(); err != nil {
+		return nil, nil, err
+	}
+	if err := pipeError(cmds); err != nil {
 		return nil, nil, err
 	}
 	m := all.Val()
@@ -80,12 +86,25 @@ type Kid struct {
 }
 
 // Kids reads what parent recorded of the children locals, in one round
-// trip in the parent's slot.
+// trip in the parent's slot; like Get, it refuses a partition at a newer
+// data model, and a record of another type is ErrMalformed.
 func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]Kid, error) {
-	vals, err := s.rdb.HMGet(ctx, parent.Kids(parent.Local), locals...).Result()
-	if err != nil {
+	var (
+		dm  models
+		cmd *redis.SliceCmd
+	)
+	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		dm.add(ctx, p, parent.Partition)
+		cmd = p.HMGet(ctx, parent.Kids(parent.Local), locals...)
+		return nil
+	})
+	if err := dm.err(); err != nil {
 		return nil, err
 	}
+	if err := pipeError(cmds); err != nil {
+		return nil, err
+	}
+	vals := cmd.Val()
 	out := make([]Kid, len(locals))
 	for i, v := range vals {
 		str, ok := v.(string)
