@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 
@@ -62,19 +61,25 @@ func (s *Store) DeleteStep(ctx context.Context, p keys.Partition, sel Selector, 
 
 // StateSizes reads how many jobs are in state in each of parts, in one
 // pipelined round trip: for scheduled and retryable, which share a zset,
-// its per-state counter; else the size of its terminal zset.
+// its per-state counter; else the size of its terminal zset. As
+// StateCounts, it refuses a partition at a newer data model.
 func (s *Store) StateSizes(ctx context.Context, parts []keys.Partition, state string) ([]int64, error) {
 	if state != "scheduled" && state != "retryable" {
 		return s.TerminalSizes(ctx, parts, state)
 	}
+	var dm models
 	cmds := make([]*redis.StringCmd, len(parts))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	all, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range parts {
+			dm.add(ctx, p, part)
 			cmds[i] = p.HGet(ctx, part.Stats(), state)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := dm.err(); err != nil {
+		return nil, err
+	}
+	if err := pipeError(all); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(parts))

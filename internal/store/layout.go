@@ -281,17 +281,23 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 }
 
 // OutboxSizes reads the lengths of the outbox and of the dead outbox of
-// each of parts, in one pipelined round trip.
+// each of parts, in one pipelined round trip; as StateCounts, it refuses a
+// partition at a newer data model.
 func (s *Store) OutboxSizes(ctx context.Context, parts []keys.Partition) (outbox, dead []int64, err error) {
+	var dm models
 	cmds := make([]*redis.IntCmd, 2*len(parts))
-	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	all, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range parts {
+			dm.add(ctx, p, part)
 			cmds[2*i] = p.XLen(ctx, part.Outbox())
 			cmds[2*i+1] = p.XLen(ctx, part.DeadOutbox())
 		}
 		return nil
 	})
-	if err != nil {
+	if err := dm.err(); err != nil {
+		return nil, nil, err
+	}
+	if err := pipeError(all); err != nil {
 		return nil, nil, err
 	}
 	outbox, dead = make([]int64, len(parts)), make([]int64, len(parts))

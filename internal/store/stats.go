@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,21 +22,28 @@ type Minute struct {
 
 // Minutes reads the minute hashes of partitions parts for unix minutes
 // from..to (inclusive), summed over the partitions, in one pipelined round
-// trip; the result is indexed by minute - from.
+// trip; the result is indexed by minute - from. A partition at a newer
+// data model is ErrNewerDataModel (read in the same round trip), a minute
+// key of another type ErrMalformed.
 func (s *Store) Minutes(ctx context.Context, parts []keys.Partition, from, to int64) ([]Minute, error) {
 	if to < from {
 		return nil, nil
 	}
+	var dm models
 	cmds := make([]*redis.MapStringStringCmd, 0, len(parts)*int(to-from+1))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	all, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, part := range parts {
+			dm.add(ctx, p, part)
 			for m := from; m <= to; m++ {
 				cmds = append(cmds, p.HGetAll(ctx, part.Minute(m)))
 			}
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err := dm.err(); err != nil {
+		return nil, err
+	}
+	if err := pipeError(all); err != nil {
 		return nil, err
 	}
 	out := make([]Minute, to-from+1)
@@ -87,16 +93,22 @@ func (s *Store) PausedFlags(ctx context.Context, parts []keys.Partition) ([]bool
 }
 
 // TerminalSizes reads the size of the zset of terminal state in each of
-// parts, in one pipelined round trip.
+// parts, in one pipelined round trip; as StateCounts, it refuses a
+// partition at a newer data model.
 func (s *Store) TerminalSizes(ctx context.Context, parts []keys.Partition, state string) ([]int64, error) {
+	var dm models
 	cmds := make([]*redis.IntCmd, len(parts))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	all, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range parts {
+			dm.add(ctx, p, part)
 			cmds[i] = p.ZCard(ctx, part.Terminal(state))
 		}
 		return nil
 	})
-	if err != nil {
+	if err := dm.err(); err != nil {
+		return nil, err
+	}
+	if err := pipeError(all); err != nil {
 		return nil, err
 	}
 	out := make([]int64, len(parts))
