@@ -55,9 +55,12 @@ const WatchKeep = store.WatchKeep
 // (so is one that was discarded before the Wait call).
 //
 // Errors: ErrInvalid for a malformed ID, ErrNotFound when there is no
-// such job (also when an operator deletes it during the wait), ctx's
-// error when ctx ends first. While Redis cannot be reached, Wait keeps
-// trying until ctx ends.
+// such job (also when an operator deletes it during the wait),
+// ErrMalformed when the job's data cannot be read (its key holds another
+// type than a hash, say), ErrNewerDataModel when its partition is at a
+// newer data model than this release knows (these three at once: no
+// retry changes them), ctx's error when ctx ends first. While Redis
+// cannot be reached, Wait keeps trying until ctx ends.
 func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
@@ -85,7 +88,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 			switch {
 			case err == nil:
 				mark, read = false, terminal(state)
-			case errors.Is(err, ErrNotFound):
+			case refused(err):
 				return nil, err
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -102,7 +105,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 				// It left its final state again (redriven): watch it again.
 				mark = true
 				continue
-			case errors.Is(err, ErrNotFound), errors.Is(err, ErrMalformed):
+			case refused(err):
 				return nil, err
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -128,6 +131,16 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// refused reports whether err is an answer about the job that no retry
+// changes, which Wait returns at once: there is no such job, its data
+// cannot be read (ErrMalformed: a key of another type, say), or its
+// partition is at a newer data model than this release knows
+// (ErrNewerDataModel: only upgrading the process changes that). Any
+// other error is taken for Redis being out of reach, and retried.
+func refused(err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrNewerDataModel)
 }
 
 // terminal reports whether state is a final one.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,28 +34,34 @@ func (s *Store) Watch(ctx context.Context, ref keys.Ref) (string, error) {
 
 // States reads the state of each job of refs in one round trip (a
 // pipeline; on a cluster, one per node), "" for a job that does not
-// exist. It writes nothing.
+// exist, and also for one that cannot be read (its key holds another
+// type, its partition is at a newer data model, read in the same round
+// trip): reading the job (Get) says which. It writes nothing. Its error
+// is that of reaching Redis.
 func (s *Store) States(ctx context.Context, refs []keys.Ref) ([]string, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
+	var dm models
 	cmds := make([]*redis.StringCmd, len(refs))
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range refs {
+			dm.add(ctx, p, r.Partition)
 			cmds[i] = p.HGet(ctx, r.Job(r.Local), keys.FieldState)
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil && !isReplyError(err) {
 		return nil, err
 	}
 	out := make([]string, len(refs))
 	for i, c := range cmds {
 		v, err := c.Result()
 		switch {
-		case errors.Is(err, redis.Nil):
-		case err != nil:
+		case err != nil && !isReplyError(err):
 			return nil, err
+		case err != nil, dm.of(refs[i].Partition) != nil:
+			// absent (redis.Nil), unreadable: ""
 		default:
 			out[i] = StateName(v)
 		}
