@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/flow"
@@ -300,15 +299,22 @@ func (c *Client) ReadableSchedules(ctx context.Context) ([]ScheduleInfo, error) 
 
 // JobBrief is the part of a job that changes as it runs.
 type JobBrief struct {
-	State        string // "" when the job no longer exists
+	State        string // "" when the job no longer exists, or cannot be read
 	Attempt      int
 	CrashAttempt int
 	Fence        int64
+	// Err, when set, is why the job could not be read: its partition is
+	// at a newer data model (ErrNewerDataModel), its key holds another
+	// type than a hash (ErrMalformed). Only Err is then set; the other
+	// jobs are read all the same.
+	Err error
 }
 
 // JobBriefs reads the state and counters of each job of ids, in one
-// pipelined round trip (one O(1) command per job). A malformed ID is an
-// ErrInvalid error; a job that does not exist has an empty State.
+// pipelined round trip (one O(1) command per job, and one per partition
+// for its data model). A malformed ID is an ErrInvalid error, and an
+// error of reaching Redis fails the call; a job that does not exist has
+// an empty State, one that cannot be read its own Err.
 func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBrief, error) {
 	refs := make([]keys.Ref, len(ids))
 	for i, id := range ids {
@@ -318,30 +324,21 @@ func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBri
 		}
 		refs[i] = ref
 	}
-	cmds := make([]*redis.SliceCmd, len(ids))
-	_, err := c.b.Store.Client().Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range refs {
-			cmds[i] = p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	read, err := c.b.Store.JobsFields(ctx, refs, keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence)
+	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]JobBrief, len(ids))
 	for i, id := range ids {
-		v := cmds[i].Val()
-		str := func(k int) string {
-			if k < len(v) {
-				s, _ := v[k].(string)
-				return s
-			}
-			return ""
+		if read[i].Err != nil {
+			out[id] = JobBrief{Err: read[i].Err}
+			continue
 		}
-		b := JobBrief{State: store.StateName(str(0))}
-		b.Attempt, _ = strconv.Atoi(str(1))
-		b.CrashAttempt, _ = strconv.Atoi(str(2))
-		b.Fence, _ = strconv.ParseInt(str(3), 10, 64)
+		v := read[i].Values
+		b := JobBrief{State: store.StateName(v[0])}
+		b.Attempt, _ = strconv.Atoi(v[1])
+		b.CrashAttempt, _ = strconv.Atoi(v[2])
+		b.Fence, _ = strconv.ParseInt(v[3], 10, 64)
 		out[id] = b
 	}
 	return out, nil
@@ -370,7 +367,9 @@ type ChildInfo struct {
 }
 
 // JobExtras reads job id's headers and finished children, in one round
-// trip for the job and one bounded scan of its children record.
+// trip for the job and one bounded scan of its children record. As Job,
+// it refuses a partition at a newer data model (ErrNewerDataModel); a key
+// of the job of another type is ErrMalformed.
 func (c *Client) JobExtras(ctx context.Context, id string) (JobExtras, error) {
 	ref, err := c.ref(id)
 	if err != nil {
@@ -386,7 +385,7 @@ func (c *Client) JobExtras(ctx context.Context, id string) (JobExtras, error) {
 			return x, fmt.Errorf("%w: job %s headers: %v", flow.ErrMalformed, id, err)
 		}
 	}
-	kv, cursor, err := c.b.Store.Client().HScan(ctx, ref.Kids(ref.Local), 0, "", MaxChildrenListed).Result()
+	kv, more, err := c.b.Store.ChildrenPage(ctx, ref, MaxChildrenListed)
 	if err != nil {
 		return x, err
 	}
@@ -395,6 +394,6 @@ func (c *Client) JobExtras(ctx context.Context, id string) (JobExtras, error) {
 		x.Children = append(x.Children, ChildInfo{Local: kv[i], State: state})
 	}
 	sort.Slice(x.Children, func(a, b int) bool { return x.Children[a].Local < x.Children[b].Local })
-	x.MoreChildren = cursor != 0
+	x.MoreChildren = more
 	return x, nil
 }

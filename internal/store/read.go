@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -115,4 +116,65 @@ func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]K
 		out[i] = Kid{Done: true, State: state, Payload: []byte(payload)}
 	}
 	return out, nil
+}
+
+// JobFields is what JobsFields read of one job.
+type JobFields struct {
+	Values []string // by field asked for; "" for an absent field or job
+	// Err, when set, is why this job could not be read: its partition
+	// is at a newer data model (ErrNewerDataModel), its key holds
+	// another type (ErrMalformed). The other jobs are read all the same.
+	Err error
+}
+
+// JobsFields reads fields of each job of refs, in one pipelined round
+// trip (one HMGET per job, one GET of each partition's data model). A
+// job that cannot be read has its own Err; the error returned is that of
+// reaching Redis.
+func (s *Store) JobsFields(ctx context.Context, refs []keys.Ref, fields ...string) ([]JobFields, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	var dm models
+	cmds := make([]*redis.SliceCmd, len(refs))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range refs {
+			dm.add(ctx, p, r.Partition)
+			cmds[i] = p.HMGet(ctx, r.Job(r.Local), fields...)
+		}
+		return nil
+	})
+	if err != nil && !isReplyError(err) {
+		return nil, err
+	}
+	out := make([]JobFields, len(refs))
+	for i, c := range cmds {
+		if err := dm.of(refs[i].Partition); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if err := c.Err(); err != nil {
+			out[i].Err = fmt.Errorf("job %s: %w", refs[i], readError(err))
+			continue
+		}
+		out[i].Values = make([]string, len(fields))
+		for k, v := range c.Val() {
+			if k < len(fields) {
+				out[i].Values[k], _ = v.(string)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ChildrenPage reads up to about count of the finished children that
+// parent recorded (field: the child's local ID, value: its record), in
+// one HSCAN from the start, and whether there are more. A record of
+// another type is ErrMalformed.
+func (s *Store) ChildrenPage(ctx context.Context, parent keys.Ref, count int64) (kv []string, more bool, err error) {
+	kv, cursor, err := s.rdb.HScan(ctx, parent.Kids(parent.Local), 0, "", count).Result()
+	if err != nil {
+		return nil, false, readError(err)
+	}
+	return kv, cursor != 0, nil
 }
