@@ -83,7 +83,8 @@ func TestReadsRefuseNewerDataModel(t *testing.T) {
 // TestReadsOfAnotherTypeAreMalformed: a key a read finds holding another
 // type than Sluice writes there (a job key overwritten by hand, say) is
 // ErrMalformed, as it is to the scripts, not Redis's bare WRONGTYPE; a
-// read of several jobs answers it for that job alone. Also when the dm
+// read of several jobs answers it for that job alone; a job's read (Get)
+// leaves out its auxiliary keys of another type instead. Also when the dm
 // key read with it is absent (a pipeline's own error is its first
 // command's, here the dm GET's redis.Nil, which hid the WRONGTYPE after
 // it).
@@ -106,6 +107,14 @@ func TestReadsOfAnotherTypeAreMalformed(t *testing.T) {
 			states, err := f.st.States(f.ctx, []keys.Ref{good, bad})
 			if err != nil || states[0] != "available" || states[1] != "" {
 				t.Errorf("States of a good job and a key of another type: %q, %v; want [available \"\"]", states, err)
+			}
+			// the job's other keys of another type are left out: a job a
+			// worker archived 'malformed' for one of them is still read
+			for _, k := range []string{f.p.Steps("a"), f.p.Errors("a")} {
+				f.rdb.Set(f.ctx, k, "not a hash", 0)
+			}
+			if j, _, err := f.st.Get(f.ctx, good); err != nil || j.State != "available" {
+				t.Errorf("Get of a job whose checkpoints and errors keys hold another type: %+v, %v; want the job", j, err)
 			}
 			f.rdb.Set(f.ctx, f.p.Kids("a"), "not a hash", 0)
 			if _, err := f.st.Kids(f.ctx, good, []string{"x"}); !errors.Is(err, store.ErrMalformed) {

@@ -16,8 +16,11 @@ import (
 // keys.Partition.Body) are read at the same instant, never across a
 // script that moves or deletes the payload. Every key shares the
 // partition's slot. Like a script, it refuses a partition at a newer data
-// model (ErrNewerDataModel, read in the same transaction); a key of the
-// job that holds another type than Sluice writes there is ErrMalformed.
+// model (ErrNewerDataModel, read in the same transaction); a job hash or
+// payload key (when the job keeps its payload there) that holds another
+// type than Sluice writes there is ErrMalformed. Its other keys (recent errors, lease, checkpoints) of
+// another type are left out of what it reads, so that a job a worker
+// archived 'malformed' for one of them can be read (and deleted).
 func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.ErrorRecord, error) {
 	var (
 		dm    models
@@ -27,7 +30,7 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 		exp   *redis.FloatCmd
 		steps *redis.MapStringStringCmd
 	)
-	cmds, _ := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, _ = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error { // errors: by command
 		dm.add(ctx, p, ref.Partition)
 		all = p.HGetAll(ctx, ref.Job(ref.Local))
 		body = p.Get(ctx, ref.Body(ref.Local))
@@ -39,7 +42,7 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 	if err := dm.err(); err != nil {
 		return nil, nil, err
 	}
-	if err := pipeError(cmds); err != nil {
+	if err := pipeError([]redis.Cmder{all}); err != nil {
 		return nil, nil, err
 	}
 	m := all.Val()
@@ -50,8 +53,13 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 	for k, v := range m {
 		flat = append(flat, k, v)
 	}
-	if b, err := body.Result(); err == nil && m[keys.FieldPayloadBody] != "" {
-		flat = append(flat, keys.FieldPayload, b) // the payload has a key of its own
+	if m[keys.FieldPayloadBody] != "" { // the payload has a key of its own
+		if err := pipeError([]redis.Cmder{body}); err != nil {
+			return nil, nil, err
+		}
+		if b, err := body.Result(); err == nil {
+			flat = append(flat, keys.FieldPayload, b)
+		}
 	}
 	j, err := decodeJob(ref.Local, flat)
 	if err != nil {
