@@ -37,11 +37,11 @@ type hub struct {
 	compute    sync.Mutex // one read of Redis at a time; guards the fields below
 	snap       *snapshot
 	workers    []sluicetype.WorkerInfo
-	badWorkers []fault            // the worker records that could not be read
-	workersAt  time.Time          // when workers were read
-	history    map[string][]point // per queue, historyMinutes, oldest first
-	minute     time.Time          // the minute history ends with
-	briefs     map[string]admin.JobBrief
+	badWorkers []fault             // the worker records that could not be read
+	workersAt  time.Time           // when workers were read
+	history    map[string][]point  // per queue, historyMinutes, oldest first
+	minute     time.Time           // the minute history ends with
+	briefs     map[string]jobEvent // the followed jobs as last sent
 
 	mu      sync.Mutex // guards subs, watched, stop
 	subs    map[*subscriber]struct{}
@@ -105,7 +105,7 @@ type subscriber struct {
 
 func newHub(o ops, interval time.Duration, onError func(error)) *hub {
 	return &hub{ops: o, interval: interval, onError: onError, now: time.Now, subs: map[*subscriber]struct{}{},
-		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]admin.JobBrief{}}
+		watched: map[string]int{}, history: map[string][]point{}, briefs: map[string]jobEvent{}}
 }
 
 // subscribe adds a subscriber following job (may be ""), and starts the
@@ -209,10 +209,23 @@ func send(s *subscriber, ev event) {
 	}
 }
 
-// jobEvent is the data of a job event.
+// jobEvent is the data of a job event: the brief, and Error in place of
+// its Err (why the job cannot be read: its key holds another type, its
+// partition is at a newer data model), as text, so that events compare
+// with == and a job that stays unreadable is not sent again every poll.
 type jobEvent struct {
 	ID string `json:"id"`
 	admin.JobBrief
+	Error string `json:"error,omitempty"`
+}
+
+// eventOf is job id's event data for brief b.
+func eventOf(id string, b admin.JobBrief) jobEvent {
+	ev := jobEvent{ID: id, JobBrief: b}
+	if b.Err != nil {
+		ev.Error, ev.Err = b.Err.Error(), nil
+	}
+	return ev
 }
 
 // followJobs reads the followed jobs and returns the event data of those
@@ -230,14 +243,17 @@ func (h *hub) followJobs(ctx context.Context, ids []string) (map[string][]byte, 
 		return nil, err
 	}
 	out := map[string][]byte{}
+	seen := make(map[string]jobEvent, len(bs))
 	for id, b := range bs {
-		if old, ok := h.briefs[id]; ok && old == b {
+		ev := eventOf(id, b)
+		seen[id] = ev
+		if old, ok := h.briefs[id]; ok && old == ev {
 			continue
 		}
-		data, _ := json.Marshal(jobEvent{ID: id, JobBrief: b})
+		data, _ := json.Marshal(ev)
 		out[id] = data
 	}
-	h.briefs = bs
+	h.briefs = seen
 	return out, nil
 }
 

@@ -303,7 +303,11 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	job := r.URL.Query().Get("job")
 	if job != "" {
-		if _, err := c.ops.JobBriefs(r.Context(), []string{job}); err != nil {
+		briefs, err := c.ops.JobBriefs(r.Context(), []string{job})
+		if err == nil {
+			err = briefs[job].Err // this job unreadable: the others' reads went on
+		}
+		if err != nil {
 			http.Error(w, err.Error(), statusOf(err))
 			return
 		}

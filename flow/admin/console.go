@@ -307,7 +307,7 @@ type JobBrief struct {
 	// at a newer data model (ErrNewerDataModel), its key holds another
 	// type than a hash (ErrMalformed). Only Err is then set; the other
 	// jobs are read all the same.
-	Err error
+	Err error `json:"-"`
 }
 
 // JobBriefs reads the state and counters of each job of ids, in one
