@@ -90,12 +90,10 @@ func TestWaitRefusedDuringTheWait(t *testing.T) {
 	}
 }
 
-// TestWaitOnJobKeyOfAnotherType: Wait on a job whose key holds another
-// type than a hash (written by hand, another tool) returns ErrMalformed
-// at once (docs/errors.md), not retrying the watch script's WRONGTYPE
-// until ctx ends.
-func TestWaitOnJobKeyOfAnotherType(t *testing.T) {
-	t.Parallel()
+// jobOfAnotherType makes a client of a fresh namespace on a real Redis
+// and the ID of a job of its default queue whose key holds a string.
+func jobOfAnotherType(t *testing.T) (*flow.Client, string) {
+	t.Helper()
 	rdb := realRedis(t)
 	ns := redistest.NewNamespace(t)
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
@@ -110,12 +108,21 @@ func TestWaitOnJobKeyOfAnotherType(t *testing.T) {
 	if err := rdb.Set(ctx, p.Job("bad"), "not a hash", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	id := keys.Ref{Partition: p, Local: "bad"}.String()
+	return c, keys.Ref{Partition: p, Local: "bad"}.String()
+}
+
+// TestWaitOnJobKeyOfAnotherType: Wait on a job whose key holds another
+// type than a hash (written by hand, another tool) returns ErrMalformed
+// at once (docs/errors.md), not retrying the watch script's WRONGTYPE
+// until ctx ends.
+func TestWaitOnJobKeyOfAnotherType(t *testing.T) {
+	t.Parallel()
+	c, id := jobOfAnotherType(t)
+	ctx := context.Background()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = c.Wait(wctx, id)
-	if !errors.Is(err, flow.ErrMalformed) {
+	if _, err := c.Wait(wctx, id); !errors.Is(err, flow.ErrMalformed) {
 		t.Fatalf("Wait(%s) on a job key that is not a hash: %v after %v; want ErrMalformed at once", id, err, time.Since(start).Round(time.Millisecond))
 	}
 }
@@ -128,21 +135,8 @@ func TestWaitOnJobKeyOfAnotherType(t *testing.T) {
 // of the same job does, not Redis's bare WRONGTYPE.
 func TestJobOfAnotherTypeIsMalformed(t *testing.T) {
 	t.Parallel()
-	rdb := realRedis(t)
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, id := jobOfAnotherType(t)
 	ctx := context.Background()
-	if _, err := c.Enqueue(ctx, dmJob{N: 1}); err != nil { // registers the queue
-		t.Fatal(err)
-	}
-	p := keys.Partition{NS: ns, Queue: "default", Index: 0}
-	if err := rdb.Set(ctx, p.Job("bad"), "not a hash", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	id := keys.Ref{Partition: p, Local: "bad"}.String()
 	if _, err := admin.New(c).CancelJob(ctx, id); !errors.Is(err, flow.ErrMalformed) {
 		t.Fatalf("CancelJob(%s): %v, want ErrMalformed (the documented answer)", id, err)
 	}
