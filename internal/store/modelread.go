@@ -61,6 +61,18 @@ func (m *models) of(part keys.Partition) error {
 		ErrNewerDataModel, part.Prefix(), v, DataModel)
 }
 
+// unreached is the first error of reaching Redis among the data-model
+// reads (not a reply of Redis's, such as nil or WRONGTYPE): a pipeline's
+// own error is only its first command's, so each command is looked at.
+func (m *models) unreached() error {
+	for _, c := range m.cmds {
+		if err := c.Err(); err != nil && !isReplyError(err) {
+			return err
+		}
+	}
+	return nil
+}
+
 // err is the first error of the partitions' data models, in the order
 // they were added.
 func (m *models) err() error {

@@ -155,6 +155,17 @@ func (s *Store) JobsFields(ctx context.Context, refs []keys.Ref, fields ...strin
 	if err != nil && !isReplyError(err) {
 		return nil, err
 	}
+	// the pipeline's error is its first command's (a data model's GET,
+	// nil when absent): a command further on that did not reach Redis
+	// fails the call, not its job alone
+	if err := dm.unreached(); err != nil {
+		return nil, err
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !isReplyError(err) {
+			return nil, err
+		}
+	}
 	out := make([]JobFields, len(refs))
 	for i, c := range cmds {
 		if err := dm.of(refs[i].Partition); err != nil {

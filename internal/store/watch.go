@@ -54,6 +54,9 @@ func (s *Store) States(ctx context.Context, refs []keys.Ref) ([]string, error) {
 	if err != nil && !isReplyError(err) {
 		return nil, err
 	}
+	if err := dm.unreached(); err != nil { // not the job's: the call's
+		return nil, err
+	}
 	out := make([]string, len(refs))
 	for i, c := range cmds {
 		v, err := c.Result()
