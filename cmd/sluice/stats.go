@@ -52,12 +52,12 @@ place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 		Example:           "  sluice queues stats mail --window 30m\n  sluice queues stats --watch --interval 5s",
 		ValidArgsFunction: c.completeQueues,
 	}
-	cmd.Flags().DurationVar(&window, "window", 5*time.Minute, "span of the rates (1m..2h)")
+	cmd.Flags().DurationVar(&window, "window", 5*time.Minute, "span of the rates, whole minutes (1m..2h)")
 	cmd.Flags().BoolVar(&watch, "watch", false, "print the stats again every --interval until Ctrl-C")
 	cmd.Flags().DurationVar(&interval, "interval", 2*time.Second, "how often --watch refreshes")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, queues []string) error {
-		if window < time.Minute || window > admin.MaxStatsWindow {
-			return usagef("--window %v: want 1m..%v", window, admin.MaxStatsWindow)
+		if window < time.Minute || window > admin.MaxStatsWindow || window%time.Minute != 0 {
+			return usagef("--window %v: want whole minutes in 1m..%v", window, admin.MaxStatsWindow)
 		}
 		if interval < 100*time.Millisecond {
 			return usagef("--interval %v: want at least 100ms", interval)

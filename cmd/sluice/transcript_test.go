@@ -93,6 +93,7 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "--redis", "http://x", "workers")
 	tr.run(exitUsage, "queues", "pause")
 	tr.run(exitUsage, "queues", "stats", "default", "--window", "3h")
+	tr.run(exitUsage, "queues", "stats", "default", "--window", "90s")
 	tr.run(exitUsage, "schedules", "pause")
 	tr.run(exitUsage, "schedules", "trigger", "bad name!")
 	tr.run(exitUsage, "effects", "list")

@@ -76,8 +76,8 @@ type RunTimes struct {
 }
 
 // QueueStats reads a queue's stats over window (0 for the default, 5
-// minutes; else at least a minute and at most MaxStatsWindow: another is
-// ErrInvalid), in a few pipelined round trips: the per-state counters
+// minutes; else whole minutes, at least one and at most MaxStatsWindow:
+// another is ErrInvalid), in a few pipelined round trips: the per-state counters
 // the scripts keep, each partition's paused flag and its per-minute
 // counters (which lua/lib.lua keeps as jobs finish), for the minutes of
 // store time (Redis TIME, not the caller's clock). It reads no job.
@@ -88,10 +88,10 @@ func (c *Client) QueueStats(ctx context.Context, queue string, window time.Durat
 	if window == 0 {
 		window = 5 * time.Minute
 	}
-	// the counters are per minute: a shorter window would be read as a
-	// whole minute and labelled as what was asked
-	if window < time.Minute || window > MaxStatsWindow {
-		return QueueStats{}, fmt.Errorf("%w: stats window %s not in 1m..%s", flow.ErrInvalid, window, MaxStatsWindow)
+	// the counters are per minute: a window of another length would be
+	// read as whole minutes and labelled as what was asked
+	if window < time.Minute || window > MaxStatsWindow || window%time.Minute != 0 {
+		return QueueStats{}, fmt.Errorf("%w: stats window %s: want whole minutes in 1m..%s", flow.ErrInvalid, window, MaxStatsWindow)
 	}
 	mins := int64(window / time.Minute)
 	parts, err := c.b.Partitions(ctx, queue)
