@@ -36,7 +36,7 @@ count first with --dry-run. A delete by selector draws a progress bar
 when stderr is a terminal, and lists the entries of the state whose
 data is not a job (left as they are). One stopped part way (an error,
 Ctrl-C) leaves the batches before it done, says what they did (--json:
-the counts and "error"), then the error (exit 1): running it again goes
+the counts and "error"), then the error (its exit code): running it again goes
 on.`,
 		Example: `  sluice jobs delete mail:0:7f3a
   sluice jobs delete --queue mail --state archived --reason attempts_exhausted --before 168h --dry-run`,

@@ -56,7 +56,7 @@ per redrive. Times (--after, --before) are RFC 3339 or a duration ago
 ("2h", by Redis's clock, which finish times are kept in). A redrive by
 selector draws a progress bar when stderr is a terminal; one stopped part
 way (an error, Ctrl-C) leaves the batches before it done, says what they
-did (--json: the counts and "error"), then the error (exit 1): running it
+did (--json: the counts and "error"), then the error (its exit code): running it
 again goes on. Jobs made available in a paused queue get a note saying
 so. By ID it prints each job moved and an error for each that did not:
 it exits 0 when every job moved, else with the exit code the errors
