@@ -203,6 +203,9 @@ local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
+-- notemark_key(m) marks child-finished notification m delivered here
+-- (notify.lua; m names the child's partition and outbox entry)
+local function notemark_key(m) return PFX .. 'nm:' .. m end
 -- later_key(b) is the list of the job IDs of bucket b of the jobs due later
 -- than the sched zset holds (lib_ready.lua sched_add; K_LATER lists the
 -- buckets).

@@ -2,19 +2,31 @@
 -- partition (relayed from other partitions' outboxes).
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of notifications n; then n groups of 5 fields:
---   parent job ID, spawn step, child job ID, child state, result or error
+-- ARGV[9]: number of notifications n; then n groups of 6 fields:
+--   parent job ID, spawn step, child job ID, child state, result or error,
+--   the notification's mark (the child's queue, partition and outbox
+--   entry: keys.Partition.NoteMark)
 -- Returns: the number of notifications processed.
 -- Transitions: scheduled -> available for a parent whose wait is over.
--- Delivery is idempotent: a child already recorded is not counted again.
+-- Each notification is delivered once: its mark is kept for NOTE_KEEP.
+-- Two workers relay one outbox without a lock, so one may read an entry,
+-- stall while the other relays it and a later end of the same child
+-- (redriven since), and deliver it again: without the mark that older
+-- end would overwrite the newer on the parent (deliver records a child's
+-- latest end). A child already recorded is not counted again either way.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
+-- NOTE_KEEP (ms): Go's store.relayMarkTTL, the keep of a relayed
+-- effect's marker
+local NOTE_KEEP = 7 * 24 * 3600 * 1000
 local n = tonumber(ARGV[9])
 for i = 0, n - 1 do
-  local b = 10 + i * 5
-  deliver(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4])
+  local b = 10 + i * 6
+  if redis.call('SET', notemark_key(ARGV[b + 5]), '1', 'NX', 'PX', NOTE_KEEP) then
+    deliver(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4])
+  end
 end
 flush()
 return remember(n)

@@ -115,6 +115,12 @@ func (p Partition) Call(id string) string { return p.Prefix() + "rc:" + id }
 // once the job itself is deleted.
 func (p Partition) FollowUp(id string) string { return p.Prefix() + "fu:" + id }
 
+// NoteMark marks a child-finished notification delivered to this
+// partition (lua/notify.lua): mark is the child's queue, partition and
+// outbox entry ("queue:index:entry"), unique among every notification the
+// partition receives. Kept as long as a relayed effect's marker.
+func (p Partition) NoteMark(mark string) string { return p.Prefix() + "nm:" + mark }
+
 // Watching is the set of the partition's jobs that a caller waits on
 // (lua/watch.lua, flow.Client.Wait): a job is in it, with the field
 // FieldWatched, from the first Wait until it finishes.

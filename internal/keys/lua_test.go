@@ -23,7 +23,7 @@ func TestLuaKeysAgree(t *testing.T) {
 		"ccwait_key": p.ConcurrencyWait(x), "CC_WAITING": p.ConcurrencyWaiting(), "pin_key": p.Pinned(x),
 		"PIN_DEADLINES": p.PinDeadlines(), "PAUSED": p.Paused(), "minute_key": p.Minute(7),
 		"DEATHS": p.Deaths(), "hold_key": p.QuarantineHold(x), "held_key": p.HeldOn(x),
-		"followup_key": p.FollowUp(x), "call_key": p.Call(x), "PM_KEY": p.Priorities(),
+		"followup_key": p.FollowUp(x), "notemark_key": p.NoteMark(x), "call_key": p.Call(x), "PM_KEY": p.Priorities(),
 		"WATCHING": p.Watching(), "DONE_CHANNEL": p.DoneChannel(),
 		"later_key": p.LaterBucket(x), "MODEL_KEY": p.DataModel(),
 	}

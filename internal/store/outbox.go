@@ -45,6 +45,10 @@ type note struct {
 	child  string
 	state  string
 	result string
+	// mark names the notification among all others the parent's
+	// partition receives: the child's partition and its outbox entry
+	// (keys.Partition.NoteMark), delivered once by it (lua/notify.lua)
+	mark string
 }
 
 // RelayResult is what one relay call did.
@@ -83,7 +87,10 @@ var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 // one older than relayMaxAge is dead-lettered instead), follow-up jobs
 // (placed again by their queue's layout when a shrink retired their
 // partition: relayFollowUp) and notifications to parents in other
-// partitions (idempotent, so delivered at any age). Entries are deleted
+// partitions (each delivered once, by its marker, for relayMarkTTL: a
+// relayer that read an entry and stalled while another relayed it and a
+// later one of the same child must not deliver the older end again over
+// the newer). Entries are deleted
 // once relayed. One that can never apply is dead-lettered
 // (lua/deadfx.lua): moved to the dead stream with its error, which its
 // job records too; the call reports it, and relaying goes on with the
@@ -112,9 +119,9 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		if first == "" {
 			first = m.ID
 		}
-		// A notification is delivered at any age: its delivery is
-		// idempotent (a child already recorded is not counted again), and
-		// a dead-lettered one could not be revived (it holds no effect).
+		// A notification is delivered at any age: a dead-lettered one
+		// could not be revived (it holds no effect), and its marker only
+		// matters while a stalled relayer may repeat it.
 		if m.Values["t"] != "n" && entryTime(first).Before(oldest) {
 			bury(m, first, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
@@ -126,6 +133,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 				bury(m, first, "malformed notification")
 				continue
 			}
+			n.mark = p.Queue + ":" + strconv.Itoa(p.Index) + ":" + first
 			notes[n.parent.Partition] = append(notes[n.parent.Partition], n)
 			done = append(done, m.ID)
 		case "fx":
@@ -145,7 +153,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	for pp, ns := range notes {
 		args := []any{len(ns)}
 		for _, n := range ns {
-			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result)
+			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result, n.mark)
 		}
 		if err := s.run(ctx, lua.Notify, pp, args...).Err(); err != nil {
 			return RelayResult{}, err
