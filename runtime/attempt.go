@@ -40,6 +40,9 @@ type Attempt struct {
 	// malformed is why the claim could not decode the job: it is parked
 	// instead of run.
 	malformed error
+	// redrives is the job's redrive count as claimed: its death report is
+	// that of this count and fence (store.DoneDeath)
+	redrives int
 	// suspect: the job has a crash on record and its handler is not
 	// Contained; it counts in Worker.suspects while its handler runs.
 	suspect bool
@@ -112,6 +115,6 @@ func newAttempt(p keys.Partition, j *store.Job, lease time.Duration) *Attempt {
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
 		MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseID: j.LeaseID,
 		Created: j.Created, Claimed: j.LeaseExpiry.Add(-lease), Deadline: j.Deadline, Orphan: j.Orphan,
-		ref: ref, lease: lease, timeout: j.Timeout, malformed: j.Malformed,
+		ref: ref, lease: lease, timeout: j.Timeout, malformed: j.Malformed, redrives: j.Redrives,
 	}
 }

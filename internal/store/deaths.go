@@ -37,8 +37,11 @@ func (s *Store) TakeDeaths(ctx context.Context, p keys.Partition, n int, hold ti
 }
 
 // DoneDeath drops the pending death report of job local of p, whose death
-// handler has run for the death of the attempt with this fence: a job
-// redriven and dead again since (a new fence) keeps its new report.
-func (s *Store) DoneDeath(ctx context.Context, p keys.Partition, local string, fence int64) error {
-	return s.run(ctx, lua.Deaths, p, "done", 1, local, fence).Err()
+// handler has run for the death of the job with this fence after this
+// many redrives (Job.Fence, Job.Redrives): a job redriven and dead again
+// since keeps its new report, whether a new attempt raised its fence or a
+// claim archived it again with none (a deadline passed, a sticky
+// fallback).
+func (s *Store) DoneDeath(ctx context.Context, p keys.Partition, local string, fence int64, redrives int) error {
+	return s.run(ctx, lua.Deaths, p, "done", 1, local, fence, redrives).Err()
 }
