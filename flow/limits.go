@@ -77,6 +77,7 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 			return fmt.Errorf("%w: unique key %q, ttl %s, on duplicate %q", ErrInvalid, key, ttl, on)
 		}
 		o.unique.Key, o.unique.TTL, o.unique.OnDuplicate = key, ttl, string(on)
+		o.uniqueArgs = false // the last of WithUnique and WithUniqueArgs wins
 		return nil
 	}
 }

@@ -106,7 +106,8 @@ func SentAs(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		q, rest, ok1 := strings.Cut(id, ":")
 		n, local, ok2 := strings.Cut(rest, ":")
-		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || local == "" || !runtime.ValidQueue(q) {
+		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || idx >= store.MaxPartitions || local == "" ||
+			!runtime.ValidQueue(q) {
 			return fmt.Errorf("%w: SentAs(%q): not a job ID (queue:partition:local)", ErrInvalid, id)
 		}
 		if o.id != "" && o.id != local {

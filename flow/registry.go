@@ -117,6 +117,10 @@ func RegisterResult[T Args, R any](r *Registry, fn func(ctx context.Context, job
 			o(&ho)
 		}
 	}
+	if reflect.TypeFor[T]().Kind() == reflect.Interface {
+		// kindOf would call Kind on a nil interface
+		return fmt.Errorf("%w: job type %s is an interface: register a concrete type", ErrInvalid, reflect.TypeFor[T]())
+	}
 	kind := kindOf[T]()
 	_, empty := any(struct{}{}).(R)
 	h := runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {

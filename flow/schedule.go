@@ -148,6 +148,11 @@ func parseTiming(expr string, every time.Duration, tz string) (tm timing, field 
 		return timing{every: int64(every / time.Second)}, "", nil
 	}
 	loc := time.UTC
+	if tz == "Local" {
+		// LoadLocation takes it as each host's own zone: schedulers on
+		// hosts in different zones would tick at different instants
+		return bad("TimeZone", "%q is each host's own zone: name an IANA zone", tz)
+	}
 	if tz != "" {
 		if loc, err = time.LoadLocation(tz); err != nil {
 			return bad("TimeZone", "%v", err)

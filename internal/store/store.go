@@ -162,10 +162,11 @@ func ms(d time.Duration) int64 {
 // msUp is d in whole milliseconds, rounded up: for a period or a hold
 // that must not come out shorter than asked.
 func msUp(d time.Duration) int64 {
-	if d <= 0 {
-		return d.Milliseconds()
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++ // rounded up without d+1ms-1, which overflows near the largest Duration
 	}
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	return ms
 }
 
 func unixMS(t time.Time) int64 {
