@@ -311,8 +311,8 @@ local function reap(limit, delay)
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
     local jk = job_key(id)
-    local h, corrupt = fields(jk, fs, fw, fk)
-    local s, holder, ck = unpack(h)
+    local h, corrupt = fields(jk, fs, fw, fk, F.lease_id)
+    local s, holder, ck, lease = h[1], h[2], h[3], h[4]
     s = state_of(s)
     clear_lease(id)
     if corrupt then
@@ -337,7 +337,9 @@ local function reap(limit, delay)
         finish(jk, id, 'running', 'archived', 'malformed')
         out[#out + 1] = 'archived'
       else
-        redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry)
+        -- the ended attempt's lease ID stays as orphan_lease (stuck.lua:
+        -- its evidence still lands, a later incarnation's is told apart)
+        redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry, F.orphan_lease, lease or '')
         record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
         out[#out + 1] = crash(jk, id, 'running', delay)
       end

@@ -68,6 +68,8 @@ local F = {
   orphan_expired = 'oe',
   -- how many of its leases expired
   orphan_count = 'on',
+  -- the lease ID of the attempt whose lease last expired
+  orphan_lease = 'ol',
   -- a spawned job's parent, by job ID
   parent = 'pa',
   -- the key prefix of the parent's partition

@@ -63,6 +63,8 @@ const (
 	FieldOrphanExpired = "oe"
 	// how many of its leases expired
 	FieldOrphanCount = "on"
+	// the lease ID of the attempt whose lease last expired
+	FieldOrphanLease = "ol"
 	// a spawned job's parent, by job ID
 	FieldParent = "pa"
 	// the key prefix of the parent's partition
