@@ -8,12 +8,14 @@
 --   report is held for its taker (ms): reports due by now are due again
 --   only after that, so two workers do not deliver one at the same time,
 --   and one whose taker died is delivered again.
--- 'done': ARGV[10] n, then n triples of job ID, fence and redrive count
---   (F.redrives; either 0 when absent): the job's report, for which a death
---   handler has run, is dropped if the job still has that fence and that
---   count (or is gone): a job redriven and dead again since keeps its new
---   report, also when a claim archived it again without a new fence (a
---   deadline, a sticky fallback: park).
+-- 'done': ARGV[10] n, then n groups of job ID, fence, redrive count
+--   (F.redrives; either 0 when absent) and lease ID ('' for none): the
+--   job's report, for which a death handler has run, is dropped if the job
+--   still has that fence, count and lease ID (or is gone): a job redriven
+--   and dead again since keeps its new report, also when a claim archived
+--   it again without a new fence (a deadline, a sticky fallback: park), and
+--   so does a job deleted and enqueued again under its ID (its fences
+--   start over, its lease IDs are new).
 -- Returns: 'take': per report, the job's ID and its hash (a count, then
 --   flat HGETALL, a payload kept in its own key added as field 'p'); a
 --   report whose job is gone is dropped, not returned. 'done': how many
@@ -49,11 +51,12 @@ elseif ARGV[9] == 'done' then
   local n = tonumber(ARGV[10])
   local dropped = 0
   for i = 0, n - 1 do
-    local id, fence, redrives = ARGV[11 + 3 * i], ARGV[12 + 3 * i], ARGV[13 + 3 * i]
+    local b = 11 + 4 * i
+    local id, fence, redrives, lease = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3]
     -- gone (no state), or no job hash: nothing left to report. A job never
     -- claimed has no fence field: fence 0
-    local h, corrupt = fields(job_key(id), F.state, F.fence, F.redrives)
-    if corrupt or not h[1] or ((h[2] or '0') == fence and (h[3] or '0') == redrives) then
+    local h, corrupt = fields(job_key(id), F.state, F.fence, F.redrives, F.lease_id)
+    if corrupt or not h[1] or ((h[2] or '0') == fence and (h[3] or '0') == redrives and (h[4] or '') == lease) then
       dropped = dropped + redis.call('ZREM', DEATHS, id)
     end
   end

@@ -79,9 +79,11 @@ type deathItem struct {
 	d    Death
 	ref  keys.Ref
 	fill bool
-	// redrives is the job's redrive count when it died (store.Job.Redrives):
-	// with its fence, which death DoneDeath drops the report of
+	// redrives and lease are the job's redrive count and last lease ID
+	// when it died (store.Job.Redrives, LeaseID): with its fence, which
+	// death DoneDeath drops the report of
 	redrives int
+	lease    string
 }
 
 // noteDeath queues the death of an attempt whose ack answered 'archived'
@@ -90,7 +92,7 @@ func (w *Worker) noteDeath(a *Attempt, ack store.Ack, res store.AckResult, err e
 	if w.opts.OnDeath == nil || res.Err != nil || (res.State != "archived" && res.State != "quarantined") {
 		return
 	}
-	it := deathItem{ref: a.ref, redrives: a.redrives,
+	it := deathItem{ref: a.ref, redrives: a.redrives, lease: a.LeaseID,
 		d: Death{Job: snapshot(a), State: res.State, LastError: ack.Message, Err: err, At: w.clk.Now()}}
 	switch {
 	case res.State == "quarantined":
@@ -206,7 +208,7 @@ func (w *Worker) sweepDeaths(ctx context.Context) {
 		}
 		for _, j := range jobs {
 			ref := keys.Ref{Partition: p, Local: j.Local}
-			w.deliverDeath(ctx, deathItem{ref: ref, redrives: j.Redrives, d: Death{
+			w.deliverDeath(ctx, deathItem{ref: ref, redrives: j.Redrives, lease: j.LeaseID, d: Death{
 				Job: jobSnapshot(ref, j), State: j.State, Reason: j.Reason, LastError: j.LastError, At: w.clk.Now(),
 			}})
 		}
@@ -223,7 +225,7 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 			w.log.Warn("reading a dead job for its death report failed", "job", it.d.Job.ID, "err", err)
 		} else {
 			it.d.Job = jobSnapshot(it.ref, j)
-			it.redrives = j.Redrives
+			it.redrives, it.lease = j.Redrives, j.LeaseID
 			it.d.LastError = j.LastError
 			if it.d.Reason == "" {
 				it.d.Reason = j.Reason
@@ -231,7 +233,7 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 		}
 	}
 	w.callOnDeath(ctx, it.d)
-	if err := w.st.DoneDeath(ctx, it.ref.Partition, it.ref.Local, it.d.Job.Fence, it.redrives); err != nil && ctx.Err() == nil {
+	if err := w.st.DoneDeath(ctx, it.ref.Partition, it.ref.Local, it.d.Job.Fence, it.redrives, it.lease); err != nil && ctx.Err() == nil {
 		w.log.Warn("dropping a delivered death report failed; it may be delivered again", "job", it.d.Job.ID, "err", err)
 	}
 	w.sig.Delivered.Signal(testsignal.Job{Worker: w.opts.WorkerID, JobID: it.d.Job.ID})

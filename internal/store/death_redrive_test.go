@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -40,7 +41,7 @@ func TestDoneDeathKeepsNewDeathAfterRedrivePark(t *testing.T) {
 				t.Fatalf("second death has no pending report: %v", err)
 			}
 			// the first handler finishes: it drops the report of its death
-			if err := f.st.DoneDeath(f.ctx, f.p, "d", first.Fence, first.Redrives); err != nil {
+			if err := f.st.DoneDeath(f.ctx, f.p, "d", first.Fence, first.Redrives, first.LeaseID); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := f.rdb.ZScore(f.ctx, f.p.Deaths(), "d").Result(); err != nil {
@@ -48,7 +49,47 @@ func TestDoneDeathKeepsNewDeathAfterRedrivePark(t *testing.T) {
 					first.Fence, second.Fence, second.Redrives, err)
 			}
 			// the second death's handler drops its own report
-			if err := f.st.DoneDeath(f.ctx, f.p, "d", second.Fence, second.Redrives); err != nil {
+			if err := f.st.DoneDeath(f.ctx, f.p, "d", second.Fence, second.Redrives, second.LeaseID); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.rdb.ZCard(f.ctx, f.p.Deaths()).Val(); n != 0 {
+				t.Errorf("%d death reports left after both handlers ran", n)
+			}
+		})
+	}
+}
+
+// TestDoneDeathKeepsReenqueuedJobsReport: the handler of a death of a job
+// that was then deleted and enqueued again under its ID, and died again,
+// does not drop the new job's pending report when it finishes: the new
+// job's fences start over, its lease IDs are its own.
+func TestDoneDeathKeepsReenqueuedJobsReport(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "d"})
+			old := f.claimOne("w1")
+			if r := f.ack(old, store.Ack{Code: store.CodeSkip}); r.State != "archived" {
+				t.Fatalf("skip: %+v", r)
+			}
+			// its death handler starts; an operator deletes the job, which is
+			// enqueued again and dies again
+			if _, err := f.st.Delete(f.ctx, keys.Ref{Partition: f.p, Local: "d"}); err != nil {
+				t.Fatal(err)
+			}
+			f.enqueue(store.NewJob{Local: "d"})
+			nj := f.claimOne("w2")
+			if r := f.ack(nj, store.Ack{Code: store.CodeSkip}); r.State != "archived" {
+				t.Fatalf("skip: %+v", r)
+			}
+			if err := f.st.DoneDeath(f.ctx, f.p, "d", old.Fence, old.Redrives, old.LeaseID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.rdb.ZScore(f.ctx, f.p.Deaths(), "d").Result(); err != nil {
+				t.Fatalf("the deleted job's DoneDeath (fence %d) dropped the new job's pending report (fence %d): %v",
+					old.Fence, nj.Fence, err)
+			}
+			if err := f.st.DoneDeath(f.ctx, f.p, "d", nj.Fence, nj.Redrives, nj.LeaseID); err != nil {
 				t.Fatal(err)
 			}
 			if n := f.rdb.ZCard(f.ctx, f.p.Deaths()).Val(); n != 0 {
