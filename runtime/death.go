@@ -208,7 +208,7 @@ func (w *Worker) sweepDeaths(ctx context.Context) {
 		}
 		for _, j := range jobs {
 			ref := keys.Ref{Partition: p, Local: j.Local}
-			w.deliverDeath(ctx, deathItem{ref: ref, redrives: j.Redrives, lease: j.LeaseID, d: Death{
+			w.deliverDeath(ctx, deathItem{ref: ref, redrives: j.Redrives, lease: j.LastLeaseID, d: Death{
 				Job: jobSnapshot(ref, j), State: j.State, Reason: j.Reason, LastError: j.LastError, At: w.clk.Now(),
 			}})
 		}
@@ -225,7 +225,7 @@ func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 			w.log.Warn("reading a dead job for its death report failed", "job", it.d.Job.ID, "err", err)
 		} else {
 			it.d.Job = jobSnapshot(it.ref, j)
-			it.redrives, it.lease = j.Redrives, j.LeaseID
+			it.redrives, it.lease = j.Redrives, j.LastLeaseID
 			it.d.LastError = j.LastError
 			if it.d.Reason == "" {
 				it.d.Reason = j.Reason

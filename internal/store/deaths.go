@@ -39,7 +39,7 @@ func (s *Store) TakeDeaths(ctx context.Context, p keys.Partition, n int, hold ti
 // DoneDeath drops the pending death report of job local of p, whose death
 // handler has run for the death of the job with this fence, after this
 // many redrives, under this last lease ID ("" for none: Job.Fence,
-// Job.Redrives, Job.LeaseID): a job redriven and dead again since keeps
+// Job.Redrives, Job.LastLeaseID): a job redriven and dead again since keeps
 // its new report, whether a new attempt raised its fence or a claim
 // archived it again with none (a deadline passed, a sticky fallback), and
 // so does a job deleted and enqueued again under its ID (its fences start

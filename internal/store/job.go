@@ -29,6 +29,10 @@ type Job struct {
 	MaxAttempts  int
 	Fence        int64
 	LeaseID      string
+	// LastLeaseID is the lease ID of its last claim as the hash keeps it,
+	// whatever its state (LeaseID is empty unless it runs): with Fence and
+	// Redrives, it names a death (DoneDeath)
+	LastLeaseID  string
 	Worker       string
 	LeaseStart   time.Time
 	LeaseExpiry  time.Time
@@ -143,7 +147,7 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 		case keys.FieldFence:
 			j.Fence = num(v)
 		case keys.FieldLeaseID:
-			j.LeaseID = v
+			j.LeaseID, j.LastLeaseID = v, v
 		case keys.FieldWorker:
 			j.Worker = v
 		case keys.FieldLeaseStart:
