@@ -48,6 +48,7 @@ func TestScheduleFleet(t *testing.T) {
 	}
 	e.wait("minutely", 3)
 	for m := 1; m <= 60; m++ {
+		sig.Idle.Drain()
 		e.clk.Advance(time.Minute)
 		e.wait("minutely", 3)
 		// Wait for the tick's job to be acked, not only run: a job still
@@ -55,6 +56,15 @@ func TestScheduleFleet(t *testing.T) {
 		// lease, and the maintenance pass at minute 60 would reap it and
 		// run it again.
 		sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.State == flow.StateCompleted })
+		// And for every worker to be idle again, its claims woken by the
+		// tick answered: the store's time is the fake clock, read when a
+		// call is sent, so a claim sent before the next Advance and run
+		// after the next tick's enqueue (a loaded machine) would lease
+		// that job from the minute before, its lease over at once.
+		idle := map[string]bool{}
+		for len(idle) < 3 {
+			idle[sig.Idle.Wait(t).Worker] = true
+		}
 	}
 	want := map[string]int{}
 	for _, id := range tickIDs("minutely", minutes(seq(1, 60)...)...) {
