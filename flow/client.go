@@ -188,34 +188,18 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...Item) ([]Enqueued, er
 // enqueue is EnqueueMany; many says whether to name a bad job by its
 // index, which means nothing to a caller of Enqueue.
 func (c *Client) enqueue(ctx context.Context, many bool, items ...Item) ([]Enqueued, error) {
-	// Each job is held once, in jobs: a job is a few hundred bytes, and a
-	// producer's allocations cost it garbage collection.
-	jobs := make([]store.NewJob, len(items))
-	routes := make([]route, len(items))
 	tr := c.tel.begin(ctx, items)
-	for i, it := range items {
-		d, err := c.plan.draft(it, nil, tr.start(i))
-		if err != nil {
-			if many {
-				err = fmt.Errorf("job %d: %w", i, err)
-			}
-			tr.end(nil, err)
-			return nil, err
-		}
-		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key, part: d.part}
-		tr.placed(i, d.queue)
-	}
 	sp := newSpread(c.plan.rr.Add(1), len(items))
-	for i, r := range routes { // only now: bad input registers no queue
-		var err error
-		if r.ref, r.of, err = c.plan.locate(ctx, r.queue, r.key, r.part, jobs[i].Local, sp); err != nil {
-			if many {
-				err = fmt.Errorf("job %d: %w", i, err)
-			}
-			tr.end(nil, err)
-			return nil, err
+	jobs, routes, bad, err := c.plan.batch(ctx, items, nil, sp, tr.start, func(i int, d drafted) error {
+		tr.placed(i, d.queue)
+		return nil
+	})
+	if err != nil {
+		if many {
+			err = fmt.Errorf("job %d: %w", bad, err)
 		}
-		routes[i] = r
+		tr.end(nil, err)
+		return nil, err
 	}
 	byPart := map[keys.Partition][]int{}
 	for i, r := range routes {

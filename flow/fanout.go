@@ -86,35 +86,54 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
 	pl := &planner{st: st.Store, known: st.Known(), maxPayload: DefaultMaxPayload, maxAttempts: DefaultMaxAttempts, layouts: st.Layouts}
 	parent := &store.ParentRef{Ref: st.Ref, Step: name}
-	ids := make([]string, len(items))
-	byPart := map[keys.Partition][]store.NewJob{}
-	of := map[keys.Partition]int{} // the count that placed them
-	for i, it := range items {
-		pj, err := pl.job(ctx, it, parent, nil, childID(keys.ChildLocal(st.Ref.Local, st.Created, name, i)), traceHeaders(ctx))
-		if err != nil {
-			return nil, fmt.Errorf("child %d: %w", i, err)
+	trace := traceHeaders(ctx)
+	child := func(i int) EnqueueOption {
+		id := childID(keys.ChildLocal(st.Ref.Local, st.Created, name, i))
+		return func(o *enqueueOptions) error {
+			if err := id(o); err != nil {
+				return err
+			}
+			return trace(o)
 		}
-		if pj.job.Unique.Key != "" {
+	}
+	unique := func(_ int, d drafted) error {
+		if d.job.Unique.Key != "" {
 			// a held key adds no child, and Join would wait for ever for
 			// the one it names
-			return nil, fmt.Errorf("%w: child %d has a unique key (WithUnique, WithUniqueArgs): a spawned child is unique by its ID already", ErrInvalid, i)
+			return fmt.Errorf("%w: a unique key (WithUnique, WithUniqueArgs): a spawned child is unique by its ID already", ErrInvalid)
 		}
-		ids[i] = pj.ref.String()
-		byPart[pj.ref.Partition] = append(byPart[pj.ref.Partition], pj.job)
-		of[pj.ref.Partition] = pj.of
+		return nil
+	}
+	// every child is drafted before any is placed: bad input writes
+	// nothing, not even the registration of a child's new queue
+	jobs, routes, bad, err := pl.batch(ctx, items, parent, nil, child, unique)
+	if err != nil {
+		return nil, fmt.Errorf("child %d: %w", bad, err)
+	}
+	ids := make([]string, len(items))
+	byPart := map[keys.Partition][]int{}
+	for i, r := range routes {
+		ids[i] = r.ref.String()
+		byPart[r.ref.Partition] = append(byPart[r.ref.Partition], i)
 	}
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
 	)
-	for p, jobs := range byPart {
+	for p, idx := range byPart {
 		wg.Go(func() {
-			res, err := pl.enqueue(ctx, p, of[p], jobs)
+			part := make([]store.NewJob, len(idx))
+			for k, i := range idx {
+				part[k] = jobs[i]
+			}
+			res, err := pl.enqueue(ctx, p, routes[idx[0]].of, part)
 			for k, r := range res {
-				if r.Err != nil && err == nil {
-					child := &sluicetype.ConflictError{ID: keys.Ref{Partition: p, Local: jobs[k].Local}.String()}
-					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", child)
+				if err != nil {
+					break // the call's error: it says more than its jobs'
+				}
+				if r.Err != nil {
+					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", &sluicetype.ConflictError{ID: ids[idx[k]]})
 				}
 			}
 			if err != nil {

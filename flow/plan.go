@@ -29,14 +29,44 @@ type planner struct {
 	rr          atomic.Uint64
 }
 
-// job plans one item; parent is set for a spawned child, whose ID the
-// caller chose: draft, then place.
+// job plans one item (a follow-up): draft, then place.
 func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (placed, error) {
 	d, err := pl.draft(it, parent, opts...)
 	if err != nil {
 		return placed{}, err
 	}
 	return pl.place(ctx, d, sp)
+}
+
+// batch plans items as one call: it drafts every item (item i with
+// opts(i) after its own options; each draft is then shown to check, which
+// may refuse it), and only once all are good gives each its partition,
+// which may register a queue: bad input writes nothing. parent is set for
+// spawned children. On an error, bad is the index of the item it names.
+// EnqueueMany and Spawn both plan this way.
+func (pl *planner) batch(ctx context.Context, items []Item, parent *store.ParentRef, sp *spread,
+	opts func(i int) EnqueueOption, check func(i int, d drafted) error) (jobs []store.NewJob, routes []route, bad int, err error) {
+	// Each job is held once, in jobs: a job is a few hundred bytes, and a
+	// producer's allocations cost it garbage collection.
+	jobs = make([]store.NewJob, len(items))
+	routes = make([]route, len(items))
+	for i, it := range items {
+		d, err := pl.draft(it, parent, opts(i))
+		if err == nil && check != nil {
+			err = check(i, d)
+		}
+		if err != nil {
+			return nil, nil, i, err
+		}
+		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key, part: d.part}
+	}
+	for i, r := range routes { // only now: bad input registers no queue
+		if r.ref, r.of, err = pl.locate(ctx, r.queue, r.key, r.part, jobs[i].Local, sp); err != nil {
+			return nil, nil, i, err
+		}
+		routes[i] = r
+	}
+	return jobs, routes, 0, nil
 }
 
 // placed is a job given its partition, with the partition count of its
@@ -87,7 +117,7 @@ type drafted struct {
 
 // place gives a drafted job its partition. The first job of a queue in
 // the process reads (or registers) the queue's layout: a caller that
-// must write nothing for bad input drafts every job first.
+// must write nothing for bad input drafts every job first (batch).
 func (pl *planner) place(ctx context.Context, d drafted, sp *spread) (placed, error) {
 	ref, of, err := pl.locate(ctx, d.queue, d.key, d.part, d.job.Local, sp)
 	if err != nil {
