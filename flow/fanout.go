@@ -132,8 +132,12 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 				if err != nil {
 					break // the call's error: it says more than its jobs'
 				}
-				if r.Err != nil {
-					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", &sluicetype.ConflictError{ID: ids[idx[k]]})
+				i := idx[k]
+				switch {
+				case r.Status == store.Conflicted:
+					err = fmt.Errorf("%w (a child of this step: did the step's items change?)", &sluicetype.ConflictError{ID: ids[i]})
+				case r.Err != nil: // the store's refusal of this child (ErrMalformed)
+					err = fmt.Errorf("child %d (%s): %w", i, ids[i], r.Err)
 				}
 			}
 			if err != nil {
