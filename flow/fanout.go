@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -69,6 +70,20 @@ func (e *ChildFailedError) Error() string {
 // parent is woken even if a worker dies in between. A child may not have
 // a unique key (ErrInvalid, nothing enqueued): one held by another job
 // would add no child, and Join would wait for it for ever.
+//
+// Every child is validated before any is written: on bad input (ErrInvalid,
+// ErrPayloadTooLarge, ErrUnknownKind, naming the child by its index)
+// nothing is enqueued and no queue is registered. The step checkpoints the
+// list of the children's IDs, which must fit in step.MaxResult (1 MiB of
+// msgpack): a spawn whose IDs could take more (each ID is
+// queue:partition:parentID@time~step~index, its partition number counted
+// at its widest, 4 digits) is refused with ErrInvalid before anything is
+// written; at the longest names (a 64-byte queue, a 128-byte parent ID, a
+// 100-byte step) that is a little over 3,000 children; with a generated
+// parent ID, the default queue and a short step, about 20,000. A child
+// the store refuses (ErrMalformed: its rate class or unique key holds
+// another type) fails the step with that error; a child whose ID is
+// another job's, with a *sluicetype.ConflictError.
 func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
@@ -96,17 +111,32 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 			return trace(o)
 		}
 	}
-	unique := func(_ int, d drafted) error {
+	var (
+		size    = listHeadSize(len(items)) // of the step's record of the IDs, at most
+		tooMany error
+	)
+	check := func(i int, d drafted) error {
 		if d.job.Unique.Key != "" {
 			// a held key adds no child, and Join would wait for ever for
 			// the one it names
 			return fmt.Errorf("%w: a unique key (WithUnique, WithUniqueArgs): a spawned child is unique by its ID already", ErrInvalid)
 		}
+		size += childIDSize(d.queue, d.job.Local)
+		if i == len(items)-1 && size > step.MaxResult {
+			// the children would be added, and the step that lists them
+			// not checkpointed: the parent parked, its children orphans
+			tooMany = fmt.Errorf("%w: the IDs of %d children take up to %d bytes in the step's checkpoint, over step.MaxResult (%d): spawn fewer children per step, or give them shorter names (queue, parent ID, step)",
+				ErrInvalid, len(items), size, step.MaxResult)
+			return tooMany
+		}
 		return nil
 	}
 	// every child is drafted before any is placed: bad input writes
 	// nothing, not even the registration of a child's new queue
-	jobs, routes, bad, err := pl.batch(ctx, items, parent, nil, child, unique)
+	jobs, routes, bad, err := pl.batch(ctx, items, parent, nil, child, check)
+	if tooMany != nil { // no child's fault: all of them together
+		return nil, tooMany
+	}
 	if err != nil {
 		return nil, fmt.Errorf("child %d: %w", bad, err)
 	}
@@ -149,6 +179,37 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	}
 	wg.Wait()
 	return ids, first
+}
+
+// childIDSize is the most bytes the ID of a child with ID local in queue
+// takes in Spawn's checkpointed list (msgpack): its partition number
+// counted at its widest (store.MaxPartitions), so that a spawn accepted
+// fits whatever the queue's partition count, and one refused is refused
+// the same way when the step runs again.
+func childIDSize(queue, local string) int {
+	n := len(queue) + 1 + len(strconv.Itoa(store.MaxPartitions-1)) + 1 + len(local)
+	switch {
+	case n < 32:
+		return 1 + n // fixstr
+	case n < 1<<8:
+		return 2 + n // str 8
+	case n < 1<<16:
+		return 3 + n // str 16
+	default:
+		return 5 + n // str 32
+	}
+}
+
+// listHeadSize is the size of the msgpack header of a list of n strings.
+func listHeadSize(n int) int {
+	switch {
+	case n < 16:
+		return 1 // fixarray
+	case n < 1<<16:
+		return 3 // array 16
+	default:
+		return 5 // array 32
+	}
 }
 
 // childID sets a spawned child's ID without the length limit of WithID.

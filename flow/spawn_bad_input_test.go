@@ -55,6 +55,9 @@ func TestSpawnManyChildrenLost(t *testing.T) {
 	if err == nil {
 		return
 	}
+	if !errors.Is(err, flow.ErrInvalid) {
+		t.Errorf("Spawn of 4000 children: %v, want ErrInvalid (too many for the step's checkpoint)", err)
+	}
 	n, _ := rdb.Eval(ctx, `return #redis.call('KEYS', ARGV[1])`, nil, "{"+ns+":"+kidQueue+":*:j:*").Int()
 	if n > 0 {
 		j, _ := c.Job(ctx, parent.ID)
