@@ -58,9 +58,9 @@ var ErrInvalidVersion = errors.New("sluice: invalid version range")
 //     point (the job had not got that far before): new;
 //   - otherwise, it holds a timer or a kept signal that none of the waits
 //     before the change point accounts for (their own names, a WaitSignal's
-//     "NAME.timeout" timer, the timer or signal that decided them): the job
-//     was suspended at a wait past this place, and the timer or the signal
-//     woke it. Old;
+//     "NAME.timeout" timer (timeoutTimer), the timer or signal that
+//     decided them): the job was suspended at a wait past this place, and
+//     the timer or the signal woke it. Old;
 //   - otherwise: new.
 //
 // Afterwards the recorded value is returned, whatever the code's range: a
@@ -184,7 +184,7 @@ func wentPast(st *attempt.State, n int) (bool, error) {
 			return true, nil
 		}
 		now[r.Index] = field
-		accounts[field], accounts[field+".timeout"] = true, true
+		accounts[field], accounts[timeoutTimer(field)] = true, true
 		var d decided
 		if msgpack.Unmarshal(r.Result, &d) == nil && len(d.Case) > 2 && (d.Case[:2] == "t:" || d.Case[:2] == "s:") {
 			accounts[d.Case[2:]] = true

@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -50,14 +51,17 @@ func SleepUntil(ctx context.Context, name string, t time.Time) error {
 // here; each signal is taken by one wait, with the step's checkpoint. While
 // neither has come it returns a *sluicetype.SuspendedError for the handler
 // to return, as Sleep does. name is the step's name, the signal's, and
-// (with ".timeout") its timer's. To wait for several things at once, use
-// Select.
+// (with ".timeout") its timer's: a name of up to 92 bytes names its timer
+// name+".timeout"; a longer one (up to the 100 bytes of any step name),
+// which would not leave room for that, names it by its first 83 bytes, a
+// hash of the whole name and ".timeout" (100 bytes). To wait for several
+// things at once, use Select.
 func WaitSignal[T any](ctx context.Context, name string, timeout time.Duration) (T, bool, error) {
 	s := Select(ctx, name)
 	sig := OnSignal[T](s, name)
 	switch {
 	case timeout > 0:
-		s.After(name+".timeout", timeout)
+		s.After(timeoutTimer(name), timeout)
 	case timeout < 0:
 		s.fail(fmt.Errorf("%w: step %q waits %s", ErrInvalidWait, name, timeout))
 	}
@@ -66,6 +70,22 @@ func WaitSignal[T any](ctx context.Context, name string, timeout time.Duration) 
 		return zero, false, err
 	}
 	return sig.Value(), sig.Fired(), nil
+}
+
+// timeoutTimer is the name of the timer of WaitSignal name's timeout:
+// name+".timeout" when that is a valid wait name, as every release has
+// named it (a job suspended by an older one wakes by that timer); for a
+// name too long for that, which older releases refused (invalid_wait),
+// its first bytes and a hash of it, so that it fits store.MaxWaitName.
+func timeoutTimer(name string) string {
+	const suffix = ".timeout"
+	if len(name)+len(suffix) <= store.MaxWaitName {
+		return name + suffix
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	tag := fmt.Sprintf(".%08x", h.Sum32())
+	return name[:store.MaxWaitName-len(tag)-len(suffix)] + tag + suffix
 }
 
 // ErrInvalidWait: a wait was given a bad name or duration, or nothing to
