@@ -128,24 +128,84 @@ func validateEffect(e sluicetype.Effect) error {
 	return nil
 }
 
-// isScore reports whether v is a sorted-set score Redis takes: a number,
-// not NaN, neither overflowing (ParseFloat's range error) nor underflowing
-// to 0 from a mantissa that is not 0, which Redis refuses too.
+// isScore reports whether v is a sorted-set score Redis takes: the whole
+// of it a number as C's strtod reads one (scoreSyntax), not NaN, neither
+// overflowing (ParseFloat's range error) nor underflowing to 0 from a
+// mantissa that is not 0, which Redis refuses too. lua/lib_effects.lua's
+// score_ok takes the same.
 func isScore(v string) bool {
-	f, err := strconv.ParseFloat(v, 64)
+	hex, ok := scoreSyntax(v)
+	if !ok {
+		return false
+	}
+	num := v
+	if hex && !strings.ContainsAny(v, "pP") {
+		num += "p0" // strtod's hex without an exponent; Go's wants one
+	}
+	f, err := strconv.ParseFloat(num, 64)
 	if err != nil || math.IsNaN(f) {
 		return false
 	}
-	if f == 0 {
-		mant, _, _ := strings.Cut(strings.ToLower(v), "e")
-		if strings.HasPrefix(strings.TrimLeft(mant, "+-"), "0x") {
-			mant, _, _ = strings.Cut(mant, "p")
-			return strings.Trim(strings.TrimLeft(mant, "+-")[2:], "0.") == ""
+	if f == 0 { // an underflow unless its mantissa is all zeros
+		mant, exp := strings.ToLower(strings.TrimLeft(v, "+-")), "e"
+		if hex {
+			mant, exp = mant[2:], "p" // 'e' is a digit there
 		}
-		return strings.Trim(strings.TrimLeft(mant, "+-"), "0.") == ""
+		mant, _, _ = strings.Cut(mant, exp)
+		return strings.Trim(mant, "0.") == ""
 	}
 	return true
 }
+
+// scoreSyntax reports whether v is, whole, a number as C's strtod reads
+// one, which is what Redis's ZADD takes (and Lua's tonumber, under the
+// scripts): an optional sign, then "inf" or "infinity" (any case), or
+// digits with an optional point and exponent ("1", "5.", ".5", "1e-3"),
+// or "0x" and hex digits with an optional point and binary exponent
+// ("0x10", "0x1.8", "0x1p-2"); no space, no digit separator ('_', which
+// strconv.ParseFloat reads), no NaN. hex says whether it is hexadecimal.
+func scoreSyntax(v string) (hex, ok bool) {
+	s := strings.TrimPrefix(strings.TrimPrefix(v, "+"), "-")
+	if len(s) < len(v)-1 {
+		return false, false // two signs
+	}
+	switch strings.ToLower(s) {
+	case "inf", "infinity":
+		return false, true
+	}
+	digit, exp := isDigit, byte('e')
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s, hex, digit, exp = s[2:], true, isHexDigit, 'p'
+	}
+	i, n := 0, 0 // n: the mantissa's digits
+	for ; i < len(s) && digit(s[i]); i++ {
+		n++
+	}
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && digit(s[i]); i++ {
+			n++
+		}
+	}
+	if n == 0 {
+		return false, false
+	}
+	if i < len(s) && (s[i]|0x20) == exp {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		start := i
+		for ; i < len(s) && isDigit(s[i]); i++ {
+		}
+		if i == start {
+			return false, false
+		}
+	}
+	return hex, i == len(s)
+}
+
+func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
+func isHexDigit(c byte) bool { return isDigit(c) || 'a' <= c|0x20 && c|0x20 <= 'f' }
 
 // isInt64 reports whether v is an integer as Redis reads one: canonical
 // decimal (no '+', no leading zero) within 64 bits.
