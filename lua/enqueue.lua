@@ -7,7 +7,7 @@
 --   id, kind, payload, where the ID comes from ('c': the caller chose it,
 --   so check for an existing job; 'f': a follow-up relayed from an outbox
 --   or a child spawned by a parent's step, like 'c' but remembered for
---   FOLLOW_KEEP ms by a marker once its enqueue settles it (added, or
+--   RELAY_KEEP ms by a marker once its enqueue settles it (added, or
 --   folded into a unique key's holder), so that a relay or a spawn
 --   repeated after the job was deleted adds nothing; else a fresh
 --   random ID: 'g', or the
@@ -63,9 +63,6 @@ end
 -- CT_SLACK (ms): a job whose generated ID carries a time this close to
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50
--- FOLLOW_KEEP (ms): how long a relayed follow-up's marker is kept (Go's
--- store.relayMarkTTL).
-local FOLLOW_KEEP = 7 * 24 * 3600 * 1000
 
 -- HOLD_AT: the due time of a held job, never reached (14 digits, which
 -- Lua writes as an integer).
@@ -154,7 +151,7 @@ for i = 1, n do
       on_duplicate(holder, o[20], payload, due)
       -- folded into the holder: a repeat must not add it once the holder
       -- is gone, nor fold it in again
-      if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', RELAY_KEEP) end
       out[#out + 1] = STATUS.unique .. holder
     elseif old and old[1] then
       if old[1] == kind and old[2] == payload then
@@ -231,7 +228,7 @@ for i = 1, n do
         push_ready(id, false, o[6], sw, o[22], o[23])
       end
       count(nil, state)
-      if relayed then redis.call('SET', followup_key(id), '1', 'PX', FOLLOW_KEEP) end
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', RELAY_KEEP) end
       if held_by then
         out[#out + 1] = STATUS.held .. held_by
       else

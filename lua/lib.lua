@@ -203,6 +203,10 @@ local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
+-- RELAY_KEEP (ms): how long the marker of something relayed from another
+-- slot (a follow-up's, a child notification's) is kept. Go:
+-- store.relayMarkTTL, the keep of a relayed effect's marker.
+local RELAY_KEEP = 604800000
 -- notemark_key(m) marks child-finished notification m delivered here
 -- (notify.lua; m names the child's partition and outbox entry)
 local function notemark_key(m) return PFX .. 'nm:' .. m end

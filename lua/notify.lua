@@ -8,7 +8,7 @@
 --   entry: keys.Partition.NoteMark)
 -- Returns: the number of notifications processed.
 -- Transitions: scheduled -> available for a parent whose wait is over.
--- Each notification is delivered once: its mark is kept for NOTE_KEEP.
+-- Each notification is delivered once: its mark is kept for RELAY_KEEP.
 -- Two workers relay one outbox without a lock, so one may read an entry,
 -- stall while the other relays it and a later end of the same child
 -- (redriven since), and deliver it again: without the mark that older
@@ -18,13 +18,10 @@
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
--- NOTE_KEEP (ms): Go's store.relayMarkTTL, the keep of a relayed
--- effect's marker
-local NOTE_KEEP = 7 * 24 * 3600 * 1000
 local n = tonumber(ARGV[9])
 for i = 0, n - 1 do
   local b = 10 + i * 6
-  if redis.call('SET', notemark_key(ARGV[b + 5]), '1', 'NX', 'PX', NOTE_KEEP) then
+  if redis.call('SET', notemark_key(ARGV[b + 5]), '1', 'NX', 'PX', RELAY_KEEP) then
     deliver(ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4])
   end
 end
