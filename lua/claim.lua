@@ -10,6 +10,12 @@
 -- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on
 --          record): this claim may lease one; '0' (or absent) when it
 --          runs one already
+-- ARGV[16 + 2m] k > 0: when this claim runs dry, leave an offer of up to
+--          k jobs (at most the n it did not fill) to be pushed to the
+--          worker (lib_offer.lua); 0 (or absent): none
+-- ARGV[17 + 2m] how long the offer holds (ms)
+-- ARGV[18 + 2m] the rest of the offer as lib_offer.lua writes it, from
+--          its lease on
 -- Returns: { next_due, archived[, jobs] }
 --   next_due  when fewer than n jobs were claimed (the partition ran dry):
 --             how long after NOW (ms, 0 when due already) the first thing
@@ -70,7 +76,9 @@
 -- type (corrupt data) is set aside under x:list:<key> and taken as empty.
 -- Each claim increments the job's fence and draws a new lease ID; the pair
 -- is the attempt's identity. When the partition runs dry the idle flag is
--- set so the next enqueue publishes a wake-up.
+-- set so the next enqueue publishes a wake-up, or (ARGV[16 + 2m]) an
+-- offer, by which the next enqueues may lease plain jobs to this worker
+-- themselves (lib_offer.lua).
 -- A paused partition (keys.Partition.Paused, set by pause.lua) claims and
 -- promotes nothing: it answers { -1, {} } and sets the idle flag, so that
 -- resuming it publishes a wake-up.
@@ -336,7 +344,14 @@ if #jobs < n then
   if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
   if #held > 0 then nd = STATUS.held_suspects end
   if passed then nd = 0 end -- a waiter let go is ready now
-  redis.call('SET', K_IDLE, '1')
+  -- an offer only while the lists are empty: not with suspects put back,
+  -- nor with a waiter let go
+  local k = math.min(tonumber(ARGV[16 + 2 * m]) or 0, n - #jobs)
+  if k >= 1 and #held == 0 and not passed then
+    redis.call('SET', K_IDLE, offer_text(k, ARGV[17 + 2 * m], ARGV[18 + 2 * m]))
+  else
+    redis.call('SET', K_IDLE, '1')
+  end
 end
 local leased = { nd, archived }
 for i, job in ipairs(jobs) do leased[i + 2] = job[1] end

@@ -47,7 +47,11 @@
 --               caller retries with another ID
 --   'retired'   (for every job) the partition went away in a shrink of
 --               its queue (pause.lua 'r'): nothing added
+-- A plain job may instead be leased at once to an idle worker that left
+-- an offer in the partition's idle flag, and published to it
+-- (lib_offer.lua): a pick-up in one hop.
 -- Transitions: (none) -> available | scheduled (held jobs included);
+--   (none) -> running (a plain job pushed to an idle worker's offer);
 --   available -> scheduled (debounce: a duplicate moves the run time of
 --   the unique job holding its key).
 -- A re-sent call answers what its first run did (lib_replay.lua).
@@ -56,7 +60,8 @@ local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
-if redis.call('GET', PAUSED) == 'r' then
+local paused = redis.call('GET', PAUSED)
+if paused == 'r' then
   for i = 1, n do out[i] = STATUS.retired end
   return out
 end
@@ -83,6 +88,10 @@ local any = 0
 for i = 1, n, 1000 do any = any + redis.call('EXISTS', unpack(jks, i, math.min(i + 999, n))) end
 local added = {}
 local fresh = 0 -- jobs answered STATUS.new
+-- listed: a job went to a list or the schedule (or a unique key's holder
+-- moved), which idle workers are woken for; no later job of the call is
+-- pushed past it (lib_offer.lua)
+local listed = false
 b = 1
 for i = 1, n do
   local id, kind, payload, origin = A[b], A[b + 1], A[b + 2], A[b + 3]
@@ -118,17 +127,26 @@ for i = 1, n do
     -- µs of Redis time per job less).
     local id_ms = tonumber(origin)
     local ct = not id_ms or math.abs(NOW - id_ms) > CT_SLACK
-    if #payload <= CHUNK and not ct then
+    local offered = not paused and not listed and offer_open()
+    local pushed = false
+    if #payload <= CHUNK and not ct and not offered then
       redis.call('HSET', jk, fk, kind, fs, SCODE.available, F.payload, payload)
     else
       local f = { fk, kind, fs, SCODE.available }
       if ct then f[5], f[6] = fct, NOW_S end
       put_payload(f, id, payload)
+      -- an idle worker's offer: leased to it here (lib_offer.lua)
+      pushed = offered and push(id, kind, f, #payload > BODY_MIN and payload)
       redis.call('HSET', jk, unpack(f))
     end
     added[id] = true
-    push_later(avail_key(0), id)
-    count(nil, 'available')
+    if pushed then
+      count(nil, 'running')
+    else
+      push_later(avail_key(0), id)
+      count(nil, 'available')
+      listed = true
+    end
     out[#out + 1] = STATUS.new
     fresh = fresh + 1
   else
@@ -148,6 +166,7 @@ for i = 1, n do
     elseif corrupt or (not (old and old[1]) and corrupt_limits(o[14], o[24])) then
       out[#out + 1] = STATUS.malformed
     elseif holder then
+      listed = true -- its holder's run time may have moved
       on_duplicate(holder, o[20], payload, due)
       -- folded into the holder: a repeat must not add it once the holder
       -- is gone, nor fold it in again
@@ -228,6 +247,7 @@ for i = 1, n do
         push_ready(id, false, o[6], sw, o[22], o[23])
       end
       count(nil, state)
+      listed = true
       if relayed then redis.call('SET', followup_key(id), '1', 'PX', RELAY_KEEP) end
       if held_by then
         out[#out + 1] = STATUS.held .. held_by
@@ -238,7 +258,10 @@ for i = 1, n do
     end
   end
 end
-if #out > 0 then wake() end
+-- jobs listed (or scheduled): the idle flag and any offer go, and idle
+-- workers are woken; else the offer stays, less what it gave (a job that
+-- exists already, or was refused, wakes nobody)
+if listed then wake() else offer_kept() end
 flush()
 if fresh == n then return remember(n) end
 return remember(out)

@@ -2,8 +2,8 @@
 -- the partition's layout, state codes, store time and key helpers here,
 -- then lib_names (the job hash's fields and the scripts' statuses) and by
 -- concept lib_chunks, lib_batch, lib_ready, lib_limits, lib_lifecycle,
--- lib_admin, lib_waits, lib_effects, lib_enqueue, lib_pack and
--- lib_replay (joined in that order by lua.go: a Lua local only sees the
+-- lib_admin, lib_waits, lib_effects, lib_enqueue, lib_pack, lib_replay
+-- and lib_offer (joined in that order by lua.go: a Lua local only sees the
 -- locals above it). A script gets only the definitions it uses
 -- (prelude.go).
 --
@@ -25,7 +25,8 @@
 --   5 quar    zset  quarantined jobs, score = deletion time
 --   6 canc    zset  cancelled jobs, score = deletion time
 --   7 stats   hash  number of jobs per state
---   8 idle    string set while a worker waits for work on this partition
+--   8 idle    string set while a worker waits for work on this partition;
+--                   '1', or an offer to take pushed jobs (lib_offer.lua)
 --   9..18     lists available jobs, one list per priority 0..9
 --  19 outbox  stream of writes and notifications for other slots, relayed
 --             by workers (effects on foreign keys, child -> parent wake-ups)

@@ -215,10 +215,17 @@ local function flush()
   end
 end
 
+-- OFFER is the offer of an idle worker this call found in the idle flag
+-- and may push jobs to (lib_offer.lua: nil until read; false: none, or
+-- gone); PUSHED how many jobs it pushed.
+local OFFER, PUSHED = nil, 0
+
 -- wake tells idle workers (if any registered) that this partition has work;
--- once per script call is enough.
+-- once per script call is enough. The idle flag goes, and any offer in it:
+-- a job listed, no job is pushed past it.
 local woken = false
 local function wake()
+  OFFER = false
   if woken then return end
   woken = true
   if redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end

@@ -26,6 +26,15 @@ type ClaimRequest struct {
 	// claim leases no other. Without it, a claim leases at most one
 	// (lua/claim.lua).
 	NoSuspect bool
+	// Offer, above 0, has a claim that runs dry leave an offer of up to
+	// Offer jobs (no more than it left unfilled) for OfferFor: until a
+	// job is listed there, enqueues lease plain jobs to this worker
+	// themselves and publish them on OfferChannel, a pick-up in one hop
+	// (lua/lib_offer.lua, DecodePush). No offer is made when the channel,
+	// the nonce or a kind of KindLease holds a space.
+	Offer        int
+	OfferChannel string
+	OfferFor     time.Duration
 	// Into is where the claim may decode the jobs it leases (from its
 	// start, as far as it reaches): a caller done with the previous
 	// claim's jobs passes their storage again, and claims allocate no job
@@ -71,6 +80,9 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		suspect = "0"
 	}
 	args = append(args, suspect)
+	if offer := req.offer(); offer != "" {
+		args = append(args, req.Offer, ms(req.OfferFor), offer)
+	}
 	call := newCallID()
 	if req.ID != "" {
 		id := newContentID()
@@ -103,27 +115,37 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	if !ok {
 		return res, fmt.Errorf("%w: claimed jobs %T", ErrMalformed, reply[2])
 	}
-	// A big reply's strings are copied out: read in place, one job's ID
-	// would keep every payload of its claim in memory while it runs.
+	res.Jobs, err = decodeLeased(packed, req.Into, req.Worker)
+	return res, err
+}
+
+// decodeLeased reads jobs leased to worker, packed as a claim answers them
+// (lua/claim.lua), into into as far as it reaches, then into new jobs. A
+// big reply's strings are copied out: read in place, one job's ID would
+// keep every payload of its claim in memory while it runs.
+func decodeLeased(packed string, into []Job, worker string) ([]*Job, error) {
 	u := unpacker{s: packed, own: len(packed) > sharedReplyMax}
-	var fields []string // one job's at a time
+	var (
+		jobs   []*Job
+		fields []string // one job's at a time
+	)
 	for range u.list() {
 		var j *Job
-		if i := len(res.Jobs); i < len(req.Into) {
-			j = &req.Into[i]
+		if i := len(jobs); i < len(into) {
+			j = &into[i]
 		} else {
 			j = new(Job)
 		}
-		fields = decodeClaimed(j, &u, fields, req.Worker)
+		fields = decodeClaimed(j, &u, fields, worker)
 		if u.err != nil {
-			return res, u.err
+			return jobs, u.err
 		}
-		res.Jobs = append(res.Jobs, j)
+		jobs = append(jobs, j)
 	}
 	if u.i != len(packed) && u.err == nil {
 		u.fail("%d bytes after the jobs", len(packed)-u.i)
 	}
-	return res, u.err
+	return jobs, u.err
 }
 
 // decodeClaimed reads one leased job of a claim's packed reply into j: a

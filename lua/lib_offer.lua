@@ -1,0 +1,110 @@
+-- lib_offer.lua: a pick-up in one hop (docs/design/pickup-push.md).
+--
+-- A worker whose claim finds a partition dry may leave an offer in the
+-- partition's idle flag (K_IDLE; '1' is the flag without one):
+--   "<until> <k> <lease ms> <nonce> <channel> <m> [<kind> <ms>]... <worker>"
+-- it takes up to k jobs pushed to its own pub/sub channel until the store
+-- time until (ms), leased for lease ms (m kinds with leases of their own)
+-- under lease IDs nonce .. '.p' .. k, k counting down, to worker (the
+-- rest of the string: an identity may hold spaces). Go builds the part
+-- after until (store.ClaimRequest.Offer), with no space in a channel,
+-- nonce or kind.
+-- While the flag is set the partition's lists have stayed empty since the
+-- claim found them so: whatever lists a job deletes it (wake in
+-- lib_batch.lua), offer and all. An enqueue that finds a valid offer
+-- leases a plain job to the worker as its claim would have (running, the
+-- fence 1, a lease, the run index) and publishes it on the channel, as a
+-- claim answers its jobs (claim.lua), after a line naming the partition
+-- and the offer: "<partition> <until> <wake channel>\n" (the worker
+-- reckons the lease from its claim's send time and the store time gone
+-- from the offer's making, until less its time to hold, to the push).
+-- The channel must have a subscriber (PUBSUB NUMSUB, once per call): with
+-- none (the worker stopped or died) the job is listed as it would be
+-- without the offer, which goes. A message lost on its way (the worker's
+-- connection dropped with it) is a lease its worker never heard of: the
+-- reaper takes the job when the lease runs out, as after a crash. The
+-- flag stays set after a push, its k one less, so the next enqueue may
+-- push too; at k = 0 it is the bare flag again.
+
+-- offer_open says whether this call holds an offer with jobs left to
+-- take, reading it from the flag at its first use (OFFER, lib_batch.lua).
+-- The flag's value is no offer when spent, out of time, or not one
+-- (corrupt data, another type); nor is one whose worker is not subscribed
+-- to its channel: NUMSUB counts the channel's own subscribers, where
+-- PUBLISH would count a pattern's too (a tool's PSUBSCRIBE *). OFFER
+-- holds: till, k, lease, kinds (kind -> lease ms), nonce, chan, worker,
+-- head and tail (the text before and after k, to write it back).
+local function offer_open()
+  if OFFER == nil then
+    OFFER = false
+    local v = redis.pcall('GET', K_IDLE)
+    if type(v) ~= 'string' or v == '1' then return false end
+    local t, pos = {}, 1
+    while #t < 6 do
+      local s, e = string.find(v, ' ', pos, true)
+      if not s then return false end
+      t[#t + 1] = string.sub(v, pos, s - 1)
+      pos = e + 1
+    end
+    local till, k, lease, m = count_of(t[1]), count_of(t[2]), count_of(t[3]), count_of(t[6])
+    if not (till and k and lease and m) or till <= NOW or k < 1 or lease < 1 then return false end
+    local kinds = {}
+    for _ = 1, m do
+      local s1 = string.find(v, ' ', pos, true)
+      local s2 = s1 and string.find(v, ' ', s1 + 1, true)
+      if not s2 then return false end
+      local ms = count_of(string.sub(v, s1 + 1, s2 - 1))
+      if not ms or ms < 1 then return false end
+      kinds[string.sub(v, pos, s1 - 1)] = ms
+      pos = s2 + 1
+    end
+    local worker = string.sub(v, pos)
+    if worker == '' or redis.call('PUBSUB', 'NUMSUB', t[5])[2] == 0 then return false end
+    OFFER = { till = t[1], k = k, lease = lease, kinds = kinds, nonce = t[4], chan = t[5], worker = worker,
+      head = t[1] .. ' ', tail = string.sub(v, #t[1] + #t[2] + 2) }
+  end
+  return OFFER and OFFER.k > 0
+end
+
+-- offer_text is the flag's value for an offer of up to k jobs (k >= 1)
+-- until NOW + ttl ms: body is the rest as Go sent it (see the header).
+local function offer_text(k, ttl, body)
+  return num_s(NOW + (count_of(ttl) or 0)) .. ' ' .. num_s(k) .. ' ' .. body
+end
+
+-- push leases job id (kind, its hash's fields f as an enqueue writes them,
+-- body its payload when kept in its own key, else false) to the offer's
+-- worker and publishes it, and says whether it did; f then has the
+-- lease's fields added, to be written by the caller. Only once
+-- offer_open said yes, and not in a paused partition (the caller checks).
+local function push(id, kind, f, body)
+  local o = OFFER
+  local lease = o.nonce .. '.p' .. num_s(o.k)
+  local expiry = NOW + (o.kinds[kind] or o.lease)
+  local msg = PART .. ' ' .. o.till .. ' ' .. CHAN .. '\n' .. pack_value({ { id, lease, expiry, 1, {}, f, body } })
+  if redis.call('PUBLISH', o.chan, msg) == 0 then
+    OFFER = false -- nobody listens there any more
+    return false
+  end
+  o.k = o.k - 1
+  PUSHED = PUSHED + 1
+  f[4] = SCODE.running
+  f[#f + 1], f[#f + 2] = F.fence, '1'
+  f[#f + 1], f[#f + 2] = F.lease_id, lease
+  f[#f + 1], f[#f + 2] = F.worker, o.worker
+  f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
+  zadd_later(K_RUN, num_s(expiry), id)
+  return true
+end
+
+-- offer_kept writes back the offer this call pushed from, k one less per
+-- push (the bare flag once spent); the caller calls it when it listed
+-- nothing (else wake deleted the flag).
+local function offer_kept()
+  if PUSHED == 0 or not OFFER then return end
+  if OFFER.k < 1 then
+    redis.call('SET', K_IDLE, '1')
+  else
+    redis.call('SET', K_IDLE, OFFER.head .. num_s(OFFER.k) .. OFFER.tail)
+  end
+end
