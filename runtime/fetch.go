@@ -44,6 +44,13 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	// one claim's storage serves the next.
 	into := make([]store.Job, w.opts.ClaimBatch)
 	wake := wk.ch // nil once closed: a nil channel is never ready
+	made := offers{}
+	defer func() {
+		// pushes that come until the offers end are handed back
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
+		defer cancel()
+		wk.withdraw(wctx, func(m *redis.Message) { w.takePush(ctx, jobsCtx, wk, m, made) })
+	}()
 	onWake := func(m any, open bool) {
 		i := wakeAll
 		if !open {
@@ -56,6 +63,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			i = wk.partition(m)
 		}
 		switch {
+		case i == pushed:
+			w.takePush(ctx, jobsCtx, wk, m.(*redis.Message), made)
 		case i >= 0:
 			ready[i] = true
 		case i == wakeAll:
@@ -117,6 +126,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			req = store.ClaimRequest{
 				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
 				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: w.suspects.Load() > 0,
+			}
+			if wk.push != "" {
+				req.Offer, req.OfferChannel, req.OfferFor = w.offerSize(), wk.push, w.opts.IdlePoll
+				made.made(nonce, sent, w.offerKeep())
 			}
 		}
 		p := w.parts[chosen]

@@ -35,10 +35,14 @@ type wakeups struct {
 	// never closed: its forwarders just end).
 	ch     <-chan any
 	merged chan any // ch, when there are several subscriptions
-	done   chan struct{}
-	fwd    sync.WaitGroup
-	mu     sync.Mutex
-	subs   map[string]*redis.PubSub // by node address ("" for a single client)
+	// push is the worker's own channel, on which enqueues push it jobs
+	// it offered to take (push.go); "" on a cluster, where it makes no
+	// offers.
+	push string
+	done chan struct{}
+	fwd  sync.WaitGroup
+	mu   sync.Mutex
+	subs map[string]*redis.PubSub // by node address ("" for a single client)
 	// index finds a partition's position in Worker.parts by queue channel
 	// and partition number.
 	index map[string]map[int]int
@@ -69,6 +73,9 @@ func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
 	}
 	sc, isCluster := w.st.Client().(shardedClient)
 	if !isCluster {
+		// random: a channel two workers shared would run a pushed job twice
+		wk.push = "sluice-push:" + randomHex(16)
+		wk.chans = append(wk.chans, wk.push)
 		ps := w.st.Client().Subscribe(ctx, wk.chans...)
 		if err := wk.confirm(ctx, ps); err != nil {
 			return nil, err
@@ -210,12 +217,19 @@ func (wk *wakeups) follow(sc shardedClient, w *Worker) {
 // may have been sent a wake-up that was lost.
 const wakeAll = -2
 
+// pushed is what partition answers for a message on the worker's own
+// channel: jobs pushed to it.
+const pushed = -3
+
 // partition maps a message to a partition position, wakeAll after a
-// reconnection, or -1.
+// reconnection, pushed, or -1.
 func (wk *wakeups) partition(msg any) int {
 	m, ok := msg.(*redis.Message)
 	if !ok {
 		return wakeAll
+	}
+	if wk.push != "" && m.Channel == wk.push {
+		return pushed
 	}
 	idx, err := strconv.Atoi(m.Payload)
 	if err != nil {
@@ -225,6 +239,40 @@ func (wk *wakeups) partition(msg any) int {
 		return i
 	}
 	return -1
+}
+
+// withdraw ends the worker's offers: it unsubscribes from its own
+// channel, after which an enqueue finds nobody there and lists the job,
+// and passes take each push that came before, until Redis confirms (or
+// ctx ends first; the reaper then takes any lease left).
+func (wk *wakeups) withdraw(ctx context.Context, take func(*redis.Message)) {
+	ps := wk.subs[""]
+	if wk.push == "" || ps == nil || wk.ch == nil {
+		return
+	}
+	if err := ps.Unsubscribe(ctx, wk.push); err != nil {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, open := <-wk.ch:
+			if !open {
+				return
+			}
+			switch m := m.(type) {
+			case *redis.Message:
+				if m.Channel == wk.push {
+					take(m)
+				}
+			case *redis.Subscription:
+				if m.Kind == "unsubscribe" && m.Channel == wk.push {
+					return
+				}
+			}
+		}
+	}
 }
 
 func (wk *wakeups) close() {

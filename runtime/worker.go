@@ -49,7 +49,10 @@ type Worker struct {
 	free     int            // slots not held by a handler
 	freed    chan struct{}  // signalled when a slot frees
 	busy     sync.WaitGroup // one per job being run and acked
-	pool     *runners       // goroutines that run handlers (runner.go)
+	// handBacks are the releases of pushed jobs the worker did not run
+	// (push.go), waited for before the acks stop.
+	handBacks sync.WaitGroup
+	pool      *runners // goroutines that run handlers (runner.go)
 	// attemptBase is what each attempt's context derives from: jobsCtx's
 	// values without its cancellation, so that an attempt's context is
 	// not registered with (and removed from) a context every runner
@@ -177,6 +180,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	wake.close()
 
 	w.drain(cancelJobs)
+	w.handBacks.Wait()
 	stopServices()
 	services.Wait()
 	stopReliability()

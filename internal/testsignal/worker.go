@@ -15,7 +15,8 @@ type Worker struct {
 	// whose lease expired reclaimed by maintenance (By Reap), a job
 	// archived by a claim instead of leased (By Claim), the job of an
 	// attempt the worker gave up by its own clock handed back while the
-	// store still held its lease (By GiveBack). Sent once the
+	// store still held its lease (By GiveBack), a job pushed to the
+	// worker that it did not run handed back (By HandBack). Sent once the
 	// write has returned, after the attempt's telemetry and death report
 	// are recorded and it is no longer in flight.
 	Settled Signal[Settled]
@@ -58,6 +59,9 @@ const (
 	// GiveBack: the worker handed back, as a crash, the job of an attempt
 	// it gave up when its lease ran out by its own clock
 	GiveBack By = "give_back"
+	// HandBack: the worker released a job pushed to it that it did not
+	// run (no slot free, stopping), charging nothing
+	HandBack By = "hand_back"
 )
 
 // Settled is a job the worker has settled.

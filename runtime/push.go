@@ -1,0 +1,121 @@
+package runtime
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testsignal"
+)
+
+// A worker whose claim finds a partition dry offers to take the next
+// plain jobs enqueued there pushed, leased to it by their enqueue, on a
+// pub/sub channel of its own: a pick-up in one hop, where a wake-up and
+// then a claim take two (lua/lib_offer.lua, store.ClaimRequest.Offer).
+// The offers are made on a single Redis server only: a cluster relays a
+// message to its other nodes late (wake.go), and a node's PUBLISH counts
+// only the subscribers it has itself.
+
+// offerSize is how many jobs a claim that runs dry offers to take: the
+// worker's slots shared among its partitions, at least one. The offers of
+// several partitions may promise more than is free when a push comes
+// (claims elsewhere took slots meanwhile): such a job is handed back.
+func (w *Worker) offerSize() int {
+	return max(1, (w.opts.Concurrency+len(w.parts)-1)/len(w.parts))
+}
+
+// offerKeep is how long the fetch loop remembers when it sent a claim that
+// made an offer: a push comes within the offer's time (IdlePoll by the
+// store's clock) of that claim; a later one is handed back.
+func (w *Worker) offerKeep() time.Duration { return 2*w.opts.IdlePoll + 5*time.Second }
+
+// offers are the claims whose offers may still push, by lease nonce: when
+// each was sent by the worker's clock (pushStart).
+type offers map[string]time.Time
+
+// made records the offer of a claim sent at sent, forgetting those too
+// old to push.
+func (o offers) made(nonce string, sent time.Time, keep time.Duration) {
+	for n, at := range o {
+		if sent.Sub(at) > keep {
+			delete(o, n)
+		}
+	}
+	o[nonce] = sent
+}
+
+// takePush starts the jobs of a message on the worker's offer channel,
+// each in a slot of its own. A job the worker will not run is handed back
+// at once, to the front of its list, charging nothing: when no slot is
+// free, when the worker is stopping (ctx has ended), when its offer is
+// not known (too old) or its queue was resized.
+func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Message, made offers) {
+	push, err := store.DecodePush(m.Payload, w.opts.WorkerID)
+	i, known := wk.index[push.WakeChannel][push.Partition]
+	if !known {
+		// not of this worker's partitions: nothing to hand it back to;
+		// the reaper takes its lease back when it runs out
+		w.log.Warn("a job pushed to this worker names no partition it serves", "channel", push.WakeChannel,
+			"partition", push.Partition, "err", err)
+		return
+	}
+	p := w.parts[i]
+	if err != nil {
+		w.log.Warn("a pushed job does not decode; its lease runs out unused", "queue", p.Queue, "partition", p.Index, "err", err)
+	}
+	for _, j := range push.Jobs {
+		sent, ok := made[offerNonce(j.LeaseID)]
+		if !ok || ctx.Err() != nil || w.staleQueue(p.Queue) || w.acquire(1) == 0 {
+			w.handBack(p, j)
+			continue
+		}
+		w.start(jobsCtx, p, j, w.pushStart(sent, push.OfferUntil, j))
+	}
+}
+
+// pushStart is when the lease of pushed job j began, by the worker's
+// clock, or earlier: its offer's claim was sent at sent and ran later,
+// when the store's clock read the offer's end (until) less its time to
+// hold; the lease began, by the store's clock, as long after that as its
+// expiry is before its end. The two clocks need not agree, only run alike,
+// as for a claim's leases (reckoned from the claim's send). Within sent
+// and now, whatever the store's clock says.
+func (w *Worker) pushStart(sent, until time.Time, j *store.Job) time.Time {
+	lease := w.opts.Lease
+	if d, ok := w.opts.KindLease[j.Kind]; ok {
+		lease = d
+	}
+	gone := j.LeaseExpiry.Add(-lease).Sub(until.Add(-w.opts.IdlePoll))
+	start := sent.Add(max(gone, 0))
+	if now := w.clk.Now(); start.After(now) {
+		return now
+	}
+	return start
+}
+
+// offerNonce is the nonce of a pushed lease ID, nonce.p<k>.
+func offerNonce(lease string) string {
+	if i := strings.LastIndexByte(lease, '.'); i >= 0 {
+		return lease[:i]
+	}
+	return ""
+}
+
+// handBack releases a pushed job the worker does not run: it goes to the
+// front of its list, no attempt or crash charged, and wakes the workers
+// (the release's wake deletes the worker's offer with the idle flag).
+func (w *Worker) handBack(p keys.Partition, j *store.Job) {
+	w.handBacks.Go(func() {
+		res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease})
+		id := keys.Ref{Partition: p, Local: j.Local}.String()
+		w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
+		if w.sig.Settled.Enabled() {
+			w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: id, Fence: j.Fence,
+				By: testsignal.HandBack, State: res.State, Err: res.Err})
+		}
+	})
+}
