@@ -36,6 +36,7 @@ func (r *modelRun) randomOp() {
 	ops := []op{
 		{"enqueue", enq, r.opEnqueue},
 		{"claim", 14, r.opClaim},
+		{"offered", 6, r.opOffered},
 		{"ack", 18, r.opAck},
 		{"checkpoint", 10, r.opCheckpoint},
 		{"renew", 5, r.opRenew},
@@ -320,7 +321,7 @@ func (r *modelRun) opEnqueue() {
 		if !nj.Generated && r.chance(1, 12) {
 			nj.Kind = "k2"
 		}
-		if r.chance(1, 5) {
+		if r.chance(1, 5) || (r.offering && r.chance(3, 4)) {
 			nj.MaxAttempts = store.DefaultMaxAttempts // a plain job
 		} else {
 			nj.MaxAttempts = 1 + r.pick(4)
@@ -334,7 +335,8 @@ func (r *modelRun) opEnqueue() {
 	pre := r.m
 	post := pre.clone()
 	want := make([]store.EnqueueStatus, len(jobs))
-	var desc []string
+	var desc, pushed []string
+	offer := r.readOffer()
 	for i, nj := range jobs {
 		desc = append(desc, fmt.Sprintf("%s(p%d ma%d delay%s %dB)", nj.Local, nj.Priority, nj.MaxAttempts, nj.Delay, len(nj.Payload)))
 		if j := post.jobs[nj.Local]; j != nil {
@@ -349,6 +351,11 @@ func (r *modelRun) opEnqueue() {
 		available(j)
 		if nj.Delay > 0 {
 			j.state, j.score = "scheduled", r.now()+msOf(nj.Delay)
+		}
+		if plain := nj.MaxAttempts == store.DefaultMaxAttempts && nj.Priority == 0 && nj.Delay == 0; plain && offer.take(j, r.now()) {
+			pushed = append(pushed, j.id)
+		} else {
+			offer = nil // listed (or scheduled): no job after it is pushed
 		}
 		post.jobs[j.id] = j
 		delete(post.gone, j.id)
@@ -366,13 +373,25 @@ func (r *modelRun) opEnqueue() {
 			}
 		}
 	}
-	r.settle(pre, post, err, "enqueue")
+	if len(pushed) > 0 {
+		r.logf("enqueue pushed %v", pushed)
+		r.counts["pushed"] += len(pushed)
+	}
+	if r.settle(pre, post, err, "enqueue") {
+		for _, id := range pushed {
+			j := r.m.jobs[id]
+			r.addLease(store.Lease{Local: id, LeaseID: j.lease, Fence: j.fence})
+		}
+	}
 }
 
 // ---- claim ----
 
 func (r *modelRun) opClaim() {
 	n := 1 + r.pick(4)
+	if r.offering {
+		n = modelMaxJobs // claims all it can, so as to run dry and offer
+	}
 	worker := fmt.Sprintf("w%d", r.pick(2))
 	nonce := fmt.Sprintf("n%d.%d", r.seg, r.step)
 	// A worker that runs a suspect (a job with a crash on record) says so:
@@ -384,8 +403,9 @@ func (r *modelRun) opClaim() {
 	avail := post.inState("available")
 	expiry := r.now() + msOf(modelLease)
 	lists := r.describeLists(post) // for a failure's message
-	res, err := r.st.Claim(r.ctx, r.p, store.ClaimRequest{N: n, Lease: modelLease, Worker: worker, Nonce: nonce,
-		PromoteLimit: 100, NoSuspect: noSuspect})
+	req := store.ClaimRequest{N: n, Lease: modelLease, Worker: worker, Nonce: nonce, PromoteLimit: 100, NoSuspect: noSuspect}
+	r.offer(&req)
+	res, err := r.st.Claim(r.ctx, r.p, req)
 	if err != nil {
 		// Did it run? The jobs it leased are running under its nonce.
 		for _, j := range avail {

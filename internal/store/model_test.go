@@ -274,6 +274,8 @@ type modelRun struct {
 	lastAck  *ackCall
 	lastCkpt *ckptCall
 	counts   map[string]int
+	offerCh  string // the channel the claims offer on (model_offer_test.go)
+	offering bool   // every claim offers (opOffered)
 }
 
 func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {
@@ -334,6 +336,7 @@ func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {
 		RetainCancelled: modelRetainCancelled, CrashLimit: modelCrashLimit, CrashDelay: crashDelay, Now: r.clk.Now,
 	})
 	r.p = r.st.Partition("q", 0)
+	r.subscribeOffers()
 	r.epoch = r.clk.Now()
 	for i := range 3 {
 		r.inKeys = append(r.inKeys, r.p.Tag()+":fx:k"+strconv.Itoa(i))
