@@ -338,23 +338,27 @@ for ck, limit in pairs(passes) do
 end
 
 flush()
-local nd = STATUS.claimed_all
+local nd, offered = STATUS.claimed_all, false
 if #jobs < n then
   nd = next_due()
   if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
   if #held > 0 then nd = STATUS.held_suspects end
   if passed then nd = 0 end -- a waiter let go is ready now
   -- an offer only while the lists are empty: not with suspects put back,
-  -- nor with a waiter let go
+  -- nor with a waiter let go; and only until the first thing scheduled
+  -- comes due (its promotion is a claim's, which the offer would skip)
   local k = math.min(tonumber(ARGV[16 + 2 * m]) or 0, n - #jobs)
   if k >= 1 and #held == 0 and not passed then
-    redis.call('SET', K_IDLE, offer_text(k, ARGV[17 + 2 * m], ARGV[18 + 2 * m]))
+    offered = true
+    redis.call('SET', K_IDLE, offer_text(k, ARGV[17 + 2 * m], nd, ARGV[18 + 2 * m]))
   else
     redis.call('SET', K_IDLE, '1')
   end
 end
 local leased = { nd, archived }
 for i, job in ipairs(jobs) do leased[i + 2] = job[1] end
-if #jobs > 0 or #archived > 0 then remember(leased) end
+-- an offer is recorded too: a re-sent claim must not make it again, its
+-- count and lease IDs afresh, beside the pushes it already gave
+if #jobs > 0 or #archived > 0 or offered then remember(leased) end
 if #jobs == 0 then return { nd, archived } end
 return { nd, archived, pack_value(jobs) }

@@ -127,7 +127,11 @@ for i = 1, n do
     -- µs of Redis time per job less).
     local id_ms = tonumber(origin)
     local ct = not id_ms or math.abs(NOW - id_ms) > CT_SLACK
-    local offered = not paused and not listed and offer_open()
+    -- a payload kept in its own key is not pushed: a burst of big pushes
+    -- to a worker that stalls a moment would pass Redis's limit of a
+    -- subscriber's output buffer, which drops the subscription and with
+    -- it every job pushed
+    local offered = not paused and not listed and #payload <= BODY_MIN and offer_open()
     local pushed = false
     if #payload <= CHUNK and not ct and not offered then
       redis.call('HSET', jk, fk, kind, fs, SCODE.available, F.payload, payload)
@@ -136,7 +140,10 @@ for i = 1, n do
       if ct then f[5], f[6] = fct, NOW_S end
       put_payload(f, id, payload)
       -- an idle worker's offer: leased to it here (lib_offer.lua)
-      pushed = offered and push(id, kind, f, #payload > BODY_MIN and payload)
+      if offered then
+        push_job(id, kind, f)
+        pushed = true
+      end
       redis.call('HSET', jk, unpack(f))
     end
     added[id] = true
@@ -261,6 +268,7 @@ end
 -- jobs listed (or scheduled): the idle flag and any offer go, and idle
 -- workers are woken; else the offer stays, less what it gave (a job that
 -- exists already, or was refused, wakes nobody)
+push_sent()
 if listed then wake() else offer_kept() end
 flush()
 if fresh == n then return remember(n) end

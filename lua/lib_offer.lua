@@ -2,9 +2,10 @@
 --
 -- A worker whose claim finds a partition dry may leave an offer in the
 -- partition's idle flag (K_IDLE; '1' is the flag without one):
---   "<until> <k> <lease ms> <nonce> <channel> <m> [<kind> <ms>]... <worker>"
+--   "<until> <k> <made> <lease ms> <nonce> <channel> <m> [<kind> <ms>]... <worker>"
 -- it takes up to k jobs pushed to its own pub/sub channel until the store
--- time until (ms), leased for lease ms (m kinds with leases of their own)
+-- time until (ms; made is when the claim made it), leased for lease ms (m
+-- kinds with leases of their own)
 -- under lease IDs nonce .. '.p' .. k, k counting down, to worker (the
 -- rest of the string: an identity may hold spaces). Go builds the part
 -- after until (store.ClaimRequest.Offer), with no space in a channel,
@@ -12,12 +13,13 @@
 -- While the flag is set the partition's lists have stayed empty since the
 -- claim found them so: whatever lists a job deletes it (wake in
 -- lib_batch.lua), offer and all. An enqueue that finds a valid offer
--- leases a plain job to the worker as its claim would have (running, the
--- fence 1, a lease, the run index) and publishes it on the channel, as a
+-- leases a plain job (its payload in its hash) to the worker as its claim
+-- would have (running, the fence 1, a lease, the run index), and the call
+-- publishes the jobs it leased so in one message on the channel, as a
 -- claim answers its jobs (claim.lua), after a line naming the partition
--- and the offer: "<partition> <until> <wake channel>\n" (the worker
+-- and the offer: "<partition> <made> <wake channel>\n" (the worker
 -- reckons the lease from its claim's send time and the store time gone
--- from the offer's making, until less its time to hold, to the push).
+-- from the offer's making to the push).
 -- The channel must have a subscriber (PUBSUB NUMSUB, once per call): with
 -- none (the worker stopped or died) the job is listed as it would be
 -- without the offer, which goes. A message lost on its way (the worker's
@@ -32,7 +34,7 @@
 -- (corrupt data, another type); nor is one whose worker is not subscribed
 -- to its channel: NUMSUB counts the channel's own subscribers, where
 -- PUBLISH would count a pattern's too (a tool's PSUBSCRIBE *). OFFER
--- holds: till, k, lease, kinds (kind -> lease ms), nonce, chan, worker,
+-- holds: made, k, lease, kinds (kind -> lease ms), nonce, chan, worker,
 -- head and tail (the text before and after k, to write it back).
 local function offer_open()
   if OFFER == nil then
@@ -45,13 +47,18 @@ local function offer_open()
     TAKEN = v
     if v == '1' then return false end
     local t, pos = {}, 1
-    while #t < 6 do
+    while #t < 7 do
       local s, e = string.find(v, ' ', pos, true)
       if not s then return false end
       t[#t + 1] = string.sub(v, pos, s - 1)
       pos = e + 1
     end
-    local till, k, lease, m = count_of(t[1]), count_of(t[2]), count_of(t[3]), count_of(t[6])
+    for i = 1, 7 do
+      -- digits only: the worker reads made back (tonumber would take 1e13
+      -- or 0x10, corrupt data)
+      if i ~= 5 and i ~= 6 and not string.find(t[i], '^%d+$') then return false end
+    end
+    local till, k, lease, m = count_of(t[1]), count_of(t[2]), count_of(t[4]), count_of(t[7])
     if not (till and k and lease and m) or till <= NOW or k < 1 or lease < 1 then return false end
     local kinds = {}
     for _ = 1, m do
@@ -64,33 +71,47 @@ local function offer_open()
       pos = s2 + 1
     end
     local worker = string.sub(v, pos)
-    if worker == '' or redis.call('PUBSUB', 'NUMSUB', t[5])[2] == 0 then return false end
-    OFFER = { till = t[1], k = k, lease = lease, kinds = kinds, nonce = t[4], chan = t[5], worker = worker,
+    -- pcall: a channel the caller's Redis user may not use is no offer
+    -- the worker's channel is its namespace's (keys.PushChannel), where
+    -- the wake channel is (CHAN, <ns>:wake:<queue>): one a Redis user
+    -- confined to the namespace may publish on
+    local w = string.find(CHAN, ':wake:', 1, true)
+    local ns = w and string.sub(CHAN, 1, w) .. 'push:'
+    if worker == '' or not ns or string.sub(t[6], 1, #ns) ~= ns then return false end
+    local subs = redis.pcall('PUBSUB', 'NUMSUB', t[6])
+    if type(subs) ~= 'table' or subs.err or subs[2] == 0 then return false end
+    OFFER = { made = t[3], k = k, lease = lease, kinds = kinds, nonce = t[5], chan = t[6], worker = worker,
       head = t[1] .. ' ', tail = string.sub(v, #t[1] + #t[2] + 2) }
   end
   return OFFER and OFFER.k > 0
 end
 
 -- offer_text is the flag's value for an offer of up to k jobs (k >= 1)
--- until NOW + ttl ms: body is the rest as Go sent it (see the header).
-local function offer_text(k, ttl, body)
-  return num_s(NOW + (count_of(ttl) or 0)) .. ' ' .. num_s(k) .. ' ' .. body
+-- for ttl ms, or until due ms from now when something scheduled comes due
+-- sooner (a claim's next_due; below 0: nothing is): body is the rest as
+-- Go sent it (see the header).
+local function offer_text(k, ttl, due, body)
+  local d = count_of(ttl) or 0
+  if due >= 0 then d = math.min(d, due) end
+  return num_s(NOW + d) .. ' ' .. num_s(k) .. ' ' .. NOW_S .. ' ' .. body
 end
 
--- push leases job id (kind, its hash's fields f as an enqueue writes them,
--- body its payload when kept in its own key, else false) to the offer's
--- worker and publishes it, and says whether it did; f then has the
--- lease's fields added, to be written by the caller. Only once
--- offer_open said yes, and not in a paused partition (the caller checks).
-local function push(id, kind, f, body)
+-- OUT holds the jobs this call pushed, as a claim answers them, for
+-- push_sent to publish in one message (their order kept: a worker that
+-- hands them back keeps it too, runtime/push.go).
+local OUT = {}
+
+-- push_job leases job id (kind, its hash's fields f as an enqueue writes them,
+-- its payload among them) to the offer's worker, for push_sent to
+-- publish; f then has the lease's fields added, to be written by the
+-- caller. Only once offer_open said yes, and not in a paused partition
+-- (the caller checks).
+local function push_job(id, kind, f)
   local o = OFFER
   local lease = o.nonce .. '.p' .. num_s(o.k)
   local expiry = NOW + (o.kinds[kind] or o.lease)
-  local msg = PART .. ' ' .. o.till .. ' ' .. CHAN .. '\n' .. pack_value({ { id, lease, expiry, 1, {}, f, body } })
-  if redis.call('PUBLISH', o.chan, msg) == 0 then
-    OFFER = false -- nobody listens there any more
-    return false
-  end
+  OUT[#OUT + 1] = { id, lease, expiry, 1, {}, { unpack(f) }, false }
+  if #OUT == 1 then OUT.chan, OUT.head = o.chan, PART .. ' ' .. o.made .. ' ' .. CHAN .. '\n' end
   o.k = o.k - 1
   PUSHED = PUSHED + 1
   f[4] = SCODE.running
@@ -99,7 +120,17 @@ local function push(id, kind, f, body)
   f[#f + 1], f[#f + 2] = F.worker, o.worker
   f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
   zadd_later(K_RUN, num_s(expiry), id)
-  return true
+end
+
+-- push_sent publishes the jobs this call pushed, in one message. Its
+-- worker's subscription was counted (offer_open) in this same call: it
+-- hears it, unless its connection drops with the message in it (the
+-- reaper then takes the leases back when they run out).
+local function push_sent()
+  if #OUT == 0 then return end
+  local chan, head = OUT.chan, OUT.head
+  OUT.chan, OUT.head = nil, nil
+  redis.pcall('PUBLISH', chan, head .. pack_value(OUT))
 end
 
 -- offer_kept puts back the idle flag this call took (offer_open), the

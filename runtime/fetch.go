@@ -49,7 +49,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		// pushes that come until the offers end are handed back
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
 		defer cancel()
-		wk.withdraw(wctx, func(m *redis.Message) { w.takePush(ctx, jobsCtx, wk, m, made) })
+		wk.withdraw(wctx, w.log, func(m *redis.Message) { w.takePush(ctx, jobsCtx, wk, m, made) })
 	}()
 	onWake := func(m any, open bool) {
 		i := wakeAll
@@ -105,6 +105,12 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			if slots = w.acquire(req.N); slots < req.N {
 				w.release(slots)
 				ready[chosen], due[chosen] = false, now.Add(errDelay[chosen])
+				if now.Sub(f.sent) >= w.resendFor() {
+					// slots taken meanwhile (jobs pushed, claims elsewhere)
+					// for as long as it may be sent: the reaper hands back
+					// what its first run leased
+					failed[chosen] = nil
+				}
 				continue
 			}
 		} else {

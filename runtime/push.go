@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,32 +68,34 @@ func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Me
 	if err != nil {
 		w.log.Warn("a pushed job does not decode; its lease runs out unused", "queue", p.Queue, "partition", p.Index, "err", err)
 	}
+	var back []*store.Job
 	for _, j := range push.Jobs {
 		sent, ok := made[offerNonce(j.LeaseID)]
 		if !ok || ctx.Err() != nil || w.staleQueue(p.Queue) || w.acquire(1) == 0 {
-			w.handBack(p, j)
+			back = append(back, j)
 			continue
 		}
-		w.start(jobsCtx, p, j, w.pushStart(sent, push.OfferUntil, j))
+		w.start(jobsCtx, p, j, w.pushStart(sent, push.OfferMade, j))
 	}
+	w.handBack(p, back)
 }
 
 // pushStart is when the lease of pushed job j began, by the worker's
 // clock, or earlier: its offer's claim was sent at sent and ran later,
-// when the store's clock read the offer's end (until) less its time to
-// hold; the lease began, by the store's clock, as long after that as its
-// expiry is before its end. The two clocks need not agree, only run alike,
-// as for a claim's leases (reckoned from the claim's send). Within sent
-// and now, whatever the store's clock says.
-func (w *Worker) pushStart(sent, until time.Time, j *store.Job) time.Time {
+// when the store's clock read made; the lease began, by the store's
+// clock, as long after that as its expiry is before its end. The two
+// clocks need not agree, only run alike, as for a claim's leases
+// (reckoned from the claim's send). A start after now cannot be (the
+// lease began before its job came): the store's clock jumped, and sent,
+// before the true start, stands.
+func (w *Worker) pushStart(sent, made time.Time, j *store.Job) time.Time {
 	lease := w.opts.Lease
 	if d, ok := w.opts.KindLease[j.Kind]; ok {
 		lease = d
 	}
-	gone := j.LeaseExpiry.Add(-lease).Sub(until.Add(-w.opts.IdlePoll))
-	start := sent.Add(max(gone, 0))
-	if now := w.clk.Now(); start.After(now) {
-		return now
+	start := sent.Add(max(j.LeaseExpiry.Add(-lease).Sub(made), 0))
+	if start.After(w.clk.Now()) {
+		return sent
 	}
 	return start
 }
@@ -105,17 +108,26 @@ func offerNonce(lease string) string {
 	return ""
 }
 
-// handBack releases a pushed job the worker does not run: it goes to the
-// front of its list, no attempt or crash charged, and wakes the workers
-// (the release's wake deletes the worker's offer with the idle flag).
-func (w *Worker) handBack(p keys.Partition, j *store.Job) {
+// handBack releases pushed jobs the worker does not run, in the order an
+// enqueue pushed them: each goes to the front of its list, no attempt or
+// crash charged, and the workers are woken (the release's wake deletes
+// the worker's offer with the idle flag). They are released newest
+// first, one after the other, so that the oldest ends at the front.
+// (Jobs of two enqueue calls come in two messages, released apart: the
+// later call's may end in front, as jobs handed back at shutdown.)
+func (w *Worker) handBack(p keys.Partition, jobs []*store.Job) {
+	if len(jobs) == 0 {
+		return
+	}
 	w.handBacks.Go(func() {
-		res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease})
-		id := keys.Ref{Partition: p, Local: j.Local}.String()
-		w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
-		if w.sig.Settled.Enabled() {
-			w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: id, Fence: j.Fence,
-				By: testsignal.HandBack, State: res.State, Err: res.Err})
+		for _, j := range slices.Backward(jobs) {
+			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease})
+			id := keys.Ref{Partition: p, Local: j.Local}.String()
+			w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
+			if w.sig.Settled.Enabled() {
+				w.sig.Settled.Signal(testsignal.Settled{Worker: w.opts.WorkerID, JobID: id, Fence: j.Fence,
+					By: testsignal.HandBack, State: res.State, Err: res.Err})
+			}
 		}
 	})
 }

@@ -2,11 +2,13 @@ package runtime_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
@@ -19,8 +21,9 @@ func (textArgs) Kind() string { return "text" }
 
 // TestIdleWorkerTakesPushedJobs: an idle worker's claim left an offer, so
 // plain jobs enqueued next are leased to it by their enqueues and run
-// under the pushed leases (nonce.p<k>), a payload kept in its own key
-// included; a job with an option is listed and claimed as ever.
+// under the pushed leases (nonce.p<k>), a payload chunked in the hash
+// included; a job with an option, or a payload kept in its own key, is
+// listed and claimed as ever.
 func TestIdleWorkerTakesPushedJobs(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -34,8 +37,7 @@ func TestIdleWorkerTakesPushedJobs(t *testing.T) {
 	w := e.startWorker(reg, runtime.Options{IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
 	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 
-	big := strings.Repeat("x", 4000) // beyond what the job hash keeps
-	for _, text := range []string{"small", big} {
+	for _, text := range []string{"small", strings.Repeat("x", 500)} { // the second chunked
 		id := e.Enqueue(textArgs{Text: text})
 		r := testkit.Recv(t, ran, "the idle worker to run the job")
 		if !strings.Contains(r.lease, ".p") || r.text != text {
@@ -44,17 +46,26 @@ func TestIdleWorkerTakesPushedJobs(t *testing.T) {
 		}
 		checkSummary(t, id, e.WaitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})
 	}
-	id := e.Enqueue(textArgs{Text: "with a priority"}, flow.WithPriority(2))
-	if r := testkit.Recv(t, ran, "the listed job"); strings.Contains(r.lease, ".p") {
-		t.Fatalf("a job with an option ran under pushed lease %q", r.lease)
+	big := strings.Repeat("x", 4000) // beyond what the job hash keeps
+	for _, c := range []struct {
+		what string
+		id   string
+	}{
+		{"with a priority", e.Enqueue(textArgs{Text: "with a priority"}, flow.WithPriority(2))},
+		{"with a big payload", e.Enqueue(textArgs{Text: big})},
+	} {
+		if r := testkit.Recv(t, ran, "the listed job"); strings.Contains(r.lease, ".p") {
+			t.Fatalf("a job %s ran under pushed lease %q", c.what, r.lease)
+		}
+		e.WaitState(c.id, flow.StateCompleted)
 	}
-	e.WaitState(id, flow.StateCompleted)
 }
 
-// TestPushWithNoFreeSlotHandedBack: a worker with one slot offers a job
-// on each of its two queues; while the first pushed job holds the slot, a
-// job pushed on the other queue is handed back, charging nothing, and
-// runs once the slot frees.
+// TestPushWithNoFreeSlotHandedBack: a worker with four slots offers two on
+// each of its two queues; while four jobs of the first hold the slots
+// (two pushed, two claimed), the two jobs one call pushes on the other
+// queue are handed back, charging nothing, in their order (the first at
+// the front), and run in that order once the slots free.
 func TestPushWithNoFreeSlotHandedBack(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -69,9 +80,9 @@ func TestPushWithNoFreeSlotHandedBack(t *testing.T) {
 		return nil
 	}))
 	dry := e.Sig.Dry.Subscribe()
-	w := e.startWorker(reg, runtime.Options{Concurrency: 1, Queues: map[string]int{"a": 1, "b": 1},
-		IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
 	defer dry.Close()
+	w := e.startWorker(reg, runtime.Options{Concurrency: 4, ClaimBatch: 4, Queues: map[string]int{"a": 1, "b": 1},
+		IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
 	seen := map[string]bool{}
 	for len(seen) < 2 {
 		d := dry.WaitFor(t, func(d testsignal.Dry) bool { return d.Worker == w.ID() })
@@ -79,23 +90,44 @@ func TestPushWithNoFreeSlotHandedBack(t *testing.T) {
 	}
 	handed := e.Sig.Settled.Subscribe()
 	defer handed.Close()
-	first := e.Enqueue(workArgs{N: 1}, flow.WithQueue("a"))
-	if got := testkit.Recv(t, started, "the first job"); got != first {
-		t.Fatalf("started %s, want %s", got, first)
+	in := func(q string, n ...int) []flow.Item {
+		var items []flow.Item
+		for _, k := range n {
+			items = append(items, flow.Item{Args: workArgs{N: k}, Opts: []flow.EnqueueOption{flow.WithQueue(q)}})
+		}
+		return items
 	}
-	second := e.Enqueue(workArgs{N: 2}, flow.WithQueue("b"))
-	s := handed.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == second && s.By == testsignal.HandBack })
-	if s.Err != nil || s.State != flow.StateAvailable {
-		t.Fatalf("hand-back: %+v", s)
+	// two pushed to a's offer of two, two listed and claimed: the slots full
+	_, err := e.Client.EnqueueMany(context.Background(), in("a", 1, 1, 1, 1)...)
+	testkit.Must(t, err)
+	for range 4 {
+		testkit.Recv(t, started, "the jobs of a")
 	}
-	testkit.NoRecv(t, started, "a second job while the only slot is taken")
+	res, err := e.Client.EnqueueMany(context.Background(), in("b", 2, 3)...)
+	testkit.Must(t, err)
+	b1, b2 := res[0].ID, res[1].ID
+	for back := map[string]bool{}; len(back) < 2; {
+		s := handed.WaitFor(t, func(s testsignal.Settled) bool { return s.By == testsignal.HandBack })
+		if (s.JobID != b1 && s.JobID != b2) || s.Err != nil || s.State != flow.StateAvailable {
+			t.Fatalf("hand-back %+v; want %s and %s handed back, available", s, b1, b2)
+		}
+		back[s.JobID] = true
+	}
+	testkit.NoRecv(t, started, "a job of b while the slots are taken")
+	pb := keys.Partition{NS: e.NS, Queue: "b"}
+	listed, err := e.RDB.LRange(context.Background(), pb.Available(0), 0, -1).Result()
+	testkit.Must(t, err)
+	if want := []string{strings.TrimPrefix(b1, "b:0:"), strings.TrimPrefix(b2, "b:0:")}; !slices.Equal(listed, want) {
+		t.Fatalf("b lists %v after the hand-backs, want %v: their order changed", listed, want)
+	}
 	close(release)
-	if got := testkit.Recv(t, started, "the second job once the slot is free"); got != second {
-		t.Fatalf("started %s, want %s", got, second)
+	for range 2 {
+		testkit.Recv(t, started, "the jobs of b once the slots are free")
 	}
 	// fence 1 the push's, 2 the claim's; no attempt or crash charged
-	checkSummary(t, second, e.WaitState(second, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 2})
-	e.WaitState(first, flow.StateCompleted)
+	for _, id := range []string{b1, b2} {
+		checkSummary(t, id, e.WaitState(id, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 2})
+	}
 }
 
 // TestStoppedWorkerGetsNoPush: once a worker has stopped, its offer

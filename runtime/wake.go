@@ -74,7 +74,7 @@ func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
 	sc, isCluster := w.st.Client().(shardedClient)
 	if !isCluster {
 		// random: a channel two workers shared would run a pushed job twice
-		wk.push = "sluice-push:" + randomHex(16)
+		wk.push = keys.PushChannel(w.opts.Namespace, randomHex(16))
 		wk.chans = append(wk.chans, wk.push)
 		ps := w.st.Client().Subscribe(ctx, wk.chans...)
 		if err := wk.confirm(ctx, ps); err != nil {
@@ -245,12 +245,15 @@ func (wk *wakeups) partition(msg any) int {
 // channel, after which an enqueue finds nobody there and lists the job,
 // and passes take each push that came before, until Redis confirms (or
 // ctx ends first; the reaper then takes any lease left).
-func (wk *wakeups) withdraw(ctx context.Context, take func(*redis.Message)) {
+func (wk *wakeups) withdraw(ctx context.Context, log *slog.Logger, take func(*redis.Message)) {
 	ps := wk.subs[""]
 	if wk.push == "" || ps == nil || wk.ch == nil {
 		return
 	}
 	if err := ps.Unsubscribe(ctx, wk.push); err != nil {
+		// the connection is broken: what it held is lost with it, and the
+		// reaper takes those leases back
+		log.Warn("could not withdraw the worker's offers; jobs pushed meanwhile wait out their leases", "err", err)
 		return
 	}
 	for {

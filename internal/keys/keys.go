@@ -211,6 +211,12 @@ func EffectMark(ns, target, id string) (string, bool) {
 // that one of its partitions has work. The message is the partition index.
 func WakeChannel(ns, queue string) string { return ns + ":wake:" + queue }
 
+// PushChannel is a worker's own pub/sub channel, named by a random id, on
+// which enqueues push it the jobs it offered to take (lua/lib_offer.lua).
+// In the namespace, as the wake channels are: a Redis user confined to
+// the namespace's channels may use it.
+func PushChannel(ns, id string) string { return ns + ":push:" + id }
+
 // Ref locates one job: its partition and its ID within the partition. Its
 // string form, queue:partition:local, is the job ID users see; the
 // namespace is the client's.

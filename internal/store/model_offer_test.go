@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -23,7 +24,7 @@ const modelOfferFor = 10 * time.Minute
 
 // subscribeOffers subscribes to the channel the model's claims offer on.
 func (r *modelRun) subscribeOffers() {
-	r.offerCh = "model-push-" + r.st.NS()
+	r.offerCh = keys.PushChannel(r.st.NS(), "model")
 	ps := r.direct.Subscribe(r.ctx, r.offerCh)
 	if _, err := ps.Receive(r.ctx); err != nil {
 		r.t.Fatal(err)
@@ -74,22 +75,22 @@ func (r *modelRun) readOffer() *modelOffer {
 	if err != nil {
 		r.fail("reading the idle flag: %v", err)
 	}
-	// until k lease nonce channel m worker: the model's claims name no
-	// kind leases
-	f := strings.SplitN(v, " ", 7)
-	if len(f) != 7 || f[4] != r.offerCh || f[5] != "0" {
+	// until k made lease nonce channel m worker: the model's claims name
+	// no kind leases
+	f := strings.SplitN(v, " ", 8)
+	if len(f) != 8 || f[5] != r.offerCh || f[6] != "0" {
 		r.fail("idle flag %q holds no offer of the model's claims", v)
 	}
 	until, err1 := strconv.ParseInt(f[0], 10, 64)
 	k, err2 := strconv.Atoi(f[1])
-	lease, err3 := strconv.ParseInt(f[2], 10, 64)
+	lease, err3 := strconv.ParseInt(f[3], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || k < 1 || lease != modelLease.Milliseconds() {
 		r.fail("idle flag %q holds a malformed offer", v)
 	}
 	if until <= r.now() {
 		return nil
 	}
-	return &modelOffer{k: k, lease: lease, nonce: f[3], worker: f[6]}
+	return &modelOffer{k: k, lease: lease, nonce: f[4], worker: f[7]}
 }
 
 // take leases job j to offer o as the enqueue would, and says whether it

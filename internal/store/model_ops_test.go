@@ -352,7 +352,10 @@ func (r *modelRun) opEnqueue() {
 		if nj.Delay > 0 {
 			j.state, j.score = "scheduled", r.now()+msOf(nj.Delay)
 		}
-		if plain := nj.MaxAttempts == store.DefaultMaxAttempts && nj.Priority == 0 && nj.Delay == 0; plain && offer.take(j, r.now()) {
+		// a plain job with its payload in its hash (lua/lib_chunks.lua
+		// BODY_MIN) is pushed under an offer
+		plain := nj.MaxAttempts == store.DefaultMaxAttempts && nj.Priority == 0 && nj.Delay == 0 && len(nj.Payload) <= 832
+		if plain && offer.take(j, r.now()) {
 			pushed = append(pushed, j.id)
 		} else {
 			offer = nil // listed (or scheduled): no job after it is pushed

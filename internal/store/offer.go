@@ -34,14 +34,14 @@ type Push struct {
 	// its wake-ups do.
 	WakeChannel string
 	Partition   int
-	// OfferUntil is when the offer it was pushed under ends (store time):
-	// the offer was made its time to hold (ClaimRequest.OfferFor) before.
-	OfferUntil time.Time
-	Jobs       []*Job
+	// OfferMade is when the claim made the offer it was pushed under
+	// (store time).
+	OfferMade time.Time
+	Jobs      []*Job
 }
 
 // DecodePush reads a message published on an offer's channel to worker:
-// a line "<partition> <until> <wake channel>", then the jobs as a claim
+// a line "<partition> <made> <wake channel>", then the jobs as a claim
 // packs them. A job that does not decode comes as a claim's would,
 // Malformed.
 func DecodePush(payload, worker string) (Push, error) {
@@ -54,10 +54,10 @@ func DecodePush(payload, worker string) (Push, error) {
 		return Push{}, fmt.Errorf("%w: pushed job: header %q", ErrMalformed, head)
 	}
 	n, err1 := strconv.Atoi(f[0])
-	until, err2 := strconv.ParseInt(f[1], 10, 64)
+	made, err2 := strconv.ParseInt(f[1], 10, 64)
 	if err1 != nil || err2 != nil || n < 0 {
 		return Push{}, fmt.Errorf("%w: pushed job: header %q", ErrMalformed, head)
 	}
 	jobs, err := decodeLeased(packed, nil, worker)
-	return Push{WakeChannel: f[2], Partition: n, OfferUntil: time.UnixMilli(until), Jobs: jobs}, err
+	return Push{WakeChannel: f[2], Partition: n, OfferMade: time.UnixMilli(made), Jobs: jobs}, err
 }

@@ -30,7 +30,7 @@ type offered struct {
 func newOffered(t *testing.T, b backend) *offered {
 	t.Helper()
 	f := newFixture(t, b)
-	o := &offered{fixture: f, ch: "push-" + f.st.NewLocal()}
+	o := &offered{fixture: f, ch: keys.PushChannel(f.st.NS(), f.st.NewLocal())}
 	o.ps = f.rdb.Subscribe(f.ctx, o.ch)
 	if _, err := o.ps.Receive(f.ctx); err != nil {
 		t.Fatal(err)
@@ -109,25 +109,26 @@ func TestOfferPushesPlainJobs(t *testing.T) {
 			if res := o.claimOffering(5, 2, "w", "n1"); !res.Dry || len(res.Jobs) != 0 {
 				t.Fatalf("claim of an empty partition: %+v", res)
 			}
-			if f := o.idleFlag(); !strings.Contains(f, " 2 30000 n1 "+o.ch+" 1 long 60000 w") {
+			if f := o.idleFlag(); !strings.HasSuffix(f, " 30000 n1 "+o.ch+" 1 long 60000 w") || strings.Fields(f)[1] != "2" {
 				t.Fatalf("idle flag %q holds no offer of 2", f)
 			}
 			long := plain("b")
 			long.Kind = "long"
 			o.enqueue(plain("a"), long)
 			got := o.pushes()
-			if len(got) != 2 {
-				t.Fatalf("%d pushes, want 2", len(got))
+			if len(got) != 1 {
+				t.Fatalf("%d messages, want the call's pushes in one", len(got))
+			}
+			p := got[0]
+			if p.WakeChannel != keys.WakeChannel(o.p.NS, o.p.Queue) || p.Partition != o.p.Index || len(p.Jobs) != 2 ||
+				!p.OfferMade.Equal(o.clk.Now()) {
+				t.Fatalf("push %+v; want 2 jobs of partition %d under an offer made now", p, o.p.Index)
 			}
 			for i, want := range []struct {
 				local, lease string
 				d            time.Duration
 			}{{"a", "n1.p2", 30 * time.Second}, {"b", "n1.p1", time.Minute}} {
-				p := got[i]
-				if p.WakeChannel != keys.WakeChannel(o.p.NS, o.p.Queue) || p.Partition != o.p.Index || len(p.Jobs) != 1 {
-					t.Fatalf("push %d: %+v", i, p)
-				}
-				j := p.Jobs[0]
+				j := p.Jobs[i]
 				if j.Local != want.local || j.LeaseID != want.lease || j.Fence != 1 || j.State != "running" ||
 					string(j.Payload) != "payload-"+want.local || j.Malformed != nil ||
 					!j.LeaseExpiry.Equal(o.clk.Now().Add(want.d)) {
@@ -188,7 +189,7 @@ func TestOfferOnlyWhileListsEmpty(t *testing.T) {
 		}},
 		{"nobody subscribed", func(o *offered) store.NewJob {
 			// a tool's pattern subscription is no worker's
-			pat := o.rdb.PSubscribe(o.ctx, "push-*")
+			pat := o.rdb.PSubscribe(o.ctx, o.st.NS()+":push:*")
 			if _, err := pat.Receive(o.ctx); err != nil {
 				o.t.Fatal(err)
 			}
@@ -273,8 +274,10 @@ func TestOfferOfAnotherWorker(t *testing.T) {
 func TestOfferCorruptFlag(t *testing.T) {
 	t.Parallel()
 	for _, b := range offerBackends(t) {
-		for _, v := range []string{"99999999999999 2 30000 n1", "x y z n1 ch 0 w", "99999999999999 2 30000 n1 ch 1 long w",
-			"99999999999999 2 30000 n1 ch 0 ", "99999999999999 -1 30000 n1 ch 0 w", "99999999999999 2 0 n1 ch 0 w"} {
+		for _, v := range []string{"99999999999999 2 1 30000 n1", "x y z 1 n1 ch 0 w", "99999999999999 2 1 30000 n1 ch 1 long w",
+			"99999999999999 2 1 30000 n1 ch 0 ", "99999999999999 -1 1 30000 n1 ch 0 w", "99999999999999 2 1 0 n1 ch 0 w",
+			"1e14 2 1 30000 n1 ch 0 w", "99999999999999 2 0x1 30000 n1 ch 0 w",
+			"99999999999999 2 1 30000 n1 elsewhere:push:x 0 w"} { // the last, a channel of another namespace
 			t.Run(b.name, func(t *testing.T) {
 				o := newOffered(t, b)
 				if err := o.rdb.Set(o.ctx, o.p.Idle(), strings.Replace(v, "ch", o.ch, 1), 0).Err(); err != nil {
@@ -310,7 +313,7 @@ func TestOfferEnqueueResent(t *testing.T) {
 	for _, kind := range []chaos.FaultKind{chaos.DropReply, chaos.Duplicate} {
 		t.Run(kind.String(), func(t *testing.T) {
 			l := newLossy(t)
-			o := &offered{fixture: l.fixture, ch: "push-" + l.st.NewLocal()}
+			o := &offered{fixture: l.fixture, ch: keys.PushChannel(l.st.NS(), l.st.NewLocal())}
 			o.ps = l.rdb.Subscribe(l.ctx, o.ch)
 			if _, err := o.ps.Receive(l.ctx); err != nil {
 				t.Fatal(err)
@@ -323,7 +326,7 @@ func TestOfferEnqueueResent(t *testing.T) {
 			if got := o.pushes(); len(got) != 1 || got[0].Jobs[0].LeaseID != "n1.p3" {
 				t.Fatalf("pushes %+v, want one, under n1.p3", got)
 			}
-			if f := o.idleFlag(); !strings.Contains(f, " 2 30000 n1 ") {
+			if f := o.idleFlag(); !strings.Contains(f, " 30000 n1 ") || strings.Fields(f)[1] != "2" {
 				t.Fatalf("idle flag %q, want the offer at 2", f)
 			}
 			o.wantStats(map[string]string{"running": "1", "available": "0"})

@@ -11,17 +11,15 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHuntPushBurstOverflowsSubscriberBuffer: a worker offering 48
-// (Concurrency and ClaimBatch 48) that does not read its subscription for
-// a moment (a GC pause, a starved CPU) while one EnqueueMany of 48 jobs at
-// the default MaxPayload (1 MiB) is pushed to it: the pushes pass
-// redis-server's default pub/sub output buffer hard limit (32 MB) and
-// Redis closes the worker's subscription connection, wake-ups and all;
-// every job pushed in it is leased to a worker that never hears of it
-// (reaped only when its lease runs out, a crash charged to a job that
-// never ran). The push itself drops the connection: before it, pub/sub
-// carried only partition numbers.
-func TestHuntPushBurstOverflowsSubscriberBuffer(t *testing.T) {
+// TestOfferBurstOfBigPayloads: a worker offering 48 (Concurrency and
+// ClaimBatch 48) does not read its subscription for a moment (a GC pause,
+// a starved CPU) while one EnqueueMany of 48 jobs at the default
+// MaxPayload (1 MiB) is enqueued. Pushed, they would pass redis-server's
+// default pub/sub output buffer hard limit (32 MB) and Redis would close
+// the worker's subscription, wake-ups and all, every job in it leased to
+// a worker that never hears of it (found by a review): a payload kept in
+// its own key is never pushed, and no job is leased undelivered.
+func TestOfferBurstOfBigPayloads(t *testing.T) {
 	t.Parallel()
 	b := offerBackends(t)[1] // redis-server: miniredis has no output buffer limit
 	o := newOffered(t, b)

@@ -7,16 +7,16 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHuntPushDryClaimResentReissuesLeases: a claim that ran dry and left
-// an offer records nothing (claim.lua remembers only a claim that leased or
-// archived), so the worker's re-send of it under its ID (its reply was
-// lost: fetch.go failedClaim) runs again and writes the offer afresh, k
-// back at its start. The next push then leases a job under a lease ID an
-// earlier push of the same offer already gave to another job of the same
-// partition, both running on this worker: a renewal's lost lease (store.Lost
-// names only the lease ID) cancels both attempts (runtime/renew.go
-// renewed), and the offer pushes more jobs than it offered.
-func TestHuntPushDryClaimResentReissuesLeases(t *testing.T) {
+// TestOfferClaimResent: a claim that ran dry and left an offer, re-sent
+// under its ID (its reply was lost: fetch.go failedClaim), answers from
+// its record and makes no second offer. When it did (found by a review:
+// claim.lua recorded only a claim that leased or archived), the offer
+// was written afresh, k back at its start: the next push leased a job
+// under a lease ID an earlier push had given to another job of the same
+// partition on the same worker (a renewal's lost lease, store.Lost,
+// names only the lease ID: both attempts cancelled), and the offer
+// pushed more jobs than it offered.
+func TestOfferClaimResent(t *testing.T) {
 	t.Parallel()
 	for _, b := range offerBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
