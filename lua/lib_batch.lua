@@ -217,11 +217,10 @@ end
 
 -- OFFER is the offer of an idle worker this call found in the idle flag
 -- and may push jobs to (lib_offer.lua: nil until read; false: none, or
--- gone); PUSHED how many jobs it pushed. TAKEN is the flag's value when
--- the call took it to read the offer (GETDEL: the flag is gone until the
--- call puts it back, offer_kept); false when it found none; nil when it
--- has not looked (or found another type, for wake to delete).
-local OFFER, PUSHED, TAKEN = nil, 0, nil
+-- gone); PUSHED how many jobs it pushed. ABSENT says the call read the
+-- flag for an offer and found none: wake has nothing to delete then, and
+-- no idle worker to wake (one command less per plain enqueue).
+local OFFER, PUSHED, ABSENT = nil, 0, false
 
 -- wake tells idle workers (if any registered) that this partition has work;
 -- once per script call is enough. The idle flag goes, and any offer in it:
@@ -231,10 +230,5 @@ local function wake()
   OFFER = false
   if woken then return end
   woken = true
-  if TAKEN then
-    TAKEN = false -- deleted already
-    redis.call('PUBLISH', CHAN, PART)
-  elseif TAKEN == nil and redis.call('DEL', K_IDLE) == 1 then
-    redis.call('PUBLISH', CHAN, PART)
-  end
+  if not ABSENT and redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
 end

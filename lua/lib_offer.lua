@@ -39,13 +39,11 @@
 local function offer_open()
   if OFFER == nil then
     OFFER = false
-    -- taken, not read: the enqueue deletes it anyway when it lists a job
-    -- (wake), and puts it back when it does not (offer_kept)
-    local v = redis.pcall('GETDEL', K_IDLE)
-    if not v then TAKEN = false end -- none: no wake-up asked for
-    if type(v) ~= 'string' then return false end -- or another type
-    TAKEN = v
-    if v == '1' then return false end
+    -- read, not taken (GETDEL): a write before the call's other checks,
+    -- which a later raise would leave done, the idle worker unwoken
+    local v = redis.pcall('GET', K_IDLE)
+    if not v then ABSENT = true end -- none: no wake-up asked for
+    if type(v) ~= 'string' or v == '1' then return false end -- or another type
     local t, pos = {}, 1
     while #t < 7 do
       local s, e = string.find(v, ' ', pos, true)
@@ -133,15 +131,12 @@ local function push_sent()
   redis.pcall('PUBLISH', chan, head .. pack_value(OUT))
 end
 
--- offer_kept puts back the idle flag this call took (offer_open), the
--- offer it pushed from with k one less per push (the bare flag once
--- spent); the caller calls it when it listed nothing (else wake has
--- published the wake-up the flag asked for).
+-- offer_kept writes back the offer this call pushed from, k one less per
+-- push (the bare flag once spent); the caller calls it when it listed
+-- nothing (else wake deleted the flag).
 local function offer_kept()
-  if not TAKEN then return end
-  if PUSHED == 0 or not OFFER then
-    redis.call('SET', K_IDLE, TAKEN)
-  elseif OFFER.k < 1 then
+  if PUSHED == 0 or not OFFER then return end
+  if OFFER.k < 1 then
     redis.call('SET', K_IDLE, '1')
   else
     redis.call('SET', K_IDLE, OFFER.head .. num_s(OFFER.k) .. OFFER.tail)
