@@ -83,7 +83,11 @@
 -- promotes nothing: it answers { -1, {} } and sets the idle flag, so that
 -- resuming it publishes a wake-up.
 -- A re-sent claim (lib_replay.lua) answers the jobs its first run leased
--- that still run under those leases, and what it archived: its record
+-- that still run under those leases, and what it archived (a first run
+-- that made an offer is recorded too: a second run would make it again,
+-- its lease IDs given twice); when the first
+-- run ran dry and the idle flag has gone since (a job was listed), its
+-- next_due is 0, claim again now. Its record
 -- holds next_due, the archived list and the leased IDs in lease order,
 -- not the jobs' data, which is read again. next_due is answered as the
 -- first run computed it, a delay from that run's NOW: the worker adds it
@@ -110,8 +114,14 @@ if record then
         h[5] and redis.call('GET', body_key(id)) or false }
     end
   end
-  if #jobs == 0 then return { record[1], record[2] } end
-  return { record[1], record[2], pack_value(jobs) }
+  -- the first run found the partition dry: if a job was listed since,
+  -- its wake deleted the idle flag (and any offer), and the wake-up it
+  -- published may have reached the worker before this answer, which
+  -- would tell it to sleep; it is told to claim again at once instead
+  local nd = record[1]
+  if nd ~= STATUS.claimed_all and redis.call('EXISTS', K_IDLE) == 0 then nd = 0 end
+  if #jobs == 0 then return { nd, record[2] } end
+  return { nd, record[2], pack_value(jobs) }
 end
 if redis.call('EXISTS', PAUSED) == 1 then
   redis.call('SET', K_IDLE, '1')

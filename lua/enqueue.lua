@@ -110,7 +110,7 @@ for i = 1, n do
   local taken = false -- a fresh random ID that another job already has
   if added[id] or (any > 0 and redis.call('EXISTS', jk) == 1) then
     if origin == 'c' then
-      local h = field_map(jk)
+      local h = pending_fields(id) or field_map(jk)
       -- not a hash: the ID is taken by something else (a conflict)
       old = h and { h[fk], payload_of(h, id) } or { '', false }
     else
@@ -139,17 +139,17 @@ for i = 1, n do
       local f = { fk, kind, fs, SCODE.available }
       if ct then f[5], f[6] = fct, NOW_S end
       put_payload(f, id, payload)
-      -- an idle worker's offer: leased to it here (lib_offer.lua)
       if offered then
-        push_job(id, kind, f)
+        -- an idle worker's offer: leased to it, written by push_sent
+        -- (lib_offer.lua)
+        push_job(jk, id, kind, f)
         pushed = true
+      else
+        redis.call('HSET', jk, unpack(f))
       end
-      redis.call('HSET', jk, unpack(f))
     end
     added[id] = true
-    if pushed then
-      count(nil, 'running')
-    else
+    if not pushed then
       push_later(avail_key(0), id)
       count(nil, 'available')
       listed = true
@@ -268,7 +268,7 @@ end
 -- jobs listed (or scheduled): the idle flag and any offer go, and idle
 -- workers are woken; else the offer stays, less what it gave (a job that
 -- exists already, or was refused, wakes nobody)
-push_sent()
+if push_sent() then listed = true end
 if listed then wake() else offer_kept() end
 flush()
 if fresh == n then return remember(n) end

@@ -85,9 +85,14 @@ local function joined(h, field)
 end
 
 -- payload_of is the payload of job id whose hash is h (a field map), or
--- nil.
+-- nil: none, or a body key of another type (corrupt data; pcall: a raise
+-- would leave the call's earlier writes done, its jobs unlisted).
 local function payload_of(h, id)
-  if h[F.payload_body] then return redis.call('GET', body_key(id)) or nil end
+  if h[F.payload_body] then
+    local v = redis.pcall('GET', body_key(id))
+    if type(v) == 'string' then return v end
+    return nil
+  end
   return joined(h, F.payload)
 end
 

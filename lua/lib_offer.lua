@@ -94,41 +94,74 @@ local function offer_text(k, ttl, due, body)
   return num_s(NOW + d) .. ' ' .. num_s(k) .. ' ' .. NOW_S .. ' ' .. body
 end
 
--- OUT holds the jobs this call pushed, as a claim answers them, for
--- push_sent to publish in one message (their order kept: a worker that
--- hands them back keeps it too, runtime/push.go).
-local OUT = {}
+-- OUT holds the jobs this call leases to the offer, as a claim answers
+-- them, for push_sent to publish in one message (their order kept: a
+-- worker that hands them back keeps it too, runtime/push.go); WRITES
+-- their keys, IDs, lease IDs and expiries. Nothing of them is written
+-- before push_sent has published them: a raise earlier in the call leaves
+-- no job leased and unannounced.
+local OUT, WRITES = {}, {}
 
--- push_job leases job id (kind, its hash's fields f as an enqueue writes them,
--- its payload among them) to the offer's worker, for push_sent to
--- publish; f then has the lease's fields added, to be written by the
--- caller. Only once offer_open said yes, and not in a paused partition
--- (the caller checks).
-local function push_job(id, kind, f)
+-- push_job leases job id (key jk, kind, its hash's fields f as an enqueue
+-- writes them, its payload among them) to the offer's worker, for
+-- push_sent to publish and write. Only once offer_open said yes, and not
+-- in a paused partition (the caller checks).
+local function push_job(jk, id, kind, f)
   local o = OFFER
   local lease = o.nonce .. '.p' .. num_s(o.k)
   local expiry = NOW + (o.kinds[kind] or o.lease)
-  OUT[#OUT + 1] = { id, lease, expiry, 1, {}, { unpack(f) }, false }
+  OUT[#OUT + 1] = { id, lease, expiry, 1, {}, f, false }
+  WRITES[#WRITES + 1] = { jk, id, lease, expiry }
   if #OUT == 1 then OUT.chan, OUT.head = o.chan, PART .. ' ' .. o.made .. ' ' .. CHAN .. '\n' end
   o.k = o.k - 1
   PUSHED = PUSHED + 1
-  f[4] = SCODE.running
-  f[#f + 1], f[#f + 2] = F.fence, '1'
-  f[#f + 1], f[#f + 2] = F.lease_id, lease
-  f[#f + 1], f[#f + 2] = F.worker, o.worker
-  f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
-  zadd_later(K_RUN, num_s(expiry), id)
 end
 
--- push_sent publishes the jobs this call pushed, in one message. Its
--- worker's subscription was counted (offer_open) in this same call: it
--- hears it, unless its connection drops with the message in it (the
--- reaper then takes the leases back when they run out).
+-- pending_fields is the field map of job id when this call leased it to
+-- the offer and push_sent has not written it yet, else nil: a second job
+-- of the call under its ID must find it as written.
+local function pending_fields(id)
+  for i, w in ipairs(WRITES) do
+    if w[2] == id then
+      local f, h = OUT[i][6], {}
+      for k = 1, #f, 2 do h[f[k]] = f[k + 1] end
+      return h
+    end
+  end
+end
+
+-- push_sent publishes the jobs this call leased to the offer, in one
+-- message, then writes them leased, and says whether it listed them
+-- instead: when the PUBLISH is refused (the caller's Redis user may not
+-- publish on the channel) they go to the front of list 0, in their order
+-- (they came before any job the call listed; the lists were empty), and
+-- the offer is given up. Its worker's subscription was counted
+-- (offer_open) in this same call: it hears the message, unless its
+-- connection drops with the message in it (the reaper then takes the
+-- leases back when they run out).
 local function push_sent()
-  if #OUT == 0 then return end
+  if #OUT == 0 then return false end
   local chan, head = OUT.chan, OUT.head
   OUT.chan, OUT.head = nil, nil
-  redis.pcall('PUBLISH', chan, head .. pack_value(OUT))
+  local heard = redis.pcall('PUBLISH', chan, head .. pack_value(OUT))
+  local ok = type(heard) == 'number' and heard > 0
+  for i, w in ipairs(WRITES) do
+    local f = OUT[i][6]
+    if ok then
+      f[4] = SCODE.running
+      f[#f + 1], f[#f + 2] = F.fence, '1'
+      f[#f + 1], f[#f + 2] = F.lease_id, w[3]
+      f[#f + 1], f[#f + 2] = F.worker, OFFER.worker
+      f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
+      zadd_later(K_RUN, num_s(w[4]), w[2])
+    end
+    redis.call('HSET', w[1], unpack(f))
+    count(nil, ok and 'running' or 'available')
+  end
+  if ok then return false end
+  for i = #WRITES, 1, -1 do redis.call('LPUSH', avail_key(0), WRITES[i][2]) end
+  OFFER, PUSHED = false, 0
+  return true
 end
 
 -- offer_kept writes back the offer this call pushed from, k one less per

@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,11 +17,15 @@ import (
 // nsUser makes a Redis ACL user confined, for pub/sub, to the channels of
 // the namespace (ns:*: its wake channels, ns:wake:<queue>), and returns
 // a client logged in as it.
-func nsUser(t *testing.T, e *env) *redis.Client {
+func nsUser(t *testing.T, e *env) *redis.Client { return channelUser(t, e, e.NS+":*") }
+
+// channelUser makes a Redis ACL user that may use the channels matching
+// pattern only, and returns a client logged in as it.
+func channelUser(t *testing.T, e *env, pattern string) *redis.Client {
 	t.Helper()
 	ctx := context.Background()
-	user := "confined-" + e.NS
-	testkit.Must(t, e.RDB.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "&"+e.NS+":*", "+@all").Err())
+	user := "confined-" + e.NS + "-" + strings.NewReplacer(":", "-", "*", "all").Replace(pattern)
+	testkit.Must(t, e.RDB.Do(ctx, "ACL", "SETUSER", user, "on", ">pw", "~*", "resetchannels", "&"+pattern, "+@all").Err())
 	t.Cleanup(func() { e.RDB.Do(context.Background(), "ACL", "DELUSER", user) })
 	addr := e.RDB.(*redis.Client).Options().Addr
 	c := redis.NewClient(&redis.Options{Addr: addr, Username: user, Password: "pw"})

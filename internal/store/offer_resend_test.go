@@ -21,10 +21,7 @@ func TestOfferClaimResent(t *testing.T) {
 	for _, b := range offerBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			o := newOffered(t, b)
-			req := store.ClaimRequest{
-				N: 5, Lease: 30 * time.Second, Worker: "w", Nonce: "n1", ID: "n1", PromoteLimit: 100,
-				Offer: 2, OfferChannel: o.ch, OfferFor: time.Second,
-			}
+			req := o.offeringRequest()
 			if res, err := o.st.Claim(o.ctx, o.p, req); err != nil || !res.Dry {
 				t.Fatalf("claim: %+v %v", res, err)
 			}
@@ -50,5 +47,50 @@ func TestOfferClaimResent(t *testing.T) {
 				t.Errorf("an offer of 2 pushed %d jobs", n)
 			}
 		})
+	}
+}
+
+// TestOfferingClaimResentAfterAListing: a claim that ran dry and made an
+// offer is recorded; sent again (its reply lost) after a job was listed
+// (its wake deleted the flag and the offer), it answers from its record,
+// no second offer made, but tells the worker to claim again at once
+// (NextDue 0), not that the partition is dry: the worker may have heard
+// the listing's wake-up before this answer (found by a review: it slept
+// until IdlePoll). With the flag still there, the record's answer stands.
+func TestOfferingClaimResentAfterAListing(t *testing.T) {
+	t.Parallel()
+	for _, b := range offerBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			o := newOffered(t, b)
+			req := o.offeringRequest()
+			if res, err := o.st.Claim(o.ctx, o.p, req); err != nil || !res.Dry || res.Scheduled {
+				t.Fatalf("claim: %+v %v", res, err)
+			}
+			if res, err := o.st.Claim(o.ctx, o.p, req); err != nil || !res.Dry || res.Scheduled {
+				t.Fatalf("claim re-sent with the offer standing: %+v %v; want its dry answer", res, err)
+			}
+			listed := plain("a")
+			listed.Priority = 1 // not plain: listed, not pushed
+			o.enqueue(listed)
+			res, err := o.st.Claim(o.ctx, o.p, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Jobs) != 0 || !res.Scheduled || res.NextDue != 0 {
+				t.Fatalf("claim re-sent after a listing: %+v; want no job (its record) and next due now", res)
+			}
+			if f := o.idleFlag(); f != "" {
+				t.Fatalf("idle flag %q: the re-send made an offer again", f)
+			}
+		})
+	}
+}
+
+// offeringRequest is a claim of 5 by worker w under nonce and call ID n1,
+// offering 2 for a second.
+func (o *offered) offeringRequest() store.ClaimRequest {
+	return store.ClaimRequest{
+		N: 5, Lease: 30 * time.Second, Worker: "w", Nonce: "n1", ID: "n1", PromoteLimit: 100,
+		Offer: 2, OfferChannel: o.ch, OfferFor: time.Second,
 	}
 }

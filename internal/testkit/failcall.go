@@ -78,6 +78,10 @@ func (f *FailCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 type LoseFirstReply struct {
 	Script *lua.Script
 	Lost   atomic.Bool
+	// Meanwhile, if set, runs once the lost call has run in Redis and
+	// before its caller learns of the loss: what the world does while the
+	// caller waits to send it again.
+	Meanwhile func()
 
 	passes
 }
@@ -93,6 +97,9 @@ func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		if !h.Lost.CompareAndSwap(false, true) {
 			return nil
+		}
+		if h.Meanwhile != nil {
+			h.Meanwhile()
 		}
 		cmd.SetErr(ErrInjected)
 		return ErrInjected

@@ -7,18 +7,15 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// TestHunt2EnqueueRaiseLosesIdleFlag: enqueue.lua takes the idle flag
-// with GETDEL at its first plain job (offer_open) and puts it back only at
-// the end of the call (offer_kept / wake). A call that raises after that
-// (here: a repeat of a job whose body key is corrupt data, payload_of's
-// GET raising WRONGTYPE) leaves the flag deleted: Redis rolls nothing
-// back. The idle worker's offer and its wake-up flag are gone, so the next
-// enqueue that lists a job publishes no wake-up (wake finds no flag) and
-// the worker sleeps up to IdlePoll. Before the change the flag was only
-// deleted by wake at the end: a raise left it set. The job pushed before
-// the raise is also left running with no run-index entry (zadd_later is
-// flushed only at the end): no reaper ever takes it back.
-func TestHunt2EnqueueRaiseLosesIdleFlag(t *testing.T) {
+// TestEnqueueCorruptBodyOfARepeat: an enqueue call with a new plain job,
+// pushed to an idle worker's offer, and a repeat of a job whose body key
+// holds another type (corrupt data) raised (payload_of's GET) after the
+// push had taken the idle flag and written a lease whose run-index entry
+// waited for the end of the call: the offer and the wake-up flag gone,
+// the pushed job running with no run-index entry, never reaped (found by
+// a review). The repeat is now a conflict, the call completes, the flag
+// and the pushed job's lease are whole.
+func TestEnqueueCorruptBodyOfARepeat(t *testing.T) {
 	t.Parallel()
 	for _, b := range offerBackends(t) {
 		t.Run(b.name, func(t *testing.T) {
