@@ -173,7 +173,8 @@ for i = 1, n do
     elseif corrupt or (not (old and old[1]) and corrupt_limits(o[14], o[24])) then
       out[#out + 1] = STATUS.malformed
     elseif holder then
-      listed = true -- its holder's run time may have moved
+      -- a debounce moves the holder's run time and wakes the workers
+      -- itself (schedule_at); a replace lists nothing
       on_duplicate(holder, o[20], payload, due)
       -- folded into the holder: a repeat must not add it once the holder
       -- is gone, nor fold it in again

@@ -97,7 +97,7 @@ end
 -- OUT holds the jobs this call leases to the offer, as a claim answers
 -- them, for push_sent to publish in one message (their order kept: a
 -- worker that hands them back keeps it too, runtime/push.go); WRITES
--- their keys, IDs, lease IDs and expiries. Nothing of them is written
+-- their keys, IDs, lease IDs, expiries and worker. Nothing of them is written
 -- before push_sent has published them: a raise earlier in the call leaves
 -- no job leased and unannounced.
 local OUT, WRITES = {}, {}
@@ -111,7 +111,7 @@ local function push_job(jk, id, kind, f)
   local lease = o.nonce .. '.p' .. num_s(o.k)
   local expiry = NOW + (o.kinds[kind] or o.lease)
   OUT[#OUT + 1] = { id, lease, expiry, 1, {}, f, false }
-  WRITES[#WRITES + 1] = { jk, id, lease, expiry }
+  WRITES[#WRITES + 1] = { jk, id, lease, expiry, o.worker }
   if #OUT == 1 then OUT.chan, OUT.head = o.chan, PART .. ' ' .. o.made .. ' ' .. CHAN .. '\n' end
   o.k = o.k - 1
   PUSHED = PUSHED + 1
@@ -151,7 +151,7 @@ local function push_sent()
       f[4] = SCODE.running
       f[#f + 1], f[#f + 2] = F.fence, '1'
       f[#f + 1], f[#f + 2] = F.lease_id, w[3]
-      f[#f + 1], f[#f + 2] = F.worker, OFFER.worker
+      f[#f + 1], f[#f + 2] = F.worker, w[5] -- the offer may have ended since (wake)
       f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
       zadd_later(K_RUN, num_s(w[4]), w[2])
     end

@@ -333,3 +333,39 @@ func TestOfferEnqueueResent(t *testing.T) {
 		})
 	}
 }
+
+// TestOfferPushThenDebounce: one enqueue call pushes a plain job, then
+// folds a duplicate into a unique job with Debounce, which moves the
+// holder's run time and wakes the workers (schedule_at) in the middle of
+// the call, ending the offer. The pushed job is still written as pushed,
+// under its lease, and the holder's run time moved: the end of the offer
+// mid-call lost neither (the push's writes once read the offer's worker
+// from the offer itself, gone by then, and the call failed).
+func TestOfferPushThenDebounce(t *testing.T) {
+	t.Parallel()
+	for _, b := range offerBackends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			o := newOffered(t, b)
+			holder := plain("h")
+			holder.Unique, holder.Delay = store.Unique{Key: "u", OnDuplicate: "debounce"}, time.Minute
+			o.enqueue(holder)
+			o.claimOffering(5, 2, "w", "n1")
+			dup := plain("d")
+			dup.Unique, dup.Delay = store.Unique{Key: "u", OnDuplicate: "debounce"}, 2*time.Minute
+			res, err := o.st.Enqueue(o.ctx, o.p, []store.NewJob{plain("a"), dup})
+			if err != nil || len(res) != 2 || res[0].Status != store.Added || res[1].Status != store.Held || res[1].Existing != "h" {
+				t.Fatalf("enqueue: %+v %v; want a added, d folded into h", res, err)
+			}
+			if got := o.pushes(); len(got) != 1 || len(got[0].Jobs) != 1 || got[0].Jobs[0].Local != "a" {
+				t.Fatalf("pushes %+v, want a", got)
+			}
+			a, _ := o.get("a")
+			if a.State != "running" || a.Worker != "w" || a.LeaseID != "n1.p2" {
+				t.Fatalf("a %+v: not leased to w under n1.p2", a)
+			}
+			if at, ok := o.due("h"); !ok || int64(at) != o.clk.Now().Add(2*time.Minute).UnixMilli() {
+				t.Fatalf("h due at %v (%v), want its run time moved 2 minutes on", at, ok)
+			}
+		})
+	}
+}
