@@ -142,7 +142,7 @@ for i = 1, n do
       if offered then
         -- an idle worker's offer: leased to it, written by push_sent
         -- (lib_offer.lua)
-        push_job(jk, id, kind, f)
+        push_job(id, kind, f)
         pushed = true
       else
         redis.call('HSET', jk, unpack(f))

@@ -97,21 +97,21 @@ end
 -- OUT holds the jobs this call leases to the offer, as a claim answers
 -- them, for push_sent to publish in one message (their order kept: a
 -- worker that hands them back keeps it too, runtime/push.go); WRITES
--- their keys, IDs, lease IDs, expiries and worker. Nothing of them is written
+-- their IDs, lease IDs, expiries and worker. Nothing of them is written
 -- before push_sent has published them: a raise earlier in the call leaves
 -- no job leased and unannounced.
 local OUT, WRITES = {}, {}
 
--- push_job leases job id (key jk, kind, its hash's fields f as an enqueue
+-- push_job leases job id (kind, its hash's fields f as an enqueue
 -- writes them, its payload among them) to the offer's worker, for
 -- push_sent to publish and write. Only once offer_open said yes, and not
 -- in a paused partition (the caller checks).
-local function push_job(jk, id, kind, f)
+local function push_job(id, kind, f)
   local o = OFFER
   local lease = o.nonce .. '.p' .. num_s(o.k)
   local expiry = NOW + (o.kinds[kind] or o.lease)
   OUT[#OUT + 1] = { id, lease, expiry, 1, {}, f, false }
-  WRITES[#WRITES + 1] = { jk, id, lease, expiry, o.worker }
+  WRITES[#WRITES + 1] = { id, lease, expiry, o.worker }
   if #OUT == 1 then OUT.chan, OUT.head = o.chan, PART .. ' ' .. o.made .. ' ' .. CHAN .. '\n' end
   o.k = o.k - 1
   PUSHED = PUSHED + 1
@@ -122,7 +122,7 @@ end
 -- of the call under its ID must find it as written.
 local function pending_fields(id)
   for i, w in ipairs(WRITES) do
-    if w[2] == id then
+    if w[1] == id then
       local f, h = OUT[i][6], {}
       for k = 1, #f, 2 do h[f[k]] = f[k + 1] end
       return h
@@ -150,16 +150,16 @@ local function push_sent()
     if ok then
       f[4] = SCODE.running
       f[#f + 1], f[#f + 2] = F.fence, '1'
-      f[#f + 1], f[#f + 2] = F.lease_id, w[3]
-      f[#f + 1], f[#f + 2] = F.worker, w[5] -- the offer may have ended since (wake)
+      f[#f + 1], f[#f + 2] = F.lease_id, w[2]
+      f[#f + 1], f[#f + 2] = F.worker, w[4] -- the offer may have ended since (wake)
       f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
-      zadd_later(K_RUN, num_s(w[4]), w[2])
+      zadd_later(K_RUN, num_s(w[3]), w[1])
     end
-    redis.call('HSET', w[1], unpack(f))
+    redis.call('HSET', job_key(w[1]), unpack(f))
     count(nil, ok and 'running' or 'available')
   end
   if ok then return false end
-  for i = #WRITES, 1, -1 do redis.call('LPUSH', avail_key(0), WRITES[i][2]) end
+  for i = #WRITES, 1, -1 do redis.call('LPUSH', avail_key(0), WRITES[i][1]) end
   OFFER, PUSHED = false, 0
   return true
 end
