@@ -88,9 +88,9 @@ local any = 0
 for i = 1, n, 1000 do any = any + redis.call('EXISTS', unpack(jks, i, math.min(i + 999, n))) end
 local added = {}
 local fresh = 0 -- jobs answered STATUS.new
--- listed: a job went to a list or the schedule (or a unique key's holder
--- moved), which idle workers are woken for; no later job of the call is
--- pushed past it (lib_offer.lua)
+-- listed: a job went to a list or the schedule, which idle workers are
+-- woken for; no later job of the call is pushed past it (lib_offer.lua).
+-- A debounce that moves a unique key's holder wakes them itself.
 local listed = false
 b = 1
 for i = 1, n do
