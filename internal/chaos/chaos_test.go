@@ -1,13 +1,13 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,9 +158,16 @@ func TestChaos(t *testing.T) {
 	prod := &producer{c: c, backlog: backlog, onWorkflow: sg.add}
 	pctx, stopProducer := context.WithCancel(ctx)
 	produced := make(chan struct{})
+	// The trickle goes through the proxy, into the faults, as the
+	// signaller's calls do.
+	pushes := watchPushes(ctx, t, rdb, ns)
+	trick := &trickler{c: sc, rng: rand.New(rand.NewPCG(seed, 1))}
 	go func() {
 		defer close(produced)
+		var wg sync.WaitGroup
+		wg.Go(func() { trick.run(pctx) })
 		prod.run(pctx)
+		wg.Wait()
 	}()
 	t.Cleanup(func() {
 		stopProducer()
@@ -188,10 +195,12 @@ func TestChaos(t *testing.T) {
 	ids, retries, errs := prod.result()
 	bad := prod.badJobs()
 	wf, naps := prod.workflows()
+	trickled, terrs := trick.result()
 	others := len(bad) + len(wf) + len(naps)
-	for _, err := range errs {
+	for _, err := range append(errs, terrs...) {
 		t.Errorf("enqueue: %v", err)
 	}
+	tpart := keys.Partition{NS: ns, Queue: trickleQueue}
 	redistest.Within(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
 		f.restartExited(final)
 		st, err := admin.New(c).QueueStats(ctx, "default", time.Minute)
@@ -202,15 +211,25 @@ func TestChaos(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
+		tst, err := admin.New(c).QueueStats(ctx, trickleQueue, time.Minute)
+		if err != nil {
+			return false, err.Error()
+		}
 		outbox, err := rdb.XLen(ctx, part.Outbox()).Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		toutbox, err := rdb.XLen(ctx, tpart.Outbox()).Result()
 		if err != nil {
 			return false, err.Error()
 		}
 		done := st.Depth[flow.StateCompleted] + st.Depth[flow.StateArchived] + st.Depth[flow.StateQuarantined]
 		pdone := pst.Depth[flow.StateArchived] + pst.Depth[flow.StateQuarantined]
-		return done >= int64(len(ids)+others) && pdone >= int64(len(culprits)) && outbox == 0 && sg.idle(),
-			fmt.Sprintf("%d of %d jobs finished (%v), %d of %d culprits (%v), %d outbox entries, %d workflows' signals unsettled",
-				done, len(ids)+others, st.Depth, pdone, len(culprits), pst.Depth, outbox, sg.busy.Load())
+		tdone := tst.Depth[flow.StateCompleted] + tst.Depth[flow.StateArchived] + tst.Depth[flow.StateQuarantined]
+		return done >= int64(len(ids)+others) && pdone >= int64(len(culprits)) && tdone >= int64(len(trickled)) &&
+				outbox+toutbox == 0 && sg.idle(),
+			fmt.Sprintf("%d of %d jobs finished (%v), %d of %d culprits (%v), %d of %d trickled (%v), %d outbox entries, %d workflows' signals unsettled",
+				done, len(ids)+others, st.Depth, pdone, len(culprits), pst.Depth, tdone, len(trickled), tst.Depth, outbox+toutbox, sg.busy.Load())
 	})
 	sg.wait()
 	sends, sgErrs := sg.result()
@@ -222,6 +241,7 @@ func TestChaos(t *testing.T) {
 	}
 	drainWall := time.Since(started) - chaosWall
 	dropped, duplicated := proxy.Fired()
+	pushed := pushes.stop()
 
 	// The checks read Redis directly, not through the proxy.
 	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -231,37 +251,9 @@ func TestChaos(t *testing.T) {
 	}
 
 	// Every job: completed with its four checkpoints, none lost.
-	wantSteps := make([]string, ledgerSteps)
-	for i := range wantSteps {
-		wantSteps[i] = fmt.Sprintf("%s@%d", stepName(i+1), i)
-	}
-	crashes, crashed, attempts, maxCrash := 0, 0, 0, 0
+	var lst, tst ledgerStats
 	for n, id := range ids {
-		info, err := c.Job(ctx, id)
-		if err != nil {
-			t.Errorf("job %d (%s) lost: %v", n, id, err)
-			continue
-		}
-		if info.State != flow.StateCompleted {
-			t.Errorf("job %d: %s (%s), crash_attempt %d attempt %d, errors %+v; want completed", n, info.State, info.Reason, info.CrashAttempt, info.Attempt, info.Errors)
-		}
-		var args ledgerJob
-		if err := info.DecodeArgs(&args); err != nil || args.N != n || !bytes.Equal(args.Pad, padFor(n)) {
-			t.Errorf("job %d read back as job %d with %d bytes of padding (%v), want %d", n, args.N, len(args.Pad), err, len(padFor(n)))
-		}
-		var steps []string
-		for _, s := range info.Steps {
-			steps = append(steps, fmt.Sprintf("%s@%d", s.Name, s.Index))
-		}
-		if diff := cmp.Diff(wantSteps, steps); diff != "" {
-			t.Errorf("job %d checkpoints (-want +got):\n%s", n, diff)
-		}
-		crashes += info.CrashAttempt
-		maxCrash = max(maxCrash, info.CrashAttempt)
-		attempts += info.Attempt
-		if info.CrashAttempt > 0 {
-			crashed++
-		}
+		checkLedgerJob(ctx, t, c, n, id, &lst)
 	}
 	if wrong, err := direct.SMembers(ctx, badPayloads(ns)).Result(); err != nil || len(wrong) > 0 {
 		t.Errorf("attempts saw wrong padding in jobs %v (%v)", wrong, err)
@@ -316,22 +308,31 @@ func TestChaos(t *testing.T) {
 	// The workflows: each took exactly one signal of its own, none was
 	// lost; each nap woke no earlier than its wake time.
 	fields := expectedFields(len(ids))
+	tfields := checkTrickled(ctx, t, c, trickled, &tst)
+	maps.Copy(fields, tfields)
 	wfFields, wst := checkWorkflows(ctx, t, c, wf, sends)
 	maps.Copy(fields, wfFields)
 	maps.Copy(fields, checkNaps(ctx, t, c, naps, &wst))
 
 	// Every effect exactly once, in the jobs' slot and relayed: the ledger
 	// jobs', the workflows' (one receipt each) and the nap jobs'.
+	for f := range tfields {
+		delete(fields, f)
+	}
 	checkLedger(t, direct, part.Tag()+":u:ledger", fields)
+	checkLedger(t, direct, tpart.Tag()+":u:ledger", tfields)
+	maps.Copy(fields, tfields)
 	checkLedger(t, direct, foreignLedger(ns), fields)
-	if n, err := direct.XLen(ctx, part.Outbox()+":dead").Result(); err != nil || n != 0 {
-		t.Errorf("%d outbox entries could not be relayed (%v)", n, err)
+	for _, p := range []keys.Partition{part, tpart} {
+		if n, err := direct.XLen(ctx, p.Outbox()+":dead").Result(); err != nil || n != 0 {
+			t.Errorf("%d outbox entries of %s could not be relayed (%v)", n, p.Tag(), err)
+		}
 	}
 
 	// Every job hash in exactly the index its state names, the counters
 	// equal to the real counts, and only culprits quarantined.
 	hashes, quarantined := 0, 0
-	parts := partitionsOf(ctx, t, direct, ns, part, ppart)
+	parts := partitionsOf(ctx, t, direct, ns, part, ppart, tpart)
 	for _, p := range parts {
 		ps, err := checkPartition(ctx, direct, p)
 		if err != nil {
@@ -346,9 +347,9 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	if want := len(ids) + others + len(culprits); hashes != want {
-		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d workflows, %d nap jobs, %d culprits)",
-			hashes, want, len(ids), len(bad), len(wf), len(naps), len(culprits))
+	if want := len(ids) + others + len(culprits) + len(trickled); hashes != want {
+		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d workflows, %d nap jobs, %d culprits, %d trickled)",
+			hashes, want, len(ids), len(bad), len(wf), len(naps), len(culprits), len(trickled))
 	}
 
 	stale := f.staleSteps.Load() + f.staleOutcomes.Load()
@@ -360,19 +361,20 @@ func TestChaos(t *testing.T) {
 		"%d worker processes ended by exit pills (%d exit pill runs), %d rejected stale writes (%d steps, %d outcomes), "+
 		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
 		"%d crashes charged to %d ledger jobs (at most %d to one), %d attempts spent, %d step executions repeated, "+
-		"%d enqueue calls retried; %s",
+		"%d enqueue calls retried; %d jobs trickled, %d pushes published, %d crashes charged to %d trickled jobs (at most %d to one); %s",
 		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
 		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns,
 		dropRate*100, dupRate*100, seed, dropped, duplicated,
 		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
 		quarantined, len(culprits), hashes, len(parts),
-		crashes, crashed, maxCrash, attempts, again, retries, wst.summary(sg, len(naps)))
+		lst.Crashes, lst.Crashed, lst.MaxCrash, lst.Attempts, again, retries,
+		len(trickled), pushed, tst.Crashes, tst.Crashed, tst.MaxCrash, wst.summary(sg, len(naps)))
 	t.Log(summary)
 
 	// The chaos happened: each fault at least once, and zombies tried to
 	// write and were refused.
 	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || stale == 0 ||
-		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes ||
+		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes || pushed == 0 ||
 		wst.Plain == 0 || wst.Remind == 0 || wst.Silent == 0 || wst.Naps == 0 ||
 		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 {
 		t.Errorf("not every fault happened: %s", summary)

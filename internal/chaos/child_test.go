@@ -61,8 +61,9 @@ const ordinaryCrashLimit = 1000
 // poisonCrashLimit is the culprits' workers' crash limit, the default.
 const poisonCrashLimit = 3
 
-// childMain runs two workers on one connection pool: one for the ordinary
-// jobs and one for the culprits' queue. It prints "ready" once both
+// childMain runs three workers on one connection pool: one for the
+// ordinary jobs, one for the culprits' queue and one for the trickle
+// (trickle_test.go). It prints "ready" once they
 // exist and works until SIGKILL or SIGTERM (graceful, exit status 0).
 func childMain(raw string) int {
 	var cfg workerConfig
@@ -83,11 +84,12 @@ func childMain(raw string) int {
 		IdlePoll: 500 * time.Millisecond, ShutdownWindow: 5 * time.Second,
 		Backoff: func(int) time.Duration { return 0 }, NonConsuming: transient, Logger: log,
 	}
-	ordinary, poison := base, base
+	ordinary, poison, trickle := base, base, base
 	ordinary.Concurrency, ordinary.CrashLimit = cfg.Concurrency, ordinaryCrashLimit
 	poison.Queues, poison.Concurrency, poison.CrashLimit = map[string]int{poisonQueue: 1}, 1, poisonCrashLimit
+	trickle.Queues, trickle.Concurrency, trickle.CrashLimit = map[string]int{trickleQueue: 1}, trickleConcurrency, ordinaryCrashLimit
 	var workers []*runtime.Worker
-	for _, o := range []runtime.Options{ordinary, poison} {
+	for _, o := range []runtime.Options{ordinary, poison, trickle} {
 		w, err := runtime.NewWorker(rdb, reg, o)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "worker:", err)

@@ -4,6 +4,7 @@ package chaos
 // once, none of a bad-effect job's.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
@@ -68,12 +70,60 @@ func checkLedger(t *testing.T, rdb redis.UniversalClient, key string, want map[s
 func expectedFields(jobs int) map[string]bool {
 	want := make(map[string]bool, jobs*(ledgerSteps+1))
 	for n := range jobs {
-		for i := 1; i <= ledgerSteps; i++ {
-			want[ledgerField(n, stepName(i))] = true
-		}
-		want[ledgerField(n, "done")] = true
+		addLedgerFields(want, n)
 	}
 	return want
+}
+
+// addLedgerFields adds ledger job n's effects to want.
+func addLedgerFields(want map[string]bool, n int) {
+	for i := 1; i <= ledgerSteps; i++ {
+		want[ledgerField(n, stepName(i))] = true
+	}
+	want[ledgerField(n, "done")] = true
+}
+
+// ledgerStats sums up the crashes and attempts of the ledger jobs checked.
+type ledgerStats struct {
+	Crashes  int // crashes charged
+	Crashed  int // jobs charged at least one
+	MaxCrash int // the most charged to one job
+	Attempts int // attempts spent
+}
+
+// checkLedgerJob checks that ledger job n (ID id) completed with its
+// checkpoints, read back as itself with its padding, and adds it to st.
+func checkLedgerJob(ctx context.Context, t *testing.T, c *flow.Client, n int, id string, st *ledgerStats) {
+	t.Helper()
+	info, err := c.Job(ctx, id)
+	if err != nil {
+		t.Errorf("job %d (%s) lost: %v", n, id, err)
+		return
+	}
+	if info.State != flow.StateCompleted {
+		t.Errorf("job %d: %s (%s), crash_attempt %d attempt %d, errors %+v; want completed", n, info.State, info.Reason, info.CrashAttempt, info.Attempt, info.Errors)
+	}
+	var args ledgerJob
+	if err := info.DecodeArgs(&args); err != nil || args.N != n || !bytes.Equal(args.Pad, padFor(n)) {
+		t.Errorf("job %d read back as job %d with %d bytes of padding (%v), want %d", n, args.N, len(args.Pad), err, len(padFor(n)))
+	}
+	var steps []string
+	for _, s := range info.Steps {
+		steps = append(steps, fmt.Sprintf("%s@%d", s.Name, s.Index))
+	}
+	want := make([]string, ledgerSteps)
+	for i := range want {
+		want[i] = fmt.Sprintf("%s@%d", stepName(i+1), i)
+	}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("job %d checkpoints (-want +got):\n%s", n, diff)
+	}
+	st.Crashes += info.CrashAttempt
+	st.MaxCrash = max(st.MaxCrash, info.CrashAttempt)
+	st.Attempts += info.Attempt
+	if info.CrashAttempt > 0 {
+		st.Crashed++
+	}
 }
 
 // reruns counts the step executions beyond the first of each step, from
