@@ -11,6 +11,8 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -52,7 +54,8 @@ func TestDeadEffectNotSilent(t *testing.T) {
 	})
 	e := &env{testkit.NewEnv(t, shared.Client(t), flow.ClientOptions{Registry: reg})}
 	rdb, c, ctx := e.RDB, e.Client, context.Background()
-	bad, ledger = e.NS+":elsewhere:list", e.NS+":elsewhere:ledger"
+	home := keys.Partition{NS: e.NS, Queue: "default"}.Tag()
+	bad, ledger = redistest.Elsewhere(e.NS, "list", home), redistest.Elsewhere(e.NS, "ledger", home)
 	rdb.RPush(ctx, bad, "x") // INCRBY cannot apply to a list
 	logs := &lockedBuffer{}
 	hooked := make(chan sluicetype.DeadEffect, 1)

@@ -7,6 +7,8 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -30,7 +32,8 @@ func TestReusedIDCommitsApart(t *testing.T) {
 		return step.OnComplete(ctx, idempotency.IncrBy(done, 1))
 	})
 	e := newEnv(t, rdb, reg)
-	ledger, done = e.NS+":elsewhere:ledger", e.NS+":elsewhere:done"
+	home := keys.Partition{NS: e.NS, Queue: "default"}.Tag()
+	ledger, done = redistest.Elsewhere(e.NS, "ledger", home), redistest.Elsewhere(e.NS, "done", home)
 	ctx := context.Background()
 	for i, cents := range []int64{5, 7} {
 		res, err := e.Client.Enqueue(ctx, deposit{Cents: cents}, flow.WithID("order-1"))

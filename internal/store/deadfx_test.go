@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -24,7 +25,7 @@ func TestDeadEffectsVisible(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			bad, good := f.p.NS+":elsewhere:list", f.p.NS+":elsewhere:ledger"
+			bad, good := redistest.Elsewhere(f.p.NS, "list", f.p.Tag()), redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("w")
@@ -86,7 +87,7 @@ func TestBuryIntoCorruptDeadStream(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			bad := f.p.NS + ":elsewhere:list"
+			bad := redistest.Elsewhere(f.p.NS, "list", f.p.Tag())
 			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
 			dead := f.p.Outbox() + ":dead"
 			f.overwrite(dead)
@@ -122,7 +123,7 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), ID: "1-1", Values: []any{"t", "fx", "b", ""}})
 	f.enqueue(store.NewJob{Local: "job"})
 	j := f.claimOne("w")
-	ledger := f.p.NS + ":elsewhere:ledger"
+	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 	f.clk.mu.Unlock()
 	f.enqueue(store.NewJob{Local: "job"})
 	j := f.claimOne("w")
-	ledger := f.p.NS + ":elsewhere:ledger"
+	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "5")}}); err != nil {
 		t.Fatal(err)

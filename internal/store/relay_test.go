@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -93,7 +94,7 @@ func TestRetiredFollowUpPlacedAgain(t *testing.T) {
 			f := newFixture(t, b)
 			f.shrink("next", 3, 2)
 			entry, local := f.commitFollowUp("order", f.st.Partition("next", 2))
-			ledger := f.p.NS + ":elsewhere:ledger"
+			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.commitElsewhere("other", ledger, "7")
 
 			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
@@ -211,7 +212,7 @@ func TestUnplaceableFollowUpDeadLettered(t *testing.T) {
 			to := f.st.Partition("next", 1)
 			tc.setup(f, to)
 			f.commitFollowUp("order", to)
-			ledger := f.p.NS + ":elsewhere:ledger"
+			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.commitElsewhere("other", ledger, "7")
 			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
 			if err != nil || res.Handled != 2 || len(res.Dead) != 1 || res.Dead[0].Job != "order" ||

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -27,7 +28,7 @@ func TestCheckpointFenced(t *testing.T) {
 			f.clk.Advance(time.Minute) // past the crash delay
 			cur := f.claimOne("b")
 			direct := f.p.Tag() + ":ledger"
-			foreign := "elsewhere:ledger"
+			foreign := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			fx := []sluicetype.Effect{{Op: "INCRBY", Key: direct, Args: []string{"5"}}, {Op: "INCRBY", Key: foreign, Args: []string{"5"}}}
 			for _, mode := range []string{store.ModeOnce, store.ModeCursor} {
 				_, err := f.checkpoint(store.Checkpoint{Lease: lease(old), Field: "s", Record: []byte("r"), Mode: mode, Commit: "c", Effects: fx})
