@@ -66,10 +66,14 @@ type JobInfo struct {
 	Orphan       sluicetype.Orphan
 	Parent       string     // the parent's job ID, for a spawned child
 	Steps        []StepInfo // checkpointed steps, in order, then cursors
-	Progress     time.Time  // last checkpoint
-	CurrentStep  string     // last step checkpointed
-	WaitingFor   string     // a suspended parent: the spawning step it waits on
-	WaitingCount int        // ... and how many of its children are not done
+	// CurrentStep is the checkpointed step furthest along the handler's
+	// sequence (the last of Steps that is no cursor), Progress when it
+	// was checkpointed (the worker's clock, StepInfo.At); both zero when
+	// no step is checkpointed.
+	Progress     time.Time
+	CurrentStep  string
+	WaitingFor   string // a suspended parent: the spawning step it waits on
+	WaitingCount int    // ... and how many of its children are not done
 	// Tracking is what the handler last reported doing (runtime
 	// ReportProgress), Stuck the last stuck-attempt evidence (runtime
 	// Options.OnStuck); nil when none. Each names the attempt it belongs
@@ -170,6 +174,17 @@ func stepInfos(m map[string][]byte) ([]StepInfo, error) {
 	return append(steps, cursors...), nil
 }
 
+// lastStep is the index in steps (stepInfos' order) of the last step that
+// is no cursor, or -1.
+func lastStep(steps []StepInfo) int {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if !steps[i].Cursor {
+			return i
+		}
+	}
+	return -1
+}
+
 // DecodeArgs decodes the job's arguments into v.
 func (j *JobInfo) DecodeArgs(v any) error { return msgpack.Unmarshal(j.Payload, v) }
 
@@ -191,6 +206,11 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		return nil, err
 	}
 	timers, signals := waits(j.Steps)
+	var progress time.Time
+	var current string
+	if i := lastStep(steps); i >= 0 {
+		current, progress = steps[i].Name, steps[i].At
+	}
 	return &JobInfo{
 		ID: id, Queue: ref.Queue, Kind: j.Kind, State: j.State, Payload: j.Payload,
 		Priority: j.Priority, Attempt: j.Attempt, CrashAttempt: j.CrashAttempt,
@@ -198,7 +218,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		LeaseExpiry: j.LeaseExpiry, Created: j.Created, RunAt: j.RunAt, Finished: j.Finished,
 		Timeout: j.Timeout, Deadline: j.Deadline, Reason: j.Reason, LastError: j.LastError,
 		Errors: recs, Result: j.Result, Orphan: j.Orphan, Parent: j.Parent, Steps: steps,
-		Progress: j.Progress, CurrentStep: j.CurrentStep, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
+		Progress: progress, CurrentStep: current, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
 		HeldBy: heldBy(ref, j.HeldBy), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,

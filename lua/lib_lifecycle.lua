@@ -75,16 +75,26 @@ local function delete_job(id, plain, state)
 end
 
 -- holds reports whether the job is running under exactly this lease ID and
--- fence, and its lease has not run out by store time (lapsed: the job is
+-- fence (lease_matches: h holds its state, lease ID and fence, as holds reads them),
+-- and its lease has not run out by store time (lapsed: the job is
 -- among the run index's members scored at or before NOW, which the caller
 -- reads once per call with ZRANGEBYSCORE: near the index's head, so cheap
 -- where a ZMSCORE of every job scanned a small index once per job): the
 -- identity check every write of an attempt starts with. A worker that
 -- stalled past its lease writes nothing, even before a reaper ended its
 -- attempt.
-local function holds(jk, lease, fence, lapsed)
-  local h = fields(jk, F.state, F.lease_id, F.fence)
+local function lease_matches(h, lease, fence, lapsed)
   return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence and not lapsed
+end
+local function holds(jk, lease, fence, lapsed)
+  return lease_matches(fields(jk, F.state, F.lease_id, F.fence), lease, fence, lapsed)
+end
+-- holds_steps is holds, and the job's has-checkpoints flag (F.has_steps;
+-- false when unset), read by the same command: a step commit sets the flag
+-- only when it is not set.
+local function holds_steps(jk, lease, fence, lapsed)
+  local h = fields(jk, F.state, F.lease_id, F.fence, F.has_steps)
+  return lease_matches(h, lease, fence, lapsed), h[4]
 end
 
 -- deliver records that child (of parent, spawned by step) finished, and

@@ -78,10 +78,6 @@ local F = {
   parent_step = 'ps',
   -- the parent's ID in its partition
   parent_local = 'pl',
-  -- when it last checkpointed a step (ms)
-  progress = 'pt',
-  -- the step it last checkpointed
-  current_step = 'cs',
   -- set once it has step checkpoints (steps_key, Partition.Steps)
   has_steps = 'sx',
   -- a suspended parent's spawning step, whose children it waits on

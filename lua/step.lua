@@ -29,8 +29,11 @@
 --   'effect_error', message   an effect cannot apply: nothing written
 --   'malformed', 0  the job's checkpoints key holds no hash: nothing written
 -- A re-sent call answers what its first run did (lib_replay.lua).
--- Transitions: none. Records progress on the job ('pt' time, 'cs' step)
--- and that it has checkpoints ('sx').
+-- Transitions: none. Marks the job as having checkpoints ('sx') at its
+-- first commit; nothing else of the job hash is written (what the job last
+-- checkpointed, and when, is read from its checkpoints: flow.JobInfo).
+-- Per plain step, two commands: the identity check's HMGET and the HSETNX
+-- that finds the step new.
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
@@ -67,12 +70,13 @@ for i = 1, 6 * n, 6 do
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
   local jk = job_key(id)
   local sk = steps_key(id)
-  if not holds(jk, lease, fence, lapsed[id]) then
+  local held, marked = holds_steps(jk, lease, fence, lapsed[id])
+  if not held then
     out[#out + 1] = { STATUS.stale, 0 }
   elseif mode == 'once' and not take and #fx == 0 and redis.pcall('HSETNX', sk, field, record) == 1 then
     -- most commits: a new step with nothing else to check, written by the
     -- command that finds it new
-    redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
+    if not marked then redis.call('HSET', jk, F.has_steps, '1') end
     out[#out + 1] = OK0
     plain = plain + 1
   else
@@ -96,7 +100,7 @@ for i = 1, 6 * n, 6 do
         local outboxed = apply_effects(fx)
         if take then redis.call('HDEL', sk, take) end
         redis.call('HSET', sk, field, record)
-        redis.call('HSET', jk, F.progress, NOW_S, F.current_step, field, F.has_steps, '1')
+        if not marked then redis.call('HSET', jk, F.has_steps, '1') end
         out[#out + 1] = { STATUS.ok, outboxed }
         if outboxed == 0 then plain = plain + 1 end
       end

@@ -11,7 +11,9 @@ package keys
 // payload or headers too long for one value is stored in chunks: further
 // fields '1', '2', ... for the payload ("p1", "p2", ... as written before
 // numbers) and "h1", "h2", ... for the headers, which no name here may
-// take.
+// take. Nor may "pt" and "cs", retired: the time and name of the last step
+// checkpointed, which every step commit wrote until 2026-12-04 (flow.JobInfo
+// now reads them from the checkpoints); older jobs may still hold them.
 const (
 	// its state, stored as a one-digit code (lib.lua's SCODE, store.StateName)
 	FieldState = "s"
@@ -73,10 +75,6 @@ const (
 	FieldParentStep = "ps"
 	// the parent's ID in its partition
 	FieldParentLocal = "pl"
-	// when it last checkpointed a step (ms)
-	FieldProgress = "pt"
-	// the step it last checkpointed
-	FieldCurrentStep = "cs"
 	// set once it has step checkpoints (steps_key, Partition.Steps)
 	FieldHasSteps = "sx"
 	// a suspended parent's spawning step, whose children it waits on

@@ -45,11 +45,9 @@ type Job struct {
 	LastError    string
 	Result       []byte
 	Orphan       sluicetype.Orphan
-	Parent       string    // the parent's job ID, for a spawned job
-	Progress     time.Time // last step checkpoint
-	CurrentStep  string    // last step checkpointed
-	WaitingFor   string    // for a suspended parent: the spawning step it waits on
-	WaitingCount int       // ... and how many of its children are not done
+	Parent       string // the parent's job ID, for a spawned job
+	WaitingFor   string // for a suspended parent: the spawning step it waits on
+	WaitingCount int    // ... and how many of its children are not done
 	// Suspended: the job is scheduled by a workflow's suspension (its
 	// waits, lua/lib_waits.lua), waiting for AwaitingSignals (none for a
 	// sleep) or its earliest timer.
@@ -178,10 +176,6 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 			j.Orphan.Count = int(num(v))
 		case keys.FieldParent:
 			j.Parent = v
-		case keys.FieldProgress:
-			j.Progress = ms(v)
-		case keys.FieldCurrentStep:
-			j.CurrentStep = v
 		case keys.FieldWaitStep:
 			j.WaitingFor = v
 		case keys.FieldWaitCount:
