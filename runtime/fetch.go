@@ -44,7 +44,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	// one claim's storage serves the next.
 	into := make([]store.Job, w.opts.ClaimBatch)
 	wake := wk.ch // nil once closed: a nil channel is never ready
-	made := offers{}
+	made := newOffers()
 	defer func() {
 		// pushes that come until the offers end are handed back
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)

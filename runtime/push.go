@@ -34,19 +34,39 @@ func (w *Worker) offerSize() int {
 // store's clock) of that claim; a later one is handed back.
 func (w *Worker) offerKeep() time.Duration { return 2*w.opts.IdlePoll + 5*time.Second }
 
-// offers are the claims whose offers may still push, by lease nonce: when
-// each was sent by the worker's clock (pushStart).
-type offers map[string]time.Time
+// offers are the claims whose offers may still push: when each was sent
+// by the worker's clock (pushStart), by lease nonce, and in the order
+// they were made, the oldest first, so that forgetting the old ones costs
+// only what it forgets (every claim under load is recorded: thousands a
+// second).
+type offers struct {
+	sent  map[string]time.Time
+	order []madeOffer
+}
+
+type madeOffer struct {
+	nonce string
+	sent  time.Time
+}
+
+func newOffers() *offers { return &offers{sent: map[string]time.Time{}} }
 
 // made records the offer of a claim sent at sent, forgetting those too
 // old to push.
-func (o offers) made(nonce string, sent time.Time, keep time.Duration) {
-	for n, at := range o {
-		if sent.Sub(at) > keep {
-			delete(o, n)
-		}
+func (o *offers) made(nonce string, sent time.Time, keep time.Duration) {
+	old := 0
+	for old < len(o.order) && sent.Sub(o.order[old].sent) > keep {
+		delete(o.sent, o.order[old].nonce)
+		old++
 	}
-	o[nonce] = sent
+	o.order = append(o.order[old:], madeOffer{nonce, sent})
+	o.sent[nonce] = sent
+}
+
+// when is when the claim of nonce was sent, if its offer is still known.
+func (o *offers) when(nonce string) (time.Time, bool) {
+	t, ok := o.sent[nonce]
+	return t, ok
 }
 
 // takePush starts the jobs of a message on the worker's offer channel,
@@ -54,7 +74,7 @@ func (o offers) made(nonce string, sent time.Time, keep time.Duration) {
 // at once, to the front of its list, charging nothing: when no slot is
 // free, when the worker is stopping (ctx has ended), when its offer is
 // not known (too old) or its queue was resized.
-func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Message, made offers) {
+func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Message, made *offers) {
 	push, err := store.DecodePush(m.Payload, w.opts.WorkerID)
 	i, known := wk.index[push.WakeChannel][push.Partition]
 	if !known {
@@ -70,7 +90,7 @@ func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Me
 	}
 	var back []*store.Job
 	for _, j := range push.Jobs {
-		sent, ok := made[offerNonce(j.LeaseID)]
+		sent, ok := made.when(offerNonce(j.LeaseID))
 		if !ok || ctx.Err() != nil || w.staleQueue(p.Queue) || w.acquire(1) == 0 {
 			back = append(back, j)
 			continue
