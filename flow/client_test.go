@@ -72,6 +72,8 @@ func TestBadInput(t *testing.T) {
 		{"empty queue name", email{}, []flow.EnqueueOption{flow.WithQueue("")}, flow.ErrInvalid},
 		{"empty ID", email{}, []flow.EnqueueOption{flow.WithID("")}, flow.ErrInvalid},
 		{"ID with a space", email{}, []flow.EnqueueOption{flow.WithID("a b")}, flow.ErrInvalid},
+		{"ID of invalid UTF-8", email{}, []flow.EnqueueOption{flow.WithID("order-\xff")}, flow.ErrInvalid},
+		{"SentAs of an ID of invalid UTF-8", email{}, []flow.EnqueueOption{flow.SentAs("default:0:\xc3(")}, flow.ErrInvalid},
 		{"priority out of range", email{}, []flow.EnqueueOption{flow.WithPriority(10)}, flow.ErrInvalid},
 		{"empty partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey("")}, flow.ErrInvalid},
 		{"oversized partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey(strings.Repeat("k", flow.MaxPartitionKeyLength+1))}, flow.ErrInvalid},

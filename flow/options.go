@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
@@ -83,6 +84,11 @@ func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if id == "" || len(id) > MaxIDLength {
 			return fmt.Errorf("%w: job ID must be 1 to %d bytes", ErrInvalid, MaxIDLength)
+		}
+		if !utf8.ValidString(id) {
+			// JSON (the console, sluice -json) would show it changed, and
+			// no tool could name the job again
+			return fmt.Errorf("%w: job ID %q is not valid UTF-8", ErrInvalid, id)
 		}
 		for _, c := range id {
 			if c <= ' ' || c == 0x7f {
