@@ -135,6 +135,9 @@ func (c *Cursor[C]) save(ctx context.Context, effects []sluicetype.Effect) error
 	if err != nil {
 		return park("step_result", fmt.Errorf("%w: cursor %q: %v", ErrResult, c.name, err))
 	}
+	if len(b) > MaxResult {
+		return park("step_result", fmt.Errorf("%w: cursor %q: %d bytes, the limit is %d", ErrResult, c.name, len(b), MaxResult))
+	}
 	// The commit name differs per checkpoint (relayed effects are
 	// deduplicated by it), and a re-sent checkpoint is the same call
 	// (store.Checkpoints).

@@ -10,7 +10,8 @@ import (
 	"github.com/sluicehq/sluice/internal/names"
 )
 
-// MaxResult bounds a step's encoded result.
+// MaxResult bounds a step's encoded result, and a cursor's encoded
+// checkpoint (its value and a sequence number).
 const MaxResult = 1 << 20
 
 type record = checkpoint.Record

@@ -110,6 +110,12 @@ func TestStepErrorsPark(t *testing.T) {
 		case "oversized":
 			_, err = step.Run(ctx, "big", func(context.Context) (string, error) { return strings.Repeat("x", step.MaxResult+1), nil })
 			seen.Store(job.Args.Case, errors.Is(err, step.ErrResult))
+		case "oversized cursor":
+			cur, cerr := step.NewCursor[string](ctx, "rows", 1)
+			if err = cerr; err == nil {
+				err = cur.Advance(ctx, strings.Repeat("x", step.MaxResult+1))
+			}
+			seen.Store(job.Args.Case, errors.Is(err, step.ErrResult))
 		case "unencodable":
 			_, err = step.Run(ctx, "chan", func(context.Context) (chan int, error) { return make(chan int), nil })
 			seen.Store(job.Args.Case, errors.Is(err, step.ErrResult))
@@ -121,7 +127,7 @@ func TestStepErrorsPark(t *testing.T) {
 	})
 	e := newEnv(t, shared.Server.Client(), reg)
 	for c, reason := range map[string]string{
-		"duplicate": "duplicate_step", "sequence": "stale_checkpoint", "oversized": "step_result",
+		"duplicate": "duplicate_step", "sequence": "stale_checkpoint", "oversized": "step_result", "oversized cursor": "step_result",
 		"unencodable": "step_result", "name": "invalid_step",
 	} {
 		info := e.run(badSteps{Case: c}, flow.StateArchived)
