@@ -52,10 +52,13 @@ type madeOffer struct {
 func newOffers() *offers { return &offers{sent: map[string]time.Time{}} }
 
 // made records the offer of a claim sent at sent, forgetting those too
-// old to push.
+// old to push, and those made later than sent by the worker's clock
+// (Options.Clock, which may step back): they would otherwise stop the
+// forgetting at the head of the queue until the clock passed them again.
+// A push of an offer forgotten is handed back, never lost.
 func (o *offers) made(nonce string, sent time.Time, keep time.Duration) {
 	old := 0
-	for old < len(o.order) && sent.Sub(o.order[old].sent) > keep {
+	for old < len(o.order) && (sent.Sub(o.order[old].sent) > keep || o.order[old].sent.After(sent)) {
 		delete(o.sent, o.order[old].nonce)
 		old++
 	}
