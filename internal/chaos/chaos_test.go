@@ -79,6 +79,11 @@ const (
 // the faults go on (signaller_test.go), and nap jobs that sleep; each
 // workflow must take exactly one signal of its own, none acknowledged may
 // be lost, and no wait may end before its time (checkWorkflows, checkNaps).
+// A trickle of ledger jobs on a queue of its own (trickle_test.go), each
+// enqueued alone through the proxy, is pushed to idle workers by its
+// enqueue: those jobs too must complete with every effect once, and the
+// pushes Redis published must have been started or handed back, but for
+// the few lost with a faulted worker (checkPushes).
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
@@ -241,7 +246,11 @@ func TestChaos(t *testing.T) {
 	}
 	drainWall := time.Since(started) - chaosWall
 	dropped, duplicated := proxy.Fired()
-	pushed := pushes.stop()
+	pushed, pushedJobs, badPushes := pushes.stop()
+	for _, err := range badPushes {
+		t.Errorf("a push did not decode: %v", err)
+	}
+	pStarted, pBack, pLost, pUnseen := checkPushes(t, pushedJobs, &f.pushes)
 
 	// The checks read Redis directly, not through the proxy.
 	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
@@ -361,14 +370,15 @@ func TestChaos(t *testing.T) {
 		"%d worker processes ended by exit pills (%d exit pill runs), %d rejected stale writes (%d steps, %d outcomes), "+
 		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
 		"%d crashes charged to %d ledger jobs (at most %d to one), %d attempts spent, %d step executions repeated, "+
-		"%d enqueue calls retried; %d jobs trickled, %d pushes published, %d crashes charged to %d trickled jobs (at most %d to one); %s",
+		"%d enqueue calls retried; %d jobs trickled, %d pushes published (%d jobs: %d started, %d handed back, %d lost; "+
+		"%d started unseen by the watch), %d crashes charged to %d trickled jobs (at most %d to one); %s",
 		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
 		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns,
 		dropRate*100, dupRate*100, seed, dropped, duplicated,
 		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
 		quarantined, len(culprits), hashes, len(parts),
 		lst.Crashes, lst.Crashed, lst.MaxCrash, lst.Attempts, again, retries,
-		len(trickled), pushed, tst.Crashes, tst.Crashed, tst.MaxCrash, wst.summary(sg, len(naps)))
+		len(trickled), pushed, len(pushedJobs), pStarted, pBack, pLost, pUnseen, tst.Crashes, tst.Crashed, tst.MaxCrash, wst.summary(sg, len(naps)))
 	t.Log(summary)
 
 	// The chaos happened: each fault at least once, and zombies tried to

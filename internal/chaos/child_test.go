@@ -18,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -99,10 +100,24 @@ func childMain(raw string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
+	// The trickle worker reports the pushed jobs it hands back.
+	sig := &testsignal.Worker{}
+	sig.Settled.Init("settled")
+	go func() {
+		for s := range sig.Settled.C() {
+			if s.By == testsignal.HandBack {
+				fmt.Printf("push handed back %s\n", s.JobID)
+			}
+		}
+	}()
 	fmt.Println("ready")
 	var wg sync.WaitGroup
-	for _, w := range workers {
-		wg.Go(func() { run(ctx, w) })
+	for i, w := range workers {
+		wctx := ctx
+		if i == len(workers)-1 {
+			wctx = testsignal.WithWorker(ctx, sig)
+		}
+		wg.Go(func() { run(wctx, w) })
 	}
 	wg.Wait()
 	return 0

@@ -30,7 +30,10 @@ type fleet struct {
 
 	staleSteps, staleOutcomes atomic.Int64
 	pillExits                 atomic.Int64 // "exit pill" lines: exit pills that ended their process
-	live                      []*proc      // started and not yet ended, in start order
+	// pushes are the jobs (IDs in their partition) that workers reported
+	// starting pushed ("push started") and handing back ("push handed back").
+	pushes pushReports
+	live   []*proc // started and not yet ended, in start order
 	// exited counts the processes that ended with exitPillStatus (on their
 	// own, or while being killed or stopped by the test).
 	exited int
@@ -252,6 +255,10 @@ func (f *fleet) report(ready chan<- struct{}, line string) {
 		f.staleOutcomes.Add(1)
 	case strings.HasPrefix(line, "exit pill "):
 		f.pillExits.Add(1)
+	case strings.HasPrefix(line, "push started "):
+		f.pushes.add(&f.pushes.started, strings.TrimPrefix(line, "push started "))
+	case strings.HasPrefix(line, "push handed back "):
+		f.pushes.add(&f.pushes.handedBack, strings.TrimPrefix(line, "push handed back "))
 	default:
 		fmt.Fprintln(os.Stderr, "chaos worker:", line)
 	}

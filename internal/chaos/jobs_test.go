@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -154,6 +155,9 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
 		n := job.Args.N
+		if strings.Contains(job.LeaseID, ".p") { // leased by its enqueue: <nonce>.p<k>
+			fmt.Printf("push started %s\n", job.ID)
+		}
 		if !bytes.Equal(job.Args.Pad, padFor(n)) {
 			_ = rdb.SAdd(context.WithoutCancel(ctx), badPayloads(ns), n).Err()
 			return fmt.Errorf("job %d: %d bytes of padding, want %d", n, len(job.Args.Pad), len(padFor(n)))

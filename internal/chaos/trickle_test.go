@@ -1,10 +1,14 @@
 package chaos
 
 // The trickle: ledger jobs enqueued one at a time on a queue of their own,
-// slowly enough that its workers run dry and leave offers, so that most of
-// these jobs are pushed (lua/lib_offer.lua, runtime/push.go) while the
-// faults go on: pushes to a worker killed, stopped past its lease, cut
-// off or full, and enqueue calls whose replies are lost or doubled.
+// slowly enough that its workers run dry and leave offers, so that many of
+// these jobs (a fifth or so: an offer lasts for as many jobs as the worker
+// has slots, and a padded job is never pushed) are pushed
+// (lua/lib_offer.lua, runtime/push.go) while the faults go on: pushes to a
+// worker killed, stopped past its lease, cut off or full, and enqueue
+// calls whose replies are lost or doubled. The workers report what they
+// start pushed and hand back, and the test compares it with what Redis
+// published (checkPushes).
 
 import (
 	"context"
@@ -21,6 +25,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
 )
 
 // trickleQueue holds the trickled jobs, served in each worker process by a
@@ -92,19 +97,24 @@ func (tr *trickler) result() ([]string, []error) {
 	return tr.ids, tr.errs
 }
 
-// pushWatch counts the pushes Redis publishes in namespace ns: a pattern
-// subscription, made directly (not through the proxy), which PUBSUB
-// NUMSUB does not count, so it draws no push to a channel no worker
-// listens on. It re-subscribes after a Redis restart.
+// pushWatch counts the pushes Redis publishes in namespace ns and the
+// jobs they carry: a pattern subscription, made directly (not through the
+// proxy), which PUBSUB NUMSUB does not count, so it draws no push to a
+// channel no worker listens on. It re-subscribes after a Redis restart
+// (what is published meanwhile it misses).
 type pushWatch struct {
 	n    atomic.Int64
 	done chan struct{}
 	sub  *redis.PubSub
+
+	mu   sync.Mutex
+	jobs map[string]bool // the jobs pushed, by ID in their partition
+	bad  []error         // messages that do not decode
 }
 
 func watchPushes(ctx context.Context, t *testing.T, rdb *redis.Client, ns string) *pushWatch {
 	t.Helper()
-	w := &pushWatch{done: make(chan struct{}), sub: rdb.PSubscribe(ctx, globEscape(keys.PushChannel(ns, ""))+"*")}
+	w := &pushWatch{done: make(chan struct{}), sub: rdb.PSubscribe(ctx, globEscape(keys.PushChannel(ns, ""))+"*"), jobs: map[string]bool{}}
 	if _, err := w.sub.Receive(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -119,20 +129,91 @@ func watchPushes(ctx context.Context, t *testing.T, rdb *redis.Client, ns string
 				time.Sleep(50 * time.Millisecond) // Redis restarting: go-redis reconnects and subscribes again
 				continue
 			}
-			if strings.HasPrefix(msg.Channel, keys.PushChannel(ns, "")) {
-				w.n.Add(1)
+			if !strings.HasPrefix(msg.Channel, keys.PushChannel(ns, "")) {
+				continue
 			}
+			w.n.Add(1)
+			push, err := store.DecodePush(msg.Payload, "")
+			w.mu.Lock()
+			if err != nil {
+				w.bad = append(w.bad, err)
+			}
+			for _, j := range push.Jobs {
+				w.jobs[j.Local] = true
+			}
+			w.mu.Unlock()
 		}
 	}()
 	return w
 }
 
-// stop ends the watch and returns the pushes seen.
-func (w *pushWatch) stop() int64 {
+// stop ends the watch and returns the pushes seen, the jobs they carried
+// and the messages that did not decode.
+func (w *pushWatch) stop() (int64, map[string]bool, []error) {
 	w.sub.Close()
 	<-w.done
-	return w.n.Load()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n.Load(), w.jobs, w.bad
 }
+
+// pushReports are the pushed jobs the worker processes reported (by ID in
+// their partition): started by a handler under a pushed lease, and handed
+// back (fleet.report).
+type pushReports struct {
+	mu                  sync.Mutex
+	started, handedBack map[string]bool
+}
+
+func (r *pushReports) add(set *map[string]bool, id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if *set == nil {
+		*set = map[string]bool{}
+	}
+	(*set)[localID(id)] = true
+}
+
+// localID is the ID in its partition of job ID id (queue:partition:local).
+func localID(id string) string { return id[strings.LastIndexByte(id, ':')+1:] }
+
+// checkPushes compares the jobs published as pushes with those the workers
+// reported: every job a worker started pushed was published (unless the
+// watch missed it while Redis restarted: counted, not failed), and each
+// published job was started or handed back, or lost with its worker's
+// connection (a SIGKILL, a cut, a stop or a Redis restart while it was in
+// flight): a few, never a quarter. A worker that drops what is pushed to it
+// loses them all; their leases run out and the jobs are charged crashes,
+// which the other checks would not notice.
+func checkPushes(t *testing.T, published map[string]bool, r *pushReports) (started, handedBack, lost, unseen int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.started {
+		if !published[id] {
+			unseen++
+		}
+	}
+	for id := range published {
+		switch {
+		case r.started[id]:
+			started++
+		case r.handedBack[id]:
+			handedBack++
+		default:
+			lost++
+		}
+	}
+	if started == 0 || lost > max(pushLossFloor, len(published)/4) {
+		t.Errorf("%d jobs pushed: %d started, %d handed back, %d lost (at most max(%d, a quarter) may be, with faulted workers)",
+			len(published), started, handedBack, lost, pushLossFloor)
+	}
+	return started, handedBack, lost, unseen
+}
+
+// pushLossFloor is how many pushed jobs a run may lose whatever it
+// pushed: each fault drops what is in flight to one worker.
+const pushLossFloor = 8
 
 // checkTrickled checks each acknowledged trickled job as the producer's
 // ledger jobs (checkLedgerJob) and returns the effects expected of them.
