@@ -67,9 +67,10 @@ type JobInfo struct {
 	Parent       string     // the parent's job ID, for a spawned child
 	Steps        []StepInfo // checkpointed steps, in order, then cursors
 	// CurrentStep is the checkpointed step furthest along the handler's
-	// sequence (the last of Steps that is no cursor), Progress when it
-	// was checkpointed (the worker's clock, StepInfo.At); both zero when
-	// no step is checkpointed.
+	// sequence (the last of Steps with a position: no cursor, no change
+	// point of step.Version), Progress when it was checkpointed (the time
+	// the worker's host put in its record, StepInfo.At); both zero when no
+	// step is checkpointed.
 	Progress     time.Time
 	CurrentStep  string
 	WaitingFor   string // a suspended parent: the spawning step it waits on
@@ -174,11 +175,12 @@ func stepInfos(m map[string][]byte) ([]StepInfo, error) {
 	return append(steps, cursors...), nil
 }
 
-// lastStep is the index in steps (stepInfos' order) of the last step that
-// is no cursor, or -1.
+// lastStep is the index in steps (stepInfos' order) of the last step with
+// a position in the handler's sequence (no cursor, no change point), or
+// -1.
 func lastStep(steps []StepInfo) int {
 	for i := len(steps) - 1; i >= 0; i-- {
-		if !steps[i].Cursor {
+		if !steps[i].Cursor && steps[i].Index >= 0 {
 			return i
 		}
 	}

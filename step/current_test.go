@@ -14,11 +14,15 @@ type currentStepJob struct{}
 
 func (currentStepJob) Kind() string { return "current_step" }
 
+type changePointOnly struct{}
+
+func (changePointOnly) Kind() string { return "change_point_only" }
+
 // TestCurrentStepFromCheckpoints: JobInfo.CurrentStep is the checkpointed
 // step furthest along the handler (a cursor advanced after it does not
-// count) and Progress the time its record carries; the job hash keeps
-// neither, only the flag that it has checkpoints, which the first commit
-// sets.
+// count, nor does a change point, which has no position) and Progress
+// the time its record carries; the job hash keeps neither, only the flag
+// that it has checkpoints, which the first commit sets.
 func TestCurrentStepFromCheckpoints(t *testing.T) {
 	t.Parallel()
 	reg := flow.NewRegistry()
@@ -35,7 +39,14 @@ func TestCurrentStepFromCheckpoints(t *testing.T) {
 		}
 		return cur.Advance(ctx, 7)
 	})
+	register(t, reg, func(ctx context.Context, _ *flow.Job[changePointOnly]) error {
+		_, err := step.Version(ctx, "schema", 1, 1)
+		return err
+	})
 	e := newEnv(t, shared.Server.Client(), reg)
+	if info := e.run(changePointOnly{}, flow.StateCompleted); len(info.Steps) != 1 || info.CurrentStep != "" || !info.Progress.IsZero() {
+		t.Errorf("a job with a change point only: steps %+v, current step %q at %v; want none", info.Steps, info.CurrentStep, info.Progress)
+	}
 	info := e.run(currentStepJob{}, flow.StateCompleted)
 	if len(info.Steps) != 3 || info.Steps[1].Name != "second" || !info.Steps[2].Cursor {
 		t.Fatalf("steps %+v, want first, second, then the cursor", info.Steps)
