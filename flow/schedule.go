@@ -41,7 +41,8 @@ type Schedule struct {
 	// Args are the arguments of every job enqueued.
 	Args Args
 	// Opts apply to every job enqueued; WithID is not allowed (the schedule
-	// names its jobs).
+	// names its jobs), nor are WithRunAt and WithDeadline (a fixed time,
+	// the same for every tick: WithDelay is per tick).
 	Opts []EnqueueOption
 	// Missed says what to do with ticks missed while no scheduler ran.
 	// Default SkipMissed.

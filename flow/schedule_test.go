@@ -286,6 +286,8 @@ func TestScheduleBadInput(t *testing.T) {
 		{"catch up too many", with(func(s *flow.Schedule) { s.Missed = flow.CatchUp(flow.MaxCatchUp + 1) }), "Missed", flow.ErrInvalid},
 		{"negative grace", with(func(s *flow.Schedule) { s.Grace = -time.Second }), "Grace", flow.ErrInvalid},
 		{"WithID", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithID("x")} }), "Opts", flow.ErrInvalid},
+		{"WithRunAt", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithRunAt(time.Now().Add(time.Hour))} }), "Opts", flow.ErrInvalid},
+		{"WithDeadline", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithDeadline(time.Now().Add(time.Hour))} }), "Opts", flow.ErrInvalid},
 		{"bad option", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithPriority(99)} }), "Opts", flow.ErrInvalid},
 		{"nil args", with(func(s *flow.Schedule) { s.Args = nil }), "Args", flow.ErrInvalid},
 		{"unknown kind", with(func(s *flow.Schedule) { s.Args = unregistered{} }), "Args", flow.ErrUnknownKind},

@@ -123,6 +123,14 @@ func (s *Scheduler) Add(sc Schedule) error {
 	if o.id != "" {
 		return bad("Opts", fmt.Errorf("%w: WithID: the schedule names its jobs", ErrInvalid))
 	}
+	// a fixed time would be every tick's: all run at once when it comes,
+	// or all archived unrun once it has passed
+	if !o.runAt.IsZero() {
+		return bad("Opts", fmt.Errorf("%w: WithRunAt: a fixed time for every tick's job (WithDelay delays each)", ErrInvalid))
+	}
+	if !o.deadline.IsZero() {
+		return bad("Opts", fmt.Errorf("%w: WithDeadline: a fixed deadline for every tick's job (WithTimeout bounds each attempt)", ErrInvalid))
+	}
 	sc.Opts = slices.Clip(slices.Clone(sc.Opts))
 	// checked only: the ticks' jobs are placed when they are enqueued
 	check := &planner{st: s.c.st, known: s.c.plan.known, maxPayload: s.c.plan.maxPayload, maxAttempts: s.c.plan.maxAttempts, layouts: store.OfflineLayouts(s.c.st)}
