@@ -12,7 +12,8 @@
 --   mode: 'once' (a step completes once: an existing checkpoint is kept),
 --   'cursor' (the record replaces the previous one), or 'take:' .. the
 --   field of a signal sent to the job (lib_waits.lua): 'once', and the
---   signal is deleted with the checkpoint; one gone already is an
+--   signal is deleted with the checkpoint; one gone already, or a field
+--   that names no signal (a step's checkpoint, a timer), is an
 --   effect_error
 -- ARGV[11...]: the effects of each checkpoint, in order (lib_effects.lua's
 --   read_effects; a count of 0 for none)
@@ -91,7 +92,10 @@ for i = 1, 6 * n, 6 do
       out[#out + 1] = { STATUS.exists, 0 }
     else
       local bad = check_effects(fx)
-      if not bad and take and redis.call('HEXISTS', sk, take) == 0 then
+      if not bad and take and take:sub(1, 3) ~= SIGNAL_PREFIX then
+        -- a step's checkpoint, a timer: only a signal may be taken
+        bad = 'take: ' .. take .. ' names no signal'
+      elseif not bad and take and redis.call('HEXISTS', sk, take) == 0 then
         bad = 'the signal ' .. take .. ' was taken already'
       end
       if bad then

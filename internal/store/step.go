@@ -98,6 +98,7 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		id.add(c.LeaseID)
 		id.addInt(c.Fence)
 		id.add(c.Field)
+		id.add(c.Mode)
 		id.add(c.Commit)
 		id.addBytes(c.Record)
 		c.pack(fields)

@@ -141,6 +141,15 @@ func TestSignals(t *testing.T) {
 			if ok, _ := f.rdb.HExists(f.ctx, f.p.Steps("w"), field).Result(); ok {
 				t.Fatal("the taken signal is still kept")
 			}
+			// only a signal may be taken: not a step's checkpoint
+			notSignal := take
+			notSignal.Field, notSignal.Record, notSignal.Commit, notSignal.Mode = "decide3", []byte("r3"), "c3", store.ModeTake("decide")
+			if _, err := f.checkpoint(notSignal); !errors.As(err, &fx) {
+				t.Fatalf("taking a step's checkpoint: %v, want an EffectError", err)
+			}
+			if rec, _ := f.rdb.HGet(f.ctx, f.p.Steps("w"), "decide").Result(); rec != "r1" {
+				t.Fatalf("step decide's checkpoint after a take of it: %q, want r1 kept", rec)
+			}
 			// sent before the wait: the suspension does not stick
 			if _, err := f.signal("w", "again", "1"); err != nil {
 				t.Fatal(err)
