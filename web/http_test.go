@@ -418,6 +418,16 @@ func TestJobPageShowsWorkflow(t *testing.T) {
 			t.Errorf("parent's page lacks %q", want)
 		}
 	}
+	// the current step: the checkpointed step furthest along
+	furthest := flow.StepInfo{Index: -1}
+	for _, s := range j.Steps {
+		if !s.Cursor && s.Index > furthest.Index {
+			furthest = s
+		}
+	}
+	if furthest.Name == "" || j.CurrentStep != furthest.Name || !strings.Contains(body, "<dt>Current step</dt><dd>"+furthest.Name+" ") {
+		t.Errorf("current step %q (furthest checkpointed: %q), or the page does not show it", j.CurrentStep, furthest.Name)
+	}
 	x, err := f.ops.JobExtras(context.Background(), id)
 	testkit.Must(t, err)
 	if len(x.Children) != 2 || x.Children[0].State != flow.StateCompleted || x.MoreChildren {
