@@ -105,7 +105,9 @@ func childMain(raw string) int {
 	sig.Settled.Init("settled")
 	go func() {
 		for s := range sig.Settled.C() {
-			if s.By == testsignal.HandBack {
+			// a hand-back whose release failed is no hand-back: the job
+			// is then counted lost (checkPushes)
+			if s.By == testsignal.HandBack && s.Err == nil {
 				fmt.Printf("push handed back %s\n", s.JobID)
 			}
 		}

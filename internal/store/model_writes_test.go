@@ -370,7 +370,7 @@ func (r *modelRun) sendCheckpoints(call *ckptCall, what string) {
 		cs[i] = s.c
 		desc = append(desc, s.String())
 		if s.invalid != "go" {
-			fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00", s.c.Local, s.c.LeaseID, s.c.Fence, s.c.Field, s.c.Commit, s.c.Record)
+			fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00", s.c.Local, s.c.LeaseID, s.c.Fence, s.c.Field, s.c.Mode, s.c.Commit, s.c.Record)
 		}
 	}
 	key := b.String()
