@@ -246,8 +246,13 @@ func (wk *wakeups) partition(msg any) int {
 // and passes take each push that came before, until Redis confirms (or
 // ctx ends first; the reaper then takes any lease left).
 func (wk *wakeups) withdraw(ctx context.Context, log *slog.Logger, take func(*redis.Message)) {
+	if wk.push == "" || wk.ch == nil { // a cluster worker makes no offers
+		return
+	}
+	wk.mu.Lock() // follow's sync may be changing subs on a cluster
 	ps := wk.subs[""]
-	if wk.push == "" || ps == nil || wk.ch == nil {
+	wk.mu.Unlock()
+	if ps == nil {
 		return
 	}
 	if err := ps.Unsubscribe(ctx, wk.push); err != nil {
