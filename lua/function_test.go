@@ -89,4 +89,9 @@ func TestLibraryShape(t *testing.T) {
 	if !strings.Contains(lib, "local F = {") {
 		t.Error("the field table is not built once, at load")
 	}
+	// partition_keys's cache outlives the call: replaced per call, it would
+	// make a single server's every call name its keys again
+	if !strings.Contains(lib, "\nlocal NAMED = { pfx = false, keys = false }\n") || strings.Contains(lib, "  NAMED =") {
+		t.Error("NAMED is not made once, at load, and kept across calls")
+	}
 }

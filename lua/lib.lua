@@ -11,12 +11,16 @@
 -- entries, so the key names live in one place here (mirrored by Go's
 -- internal/keys) and script-specific arguments start at ARGV[9].
 --
--- KEYS (all in one partition, so all share one hash tag). Each costs a
--- call about 0.2 µs to hand to Lua, but declared keys are what keep a
--- script off a slot that is being migrated (Redis Cluster answers ASK or
--- TRYAGAIN while any of them has moved): with sched alone declared, a
--- call could recreate on the old node a key already moved
--- (clustertest TestFailover/slot_migration).
+-- KEYS (all in one partition, so all share one hash tag). On Redis
+-- Cluster every one is declared: declared keys are what keep a script off
+-- a slot that is being migrated (Redis Cluster answers ASK or TRYAGAIN
+-- while any of them has moved): with sched alone declared, a call could
+-- recreate on the old node a key already moved (clustertest
+-- TestFailover/slot_migration). A single server migrates no slot, and
+-- there the 21 keys after sched cost every call about 4 µs to send,
+-- parse and hand to Lua (a quarter of a one-job enqueue's script), so a
+-- call to a single server declares sched alone (store.partKeys) and the
+-- prelude names the others from ARGV[2] (partition_keys).
 --   1 sched   zset  scheduled and retryable jobs, score = due time (ms):
 --                   those due soon (lib_ready.lua: later ones wait in buckets)
 --   2 run     zset  running jobs, score = lease expiry (ms)
@@ -44,10 +48,30 @@
 --   7 retention of cancelled jobs in ms
 --   8 crash limit: crash_attempt at which a job is quarantined
 
-local K_SCHED, K_RUN, K_DONE, K_DEAD = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_QUAR, K_CANC, K_STATS, K_IDLE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_OUTBOX, K_CC, K_RWAKE, K_LATER = KEYS[19], KEYS[20], KEYS[21], KEYS[22]
 local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
+-- NAMED keeps the names partition_keys made last, with their prefix: a
+-- field written, never the table, so that the library makes it once and
+-- it outlives the call (prelude_test.go TestPartitionKeysKept), and the
+-- calls that follow on the same partition, most of them, build no string.
+-- Only names made from pfx are kept, so no call sees another's partition.
+local NAMED = { pfx = false, keys = false }
+-- partition_keys is the partition's keys: those declared, when the call
+-- declares them all (Redis Cluster), else (sched alone, on a single
+-- server) the names made from prefix pfx, the names after it in the order
+-- of KEYS (Go: keys.Partition.Script; TestLuaKeysAgree).
+local function partition_keys(declared, pfx)
+  if #declared > 1 then return declared end
+  if NAMED.pfx ~= pfx then
+    local t = { 'sched', 'run', 'completed', 'archived', 'quarantined', 'cancelled', 'stats', 'idle',
+      'avail:0', 'avail:1', 'avail:2', 'avail:3', 'avail:4', 'avail:5', 'avail:6', 'avail:7', 'avail:8', 'avail:9',
+      'outbox', 'cc', 'rwake', 'later' }
+    for i, name in ipairs(t) do t[i] = pfx .. name end
+    NAMED.pfx, NAMED.keys = pfx, t
+  end
+  return NAMED.keys
+end
+local K_SCHED, K_RUN, K_DONE, K_DEAD, K_QUAR, K_CANC, K_STATS, K_IDLE = unpack(partition_keys(KEYS, PFX), 1, 8)
+local K_OUTBOX, K_CC, K_RWAKE, K_LATER = unpack(partition_keys(KEYS, PFX), 19, 22)
 local RET = {
   completed = tonumber(ARGV[5]),
   archived = tonumber(ARGV[6]),
@@ -127,7 +151,7 @@ local function err_key(id) return PFX .. 'e:' .. id end
 local function steps_key(id) return PFX .. 's:' .. id end
 -- body_key: a job's payload when it is too long for its hash (put_payload)
 local function body_key(id) return PFX .. 'b:' .. id end
-local function avail_key(prio) return KEYS[9 + prio] end
+local function avail_key(prio) return partition_keys(KEYS, PFX)[9 + prio] end
 -- kids: a parent's finished children, child ID -> state .. '\n' .. result
 -- or error; kidcount: per spawn step, children done ('<step>') and failed
 -- ('<step>:f').

@@ -2,6 +2,7 @@ package keys_test
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -62,6 +63,24 @@ func TestLuaKeysAgree(t *testing.T) {
 // '<kind>:' that starts set_aside's what, call_aside's aside, or the
 // aside call_aside makes itself.
 var asideKind = regexp.MustCompile(`(?:set_aside\([^,\n]+, |call_aside\('\w+', [^,\n]+, |aside = |aside or )'([^':]*):'`)
+
+// TestLuaPartitionKeysAgree: the names partition_keys (lib.lua) makes for
+// a call that declares sched alone are Go's KEYS (keys.Partition.Script),
+// in their order.
+func TestLuaPartitionKeysAgree(t *testing.T) {
+	p := keys.Partition{NS: "ns", Queue: "q", Index: 3}
+	body := regexp.MustCompile(`(?s)local function partition_keys\(.*?local t = \{(.*?)\}`).FindStringSubmatch(lua.Prelude())
+	if body == nil {
+		t.Fatal("partition_keys's list of names not found in the prelude")
+	}
+	var got []string
+	for _, m := range regexp.MustCompile(`'([^']*)'`).FindAllStringSubmatch(body[1], -1) {
+		got = append(got, p.Prefix()+m[1])
+	}
+	if want := p.Script(); !slices.Equal(got, want) {
+		t.Errorf("Lua names the partition's keys\n%q\nGo\n%q", got, want)
+	}
+}
 
 // TestAsideKindsAgree: every kind under which a script sets a key aside is
 // one of Go's (keys.Aside...), and each of Go's is used.
