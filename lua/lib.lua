@@ -51,14 +51,14 @@
 local PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]
 -- NAMED keeps the names partition_keys made last, with their prefix: a
 -- field written, never the table, so that the library makes it once and
--- it outlives the call (prelude_test.go TestPartitionKeysKept), and the
+-- it outlives the call (function_test.go TestLibraryShape), and the
 -- calls that follow on the same partition, most of them, build no string.
 -- Only names made from pfx are kept, so no call sees another's partition.
 local NAMED = { pfx = false, keys = false }
 -- partition_keys is the partition's keys: those declared, when the call
 -- declares them all (Redis Cluster), else (sched alone, on a single
 -- server) the names made from prefix pfx, the names after it in the order
--- of KEYS (Go: keys.Partition.Script; TestLuaKeysAgree).
+-- of KEYS (Go: keys.Partition.Script; TestLuaPartitionKeysAgree).
 local function partition_keys(declared, pfx)
   if #declared > 1 then return declared end
   if NAMED.pfx ~= pfx then

@@ -43,7 +43,7 @@ func runChained(ctx context.Context, t *target, cfg config) (*chainedResult, err
 	t.progress("chained: %d chains of %d jobs", cfg.Workflows, WorkflowSteps)
 	m, err := runRig(ctx, t, cfg, "chained", Chain{}, func(r *rig) error {
 		// The worker process's own client, as a handler would have.
-		next, err := flow.NewClient(t.worker, t.clientOptions(r.opts.Namespace, r.reg))
+		next, err := flow.NewClient(t.worker.UniversalClient, t.clientOptions(r.opts.Namespace, r.reg))
 		if err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func crashOnce(ctx context.Context, t *target, cfg config) (s crashSample, err e
 	}); err != nil {
 		return s, err
 	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return s, err
 	}

@@ -117,7 +117,7 @@ func measurePending(ctx context.Context, t *target, cfg config, args Pending, op
 	}); err != nil {
 		return err
 	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return err
 	}

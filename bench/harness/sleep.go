@@ -250,7 +250,7 @@ func sleepRun(ctx context.Context, t *target, cfg config, reg *flow.Registry, da
 	n := cfg.Pending
 	ns := sixCharNamespace("s")
 	defer func() { err = errors.Join(err, t.deleteNamespace(context.WithoutCancel(ctx), ns)) }()
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return 0, err
 	}
@@ -398,7 +398,7 @@ func calibrateSleep(ctx context.Context, t *target, cfg config, n int, reg *flow
 	t.progress("sleep: calibrating with %d workflows", n)
 	ns := sixCharNamespace("c")
 	defer func() { _ = t.deleteNamespace(context.WithoutCancel(ctx), ns) }()
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return 0, err
 	}

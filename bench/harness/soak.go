@@ -101,7 +101,7 @@ func runSoak(ctx context.Context, t *target, cfg config) (res *soakResult, err e
 	if err := flow.Register(reg, func(context.Context, *flow.Job[Noop]) error { return nil }); err != nil {
 		return nil, err
 	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return nil, err
 	}

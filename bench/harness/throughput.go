@@ -123,7 +123,7 @@ func noopRun(ctx context.Context, t *target, cfg config, name, mode string, keep
 	if r.warm, err = registerWarmup(r.reg); err != nil {
 		return run, m, err
 	}
-	if r.client, err = flow.NewClient(t.producer, t.clientOptions(ns, r.reg)); err != nil {
+	if r.client, err = flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, r.reg)); err != nil {
 		return run, m, err
 	}
 	r.opts = t.workerOptions(ns, cfg.Concurrency, !keep)

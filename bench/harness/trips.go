@@ -13,7 +13,10 @@ import (
 // command sent on its own and every pipeline to one Redis is one. On a
 // cluster it counts on each node's client, so a pipeline that spans three
 // masters counts three. It also counts them by Sluice script (an EVALSHA of
-// lua.Step is a "step" trip), "other" for the rest.
+// lua.Step is a "step" trip), "other" for the rest. Sluice's clients and
+// workers get its UniversalClient, the go-redis client itself, as a
+// user's code would hand it over (a single server's calls then declare
+// one key, internal/store declaresOne); the hooks count all the same.
 type countedClient struct {
 	redis.UniversalClient
 	trips    atomic.Int64

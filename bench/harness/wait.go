@@ -78,7 +78,7 @@ func runWait(ctx context.Context, t *target, cfg config) (res *waitResult, err e
 	}); err != nil {
 		return nil, err
 	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return nil, err
 	}

@@ -102,7 +102,7 @@ func startWarm(ctx context.Context, t *target, reg *flow.Registry, ns string, co
 	if err != nil {
 		return nil, nil, err
 	}
-	client, err := flow.NewClient(t.producer, t.clientOptions(ns, reg))
+	client, err := flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, reg))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -125,7 +125,7 @@ func runRig(ctx context.Context, t *target, cfg config, name string, args flow.A
 	if r.warm, err = registerWarmup(r.reg); err != nil {
 		return m, err
 	}
-	if r.client, err = flow.NewClient(t.producer, t.clientOptions(ns, r.reg)); err != nil {
+	if r.client, err = flow.NewClient(t.producer.UniversalClient, t.clientOptions(ns, r.reg)); err != nil {
 		return m, err
 	}
 	return r.concurrent(ctx)
