@@ -83,7 +83,9 @@
 -- promotes nothing: it answers { -1, {} } and sets the idle flag, so that
 -- resuming it publishes a wake-up.
 -- A re-sent claim (lib_replay.lua) answers the jobs its first run leased
--- that still run under those leases, and what it archived (a first run
+-- that still run under those leases, unexpired by store time (a lapsed
+-- one is the reaper's: started now, its handler would run on a lease
+-- that every write of it finds over), and what it archived (a first run
 -- that made an offer is recorded too: a second run would make it again,
 -- its lease IDs given twice); when the first
 -- run ran dry and the idle flag has gone since (a job was listed), its
@@ -107,7 +109,7 @@ if record then
     -- (corrupt data) would not pack as an integer; such a job is left out
     local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
     expiry = expiry and count_of(expiry)
-    if state_of(h[1]) == 'running' and h[2] == lease and expiry and fence then
+    if state_of(h[1]) == 'running' and h[2] == lease and expiry and expiry > NOW and fence then
       local steps = {}
       if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
       jobs[#jobs + 1] = { id, lease, expiry, fence, steps, redis.call('HGETALL', jk),
