@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"maps"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -46,6 +48,25 @@ type Handlers interface {
 func (w *Worker) known(kind string) bool {
 	_, ok := w.handlers.Handler(kind)
 	return ok
+}
+
+// checkKindOptions refuses, when Run starts, a KindLease or KindTimeout
+// entry for a kind no handler serves: a misspelt kind, or a handler
+// registered only later, would leave the entry applied to no job and the
+// kind's jobs on the default lease or timeout, without a word.
+func (w *Worker) checkKindOptions() error {
+	for _, o := range []struct {
+		name  string
+		kinds map[string]time.Duration
+	}{{"KindLease", w.opts.KindLease}, {"KindTimeout", w.opts.KindTimeout}} {
+		for _, kind := range slices.Sorted(maps.Keys(o.kinds)) {
+			if !w.known(kind) {
+				return fmt.Errorf("%w: %s[%q]: no handler serves kind %q (register its handler before Run)",
+					ErrInvalidOptions, o.name, kind, kind)
+			}
+		}
+	}
+	return nil
 }
 
 // RetryPolicy is implemented by a Handler that chooses the delay before

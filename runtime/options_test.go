@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,41 @@ func TestLeaseUnderAMillisecondRefused(t *testing.T) {
 	} {
 		if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); err != nil {
 			t.Errorf("%s: NewWorker: %v", name, err)
+		}
+	}
+}
+
+// TestKindOptionsNeedAHandler: Run refuses a KindLease or KindTimeout
+// entry for a kind the worker has no handler for (a misspelt kind would
+// leave that kind's jobs on the default lease or timeout, silently), and
+// names it; entries for registered kinds are accepted.
+func TestKindOptionsNeedAHandler(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel() // a Run that passes the check returns at once
+	cases := map[string]struct {
+		o    runtime.Options
+		want string // in the error; "" for none
+	}{
+		"KindLease unknown":   {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute, "wrok": time.Minute}}, `KindLease["wrok"]`},
+		"KindTimeout unknown": {runtime.Options{KindTimeout: map[string]time.Duration{"slow": time.Second}}, `KindTimeout["slow"]`},
+		"both known":          {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute}, KindTimeout: map[string]time.Duration{"work": time.Second}}, ""},
+	}
+	for name, c := range cases {
+		w, err := runtime.NewWorker(shared.Client(t), reg, c.o)
+		if err != nil {
+			t.Fatalf("%s: NewWorker: %v", name, err)
+		}
+		err = w.Run(stopped)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: Run: %v, want nil", name, err)
+		case c.want != "" && (!errors.Is(err, runtime.ErrInvalidOptions) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: Run: %v, want ErrInvalidOptions naming %s", name, err, c.want)
 		}
 	}
 }
