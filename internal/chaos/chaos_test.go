@@ -166,7 +166,9 @@ func TestChaos(t *testing.T) {
 	// The trickle goes through the proxy, into the faults, as the
 	// signaller's calls do.
 	pushes := watchPushes(ctx, t, rdb, ns)
-	trick := &trickler{c: sc, rng: rand.New(rand.NewPCG(seed, 1))}
+	trick := &trickler{c: sc, rng: rand.New(rand.NewPCG(seed, 1)), ready: func(ctx context.Context) (int64, error) {
+		return rdb.LLen(ctx, keys.Partition{NS: ns, Queue: trickleQueue}.Available(0)).Result()
+	}}
 	go func() {
 		defer close(produced)
 		var wg sync.WaitGroup

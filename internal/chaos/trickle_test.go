@@ -43,6 +43,10 @@ const trickleBase = 1_000_000
 // 2*trickleGap).
 const trickleGap = 30 * time.Millisecond
 
+// trickleWait bounds how long the trickler waits for the trickled jobs'
+// list to empty before it enqueues the next job all the same.
+const trickleWait = time.Second
+
 // trickleID is trickled job k's ID.
 func trickleID(k int) string { return fmt.Sprintf("t%d", k) }
 
@@ -53,6 +57,12 @@ func trickleID(k int) string { return fmt.Sprintf("t%d", k) }
 type trickler struct {
 	c   *flow.Client
 	rng *rand.Rand
+	// ready, when set, reads (directly, not through the proxy) how many
+	// trickled jobs wait in their list: a job is enqueued once none does,
+	// or after trickleWait, so that the workers run dry and leave offers
+	// however slowly they go (under -race, a trickled job can take longer
+	// than the gap, and the list never emptied: no offer, no push)
+	ready func(context.Context) (int64, error)
 
 	mu   sync.Mutex
 	ids  []string // acknowledged, job k at index k
@@ -62,6 +72,13 @@ type trickler struct {
 // run trickles until ctx ends; the job being sent then is settled first.
 func (tr *trickler) run(ctx context.Context) {
 	for k := 0; ctx.Err() == nil; k++ {
+		if tr.ready != nil {
+			for end := time.Now().Add(trickleWait); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+				if n, err := tr.ready(ctx); err == nil && n == 0 {
+					break
+				}
+			}
+		}
 		n := trickleBase + k
 		args := ledgerJob{N: n, Pad: padFor(n)}
 		var err error
