@@ -116,22 +116,14 @@ do
   end
   cc_prefetch(ckeys)
   -- an attempt whose lease has run out by store time is over, reaped or
-  -- not: its outcome is stale (the reaper ends it, as a crash). The run
-  -- index's head scored at or before NOW, up to 256 (usually none); when
-  -- more lapsed (the reaper is behind), this call's jobs' own scores
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
-  if #head == 256 then
+  -- not: its outcome is stale (the reaper ends it, as a crash)
+  local lapsed = lapsed_among(function()
     local ids = {}
     for i, e in ipairs(entries) do ids[i] = e.id end
-    local ends = {}
-    for c = 1, #ids, 1000 do -- unpack takes a few thousand at most
-      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(ids, c, math.min(c + 999, #ids)))) do ends[c + k - 1] = v end
-    end
-    for i, e in ipairs(entries) do e.lapsed = (tonumber(ends[i]) or NOW + 1) <= NOW end
-  elseif #head > 0 then
-    local set = {}
-    for _, id in ipairs(head) do set[id] = true end
-    for _, e in ipairs(entries) do e.lapsed = set[e.id] end
+    return ids
+  end)
+  if next(lapsed) then
+    for _, e in ipairs(entries) do e.lapsed = lapsed[e.id] end
   end
 end
 

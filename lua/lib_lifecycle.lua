@@ -74,15 +74,33 @@ local function delete_job(id, plain, state)
   redis.call('DEL', job_key(id), body_key(id), err_key(id), steps_key(id), kids_key(id), kidcount_key(id))
 end
 
+-- lapsed_among is the set of the jobs whose lease has run out by store
+-- time, of those ids() lists (a function: the list is made only when
+-- needed): the run index's head scored at or before NOW, up to 256 (usually
+-- none), read with one ZRANGEBYSCORE near the index's head, cheap where a
+-- ZMSCORE of every job scans a small index once per job; when more lapsed
+-- (the reaper is behind), the listed jobs' own scores. A call that checks
+-- attempts (ack, step, progress) reads it once.
+local function lapsed_among(ids)
+  local lapsed = {}
+  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
+  for _, id in ipairs(head) do lapsed[id] = true end
+  if #head == 256 then
+    local list, ends = ids(), {}
+    for c = 1, #list, 1000 do -- unpack takes a few thousand at most
+      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(list, c, math.min(c + 999, #list)))) do ends[c + k - 1] = v end
+    end
+    for k, id in ipairs(list) do lapsed[id] = (tonumber(ends[k]) or NOW + 1) <= NOW end
+  end
+  return lapsed
+end
+
 -- holds reports whether the job is running under exactly this lease ID and
 -- fence (lease_matches: h holds its state, lease ID and fence, as holds reads them),
--- and its lease has not run out by store time (lapsed: the job is
--- among the run index's members scored at or before NOW, which the caller
--- reads once per call with ZRANGEBYSCORE: near the index's head, so cheap
--- where a ZMSCORE of every job scanned a small index once per job): the
--- identity check every write of an attempt starts with. A worker that
--- stalled past its lease writes nothing, even before a reaper ended its
--- attempt.
+-- and its lease has not run out by store time (lapsed: lapsed_among lists
+-- it): the identity check every write of an attempt starts with. A worker
+-- that stalled past its lease writes nothing, even before a reaper ended
+-- its attempt.
 local function lease_matches(h, lease, fence, lapsed)
   return state_of(h[1]) == 'running' and h[2] == lease and h[3] == fence and not lapsed
 end

@@ -14,22 +14,11 @@ local n = tonumber(ARGV[9])
 local out = {}
 -- the fields written per report, looked up once
 local fp, fs, ft, ff = F.track_percent, F.track_state, F.track_at, F.track_fence
--- lapsed: the jobs whose lease ran out by store time (holds), as step.lua
--- reads them
-local lapsed = {}
-do
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
-  for _, id in ipairs(head) do lapsed[id] = true end
-  if #head == 256 then
-    local ids = {}
-    for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 5] end
-    local ends = {}
-    for c = 1, #ids, 1000 do -- unpack takes a few thousand at most
-      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(ids, c, math.min(c + 999, #ids)))) do ends[c + k - 1] = v end
-    end
-    for k, id in ipairs(ids) do lapsed[id] = (tonumber(ends[k]) or NOW + 1) <= NOW end
-  end
-end
+local lapsed = lapsed_among(function()
+  local ids = {}
+  for i = 0, n - 1 do ids[i + 1] = ARGV[10 + i * 5] end
+  return ids
+end)
 for i = 0, n - 1 do
   local b = 10 + i * 5
   local jk = job_key(ARGV[b])

@@ -46,23 +46,11 @@ local b = 11 -- the next checkpoint's effects in ARGV
 -- most checkpoints have no effects and answer 'ok', 0: one table each
 -- serves them all
 local NO_FX, OK0 = {}, { STATUS.ok, 0 }
--- lapsed: the jobs whose lease ran out by store time (holds). The run
--- index's head scored at or before NOW, up to 256 (usually none); when
--- more lapsed (the reaper is behind), this call's jobs' own scores.
-local lapsed = {}
-do
-  local head = redis.call('ZRANGEBYSCORE', K_RUN, '-inf', NOW_S, 'LIMIT', '0', '256')
-  for _, id in ipairs(head) do lapsed[id] = true end
-  if #head == 256 then
-    local ids = {}
-    for i = 1, 6 * n, 6 do ids[#ids + 1] = A[i] end
-    local ends = {}
-    for c = 1, #ids, 1000 do -- unpack takes a few thousand at most
-      for k, v in ipairs(redis.call('ZMSCORE', K_RUN, unpack(ids, c, math.min(c + 999, #ids)))) do ends[c + k - 1] = v end
-    end
-    for k, id in ipairs(ids) do lapsed[id] = (tonumber(ends[k]) or NOW + 1) <= NOW end
-  end
-end
+local lapsed = lapsed_among(function()
+  local ids = {}
+  for i = 1, 6 * n, 6 do ids[#ids + 1] = A[i] end
+  return ids
+end)
 for i = 1, 6 * n, 6 do
   local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
   local take

@@ -75,8 +75,9 @@ func TestWritesPastLeaseExpiryRefused(t *testing.T) {
 
 // TestLapsedCheckWithTheReaperBehind: the writes' lease check reads the
 // run index's lapsed head up to a bound; with more lapsed leases than
-// that (no reaper has run), a stalled attempt's ack is still refused and
-// a healthy one's still applies.
+// that (no reaper has run), a stalled attempt's step commit, progress
+// report and ack are still refused and a healthy one's still apply (the
+// three scripts share lapsed_among).
 func TestLapsedCheckWithTheReaperBehind(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -96,6 +97,16 @@ func TestLapsedCheckWithTheReaperBehind(t *testing.T) {
 			fresh := f.claimOne("healthy")
 			if fresh.Local != "fresh" {
 				t.Fatalf("claimed %s", fresh.Local)
+			}
+			for _, j := range []*store.Job{stalled[299], fresh} {
+				_, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: j.Local + ":s"})
+				if stale := j != fresh; errors.Is(err, store.ErrStale) != stale || (!stale && err != nil) {
+					t.Errorf("%s's step commit: %v, want stale %v", j.Local, err, stale)
+				}
+				ok, err := f.st.Progress(f.ctx, f.p, []store.ProgressReport{{Lease: lease(j), Percent: 50}})
+				if err != nil || ok[0] != (j == fresh) {
+					t.Errorf("%s's progress: %v %v, want written %v", j.Local, ok, err, j == fresh)
+				}
 			}
 			if r := f.ack(stalled[299], store.Ack{Code: store.CodeOK}); !errors.Is(r.Err, store.ErrStale) {
 				t.Errorf("a stalled attempt's ack: %+v, want ErrStale", r)
