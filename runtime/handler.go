@@ -50,23 +50,24 @@ func (w *Worker) known(kind string) bool {
 	return ok
 }
 
-// checkKindOptions refuses, when Run starts, a KindLease or KindTimeout
-// entry for a kind no handler serves: a misspelt kind, or a handler
-// registered only later, would leave the entry applied to no job and the
-// kind's jobs on the default lease or timeout, without a word.
-func (w *Worker) checkKindOptions() error {
+// warnKindOptions logs, when Run starts, each KindLease or KindTimeout
+// entry for a kind no handler serves: a misspelt kind leaves that kind's
+// jobs on the default lease or timeout, which nothing else would say. A
+// warning, not a refusal: a fleet may share one Options among workers
+// that each serve some of the kinds, and a registry may still be filled
+// while the worker runs.
+func (w *Worker) warnKindOptions() {
 	for _, o := range []struct {
 		name  string
 		kinds map[string]time.Duration
 	}{{"KindLease", w.opts.KindLease}, {"KindTimeout", w.opts.KindTimeout}} {
 		for _, kind := range slices.Sorted(maps.Keys(o.kinds)) {
 			if !w.known(kind) {
-				return fmt.Errorf("%w: %s[%q]: no handler serves kind %q (register its handler before Run)",
-					ErrInvalidOptions, o.name, kind, kind)
+				w.log.Warn("an option names a kind this worker has no handler for: it applies to no job here until one is registered",
+					"option", o.name, "kind", kind)
 			}
 		}
 	}
-	return nil
 }
 
 // RetryPolicy is implemented by a Handler that chooses the delay before

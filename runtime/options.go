@@ -42,7 +42,7 @@ type Options struct {
 	// Default 30s; at least 1ms (leases are stored in milliseconds).
 	Lease time.Duration
 	// KindLease overrides Lease for some job kinds; each at least 1ms.
-	// Run refuses (ErrInvalidOptions) a kind it has no handler for.
+	// Run logs a warning for a kind it has no handler for.
 	KindLease map[string]time.Duration
 	// RenewInterval is how often all leases are renewed (one round trip per
 	// partition, and a heartbeat write). Default a third of the shortest
@@ -51,8 +51,8 @@ type Options struct {
 	RenewInterval time.Duration
 	// Timeout bounds one attempt when the job sets none. Default: none.
 	Timeout time.Duration
-	// KindTimeout overrides Timeout for some job kinds. Run refuses
-	// (ErrInvalidOptions) a kind it has no handler for.
+	// KindTimeout overrides Timeout for some job kinds. Run logs a
+	// warning for a kind it has no handler for.
 	KindTimeout map[string]time.Duration
 	// ShutdownWindow is how long in-flight jobs may finish after shutdown
 	// begins, their leases still renewed. Default 10s.

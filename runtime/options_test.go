@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
 	"testing"
@@ -102,37 +103,51 @@ func TestLeaseUnderAMillisecondRefused(t *testing.T) {
 	}
 }
 
-// TestKindOptionsNeedAHandler: Run refuses a KindLease or KindTimeout
-// entry for a kind the worker has no handler for (a misspelt kind would
-// leave that kind's jobs on the default lease or timeout, silently), and
-// names it; entries for registered kinds are accepted.
-func TestKindOptionsNeedAHandler(t *testing.T) {
+// TestKindOptionsWithoutAHandlerWarn: Run logs a warning for each
+// KindLease or KindTimeout entry naming a kind the worker has no handler
+// for (a misspelt kind would leave that kind's jobs on the default lease
+// or timeout, silently), naming the option and the kind, and runs all the
+// same; entries for registered kinds draw no warning.
+func TestKindOptionsWithoutAHandlerWarn(t *testing.T) {
 	t.Parallel()
 	reg := flow.NewRegistry()
 	if err := flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	stopped, cancel := context.WithCancel(context.Background())
-	cancel() // a Run that passes the check returns at once
+	cancel() // Run warns first, then returns at once
 	cases := map[string]struct {
 		o    runtime.Options
-		want string // in the error; "" for none
+		want []string // the warnings' option=... kind=... pairs
 	}{
-		"KindLease unknown":   {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute, "wrok": time.Minute}}, `KindLease["wrok"]`},
-		"KindTimeout unknown": {runtime.Options{KindTimeout: map[string]time.Duration{"slow": time.Second}}, `KindTimeout["slow"]`},
-		"both known":          {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute}, KindTimeout: map[string]time.Duration{"work": time.Second}}, ""},
+		"KindLease unknown":   {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute, "wrok": time.Minute}}, []string{"option=KindLease kind=wrok"}},
+		"KindTimeout unknown": {runtime.Options{KindTimeout: map[string]time.Duration{"slow": time.Second}}, []string{"option=KindTimeout kind=slow"}},
+		"both known":          {runtime.Options{KindLease: map[string]time.Duration{"work": time.Minute}, KindTimeout: map[string]time.Duration{"work": time.Second}}, nil},
 	}
 	for name, c := range cases {
+		var logs strings.Builder
+		c.o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		w, err := runtime.NewWorker(shared.Client(t), reg, c.o)
 		if err != nil {
 			t.Fatalf("%s: NewWorker: %v", name, err)
 		}
-		err = w.Run(stopped)
-		switch {
-		case c.want == "" && err != nil:
+		if err := w.Run(stopped); err != nil {
 			t.Errorf("%s: Run: %v, want nil", name, err)
-		case c.want != "" && (!errors.Is(err, runtime.ErrInvalidOptions) || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: Run: %v, want ErrInvalidOptions naming %s", name, err, c.want)
+		}
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+			if strings.Contains(line, "has no handler for") {
+				got = append(got, line[strings.Index(line, "option="):])
+			}
+		}
+		if len(got) != len(c.want) {
+			t.Errorf("%s: warnings %q, want %q", name, got, c.want)
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], c.want[i]) {
+				t.Errorf("%s: warning %q, want %q", name, got[i], c.want[i])
+			}
 		}
 	}
 }

@@ -135,9 +135,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer w.running.Store(false)
-	if err := w.checkKindOptions(); err != nil {
-		return err
-	}
+	w.warnKindOptions()
 	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run
 	bg := context.WithoutCancel(ctx)
 	if err := w.useLayouts(ctx); err != nil {
