@@ -78,6 +78,9 @@ func (tr *trickler) run(ctx context.Context) {
 					break
 				}
 			}
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		n := trickleBase + k
 		args := ledgerJob{N: n, Pad: padFor(n)}
