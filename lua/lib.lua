@@ -218,8 +218,12 @@ local PAUSED = PFX .. 'paused'
 -- before writing anything, rather than misread it.
 local MODEL_KEY = PFX .. 'dm'
 local function model_error()
-  local m = redis.call('GET', MODEL_KEY)
+  local m = redis.pcall('GET', MODEL_KEY)
   if not m or m == '1' then return nil end
+  if type(m) == 'table' then -- another type: no release wrote it
+    return redis.error_reply('ERR sluice: malformed data model key: ' .. MODEL_KEY ..
+      ' is of another type than a model number: nothing was done (a partition at model 1 has no such key)')
+  end
   return redis.error_reply('ERR sluice: newer data model: the partition ' .. PFX .. ' is at model ' .. m ..
     ', these scripts know model 1 only: upgrade this process')
 end

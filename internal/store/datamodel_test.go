@@ -33,40 +33,7 @@ func TestNewerDataModelRefused(t *testing.T) {
 
 			f.rdb.Set(f.ctx, f.p.DataModel(), store.DataModel+1, 0)
 			before := partitionKeys(t, f)
-			// in an order that works at this release's model: the ack last
-			calls := []struct {
-				name string
-				call func() error
-			}{
-				{"enqueue", func() error {
-					_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "c", Kind: "k"}})
-					return err
-				}},
-				{"claim", func() error {
-					_, err := f.st.Claim(f.ctx, f.p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "n2", PromoteLimit: 100})
-					return err
-				}},
-				{"checkpoint", func() error {
-					_, err := f.checkpoint(store.Checkpoint{Lease: running, Field: "s", Record: []byte("r"), Mode: store.ModeOnce})
-					return err
-				}},
-				{"renew", func() error {
-					_, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: running, Duration: time.Minute}})
-					return err
-				}},
-				{"cancel", func() error {
-					_, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "b"}, retainCancelled)
-					return err
-				}},
-				{"list", func() error {
-					_, err := f.st.List(f.ctx, f.p, "available", "", 10, 100, "")
-					return err
-				}},
-				{"ack", func() error {
-					_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: running, Code: store.CodeOK}})
-					return err
-				}},
-			}
+			calls := modelCalls(f, running)
 			for _, c := range calls {
 				if err := c.call(); !errors.Is(err, store.ErrNewerDataModel) || !strings.Contains(err.Error(), f.p.Prefix()) {
 					t.Errorf("%s at a newer model: %v, want ErrNewerDataModel naming the partition", c.name, err)
@@ -83,6 +50,84 @@ func TestNewerDataModelRefused(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDataModelKeyOfAnotherType: a partition whose data model key holds
+// another type than a model number (written by hand, not by a release)
+// refuses every call with ErrMalformed naming that key, scripts and reads
+// alike, and leaves the partition as it was (not Redis's bare WRONGTYPE,
+// which names no key); once the key is deleted, the same calls work.
+func TestDataModelKeyOfAnotherType(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"})
+			running := lease(f.claimOne("w"))
+			f.rdb.HSet(f.ctx, f.p.DataModel(), "model", "2")
+			before := partitionKeys(t, f)
+			calls := append(modelCalls(f, running), modelCall{"get", func() error {
+				_, _, err := f.st.Get(f.ctx, keys.Ref{Partition: f.p, Local: "a"})
+				return err
+			}})
+			for _, c := range calls {
+				if err := c.call(); !errors.Is(err, store.ErrMalformed) || !strings.Contains(err.Error(), f.p.DataModel()) {
+					t.Errorf("%s with a data model key of another type: %v, want ErrMalformed naming %s", c.name, err, f.p.DataModel())
+				}
+			}
+			if after := partitionKeys(t, f); !maps.Equal(before, after) {
+				t.Fatalf("calls refused for a malformed data model key changed the partition:\nbefore %v\nafter  %v", before, after)
+			}
+			f.rdb.Del(f.ctx, f.p.DataModel())
+			for _, c := range calls {
+				if err := c.call(); err != nil {
+					t.Errorf("%s once the key is deleted: %v", c.name, err)
+				}
+			}
+		})
+	}
+}
+
+// modelCall is a call of the store on a partition, by name.
+type modelCall struct {
+	name string
+	call func() error
+}
+
+// modelCalls are the store's calls on f's partition that read its data
+// model first (running is a lease held there), in an order that works at
+// this release's model: the ack last.
+func modelCalls(f *fixture, running store.Lease) []modelCall {
+	return []modelCall{
+		{"enqueue", func() error {
+			_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "c", Kind: "k"}})
+			return err
+		}},
+		{"claim", func() error {
+			_, err := f.st.Claim(f.ctx, f.p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "n2", PromoteLimit: 100})
+			return err
+		}},
+		{"checkpoint", func() error {
+			_, err := f.checkpoint(store.Checkpoint{Lease: running, Field: "s", Record: []byte("r"), Mode: store.ModeOnce})
+			return err
+		}},
+		{"renew", func() error {
+			_, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: running, Duration: time.Minute}})
+			return err
+		}},
+		{"cancel", func() error {
+			_, err := f.st.Cancel(f.ctx, keys.Ref{Partition: f.p, Local: "b"}, retainCancelled)
+			return err
+		}},
+		{"list", func() error {
+			_, err := f.st.List(f.ctx, f.p, "available", "", 10, 100, "")
+			return err
+		}},
+		{"ack", func() error {
+			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: running, Code: store.CodeOK}})
+			return err
+		}},
 	}
 }
 

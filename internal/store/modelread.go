@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,6 +53,9 @@ func (m *models) of(part keys.Partition) error {
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil
+	case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
+		return fmt.Errorf("%w: %s: %s is of another type than a model number (a partition at model 1 has no such key)",
+			ErrMalformed, malformedModel, part.DataModel())
 	case err != nil:
 		return readError(err)
 	case v == modelText:
