@@ -406,7 +406,9 @@ func (r *modelRun) opClaim() {
 	avail := post.inState("available")
 	expiry := r.now() + msOf(modelLease)
 	lists := r.describeLists(post) // for a failure's message
-	req := store.ClaimRequest{N: n, Lease: modelLease, Worker: worker, Nonce: nonce, PromoteLimit: 100, NoSuspect: noSuspect}
+	// named by its nonce, as a worker names it: the same request sent
+	// again (opResend) is answered from its record
+	req := store.ClaimRequest{N: n, Lease: modelLease, Worker: worker, Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: noSuspect}
 	r.offer(&req)
 	res, err := r.st.Claim(r.ctx, r.p, req)
 	if err != nil {
@@ -489,6 +491,12 @@ func (r *modelRun) opClaim() {
 		lowest = min(lowest, j.prio)
 		j.state, j.lease, j.fence, j.score, j.worker, j.started = "running", cj.LeaseID, cj.Fence, expiry, worker, r.now()
 		r.addLease(store.Lease{Local: j.id, LeaseID: j.lease, Fence: j.fence})
+	}
+	if len(res.Jobs) > 0 { // a claim that leased nothing may keep no record
+		r.lastClaim = &claimCall{req: req, sent: time.Now()}
+		for _, cj := range res.Jobs {
+			r.lastClaim.leased = append(r.lastClaim.leased, store.Lease{Local: cj.Local, LeaseID: cj.LeaseID, Fence: cj.Fence})
+		}
 	}
 	// Higher priorities first: what it left above the lowest priority it
 	// took can only be suspects it may not take.

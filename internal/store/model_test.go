@@ -264,18 +264,19 @@ type modelRun struct {
 	foreignKeys     []string
 	listKey         string
 
-	epoch    time.Time
-	total    int // steps of the whole run (all segments)
-	step     int
-	nextGen  int
-	nextSeq  int
-	log      []string
-	leases   []store.Lease // leases handed out, newest last (stale acks pick from them)
-	lastAck  *ackCall
-	lastCkpt *ckptCall
-	counts   map[string]int
-	offerCh  string // the channel the claims offer on (model_offer_test.go)
-	offering bool   // every claim offers (opOffered)
+	epoch     time.Time
+	total     int // steps of the whole run (all segments)
+	step      int
+	nextGen   int
+	nextSeq   int
+	log       []string
+	leases    []store.Lease // leases handed out, newest last (stale acks pick from them)
+	lastAck   *ackCall
+	lastCkpt  *ckptCall
+	lastClaim *claimCall
+	counts    map[string]int
+	offerCh   string // the channel the claims offer on (model_offer_test.go)
+	offering  bool   // every claim offers (opOffered)
 }
 
 func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {

@@ -438,6 +438,10 @@ func (r *modelRun) sendCheckpoints(call *ckptCall, what string) {
 // inputs, as Sluice's own retry does; now and then late, after its call
 // record expired (deleted here, as CallKeep passing would).
 func (r *modelRun) opResend() {
+	if c := r.lastClaim; c != nil && time.Since(c.sent) < store.CallKeep/2 && r.chance(1, 3) {
+		r.resendClaim(c)
+		return
+	}
 	ack := r.lastAck != nil && (r.lastCkpt == nil || r.chance(1, 2))
 	if !ack && r.lastCkpt == nil {
 		r.logf("resend: nothing sent yet")
@@ -453,6 +457,41 @@ func (r *modelRun) opResend() {
 		r.sendAck(r.lastAck, what+"ack")
 	} else {
 		r.sendCheckpoints(r.lastCkpt, what+"checkpoint")
+	}
+}
+
+// claimCall is a claim that leased jobs, kept to be sent again: its
+// request (named by its ID), the leases it answered, in order, and when
+// it was sent by the wall clock (its record outlives it by CallKeep).
+type claimCall struct {
+	req    store.ClaimRequest
+	leased []store.Lease
+	sent   time.Time
+}
+
+// resendClaim sends claim c again, as a worker does after an error that
+// may have lost its reply, maybe much later by the store's clock (ticks
+// come between): it is answered from its record, changing nothing, the
+// leases it made that still hold their jobs by store time, in the order
+// it made them. One that has run out is the reaper's, reaped or not.
+func (r *modelRun) resendClaim(c *claimCall) {
+	var want []string
+	for _, l := range c.leased {
+		if r.m.current(l, r.now()) {
+			want = append(want, l.Local+"="+l.LeaseID)
+		}
+	}
+	res, err := r.st.Claim(r.ctx, r.p, c.req)
+	var got []string
+	for _, cj := range res.Jobs {
+		got = append(got, cj.Local+"="+cj.LeaseID)
+	}
+	r.logf("re-sent claim (nonce %s, %d leases) -> %v %v (want %v)", c.req.Nonce, len(c.leased), got, err, want)
+	if err != nil { // a replay writes nothing: the model stands either way
+		return
+	}
+	if !slices.Equal(got, want) {
+		r.fail("re-sent claim answered %v, want the leases still held: %v", got, want)
 	}
 }
 
@@ -473,6 +512,7 @@ func (r *modelRun) forgetCalls() {
 		}
 	}
 	r.m.calls = map[string][]string{}
+	r.lastClaim = nil // sent again, it would claim anew
 	r.logf("call records deleted (%d)", len(recs))
 }
 
