@@ -62,6 +62,42 @@ local N = 'a'..C.two
 	}
 }
 
+// TestPerPartition: of the per-call definitions, those built from the
+// partition's prefix (PFX) and its declared keys alone, directly or
+// through others of them, are computed per partition; anything that
+// reads more of the call, calls a function, or is assigned later is not.
+func TestPerPartition(t *testing.T) {
+	lib := `local PFX, CHAN = ARGV[2], ARGV[3]
+local K_A, K_B = unpack(partition_keys(KEYS, PFX), 1, 2)
+local P = PFX .. 'p'
+local Q = P .. ':' .. K_B
+local R = PFX .. CHAN
+local S = PFX .. 'x' .. ARGV[5]
+local T = string.upper(PFX)
+local U = PFX .. 'u'
+local W = PFX .. 'w'
+local function set() U = 'v' end
+local X = W .. tostring(1)
+local Y = KEYS[1] .. 'y'
+`
+	units, _ := parseUnits(lib)
+	per := perCall(units, lib)
+	part := perPartition(units, per, lib)
+	var got []string
+	for k, u := range units {
+		if part[k] {
+			if !per[k] {
+				t.Errorf("%v: per partition but not per call", u.names)
+			}
+			got = append(got, u.names...)
+		}
+	}
+	want := []string{"K_A", "K_B", "P", "Q", "W"}
+	if !slices.Equal(got, want) {
+		t.Errorf("per partition: %v, want %v", got, want)
+	}
+}
+
 // TestLibraryShape: a library declares its per-call variables where the
 // prelude defined them (making its empty tables there), assigns them in
 // begin_call in their order (an empty table only when the call before
@@ -80,7 +116,14 @@ func TestLibraryShape(t *testing.T) {
 	if strings.Contains(lib, "local NOW = ") || !strings.Contains(lib, "\nlocal NOW\n") || !strings.Contains(lib, "  NOW = now_ms()") {
 		t.Error("NOW is not declared at load and assigned per call")
 	}
-	if strings.Index(lib, "  K_SCHED, K_RUN, K_DONE, K_DEAD =") > strings.Index(lib, "  NOW = now_ms()") {
+	// the partition's names: computed when the call's partition is not
+	// the one before's, right after PFX, before the rest of begin_call
+	names := strings.Index(lib, "\n  if NAMES_FOR ~= PFX then\n    NAMES_FOR = PFX\n    K_SCHED, K_RUN, K_DONE, K_DEAD, K_QUAR, K_CANC, K_STATS, K_IDLE =")
+	if names < 0 || !strings.Contains(lib, "\nlocal NAMES_FOR\n") || !strings.Contains(lib, "\n    MODEL_KEY = PFX .. 'dm'\n") {
+		t.Error("the partition's key names are not computed per partition")
+	}
+	if pfx := strings.Index(lib, "  PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]\n"); pfx < 0 || pfx > names ||
+		names > strings.Index(lib, "  NOW = now_ms()") {
 		t.Error("per-call assignments out of the prelude's order")
 	}
 	if !strings.Contains(lib, "\nlocal DELTA, ZADDS, ZREMS = {}, {}, {}") || !strings.Contains(lib, "  if next(ZADDS) ~= nil then ZADDS = {} end\n") {

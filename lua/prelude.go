@@ -106,12 +106,13 @@ func preludeFor(lib, script string) string {
 }
 
 // prelude is lib.lua parsed: its units, the unit defining each name, and
-// which units are evaluated per call when it runs as a function library
-// (function.go).
+// which units are evaluated per call when it runs as a function library,
+// and of those which only when the call's partition changes (function.go).
 type prelude struct {
 	units   []unit
 	defined map[string]int
 	per     []bool
+	part    []bool
 }
 
 // parsed is the whole prelude parsed once, with every script's text (for
@@ -125,7 +126,8 @@ var parsed = sync.OnceValue(func() *prelude {
 	for _, b := range Files() {
 		all.WriteString(b)
 	}
-	return &prelude{units: units, defined: defined, per: perCall(units, all.String())}
+	per := perCall(units, all.String())
+	return &prelude{units: units, defined: defined, per: per, part: perPartition(units, per, all.String())}
 })
 
 // need marks the units script uses, directly or through other units.
