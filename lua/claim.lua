@@ -96,7 +96,7 @@
 -- to the time it first sent the call, which that run is the closer to (a
 -- delay from the re-send's NOW would be short by the re-send's lag).
 do local refused = model_error() if refused then return refused end end
-local record = redis.call('GET', call_key())
+local record = redis.call('GET', CALL_KEY)
 if record then
   record = unpack_record(record)
   local jobs = {}

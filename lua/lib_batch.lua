@@ -111,6 +111,7 @@ local function push_later(key, id)
   l[#l + 1] = id
 end
 local function flush_pushes()
+  if next(PUSHES) == nil then return end
   for k, l in pairs(PUSHES) do
     for i = 1, #l, 1000 do
       call_aside('RPUSH', k, true, unpack(l, i, math.min(i + 999, #l)))
@@ -173,8 +174,10 @@ end
 local function flush()
   flush_tput()
   flush_pushes()
-  for p in pairs(PM_PUSHED) do call_aside('SETBIT', PM_KEY, nil, string.char(48 + p), '1') end
-  PM_PUSHED = {}
+  if next(PM_PUSHED) ~= nil then
+    for p in pairs(PM_PUSHED) do call_aside('SETBIT', PM_KEY, nil, string.char(48 + p), '1') end
+    PM_PUSHED = {}
+  end
   for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1, true) end
   for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2, true) end
   for state, d in pairs(DELTA) do
@@ -182,29 +185,33 @@ local function flush()
       call_aside('HINCRBY', K_STATS, nil, state, d)
     end
   end
-  local set, del = {}, {}
-  for key, n in pairs(CC) do
-    if n > 0 then
-      set[#set + 1] = key
-      set[#set + 1] = n
-    else
-      del[#del + 1] = key
+  if next(CC) ~= nil then
+    local set, del = {}, {}
+    for key, n in pairs(CC) do
+      if n > 0 then
+        set[#set + 1] = key
+        set[#set + 1] = n
+      else
+        del[#del + 1] = key
+      end
     end
+    if #set > 0 then call_chunked('HSET', K_CC, set, 2, true) end
+    if #del > 0 then call_chunked('HDEL', K_CC, del, 1, true) end
   end
-  if #set > 0 then call_chunked('HSET', K_CC, set, 2, true) end
-  if #del > 0 then call_chunked('HDEL', K_CC, del, 1, true) end
-  set, del = {}, {}
-  for key in pairs(WAIT_DIRTY) do
-    local n = WAIT[key]
-    if n > 0 then
-      set[#set + 1] = key
-      set[#set + 1] = n
-    else
-      del[#del + 1] = key
+  if next(WAIT_DIRTY) ~= nil then
+    local set, del = {}, {}
+    for key in pairs(WAIT_DIRTY) do
+      local n = WAIT[key]
+      if n > 0 then
+        set[#set + 1] = key
+        set[#set + 1] = n
+      else
+        del[#del + 1] = key
+      end
     end
+    if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2, true) end
+    if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1, true) end
   end
-  if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2, true) end
-  if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1, true) end
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)

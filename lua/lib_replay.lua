@@ -20,7 +20,8 @@ local CALL_ID = ARGV[#ARGV]
 -- (kept a string, for SET's PX: Lua's tonumber, strtod, and a pattern not
 -- anchored at the start cost a one-job call about 2%)
 local CALL_KEEP = string.match(CALL_ID, '^[^~]*~(%d+)$') or '60000'
-local function call_key() return PFX .. 'rc:' .. CALL_ID end
+-- CALL_KEY holds the call's record
+local CALL_KEY = PFX .. 'rc:' .. CALL_ID
 
 -- A record is the reply packed by cmsgpack (pack_record), which a
 -- redis-server always has: in C, it packs the record of an ack of 50
@@ -79,13 +80,13 @@ end
 -- replayed is the reply this call's first run recorded, or nil when this
 -- is its first run.
 local function replayed()
-  local v = redis.call('GET', call_key())
+  local v = redis.call('GET', CALL_KEY)
   if not v then return nil end
   return unpack_record(v)
 end
 
 -- remember records reply as this call's answer and returns it.
 local function remember(reply)
-  redis.call('SET', call_key(), pack_record(reply), 'PX', CALL_KEEP)
+  redis.call('SET', CALL_KEY, pack_record(reply), 'PX', CALL_KEEP)
   return reply
 end

@@ -321,7 +321,7 @@ func TestScheduleTakesNoPartition(t *testing.T) {
 		got = append(got, n)
 	}
 	slices.Sort(got)
-	want := []string{"CALL_ID", "CALL_KEEP", "CHAN", "MSGPACK", "NOW", "PART", "PFX", "STATUS", "call_key",
+	want := []string{"CALL_ID", "CALL_KEEP", "CALL_KEY", "CHAN", "MSGPACK", "NOW", "PART", "PFX", "STATUS",
 		"decode_reply", "encode_reply", "now_ms", "pack_record", "remember", "replayed", "unpack_record"}
 	if !slices.Equal(got, want) {
 		t.Errorf("schedule.lua takes %v of the prelude, want %v", got, want)
