@@ -286,6 +286,11 @@ func libraryOf(units []unit, need, per, part []bool, head, body string) string {
 		b.WriteString("local NAMES_FOR\n")
 	}
 	b.WriteString("local function begin_call(keys, args)\n  KEYS, ARGV = keys, args\n")
+	if strings.Contains(begin.String(), "if next(") {
+		// one global lookup for the empty-table checks, not one each:
+		// 2,200 of a one-job enqueue's 148,500 instructions
+		b.WriteString("  local next = next\n")
+	}
 	b.WriteString(strings.Replace(begin.String(), namesMark, names.String()+"  end\n", 1))
 	b.WriteString("end\n")
 	b.WriteString("redis.register_function('" + fnName + "', function(keys, args)\nbegin_call(keys, args)\n")
