@@ -44,18 +44,13 @@ local function offer_open()
     local v = redis.pcall('GET', K_IDLE)
     if not v then ABSENT = true end -- none: no wake-up asked for
     if type(v) ~= 'string' or v == '1' then return false end -- or another type
-    local t, pos = {}, 1
-    while #t < 7 do
-      local s, e = string.find(v, ' ', pos, true)
-      if not s then return false end
-      t[#t + 1] = string.sub(v, pos, s - 1)
-      pos = e + 1
-    end
-    for i = 1, 7 do
-      -- digits only: the worker reads made back (tonumber would take 1e13
-      -- or 0x10, corrupt data)
-      if i ~= 5 and i ~= 6 and not string.find(t[i], '^%d+$') then return false end
-    end
+    -- the seven fields before the kinds, each up to a space: the numbers
+    -- digits only (the worker reads made back; tonumber would take 1e13
+    -- or 0x10, corrupt data), nonce and channel anything else; one match
+    -- costs an enqueue that pushes less than splitting them one by one
+    local t = { string.match(v, '^(%d+) (%d+) (%d+) (%d+) ([^ ]*) ([^ ]*) (%d+) ()') }
+    if not t[1] then return false end
+    local pos = t[8]
     local till, k, lease, m = count_of(t[1]), count_of(t[2]), count_of(t[4]), count_of(t[7])
     if not (till and k and lease and m) or till <= NOW or k < 1 or lease < 1 then return false end
     local kinds = {}

@@ -277,6 +277,7 @@ func TestOfferCorruptFlag(t *testing.T) {
 		for _, v := range []string{"99999999999999 2 1 30000 n1", "x y z 1 n1 ch 0 w", "99999999999999 2 1 30000 n1 ch 1 long w",
 			"99999999999999 2 1 30000 n1 ch 0 ", "99999999999999 -1 1 30000 n1 ch 0 w", "99999999999999 2 1 0 n1 ch 0 w",
 			"1e14 2 1 30000 n1 ch 0 w", "99999999999999 2 0x1 30000 n1 ch 0 w",
+			"99999999999999  2 1 30000 n1 ch 0 w", "99999999999999 2 1 30000\tn1 ch 0 w",
 			"99999999999999 2 1 30000 n1 elsewhere:push:x 0 w"} { // the last, a channel of another namespace
 			t.Run(b.name, func(t *testing.T) {
 				o := newOffered(t, b)
