@@ -23,12 +23,17 @@ local PM_PUSHED = {}
 local function mark_priority(p)
   if p > 0 then PM_PUSHED[p] = true end
 end
--- may_hold says whether list p may hold jobs, given the mask pm (GET)
--- and the pushes of this call.
-local function may_hold(pm, p)
+-- may_hold says whether list p may hold jobs, given its byte of the mask
+-- (GET; nil past the end of a short one: none) and the pushes of this
+-- call. PM_BIT[p] is list p's bit in that byte (SETBIT's order: the
+-- first byte holds lists 1 to 7, the second 8 and 9), spelled out: a
+-- power and two floors per list cost a claim, which tests nine lists,
+-- about as much as its one job's pop.
+local PM_BIT = { 64, 32, 16, 8, 4, 2, 1, 128, 64 }
+local function may_hold(byte, p)
   if PM_PUSHED[p] then return true end
-  local byte = string.byte(pm, math.floor(p / 8) + 1) or 0
-  return math.floor(byte / 2 ^ (7 - p % 8)) % 2 == 1
+  local bit = PM_BIT[p]
+  return (byte or 0) % (bit + bit) >= bit
 end
 
 -- count moves one job between per-state counters (from or to may be nil).
