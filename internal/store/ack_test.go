@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -199,6 +200,36 @@ func TestAckSameAttemptTwiceInOneCall(t *testing.T) {
 			}
 			if j, _ := f.get("y"); j.Attempt != 1 {
 				t.Fatalf("the failed job's attempt is %d, want 1", j.Attempt)
+			}
+		})
+	}
+}
+
+// TestAckUnknownCode: an outcome whose code no release knows fails the
+// call before anything is written, the outcomes before it in the call
+// included: every job is still running under its lease.
+func TestAckUnknownCode(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"}, store.NewJob{Local: "z"})
+			held := f.claimLeases(3, "w")
+			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{
+				{Lease: held["x"], Code: store.CodeOK},
+				{Lease: held["y"], Code: store.CodeRetry, Delay: time.Minute, Message: "boom", Reason: "error"},
+				{Lease: held["z"], Code: store.Code("vanish")},
+			})
+			if err == nil || !strings.Contains(err.Error(), "unknown ack code vanish") {
+				t.Fatalf("ack with an unknown code: %v, want the code refused", err)
+			}
+			for _, id := range []string{"x", "y", "z"} {
+				if j, _ := f.get(id); j.State != "running" || j.Attempt != 0 {
+					t.Errorf("%s: %s, attempt %d after a refused call; want running, attempt 0", id, j.State, j.Attempt)
+				}
+			}
+			if s := f.stats(); s["running"] != 3 {
+				t.Errorf("state counts %v, want running 3", s)
 			}
 		})
 	}
