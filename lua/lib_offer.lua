@@ -28,6 +28,10 @@
 -- flag stays set after a push, its k one less, so the next enqueue may
 -- push too; at k = 0 it is the bare flag again.
 
+-- OFFER_HEAD bounds the part of the flag offer_open matches its pattern
+-- against (bytes).
+local OFFER_HEAD = 65536
+
 -- offer_open says whether this call holds an offer with jobs left to
 -- take, reading it from the flag at its first use (OFFER, lib_batch.lua).
 -- The flag's value is no offer when spent, out of time, or not one
@@ -48,7 +52,11 @@ local function offer_open()
     -- digits only (the worker reads made back; tonumber would take 1e13
     -- or 0x10, corrupt data), nonce and channel anything else; one match
     -- costs an enqueue that pushes less than splitting them one by one
-    local t = { string.match(v, '^(%d+) (%d+) (%d+) (%d+) ([^ ]*) ([^ ]*) (%d+) ()') }
+    -- (in the flag's first OFFER_HEAD bytes, where Sluice's seven fields
+    -- always are: miniredis's matcher recurses per character, and a
+    -- flag of megabytes, corrupt data, would overflow its stack)
+    local lead = #v > OFFER_HEAD and string.sub(v, 1, OFFER_HEAD) or v
+    local t = { string.match(lead, '^(%d+) (%d+) (%d+) (%d+) ([^ ]*) ([^ ]*) (%d+) ()') }
     if not t[1] then return false end
     local pos = t[8]
     local till, k, lease, m = count_of(t[1]), count_of(t[2]), count_of(t[4]), count_of(t[7])

@@ -278,6 +278,9 @@ func TestOfferCorruptFlag(t *testing.T) {
 			"99999999999999 2 1 30000 n1 ch 0 ", "99999999999999 -1 1 30000 n1 ch 0 w", "99999999999999 2 1 0 n1 ch 0 w",
 			"1e14 2 1 30000 n1 ch 0 w", "99999999999999 2 0x1 30000 n1 ch 0 w",
 			"99999999999999  2 1 30000 n1 ch 0 w", "99999999999999 2 1 30000\tn1 ch 0 w",
+			// a nonce of 8 MiB: miniredis's pattern matcher recurses per
+			// character, and matching all of it overflowed its stack
+			"99999999999999 2 1 30000 " + strings.Repeat("n", 8<<20) + " ch 0 w",
 			"99999999999999 2 1 30000 n1 elsewhere:push:x 0 w"} { // the last, a channel of another namespace
 			t.Run(b.name, func(t *testing.T) {
 				o := newOffered(t, b)
@@ -286,10 +289,10 @@ func TestOfferCorruptFlag(t *testing.T) {
 				}
 				o.enqueue(plain("a"))
 				if got := o.pushes(); len(got) != 0 {
-					t.Fatalf("flag %q pushed %+v", v, got)
+					t.Fatalf("flag %.80q pushed %+v", v, got)
 				}
 				if ids := o.availableOrder(0); len(ids) != 1 || o.idleFlag() != "" {
-					t.Fatalf("flag %q: available %v, flag after %q", v, ids, o.idleFlag())
+					t.Fatalf("flag %.80q: available %v, flag after %.80q", v, ids, o.idleFlag())
 				}
 			})
 		}
