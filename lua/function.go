@@ -237,11 +237,6 @@ var multiAssign = regexp.MustCompile(`^\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)
 // known: the SHA-1 of the text with fnName in it (newScript).
 const fnName = "FUNCTION_NAME"
 
-// namesMark stands in begin_call for the per-partition names (part) until
-// they are all known: they are computed together, where the first of
-// them was, once PFX is set (they read nothing else of the call).
-const namesMark = "\x00names\x00"
-
 // libraryOf builds the function library of a script: the units the
 // script uses (need) of the prelude (units, with per from perCall and
 // part from perPartition), head
@@ -262,11 +257,13 @@ func libraryOf(units []unit, need, per, part []bool, head, body string) string {
 		}
 		decl, init, _ := splitDecl(u.text)
 		if part[k] {
+			// computed together, where the first of them was, once PFX is
+			// set (they read nothing else of the call)
 			if names.Len() == 0 {
-				begin.WriteString("  if NAMES_FOR ~= PFX then\n    NAMES_FOR = PFX\n" + namesMark)
+				begin.WriteString("  if NAMES_FOR ~= PFX then name_partition() end\n")
 			}
 			b.WriteString(decl + "\n")
-			names.WriteString("    " + strings.Join(u.names, ", ") + " =" + init + "\n")
+			names.WriteString("  " + strings.Join(u.names, ", ") + " =" + init + "\n")
 			continue
 		}
 		if emptyTables(init, len(u.names)) {
@@ -282,8 +279,11 @@ func libraryOf(units []unit, need, per, part []bool, head, body string) string {
 		begin.WriteString("  " + strings.Join(u.names, ", ") + " =" + init + "\n")
 	}
 	if names.Len() > 0 {
-		// NAMES_FOR is the partition prefix of the names computed last
-		b.WriteString("local NAMES_FOR\n")
+		// NAMES_FOR is the partition prefix of the names computed last. A
+		// function of their own keeps them off begin_call's upvalues, of
+		// which Redis's Lua allows 60 to a function (ack's and claim's
+		// begin_call came to 57 with them).
+		b.WriteString("local NAMES_FOR\nlocal function name_partition()\n" + names.String() + "  NAMES_FOR = PFX\nend\n")
 	}
 	b.WriteString("local function begin_call(keys, args)\n  KEYS, ARGV = keys, args\n")
 	if strings.Contains(begin.String(), "if next(") {
@@ -291,7 +291,7 @@ func libraryOf(units []unit, need, per, part []bool, head, body string) string {
 		// 2,200 of a one-job enqueue's 148,500 instructions
 		b.WriteString("  local next = next\n")
 	}
-	b.WriteString(strings.Replace(begin.String(), namesMark, names.String()+"  end\n", 1))
+	b.WriteString(begin.String())
 	b.WriteString("end\n")
 	b.WriteString("redis.register_function('" + fnName + "', function(keys, args)\nbegin_call(keys, args)\n")
 	b.WriteString(body)

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"io/fs"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -118,8 +119,9 @@ func TestLibraryShape(t *testing.T) {
 	}
 	// the partition's names: computed when the call's partition is not
 	// the one before's, right after PFX, before the rest of begin_call
-	names := strings.Index(lib, "\n  if NAMES_FOR ~= PFX then\n    NAMES_FOR = PFX\n    K_SCHED, K_RUN, K_DONE, K_DEAD, K_QUAR, K_CANC, K_STATS, K_IDLE =")
-	if names < 0 || !strings.Contains(lib, "\nlocal NAMES_FOR\n") || !strings.Contains(lib, "\n    MODEL_KEY = PFX .. 'dm'\n") {
+	names := strings.Index(lib, "\n  if NAMES_FOR ~= PFX then name_partition() end\n")
+	if names < 0 || !strings.Contains(lib, "\nlocal NAMES_FOR\nlocal function name_partition()\n  K_SCHED, K_RUN, K_DONE, K_DEAD, K_QUAR, K_CANC, K_STATS, K_IDLE =") ||
+		!strings.Contains(lib, "\n  MODEL_KEY = PFX .. 'dm'\n") || !strings.Contains(lib, "\n  NAMES_FOR = PFX\nend\nlocal function begin_call(") {
 		t.Error("the partition's key names are not computed per partition")
 	}
 	if pfx := strings.Index(lib, "  PFX, CHAN, PART = ARGV[2], ARGV[3], ARGV[4]\n"); pfx < 0 || pfx > names ||
@@ -136,5 +138,51 @@ func TestLibraryShape(t *testing.T) {
 	// make a single server's every call name its keys again
 	if !strings.Contains(lib, "\nlocal NAMED = { pfx = false, keys = false }\n") || strings.Contains(lib, "  NAMED =") {
 		t.Error("NAMED is not made once, at load, and kept across calls")
+	}
+}
+
+// TestUpvalueHeadroom: Redis's Lua (5.1) allows a function 60 upvalues,
+// and a library function's upvalues are the library's top-level locals
+// it names. gopher-lua (miniredis) has no such limit, so a script over
+// it would fail at FUNCTION LOAD on a real Redis alone; this keeps 10
+// spare in begin_call and in every script's function, counting every
+// top-level local their text names (strings and comments aside), which
+// is at least what Lua counts.
+func TestUpvalueHeadroom(t *testing.T) {
+	const limit = 60 - 10
+	top := regexp.MustCompile(`(?m)^local (?:function )?([A-Za-z_][\w, ]*)`)
+	for name, sc := range All() {
+		lib := sc.Library()
+		locals := map[string]bool{}
+		for _, m := range top.FindAllStringSubmatch(lib, -1) {
+			for n := range strings.SplitSeq(m[1], ",") {
+				n = strings.TrimSpace(n)
+				if i := strings.IndexAny(n, " ("); i >= 0 {
+					n = n[:i]
+				}
+				locals[n] = true
+			}
+		}
+		named := func(code string) int {
+			seen := map[string]bool{}
+			for _, w := range word.FindAllString(stripComments(luaStrings.ReplaceAllString(code, "''")), -1) {
+				if locals[w] {
+					seen[w] = true
+				}
+			}
+			return len(seen)
+		}
+		fn := strings.Index(lib, "redis.register_function(")
+		if fn < 0 {
+			t.Fatalf("%s: no registered function", name)
+		}
+		if n := named(lib[fn:]); n > limit {
+			t.Errorf("%s: its function names %d of the library's locals, over %d", name, n, limit)
+		}
+		if i := strings.Index(lib, "local function begin_call("); i >= 0 {
+			if n := named(lib[i:fn]); n > limit {
+				t.Errorf("%s: begin_call names %d of the library's locals, over %d", name, n, limit)
+			}
+		}
 	}
 }
