@@ -176,6 +176,24 @@ local function flush_tput()
   TPUT = {}
 end
 
+-- put_counts writes to hash h the count (in counts) of each key that
+-- dirty names: the field set above 0, else deleted.
+local function put_counts(h, dirty, counts)
+  if next(dirty) == nil then return end
+  local set, del = {}, {}
+  for key in pairs(dirty) do
+    local n = counts[key]
+    if n > 0 then
+      set[#set + 1] = key
+      set[#set + 1] = n
+    else
+      del[#del + 1] = key
+    end
+  end
+  if #set > 0 then call_chunked('HSET', h, set, 2, true) end
+  if #del > 0 then call_chunked('HDEL', h, del, 1, true) end
+end
+
 local function flush()
   flush_tput()
   flush_pushes()
@@ -190,33 +208,8 @@ local function flush()
       call_aside('HINCRBY', K_STATS, nil, state, d)
     end
   end
-  if next(CC) ~= nil then
-    local set, del = {}, {}
-    for key, n in pairs(CC) do
-      if n > 0 then
-        set[#set + 1] = key
-        set[#set + 1] = n
-      else
-        del[#del + 1] = key
-      end
-    end
-    if #set > 0 then call_chunked('HSET', K_CC, set, 2, true) end
-    if #del > 0 then call_chunked('HDEL', K_CC, del, 1, true) end
-  end
-  if next(WAIT_DIRTY) ~= nil then
-    local set, del = {}, {}
-    for key in pairs(WAIT_DIRTY) do
-      local n = WAIT[key]
-      if n > 0 then
-        set[#set + 1] = key
-        set[#set + 1] = n
-      else
-        del[#del + 1] = key
-      end
-    end
-    if #set > 0 then call_chunked('HSET', CC_WAITING, set, 2, true) end
-    if #del > 0 then call_chunked('HDEL', CC_WAITING, del, 1, true) end
-  end
+  put_counts(K_CC, CC, CC)
+  put_counts(CC_WAITING, WAIT_DIRTY, WAIT)
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
