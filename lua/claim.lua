@@ -327,24 +327,7 @@ end
 -- elsewhere costs this claim nothing.
 flush_pushes() -- promoted jobs are in their lists before the pops
 if not quiet then take(pin_key(worker), worker) end
-local pm = redis.pcall('GET', PM_KEY)
-if type(pm) == 'table' then pm = call_aside('GET', PM_KEY, nil) end -- another type: set aside
-if not pm then
-  -- no mask (older data, or evicted): every list may hold jobs, and the
-  -- lists this claim finds empty clear their flags from here on
-  pm = PM_ALL
-  redis.call('SET', PM_KEY, pm)
-end
-local pm1, pm2 = string.byte(pm, 1, 2) -- lists 1 to 7, 8 and 9
--- most partitions use list 0 alone: a mask of no flags skips the nine tests
-if (pm1 or 0) + (pm2 or 0) > 0 or next(PM_PUSHED) ~= nil then
-  for prio = MAX_PRIORITY, 1, -1 do
-    if #jobs >= n then break end
-    if may_hold(prio < 8 and pm1 or pm2, prio) and take(avail_key(prio), nil, prio) then
-      call_aside('SETBIT', PM_KEY, nil, string.char(48 + prio), '0')
-    end
-  end
-end
+take_flagged(take, jobs, n)
 if #jobs < n then take(avail_key(0), nil, 0) end
 for i = #held, 1, -1 do
   redis.call('LPUSH', held[i][1], held[i][2])

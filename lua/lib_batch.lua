@@ -125,6 +125,33 @@ local function flush_pushes()
   PUSHES = {}
 end
 
+-- take_flagged runs take (claim.lua's: it claims from list ak of
+-- priority p and says whether it emptied it) on each list above 0 that
+-- may hold jobs, the highest first, while the claim holds fewer than n
+-- jobs, and clears the flag of each list it empties. With no mask (older
+-- data, or evicted) every list may hold jobs: the mask is set with every
+-- flag, and the lists this claim finds empty clear theirs from here on;
+-- a mask of another type is set aside and begun so. A function of the
+-- prelude's, not claim.lua's text: the names it uses would be upvalues of
+-- claim's function, which Lua allows 60 (TestUpvalueHeadroom).
+local function take_flagged(take, jobs, n)
+  local pm = redis.pcall('GET', PM_KEY)
+  if type(pm) == 'table' then pm = call_aside('GET', PM_KEY, nil) end
+  if not pm then
+    pm = PM_ALL
+    redis.call('SET', PM_KEY, pm)
+  end
+  local pm1, pm2 = string.byte(pm, 1, 2) -- lists 1 to 7, 8 and 9
+  -- most partitions use list 0 alone: a mask of no flags skips the tests
+  if (pm1 or 0) + (pm2 or 0) == 0 and next(PM_PUSHED) == nil then return end
+  for p = MAX_PRIORITY, 1, -1 do
+    if #jobs >= n then return end
+    if may_hold(p < 8 and pm1 or pm2, p) and take(avail_key(p), nil, p) then
+      call_aside('SETBIT', PM_KEY, nil, string.char(48 + p), '0')
+    end
+  end
+end
+
 -- Throughput for queue stats: how many jobs reached each terminal state in
 -- this call, and the run times of completed attempts in quarter-octave
 -- buckets ('rt:' .. floor(4 * log2(ms + 1))). flush() adds them to the
