@@ -47,6 +47,8 @@
 --               caller retries with another ID
 --   'retired'   (for every job) the partition went away in a shrink of
 --               its queue (pause.lua 'r'): nothing added
+--   A paused flag of another type (corrupt data) fails the call with an
+--   error naming its key, nothing added (store: ErrMalformed).
 -- A plain job may instead be leased at once to an idle worker that left
 -- an offer in the partition's idle flag, and published to it
 -- (lib_offer.lua): a pick-up in one hop.
@@ -60,7 +62,13 @@ local again = replayed()
 if again then return again end
 local n = tonumber(ARGV[9])
 local out = {}
-local paused = redis.call('GET', PAUSED)
+local paused = redis.pcall('GET', PAUSED)
+if type(paused) == 'table' then
+  -- another type (a hand-written value, another tool's): Redis's bare
+  -- WRONGTYPE would name no key; this names it, and nothing is added
+  return redis.error_reply('ERR sluice: malformed paused flag: ' .. PAUSED ..
+    ' is of another type than the flag pause.lua writes: nothing was added (resuming the partition deletes it)')
+end
 if paused == 'r' then
   for i = 1, n do out[i] = STATUS.retired end
   return out
