@@ -66,7 +66,7 @@ local paused = redis.pcall('GET', PAUSED)
 if type(paused) == 'table' then
   -- another type (a hand-written value, another tool's): Redis's bare
   -- WRONGTYPE would name no key; this names it, and nothing is added
-  return redis.error_reply('ERR sluice: malformed paused flag: ' .. PAUSED ..
+  return redis.error_reply('ERR sluice: malformed key: ' .. PAUSED ..
     ' is of another type than the flag pause.lua writes: nothing was added (resuming the partition deletes it)')
 end
 if paused == 'r' then

@@ -221,7 +221,9 @@ local function model_error()
   local m = redis.pcall('GET', MODEL_KEY)
   if not m or m == '1' then return nil end
   if type(m) == 'table' then -- another type: no release wrote it
-    return redis.error_reply('ERR sluice: malformed data model key: ' .. MODEL_KEY ..
+    -- worded as every refusal of a key of another type: 'malformed key:'
+    -- and the key (Go: store.scriptError, ErrMalformed)
+    return redis.error_reply('ERR sluice: malformed key: ' .. MODEL_KEY ..
       ' is of another type than a model number: nothing was done (a partition at model 1 has no such key)')
   end
   return redis.error_reply('ERR sluice: newer data model: the partition ' .. PFX .. ' is at model ' .. m ..

@@ -39,19 +39,17 @@ var (
 const DataModel = 1
 
 // newerModel is how a script words its refusal of a newer data model,
-// malformedModel its refusal of a data model key of another type, and
-// malformedPaused an enqueue's of a paused flag of another type.
+// and malformedKey its refusal of a key of another type, which it names
+// (a data model key: lua/lib.lua model_error; a paused flag: enqueue.lua).
 const (
-	newerModel      = "sluice: newer data model"
-	malformedModel  = "sluice: malformed data model key"
-	malformedPaused = "sluice: malformed paused flag"
+	newerModel   = "sluice: newer data model"
+	malformedKey = "sluice: malformed key: "
 )
 
 // scriptError types what a script's error, err, means to Sluice: a
 // refusal of a newer data model matches ErrNewerDataModel, keeping its
-// text (which names the partition and its model), and one of a data model
-// key or a paused flag of another type ErrMalformed, naming the key;
-// Redis's WRONGTYPE (a
+// text (which names the partition and its model), and one of a key of
+// another type ErrMalformed, naming the key; Redis's WRONGTYPE (a
 // key the script read holds another type than Sluice writes there, a job
 // key overwritten by hand, say: the script raised before it wrote
 // anything) matches ErrMalformed. Other errors are returned as they are.
@@ -61,7 +59,7 @@ func scriptError(err error) error {
 		return nil
 	case strings.Contains(err.Error(), newerModel):
 		return fmt.Errorf("%w: %s", ErrNewerDataModel, err.Error())
-	case strings.Contains(err.Error(), malformedModel), strings.Contains(err.Error(), malformedPaused):
+	case strings.Contains(err.Error(), malformedKey):
 		return fmt.Errorf("%w: %s", ErrMalformed, err.Error())
 	case strings.Contains(err.Error(), "WRONGTYPE"):
 		return fmt.Errorf("%w: a key holds another type than Sluice wrote: %s", ErrMalformed, err.Error())

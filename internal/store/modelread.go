@@ -54,8 +54,8 @@ func (m *models) of(part keys.Partition) error {
 	case errors.Is(err, redis.Nil):
 		return nil
 	case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
-		return fmt.Errorf("%w: %s: %s is of another type than a model number (a partition at model 1 has no such key)",
-			ErrMalformed, malformedModel, part.DataModel())
+		return fmt.Errorf("%w: %s%s is of another type than a model number (a partition at model 1 has no such key)",
+			ErrMalformed, malformedKey, part.DataModel())
 	case err != nil:
 		return readError(err)
 	case v == modelText:
