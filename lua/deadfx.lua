@@ -28,6 +28,11 @@ do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local DEAD = K_OUTBOX .. ':dead'
+-- ID_MAX is a stream entry ID's greatest length (two numbers of 20 digits
+-- and a '-'): a longer argument is none, and is not matched (a pattern
+-- that repeats an item must not meet a value of any length:
+-- lua/patterns_test.go)
+local ID_MAX = 41
 local mode, n = ARGV[9], tonumber(ARGV[10])
 local out = {}
 if mode == 'bury' then
@@ -38,7 +43,7 @@ if mode == 'bury' then
   for i = 0, n - 1 do
     local b = 11 + 5 * i
     local entry, first, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
-    if string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
+    if #entry <= ID_MAX and string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
       if first == '' then first = entry end
       local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
@@ -55,7 +60,7 @@ elseif mode == 'revive' then
     local id = ARGV[11 + i]
     -- a pcall: an ID of the right shape beyond 64 bits is refused by
     -- XRANGE, which would raise after the entries revived before it
-    local e = string.find(id, '^%d+%-%d+$') and redis.pcall('XRANGE', DEAD, id, id) or {}
+    local e = #id <= ID_MAX and string.find(id, '^%d+%-%d+$') and redis.pcall('XRANGE', DEAD, id, id) or {}
     if e.err then e = {} end
     local f = {}
     if #e > 0 then

@@ -22,7 +22,14 @@
 --   {-2, the value found} when the value found is not a layout: nothing
 --   is written.
 -- Transitions: none.
+
+-- LAYOUT_MAX is a layout's greatest length: four numbers of 20 digits and
+-- their colons; a longer value is not one, and is not matched (a pattern
+-- that repeats an item must not meet a value of any length:
+-- lua/patterns_test.go).
+local LAYOUT_MAX = 83
 local function parse(v)
+  if #v > LAYOUT_MAX then return nil end
   local p, ver, reg, ch = string.match(v, '^(%d+):(%d+):(%d+):(%d+)$')
   if not p then return nil end
   return { p = tonumber(p), v = tonumber(ver), reg = reg, ch = ch }

@@ -197,6 +197,20 @@ local function fields(jk, ...)
   if h.err then return {}, true end
   return h
 end
+-- words iterates the words of s (runs of characters other than space, as
+-- gmatch '%S+' does) by finding each word's two ends. A pattern that
+-- repeats an item recurses in gopher-lua's matcher (miniredis) once per
+-- character it takes, and a word of megabytes (a corrupt field) would
+-- overflow the Go stack, which ends the process (lua/patterns_test.go).
+local function words(s)
+  local at = 1
+  return function()
+    local b = string.find(s, '%S', at)
+    if not b then return nil end
+    at = string.find(s, '%s', b + 1) or #s + 1
+    return string.sub(s, b, at - 1)
+  end
+end
 -- The partition's other keys, each named here only (Go: keys.Partition,
 -- TestLuaKeysAgree): a held unique key, a rate class's token bucket and
 -- wait list, a concurrency key's wait list and the waiter counts, a

@@ -53,7 +53,7 @@ local function int64(v)
   if v == '0' then return true end
   local neg = string.sub(v, 1, 1) == '-'
   local d = neg and string.sub(v, 2) or v
-  if not string.match(d, '^[1-9]%d*$') or #d > 19 then return false end
+  if #d > 19 or not string.match(d, '^[1-9]%d*$') then return false end
   if #d < 19 then return true end
   return d <= (neg and I64_MIN or I64_MAX)
 end
@@ -93,28 +93,41 @@ end
 -- with no space around it, not NaN, and not out of range: Redis refuses a
 -- value that overflows to infinity (only inf written as such is taken) or
 -- underflows to 0 (a mantissa with a digit other than 0 that reads as 0).
+-- v may be as long as a caller likes, so no pattern here repeats an item:
+-- gopher-lua's matcher (miniredis) recurses once per character a
+-- repeated item takes, and a few megabytes of it overflow the Go stack,
+-- which ends the process (lua/patterns_test.go).
 local function score_ok(v)
   local lv = string.lower(v)
   if lv == 'inf' or lv == '+inf' or lv == '-inf' or lv == 'infinity' or lv == '+infinity' or lv == '-infinity' then
     return true -- as Redis reads them (not every Lua's tonumber does)
   end
-  local x = tonumber(v)
+  -- gopher-lua's tonumber reads Go's digit separators ('1_0.5'); no Lua of
+  -- Redis's does, and no score Redis takes has one
+  local x = not string.find(v, '_', 1, true) and tonumber(v) or nil
   if x == nil then
     -- a decimal exponent some Lua builds (gopher-lua, under miniredis) do
-    -- not read; Redis's own Lua does
-    local m, e = string.match(v, '^([+-]?%d*%.?%d+)[eE]([+-]?%d+)$')
-    if m then x = tonumber(m) * 10 ^ tonumber(e) end
-    if x and x == 0 and tonumber(m) ~= 0 then return false end
+    -- not read; Redis's own Lua does: a decimal mantissa ([+-]?%d*%.?%d+),
+    -- e or E, an integer exponent ([+-]?%d+)
+    local at = string.find(v, '[eE]')
+    local m, e = string.sub(v, 1, (at or 1) - 1), string.sub(v, (at or #v) + 1)
+    local mb = string.gsub(m, '^[+-]', '')
+    local eb = string.gsub(e, '^[+-]', '')
+    local dot = string.find(mb, '.', 1, true)
+    if at and eb ~= '' and not string.find(eb, '%D') and string.find(mb, '%d$')
+        and not string.find(mb, '[^%d.]') and not (dot and string.find(mb, '.', dot + 1, true)) then
+      x = tonumber(m) * 10 ^ tonumber(e)
+      if x == 0 and tonumber(m) ~= 0 then return false end
+    end
   end
   if x == nil or x ~= x or string.find(v, '^%s') or string.find(v, '%s$') then return false end
   if x * 0 ~= 0 then return false end -- an overflow to infinity (inf * 0 is NaN)
   if x == 0 then
-    local mant = string.lower(string.match(v, '^[+-]?(.*)$'))
-    if string.sub(mant, 1, 2) == '0x' then
-      mant = string.match(string.sub(mant, 3), '^[^p]*')
-    else
-      mant = string.match(mant, '^[^e]*')
-    end
+    -- the mantissa: after a sign, before the exponent (p for hex, e else)
+    local mant = string.gsub(lv, '^[+-]', '')
+    local stop = 'e'
+    if string.sub(mant, 1, 2) == '0x' then mant, stop = string.sub(mant, 3), 'p' end
+    mant = string.sub(mant, 1, (string.find(mant, stop, 1, true) or #mant + 1) - 1)
     return not string.find(mant, '[1-9a-f]')
   end
   return true

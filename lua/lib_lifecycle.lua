@@ -136,7 +136,7 @@ local function deliver(parent, step, child, state, payload)
     -- counted; its failure count follows its latest end, so that a
     -- FailFast parent whose failed child was redriven and completed
     -- waits for the others again instead of waking at once for ever.
-    local was_failed = string.match(prev, '^[^\n]*') ~= 'completed'
+    local was_failed = string.sub(prev, 1, (string.find(prev, '\n', 1, true) or #prev + 1) - 1) ~= 'completed'
     redis.pcall('HSET', kk, child, state .. '\n' .. payload)
     if was_failed and not failed then
       if (tonumber(redis.pcall('HINCRBY', ck, step .. ':f', -1)) or 0) < 0 then redis.pcall('HSET', ck, step .. ':f', 0) end

@@ -51,7 +51,7 @@ end
 local function awaited(v, fence, name)
   if not v then return false end
   local first = true
-  for word in v:gmatch('%S+') do
+  for word in words(v) do
     if first then
       if word ~= fence then return false end
       first = false

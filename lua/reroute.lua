@@ -41,7 +41,7 @@ do
   -- would take its routing for corrupt data (claim.lua); the worker it
   -- goes to leaves the record, its entries there live again
   local to, left = ARGV[10], {}
-  for w in string.gmatch(o[5] or '', '%S+') do
+  for w in words(o[5] or '') do
     if w ~= to and w ~= pinned then left[#left + 1] = w end
   end
   if pinned and pinned ~= to then left[#left + 1] = pinned end

@@ -35,7 +35,7 @@ if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
 if s == 'scheduled' then
   -- F.awaits names the fence of the attempt that suspended the job: the
   -- suspension is current when no attempt ran since (lib_waits.lua)
-  if h[3] and h[3]:match('^%S+') == (h[2] or '0') then return { STATUS.suspended, s } end
+  if h[3] and string.find(h[3], '^%S') and words(h[3])() == (h[2] or '0') then return { STATUS.suspended, s } end
   if h[4] then return { STATUS.held .. h[4], s } end
   redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy)
 end
