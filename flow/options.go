@@ -70,7 +70,10 @@ func WithQueue(queue string) EnqueueOption {
 // WithID gives the job a caller-chosen ID, which makes enqueueing it
 // idempotent: the same ID with the same kind and arguments is a no-op
 // success (Enqueued.Duplicate), with different ones an ErrConflict. The ID
-// is remembered until the job is deleted after its retention.
+// is remembered until the job is deleted after its retention; a job
+// enqueued with it after that is a new job, and idempotency.Key answers
+// it the keys the deleted job had: an ID that may come back (an order
+// number charged again) needs a part of its own per job for such calls.
 //
 // On a queue of several partitions the ID places the job only when neither
 // WithPartitionKey nor WithUnique (WithUniqueArgs) is given: the partition

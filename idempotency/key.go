@@ -9,6 +9,12 @@ import (
 // Key returns an idempotency key for an external call made by step: the
 // same in every attempt of this job (job ID and step name), different for
 // every other job or step. It returns "" outside a running job.
+//
+// The key is made of the job's ID, not of when the job was made: a job
+// enqueued again under the ID of one deleted after its retention
+// (flow.WithID) gets that job's keys, and a provider that remembers them
+// answers its old response. Where an ID may come back, pass a part of
+// your own that differs per job (Key(ctx, "charge:"+invoiceID)).
 func Key(ctx context.Context, step string) string {
 	st, ok := attempt.From(ctx)
 	if !ok {
