@@ -197,8 +197,8 @@ local function fields(jk, ...)
   if h.err then return {}, true end
   return h
 end
--- words iterates the words of s (runs of characters other than space, as
--- gmatch '%S+' does) by finding each word's two ends. A pattern that
+-- words iterates the words of s (runs of characters other than white
+-- space, as gmatch '%S+' does) by finding each word's two ends. A pattern that
 -- repeats an item recurses in gopher-lua's matcher (miniredis) once per
 -- character it takes, and a word of megabytes (a corrupt field) would
 -- overflow the Go stack, which ends the process (lua/patterns_test.go).

@@ -18,28 +18,29 @@ import (
 // TestPatternSubjectsAreBounded finds every call of string.match, find,
 // gmatch and gsub (function or method form) in the embedded scripts whose
 // pattern repeats an item, and holds each to one of:
-//   - its line before the call, or the line before, tests the subject's
-//     length (#subject);
+//   - its line before the call, or the line before, compares the
+//     subject's length (#subject > n, and the like);
 //   - its subject is a window cut from the start, string.sub(v, 1, n);
 //   - it is one of boundedElsewhere, which says what bounds it.
 //
-// A new site fails the test until it is bounded or listed. The values
+// A new site fails the test until it is bounded or listed, and so does a
+// call it cannot read (TestPatternSites). The values
 // that reach the sites bounded here are tested at megabytes on miniredis
 // (internal/store TestValuesOfMegabytes).
 func TestPatternSubjectsAreBounded(t *testing.T) {
 	seen := map[string]bool{}
 	for file, src := range Files() {
-		for _, s := range patternSites(src) {
-			if !repeats(s.pattern) {
+		sites, unread := patternSites(src)
+		for _, line := range unread {
+			t.Errorf("%s: a pattern call this test cannot read (write it on one line, its pattern a quoted literal, its subject a name): %s", file, line)
+		}
+		for _, s := range sites {
+			if s.plain || !repeats(s.pattern) {
 				continue
 			}
 			key := file + " " + s.subject + " " + s.pattern
 			seen[key] = true
-			switch {
-			case boundedElsewhere[key] != "":
-			case strings.HasPrefix(s.subject, "string.sub(") && strings.Contains(s.subject, ", 1, "):
-			case strings.Contains(s.line, "#"+s.subject+" "), strings.Contains(s.before, "#"+s.subject+" "):
-			default:
+			if boundedElsewhere[key] == "" && !s.bounded() {
 				t.Errorf("%s: %q meets %s unbounded: test #%s on its line, cut a window with string.sub, or list what bounds it in boundedElsewhere", file, s.pattern, s.subject, s.subject)
 			}
 		}
@@ -70,48 +71,92 @@ var boundedElsewhere = map[string]string{
 }
 
 // site is one pattern call: its subject and pattern as written, its line
-// up to the call, and the line before.
+// up to the call, the line before, and whether it is a plain find.
 type site struct {
 	subject, pattern, line, before string
+	plain                          bool
+}
+
+// bounded reports whether the site's subject is a window from its start
+// (string.sub(v, 1, n), n no negative number), or its length is compared
+// before the call, on its line or the line before.
+func (s site) bounded() bool {
+	if rest, ok := strings.CutPrefix(s.subject, "string.sub("); ok {
+		args := splitArgs(rest)
+		return len(args) == 3 && args[1] == "1" && !strings.HasPrefix(args[2], "-")
+	}
+	for _, op := range []string{" > ", " >= ", " < ", " <= "} {
+		if strings.Contains(s.line, "#"+s.subject+op) || strings.Contains(s.before, "#"+s.subject+op) {
+			return true
+		}
+	}
+	return false
 }
 
 var (
-	callFunc   = regexp.MustCompile(`string\.(?:match|find|gmatch|gsub)\(`)
-	callMethod = regexp.MustCompile(`([\w.\[\]]+):(?:match|find|gmatch|gsub)\(`)
+	callToken  = regexp.MustCompile(`(?:string\.|:)(?:match|find|gmatch|gsub)\b`)
+	callFunc   = regexp.MustCompile(`^string\.(?:match|find|gmatch|gsub)\(`)
+	callMethod = regexp.MustCompile(`([\w.\[\]]+)$`)
 )
 
-// patternSites are the pattern calls of src whose pattern is a literal,
-// outside comments; a find with plain set (its fourth argument true)
-// matches no pattern and is left out.
-func patternSites(src string) []site {
-	var out []site
+// patternSites are the pattern calls of src outside comments, and the
+// lines of those it cannot read: a call split over lines, a pattern that
+// is not a quoted literal, a method called on what is not a name, the
+// function named without a call (an alias).
+func patternSites(src string) (out []site, unread []string) {
 	code := ""
 	for _, line := range strings.Split(src, "\n") {
 		before := code
-		code = line
-		if i := strings.Index(code, "--"); i >= 0 {
-			code = code[:i]
-		}
-		for _, m := range callFunc.FindAllStringIndex(code, -1) {
-			args := splitArgs(code[m[1]:])
-			if len(args) < 2 || (len(args) >= 4 && args[3] == "true") {
+		code = stripComment(line)
+		for _, m := range callToken.FindAllStringIndex(code, -1) {
+			var args []string
+			var subject string
+			at := m[0]
+			if code[m[0]] == ':' {
+				r := callMethod.FindStringSubmatchIndex(code[:m[0]])
+				if r == nil || !strings.HasPrefix(code[m[1]:], "(") {
+					unread = append(unread, strings.TrimSpace(line))
+					continue
+				}
+				subject, at = code[r[2]:r[3]], r[2]
+				args = append([]string{subject}, splitArgs(code[m[1]+1:])...)
+			} else if callFunc.MatchString(code[m[0]:]) {
+				args = splitArgs(code[m[1]+1:])
+			}
+			plain := len(args) >= 4 && args[3] == "true" // its pattern may be any string
+			p, ok := "", len(args) >= 2
+			if ok && !plain {
+				p, ok = literal(args[1])
+			}
+			if !ok {
+				unread = append(unread, strings.TrimSpace(line))
 				continue
 			}
-			if p, ok := literal(args[1]); ok {
-				out = append(out, site{subject: args[0], pattern: p, line: code[:m[0]], before: before})
-			}
-		}
-		for _, m := range callMethod.FindAllStringSubmatchIndex(code, -1) {
-			args := splitArgs(code[m[1]:])
-			if len(args) < 1 || (len(args) >= 3 && args[2] == "true") {
-				continue
-			}
-			if p, ok := literal(args[0]); ok {
-				out = append(out, site{subject: code[m[2]:m[3]], pattern: p, line: code[:m[0]], before: before})
-			}
+			out = append(out, site{subject: args[0], pattern: p, line: code[:at], before: before, plain: plain})
 		}
 	}
-	return out
+	return out, unread
+}
+
+// stripComment is line without a comment ('--' outside a quoted string).
+func stripComment(line string) string {
+	quote := byte(0)
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '-' && i+1 < len(line) && line[i+1] == '-':
+			return line[:i]
+		}
+	}
+	return line
 }
 
 // splitArgs reads a call's arguments from just after its '(' to the ')'
@@ -198,6 +243,48 @@ func TestRepeats(t *testing.T) {
 	} {
 		if got := repeats(p); got != want {
 			t.Errorf("repeats(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestPatternSites: the scanner reads the forms the scripts use and
+// reports, rather than skips, those it cannot read; a length is a bound
+// only when compared before the call, a window only from the start.
+func TestPatternSites(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want string // "unread", "unbounded", "bounded" or "plain"
+	}{
+		{"local x = string.match(v, P)", "unread"},
+		{"local x = string.match(v,\n  '^%d+$')", "unread"},
+		{"for w in (o[5] or ''):gmatch('%S+') do end", "unread"},
+		{"local x = tostring(v):match('^%d+')", "unread"},
+		{"local x = string.match(v, [[^%d+]])", "unread"},
+		{"local m = string.match", "unread"},
+		{"local x = string.match(v, '^x+--')", "unbounded"},
+		{"local x = #v == 0 or string.match(v, '^%d+$')", "unbounded"},
+		{"local x = string.match(string.sub(v, 1, -1), '^%d+$')", "unbounded"},
+		{"local x = string.match(v, '^%d+$') or #v > 19", "unbounded"},
+		{"local x = v:match('^%S+') -- #v > 3", "unbounded"},
+		{"local x = #v > 19 or not string.match(v, '^%d+$')", "bounded"},
+		{"if #v > 9 then return end\nlocal x = v:match('^%d+$')", "bounded"},
+		{"local x = string.match(string.sub(v, 1, 57), '^(%d+):')", "bounded"},
+		{"local x = string.find(v, p, 1, true)", "plain"},
+	} {
+		sites, unread := patternSites(c.src)
+		got := "none"
+		switch {
+		case len(unread) > 0:
+			got = "unread"
+		case len(sites) == 1 && sites[0].plain:
+			got = "plain"
+		case len(sites) == 1 && sites[0].bounded():
+			got = "bounded"
+		case len(sites) == 1:
+			got = "unbounded"
+		}
+		if got != c.want {
+			t.Errorf("%q: %s, want %s", c.src, got, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -26,9 +27,12 @@ func (s *Store) CheckpointUnchecked(ctx context.Context, p keys.Partition, c Che
 	if err != nil {
 		return "", nil, err
 	}
-	list, ok := v.([]any)
-	if !ok { // 0: every checkpoint applied with nothing outboxed
+	if v == int64(0) { // every checkpoint applied, nothing outboxed
 		return statusOK, int64(0), nil
+	}
+	list, _ := v.([]any)
+	if len(list) == 0 {
+		return "", nil, fmt.Errorf("%w: step reply %v", ErrMalformed, v)
 	}
 	pair, _ := list[0].([]any)
 	status, _ := pair[0].(string)
@@ -45,8 +49,9 @@ var (
 	ScoresRedisTakes = []string{"1", "+5", "-0", "00012", "5.", ".5", "1.e2", "1e5", "1E+5", "+.5e-3", "1e-310",
 		"inf", "INF", "-inf", "-Infinity", "+INFINITY",
 		"0x10", "0x1.8", "0x1.p0", "0x1p0", "0X1P-2", "0x1P+2", "0x.8", "0x.8p1", "0x1e", "0xEp1",
-		"0x0p5", "0x0.0p-3000", "0x1P-1074"}
+		"0x0p5", "0x0.0p-3000", "0x1P-1074", "0e400", "5e-324", "3e-324", "100e-325", "-0.0000e-99999"}
 	ScoresRedisRefuses = []string{"", "+", ".", "5e", "1e+", "1e5 ", " 1", "1.5e3.2", "+-1", "-+1", "nan", "NaN", "infinit",
 		"1_000", "1_0.5", "0x_1p0", "0x1_0", "1e1_0", "0b1", "0o7", "00x1",
-		"0x", "0x.p1", "0x1p", "0x1p+", "1e-400", "-1e400", "0x1p1024", "-0x1p-1100", "0xep-2000"}
+		"0x", "0x.p1", "0x1p", "0x1p+", "1e-400", "-1e400", "0x1p1024", "-0x1p-1100", "0xep-2000",
+		"2e-324", "0x-22", "0x+a", "1e309"}
 )
