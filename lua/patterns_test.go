@@ -140,33 +140,52 @@ func patternSites(src string) (out []site, unread []string) {
 
 // stripComment is line without a comment ('--' outside a quoted string).
 func stripComment(line string) string {
-	quote := byte(0)
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0:
-			if c == '\\' {
-				i++
-			} else if c == quote {
-				quote = 0
-			}
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '-' && i+1 < len(line) && line[i+1] == '-':
-			return line[:i]
+	cut := len(line)
+	outsideQuotes(line, func(i int) bool {
+		if line[i] == '-' && i+1 < len(line) && line[i+1] == '-' {
+			cut = i
+			return false
 		}
-	}
-	return line
+		return true
+	})
+	return line[:cut]
 }
 
 // splitArgs reads a call's arguments from just after its '(' to the ')'
-// that closes it, split at its top-level commas.
+// that closes it, split at its top-level commas; nil when it is not
+// closed there.
 func splitArgs(s string) []string {
 	var args []string
-	depth, quote, start := 0, byte(0), 0
+	depth, start, closed := 0, 0, false
+	outsideQuotes(s, func(i int) bool {
+		switch s[i] {
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			if depth == 0 {
+				args, closed = append(args, strings.TrimSpace(s[start:i])), true
+				return false
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				args, start = append(args, strings.TrimSpace(s[start:i])), i+1
+			}
+		}
+		return true
+	})
+	if !closed {
+		return nil
+	}
+	return args
+}
+
+// outsideQuotes calls f with the index of each byte of s that is not in a
+// quoted string (nor one of its quotes), until f returns false.
+func outsideQuotes(s string, f func(i int) bool) {
+	quote := byte(0)
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case quote != 0:
 			if c == '\\' {
 				i++
@@ -175,19 +194,12 @@ func splitArgs(s string) []string {
 			}
 		case c == '\'' || c == '"':
 			quote = c
-		case c == '(' || c == '{' || c == '[':
-			depth++
-		case c == ')' || c == '}' || c == ']':
-			if depth == 0 {
-				return append(args, strings.TrimSpace(s[start:i]))
+		default:
+			if !f(i) {
+				return
 			}
-			depth--
-		case c == ',' && depth == 0:
-			args = append(args, strings.TrimSpace(s[start:i]))
-			start = i + 1
 		}
 	}
-	return nil
 }
 
 // literal is the text of a quoted Lua string (escapes as written, '\n'
