@@ -198,10 +198,11 @@ local function fields(jk, ...)
   return h
 end
 -- words iterates the words of s (runs of characters other than white
--- space, as gmatch '%S+' does) by finding each word's two ends. A pattern that
--- repeats an item recurses in gopher-lua's matcher (miniredis) once per
--- character it takes, and a word of megabytes (a corrupt field) would
--- overflow the Go stack, which ends the process (lua/patterns_test.go).
+-- space, as gmatch '%S+' does) by finding each word's two ends. A
+-- pattern that repeats an item recurses in gopher-lua's matcher
+-- (miniredis) once per character it takes, and a word of megabytes (a
+-- corrupt field) would overflow the Go stack, which ends the process
+-- (lua/patterns_test.go).
 local function words(s)
   local at = 1
   return function()
