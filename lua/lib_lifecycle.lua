@@ -338,6 +338,10 @@ local function reap(limit, delay)
   local fs, fw, fk = F.state, F.worker, F.concurrency_key
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
+    -- written as digits, as Go reads it: miniredis writes a score of
+    -- 1767200000000 as '1.7672e+12' (a corrupt score is kept as it is)
+    local e = count_of(expiry)
+    if e then expiry = num_s(e) end
     local jk = job_key(id)
     local h, corrupt = fields(jk, fs, fw, fk, F.lease_id)
     local s, holder, ck, lease = h[1], h[2], h[3], h[4]

@@ -122,14 +122,14 @@ func load(name string) *Script {
 		p := parsed()
 		need := p.need(b)
 		head := header(lib())
-		return p.text(need, head) + b, libraryOf(p.units, need, p.per, p.part, head, b)
+		return gopherShim + p.text(need, head) + b, libraryOf(p.units, need, p.per, p.part, head, b)
 	}}
 }
 
 // loadAlone is the named script, which uses nothing of the prelude.
 func loadAlone(name string) *Script {
 	b := body(name)
-	return &Script{build: func() (string, string) { return b, libraryOf(nil, nil, nil, nil, "", b) }}
+	return &Script{build: func() (string, string) { return gopherShim + b, libraryOf(nil, nil, nil, nil, "", b) }}
 }
 
 func body(name string) string {

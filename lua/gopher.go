@@ -1,0 +1,30 @@
+package lua
+
+// gopherShim opens the EVAL text of every script (load, loadAlone). The
+// EVAL form runs where a server has no functions: miniredis, whose Lua is
+// gopher-lua, and Redis before 7.0. gopher-lua's tonumber reads a string
+// as Go's strconv does, where Redis's Lua reads it as C's strtod: without
+// a '.' only as an integer of 64 bits, so that '1e+08', which miniredis
+// itself writes for a score of 100000000 (ZSCORE, ZRANGE WITHSCORES,
+// ZMSCORE), '5e-05', which it writes for a Lua number passed to a command,
+// and 10000000000000000000 are nil there; and with a digit separator
+// ('1_0.5') it reads what strtod does not. A nil there raised in the
+// middle of a claim that had written its leases (next_due), and let a
+// rate bucket refill at once. Under gopher-lua (no other Lua reads '1e5'
+// as nil), tonumber is replaced by one that reads those as Redis's Lua
+// does; on any other Lua the text does nothing. Its locals are the
+// block's, so it takes none of a script's registers.
+// (TestGopherShimReadsAsRedis; patterns_test.go scans it too.)
+const gopherShim = `if tonumber('1e5') == nil then
+  local read = tonumber
+  tonumber = function(v, base)
+    if base ~= nil or type(v) ~= 'string' then return read(v, base) end
+    if string.find(v, '_', 1, true) then return nil end
+    local n = read(v)
+    if n or string.find(v, '.', 1, true) or string.find(v, '[xX]') then return n end
+    local e = string.find(v, '[eE]') or #v + 1
+    if not string.find(string.sub(v, 1, e - 1), '%d$') then return nil end
+    return read(string.sub(v, 1, e - 1) .. '.0' .. string.sub(v, e))
+  end
+end
+`
