@@ -28,9 +28,10 @@ if not s then return remember({ STATUS.missing, STATUS.none }) end
 if TERMINAL[s] then return remember({ STATUS.final, s }) end
 local sk = steps_key(id)
 -- what the writes below need, checked before the first (Redis keeps the
--- writes of a script that raises): a signal counter HINCRBY takes, and a
--- checkpoints key that holds a hash
-if not count_of(h[4]) or type(redis.pcall('HLEN', sk)) ~= 'number' then
+-- writes of a script that raises): a signal counter HINCRBY takes (as
+-- Redis reads an integer, int64: not '1.0', '01', '+1' or ' 1', which
+-- tonumber takes), and a checkpoints key that holds a hash
+if (h[4] and not (int64(h[4]) and count_of(h[4]))) or type(redis.pcall('HLEN', sk)) ~= 'number' then
   return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ' has corrupt signal data (its signal counter or checkpoints)')
 end
 if key ~= '' then

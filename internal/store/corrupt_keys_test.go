@@ -364,25 +364,29 @@ func TestCheckpointCorruptStepsKey(t *testing.T) {
 }
 
 // TestSignalCorruptCounter: a signal to a job whose signal counter is no
-// integer is refused (ErrMalformed) before its idempotency key is marked:
-// once the counter is repaired, the same signal is kept. Before, the mark
-// was written first, and every later send answered Duplicate while the
-// signal was never stored.
+// integer HINCRBY takes is refused (ErrMalformed) before its idempotency
+// key is marked: once the counter is repaired, the same signal is kept.
+// Before, the mark was written first, and every later send answered
+// Duplicate while the signal was never stored: for 'x' until one fix,
+// and for what Lua reads as a whole number but HINCRBY refuses ('1.0',
+// '01', '+1', ' 1', '1e0') until another.
 func TestSignalCorruptCounter(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "a"})
-			f.rdb.HSet(f.ctx, f.p.Job("a"), keys.FieldSignalSeq, "x")
-			if _, err := f.st.Signal(f.ctx, f.ref("a"), "go", []byte("x"), "k1"); !errors.Is(err, store.ErrMalformed) {
-				t.Fatalf("signal: %v, want ErrMalformed", err)
-			}
-			f.rdb.HDel(f.ctx, f.p.Job("a"), keys.FieldSignalSeq)
-			r, err := f.st.Signal(f.ctx, f.ref("a"), "go", []byte("x"), "k1")
-			if err != nil || r.Duplicate {
-				t.Fatalf("signal after the repair: %+v %v, want it kept", r, err)
-			}
-		})
+		for _, v := range []string{"x", "1.0", "01", "+1", " 1", "1e0"} {
+			t.Run(b.name+"/"+v, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a"})
+				f.rdb.HSet(f.ctx, f.p.Job("a"), keys.FieldSignalSeq, v)
+				if _, err := f.st.Signal(f.ctx, f.ref("a"), "go", []byte("x"), "k1"); !errors.Is(err, store.ErrMalformed) {
+					t.Fatalf("signal: %v, want ErrMalformed", err)
+				}
+				f.rdb.HDel(f.ctx, f.p.Job("a"), keys.FieldSignalSeq)
+				r, err := f.st.Signal(f.ctx, f.ref("a"), "go", []byte("x"), "k1")
+				if err != nil || r.Duplicate {
+					t.Fatalf("signal after the repair: %+v %v, want it kept", r, err)
+				}
+			})
+		}
 	}
 }
