@@ -4,11 +4,12 @@ package lua
 // EVAL form runs where a server has no functions: miniredis, whose Lua is
 // gopher-lua, and Redis before 7.0. gopher-lua's tonumber reads a string
 // as Go's strconv does, where Redis's Lua reads it as C's strtod: without
-// a '.' only as an integer of 64 bits, so that '1e+08', which miniredis
+// a '.' only as an integer of 64 bits, so that '1e+8', which miniredis
 // itself writes for a score of 100000000 (ZSCORE, ZRANGE WITHSCORES,
 // ZMSCORE), '5e-05', which it writes for a Lua number passed to a command,
 // and 10000000000000000000 are nil there; and with a digit separator
-// ('1_0.5') it reads what strtod does not. A nil there raised in the
+// ('1_0.5') or a sign after '0x' it reads what strtod does not. A nil
+// there raised in the
 // middle of a claim that had written its leases (next_due), and let a
 // rate bucket refill at once. Under gopher-lua (no other Lua reads '1e5'
 // as nil), tonumber is replaced by one that reads those as Redis's Lua
@@ -19,7 +20,7 @@ const gopherShim = `if tonumber('1e5') == nil then
   local read = tonumber
   tonumber = function(v, base)
     if base ~= nil or type(v) ~= 'string' then return read(v, base) end
-    if string.find(v, '_', 1, true) then return nil end
+    if string.find(v, '_', 1, true) or string.find(v, '[xX][+-]') then return nil end
     local n = read(v)
     if n or string.find(v, '.', 1, true) or string.find(v, '[xX]') then return n end
     local e = string.find(v, '[eE]') or #v + 1

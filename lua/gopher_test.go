@@ -12,13 +12,16 @@ import (
 // answers, string.format('%.17g', tonumber(v)) or nil, were taken from
 // EVAL on redis-server 7.0.15). Without the shim, gopher-lua answers nil
 // for a decimal exponent with no '.' (as miniredis writes scores) and for
-// an integer past 64 bits, and 10.5 for '1_0.5'. Known and left apart, all corrupt data only: 'inf',
-// 'nan', a hex float ('0x1p4'), a sign before 0x, and white space other
-// than ' ', '\t' and '\n' around a number, which strtod reads and
-// gopher-lua does not; and '-0', which gopher-lua reads as 0 (equal).
+// an integer past 64 bits, 10.5 for '1_0.5' and -34 for '0x-22'. Known
+// and left apart, all corrupt data only, which strtod reads and the shim
+// does not: 'inf', 'nan', a decimal past the range ('1e309', infinity),
+// a hex float ('0x1p4'), a sign before 0x, a hex integer of 2^63 or
+// more, white space other than ' ', '\t' and '\n' around a number, and
+// a NUL after one; and '-0', which gopher-lua reads as 0 (equal).
+// tonumber with a base is gopher-lua's own (no script passes one).
 func TestGopherShimReadsAsRedis(t *testing.T) {
 	redis := map[string]string{
-		"1e+08": "100000000", "2e+12": "2000000000000", "5e-05": "5.0000000000000002e-05",
+		"1e+8": "100000000", "1e+08": "100000000", "2e+12": "2000000000000", "0x-22": "nil", "0x+8": "nil", "5e-05": "5.0000000000000002e-05",
 		"10000000000000000000": "1e+19", "12345678901234567890e0": "1.2345678901234567e+19", "-1e+08": "-100000000",
 		"1_0.5": "nil", "1.7672e+12": "1767200000000", "1e5": "100000", "": "nil", "e5": "nil", "1e": "nil",
 		"-": "nil", " 5": "5", "5 ": "5", "+5": "5", ".5": "0.5", "5.": "5", "0x10": "16",

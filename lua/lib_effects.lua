@@ -96,8 +96,9 @@ end
 -- v may be as long as a caller likes, so no pattern here repeats an item:
 -- gopher-lua's matcher (miniredis) recurses once per character a
 -- repeated item takes, and a few megabytes of it overflow the Go stack,
--- which ends the process (lua/patterns_test.go). tonumber is Redis's
--- Lua's on every engine (lua/gopher.go).
+-- which ends the process (lua/patterns_test.go). tonumber reads a score
+-- as Redis's Lua does on every engine, but for forms such as 'inf' or
+-- '1e309', which this refuses either way (lua/gopher.go).
 local function score_ok(v)
   local lv = string.lower(v)
   if lv == 'inf' or lv == '+inf' or lv == '-inf' or lv == 'infinity' or lv == '+infinity' or lv == '-infinity' then
