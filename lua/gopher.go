@@ -9,11 +9,11 @@ package lua
 // ZMSCORE), '5e-05', which it writes for a Lua number passed to a command,
 // and 10000000000000000000 are nil there; and with a digit separator
 // ('1_0.5') or a sign after '0x' it reads what strtod does not. A nil
-// there raised in the
-// middle of a claim that had written its leases (next_due), and let a
-// rate bucket refill at once. Under gopher-lua (no other Lua reads '1e5'
-// as nil), tonumber is replaced by one that reads those as Redis's Lua
-// does; on any other Lua the text does nothing. Its locals are the
+// there raised in the middle of a claim that had written its leases
+// (next_due), and let a rate bucket refill at once. Under gopher-lua (no
+// other Lua reads '1e5' as nil), tonumber is replaced by one that reads
+// those as Redis's Lua does; on any other Lua the text does nothing (and
+// must: Redis's EVAL refuses to change a global). Its locals are the
 // block's, so it takes none of a script's registers.
 // (TestGopherShimReadsAsRedis; patterns_test.go scans it too.)
 const gopherShim = `if tonumber('1e5') == nil then
