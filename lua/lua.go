@@ -113,7 +113,8 @@ func lib() string {
 	return b.String()
 }
 
-// load is the named script: what it uses of the prelude, then its file.
+// load is the named script: what it uses of the prelude, then its file
+// (the EVAL text opened by gopherShim, the library built by libraryOf).
 // Its texts are built at its first use, not at program start: a process
 // (a CLI, an isolated child) pays only for the scripts it runs.
 func load(name string) *Script {
@@ -126,7 +127,8 @@ func load(name string) *Script {
 	}}
 }
 
-// loadAlone is the named script, which uses nothing of the prelude.
+// loadAlone is the named script, which uses nothing of the prelude (its
+// EVAL text opened by gopherShim all the same).
 func loadAlone(name string) *Script {
 	b := body(name)
 	return &Script{build: func() (string, string) { return gopherShim + b, libraryOf(nil, nil, nil, nil, "", b) }}
