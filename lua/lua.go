@@ -114,24 +114,40 @@ func lib() string {
 }
 
 // load is the named script: what it uses of the prelude, then its file
-// (the EVAL text opened by gopherShim, the library built by libraryOf).
-// Its texts are built at its first use, not at program start: a process
-// (a CLI, an isolated child) pays only for the scripts it runs.
+// (the EVAL text opened by gopherShim, its body in a function of its own,
+// evalBody; the library built by libraryOf). Its texts are built at its
+// first use, not at program start: a process (a CLI, an isolated child)
+// pays only for the scripts it runs.
 func load(name string) *Script {
 	b := body(name) // a missing file fails at start
 	return &Script{build: func() (string, string) {
 		p := parsed()
 		need := p.need(b)
 		head := header(lib())
-		return gopherShim + p.text(need, head) + b, libraryOf(p.units, need, p.per, p.part, head, b)
+		return gopherShim + p.text(need, head) + evalBody(b), libraryOf(p.units, need, p.per, p.part, head, b)
 	}}
 }
 
+// evalBody is a script's body as its EVAL text holds it: a function of its
+// own, called at once, as the library holds it (libraryOf). Lua allows a
+// function 200 locals, and gopher-lua (miniredis) 200 registers, locals
+// and the temporaries of its expressions together: with the body at the
+// chunk's top level, beside the prelude's definitions, the ack script had
+// fewer than 8 to spare, and a script could not grow by the prelude it
+// needs. The body's own locals now count apart from the prelude's, as they
+// do in the library. Its line numbers are the file's (the function opens
+// on the body's first line), so an error names the line it would without.
+func evalBody(b string) string { return evalOpen + b + "\nend)()\n" }
+
+// evalOpen opens a script's body in its EVAL text (evalBody).
+const evalOpen = "return (function() "
+
 // loadAlone is the named script, which uses nothing of the prelude (its
-// EVAL text opened by gopherShim all the same).
+// EVAL text opened by gopherShim all the same, its body a function as
+// every script's).
 func loadAlone(name string) *Script {
 	b := body(name)
-	return &Script{build: func() (string, string) { return gopherShim + b, libraryOf(nil, nil, nil, nil, "", b) }}
+	return &Script{build: func() (string, string) { return gopherShim + evalBody(b), libraryOf(nil, nil, nil, nil, "", b) }}
 }
 
 func body(name string) string {
