@@ -7,11 +7,7 @@
 --   fence, code, delay (ms), message, data, reason; or, for the most
 --   common outcome, a completion with no result and no effects, only 4:
 --   id, lease ID, fence, 'k'
--- ARGV[11]: k, how many arguments of a claim follow (0: none)
--- ARGV[12 .. 11 + k]: a claim to run after the outcomes, in the same call
---   (docs/design/ack-claims.md): the call ID it would have sent alone,
---   then its arguments as claim.lua's ARGV[9...] (lib_claim.lua)
--- ARGV[12 + k ...]: the effects of each outcome of 8 fields, in order
+-- ARGV[11...]: the effects of each outcome of 8 fields, in order
 --   (lib_effects.lua's read_effects; a count of 0 for none)
 -- codes and their transitions (all from running):
 --   ok        -> completed; data is the result (kept when non-empty); the
@@ -69,24 +65,8 @@
 --   longer runs) answers the job's state rather than 'stale', and so does
 --   a second outcome of one attempt in the same call: only the first
 --   applies.
--- With a claim (k > 0): { outcomes, claimed }, outcomes the reply above
---   and claimed the claim's (claim.lua's Returns), which runs once every
---   outcome is written and sees what they did (a job made available may
---   be claimed). Each part is recorded as if sent alone: the outcomes
---   under this call's ID, which is the same acks' alone, and the claim
---   under its own ID. So a re-sent call answers both from their records,
---   and after an error each can be sent again alone (the acks by the
---   worker's ack loop, the claim by its fetch loop) and be answered.
 do local refused = model_error() if refused then return refused end end
--- CLAIM_AT: where the claim's arguments start, if the call carries one;
--- its record's key (its call ID is ARGV[12])
-local CLAIM_AT = tonumber(ARGV[11]) > 0 and 13 or nil
-local CLAIM_KEY = CLAIM_AT and PFX .. 'rc:' .. ARGV[12]
-do
-  local again = replayed()
-  if again and CLAIM_AT then return { again, claim_recorded(CLAIM_AT, CLAIM_KEY) } end
-  if again then return again end
-end
+do local again = replayed() if again then return again end end
 local n = tonumber(ARGV[9])
 local entries = {}
 -- the outcomes, read in a block of their own: miniredis's Lua allows a
@@ -97,7 +77,7 @@ do
   -- table cost a one-job ack 2% of its time
   local CODES
   local A = unpack_args(ARGV[10])
-  local a, b = 1, 12 + tonumber(ARGV[11]) -- the next outcome's fields in A, its effects in ARGV
+  local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
   local NO_FX = {}
   for _ = 1, n do
     local e
@@ -274,12 +254,7 @@ for _, e in ipairs(entries) do
   out[#out + 1] = state
   if state == 'completed' then completed = completed + 1 end
 end
-local reply = outboxed + notified
-if completed ~= n then
-  out[#out + 1] = reply
-  reply = out
-end
 flush()
-remember(reply)
-if not CLAIM_AT then return reply end
-return { reply, claim_recorded(CLAIM_AT, CLAIM_KEY) }
+if completed == n then return remember(outboxed + notified) end
+out[#out + 1] = outboxed + notified
+return remember(out)

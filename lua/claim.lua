@@ -97,4 +97,8 @@
 -- to the time it first sent the call, which that run is the closer to (a
 -- delay from the re-send's NOW would be short by the re-send's lag).
 do local refused = model_error() if refused then return refused end end
-return claim_recorded(9, CALL_KEY)
+local record = redis.call('GET', CALL_KEY)
+if record then return claim_replayed(unpack_record(record), ARGV[12]) end
+local reply, leased, keep = claim_jobs(9)
+if keep then remember(leased) end
+return reply

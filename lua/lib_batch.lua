@@ -228,40 +228,22 @@ local function flush()
     for p in pairs(PM_PUSHED) do call_aside('SETBIT', PM_KEY, nil, string.char(48 + p), '1') end
     PM_PUSHED = {}
   end
-  -- what it writes is emptied (a table only when it holds something: a
-  -- new one costs a call about 0.6 µs), so that a call may flush twice:
-  -- an ack that claims writes its outcomes before its claim reads
-  if next(ZREMS) ~= nil then
-    for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1, true) end
-    ZREMS = {}
-  end
-  if next(ZADDS) ~= nil then
-    for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2, true) end
-    ZADDS = {}
-  end
-  if next(DELTA) ~= nil then
-    for state, d in pairs(DELTA) do
-      if d ~= 0 and type(redis.pcall('HINCRBY', K_STATS, state, d)) == 'table' then
-        call_aside('HINCRBY', K_STATS, nil, state, d)
-      end
+  for k, l in pairs(ZREMS) do call_chunked('ZREM', k, l, 1, true) end
+  for k, l in pairs(ZADDS) do call_chunked('ZADD', k, l, 2, true) end
+  for state, d in pairs(DELTA) do
+    if d ~= 0 and type(redis.pcall('HINCRBY', K_STATS, state, d)) == 'table' then
+      call_aside('HINCRBY', K_STATS, nil, state, d)
     end
-    DELTA = {}
   end
-  -- CC and BUCKETS are also what the call read: kept, they are written
-  -- again by a second flush (the counts and tokens as they are then)
   put_counts(K_CC, CC, CC)
   put_counts(CC_WAITING, WAIT_DIRTY, WAIT)
-  if next(WAIT_DIRTY) ~= nil then WAIT_DIRTY = {} end
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
     redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
     redis.call('PEXPIRE', bk, rate_keep(b.n, b.per, b.burst))
   end
-  if next(RWAKE) ~= nil then
-    for class, at in pairs(RWAKE) do
-      if at then call_aside('ZADD', K_RWAKE, nil, at, class) else call_aside('ZREM', K_RWAKE, nil, class) end
-    end
-    RWAKE = {}
+  for class, at in pairs(RWAKE) do
+    if at then call_aside('ZADD', K_RWAKE, nil, at, class) else call_aside('ZREM', K_RWAKE, nil, class) end
   end
 end
 

@@ -280,15 +280,3 @@ local function claim_jobs(c)
   if #jobs == 0 then return { nd, archived }, leased, keep end
   return { nd, archived, pack_value(jobs) }, leased, keep
 end
-
--- claim_recorded answers a claim whose arguments start at ARGV[c] and
--- whose record is under key: from the record a first run left (a re-sent
--- call), else by running it, recorded when it leased, archived or
--- offered something (claim_jobs).
-local function claim_recorded(c, key)
-  local record = redis.call('GET', key)
-  if record then return claim_replayed(unpack_record(record), ARGV[c + 3]) end
-  local reply, leased, keep = claim_jobs(c)
-  if keep then redis.call('SET', key, pack_record(leased), 'PX', CALL_KEEP) end
-  return reply
-end

@@ -15,11 +15,8 @@ import (
 const maxAckBatch = 256
 
 // ack records an outcome (batched with others) and returns its result.
-// queued, when not nil, is called once the outcome is queued: a slot
-// freed then lets the fetch loop find the ack and carry it with its claim
-// (Worker.claim).
-func (w *Worker) ack(p keys.Partition, a store.Ack, queued func()) store.AckResult {
-	return w.acks.doQueued(p, a, queued)
+func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
+	return w.acks.do(p, a)
 }
 
 // flushAcks writes one partition's acks, retrying while Redis is

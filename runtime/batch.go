@@ -72,11 +72,7 @@ func newBatcher[T, R any](max, queue int, flush func(context.Context, keys.Parti
 }
 
 // do queues item and waits for its result.
-func (b *batcher[T, R]) do(p keys.Partition, item T) R { return b.doQueued(p, item, nil) }
-
-// doQueued is do, calling queued (when not nil) once item is queued, or
-// turned away, before it waits for the result.
-func (b *batcher[T, R]) doQueued(p keys.Partition, item T, queued func()) R {
+func (b *batcher[T, R]) do(p keys.Partition, item T) R {
 	req, _ := b.spare.Get().(*batchReq[T, R])
 	if req == nil {
 		req = &batchReq[T, R]{done: make(chan R, 1)}
@@ -86,7 +82,6 @@ func (b *batcher[T, R]) doQueued(p keys.Partition, item T, queued func()) R {
 	if !b.open {
 		b.mu.RUnlock()
 		b.recycle(req)
-		callIf(queued)
 		return b.failed(item, errNotSent)
 	}
 	lane := b.lane(p)
@@ -95,50 +90,13 @@ func (b *batcher[T, R]) doQueued(p keys.Partition, item T, queued func()) R {
 	case <-b.stopping:
 		b.mu.RUnlock()
 		b.recycle(req)
-		callIf(queued)
 		return b.failed(item, errNotSent)
 	}
 	b.mu.RUnlock()
-	callIf(queued)
 	res := <-req.done // the one answer it gets: the loop is done with it
 	b.recycle(req)
 	return res
 }
-
-func callIf(f func()) {
-	if f != nil {
-		f()
-	}
-}
-
-// take removes up to max requests queued on partition p's lane, not yet
-// sent, for a caller that sends them itself (a claim that carries them,
-// Worker.claim); with them the loops' context, for sending them again
-// after an error. The caller must answer each (answer), as the lane's
-// loop would have.
-func (b *batcher[T, R]) take(p keys.Partition, max int) ([]*batchReq[T, R], context.Context) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if !b.open {
-		return nil, nil
-	}
-	b.lanesMu.Lock()
-	lane := b.lanes[p]
-	b.lanesMu.Unlock()
-	var reqs []*batchReq[T, R]
-	for len(reqs) < max {
-		select {
-		case r := <-lane: // a nil lane (none yet) is never ready
-			reqs = append(reqs, r)
-		default:
-			return reqs, b.ctx
-		}
-	}
-	return reqs, b.ctx
-}
-
-// answer gives a request that take removed its result.
-func answer[T, R any](req *batchReq[T, R], res R) { req.done <- res }
 
 // lane is partition p's queue, made with its loop at its first request.
 // Its caller holds mu's read lock, with the loops running: the loop joins

@@ -122,14 +122,13 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		if a.suspect {
 			w.suspects.Add(-1)
 		}
+		w.release(1)
 		if a.settled.CompareAndSwap(false, true) {
 			var cause error
 			if ctx.Err() != nil {
 				cause = context.Cause(ctx)
 			}
-			w.conclude(a, r, true, cause, w.releaseOne)
-		} else {
-			w.release(1)
+			w.conclude(a, r, true, cause)
 		}
 	}()
 	if a.malformed != nil {
@@ -193,16 +192,13 @@ func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan str
 	if a.settled.CompareAndSwap(false, true) {
 		w.log.Warn("handler ignored cancellation; settling its job without it",
 			"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
-		w.conclude(a, result{}, false, context.Cause(ctx), nil)
+		w.conclude(a, result{}, false, context.Cause(ctx))
 	}
 }
 
 // conclude acks an attempt's outcome (when there is one to ack) and retires
-// it; exactly one caller per attempt gets here. free, when not nil, frees
-// the attempt's slot (its handler returned): once its ack is queued, so
-// that the claim the slot prompts may carry it (Worker.claim), or at once
-// when there is nothing to ack.
-func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error, free func()) {
+// it; exactly one caller per attempt gets here.
+func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	var res store.AckResult // the ack's answer; zero when there is nothing to ack
 	defer w.busy.Done()
 	defer func() {
@@ -215,7 +211,6 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error, free
 	}()
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
-		callIf(free)
 		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, w.clk.Now())
 		w.observe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
 		return
@@ -223,7 +218,7 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error, free
 	if w.ev != nil {
 		w.acking(a) // events.go
 	}
-	res = w.ack(a.ref.Partition, ack, free)
+	res = w.ack(a.ref.Partition, ack)
 	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)
 	w.observe(a, r, cause, true, ack, res)

@@ -140,7 +140,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		p := w.parts[chosen]
 		req.Into = into
-		res, err := w.claim(ctx, p, req, failed[chosen] != nil)
+		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
 			// its slots go back while it waits: a partition that is down
 			// holds none of the worker's capacity

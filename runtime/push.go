@@ -144,7 +144,7 @@ func (w *Worker) handBack(p keys.Partition, jobs []*store.Job) {
 	}
 	w.handBacks.Go(func() {
 		for _, j := range slices.Backward(jobs) {
-			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease}, nil)
+			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease})
 			id := keys.Ref{Partition: p, Local: j.Local}.String()
 			w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
 			if w.sig.Settled.Enabled() {

@@ -237,9 +237,6 @@ func (w *Worker) acquire(n int) int {
 	return n
 }
 
-// releaseOne gives one slot back.
-func (w *Worker) releaseOne() { w.release(1) }
-
 // release gives n slots back.
 func (w *Worker) release(n int) {
 	if n == 0 {

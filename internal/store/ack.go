@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -66,62 +65,32 @@ type AckResult struct {
 // before it stand, the others carry its error, and so does the return:
 // a caller retries only those (runtime's flushAcks).
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	res, outboxed, _, err := s.AckClaim(ctx, p, acks, nil)
-	return res, outboxed, err
-}
-
-// AckClaim is Ack, and when claim is not nil, a claim (Claim) in the
-// same round trip, run after the outcomes (lua/ack.lua): a worker acks
-// the jobs of slots it freed and claims for those slots in one call
-// (docs/design/ack-claims.md). The claim needs an ID (ClaimRequest.ID):
-// the same acks and claim sent again, after an error, are the same call,
-// answered the jobs its first run leased. With acks of more than one
-// call, the claim rides the last; an error means it may not have run,
-// and the caller sends again the acks it failed with the same claim.
-// An error with every ack's result set (none carrying it) is the claim's
-// alone: the outcomes were written, and the claim's reply could not be
-// read (ErrMalformed), as Claim would answer it.
-func (s *Store) AckClaim(ctx context.Context, p keys.Partition, acks []Ack, claim *ClaimRequest) ([]AckResult, int, ClaimResult, error) {
-	if claim != nil && claim.ID == "" {
-		return nil, 0, ClaimResult{}, errClaimWithoutID
-	}
 	cut := func() int { return callCut(len(acks), len(acks), func(i int) int { return acks[i].size() }) }
 	n := cut()
 	if n == len(acks) {
-		return s.ack(ctx, p, acks, claim) // the common case: one call
+		return s.ack(ctx, p, acks) // the common case: one call
 	}
 	out := make([]AckResult, 0, len(acks))
 	outboxed := 0
 	for ; len(acks) > 0; n = cut() {
-		var c *ClaimRequest
-		if n == len(acks) {
-			c = claim
-		}
-		res, ob, cr, err := s.ack(ctx, p, acks[:n], c)
-		if res == nil { // the call failed: it and the ones after it carry its error
+		res, ob, err := s.ack(ctx, p, acks[:n])
+		if err != nil {
 			for range acks {
 				out = append(out, AckResult{Err: err})
 			}
-			return out, outboxed, ClaimResult{}, err
+			return out, outboxed, err
 		}
 		out, outboxed, acks = append(out, res...), outboxed+ob, acks[n:]
-		if c != nil {
-			return out, outboxed, cr, err
-		}
 	}
-	return out, outboxed, ClaimResult{}, nil
+	return out, outboxed, nil
 }
-
-// errClaimWithoutID refuses a claim sent with acks without an ID: a
-// re-send of the call could not be answered the jobs it leased.
-var errClaimWithoutID = errors.New("sluice: a claim sent with acks needs an ID (ClaimRequest.ID)")
 
 // size is about how many bytes a's fields take in an ack call.
 func (a *Ack) size() int {
 	return len(a.Local) + len(a.LeaseID) + len(a.Message) + len(a.Data) + len(a.Reason) + 64
 }
 
-func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack, claim *ClaimRequest) ([]AckResult, int, ClaimResult, error) {
+func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
 	fields := newArgList(48 * len(acks)) // a plain completion: ID, lease ID, fence, 'k'
 	var effects []any
 	id := newContentID()
@@ -156,55 +125,27 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack, claim *Cl
 		fields.bytes(a.Data)
 		fields.str(a.Reason)
 	}
-	var claimArgs []any
-	if claim != nil {
-		// its call ID first, as it would be sent alone: its record is kept
-		// under it (lua/ack.lua), the outcomes' under this call's, which
-		// is the same acks' alone
-		claimArgs = append([]any{claim.call() + s.keep}, claim.args()...)
-	}
-	args := append(s.callArgs(p, 3+len(claimArgs)+len(effects)), len(acks), fields.done(), len(claimArgs))
-	args = append(append(args, claimArgs...), effects...)
+	args := append(s.callArgs(p, 2+len(effects)), len(acks), fields.done())
+	args = append(args, effects...)
 	v, err := s.send(ctx, lua.Ack, id.call(), args).Result()
 	if err != nil {
-		return nil, 0, ClaimResult{}, err
+		return nil, 0, err
 	}
-	var cr ClaimResult
-	if claim != nil {
-		both, ok := v.([]any)
-		if !ok || len(both) != 2 {
-			return nil, 0, ClaimResult{}, fmt.Errorf("%w: ack and claim reply %T", ErrMalformed, v)
-		}
-		v = both[0]
-		// a claim that cannot be read leased its jobs all the same: the
-		// outcomes stand, the error says the claim's jobs are lost to
-		// this worker (its caller's, as Claim's)
-		cr, err = claimReply(both[1], claim)
-	}
-	out, outboxed, aerr := ackReply(v, len(acks))
-	if aerr != nil {
-		return nil, 0, ClaimResult{}, aerr
-	}
-	return out, outboxed, cr, err
-}
-
-// ackReply reads the outcomes part of an ack's reply (lua/ack.lua).
-func ackReply(v any, n int) ([]AckResult, int, error) {
 	if outboxed, ok := v.(int64); ok { // every outcome completed its job
-		out := make([]AckResult, n)
+		out := make([]AckResult, len(acks))
 		for i := range out {
 			out[i].State = "completed"
 		}
 		return out, int(outboxed), nil
 	}
 	answers, err := strs(v)
-	if err != nil || len(answers) != n+1 {
+	if err != nil || len(answers) != len(acks)+1 {
 		return nil, 0, fmt.Errorf("%w: ack reply %v", ErrMalformed, v)
 	}
-	out := make([]AckResult, n)
-	for i, a := range answers[:n] {
+	out := make([]AckResult, len(acks))
+	for i, a := range answers[:len(acks)] {
 		out[i].State, out[i].Err = ackState(a)
 	}
-	outboxed, _ := strconv.Atoi(answers[n])
+	outboxed, _ := strconv.Atoi(answers[len(acks)])
 	return out, outboxed, nil
 }

@@ -70,30 +70,7 @@ type ClaimResult struct {
 
 // Claim leases up to req.N ready jobs in one round trip.
 func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (ClaimResult, error) {
-	args := req.args()
-	v, err := s.send(ctx, lua.Claim, req.call(), append(s.callArgs(p, len(args)), args...)).Result()
-	if err != nil {
-		return ClaimResult{}, err
-	}
-	return claimReply(v, &req)
-}
-
-// call is the claim's call ID: named by its ID (with the worker), the
-// same whether it is sent alone or with acks (Store.AckClaim); else new.
-func (req *ClaimRequest) call() string {
-	if req.ID == "" {
-		return newCallID()
-	}
-	id := newContentID()
-	id.add(req.Worker)
-	id.add(req.ID)
-	return id.call()
-}
-
-// args are the claim's arguments as lua/claim.lua takes them from ARGV[9]
-// (and lua/ack.lua after its outcomes).
-func (req *ClaimRequest) args() []any {
-	args := make([]any, 0, 10+2*len(req.KindLease))
+	args := make([]any, 0, 6+2*len(req.KindLease))
 	args = append(args, req.N, ms(req.Lease), req.Worker, req.Nonce, req.PromoteLimit, len(req.KindLease))
 	for k, d := range req.KindLease {
 		args = append(args, k, ms(d))
@@ -106,11 +83,17 @@ func (req *ClaimRequest) args() []any {
 	if offer := req.offer(); offer != "" {
 		args = append(args, req.Offer, ms(req.OfferFor), offer)
 	}
-	return args
-}
-
-// claimReply reads a claim's reply (lua/claim.lua's Returns).
-func claimReply(v any, req *ClaimRequest) (ClaimResult, error) {
+	call := newCallID()
+	if req.ID != "" {
+		id := newContentID()
+		id.add(req.Worker)
+		id.add(req.ID)
+		call = id.call()
+	}
+	v, err := s.send(ctx, lua.Claim, call, append(s.callArgs(p, len(args)), args...)).Result()
+	if err != nil {
+		return ClaimResult{}, err
+	}
 	reply, ok := v.([]any)
 	if !ok || len(reply) < 2 {
 		return ClaimResult{}, fmt.Errorf("%w: claim reply %T", ErrMalformed, v)

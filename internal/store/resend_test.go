@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"testing"
 	"time"
 
@@ -117,34 +116,6 @@ func TestResend(t *testing.T) {
 			check()
 			if r.Err != nil || r.State != "archived" {
 				t.Fatalf("ack: %+v, want archived (OnDeath is called on it)", r)
-			}
-		}},
-		{"ack that claims answers its outcomes and its jobs once", func(t *testing.T, l *lossy, fire func() func()) {
-			l.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"}, store.NewJob{Local: "d"})
-			held := l.claimLeases(2, "w")
-			req := store.ClaimRequest{N: 3, Lease: 30 * time.Second, Worker: "w", Nonce: "n2", ID: "n2", PromoteLimit: 100}
-			check := fire()
-			// a completes with an effect; b is handed back, at the front:
-			// the claim that follows it in the call leases it again
-			res, _, cr, err := l.st.AckClaim(l.ctx, l.p, []store.Ack{
-				{Lease: held["a"], Code: store.CodeOK, Commit: "a:#complete", Effects: []sluicetype.Effect{fx("INCRBY", l.key("bal"), "100")}},
-				{Lease: held["b"], Code: store.CodeRelease},
-			}, &req)
-			check()
-			if err != nil || res[0].State != "completed" || res[1].State != "available" {
-				t.Fatalf("ack and claim: %+v %v", res, err)
-			}
-			var got []string
-			for _, j := range cr.Jobs {
-				got = append(got, j.Local+"="+j.LeaseID)
-			}
-			if want := []string{"b=n2.1", "c=n2.2", "d=n2.3"}; !slices.Equal(got, want) {
-				t.Fatalf("claimed %v, want %v", got, want)
-			}
-			l.wantValue("bal", "100")
-			l.wantStats(map[string]string{"completed": "1", "running": "3", "available": "0"})
-			if n, _ := l.rdb.ZCard(l.ctx, l.p.Running()).Result(); n != 3 {
-				t.Fatalf("%d jobs running, want the 3 answered", n)
 			}
 		}},
 		{"completion effect applies once", func(t *testing.T, l *lossy, fire func() func()) {
