@@ -118,7 +118,15 @@ const maxEnqueueBatch = 1000
 // producers drawing the same random bits in the same millisecond could
 // cause, is never written over: the job is enqueued again with a random
 // suffix added to its ID, and its result's Local says so.
+//
+// A job whose run time or deadline is outside [MinTime, MaxTime] is not
+// sent: it is Failed with ErrTimeOutOfRange, and the others are enqueued.
+// (Past MaxTime, Redis would write the time in exponent form, which no
+// reader takes back: the job could not be read.)
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
+	if slices.ContainsFunc(jobs, func(j NewJob) bool { return j.timeErr() != nil }) {
+		return s.enqueueInRange(ctx, p, jobs)
+	}
 	out := make([]EnqueueResult, 0, len(jobs))
 	for len(jobs) > 0 {
 		n := callCut(len(jobs), maxEnqueueBatch, func(i int) int { return jobs[i].size() })
@@ -148,6 +156,42 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		jobs = jobs[n:]
 	}
 	return out, nil
+}
+
+// enqueueInRange enqueues the jobs of jobs whose times are in range, and
+// fails the others.
+func (s *Store) enqueueInRange(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
+	out := make([]EnqueueResult, len(jobs))
+	var ok []NewJob
+	var at []int
+	for i, j := range jobs {
+		if err := j.timeErr(); err != nil {
+			out[i] = EnqueueResult{Status: Failed, Err: err}
+			continue
+		}
+		ok, at = append(ok, j), append(at, i)
+	}
+	if len(ok) == 0 {
+		return out, nil
+	}
+	res, err := s.Enqueue(ctx, p, ok) // one result per job, even with an error
+	for k, i := range at {
+		out[i] = res[k]
+	}
+	return out, err
+}
+
+// timeErr is ErrTimeOutOfRange for a run time or deadline outside
+// [MinTime, MaxTime], else nil.
+func (j *NewJob) timeErr() error {
+	what, at := "run time", j.RunAt
+	if j.RunAt.IsZero() || TimeInRange(j.RunAt) {
+		if j.Deadline.IsZero() || TimeInRange(j.Deadline) {
+			return nil
+		}
+		what, at = "deadline", j.Deadline
+	}
+	return fmt.Errorf("%w: %s %v of job %q is not within %v..%v", ErrTimeOutOfRange, what, at, j.Local, MinTime, MaxTime)
 }
 
 // maxIDRetries bounds the new IDs tried for one job whose generated ID was

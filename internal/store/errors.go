@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -28,6 +29,11 @@ var (
 	// ErrNewerDataModel: a newer release changed what the partition's keys
 	// mean (DataModel); the script refused the partition and wrote nothing.
 	ErrNewerDataModel = sluicetype.ErrNewerDataModel
+	// ErrTimeOutOfRange: a job's run time or deadline is outside
+	// [MinTime, MaxTime]; the job was not sent (flow refuses such times
+	// first, as ErrInvalid; a follow-up read from an outbox entry is
+	// checked here).
+	ErrTimeOutOfRange = errors.New("sluice: a job's time is out of range")
 )
 
 // DataModel is the partition data model this release's scripts know (the
