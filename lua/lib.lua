@@ -212,6 +212,21 @@ local function words(s)
     return string.sub(s, b, at - 1)
   end
 end
+
+-- join is table.concat(parts, sep) taken a thousand parts at a time:
+-- gopher-lua's table.concat (miniredis) puts every part (and separator)
+-- on its registry, which holds about 5,100 values, and a claim's reply of
+-- 90 jobs, packed in Lua there, raised "registry overflow" after its
+-- leases were written (TestClaimManyConcurrencyKeys,
+-- TestConcatsGoThroughJoin).
+local function join(parts, sep)
+  sep = sep or ''
+  local n = #parts
+  if n <= 1000 then return table.concat(parts, sep) end
+  local pieces = {}
+  for i = 1, n, 1000 do pieces[#pieces + 1] = table.concat(parts, sep, i, math.min(i + 999, n)) end
+  return join(pieces, sep)
+end
 -- The partition's other keys, each named here only (Go: keys.Partition,
 -- TestLuaKeysAgree): a held unique key, a rate class's token bucket and
 -- wait list, a concurrency key's wait list and the waiter counts, a

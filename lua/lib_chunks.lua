@@ -81,7 +81,7 @@ local function joined(h, field)
   if not v then return nil end
   local parts = { v }
   for _, name in ipairs(chunk_fields(h, field)) do parts[#parts + 1] = h[name] end
-  return table.concat(parts)
+  return join(parts)
 end
 
 -- payload_of is the payload of job id whose hash is h (a field map), or

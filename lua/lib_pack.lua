@@ -70,7 +70,7 @@ local function pack_value(v)
   if MSGPACK then return MSGPACK.pack(v) end
   local parts = {}
   mp_append(v, parts)
-  return table.concat(parts)
+  return join(parts)
 end
 
 -- unpack_args is the list of strings store's argList packed into s.

@@ -70,7 +70,7 @@ local function pack_record(reply)
   if MSGPACK then return MSGPACK.pack(reply) end
   local parts = {}
   encode_reply(reply, parts)
-  return table.concat(parts)
+  return join(parts)
 end
 local function unpack_record(v)
   if MSGPACK then return MSGPACK.unpack(v) end

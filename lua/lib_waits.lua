@@ -99,7 +99,7 @@ local function suspend(jk, id, fence, w)
     make_available(jk, id, 'running', false)
     return 'available'
   end
-  redis.call('HSET', jk, F.awaits, fence .. ' ' .. table.concat(w.signals, ' '))
+  redis.call('HSET', jk, F.awaits, fence .. ' ' .. join(w.signals, ' '))
   schedule_at(jk, id, 'running', 'scheduled', due or FAR)
   return 'scheduled'
 end

@@ -46,7 +46,7 @@ do
   end
   if pinned and pinned ~= to then left[#left + 1] = pinned end
   if #left > 0 then
-    redis.call('HSET', jk, F.sticky_left, table.concat(left, ' '))
+    redis.call('HSET', jk, F.sticky_left, join(left, ' '))
   elseif o[5] then
     redis.call('HDEL', jk, F.sticky_left)
   end

@@ -306,7 +306,8 @@ func sortedFiles() []string {
 // partition's, takes of the prelude only what needs no partition: the
 // store's time, the statuses and the call records (lib_replay.lua, kept
 // under the key prefix its calls carry as ARGV[2], as a partition's do,
-// with the two ARGV entries declared beside it). A word of its text that
+// with the two ARGV entries declared beside it, and join, which packs
+// them on miniredis). A word of its text that
 // names another prelude definition (prelude.go takes it in, strings
 // included) would make it read the partition's KEYS layout, and build
 // tables it never uses, on every call.
@@ -322,7 +323,7 @@ func TestScheduleTakesNoPartition(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{"CALL_ID", "CALL_KEEP", "CALL_KEY", "CHAN", "MSGPACK", "NOW", "PART", "PFX", "STATUS",
-		"decode_reply", "encode_reply", "now_ms", "pack_record", "remember", "replayed", "unpack_record"}
+		"decode_reply", "encode_reply", "join", "now_ms", "pack_record", "remember", "replayed", "unpack_record"}
 	if !slices.Equal(got, want) {
 		t.Errorf("schedule.lua takes %v of the prelude, want %v", got, want)
 	}
