@@ -124,8 +124,10 @@ const maxEnqueueBatch = 1000
 // (Past MaxTime, Redis would write the time in exponent form, which no
 // reader takes back: the job could not be read.)
 func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
-	if slices.ContainsFunc(jobs, func(j NewJob) bool { return j.timeErr() != nil }) {
-		return s.enqueueInRange(ctx, p, jobs)
+	for i := range jobs {
+		if jobs[i].timeErr() != nil {
+			return s.enqueueInRange(ctx, p, jobs)
+		}
 	}
 	out := make([]EnqueueResult, 0, len(jobs))
 	for len(jobs) > 0 {
@@ -164,12 +166,12 @@ func (s *Store) enqueueInRange(ctx context.Context, p keys.Partition, jobs []New
 	out := make([]EnqueueResult, len(jobs))
 	var ok []NewJob
 	var at []int
-	for i, j := range jobs {
-		if err := j.timeErr(); err != nil {
+	for i := range jobs {
+		if err := jobs[i].timeErr(); err != nil {
 			out[i] = EnqueueResult{Status: Failed, Err: err}
 			continue
 		}
-		ok, at = append(ok, j), append(at, i)
+		ok, at = append(ok, jobs[i]), append(at, i)
 	}
 	if len(ok) == 0 {
 		return out, nil
