@@ -212,13 +212,12 @@ local function words(s)
     return string.sub(s, b, at - 1)
   end
 end
-
 -- join is table.concat(parts, sep) taken a thousand parts at a time:
 -- gopher-lua's table.concat (miniredis) puts every part (and separator)
 -- on its registry, which holds about 5,100 values, and a claim's reply of
 -- 90 jobs, packed in Lua there, raised "registry overflow" after its
 -- leases were written (TestClaimManyConcurrencyKeys,
--- TestConcatsGoThroughJoin).
+-- TestWholeTableCallsAreBounded).
 local function join(parts, sep)
   sep = sep or ''
   local n = #parts
