@@ -1,5 +1,4 @@
--- claim.lua: lease up to n ready jobs of one partition to a worker. The
--- claim itself is the prelude's (lib_claim.lua claim_jobs, claim_replayed).
+-- claim.lua: lease up to n ready jobs of one partition to a worker.
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  n, the most jobs to claim
@@ -98,7 +97,269 @@
 -- delay from the re-send's NOW would be short by the re-send's lag).
 do local refused = model_error() if refused then return refused end end
 local record = redis.call('GET', CALL_KEY)
-if record then return claim_replayed(unpack_record(record), ARGV[12]) end
-local reply, leased, keep = claim_jobs(9)
-if keep then remember(leased) end
-return reply
+if record then
+  record = unpack_record(record)
+  local jobs = {}
+  for k = 3, #record do
+    local id = record[k]
+    local jk = job_key(id)
+    local lease = ARGV[12] .. '.' .. (k - 2)
+    local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
+    -- count_of: a fence or expiry that tonumber reads as inf or nan
+    -- (corrupt data) would not pack as an integer; such a job is left out
+    local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
+    expiry = expiry and count_of(expiry)
+    if state_of(h[1]) == 'running' and h[2] == lease and expiry and expiry > NOW and fence then
+      local steps = {}
+      if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
+      jobs[#jobs + 1] = { id, lease, expiry, fence, steps, redis.call('HGETALL', jk),
+        h[5] and redis.call('GET', body_key(id)) or false }
+    end
+  end
+  -- the first run found the partition dry: if a job was listed since,
+  -- its wake deleted the idle flag (and any offer), and the wake-up it
+  -- published may have reached the worker before this answer, which
+  -- would tell it to sleep; it is told to claim again at once instead
+  local nd = record[1]
+  if nd ~= STATUS.claimed_all and redis.call('EXISTS', K_IDLE) == 0 then nd = 0 end
+  if #jobs == 0 then return { nd, record[2] } end
+  return { nd, record[2], pack_value(jobs) }
+end
+if redis.call('EXISTS', PAUSED) == 1 then
+  redis.call('SET', K_IDLE, '1')
+  return { STATUS.no_due, {} }
+end
+local n = tonumber(ARGV[9])
+local lease_ms = tonumber(ARGV[10])
+local worker, nonce = ARGV[11], ARGV[12]
+-- The four timed indexes (buckets of later jobs, sched, rate wake-ups,
+-- pin deadlines) and this worker's pin list are empty in most partitions:
+-- one EXISTS spares their five reads here (when none exists nothing is
+-- due, and nothing promoted can be pinned here) and next_due's four (an
+-- idle worker's claim, on the path of every pick-up, ran 21 commands, 9
+-- of them these).
+local quiet = redis.call('EXISTS', K_LATER, K_SCHED, K_RWAKE, PIN_DEADLINES, pin_key(worker)) == 0
+local unpinned = {}
+if not quiet then
+  promote(ARGV[13])
+  promote_rated()
+  unpinned = promote_pinned()
+end
+local kind_lease = {}
+local m = tonumber(ARGV[14])
+for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
+local suspect_ok = ARGV[15 + 2 * m] == '1'
+local HELD_MAX = 64
+-- held: suspects this claim passed over, { list, id, priority }, put back
+-- at the front of their lists after the pops; halt: HELD_MAX reached, no
+-- more popping (what follows in the list stays there, in order)
+local held, halt = {}, false
+
+local jobs, archived = {}, {}
+local NO_STEPS = {}
+-- seen: the IDs this claim has acted on. A job can be listed twice (a
+-- stale entry left by a cancel, a debounce or a reroute, and a fresh one),
+-- and both copies can come in one pop, where the hashes read before either
+-- is handled would let the second pass as available too: a second lease.
+-- An entry dropped as stale changes nothing and is not counted: the job's
+-- live entry, perhaps further on in this claim, must still be taken.
+local seen = {}
+
+-- rate_limited takes a token from the job's rate class, or parks the job
+-- until there is one and reports true.
+local function rate_limited(class, id)
+  local b = bucket(class)
+  if not b then return false end
+  if b.tokens >= 1 then
+    b.tokens = b.tokens - 1
+    return false
+  end
+  rate_wait(class, b, id)
+  return true
+end
+-- passes: the concurrency keys of available jobs this claim archived, each
+-- with the highest limit among them: once the pops are done, each key's
+-- next waiter goes when the key has room (lib_limits.lua cc_release). Not at
+-- once: a waiter this claim set waiting would meet its entry again in
+-- this claim, where it would be dropped as a repeat.
+local passes = {}
+local function park(jk, id, reason, ck, limit)
+  finish(jk, id, 'available', 'archived', reason)
+  archived[#archived + 1] = id
+  archived[#archived + 1] = reason
+  if ck then passes[ck] = math.max(passes[ck] or 0, tonumber(limit) or 1) end
+end
+
+for _, id in ipairs(unpinned) do
+  archived[#archived + 1] = id
+  archived[#archived + 1] = 'sticky_unavailable'
+end
+
+-- take claims from the list ak (of priority prio; nil for a pin list)
+-- until n jobs are claimed or it is empty, and says whether it emptied it.
+-- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
+local function take(ak, pinned_to, prio)
+  -- the job fields read and written per job, looked up once per take
+  local fs, fk, fp, fpb, fa, fc, ff = F.state, F.kind, F.payload, F.payload_body, F.attempt, F.crash_attempt, F.fence
+  local fdl, fck, fcn, frk, fsw, fsf = F.deadline, F.concurrency_key, F.concurrency_limit, F.rate_class,
+    F.sticky_worker, F.sticky_fallback
+  local fsm, fsl = F.sticky_mode, F.sticky_left
+  local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
+  while #jobs < n and not halt do
+    local want = n - #jobs
+    local ids = redis.pcall('LPOP', ak, want)
+    if type(ids) == 'table' and ids.err then
+      -- the list's key holds another type (corrupt data, e.g. this
+      -- worker's pin list): no entry can be read from it; raising would
+      -- undo nothing promotion wrote and fail every claim of this worker,
+      -- so the value is set aside as a push sets it aside (call_aside)
+      set_aside(ak, 'list:' .. ak)
+      return true
+    end
+    if not ids then return true end
+    local raws, hs, ckeys = {}, {}, {}
+    for i, id in ipairs(ids) do
+      local raw = redis.pcall('HGETALL', job_key(id))
+      raws[i] = raw
+      if not raw.err then
+        local h = {}
+        for k = 1, #raw, 2 do h[raw[k]] = raw[k + 1] end
+        h[fs] = state_of(h[fs])
+        hs[i], ckeys[i] = h, h[fck]
+      end
+    end
+    cc_prefetch(ckeys)
+    for i, id in ipairs(ids) do
+      local jk = job_key(id)
+      local h = hs[i]
+      -- sw: the worker it is pinned to, if any (push_ready: a worker that
+      -- is no empty string, and a mode)
+      local sw = h and h[fsw]
+      if sw == '' or not (h and h[fsm]) then sw = nil end
+      if seen[id] then
+        -- this claim acted on the job already (leased, parked or set it
+        -- waiting): a repeat entry, stale; drop it
+      elseif not h then
+        seen[id] = true
+        -- the key holds something that is not a job hash: set it aside
+        set_aside(jk, 'j:' .. id)
+        redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
+        park(jk, id, 'malformed')
+      elseif h[fs] == 'available' and pinned_to and (sw ~= pinned_to or h[fsf]) then
+        -- rerouted since it was pinned here (the reroute recorded that it
+        -- left this list), or handed to every worker by its fallback (its
+        -- live entry is the shared list's): its entry on this list is
+        -- stale. Pinned elsewhere, or not at all, with no such record, its
+        -- routing changed without a reroute (corrupt data): this entry is
+        -- its only one, and it goes where its routing says (to the front
+        -- of that list; the shared list's, where this claim may take it),
+        -- not dropped, which would leave it available on no list. A
+        -- reroute by an older release records nothing either: the job
+        -- may wait on its concurrency key's or rate class's wait list
+        -- (its place then: not listed anew, waits_listed), or be listed
+        -- on its new list with its fallback running (kept: push_ready's
+        -- keep)
+        if not h[fsf] and not string.find(' ' .. (h[fsl] or '') .. ' ', ' ' .. pinned_to .. ' ', 1, true)
+          and not waits_listed(id, h[fck], h[frk]) then
+          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay], true)
+          if sw then seen[id] = true end
+        end
+      elseif h[fs] == 'available' and not pinned_to and sw and not h[fsf] then
+        -- pinned (rerouted) since it was listed here, and its fallback has
+        -- not handed it to every worker: the entry is stale (a job is
+        -- listed on the shared list while pinned only once its fallback
+        -- handed it there; a pin with no mode, or to '', is none)
+      elseif h[fs] == 'available' then
+        seen[id] = true -- every branch below acts on the job
+        local kind, ck, crashes = h[fk], h[fck], h[fc]
+        local dl, fence = tonumber(h[fdl]), count_of(h[ff])
+        -- a body key that holds no string is corrupt data: no payload
+        local body = h[fpb] and redis.pcall('GET', body_key(id)) or false
+        if type(body) ~= 'string' then body = false end
+        if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
+          or not count_of(crashes) then
+          park(jk, id, 'malformed', ck, h[fcn])
+        elseif dl and dl <= NOW then
+          park(jk, id, 'deadline_exceeded', ck, h[fcn])
+        elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
+          held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
+          if #held >= HELD_MAX then halt = true end
+        elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
+          cc_wait(ck, id) -- its key is at its limit
+          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)
+        elseif h[frk] and rate_limited(h[frk], id) then
+          -- parked on its rate class (rate_limited did it)
+          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end
+        else
+          -- read only for a job it leases, before the lease is written: a
+          -- checkpoints key that holds no hash (an error reply) is corrupt
+          -- data too
+          local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
+          if steps.err then
+            -- it does not run: the rate token taken for it goes back
+            -- (the class's bucket is BUCKETS' once rate_limited took one)
+            local rb = h[frk] and BUCKETS[h[frk]]
+            if rb then rb.tokens = rb.tokens + 1 end
+            park(jk, id, 'malformed', ck, h[fcn])
+          else
+            if ck then CC[ck] = cc_running(ck) + 1 end
+            if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
+            fence = fence + 1
+            local lease = nonce .. '.' .. (#jobs + 1)
+            local expiry = NOW + (kind_lease[kind] or lease_ms)
+            redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
+            zadd_later(K_RUN, num_s(expiry), id)
+            count('available', 'running')
+            jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
+          end
+        end
+      end
+      -- any other state: a stale list entry (the job moved on); drop it
+    end
+    if #ids < want then return true end
+  end
+  return false
+end
+
+-- This worker's pinned jobs first (sticky routing), then the shared lists
+-- from the highest priority down (those the priority mask flags, and 0).
+-- Other workers' pin lists are never touched, so a backlog pinned
+-- elsewhere costs this claim nothing.
+flush_pushes() -- promoted jobs are in their lists before the pops
+if not quiet then take(pin_key(worker), worker) end
+take_flagged(take, jobs, n)
+if #jobs < n then take(avail_key(0), nil, 0) end
+for i = #held, 1, -1 do
+  redis.call('LPUSH', held[i][1], held[i][2])
+  if held[i][3] then mark_priority(held[i][3]) end
+end
+local passed = false
+for ck, limit in pairs(passes) do
+  if cc_release(ck, limit) then passed = true end
+end
+
+flush()
+local nd, offered = STATUS.claimed_all, false
+if #jobs < n then
+  nd = next_due()
+  if nd >= 0 then nd = math.max(nd - NOW, 0) end -- a delay: see Returns
+  if #held > 0 then nd = STATUS.held_suspects end
+  if passed then nd = 0 end -- a waiter let go is ready now
+  -- an offer only while the lists are empty: not with suspects put back,
+  -- nor with a waiter let go; and only until the first thing scheduled
+  -- comes due (its promotion is a claim's, which the offer would skip)
+  local k = math.min(tonumber(ARGV[16 + 2 * m]) or 0, n - #jobs)
+  if k >= 1 and #held == 0 and not passed then
+    offered = true
+    redis.call('SET', K_IDLE, offer_text(k, ARGV[17 + 2 * m], nd, ARGV[18 + 2 * m]))
+  else
+    redis.call('SET', K_IDLE, '1')
+  end
+end
+local leased = { nd, archived }
+for i, job in ipairs(jobs) do leased[i + 2] = job[1] end
+-- an offer is recorded too: a re-sent claim must not make it again, its
+-- count and lease IDs afresh, beside the pushes it already gave
+if #jobs > 0 or #archived > 0 or offered then remember(leased) end
+if #jobs == 0 then return { nd, archived } end
+return { nd, archived, pack_value(jobs) }

@@ -100,7 +100,7 @@ func Source(name string) string {
 // local can only refer to locals defined above it.
 var libParts = []string{
 	"lib", "lib_names", "lib_chunks", "lib_batch", "lib_ready", "lib_limits", "lib_lifecycle", "lib_admin", "lib_waits", "lib_effects",
-	"lib_enqueue", "lib_pack", "lib_replay", "lib_offer", "lib_claim",
+	"lib_enqueue", "lib_pack", "lib_replay", "lib_offer",
 }
 
 // lib is the whole prelude.

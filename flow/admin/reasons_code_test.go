@@ -45,7 +45,7 @@ func TestReasonsAgreeWithCode(t *testing.T) {
 		written[reason] = state
 	}
 
-	// the scripts: finish(jk, id, from, state, reason[, m]), and lib_claim.lua's
+	// the scripts: finish(jk, id, from, state, reason[, m]), and claim.lua's
 	// park(jk, id, reason, ...) that calls it
 	finishCall := regexp.MustCompile(`\bfinish\(([^()]*)\)`)
 	parkCall := regexp.MustCompile(`\bpark\(jk, id, '(\w+)'`)
@@ -80,8 +80,8 @@ func TestReasonsAgreeWithCode(t *testing.T) {
 				}
 			case strings.HasPrefix(reason, "'"):
 				add(name, strings.Trim(reason, "'"), state)
-			case reason == "reason" && state == flow.StateArchived && (name == "ack.lua" || name == "lib_claim.lua"):
-				passThrough++ // ack.lua's park outcome, lib_claim.lua's park helper
+			case reason == "reason" && state == flow.StateArchived && (name == "ack.lua" || name == "claim.lua"):
+				passThrough++ // ack.lua's park outcome, claim.lua's park helper
 			default:
 				t.Errorf("%s: finish(%s): a reason this test does not know where it comes from", name, m[1])
 			}
@@ -91,7 +91,7 @@ func TestReasonsAgreeWithCode(t *testing.T) {
 		}
 	}
 	if passThrough != 2 {
-		t.Errorf("%d finish calls pass on a park's reason, want 2 (ack.lua, lib_claim.lua)", passThrough)
+		t.Errorf("%d finish calls pass on a park's reason, want 2 (ack.lua, claim.lua)", passThrough)
 	}
 
 	// the Go code's park reasons: each construct's reason is a literal, or
