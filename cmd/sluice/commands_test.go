@@ -188,6 +188,11 @@ func TestRerouteCommand(t *testing.T) {
 		{"jobs", "reroute", "default:0:v1", "--to", "b", "--unpin"},
 		{"jobs", "reroute", "default:0:v1", "--to", "b", "--after", "1s", "--fail-after", "1s"},
 		{"jobs", "reroute", "--to", "b"},
+		// a fallback of 0 is no fallback: not "wait for ever"
+		{"jobs", "reroute", "default:0:v1", "--to", "b", "--after", "0s"},
+		{"jobs", "reroute", "default:0:v1", "--to", "b", "--fail-after", "0s"},
+		{"jobs", "reroute", "default:0:v1", "--to", "b", "--after", "-1s"},
+		{"jobs", "reroute", "default:0:v1", "--unpin", "--after", "0s"},
 	} {
 		if _, errs, code := f.sluice(args...); code != exitUsage {
 			t.Errorf("sluice %q: exit %d, want %d (stderr %q)", args, code, exitUsage, errs)

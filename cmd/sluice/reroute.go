@@ -38,15 +38,18 @@ ever, so the worker must be live (else exit 3).`,
 	cmd.Flags().BoolVar(&unpin, "unpin", false, "let any worker take it")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id := args[0]
+		// a flag given is a fallback asked for, whatever its value: 0s
+		// must not quietly become "wait for ever", the route without one
+		afterSet, failSet := cmd.Flags().Changed("after"), cmd.Flags().Changed("fail-after")
 		switch {
-		case unpin && (to != "" || after != 0 || failAfter != 0):
+		case unpin && (to != "" || afterSet || failSet):
 			return usagef("--unpin takes no --to, --after or --fail-after")
 		case !unpin && to == "":
 			return usagef("give --to WORKER or --unpin")
-		case after != 0 && failAfter != 0:
+		case afterSet && failSet:
 			return usagef("give --after or --fail-after, not both")
-		case after < 0 || failAfter < 0:
-			return usagef("--after and --fail-after must not be negative")
+		case afterSet && after <= 0, failSet && failAfter <= 0:
+			return usagef("--after and --fail-after take a positive duration; leave both out to wait for the worker for ever")
 		}
 		var opt flow.EnqueueOption
 		result := "unpinned"
