@@ -22,8 +22,11 @@
 --   A job matches when it is in the scanned state, has the kind and
 --   reason asked, and finished in the range and not after the as-of time
 --   (so jobs that fail again during the scan are not taken twice).
+--   An entry whose key is not a job hash matches nothing: it is left as
+--   it is and named in the reply.
 --   Returns { as-of, examined, matched, cursor score, cursor member,
---   done (1 when the scan reached the end), zset size }.
+--   done (1 when the scan reached the end), zset size,
+--   { IDs left unreadable } }.
 --
 -- Transitions: archived|cancelled -> available (action redrive),
 --   quarantined -> available (action release), at the back of the job's
@@ -104,11 +107,12 @@ local after, before = tonumber(ARGV[18]), tonumber(ARGV[19])
 local start = scan_start(zk, cscore, cmember)
 
 local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
-local examined, matched = 0, 0
+local examined, matched, unreadable = 0, 0, {}
 for i = 1, #batch, 2 do
   local id = batch[i]
   local jk = job_key(id)
-  local h = fields(jk, F.state, F.kind, F.reason, F.finished) -- corrupt: {}, matches nothing
+  local h, bad = fields(jk, F.state, F.kind, F.reason, F.finished) -- corrupt: {}, matches nothing
+  if bad then unreadable[#unreadable + 1] = id end
   local ft = tonumber(h[4]) or 0
   if state_of(h[1]) == state and (kind == '' or h[2] == kind) and (reason == '' or h[3] == reason)
     and ft <= asof and (after == 0 or ft >= after) and (before == 0 or ft < before) then
@@ -121,4 +125,4 @@ end
 flush()
 local done = 0
 if examined < limit then done = 1 end
-return remember({ asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk) })
+return remember({ asof, examined, matched, cscore, cmember, done, redis.call('ZCARD', zk), unreadable })

@@ -89,12 +89,13 @@ var actions = map[string]action{
 				return "", "", err
 			}
 			pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{})
-			if err != nil && pr.Examined > 0 {
+			if err != nil && pr.Examined > 0 && !pr.Done {
 				// it moved jobs in bounded batches before it failed: the
 				// operator must know, or a retry looks like a first try
-				err = fmt.Errorf("redrove %d (examined %d) before: %w", pr.Matched, pr.Examined, err)
+				// (Done: the scan ended, and the error is about its result)
+				err = fmt.Errorf("redrove %d (examined %d%s) before: %w", pr.Matched, pr.Examined, leftOut(pr.Unreadable), err)
 			}
-			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s", pr.Matched, pr.Examined, sel.State, sel.Queue),
+			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s%s", pr.Matched, pr.Examined, sel.State, sel.Queue, leftOut(pr.Unreadable)),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
 	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true,
@@ -105,7 +106,7 @@ var actions = map[string]action{
 				return "", "", err
 			}
 			pr, err := c.ops.DeleteSelected(ctx, sel, false)
-			if err != nil && pr.Examined > 0 {
+			if err != nil && pr.Examined > 0 && !pr.Done {
 				err = fmt.Errorf("deleted %d (examined %d%s) before: %w", pr.Matched, pr.Examined, leftOut(pr.Unreadable), err)
 			}
 			return fmt.Sprintf("deleted %d %s jobs of %s%s", pr.Matched, sel.State, sel.Queue, leftOut(pr.Unreadable)),
@@ -320,7 +321,7 @@ func (c *console) dryRun(ctx context.Context, name string, f url.Values) (int, [
 		return pr.Matched, pr.Unreadable, err
 	}
 	pr, err := c.ops.RedriveSelected(ctx, sel, admin.RedriveOptions{DryRun: true})
-	return pr.Matched, nil, err
+	return pr.Matched, pr.Unreadable, err
 }
 
 // leftOut says which entries a bulk delete left because their data is not

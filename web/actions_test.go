@@ -225,6 +225,53 @@ func TestBulkFailureSaysWhatItDid(t *testing.T) {
 	}
 }
 
+// TestBulkSelectionMatchingNothingRefused: a bulk redrive or delete whose
+// selection can match no job is refused with 400, on its confirmation
+// page (the dry run) and when posted, and moves nothing: a reason Sluice
+// does not record that no job has (misspelt), or a finish-time window
+// that starts after the store's now. Both were reported as done, with 0
+// jobs.
+func TestBulkSelectionMatchingNothingRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	w := f.startWorker(runtime.Options{})
+	var ids []string
+	for i := range 2 {
+		id := f.enqueue(flaky{N: i}, flow.WithMaxAttempts(1))
+		f.env.WaitState(id, flow.StateArchived)
+		ids = append(ids, id)
+	}
+	testkit.Must(t, w.Stop())
+	c := client()
+	for _, action := range []string{"bulk-redrive", "bulk-delete"} {
+		for _, tc := range []struct {
+			field, value, says string
+		}{
+			{"reason", "attempts_exhuasted", "does not record itself"},
+			{"after", "2999-01-01T00:00:00Z", "no job has finished since"},
+		} {
+			form := url.Values{"queue": {testQueue}, "state": {flow.StateArchived}, tc.field: {tc.value}}
+			code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())
+			if code != http.StatusBadRequest || !strings.Contains(body, tc.says) {
+				t.Errorf("confirm %s %s=%s: %d, want 400 saying %q", action, tc.field, tc.value, code, tc.says)
+			}
+			// the form posted anyway (a stale page, a script)
+			_, token := f.get(c, "/confirm/pause?"+url.Values{"queue": {testQueue}}.Encode())
+			form.Set("csrf", csrfOf(token))
+			code, _, body = f.post(c, "/act/"+action, form)
+			if code != http.StatusBadRequest || !strings.Contains(body, tc.says) {
+				i := strings.Index(body, `role="alert">`)
+				t.Errorf("%s %s=%s: %d, the page says %.300s; want 400 saying %q", action, tc.field, tc.value, code, body[max(i, 0):], tc.says)
+			}
+		}
+	}
+	for _, id := range ids {
+		if j, err := f.ops.Job(context.Background(), id); err != nil || j.State != flow.StateArchived {
+			t.Fatalf("job %s after the refused actions: %+v, %v; want it archived", id, j, err)
+		}
+	}
+}
+
 // TestRepeatedFieldRefused: an action, or its confirmation page, given a
 // field more than once is refused with 400 and does nothing: actions read
 // the first value only, so id=A&id=B cancelled A and reported success.

@@ -21,7 +21,9 @@ import (
 // 404.
 func statusOf(err error) int {
 	switch {
-	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany):
+	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany), errors.As(err, new(*admin.UnmatchedReasonError)):
+		// the last: a selection by a reason Sluice does not record (most
+		// likely misspelt) that matched no job
 		return http.StatusBadRequest
 	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound

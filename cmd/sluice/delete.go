@@ -11,12 +11,6 @@ import (
 	"github.com/sluicehq/sluice/flow/admin"
 )
 
-// deleteJSON is `jobs delete --queue ... --json`.
-type deleteJSON struct {
-	selectJSON
-	Unreadable []string `json:"unreadable"`
-}
-
 // deleteStates are the states admin.Client.DeleteSelected takes.
 var deleteStates = []string{flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled,
 	flow.StateScheduled, flow.StateRetryable}
@@ -79,19 +73,15 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	}
 	pr, err := client.DeleteSelected(cmd.Context(), s.sel, o)
 	bar.end() // the bar's line ends before the result is printed
-	err = c.about("queue", s.sel.Queue, err)
-	if err == nil {
-		if err := s.unmatched("jobs delete", s.sel.State, pr.Matched); err != nil {
-			return err
-		}
+	if err := unmatched("jobs delete", err); err != nil {
+		return err
 	}
+	err = c.about("queue", s.sel.Queue, err)
 	// an error part way leaves the batches before it done: said, as a
 	// success is, then the error
 	if c.json {
-		out := deleteJSON{
-			selectJSON: selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches},
-			Unreadable: append([]string{}, pr.Unreadable...),
-		}
+		out := selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches,
+			Unreadable: append([]string{}, pr.Unreadable...)}
 		if err != nil {
 			out.Error = bare(err)
 		}
@@ -106,11 +96,17 @@ func (c *cli) deleteSelected(cmd *cobra.Command, s selection) error {
 	}
 	fmt.Fprintf(c.stdout, "%s %d %s job%s of queue %q (%d examined in %s)%s\n", verb, pr.Matched, s.sel.State, plural(pr.Matched),
 		s.sel.Queue, pr.Examined, batches(pr.Batches), stopped(err))
-	if n := len(pr.Unreadable); n > 0 {
-		fmt.Fprintf(c.stdout, "left %d %s entr%s whose data is not a job:\n", n, s.sel.State, map[bool]string{true: "y", false: "ies"}[n == 1])
-		for _, id := range pr.Unreadable {
+	c.leftUnreadable(s.sel.State, pr.Unreadable)
+	return err
+}
+
+// leftUnreadable lists the entries a scan by selector left because their
+// data is not a job.
+func (c *cli) leftUnreadable(state string, ids []string) {
+	if n := len(ids); n > 0 {
+		fmt.Fprintf(c.stdout, "left %d %s entr%s whose data is not a job:\n", n, state, map[bool]string{true: "y", false: "ies"}[n == 1])
+		for _, id := range ids {
 			fmt.Fprintf(c.stdout, "  %s\n", id)
 		}
 	}
-	return err
 }

@@ -17,7 +17,8 @@ import (
 
 // TestDeleteGolden: jobs delete by selector counts with --dry-run, then
 // deletes the jobs of the state, kind and finish times it names, and
-// lists an entry whose data is not a job (left as it is); jobs delete ID
+// lists an entry whose data is not a job (left as it is), and so does a
+// redrive by selector; jobs delete ID
 // still deletes one job. Every bad command line exits 2 (a state it does
 // not take names those it does), an unknown queue or job 3, a running
 // job deleted by ID 1. testdata/delete.golden holds what each prints.
@@ -66,6 +67,8 @@ func TestDeleteGolden(t *testing.T) {
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "archived", "--dry-run", "--before", "1s")
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "archived", "--dry-run", "--reason", "skipped")
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "scheduled", "--kind", "sms", "--dry-run")
+	// a redrive by selector names the entry it cannot read as delete does
+	tr.run(exitOK, "redrive", "--queue", "default", "--dry-run")
 	if !exists("default:0:a1") || !exists("default:0:k1") {
 		t.Fatal("a dry run deleted jobs")
 	}
@@ -97,13 +100,19 @@ func TestDeleteGolden(t *testing.T) {
 	tr.run(exitError, "jobs", "delete", "default:0:run1")
 	golden(t, "delete", tr.b.String())
 
-	var rep deleteJSON
+	var rep selectJSON
 	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "delete", "--queue", "default", "--state", "archived", "--dry-run")), &rep); err != nil {
 		t.Fatal(err)
 	}
-	want := deleteJSON{selectJSON: selectJSON{DryRun: true, Examined: 1, Total: 1, Batches: 1}, Unreadable: []string{"default:0:bad"}}
-	if d := cmp.Diff(want, rep, cmp.AllowUnexported(deleteJSON{})); d != "" {
+	want := selectJSON{DryRun: true, Examined: 1, Total: 1, Batches: 1, Unreadable: []string{"default:0:bad"}}
+	if d := cmp.Diff(want, rep); d != "" {
 		t.Fatalf("jobs delete --json (-want +got):\n%s", d)
+	}
+	if err := json.Unmarshal([]byte(f.must("--json", "redrive", "--queue", "default", "--dry-run")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, rep); d != "" {
+		t.Fatalf("redrive --json (-want +got):\n%s", d)
 	}
 	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "delete", "--queue", "default", "--state", "completed")), &rep); err != nil || rep.Matched != 1 || rep.DryRun || len(rep.Unreadable) != 0 {
 		t.Fatalf("jobs delete --json: %+v, %v", rep, err)

@@ -16,6 +16,8 @@ import (
 // not record (misspelt, or an isolated child's own) is a scan, and one
 // that matches nothing is an error (exit 1) naming the reasons Sluice
 // records, not a success. A reason the state's jobs have selects them.
+// A finish-time window that starts at the store's now or later (--after
+// 0s, a time to come) is a usage error too: no job has finished in it.
 // testdata/reason.golden holds what each prints.
 func TestReasonUsage(t *testing.T) {
 	t.Parallel()
@@ -36,6 +38,11 @@ func TestReasonUsage(t *testing.T) {
 	f.enqueue("g1", email{To: "gil@example.com"})
 	f.settle(10*time.Millisecond, store.Ack{Code: store.CodePark, Reason: "gpu_oom", Message: "parked by an isolated child"})
 	tr.run(exitOK, "redrive", "--queue", "default", "--reason", "gpu_oom", "--dry-run")
+	// a window that starts now or later holds no finished job
+	tr.run(exitUsage, "redrive", "--queue", "default", "--after", "0s", "--dry-run")
+	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "archived", "--after", "0s", "--dry-run")
+	tr.run(exitUsage, "redrive", "--queue", "default", "--after", "2999-01-01T00:00:00Z")
+	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "archived", "--after", "2999-01-01T00:00:00Z")
 	golden(t, "reason", tr.b.String())
 	if page := f.must("jobs", "list", "--state", "archived"); strings.Count(page, "default:0:a") != 2 {
 		t.Fatalf("archived jobs after the refused commands:\n%s", page)

@@ -28,6 +28,9 @@ type selectJSON struct {
 	Examined int   `json:"examined"`
 	Total    int64 `json:"total"`
 	Batches  int   `json:"batches"`
+	// Unreadable are the entries of the scanned state whose data is not a
+	// job: left as they are
+	Unreadable []string `json:"unreadable"`
 	// Error is the error that stopped the scan (the exit is not 0): the
 	// counts are what the batches before it did, which stay done
 	Error string `json:"error,omitempty"`
@@ -150,16 +153,16 @@ func (s *selection) checkReason(name, state string) error {
 	return usagef("%s: --reason %q: Sluice records no such reason; %s jobs %s", name, r, state, which)
 }
 
-// unmatched is the error of a selection by a --reason Sluice does not
-// record itself (an isolated child's own, or misspelt) that matched no
-// job, nil otherwise: not a success to report.
-func (s *selection) unmatched(name, state string, matched int) error {
-	r := s.sel.Reason
-	if r == "" || matched > 0 || slices.Contains(admin.Reasons(state), r) {
-		return nil
+// unmatched is err, named after the command, when it says a selection by
+// a reason Sluice does not record itself (an isolated child's own, or
+// misspelt) matched no job (admin.UnmatchedReasonError): not a success to
+// report with counts. Nil for any other err.
+func unmatched(name string, err error) error {
+	var ue *admin.UnmatchedReasonError
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return fmt.Errorf("%s: no %s job of queue %q has --reason %q, which Sluice does not record itself (only an isolated child's park can); %s jobs have one of: %s",
-		name, state, s.sel.Queue, r, state, strings.Join(admin.Reasons(state), ", "))
+	return nil
 }
 
 // times reads --after and --before into the selector: a duration ago
@@ -176,6 +179,9 @@ func (s *selection) times(ctx context.Context, client *admin.Client) error {
 		switch {
 		case err != nil:
 			return err
+		case t.name == "--after" && t.text != "" && at.IsZero() && ago == 0:
+			// finished from now on: no job has
+			return usagef("--after %s selects the jobs that finished from now on, which none has; give how long ago (--after 1h)", t.text)
 		case client == nil || t.text == "":
 			continue
 		case at.IsZero() && now.IsZero():
@@ -246,16 +252,14 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	}
 	pr, err := client.RedriveSelected(cmd.Context(), s.sel, o)
 	bar.end() // the bar's line ends before the result is printed
-	err = c.about("queue", s.sel.Queue, err)
-	if err == nil {
-		err = s.unmatched(name, cmp.Or(s.sel.State, flow.StateArchived), pr.Matched)
-		if err != nil {
-			return err
-		}
+	if err := unmatched(name, err); err != nil {
+		return err
 	}
+	err = c.about("queue", s.sel.Queue, err)
 	// an error part way leaves the batches before it done: said, as a
 	// success is, then the error
-	out := selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches}
+	out := selectJSON{DryRun: s.dryRun, Matched: pr.Matched, Examined: pr.Examined, Total: pr.Total, Batches: pr.Batches,
+		Unreadable: append([]string{}, pr.Unreadable...)}
 	if c.json {
 		if err != nil {
 			out.Error = bare(err)
@@ -271,6 +275,7 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 	}
 	fmt.Fprintf(c.stdout, "%s %d job%s of queue %q (%d examined in %s)%s\n", verb, pr.Matched, plural(pr.Matched),
 		s.sel.Queue, pr.Examined, batches(pr.Batches), stopped(err))
+	c.leftUnreadable(cmp.Or(s.sel.State, flow.StateArchived), pr.Unreadable)
 	if !s.dryRun && pr.Matched > 0 {
 		c.notePausedQueues(cmd.Context(), client, []string{s.sel.Queue})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -125,7 +126,7 @@ func TestRedriveSelected(t *testing.T) {
 			t.Fatalf("batch %d examined %d (progress %+v)", i, d, seen[i])
 		}
 	}
-	if last := seen[len(seen)-1]; last != dry || dry.Batches < 11 {
+	if last := seen[len(seen)-1]; !reflect.DeepEqual(last, dry) || dry.Batches < 11 {
 		t.Fatalf("last progress %+v, result %+v", last, dry)
 	}
 	if st, _ := a.ops.QueueStats(a.ctx, "bulk", 0); st.Depth[flow.StateArchived] != 5050 {

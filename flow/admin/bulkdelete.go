@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -83,20 +84,15 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 		return pr, err
 	}
 	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
-	var unread []string // the last step's
 	err = c.scanSelected(ctx, sel, &pr.Total,
 		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
-			step, err := c.b.Store.DeleteStep(ctx, p, ss, cur, batch, o.DryRun)
-			unread = step.Unreadable
-			return step.ScanStep, err
+			return c.b.Store.DeleteStep(ctx, p, ss, cur, batch, o.DryRun)
 		},
 		func(p keys.Partition, step store.ScanStep) {
 			pr.Examined += step.Examined
 			pr.Matched += step.Matched
 			pr.Batches++
-			for _, l := range unread {
-				pr.Unreadable = append(pr.Unreadable, keys.Ref{Partition: p, Local: l}.String())
-			}
+			pr.Unreadable = appendRefs(pr.Unreadable, p, step.Unreadable)
 			if o.Progress != nil {
 				o.Progress(pr)
 			}
@@ -108,7 +104,15 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	if o.Progress != nil {
 		o.Progress(pr)
 	}
-	return pr, nil
+	return pr, sel.unmatched(pr.Matched)
+}
+
+// appendRefs appends the IDs of partition p's jobs locals to ids.
+func appendRefs(ids []string, p keys.Partition, locals []string) []string {
+	for _, l := range locals {
+		ids = append(ids, keys.Ref{Partition: p, Local: l}.String())
+	}
+	return ids
 }
 
 // scanSelected runs a scan by selector over the partitions of sel's
@@ -118,6 +122,9 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 // error.
 func (c *Client) scanSelected(ctx context.Context, sel Selector, total *int64,
 	step func(keys.Partition, store.ScanCursor) (store.ScanStep, error), seen func(keys.Partition, store.ScanStep)) error {
+	if err := c.windowOpen(ctx, sel); err != nil {
+		return err
+	}
 	parts, err := c.b.Partitions(ctx, sel.Queue)
 	if err != nil {
 		return err
@@ -142,6 +149,25 @@ func (c *Client) scanSelected(ctx context.Context, sel Selector, total *int64,
 			cur, done = st.Cursor, st.Done
 			seen(p, st)
 		}
+	}
+	return nil
+}
+
+// windowOpen refuses a FinishedAfter that is not before the store's time
+// now: a scan takes only jobs that finished before it began, so it would
+// match none, and report 0 for what is a mistake in its bound. It costs
+// a round trip only when FinishedAfter is set.
+func (c *Client) windowOpen(ctx context.Context, sel Selector) error {
+	if sel.FinishedAfter.IsZero() {
+		return nil
+	}
+	now, err := c.StoreTime(ctx)
+	if err != nil {
+		return err
+	}
+	if !sel.FinishedAfter.Before(now) {
+		return fmt.Errorf("%w: finished after %s, which is not before the store's time now (%s): no job has finished since",
+			flow.ErrInvalid, sel.FinishedAfter.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

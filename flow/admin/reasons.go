@@ -90,3 +90,26 @@ func reasonList(state string) string {
 	}
 	return "none"
 }
+
+// UnmatchedReasonError is the error of RedriveSelected and DeleteSelected
+// when a whole scan by a Reason that Sluice never records itself (only an
+// isolated child's park can, on an archived job) matched no job: most
+// likely a misspelling, not "0 jobs" done to report as a success.
+type UnmatchedReasonError struct {
+	Queue, State, Reason string
+}
+
+func (e *UnmatchedReasonError) Error() string {
+	return fmt.Sprintf("no %s job of queue %q has reason %q, which Sluice does not record itself (only an isolated child's park can); %s jobs have one of: %s",
+		e.State, e.Queue, e.Reason, e.State, reasonList(e.State))
+}
+
+// unmatched is sel's UnmatchedReasonError when a scan that matched
+// matched jobs chose by a reason Sluice does not record and found none;
+// nil otherwise.
+func (sel Selector) unmatched(matched int) error {
+	if sel.Reason == "" || matched > 0 || slices.Contains(Reasons(sel.State), sel.Reason) {
+		return nil
+	}
+	return &UnmatchedReasonError{Queue: sel.Queue, State: sel.State, Reason: sel.Reason}
+}

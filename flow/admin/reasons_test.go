@@ -14,7 +14,8 @@ import (
 // ErrInvalid before any batch runs, not a scan that matches nothing and
 // reports success; a reason Sluice records on the selected state selects
 // its jobs. On archived jobs an unlisted reason (an isolated child's own
-// park reason may be any) is a scan: here it matches nothing.
+// park reason may be any) is a scan: here it matches nothing, which is
+// an UnmatchedReasonError (most likely misspelt), not "0 jobs" done.
 func TestSelectorReason(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
@@ -45,9 +46,18 @@ func TestSelectorReason(t *testing.T) {
 		}
 	}
 	for _, r := range []string{"attempts_exhuasted", "Attempts_Exhausted"} { // not Sluice's: a child's may be any
-		pr, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "default", Reason: r}, admin.RedriveOptions{DryRun: true})
-		if err != nil || pr.Matched != 0 || pr.Batches == 0 {
-			t.Errorf("redrive dry run of archived jobs with reason %q: %+v %v, want a scan matching none", r, pr, err)
+		for _, dry := range []bool{true, false} {
+			sel := admin.Selector{Queue: "default", Reason: r}
+			pr, err := a.ops.RedriveSelected(a.ctx, sel, admin.RedriveOptions{DryRun: dry})
+			var ue *admin.UnmatchedReasonError
+			if !errors.As(err, &ue) || ue.Reason != r || pr.Matched != 0 || pr.Batches == 0 || !pr.Done {
+				t.Errorf("redrive (dry run %v) of archived jobs with reason %q: %+v %v, want a whole scan matching none, and an UnmatchedReasonError", dry, r, pr, err)
+			}
+			sel.State = flow.StateArchived
+			dp, err := a.ops.DeleteSelected(a.ctx, sel, admin.DeleteOptions{DryRun: dry})
+			if !errors.As(err, &ue) || dp.Matched != 0 || dp.Batches == 0 || !dp.Done {
+				t.Errorf("delete (dry run %v) of archived jobs with reason %q: %+v %v, want a whole scan matching none, and an UnmatchedReasonError", dry, r, dp, err)
+			}
 		}
 	}
 	completed := admin.Selector{Queue: "default", State: flow.StateCompleted, Reason: "skipped"}

@@ -137,7 +137,10 @@ type RedriveProgress struct {
 	Total    int64 // jobs in the scanned state when the scan began
 	Matched  int   // jobs moved (or, in a dry run, that would be)
 	Batches  int   // script calls made
-	Done     bool
+	// Unreadable are the IDs of entries of the scanned state whose data
+	// in Redis is not a job: left as they are, the scan goes on past them.
+	Unreadable []string
+	Done       bool
 }
 
 // RedriveSelected redrives (Redrive, or Release for quarantined jobs) the
@@ -174,10 +177,11 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
 			return c.b.Store.RedriveStep(ctx, p, ss, cur, batch, o.DryRun)
 		},
-		func(_ keys.Partition, step store.ScanStep) {
+		func(p keys.Partition, step store.ScanStep) {
 			pr.Examined += step.Examined
 			pr.Matched += step.Matched
 			pr.Batches++
+			pr.Unreadable = appendRefs(pr.Unreadable, p, step.Unreadable)
 			if o.Progress != nil {
 				o.Progress(pr)
 			}
@@ -189,7 +193,7 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if o.Progress != nil {
 		o.Progress(pr)
 	}
-	return pr, nil
+	return pr, sel.unmatched(pr.Matched)
 }
 
 // distinct is ids without repeats, in the order first given.

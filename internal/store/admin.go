@@ -115,17 +115,46 @@ type ScanCursor struct {
 	AsOf          int64
 }
 
-// ScanStep is what one step of a redrive scan did.
+// ScanStep is what one step of a scan by selector (a redrive, a delete)
+// did.
 type ScanStep struct {
 	Cursor   ScanCursor
 	Examined int
 	Matched  int // moved, or in a dry run would be
 	Done     bool
 	Size     int64 // entries in the scanned zset after the step
+	// Unreadable are the IDs of entries whose key is not a job hash: left
+	// as they are, the others of the step acted on.
+	Unreadable []string
+}
+
+// scanStep reads a scan script's reply: { as-of, examined, matched,
+// cursor score, cursor member, done, size, { IDs left unreadable } }.
+func scanStep(what string, v any) (ScanStep, error) {
+	l, ok := v.([]any)
+	if !ok || len(l) != 8 {
+		return ScanStep{}, fmt.Errorf("%w: %s step reply %v", ErrMalformed, what, v)
+	}
+	r, err := strs(l[:7])
+	if err != nil {
+		return ScanStep{}, fmt.Errorf("%w: %s step reply %v", ErrMalformed, what, v)
+	}
+	bad, err := strs(l[7])
+	if err != nil {
+		return ScanStep{}, fmt.Errorf("%w: %s step reply %v", ErrMalformed, what, v)
+	}
+	n := func(s string) int64 { x, _ := strconv.ParseInt(s, 10, 64); return x }
+	return ScanStep{
+		Cursor:   ScanCursor{Score: r[3], Member: r[4], AsOf: n(r[0])},
+		Examined: int(n(r[1])), Matched: int(n(r[2])), Done: r[5] == "1", Size: n(r[6]),
+		Unreadable: bad,
+	}, nil
 }
 
 // RedriveStep runs one bounded step (at most limit entries examined) of a
-// redrive scan of partition p from cur (lua/redrive.lua 'select').
+// redrive scan of partition p from cur (lua/redrive.lua 'select'). An
+// entry whose key is not a job hash is left as it is and named in
+// Unreadable.
 func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector, cur ScanCursor, limit int, dry bool) (ScanStep, error) {
 	asof, d := "", "0"
 	if cur.AsOf > 0 {
@@ -139,15 +168,7 @@ func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector,
 	if err != nil {
 		return ScanStep{}, err
 	}
-	r, err := strs(v)
-	if err != nil || len(r) != 7 {
-		return ScanStep{}, fmt.Errorf("%w: redrive step reply %v", ErrMalformed, v)
-	}
-	n := func(s string) int64 { x, _ := strconv.ParseInt(s, 10, 64); return x }
-	return ScanStep{
-		Cursor:   ScanCursor{Score: r[3], Member: r[4], AsOf: n(r[0])},
-		Examined: int(n(r[1])), Matched: int(n(r[2])), Done: r[5] == "1", Size: n(r[6]),
-	}, nil
+	return scanStep("redrive", v)
 }
 
 // Reroute sets the worker a job prefers (sticky routing), or unpins it

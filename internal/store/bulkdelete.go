@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -11,20 +10,12 @@ import (
 	"github.com/sluicehq/sluice/lua"
 )
 
-// DeleteStep is what one step of a delete by selector did.
-type DeleteStep struct {
-	ScanStep
-	// Unreadable are the IDs of entries whose key is not a job hash: left
-	// as they are.
-	Unreadable []string
-}
-
 // DeleteStep runs one bounded step (at most limit entries examined) of a
 // delete by selector of partition p from cur (lua/bulkdelete.lua): a
 // scan of sel.State's zset (scheduled and retryable: the scheduled set;
 // a finished state: its terminal set). A selector on scheduled or
 // retryable jobs matches by kind only.
-func (s *Store) DeleteStep(ctx context.Context, p keys.Partition, sel Selector, cur ScanCursor, limit int, dry bool) (DeleteStep, error) {
+func (s *Store) DeleteStep(ctx context.Context, p keys.Partition, sel Selector, cur ScanCursor, limit int, dry bool) (ScanStep, error) {
 	asof, d := "", "0"
 	if cur.AsOf > 0 {
 		asof = strconv.FormatInt(cur.AsOf, 10)
@@ -35,28 +26,9 @@ func (s *Store) DeleteStep(ctx context.Context, p keys.Partition, sel Selector, 
 	v, err := s.run(ctx, lua.BulkDelete, p, sel.State, cur.Score, cur.Member, asof, limit, d,
 		sel.Kind, sel.Reason, unixMS(sel.After), unixMS(sel.Before)).Result()
 	if err != nil {
-		return DeleteStep{}, err
+		return ScanStep{}, err
 	}
-	l, ok := v.([]any)
-	if !ok || len(l) != 8 {
-		return DeleteStep{}, fmt.Errorf("%w: delete step reply %v", ErrMalformed, v)
-	}
-	r, err := strs(l[:7])
-	if err != nil {
-		return DeleteStep{}, fmt.Errorf("%w: delete step reply %v", ErrMalformed, v)
-	}
-	bad, err := strs(l[7])
-	if err != nil {
-		return DeleteStep{}, fmt.Errorf("%w: delete step reply %v", ErrMalformed, v)
-	}
-	n := func(s string) int64 { x, _ := strconv.ParseInt(s, 10, 64); return x }
-	return DeleteStep{
-		ScanStep: ScanStep{
-			Cursor:   ScanCursor{Score: r[3], Member: r[4], AsOf: n(r[0])},
-			Examined: int(n(r[1])), Matched: int(n(r[2])), Done: r[5] == "1", Size: n(r[6]),
-		},
-		Unreadable: bad,
-	}, nil
+	return scanStep("delete", v)
 }
 
 // StateSizes reads how many jobs are in state in each of parts, in one

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -247,7 +248,8 @@ func TestChildCompletionWithCorruptParent(t *testing.T) {
 }
 
 // TestRedriveSelectCorruptJob: a redrive by selector that meets an
-// archived job whose key holds no hash skips it and revives the others.
+// archived job whose key holds no hash skips it, names it, and revives
+// the others.
 // Before, its HMGET raised after the jobs before it were revived (left
 // available on no list), on every step.
 func TestRedriveSelectCorruptJob(t *testing.T) {
@@ -263,8 +265,8 @@ func TestRedriveSelectCorruptJob(t *testing.T) {
 			if err != nil {
 				t.Fatalf("redrive: %v", err)
 			}
-			if step.Matched != 1 {
-				t.Errorf("matched %d, want 1", step.Matched)
+			if step.Matched != 1 || !slices.Equal(step.Unreadable, []string{"b"}) {
+				t.Errorf("matched %d, unreadable %q; want 1 and b, named as a delete by selector names it", step.Matched, step.Unreadable)
 			}
 			if j := f.claimOne("w"); j == nil || j.Local != "a" {
 				t.Fatalf("claimed %+v, want a, revived", j)
