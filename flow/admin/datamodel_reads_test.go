@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -69,12 +71,17 @@ func TestQueueStatsAtNewerDataModel(t *testing.T) {
 // partition refuses it once a newer release has raised its data model
 // (ErrNewerDataModel), whether a script reads it or a pipeline does: the
 // job page (Job, JobExtras, JobBriefs for that job), the queue's counters
-// and history, its dead effects, a bulk delete's count.
+// and history, its dead effects (their count and their listing), a bulk
+// delete's count; the listing of queues leaves that queue out and names
+// it, where it showed its paused flags as this release reads them.
 func TestOperatorReadsAtNewerDataModel(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
 	id := a.enqueue(email{To: "ann"})
+	a.enqueue(email{To: "bob"}, flow.WithQueue("other")) // a queue at this model
 	p := keys.Partition{NS: a.ns, Queue: "default", Index: 0}
+	// a dead effect, as the relay leaves one
+	testkit.Must(t, a.st.Client().XAdd(a.ctx, &redis.XAddArgs{Stream: p.DeadOutbox(), Values: []string{"id", "e1", "job", id, "error", "boom"}}).Err())
 	testkit.Must(t, a.st.Client().Set(a.ctx, p.DataModel(), store.DataModel+1, 0).Err())
 	reads := []struct {
 		name string
@@ -92,6 +99,7 @@ func TestOperatorReadsAtNewerDataModel(t *testing.T) {
 		{"QueueStats", func() error { _, err := a.ops.QueueStats(a.ctx, "default", 5*time.Minute); return err }},
 		{"QueueHistory", func() error { _, err := a.ops.QueueHistory(a.ctx, "default", 0, 5); return err }},
 		{"DeadEffectCount", func() error { _, err := a.ops.DeadEffectCount(a.ctx, "default"); return err }},
+		{"DeadEffects", func() error { _, err := a.ops.DeadEffects(a.ctx, "default", 0); return err }},
 		{"ListJobs", func() error { _, err := a.ops.ListJobs(a.ctx, adminList("default", flow.StateAvailable)); return err }},
 		{"DeleteSelected", func() error {
 			_, err := a.ops.DeleteSelected(a.ctx, admin.Selector{Queue: "default", State: flow.StateCompleted}, admin.DeleteOptions{})
@@ -102,6 +110,16 @@ func TestOperatorReadsAtNewerDataModel(t *testing.T) {
 		if err := r.read(); !errors.Is(err, flow.ErrNewerDataModel) {
 			t.Errorf("%s at a newer data model: %v, want ErrNewerDataModel", r.name, err)
 		}
+	}
+	// the listing of queues leaves the queue it cannot read out, names it,
+	// and lists the others
+	qs, err := a.ops.Queues(a.ctx)
+	es, only := store.EntryErrors(err)
+	if !only || len(es) != 1 || es[0].Name != "default" || !errors.Is(err, flow.ErrNewerDataModel) {
+		t.Errorf("Queues: %v, want the error of queue default alone, ErrNewerDataModel", err)
+	}
+	if len(qs) != 1 || qs[0].Name != "other" {
+		t.Errorf("Queues listed %+v, want queue other alone", qs)
 	}
 }
 

@@ -76,7 +76,7 @@ func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, erro
 	if !withPaused {
 		out := make([]QueueInfo, len(lays))
 		for i, l := range lays {
-			out[i] = QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
+			out[i] = queueInfo(l, nil)
 		}
 		return out, unread
 	}
@@ -85,21 +85,56 @@ func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, erro
 		parts = append(parts, l.Parts(c.b.Namespace)...)
 	}
 	paused, err := c.b.Store.PausedFlags(ctx, parts)
+	if errors.Is(err, store.ErrNewerDataModel) || errors.Is(err, store.ErrMalformed) {
+		// a queue this release cannot read: each queue is read alone (a
+		// round trip each, in this rare case only), and the ones that
+		// fail are left out and named, as a corrupt registry entry is
+		return c.queuesOneByOne(ctx, lays, unread)
+	}
 	if err != nil {
 		return nil, err
 	}
 	out := make([]QueueInfo, len(lays))
 	at := 0
 	for i, l := range lays {
-		out[i] = QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
-		for _, p := range paused[at : at+l.Partitions] {
-			if p {
-				out[i].Paused++
-			}
-		}
+		out[i] = queueInfo(l, paused[at:at+l.Partitions])
 		at += l.Partitions
 	}
 	return out, unread
+}
+
+// queuesOneByOne is queues' listing when the paused flags of all its
+// queues could not be read at once: each queue's are read alone, and a
+// queue whose partitions this release cannot read (a newer data model, a
+// key of another type) is left out and named in the error
+// (*store.EntryError), joined to unread.
+func (c *Client) queuesOneByOne(ctx context.Context, lays []store.Layout, unread error) ([]QueueInfo, error) {
+	out := make([]QueueInfo, 0, len(lays))
+	errs := []error{unread}
+	for _, l := range lays {
+		paused, err := c.b.Store.PausedFlags(ctx, l.Parts(c.b.Namespace))
+		switch {
+		case errors.Is(err, store.ErrNewerDataModel) || errors.Is(err, store.ErrMalformed):
+			errs = append(errs, &store.EntryError{Name: l.Queue, Err: fmt.Errorf("queue %q: %w", l.Queue, err)})
+		case err != nil:
+			return nil, err
+		default:
+			out = append(out, queueInfo(l, paused))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// queueInfo is the listing's entry of the queue of layout l, whose
+// partitions' paused flags are paused.
+func queueInfo(l store.Layout, paused []bool) QueueInfo {
+	q := QueueInfo{Name: l.Queue, Partitions: l.Partitions, Version: l.Version, Registered: l.Registered, Changed: l.Changed}
+	for _, p := range paused {
+		if p {
+			q.Paused++
+		}
+	}
+	return q
 }
 
 // Namespaces lists the namespaces with a registered queue on rdb (at most

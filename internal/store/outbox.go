@@ -243,16 +243,28 @@ func (s *Store) bury(ctx context.Context, p keys.Partition, dead []DeadEffect) (
 }
 
 // DeadEffects lists up to n dead-lettered entries of p's outbox, oldest
-// first, after the dead entry ID after ("" from the start).
+// first, after the dead entry ID after ("" from the start). A partition
+// at a newer data model is ErrNewerDataModel (its data model is read in
+// the same round trip).
 func (s *Store) DeadEffects(ctx context.Context, p keys.Partition, after string, n int) ([]DeadEffect, error) {
 	start := "-"
 	if after != "" {
 		start = "(" + after
 	}
-	msgs, err := s.rdb.XRangeN(ctx, p.DeadOutbox(), start, "+", int64(n)).Result()
-	if err != nil {
+	var dm models
+	var cmd *redis.XMessageSliceCmd
+	all, _ := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		dm.add(ctx, pipe, p)
+		cmd = pipe.XRangeN(ctx, p.DeadOutbox(), start, "+", int64(n))
+		return nil
+	})
+	if err := dm.err(); err != nil {
 		return nil, err
 	}
+	if err := pipeError(all); err != nil {
+		return nil, err
+	}
+	msgs := cmd.Val()
 	out := make([]DeadEffect, len(msgs))
 	for i, m := range msgs {
 		str := func(k string) string { v, _ := m.Values[k].(string); return v }

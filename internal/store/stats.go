@@ -73,16 +73,23 @@ func (s *Store) Minutes(ctx context.Context, parts []keys.Partition, from, to in
 }
 
 // PausedFlags reports which of parts are paused, in one pipelined round
-// trip.
+// trip. A partition at a newer data model is ErrNewerDataModel (its data
+// model is read in the same round trip): its flag may mean something
+// else there.
 func (s *Store) PausedFlags(ctx context.Context, parts []keys.Partition) ([]bool, error) {
+	var dm models
 	cmds := make([]*redis.IntCmd, len(parts))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	all, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range parts {
+			dm.add(ctx, p, part)
 			cmds[i] = p.Exists(ctx, part.Paused())
 		}
 		return nil
 	})
-	if err != nil {
+	if err := dm.err(); err != nil {
+		return nil, err
+	}
+	if err := pipeError(all); err != nil {
 		return nil, err
 	}
 	out := make([]bool, len(parts))
