@@ -19,7 +19,9 @@ type ClaimRequest struct {
 	// ID, when set, names the call (with Worker): the same request sent
 	// again under it, after an error that may have lost the reply of a
 	// claim Redis ran, is answered the jobs that claim leased, not left
-	// leased to no one until the leases end. Empty: a new call.
+	// leased to no one until the leases end. Its record is kept for
+	// Lease, or the store's keep if longer: the caller may send it again
+	// for as long. Empty: a new call.
 	ID           string
 	PromoteLimit int
 	// NoSuspect says the worker runs a job with a crash on record: the
@@ -83,14 +85,20 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 	if offer := req.offer(); offer != "" {
 		args = append(args, req.Offer, ms(req.OfferFor), offer)
 	}
-	call := newCallID()
+	call := newCallID() + s.keep
 	if req.ID != "" {
 		id := newContentID()
 		id.add(req.Worker)
 		id.add(req.ID)
-		call = id.call()
+		// the caller sends a claim again under its ID for up to half its
+		// shortest lease (runtime's resendFor), which may outlast the
+		// store's keep: a re-send past its record would run as a new
+		// claim, and the jobs the first run leased would stay leased to
+		// no attempt until reaped, each charged a crash. Its record holds
+		// only IDs.
+		call = id.call() + keepSuffix(max(s.keepFor, req.Lease))
 	}
-	v, err := s.send(ctx, lua.Claim, call, append(s.callArgs(p, len(args)), args...)).Result()
+	v, err := s.sendKept(ctx, lua.Claim, call, append(s.callArgs(p, len(args)), args...)).Result()
 	if err != nil {
 		return ClaimResult{}, err
 	}

@@ -37,8 +37,9 @@ type Store struct {
 	cfg   Config
 	pkeys sync.Map // keys.Partition -> *partKeys
 	// keep ends every call ID: '~' and how long, in ms, its record is kept
-	// (callKeep, read by lua/lib_replay.lua)
-	keep string
+	// (callKeep, read by lua/lib_replay.lua); keepFor is that time
+	keep    string
+	keepFor time.Duration
 }
 
 // partKeys is how every script call on a partition starts: lua.Head
@@ -52,7 +53,8 @@ type partKeys struct {
 
 // New returns a Store on rdb. rdb is the caller's; the Store never closes it.
 func New(rdb redis.UniversalClient, cfg Config) *Store {
-	return &Store{rdb: rdb, cfg: cfg, keep: "~" + strconv.FormatInt(callKeep(rdb).Milliseconds(), 10)}
+	keep := callKeep(rdb)
+	return &Store{rdb: rdb, cfg: cfg, keep: keepSuffix(keep), keepFor: keep}
 }
 
 // Client is the Redis client the store runs on.
@@ -111,7 +113,16 @@ func (s *Store) callArgs(p keys.Partition, n int) []any {
 // again (lua/lib_replay.lua). One logical call keeps one ID through all
 // its re-sends; distinct calls never share one.
 func (s *Store) send(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
-	cmd := sc.Call(ctx, s.rdb, append(args, call+s.keep))
+	return s.sendKept(ctx, sc, call+s.keep, args)
+}
+
+// keepSuffix ends a call ID with how long its record is kept.
+func keepSuffix(d time.Duration) string { return "~" + strconv.FormatInt(d.Milliseconds(), 10) }
+
+// sendKept is send with the call ID's keep suffix given (keepSuffix), for
+// a call whose caller re-sends it for longer than the store's keep.
+func (s *Store) sendKept(ctx context.Context, sc *lua.Script, call string, args []any) *redis.Cmd {
+	cmd := sc.Call(ctx, s.rdb, append(args, call))
 	s.refreshSlots(cmd.Err())
 	if err := scriptError(cmd.Err()); err != cmd.Err() {
 		cmd.SetErr(err)
