@@ -172,8 +172,12 @@ local function notify_parent(jk, id, state, pa)
     F.last_error)
   local payload = p[6] or ''
   if state == 'completed' then payload = p[5] or '' end
+  -- a link with a part gone (corrupt data) names no parent or no step to
+  -- tell: the parent is not told (its join's recheck runs it again),
+  -- rather than the call raising after its writes
+  if not (p[1] and p[3]) then return end
   if p[2] == PFX then
-    deliver(p[4], p[3], id, state, payload)
+    if p[4] then deliver(p[4], p[3], id, state, payload) end
     return
   end
   -- an outbox of another type is set aside (call_aside), not raised on

@@ -30,7 +30,9 @@ local function push_ready(id, front, prio, sw, sm, sd, keep)
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)
     if sm == 'a' or sm == 'f' then
-      local at = NOW + (tonumber(sd) or 0)
+      -- count_of: 'nan' or 'inf' (corrupt data), which tonumber takes,
+      -- would be refused by ZADD after the call's writes
+      local at = NOW + (count_of(sd) or 0)
       if keep then
         call_aside('ZADD', PIN_DEADLINES, nil, 'NX', at, id)
       else

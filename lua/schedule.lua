@@ -58,11 +58,18 @@ if redis.call('EXISTS', K) == 0 then
 end
 
 if op == 'sync' then
-  redis.call('HSETNX', K, 'last', NOW)
   local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at')
+  local last = tonumber(st[1])
+  if not (last and last > -math.huge and last < math.huge) then
+    -- absent (a schedule's first sync), or written by hand: it starts
+    -- from now, where a nil in the reply would cut it short after the
+    -- writes below, on every sync
+    last = NOW
+    redis.call('HSET', K, 'last', NOW)
+  end
   local paused = 0
   if st[2] == '1' then paused = 1 end
-  local out = { STATUS.ok, NOW, tonumber(st[1]), paused }
+  local out = { STATUS.ok, NOW, last, paused }
   local stale, token = tonumber(ARGV[4]), CALL_ID
   local pend = redis.call('HGETALL', KP)
   if st[3] == token then
@@ -76,8 +83,9 @@ if op == 'sync' then
   for i = 1, #pend, 2 do
     -- an entry written by hand: one that names no tick is dropped, one
     -- whose claim time is not a number is abandoned
-    local tick, at = tonumber(pend[i]), tonumber(pend[i + 1]) or 0
-    if not tick then
+    local tick, at = tonumber(pend[i]), tonumber(pend[i + 1])
+    if not (at and at > -math.huge and at < math.huge) then at = 0 end -- nan, inf: not a time
+    if not (tick and tick > -math.huge and tick < math.huge) then
       redis.call('HDEL', KP, pend[i])
     elseif NOW - at >= stale then
       redis.call('HSET', KP, pend[i], NOW)

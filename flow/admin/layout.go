@@ -56,7 +56,9 @@ type QueueInfo struct {
 // partitions, in two round trips. A queue is registered by the first
 // client or worker (of this version or later) that uses it. A queue whose
 // registry entry is not a layout is left out, and named in the error
-// returned with the others (Unreadable reads it; ErrMalformed).
+// returned with the others (Unreadable reads it; ErrMalformed), as is one
+// whose partitions this release cannot read (ErrNewerDataModel, or a
+// paused flag of another type).
 func (c *Client) Queues(ctx context.Context) ([]QueueInfo, error) {
 	return c.queues(ctx, true)
 }

@@ -27,7 +27,6 @@ func TestScheduleScript(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
 			ctx, st := f.ctx, f.st
-			const abandon = 30 * time.Second
 			minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
 
 			if _, err := st.SyncSchedule(ctx, "s", abandon); !errors.Is(err, store.ErrNoSchedule) {
@@ -272,17 +271,7 @@ func TestScheduleSyncSentAgain(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
-				Queue: "q", Kind: "k", Template: []byte{0x80}}))
-			const abandon = 30 * time.Second
-			if _, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil {
-				t.Fatal(err)
-			}
-			tick := epoch.Add(time.Minute)
-			f.clk.Advance(time.Minute)
-			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
-				t.Fatalf("claim: %q %v", got, err)
-			}
+			_, tick := claimedTick(t, f)
 			f.clk.Advance(abandon)
 			b.rdb.AddHook(resendSyncs{})
 			st, err := f.st.SyncSchedule(f.ctx, "s", abandon)
@@ -294,6 +283,28 @@ func TestScheduleSyncSentAgain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// abandon is how long the tests' schedulers wait for a claimed tick's
+// confirmation before taking it over.
+const abandon = 30 * time.Second
+
+// claimedTick publishes schedule "s" (every minute), syncs it at epoch
+// and claims its first tick a minute later, unconfirmed; it returns the
+// schedule's keys and that tick.
+func claimedTick(t *testing.T, f *fixture) (keys.Schedules, time.Time) {
+	t.Helper()
+	must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
+		Queue: "q", Kind: "k", Template: []byte{0x80}}))
+	if _, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil {
+		t.Fatal(err)
+	}
+	tick := epoch.Add(time.Minute)
+	f.clk.Advance(time.Minute)
+	if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
+		t.Fatalf("claim: %q %v", got, err)
+	}
+	return keys.Schedules{NS: f.st.NS()}, tick
 }
 
 // TestScheduleCorruptState: a pending tick or a 'ran' field that is not a
@@ -308,18 +319,7 @@ func TestScheduleCorruptState(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Cron: "* * * * *", TimeZone: "UTC", Missed: "once",
-				Queue: "q", Kind: "k", Template: []byte{0x80}}))
-			const abandon = 30 * time.Second
-			if _, err := f.st.SyncSchedule(f.ctx, "s", abandon); err != nil {
-				t.Fatal(err)
-			}
-			ks := keys.Schedules{NS: f.st.NS()}
-			tick := epoch.Add(time.Minute)
-			f.clk.Advance(time.Minute)
-			if got, err := f.st.ClaimTicks(f.ctx, "s", epoch, tick, []time.Time{tick}); err != nil || got != store.Claimed {
-				t.Fatalf("claim: %q %v", got, err)
-			}
+			ks, tick := claimedTick(t, f)
 			bad := epoch.Add(-time.Minute)
 			must(t, f.rdb.HSet(f.ctx, ks.Pending("s"), "garbage", "1", bad.UnixMilli(), "garbage").Err())
 			must(t, f.rdb.HSet(f.ctx, ks.Schedule("s"), "ran", "garbage").Err())
@@ -337,5 +337,37 @@ func TestScheduleCorruptState(t *testing.T) {
 				t.Fatalf("claim over a corrupt ran: %q %v", got, err)
 			}
 		})
+	}
+}
+
+// TestScheduleCorruptLast: a schedule whose last tick, or a pending
+// tick's claim time, is not a number (written by hand: "garbage", or
+// "nan" and "inf", which Lua's tonumber takes) is synced as one starting
+// from now: the abandoned tick is handed over and the next claim goes on
+// from the last time sync answered. Before, sync handed the tick over,
+// then answered a reply cut short at the nil (ErrMalformed), on every
+// sync, and the schedule never ran again (found by an audit).
+func TestScheduleCorruptLast(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, v := range []string{"garbage", "nan", "inf"} {
+			t.Run(b.name+"/"+v, func(t *testing.T) {
+				f := newFixture(t, b)
+				ks, tick := claimedTick(t, f)
+				other := tick.Add(-30 * time.Second) // a pending tick whose claim time is v
+				must(t, f.rdb.HSet(f.ctx, ks.Pending("s"), other.UnixMilli(), v).Err())
+				must(t, f.rdb.HSet(f.ctx, ks.Schedule("s"), "last", v).Err())
+				f.clk.Advance(abandon)
+				st, err := f.st.SyncSchedule(f.ctx, "s", abandon)
+				if err != nil || !st.Last.Equal(f.clk.Now()) || !cmp.Equal(st.Abandoned, []time.Time{other, tick}) {
+					t.Fatalf("sync over last %q: %+v %v; want last now (%v), ticks %v and %v abandoned", v, st, err, f.clk.Now(), other, tick)
+				}
+				next := st.Last.Add(time.Minute)
+				f.clk.Advance(time.Minute)
+				if got, err := f.st.ClaimTicks(f.ctx, "s", st.Last, next, []time.Time{next}); err != nil || got != store.Claimed {
+					t.Fatalf("claim after the sync: %q %v", got, err)
+				}
+			})
+		}
 	}
 }
