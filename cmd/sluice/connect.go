@@ -27,9 +27,10 @@ func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
 		return nil, usagef("--redis: %v", bare(err))
 	}
 	c.rdb = rdb
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	if c.rdb, err = asCluster(ctx, rdb); err != nil {
 		return nil, fmt.Errorf("redis %s: %w", redacted(url), err)
 	}
+	rdb = c.rdb
 	// Queue layouts are read from Redis; --partitions only checks them.
 	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
 	fc, err := flow.NewClient(rdb, opts)
