@@ -309,6 +309,11 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = briefs[job].Err // this job unreadable: the others' reads went on
 		}
+		if err == nil && briefs[job].State == "" {
+			// nothing to follow: it would hold one of the follow slots for
+			// as long as the page stays open
+			err = fmt.Errorf("job %s: %w", job, flow.ErrNotFound)
+		}
 		if err != nil {
 			http.Error(w, err.Error(), statusOf(err))
 			return

@@ -24,9 +24,9 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// TestNotFoundIs404: a page or an action naming a queue, job, schedule
-// or dead effect that does not exist answers 404 with the operator API's
-// message, not 500.
+// TestNotFoundIs404: a page, an action or the event stream naming a
+// queue, job, schedule or dead effect that does not exist answers 404
+// with the operator API's message, not 500 (nor, for the stream, 200).
 func TestNotFoundIs404(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
@@ -38,6 +38,8 @@ func TestNotFoundIs404(t *testing.T) {
 		{jobPath(testQueue + ":0:nosuch"), "job not found"},
 		{"/find?id=" + url.QueryEscape(testQueue+":1:nosuch"), "job not found"},
 		{"/effects?queue=nosuch", "not found"},
+		// nothing to follow: it held one of the follow slots
+		{"/events?job=" + url.QueryEscape(testQueue+":0:nosuch"), "job not found"},
 	} {
 		code, body := f.get(c, tc.path)
 		if code != http.StatusNotFound || !strings.Contains(body, tc.says) {

@@ -27,6 +27,18 @@ func (c *cli) benchCmd() *cobra.Command {
 			if err := fs.Parse(pre); err != nil {
 				return usageError{err.Error()}
 			}
+			// the benchmark makes its own namespace and queues: a global
+			// flag it would not use is refused, not ignored
+			var unused []string
+			fs.Visit(func(f *pflag.Flag) {
+				if f.Name != "redis" && f.Name != "json" {
+					unused = append(unused, "--"+f.Name)
+				}
+			})
+			if len(unused) > 0 {
+				return usagef("bench takes --redis and --json of the global flags, not %s: it makes its own namespace and queues (sluice bench -h lists its flags)",
+					strings.Join(unused, ", "))
+			}
 			var with []string
 			if c.redisURL != "" {
 				with = append(with, "-redis", c.redisURL)

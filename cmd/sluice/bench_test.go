@@ -45,6 +45,12 @@ func TestBench(t *testing.T) {
 	if _, errs, code := f.sluice("bench", "-scenario", "nope"); code != exitUsage || !strings.Contains(errs, `unknown scenario "nope"`) {
 		t.Fatalf("sluice bench -scenario nope: exit %d, stderr %q", code, errs)
 	}
+	// global flags the benchmark would not use are refused, not ignored
+	for _, args := range [][]string{{"--namespace", "x", "bench"}, {"--partitions", "q=2", "bench"}} {
+		if _, errs, code := f.sluice(args...); code != exitUsage || !strings.Contains(errs, "bench takes --redis and --json") {
+			t.Errorf("sluice %v: exit %d, stderr %q; want a usage error", args, code, errs)
+		}
+	}
 }
 
 // TestBenchSplit: the global flags before "bench" are the CLI's, whatever

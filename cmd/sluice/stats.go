@@ -62,6 +62,9 @@ place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 		if interval < 100*time.Millisecond {
 			return usagef("--interval %v: want at least 100ms", interval)
 		}
+		if cmd.Flags().Changed("interval") && !watch {
+			return usagef("--interval sets how often --watch refreshes: give --watch too")
+		}
 		ctx := cmd.Context()
 		client, err := c.connect(ctx)
 		if err != nil {

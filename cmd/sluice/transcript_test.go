@@ -78,6 +78,7 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "jobs", "show", "default:0:a1", "default:0:a2")
 	tr.run(exitUsage, "jobs", "cancel", "default:0:v1", "--retain", "-1h")
 	tr.run(exitUsage, "jobs", "cancel", "default:0:v1", "--retain", "0")
+	tr.run(exitUsage, "queues", "stats", "default", "--interval", "5s") // --watch's
 	tr.run(exitUsage, "jobs", "reroute", "default:0:v1")
 	tr.run(exitUsage, "jobs", "reroute", "default:0:v1", "--to", "b", "--unpin")
 	tr.run(exitUsage, "jobs", "reroute", "default:0:v1", "--to", "b", "--after", "1s", "--fail-after", "1s")

@@ -98,12 +98,16 @@ func TestCancelRetentionSources(t *testing.T) {
 	rdb := env.Client(t)
 	a := newAdmin(t, rdb, nil)
 
+	// no queue yet: not the defaults (a misspelt queue read so)
+	if r, err := a.ops.Retention(a.ctx, "default"); !errors.Is(err, admin.ErrQueueNotFound) {
+		t.Errorf("Retention of a queue that does not exist: %+v, %v; want ErrQueueNotFound", r, err)
+	}
 	// no worker has recorded anything
+	id := a.enqueue(email{To: "a"})
 	r, err := a.ops.Retention(a.ctx, "default")
 	if want := (admin.Retention{Completed: 24 * time.Hour, Archived: 7 * 24 * time.Hour, Cancelled: 24 * time.Hour}); err != nil || r != want {
 		t.Errorf("Retention with nothing recorded: %+v, %v; want %+v", r, err, want)
 	}
-	id := a.enqueue(email{To: "a"})
 	res, err := a.ops.CancelJob(a.ctx, id)
 	if want := (admin.Cancelled{Previous: flow.StateAvailable, Kept: flow.DefaultRetainCancelled, By: admin.KeptByDefault}); err != nil || res != want {
 		t.Errorf("cancel with nothing recorded: %+v, %v; want %+v", res, err, want)

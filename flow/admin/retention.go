@@ -33,8 +33,9 @@ type Retention struct {
 }
 
 // Retention reads the retention the workers of queue recorded, in one
-// round trip. Errors: ErrInvalid for a bad queue name, and one wrapping
-// ErrMalformed when what Redis holds is not a retention.
+// round trip (two when none is recorded). Errors: ErrInvalid for a bad
+// queue name, ErrQueueNotFound for a queue that does not exist, and one
+// wrapping ErrMalformed when what Redis holds is not a retention.
 func (c *Client) Retention(ctx context.Context, queue string) (Retention, error) {
 	if !runtime.ValidQueue(queue) {
 		return Retention{}, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
@@ -44,6 +45,11 @@ func (c *Client) Retention(ctx context.Context, queue string) (Retention, error)
 		return Retention{}, err
 	}
 	if !ok {
+		// nothing recorded: a queue no worker served yet, or no queue at
+		// all (a misspelt name), which must not read as the defaults
+		if _, err := c.b.Partitions(ctx, queue); err != nil {
+			return Retention{}, err
+		}
 		return Retention{Completed: runtime.DefaultRetainCompleted, Archived: runtime.DefaultRetainArchived,
 			Cancelled: runtime.DefaultRetainCancelled}, nil
 	}
