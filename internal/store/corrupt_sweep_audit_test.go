@@ -79,8 +79,12 @@ func (s *sweep) destroy(key, typ string) {
 	s.writeCorrupt(key, typ)
 }
 
+// fieldAbsent, as a field's value in the sweep, deletes the field: a
+// reader meets nothing where it expects a value (a link half gone).
+const fieldAbsent = "(absent)"
+
 // setField sets field of every bad job's hash (those that still have
-// one) to v.
+// one) to v (fieldAbsent: deletes it).
 func (s *sweep) setField(field, v string) {
 	s.t.Helper()
 	types := make([]*redis.StatusCmd, len(s.bad))
@@ -92,7 +96,11 @@ func (s *sweep) setField(field, v string) {
 	})
 	if _, err := s.rdb.Pipelined(s.ctx, func(pl redis.Pipeliner) error {
 		for i, id := range s.bad {
-			if types[i].Val() == "hash" {
+			switch {
+			case types[i].Val() != "hash":
+			case v == fieldAbsent:
+				pl.HDel(s.ctx, s.p.Job(id), field)
+			default:
 				pl.HSet(s.ctx, s.p.Job(id), field, v)
 			}
 		}

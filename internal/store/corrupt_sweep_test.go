@@ -236,7 +236,7 @@ func corruptions(full bool) []corruption {
 				}
 			}})
 	// Fields of the bad jobs' hashes, read as numbers or names.
-	values := []string{"x", "1.5", "nan", "inf", "-1", "1e400", ""}
+	values := []string{"x", "1.5", "nan", "inf", "-1", "1e400", "", fieldAbsent}
 	if full {
 		// past what gopher-lua's matcher, miniredis's, can take where a
 		// pattern repeats an item (megabytes_test.go); minutes under -race
@@ -275,6 +275,9 @@ func corruptions(full bool) []corruption {
 		{"has_steps", keys.FieldHasSteps, false},
 		{"unique", keys.FieldUnique, false},
 		{"parent_local", keys.FieldParentLocal, false},
+		{"parent", keys.FieldParent, false},
+		{"parent_prefix", keys.FieldParentPrefix, false},
+		{"parent_step", keys.FieldParentStep, false},
 	}
 	for i, fl := range fields {
 		phases := fieldPhases
@@ -480,7 +483,7 @@ func (s *sweep) pending() []string {
 const (
 	bigPayload   = 2048
 	sweepHealthy = 18 // h1 ... h18
-	sweepBad     = 16 // b1 ... b16
+	sweepBad     = 17 // b1 ... b17
 )
 
 func (s *sweep) job(id string, j store.NewJob) store.NewJob {
@@ -536,16 +539,16 @@ func sweepSteps() []sweepStep {
 				{{Delay: 2 * time.Second}, {Delay: 2 * time.Second}}, // 2: due soon (sched)
 				{{Delay: time.Minute}, {RunAt: tBad}},                // 3: due later (a bucket)
 				{{Priority: 5}, {Priority: 3}},                       // 4: a priority
-				{{Sticky: store.Sticky{Worker: "wp", Mode: "w"}}, {Sticky: store.Sticky{Worker: "wb", Mode: "w"}}},                   // 5: pinned
-				{{Limits: lim("k")}, {Limits: lim("kb")}},                                                                            // 6: a concurrency key, runs
-				{{Limits: lim("k")}, {Limits: lim("kb")}},                                                                            // 7: waits on it
-				{{Limits: rate("r")}, {Limits: rate("rb")}},                                                                          // 8: a rate class, runs
-				{{Limits: rate("r")}, {Limits: rate("rb")}},                                                                          // 9: waits on it
+				{{Sticky: store.Sticky{Worker: "wp", Mode: "w"}}, {Sticky: store.Sticky{Worker: "wb", Mode: "a", After: time.Hour}}}, // 5: pinned (the bad one with a fallback)
+				{{Limits: lim("k")}, {Limits: lim("kb")}},   // 6: a concurrency key, runs
+				{{Limits: lim("k")}, {Limits: lim("kb")}},   // 7: waits on it
+				{{Limits: rate("r")}, {Limits: rate("rb")}}, // 8: a rate class, runs
+				{{Limits: rate("r")}, {Limits: rate("rb")}}, // 9: waits on it
 				{{Unique: store.Unique{Key: "u"}}, {Unique: store.Unique{Key: "ub"}, Sticky: store.Sticky{Worker: "wb", Mode: "w"}}}, // 10
-				{{Payload: big}, {Payload: big}},                                                                                     // 11: a body key
-				{{Hold: "fp"}, {Hold: "fpb"}},                                                                                        // 12: a quarantine hold fingerprint
-				{{}, {}},                                                                                                             // 13: a parent
-				{{RunAt: epoch.Add(6 * time.Second)}, {RunAt: epoch.Add(6 * time.Second)}},                                           // 14: due soon, met by cancel / delete
+				{{Payload: big}, {Payload: big}}, // 11: a body key
+				{{Hold: "fp"}, {Hold: "fpb"}},    // 12: a quarantine hold fingerprint
+				{{}, {}},                         // 13: a parent
+				{{RunAt: epoch.Add(6 * time.Second)}, {RunAt: epoch.Add(6 * time.Second)}}, // 14: due soon, met by cancel / delete
 			} {
 				n := len(jobs)/2 + 1
 				jobs = append(jobs, s.job("h"+strconv.Itoa(n), pair[0]), s.job("b"+strconv.Itoa(n), pair[1]))
@@ -569,7 +572,8 @@ func sweepSteps() []sweepStep {
 				store.NewJob{Local: "bdup", Kind: "bad", Payload: []byte("d"), Unique: store.Unique{Key: "ub", OnDuplicate: "debounce"}, Delay: time.Second},
 				// a child of a job in another partition: told through
 				// the outbox when it finishes
-				s.job("h18", store.NewJob{Parent: &store.ParentRef{Ref: keys.Ref{Partition: s.st.Partition("elsewhere", 0), Local: "P"}, Step: "s"}}))
+				s.job("h18", store.NewJob{Parent: &store.ParentRef{Ref: keys.Ref{Partition: s.st.Partition("elsewhere", 0), Local: "P"}, Step: "s"}}),
+				s.job("b17", store.NewJob{Parent: &store.ParentRef{Ref: keys.Ref{Partition: s.st.Partition("elsewhere", 0), Local: "PB"}, Step: "s"}}))
 			return s.enqueueJobs(jobs)
 		}},
 		{"claim by w", func(s *sweep) error { return s.claimBy("w") }},
