@@ -105,6 +105,9 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	child := func(i int) EnqueueOption {
 		id := childID(keys.ChildLocal(st.Ref.Local, st.Created, name, i))
 		return func(o *enqueueOptions) error {
+			if o.id != "" { // the item's own WithID (or SentAs), applied before
+				return fmt.Errorf("%w: WithID: a spawned child's ID derives from its parent, the step and its index, so that the step run again adds no second child", ErrInvalid)
+			}
 			if err := id(o); err != nil {
 				return err
 			}
@@ -229,6 +232,12 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	st, ok := attempt.From(ctx)
 	if !ok {
 		return nil, step.ErrNoAttempt
+	}
+	if ch == nil {
+		return nil, fmt.Errorf("%w: Join of nil children (Spawn's result)", ErrInvalid)
+	}
+	if len(ch.IDs) == 0 {
+		return []ChildResult[R]{}, nil // a spawn of nothing: all done
 	}
 	locals := make([]string, len(ch.IDs))
 	for i, id := range ch.IDs {

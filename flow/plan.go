@@ -60,11 +60,19 @@ func (pl *planner) batch(ctx context.Context, items []Item, parent *store.Parent
 		}
 		jobs[i], routes[i] = d.job, route{queue: d.queue, key: d.key, part: d.part}
 	}
-	for i, r := range routes { // only now: bad input registers no queue
-		if r.ref, r.of, err = pl.locate(ctx, r.queue, r.key, r.part, jobs[i].Local, sp); err != nil {
-			return nil, nil, i, err
+	// only now: bad input registers no queue. The jobs SentAs places go
+	// first: their partition may not exist (ErrInvalid), and placing them
+	// registers nothing, where placing another job may register its queue.
+	for _, sentAs := range []bool{true, false} {
+		for i, r := range routes {
+			if (r.part > 0) != sentAs {
+				continue
+			}
+			if r.ref, r.of, err = pl.locate(ctx, r.queue, r.key, r.part, jobs[i].Local, sp); err != nil {
+				return nil, nil, i, err
+			}
+			routes[i] = r
 		}
-		routes[i] = r
 	}
 	return jobs, routes, 0, nil
 }

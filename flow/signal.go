@@ -58,7 +58,7 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 			opt(&o)
 		}
 	}
-	if o.key != "" && (len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
+	if o.keyed && (o.key == "" || len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
 		return false, fmt.Errorf("%w: signal key %q: 1 to %d bytes of UTF-8", ErrInvalid, o.key, MaxSignalKey)
 	}
 	res, err := c.st.Signal(ctx, ref, name, b, o.key)
@@ -79,9 +79,16 @@ const MaxSignalKey = 200
 // SignalOption changes one Signal call.
 type SignalOption func(*signalOptions)
 
-type signalOptions struct{ key string }
+type signalOptions struct {
+	key   string
+	keyed bool // WithSignalKey was given: an empty key is a mistake, not "no key"
+}
 
 // WithSignalKey makes the signal idempotent per job: a signal with the key
 // of one sent to the job before is not kept again (a retry after an
-// uncertain failure, a second click). Keys last as long as the job.
-func WithSignalKey(key string) SignalOption { return func(o *signalOptions) { o.key = key } }
+// uncertain failure, a second click). Keys last as long as the job. An
+// empty key is ErrInvalid (most likely an unset variable): the retry it
+// was meant to make safe would keep the signal twice.
+func WithSignalKey(key string) SignalOption {
+	return func(o *signalOptions) { o.key, o.keyed = key, true }
+}

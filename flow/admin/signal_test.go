@@ -32,4 +32,12 @@ func TestSignalReportsDuplicate(t *testing.T) {
 	if _, err := a.ops.Signal(a.ctx, "default:0:nope", "approved", nil); !errors.Is(err, flow.ErrNotFound) {
 		t.Fatalf("unknown job: %v, want ErrNotFound", err)
 	}
+	// an empty key (an unset variable) is no key: the retry it was meant
+	// to make safe would keep the signal twice
+	if _, err := a.ops.Signal(a.ctx, id, "approved", "empty", flow.WithSignalKey("")); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("signal with an empty key: %v, want ErrInvalid", err)
+	}
+	if j, err := a.ops.Job(a.ctx, id); err != nil || len(j.Signals) != 3 {
+		t.Fatalf("after the refused signal: %d signals, %v; want 3", len(j.Signals), err)
+	}
 }
