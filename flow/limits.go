@@ -47,7 +47,12 @@ func WithRateLimit(class string, r RateLimit) EnqueueOption {
 }
 
 // OnDuplicate says what enqueueing a duplicate of a unique job does to the
-// existing job while it has not started.
+// existing job while it has not started: it was never claimed, and it is
+// of the duplicate's kind. An existing job that ran (snoozed, a workflow
+// suspended in a step, one redriven) keeps its arguments and run time,
+// which its checkpointed steps and timers were made with; one of another
+// kind keeps the arguments it can read. The duplicate is reported
+// (Enqueued.Duplicate) either way.
 type OnDuplicate string
 
 const (

@@ -38,17 +38,24 @@ local function corrupt_limits(class, fingerprint)
 end
 
 -- on_duplicate applies a duplicate's policy to the holder, if it has not
--- started. A debounced holder that was available leaves its list, a
+-- started and is of the duplicate's kind. A holder that ran (a claim
+-- raised its fence: a snoozed job, a suspended workflow, one redriven)
+-- keeps its arguments and run time: its steps were checkpointed with
+-- them, its timers set from them; so does a holder of another kind,
+-- which could not read the duplicate's arguments. A debounced holder that was available leaves its list, a
 -- ready list or its concurrency key's or rate class's wait list
 -- (lib_limits.lua unlist), and, when its key let it go already, passes
 -- the key's turn on to the next waiter (cc_release with a pass), which
 -- would otherwise wait for the holder's new run time.
-local function on_duplicate(holder, policy, payload, due)
+local function on_duplicate(holder, policy, payload, due, kind)
+  if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
-  local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit)
+  local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[2] then return end -- held behind a quarantined twin: it stays held
+  -- count_of: a fence that is no count (corrupt data) is taken as run
+  if h[5] ~= kind or (count_of(h[6]) or 1) > 0 or h[7] then return end
   if policy == 'replace' then
     local stale = chunk_fields(field_map(jk) or {}, F.payload)
     stale[#stale + 1], stale[#stale + 2] = F.payload, F.payload_body
