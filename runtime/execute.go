@@ -192,8 +192,23 @@ func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan str
 	if a.settled.CompareAndSwap(false, true) {
 		w.log.Warn("handler ignored cancellation; settling its job without it",
 			"job", a.ID, "kind", a.Kind, "cause", context.Cause(ctx))
-		w.conclude(a, result{}, false, context.Cause(ctx))
+		w.conclude(a, a.trackedFailure(), false, context.Cause(ctx))
 	}
+}
+
+// trackedFailure is the first failure of the attempt's tracked goroutines
+// (a panic, with its stack, or an error), as join would settle it had the
+// handler returned; zero when none failed. The attempt is then settled as
+// that failure says: a panic charges a crash whether or not the handler
+// heeds its cancellation.
+func (a *Attempt) trackedFailure() result {
+	c := &a.ctl
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.tr.fail; f != nil {
+		return *f
+	}
+	return result{}
 }
 
 // conclude acks an attempt's outcome (when there is one to ack) and retires

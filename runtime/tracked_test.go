@@ -124,6 +124,32 @@ func TestTrackedFailure(t *testing.T) {
 			t.Errorf("last error %q, want the tracked failure", j.LastError)
 		}
 	})
+	t.Run("panic while the handler ignores the cancellation", func(t *testing.T) {
+		// still a crash, with its stack: it was counted an error when the
+		// grace watch settled the job (found by an audit), so a panicking
+		// job spent its attempts, not its crashes, and escaped quarantine
+		t.Parallel()
+		release := make(chan struct{})
+		e, clk := trackedEnvClock(t, func(ctx context.Context, job *flow.Job[workArgs]) error {
+			if job.CrashAttempt > 0 {
+				return nil
+			}
+			if err := runtime.Go(ctx, func(context.Context) error { panic("tracked panic") }); err != nil {
+				return err
+			}
+			<-release
+			return nil
+		})
+		t.Cleanup(func() { close(release) })
+		id := e.Enqueue(workArgs{N: 1})
+		clk.waitTimers(t, time.Second, 1) // the CancelGrace of the cancelled handler
+		clk.Advance(time.Second)
+		j := e.WaitState(id, flow.StateCompleted)
+		if j.CrashAttempt != 1 || j.Attempt != 0 || len(j.Errors) != 1 || j.Errors[0].Class != "panic" ||
+			!strings.Contains(j.Errors[0].Message, "tracked panic") || j.Errors[0].Stack == "" {
+			t.Errorf("after a tracked panic the handler ignored: %+v errors %+v, want one crash with its stack", summarize(j), j.Errors)
+		}
+	})
 	t.Run("error after success", func(t *testing.T) {
 		t.Parallel()
 		e := trackedEnv(t, func(ctx context.Context, job *flow.Job[workArgs]) error {
