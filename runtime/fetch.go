@@ -100,19 +100,13 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		)
 		if f := failed[chosen]; f != nil {
 			req, sent = f.req, f.sent // sent: when the leases of its first run began, if it ran
-			// the same claim, answered by its record, may lease as many
-			// jobs as it asked for: it needs that many slots free
-			if slots = w.acquire(req.N); slots < req.N {
-				w.release(slots)
-				ready[chosen], due[chosen] = false, now.Add(errDelay[chosen])
-				if now.Sub(f.sent) >= w.resendFor() {
-					// slots taken meanwhile (jobs pushed, claims elsewhere)
-					// for as long as it may be sent: the reaper hands back
-					// what its first run leased
-					failed[chosen] = nil
-				}
-				continue
-			}
+			// the same claim, answered by its record, may bring back as
+			// many jobs as it asked for; it goes out however many slots
+			// are free (slots taken meanwhile by pushes, or by claims
+			// elsewhere, would otherwise hold it back until its leases ran
+			// out, each reaped job charged a crash), and the jobs past the
+			// free slots are handed back, nothing charged
+			slots = w.acquire(req.N)
 		} else {
 			if slots = w.acquire(w.opts.ClaimBatch); slots == 0 {
 				select {
@@ -145,14 +139,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			// its slots go back while it waits: a partition that is down
 			// holds none of the worker's capacity
 			w.release(slots)
+			if failed[chosen] == nil {
+				failed[chosen] = &failedClaim{req: req, sent: sent}
+			}
 			if ctx.Err() != nil {
-				return nil
+				break // stopping: handBackClaims sends it once more
 			}
 			if w.clientClosed(ctx, err) {
 				return fmt.Errorf("sluice: cannot claim: %w", err)
-			}
-			if failed[chosen] == nil {
-				failed[chosen] = &failedClaim{req: req, sent: sent}
 			}
 			d := min(max(2*errDelay[chosen], 10*time.Millisecond), 2*time.Second)
 			errDelay[chosen] = d
@@ -167,8 +161,9 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			continue
 		}
 		failed[chosen], errDelay[chosen] = nil, 0
-		pick.served(chosen, len(res.Jobs))
-		w.release(slots - len(res.Jobs))
+		run := min(len(res.Jobs), slots) // a resent claim may bring back more
+		pick.served(chosen, run)
+		w.release(slots - run)
 		if res.Dry {
 			ready[chosen] = false
 			due[chosen] = sent.Add(w.opts.IdlePoll)
@@ -190,12 +185,50 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 					By: testsignal.Claim, State: "archived"})
 			}
 		}
-		for _, j := range res.Jobs {
+		for _, j := range res.Jobs[:run] {
 			w.start(jobsCtx, p, j, sent)
 		}
+		w.handBack(p, copyJobs(res.Jobs[run:]))
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
+	w.handBackClaims(ctx, failed)
 	return nil
+}
+
+// copyJobs copies jobs out of a claim's storage (ClaimRequest.Into), which
+// the next claim writes over, for a hand-back that runs after it.
+func copyJobs(jobs []*store.Job) []*store.Job {
+	out := make([]*store.Job, len(jobs))
+	for i, j := range jobs {
+		c := *j
+		out[i] = &c
+	}
+	return out
+}
+
+// handBackClaims sends each claim whose call failed once more as the
+// worker stops, under its ID, and hands back the jobs its first run
+// leased, if it ran: the loop would have sent it again, and left, those
+// jobs would stay leased to no attempt until reaped, each charged a
+// crash. It makes no offer (the worker takes no pushes any more).
+func (w *Worker) handBackClaims(ctx context.Context, failed []*failedClaim) {
+	for i, f := range failed {
+		if f == nil {
+			continue
+		}
+		req, p := f.req, w.parts[i]
+		req.Into, req.Offer, req.OfferChannel = nil, 0, ""
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
+		res, err := w.st.Claim(cctx, p, req)
+		cancel()
+		if err != nil {
+			w.log.Warn("a failed claim could not be sent again as the worker stops; the reaper takes back what it leased",
+				"queue", p.Queue, "partition", p.Index, "err", err)
+			continue
+		}
+		w.archivedAtClaim(p, res.Parked)
+		w.handBack(p, res.Jobs)
+	}
 }
 
 // failedClaim is a claim whose call failed: its request, and when it was
