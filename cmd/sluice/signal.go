@@ -32,11 +32,18 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 				return usagef("--data: not JSON: %v", err)
 			}
 		}
+		var opts []flow.SignalOption
+		if cmd.Flags().Changed("key") {
+			if key == "" { // an unset variable: the retry it should make safe would keep the signal twice
+				return usagef("--key is empty: give the idempotency key, or leave the flag out")
+			}
+			opts = append(opts, flow.WithSignalKey(key))
+		}
 		client, err := c.connect(cmd.Context())
 		if err != nil {
 			return err
 		}
-		res, err := client.Signal(cmd.Context(), id, name, payload, flow.WithSignalKey(key))
+		res, err := client.Signal(cmd.Context(), id, name, payload, opts...)
 		if err != nil {
 			return c.about("job", id, err)
 		}

@@ -85,6 +85,7 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1")
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "go", "--data", "{")
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "bad name")
+	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "go", "--key", "") // an unset variable
 	tr.run(exitUsage, "redrive")
 	tr.run(exitUsage, "redrive", "--queue", "default", "default:0:a1")
 	tr.run(exitUsage, "redrive", "--queue", "default", "--after", "yesterday")
