@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/mpack"
 	"github.com/sluicehq/sluice/internal/store"
@@ -66,7 +64,7 @@ func NewCursor[C any](ctx context.Context, name string, every int) (*Cursor[C], 
 	c := &Cursor[C]{st: st, name: name, every: max(every, 1), finished: rec != nil}
 	if b, ok := st.Checkpoint(cursorField(name)); ok {
 		var r cursorRecord[C]
-		if err := msgpack.Unmarshal(b, &r); err != nil {
+		if err := decode(b, &r); err != nil {
 			return nil, park("stale_checkpoint", fmt.Errorf("%w: cursor %q: %v", ErrStaleCheckpoint, name, err))
 		}
 		c.value, c.seq = r.Value, r.Seq
@@ -118,7 +116,7 @@ func (c *Cursor[C]) Finish(ctx context.Context) error {
 		return err
 	}
 	idx, _ := c.st.Position(c.name)
-	b, err := encodeRecord(idx, struct{}{})
+	b, err := encodeRecord(idx, struct{}{}, nil)
 	if err != nil {
 		return err
 	}

@@ -23,8 +23,9 @@ var (
 	// ErrStaleCheckpoint: the job's checkpoints were written by a handler
 	// whose step sequence differs from this one.
 	ErrStaleCheckpoint = errors.New("sluice: stale checkpoint: the step sequence changed since it was written")
-	// ErrResult: a step's result cannot be encoded, or is larger than
-	// MaxResult.
+	// ErrResult: a step's result cannot be encoded, cannot be decoded
+	// back into its type (a non-empty interface field), or is larger
+	// than MaxResult.
 	ErrResult = errors.New("sluice: step result cannot be checkpointed")
 	// ErrStale: the attempt lost its lease; its checkpoint was rejected, or
 	// a step boundary did not run the step's function, and its context is

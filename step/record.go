@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"github.com/vmihailenco/msgpack/v5"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -75,14 +76,24 @@ func positions(st *attempt.State) (map[int]string, error) {
 	return r.m, r.err
 }
 
-// encodeRecord returns the checkpoint record of step idx whose result is v.
-func encodeRecord(idx int, v any) ([]byte, error) {
+// encodeRecord returns the checkpoint record of step idx whose result is
+// v, once check has read the result's encoding: the step's first run
+// returns what check decodes from it, the value every later attempt
+// decodes from the checkpoint. A check that fails refuses the result;
+// nil checks nothing (a record of the step package's own types).
+func encodeRecord(idx int, v any, check func(res []byte) error) ([]byte, error) {
 	var b []byte
 	size := 0
 	err := mpack.Encode(v, func(res []byte) error {
-		if size = len(res); size <= MaxResult {
-			b = checkpoint.Encode(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
+		if size = len(res); size > MaxResult {
+			return nil
 		}
+		if check != nil {
+			if err := check(res); err != nil {
+				return err
+			}
+		}
+		b = checkpoint.Encode(record{Index: idx, Result: res, At: time.Now().UnixMilli()})
 		return nil
 	})
 	if err != nil {
@@ -92,4 +103,17 @@ func encodeRecord(idx int, v any) ([]byte, error) {
 		return nil, park("step_result", fmt.Errorf("%w: %d bytes, the limit is %d", ErrResult, size, MaxResult))
 	}
 	return b, nil
+}
+
+// decode reads msgpack b into v. msgpack panics on some types it encodes
+// but cannot decode into (a non-empty interface field, such as a
+// fmt.Stringer): that is an error here, which parks the job, where the
+// panic crashed every attempt into quarantine.
+func decode(b []byte, v any) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decoding: %v", p)
+		}
+	}()
+	return msgpack.Unmarshal(b, v)
 }

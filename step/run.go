@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -47,7 +45,7 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	var zero T
 	if rec != nil {
 		var v T
-		if err := msgpack.Unmarshal(rec.Result, &v); err != nil {
+		if err := decode(rec.Result, &v); err != nil {
 			return zero, park("stale_checkpoint", fmt.Errorf("%w: result of step %q: %v", ErrStaleCheckpoint, name, err))
 		}
 		return v, nil
@@ -66,7 +64,12 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err != nil {
 		return zero, err
 	}
-	b, err := encodeRecord(idx, v)
+	// the first run returns what every later attempt decodes, not fn's
+	// value: a value in an interface (an int read back as uint8), an
+	// unexported field or a time's monotonic reading would differ, and
+	// code after the step could decide otherwise once resumed
+	var got T
+	b, err := encodeRecord(idx, v, func(res []byte) error { return decode(res, &got) })
 	if err != nil {
 		return zero, err
 	}
@@ -77,7 +80,7 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	if err := st.Commit(name, b, store.ModeOnce, commit, fx); err != nil {
 		return zero, err
 	}
-	return v, nil
+	return got, nil
 }
 
 // stepCtx is a step function's context: ctx, which also answers the step's

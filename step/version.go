@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/names"
@@ -98,7 +96,7 @@ func Version(ctx context.Context, change string, min, max int) (int, error) {
 		v = DefaultVersion
 	}
 	// Index -1: a change point has no position (no step has it).
-	b, err := encodeRecord(-1, v)
+	b, err := encodeRecord(-1, v, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -113,7 +111,7 @@ func recorded(change string, b []byte, min, max int) (int, error) {
 	r, err := checkpoint.Decode(b)
 	var v int
 	if err == nil {
-		err = msgpack.Unmarshal(r.Result, &v)
+		err = decode(r.Result, &v)
 	}
 	if err != nil {
 		return 0, park("stale_checkpoint", fmt.Errorf("%w: change %q: %v", ErrStaleCheckpoint, change, err))
@@ -186,7 +184,7 @@ func wentPast(st *attempt.State, n int) (bool, error) {
 		now[r.Index] = field
 		accounts[field], accounts[timeoutTimer(field)] = true, true
 		var d decided
-		if msgpack.Unmarshal(r.Result, &d) == nil && len(d.Case) > 2 && (d.Case[:2] == "t:" || d.Case[:2] == "s:") {
+		if decode(r.Result, &d) == nil && len(d.Case) > 2 && (d.Case[:2] == "t:" || d.Case[:2] == "s:") {
 			accounts[d.Case[2:]] = true
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"hash/fnv"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
-
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/store"
@@ -186,7 +184,7 @@ func (s *Selector) Until(timer string, t time.Time) *Case {
 func OnSignal[T any](s *Selector, signal string) *SignalCase[T] {
 	sc := &SignalCase[T]{}
 	sc.Case = s.add(&Case{key: "s:" + signal, signal: signal, decode: func(b []byte) error {
-		return msgpack.Unmarshal(b, &sc.value)
+		return decode(b, &sc.value)
 	}})
 	return sc
 }
@@ -242,7 +240,7 @@ func (s *Selector) Wait() error {
 			return park("bad_signal", fmt.Errorf("step %q: signal %q: %w", s.name, win.signal, err))
 		}
 	}
-	b, err := encodeRecord(s.idx, decided{Case: win.key, Payload: payload})
+	b, err := encodeRecord(s.idx, decided{Case: win.key, Payload: payload}, nil)
 	if err != nil {
 		return err
 	}
@@ -260,7 +258,7 @@ func (s *Selector) Wait() error {
 // replay sets the winner a checkpoint recorded.
 func (s *Selector) replay() error {
 	var d decided
-	if err := msgpack.Unmarshal(s.rec.Result, &d); err != nil {
+	if err := decode(s.rec.Result, &d); err != nil {
 		return park("stale_checkpoint", fmt.Errorf("%w: step %q: %v", ErrStaleCheckpoint, s.name, err))
 	}
 	for _, c := range s.cases {
