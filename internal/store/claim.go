@@ -96,7 +96,11 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		// claim, and the jobs the first run leased would stay leased to
 		// no attempt until reaped, each charged a crash. Its record holds
 		// only IDs.
-		call = id.call() + keepSuffix(max(s.keepFor, req.Lease))
+		keep := s.keep
+		if req.Lease > s.keepFor {
+			keep = keepSuffix(req.Lease)
+		}
+		call = id.call() + keep
 	}
 	v, err := s.sendKept(ctx, lua.Claim, call, append(s.callArgs(p, len(args)), args...)).Result()
 	if err != nil {
