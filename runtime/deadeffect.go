@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // reportDead makes dead-lettered effects visible: an error log each, the
@@ -16,7 +19,21 @@ func (w *Worker) reportDead(ctx context.Context, p keys.Partition, dead []store.
 			"error", de.Error, "dead_effect", de.ID)
 		w.tel.deadEffect(ctx, p)
 		if w.opts.OnDeadEffect != nil {
-			w.opts.OnDeadEffect(ctx, de)
+			w.callOnDeadEffect(ctx, de)
 		}
 	}
+}
+
+// callOnDeadEffect calls OnDeadEffect, logging a panic as the other hooks
+// do: on the relay's goroutine it ended the worker's process, every job
+// in flight then reaped as a crash, and the effect, buried before, never
+// reported again.
+func (w *Worker) callOnDeadEffect(ctx context.Context, de sluicetype.DeadEffect) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("dead-effect handler panicked", "dead_effect", de.ID, "job", de.JobID, "panic", fmt.Sprint(p),
+				"stack", string(debug.Stack()))
+		}
+	}()
+	w.opts.OnDeadEffect(ctx, de)
 }

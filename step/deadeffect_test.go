@@ -93,3 +93,39 @@ func TestDeadEffectNotSilent(t *testing.T) {
 		t.Fatalf("still listed after redrive: %+v", listed)
 	}
 }
+
+// TestDeadEffectHookPanics: an OnDeadEffect that panics is logged, as a
+// panicking OnDeath or OnStuck is, and the worker goes on: it ended the
+// worker's process (the hook ran on the relay's goroutine without a
+// recover), every job in flight then reaped as a crash (found by an
+// audit).
+func TestDeadEffectHookPanics(t *testing.T) {
+	t.Parallel()
+	reg := flow.NewRegistry()
+	var bad string
+	register(t, reg, func(ctx context.Context, job *flow.Job[payout]) error {
+		return step.Commit(ctx, "pay", idempotency.IncrBy(bad, 5))
+	})
+	e := &env{testkit.NewEnv(t, shared.Client(t), flow.ClientOptions{Registry: reg})}
+	rdb, c, ctx := e.RDB, e.Client, context.Background()
+	bad = redistest.Elsewhere(e.NS, "list", keys.Partition{NS: e.NS, Queue: "default"}.Tag())
+	rdb.RPush(ctx, bad, "x") // INCRBY cannot apply to a list
+	logs := &lockedBuffer{}
+	called := make(chan struct{}, 4)
+	e.StartWorker(reg, runtime.Options{
+		Logger:       slog.New(slog.NewTextHandler(logs, nil)),
+		OnDeadEffect: func(context.Context, sluicetype.DeadEffect) { called <- struct{}{}; panic("hook bug") },
+	})
+	if _, err := c.Enqueue(ctx, payout{}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, called, "OnDeadEffect to be called")
+	// the worker is alive: it runs the next job, whose effect dead-letters too
+	if _, err := c.Enqueue(ctx, payout{}); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Recv(t, called, "OnDeadEffect to be called for the second job")
+	if l := logs.String(); !strings.Contains(l, "dead-effect handler panicked") || !strings.Contains(l, "hook bug") {
+		t.Fatalf("no log of the hook's panic:\n%s", l)
+	}
+}
