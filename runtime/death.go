@@ -167,21 +167,26 @@ func (w *Worker) queueDeath(it deathItem) {
 // deathLoop delivers queued deaths, and on every maintenance tick the
 // death reports left pending in Redis (sweepDeaths), until quit; then the
 // ones still queued.
+//
+// The tick is armed once per sweep, not after every delivery: a worker
+// delivering a death each MaintenanceInterval or more often would put
+// its sweep off for ever, and the reports of a dead worker (or of a full
+// queue) would wait as long.
 func (w *Worker) deathLoop(run *relRun) {
+	t := w.clk.NewTimer(w.opts.MaintenanceInterval)
+	defer func() { t.Stop() }()
 	for sweeps := 0; ; {
-		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
 		w.sig.Swept.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: sweeps})
 		select {
 		case it := <-w.rel.deaths():
-			t.Stop()
 			w.deliverDeath(run.ctx, it)
 			continue
 		case <-t.C():
 			w.sweepDeaths(run.ctx)
 			sweeps++
+			t = w.clk.NewTimer(w.opts.MaintenanceInterval)
 			continue
 		case <-run.quit:
-			t.Stop()
 		}
 		for {
 			select {

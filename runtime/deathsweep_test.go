@@ -119,3 +119,46 @@ func TestDeathReportsQuarantine(t *testing.T) {
 		t.Fatalf("death %+v", d)
 	}
 }
+
+// TestDeathSweepWhileDeliveringDeaths: the sweep of death reports left
+// pending in Redis runs every maintenance tick even while the worker
+// delivers deaths of its own more often than that. Its timer was armed
+// again after every delivery, so a worker archiving a job every half
+// tick never swept, and a dead worker's reports waited as long (found by
+// an audit).
+func TestDeathSweepWhileDeliveringDeaths(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[doomedArgs]) error { return errors.New("no luck") }))
+	// a worker without OnDeath archives x: its report stays pending
+	clk0 := newTestClock(fakeStart())
+	w0 := e.startWorker(reg, runtime.Options{Clock: clk0, IdlePoll: time.Hour, MaintenanceInterval: time.Hour})
+	x := e.Enqueue(doomedArgs{}, flow.WithMaxAttempts(1))
+	e.WaitState(x, flow.StateArchived)
+	w0.stop(clk0, runtime.Options{})
+
+	const tick = time.Second
+	clk := newTestClock(fakeStart().Add(31 * time.Second)) // past x's report's grace
+	deaths := make(chan string, 64)
+	w := e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour, MaintenanceInterval: tick,
+		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d.Job.ID }})
+	e.Sig.Swept.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 }) // its tick is armed
+	got := map[string]bool{}
+	for i := 0; i < 8 && !got[x]; i++ { // a death of its own every half tick, for four ticks
+		y := e.Enqueue(doomedArgs{}, flow.WithMaxAttempts(1))
+		e.Sig.Delivered.WaitFor(t, func(d testsignal.Job) bool { return d.JobID == y })
+		clk.Advance(tick / 2)
+		for drained := false; !drained; {
+			select {
+			case id := <-deaths:
+				got[id] = true
+			case <-time.After(50 * time.Millisecond):
+				drained = true
+			}
+		}
+	}
+	if !got[x] {
+		t.Fatalf("the pending death report of %s was not swept in four ticks of store time", x)
+	}
+}
