@@ -269,8 +269,8 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 			continue
 		}
 		fields.str("x")
-		fields.int(unixMS(j.RunAt))
-		fields.int(ms(j.Delay))
+		fields.int(unixMSUp(j.RunAt)) // never due before the time asked, as timers
+		fields.int(msUp(j.Delay))
 		fields.int(int64(j.MaxAttempts))
 		fields.int(ms(j.Timeout))
 		fields.int(deadlineMS(j.Deadline))

@@ -190,6 +190,16 @@ func unixMS(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
+// unixMSUp is unixMS rounded up to the next whole millisecond: for a time
+// something must not happen before (a job's run time, a timer's wake).
+func unixMSUp(t time.Time) int64 {
+	m := unixMS(t)
+	if !t.IsZero() && t.After(time.UnixMilli(m)) {
+		m++
+	}
+	return m
+}
+
 // deadlineMS is deadline t as a script takes it: 0 for none, and a
 // deadline at or before the epoch 1 ms after it (long passed, not none).
 func deadlineMS(t time.Time) int64 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/names"
@@ -39,7 +38,7 @@ func SuspendSpec(e *sluicetype.SuspendedError) (string, error) {
 		// before the time it was given (SleepUntil returned up to a
 		// millisecond early, by the store's clock)
 		case !t.At.IsZero():
-			fmt.Fprintf(&b, "t %s a %d\n", t.Name, max(msCeil(t.At), 0))
+			fmt.Fprintf(&b, "t %s a %d\n", t.Name, max(unixMSUp(t.At), 0))
 		case t.After >= 0:
 			fmt.Fprintf(&b, "t %s d %s\n", t.Name, strconv.FormatInt(msUp(t.After), 10))
 		default:
@@ -89,12 +88,3 @@ func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload [
 // ModeTake is the mode of a step commit that takes the signal kept in
 // field (a checkpoint.SignalPrefix field) with its checkpoint.
 func ModeTake(field string) string { return "take:" + field }
-
-// msCeil is t in Unix milliseconds, rounded up.
-func msCeil(t time.Time) int64 {
-	m := t.UnixMilli()
-	if t.After(time.UnixMilli(m)) {
-		m++
-	}
-	return m
-}
