@@ -200,11 +200,11 @@ const cronStar = 1 << 63
 // turned forward skips runs at the first instant after the jump, and a
 // time that a clock turned back repeats runs at its first occurrence
 // only (wallNext). One whose hour is '*' runs by elapsed time (every hour
-// that passes, none that does not), as the cron library computes it.
+// that passes, none that does not: elapsedNext).
 func (tm timing) next(t time.Time) time.Time {
 	if c := tm.cron; c != nil {
 		if c.Hour&cronStar != 0 {
-			return c.Next(t)
+			return tm.elapsedNext(t)
 		}
 		return tm.wallNext(t)
 	}
@@ -235,6 +235,35 @@ func (tm timing) wallNext(t time.Time) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// elapsedNext is next of a cron expression whose hour is '*': the first
+// instant after t whose wall-clock time in the zone matches. Between two
+// changes of the zone's offset the wall clock is the instant moved by the
+// offset, so the cron library, asked in UTC, finds the match; a match
+// past the span's end is not a wall-clock time of this span, and the
+// search goes on from the next. The cron library asked in the zone
+// itself steps to the day after a day whose midnight the clocks skip
+// (Asia/Beirut, 29 March 2026) and loses its ticks, or never returns on a
+// day the zone skipped (Pacific/Apia, 30 December 2011).
+func (tm timing) elapsedNext(t time.Time) time.Time {
+	loc := tm.cron.Location
+	probe := *tm.cron
+	probe.Location = time.UTC
+	for {
+		span := t.Add(time.Nanosecond).In(loc) // the first instant after t
+		_, off := span.Zone()
+		_, end := span.ZoneBounds()
+		m := probe.Next(t.Add(time.Duration(off) * time.Second))
+		if m.IsZero() {
+			return time.Time{}
+		}
+		at := m.Add(-time.Duration(off) * time.Second)
+		if end.IsZero() || at.Before(end) {
+			return at.In(loc)
+		}
+		t = end.Add(-time.Nanosecond) // the next span starts at end
+	}
 }
 
 // wallClock is t's wall-clock time in loc, as a UTC time.
