@@ -32,6 +32,7 @@ type enqueueOptions struct {
 	uniqueArgs  bool // derive the unique key from kind and arguments
 	sticky      store.Sticky
 	hold        bool // WithQuarantineHold
+	tick        bool // a schedule's tick (asTick)
 }
 
 // WithPreferredWorker routes the job to the worker whose WorkerID is

@@ -277,7 +277,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		// a spawned child's enqueue is remembered: a Spawn step run again
 		// (its checkpoint lost to a crash) must not add a child that has
 		// finished and been deleted since
-		Relayed: parent != nil,
+		Relayed: parent != nil, Tick: o.tick,
 	}}, nil
 }
 

@@ -163,6 +163,46 @@ func TestScheduleAbandonedTick(t *testing.T) {
 	}
 }
 
+// TestScheduleStalledSchedulerResumes: a scheduler claimed tick 1 and
+// stalled; another enqueued the abandoned tick, and its job ran and was
+// deleted. The first then resumes and enqueues the tick it claimed: the
+// tick is remembered, and its job does not run again.
+func TestScheduleStalledSchedulerResumes(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
+	stop := e.run(e.newScheduler(sc))
+	e.wait("m", 1)
+	stop()
+	e.clk.Advance(time.Minute)
+	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
+	stalled := e.newScheduler(sc)
+	res, err := st.ClaimTicks(context.Background(), "m", at(0), at(time.Minute), []time.Time{at(time.Minute)})
+	if err != nil || res != store.Claimed {
+		t.Fatalf("claim: %q, %v", res, err)
+	}
+	e.clk.Advance(time.Minute) // the claim is abandoned
+	stop = e.run(e.newScheduler(sc))
+	e.wait("m", 1)
+	stop()
+	if diff := cmp.Diff(tickIDs("m", minutes(1, 2)...), e.queued()); diff != "" {
+		t.Fatalf("jobs after the takeover (-want +got):\n%s", diff)
+	}
+	id := "default:0:" + tickIDs("m", minutes(1)...)[0]
+	if err := admin.New(e.client()).DeleteJob(context.Background(), id); err != nil {
+		t.Fatal(err) // as if it ran and was discarded
+	}
+	if err := flow.EnqueueTicks(stalled, "m", at(time.Minute)); err != nil {
+		t.Fatalf("the stalled scheduler's enqueue: %v", err)
+	}
+	if diff := cmp.Diff(tickIDs("m", minutes(2)...), e.queued()); diff != "" {
+		t.Fatalf("jobs after the stalled scheduler resumed (-want +got):\n%s", diff)
+	}
+	if _, err := admin.New(e.client()).Job(context.Background(), id); !errors.Is(err, flow.ErrNotFound) {
+		t.Fatalf("tick 1's job: %v, want ErrNotFound", err)
+	}
+}
+
 // TestScheduleOperatorAPI: list, pause, trigger and resume schedules.
 func TestScheduleOperatorAPI(t *testing.T) {
 	t.Parallel()

@@ -21,11 +21,13 @@ import (
 // the same schedules, and no leader is needed. For every due tick they
 // agree, through one atomic script on the schedule's state in Redis, on
 // which scheduler enqueues it, and the job's ID (sched:<name>:<tick>)
-// makes a repeated enqueue a no-op. A scheduler that dies after claiming a
-// tick and before enqueueing it leaves the tick pending; another enqueues
-// it 30 to 90 seconds later. Execution is still at-least-once: a job may
-// run twice if its scheduler dies between enqueueing and confirming it and
-// the job is deleted (after its retention) before the tick is re-enqueued.
+// makes a repeated enqueue a no-op, for a day after the job is deleted. A
+// scheduler that dies or stalls after claiming a tick and before
+// confirming it leaves the tick pending; another enqueues it 30 to 90
+// seconds later, and the enqueue that comes second adds nothing. Only an
+// outage of every scheduler longer than a day, between the tick's enqueue
+// and its confirmation, with the job deleted in between, runs a tick
+// twice.
 //
 // Ticks are decided in store time (Redis TIME, or the client's Clock), so
 // schedulers with skewed clocks still agree. A new schedule's first tick is
@@ -270,7 +272,7 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 	}
 	items := make([]Item, len(ticks))
 	for i, t := range ticks {
-		items[i] = Item{Args: sc.Args, Opts: append(slices.Clip(sc.Opts), WithID(tickID(sc.Name, t)))}
+		items[i] = Item{Args: sc.Args, Opts: append(slices.Clip(sc.Opts), asTick(tickID(sc.Name, t)))}
 	}
 	res, err := s.c.EnqueueMany(ctx, items...)
 	if err != nil && (res == nil || slices.ContainsFunc(res, func(r Enqueued) bool {
@@ -287,6 +289,18 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 		}
 	}
 	return s.c.st.AckTicks(ctx, sc.Name, ticks)
+}
+
+// asTick gives a tick's job the ID id, and has its enqueue remembered
+// (store.NewJob.Tick) so that a repeat adds nothing once it is deleted.
+func asTick(id string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if err := WithID(id)(o); err != nil {
+			return err
+		}
+		o.tick = true
+		return nil
+	}
 }
 
 // tickCount counts the ticks in (after, upTo], up to MaxCatchUp+1, for

@@ -9,7 +9,8 @@
 --   or a child spawned by a parent's step, like 'c' but remembered for
 --   RELAY_KEEP ms by a marker once its enqueue settles it (added, or
 --   folded into a unique key's holder), so that a relay or a spawn
---   repeated after the job was deleted adds nothing; else a fresh
+--   repeated after the job was deleted adds nothing; 't': a schedule's
+--   tick, like 'f' with a marker kept TICK_KEEP ms; else a fresh
 --   random ID: 'g', or the
 --   creation time in ms it carries (keys.LocalTime), which saves storing
 --   the created time when it agrees with the store's to CT_SLACK ms), and
@@ -111,7 +112,8 @@ for i = 1, n do
     b = b + 5
   end
   local jk = jks[i]
-  local relayed = origin == 'f'
+  local relayed = origin == 'f' or origin == 't'
+  local keep = origin == 't' and TICK_KEEP or RELAY_KEEP
   if relayed then origin = 'c' end
   local marked = relayed and redis.call('EXISTS', followup_key(id)) == 1
   local old = false -- { kind, payload } of an existing job with this ID
@@ -186,7 +188,7 @@ for i = 1, n do
       on_duplicate(holder, o[20], payload, due, kind)
       -- folded into the holder: a repeat must not add it once the holder
       -- is gone, nor fold it in again
-      if relayed then redis.call('SET', followup_key(id), '1', 'PX', RELAY_KEEP) end
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', keep) end
       out[#out + 1] = STATUS.unique .. holder
     elseif old and old[1] then
       if old[1] == kind and old[2] == payload then
@@ -264,7 +266,7 @@ for i = 1, n do
       end
       count(nil, state)
       listed = true
-      if relayed then redis.call('SET', followup_key(id), '1', 'PX', RELAY_KEEP) end
+      if relayed then redis.call('SET', followup_key(id), '1', 'PX', keep) end
       if held_by then
         out[#out + 1] = STATUS.held .. held_by
       else

@@ -267,6 +267,11 @@ local function followup_key(id) return PFX .. 'fu:' .. id end
 -- slot (a follow-up's, a child notification's) is kept. Go:
 -- store.relayMarkTTL, the keep of a relayed effect's marker.
 local RELAY_KEEP = 604800000
+-- TICK_KEEP (ms): how long the marker of a schedule's tick is kept: longer
+-- than any scheduler's stall or outage between enqueueing a tick and
+-- confirming it, short enough that a schedule of every second keeps a
+-- day of markers, not a week's.
+local TICK_KEEP = 86400000
 -- notemark_key(m) marks child-finished notification m delivered here
 -- (notify.lua; m names the child's partition and outbox entry)
 local function notemark_key(m) return PFX .. 'nm:' .. m end

@@ -24,7 +24,12 @@ type NewJob struct {
 	// (keys.Partition.FollowUp) as long as a relay or the step could repeat
 	// it, so a repeat never enqueues it again, even once the job is
 	// deleted.
-	Relayed     bool `msgpack:"-"`
+	Relayed bool `msgpack:"-"`
+	// Tick: a schedule's tick, under the ID the tick names. Its enqueue is
+	// remembered as a relayed job's is, for a day (lua/lib.lua TICK_KEEP):
+	// a scheduler that stalled after claiming the tick, and resumes after
+	// another enqueued it and the job ran and was deleted, adds nothing.
+	Tick        bool `msgpack:"-"`
 	Kind        string
 	Payload     []byte
 	Headers     []byte
@@ -255,6 +260,8 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		switch {
 		case j.Relayed:
 			fields.str("f")
+		case j.Tick:
+			fields.str("t")
 		case !j.Generated:
 			fields.str("c") // the caller's ID: a job with it may be this one again
 		default:

@@ -15,7 +15,7 @@ func TestPlainCoversEverySetting(t *testing.T) {
 	if !base.plain() {
 		t.Fatal("a job with only ID, kind and payload is not plain")
 	}
-	always := map[string]bool{"Local": true, "Generated": true, "Relayed": true, "Kind": true, "Payload": true}
+	always := map[string]bool{"Local": true, "Generated": true, "Relayed": true, "Tick": true, "Kind": true, "Payload": true}
 	typ := reflect.TypeFor[NewJob]()
 	for i := range typ.NumField() {
 		name := typ.Field(i).Name
