@@ -17,7 +17,9 @@ type RateLimit struct {
 // (e.g. per tenant). Jobs over the limit wait without spending attempts and
 // without holding up other jobs. The limit is enforced in the claim script
 // of each queue partition: with several partitions, each allows limit (see
-// the README on limits and partitions).
+// the README on limits and partitions). A job has one concurrency key:
+// given twice, as any option, the later applies (a job's own options
+// override its kind's defaults).
 func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if key == "" || limit <= 0 {
@@ -31,7 +33,8 @@ func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 // WithRateLimit puts the job in rate class class, whose jobs start at most
 // at rate r (store time), per queue partition. Jobs over the rate wait
 // without spending attempts and without holding up other classes. Every job
-// of a class should carry the same rate.
+// of a class should carry the same rate. A job has one rate class: given
+// twice, the later applies.
 func WithRateLimit(class string, r RateLimit) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {

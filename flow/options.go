@@ -38,12 +38,13 @@ type enqueueOptions struct {
 // WithPreferredWorker routes the job to the worker whose WorkerID is
 // worker, with fallback mode "wait" (only that worker, ever), "after" (any
 // worker once it has waited d unclaimed) or "fail" (archived with reason
-// sticky_unavailable after d). Package sticky wraps it.
+// sticky_unavailable after d). d is 0 for "wait" and positive for the
+// others. Package sticky wraps it.
 func WithPreferredWorker(worker, mode string, d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		codes := map[string]string{"wait": "w", "after": "a", "fail": "f"}
 		code, ok := codes[mode]
-		if !runtime.ValidWorkerID(worker) || !ok || d < 0 || (code != "w" && d == 0) {
+		if !runtime.ValidWorkerID(worker) || !ok || d < 0 || (code != "w") != (d > 0) {
 			return fmt.Errorf("%w: preferred worker %q, fallback %q after %s", ErrInvalid, worker, mode, d)
 		}
 		o.sticky = store.Sticky{Worker: worker, Mode: code, After: d}

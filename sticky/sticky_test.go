@@ -177,6 +177,9 @@ func TestFallbacks(t *testing.T) {
 	if _, err := c.Enqueue(ctx, render{}, sticky.To("b", sticky.After(0))); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("zero delay: %v", err)
 	}
+	if _, err := c.Enqueue(ctx, render{}, flow.WithPreferredWorker("b", "wait", time.Second)); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("a delay for wait, which has none: %v", err)
+	}
 }
 
 // TestPreferenceSurvivesRedrive: a pinned job archived and redriven goes
