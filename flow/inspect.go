@@ -94,6 +94,9 @@ type JobInfo struct {
 	// HeldBy is the quarantined job this one waits on, while it does
 	// (WithQuarantineHold).
 	HeldBy string
+	// PreferredWorker is the worker the job is routed to (sticky routing,
+	// admin.Client.Reroute); "" when it is not pinned.
+	PreferredWorker string
 	// Suspended: a workflow waiting in step.Sleep, WaitSignal or Select;
 	// it is scheduled, RunAt is its earliest timer's wake time (zero when
 	// it waits for signals only), and AwaitingSignals names the signals it
@@ -224,6 +227,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
 		HeldBy: heldBy(ref, j.HeldBy), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
+		PreferredWorker: j.PreferredWorker,
 	}, nil
 }
 

@@ -67,6 +67,13 @@ var actions = map[string]action{
 			if err != nil {
 				return "", "", err
 			}
+			if to == nil {
+				if j, err := c.ops.Job(ctx, id); err == nil && j.PreferredWorker == "" {
+					// unpinned all the same (a pin set since is undone),
+					// but nothing is said to have changed
+					return "already unpinned " + id, jobPath(id), c.ops.Reroute(ctx, id, nil)
+				}
+			}
 			return msg + " " + id, jobPath(id), c.ops.Reroute(ctx, id, to)
 		}},
 	"pause": {Title: "Pause queue", Target: "queue",

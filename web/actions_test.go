@@ -108,8 +108,21 @@ func TestRerouteAction(t *testing.T) {
 	if n := claims("worker-a"); n != 0 {
 		t.Fatalf("worker-a claimed %d job(s) pinned to worker-b", n)
 	}
+	if body := f.jobPage(id); !strings.Contains(body, "worker-b") {
+		t.Errorf("the job's page does not name the worker it prefers:\n%s", body)
+	}
 	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}, "unpin": {"1"}}); code != http.StatusSeeOther {
 		t.Fatalf("unpin: %d\n%s", code, body)
+	}
+	if _, body := f.get(c, jobPath(id)); !strings.Contains(body, "unpinned "+id) {
+		t.Errorf("after the unpin the page does not say it:\n%s", body)
+	}
+	// unpinned again: nothing changes, and nothing is said to
+	if code, _, body := f.act(c, "reroute", url.Values{"id": {id}, "unpin": {"1"}}); code != http.StatusSeeOther {
+		t.Fatalf("unpin again: %d\n%s", code, body)
+	}
+	if _, body := f.get(c, jobPath(id)); !strings.Contains(body, "already unpinned "+id) {
+		t.Errorf("a second unpin does not say the job was not pinned:\n%s", body)
 	}
 	if n := claims("worker-a"); n != 1 {
 		t.Errorf("worker-a claimed %d job(s) after the unpin, want 1", n)

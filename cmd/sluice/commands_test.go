@@ -180,6 +180,9 @@ func TestRerouteCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "reroute", "default:0:v1", "--unpin")), &rep); err != nil || rep["result"] != "unpinned" {
 		t.Fatalf("unpin --json: %v, %v", rep, err)
 	}
+	if out := f.must("jobs", "reroute", "default:0:v1", "--unpin"); out != "already unpinned default:0:v1\n" {
+		t.Fatalf("unpin of a job not pinned: %q", out)
+	}
 	if got := claimed("worker-a"); len(got) != 1 || got[0] != "v1" {
 		t.Fatalf("worker-a claimed %v after unpinning, want v1", got)
 	}

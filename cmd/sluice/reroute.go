@@ -65,6 +65,11 @@ ever, so the worker must be live (else exit 3).`,
 		if err != nil {
 			return c.about("job", id, err)
 		}
+		if unpin && j.PreferredWorker == "" {
+			// unpinned all the same below (a pin set since is undone),
+			// but nothing is said to have changed
+			result = "already unpinned"
+		}
 		if j.State == flow.StateCompleted {
 			return missingError{fmt.Sprintf("job %s is completed: it never runs again, so it has no run to reroute", id)}
 		}

@@ -70,6 +70,9 @@ func showJob(w io.Writer, j *flow.JobInfo) {
 	if j.Redrives > 0 {
 		line("Redrives", fmt.Sprintf("%d, last %s from %s", j.Redrives, when(j.RedrivenAt), j.RedrivenFrom))
 	}
+	if j.PreferredWorker != "" {
+		line("Prefers", "worker "+j.PreferredWorker+" (sticky routing)")
+	}
 	if j.HeldBy != "" {
 		line("Held", "behind quarantined job "+j.HeldBy+" (runs once it is released: sluice release "+j.HeldBy+")")
 	}

@@ -72,6 +72,9 @@ type Job struct {
 	// HeldBy is the quarantined job (its ID in the partition) this one is
 	// held behind (NewJob.Hold), while it is.
 	HeldBy string
+	// PreferredWorker is the worker the job is routed to (NewJob.Sticky,
+	// Reroute); "" when it is not pinned.
+	PreferredWorker string
 }
 
 // errorRecord is one entry of a job's error list as lua/lib_lifecycle.lua
@@ -192,6 +195,8 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 			j.DeadEffects = int(num(v))
 		case keys.FieldHeldBy:
 			j.HeldBy = v
+		case keys.FieldStickyWorker:
+			j.PreferredWorker = v
 		case keys.FieldHoldFingerprint:
 			// the fingerprint of the quarantine hold: the scripts' business
 		default:
