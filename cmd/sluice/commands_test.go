@@ -176,6 +176,9 @@ func TestRerouteCommand(t *testing.T) {
 	if got := claimed("worker-a"); len(got) != 0 {
 		t.Fatalf("worker-a claimed %v after the job was pinned to worker-b", got)
 	}
+	if out := f.must("--json", "jobs", "show", "default:0:v1"); !strings.Contains(out, `"preferred_worker": "worker-b"`) {
+		t.Fatalf("jobs show --json does not name the preferred worker:\n%s", out)
+	}
 	var rep map[string]string
 	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "reroute", "default:0:v1", "--unpin")), &rep); err != nil || rep["result"] != "unpinned" {
 		t.Fatalf("unpin --json: %v, %v", rep, err)

@@ -8,34 +8,35 @@ import (
 
 // jobJSON is a job in --json output.
 type jobJSON struct {
-	ID           string       `json:"id"`
-	Queue        string       `json:"queue"`
-	Kind         string       `json:"kind"`
-	State        string       `json:"state"`
-	Priority     int          `json:"priority"`
-	Attempt      int          `json:"attempt"`
-	CrashAttempt int          `json:"crash_attempt"`
-	MaxAttempts  int          `json:"max_attempts"`
-	Fence        int64        `json:"fence,omitempty"`
-	LeaseHolder  string       `json:"lease_holder,omitempty"`
-	LeaseExpiry  *time.Time   `json:"lease_expiry,omitempty"`
-	Created      *time.Time   `json:"created,omitempty"`
-	RunAt        *time.Time   `json:"run_at,omitempty"`
-	Finished     *time.Time   `json:"finished,omitempty"`
-	Deadline     *time.Time   `json:"deadline,omitempty"`
-	Timeout      string       `json:"timeout,omitempty"`
-	Reason       string       `json:"reason,omitempty"`
-	LastError    string       `json:"last_error,omitempty"`
-	Parent       string       `json:"parent,omitempty"`
-	Redrives     int          `json:"redrives,omitempty"`
-	RedrivenAt   *time.Time   `json:"redriven_at,omitempty"`
-	RedrivenFrom string       `json:"redriven_from,omitempty"`
-	Orphan       *orphanJSON  `json:"orphan,omitempty"`
-	Args         any          `json:"args,omitempty"`
-	Result       any          `json:"result,omitempty"`
-	Progress     *progressRep `json:"progress,omitempty"`
-	Stuck        *stuckJSON   `json:"stuck,omitempty"`
-	Steps        []stepJSON   `json:"steps,omitempty"`
+	ID              string       `json:"id"`
+	Queue           string       `json:"queue"`
+	Kind            string       `json:"kind"`
+	State           string       `json:"state"`
+	Priority        int          `json:"priority"`
+	Attempt         int          `json:"attempt"`
+	CrashAttempt    int          `json:"crash_attempt"`
+	MaxAttempts     int          `json:"max_attempts"`
+	Fence           int64        `json:"fence,omitempty"`
+	LeaseHolder     string       `json:"lease_holder,omitempty"`
+	LeaseExpiry     *time.Time   `json:"lease_expiry,omitempty"`
+	Created         *time.Time   `json:"created,omitempty"`
+	RunAt           *time.Time   `json:"run_at,omitempty"`
+	Finished        *time.Time   `json:"finished,omitempty"`
+	Deadline        *time.Time   `json:"deadline,omitempty"`
+	Timeout         string       `json:"timeout,omitempty"`
+	Reason          string       `json:"reason,omitempty"`
+	LastError       string       `json:"last_error,omitempty"`
+	Parent          string       `json:"parent,omitempty"`
+	PreferredWorker string       `json:"preferred_worker,omitempty"`
+	Redrives        int          `json:"redrives,omitempty"`
+	RedrivenAt      *time.Time   `json:"redriven_at,omitempty"`
+	RedrivenFrom    string       `json:"redriven_from,omitempty"`
+	Orphan          *orphanJSON  `json:"orphan,omitempty"`
+	Args            any          `json:"args,omitempty"`
+	Result          any          `json:"result,omitempty"`
+	Progress        *progressRep `json:"progress,omitempty"`
+	Stuck           *stuckJSON   `json:"stuck,omitempty"`
+	Steps           []stepJSON   `json:"steps,omitempty"`
 	// a suspended workflow's waits
 	Suspended       bool         `json:"suspended,omitempty"`
 	AwaitingSignals []string     `json:"awaiting_signals,omitempty"`
@@ -101,7 +102,7 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 		ID: j.ID, Queue: j.Queue, Kind: j.Kind, State: j.State, Priority: j.Priority, Attempt: j.Attempt,
 		CrashAttempt: j.CrashAttempt, MaxAttempts: j.MaxAttempts, Fence: j.Fence, LeaseHolder: j.LeaseHolder,
 		LeaseExpiry: ts(j.LeaseExpiry), Created: ts(j.Created), RunAt: ts(j.RunAt), Finished: ts(j.Finished),
-		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent,
+		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent, PreferredWorker: j.PreferredWorker,
 		Redrives: j.Redrives, RedrivenAt: ts(j.RedrivenAt), RedrivenFrom: j.RedrivenFrom,
 		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
 	}
