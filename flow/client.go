@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -87,7 +88,7 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 		opts.Namespace = "sluice"
 	}
 	if !runtime.ValidQueue(opts.Namespace) {
-		return nil, fmt.Errorf("%w: namespace %q", ErrInvalid, opts.Namespace)
+		return nil, fmt.Errorf("%w: namespace %s", ErrInvalid, names.Quote(opts.Namespace))
 	}
 	if opts.MaxPayload < 0 || opts.MaxAttempts < 0 || opts.RetainCancelled < 0 {
 		return nil, fmt.Errorf("%w: MaxPayload, MaxAttempts and RetainCancelled must not be negative", ErrInvalid)
@@ -100,7 +101,7 @@ func NewClient(rdb redis.UniversalClient, opts ClientOptions) (*Client, error) {
 	}
 	for q, n := range opts.Partitions {
 		if !runtime.ValidQueue(q) || n <= 0 || n > store.MaxPartitions {
-			return nil, fmt.Errorf("%w: partitions of queue %q: %d", ErrInvalid, q, n)
+			return nil, fmt.Errorf("%w: partitions of queue %s: %d", ErrInvalid, names.Quote(q), n)
 		}
 	}
 	cfg := store.Config{NS: opts.Namespace}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
@@ -243,7 +244,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	for i, id := range ch.IDs {
 		ref, ok := keys.ParseRef(st.Store.NS(), id)
 		if !ok {
-			return nil, fmt.Errorf("%w: child ID %q", ErrInvalid, id)
+			return nil, fmt.Errorf("%w: child ID %s", ErrInvalid, names.Quote(id))
 		}
 		locals[i] = ref.Local
 	}

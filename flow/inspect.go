@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -200,7 +201,7 @@ func (j *JobInfo) DecodeResult(v any) error { return msgpack.Unmarshal(j.Result,
 func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
-		return nil, fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
+		return nil, fmt.Errorf("%w: job ID %s is not of the form queue:partition:id", ErrInvalid, names.Quote(id))
 	}
 	j, recs, err := c.st.Get(ctx, ref)
 	if err != nil {

@@ -3,6 +3,8 @@ package flow
 import (
 	"fmt"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // RateLimit is a token bucket: Jobs per Per, with bursts of up to Burst
@@ -23,7 +25,7 @@ type RateLimit struct {
 func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if key == "" || limit <= 0 {
-			return fmt.Errorf("%w: concurrency limit needs a key and a positive limit (got %q, %d)", ErrInvalid, key, limit)
+			return fmt.Errorf("%w: concurrency limit needs a key and a positive limit (got %s, %d)", ErrInvalid, names.Quote(key), limit)
 		}
 		o.limits.ConcurrencyKey, o.limits.ConcurrencyLimit = key, limit
 		return nil
@@ -38,7 +40,7 @@ func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 func WithRateLimit(class string, r RateLimit) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {
-			return fmt.Errorf("%w: rate limit needs a class, positive Jobs and Per, and Burst >= 0 (got %q, %+v)", ErrInvalid, class, r)
+			return fmt.Errorf("%w: rate limit needs a class, positive Jobs and Per, and Burst >= 0 (got %s, %+v)", ErrInvalid, names.Quote(class), r)
 		}
 		burst := r.Burst // r is shared by every use of this option: never write it
 		if burst == 0 {
@@ -82,7 +84,7 @@ const (
 func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if key == "" || ttl < 0 || (on != KeepExisting && on != ReplaceArgs && on != Debounce) {
-			return fmt.Errorf("%w: unique key %q, ttl %s, on duplicate %q", ErrInvalid, key, ttl, on)
+			return fmt.Errorf("%w: unique key %s, ttl %s, on duplicate %s", ErrInvalid, names.Quote(key), ttl, names.Quote(string(on)))
 		}
 		o.unique.Key, o.unique.TTL, o.unique.OnDuplicate = key, ttl, string(on)
 		o.uniqueArgs = false // the last of WithUnique and WithUniqueArgs wins

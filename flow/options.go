@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -45,7 +46,7 @@ func WithPreferredWorker(worker, mode string, d time.Duration) EnqueueOption {
 		codes := map[string]string{"wait": "w", "after": "a", "fail": "f"}
 		code, ok := codes[mode]
 		if !runtime.ValidWorkerID(worker) || !ok || d < 0 || (code != "w") != (d > 0) {
-			return fmt.Errorf("%w: preferred worker %q, fallback %q after %s", ErrInvalid, worker, mode, d)
+			return fmt.Errorf("%w: preferred worker %s, fallback %s after %s", ErrInvalid, names.Quote(worker), names.Quote(mode), d)
 		}
 		o.sticky = store.Sticky{Worker: worker, Mode: code, After: d}
 		return nil
@@ -62,7 +63,7 @@ const MaxPriority = 9
 func WithQueue(queue string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if !runtime.ValidQueue(queue) {
-			return fmt.Errorf("%w: queue name %q", ErrInvalid, queue)
+			return fmt.Errorf("%w: queue name %s", ErrInvalid, names.Quote(queue))
 		}
 		o.queue, o.queueSet = queue, true
 		return nil
@@ -119,13 +120,13 @@ func SentAs(id string) EnqueueOption {
 		n, local, ok2 := strings.Cut(rest, ":")
 		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || idx >= store.MaxPartitions || local == "" ||
 			!runtime.ValidQueue(q) {
-			return fmt.Errorf("%w: SentAs(%q): not a job ID (queue:partition:local)", ErrInvalid, id)
+			return fmt.Errorf("%w: SentAs(%s): not a job ID (queue:partition:local)", ErrInvalid, names.Quote(id))
 		}
 		if o.id != "" && o.id != local {
-			return fmt.Errorf("%w: SentAs(%q) and WithID(%q) name two IDs", ErrInvalid, id, o.id)
+			return fmt.Errorf("%w: SentAs(%s) and WithID(%q) name two IDs", ErrInvalid, names.Quote(id), o.id)
 		}
 		if err := WithID(local)(o); err != nil { // the local part is an ID as WithID takes it
-			return fmt.Errorf("SentAs(%q): %w", id, err)
+			return fmt.Errorf("SentAs(%s): %w", names.Quote(id), err)
 		}
 		o.sentAs = id
 		return nil

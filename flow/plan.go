@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/mpack"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -202,7 +203,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 	}
 	kind := it.Args.Kind()
 	if !ValidKind(kind) {
-		return drafted{}, fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+		return drafted{}, fmt.Errorf("%w: kind %s", ErrInvalid, names.Quote(kind))
 	}
 	if pl.known != nil && !pl.known(kind) {
 		return drafted{}, fmt.Errorf("%w: %q", ErrUnknownKind, kind)
@@ -259,7 +260,7 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		idx, _ := strconv.Atoi(n)
 		switch {
 		case o.queueSet && o.queue != q:
-			return drafted{}, fmt.Errorf("%w: SentAs(%q) names queue %q, WithQueue %q", ErrInvalid, o.sentAs, q, o.queue)
+			return drafted{}, fmt.Errorf("%w: SentAs(%q) names queue %q, WithQueue %s", ErrInvalid, o.sentAs, q, names.Quote(o.queue))
 		case o.id != "" && o.id != local:
 			return drafted{}, fmt.Errorf("%w: SentAs(%q) and WithID(%q) name two IDs", ErrInvalid, o.sentAs, o.id)
 		}

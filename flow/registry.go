@@ -50,7 +50,7 @@ func (r *Registry) Known(kind string) bool {
 
 func (r *Registry) add(kind string, h runtime.Handler) error {
 	if !ValidKind(kind) {
-		return fmt.Errorf("%w: kind %q", ErrInvalid, kind)
+		return fmt.Errorf("%w: kind %s", ErrInvalid, names.Quote(kind))
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -40,10 +41,10 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 func (c *Client) signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) (duplicate bool, err error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
-		return false, fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
+		return false, fmt.Errorf("%w: job ID %s is not of the form queue:partition:id", ErrInvalid, names.Quote(id))
 	}
 	if !store.ValidWaitName(name) {
-		return false, fmt.Errorf("%w: signal name %q (1 to %d letters, digits and _./-)", ErrInvalid, name, store.MaxWaitName)
+		return false, fmt.Errorf("%w: signal name %s (1 to %d letters, digits and _./-)", ErrInvalid, names.Quote(name), store.MaxWaitName)
 	}
 	b, err := msgpack.Marshal(payload)
 	if err != nil {
@@ -59,7 +60,7 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 		}
 	}
 	if o.keyed && (o.key == "" || len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
-		return false, fmt.Errorf("%w: signal key %q: 1 to %d bytes of UTF-8", ErrInvalid, o.key, MaxSignalKey)
+		return false, fmt.Errorf("%w: signal key %s: 1 to %d bytes of UTF-8", ErrInvalid, names.Quote(o.key), MaxSignalKey)
 	}
 	res, err := c.st.Signal(ctx, ref, name, b, o.key)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -64,7 +65,7 @@ const WatchKeep = store.WatchKeep
 func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
-		return nil, fmt.Errorf("%w: job ID %q is not of the form queue:partition:id", ErrInvalid, id)
+		return nil, fmt.Errorf("%w: job ID %s is not of the form queue:partition:id", ErrInvalid, names.Quote(id))
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ func cursorField(name string) string { return checkpoint.CursorPrefix + name }
 // step's own checkpoint, if it has one.
 func begin(st *attempt.State, name string) (int, *record, error) {
 	if !names.Valid(name, 100, "_./-") {
-		return 0, nil, park("invalid_step", fmt.Errorf("%w: %q", ErrInvalidName, name))
+		return 0, nil, park("invalid_step", fmt.Errorf("%w: %s", ErrInvalidName, names.Quote(name)))
 	}
 	idx, err := st.Begin(name)
 	if err != nil {

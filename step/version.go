@@ -78,7 +78,7 @@ func Version(ctx context.Context, change string, min, max int) (int, error) {
 		return 0, ErrNoAttempt
 	}
 	if !names.Valid(change, 100, "_./-") {
-		return 0, park("invalid_step", fmt.Errorf("%w: change %q", ErrInvalidName, change))
+		return 0, park("invalid_step", fmt.Errorf("%w: change %s", ErrInvalidName, names.Quote(change)))
 	}
 	if min < 0 || max < min {
 		return 0, park("invalid_version", fmt.Errorf("%w: change %q supports %d to %d", ErrInvalidVersion, change, min, max))
