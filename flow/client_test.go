@@ -85,12 +85,18 @@ func TestBadInput(t *testing.T) {
 		{"SentAs of a queue never used", email{}, []flow.EnqueueOption{flow.SentAs("newq:3:x")}, flow.ErrQueueNotFound},
 		{"SentAs and another ID", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithID("y")}, flow.ErrInvalid},
 		{"another ID and SentAs", email{}, []flow.EnqueueOption{flow.WithID("y"), flow.SentAs("default:0:x")}, flow.ErrInvalid},
+		{"a queue name of a megabyte", email{}, []flow.EnqueueOption{flow.WithQueue(strings.Repeat("q", 1<<20))}, flow.ErrInvalid},
+		{"a SentAs of a megabyte", email{}, []flow.EnqueueOption{flow.SentAs(strings.Repeat("q", 1<<20))}, flow.ErrInvalid},
+		{"a unique key of a megabyte", email{}, []flow.EnqueueOption{flow.WithUnique(strings.Repeat("u", 1<<20), -1, flow.KeepExisting)}, flow.ErrInvalid},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := c.Enqueue(context.Background(), tc.args, tc.opts...)
 			if !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
+				t.Fatalf("err = %.300v, want %v", err, tc.want)
+			}
+			if len(err.Error()) > 300 { // a refused input is not echoed whole
+				t.Fatalf("an error of %d bytes: %.300s", len(err.Error()), err)
 			}
 		})
 	}
