@@ -92,7 +92,10 @@ local function suspend(jk, id, fence, w)
     end
     if not due or at < due then due = at end
   end
-  redis.call('HDEL', jk, F.lease_id, F.worker, F.lease_start)
+  -- the lease ID stays, as every other ending leaves it: the same ack
+  -- sent again once its call record is gone is answered the job's state
+  -- by it (ack.lua), not 'stale' (a lease reported lost)
+  redis.call('HDEL', jk, F.worker, F.lease_start)
   local names = {}
   for _, s in ipairs(w.signals) do names[s] = true end
   if (due and due <= NOW) or (#w.signals > 0 and has_signal(sk, names)) then

@@ -217,30 +217,45 @@ func TestResend(t *testing.T) {
 
 // TestResendLate: a call delivered again after its record expired (a
 // retry much later than go-redis makes) still applies nothing twice; an
-// ack answers the job's state rather than 'stale'.
+// ack answers the job's state rather than 'stale', whichever way the
+// attempt ended: a suspension too, which leaves the lease's other fields.
 func TestResendLate(t *testing.T) {
 	t.Parallel()
+	spec, err := store.SuspendSpec(&sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "t", After: time.Hour}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := []struct {
+		name, want string
+		ack        store.Ack
+		errors     int
+	}{
+		{"archived", "archived", store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}, 1},
+		{"suspended", "scheduled", store.Ack{Code: store.CodeSuspend, Data: []byte(spec)}, 0},
+	}
 	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
-			j := f.claimOne("w")
-			a := store.Ack{Lease: lease(j), Code: store.CodeRetry, Reason: "error", Message: "boom"}
-			if r := f.ack(j, a); r.State != "archived" {
-				t.Fatalf("ack: %+v", r)
-			}
-			iter := f.rdb.Scan(f.ctx, 0, f.p.Call("")+"*", 100).Iterator()
-			for iter.Next(f.ctx) {
-				f.rdb.Del(f.ctx, iter.Val())
-			}
-			if r := f.ack(j, a); r.Err != nil || r.State != "archived" {
-				t.Fatalf("late re-sent ack: %+v, want archived", r)
-			}
-			_, recs := f.get("a")
-			if len(recs) != 1 {
-				t.Fatalf("%d errors recorded, want 1", len(recs))
-			}
-		})
+		for _, o := range outcomes {
+			t.Run(b.name+"/"+o.name, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1})
+				j := f.claimOne("w")
+				a := o.ack
+				a.Lease = lease(j)
+				if r := f.ack(j, a); r.Err != nil || r.State != o.want {
+					t.Fatalf("ack: %+v", r)
+				}
+				iter := f.rdb.Scan(f.ctx, 0, f.p.Call("")+"*", 100).Iterator()
+				for iter.Next(f.ctx) {
+					f.rdb.Del(f.ctx, iter.Val())
+				}
+				if r := f.ack(j, a); r.Err != nil || r.State != o.want {
+					t.Fatalf("late re-sent ack: %+v, want %s", r, o.want)
+				}
+				if _, recs := f.get("a"); len(recs) != o.errors {
+					t.Fatalf("%d errors recorded, want %d", len(recs), o.errors)
+				}
+			})
+		}
 	}
 }
 

@@ -62,7 +62,8 @@ func TestSuspendTimers(t *testing.T) {
 				t.Fatalf("give-up moved to %v, want %v", got.RunAt, epoch.Add(3*time.Hour))
 			}
 			// the timers are in the job hash, which needs no steps hash
-			// and holds no lease while suspended
+			// and holds no lease while suspended but its ID (a late
+			// re-send of the suspend ack is answered by it)
 			h, err := f.rdb.HGetAll(f.ctx, f.p.Job("w")).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +71,10 @@ func TestSuspendTimers(t *testing.T) {
 			if _, at, ok := checkpoint.Timer(checkpoint.TimerPrefix+"give-up", []byte(h["!t:give-up"])); !ok || !at.Equal(epoch.Add(3*time.Hour)) {
 				t.Fatalf("timer field: %v", h)
 			}
-			for _, f := range []string{keys.FieldLeaseID, keys.FieldWorker, keys.FieldLeaseStart, keys.FieldHasSteps} {
+			if h[keys.FieldLeaseID] != j.LeaseID {
+				t.Errorf("suspended job holds lease ID %q, want %q", h[keys.FieldLeaseID], j.LeaseID)
+			}
+			for _, f := range []string{keys.FieldWorker, keys.FieldLeaseStart, keys.FieldHasSteps} {
 				if v, ok := h[f]; ok {
 					t.Errorf("suspended job holds %s=%q", f, v)
 				}
