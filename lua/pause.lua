@@ -1,28 +1,36 @@
 -- pause.lua: an operator pauses or resumes one partition of a queue.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9] '1' to pause, '0' to resume, 'r' to retire
+-- ARGV[9] '1' to pause, '0' to resume, 'r' to retire, 'u' to take back
 -- Returns: 1 when the partition was paused (or retired) before the call,
--- else 0.
+-- else 0; 2 when a pause or resume left it retired.
 -- Transitions: none. Pausing sets the partition's paused flag
 -- (keys.Partition.Paused) to '1', which makes claim.lua claim nothing
 -- there; running jobs go on, and reaping, promotion and retention sweeps
 -- go on. Resuming deletes the flag and wakes idle workers.
 -- Retiring sets the flag to 'r' when a shrink of the queue takes the
 -- partition away (store.Retire): it claims nothing, as if paused, and
--- enqueue.lua refuses every job (STATUS.retired). Pausing ('1') or
--- resuming brings it back: a refused shrink, a growth of the queue that
--- takes it again, or an operator resuming the queue after a shrink whose
--- outcome was not known (operators resume the partitions the registry
--- lists, never one a recorded shrink took away).
+-- enqueue.lua refuses every job (STATUS.retired). A pause or a resume
+-- leaves a retired partition as it is (answering 2): a shrink under way
+-- may still record a layout without it, and a partition it brought back
+-- would take jobs no worker claims. Only a holder of the queue's resize
+-- lock takes one back ('u': paused, '1'): a refused shrink, a growth of
+-- the queue that takes the partition again, or a resume that took the
+-- lock from an unfinished shrink (admin.Client.ResumeQueue).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local pk = PAUSED
+local mode = ARGV[9]
 local was = redis.call('EXISTS', pk)
-if ARGV[9] == '1' or ARGV[9] == 'r' then
-  redis.call('SET', pk, ARGV[9])
+if (mode == '1' or mode == '0') and was == 1 and redis.call('TYPE', pk)['ok'] == 'string'
+    and redis.call('GET', pk) == 'r' then
+  return remember(2)
+end
+if mode == '1' or mode == 'r' or mode == 'u' then
+  if mode == 'u' then mode = '1' end
+  redis.call('SET', pk, mode)
 else
   redis.call('DEL', pk)
   if was == 1 then wake() end

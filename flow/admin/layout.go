@@ -161,10 +161,19 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 //     before pausing; delete, or wait out the retention of, finished
 //     jobs).
 //
+// A resize holds the queue's resize lock (a key beside the registry, for
+// at most a minute) from start to end: another resize of the queue
+// meanwhile is refused with ErrResizeRefused at once, and a ResumeQueue
+// that finds partitions this one retired takes the lock and cancels it
+// (refused, nothing recorded; the partitions come back). Pausing leaves
+// retired partitions retired.
+//
 // Growing pauses the new partitions first, so the queue stays paused as a
-// whole. The registry's layout is then changed by compare and set: a
-// concurrent resize makes this one fail with ErrResizeRefused. Resizing to
-// the current count does nothing (a re-run after a lost reply is safe).
+// whole. The registry's layout is then changed by compare and set, while
+// the lock is still held. Resizing to the current count does nothing but
+// bring back, paused, partitions of that layout that a shrink retired and
+// did not record (its caller saw an error): a re-run after a lost reply
+// is safe.
 //
 // Processes that have the queue's old layout keep it until they restart:
 // a worker notices on its next maintenance pass, logs an error and stops
@@ -189,13 +198,23 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 		return fmt.Errorf("%w: %d partitions not in 1..%d", flow.ErrInvalid, partitions, MaxPartitions)
 	}
 	st := c.b.Store
+	token := keys.NewLocal()
+	if ok, err := st.LockResize(ctx, queue, token, false); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("%w: queue %q: another resize of it is under way (or a resume bringing back what one retired): try again when it is done",
+			ErrResizeRefused, queue)
+	}
+	defer func() { _ = st.UnlockResize(context.WithoutCancel(ctx), queue, token) }()
 	lay, err := st.ReadLayout(ctx, queue)
 	if err != nil {
 		return err
 	}
 	if lay.Partitions == partitions {
 		c.b.Layouts.Put(lay)
-		return nil
+		// a shrink whose outcome was not known and was not recorded left
+		// partitions of this layout retired: they come back, paused
+		return c.takeBackRetired(ctx, lay)
 	}
 	refuse := func(format string, a ...any) error {
 		return fmt.Errorf("%w: queue %q (%d partitions) to %d: "+format,
@@ -222,40 +241,71 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 		gone = parts[partitions:]
 		for _, p := range gone {
 			if err := st.Retire(ctx, p); err != nil {
-				return errors.Join(err, c.unretire(ctx, gone))
+				return errors.Join(err, c.takeBack(ctx, gone))
 			}
 		}
 		if err := c.checkEmpty(ctx, gone, refuse); err != nil {
-			return errors.Join(err, c.unretire(ctx, gone))
+			return errors.Join(err, c.takeBack(ctx, gone))
 		}
 	}
 	for i := lay.Partitions; i < partitions; i++ {
-		if _, err := st.SetPaused(ctx, st.Partition(queue, i), true); err != nil {
+		// paused, whatever an earlier shrink left there
+		if err := st.TakeBack(ctx, st.Partition(queue, i)); err != nil {
 			return err
 		}
 	}
-	now, done, err := st.ResizeLayout(ctx, queue, lay.Version, partitions)
-	if err != nil {
+	now, done, err := st.ResizeLayout(ctx, queue, lay.Version, partitions, token)
+	switch {
+	case errors.Is(err, store.ErrResizeUnlocked):
+		// a resume took the lock, and brings back what this retired
+		return refuse("cancelled: the lock was taken (by a ResumeQueue of the queue, or after a minute) before the new layout was recorded; nothing was recorded")
+	case err != nil:
 		return err // recorded or not: the partitions stay retired (run the resize again, or ResumeQueue)
-	}
-	if !done {
+	case !done:
+		// another resize was recorded without the lock (an older tool):
+		// what this retired comes back only where that layout has it
+		var keep []keys.Partition
+		for _, p := range gone {
+			if p.Index < now.Partitions {
+				keep = append(keep, p)
+			}
+		}
 		return errors.Join(refuse("the queue was resized meanwhile (now %d partitions, version %d): look again",
-			now.Partitions, now.Version), c.unretire(ctx, gone))
+			now.Partitions, now.Version), c.takeBack(ctx, keep))
 	}
 	c.b.Layouts.Put(now)
 	return nil
 }
 
-// unretire brings partitions a refused shrink retired back, paused as
-// they were.
-func (c *Client) unretire(ctx context.Context, parts []keys.Partition) error {
+// takeBack brings partitions a refused shrink retired back, paused as
+// they were. Called with the queue's resize lock held.
+func (c *Client) takeBack(ctx context.Context, parts []keys.Partition) error {
 	var errs []error
 	for _, p := range parts {
-		if _, err := c.b.Store.SetPaused(ctx, p, true); err != nil {
+		if err := c.b.Store.TakeBack(ctx, p); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// takeBackRetired brings back, paused, the partitions of layout lay that a
+// shrink retired and did not record (its outcome unknown to its caller,
+// or cancelled). Called with the queue's resize lock held, so no shrink
+// can still record a layout without them.
+func (c *Client) takeBackRetired(ctx context.Context, lay store.Layout) error {
+	parts := lay.Parts(c.b.Namespace)
+	retired, err := c.b.Store.RetiredFlags(ctx, parts)
+	if err != nil {
+		return err
+	}
+	var back []keys.Partition
+	for i, r := range retired {
+		if r {
+			back = append(back, parts[i])
+		}
+	}
+	return c.takeBack(ctx, back)
 }
 
 // checkEmpty refuses (through refuse) partitions that go away in a shrink

@@ -2,12 +2,15 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -35,11 +38,47 @@ func (c *Client) setPaused(ctx context.Context, queue string, paused bool) error
 	if err != nil {
 		return err
 	}
+	var retired bool
 	for _, p := range parts {
-		if _, err := c.b.Store.SetPaused(ctx, p, paused); err != nil {
+		_, err := c.b.Store.SetPaused(ctx, p, paused)
+		if errors.Is(err, store.ErrRetired) {
+			retired = true
+		} else if err != nil {
 			return err
 		}
 	}
+	if retired && !paused {
+		return c.resumeRetired(ctx, queue)
+	}
+	return nil // a retired partition is as good as paused
+}
+
+// resumeRetired resumes the partitions of queue's layout that a shrink
+// retired and has not recorded a layout without: a shrink under way, whose
+// outcome its caller did not learn, or whose tool died. It takes the
+// queue's resize lock from whoever holds it, which cancels a shrink under
+// way (it records nothing without the lock), and reads the layout again
+// under it: a partition that a recorded shrink took away stays retired.
+func (c *Client) resumeRetired(ctx context.Context, queue string) error {
+	st := c.b.Store
+	token := keys.NewLocal()
+	if _, err := st.LockResize(ctx, queue, token, true); err != nil {
+		return err
+	}
+	defer func() { _ = st.UnlockResize(context.WithoutCancel(ctx), queue, token) }()
+	lay, err := st.ReadLayout(ctx, queue)
+	if err != nil {
+		return err
+	}
+	if err := c.takeBackRetired(ctx, lay); err != nil {
+		return err
+	}
+	for _, p := range lay.Parts(c.b.Namespace) {
+		if _, err := st.SetPaused(ctx, p, false); err != nil {
+			return err
+		}
+	}
+	c.b.Layouts.Put(lay)
 	return nil
 }
 

@@ -7,6 +7,11 @@ package keys
 // never on a job's path.
 func Queues(ns string) string { return "{" + ns + ":queues}" }
 
+// ResizeLock is queue's resize lock, in the registry's slot: a token held
+// by the resize under way, or by a resume that found partitions a resize
+// retired (lua/layout.lua), so that no two of them interleave.
+func ResizeLock(ns, queue string) string { return Queues(ns) + ":resizing:" + queue }
+
 // Namespaces is the set of every namespace with a registered queue, on
 // the whole Redis (outside any namespace): one key, so on a cluster it
 // lives on one node that every client reaches.

@@ -47,23 +47,34 @@ func adminReply(op string, ref keys.Ref, cmd *redis.Cmd) (string, error) {
 }
 
 // SetPaused pauses (claims nothing) or resumes one partition and reports
-// whether it was paused before (lua/pause.lua).
-func (s *Store) SetPaused(ctx context.Context, p keys.Partition, paused bool) (bool, error) {
+// whether it was paused. A partition a shrink retired (Retire) is left as
+// it is, and answered ErrRetired.
+func (s *Store) SetPaused(ctx context.Context, p keys.Partition, paused bool) (was bool, err error) {
 	flag := "0"
 	if paused {
 		flag = "1"
 	}
 	n, err := s.run(ctx, lua.Pause, p, flag).Int()
+	if err == nil && n == 2 {
+		return true, ErrRetired
+	}
 	return n == 1, err
 }
 
 // Retire marks partition p as gone in a shrink of its queue: it claims
 // nothing (as if paused) and refuses enqueues with ErrRetired, so that a
 // producer still using the old partition count learns of the resize
-// instead of adding jobs that no worker would ever claim. SetPaused(p,
-// true) undoes it (a refused resize, or a later growth of the queue).
+// instead of adding jobs that no worker would ever claim. Pausing and
+// resuming leave it so; TakeBack undoes it.
 func (s *Store) Retire(ctx context.Context, p keys.Partition) error {
 	return s.run(ctx, lua.Pause, p, "r").Err()
+}
+
+// TakeBack makes partition p paused, retired or not: a refused shrink
+// brings back what it retired, a growth of the queue takes the partition
+// again. Only the holder of the queue's resize lock (LockResize) calls it.
+func (s *Store) TakeBack(ctx context.Context, p keys.Partition) error {
+	return s.run(ctx, lua.Pause, p, "u").Err()
 }
 
 // RedriveAction is what a redrive by ID does.

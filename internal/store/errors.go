@@ -25,6 +25,7 @@ var (
 	// queue shrank (Retire): nothing was added. The caller's layout of the
 	// queue is out of date; it is sluicetype.ErrLayoutMismatch to
 	// errors.Is, wherever it surfaces (a spawn, a relayed follow-up).
+	// SetPaused answers it for a retired partition, which it leaves so.
 	ErrRetired = fmt.Errorf("%w: the partition went away in a resize of its queue", sluicetype.ErrLayoutMismatch)
 	// ErrNewerDataModel: a newer release changed what the partition's keys
 	// mean (DataModel); the script refused the partition and wrote nothing.
@@ -34,6 +35,10 @@ var (
 	// first, as ErrInvalid; a follow-up read from an outbox entry is
 	// checked here).
 	ErrTimeOutOfRange = errors.New("sluice: a job's time is out of range")
+	// ErrResizeUnlocked: a resize's token no longer held its queue's
+	// resize lock when it came to record the layout (the lock expired, or
+	// a resume took it); nothing was recorded.
+	ErrResizeUnlocked = errors.New("sluice: the resize no longer holds the queue's resize lock")
 )
 
 // DataModel is the partition data model this release's scripts know (the

@@ -115,16 +115,46 @@ func (s *Store) RegisterLayout(ctx context.Context, queue string, partitions int
 }
 
 // ResizeLayout sets queue's partition count to partitions if its layout
-// is still at version (compare and set), and answers the layout it found
-// or made: done is false when it found another version. A queue with no
-// layout is sluicetype.ErrQueueNotFound.
-func (s *Store) ResizeLayout(ctx context.Context, queue string, version int64, partitions int) (l Layout, done bool, err error) {
-	cmd := lua.Layout.Run(ctx, s.rdb, []string{keys.Queues(s.cfg.NS)}, "resize", s.layoutNow(), queue, partitions, version)
+// is still at version (compare and set) and token still holds the queue's
+// resize lock (LockResize), and answers the layout it found or made: done
+// is false when it found another version, or (ErrResizeUnlocked) that the
+// lock was lost. A queue with no layout is sluicetype.ErrQueueNotFound.
+func (s *Store) ResizeLayout(ctx context.Context, queue string, version int64, partitions int, token string) (l Layout, done bool, err error) {
+	cmd := lua.Layout.Run(ctx, s.rdb, []string{keys.Queues(s.cfg.NS), keys.ResizeLock(s.cfg.NS, queue)},
+		"resize", s.layoutNow(), queue, partitions, version, token)
 	code, l, err := layoutReply(queue, cmd)
-	if err == nil && code == -1 {
+	switch {
+	case err != nil:
+	case code == -1:
 		err = s.notFound(queue)
+	case code == -3:
+		err = ErrResizeUnlocked
 	}
 	return l, code == 1, err
+}
+
+// ResizeLockTTL is how long a resize lock lives unless released: longer
+// than a resize of the most partitions takes, short enough that one left
+// by a dead operator's tool does not block the next for long.
+const ResizeLockTTL = time.Minute
+
+// LockResize takes queue's resize lock for token (for ResizeLockTTL),
+// from whoever holds it when steal is set; false when another token holds
+// it. Safe to re-send.
+func (s *Store) LockResize(ctx context.Context, queue, token string, steal bool) (bool, error) {
+	mode := "0"
+	if steal {
+		mode = "1"
+	}
+	n, err := lua.Layout.Run(ctx, s.rdb, []string{keys.Queues(s.cfg.NS), keys.ResizeLock(s.cfg.NS, queue)},
+		"lock", "", token, ResizeLockTTL.Milliseconds(), mode).Int()
+	return n == 1, err
+}
+
+// UnlockResize releases queue's resize lock if token holds it.
+func (s *Store) UnlockResize(ctx context.Context, queue, token string) error {
+	return lua.Layout.Run(ctx, s.rdb, []string{keys.Queues(s.cfg.NS), keys.ResizeLock(s.cfg.NS, queue)},
+		"unlock", "", token).Err()
 }
 
 // ReadLayout reads queue's layout from the registry, in one round trip;

@@ -51,9 +51,19 @@ func TestLayoutRegistry(t *testing.T) {
 				}
 			}
 
+			// a resize records only while its token holds the queue's lock
+			if ok, err := st.LockResize(ctx, "q", "t1", false); err != nil || !ok {
+				t.Fatalf("lock: %v, %v", ok, err)
+			}
+			if ok, err := st.LockResize(ctx, "q", "t2", false); err != nil || ok {
+				t.Fatalf("a second token took the lock: %v, %v", ok, err)
+			}
+			if _, done, err := st.ResizeLayout(ctx, "q", 1, 2, "t2"); !errors.Is(err, store.ErrResizeUnlocked) || done {
+				t.Fatalf("resize without the lock: done %v, err %v", done, err)
+			}
 			resized := store.Layout{Queue: "q", Partitions: 2, Version: 2, Registered: want.Registered, Changed: clk.Now()}
 			for i := range 2 { // the second is a re-send of the first
-				l, done, err := st.ResizeLayout(ctx, "q", 1, 2)
+				l, done, err := st.ResizeLayout(ctx, "q", 1, 2, "t1")
 				if err != nil || !done {
 					t.Fatalf("resize #%d: done %v, err %v", i+1, done, err)
 				}
@@ -61,14 +71,14 @@ func TestLayoutRegistry(t *testing.T) {
 					t.Errorf("resize #%d (-want +got):\n%s", i+1, d)
 				}
 			}
-			l, done, err := st.ResizeLayout(ctx, "q", 1, 8) // read version 1, but it is 2 now
+			l, done, err := st.ResizeLayout(ctx, "q", 1, 8, "t1") // read version 1, but it is 2 now
 			if err != nil || done {
 				t.Fatalf("stale resize: done %v, err %v", done, err)
 			}
 			if d := cmp.Diff(resized, l); d != "" {
 				t.Errorf("stale resize answered (-want +got):\n%s", d)
 			}
-			if _, _, err := st.ResizeLayout(ctx, "nosuch", 1, 2); !errors.Is(err, sluicetype.ErrQueueNotFound) {
+			if _, _, err := st.ResizeLayout(ctx, "nosuch", 1, 2, "t1"); !errors.Is(err, sluicetype.ErrQueueNotFound) {
 				t.Errorf("resizing an unknown queue: %v, want ErrQueueNotFound", err)
 			}
 
@@ -127,7 +137,7 @@ func TestLayoutMalformed(t *testing.T) {
 			if _, _, err := st.RegisterLayout(ctx, "q", 1); !errors.Is(err, store.ErrMalformed) {
 				t.Errorf("RegisterLayout: %v, want ErrMalformed", err)
 			}
-			if _, _, err := st.ResizeLayout(ctx, "q", 1, 2); !errors.Is(err, store.ErrMalformed) {
+			if _, _, err := st.ResizeLayout(ctx, "q", 1, 2, "t"); !errors.Is(err, store.ErrMalformed) {
 				t.Errorf("ResizeLayout: %v, want ErrMalformed", err)
 			}
 			if _, err := st.ReadLayout(ctx, "q"); !errors.Is(err, store.ErrMalformed) {
@@ -243,7 +253,17 @@ func TestRetiredPartition(t *testing.T) {
 			if res := f.claim(10, "w"); len(res.Jobs) != 0 {
 				t.Errorf("a retired partition leased %d jobs", len(res.Jobs))
 			}
-			if _, err := f.st.SetPaused(f.ctx, f.p, true); err != nil { // a refused shrink, or a growth
+			// pausing and resuming leave it retired: a shrink under way
+			// may still record a layout without it
+			for _, paused := range []bool{true, false} {
+				if _, err := f.st.SetPaused(f.ctx, f.p, paused); !errors.Is(err, store.ErrRetired) {
+					t.Fatalf("SetPaused(%v) of a retired partition: %v, want ErrRetired", paused, err)
+				}
+				if res := f.claim(10, "w"); len(res.Jobs) != 0 {
+					t.Fatalf("after SetPaused(%v), the retired partition leased %d jobs", paused, len(res.Jobs))
+				}
+			}
+			if err := f.st.TakeBack(f.ctx, f.p); err != nil { // a refused shrink, or a growth
 				t.Fatal(err)
 			}
 			if _, err := f.st.SetPaused(f.ctx, f.p, false); err != nil {

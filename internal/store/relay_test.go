@@ -62,8 +62,21 @@ func (f *fixture) shrink(queue string, from, to int) {
 			f.t.Fatal(err)
 		}
 	}
-	if _, done, err := f.st.ResizeLayout(f.ctx, queue, lay.Version, to); err != nil || !done {
+	f.resizeLayout(queue, lay.Version, to)
+}
+
+// resizeLayout records queue's layout of n partitions from version,
+// holding the queue's resize lock as a resize does.
+func (f *fixture) resizeLayout(queue string, version int64, n int) {
+	f.t.Helper()
+	if ok, err := f.st.LockResize(f.ctx, queue, "test", false); err != nil || !ok {
+		f.t.Fatalf("lock: %v %v", ok, err)
+	}
+	if _, done, err := f.st.ResizeLayout(f.ctx, queue, version, n, "test"); err != nil || !done {
 		f.t.Fatalf("resize: %v %v", done, err)
+	}
+	if err := f.st.UnlockResize(f.ctx, queue, "test"); err != nil {
+		f.t.Fatal(err)
 	}
 }
 
@@ -174,9 +187,7 @@ func TestFollowUpDuringShrink(t *testing.T) {
 	if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()).Result(); n != 1 {
 		t.Fatalf("%d entries in the outbox, want the follow-up's", n)
 	}
-	if _, done, err := f.st.ResizeLayout(f.ctx, "next", lay.Version, 1); err != nil || !done {
-		t.Fatalf("resize: %v %v", done, err)
-	}
+	f.resizeLayout("next", lay.Version, 1)
 	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 0 {
 		t.Fatalf("relay after the shrink: %+v %v", res, err)
 	}

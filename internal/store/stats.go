@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -72,10 +73,10 @@ func (s *Store) Minutes(ctx context.Context, parts []keys.Partition, from, to in
 	return out, nil
 }
 
-// PausedFlags reports which of parts are paused, in one pipelined round
-// trip. A partition at a newer data model is ErrNewerDataModel (its data
-// model is read in the same round trip): its flag may mean something
-// else there.
+// PausedFlags reports which of parts are paused (or retired), in one
+// pipelined round trip. A partition at a newer data model is
+// ErrNewerDataModel (its data model is read in the same round trip): its
+// flag may mean something else there.
 func (s *Store) PausedFlags(ctx context.Context, parts []keys.Partition) ([]bool, error) {
 	var dm models
 	cmds := make([]*redis.IntCmd, len(parts))
@@ -95,6 +96,32 @@ func (s *Store) PausedFlags(ctx context.Context, parts []keys.Partition) ([]bool
 	out := make([]bool, len(parts))
 	for i, c := range cmds {
 		out[i] = c.Val() == 1
+	}
+	return out, nil
+}
+
+// RetiredFlags reports which of parts a shrink retired (Retire), in one
+// pipelined round trip, as PausedFlags does. A flag of another type than
+// a string (corrupt) is no retirement.
+func (s *Store) RetiredFlags(ctx context.Context, parts []keys.Partition) ([]bool, error) {
+	var dm models
+	cmds := make([]*redis.StringCmd, len(parts))
+	_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range parts {
+			dm.add(ctx, p, part)
+			cmds[i] = p.Get(ctx, part.Paused())
+		}
+		return nil
+	})
+	if err := dm.err(); err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(parts))
+	for i, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) && !strings.HasPrefix(err.Error(), "WRONGTYPE") {
+			return nil, readError(err)
+		}
+		out[i] = c.Val() == "r"
 	}
 	return out, nil
 }
