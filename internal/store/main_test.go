@@ -30,7 +30,11 @@ type backend struct {
 func backends(t *testing.T) []backend {
 	t.Helper()
 	m := miniredis.RunT(t)
-	mini := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	// miniredis runs scripts in this process, in gopher-lua: under -race
+	// on a loaded machine the largest (effects of megabytes) take seconds,
+	// past go-redis's default read timeout of 3 s, which is no subject of
+	// these tests (CI failed so at load 4)
+	mini := redis.NewClient(&redis.Options{Addr: m.Addr(), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
 	real := env.Server.Client()
 	cl := env.Cluster.Client()
 	t.Cleanup(func() {
