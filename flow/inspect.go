@@ -99,8 +99,9 @@ type JobInfo struct {
 	// admin.Client.Reroute); "" when it is not pinned.
 	PreferredWorker string
 	// Suspended: a workflow waiting in step.Sleep, WaitSignal or Select;
-	// it is scheduled, RunAt is its earliest timer's wake time (zero when
-	// it waits for signals only), and AwaitingSignals names the signals it
+	// it is scheduled, RunAt is its earliest timer's wake time or its
+	// deadline (WithDeadline) if sooner, zero when it waits for signals
+	// only and has no deadline, and AwaitingSignals names the signals it
 	// waits for (none for a sleep).
 	Suspended       bool
 	AwaitingSignals []string

@@ -213,7 +213,9 @@ func WithTimeout(d time.Duration) EnqueueOption {
 }
 
 // WithDeadline bounds the job's useful life across attempts: once t passes
-// it is archived with reason deadline_exceeded instead of running.
+// it is archived with reason deadline_exceeded instead of running. A
+// workflow suspended (step.Sleep, WaitSignal, Select) wakes at its
+// deadline at the latest, and is archived then.
 func WithDeadline(t time.Time) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if t.IsZero() {

@@ -70,7 +70,9 @@ end
 -- after the call's writes, and an infinite one would never come due.
 -- Returns the job's new state: available when a timer is due already or an
 -- awaited signal is there, else scheduled at its earliest timer (FAR for
--- none). The ended lease's fields go: a suspended job holds no lease, and
+-- none) or its deadline when that is sooner: a job past its deadline is
+-- archived by the claim that wakes it (deadline_exceeded), not left
+-- waiting for ever on a signal that never comes. The ended lease's fields go: a suspended job holds no lease, and
 -- a sleeping workflow is that much smaller.
 local function suspend(jk, id, fence, w)
   local sk = steps_key(id)
@@ -92,6 +94,8 @@ local function suspend(jk, id, fence, w)
     end
     if not due or at < due then due = at end
   end
+  local dl = tonumber(redis.call('HGET', jk, F.deadline)) -- not a finite number: none, as claim reads it
+  if dl and dl > -math.huge and dl < math.huge and (not due or dl < due) then due = dl end
   -- the lease ID stays, as every other ending leaves it: the same ack
   -- sent again once its call record is gone is answered the job's state
   -- by it (ack.lua), not 'stale' (a lease reported lost)

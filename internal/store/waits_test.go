@@ -31,6 +31,41 @@ func (f *fixture) signal(local, name, payload string) (string, error) {
 	return r.State, err
 }
 
+// TestSuspendPastDeadline: a job with a deadline that suspends on a
+// signal alone, or on a timer past its deadline, wakes at the deadline and
+// is archived (deadline_exceeded) by the claim that finds it: not left
+// waiting for ever on a signal that never comes.
+func TestSuspendPastDeadline(t *testing.T) {
+	for _, b := range backends(t) {
+		for _, wait := range []*sluicetype.SuspendedError{
+			{Signals: []string{"approve"}},
+			{Timers: []sluicetype.Timer{{Name: "t", After: 3 * time.Hour}}},
+		} {
+			t.Run(b.name, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "w", Deadline: epoch.Add(time.Hour)})
+				j := f.claimOne("w1")
+				if s := f.suspend(j, wait); s != "scheduled" {
+					t.Fatalf("state %s, want scheduled", s)
+				}
+				if got, _ := f.get("w"); !got.RunAt.Equal(epoch.Add(time.Hour)) {
+					t.Fatalf("suspended until %v, want the deadline %v", got.RunAt, epoch.Add(time.Hour))
+				}
+				f.clk.Advance(time.Hour)
+				if _, err := f.promote(10); err != nil {
+					t.Fatal(err)
+				}
+				if res := f.claim(10, "w1"); len(res.Jobs) != 0 {
+					t.Fatalf("claimed %d jobs past the deadline", len(res.Jobs))
+				}
+				if got, _ := f.get("w"); got.State != "archived" || got.Reason != "deadline_exceeded" {
+					t.Fatalf("past the deadline: %s (%s), want archived (deadline_exceeded)", got.State, got.Reason)
+				}
+			})
+		}
+	}
+}
+
 // TestSuspendTimers: a suspended job is scheduled at its earliest timer,
 // holds no lease, keeps each timer's first wake time across suspensions,
 // and comes back at once when a timer is due already.
