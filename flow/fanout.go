@@ -1,8 +1,11 @@
 package flow
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -66,7 +69,10 @@ func (e *ChildFailedError) Error() string {
 // the parent, its creation time, the step and the item's index, and each
 // child's enqueue is remembered for seven days, so running the step again
 // never duplicates a child, even one that has finished and been deleted
-// since). A child that finishes notifies its parent,
+// since). Children a shrink of their queue refuses (their partition went
+// away since this process read the layout) go where the new count places
+// them, in the same step, the others staying where they were added. A
+// child that finishes notifies its parent,
 // through its partition's outbox when the parent lives elsewhere, so the
 // parent is woken even if a worker dies in between. A child may not have
 // a unique key (ErrInvalid, nothing enqueued): one held by another job
@@ -145,15 +151,49 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 		return nil, fmt.Errorf("child %d: %w", bad, err)
 	}
 	ids := make([]string, len(items))
-	byPart := map[keys.Partition][]int{}
+	all := make([]int, len(items))
 	for i, r := range routes {
-		ids[i] = r.ref.String()
-		byPart[r.ref.Partition] = append(byPart[r.ref.Partition], i)
+		ids[i], all[i] = r.ref.String(), i
+	}
+	refused, err := addChildren(ctx, pl, jobs, routes, ids, all)
+	if err != nil || len(refused) == 0 {
+		return ids, err
+	}
+	// a shrink of a child's queue took the partitions of some away (the
+	// planner has read the new count): those go where the new count
+	// places them, now, and the others stay where they were added. The
+	// step run again would place all of them by the new count, and add
+	// again the children added here to a partition the new count does
+	// not choose for them.
+	size = listHeadSize(len(items))
+	jobs2, routes2, bad, err := pl.batch(ctx, items, parent, nil, child, check)
+	if tooMany != nil {
+		return nil, tooMany
+	}
+	if err != nil {
+		return nil, fmt.Errorf("child %d: %w", bad, err)
+	}
+	for _, i := range refused {
+		jobs[i], routes[i], ids[i] = jobs2[i], routes2[i], routes2[i].ref.String()
+	}
+	if again, err := addChildren(ctx, pl, jobs, routes, ids, refused); err != nil || len(again) > 0 {
+		return ids, cmp.Or(err, fmt.Errorf("%w: the queue of %d children was resized again during the spawn", sluicetype.ErrLayoutMismatch, len(again)))
+	}
+	return ids, nil
+}
+
+// addChildren enqueues the children which of a spawn, one call per
+// partition, in parallel. It returns the children of the calls refused
+// because their partition went away in a shrink (ErrRetired: the planner
+// has read the new count), and the first other error.
+func addChildren(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route, ids []string, which []int) (refused []int, first error) {
+	byPart := map[keys.Partition][]int{}
+	for _, i := range which {
+		byPart[routes[i].ref.Partition] = append(byPart[routes[i].ref.Partition], i)
 	}
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
+		wg sync.WaitGroup
+		mu sync.Mutex
 	)
 	for p, idx := range byPart {
 		wg.Go(func() {
@@ -162,6 +202,13 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 				part[k] = jobs[i]
 			}
 			res, err := pl.enqueue(ctx, p, routes[idx[0]].of, part)
+			var lm *sluicetype.LayoutMismatchError
+			if errors.As(err, &lm) && lm.Resized {
+				mu.Lock()
+				refused = append(refused, idx...)
+				mu.Unlock()
+				return
+			}
 			for k, r := range res {
 				if err != nil {
 					break // the call's error: it says more than its jobs'
@@ -182,7 +229,8 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 		})
 	}
 	wg.Wait()
-	return ids, first
+	slices.Sort(refused)
+	return refused, first
 }
 
 // childIDSize is the most bytes the ID of a child with ID local in queue

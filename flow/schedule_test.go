@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -200,6 +201,55 @@ func TestScheduleStalledSchedulerResumes(t *testing.T) {
 	}
 	if _, err := admin.New(e.client()).Job(context.Background(), id); !errors.Is(err, flow.ErrNotFound) {
 		t.Fatalf("tick 1's job: %v, want ErrNotFound", err)
+	}
+}
+
+// TestScheduleTicksAcrossShrink: a scheduler whose client read its queue's
+// layout (3 partitions) enqueues six ticks after the queue shrank to 2.
+// The ticks placed on partition 2, which went away, are refused there and
+// enqueued again by the new count in the same round: each tick once, all
+// confirmed. Before, those ticks stayed pending, and enqueued again all
+// together by the new count, a tick already added to partition 0 or 1
+// could be added a second time to the other.
+func TestScheduleTicksAcrossShrink(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	ctx := context.Background()
+	three, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Registry: e.reg, Clock: e.clk, Partitions: map[string]int{"default": 3}})
+	testkit.Must(t, err)
+	r, err := three.Enqueue(ctx, report{}) // registers the queue with 3 partitions
+	testkit.Must(t, err)
+	adm := admin.New(three)
+	testkit.Must(t, adm.DeleteJob(ctx, r.ID))
+	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
+	s := e.newScheduler(sc)
+	testkit.Must(t, flow.EnqueueTicks(s, "m", at(0))) // its client reads the layout of 3
+	ids := func() []string {
+		var out []string
+		for i := range 3 {
+			locals, err := e.rdb.LRange(ctx, keys.Partition{NS: e.ns, Queue: "default", Index: i}.Available(0), 0, -1).Result()
+			testkit.Must(t, err)
+			for _, l := range locals {
+				out = append(out, fmt.Sprintf("default:%d:%s", i, l))
+			}
+		}
+		return out
+	}
+	for _, id := range ids() {
+		testkit.Must(t, adm.DeleteJob(ctx, id))
+	}
+	other, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Clock: e.clk})
+	testkit.Must(t, err)
+	testkit.Must(t, admin.New(other).PauseQueue(ctx, "default"))
+	testkit.Must(t, admin.New(other).ResizeQueue(ctx, "default", 2))
+
+	ticks := []time.Time{at(time.Minute), at(2 * time.Minute), at(3 * time.Minute), at(4 * time.Minute), at(5 * time.Minute), at(6 * time.Minute)}
+	if err := flow.EnqueueTicks(s, "m", ticks...); err != nil {
+		t.Fatalf("enqueueing ticks across the shrink: %v", err)
+	}
+	got := ids()
+	if len(got) != len(ticks) {
+		t.Fatalf("%d jobs for %d ticks: %v", len(got), len(ticks), got)
 	}
 }
 

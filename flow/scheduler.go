@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Scheduler enqueues the jobs of periodic schedules. Run it beside every
@@ -275,6 +277,9 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 		items[i] = Item{Args: sc.Args, Opts: append(slices.Clip(sc.Opts), asTick(tickID(sc.Name, t)))}
 	}
 	res, err := s.c.EnqueueMany(ctx, items...)
+	if err != nil && res != nil {
+		res, err = s.enqueueResized(ctx, items, res, err)
+	}
 	if err != nil && (res == nil || slices.ContainsFunc(res, func(r Enqueued) bool {
 		return r.Err != nil && !errors.Is(r.Err, ErrConflict) && !errors.Is(r.Err, ErrMalformed)
 	})) {
@@ -289,6 +294,40 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 		}
 	}
 	return s.c.st.AckTicks(ctx, sc.Name, ticks)
+}
+
+// enqueueResized enqueues again, once, the items of res that a shrink of
+// their queue refused (their partition went away; the client has read the
+// new count), and merges what it answers into res, with err if any other
+// item failed. Left pending instead, the ticks would be enqueued again all
+// together by the new count, and a tick added here to a partition that
+// count does not choose would be added a second time.
+func (s *Scheduler) enqueueResized(ctx context.Context, items []Item, res []Enqueued, err error) ([]Enqueued, error) {
+	var again []int
+	for i, r := range res {
+		var lm *sluicetype.LayoutMismatchError
+		if errors.As(r.Err, &lm) && lm.Resized {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return res, err
+	}
+	sub := make([]Item, len(again))
+	for k, i := range again {
+		sub[k] = items[i]
+	}
+	res2, err2 := s.c.EnqueueMany(ctx, sub...)
+	if res2 == nil {
+		return res, err2
+	}
+	for k, i := range again {
+		res[i] = res2[k]
+	}
+	if slices.ContainsFunc(res, func(r Enqueued) bool { return r.Err != nil }) {
+		return res, cmp.Or(err2, err)
+	}
+	return res, nil
 }
 
 // asTick gives a tick's job the ID id, and has its enqueue remembered
