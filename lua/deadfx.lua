@@ -45,7 +45,9 @@ if mode == 'bury' then
     local entry, first, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
     if #entry <= ID_MAX and string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
       if first == '' then first = entry end
-      local dead = redis.call('XADD', DEAD, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob)
+      -- call_aside: a dead stream that takes no new entry is set aside,
+      -- not raised on after the XDEL above
+      local dead = call_aside('XADD', DEAD, nil, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob)
       local jk = job_key(id)
       if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
         redis.pcall('HINCRBY', jk, F.dead_effects, 1) -- a corrupt count stays as it is
@@ -73,7 +75,9 @@ elseif mode == 'revive' then
     else
       -- 'o': the first entry's ID, whose time the relay's age check reads
       -- (a dead entry buried before 'o' was kept has only its 'id')
-      redis.call('XADD', K_OUTBOX, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
+      -- call_aside: an outbox that takes no new entry is set aside, not
+      -- raised on after the entries revived before this one
+      call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
       redis.call('XDEL', DEAD, id)
       out[#out + 1] = STATUS.ok
     end

@@ -78,11 +78,15 @@ end
 -- as the write); a failure other than a wrong type is sent again to raise
 -- its own error, nothing set aside; but a counter (HINCRBY) whose field
 -- is no integer (or would overflow) is set to the delta: its count
--- starts anew, where raising would fail the call after its writes.
+-- starts anew, where raising would fail the call after its writes. A
+-- stream that takes no new entry (XADD '*': its last ID is the greatest
+-- there is, written by hand) is set aside as one of another type is: no
+-- entry could ever be added to it.
 local function call_aside(cmd, key, aside, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) ~= 'table' or not r.err then return r, false end
-  if string.sub(r.err, 1, 9) == 'WRONGTYPE' then
+  if string.sub(r.err, 1, 9) == 'WRONGTYPE' or (cmd == 'XADD' and (string.find(r.err, 'exhausted', 1, true)
+      or string.find(r.err, 'equal or smaller', 1, true))) then
     if aside == true then aside = 'list:' .. key end
     set_aside(key, aside or 'k:' .. string.sub(key, #PFX + 1))
   elseif cmd == 'HINCRBY' then
