@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,8 +95,14 @@ var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 // once relayed. One that can never apply is dead-lettered
 // (lua/deadfx.lua): moved to the dead stream with its error, which its
 // job records too; the call reports it, and relaying goes on with the
-// rest. A failure known to pass (passes: Redis unreachable, a failover, a
-// resize under way) stops the call and leaves the entry for the next.
+// rest. A failure known to pass (passes: Redis unreachable, a failover)
+// stops the call and leaves the entry for the next. A follow-up whose
+// target partition is being taken away by a resize, or is at a newer data
+// model, is left for a later pass alone (held): the entries after it,
+// which go elsewhere, are relayed, and the call returns that error with
+// its result. Stopped there, the partition's other effects would wait for
+// the other queue's resize, and once a day short of a week old be
+// dead-lettered unapplied.
 func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
 	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
@@ -114,6 +121,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		dead = append(dead, d)
 	}
 	oldest := s.now().Add(-relayMaxAge)
+	var held error // the first entry's left for a later pass
 	for _, m := range msgs {
 		first, _ := m.Values["o"].(string) // a revived entry's first ID (lua/deadfx.lua)
 		if first == "" {
@@ -139,6 +147,10 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		case "fx":
 			b, _ := m.Values["b"].(string)
 			if err := s.relayEffect(ctx, []byte(b)); err != nil {
+				if ctx.Err() == nil && (errors.Is(err, errResizing) || errors.Is(err, ErrNewerDataModel)) {
+					held = cmp.Or(held, err) // its target's matter, not the others'
+					continue
+				}
 				if passes(ctx, err) {
 					return RelayResult{}, err
 				}
@@ -165,7 +177,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		}
 	}
 	buried, err := s.bury(ctx, p, dead)
-	return RelayResult{Handled: len(msgs), Dead: buried}, err
+	return RelayResult{Handled: len(msgs), Dead: buried}, cmp.Or(err, held)
 }
 
 // passes reports whether relaying an entry failed for a reason known to

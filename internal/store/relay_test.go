@@ -168,8 +168,9 @@ func TestFollowUpEnqueuedBeforeRetire(t *testing.T) {
 
 // TestFollowUpDuringShrink: a follow-up aimed at a partition that a shrink
 // under way has retired, but whose new count the registry has not yet
-// recorded, stays in the outbox (the relay call reports the failure),
-// and is placed by the new count once the resize is recorded.
+// recorded, stays in the outbox (the relay call reports the failure)
+// while the entries after it are relayed, and is placed by the new count
+// once the resize is recorded.
 func TestFollowUpDuringShrink(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, backends(t)[1])
@@ -181,8 +182,16 @@ func TestFollowUpDuringShrink(t *testing.T) {
 	if err := f.st.Retire(f.ctx, f.st.Partition("next", 1)); err != nil {
 		t.Fatal(err)
 	}
+	// an effect committed after it, elsewhere: the resize is no matter of
+	// its, and it is relayed while the follow-up waits (before, every
+	// pass stopped at the follow-up, and a week later both were dead)
+	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
+	f.commitElsewhere("other", ledger, "7")
 	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err == nil || len(res.Dead) != 0 {
 		t.Fatalf("relay during the shrink: %+v %v, want an error and nothing dead", res, err)
+	}
+	if v := f.rdb.Get(f.ctx, ledger).Val(); v != "7" {
+		t.Fatalf("the effect after the follow-up: ledger %q, want 7 (relayed during the shrink)", v)
 	}
 	if n, _ := f.rdb.XLen(f.ctx, f.p.Outbox()).Result(); n != 1 {
 		t.Fatalf("%d entries in the outbox, want the follow-up's", n)
