@@ -127,6 +127,9 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 			var cause error
 			if ctx.Err() != nil {
 				cause = context.Cause(ctx)
+				if a.state.Decided() && !errors.Is(cause, ErrLeaseLost) {
+					cause = nil // the outcome was known before (an isolated child replied)
+				}
 			}
 			w.conclude(a, r, true, cause)
 		}

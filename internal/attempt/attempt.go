@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -43,6 +44,7 @@ type State struct {
 	final   []sluicetype.Effect
 	current string
 	memo    map[string]any
+	decided atomic.Bool // Decide
 }
 
 // Host is what runs an attempt: the state asks it at step boundaries and
@@ -105,6 +107,15 @@ func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]by
 func (s *State) Init(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) {
 	s.Store, s.Ref, s.Lease, s.steps = st, ref, lease, steps // used: at the first step
 }
+
+// Decide records that the attempt's outcome is known while its handler
+// has not returned yet: an isolated child replied, and the worker waits
+// for it to exit. A timeout, deadline or shutdown that comes after it
+// does not replace the outcome (runtime: the cause of an attempt).
+func (s *State) Decide() { s.decided.Store(true) }
+
+// Decided reports whether Decide was called.
+func (s *State) Decided() bool { return s.decided.Load() }
 
 // CommitName names a commit of this job (what: a step's name, a cursor
 // checkpoint, the completion): relayed effects and follow-up jobs are

@@ -41,7 +41,7 @@
 // has passed. A panic in a Serve child is reported to
 // the worker and recorded as a crash of class "panic", as in a worker.
 // If the worker itself dies, a child running Main kills its process group
-// and exits as soon as its stdin ends.
+// as soon as its stdin ends, before or after its reply.
 //
 // Isolation contains crashes; it is not a security sandbox. The child runs
 // as the worker's user, and its steps' effects write whatever Redis keys

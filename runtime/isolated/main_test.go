@@ -41,6 +41,8 @@ const (
 	garbageArg = "sluice-isolated-test-garbage" // a child that prints text, not frames
 	workerArg  = "sluice-isolated-test-worker"  // a worker process (namespace: the next argument)
 	leakArg    = "sluice-isolated-test-leak"    // a child that leaves its stdout to a grandchild and exits (next argument: "group" or "setsid")
+	lingerArg  = "sluice-isolated-test-linger"  // a child that replies, then takes its time to exit (linger_test.go)
+	bgArg      = "sluice-isolated-test-bg"      // a Main child whose handler starts a grandchild and returns (orphan_linux_test.go)
 )
 
 // envRedis tells a child where the tests' Redis is (its environment is
@@ -62,6 +64,10 @@ func TestMain(m *testing.M) {
 			os.Exit(workerMain(os.Args[2]))
 		case leakArg:
 			os.Exit(leakMain(os.Args[2] == "setsid"))
+		case lingerArg:
+			os.Exit(lingerMain())
+		case bgArg:
+			isolated.Main(bgRegistry())
 		}
 	}
 	redistest.Main(m, &shared, false)

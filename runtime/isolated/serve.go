@@ -17,14 +17,20 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
-// Main is the main function of a child program: it runs Serve and exits
-// the process, with status 0 once the reply is written and 1 (after
-// printing the error to stderr) otherwise. When the parent worker went
-// away, Main first kills the processes the child started: its process
-// group, if it leads one, as it does when a worker started it.
+// Main is the main function of a child program: it runs Serve and ends
+// the process. Once the reply is written it waits for its stdin to end
+// (the worker closes it once it has read the reply, or has died), then
+// kills its process group (itself included) if it leads one, as it does
+// when a worker started it, and otherwise exits with status 0: what the
+// handler started ends with the attempt even when the worker died before
+// it could kill the group. On an error it prints it to stderr and exits
+// with status 1, having killed its group first when the parent worker
+// went away before the reply.
 func Main(h runtime.Handlers) {
 	err := Serve(h)
 	if err == nil {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		killOwnGroup() // the child with it, when it leads the group
 		os.Exit(0)
 	}
 	if errors.Is(err, ErrParentGone) {

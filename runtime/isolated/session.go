@@ -121,6 +121,9 @@ wait:
 	for {
 		select {
 		case r = <-replies:
+			if r.err == nil {
+				s.st.Decide() // what comes while the child exits changes nothing
+			}
 			break wait
 		case <-ctx.Done():
 			stopped = fmt.Errorf("isolated: child killed: %w", context.Cause(ctx))
