@@ -54,6 +54,7 @@ type floodArgs struct {
 	Stray  string
 	Stderr int
 	Result int
+	Exit   int // when set, the child exits with this status a moment after its stderr, as a dying process does
 }
 
 func (floodArgs) Kind() string { return "iso_flood" }
@@ -124,6 +125,10 @@ func childRegistry() *flow.Registry {
 	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[floodArgs]) (string, error) {
 		fmt.Print(job.Args.Stray) // to stdout, which Serve moved to stderr
 		_, _ = os.Stderr.WriteString(strings.Repeat("e", job.Args.Stderr))
+		if job.Args.Exit != 0 {
+			time.Sleep(100 * time.Millisecond) // the rest of its dying
+			os.Exit(job.Args.Exit)
+		}
 		return strings.Repeat("r", job.Args.Result), nil
 	}))
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[hangArgs]) error {

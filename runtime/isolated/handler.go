@@ -42,8 +42,10 @@ type Options struct {
 	// Past it the child is killed and the attempt fails with
 	// ErrOutputLimit. Default 16 MiB.
 	MaxStdout int
-	// MaxStderr bounds the child's stderr in one attempt, likewise.
-	// Default 1 MiB.
+	// MaxStderr bounds the child's stderr in one attempt, likewise, but a
+	// child past it is given ExitGrace to exit first: one that is dying
+	// (a Go runtime's dump of every goroutine can pass a megabyte) exits
+	// without a reply, and is the crash it is. Default 1 MiB.
 	MaxStderr int
 	// Stderr, when set, receives a copy of the child's stderr (up to
 	// MaxStderr). The children of concurrent attempts write to it

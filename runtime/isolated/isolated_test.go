@@ -175,11 +175,16 @@ func TestOutput(t *testing.T) {
 		args    floodArgs
 		state   string
 		message string // of the error recorded
+		crash   bool   // counted as a crash, class child_crash
 	}{
 		{name: "within limits", opts: isolated.Options{MaxStdout: 1 << 10, MaxStderr: 1 << 10},
 			args: floodArgs{Stray: "stray print", Stderr: 900, Result: 900}, state: flow.StateCompleted},
 		{name: "stderr over", opts: isolated.Options{MaxStderr: 1 << 10},
 			args: floodArgs{Stderr: 64 << 10}, state: flow.StateRetryable, message: "isolated: child output over its limit: stderr over 1024 bytes"},
+		// a dying child's last words (a Go runtime's dump) over the limit:
+		// the crash it is, not a returned error (before: ErrOutputLimit)
+		{name: "stderr over, then death", opts: isolated.Options{MaxStderr: 1 << 10, ExitGrace: 10 * time.Second},
+			args: floodArgs{Stderr: 64 << 10, Exit: 2}, state: flow.StateRetryable, crash: true},
 		{name: "stdout over", opts: isolated.Options{MaxStdout: 4 << 10},
 			args: floodArgs{Result: 64 << 10}, state: flow.StateRetryable, message: "isolated: child output over its limit: stdout over 4096 bytes"},
 	}
@@ -198,6 +203,12 @@ func TestOutput(t *testing.T) {
 				}
 				if want := tt.args.Stray + strings.Repeat("e", tt.args.Stderr); stderr.String() != want {
 					t.Errorf("stderr copy %q, want %q", stderr.String(), want)
+				}
+				return
+			}
+			if tt.crash {
+				if len(j.Errors) != 1 || j.Errors[0].Class != "child_crash" || j.CrashAttempt != 1 || j.Attempt != 0 {
+					t.Errorf("attempt %d, crash_attempt %d, errors %+v, want one crash (child_crash)", j.Attempt, j.CrashAttempt, j.Errors)
 				}
 				return
 			}

@@ -114,7 +114,12 @@ func (s *session) run(ctx context.Context) ([]byte, error) {
 
 	var r readResult
 	var stopped error // why the child was stopped before its stdout ended
-	held := false     // the child exited, and a process it started kept its stdout open
+	// stderr over its limit: a child that is dying writes its last words
+	// (a Go runtime's dump of every goroutine can pass a megabyte), and is
+	// given ExitGrace to exit, a crash then; one still running after it is
+	// stopped for its output
+	full, overdue := s.stderr.full, (<-chan time.Time)(nil)
+	held := false // the child exited, and a process it started kept its stdout open
 	exited := s.exited
 	var grace <-chan time.Time
 wait:
@@ -128,7 +133,12 @@ wait:
 		case <-ctx.Done():
 			stopped = fmt.Errorf("isolated: child killed: %w", context.Cause(ctx))
 			break wait
-		case <-s.stderr.full:
+		case <-full:
+			full = nil
+			t := time.NewTimer(s.h.opts.ExitGrace)
+			defer t.Stop()
+			overdue = t.C
+		case <-overdue:
 			stopped = s.stderrOver()
 			break wait
 		case <-exited:
