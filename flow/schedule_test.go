@@ -323,6 +323,17 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	if triggered[0] == triggered[1] || !strings.HasPrefix(triggered[0], "sched:reports:trigger:") {
 		t.Fatalf("triggered IDs %v", triggered)
 	}
+	// under a key of the caller's, the same trigger made again adds nothing
+	once, err := admin.New(c).TriggerScheduleOnce(ctx, "reports", "k1")
+	if err != nil || once.ID != "default:0:sched:reports:trigger:k1" {
+		t.Fatalf("trigger once: %+v, %v", once, err)
+	}
+	if again, err := admin.New(c).TriggerScheduleOnce(ctx, "reports", "k1"); err != nil || again.ID != once.ID {
+		t.Fatalf("the same trigger again: %+v, %v; want %s found", again, err, once.ID)
+	}
+	if _, err := admin.New(c).TriggerScheduleOnce(ctx, "reports", "a b"); !errors.Is(err, flow.ErrInvalid) {
+		t.Fatalf("a trigger key with a space: %v, want ErrInvalid", err)
+	}
 
 	// Resumed at 12: tick 15 is the next, the paused ticks never run.
 	e.clk.Advance(2 * time.Minute)
@@ -334,7 +345,7 @@ func TestScheduleOperatorAPI(t *testing.T) {
 	list(hb, rep)
 	e.clk.Advance(3 * time.Minute)
 	e.wait("reports", 1)
-	want := append(append(tickIDs("reports", 5*time.Minute), triggered...), tickIDs("reports", 15*time.Minute)...)
+	want := append(append(tickIDs("reports", 5*time.Minute), append(triggered, "sched:reports:trigger:k1")...), tickIDs("reports", 15*time.Minute)...)
 	if diff := cmp.Diff(want, e.queued()); diff != "" {
 		t.Fatalf("jobs (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/sticky"
 )
 
@@ -135,7 +136,14 @@ var actions = map[string]action{
 		What: "The schedule's job is enqueued once now, outside its ticks.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			n := f.Get("schedule")
-			e, err := c.ops.TriggerSchedule(ctx, n)
+			trigger := c.ops.TriggerSchedule
+			if key := f.Get("once"); key != "" {
+				// the confirmation's key: the form posted twice adds one job
+				trigger = func(ctx context.Context, n string) (flow.Enqueued, error) {
+					return c.ops.TriggerScheduleOnce(ctx, n, key)
+				}
+			}
+			e, err := trigger(ctx, n)
 			if err != nil && e.ID != "" {
 				// Redis may have run the enqueue and lost its reply: a
 				// second trigger would add a second job
@@ -264,6 +272,9 @@ type confirmView struct {
 	Left  string
 	Error string
 	Back  string // the page the Back link goes to
+	// Once is a fresh key that makes the confirmed action happen once,
+	// however often its form is posted (a trigger's job ID).
+	Once string
 }
 
 // backPage is the page to return to from action a's confirmation page.
@@ -299,6 +310,9 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
+	if name == "trigger" {
+		v.Once = keys.NewLocal()
+	}
 	code := http.StatusOK
 	if a.Bulk {
 		ctx, cancel := bounded(r)

@@ -37,6 +37,7 @@ type ops interface {
 	PauseSchedule(ctx context.Context, name string) error
 	ResumeSchedule(ctx context.Context, name string) error
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
+	TriggerScheduleOnce(ctx context.Context, name, key string) (flow.Enqueued, error)
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
 	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (admin.DeleteProgress, error)

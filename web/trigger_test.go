@@ -45,3 +45,42 @@ func TestTriggerLostReplyNamesTheJob(t *testing.T) {
 		t.Errorf("the job named, %s, is a %q; want the schedule's work job", id, j.Kind)
 	}
 }
+
+// TestTriggerFormPostedTwice: one confirmation of a trigger, its form
+// posted twice (a double click, a browser sending the POST again), adds
+// one job: the form carries a key of its own, the trigger's job ID. A
+// second confirmation is a second trigger. Before, each post added a job.
+func TestTriggerFormPostedTwice(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.startScheduler("nightly")
+	f.enqueue(work{Order: "first"})
+	c := client()
+	confirm := func() url.Values {
+		form := url.Values{"schedule": {"nightly"}}
+		code, body := f.get(c, "/confirm/trigger?"+form.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("confirm: %d\n%s", code, body)
+		}
+		_, rest, ok := strings.Cut(body, `name="once" value="`)
+		if !ok {
+			t.Fatalf("the confirmation has no key of its own:\n%s", body)
+		}
+		once, _, _ := strings.Cut(rest, `"`)
+		form.Set("once", once)
+		form.Set("csrf", csrfOf(body))
+		return form
+	}
+	form := confirm()
+	code1, loc1, body1 := f.post(c, "/act/trigger", form)
+	code2, loc2, body2 := f.post(c, "/act/trigger", form)
+	if code1 != http.StatusSeeOther || code2 != http.StatusSeeOther {
+		t.Fatalf("posts: %d, %d\n%s\n%s", code1, code2, body1, body2)
+	}
+	if loc1 != loc2 {
+		t.Fatalf("one confirmation, posted twice, added two jobs: %s and %s", loc1, loc2)
+	}
+	if _, loc3, _ := f.post(c, "/act/trigger", confirm()); loc3 == loc1 {
+		t.Fatalf("a second confirmation triggered nothing new: %s", loc3)
+	}
+}

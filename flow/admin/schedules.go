@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -108,6 +109,24 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 // trigger is refused with ErrScheduleOutdated (nothing is enqueued) until
 // a scheduler of this release publishes the schedule again.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error) {
+	return c.trigger(ctx, name, "")
+}
+
+// TriggerScheduleOnce is TriggerSchedule under the ID
+// sched:<name>:trigger:<key>: the same call made again (a form posted
+// twice, a retry after an error) finds the job it added while that job is
+// kept, and adds none. key is 1 to 64 letters, digits, '_' or '-'
+// (ErrInvalid otherwise); give a fresh one per intended trigger.
+func (c *Client) TriggerScheduleOnce(ctx context.Context, name, key string) (flow.Enqueued, error) {
+	if !names.Valid(key, 64, "_-") {
+		return flow.Enqueued{}, fmt.Errorf("%w: trigger key %s: 1 to 64 letters, digits, '_' or '-'", flow.ErrInvalid, names.Quote(key))
+	}
+	return c.trigger(ctx, name, key)
+}
+
+// trigger enqueues schedule name's job under the trigger key key, or a
+// fresh one when key is "".
+func (c *Client) trigger(ctx context.Context, name, key string) (flow.Enqueued, error) {
 	if !flow.ValidScheduleName(name) {
 		return flow.Enqueued{}, fmt.Errorf("%w: schedule name %q", flow.ErrInvalid, name)
 	}
@@ -139,7 +158,10 @@ func (c *Client) TriggerSchedule(ctx context.Context, name string) (flow.Enqueue
 			ErrScheduleOutdated, name, lay.Partitions, r.Queue)
 	}
 	job := sj.NewJob
-	job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
+	job.Local, job.Generated = "sched:"+name+":trigger:"+key, false // the caller's key: a repeat finds its job
+	if key == "" {
+		job.Local, job.Generated = "sched:"+name+":trigger:"+keys.NewLocal(), true
+	}
 	e, err := c.b.Enqueue(ctx, lay, route, job)
 	return e.(flow.Enqueued), err
 }
