@@ -284,6 +284,12 @@ local function take(ak, pinned_to, prio)
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           if #held >= HELD_MAX then halt = true end
+          if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then
+            -- its worker came, and passed it over as a suspect: its
+            -- fallback, for a worker that does not come, starts over (XX:
+            -- one that already went stays gone)
+            call_aside('ZADD', PIN_DEADLINES, nil, 'XX', NOW + (count_of(h[F.sticky_delay]) or 0), id)
+          end
         elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
           cc_wait(ck, id) -- its key is at its limit
           if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)

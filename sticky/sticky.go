@@ -34,7 +34,10 @@ type Policy struct {
 // Wait keeps the job for its worker for ever.
 func Wait() Policy { return Policy{mode: "wait"} }
 
-// After hands the job to any worker once it has waited d unclaimed.
+// After hands the job to any worker once it has waited d unclaimed. Its
+// worker's claim passing the job over (a concurrency key or rate class at
+// its limit, a suspect it cannot take now) starts the wait over; a pause
+// of the queue counts as waiting.
 func After(d time.Duration) Policy { return Policy{mode: "after", d: d} }
 
 // FailAfter archives the job (reason sticky_unavailable) once it has waited
