@@ -287,7 +287,11 @@ func (s *signaller) probe(id string) {
 	if score, err := sched.Result(); err != nil || perr != nil || int64(score) != runAt {
 		// due further ahead than sched holds: in its bucket of later jobs
 		b := strconv.FormatInt(runAt/store.LaterBucketMS, 10)
-		if _, lerr := s.direct.LPos(ctx, p.LaterBucket(b), local, redis.LPosArgs{}).Result(); perr != nil || lerr != nil {
+		_, lerr := s.direct.LPos(ctx, p.LaterBucket(b), local, redis.LPosArgs{}).Result()
+		if lerr != nil && !errors.Is(lerr, redis.Nil) {
+			return // a Redis restarting since the transaction (LOADING, a cut): not probed
+		}
+		if perr != nil || lerr != nil {
 			bad = append(bad, fmt.Sprintf("schedule zset score %v (%v), run_at %q, not in bucket %s either (%v)", score, err, str(1), b, lerr))
 		}
 	}
