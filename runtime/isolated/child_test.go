@@ -20,6 +20,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
 
@@ -43,7 +44,8 @@ type outcomeArgs struct{ Outcome string }
 
 func (outcomeArgs) Kind() string { return "iso_outcome" }
 
-// crashArgs: the child dies the way named.
+// crashArgs: the child dies the way named ("returned": its handler
+// returns a *CrashError).
 type crashArgs struct{ How string }
 
 func (crashArgs) Kind() string { return "iso_crash" }
@@ -118,6 +120,9 @@ func childRegistry() *flow.Registry {
 			os.Exit(3)
 		case "panic":
 			panic("kaboom")
+		case "returned": // a crash the handler reports, wrapped
+			return fmt.Errorf("running the tool: %w", &sluicetype.CrashError{Reason: "tool_crash",
+				Message: "the tool died by SIGSEGV", Detail: []byte("the tool's stderr")})
 		}
 		time.Sleep(time.Hour)
 		return nil

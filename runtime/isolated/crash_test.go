@@ -18,8 +18,9 @@ type garbageArgs struct{}
 
 func (garbageArgs) Kind() string { return "iso_garbage" }
 
-// TestCrashesQuarantine: a child that dies by a signal, exits, panics or
-// writes no valid reply is a crash, not an error: each attempt spends
+// TestCrashesQuarantine: a child that dies by a signal, exits, panics,
+// writes no valid reply or whose handler returns a *CrashError is a crash,
+// not an error: each attempt spends
 // crash_attempt, and the job is quarantined at the crash limit, with the
 // exit status and the child's stderr in its error records. The worker's
 // other jobs, isolated or not, keep running meanwhile.
@@ -54,6 +55,7 @@ func TestCrashesQuarantine(t *testing.T) {
 		{args: crashArgs{How: "abort"}, class: "child_crash", message: "exited without a reply: signal: aborted", detail: "abort: unrecoverable"},
 		{args: crashArgs{How: "exit"}, class: "child_crash", message: "exited without a reply: exit status 3"},
 		{args: crashArgs{How: "panic"}, class: "panic", message: "panic in isolated child: kaboom", detail: "child_test.go"},
+		{args: crashArgs{How: "returned"}, class: "tool_crash", message: "the tool died by SIGSEGV", detail: "the tool's stderr"},
 		{args: garbageArgs{}, class: "child_crash", message: "sent no valid reply (isolated: protocol error: frame version 104, want 1)"},
 	}
 	ids := make([]string, len(tests))

@@ -41,7 +41,8 @@
 // with error class "child_crash". So is a child that exits while a
 // process it started still holds its stdout open, once Options.ExitGrace
 // has passed. A panic in a Serve child is reported to
-// the worker and recorded as a crash of class "panic", as in a worker.
+// the worker and recorded as a crash of class "panic", as in a worker, and
+// a *CrashError its handler returns is a crash of the class it names.
 // If the worker itself dies, a child running Main kills its process group
 // as soon as its stdin ends, before or after its reply.
 //
@@ -82,7 +83,9 @@
 //   - 'R' (child to worker, last): the outcome: "ok" (with result and the
 //     complete effects), "error" (message), "snooze" and "rate_limited"
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"
-//     (reason, message) or "panic" (message, stack).
+//     (reason, message), "suspend" (the workflow's waits), "panic"
+//     (message, stack) or "crash" (reason, message, stack: a *CrashError
+//     returned).
 //
 // After its reply the child should exit; the worker closes its stdin,
 // waits up to Options.ExitGrace and kills its process group.

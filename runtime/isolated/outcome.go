@@ -20,10 +20,14 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	if err == nil {
 		return replyMsg{Outcome: outcomeOK, Result: data, Complete: st.Final()}
 	}
-	// A crash or a wait for children does not cross the boundary: the
-	// child has no children of its own to wait for, and its crash is its
-	// process's. A workflow's suspension (timers, signals) does.
+	// A wait for children does not cross the boundary: the child has no
+	// children of its own to wait for. A workflow's suspension (timers,
+	// signals) does, and so does a *CrashError the handler returned (one
+	// that lost code it ran, such as a process of its own): a crash in a
+	// worker, it is one here too, not a returned error.
 	switch c := outcome.Classify(err); c.Kind {
+	case outcome.KindCrash:
+		return replyMsg{Outcome: outcomeCrash, Reason: c.Crash.Reason, Message: c.Crash.Message, Stack: c.Crash.Detail}
 	case outcome.KindSnooze:
 		return replyMsg{Outcome: outcomeSnooze, DelayMS: c.Snooze.Delay.Milliseconds()}
 	case outcome.KindRateLimited:
@@ -77,6 +81,11 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		return nil, r.Suspend
 	case outcomePanic:
 		return nil, &sluicetype.CrashError{Reason: "panic", Message: "panic in isolated child: " + r.Message, Detail: r.Stack}
+	case outcomeCrash:
+		if r.Reason == "" {
+			r.Reason = "child_crash"
+		}
+		return nil, &sluicetype.CrashError{Reason: r.Reason, Message: r.Message, Detail: r.Stack}
 	}
 	return nil, &sluicetype.CrashError{
 		Reason:  "child_crash",

@@ -95,6 +95,7 @@ const (
 	outcomeRevoke      = "revoke"       // cancel for good; Message is the reason
 	outcomePark        = "park"         // archive with Reason (a bug: bad payload, changed steps)
 	outcomePanic       = "panic"        // the handler panicked: a crash; Stack
+	outcomeCrash       = "crash"        // the handler returned a *CrashError: Reason, Message, Stack
 	outcomeSuspend     = "suspend"      // a workflow waits on Suspend's timers and signals
 )
 
