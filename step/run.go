@@ -2,7 +2,6 @@ package step
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -133,9 +132,9 @@ type options struct {
 // left is the function's own run time: ownership can still move while it
 // runs.
 //
-// A strict step needs the worker's Redis connection: in an isolated child
-// (package runtime/isolated) it fails and parks the job (reason
-// strict_step).
+// In an isolated child (package runtime/isolated) the child asks its
+// worker, which holds the lease, to confirm it: a round trip on the pipe
+// besides the one to Redis.
 func Strict() Option { return func(o *options) { o.strict = true } }
 
 // boundary is the check at a step boundary, before its function runs
@@ -148,11 +147,7 @@ func boundary(ctx context.Context, st *attempt.State, name string, opts []Option
 			f(&o)
 		}
 	}
-	err := st.Check(ctx, o.strict)
-	if errors.Is(err, attempt.ErrNoConfirm) {
-		return park("strict_step", fmt.Errorf("step %q: %w", name, err))
-	}
-	return err
+	return st.Check(ctx, o.strict)
 }
 
 // Commit is a step whose work is its effects: they are applied, fenced,

@@ -34,7 +34,6 @@ var reasonStates = map[string]string{
 	"invalid_step":        flow.StateArchived,
 	"duplicate_step":      flow.StateArchived,
 	"step_result":         flow.StateArchived,
-	"strict_step":         flow.StateArchived,
 	"invalid_version":     flow.StateArchived,
 	"invalid_wait":        flow.StateArchived,
 	"bad_signal":          flow.StateArchived,

@@ -71,7 +71,7 @@ type Host interface {
 	// Confirm checks with Redis that the attempt still holds its lease
 	// (its lease ID and fence are current) and extends it, in one round
 	// trip; a lease found gone cancels the attempt and is returned as the
-	// error. ErrNoConfirm where the host cannot reach Redis.
+	// error. (An isolated child's host asks its worker to.)
 	Confirm(ctx context.Context) error
 }
 
@@ -85,10 +85,6 @@ func (s *State) Known() func(kind string) bool {
 
 // ErrDuplicateStep: a step name was used twice in one attempt.
 var ErrDuplicateStep = sluicetype.ErrDuplicateStep
-
-// ErrNoConfirm: a strict boundary cannot reach Redis from here (an isolated
-// child has no connection of its own).
-var ErrNoConfirm = errors.New("sluice: the lease cannot be confirmed with Redis here")
 
 // errNoHost: a commit of a state that nothing runs (a programming error:
 // every attempt a worker or an isolated child runs has its host).
@@ -268,7 +264,7 @@ func (s *State) confirm(ctx context.Context, strict bool) error {
 		return nil
 	}
 	if s.Host == nil {
-		return ErrNoConfirm // strict
+		return errNoHost // strict: nothing holds a lease to confirm
 	}
 	if err := s.Host.Confirm(ctx); err != nil {
 		if lost := s.lost(); lost != nil {

@@ -115,7 +115,7 @@ func TestCheckWithoutHost(t *testing.T) {
 	s := &State{}
 	check(t, s.Check(context.Background(), false), nil)
 	check(t, s.Check(cancelledCtx(), false), []error{errTimeout})
-	check(t, s.Check(context.Background(), true), []error{ErrNoConfirm})
+	check(t, s.Check(context.Background(), true), []error{errNoHost})
 	check(t, s.Owned(context.Background()), nil)
 	check(t, s.Commit("step", nil, "", "", nil), []error{errNoHost})
 }

@@ -75,8 +75,12 @@ type stepsArgs struct{ Key string }
 func (stepsArgs) Kind() string { return "iso_steps" }
 
 // fenceArgs: step "before", then push the pid to Key+":ready", wait for
-// Key+":go", then step "after".
-type fenceArgs struct{ Key string }
+// Key+":go", then step "after" (strict when Strict says so), whose
+// function pushes "ran" to Key+":ran".
+type fenceArgs struct {
+	Key    string
+	Strict bool
+}
 
 func (fenceArgs) Kind() string { return "iso_fence" }
 
@@ -189,7 +193,13 @@ func childRegistry() *flow.Registry {
 		if err := r.BLPop(ctx, 0, key+":go").Err(); err != nil {
 			return err
 		}
-		return step.Do(ctx, "after", func(ctx context.Context) error { return nil })
+		var opts []step.Option
+		if job.Args.Strict {
+			opts = append(opts, step.Strict())
+		}
+		return step.Do(ctx, "after", func(ctx context.Context) error {
+			return r.RPush(ctx, key+":ran", "ran").Err()
+		}, opts...)
 	}))
 	return reg
 }

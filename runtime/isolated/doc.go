@@ -78,8 +78,14 @@
 //     handler's ctx.Deadline in the child).
 //   - 'C' (child to worker): commit a checkpoint: seq (chosen by the child),
 //     field, record, mode ("once" or "cursor"), commit, effects.
-//   - 'A' (worker to child): the answer to checkpoint seq: code "" (done),
-//     "stale", "effect" or "error", with error.
+//   - 'K' (child to worker): confirm the lease with Redis before a strict
+//     step's function runs: seq (from the checkpoints' sequence). The
+//     worker makes one fenced renewal; a lease found gone cancels the
+//     attempt. A worker of a build before this frame reads it as a
+//     protocol error (a crash).
+//   - 'A' (worker to child): the answer to checkpoint or confirmation seq:
+//     code "" (done, or confirmed), "stale", "effect" or "error", with
+//     error.
 //   - 'R' (child to worker, last): the outcome: "ok" (with result and the
 //     complete effects), "error" (message), "snooze" and "rate_limited"
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"

@@ -19,7 +19,8 @@ const Version = 1
 const (
 	frameStart      = 'S' // parent -> child: the attempt (startMsg), first and once
 	frameCheckpoint = 'C' // child -> parent: commit a step checkpoint (checkpointMsg)
-	frameAnswer     = 'A' // parent -> child: what a checkpoint did (answerMsg)
+	frameAnswer     = 'A' // parent -> child: what a checkpoint or confirmation did (answerMsg)
+	frameConfirm    = 'K' // child -> parent: confirm the lease with Redis (confirmMsg), for a strict step
 	frameReply      = 'R' // child -> parent: the attempt's outcome (replyMsg), last
 )
 
@@ -70,15 +71,23 @@ type checkpointMsg struct {
 	Effects []sluicetype.Effect `msgpack:"effects"`
 }
 
-// Answer codes of a failed checkpoint.
+// confirmMsg asks the parent to confirm with Redis that its attempt still
+// holds the job, extending the lease (a strict step's boundary). Seq pairs
+// it with its answer, from the checkpoints' sequence.
+type confirmMsg struct {
+	Seq uint64 `msgpack:"seq"`
+}
+
+// Answer codes of a failed checkpoint or confirmation.
 const (
 	answerStale  = "stale"  // the attempt lost its lease: nothing was written
 	answerEffect = "effect" // an effect could not apply: nothing was written
 	answerError  = "error"  // anything else (Redis unreachable, ...)
 )
 
-// answerMsg is what a checkpoint did: nothing to say when it was
-// committed, Code and Error when nothing was written.
+// answerMsg is what a checkpoint or a confirmation did: nothing to say
+// when it was committed or confirmed, Code and Error when nothing was
+// written or the lease is not confirmed.
 type answerMsg struct {
 	Seq   uint64 `msgpack:"seq"`
 	Code  string `msgpack:"code"`

@@ -7,13 +7,13 @@ import (
 	"io"
 	"sync"
 
-	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // proxy is the child's end of the protocol: it writes frames to the parent
-// and sends each step checkpoint there, waiting for its answer.
+// and sends each step checkpoint and lease confirmation there, waiting for
+// its answer.
 type proxy struct {
 	out io.Writer
 	wmu sync.Mutex // one frame at a time
@@ -44,10 +44,10 @@ func (p *proxy) send(typ byte, msg any) error {
 }
 
 // childHost is the host of the child's step state (attempt.Host): its
-// commits go to the parent, which holds the lease. The child knows nothing
-// of the lease itself (the parent's lease control cancels it when lost)
-// and cannot confirm it with Redis; it spawns children of any valid kind
-// (their kinds are not checked against a registry here).
+// commits and a strict step's confirmation go to the parent, which holds
+// the lease. The child knows nothing of the lease itself (the parent's
+// lease control cancels it when lost); it spawns children of any valid
+// kind (their kinds are not checked against a registry here).
 type childHost struct {
 	p    *proxy
 	lose func()
@@ -65,33 +65,62 @@ func (h *childHost) Lost() error { return nil }
 
 func (h *childHost) Expired() bool { return false }
 
-func (h *childHost) Confirm(context.Context) error { return attempt.ErrNoConfirm }
+func (h *childHost) Confirm(ctx context.Context) error { return h.p.confirm(ctx) }
 
 // checkpoint sends a checkpoint to the parent, which commits it with its
 // own lease, so it is fenced exactly as in a worker.
 func (p *proxy) checkpoint(c store.Checkpoint) store.CheckpointResult {
+	a, err := p.ask(context.Background(), "a checkpoint", frameCheckpoint, func(seq uint64) any {
+		return checkpointMsg{Seq: seq, Field: c.Field, Record: c.Record, Mode: c.Mode, Commit: c.Commit, Effects: c.Effects}
+	})
+	if err != nil {
+		return store.CheckpointResult{Err: err}
+	}
+	return a.result()
+}
+
+// confirm asks the parent to confirm its lease with Redis (one fenced
+// renewal there, as a strict step in a worker makes): nil when the
+// attempt still holds the job, store.ErrStale when it does not (the
+// parent then cancels the attempt and kills this process).
+func (p *proxy) confirm(ctx context.Context) error {
+	a, err := p.ask(ctx, "a lease confirmation", frameConfirm, func(seq uint64) any { return confirmMsg{Seq: seq} })
+	if err != nil {
+		return err
+	}
+	return a.result().Err
+}
+
+// ask sends the parent the frame msg makes of its sequence number, and
+// waits for the answer (or for ctx's end, or the parent's).
+func (p *proxy) ask(ctx context.Context, what string, typ byte, msg func(seq uint64) any) (answerMsg, error) {
 	ch := make(chan answerMsg, 1)
 	p.mu.Lock()
 	if p.ended {
 		p.mu.Unlock()
-		return store.CheckpointResult{Err: p.goneErr()}
+		return answerMsg{}, p.goneErr()
 	}
 	p.seq++
 	seq := p.seq
 	p.waiting[seq] = ch
 	p.mu.Unlock()
-	m := checkpointMsg{Seq: seq, Field: c.Field, Record: c.Record, Mode: c.Mode, Commit: c.Commit, Effects: c.Effects}
-	if err := p.send(frameCheckpoint, m); err != nil {
+	forget := func() {
 		p.mu.Lock()
 		delete(p.waiting, seq)
 		p.mu.Unlock()
-		return store.CheckpointResult{Err: fmt.Errorf("isolated: sending a checkpoint: %w", err)}
+	}
+	if err := p.send(typ, msg(seq)); err != nil {
+		forget()
+		return answerMsg{}, fmt.Errorf("isolated: sending %s: %w", what, err)
 	}
 	select {
 	case a := <-ch:
-		return a.result()
+		return a, nil
 	case <-p.gone:
-		return store.CheckpointResult{Err: p.goneErr()}
+		return answerMsg{}, p.goneErr()
+	case <-ctx.Done():
+		forget()
+		return answerMsg{}, context.Cause(ctx)
 	}
 }
 
@@ -145,5 +174,5 @@ func (a answerMsg) result() store.CheckpointResult {
 	case answerEffect:
 		return store.CheckpointResult{Err: &sluicetype.EffectError{Msg: a.Error}}
 	}
-	return store.CheckpointResult{Err: errors.New("isolated: the parent could not commit the checkpoint: " + a.Error)}
+	return store.CheckpointResult{Err: errors.New("isolated: in the worker: " + a.Error)}
 }

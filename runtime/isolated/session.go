@@ -32,7 +32,7 @@ type session struct {
 	exited  chan struct{}  // closed once the child has exited (see awaitExit)
 	// done is the attempt's context while run serves the child; quit is
 	// set once run gives up on the child (killed or exited): checkpoints
-	// read after either are refused as stale, not committed.
+	// and confirmations read after either are refused as stale.
 	done context.Context
 	quit atomic.Bool
 
@@ -206,7 +206,7 @@ func (s *session) stderrOver() error {
 }
 
 // read reads the child's frames until its reply, serving its checkpoints
-// meanwhile. Everything the child writes counts against MaxStdout.
+// and confirmations meanwhile. Everything the child writes counts against MaxStdout.
 func (s *session) read() readResult {
 	budget := s.h.opts.MaxStdout
 	for {
@@ -222,6 +222,12 @@ func (s *session) read() readResult {
 				return readResult{err: err}
 			}
 			s.pending.Go(func() { s.send(frameAnswer, s.commit(m)) })
+		case frameConfirm:
+			var m confirmMsg
+			if err := decode(body, &m); err != nil {
+				return readResult{err: err}
+			}
+			s.pending.Go(func() { s.send(frameAnswer, s.confirm(m)) })
 		case frameReply:
 			var m replyMsg
 			if err := decode(body, &m); err != nil {
@@ -253,6 +259,25 @@ func (s *session) commit(m checkpointMsg) answerMsg {
 		a.Code, a.Error = answerStale, err.Error()
 	case errors.As(err, &fx):
 		a.Code, a.Error = answerEffect, fx.Msg
+	default:
+		a.Code, a.Error = answerError, err.Error()
+	}
+	return a
+}
+
+// confirm confirms the attempt's lease with Redis for a strict step of the
+// child (attempt.State.Check, strict): one fenced renewal, which cancels
+// the attempt if the lease is gone.
+func (s *session) confirm(m confirmMsg) answerMsg {
+	a := answerMsg{Seq: m.Seq}
+	if s.quit.Load() || s.done.Err() != nil {
+		a.Code, a.Error = answerStale, "isolated: the attempt was given up: "+describeStop(s.done)
+		return a
+	}
+	switch err := s.st.Check(s.done, true); {
+	case err == nil:
+	case errors.Is(err, store.ErrStale):
+		a.Code, a.Error = answerStale, err.Error()
 	default:
 		a.Code, a.Error = answerError, err.Error()
 	}

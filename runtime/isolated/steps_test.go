@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -122,5 +123,68 @@ func TestLostLeaseKillsChild(t *testing.T) {
 	}
 	if j.State != flow.StateRunning || j.Fence != 7 || fmt.Sprint(steps) != "[before]" {
 		t.Errorf("job %s fence %d steps %v, want running, fence 7, only step before", j.State, j.Fence, steps)
+	}
+}
+
+// TestStrictStepInChild: a strict step in an isolated child has its
+// worker confirm the lease with Redis before its function runs. On a job
+// still held, the function runs and the job completes. On a job another
+// attempt has taken over (its fence moved on) without the worker knowing
+// yet, the function does not run, the attempt is cancelled and the child
+// killed. (Before, every strict step in a child parked its job.)
+func TestStrictStepInChild(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.startWorker(isolate(t, command(), isolated.Options{}, fenceArgs{}.Kind()),
+		runtime.Options{Lease: time.Hour, RenewInterval: 30 * time.Minute})
+	ctx := context.Background()
+	steps := func(id string) (*flow.JobInfo, string) {
+		t.Helper()
+		j, err := e.Client.Job(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, s := range j.Steps {
+			names = append(names, s.Name)
+		}
+		return j, fmt.Sprint(names)
+	}
+
+	// Held: the strict step runs.
+	key := e.key("strict-held")
+	id := e.Enqueue(fenceArgs{Key: key, Strict: true})
+	e.pop(key + ":ready")
+	if err := e.RDB.RPush(ctx, key+":go", "go").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitState(id, flow.StateCompleted)
+	if n, err := e.RDB.LLen(ctx, key+":ran").Result(); err != nil || n != 1 {
+		t.Errorf("the strict step's function ran %d times (%v), want once", n, err)
+	}
+
+	// Taken over: the strict step refuses before its function runs.
+	key = e.key("strict-taken")
+	id = e.Enqueue(fenceArgs{Key: key, Strict: true})
+	pid, err := strconv.Atoi(e.pop(key + ":ready"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := keys.ParseRef(e.NS, id)
+	if err := e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldFence, 7).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.RDB.RPush(ctx, key+":go", "go").Err(); err != nil {
+		t.Fatal(err)
+	}
+	redistest.Within(t, waitTimeout, fmt.Sprintf("child %d to be killed", pid), func() (bool, string) {
+		err := syscall.Kill(pid, 0)
+		return errors.Is(err, syscall.ESRCH), fmt.Sprint("kill -0: ", err)
+	})
+	if n, err := e.RDB.LLen(ctx, key+":ran").Result(); err != nil || n != 0 {
+		t.Errorf("the strict step's function ran %d times (%v) after the job was taken over, want never", n, err)
+	}
+	if j, names := steps(id); j.State != flow.StateRunning || j.Fence != 7 || names != "[before]" {
+		t.Errorf("job %s fence %d steps %v, want running, fence 7, only step before", j.State, j.Fence, names)
 	}
 }
