@@ -149,8 +149,13 @@ var actions = map[string]action{
 				// second trigger would add a second job
 				return "", "", fmt.Errorf("%w (the job may have been added as %s; look it up before triggering again)", err, e.ID)
 			}
-			if err != nil {
+			switch {
+			case err != nil:
 				return "", "", err
+			case e.Duplicate && e.Unique:
+				return "not triggered " + n + ": job " + e.ID + " holds its unique key (it has not finished yet)", jobPath(e.ID), nil
+			case e.Duplicate:
+				return "triggered " + n + " already, by this confirmation: " + e.ID, jobPath(e.ID), nil
 			}
 			return "triggered " + n + ": " + e.ID, jobPath(e.ID), nil
 		}},

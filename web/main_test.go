@@ -238,12 +238,13 @@ func (f *fixture) startWorker(o runtime.Options) *testkit.Worker {
 // startScheduler runs a scheduler, until the end of the test, of one
 // schedule, name: a work job on the test queue every hour. It returns
 // once the schedule is published.
-func (f *fixture) startScheduler(name string) {
+func (f *fixture) startScheduler(name string, opts ...flow.EnqueueOption) {
 	f.t.Helper()
 	ctx := context.Background()
 	sch, err := flow.NewScheduler(f.env.Client, flow.SchedulerOptions{Logger: testkit.Quiet})
 	testkit.Must(f.t, err)
-	testkit.Must(f.t, sch.Add(flow.Schedule{Name: name, Every: time.Hour, Args: work{Order: name}, Opts: []flow.EnqueueOption{flow.WithQueue(testQueue)}}))
+	testkit.Must(f.t, sch.Add(flow.Schedule{Name: name, Every: time.Hour, Args: work{Order: name},
+		Opts: append([]flow.EnqueueOption{flow.WithQueue(testQueue)}, opts...)}))
 	sctx, stop := context.WithCancel(ctx)
 	ran := make(chan error, 1)
 	go func() { ran <- sch.Run(sctx) }()

@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -80,7 +82,46 @@ func TestTriggerFormPostedTwice(t *testing.T) {
 	if loc1 != loc2 {
 		t.Fatalf("one confirmation, posted twice, added two jobs: %s and %s", loc1, loc2)
 	}
+	if _, body := f.get(c, strings.TrimPrefix(loc2, testPrefix)); !strings.Contains(body, "triggered nightly already, by this confirmation") {
+		t.Fatalf("the second post does not say the first added the job:\n%s", body)
+	}
 	if _, loc3, _ := f.post(c, "/act/trigger", confirm()); loc3 == loc1 {
 		t.Fatalf("a second confirmation triggered nothing new: %s", loc3)
+	}
+}
+
+// TestTriggerUniqueNotTriggered: a unique schedule's trigger that meets
+// the job holding its key adds nothing, and the console says "not
+// triggered", on that job's page; it said "triggered" before.
+func TestTriggerUniqueNotTriggered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.startScheduler("digest", flow.WithUnique("digest", time.Hour, flow.KeepExisting))
+	f.enqueue(work{Order: "first"}) // registers the queue; no worker runs the trigger's job
+	c := client()
+	trigger := func() (string, string) {
+		form := url.Values{"schedule": {"digest"}}
+		code, body := f.get(c, "/confirm/trigger?"+form.Encode())
+		if code != http.StatusOK {
+			t.Fatalf("confirm: %d\n%s", code, body)
+		}
+		_, rest, _ := strings.Cut(body, `name="once" value="`)
+		once, _, _ := strings.Cut(rest, `"`)
+		form.Set("once", once)
+		form.Set("csrf", csrfOf(body))
+		code, loc, body := f.post(c, "/act/trigger", form)
+		if code != http.StatusSeeOther {
+			t.Fatalf("trigger: %d\n%s", code, body)
+		}
+		_, page := f.get(c, strings.TrimPrefix(loc, testPrefix))
+		return loc, page
+	}
+	loc1, page1 := trigger()
+	if !strings.Contains(page1, "triggered digest: ") {
+		t.Fatalf("the first trigger does not say it triggered:\n%s", page1)
+	}
+	loc2, page2 := trigger()
+	if loc2 != loc1 || !strings.Contains(page2, "not triggered digest") {
+		t.Fatalf("a trigger that met the job holding the key: to %s (the holder is at %s), saying:\n%s", loc2, loc1, page2)
 	}
 }

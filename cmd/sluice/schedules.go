@@ -103,6 +103,10 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 		if err != nil {
 			return c.about("schedule", args[0], err)
 		}
+		if e.Duplicate {
+			// a unique schedule whose key a job holds: nothing was added
+			return fmt.Errorf("schedule %s not triggered: job %s holds its unique key (it has not finished yet)", args[0], e.ID)
+		}
 		if c.json {
 			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "job": e.ID})
 		}
