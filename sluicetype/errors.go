@@ -31,6 +31,10 @@ var (
 	ErrDuplicateStep = errors.New("sluice: step name used twice in one attempt")
 	// ErrNoDeadEffect: no dead-lettered effect has this ID.
 	ErrNoDeadEffect = errors.New("sluice: dead effect not found")
+	// ErrNoEffectToRelay: a dead-lettered entry that holds no effect (a
+	// parent's notification, or an entry that could not be read) cannot
+	// be sent back to the outbox; it is listed, and left as it is.
+	ErrNoEffectToRelay = errors.New("sluice: the dead-lettered entry holds no effect to relay")
 	// ErrScheduleNotFound: no scheduler has run a schedule of this name
 	// in the namespace.
 	ErrScheduleNotFound = errors.New("sluice: schedule not found")

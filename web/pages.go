@@ -27,7 +27,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
-	case errors.Is(err, admin.ErrWrongState):
+	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay):
 		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError

@@ -15,6 +15,10 @@ import (
 // ErrNoDeadEffect: no dead-lettered effect has this ID.
 var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
+// ErrNoEffectToRelay: a dead-lettered entry DeadEffects lists holds no
+// effect to send back (a parent's notification, or an unreadable entry).
+var ErrNoEffectToRelay = sluicetype.ErrNoEffectToRelay
+
 // DeadEffects lists up to limit (1 to MaxListLimit; 0: 100) dead-lettered
 // effects of queue, partition by partition, oldest first in each. One
 // that names its job is also in that job's Errors (class "effect_dead").
@@ -52,9 +56,10 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 // the IDs DeadEffects gives. The relay applies each once at most (its
 // dedup marker stands); one that still cannot apply is dead-lettered
 // again. The error joins one error per ID that failed: ErrInvalid for a
-// malformed ID, ErrNoDeadEffect for one that is not there, and the call's
-// error for each ID of a partition whose call failed (the other
-// partitions are still sent theirs).
+// malformed ID, ErrNoDeadEffect for one that is not there,
+// ErrNoEffectToRelay for one that holds no effect, and the call's error
+// for each ID of a partition whose call failed (the other partitions are
+// still sent theirs).
 func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	if len(ids) > MaxRedriveIDs {
 		return fmt.Errorf("%w: %d dead effects, at most %d", ErrTooMany, len(ids), MaxRedriveIDs)
@@ -85,8 +90,11 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 			continue
 		}
 		for i, e := range res {
-			if e != nil {
+			switch {
+			case errors.Is(e, ErrNoDeadEffect):
 				errs = append(errs, fmt.Errorf("%w: %s", ErrNoDeadEffect, names[p][i]))
+			case e != nil:
+				errs = append(errs, fmt.Errorf("dead effect %s: %w", names[p][i], e))
 			}
 		}
 	}

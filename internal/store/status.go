@@ -221,7 +221,7 @@ func reviveStatus(id, status string) error {
 	case statusOK:
 		return nil
 	case statusEmpty:
-		return fmt.Errorf("%w: %s holds no effect to relay (a notification, or an unreadable entry)", ErrNoDeadEffect, id)
+		return fmt.Errorf("%w (a parent's notification, or an unreadable entry)", sluicetype.ErrNoEffectToRelay)
 	}
 	return fmt.Errorf("%w: %s", ErrNoDeadEffect, id) // statusMissing
 }
