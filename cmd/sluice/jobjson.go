@@ -17,6 +17,7 @@ type jobJSON struct {
 	CrashAttempt    int          `json:"crash_attempt"`
 	MaxAttempts     int          `json:"max_attempts"`
 	Fence           int64        `json:"fence,omitempty"`
+	LeaseID         string       `json:"lease_id,omitempty"`
 	LeaseHolder     string       `json:"lease_holder,omitempty"`
 	LeaseExpiry     *time.Time   `json:"lease_expiry,omitempty"`
 	Created         *time.Time   `json:"created,omitempty"`
@@ -28,6 +29,10 @@ type jobJSON struct {
 	LastError       string       `json:"last_error,omitempty"`
 	Parent          string       `json:"parent,omitempty"`
 	PreferredWorker string       `json:"preferred_worker,omitempty"`
+	HeldBy          string       `json:"held_by,omitempty"`
+	DeadEffects     int          `json:"dead_effects,omitempty"`
+	WaitingFor      string       `json:"waiting_for,omitempty"`
+	WaitingCount    int          `json:"waiting_count,omitempty"`
 	Redrives        int          `json:"redrives,omitempty"`
 	RedrivenAt      *time.Time   `json:"redriven_at,omitempty"`
 	RedrivenFrom    string       `json:"redriven_from,omitempty"`
@@ -105,6 +110,10 @@ func toJSON(j *flow.JobInfo, full bool) jobJSON {
 		Deadline: ts(j.Deadline), Reason: j.Reason, LastError: j.LastError, Parent: j.Parent, PreferredWorker: j.PreferredWorker,
 		Redrives: j.Redrives, RedrivenAt: ts(j.RedrivenAt), RedrivenFrom: j.RedrivenFrom,
 		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals,
+		HeldBy: j.HeldBy, DeadEffects: j.DeadEffects, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
+	}
+	if j.State == flow.StateRunning {
+		out.LeaseID = j.LeaseID
 	}
 	if j.Timeout > 0 {
 		out.Timeout = j.Timeout.String()
