@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,12 +103,7 @@ docs/operations.md ("Resizing a queue").`,
 			return err
 		}
 		if i := slices.IndexFunc(lays, func(q admin.QueueInfo) bool { return q.Name == queue }); i >= 0 && lays[i].Partitions == n {
-			// nothing to do, paused or not: no restart to ask for
-			if c.json {
-				return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": false})
-			}
-			fmt.Fprintf(c.stdout, "%s has %d partition%s already: nothing changed\n", queue, n, plural(n))
-			return nil
+			return c.resizeToItsCount(ctx, client, queue, n)
 		}
 		if err := client.ResizeQueue(ctx, queue, n); err != nil {
 			return c.about("queue", queue, err)
@@ -170,5 +166,38 @@ func namespaceUsed(ctx context.Context, client *admin.Client) error {
 	if len(qs) == 0 && len(bad) == 0 {
 		return noQueues(client)
 	}
+	return nil
+}
+
+// resizeToItsCount is a resize of queue to the count it has: no restart to
+// ask for, but the partitions of that count a shrink retired and did not
+// record (it failed, or a resume cancelled it) come back, paused
+// (admin.Client.ResizeQueue), and are named.
+func (c *cli) resizeToItsCount(ctx context.Context, client *admin.Client, queue string, n int) error {
+	retired, err := client.RetiredPartitions(ctx, queue)
+	if err != nil {
+		return c.about("queue", queue, err)
+	}
+	if retired == nil {
+		retired = []int{}
+	}
+	if len(retired) > 0 {
+		if err := client.ResizeQueue(ctx, queue, n); err != nil {
+			return c.about("queue", queue, err)
+		}
+	}
+	if c.json {
+		return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": false, "brought_back": retired})
+	}
+	if len(retired) == 0 {
+		fmt.Fprintf(c.stdout, "%s has %d partition%s already: nothing changed\n", queue, n, plural(n))
+		return nil
+	}
+	names := make([]string, len(retired))
+	for i, p := range retired {
+		names[i] = strconv.Itoa(p)
+	}
+	fmt.Fprintf(c.stdout, "%s has %d partition%s already; brought back partition%s %s, which a shrink had retired, paused: sluice queues resume %s\n",
+		queue, n, plural(n), plural(len(retired)), strings.Join(names, ", "), queue)
 	return nil
 }

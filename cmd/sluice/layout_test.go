@@ -97,3 +97,38 @@ func TestLayoutGolden(t *testing.T) {
 		t.Errorf("after the resize Redis records %+v (%v)", lay, err)
 	}
 }
+
+// TestResizeToItsCountBringsBackRetired: `queues resize Q N` with the
+// count Q has is how an operator brings back the partitions a shrink
+// retired and did not record (it failed midway, or a resume cancelled
+// it). It said "nothing changed" and did nothing before, leaving them
+// taking no job; it now brings them back, paused, and names them.
+func TestResizeToItsCountBringsBackRetired(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	if _, _, err := f.st.RegisterLayout(f.ctx, "big", 4); err != nil {
+		t.Fatal(err)
+	}
+	f.must("queues", "pause", "big")
+	if out := f.must("queues", "resize", "big", "4"); out != "big has 4 partitions already: nothing changed\n" {
+		t.Errorf("with none retired: %q", out)
+	}
+	for _, i := range []int{2, 3} { // a shrink to 2 that retired these, then failed
+		testkit.Must(t, f.st.Retire(f.ctx, f.st.Partition("big", i)))
+	}
+	out := f.must("queues", "resize", "big", "4")
+	if !strings.Contains(out, "brought back partitions 2, 3") || !strings.Contains(out, "sluice queues resume big") {
+		t.Errorf("with partitions 2 and 3 retired: %q", out)
+	}
+	retired, err := admin.New(f.c).RetiredPartitions(f.ctx, "big")
+	if err != nil || len(retired) != 0 {
+		t.Errorf("after the resize, retired partitions %v (%v), want none", retired, err)
+	}
+	if out := f.must("--json", "queues", "resize", "big", "4"); !strings.Contains(out, `"brought_back": []`) {
+		t.Errorf("--json, none retired any more: %s", out)
+	}
+	f.must("queues", "resume", "big")
+	if n, err := admin.New(f.c).QueueStats(f.ctx, "big", admin.MaxStatsWindow); err != nil || n.Paused != 0 {
+		t.Errorf("after resume: %+v %v, want no partition paused", n, err)
+	}
+}

@@ -289,6 +289,31 @@ func (c *Client) takeBack(ctx context.Context, parts []keys.Partition) error {
 	return errors.Join(errs...)
 }
 
+// RetiredPartitions lists the partitions of queue's current layout that a
+// shrink retired and did not record (its caller saw an error, or a resume
+// cancelled it): they take no job, and ResizeQueue to the current count
+// brings them back, paused. Empty when there are none.
+func (c *Client) RetiredPartitions(ctx context.Context, queue string) ([]int, error) {
+	if !runtime.ValidQueue(queue) {
+		return nil, fmt.Errorf("%w: queue %q", flow.ErrInvalid, queue)
+	}
+	lay, err := c.b.Store.ReadLayout(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	retired, err := c.b.Store.RetiredFlags(ctx, lay.Parts(c.b.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	var out []int
+	for i, r := range retired {
+		if r {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
 // takeBackRetired brings back, paused, the partitions of layout lay that a
 // shrink retired and did not record (its outcome unknown to its caller,
 // or cancelled). Called with the queue's resize lock held, so no shrink
