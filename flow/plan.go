@@ -227,7 +227,10 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 			}
 		}
 	}
-	payload, err := mpack.Marshal(it.Args)
+	// canonical: equal arguments are equal bytes, which an idempotent ID's
+	// repeat, a unique key of the arguments, placement and a quarantine
+	// hold's fingerprint compare or hash (maps encode in random order)
+	payload, err := mpack.Canonical(it.Args)
 	if err != nil {
 		return drafted{}, fmt.Errorf("%w: encoding %s arguments: %v", ErrInvalid, kind, err)
 	}
