@@ -63,7 +63,9 @@ type OnDuplicate string
 const (
 	// KeepExisting leaves the existing job as it is (the default).
 	KeepExisting OnDuplicate = ""
-	// ReplaceArgs gives the existing job the new job's arguments.
+	// ReplaceArgs gives the existing job the new job's arguments, and with
+	// them its WithQuarantineHold (or none): held copies are matched by
+	// the arguments the job runs.
 	ReplaceArgs OnDuplicate = "replace"
 	// Debounce moves the existing job's run time to the new job's (its
 	// WithDelay or WithRunAt): each duplicate pushes it back.

@@ -46,8 +46,11 @@ end
 -- ready list or its concurrency key's or rate class's wait list
 -- (lib_limits.lua unlist), and, when its key let it go already, passes
 -- the key's turn on to the next waiter (cc_release with a pass), which
--- would otherwise wait for the holder's new run time.
-local function on_duplicate(holder, policy, payload, due, kind)
+-- would otherwise wait for the holder's new run time. A replace gives the
+-- holder the duplicate's quarantine-hold fingerprint (fingerprint; ''
+-- none) with its arguments: once quarantined, it holds copies of the
+-- arguments it ran, not of those it no longer has.
+local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
   if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
   local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps)
@@ -63,6 +66,11 @@ local function on_duplicate(holder, policy, payload, due, kind)
     redis.call('DEL', body_key(holder))
     local f = {}
     put_payload(f, holder, payload)
+    if fingerprint ~= '' then
+      f[#f + 1], f[#f + 2] = F.hold_fingerprint, fingerprint
+    else
+      redis.call('HDEL', jk, F.hold_fingerprint)
+    end
     redis.call('HSET', jk, unpack(f))
   elseif policy == 'debounce' and due > NOW then
     call_aside('ZREM', K_SCHED, nil, holder)
