@@ -75,7 +75,9 @@ const (
 // WithUnique makes the job unique by key: while a job holds the key —
 // until it finishes when ttl is 0, else for ttl from its enqueue — another
 // enqueue with the key adds nothing and returns the holder's ID with
-// Enqueued.Duplicate and Enqueued.Unique set.
+// Enqueued.Duplicate and Enqueued.Unique set. With a ttl, that ID may name
+// a job that finished and is gone (DiscardCompleted, or retention shorter
+// than the ttl): the key is held all the same.
 //
 // A unique key is held within a queue partition, so on a partitioned queue
 // the key places the job, by a stable hash, ahead of a WithID ID: jobs

@@ -19,12 +19,17 @@ local CONCURRENCY = { F.concurrency_key, F.concurrency_limit }
 local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
 
 -- unique_holder returns the ID of the job holding unique key uk, if one
--- does (a key left by a deleted job is free), and whether the key holds
--- no string (corrupt data: the job is refused, nothing written).
+-- does, and whether the key holds no string (corrupt data: the job is
+-- refused, nothing written). A key with a TTL is held for its TTL, by a
+-- job that finished and was deleted since too (completed jobs discarded,
+-- or swept by retention before the TTL ran out); one without is free once
+-- its job is gone.
 local function unique_holder(uk)
   local holder = redis.pcall('GET', unique_key(uk))
   if type(holder) == 'table' then return nil, true end
-  if holder and redis.call('EXISTS', job_key(holder)) == 1 then return holder end
+  if holder and (redis.call('EXISTS', job_key(holder)) == 1 or redis.call('PTTL', unique_key(uk)) > 0) then
+    return holder
+  end
   return nil
 end
 
