@@ -165,9 +165,24 @@ local NO_STEPS = {}
 -- live entry, perhaps further on in this claim, must still be taken.
 local seen = {}
 
+-- passes: per concurrency key (ck) of an available job this claim
+-- archived or set waiting on its rate class, the highest limit among them
+-- and how many: each may be a waiter a freed slot let go, whose turn no
+-- other waiter takes until that slot is freed again. Once the pops are
+-- done, a next waiter goes for each of them when the key has room
+-- (lib_limits.lua cc_release). Not at once: a waiter this claim set
+-- waiting would meet its entry again in this claim, where it would be
+-- dropped as a repeat.
+local passes = {}
+local function pass_on(ck, limit)
+  if not ck then return end
+  local ps = passes[ck] or { 0, 0 }
+  passes[ck] = { math.max(ps[1], tonumber(limit) or 1), ps[2] + 1 }
+end
 -- rate_limited takes a token from the job's rate class, or parks the job
--- until there is one and reports true.
-local function rate_limited(class, id)
+-- until there is one and reports true; its concurrency key ck (limit)
+-- then passes its turn on.
+local function rate_limited(class, id, ck, limit)
   local b = bucket(class)
   if not b then return false end
   if b.tokens >= 1 then
@@ -175,19 +190,23 @@ local function rate_limited(class, id)
     return false
   end
   rate_wait(class, b, id)
+  pass_on(ck, limit)
   return true
 end
--- passes: the concurrency keys of available jobs this claim archived, each
--- with the highest limit among them: once the pops are done, each key's
--- next waiter goes when the key has room (lib_limits.lua cc_release). Not at
--- once: a waiter this claim set waiting would meet its entry again in
--- this claim, where it would be dropped as a repeat.
-local passes = {}
+-- key_wait sets the job waiting on its concurrency key ck. A job of a rate
+-- class that a token let go leaves that token unspent: the class's
+-- waiters are looked at again now, not at the wake time set as if it
+-- would spend it.
+local function key_wait(ck, id, class)
+  cc_wait(ck, id)
+  local b = class and bucket(class)
+  if b and b.tokens >= 1 then RWAKE[class] = NOW end
+end
 local function park(jk, id, reason, ck, limit)
   finish(jk, id, 'available', 'archived', reason)
   archived[#archived + 1] = id
   archived[#archived + 1] = reason
-  if ck then passes[ck] = math.max(passes[ck] or 0, tonumber(limit) or 1) end
+  pass_on(ck, limit)
 end
 
 for _, id in ipairs(unpinned) do
@@ -291,9 +310,9 @@ local function take(ak, pinned_to, prio)
             call_aside('ZADD', PIN_DEADLINES, nil, 'XX', NOW + (count_of(h[F.sticky_delay]) or 0), id)
           end
         elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
-          cc_wait(ck, id) -- its key is at its limit
+          key_wait(ck, id, h[frk]) -- its key is at its limit
           if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)
-        elseif h[frk] and rate_limited(h[frk], id) then
+        elseif h[frk] and rate_limited(h[frk], id, ck, h[fcn]) then
           -- parked on its rate class (rate_limited did it)
           if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end
         else
@@ -340,8 +359,10 @@ for i = #held, 1, -1 do
   if held[i][3] then mark_priority(held[i][3]) end
 end
 local passed = false
-for ck, limit in pairs(passes) do
-  if cc_release(ck, limit) then passed = true end
+for ck, ps in pairs(passes) do
+  for _ = 1, ps[2] do
+    if cc_release(ck, ps[1]) then passed = true end
+  end
 end
 
 flush()

@@ -243,7 +243,7 @@ local function flush()
   put_counts(CC_WAITING, WAIT_DIRTY, WAIT)
   for class, b in pairs(BUCKETS) do
     local bk = rate_key(class)
-    redis.call('HSET', bk, 't', b.tokens, 'u', NOW, 'n', b.n, 'p', b.per, 'b', b.burst)
+    redis.call('HSET', bk, 't', b.tokens, 'u', b.u, 'n', b.n, 'p', b.per, 'b', b.burst)
     redis.call('PEXPIRE', bk, rate_keep(b.n, b.per, b.burst))
   end
   for class, at in pairs(RWAKE) do

@@ -166,7 +166,9 @@ local function cc_release(key, pass)
     CC[key] = cc_running(key) - 1
   end
   local woke = false
-  while cc_waiting(key) > 0 do
+  -- the list, not the count, says whether a waiter is left: a count set
+  -- aside (corrupt data) reads 0, and must not strand the list's jobs
+  while true do
     local id = redis.pcall('LPOP', ccwait_key(key))
     WAIT_DIRTY[key] = true
     if type(id) == 'table' then
@@ -179,7 +181,7 @@ local function cc_release(key, pass)
       WAIT[key] = 0
       return woke
     end
-    WAIT[key] = WAIT[key] - 1
+    WAIT[key] = math.max(cc_waiting(key) - 1, 0)
     local n, shared = requeue_front({ id })
     if n > 0 then woke = true end
     if shared > 0 then return true end
@@ -213,7 +215,12 @@ local function bucket(class, n, per, burst)
   -- none stored, or corrupt (tokens below 0, either not finite): full
   if not (tokens and u and tokens >= 0 and tokens < huge and math.abs(u) < huge) then tokens, u = burst, NOW end
   tokens = math.min(burst, tokens + math.max(NOW - u, 0) * n / per)
-  b = { tokens = tokens, n = n, per = per, burst = burst }
+  -- the refill time never moves back: a store clock that stepped back
+  -- (a failover, an NTP step) would refill the same interval twice; one
+  -- ahead stays, up to a full bucket's refill (a corrupt one would
+  -- freeze the class)
+  u = math.min(math.max(u, NOW), NOW + burst * per / n)
+  b = { tokens = tokens, n = n, per = per, burst = burst, u = u }
   BUCKETS[class] = b
   return b
 end
@@ -225,6 +232,13 @@ local function rate_define(class, n, per, burst)
   if DEFINED[class] then return end
   DEFINED[class] = true
   local bk = rate_key(class)
+  -- a changed rate: the class's waiters are looked at again now, not at
+  -- the wake time the old rate set
+  local old = redis.pcall('HMGET', bk, 'n', 'p', 'b')
+  if not old.err and (tonumber(old[1]) ~= tonumber(n) or tonumber(old[2]) ~= tonumber(per)
+      or tonumber(old[3]) ~= tonumber(burst)) and redis.call('EXISTS', ratewait_key(class)) == 1 then
+    RWAKE[class] = NOW
+  end
   redis.call('HSET', bk, 'n', n, 'p', per, 'b', burst)
   redis.call('PEXPIRE', bk, rate_keep(tonumber(n), tonumber(per), tonumber(burst)))
 end
