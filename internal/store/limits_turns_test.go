@@ -38,14 +38,9 @@ func TestConcurrencyTwoWokenWaitersArchivedInOneClaim(t *testing.T) {
 			if len(res.Parked) != 2 {
 				t.Fatalf("claim parked %v, want w1 w2", res.Parked)
 			}
-			got := map[string]bool{}
+			got := claimRounds(f, 0)
 			for _, j := range res.Jobs {
 				got[j.Local] = true
-			}
-			for round := 0; round < 3; round++ {
-				for _, j := range f.claim(10, "w").Jobs {
-					got[j.Local] = true
-				}
 			}
 			if !got["w3"] || !got["w4"] {
 				n, _ := f.rdb.HGet(f.ctx, f.p.Concurrency(), "k").Int()
@@ -56,12 +51,11 @@ func TestConcurrencyTwoWokenWaitersArchivedInOneClaim(t *testing.T) {
 }
 
 // TestRateClassClockStepBack: store time that steps back (a failover to a
-// replica whose clock is behind, an NTP step) must not mint tokens. The
-// bucket already ignores a negative refill (lib_limits.lua bucket), but a
-// claim made while the clock is behind writes the bucket's refill time
-// back to that earlier time, so when the clock is back where it was the
-// same interval is refilled a second time: two jobs start at one instant
-// of a class that allows one per 10 s.
+// replica whose clock is behind, an NTP step) mints no token: a claim made
+// while the clock is behind leaves the bucket's refill time where it was.
+// Before, it wrote that earlier time, and once the clock was back the
+// same interval was refilled a second time: two jobs started at one
+// instant of a class that allows one per 10 s.
 func TestRateClassClockStepBack(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -98,8 +92,7 @@ func TestConcurrencyTurnLostToRateWait(t *testing.T) {
 			f := newFixture(t, b)
 			rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
 			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
-			both := lim
-			both.RateClass, both.RateJobs, both.RatePer, both.RateBurst = rl.RateClass, rl.RateJobs, rl.RatePer, rl.RateBurst
+			both := withRate(lim, rl)
 			f.enqueue(store.NewJob{Local: "r0", Limits: rl}, store.NewJob{Local: "a", Limits: lim},
 				store.NewJob{Local: "w1", Limits: both}, store.NewJob{Local: "w2", Limits: lim})
 			first := f.claim(10, "w") // r0 spends the class's token, a takes k's slot, w1 and w2 wait on k
@@ -111,13 +104,7 @@ func TestConcurrencyTurnLostToRateWait(t *testing.T) {
 					f.ack(j, store.Ack{Code: store.CodeOK}) // w1 goes
 				}
 			}
-			got := map[string]bool{}
-			for round := 0; round < 3; round++ {
-				for _, j := range f.claim(10, "w").Jobs {
-					got[j.Local] = true
-				}
-				f.clk.Advance(time.Second)
-			}
+			got := claimRounds(f, time.Second)
 			if !got["w2"] {
 				n, _ := f.rdb.HGet(f.ctx, f.p.Concurrency(), "k").Int()
 				w, _ := f.rdb.LRange(f.ctx, f.p.ConcurrencyWait("k"), 0, -1).Result()
@@ -138,8 +125,7 @@ func TestRateTurnLostToConcurrencyWait(t *testing.T) {
 			f := newFixture(t, b)
 			rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
 			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
-			both := lim
-			both.RateClass, both.RateJobs, both.RatePer, both.RateBurst = rl.RateClass, rl.RateJobs, rl.RatePer, rl.RateBurst
+			both := withRate(lim, rl)
 			f.enqueue(store.NewJob{Local: "r0", Limits: rl}, store.NewJob{Local: "w1", Limits: both},
 				store.NewJob{Local: "a", Limits: lim}, store.NewJob{Local: "w2", Limits: rl})
 			// r0 spends the token; w1 (k free) and w2 wait on the class; a takes k
@@ -147,13 +133,7 @@ func TestRateTurnLostToConcurrencyWait(t *testing.T) {
 				t.Fatalf("first claim %v, want r0 a", l)
 			}
 			f.clk.Advance(time.Hour) // a token: w1 goes, and waits on k (a runs)
-			got := map[string]bool{}
-			for round := 0; round < 3; round++ {
-				for _, j := range f.claim(10, "w").Jobs {
-					got[j.Local] = true
-				}
-				f.clk.Advance(time.Second)
-			}
+			got := claimRounds(f, time.Second)
 			if !got["w2"] {
 				t.Fatalf("claimed %v in the 3 s after a token came; w2 waits on the class for the next token, an hour on, with this one unspent", got)
 			}
@@ -163,9 +143,9 @@ func TestRateTurnLostToConcurrencyWait(t *testing.T) {
 
 // TestRateClassRaisedStrandsWaiters: a class's rate is the latest
 // enqueue's (lib_limits.lua rate_define). Raised from 1 per hour to 100
-// per second, the class lets a new job start at once, ahead of the job
-// that waited on it, which stays parked until the wake-up computed under
-// the old rate, an hour on.
+// per second, the class lets the job that waited on it go too. Before, a
+// new job started at once, ahead of the waiter, which stayed parked until
+// the wake-up computed under the old rate, an hour on.
 func TestRateClassRaisedStrandsWaiters(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -179,13 +159,7 @@ func TestRateClassRaisedStrandsWaiters(t *testing.T) {
 			}
 			f.clk.Advance(time.Second)
 			f.enqueue(store.NewJob{Local: "n", Limits: fast}) // the class's rate raised
-			got := map[string]bool{}
-			for round := 0; round < 3; round++ {
-				for _, j := range f.claim(10, "w").Jobs {
-					got[j.Local] = true
-				}
-				f.clk.Advance(time.Second)
-			}
+			got := claimRounds(f, time.Second)
 			if !got["w1"] {
 				t.Fatalf("claimed %v at 100 jobs/s; w1, which waited first, stays parked for the old rate's next token", got)
 			}
@@ -195,9 +169,9 @@ func TestRateClassRaisedStrandsWaiters(t *testing.T) {
 
 // TestConcurrencyWaiterCountCorrupt: the waiter counts (cwn) are derived
 // data; when the hash holds another type, a call sets it aside and counts
-// every key's waiters as none, while the wait lists themselves are intact:
-// a freed slot then lets no waiter go, and w waits, available on no ready
-// list, for ever.
+// every key's waiters as none, while the wait lists themselves are intact.
+// A freed slot still lets the list's waiter go. Before, it let none go,
+// and w waited, available on no ready list, for ever.
 func TestConcurrencyWaiterCountCorrupt(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -211,17 +185,30 @@ func TestConcurrencyWaiterCountCorrupt(t *testing.T) {
 			}
 			f.damage(f.p.ConcurrencyWaiting(), "garbage")
 			f.ack(first.Jobs[0], store.Ack{Code: store.CodeOK})
-			got := map[string]bool{}
-			for round := 0; round < 3; round++ {
-				for _, j := range f.claim(10, "w").Jobs {
-					got[j.Local] = true
-				}
-				f.clk.Advance(time.Minute)
-			}
+			got := claimRounds(f, time.Minute)
 			if !got["w"] {
 				l := f.rdb.LRange(f.ctx, f.p.ConcurrencyWait("k"), 0, -1).Val()
 				t.Fatalf("claimed %v; w stays on k's wait list %v with k free", got, l)
 			}
 		})
 	}
+}
+
+// claimRounds claims three times, advancing the clock by step after each,
+// and returns the jobs leased.
+func claimRounds(f *fixture, step time.Duration) map[string]bool {
+	got := map[string]bool{}
+	for range 3 {
+		for _, j := range f.claim(10, "w").Jobs {
+			got[j.Local] = true
+		}
+		f.clk.Advance(step)
+	}
+	return got
+}
+
+// withRate is lim with rl's rate class.
+func withRate(lim, rl store.Limits) store.Limits {
+	lim.RateClass, lim.RateJobs, lim.RatePer, lim.RateBurst = rl.RateClass, rl.RateJobs, rl.RatePer, rl.RateBurst
+	return lim
 }
