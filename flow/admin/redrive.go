@@ -35,9 +35,11 @@ type RedriveReport struct {
 // and JobInfo.Redrives counts the redrives. At most MaxRedriveIDs IDs
 // (else ErrTooMany); one round trip per partition. The error is also set
 // when a partition's call failed: it joins those calls' errors, and the
-// report is complete all the same (their jobs are in Failed). A job's unique key, if
-// it had one, is not taken again, and a spawned job's parent, told of its
-// failure when it was archived, is not told again.
+// report is complete all the same (their jobs are in Failed). A job's
+// unique key, if it had one, is held by it again until it finishes,
+// unless another job holds it by then (that job keeps it); a spawned
+// job's parent, told of its failure when it was archived, is not told
+// again.
 func (c *Client) Redrive(ctx context.Context, ids ...string) (RedriveReport, error) {
 	return c.redriveIDs(ctx, store.ActionRedrive, ids)
 }
