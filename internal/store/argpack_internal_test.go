@@ -26,3 +26,25 @@ func TestCallCut(t *testing.T) {
 		}
 	}
 }
+
+// TestNewJobSizeCountsEveryString: a job's size, by which a batch is cut
+// into calls, counts each string the call sends, keys and names too:
+// a megabyte in any of them is a megabyte of the call.
+func TestNewJobSizeCountsEveryString(t *testing.T) {
+	base := (&NewJob{Local: "a", Kind: "k"}).size()
+	big := string(make([]byte, 1<<20))
+	for name, j := range map[string]NewJob{
+		"unique key":      {Unique: Unique{Key: big}},
+		"concurrency key": {Limits: Limits{ConcurrencyKey: big}},
+		"rate class":      {Limits: Limits{RateClass: big}},
+		"sticky worker":   {Sticky: Sticky{Worker: big}},
+		"parent step":     {Parent: &ParentRef{Step: big}},
+		"hold":            {Hold: big},
+		"payload":         {Payload: []byte(big)},
+	} {
+		j.Local, j.Kind = "a", "k"
+		if got := j.size(); got < base+1<<20 {
+			t.Errorf("%s of a megabyte: size %d, want at least %d", name, got, base+1<<20)
+		}
+	}
+}

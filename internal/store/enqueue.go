@@ -246,9 +246,17 @@ func (s *Store) retryTaken(ctx context.Context, p keys.Partition, jobs []NewJob,
 	return fmt.Errorf("sluice: no free job ID after %d tries", maxIDRetries)
 }
 
-// size is about how many bytes j's fields take in an enqueue call.
+// size is about how many bytes j's fields take in an enqueue call: every
+// string it sends counts, keys and names included (a caller's keys have
+// no length limit, and a batch of long ones would pass maxCallBytes
+// uncounted).
 func (j *NewJob) size() int {
-	return len(j.Local) + len(j.Kind) + len(j.Payload) + len(j.Headers) + len(j.Hold) + 128
+	n := len(j.Local) + len(j.Kind) + len(j.Payload) + len(j.Headers) + len(j.Hold) + 128
+	n += len(j.Unique.Key) + len(j.Limits.ConcurrencyKey) + len(j.Limits.RateClass) + len(j.Sticky.Worker)
+	if j.Parent != nil {
+		n += len(j.Parent.Ref.Queue) + len(j.Parent.Ref.Local) + len(j.Parent.Step) + 8 // the index, separators
+	}
+	return n
 }
 
 func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([]EnqueueResult, error) {
