@@ -73,7 +73,9 @@ end
 -- A job on no ready list waits on its concurrency key or rate class:
 -- it leaves that wait list, and a key's waiter count, so that the key's
 -- turn or the class's token does not go to an entry whose job is gone
--- (cc_release with a pass hands the key's turn on). It
+-- (cc_release with a pass hands the key's turn on); a job of a rate
+-- class taken off a ready list has its class's waiters looked at again.
+-- It
 -- scans from the tail, where a recent job is (LREM is O(position)).
 -- Every LREM is a pcall: a key that holds no list (corrupt data) holds
 -- no entry to take out, and raising would fail the call after its
@@ -89,7 +91,13 @@ local function unlist(jk, id)
     local m = redis.pcall('LREM', avail_key(priority_of(h[1])), -1, id)
     if type(m) == 'number' then n = n + m end
   end
-  if n > 0 then return end
+  if n > 0 then
+    -- a job of a rate class on a ready list may be a waiter a token let
+    -- go, its class's next wake set as if it would spend it: the class's
+    -- waiters are looked at again now (promote_rated)
+    if h[5] then RWAKE[h[5]] = NOW end
+    return
+  end
   if h[4] then
     local cw = ccwait_key(h[4])
     local gone = redis.pcall('LREM', cw, 0, id)

@@ -141,6 +141,35 @@ func TestRateTurnLostToConcurrencyWait(t *testing.T) {
 	}
 }
 
+// TestRateTurnLostToCancel: a rate waiter a token let go, still on its
+// ready list (the claim that let it go leased a job of higher priority),
+// is cancelled: the token it did not spend goes to the class's next
+// waiter now, not at the class's next wake an hour on.
+func TestRateTurnLostToCancel(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
+			f.enqueue(store.NewJob{Local: "r0", Limits: rl}, store.NewJob{Local: "w1", Limits: rl}, store.NewJob{Local: "w2", Limits: rl})
+			if l := locals(f.claim(10, "w").Jobs); len(l) != 1 || !l["r0"] { // w1 and w2 wait on the class
+				t.Fatalf("first claim %v, want r0", l)
+			}
+			f.clk.Advance(time.Hour)
+			f.enqueue(store.NewJob{Local: "hp", Priority: 5})
+			if l := locals(f.claim(1, "w").Jobs); len(l) != 1 || !l["hp"] { // lets w1 go, leases hp
+				t.Fatalf("second claim %v, want hp", l)
+			}
+			if _, err := f.st.Cancel(f.ctx, f.ref("w1"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			if got := claimRounds(f, time.Second); !got["w2"] {
+				t.Fatalf("claimed %v in the 3 s after w1, let go by a token, was cancelled; w2 waits for the next token, an hour on, with this one unspent", got)
+			}
+		})
+	}
+}
+
 // TestRateClassRaisedStrandsWaiters: a class's rate is the latest
 // enqueue's (lib_limits.lua rate_define). Raised from 1 per hour to 100
 // per second, the class lets the job that waited on it go too. Before, a
