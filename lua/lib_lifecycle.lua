@@ -193,8 +193,14 @@ end
 -- report in PFX .. 'dd' until a worker's death handler has run for it
 -- (deaths.lua 'done'): scored by when a sweep may deliver it, DEATH_GRACE
 -- ms on (the worker that made the death reports it at once, unless it
--- dies first). Mirrored by keys.Partition.Deaths.
+-- dies first). Mirrored by keys.Partition.Deaths. A job with a pending
+-- report is kept at least DEATH_KEEP ms (the grace, a taker's hold of a
+-- minute, runtime deathHold, and as long again as the grace), even where
+-- its retention is shorter: deleting it deletes its report (delete_job),
+-- and a death whose worker died before its handler ran would never be
+-- reported. Mirrored by store.DeathKeep.
 local DEATH_GRACE = 30000
+local DEATH_KEEP = 120000
 
 -- Waiting on a job (flow.Client.Wait): watch.lua marks a job that has not
 -- finished as watched (F.watched, and a member of WATCHING). When it
@@ -242,6 +248,7 @@ local function finish(jk, id, from, state, reason, m)
     redis.call('PUBLISH', DONE_CHANNEL, state .. ' ' .. id)
     if ret < WATCH_KEEP then ret = WATCH_KEEP end
   end
+  if (state == 'archived' or state == 'quarantined') and ret >= 0 and ret < DEATH_KEEP then ret = DEATH_KEEP end
   if ret < 0 then
     delete_job(id, m.plain, state)
     count(from, nil)

@@ -56,7 +56,9 @@ type JobSnapshot struct {
 // the report was dropped): make it idempotent, by Job.ID and Job.Fence.
 // Calls come from a single goroutine per worker, never on the ack path,
 // so a slow handler delays other death reports but no job. A job deleted
-// at once (a negative RetainArchived) keeps no pending report.
+// at once (a negative RetainArchived) keeps no pending report; any other
+// is kept two minutes at least, whatever RetainArchived, so that its
+// report is still there when another worker's sweep may take it.
 type Death struct {
 	Job JobSnapshot
 	// State is "archived" or "quarantined".

@@ -87,7 +87,9 @@ type Options struct {
 	IdlePoll time.Duration
 	// RetainCompleted, RetainArchived (archived and quarantined jobs) and
 	// RetainCancelled say how long finished jobs are kept before they are
-	// deleted with all their keys. Defaults DefaultRetainCompleted,
+	// deleted with all their keys. An archived or quarantined job is kept
+	// two minutes at least (unless RetainArchived is negative), so that
+	// its pending death report outlives its delivery's grace. Defaults DefaultRetainCompleted,
 	// DefaultRetainArchived, DefaultRetainCancelled. A worker records them
 	// in Redis as its queues' retention when it starts (the worker that
 	// started last, on Redis's clock, wins, even over one whose write

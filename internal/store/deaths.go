@@ -9,6 +9,13 @@ import (
 	"github.com/sluicehq/sluice/lua"
 )
 
+// DeathKeep is how long an archived or quarantined job is kept at least,
+// whatever its retention (unless negative: deleted at once, with no
+// report), so that its pending death report, which its deletion deletes,
+// outlives the grace before any worker may take it (30 s) and a taker's
+// hold (lua/lib_lifecycle.lua, DEATH_KEEP).
+const DeathKeep = 2 * time.Minute
+
 // TakeDeaths takes up to n of p's pending death reports that are due
 // (lua/deaths.lua): the jobs that reached archived or quarantined and for
 // which no death handler has run, each held for hold so that no other
