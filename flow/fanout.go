@@ -296,7 +296,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		}
 		locals[i] = ref.Local
 	}
-	kids, err := st.Store.Kids(ctx, st.Ref, locals)
+	kids, counted, err := st.Store.Kids(ctx, st.Ref, ch.Step, locals)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,23 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		}
 	}
 	if pending > 0 {
-		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast, Recheck: JoinRecheck}
+		return nil, waiting(ch.Step, pending, counted, policy)
 	}
 	return out, nil
+}
+
+// waiting is the wait of a join for its pending children, of step's
+// children whose finished ones the parent counted as counted. The ack
+// ends the wait once the step's count reaches the wait's Count (ack.lua
+// 'wait', deliver): it counts every child of the step, not only those
+// joined, so Count is what is counted now plus what is pending, and a
+// join of some of a step's children suspends rather than finding its wait
+// over at once, again and again. A child of the step outside the join
+// that finishes meanwhile wakes it early, once: it joins again, and waits
+// again. So does any failure for a FailFast join, which is why one that
+// a failure outside it has counted already waits as CollectAll would (its
+// own children's failure is found when it runs again).
+func waiting(step string, pending int, counted store.StepKids, policy JoinPolicy) *sluicetype.WaitingError {
+	return &sluicetype.WaitingError{Step: step, Count: counted.Done + pending,
+		FailFast: policy == FailFast && counted.Failed == 0, Recheck: JoinRecheck}
 }

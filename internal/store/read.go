@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -94,24 +96,47 @@ type Kid struct {
 	Payload []byte // the result when completed, else the last error
 }
 
-// Kids reads what parent recorded of the children locals, in one round
-// trip in the parent's slot; like Get, it refuses a partition at a newer
-// data model, and a record of another type is ErrMalformed.
-func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]Kid, error) {
+// StepKids is how many children of a step have finished as their parent
+// counted them (lua/lib_lifecycle.lua deliver), every child of the step,
+// not only some a join waits for: a join's wait (ack.lua 'wait') is
+// counted against these.
+type StepKids struct {
+	Done, Failed int
+}
+
+// Kids reads what parent recorded of the children locals, and the counts
+// of step's finished children, in one round trip in the parent's slot;
+// like Get, it refuses a partition at a newer data model, and a record of
+// another type is ErrMalformed.
+func (s *Store) Kids(ctx context.Context, parent keys.Ref, step string, locals []string) ([]Kid, StepKids, error) {
 	var (
-		dm  models
-		cmd *redis.SliceCmd
+		dm     models
+		cmd    *redis.SliceCmd
+		counts *redis.SliceCmd
 	)
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		dm.add(ctx, p, parent.Partition)
 		cmd = p.HMGet(ctx, parent.Kids(parent.Local), locals...)
+		counts = p.HMGet(ctx, parent.KidCount(parent.Local), step, step+":f")
 		return nil
 	})
 	if err := dm.err(); err != nil {
-		return nil, err
+		return nil, StepKids{}, err
 	}
-	if err := pipeError(cmds); err != nil {
-		return nil, err
+	// the counts' key of another type (corrupt data) counts none, as
+	// ack.lua reads it; the children's records must be read
+	if err := pipeError(slices.DeleteFunc(cmds, func(c redis.Cmder) bool { return c == counts })); err != nil {
+		return nil, StepKids{}, err
+	}
+	var sk StepKids
+	for i, v := range counts.Val() {
+		n, _ := v.(string)
+		c, _ := strconv.Atoi(n) // absent or corrupt: none counted, as ack.lua reads it
+		if i == 0 {
+			sk.Done = c
+		} else {
+			sk.Failed = c
+		}
 	}
 	vals := cmd.Val()
 	out := make([]Kid, len(locals))
@@ -123,7 +148,7 @@ func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]K
 		state, payload, _ := strings.Cut(str, "\n")
 		out[i] = Kid{Done: true, State: state, Payload: []byte(payload)}
 	}
-	return out, nil
+	return out, sk, nil
 }
 
 // JobFields is what JobsFields read of one job.
