@@ -233,7 +233,14 @@ for _, e in ipairs(entries) do
         state = 'available'
       else
         redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason)
-        schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
+        -- its recheck, or its deadline when that is sooner: a join whose
+        -- children stall is archived at its deadline (deadline_exceeded,
+        -- by the claim that wakes it), as a suspended workflow is
+        -- (lib_waits.lua), not at the recheck after it
+        local due = NOW + delay
+        local dl = tonumber(redis.call('HGET', jk, F.deadline)) -- not a finite number: none, as claim reads it
+        if dl and dl > -math.huge and dl < due then due = dl end
+        schedule_at(jk, id, 'running', 'scheduled', due)
         state = 'scheduled'
       end
     elseif code == 'suspend' then

@@ -66,6 +66,37 @@ func TestSuspendPastDeadline(t *testing.T) {
 	}
 }
 
+// TestJoinWaitPastDeadline: a parent with a deadline that waits for its
+// children (an ack 'wait', rechecked in an hour) wakes at its deadline
+// and is archived (deadline_exceeded) by the claim that finds it. Before,
+// the wait ignored the deadline, and a parent whose children stalled was
+// archived only at its recheck, up to JoinRecheck late.
+func TestJoinWaitPastDeadline(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "p", Deadline: epoch.Add(time.Minute)})
+			r := f.ack(f.claimOne("w1"), store.Ack{Code: store.CodeWait, Message: "kids", Data: []byte("2"), Reason: "a", Delay: time.Hour})
+			if r.State != "scheduled" {
+				t.Fatalf("wait: %+v, want scheduled", r)
+			}
+			if got, _ := f.get("p"); !got.RunAt.Equal(epoch.Add(time.Minute)) {
+				t.Fatalf("waiting until %v, want the deadline %v", got.RunAt, epoch.Add(time.Minute))
+			}
+			f.clk.Advance(time.Minute)
+			if _, err := f.promote(10); err != nil {
+				t.Fatal(err)
+			}
+			if res := f.claim(10, "w1"); len(res.Jobs) != 0 {
+				t.Fatalf("claimed %d jobs past the deadline", len(res.Jobs))
+			}
+			if got, _ := f.get("p"); got.State != "archived" || got.Reason != "deadline_exceeded" {
+				t.Fatalf("past the deadline: %s (%s), want archived (deadline_exceeded)", got.State, got.Reason)
+			}
+		})
+	}
+}
+
 // TestSuspendTimers: a suspended job is scheduled at its earliest timer,
 // holds no lease, keeps each timer's first wake time across suspensions,
 // and comes back at once when a timer is due already.
