@@ -52,8 +52,11 @@ type JobSnapshot struct {
 // still pending 30 s later (that worker died, or its queue was full) is
 // delivered by any worker with OnDeath set, on its maintenance tick, held
 // for a minute so that two do not deliver it at once. So a handler may
-// see a death twice (its worker died after the handler ran but before
-// the report was dropped): make it idempotent, by Job.ID and Job.Fence.
+// see a death twice: its worker died after the handler ran but before
+// the report was dropped; or handlers ran slowly, a death queued at its
+// worker for more than 30 s, or a sweep's reports handled for more than
+// the minute's hold in all, and another worker's sweep took the report
+// too. Make it idempotent, by Job.ID and Job.Fence.
 // Calls come from a single goroutine per worker, never on the ack path,
 // so a slow handler delays other death reports but no job. A job deleted
 // at once (a negative RetainArchived) keeps no pending report; any other
