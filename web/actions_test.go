@@ -152,7 +152,8 @@ func TestReleaseAction(t *testing.T) {
 // TestDeadEffectPageAndRedrive: an effect Redis refused (INCRBY on a key
 // holding a list) is listed on the dead-effects page with its job, write
 // and error; once the key is mended, redriving it through the form
-// applies it and the page lists it no more.
+// applies it and the page lists it no more. A dead entry that holds no
+// effect is refused as such (409; a 500 before).
 func TestDeadEffectPageAndRedrive(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
@@ -188,6 +189,16 @@ func TestDeadEffectPageAndRedrive(t *testing.T) {
 	})
 	if _, body := f.get(c, "/effects"); strings.Contains(body, `data-copy="`+eff.ID+`"`) || !strings.Contains(body, "No dead-lettered effect") {
 		t.Errorf("the effects page still lists %s after its redrive:\n%s", eff.ID, body)
+	}
+
+	// a dead entry that holds no effect (a parent's notification) is
+	// refused as such (409), not as not found
+	dead := keys.Partition{NS: f.env.NS, Queue: testQueue, Index: 0}.DeadOutbox()
+	sid, err := f.env.RDB.XAdd(ctx, &redis.XAddArgs{Stream: dead, Values: []any{"id", "1-1", "o", "1-1", "job", "", "error", "parent notice failed"}}).Result()
+	testkit.Must(t, err)
+	note := testQueue + ":0:" + sid
+	if code, _, body := f.act(c, "redrive-effect", url.Values{"effect": {note}}); code != http.StatusConflict || !strings.Contains(body, "holds no effect to relay") {
+		t.Errorf("redrive of a dead notification: %d\n%s", code, body)
 	}
 }
 
