@@ -116,8 +116,12 @@ func (s *Store) Kids(ctx context.Context, parent keys.Ref, step string, locals [
 	)
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		dm.add(ctx, p, parent.Partition)
-		cmd = p.HMGet(ctx, parent.Kids(parent.Local), locals...)
+		// the counts first: a child delivered between the two reads is
+		// then in neither the count read nor the pending (its join wakes
+		// early, once, and joins again), never in both (its join would
+		// sleep to its recheck, waiting for a child that has finished)
 		counts = p.HMGet(ctx, parent.KidCount(parent.Local), step, step+":f")
+		cmd = p.HMGet(ctx, parent.Kids(parent.Local), locals...)
 		return nil
 	})
 	if err := dm.err(); err != nil {
