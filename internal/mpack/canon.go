@@ -16,12 +16,18 @@ import (
 // msgpack package writes most maps in Go's random iteration order, and a
 // job's payload is compared (an idempotent ID's repeat), hashed (a unique
 // key of its arguments, its placement) and fingerprinted (a quarantine
-// hold) as bytes. A value whose type holds no map, and no interface or
-// custom encoder that could (most arguments), is Marshal's bytes as they
-// are, at no extra cost.
+// hold) as bytes.
+//
+// Only a value that holds a Go map of two entries or more, whose bytes
+// were never stable, is put in that order; and then so are its structs'
+// fields, which msgpack writes as maps too. Any other value is Marshal's
+// bytes as they are, which earlier builds wrote and stored: a type that
+// can hold no map (most arguments) at no extra cost. A type that encodes
+// itself (msgpack.CustomEncoder, Marshaler) is its own: its bytes are
+// taken as they come.
 func Canonical(v any) ([]byte, error) {
 	b, err := Marshal(v)
-	if err != nil || v == nil || !mayHoldMap(reflect.TypeOf(v)) {
+	if err != nil || v == nil || !mayHoldMap(reflect.TypeOf(v)) || !multiMap(reflect.ValueOf(v)) {
 		return b, err
 	}
 	out, rest, err := canon(nil, b)
@@ -44,9 +50,9 @@ var (
 	marshaler     = reflect.TypeFor[msgpack.Marshaler]()
 )
 
-// mayHoldMap reports whether a value of type t can encode a map: it is
+// mayHoldMap reports whether a value of type t can hold a Go map: it is
 // one, or holds one (in a field, an element, behind a pointer), or holds
-// an interface or a type that encodes itself, which may.
+// an interface, which may. A type that encodes itself is not looked into.
 func mayHoldMap(t reflect.Type) bool {
 	if v, ok := mapTypes.Load(t); ok {
 		return v.(bool)
@@ -61,9 +67,8 @@ func holdsMap(t reflect.Type, seen map[reflect.Type]bool) bool {
 		return false // a recursive type: its other parts answer
 	}
 	seen[t] = true
-	if t.Implements(customEncoder) || t.Implements(marshaler) ||
-		reflect.PointerTo(t).Implements(customEncoder) || reflect.PointerTo(t).Implements(marshaler) {
-		return true
+	if encodesItself(t) {
+		return false
 	}
 	switch t.Kind() {
 	case reflect.Map, reflect.Interface:
@@ -73,6 +78,57 @@ func holdsMap(t reflect.Type, seen map[reflect.Type]bool) bool {
 	case reflect.Struct:
 		for i := range t.NumField() {
 			if holdsMap(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// encodesItself reports whether msgpack encodes a value of type t by its
+// own method.
+func encodesItself(t reflect.Type) bool {
+	return t.Implements(customEncoder) || t.Implements(marshaler) ||
+		reflect.PointerTo(t).Implements(customEncoder) || reflect.PointerTo(t).Implements(marshaler)
+}
+
+// multiMap reports whether v holds a Go map of two entries or more, which
+// msgpack writes in no fixed order (outside values that encode
+// themselves).
+func multiMap(v reflect.Value) bool {
+	if !v.IsValid() || encodesItself(v.Type()) {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.Map:
+		if v.Len() >= 2 {
+			return true
+		}
+		for it := v.MapRange(); it.Next(); {
+			if multiMap(it.Key()) || multiMap(it.Value()) {
+				return true
+			}
+		}
+	case reflect.Interface, reflect.Pointer:
+		return !v.IsNil() && multiMap(v.Elem())
+	case reflect.Slice, reflect.Array:
+		if !mayHoldMap(v.Type().Elem()) {
+			return false
+		}
+		for i := range v.Len() {
+			if multiMap(v.Index(i)) {
+				return true
+			}
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			// only what msgpack writes: exported fields (and embedded
+			// ones, whose fields it inlines), not tagged "-"
+			if (!f.IsExported() && !f.Anonymous) || f.Tag.Get("msgpack") == "-" {
+				continue
+			}
+			if mayHoldMap(f.Type) && multiMap(v.Field(i)) {
 				return true
 			}
 		}

@@ -107,6 +107,27 @@ func TestCanonicalPlainIsMarshal(t *testing.T) {
 	if mayHoldMap(reflect.TypeOf(v)) {
 		t.Error("plainArgs may hold a map, says mayHoldMap")
 	}
+	// a value whose maps hold one entry or none, or whose interface holds
+	// no map, had stable bytes before Canonical: they stay those bytes
+	type withMaps struct {
+		Name  string
+		ID    int
+		Meta  map[string]string
+		One   map[int]string
+		Note  any
+		inner map[string]int
+		Skip  map[string]int `msgpack:"-"`
+	}
+	for _, v := range []withMaps{
+		{Name: "a@b", ID: 7, Note: "hi"},
+		{Name: "a@b", Meta: map[string]string{}, One: map[int]string{3: "x"}, Note: []any{1, "two"}},
+		{Name: "a@b", inner: map[string]int{"a": 1, "b": 2}, Skip: map[string]int{"a": 1, "b": 2}},
+	} {
+		want, _ := msgpack.Marshal(v)
+		if got, err := Canonical(v); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%+v: %x %v, want Marshal's %x", v, got, err, want)
+		}
+	}
 	for _, v := range []any{mapArgs{}, map[string]int{}, []any{}, &struct{ M map[int]int }{}} {
 		if !mayHoldMap(reflect.TypeOf(v)) {
 			t.Errorf("%T may hold a map, yet mayHoldMap says no", v)
