@@ -175,10 +175,11 @@ local function cc_release(key, pass)
   end
   local woke = false
   -- the list, not the count, says whether a waiter is left: a count set
-  -- aside (corrupt data) reads 0, and must not strand the list's jobs
+  -- aside (corrupt data) reads 0, and must not strand the list's jobs.
+  -- (One LPOP of an empty list per release of a key with no waiter; the
+  -- count is written only when it changes.)
   while true do
     local id = redis.pcall('LPOP', ccwait_key(key))
-    WAIT_DIRTY[key] = true
     if type(id) == 'table' then
       -- the wait list holds no list (corrupt data): its jobs cannot be
       -- read; set aside, instead of raising after the call's writes
@@ -186,10 +187,14 @@ local function cc_release(key, pass)
       id = false
     end
     if not id then
-      WAIT[key] = 0
+      if cc_waiting(key) ~= 0 then
+        WAIT[key] = 0
+        WAIT_DIRTY[key] = true
+      end
       return woke
     end
     WAIT[key] = math.max(cc_waiting(key) - 1, 0)
+    WAIT_DIRTY[key] = true
     local n, shared = requeue_front({ id })
     if n > 0 then woke = true end
     if shared > 0 then return true end
