@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -123,6 +124,9 @@ func TestResizeToItsCountBringsBackRetired(t *testing.T) {
 	retired, err := admin.New(f.c).RetiredPartitions(f.ctx, "big")
 	if err != nil || len(retired) != 0 {
 		t.Errorf("after the resize, retired partitions %v (%v), want none", retired, err)
+	}
+	if _, err := admin.New(f.c).RetiredPartitions(f.ctx, "nosuchqueue"); !errors.Is(err, admin.ErrQueueNotFound) {
+		t.Errorf("RetiredPartitions of a queue nothing registered: %v, want ErrQueueNotFound", err)
 	}
 	if out := f.must("--json", "queues", "resize", "big", "4"); !strings.Contains(out, `"brought_back": []`) {
 		t.Errorf("--json, none retired any more: %s", out)
