@@ -65,7 +65,9 @@ const (
 	KeepExisting OnDuplicate = ""
 	// ReplaceArgs gives the existing job the new job's arguments, and with
 	// them its WithQuarantineHold (or none): held copies are matched by
-	// the arguments the job runs.
+	// the arguments the job runs. When a job of those arguments is
+	// quarantined already, the existing job is held behind it, as a new
+	// job of them would be.
 	ReplaceArgs OnDuplicate = "replace"
 	// Debounce moves the existing job's run time to the new job's (its
 	// WithDelay or WithRunAt): each duplicate pushes it back.

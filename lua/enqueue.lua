@@ -78,10 +78,6 @@ end
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50
 
--- HOLD_AT: the due time of a held job, never reached (14 digits, which
--- Lua writes as an integer).
-local HOLD_AT = 99999999999999
-
 -- the job fields written per job, looked up once
 local fk, fs, fct = F.kind, F.state, F.created
 -- One EXISTS for all the call's job keys: almost always none exists (IDs
@@ -199,11 +195,8 @@ for i = 1, n do
     else
       local held_by = false
       if o[24] ~= '' then
-        local q = redis.pcall('GET', hold_key(o[24])) -- pcall: corrupt data names no job
-        if type(q) == 'string' and state_of(fields(job_key(q), F.state)[1]) == 'quarantined' then
-          held_by = q
-          due = HOLD_AT
-        end
+        held_by = quarantined_twin(o[24])
+        if held_by then due = HOLD_AT end
       end
       local state = 'available'
       if due > NOW then state = 'scheduled' end

@@ -42,6 +42,18 @@ local function corrupt_limits(class, fingerprint)
     or (fingerprint ~= '' and type(redis.pcall('LLEN', held_key(fingerprint))) ~= 'number')
 end
 
+-- HOLD_AT: the due time of a held job, never reached (14 digits, which
+-- Lua writes as an integer).
+local HOLD_AT = 99999999999999
+
+-- quarantined_twin is the job that holds copies of fingerprint while it is
+-- quarantined (lib_lifecycle.lua free_held), or false.
+local function quarantined_twin(fingerprint)
+  local q = redis.pcall('GET', hold_key(fingerprint)) -- pcall: corrupt data names no job
+  if type(q) == 'string' and state_of(fields(job_key(q), F.state)[1]) == 'quarantined' then return q end
+  return false
+end
+
 -- on_duplicate applies a duplicate's policy to the holder, if it has not
 -- started and is of the duplicate's kind. A holder that ran (a claim
 -- raised its fence: a snoozed job, a suspended workflow, one redriven)
@@ -54,7 +66,11 @@ end
 -- would otherwise wait for the holder's new run time. A replace gives the
 -- holder the duplicate's quarantine-hold fingerprint (fingerprint; ''
 -- none) with its arguments: once quarantined, it holds copies of the
--- arguments it ran, not of those it no longer has.
+-- arguments it ran, not of those it no longer has; and while a twin of
+-- those arguments is quarantined already, the holder is held behind it,
+-- as a job enqueued with them would be (enqueue.lua), leaving its list
+-- and passing its key's turn on as a debounce does. The caller has
+-- checked that the fingerprint's held list is a list (corrupt_limits).
 local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
   if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
@@ -71,12 +87,22 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
     redis.call('DEL', body_key(holder))
     local f = {}
     put_payload(f, holder, payload)
+    local twin = false
     if fingerprint ~= '' then
       f[#f + 1], f[#f + 2] = F.hold_fingerprint, fingerprint
+      twin = quarantined_twin(fingerprint)
+      if twin then f[#f + 1], f[#f + 2] = F.held_by, twin end
     else
       redis.call('HDEL', jk, F.hold_fingerprint)
     end
     redis.call('HSET', jk, unpack(f))
+    if twin then
+      redis.call('RPUSH', held_key(fingerprint), holder)
+      call_aside('ZREM', K_SCHED, nil, holder)
+      if s == 'available' then unlist(jk, holder) end
+      schedule_at(jk, holder, s, 'scheduled', HOLD_AT)
+      if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
+    end
   elseif policy == 'debounce' and due > NOW then
     call_aside('ZREM', K_SCHED, nil, holder)
     if s == 'available' then unlist(jk, holder) end
