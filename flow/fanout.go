@@ -296,17 +296,17 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		}
 		locals[i] = ref.Local
 	}
-	kids, counted, err := st.Store.Kids(ctx, st.Ref, ch.Step, locals)
+	kids, err := st.Store.Kids(ctx, st.Ref, locals)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ChildResult[R], len(kids))
-	pending := 0
+	var pending []string
 	for i, k := range kids {
 		out[i] = ChildResult[R]{Index: i, ID: ch.IDs[i], State: k.State}
 		switch {
 		case !k.Done:
-			pending++
+			pending = append(pending, locals[i])
 		case k.State == StateCompleted:
 			if len(k.Payload) > 0 {
 				if err := msgpack.Unmarshal(k.Payload, &out[i].Result); err != nil {
@@ -320,24 +320,12 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 			}
 		}
 	}
-	if pending > 0 {
-		return nil, waiting(ch.Step, pending, counted, policy)
+	if len(pending) > 0 {
+		// the wait names its children (ack.lua 'wait', deliver): only they
+		// count for it, and under FailFast only their failure wakes it, so
+		// a join of some of a step's children is not woken by the others
+		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
+			FailFast: policy == FailFast, Recheck: JoinRecheck}
 	}
 	return out, nil
-}
-
-// waiting is the wait of a join for its pending children, of step's
-// children whose finished ones the parent counted as counted. The ack
-// ends the wait once the step's count reaches the wait's Count (ack.lua
-// 'wait', deliver): it counts every child of the step, not only those
-// joined, so Count is what is counted now plus what is pending, and a
-// join of some of a step's children suspends rather than finding its wait
-// over at once, again and again. A child of the step outside the join
-// that finishes meanwhile wakes it early, once: it joins again, and waits
-// again. So does any failure for a FailFast join, which is why one that
-// a failure outside it has counted already waits as CollectAll would (its
-// own children's failure is found when it runs again).
-func waiting(step string, pending int, counted store.StepKids, policy JoinPolicy) *sluicetype.WaitingError {
-	return &sluicetype.WaitingError{Step: step, Count: counted.Done + pending,
-		FailFast: policy == FailFast && counted.Failed == 0, Recheck: JoinRecheck}
 }

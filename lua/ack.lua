@@ -29,10 +29,17 @@
 --   release   no counter -> available at the front (shutdown hand-back)
 --   park      -> archived with the given reason (unknown kind, bad payload)
 --   wait      no counter -> scheduled while the children spawned by step
---             (message) finish: data is how many were spawned, reason the
+--             (message) finish: data is the IDs (in the parent's records,
+--             kids_key) of the children joined that had not finished, a
+--             packed list (unpack_args), or for an older caller how many
+--             of the step's children must have finished; reason the
 --             policy ('f' wakes on the first failure, 'a' waits for all);
 --             due again after delay as a safety net. When the wait is
---             already over the job goes straight back to available.
+--             already over (the children named finished since, or one
+--             failed under 'f') the job goes straight back to available.
+--             The children named are marked for the wait (deliver in
+--             lib_lifecycle.lua): a child of the step outside the join
+--             neither counts for it nor wakes it.
 --   suspend   no counter -> scheduled until the first of its timers, or
 --             a signal it waits for, wakes it (lib_waits.lua suspend);
 --             data lists the waits, one per line ('t <name> d|a <ms>', 's
@@ -94,7 +101,9 @@ do
         deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
       }
       if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
-      if e.code == 'suspend' then
+      if e.code == 'wait' and string.byte(e.data, 1) == 221 then
+        e.kids = unpack_args(e.data) -- a packed list (array 32); else a count
+      elseif e.code == 'suspend' then
         e.waits = parse_waits(e.data)
         if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
       end
@@ -225,14 +234,24 @@ for _, e in ipairs(entries) do
       finish(jk, id, 'running', 'archived', reason, m)
       state = 'archived'
     elseif code == 'wait' then
-      local counts = fields(kidcount_key(id), msg, msg .. ':f') -- corrupt: none counted
-      local left = tonumber(data) - (tonumber(counts[1]) or 0)
-      local failed = (tonumber(counts[2]) or 0) > 0
+      local left, failed, token
+      if e.kids then
+        left, failed, token = join_wait(id, e.kids, e.fence)
+      else
+        local counts = fields(kidcount_key(id), msg, msg .. ':f') -- corrupt: none counted
+        left = tonumber(data) - (tonumber(counts[1]) or 0)
+        failed = (tonumber(counts[2]) or 0) > 0
+      end
       if left <= 0 or (failed and reason == 'f') then
         make_available(jk, id, 'running', false)
         state = 'available'
       else
-        redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason)
+        if token then
+          redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason, F.wait_members, token)
+        else
+          redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason)
+          redis.call('HDEL', jk, F.wait_members) -- an earlier wait's
+        end
         -- its recheck, or its deadline when that is sooner: a join whose
         -- children stall is archived at its deadline (deadline_exceeded,
         -- by the claim that wakes it), as a suspended workflow is

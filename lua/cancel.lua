@@ -35,7 +35,7 @@ if s == 'running' then
   if h[2] then redis.call('PUBLISH', ARGV[10], h[2]) end
 elseif s == 'scheduled' or s == 'retryable' then
   call_aside('ZREM', K_SCHED, nil, id)
-  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.held_by) -- held no more
+  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members, F.held_by) -- held no more
 elseif s == 'available' then
   unlist(jk, id)
   if h[3] then cc_release(h[3], h[4] or 1) end -- perhaps the waiter its key let go

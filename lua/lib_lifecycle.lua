@@ -116,14 +116,22 @@ local function holds_steps(jk, lease, fence, lapsed)
 end
 
 -- deliver records that child (of parent, spawned by step) finished, and
--- wakes the parent when it waits for that step and the wait is over.
+-- wakes the parent when it waits for that step and the wait is over. A
+-- join's wait (ack.lua 'wait') names the children it waits for: each is
+-- marked in kidcount_key, field 'w:<token>:<child>', with the wait's
+-- token (F.wait_members), and only a child whose mark its delivery takes
+-- away counts for the wait, or wakes a FailFast one by failing. A later
+-- wait's token is another; the marks of a wait that ended otherwise (its
+-- recheck, a FailFast wake, a cancel) stay with the parent's keys. A wait
+-- with no token (an older release's, or one whose marks could not be
+-- written) counts every child of its step.
 local function deliver(parent, step, child, state, payload)
   local pk = job_key(parent)
   -- every write to the parent's keys is a pcall that fails without
   -- writing: a parent whose data is corrupt is that parent's problem (its
   -- claim or its join's recheck meets it), not its child's, whose call
   -- has written already
-  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy)
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members)
   if corrupt or not h[1] then return end
   local kk = kids_key(parent)
   local ck = kidcount_key(parent)
@@ -149,13 +157,51 @@ local function deliver(parent, step, child, state, payload)
   redis.pcall('HINCRBY', ck, step, 1)
   if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
   if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
+  -- a child the join does not wait for (a counts key of another type: none)
+  if h[4] and redis.pcall('HDEL', ck, 'w:' .. h[4] .. ':' .. child) ~= 1 then return end
   local left = redis.pcall('HINCRBY', pk, F.wait_count, -1)
   if type(left) ~= 'number' then return end
   if left <= 0 or (failed and h[3] == 'f') then
-    redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy)
+    redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members)
     call_aside('ZREM', K_SCHED, nil, parent)
     make_available(pk, parent, 'scheduled', false)
   end
+end
+
+-- join_wait starts the wait of parent id's join for the children kids
+-- (IDs in its records, kids_key): those recorded since the join read them
+-- have finished; the others are marked for the wait (deliver) with token,
+-- the waiting attempt's fence, which no other wait of the parent has.
+-- Returns how many are left, whether one of the joined children failed,
+-- and the token; or no token when the marks could not all be written
+-- (kidcount_key of another type: corrupt data), and the wait then counts
+-- every child of its step, as an older release's does.
+local function join_wait(id, kids, token)
+  local kk, ck = kids_key(id), kidcount_key(id)
+  local left, failed, marks, seen = 0, false, {}, {}
+  for c = 1, #kids, 1000 do -- unpack takes a few thousand at most
+    local last = math.min(c + 999, #kids)
+    local recs = redis.pcall('HMGET', kk, unpack(kids, c, last))
+    if recs.err then recs = {} end -- corrupt: none recorded
+    for k = c, last do
+      local kid, r = kids[k], recs[k - c + 1]
+      if r then
+        if string.sub(r, 1, (string.find(r, '\n', 1, true) or #r + 1) - 1) ~= 'completed' then failed = true end
+      elseif not seen[kid] then
+        seen[kid] = true
+        left = left + 1
+        marks[#marks + 1] = 'w:' .. token .. ':' .. kid
+        marks[#marks + 1] = '1'
+      end
+    end
+  end
+  if left == 0 then return 0, failed end
+  for c = 1, #marks, 1000 do
+    if type(redis.pcall('HSET', ck, unpack(marks, c, math.min(c + 999, #marks)))) ~= 'number' then
+      return left, failed
+    end
+  end
+  return left, failed, token
 end
 
 -- notified counts the notifications notify_parent put in the outbox.
@@ -440,7 +486,7 @@ local function promote(limit)
     if at and not (at > -math.huge and at < math.huge) then at = nil end
     if (s == 'scheduled' or s == 'retryable') and not (at and at > NOW) then
       -- a parent whose join wait timed out stops waiting
-      if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy) end
+      if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members) end
       make_available(jk, id, s, false)
     end
   end

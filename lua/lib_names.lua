@@ -86,6 +86,8 @@ local F = {
   wait_count = 'wc',
   -- 'f' wakes the parent on a child's first failure, 'a' waits for all
   wait_policy = 'wp',
+  -- set when the wait counts only the children it names: its token, in each one's mark in kidcount_key ('w:<token>:<child>')
+  wait_members = 'wm',
   -- while suspended: the fence of the attempt that suspended it, then the signals it waits for
   awaits = 'wa',
   -- how many signals were sent to it (numbers their fields in steps_key)

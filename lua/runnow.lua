@@ -37,7 +37,7 @@ if s == 'scheduled' then
   -- suspension is current when no attempt ran since (lib_waits.lua)
   if h[3] and string.find(h[3], '^%S') and words(h[3])() == (h[2] or '0') then return { STATUS.suspended, s } end
   if h[4] then return { STATUS.held .. h[4], s } end
-  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy)
+  redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members)
 end
 call_aside('ZREM', K_SCHED, nil, id)
 make_available(jk, id, s, false)

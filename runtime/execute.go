@@ -317,6 +317,9 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 		ack.Code, ack.Reason = store.CodePark, c.Park.Reason
 	case c.Kind == outcome.KindWait:
 		ack.Code, ack.Message, ack.Data = store.CodeWait, c.Wait.Step, []byte(strconv.Itoa(c.Wait.Count))
+		if len(c.Wait.Children) > 0 {
+			ack.Data = store.WaitSpec(c.Wait.Children)
+		}
 		ack.Reason, ack.Delay = "a", c.Wait.Recheck
 		if c.Wait.FailFast {
 			ack.Reason = "f"

@@ -33,14 +33,18 @@ type RevokeError struct{ Reason string }
 
 func (e *RevokeError) Error() string { return "revoke: " + e.Reason }
 
-// WaitingError suspends a parent job until the Count children spawned by
-// its step Step have finished (or, with FailFast, one of them failed),
-// without holding a worker or spending an attempt. Recheck is a safety
-// net: the parent runs again after it even if no wake-up came. flow.Join
-// returns it; a handler passes it on.
+// WaitingError suspends a parent job until the children it waits for have
+// finished (or, with FailFast, one of them failed), without holding a
+// worker or spending an attempt. Children names them (their IDs in the
+// parent's partition, as flow.Join finds them) and Count is how many
+// they are; with no Children, the wait is over once Count children
+// spawned by its step Step have finished, whichever they are. Recheck is
+// a safety net: the parent runs again after it even if no wake-up came.
+// flow.Join returns it; a handler passes it on.
 type WaitingError struct {
 	Step     string
 	Count    int
+	Children []string
 	FailFast bool
 	Recheck  time.Duration
 }

@@ -83,6 +83,8 @@ const (
 	FieldWaitCount = "wc"
 	// 'f' wakes the parent on a child's first failure, 'a' waits for all
 	FieldWaitPolicy = "wp"
+	// set when the wait counts only the children it names: its token, in each one's mark in kidcount_key ('w:<token>:<child>')
+	FieldWaitMembers = "wm"
 	// while suspended: the fence of the attempt that suspended it, then the signals it waits for
 	FieldAwaits = "wa"
 	// how many signals were sent to it (numbers their fields in steps_key)

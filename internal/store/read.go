@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -96,51 +94,24 @@ type Kid struct {
 	Payload []byte // the result when completed, else the last error
 }
 
-// StepKids is how many children of a step have finished as their parent
-// counted them (lua/lib_lifecycle.lua deliver), every child of the step,
-// not only some a join waits for: a join's wait (ack.lua 'wait') is
-// counted against these.
-type StepKids struct {
-	Done, Failed int
-}
-
-// Kids reads what parent recorded of the children locals, and the counts
-// of step's finished children, in one round trip in the parent's slot;
-// like Get, it refuses a partition at a newer data model, and a record of
-// another type is ErrMalformed.
-func (s *Store) Kids(ctx context.Context, parent keys.Ref, step string, locals []string) ([]Kid, StepKids, error) {
+// Kids reads what parent recorded of the children locals, in one round
+// trip in the parent's slot; like Get, it refuses a partition at a newer
+// data model, and a record of another type is ErrMalformed.
+func (s *Store) Kids(ctx context.Context, parent keys.Ref, locals []string) ([]Kid, error) {
 	var (
-		dm     models
-		cmd    *redis.SliceCmd
-		counts *redis.SliceCmd
+		dm  models
+		cmd *redis.SliceCmd
 	)
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		dm.add(ctx, p, parent.Partition)
-		// the counts first: a child delivered between the two reads is
-		// then in neither the count read nor the pending (its join wakes
-		// early, once, and joins again), never in both (its join would
-		// sleep to its recheck, waiting for a child that has finished)
-		counts = p.HMGet(ctx, parent.KidCount(parent.Local), step, step+":f")
 		cmd = p.HMGet(ctx, parent.Kids(parent.Local), locals...)
 		return nil
 	})
 	if err := dm.err(); err != nil {
-		return nil, StepKids{}, err
+		return nil, err
 	}
-	// the counts' key of another type (corrupt data) counts none, as
-	// ack.lua reads it; the children's records must be read
-	if err := pipeError(slices.DeleteFunc(cmds, func(c redis.Cmder) bool { return c == counts })); err != nil {
-		return nil, StepKids{}, err
-	}
-	var sk StepKids
-	for i, v := range counts.Val() {
-		n, _ := v.(string)
-		c, _ := strconv.Atoi(n) // absent or corrupt: none counted, as ack.lua reads it
-		if i == 0 {
-			sk.Done = c
-		} else {
-			sk.Failed = c
-		}
+	if err := pipeError(cmds); err != nil {
+		return nil, err
 	}
 	vals := cmd.Val()
 	out := make([]Kid, len(locals))
@@ -152,7 +123,7 @@ func (s *Store) Kids(ctx context.Context, parent keys.Ref, step string, locals [
 		state, payload, _ := strings.Cut(str, "\n")
 		out[i] = Kid{Done: true, State: state, Payload: []byte(payload)}
 	}
-	return out, sk, nil
+	return out, nil
 }
 
 // JobFields is what JobsFields read of one job.

@@ -20,6 +20,17 @@ const MaxWaitName = 100
 // MaxWaitName letters, digits and "_./-", as step names.
 func ValidWaitName(name string) bool { return names.Valid(name, MaxWaitName, "_./-") }
 
+// WaitSpec is the Ack.Data of a CodeWait ack that names the children it
+// waits for (sluicetype.WaitingError.Children): a packed list, which
+// lua/ack.lua tells from a count by its first byte.
+func WaitSpec(children []string) []byte {
+	l := newArgList(16 * len(children))
+	for _, c := range children {
+		l.str(c)
+	}
+	return l.done()
+}
+
 // SuspendSpec is the Ack.Data of a CodeSuspend ack: e's waits, one per
 // line, as lua/lib_waits.lua's parse_waits reads them.
 func SuspendSpec(e *sluicetype.SuspendedError) (string, error) {
