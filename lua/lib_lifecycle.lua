@@ -118,20 +118,21 @@ end
 -- deliver records that child (of parent, spawned by step) finished, and
 -- wakes the parent when it waits for that step and the wait is over. A
 -- join's wait (ack.lua 'wait') names the children it waits for: each is
--- marked in kidcount_key, field 'w:<token>:<child>', with the wait's
--- token (F.wait_members), and only a child whose mark its delivery takes
--- away counts for the wait, or wakes a FailFast one by failing. A later
--- wait's token is another; the marks of a wait that ended otherwise (its
--- recheck, a FailFast wake, a cancel) stay with the parent's keys. A wait
--- with no token (an older release's, or one whose marks could not be
--- written) counts every child of its step.
+-- marked in kidcount_key, field 'w:<child>', with the wait's token
+-- (F.wait_members: the waiting attempt's fence, which only a claim moves),
+-- and only a child marked with it counts for the wait, or wakes a
+-- FailFast one by failing, whatever step spawned it. A mark is
+-- overwritten by the next wait that names its child and deleted with the
+-- parent: a parent has one per child at most. A wait with no token, or
+-- one that is not its fence (an older release ends a wait leaving the
+-- token, and then its own wait counts), counts every child of its step.
 local function deliver(parent, step, child, state, payload)
   local pk = job_key(parent)
   -- every write to the parent's keys is a pcall that fails without
   -- writing: a parent whose data is corrupt is that parent's problem (its
   -- claim or its join's recheck meets it), not its child's, whose call
   -- has written already
-  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members)
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence)
   if corrupt or not h[1] then return end
   local kk = kids_key(parent)
   local ck = kidcount_key(parent)
@@ -156,9 +157,13 @@ local function deliver(parent, step, child, state, payload)
   if redis.pcall('HSET', kk, child, state .. '\n' .. payload) ~= 1 then return end
   redis.pcall('HINCRBY', ck, step, 1)
   if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
-  if state_of(h[1]) ~= 'scheduled' or h[2] ~= step then return end
-  -- a child the join does not wait for (a counts key of another type: none)
-  if h[4] and redis.pcall('HDEL', ck, 'w:' .. h[4] .. ':' .. child) ~= 1 then return end
+  if state_of(h[1]) ~= 'scheduled' then return end
+  if h[4] and h[4] == h[5] then
+    -- a child the join does not wait for (a counts key of another type: none)
+    if redis.pcall('HGET', ck, 'w:' .. child) ~= h[4] then return end
+  elseif h[2] ~= step then
+    return
+  end
   local left = redis.pcall('HINCRBY', pk, F.wait_count, -1)
   if type(left) ~= 'number' then return end
   if left <= 0 or (failed and h[3] == 'f') then
@@ -190,8 +195,8 @@ local function join_wait(id, kids, token)
       elseif not seen[kid] then
         seen[kid] = true
         left = left + 1
-        marks[#marks + 1] = 'w:' .. token .. ':' .. kid
-        marks[#marks + 1] = '1'
+        marks[#marks + 1] = 'w:' .. kid
+        marks[#marks + 1] = token
       end
     end
   end

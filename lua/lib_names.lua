@@ -86,7 +86,7 @@ local F = {
   wait_count = 'wc',
   -- 'f' wakes the parent on a child's first failure, 'a' waits for all
   wait_policy = 'wp',
-  -- set when the wait counts only the children it names: its token, in each one's mark in kidcount_key ('w:<token>:<child>')
+  -- set when the wait counts only the children it names: its token (the waiting attempt's fence), each one's mark in kidcount_key ('w:<child>')
   wait_members = 'wm',
   -- while suspended: the fence of the attempt that suspended it, then the signals it waits for
   awaits = 'wa',

@@ -550,9 +550,8 @@ func checkKidCounts(t *testing.T, rdb redis.UniversalClient, parent keys.Ref, ki
 	if err != nil {
 		t.Fatal(err)
 	}
-	// a join's marks of the children it waited for ('w:<token>:<child>',
-	// lua/lib_lifecycle.lua deliver) are not counters: a wait that ended
-	// by the parent's crash leaves its own
+	// a join's marks of the children it waited for ('w:<child>',
+	// lua/lib_lifecycle.lua deliver) are not counters
 	maps.DeleteFunc(counts, func(k, _ string) bool { return strings.HasPrefix(k, "w:") })
 	if diff := cmp.Diff(map[string]string{"spawn": strconv.Itoa(kids)}, counts); diff != "" {
 		t.Errorf("parent's child counters (-want +got):\n%s", diff)

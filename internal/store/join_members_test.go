@@ -1,18 +1,20 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestJoinWaitCountsItsMembers: a wait that names its children (WaitSpec)
 // is not counted down, nor woken under FailFast, by a child of its step it
 // does not name; a named child that finished between the join's read and
-// the wait is counted at once; each named child's mark goes with its
-// delivery, so none is left once the wait is over.
+// the wait is counted at once; no mark is left but one per child marked.
 func TestJoinWaitCountsItsMembers(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -57,14 +59,137 @@ func TestJoinWaitCountsItsMembers(t *testing.T) {
 			if got, _ := f.get("P"); got.State != "available" {
 				t.Fatalf("after c failed: %s, want available", got.State)
 			}
+			// each child has one mark at most, and the parent's
+			// counters stay as they were
 			counts, err := f.rdb.HGetAll(f.ctx, f.p.KidCount("P")).Result()
 			if err != nil {
 				t.Fatal(err)
 			}
+			want := map[string]string{"s": "4", "s:f": "2", "w:b": "", "w:c": ""}
 			for k := range counts {
-				if strings.HasPrefix(k, "w:") {
-					t.Errorf("mark %s left after its child's delivery (%v)", k, counts)
+				if _, ok := want[k]; !ok {
+					t.Errorf("field %s in kc:P (%v), want %v", k, counts, want)
 				}
+			}
+			if counts["s"] != "4" || counts["s:f"] != "2" {
+				t.Errorf("counters %v, want 4 finished, 2 failed", counts)
+			}
+		})
+	}
+}
+
+// joinParent enqueues parent P, claims it and enqueues n children of it
+// by step, c0, c1 ..., due in a day (pending while the test waits).
+func joinParent(f *fixture, step string, n int) (*store.Job, []string) {
+	f.t.Helper()
+	f.enqueue(store.NewJob{Local: "P"})
+	p := f.claimOne("w")
+	link := &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: step}
+	kids := make([]string, n)
+	for i := range kids {
+		kids[i] = fmt.Sprint("c", i)
+		f.enqueue(store.NewJob{Local: kids[i], Parent: link, Delay: 24 * time.Hour})
+	}
+	return p, kids
+}
+
+// marks counts the join marks in kc:P.
+func (f *fixture) marks() int {
+	f.t.Helper()
+	counts, err := f.rdb.HGetAll(f.ctx, f.p.KidCount("P")).Result()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n := 0
+	for k := range counts {
+		if strings.HasPrefix(k, "w:") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestJoinMarksDoNotPileUp: a join whose wait ends at its recheck, again
+// and again, marks its pending children anew each time, in place: the
+// parent never holds more marks than children. Before, each wait added a
+// mark per child under its own token (2,000 marks after 20 rechecks of
+// 100 children in the review that found it).
+func TestJoinMarksDoNotPileUp(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			p, kids := joinParent(f, "s", 20)
+			for range 5 {
+				f.ack(p, store.Ack{Code: store.CodeWait, Message: "s", Data: store.WaitSpec(kids), Reason: "a", Delay: time.Minute})
+				f.clk.Advance(time.Minute)
+				if _, err := f.promote(10); err != nil {
+					t.Fatal(err)
+				}
+				p = f.claimOne("w")
+				if p.Local != "P" {
+					t.Fatalf("claimed %s at the recheck, want P", p.Local)
+				}
+			}
+			if n := f.marks(); n != len(kids) {
+				t.Errorf("%d marks after 5 rechecks of a join of %d children, want %d", n, len(kids), len(kids))
+			}
+		})
+	}
+}
+
+// TestJoinWaitOfStaleToken: an earlier release ends a join's wait (its
+// deliver, run-now, cancel or recheck) clearing the wait's step, count and
+// policy but not its token (wm), and then waits by count. That wait must
+// count every child of its step, as the earlier release's own deliver
+// does: a token that is not the waiting attempt's fence is none. Before,
+// the stale token made deliver look for marks no wait wrote, and the
+// parent slept to its recheck (found by a review, with the earlier
+// release's scripts run beside these).
+func TestJoinWaitOfStaleToken(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			p, _ := joinParent(f, "s", 1)
+			// the count-based wait of an older caller, with a token left
+			// behind by an earlier attempt (fence 0: the claim made it 1)
+			f.ack(p, store.Ack{Code: store.CodeWait, Message: "s", Data: []byte("1"), Reason: "a", Delay: 48 * time.Hour})
+			testkit.Must(t, f.rdb.HSet(f.ctx, f.p.Job("P"), keys.FieldWaitMembers, "0").Err())
+			f.clk.Advance(24 * time.Hour)
+			if _, err := f.promote(10); err != nil {
+				t.Fatal(err)
+			}
+			c := f.claimOne("w")
+			if c.Local != "c0" {
+				t.Fatalf("claimed %s, want c0", c.Local)
+			}
+			f.ack(c, store.Ack{Code: store.CodeOK})
+			if j, _ := f.get("P"); j.State != "available" {
+				t.Fatalf("P after its child finished: %s waiting for %d, want available", j.State, j.WaitingCount)
+			}
+		})
+	}
+}
+
+// TestJoinWaitOfChildrenOfSeveralSteps: a wait that names its children
+// counts them whatever step spawned them (Children merged from two
+// Spawn calls), as Join reads them.
+func TestJoinWaitOfChildrenOfSeveralSteps(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			p, kids := joinParent(f, "a", 1)
+			f.enqueue(store.NewJob{Local: "b0", Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "b"},
+				Delay: 24 * time.Hour})
+			f.ack(p, store.Ack{Code: store.CodeWait, Message: "a", Data: store.WaitSpec(append(kids, "b0")), Reason: "a", Delay: 48 * time.Hour})
+			f.clk.Advance(24 * time.Hour)
+			if _, err := f.promote(10); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
+			}
+			if j, _ := f.get("P"); j.State != "available" {
+				t.Fatalf("P after both its children finished: %s waiting for %d, want available", j.State, j.WaitingCount)
 			}
 		})
 	}
