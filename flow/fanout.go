@@ -37,10 +37,14 @@ const (
 	FailFast
 )
 
-// Children is the handle of the jobs a step spawned.
+// Children is the handle of the jobs a step spawned. A Children of some
+// of them (Step and a subset of IDs) joins those only.
 type Children struct {
 	Step string
 	IDs  []string
+	// spawned is what Spawn returned as IDs, every child of Step: a join
+	// of them all waits for the step's count, a join of others names them
+	spawned []string
 }
 
 // ChildResult is one child's outcome.
@@ -102,7 +106,7 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Children{Step: name, IDs: ids}, nil
+	return &Children{Step: name, IDs: ids, spawned: slices.Clone(ids)}, nil
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
@@ -320,12 +324,19 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 			}
 		}
 	}
-	if len(pending) > 0 {
-		// the wait names its children (ack.lua 'wait', deliver): only they
-		// count for it, and under FailFast only their failure wakes it, so
-		// a join of some of a step's children is not woken by the others
-		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
-			FailFast: policy == FailFast, Recheck: JoinRecheck}
+	if len(pending) == 0 {
+		return out, nil
 	}
-	return out, nil
+	if slices.Equal(ch.IDs, ch.spawned) {
+		// every child of the step: the wait is over when the step's count
+		// of finished children reaches them all (ack.lua 'wait'), which
+		// costs a child's delivery nothing more
+		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast,
+			Recheck: JoinRecheck}
+	}
+	// some of them, or children of several steps: the wait names them
+	// (ack.lua 'wait', deliver), and only they count for it, and under
+	// FailFast only their failure wakes it
+	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
+		FailFast: policy == FailFast, Recheck: JoinRecheck}
 }
