@@ -149,11 +149,13 @@ local kind_lease = {}
 local m = tonumber(ARGV[14])
 for i = 0, m - 1 do kind_lease[ARGV[15 + 2 * i]] = tonumber(ARGV[16 + 2 * i]) end
 local suspect_ok = ARGV[15 + 2 * m] == '1'
+-- HELD_MAX: the most suspects a claim passes over in one list; then it
+-- pops no more of that list (what follows stays there, in order) and goes
+-- on to the next, so suspects at the head of one list hide no other's jobs
 local HELD_MAX = 64
 -- held: suspects this claim passed over, { list, id, priority }, put back
--- at the front of their lists after the pops; halt: HELD_MAX reached, no
--- more popping (what follows in the list stays there, in order)
-local held, halt = {}, false
+-- at the front of their lists after the pops
+local held = {}
 
 local jobs, archived = {}, {}
 local NO_STEPS = {}
@@ -224,7 +226,8 @@ local function take(ak, pinned_to, prio)
     F.sticky_worker, F.sticky_fallback
   local fsm, fsl = F.sticky_mode, F.sticky_left
   local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
-  while #jobs < n and not halt do
+  local skipped = 0 -- suspects of this list passed over
+  while #jobs < n and skipped < HELD_MAX do
     local want = n - #jobs
     local ids = redis.pcall('LPOP', ak, want)
     if type(ids) == 'table' and ids.err then
@@ -302,7 +305,7 @@ local function take(ak, pinned_to, prio)
           park(jk, id, 'deadline_exceeded', ck, h[fcn])
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
-          if #held >= HELD_MAX then halt = true end
+          skipped = skipped + 1
           if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then
             -- its worker came, and passed it over as a suspect: its
             -- fallback, for a worker that does not come, starts over (XX:
