@@ -32,7 +32,9 @@ if s == 'running' then
   redis.call('HINCRBY', jk, F.fence, 1)
   clear_lease(id)
   if h[3] then cc_release(h[3]) end
-  if h[2] then redis.call('PUBLISH', ARGV[10], h[2]) end
+  -- a pcall: a channel an ACL refuses must not raise after the writes (the
+  -- moved fence stops the attempt's writes; its worker learns at its next)
+  if h[2] then redis.pcall('PUBLISH', ARGV[10], h[2]) end
 elseif s == 'scheduled' or s == 'retryable' then
   call_aside('ZREM', K_SCHED, nil, id)
   redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members, F.held_by) -- held no more

@@ -280,8 +280,10 @@ local function notemark_key(m) return PFX .. 'nm:' .. m end
 -- buckets).
 local function later_key(b) return PFX .. 'later:' .. b end
 -- WATCHING is the set of the partition's jobs that a caller waits on
--- (watch.lua, F.watched), and DONE_CHANNEL the pub/sub channel, named like
--- the partition's keys, on which finish (lib_lifecycle.lua) announces each
--- as it finishes. Go: keys.Partition.Watching and DoneChannel.
+-- (watch.lua, F.watched), and DONE_CHANNEL the pub/sub channel on which
+-- finish (lib_lifecycle.lua) announces each as it finishes: the
+-- partition's tag without its braces, then ':fin' ('ns:queue:0:fin'),
+-- among the namespace's channels ('ns:*', as an ACL user confined to them
+-- is told to allow). Go: keys.Partition.Watching and DoneChannel.
 local WATCHING = PFX .. 'wch'
-local DONE_CHANNEL = PFX .. 'fin'
+local DONE_CHANNEL = string.sub(PFX, 2, -3) .. ':fin'

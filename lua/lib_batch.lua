@@ -266,5 +266,7 @@ local function wake()
   OFFER = false
   if woken then return end
   woken = true
-  if not ABSENT and redis.call('DEL', K_IDLE) == 1 then redis.call('PUBLISH', CHAN, PART) end
+  -- a pcall: a channel an ACL refuses must not raise after the writes (the
+  -- workers' idle poll finds the jobs)
+  if not ABSENT and redis.call('DEL', K_IDLE) == 1 then redis.pcall('PUBLISH', CHAN, PART) end
 end

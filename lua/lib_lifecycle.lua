@@ -62,7 +62,7 @@ local function delete_job(id, plain, state)
     return
   end
   if not TERMINAL[state] and call_aside('SREM', WATCHING, nil, id) == 1 then
-    redis.call('PUBLISH', DONE_CHANNEL, 'deleted ' .. id)
+    redis.pcall('PUBLISH', DONE_CHANNEL, 'deleted ' .. id) -- see finish
   end
   if state == 'archived' or state == 'quarantined' then
     call_aside('ZREM', DEATHS, nil, id) -- its pending death report, if any
@@ -296,7 +296,9 @@ local function finish(jk, id, from, state, reason, m)
   if is_watched(jk, m) then
     redis.call('HDEL', jk, F.watched)
     call_aside('SREM', WATCHING, nil, id)
-    redis.call('PUBLISH', DONE_CHANNEL, state .. ' ' .. id)
+    -- a pcall: a channel an ACL refuses must not raise after the writes;
+    -- the waiters' poll finds the end
+    redis.pcall('PUBLISH', DONE_CHANNEL, state .. ' ' .. id)
     if ret < WATCH_KEEP then ret = WATCH_KEEP end
   end
   if (state == 'archived' or state == 'quarantined') and ret >= 0 and ret < DEATH_KEEP then ret = DEATH_KEEP end

@@ -126,12 +126,16 @@ func (p Partition) NoteMark(mark string) string { return p.Prefix() + "nm:" + ma
 // FieldWatched, from the first Wait until it finishes.
 func (p Partition) Watching() string { return p.Prefix() + "wch" }
 
-// DoneChannel is the pub/sub channel, named like the partition's keys, on
-// which a watched job of the partition is announced when it finishes
-// (lua/lib_lifecycle.lua finish): the message is its state, a space and
-// its ID in the partition ("deleted" for a watched job an operator
-// deleted before it finished).
-func (p Partition) DoneChannel() string { return p.Prefix() + "fin" }
+// DoneChannel is the pub/sub channel on which a watched job of the
+// partition is announced when it finishes (lua/lib_lifecycle.lua finish):
+// the message is its state, a space and its ID in the partition
+// ("deleted" for a watched job an operator deleted before it finished).
+// It is the partition's tag without its braces, then ":fin"
+// ("ns:queue:0:fin"): one of the namespace's channels, "ns:*", which an
+// ACL user confined to them may use.
+func (p Partition) DoneChannel() string {
+	return p.NS + ":" + p.Queue + ":" + strconv.Itoa(p.Index) + ":fin"
+}
 
 // Outbox is the stream of writes and notifications bound for other slots.
 func (p Partition) Outbox() string { return p.Prefix() + "outbox" }

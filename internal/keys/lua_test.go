@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -34,6 +35,8 @@ func TestLuaKeysAgree(t *testing.T) {
 	konst := regexp.MustCompile(`(?m)^local (\w+) = PFX \.\. '([^']+)'$`)
 	// a key of the call's own, named by its ID (lib_replay.lua)
 	ofCall := regexp.MustCompile(`(?m)^local (\w+) = PFX \.\. '([^']+)' \.\. CALL_ID$`)
+	// a channel named by the partition's tag without its braces
+	channel := regexp.MustCompile(`(?m)^local (\w+) = string\.sub\(PFX, 2, -3\) \.\. '([^']+)'$`)
 	src := lua.Prelude()
 	seen := 0
 	check := func(name, suffix, arg string) {
@@ -56,6 +59,12 @@ func TestLuaKeysAgree(t *testing.T) {
 	}
 	for _, m := range konst.FindAllStringSubmatch(src, -1) {
 		check(m[1], m[2], "")
+	}
+	for _, m := range channel.FindAllStringSubmatch(src, -1) {
+		seen++
+		if got, want := strings.Trim(p.Tag(), "{}")+m[2], builders[m[1]]; got != want {
+			t.Errorf("%s: Lua names %q, Go %q", m[1], got, want)
+		}
 	}
 	for _, m := range ofCall.FindAllStringSubmatch(src, -1) {
 		check(m[1], m[2], x)
