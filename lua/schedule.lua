@@ -59,8 +59,12 @@ end
 
 if op == 'sync' then
   local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at')
-  local last = tonumber(st[1])
-  if not (last and last > -math.huge and last < math.huge) then
+  -- count_of: a whole number of ms; any other (written by hand: 'nan',
+  -- '1.5', '1e300') would be answered as another integer (Redis turns a
+  -- Lua number into one), which the claim would then never find equal
+  -- to the field, answering 'moved' for ever
+  local last = st[1] and count_of(st[1])
+  if not last then
     -- absent (a schedule's first sync), or written by hand: it starts
     -- from now, where a nil in the reply would cut it short after the
     -- writes below, on every sync
@@ -83,9 +87,9 @@ if op == 'sync' then
   for i = 1, #pend, 2 do
     -- an entry written by hand: one that names no tick is dropped, one
     -- whose claim time is not a number is abandoned
-    local tick, at = tonumber(pend[i]), tonumber(pend[i + 1])
+    local tick, at = count_of(pend[i]), tonumber(pend[i + 1])
     if not (at and at > -math.huge and at < math.huge) then at = 0 end -- nan, inf: not a time
-    if not (tick and tick > -math.huge and tick < math.huge) then
+    if not tick then -- no whole number of ms (its ack could never delete it)
       redis.call('HDEL', KP, pend[i])
     elseif NOW - at >= stale then
       redis.call('HSET', KP, pend[i], NOW)
