@@ -26,10 +26,7 @@ type result struct {
 // keeps nothing of j but what j points to: the fetch loop decodes the next
 // claim into the same storage.
 func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, claimed time.Time) {
-	lease := w.opts.Lease
-	if d, ok := w.opts.KindLease[j.Kind]; ok {
-		lease = d
-	}
+	lease := w.leaseFor(j.Kind)
 	a := newAttempt(p, j, lease)
 	a.Worker = w.opts.WorkerID
 	a.leaseEnd = claimed.Add(lease)
@@ -37,7 +34,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.state.Init(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Layouts = w.layouts
-	if j.CrashAttempt > 0 && !w.contained(j.Kind) {
+	if w.isSuspect(j) {
 		a.suspect = true
 		w.suspects.Add(1) // until its handler returns (execute)
 	}

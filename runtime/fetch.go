@@ -98,6 +98,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			req   store.ClaimRequest
 			sent  = w.clk.Now()
 		)
+		resent := failed[chosen] != nil
 		if f := failed[chosen]; f != nil {
 			req, sent = f.req, f.sent // sent: when the leases of its first run began, if it ran
 			// the same claim, answered by its record, may bring back as
@@ -151,8 +152,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			d := min(max(2*errDelay[chosen], 10*time.Millisecond), 2*time.Second)
 			errDelay[chosen] = d
 			if w.clk.Now().Add(d).Sub(failed[chosen].sent) >= w.resendFor() {
-				// any leases its first run made have run half out: the
-				// reaper will hand those jobs back
+				// any leases its first run made have run out: the reaper
+				// will hand those jobs back
 				failed[chosen] = nil
 			}
 			w.log.Warn("claim failed; backing off", "queue", p.Queue, "partition", p.Index, "err", err, "delay", d,
@@ -185,10 +186,16 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 					By: testsignal.Claim, State: "archived"})
 			}
 		}
+		var back []*store.Job
 		for _, j := range res.Jobs[:run] {
+			if resent && !w.mayRunResent(j, sent) {
+				back = append(back, j)
+				continue
+			}
 			w.start(jobsCtx, p, j, sent)
 		}
-		w.handBack(p, copyJobs(res.Jobs[run:]))
+		w.release(len(back))
+		w.handBack(p, copyJobs(append(back, res.Jobs[run:]...)))
 		clear(into[:min(len(res.Jobs), len(into))]) // keeps no payload alive while idle
 	}
 	w.handBackClaims(ctx, failed)
@@ -240,17 +247,44 @@ type failedClaim struct {
 
 // resendFor is how long after first sending a claim that failed the
 // worker sends it again under its ID (store.ClaimRequest.ID), for the
-// jobs a first run whose reply was lost may have leased: half the
-// shortest lease. The worker reckons those leases from the first send,
-// so at least half of each is left to renew; a claim that first ran at
-// a later send is reckoned short by as much, which renewal corrects.
+// jobs a first run whose reply was lost may have leased: the longest
+// lease, for which the store keeps the claim's record (a job leased
+// for it may come back until then; the claim answers no lease that ran
+// out). Past it, the reaper takes those jobs back, each charged a crash.
+// What a claim sent again brings back runs only if mayRunResent.
 func (w *Worker) resendFor() time.Duration {
 	d := w.opts.Lease
 	for _, l := range w.opts.KindLease {
-		d = min(d, l)
+		d = max(d, l)
 	}
-	return d / 2
+	return d
 }
+
+// mayRunResent reports whether job j, brought back by a claim sent again
+// (first sent at sent), may run here; otherwise it is handed back
+// (Worker.handBack), charged nothing. It may not when its lease, which
+// the worker reckons from the first send, has less than half its length
+// left (a handler would start on a lease about to run out), nor when it
+// is a suspect and the worker runs one now (the first send may have said
+// it ran none).
+func (w *Worker) mayRunResent(j *store.Job, sent time.Time) bool {
+	if w.clk.Now().Sub(sent) > w.leaseFor(j.Kind)/2 {
+		return false
+	}
+	return !w.isSuspect(j) || w.suspects.Load() == 0
+}
+
+// leaseFor is the lease of a job of kind.
+func (w *Worker) leaseFor(kind string) time.Duration {
+	if d, ok := w.opts.KindLease[kind]; ok {
+		return d
+	}
+	return w.opts.Lease
+}
+
+// isSuspect reports whether j has a crash on record and runs in process
+// (a contained kind's crash takes no other job down).
+func (w *Worker) isSuspect(j *store.Job) bool { return j.CrashAttempt > 0 && !w.contained(j.Kind) }
 
 // clientClosed tells whether err means the Redis client is closed, for
 // good. A cluster client also fails a command on one of its node clients

@@ -112,10 +112,7 @@ func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Me
 // lease began before its job came): the store's clock jumped, and sent,
 // before the true start, stands.
 func (w *Worker) pushStart(sent, made time.Time, j *store.Job) time.Time {
-	lease := w.opts.Lease
-	if d, ok := w.opts.KindLease[j.Kind]; ok {
-		lease = d
-	}
+	lease := w.leaseFor(j.Kind)
 	start := sent.Add(max(j.LeaseExpiry.Add(-lease).Sub(made), 0))
 	if start.After(w.clk.Now()) {
 		return sent

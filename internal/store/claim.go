@@ -19,9 +19,9 @@ type ClaimRequest struct {
 	// ID, when set, names the call (with Worker): the same request sent
 	// again under it, after an error that may have lost the reply of a
 	// claim Redis ran, is answered the jobs that claim leased, not left
-	// leased to no one until the leases end. Its record is kept for
-	// Lease, or the store's keep if longer: the caller may send it again
-	// for as long. Empty: a new call.
+	// leased to no one until the leases end. Its record is kept for the
+	// longest of Lease and KindLease, or the store's keep if longer: the
+	// caller may send it again for as long. Empty: a new call.
 	ID           string
 	PromoteLimit int
 	// NoSuspect says the worker runs a job with a crash on record: the
@@ -90,15 +90,19 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		id := newContentID()
 		id.add(req.Worker)
 		id.add(req.ID)
-		// the caller sends a claim again under its ID for up to half its
-		// shortest lease (runtime's resendFor), which may outlast the
+		// the caller sends a claim again under its ID for up to its
+		// longest lease (runtime's resendFor), which may outlast the
 		// store's keep: a re-send past its record would run as a new
 		// claim, and the jobs the first run leased would stay leased to
 		// no attempt until reaped, each charged a crash. Its record holds
 		// only IDs.
+		longest := req.Lease
+		for _, d := range req.KindLease {
+			longest = max(longest, d)
+		}
 		keep := s.keep
-		if req.Lease > s.keepFor {
-			keep = keepSuffix(req.Lease)
+		if longest > s.keepFor {
+			keep = keepSuffix(longest)
 		}
 		call = id.call() + keep
 	}
