@@ -304,7 +304,8 @@ func sortedFiles() []string {
 
 // TestScheduleTakesNoPartition: schedule.lua, whose keys are not a
 // partition's, takes of the prelude only what needs no partition: the
-// store's time, the statuses and the call records (lib_replay.lua, kept
+// store's time, the statuses, count_of (a whole number of ms, its tick
+// times') and the call records (lib_replay.lua, kept
 // under the key prefix its calls carry as ARGV[2], as a partition's do,
 // with the two ARGV entries declared beside it, and join, which packs
 // them on miniredis). A word of its text that
@@ -322,8 +323,8 @@ func TestScheduleTakesNoPartition(t *testing.T) {
 		got = append(got, n)
 	}
 	slices.Sort(got)
-	want := []string{"CALL_ID", "CALL_KEEP", "CALL_KEY", "CHAN", "MSGPACK", "NOW", "PART", "PFX", "STATUS",
-		"decode_reply", "encode_reply", "join", "now_ms", "pack_record", "remember", "replayed", "unpack_record"}
+	want := []string{"CALL_ID", "CALL_KEEP", "CALL_KEY", "CHAN", "COUNT_MAX", "MSGPACK", "NOW", "PART", "PFX", "STATUS",
+		"count_of", "decode_reply", "encode_reply", "join", "now_ms", "pack_record", "remember", "replayed", "unpack_record"}
 	if !slices.Equal(got, want) {
 		t.Errorf("schedule.lua takes %v of the prelude, want %v", got, want)
 	}
