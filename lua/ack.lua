@@ -223,8 +223,17 @@ for _, e in ipairs(entries) do
       finish(jk, id, 'running', 'archived', 'deadline_exceeded', m)
       state = 'archived'
     elseif code == 'crash' then
-      record_error(jk, id, reason, msg, data)
-      state = crash(jk, id, 'running', delay)
+      -- reason 'lease_expired': its worker gave the lease up by its own
+      -- clock (runtime giveBack), the reaper's work done first: the same
+      -- orphan provenance
+      if reason == 'lease_expired'
+        and not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
+        finish(jk, id, 'running', 'archived', 'malformed', m) -- a corrupt orphan counter, as the reaper does
+        state = 'archived'
+      else
+        record_error(jk, id, reason, msg, data)
+        state = crash(jk, id, 'running', delay)
+      end
     elseif code == 'release' then
       make_available(jk, id, 'running', true)
       state = 'available'

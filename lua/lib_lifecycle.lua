@@ -385,6 +385,23 @@ local function crash(jk, id, from, delay)
   return 'retryable'
 end
 
+-- record_orphan records on job jk, whose attempt (of lease ID lease,
+-- held by holder) ended when its lease ran out, the orphan provenance:
+-- the previous holder (F.orphan_holder), when its lease ended
+-- (F.orphan_expired, expiry: digits) and how often this happened
+-- (F.orphan_count). The attempt is over, not acked: its lease ID goes (a
+-- late ack of it is stale, ack.lua) and stays as F.orphan_lease (stuck.lua:
+-- its evidence still lands, a later incarnation's is told apart). The
+-- reaper and a worker that gives a lease up by its own clock (ack.lua
+-- 'crash', reason 'lease_expired') both record it. False, nothing
+-- written but the lease ID's removal, when the counter is corrupt.
+local function record_orphan(jk, holder, expiry, lease)
+  redis.call('HDEL', jk, F.lease_id)
+  if not bump(jk, F.orphan_count) then return false end
+  redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry, F.orphan_lease, lease or '')
+  return true
+end
+
 -- reap reclaims up to limit jobs whose lease expired (crashed, stalled or
 -- partitioned workers) and returns a flat list of id, new state, previous
 -- holder for each. Each frees its concurrency slot, if it has one, and is
@@ -393,9 +410,7 @@ end
 -- or running -> quarantined at the crash limit; a job whose key holds
 -- something other than a job hash is archived ('malformed'), the value
 -- set aside (set_aside: x:j:<id>, or x:j#2:<id> ... when that is taken).
--- Orphan provenance is recorded on the job: the previous holder
--- (F.orphan_holder), when its lease expired (F.orphan_expired) and how
--- often this happened (F.orphan_count).
+-- Orphan provenance is recorded on the job (record_orphan).
 local function reap(limit, delay)
   local expired = call_aside('ZRANGEBYSCORE', K_RUN, nil, '-inf', NOW_S, 'WITHSCORES', 'LIMIT', '0', limit)
   local out = {}
@@ -425,17 +440,12 @@ local function reap(limit, delay)
       if ck then cc_release(ck) end
       holder = holder or ''
       out[#out + 1] = id
-      -- the attempt is over, not acked: a late ack of it is stale (ack.lua)
-      redis.call('HDEL', jk, F.lease_id)
-      if not bump(jk, F.orphan_count) then
+      if not record_orphan(jk, holder, expiry, lease) then
         -- a corrupt orphan counter: archived, as crash() does a corrupt
         -- crash counter, instead of raising after the pass's other writes
         finish(jk, id, 'running', 'archived', 'malformed')
         out[#out + 1] = 'archived'
       else
-        -- the ended attempt's lease ID stays as orphan_lease (stuck.lua:
-        -- its evidence still lands, a later incarnation's is told apart)
-        redis.call('HSET', jk, F.orphan_holder, holder, F.orphan_expired, expiry, F.orphan_lease, lease or '')
         record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
         out[#out + 1] = crash(jk, id, 'running', delay)
       end

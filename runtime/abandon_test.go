@@ -112,7 +112,8 @@ func TestAbandonedLeaseGivenBack(t *testing.T) {
 			if s.By != testsignal.GiveBack || s.State != flow.StateRetryable {
 				t.Errorf("settled %+v, want given back, retryable", s)
 			}
-			checkSummary(t, "given back", e.Job(id), summary{State: flow.StateRetryable, CrashAttempt: 1, Fence: 1})
+			checkSummary(t, "given back", e.Job(id), summary{State: flow.StateRetryable, CrashAttempt: 1, Fence: 1,
+				OrphanHolder: w.ID(), OrphanCount: 1})
 			if s := e.Sig.Settled.Drain(); len(s) > 0 {
 				t.Errorf("settled again: %+v", s)
 			}
@@ -177,7 +178,8 @@ func TestAbandonedLeaseGivenBackAfterRenewals(t *testing.T) {
 		t.Fatalf("the job was not given back once its worker gave the attempt up: %v (lease ends %v from now)",
 			err, j.LeaseExpiry.Sub(clk.Now()))
 	}
-	checkSummary(t, "given back", j, summary{State: flow.StateRetryable, CrashAttempt: 1, Fence: 1})
+	checkSummary(t, "given back", j, summary{State: flow.StateRetryable, CrashAttempt: 1, Fence: 1,
+		OrphanHolder: w.ID(), OrphanCount: 1})
 }
 
 // TestAbandonedAfterTimeoutAcksItsOwn: an attempt's timeout cancels its
