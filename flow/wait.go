@@ -227,12 +227,9 @@ func Call[R any](ctx context.Context, name string, args Args, opts ...EnqueueOpt
 // progress, with one subscription per partition channel however many
 // wait on it, and each announcement handed to the waiters of its job.
 type waitHub struct {
-	// subMu orders the SUBSCRIBE and UNSUBSCRIBE commands as their
-	// decisions (under mu) were made.
-	subMu sync.Mutex
-	mu    sync.Mutex
-	poll  time.Duration // 0: WaitPoll (tests set it)
-	sess  *waitSession
+	mu   sync.Mutex
+	poll time.Duration // 0: WaitPoll (tests set it)
+	sess *waitSession
 }
 
 // waitSession is the subscriber while Wait calls are in progress; a new
@@ -247,6 +244,7 @@ type waitSession struct {
 	chans   map[string]int
 	waiters map[waitKey]map[*waiter]bool
 	n       int
+	ops     subOps // its SUBSCRIBE, UNSUBSCRIBE and Close, in order
 }
 
 // waitKey names a job by its partition's channel and its ID in the
@@ -282,9 +280,8 @@ func (h *waitHub) setPoll(d time.Duration) {
 // channel if no waiter is, and starting a session if none runs.
 func (h *waitHub) add(st *store.Store, ref keys.Ref) *waiter {
 	key := waitKey{ref.DoneChannel(), ref.Local}
-	h.subMu.Lock()
-	defer h.subMu.Unlock()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	s := h.sess
 	if s == nil {
 		poll := h.poll
@@ -295,9 +292,11 @@ func (h *waitHub) add(st *store.Store, ref keys.Ref) *waiter {
 		s = &waitSession{
 			st: st, ps: st.Client().Subscribe(ctx), poll: poll, ctx: ctx, cancel: cancel,
 			done: make(chan struct{}), chans: map[string]int{}, waiters: map[waitKey]map[*waiter]bool{},
+			ops: newSubOps(),
 		}
 		h.sess = s
 		go h.loop(s)
+		go s.ops.run()
 	}
 	w := &waiter{key: key, ref: ref, s: s, wake: make(chan struct{}, 1)}
 	if s.waiters[key] == nil {
@@ -306,13 +305,15 @@ func (h *waitHub) add(st *store.Store, ref keys.Ref) *waiter {
 	s.waiters[key][w] = true
 	s.n++
 	s.chans[key.channel]++
-	first := s.chans[key.channel] == 1
-	h.mu.Unlock()
-	if first {
+	if s.chans[key.channel] == 1 {
 		// On an error go-redis keeps the channel, and subscribes with its
 		// next connection, which the loop's next receive opens; the
-		// confirmation makes the loop check the waiters.
-		_ = s.ps.Subscribe(s.ctx, key.channel)
+		// confirmation makes the loop check the waiters (a job that
+		// finished before it is found so).
+		s.ops.queue(func() bool {
+			_ = s.ps.Subscribe(s.ctx, key.channel)
+			return false
+		})
 	}
 	return w
 }
@@ -321,9 +322,8 @@ func (h *waitHub) add(st *store.Store, ref keys.Ref) *waiter {
 // the session ends it.
 func (h *waitHub) remove(w *waiter) {
 	s := w.s
-	h.subMu.Lock()
-	defer h.subMu.Unlock()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	delete(s.waiters[w.key], w)
 	if len(s.waiters[w.key]) == 0 {
 		delete(s.waiters, w.key)
@@ -338,13 +338,18 @@ func (h *waitHub) remove(w *waiter) {
 	if end && h.sess == s {
 		h.sess = nil
 	}
-	h.mu.Unlock()
 	switch {
 	case end:
 		s.cancel()
-		_ = s.ps.Close() // ends the loop's receive
+		s.ops.queue(func() bool {
+			_ = s.ps.Close() // ends the loop's receive
+			return true
+		})
 	case last:
-		_ = s.ps.Unsubscribe(s.ctx, w.key.channel)
+		s.ops.queue(func() bool {
+			_ = s.ps.Unsubscribe(s.ctx, w.key.channel)
+			return false
+		})
 	}
 }
 
