@@ -123,14 +123,12 @@ var actions = map[string]action{
 	"pause-schedule": {Title: "Pause schedule", Target: "schedule",
 		What: "The schedule enqueues no tick until it is resumed.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
-			n := f.Get("schedule")
-			return "paused schedule " + n, "/schedules", c.ops.PauseSchedule(ctx, n)
+			return c.pauseSchedule(ctx, f.Get("schedule"), true)
 		}},
 	"resume-schedule": {Title: "Resume schedule", Target: "schedule",
 		What: "The schedule runs again from its next tick; the ticks missed while paused are not run.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
-			n := f.Get("schedule")
-			return "resumed schedule " + n, "/schedules", c.ops.ResumeSchedule(ctx, n)
+			return c.pauseSchedule(ctx, f.Get("schedule"), false)
 		}},
 	"trigger": {Title: "Trigger schedule", Target: "schedule",
 		What: "The schedule's job is enqueued once now, outside its ticks.",
@@ -421,3 +419,24 @@ func singleValues(f url.Values) error {
 
 // jobPath is the path of job id's page.
 func jobPath(id string) string { return "/jobs/" + url.PathEscape(id) }
+
+// pauseSchedule pauses schedule n (resumes it, for !pause), and says so,
+// or that it was so already: the call answers the same either way, so
+// the schedule is read first.
+func (c *console) pauseSchedule(ctx context.Context, n string, pause bool) (string, string, error) {
+	before, err := c.ops.Schedule(ctx, n)
+	if err != nil {
+		return "", "", err
+	}
+	op, msg, was := c.ops.ResumeSchedule, "resumed schedule "+n, " (it was not paused)"
+	if pause {
+		op, msg, was = c.ops.PauseSchedule, "paused schedule "+n, " (it was paused already)"
+	}
+	if err := op(ctx, n); err != nil {
+		return "", "", err
+	}
+	if before.Paused == pause {
+		msg += was
+	}
+	return msg, "/schedules", nil
+}

@@ -367,6 +367,11 @@ func TestQueueAndScheduleActions(t *testing.T) {
 	if s, _ := f.ops.Schedule(ctx, "nightly"); !s.Paused {
 		t.Fatal("schedule not paused")
 	}
+	// a second pause changes nothing, and says so
+	if _, page := f.get(c, strings.TrimPrefix(act("pause-schedule", url.Values{"schedule": {"nightly"}}), testPrefix)); !strings.Contains(page,
+		"paused schedule nightly (it was paused already)") {
+		t.Fatalf("a second pause does not say it changed nothing:\n%s", page)
+	}
 	act("resume-schedule", url.Values{"schedule": {"nightly"}})
 	if s, _ := f.ops.Schedule(ctx, "nightly"); s.Paused {
 		t.Fatal("schedule still paused")

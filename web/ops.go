@@ -34,6 +34,7 @@ type ops interface {
 	PauseQueue(ctx context.Context, queue string) error
 	ResumeQueue(ctx context.Context, queue string) error
 	RedriveSelected(ctx context.Context, sel admin.Selector, o admin.RedriveOptions) (admin.RedriveProgress, error)
+	Schedule(ctx context.Context, name string) (admin.ScheduleInfo, error)
 	PauseSchedule(ctx context.Context, name string) error
 	ResumeSchedule(ctx context.Context, name string) error
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)

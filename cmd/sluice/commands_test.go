@@ -128,7 +128,17 @@ func TestScheduleCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.must("schedules", "list", "--json")), &ss); err != nil || len(ss) != 1 || !ss[0].Paused || ss[0].Every != "1h0m0s" {
 		t.Fatalf("schedules list --json: %+v, %v", ss, err)
 	}
-	f.must("schedules", "resume", "digest")
+	// a second pause, and a resume of a running schedule, change
+	// nothing, and say so
+	if out := f.must("schedules", "pause", "digest"); out != "paused digest (it was paused already)\n" {
+		t.Fatalf("second pause: %q", out)
+	}
+	if out := f.must("schedules", "resume", "digest"); out != "resumed digest\n" {
+		t.Fatalf("resume: %q", out)
+	}
+	if out := f.must("schedules", "resume", "digest", "--json"); !strings.Contains(out, `"unchanged": true`) {
+		t.Fatalf("second resume --json: %q", out)
+	}
 	// no client or worker has registered the schedule's queue: the trigger
 	// registers none, and says which queue is missing
 	out, errs, code := f.sluice("schedules", "trigger", "digest")

@@ -67,13 +67,29 @@ func (c *cli) scheduleCmd(name, done, short string, op func(*admin.Client, conte
 		if err != nil {
 			return err
 		}
+		// read first, to say when the call changed nothing (the call
+		// itself answers the same either way)
+		before, err := client.Schedule(cmd.Context(), args[0])
+		if err != nil {
+			return c.about("schedule", args[0], err)
+		}
 		if err := op(client, cmd.Context(), args[0]); err != nil {
 			return c.about("schedule", args[0], err)
 		}
-		if c.json {
-			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "result": done})
+		was := ""
+		switch {
+		case name == "pause" && before.Paused:
+			was = "it was paused already"
+		case name == "resume" && !before.Paused:
+			was = "it was not paused"
 		}
-		fmt.Fprintf(c.stdout, "%s %s\n", done, args[0])
+		if c.json {
+			return writeJSON(c.stdout, map[string]any{"schedule": args[0], "result": done, "unchanged": was != ""})
+		}
+		if was != "" {
+			was = " (" + was + ")"
+		}
+		fmt.Fprintf(c.stdout, "%s %s%s\n", done, args[0], was)
 		return nil
 	})
 	return cmd
