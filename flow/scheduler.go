@@ -26,10 +26,12 @@ import (
 // makes a repeated enqueue a no-op, for a day after the job is deleted. A
 // scheduler that dies or stalls after claiming a tick and before
 // confirming it leaves the tick pending; another enqueues it 30 to 90
-// seconds later, and the enqueue that comes second adds nothing. Only an
-// outage of every scheduler longer than a day, between the tick's enqueue
-// and its confirmation, with the job deleted in between, runs a tick
-// twice.
+// seconds later, and the enqueue that comes second adds nothing (it looks
+// for the job on every partition of the queue first: a queue that grew
+// meanwhile would place it elsewhere). Only an outage of every scheduler
+// longer than a day, between the tick's enqueue and its confirmation,
+// with the job deleted in between, runs a tick twice; or a shrink of its
+// queue in that time that retired the partition holding the job.
 //
 // Ticks are decided in store time (Redis TIME, or the client's Clock), so
 // schedulers with skewed clocks still agree. A new schedule's first tick is
@@ -230,7 +232,7 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 		}
 		if len(st.Abandoned) > 0 {
 			s.log.Warn("enqueueing ticks another scheduler claimed but did not confirm", "schedule", sc.Name, "ticks", len(st.Abandoned))
-			if err := s.enqueue(ctx, sc, st.Abandoned); err != nil {
+			if err := s.enqueueAbandoned(ctx, sc, st.Abandoned); err != nil {
 				return st.Now, 0, err
 			}
 		}
@@ -294,6 +296,46 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 		}
 	}
 	return s.c.st.AckTicks(ctx, sc.Name, ticks)
+}
+
+// enqueueAbandoned enqueues the ticks another scheduler claimed and did
+// not confirm. It may have enqueued them before it died, placed by the
+// queue's partition count then: after the queue grew, the count now
+// places a tick elsewhere, where its ID would meet nothing and its job
+// would run twice. Ticks whose job (or its enqueue's marker) is on any
+// partition of the queue now are confirmed as they are; the others are
+// enqueued. A queue no client registered yet has no partitions to look
+// in: its ticks are enqueued.
+func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []time.Time) error {
+	parts, err := s.c.partitions(ctx, sc.def.Queue)
+	if errors.Is(err, ErrQueueNotFound) {
+		return s.enqueue(ctx, sc, ticks)
+	}
+	if err != nil {
+		return err
+	}
+	locals := make([]string, len(ticks))
+	for i, t := range ticks {
+		locals[i] = tickID(sc.Name, t)
+	}
+	found, err := s.c.st.EnqueuedIn(ctx, parts, locals)
+	if err != nil {
+		return err
+	}
+	var rest, done []time.Time
+	for i, t := range ticks {
+		if found[locals[i]] {
+			done = append(done, t)
+		} else {
+			rest = append(rest, t)
+		}
+	}
+	if len(done) > 0 {
+		if err := s.c.st.AckTicks(ctx, sc.Name, done); err != nil {
+			return err
+		}
+	}
+	return s.enqueue(ctx, sc, rest)
 }
 
 // enqueueResized enqueues again, once, the items of res that a shrink of

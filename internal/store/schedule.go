@@ -283,3 +283,37 @@ func decodeSchedule(name string, m map[string]string) (ScheduleRecord, error) {
 	}
 	return r, nil
 }
+
+// EnqueuedIn lists which of locals (a schedule's tick job IDs) were
+// enqueued in any of parts: the job is there, or its enqueue's one-day
+// marker (NewJob.Tick, keys.Partition.FollowUp) is. A tick abandoned by a
+// scheduler that died after enqueueing it is enqueued again by another,
+// which places it by the queue's count then: after the queue grew, on
+// another partition than the first, where its ID meets nothing. The
+// second scheduler asks this first, over every partition of the queue.
+// One pipelined round trip (EXISTS per key).
+func (s *Store) EnqueuedIn(ctx context.Context, parts []keys.Partition, locals []string) (map[string]bool, error) {
+	type probe struct {
+		local string
+		cmd   *redis.IntCmd
+	}
+	var probes []probe
+	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, part := range parts {
+			for _, l := range locals {
+				probes = append(probes, probe{l, p.Exists(ctx, part.Job(l), part.FollowUp(l))})
+			}
+		}
+		return nil
+	})
+	if err := pipeError(cmds); err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, pr := range probes {
+		if pr.cmd.Val() > 0 {
+			out[pr.local] = true
+		}
+	}
+	return out, nil
+}
