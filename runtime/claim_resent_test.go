@@ -94,12 +94,10 @@ func TestResentClaimRunsNoSecondSuspect(t *testing.T) {
 		}
 		return nil
 	}))
-	var ids []string
 	for _, q := range []string{"qa", "qb"} {
 		id := e.Enqueue(workArgs{N: 1}, flow.WithQueue(q))
 		ref, _ := keys.ParseRef(e.NS, id)
 		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", 1).Err()) // a crash on record
-		ids = append(ids, id)
 	}
 	hook := &testkit.LoseFirstReply{Script: lua.Claim}
 	e.RDB.AddHook(hook)
