@@ -42,9 +42,6 @@ const (
 type Children struct {
 	Step string
 	IDs  []string
-	// spawned is what Spawn returned as IDs, every child of Step: a join
-	// of them all waits for the step's count, a join of others names them
-	spawned []string
 }
 
 // ChildResult is one child's outcome.
@@ -106,7 +103,7 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Children{Step: name, IDs: ids, spawned: slices.Clone(ids)}, nil
+	return &Children{Step: name, IDs: ids}, nil
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
@@ -327,16 +324,14 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	if len(pending) == 0 {
 		return out, nil
 	}
-	if slices.Equal(ch.IDs, ch.spawned) {
-		// every child of the step: the wait is over when the step's count
-		// of finished children reaches them all (ack.lua 'wait'), which
-		// costs a child's delivery nothing more
-		return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(ch.IDs), FailFast: policy == FailFast,
-			Recheck: JoinRecheck}
-	}
-	// some of them, or children of several steps: the wait names them
-	// (ack.lua 'wait', deliver), and only they count for it, and under
-	// FailFast only their failure wakes it
+	// The wait names its children (ack.lua 'wait', deliver): only they
+	// count for it, and under FailFast only their failure wakes it. Not
+	// the step's count of finished children, even for a join of all of
+	// them: a step can have children its checkpoint does not list (an
+	// earlier job of the parent's ID, deleted and enqueued again, whose
+	// children finish later; a spawn run again with fewer items), and
+	// counted, they would end the wait while the join's own still run, the
+	// parent waking and joining again on every ack.
 	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
 		FailFast: policy == FailFast, Recheck: JoinRecheck}
 }
