@@ -422,10 +422,13 @@ func jobPath(id string) string { return "/jobs/" + url.PathEscape(id) }
 
 // pauseSchedule pauses schedule n (resumes it, for !pause), and says so,
 // or that it was so already: the call answers the same either way, so
-// the schedule is read first.
+// the schedule is read first. A record that does not read (corrupt data)
+// is still paused or resumed, saying nothing of before: pausing is what
+// a misbehaving schedule needs first.
 func (c *console) pauseSchedule(ctx context.Context, n string, pause bool) (string, string, error) {
 	before, err := c.ops.Schedule(ctx, n)
-	if err != nil {
+	known := err == nil
+	if err != nil && !errors.Is(err, flow.ErrMalformed) {
 		return "", "", err
 	}
 	op, msg, was := c.ops.ResumeSchedule, "resumed schedule "+n, " (it was not paused)"
@@ -435,7 +438,7 @@ func (c *console) pauseSchedule(ctx context.Context, n string, pause bool) (stri
 	if err := op(ctx, n); err != nil {
 		return "", "", err
 	}
-	if before.Paused == pause {
+	if known && before.Paused == pause {
 		msg += was
 	}
 	return msg, "/schedules", nil

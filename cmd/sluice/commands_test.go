@@ -218,3 +218,35 @@ func TestRerouteCommand(t *testing.T) {
 		t.Errorf("unknown job: exit %d, want %d", code, exitNotFound)
 	}
 }
+
+// TestPauseScheduleOfCorruptRecord: a schedule whose record does not read
+// (a last tick written by hand, "1e300", which the schedulers take for
+// none) is still paused and resumed, saying nothing of its state before:
+// pausing is what an operator reaches for first on a misbehaving
+// schedule. Before, the read the commands make to say whether anything
+// changed failed them (found by a review).
+func TestPauseScheduleOfCorruptRecord(t *testing.T) {
+	f := newFixture(t)
+	tmpl, err := msgpack.Marshal(store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Queue: "default", Kind: "email", Template: tmpl}
+	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redisEnv.Server.Client()
+	defer rdb.Close()
+	if err := rdb.HSet(f.ctx, keys.Schedules{NS: f.ns}.Schedule("digest"), "last", "1e300").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []string{"pause", "resume"} {
+		out, errs, code := f.sluice("schedules", op, "digest")
+		if code != exitOK || out != op+"d digest\n" {
+			t.Fatalf("%s of a schedule with a corrupt last tick: exit %d, stdout %q, stderr %q", op, code, out, errs)
+		}
+	}
+	if v := rdb.HGet(f.ctx, keys.Schedules{NS: f.ns}.Schedule("digest"), "paused").Val(); v != "0" {
+		t.Fatalf("paused field %q after pause and resume, want 0", v)
+	}
+}

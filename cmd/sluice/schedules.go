@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 )
 
@@ -68,9 +69,12 @@ func (c *cli) scheduleCmd(name, done, short string, op func(*admin.Client, conte
 			return err
 		}
 		// read first, to say when the call changed nothing (the call
-		// itself answers the same either way)
+		// itself answers the same either way); a record that does not
+		// read (corrupt data) is still paused or resumed, saying nothing
+		// of before: pausing is what a misbehaving schedule needs first
 		before, err := client.Schedule(cmd.Context(), args[0])
-		if err != nil {
+		known := err == nil
+		if err != nil && !errors.Is(err, flow.ErrMalformed) {
 			return c.about("schedule", args[0], err)
 		}
 		if err := op(client, cmd.Context(), args[0]); err != nil {
@@ -78,6 +82,7 @@ func (c *cli) scheduleCmd(name, done, short string, op func(*admin.Client, conte
 		}
 		was := ""
 		switch {
+		case !known:
 		case name == "pause" && before.Paused:
 			was = "it was paused already"
 		case name == "resume" && !before.Paused:
