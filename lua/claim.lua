@@ -158,6 +158,7 @@ local HELD_MAX = 64
 local held = {}
 
 local jobs, archived = {}, {}
+local longest = 0 -- the longest lease made (ms)
 local NO_STEPS = {}
 -- seen: the IDs this claim has acted on. A job can be listed twice (a
 -- stale entry left by a cancel, a debounce or a reroute, and a fresh one),
@@ -334,7 +335,9 @@ local function take(ak, pinned_to, prio)
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
             fence = fence + 1
             local lease = nonce .. '.' .. (#jobs + 1)
-            local expiry = NOW + (kind_lease[kind] or lease_ms)
+            local ms = kind_lease[kind] or lease_ms
+            if ms > longest then longest = ms end
+            local expiry = NOW + ms
             redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
             zadd_later(K_RUN, num_s(expiry), id)
             count('available', 'running')
@@ -390,6 +393,11 @@ local leased = { nd, archived }
 for i, job in ipairs(jobs) do leased[i + 2] = job[1] end
 -- an offer is recorded too: a re-sent claim must not make it again, its
 -- count and lease IDs afresh, beside the pushes it already gave
-if #jobs > 0 or #archived > 0 or offered then remember(leased) end
+-- kept as long as the longest lease it made, when that is longer than
+-- the call's keep: the worker may send it again for as long
+-- (runtime's resendFor), for jobs of a kind with a long lease
+local keep = nil
+if longest > tonumber(CALL_KEEP) then keep = num_s(longest) end
+if #jobs > 0 or #archived > 0 or offered then remember(leased, keep) end
 if #jobs == 0 then return { nd, archived } end
 return { nd, archived, pack_value(jobs) }

@@ -85,8 +85,9 @@ local function replayed()
   return unpack_record(v)
 end
 
--- remember records reply as this call's answer and returns it.
-local function remember(reply)
-  redis.call('SET', CALL_KEY, pack_record(reply), 'PX', CALL_KEEP)
+-- remember records reply as this call's answer and returns it, for
+-- CALL_KEEP ms, or keep (a whole number of ms, as a string) when given.
+local function remember(reply, keep)
+  redis.call('SET', CALL_KEY, pack_record(reply), 'PX', keep or CALL_KEEP)
   return reply
 end

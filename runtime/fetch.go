@@ -248,10 +248,12 @@ type failedClaim struct {
 // resendFor is how long after first sending a claim that failed the
 // worker sends it again under its ID (store.ClaimRequest.ID), for the
 // jobs a first run whose reply was lost may have leased: the longest
-// lease, for which the store keeps the claim's record (a job leased
-// for it may come back until then; the claim answers no lease that ran
-// out). Past it, the reaper takes those jobs back, each charged a crash.
-// What a claim sent again brings back runs only if mayRunResent.
+// lease. The store keeps the claim's record for the longest lease the
+// claim made (Lease at least), so a job leased for it may come back until
+// then (the claim answers no lease that ran out); a claim sent again
+// once its record is gone runs anew. Past it, the reaper takes those
+// jobs back, each charged a crash. What a claim sent again brings back
+// runs only if mayRunResent.
 func (w *Worker) resendFor() time.Duration {
 	d := w.opts.Lease
 	for _, l := range w.opts.KindLease {

@@ -19,9 +19,10 @@ type ClaimRequest struct {
 	// ID, when set, names the call (with Worker): the same request sent
 	// again under it, after an error that may have lost the reply of a
 	// claim Redis ran, is answered the jobs that claim leased, not left
-	// leased to no one until the leases end. Its record is kept for the
-	// longest of Lease and KindLease, or the store's keep if longer: the
-	// caller may send it again for as long. Empty: a new call.
+	// leased to no one until the leases end. Its record is kept for
+	// Lease, or the store's keep if longer, or the longest lease the
+	// claim made (a KindLease) if longer still: the caller may send it
+	// again for as long. Empty: a new call.
 	ID           string
 	PromoteLimit int
 	// NoSuspect says the worker runs a job with a crash on record: the
@@ -94,15 +95,14 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		// longest lease (runtime's resendFor), which may outlast the
 		// store's keep: a re-send past its record would run as a new
 		// claim, and the jobs the first run leased would stay leased to
-		// no attempt until reaped, each charged a crash. Its record holds
-		// only IDs.
-		longest := req.Lease
-		for _, d := range req.KindLease {
-			longest = max(longest, d)
-		}
+		// no attempt until reaped, each charged a crash. So the record is
+		// kept for Lease at least, and claim.lua keeps it for the longest
+		// lease it made when that is longer (a KindLease): a claim of
+		// short leases alone is not kept as long as the longest kind's.
+		// Its record holds only IDs.
 		keep := s.keep
-		if longest > s.keepFor {
-			keep = keepSuffix(longest)
+		if req.Lease > s.keepFor {
+			keep = keepSuffix(req.Lease)
 		}
 		call = id.call() + keep
 	}
