@@ -26,6 +26,10 @@
 --   crash     crash_attempt+1 -> retryable after delay, the crash delay
 --             (lib_lifecycle.lua crash; available at once for 0), or
 --             quarantined at the crash limit; data is the stack
+--   expire    as crash, and the orphan provenance the reaper records
+--             (lib_lifecycle.lua record_orphan): the worker gave the lease
+--             up by its own clock (runtime giveBack), the reaper's work
+--             done first; a handler's outcome is never this code
 --   release   no counter -> available at the front (shutdown hand-back)
 --   park      -> archived with the given reason (unknown kind, bad payload)
 --   wait      no counter -> scheduled while the children spawned by step
@@ -98,7 +102,7 @@ do
       a = a + 8
       CODES = CODES or {
         ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
-        deadline = true, crash = true, release = true, park = true, wait = true, suspend = true,
+        deadline = true, crash = true, expire = true, release = true, park = true, wait = true, suspend = true,
       }
       if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
       if e.code == 'wait' and string.byte(e.data, 1) == 221 then
@@ -223,11 +227,10 @@ for _, e in ipairs(entries) do
       finish(jk, id, 'running', 'archived', 'deadline_exceeded', m)
       state = 'archived'
     elseif code == 'crash' then
-      -- reason 'lease_expired': its worker gave the lease up by its own
-      -- clock (runtime giveBack), the reaper's work done first: the same
-      -- orphan provenance
-      if reason == 'lease_expired'
-        and not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
+      record_error(jk, id, reason, msg, data)
+      state = crash(jk, id, 'running', delay)
+    elseif code == 'expire' then
+      if not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
         finish(jk, id, 'running', 'archived', 'malformed', m) -- a corrupt orphan counter, as the reaper does
         state = 'archived'
       else

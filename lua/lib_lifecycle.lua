@@ -393,7 +393,7 @@ end
 -- late ack of it is stale, ack.lua) and stays as F.orphan_lease (stuck.lua:
 -- its evidence still lands, a later incarnation's is told apart). The
 -- reaper and a worker that gives a lease up by its own clock (ack.lua
--- 'crash', reason 'lease_expired') both record it. False, nothing
+-- 'expire') both record it. False, nothing
 -- written but the lease ID's removal, when the counter is corrupt.
 local function record_orphan(jk, holder, expiry, lease)
   redis.call('HDEL', jk, F.lease_id)

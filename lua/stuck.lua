@@ -19,7 +19,7 @@
 -- evidence of a newer one; an operator's cancel raises the fence and
 -- keeps the lease ID, and the evidence of the handler that ignored it is
 -- what it is for). The reaper (and a worker giving a lease up: ack.lua
--- 'crash', lease_expired) deletes the lease ID of a lease that
+-- 'expire') deletes the lease ID of a lease that
 -- expired (lib_lifecycle.lua), the lost-lease case the evidence is most
 -- often about, and keeps it as F.orphan_lease: with no lease ID, a job
 -- no longer running takes the evidence of the attempt of its fence and

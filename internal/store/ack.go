@@ -24,8 +24,13 @@ const (
 	CodeRevoke   Code = "revoke"
 	CodeDeadline Code = "deadline"
 	CodeCrash    Code = "crash"
-	CodeRelease  Code = "release"
-	CodePark     Code = "park"
+	// CodeExpire is a crash the worker records for a lease it gave up by
+	// its own clock (runtime giveBack): the reaper's work done first, with
+	// the same orphan provenance (lua/lib_lifecycle.lua record_orphan).
+	// A handler's outcome is never this code.
+	CodeExpire  Code = "expire"
+	CodeRelease Code = "release"
+	CodePark    Code = "park"
 	// CodeSuspend suspends a workflow on its waits (Ack.Data, built by
 	// SuspendSpec) until a timer or a signal wakes it (lua/lib_waits.lua).
 	CodeSuspend Code = "suspend"
@@ -116,7 +121,7 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		}
 		effects = fx
 		delay := a.Delay
-		if a.Code == CodeCrash {
+		if a.Code == CodeCrash || a.Code == CodeExpire {
 			delay = s.cfg.CrashDelay
 		}
 		fields.str(string(a.Code))

@@ -37,7 +37,7 @@ func TestFencing(t *testing.T) {
 			if err != nil || len(lost) != 1 || lost[0].LeaseID != a.LeaseID || lost[0].State != "running" {
 				t.Fatalf("renew A = %+v, %v; want A's lease reported lost", lost, err)
 			}
-			for _, code := range []store.Code{store.CodeOK, store.CodeRetry, store.CodeCrash, store.CodeSnooze, store.CodeRelease} {
+			for _, code := range []store.Code{store.CodeOK, store.CodeRetry, store.CodeCrash, store.CodeExpire, store.CodeSnooze, store.CodeRelease} {
 				if r := f.ack(a, store.Ack{Code: code, Delay: time.Second}); !errors.Is(r.Err, store.ErrStale) {
 					t.Fatalf("ack %s by A = %+v, want ErrStale", code, r)
 				}
