@@ -80,6 +80,14 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
   if h[2] then return end -- held behind a quarantined twin: it stays held
   -- count_of: a fence that is no count (corrupt data) is taken as run
   if h[5] ~= kind or (count_of(h[6]) or 1) > 0 or h[7] then return end
+  -- due_at makes the holder scheduled at at: off its list, its key's turn
+  -- passed on when that let it go
+  local function due_at(at)
+    call_aside('ZREM', K_SCHED, nil, holder)
+    if s == 'available' then unlist(jk, holder) end
+    schedule_at(jk, holder, s, 'scheduled', at)
+    if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
+  end
   if policy == 'replace' then
     local stale = chunk_fields(field_map(jk) or {}, F.payload)
     stale[#stale + 1], stale[#stale + 2] = F.payload, F.payload_body
@@ -98,15 +106,9 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
     redis.call('HSET', jk, unpack(f))
     if twin then
       redis.call('RPUSH', held_key(fingerprint), holder)
-      call_aside('ZREM', K_SCHED, nil, holder)
-      if s == 'available' then unlist(jk, holder) end
-      schedule_at(jk, holder, s, 'scheduled', HOLD_AT)
-      if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
+      due_at(HOLD_AT)
     end
   elseif policy == 'debounce' and due > NOW then
-    call_aside('ZREM', K_SCHED, nil, holder)
-    if s == 'available' then unlist(jk, holder) end
-    schedule_at(jk, holder, s, 'scheduled', due)
-    if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
+    due_at(due)
   end
 end
