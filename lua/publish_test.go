@@ -20,4 +20,3 @@ func TestPublishNeverRaises(t *testing.T) {
 		}
 	}
 }
-
