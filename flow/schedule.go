@@ -333,10 +333,11 @@ func (tm timing) recent(after, now time.Time, k int) []time.Time {
 }
 
 // plan decides, at store time now, what to do with the ticks in (last,
-// now]: which of them to enqueue, and the new last tick (zero when no
-// tick is due). Only the most recent due tick can be on time; the others
-// are missed, and so is it when it is later than grace.
-func plan(tm timing, p MissedPolicy, grace time.Duration, last, now time.Time) (enqueue []time.Time, newLast time.Time) {
+// until] (until is now, or before it the time of a pause): which of them
+// to enqueue, and the new last tick (zero when no tick is due). Only the
+// most recent due tick can be on time; the others are missed, and so is
+// it when it is later than grace.
+func plan(tm timing, p MissedPolicy, grace time.Duration, last, until, now time.Time) (enqueue []time.Time, newLast time.Time) {
 	k := 1
 	switch p.mode {
 	case missedOnce:
@@ -344,7 +345,7 @@ func plan(tm timing, p MissedPolicy, grace time.Duration, last, now time.Time) (
 	case missedCatchUp:
 		k = p.n + 1
 	}
-	ticks := tm.recent(last, now, k)
+	ticks := tm.recent(last, until, k)
 	if len(ticks) == 0 {
 		return nil, time.Time{}
 	}

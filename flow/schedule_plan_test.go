@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, last := plan(tc.tm, tc.policy, tc.grace, tc.last, tc.now)
+			got, last := plan(tc.tm, tc.policy, tc.grace, tc.last, tc.now, tc.now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("enqueued (-want +got):\n%s", diff)
 			}

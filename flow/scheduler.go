@@ -240,11 +240,16 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 		if next := sc.next(st.Now); !next.IsZero() {
 			wait = min(next.Sub(st.Now), maxWait)
 		}
-		if st.Paused {
-			return st.Now, wait, nil
+		if !st.Until.After(st.Last) {
+			return st.Now, wait, nil // paused, with every tick before the pause decided
 		}
-		ticks, last := plan(sc.timing, sc.Missed, sc.Grace, st.Last, st.Now)
-		if last.IsZero() {
+		// Until is before Now while the ticks due before a pause are
+		// undecided: the whole window up to it is decided now, so that
+		// the next sync (once resumed) drops the ticks of the pause
+		ticks, last := plan(sc.timing, sc.Missed, sc.Grace, st.Last, st.Until, st.Now)
+		if st.Until.Before(st.Now) {
+			last = st.Until
+		} else if last.IsZero() {
 			return st.Now, wait, nil
 		}
 		res, err := s.c.st.ClaimTicks(ctx, sc.Name, st.Last, last, ticks)
@@ -256,7 +261,10 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 			if dropped := tickCount(sc.timing, st.Last, last) - len(ticks); dropped > 0 {
 				s.log.Info("missed ticks dropped", "schedule", sc.Name, "dropped", dropped, "policy", sc.Missed.String())
 			}
-			return st.Now, wait, s.enqueue(ctx, sc, ticks)
+			if err := s.enqueue(ctx, sc, ticks); err != nil || !st.Until.Before(st.Now) {
+				return st.Now, wait, err
+			}
+			continue // the ticks after the pause's are decided by the next sync
 		case store.ClaimPaused:
 			return st.Now, wait, nil
 		}
@@ -287,15 +295,20 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 	})) {
 		return err
 	}
+	var ran time.Time // the latest tick whose job was added
 	for i, r := range res {
 		switch {
+		case r.Err == nil:
+			if ticks[i].After(ran) {
+				ran = ticks[i]
+			}
 		case errors.Is(r.Err, ErrConflict):
 			s.log.Error("a tick's job ID is taken by another job", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
 		case r.Err != nil:
 			s.log.Error("a tick's job was not added: its data in Redis is corrupt", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
 		}
 	}
-	return s.c.st.AckTicks(ctx, sc.Name, ticks)
+	return s.c.st.AckTicks(ctx, sc.Name, ticks, ran)
 }
 
 // enqueueAbandoned enqueues the ticks another scheduler claimed and did
@@ -331,7 +344,7 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 		}
 	}
 	if len(done) > 0 {
-		if err := s.c.st.AckTicks(ctx, sc.Name, done); err != nil {
+		if err := s.c.st.AckTicks(ctx, sc.Name, done, done[len(done)-1]); err != nil {
 			return err
 		}
 	}

@@ -6,8 +6,15 @@
 --
 -- State (KEYS[1] fields): last = the latest tick decided (enqueued, or
 -- dropped by the missed-run policy or a pause), in unix ms; ran = the
--- latest tick enqueued; paused = '1' while paused. Definition fields are
--- written by the schedulers with HSET and never read here.
+-- latest tick enqueued (set by the ack that confirms it); paused = '1'
+-- while paused; paused_at = when it was paused, while ticks due before
+-- then may still be undecided (they fell while the schedule ran: a pause
+-- stops the ticks after it, not those a scheduler had yet to enqueue);
+-- resumed = when it was resumed, while those ticks are still undecided
+-- (the ticks in (paused_at, resumed] are then dropped, last jumping to
+-- resumed, by the first sync that finds last at paused_at or later).
+-- Definition fields are written by the schedulers with HSET and never
+-- read here.
 --
 -- KEYS[1] the schedule's hash
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
@@ -17,7 +24,11 @@
 -- ARGV[3] op, one of:
 --   'sync'   ARGV[4] ms after which a pending tick counts as abandoned.
 --            Starts the state at last = now when there is none.
---            Returns {'ok', now, last, paused (0|1), abandoned ticks...}:
+--            Returns {'ok', now, last, paused (0|1), upto, abandoned
+--            ticks...}: upto is the end of the window a scheduler may
+--            decide now, (last, upto]: now; while paused (or resumed
+--            with ticks before the pause undecided) the pause's time, or
+--            last when none is left before it;
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset, to the time recorded in field hand_at, and the
 --            sync's call ID in field hand) to enqueue again; the same
@@ -27,7 +38,8 @@
 --            tick, ARGV[6...] the ticks the caller will enqueue.
 --            Returns 'ok' (last moved, the ticks are pending), 'moved'
 --            (another scheduler moved last first: nothing written),
---            'paused' or 'missing' (nothing written). The same claim sent
+--            'paused' (the new last tick is past the pause's time:
+--            nothing written) or 'missing'. The same claim sent
 --            again (its reply lost) is answered what its first run
 --            answered (its call record; past the record, its call ID in
 --            field claim while last is still its tick), even when another
@@ -35,16 +47,27 @@
 --            of another scheduler, with another call ID, is 'moved' (its
 --            tick jobs would run again once the first ones are done and
 --            deleted).
---   'ack'    ARGV[4...] ticks now enqueued. Returns 'ok'.
---   'pause'  Returns 'ok' or 'missing'.
+--   'ack'    ARGV[4] the latest tick whose job was added ('' for none),
+--            ARGV[5...] ticks now confirmed (their jobs added, or found
+--            impossible to add). Returns 'ok'.
+--   'pause'  Records when, unless paused already. Returns 'ok' or
+--            'missing'.
 --   'resume' Restarts a paused schedule from now: the ticks that fell
---            while it was paused are not run. Returns 'ok' or 'missing'.
+--            while it was paused are not run; those due before the pause
+--            that no scheduler decided yet still are. Returns 'ok' or
+--            'missing'.
 -- ARGV[#ARGV] the call ID (lib_replay.lua)
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
 local op = ARGV[3]
 if op == 'ack' then
-  for i = 4, #ARGV - 1 do redis.call('HDEL', KP, ARGV[i]) end
+  -- safe to run twice (a re-send): the deletes and the greater 'ran' are
+  -- the same the second time
+  for i = 5, #ARGV - 1 do redis.call('HDEL', KP, ARGV[i]) end
+  local tick = count_of(ARGV[4])
+  if tick and redis.call('EXISTS', K) == 1 and tick > (tonumber(redis.call('HGET', K, 'ran')) or 0) then
+    redis.call('HSET', K, 'ran', tick)
+  end
   return STATUS.ok
 end
 if op == 'claim' then
@@ -57,8 +80,13 @@ if redis.call('EXISTS', K) == 0 then
   return STATUS.missing
 end
 
+-- pause_of(v) is a pause's or resume's time as the fields hold it: a
+-- whole number of ms, or nil (absent: an older release paused it, or
+-- written by hand)
+local function pause_of(v) return v and count_of(v) end
+
 if op == 'sync' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'resumed')
   -- count_of: a whole number of ms; any other (written by hand: 'nan',
   -- '1.5', '1e300') would be answered as another integer (Redis turns a
   -- Lua number into one), which the claim would then never find equal
@@ -71,9 +99,20 @@ if op == 'sync' then
     last = NOW
     redis.call('HSET', K, 'last', NOW)
   end
-  local paused = 0
+  local paused, pa, resumed = 0, pause_of(st[5]), pause_of(st[6])
   if st[2] == '1' then paused = 1 end
-  local out = { STATUS.ok, NOW, last, paused }
+  if paused == 0 and (not pa or not resumed or last >= pa) and (st[5] or st[6]) then
+    -- every tick before the pause decided: the ones while it are dropped
+    if resumed and resumed > last then
+      last = resumed
+      redis.call('HSET', K, 'last', last)
+    end
+    redis.call('HDEL', K, 'paused_at', 'resumed')
+    pa = nil
+  end
+  local upto = NOW
+  if paused == 1 or pa then upto = math.max(last, pa or last) end
+  local out = { STATUS.ok, NOW, last, paused, upto }
   local stale, token = tonumber(ARGV[4]), CALL_ID
   local pend = redis.call('HGETALL', KP)
   if st[3] == token then
@@ -100,26 +139,36 @@ if op == 'sync' then
   if handed then redis.call('HSET', K, 'hand', token, 'hand_at', NOW) end
   return out
 elseif op == 'claim' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'ran', 'claim')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'paused_at', 'claim')
   if st[4] == CALL_ID and tonumber(st[1]) == tonumber(ARGV[5]) then
     -- this very claim, sent again after its record expired: it moved last
     return remember(STATUS.ok)
   end
   if tonumber(st[1]) ~= tonumber(ARGV[4]) then return remember(STATUS.moved) end
-  if st[2] == '1' then return remember(STATUS.paused) end
-  local ran = tonumber(st[3]) or 0 -- not a number (written by hand): none
-  for i = 6, #ARGV - 1 do
-    redis.call('HSET', KP, ARGV[i], NOW)
-    ran = math.max(ran, tonumber(ARGV[i]))
-  end
-  redis.call('HSET', K, 'last', ARGV[5], 'ran', ran, 'claim', CALL_ID)
+  -- paused: only ticks due before the pause may still be decided
+  local pa = pause_of(st[3])
+  if st[2] == '1' and not (pa and tonumber(ARGV[5]) <= pa) then return remember(STATUS.paused) end
+  for i = 6, #ARGV - 1 do redis.call('HSET', KP, ARGV[i], NOW) end
+  redis.call('HSET', K, 'last', ARGV[5], 'claim', CALL_ID)
   return remember(STATUS.ok)
 elseif op == 'pause' then
-  redis.call('HSET', K, 'paused', '1')
+  if redis.call('HGET', K, 'paused') ~= '1' then
+    -- a pause while the ticks before an earlier one are still undecided
+    -- keeps that one's time: the ticks between them are then dropped
+    if not redis.call('HGET', K, 'resumed') then redis.call('HSET', K, 'paused_at', NOW) end
+    redis.call('HSET', K, 'paused', '1')
+  end
   return STATUS.ok
 elseif op == 'resume' then
-  if redis.call('HGET', K, 'paused') == '1' then
-    redis.call('HSET', K, 'paused', '0', 'last', NOW)
+  local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at')
+  if st[1] == '1' then
+    local pa = pause_of(st[3])
+    if pa and (tonumber(st[2]) or 0) < pa then
+      redis.call('HSET', K, 'paused', '0', 'resumed', NOW) -- the ticks before the pause still to decide
+    else
+      redis.call('HSET', K, 'paused', '0', 'last', NOW)
+      redis.call('HDEL', K, 'paused_at', 'resumed')
+    end
   end
   return STATUS.ok
 end

@@ -72,7 +72,10 @@ func (c *Client) Schedule(ctx context.Context, name string) (ScheduleInfo, error
 }
 
 // PauseSchedule stops enqueueing a schedule's ticks, across the fleet,
-// until ResumeSchedule. Pausing a paused schedule does nothing.
+// until ResumeSchedule: the ticks after the pause (store time). A tick due
+// before it that no scheduler had enqueued yet is still enqueued, by the
+// schedule's missed-run policy when it is late. Pausing a paused schedule
+// does nothing.
 func (c *Client) PauseSchedule(ctx context.Context, name string) error {
 	if !flow.ValidScheduleName(name) {
 		return fmt.Errorf("%w: schedule name %q", flow.ErrInvalid, name)
@@ -82,6 +85,8 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) error {
 
 // ResumeSchedule restarts a paused schedule with its next tick: the ticks
 // that fell while it was paused are not run (they are not missed ticks).
+// Paused and resumed again before a scheduler has seen the resume, the
+// ticks between the first pause and the last resume are not run.
 // Resuming a schedule that is not paused does nothing.
 func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	if !flow.ValidScheduleName(name) {

@@ -69,6 +69,11 @@ type ScheduleRecord struct {
 type ScheduleSync struct {
 	Now, Last time.Time
 	Paused    bool
+	// Until ends the window of ticks a scheduler may decide now, (Last,
+	// Until]: Now, or while the schedule is paused (or was resumed before
+	// the ticks due before its pause were decided) the pause's time, or
+	// Last when none is left before it.
+	Until time.Time
 	// Abandoned ticks were claimed by a scheduler that did not confirm them
 	// in time; they are now this caller's to enqueue (again) and Ack.
 	Abandoned []time.Time
@@ -123,8 +128,8 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 			return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
 		}
 	}
-	st := ScheduleSync{Now: time.UnixMilli(n[0]), Last: time.UnixMilli(n[1]), Paused: n[2] == 1}
-	for _, t := range n[3:] {
+	st := ScheduleSync{Now: time.UnixMilli(n[0]), Last: time.UnixMilli(n[1]), Paused: n[2] == 1, Until: time.UnixMilli(n[3])}
+	for _, t := range n[4:] {
 		st.Abandoned = append(st.Abandoned, time.UnixMilli(t))
 	}
 	sort.Slice(st.Abandoned, func(i, j int) bool { return st.Abandoned[i].Before(st.Abandoned[j]) })
@@ -133,7 +138,8 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 
 // ClaimTicks moves a schedule's last tick from seen to last, and records
 // ticks as pending, if no other scheduler moved it first and the schedule
-// is not paused. It returns Claimed, ClaimMoved or ClaimPaused.
+// is not paused, or last is no later than the pause (the ticks due before
+// a pause are still run). It returns Claimed, ClaimMoved or ClaimPaused.
 func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Time, ticks []time.Time) (string, error) {
 	// a re-send of it (go-redis, after a lost reply) is answered what its
 	// first run answered; another scheduler's twin claim is not
@@ -148,24 +154,33 @@ func (s *Store) ClaimTicks(ctx context.Context, name string, seen, last time.Tim
 	return scheduleClaim(name, v)
 }
 
-// AckTicks confirms that claimed ticks are enqueued.
-func (s *Store) AckTicks(ctx context.Context, name string, ticks []time.Time) error {
-	args := make([]any, len(ticks))
-	for i, t := range ticks {
-		args[i] = t.UnixMilli()
+// AckTicks confirms claimed ticks: their jobs are added, or cannot be.
+// ran is the latest of them whose job was added (zero: none was), which
+// the schedule's record then shows as its latest run if it is later.
+func (s *Store) AckTicks(ctx context.Context, name string, ticks []time.Time, ran time.Time) error {
+	args := make([]any, 1, len(ticks)+1)
+	if !ran.IsZero() {
+		args[0] = ran.UnixMilli()
+	} else {
+		args[0] = ""
+	}
+	for _, t := range ticks {
+		args = append(args, t.UnixMilli())
 	}
 	_, err := s.runSchedule(ctx, name, "ack", args...)
 	return err
 }
 
-// PauseSchedule stops a schedule's ticks until ResumeSchedule.
+// PauseSchedule stops a schedule's ticks after store time now until
+// ResumeSchedule; the ticks due before it are still run.
 func (s *Store) PauseSchedule(ctx context.Context, name string) error {
 	return s.simpleSchedule(ctx, name, "pause")
 }
 
 // ResumeSchedule restarts a paused schedule from store time now; ticks that
-// fell while it was paused are not run. Resuming a running schedule does
-// nothing.
+// fell while it was paused are not run, and those due before the pause
+// that no scheduler decided yet still are. Resuming a running schedule
+// does nothing.
 func (s *Store) ResumeSchedule(ctx context.Context, name string) error {
 	return s.simpleSchedule(ctx, name, "resume")
 }

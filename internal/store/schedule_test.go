@@ -59,7 +59,7 @@ func TestScheduleScript(t *testing.T) {
 					t.Fatalf("sync (-want +got):\n%s", diff)
 				}
 			}
-			sync(store.ScheduleSync{Now: epoch, Last: epoch})
+			sync(store.ScheduleSync{Now: epoch, Last: epoch, Until: epoch})
 
 			// Two schedulers saw last = epoch; the first claim wins.
 			f.clk.Advance(time.Minute)
@@ -72,32 +72,40 @@ func TestScheduleScript(t *testing.T) {
 			}
 			claim(epoch, minute(1), store.Claimed, minute(1))
 			claim(epoch, minute(1), store.ClaimMoved, minute(1))
-			sync(store.ScheduleSync{Now: minute(1), Last: minute(1)})
+			sync(store.ScheduleSync{Now: minute(1), Last: minute(1), Until: minute(1)})
 
 			// The claimed tick is not acknowledged: after the abandon delay
 			// one sync hands it over, the next does not.
 			f.clk.Advance(abandon)
-			sync(store.ScheduleSync{Now: minute(1).Add(abandon), Last: minute(1), Abandoned: []time.Time{minute(1)}})
-			sync(store.ScheduleSync{Now: minute(1).Add(abandon), Last: minute(1)})
-			must(t, st.AckTicks(ctx, "s", []time.Time{minute(1)}))
+			sync(store.ScheduleSync{Now: minute(1).Add(abandon), Last: minute(1), Until: minute(1).Add(abandon), Abandoned: []time.Time{minute(1)}})
+			sync(store.ScheduleSync{Now: minute(1).Add(abandon), Last: minute(1), Until: minute(1).Add(abandon)})
+			must(t, st.AckTicks(ctx, "s", []time.Time{minute(1)}, minute(1)))
 			f.clk.Advance(abandon)
-			sync(store.ScheduleSync{Now: minute(2), Last: minute(1)})
+			sync(store.ScheduleSync{Now: minute(2), Last: minute(1), Until: minute(2)})
 
-			// Paused: claims are refused; resuming restarts from now.
+			// Paused: a claim of the ticks due by the pause is taken, one
+			// past it refused (a second pause does not move the pause's
+			// time); resuming restarts from now.
 			must(t, st.PauseSchedule(ctx, "s"))
+			sync(store.ScheduleSync{Now: minute(2), Last: minute(1), Paused: true, Until: minute(2)})
+			f.clk.Advance(time.Minute)
 			must(t, st.PauseSchedule(ctx, "s"))
-			sync(store.ScheduleSync{Now: minute(2), Last: minute(1), Paused: true})
-			claim(minute(1), minute(2), store.ClaimPaused, minute(2))
-			f.clk.Advance(3*time.Minute + time.Second)
+			sync(store.ScheduleSync{Now: minute(3), Last: minute(1), Paused: true, Until: minute(2)})
+			claim(minute(1), minute(3), store.ClaimPaused, minute(3))
+			claim(minute(1), minute(2), store.Claimed, minute(2))
+			must(t, st.AckTicks(ctx, "s", []time.Time{minute(2)}, minute(2)))
+			sync(store.ScheduleSync{Now: minute(3), Last: minute(2), Paused: true, Until: minute(2)})
+			f.clk.Advance(2*time.Minute + time.Second)
 			must(t, st.ResumeSchedule(ctx, "s"))
 			resumed := minute(5).Add(time.Second)
-			sync(store.ScheduleSync{Now: resumed, Last: resumed})
+			sync(store.ScheduleSync{Now: resumed, Last: resumed, Until: resumed})
 			must(t, st.ResumeSchedule(ctx, "s")) // not paused: no change
-			sync(store.ScheduleSync{Now: resumed, Last: resumed})
+			sync(store.ScheduleSync{Now: resumed, Last: resumed, Until: resumed})
 
-			// The record: definition, last tick decided, last tick enqueued.
-			claim(resumed, minute(6), store.Claimed)
-			want := store.ScheduleRecord{ScheduleDef: def, Last: minute(6), Ran: minute(1)}
+			// The record: definition, last tick decided, last tick enqueued
+			// (by its ack: a claim is not a run).
+			claim(resumed, minute(6), store.Claimed, minute(6))
+			want := store.ScheduleRecord{ScheduleDef: def, Last: minute(6), Ran: minute(2)}
 			got, err := st.Schedule(ctx, "s")
 			if err != nil {
 				t.Fatal(err)
