@@ -33,6 +33,9 @@ type fleet struct {
 	// pushes are the jobs (IDs in their partition) that workers reported
 	// starting pushed ("push started") and handing back ("push handed back").
 	pushes pushReports
+	// starts counts, per job (its ID in its partition), the attempts that
+	// reached the ledger handler ("started").
+	starts attemptStarts
 	live   []*proc // started and not yet ended, in start order
 	// exited counts the processes that ended with exitPillStatus (on their
 	// own, or while being killed or stopped by the test).
@@ -255,6 +258,8 @@ func (f *fleet) report(ready chan<- struct{}, line string) {
 		f.staleOutcomes.Add(1)
 	case strings.HasPrefix(line, "exit pill "):
 		f.pillExits.Add(1)
+	case strings.HasPrefix(line, "started "):
+		f.starts.add(strings.TrimPrefix(line, "started "))
 	case strings.HasPrefix(line, "push started "):
 		f.pushes.add(&f.pushes.started, strings.TrimPrefix(line, "push started "))
 	case strings.HasPrefix(line, "push handed back "):

@@ -155,6 +155,7 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
 		n := job.Args.N
+		fmt.Printf("started %s\n", job.ID)       // every attempt that reaches its handler (TestChaosLostReplies)
 		if strings.Contains(job.LeaseID, ".p") { // leased by its enqueue: <nonce>.p<k>
 			fmt.Printf("push started %s\n", job.ID)
 		}

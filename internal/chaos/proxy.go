@@ -41,7 +41,9 @@ type Proxy struct {
 	fmu                 sync.Mutex // guards the faults below
 	armed               []*injection
 	random              *randomFaults // nil when off
+	late                *lateDrops    // nil when off
 	dropped, duplicated int
+	lateDropped         int // of dropped
 }
 
 // NewProxy listens on a free 127.0.0.1 port and forwards to upstream.
@@ -97,6 +99,9 @@ const (
 	// only the reply of the second delivery (the first is swallowed), as a
 	// network that re-delivered it would.
 	Duplicate
+	// lateDrop is a DropReply whose connection is held before the cut
+	// (SetLateDrops); drawn by SetRandom only.
+	lateDrop
 )
 
 func (k FaultKind) String() string {
@@ -107,6 +112,8 @@ func (k FaultKind) String() string {
 		return "DropReply"
 	case Duplicate:
 		return "Duplicate"
+	case lateDrop:
+		return "lateDrop"
 	}
 	return fmt.Sprintf("FaultKind(%d)", int(k))
 }
@@ -163,6 +170,30 @@ func (p *Proxy) SetRandom(drop, dup float64, seed uint64, match func(args []stri
 	}
 }
 
+// lateDrops are SetLateDrops' settings.
+type lateDrops struct {
+	hold, gap time.Duration
+	match     func(args []string) bool
+	last      time.Time // when the latest late drop was drawn
+}
+
+// SetLateDrops makes a random DropReply (SetRandom) of a request that
+// matches a late one: its connection is held for hold, the reply neither
+// passed on nor refused, before the cut. The client learns of the loss
+// only then, as one whose network went silent learns of it by a read
+// timeout, and what it sends again arrives that much later. At most one
+// drop is made late per gap, so that a call is not held twice in a row
+// (its re-send dropped late too) unless gap is shorter than what a
+// re-send takes; the others are cut at once. A nil match turns it off.
+func (p *Proxy) SetLateDrops(hold, gap time.Duration, match func(args []string) bool) {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	p.late = nil
+	if match != nil {
+		p.late = &lateDrops{hold: hold, gap: gap, match: match}
+	}
+}
+
 // Fired reports how many faults of each kind have fired so far: a reply
 // dropped, a first reply of a duplicated request swallowed. A fault whose
 // connection ends before the reply comes back has not fired.
@@ -170,6 +201,14 @@ func (p *Proxy) Fired() (dropped, duplicated int) {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
 	return p.dropped, p.duplicated
+}
+
+// LateDropped reports how many of the replies dropped were dropped late
+// (SetLateDrops).
+func (p *Proxy) LateDropped() int {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	return p.lateDropped
 }
 
 // Commands returns a match function for Inject and SetRandom that matches
@@ -203,6 +242,10 @@ func (p *Proxy) decide(args func() []string) FaultKind {
 	if r := p.random; r != nil && (r.match == nil || r.match(get())) {
 		switch u := r.rng.Float64(); {
 		case u < r.drop:
+			if l := p.late; l != nil && l.match(get()) && time.Since(l.last) >= l.gap {
+				l.last = time.Now()
+				return lateDrop
+			}
 			return DropReply
 		case u < r.drop+r.dup:
 			return Duplicate
@@ -211,15 +254,24 @@ func (p *Proxy) decide(args func() []string) FaultKind {
 	return 0
 }
 
-func (p *Proxy) fired(kind FaultKind) {
+// fired counts a fault that fired, and returns how long to hold its
+// connection before cutting it (a late drop's hold, SetLateDrops).
+func (p *Proxy) fired(kind FaultKind) time.Duration {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
 	switch kind {
 	case DropReply:
 		p.dropped++
+	case lateDrop:
+		p.dropped++
+		p.lateDropped++
+		if p.late != nil {
+			return p.late.hold
+		}
 	case Duplicate:
 		p.duplicated++
 	}
+	return 0
 }
 
 func (p *Proxy) accept() {
@@ -381,9 +433,9 @@ func (l *link) replies() {
 				l.swallowed()
 				l.p.fired(Duplicate)
 				continue
-			case DropReply:
+			case DropReply, lateDrop:
 				w.Flush() // the replies before it
-				l.p.fired(DropReply)
+				time.Sleep(l.p.fired(e.fault))
 				l.client.Close()
 				l.server.Close()
 				return

@@ -1,0 +1,192 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/lua"
+)
+
+// The proxy's faults in TestChaosLostReplies, on every script call: more
+// than TestChaos's, since they are the only ones.
+const (
+	lostDropRate = 0.05
+	lostDupRate  = 0.05
+	// lostDropHold: a claim's dropped reply has its connection held this
+	// long first, one claim per lease at most (Proxy.SetLateDrops): past
+	// half the workers' lease, short of it with what a re-send takes
+	lostDropHold = lease * 6 / 10
+)
+
+// TestChaosLostReplies runs ledger jobs on worker processes whose only
+// faults are lost replies and duplicated requests (the proxy's random
+// faults on every script call; a claim's loss, one per lease at most,
+// learnt only after 0.6 of a lease, as a read timeout would; no kill,
+// stall, restart or cut), and checks
+// what TestChaos cannot, since its kills charge a crash to a job claimed
+// by a process killed before the job started (the safe choice): here no
+// job is charged more crashes than it had attempts that reached its
+// handler and did not complete it. A lost reply is not a crash: a claim,
+// renewal or ack whose reply was lost and which Sluice or go-redis sent
+// again must not end in a lease reaped from a job that never ran (the
+// class of the claim re-send window's bug, 2026-12-05). Every job must
+// also complete with its checkpoints, every effect applied once, and
+// every job hash sit in the index its state names, the counters true.
+func TestChaosLostReplies(t *testing.T) {
+	t.Parallel()
+	dur := chaosDuration(t) / 2
+	if os.Getenv(redisproc.EnvExternalAddr) != "" {
+		t.Skipf("the chaos suite starts its own redis-server; %s points at an external one", redisproc.EnvExternalAddr)
+	}
+	ctx := context.Background()
+	srv, err := redisproc.StartServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	proxy, err := NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	seed := chaosSeed(t)
+	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
+	proxy.SetRandom(lostDropRate, lostDupRate, seed, Commands(lua.Commands...))
+	// a claim's loss learnt past half a lease: what it sends again must
+	// still not cost the jobs it leased a crash
+	proxy.SetLateDrops(lostDropHold, lease, func(a []string) bool {
+		return len(a) > 1 && strings.EqualFold(a[0], "fcall") && a[1] == lua.Claim.Function()
+	})
+	rdb := srv.Client()
+	t.Cleanup(func() { rdb.Close() })
+	ns := redistest.NewNamespace(t)
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := workerConfig{
+		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lease, Renew: lease / 4, Maintenance: 200 * time.Millisecond,
+		NoRetries: true, // every other process: what Sluice sends again itself meets the faults
+	}
+	f := newFleet(t, cfg)
+	for range fleetSize {
+		f.start(cfg)
+	}
+	prod := &producer{c: c, backlog: backlog, ledgerOnly: true}
+	pctx, stopProducer := context.WithCancel(ctx)
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		prod.run(pctx)
+	}()
+	t.Cleanup(func() {
+		stopProducer()
+		<-produced
+	})
+	time.Sleep(dur)
+	stopProducer()
+	<-produced
+	ids, _, errs := prod.result()
+	for _, err := range errs {
+		t.Errorf("enqueue: %v", err)
+	}
+	redistest.Within(t, drainTimeout, "every job finished and every effect relayed", func() (bool, string) {
+		st, err := admin.New(c).QueueStats(ctx, "default", time.Minute)
+		if err != nil {
+			return false, err.Error()
+		}
+		part := keys.Partition{NS: ns, Queue: "default"}
+		outbox, err := rdb.XLen(ctx, part.Outbox()).Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		done := st.Depth[flow.StateCompleted] + st.Depth[flow.StateArchived] + st.Depth[flow.StateQuarantined]
+		return done >= int64(len(ids)) && outbox == 0,
+			fmt.Sprintf("%d of %d jobs finished (%v), %d outbox entries", done, len(ids), st.Depth, outbox)
+	})
+	for len(f.live) > 0 {
+		f.term(f.live[0])
+	}
+	dropped, duplicated := proxy.Fired()
+	late := proxy.LateDropped()
+
+	direct := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { direct.Close() })
+	if c, err = flow.NewClient(direct, flow.ClientOptions{Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	var lst ledgerStats
+	starts := f.starts.counts()
+	ran := 0
+	for n, id := range ids {
+		checkLedgerJob(ctx, t, c, n, id, &lst)
+		info, err := c.Job(ctx, id)
+		if err != nil {
+			continue // reported by checkLedgerJob
+		}
+		s := starts[localID(id)]
+		ran += s
+		// the attempt that completed it started too
+		if info.CrashAttempt > max(s-1, 0) {
+			t.Errorf("job %s: %d crashes charged, %d attempts started (one completed it): a crash charged to an attempt that never ran; errors %+v",
+				id, info.CrashAttempt, s, info.Errors)
+		}
+	}
+	part := keys.Partition{NS: ns, Queue: "default"}
+	fields := expectedFields(len(ids))
+	checkLedger(t, direct, part.Tag()+":u:ledger", fields)
+	checkLedger(t, direct, foreignLedger(ns), fields)
+	for _, p := range partitionsOf(ctx, t, direct, ns, part) {
+		ps, err := checkPartition(ctx, direct, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps.report(t, p)
+	}
+	summary := fmt.Sprintf("%s (seed %d): %d jobs, %d attempts started; script calls faulted at %g%% drop, %g%% duplicate: "+
+		"%d replies dropped (%d claims' late), %d requests duplicated; %d crashes charged to %d jobs, %d attempts spent, %d stale writes refused",
+		dur, seed, len(ids), ran, lostDropRate*100, lostDupRate*100, dropped, late, duplicated,
+		lst.Crashes, lst.Crashed, lst.Attempts, f.staleSteps.Load()+f.staleOutcomes.Load())
+	t.Log(summary)
+	if dropped == 0 || late == 0 || duplicated == 0 || len(ids) == 0 {
+		t.Errorf("not every fault happened: %s", summary)
+	}
+}
+
+// attemptStarts counts the attempts that reached the ledger handler, per
+// job (its ID in its partition), as the workers report them.
+type attemptStarts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *attemptStarts) add(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = map[string]int{}
+	}
+	a.n[localID(id)]++
+}
+
+func (a *attemptStarts) counts() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]int, len(a.n))
+	for id, n := range a.n {
+		out[id] = n
+	}
+	return out
+}
