@@ -69,6 +69,12 @@ type Attempt struct {
 	// were, and gives its job back once they have returned (abandon)
 	renewing int
 	handBack bool
+	// extending: an ExtendLease is under way, and renewalsDone, when not
+	// nil, is closed once no renewal is in flight (beginExtend); extendMu
+	// orders the ExtendLease calls of the attempt
+	extending    bool
+	renewalsDone chan struct{}
+	extendMu     sync.Mutex
 
 	ctl  control // lease control, progress, tracked goroutines (control.go)
 	host attemptHost

@@ -115,9 +115,11 @@ func (a *Attempt) leaseDuration() time.Duration {
 // time), and makes d its lease duration from now on: the background
 // renewals keep extending it by d. d <= 0 keeps the current duration (a
 // plain renewal, which also checks that the lease is still held); d must be
-// longer than the worker's RenewInterval. It costs one round trip. A lease
-// already lost is ErrLeaseLost, and the attempt is cancelled with that
-// cause.
+// longer than the worker's RenewInterval. It costs one round trip, sent
+// once a background renewal of the lease in flight, if any, has returned
+// (so that the lease and the worker's reckoning of it end as this call
+// sets them). A lease already lost is ErrLeaseLost, and the attempt is
+// cancelled with that cause.
 func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	w := a.ctl.w
 	if w == nil {
@@ -129,7 +131,24 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= w.opts.RenewInterval {
 		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
 	}
-	if a.ctl.gone.Load() || !a.startRenewal() {
+	a.extendMu.Lock()
+	defer a.extendMu.Unlock()
+	if a.ctl.gone.Load() {
+		return ErrLeaseLost
+	}
+	done, ok := a.beginExtend()
+	if !ok {
+		return ErrLeaseLost
+	}
+	defer a.endExtend()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	if a.ctl.gone.Load() || !a.startRenewal(true) {
 		return ErrLeaseLost
 	}
 	defer func() {

@@ -310,11 +310,11 @@ func (a *Attempt) abandon() bool {
 }
 
 // startRenewals counts a renewal in flight for each of as
-// (startRenewal), and returns those the worker has not given up.
+// (startRenewal), and returns those the renewal loop renews now.
 func startRenewals(as []*Attempt) []*Attempt {
 	out := as[:0:0]
 	for _, a := range as {
-		if a.startRenewal() {
+		if a.startRenewal(false) {
 			out = append(out, a)
 		}
 	}
@@ -323,15 +323,50 @@ func startRenewals(as []*Attempt) []*Attempt {
 
 // startRenewal counts a renewal of the lease in flight, unless the worker
 // has given the attempt up (expire decides that under mu): none is sent
-// once its give-back may have been.
-func (a *Attempt) startRenewal() bool {
+// once its give-back may have been. The renewal loop's (extend false) is
+// not sent either while an ExtendLease is in flight or waits to be sent
+// (beginExtend): that one renews the lease.
+func (a *Attempt) startRenewal(extend bool) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.lapsed {
+	if a.lapsed || (a.extending && !extend) {
 		return false
 	}
 	a.renewing++
 	return true
+}
+
+// beginExtend marks an ExtendLease of the attempt under way, so that the
+// renewal loop sends no renewal of it until endExtend, and returns a
+// channel closed once the renewals in flight have returned (nil when none
+// is): ExtendLease is sent only then. Two renewals in flight at once
+// with different durations would leave the lease to whichever Redis ran
+// last, and the worker's reckoning of its end to whichever reply it read
+// last: a renewal sent before an ExtendLease that shortened the lease,
+// and answered after it, would make the worker hold the attempt past the
+// lease's real end. It reports false when the worker has given the
+// attempt up.
+func (a *Attempt) beginExtend() (done <-chan struct{}, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.lapsed {
+		return nil, false
+	}
+	a.extending = true
+	if a.renewing == 0 {
+		return nil, true
+	}
+	if a.renewalsDone == nil {
+		a.renewalsDone = make(chan struct{})
+	}
+	return a.renewalsDone, true
+}
+
+// endExtend ends what beginExtend began.
+func (a *Attempt) endExtend() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.extending = false
 }
 
 // renewalReturned counts a renewal of the lease returned (whatever its
@@ -342,6 +377,10 @@ func (a *Attempt) renewalReturned() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.renewing--
+	if a.renewing == 0 && a.renewalsDone != nil {
+		close(a.renewalsDone) // an ExtendLease waits for it (beginExtend)
+		a.renewalsDone = nil
+	}
 	back := a.handBack && a.renewing == 0
 	if back {
 		a.handBack = false

@@ -1,0 +1,134 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
+	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestExtendLeaseAfterRenewalInFlight: a background renewal of the lease
+// (its old duration) has run in Redis and its reply is still on its way
+// when the handler shortens the lease with ExtendLease. Redis keeps the
+// shorter lease; the worker must reckon with it too, and give the attempt
+// up at its end. Before, ExtendLease went out at once, and the renewal's
+// reply, read after it, set the worker's lease end from the old duration:
+// the handler ran on for 18 s past the lease Redis held, while another
+// worker could take the job (found by an audit).
+func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
+	t.Parallel()
+	const (
+		lease   = 30 * time.Second
+		renew   = 9 * time.Second
+		shorter = 12 * time.Second
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	first := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	e.RDB.AddHook(first)
+	rest := newCallGate(isScript(lua.Renew, ""))
+	e.RDB.AddHook(rest)
+	started, extended, lost := testkit.Chan[string](), testkit.Chan[error](), testkit.Chan[error]()
+	go_ := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		go func() {
+			<-ctx.Done()
+			lost <- context.Cause(ctx)
+		}()
+		<-go_
+		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
+		<-ctx.Done()
+		return nil
+	}))
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(first.open)
+	t.Cleanup(rest.open)
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+
+	first.armed.Store(true)
+	clk.Advance(renew) // the background renewal: run by Redis, its reply held
+	testkit.Recv(t, (<-chan struct{})(first.held), "the background renewal's reply to be held")
+	extendAt := clk.Now()
+	close(go_)
+	var (
+		err      error
+		returned bool
+	)
+	select {
+	case err = <-extended: // sent at once (before the fix)
+		returned = true
+	case <-time.After(300 * time.Millisecond): // waiting for the renewal in flight
+	}
+	first.open()
+	testkit.Recv(t, (<-chan struct{})(first.returned), "the background renewal to return")
+	if !returned {
+		err = testkit.Recv(t, extended, "ExtendLease to return")
+	}
+	if err != nil {
+		t.Fatalf("ExtendLease: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond) // the renewal's answer applied (before the fix, ExtendLease returned first)
+
+	// No renewal lands any more: the attempt must be given up at the end
+	// of the shorter lease, not of the longer one.
+	rest.armed.Store(true)
+	clk.Advance(extendAt.Add(shorter + time.Millisecond).Sub(clk.Now()))
+	select {
+	case cause := <-lost:
+		if !errors.Is(cause, runtime.ErrLeaseLost) {
+			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the attempt still runs %s after ExtendLease(%s): the worker reckons with the renewal's older duration", shorter, shorter)
+	}
+}
+
+// holdFirstReply is a go-redis hook that lets the first call matching
+// match run, then holds its reply until release is closed (held is closed
+// once it holds it, returned once the call returns); every other call
+// goes through.
+type holdFirstReply struct {
+	match                   func(cmd redis.Cmder) bool
+	armed, taken            atomic.Bool
+	held, release, returned chan struct{}
+	releaseOnce             atomic.Bool
+}
+
+func (h *holdFirstReply) open() {
+	if h.releaseOnce.CompareAndSwap(false, true) {
+		close(h.release)
+	}
+}
+
+func (h *holdFirstReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !h.armed.Load() || !h.match(cmd) || !h.taken.CompareAndSwap(false, true) {
+			return next(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		close(h.held)
+		<-h.release
+		defer close(h.returned)
+		return err
+	}
+}
+
+func (h *holdFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
