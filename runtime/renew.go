@@ -258,7 +258,9 @@ func (w *Worker) expire(now time.Time) (back []*Attempt) {
 			continue
 		}
 		a.mu.Lock()
-		if !now.Before(a.leaseEnd) {
+		// lapsed already: another pass (the loop's, a failed renewal's)
+		// took it, and abandons it once
+		if !a.lapsed && !now.Before(a.leaseEnd) {
 			a.lapsed = true
 			out = append(out, a)
 		}
