@@ -29,7 +29,10 @@ const relayMarkTTL = 7 * 24 * time.Hour
 // relayMaxAge is the age past which an outbox entry is dead-lettered
 // rather than relayed: a day short of relayMarkTTL, so that the marker of
 // an entry applied before (and not deleted, its relayer having died) is
-// always still there, whatever the clocks' skew.
+// always still there. The age is store time's (RelayOutbox reads Redis
+// TIME), as the entry's ID and the marker's expiry are: a relayer whose
+// clock was a day or more behind would have applied an entry whose marker
+// was gone, one ahead dead-lettered fresh entries.
 const relayMaxAge = relayMarkTTL - 24*time.Hour
 
 // entryTime is the time in a stream entry ID ("ms-seq").
@@ -108,6 +111,10 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	if err != nil || len(msgs) == 0 {
 		return RelayResult{}, err
 	}
+	now, err := s.Time(ctx) // the entries' IDs are in store time
+	if err != nil {
+		return RelayResult{}, err
+	}
 	notes := map[keys.Partition][]note{}
 	var done []string
 	var dead []DeadEffect
@@ -120,7 +127,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		d.describe([]byte(b))
 		dead = append(dead, d)
 	}
-	oldest := s.now().Add(-relayMaxAge)
+	oldest := now.Add(-relayMaxAge)
 	var held error // the first entry's left for a later pass
 	for _, m := range msgs {
 		first, _ := m.Values["o"].(string) // a revived entry's first ID (lua/deadfx.lua)

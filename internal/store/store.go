@@ -247,14 +247,6 @@ func (s *Store) Time(ctx context.Context) (time.Time, error) {
 	return s.rdb.Time(ctx).Result()
 }
 
-// now is the injected clock's time, or the machine's.
-func (s *Store) now() time.Time {
-	if s.cfg.Now != nil {
-		return s.cfg.Now()
-	}
-	return time.Now()
-}
-
 // declaresOne reports whether a call to a partition declares its first key
 // (sched) alone, the prelude naming the others from the prefix
 // (lua/lib.lua, partition_keys): on a single server, *redis.Client, where

@@ -1,0 +1,48 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// TestRelayAgeInStoreTime: an outbox entry's age is reckoned in store
+// time, as its ID and its dedup marker's expiry are, not by the relayer's
+// clock. Here Redis's clock has gone 10 days on since an effect was
+// committed, past the age after which whether it applied can no longer
+// be told, while the relayer's clock (the machine's) says it is fresh: it
+// is dead-lettered, not applied. Before, the relayer applied it (found by
+// an audit); one whose clock ran ahead dead-lettered fresh entries.
+func TestRelayAgeInStoreTime(t *testing.T) {
+	t.Parallel()
+	m := miniredis.RunT(t)
+	now := time.Now().Truncate(time.Millisecond)
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)}) // no injected clock: Redis TIME
+	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, st: st, p: st.Partition("q", 0)}
+	f.enqueue(store.NewJob{Local: "job"})
+	j := f.claimOne("w")
+	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
+	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
+		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
+		t.Fatal(err)
+	}
+	m.SetTime(now.Add(10 * 24 * time.Hour))
+	res, err := st.RelayOutbox(f.ctx, f.p, 10)
+	if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+		t.Fatalf("relay of an entry 10 days old in store time: %+v %v, want it dead-lettered as too old", res, err)
+	}
+	if v, _ := rdb.Get(f.ctx, ledger).Result(); v != "" {
+		t.Errorf("the too old effect applied: ledger %q", v)
+	}
+}
