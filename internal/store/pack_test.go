@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -154,7 +155,9 @@ func filler(n int, c byte) []byte {
 // commits and acks of three 12 MiB items each take two calls.
 func TestLargeBatchesCut(t *testing.T) {
 	t.Parallel()
-	rdb := env.Server.Client()
+	// 36 MiB a call: on a loaded machine a read took past go-redis's
+	// default timeout of 3 s, which is no subject of this test
+	rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr(), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
 	defer rdb.Close()
 	for _, sc := range []*lua.Script{lua.Enqueue, lua.Step, lua.Ack} { // no call answered "not loaded"
 		if err := sc.Load(context.Background(), rdb); err != nil {
