@@ -7,14 +7,15 @@
 -- State (KEYS[1] fields): last = the latest tick decided (enqueued, or
 -- dropped by the missed-run policy or a pause), in unix ms; ran = the
 -- latest tick enqueued (set by the ack that confirms it); paused = '1'
--- while paused; paused_at = when it was paused, while ticks due before
--- then may still be undecided (they fell while the schedule ran: a pause
--- stops the ticks after it, not those a scheduler had yet to enqueue);
--- resumed = when it was resumed, while those ticks are still undecided
--- (the ticks in (paused_at, resumed] are then dropped, last jumping to
--- resumed, by the first sync that finds last at paused_at or later).
--- Definition fields are written by the schedulers with HSET and never
--- read here.
+-- while paused; paused_at = when, while paused: the ticks due before it
+-- fell while the schedule ran, and are still decided (a pause stops the
+-- ticks after it, not those no scheduler had claimed yet); owed_from and
+-- owed_to = the ticks in (owed_from, owed_to] were due before a pause and
+-- undecided when it was resumed: a scheduler decides them apart, the
+-- resume having moved last to its own time (as every release's resume
+-- does, so that a scheduler of a release before these fields runs no tick
+-- of the pause). Definition fields are written by the schedulers with
+-- HSET and never read here.
 --
 -- KEYS[1] the schedule's hash
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
@@ -24,29 +25,30 @@
 -- ARGV[3] op, one of:
 --   'sync'   ARGV[4] ms after which a pending tick counts as abandoned.
 --            Starts the state at last = now when there is none.
---            Returns {'ok', now, last, paused (0|1), upto, abandoned
---            ticks...}: upto is the end of the window a scheduler may
---            decide now, (last, upto]: now; while paused (or resumed
---            with ticks before the pause undecided) the pause's time, or
---            last when none is left before it;
+--            Returns {'ok', now, from, paused (0|1), upto, abandoned
+--            ticks...}: (from, upto] is the window a scheduler decides
+--            now: (last, now]; while paused, (last, the pause's time]
+--            (empty once last is there); when ticks are owed, that
+--            window first; upto is never past now;
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset, to the time recorded in field hand_at, and the
 --            sync's call ID in field hand) to enqueue again; the same
 --            sync sent again (its reply lost) is handed the same ticks,
 --            those still pending with that claim time; or {'missing', now}.
---   'claim'  ARGV[4] the last tick the caller saw, ARGV[5] the new last
---            tick, ARGV[6...] the ticks the caller will enqueue.
---            Returns 'ok' (last moved, the ticks are pending), 'moved'
---            (another scheduler moved last first: nothing written),
---            'paused' (the new last tick is past the pause's time:
---            nothing written) or 'missing'. The same claim sent
---            again (its reply lost) is answered what its first run
+--   'claim'  ARGV[4] the start of the window the caller saw (last, or
+--            owed_from), ARGV[5] the new last tick (the window's end),
+--            ARGV[6...] the ticks the caller will enqueue.
+--            Returns 'ok' (last moved, or the owed window decided; the
+--            ticks are pending), 'moved' (another scheduler moved first:
+--            nothing written), 'paused' (the new last tick is past the
+--            pause's time: nothing written) or 'missing'. The same claim
+--            sent again (its reply lost) is answered what its first run
 --            answered (its call record; past the record, its call ID in
---            field claim while last is still its tick), even when another
---            scheduler has claimed later ticks in between: a twin claim
---            of another scheduler, with another call ID, is 'moved' (its
---            tick jobs would run again once the first ones are done and
---            deleted).
+--            field claim, which every claim overwrites), even when
+--            another scheduler has claimed later ticks in between: a
+--            twin claim of another scheduler, with another call ID, is
+--            'moved' (its tick jobs would run again once the first ones
+--            are done and deleted).
 --   'ack'    ARGV[4] the latest tick whose job was added ('' for none),
 --            ARGV[5...] ticks now confirmed (their jobs added, or found
 --            impossible to add). Returns 'ok'.
@@ -54,8 +56,9 @@
 --            'missing'.
 --   'resume' Restarts a paused schedule from now: the ticks that fell
 --            while it was paused are not run; those due before the pause
---            that no scheduler decided yet still are. Returns 'ok' or
---            'missing'.
+--            that no scheduler decided yet are owed (unless ticks of an
+--            earlier pause are owed still: those stay, and these are
+--            dropped). Returns 'ok' or 'missing'.
 -- ARGV[#ARGV] the call ID (lib_replay.lua)
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
@@ -80,13 +83,12 @@ if redis.call('EXISTS', K) == 0 then
   return STATUS.missing
 end
 
--- pause_of(v) is a pause's or resume's time as the fields hold it: a
--- whole number of ms, or nil (absent: an older release paused it, or
--- written by hand)
-local function pause_of(v) return v and count_of(v) end
+-- time_of(v) is a time a state field holds: a whole number of ms, or
+-- nil (absent, or written by hand)
+local function time_of(v) return v and count_of(v) end
 
 if op == 'sync' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'resumed')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'owed_from', 'owed_to')
   -- count_of: a whole number of ms; any other (written by hand: 'nan',
   -- '1.5', '1e300') would be answered as another integer (Redis turns a
   -- Lua number into one), which the claim would then never find equal
@@ -99,20 +101,22 @@ if op == 'sync' then
     last = NOW
     redis.call('HSET', K, 'last', NOW)
   end
-  local paused, pa, resumed = 0, pause_of(st[5]), pause_of(st[6])
+  local paused, pa, of, ot = 0, time_of(st[5]), time_of(st[6]), time_of(st[7])
   if st[2] == '1' then paused = 1 end
-  if paused == 0 and (not pa or not resumed or last >= pa) and (st[5] or st[6]) then
-    -- every tick before the pause decided: the ones while it are dropped
-    if resumed and resumed > last then
-      last = resumed
-      redis.call('HSET', K, 'last', last)
-    end
-    redis.call('HDEL', K, 'paused_at', 'resumed')
-    pa = nil
+  if paused == 0 and st[5] then
+    redis.call('HDEL', K, 'paused_at') -- resumed by a release before it
   end
-  local upto = NOW
-  if paused == 1 or pa then upto = math.max(last, pa or last) end
-  local out = { STATUS.ok, NOW, last, paused, upto }
+  if (st[6] or st[7]) and not (of and ot and of < ot) then
+    redis.call('HDEL', K, 'owed_from', 'owed_to') -- none, or written by hand
+    of = nil
+  end
+  local from, upto = last, NOW
+  if of then
+    from, upto = of, ot
+  elseif paused == 1 then
+    upto = math.max(last, pa or last) -- an older release's pause: none
+  end
+  local out = { STATUS.ok, NOW, from, paused, math.min(upto, NOW) }
   local stale, token = tonumber(ARGV[4]), CALL_ID
   local pend = redis.call('HGETALL', KP)
   if st[3] == token then
@@ -139,36 +143,43 @@ if op == 'sync' then
   if handed then redis.call('HSET', K, 'hand', token, 'hand_at', NOW) end
   return out
 elseif op == 'claim' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'paused_at', 'claim')
-  if st[4] == CALL_ID and tonumber(st[1]) == tonumber(ARGV[5]) then
-    -- this very claim, sent again after its record expired: it moved last
+  local st = redis.call('HMGET', K, 'last', 'paused', 'paused_at', 'claim', 'owed_from', 'owed_to')
+  if st[4] == CALL_ID then
+    -- this very claim, sent again after its record expired
     return remember(STATUS.ok)
   end
-  if tonumber(st[1]) ~= tonumber(ARGV[4]) then return remember(STATUS.moved) end
+  local seen, to = tonumber(ARGV[4]), tonumber(ARGV[5])
+  local of, ot = time_of(st[5]), time_of(st[6])
+  if of and ot and seen == of then
+    -- the owed window: decided apart from last
+    if to > ot then return remember(STATUS.moved) end
+    for i = 6, #ARGV - 1 do redis.call('HSET', KP, ARGV[i], NOW) end
+    redis.call('HDEL', K, 'owed_from', 'owed_to')
+    redis.call('HSET', K, 'claim', CALL_ID)
+    return remember(STATUS.ok)
+  end
+  if tonumber(st[1]) ~= seen then return remember(STATUS.moved) end
   -- paused: only ticks due before the pause may still be decided
-  local pa = pause_of(st[3])
-  if st[2] == '1' and not (pa and tonumber(ARGV[5]) <= pa) then return remember(STATUS.paused) end
+  local pa = time_of(st[3])
+  if st[2] == '1' and not (pa and to <= pa) then return remember(STATUS.paused) end
   for i = 6, #ARGV - 1 do redis.call('HSET', KP, ARGV[i], NOW) end
   redis.call('HSET', K, 'last', ARGV[5], 'claim', CALL_ID)
   return remember(STATUS.ok)
 elseif op == 'pause' then
   if redis.call('HGET', K, 'paused') ~= '1' then
-    -- a pause while the ticks before an earlier one are still undecided
-    -- keeps that one's time: the ticks between them are then dropped
-    if not redis.call('HGET', K, 'resumed') then redis.call('HSET', K, 'paused_at', NOW) end
-    redis.call('HSET', K, 'paused', '1')
+    redis.call('HSET', K, 'paused', '1', 'paused_at', NOW)
   end
   return STATUS.ok
 elseif op == 'resume' then
-  local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at')
+  local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at', 'owed_from')
   if st[1] == '1' then
-    local pa = pause_of(st[3])
-    if pa and (tonumber(st[2]) or 0) < pa then
-      redis.call('HSET', K, 'paused', '0', 'resumed', NOW) -- the ticks before the pause still to decide
-    else
-      redis.call('HSET', K, 'paused', '0', 'last', NOW)
-      redis.call('HDEL', K, 'paused_at', 'resumed')
+    local last, pa = time_of(st[2]), time_of(st[3])
+    pa = pa and math.min(pa, NOW) -- a time ahead (written by hand, a clock gone back): now
+    if last and pa and last < pa and not st[4] then
+      redis.call('HSET', K, 'owed_from', last, 'owed_to', pa) -- due before the pause, undecided
     end
+    redis.call('HSET', K, 'paused', '0', 'last', NOW)
+    redis.call('HDEL', K, 'paused_at')
   end
   return STATUS.ok
 end

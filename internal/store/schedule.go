@@ -67,13 +67,16 @@ type ScheduleRecord struct {
 
 // ScheduleSync is a schedule's state at store time Now.
 type ScheduleSync struct {
-	Now, Last time.Time
-	Paused    bool
-	// Until ends the window of ticks a scheduler may decide now, (Last,
-	// Until]: Now, or while the schedule is paused (or was resumed before
-	// the ticks due before its pause were decided) the pause's time, or
-	// Last when none is left before it.
-	Until time.Time
+	Now    time.Time
+	Paused bool
+	// (Last, Until] is the window of ticks a scheduler decides now, with a
+	// claim from Last to Until (or to its latest tick when Until is Now):
+	// Last is the latest tick decided and Until is Now; while the schedule
+	// is paused Until is the pause's time (Last once the ticks before it
+	// are decided); when a resume found ticks due before its pause
+	// undecided, the window is theirs, apart from the last tick decided
+	// (the resume's time). Until is never after Now.
+	Last, Until time.Time
 	// Abandoned ticks were claimed by a scheduler that did not confirm them
 	// in time; they are now this caller's to enqueue (again) and Ack.
 	Abandoned []time.Time

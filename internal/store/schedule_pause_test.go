@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -69,17 +70,45 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			must(t, st.PauseSchedule(ctx, "s")) // paused already: its time stays
 			must(t, st.ResumeSchedule(ctx, "s"))
 			resumed = minute(6).Add(time.Second)
+			// the resume moved last to its time, as every release's resume
+			// does: a scheduler of a release that knows no owed ticks runs
+			// none of the pause
+			if v, _ := f.rdb.HGet(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "last").Int64(); v != resumed.UnixMilli() {
+				t.Errorf("last after the resume: %d, want the resume's time %d", v, resumed.UnixMilli())
+			}
 			sync(store.ScheduleSync{Now: resumed, Last: minute(3).Add(time.Second), Until: paused})
 			claim(minute(3).Add(time.Second), paused, store.Claimed, minute(4))
+			claim(minute(3).Add(time.Second), paused, store.ClaimMoved, minute(4)) // another scheduler's twin
 			sync(store.ScheduleSync{Now: resumed, Last: resumed, Until: resumed})
 			f.clk.Advance(time.Minute)
 			claim(resumed, minute(7), store.Claimed, minute(7))
 
+			// Two pauses and resumes before any sync: the ticks owed by the
+			// first stay owed, those of the second are dropped.
+			f.clk.Advance(time.Minute) // 8:01, tick 8 due
+			must(t, st.PauseSchedule(ctx, "s"))
+			f.clk.Advance(2 * time.Minute)
+			must(t, st.ResumeSchedule(ctx, "s"))
+			f.clk.Advance(time.Minute) // 11:01, tick 11 due
+			must(t, st.PauseSchedule(ctx, "s"))
+			f.clk.Advance(time.Minute)
+			must(t, st.ResumeSchedule(ctx, "s"))
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(7), Until: minute(8).Add(time.Second)})
+			claim(minute(7), minute(8).Add(time.Second), store.Claimed, minute(8))
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Until: minute(12).Add(time.Second)})
+
+			// A pause's time ahead of store time (written by hand, or a
+			// clock gone back after a failover) opens no window past now.
+			must(t, st.PauseSchedule(ctx, "s"))
+			must(t, f.rdb.HSet(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "paused_at", minute(60).UnixMilli()).Err())
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Paused: true, Until: minute(12).Add(time.Second)})
+			must(t, st.ResumeSchedule(ctx, "s"))
+
 			// Ran is the latest tick whose job was added, as its ack says:
 			// the claims of ticks 4 and 7 are no run yet.
 			rec, err := st.Schedule(ctx, "s")
-			if err != nil || !rec.Ran.Equal(minute(1)) || !rec.Last.Equal(minute(7)) {
-				t.Fatalf("record: ran %v, last %v, %v; want ran %v, last %v", rec.Ran, rec.Last, err, minute(1), minute(7))
+			if err != nil || !rec.Ran.Equal(minute(1)) {
+				t.Fatalf("record: ran %v, %v; want %v", rec.Ran, err, minute(1))
 			}
 			must(t, st.AckTicks(ctx, "s", []time.Time{minute(4), minute(7)}, minute(4)))
 			must(t, st.AckTicks(ctx, "s", []time.Time{minute(7)}, time.Time{}))
