@@ -24,16 +24,21 @@ import (
 const (
 	lostDropRate = 0.05
 	lostDupRate  = 0.05
+	// lostLease is the workers' lease: longer than TestChaos's, so that
+	// a worker stalled a moment (a throttled container, a VM's stolen
+	// time) still sends a late claim again in time
+	lostLease = 2 * time.Second
 	// lostDropHold: a claim's dropped reply has its connection held this
 	// long first, one claim per lease at most (Proxy.SetLateDrops): past
-	// half the workers' lease, short of it with what a re-send takes
-	lostDropHold = lease * 6 / 10
+	// half the workers' lease, 0.9 s short of it for the re-send and the
+	// hand-back
+	lostDropHold = lostLease * 55 / 100
 )
 
 // TestChaosLostReplies runs ledger jobs on worker processes whose only
 // faults are lost replies and duplicated requests (the proxy's random
 // faults on every script call; a claim's loss, one per lease at most,
-// learnt only after 0.6 of a lease, as a read timeout would; no kill,
+// learnt only after 0.55 of a lease, as a read timeout would; no kill,
 // stall, restart or cut), and checks
 // what TestChaos cannot, since its kills charge a crash to a job claimed
 // by a process killed before the job started (the safe choice): here no
@@ -66,7 +71,7 @@ func TestChaosLostReplies(t *testing.T) {
 	proxy.SetRandom(lostDropRate, lostDupRate, seed, Commands(lua.Commands...))
 	// a claim's loss learnt past half a lease: what it sends again must
 	// still not cost the jobs it leased a crash
-	proxy.SetLateDrops(lostDropHold, lease, func(a []string) bool {
+	proxy.SetLateDrops(lostDropHold, lostLease, func(a []string) bool {
 		return len(a) > 1 && strings.EqualFold(a[0], "fcall") && a[1] == lua.Claim.Function()
 	})
 	rdb := srv.Client()
@@ -77,7 +82,7 @@ func TestChaosLostReplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := workerConfig{
-		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lease, Renew: lease / 4, Maintenance: 200 * time.Millisecond,
+		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lostLease, Renew: lostLease / 4, Maintenance: 200 * time.Millisecond,
 		NoRetries: true, // every other process: what Sluice sends again itself meets the faults
 	}
 	f := newFleet(t, cfg)
