@@ -85,8 +85,9 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) error {
 
 // ResumeSchedule restarts a paused schedule with its next tick: the ticks
 // that fell while it was paused are not run (they are not missed ticks).
-// Paused and resumed again before a scheduler has seen the resume, the
-// ticks between the first pause and the last resume are not run.
+// The ticks due before the pause that no scheduler had enqueued are
+// still enqueued; when it is paused and resumed twice with no scheduler
+// running, those of the first pause are, and those of the second not.
 // Resuming a schedule that is not paused does nothing.
 func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	if !flow.ValidScheduleName(name) {
