@@ -25,16 +25,35 @@ func (k kindHandlers) Handler(kind string) (Handler, bool) { h, ok := k[kind]; r
 // found no cancel and did nothing, and the handler ran with a live
 // context on a lease the store had given up.
 func TestStopBeforeTheHandlerStarts(t *testing.T) {
+	causes := make(chan error, 1)
+	w, task := waitingAttempt(t, HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
+		causes <- context.Cause(ctx)
+		return nil, nil
+	}))
+	task.a.lose()
+	go w.runner(w.pool, task)
+	select {
+	case cause := <-causes:
+		if !errors.Is(cause, ErrLeaseLost) {
+			t.Errorf("the handler of an attempt whose lease was lost before it started saw cause %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the handler did not start")
+	}
+	w.busy.Wait()
+}
+
+// waitingAttempt starts a worker on a miniredis, without its loops, with
+// one job of kind "k" (handled by h) claimed for a minute and started: its
+// attempt waits in a pool that has room for one task and no runner. It
+// returns the worker and the task, which the caller runs (w.runner).
+func waitingAttempt(t *testing.T, h Handler) (*Worker, runTask) {
+	t.Helper()
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	causes := make(chan error, 1)
-	h := kindHandlers{"k": HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
-		causes <- context.Cause(ctx)
-		return nil, nil
-	})}
-	w, err := NewWorker(rdb, h, Options{Namespace: "t", Queues: map[string]int{"q": 1},
+	t.Cleanup(func() { rdb.Close() })
+	w, err := NewWorker(rdb, kindHandlers{"k": h}, Options{Namespace: "t", Queues: map[string]int{"q": 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -48,20 +67,8 @@ func TestStopBeforeTheHandlerStarts(t *testing.T) {
 		t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
 	}
 	w.attemptBase = ctx
-	// a pool with room for one task and no runner: the attempt waits
 	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
-	defer close(w.pool.quit)
+	t.Cleanup(func() { close(w.pool.quit) })
 	w.start(ctx, p, res.Jobs[0], time.Now())
-	task := <-w.pool.tasks
-	task.a.lose()
-	go w.runner(w.pool, task)
-	select {
-	case cause := <-causes:
-		if !errors.Is(cause, ErrLeaseLost) {
-			t.Errorf("the handler of an attempt whose lease was lost before it started saw cause %v, want ErrLeaseLost", cause)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the handler did not start")
-	}
-	w.busy.Wait()
+	return w, <-w.pool.tasks
 }

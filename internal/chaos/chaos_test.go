@@ -87,22 +87,8 @@ const (
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
-	if os.Getenv(redisproc.EnvExternalAddr) != "" {
-		t.Skipf("the chaos suite restarts its own redis-server; %s points at an external one", redisproc.EnvExternalAddr)
-	}
 	ctx := context.Background()
-	srv, err := redisproc.StartServer(redisproc.WithAppendOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	proxy, err := NewProxy(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	seed := chaosSeed(t)
-	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
+	srv, proxy, seed := startProxied(t, redisproc.WithAppendOnly())
 	proxy.SetRandom(dropRate, dupRate, seed, Commands(lua.Commands...))
 	rdb := srv.Client()
 	t.Cleanup(func() { rdb.Close() })
@@ -391,6 +377,30 @@ func TestChaos(t *testing.T) {
 		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 {
 		t.Errorf("not every fault happened: %s", summary)
 	}
+}
+
+// startProxied starts a redis-server of the suite's own (with opts) and a
+// proxy in front of it, closed when t ends, and draws the run's seed
+// (chaosSeed), logged. A run pointed at an external server is skipped:
+// the suite restarts, or faults, its own.
+func startProxied(t *testing.T, opts ...redisproc.Option) (*redisproc.Server, *Proxy, uint64) {
+	t.Helper()
+	if os.Getenv(redisproc.EnvExternalAddr) != "" {
+		t.Skipf("the chaos suite starts its own redis-server; %s points at an external one", redisproc.EnvExternalAddr)
+	}
+	srv, err := redisproc.StartServer(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	proxy, err := NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proxy.Close() })
+	seed := chaosSeed(t)
+	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
+	return srv, proxy, seed
 }
 
 // chaosSeed is the run's seed: envSeed, else the time.

@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -52,22 +50,8 @@ const (
 func TestChaosLostReplies(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t) / 2
-	if os.Getenv(redisproc.EnvExternalAddr) != "" {
-		t.Skipf("the chaos suite starts its own redis-server; %s points at an external one", redisproc.EnvExternalAddr)
-	}
 	ctx := context.Background()
-	srv, err := redisproc.StartServer()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	proxy, err := NewProxy(srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { proxy.Close() })
-	seed := chaosSeed(t)
-	t.Logf("seed %d (%s=%d draws the same faults)", seed, envSeed, seed)
+	srv, proxy, seed := startProxied(t)
 	proxy.SetRandom(lostDropRate, lostDupRate, seed, Commands(lua.Commands...))
 	// a claim's loss learnt past half a lease: what it sends again must
 	// still not cost the jobs it leased a crash
