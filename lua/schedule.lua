@@ -38,7 +38,7 @@
 --   'claim'  ARGV[4] the start of the window the caller saw (last, or
 --            owed_from), ARGV[5] the new last tick (the window's end),
 --            ARGV[6...] the ticks the caller will enqueue.
---            Returns 'ok' (last moved, or the owed window decided; the
+--            Returns 'ok' (last moved, or the owed window decided up to it; the
 --            ticks are pending), 'moved' (another scheduler moved first:
 --            nothing written), 'paused' (the new last tick is past the
 --            pause's time: nothing written) or 'missing'. The same claim
@@ -151,10 +151,16 @@ elseif op == 'claim' then
   local seen, to = tonumber(ARGV[4]), tonumber(ARGV[5])
   local of, ot = time_of(st[5]), time_of(st[6])
   if of and ot and seen == of then
-    -- the owed window: decided apart from last
+    -- the owed window: decided apart from last, up to to (a claim
+    -- planned before the resume, from the last tick it saw then, decides
+    -- only its start: the rest stays owed)
     if to > ot then return remember(STATUS.moved) end
     for i = 6, #ARGV - 1 do redis.call('HSET', KP, ARGV[i], NOW) end
-    redis.call('HDEL', K, 'owed_from', 'owed_to')
+    if to < ot then
+      redis.call('HSET', K, 'owed_from', ARGV[5])
+    else
+      redis.call('HDEL', K, 'owed_from', 'owed_to')
+    end
     redis.call('HSET', K, 'claim', CALL_ID)
     return remember(STATUS.ok)
   end

@@ -118,3 +118,42 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleLateClaimKeepsTheRestOwed: a scheduler syncs while the
+// schedule runs and plans tick 1; before its claim lands, tick 2 falls,
+// and the schedule is paused and resumed, which records the ticks before
+// the pause as owed, from the last tick the scheduler saw. Its late claim
+// matches the owed window's start, and decides that window up to tick 1
+// only: tick 2 stays owed. Before, the claim deleted the whole window, and
+// tick 2, due before the pause, was lost (found by the day's review).
+func TestScheduleLateClaimKeepsTheRestOwed(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, b)
+			ctx, st := f.ctx, f.st
+			minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
+			must(t, st.PublishSchedule(ctx, store.ScheduleDef{Name: "s", Every: time.Minute, Queue: "q", Kind: "k"}))
+			if _, err := st.SyncSchedule(ctx, "s", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(90 * time.Second)
+			a, err := st.SyncSchedule(ctx, "s", time.Hour) // (0, 1:30]: tick 1
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(time.Minute) // tick 2 falls
+			must(t, st.PauseSchedule(ctx, "s"))
+			f.clk.Advance(2 * time.Minute)
+			must(t, st.ResumeSchedule(ctx, "s")) // owed: (0, 2:30]
+			if got, err := st.ClaimTicks(ctx, "s", a.Last, minute(1), []time.Time{minute(1)}); err != nil || got != store.Claimed {
+				t.Fatalf("the late claim: %q, %v", got, err)
+			}
+			s, err := st.SyncSchedule(ctx, "s", time.Hour)
+			if err != nil || !s.Last.Equal(minute(1)) || !s.Until.Equal(minute(2).Add(30*time.Second)) {
+				t.Fatalf("sync after the late claim: (%v, %v], %v; want tick 2's window (1:00, 2:30] still owed", s.Last.Sub(epoch), s.Until.Sub(epoch), err)
+			}
+		})
+	}
+}
