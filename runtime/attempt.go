@@ -69,12 +69,16 @@ type Attempt struct {
 	// were, and gives its job back once they have returned (abandon)
 	renewing int
 	handBack bool
-	// extending: an ExtendLease is under way, and renewalsDone, when not
-	// nil, is closed once no renewal is in flight (beginExtend); extendMu
-	// orders the ExtendLease calls of the attempt
-	extending    bool
-	renewalsDone chan struct{}
-	extendMu     sync.Mutex
+	// An ExtendLease under way (beginExtend): extending, one that shortens
+	// the lease, and renewalsDone, when not nil, closed once no renewal is
+	// in flight; lengthening, one that does not, and overlapped, a renewal
+	// was in flight beside it. extendBusy: an ExtendLease has the turn
+	// (takeExtendTurn), and extendFree, when not nil, is closed when it
+	// gives the turn back.
+	extending, lengthening, overlapped bool
+	renewalsDone                       chan struct{}
+	extendBusy                         bool
+	extendFree                         chan struct{}
 
 	ctl  control // lease control, progress, tracked goroutines (control.go)
 	host attemptHost

@@ -115,10 +115,11 @@ func (a *Attempt) leaseDuration() time.Duration {
 // time), and makes d its lease duration from now on: the background
 // renewals keep extending it by d. d <= 0 keeps the current duration (a
 // plain renewal, which also checks that the lease is still held); d must be
-// longer than the worker's RenewInterval. It costs one round trip, sent
-// once a background renewal of the lease in flight, if any, has returned
-// (so that the lease and the worker's reckoning of it end as this call
-// sets them). A lease already lost is ErrLeaseLost, and the attempt is
+// longer than the worker's RenewInterval. It costs one round trip. One
+// that shortens the lease is sent once a background renewal in flight, if
+// any, has returned, and none is sent beside it (beginExtend); calls of
+// one attempt go one at a time, each waiting its turn no longer than its
+// ctx allows. A lease already lost is ErrLeaseLost, and the attempt is
 // cancelled with that cause.
 func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	w := a.ctl.w
@@ -131,12 +132,14 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if d <= w.opts.RenewInterval {
 		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
 	}
-	a.extendMu.Lock()
-	defer a.extendMu.Unlock()
+	if err := a.takeExtendTurn(ctx); err != nil {
+		return err
+	}
+	defer a.endExtendTurn()
 	if a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	done, ok := a.beginExtend()
+	done, ok := a.beginExtend(d)
 	if !ok {
 		return ErrLeaseLost
 	}
@@ -178,7 +181,13 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if a.lapsed || a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	a.lease, a.leaseEnd = d, sent.Add(d)
+	a.lease = d
+	if end := sent.Add(d); !a.overlapped || end.Before(a.leaseEnd) {
+		// beside a renewal of the older, shorter duration, which Redis may
+		// have run after this call: the lease may end at the earlier time
+		// until the next renewal, which carries d
+		a.leaseEnd = end
+	}
 	return nil
 }
 

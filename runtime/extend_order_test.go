@@ -132,3 +132,102 @@ func (h *holdFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *holdFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestExtendLeaseSlowReplyKeepsRenewals: an ExtendLease that keeps the
+// lease's duration (ExtendLease(ctx, 0), what an isolated handler's
+// Confirm sends) has run in Redis and its reply is slow. The renewal loop
+// goes on renewing the lease beside it, and the worker does not give the
+// attempt up. A first fix of the test above stopped every background
+// renewal while any ExtendLease was in flight, and the attempt was lost
+// at its lease's end (found by the day's second review).
+func TestExtendLeaseSlowReplyKeepsRenewals(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second
+		renew = 9 * time.Second
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	e.RDB.AddHook(hold)
+	started, lost := testkit.Chan[string](), testkit.Chan[error]()
+	go_ := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		go func() {
+			<-ctx.Done()
+			lost <- context.Cause(ctx)
+		}()
+		<-go_
+		_ = runtime.ExtendLease(ctx, 0)
+		<-ctx.Done()
+		return nil
+	}))
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(hold.open)
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+	clk.waitTimers(t, renew, 1)
+	hold.armed.Store(true)
+	close(go_)
+	testkit.Recv(t, (<-chan struct{})(hold.held), "ExtendLease's reply to be held")
+	for i := 1; i <= 2; i++ {
+		clk.Advance(renew)
+		clk.waitTimers(t, renew, 1+i)
+		if left := e.Job(id).LeaseExpiry.Sub(clk.Now()); left < lease-time.Second {
+			t.Fatalf("%s on: the store's lease ends %s from now, want about %s: the renewal loop skipped the attempt", time.Duration(i)*renew, left, lease)
+		}
+	}
+	clk.Advance(lease - 2*renew + time.Second) // past the lease the worker had when ExtendLease went out
+	select {
+	case cause := <-lost:
+		t.Fatalf("the attempt was given up (%v) while only ExtendLease's reply was slow", cause)
+	case <-time.After(time.Second):
+	}
+}
+
+// TestExtendLeaseWaitsItsTurnWithinItsContext: an ExtendLease of the
+// attempt is in flight, its reply slow; a second one, with a 200 ms
+// deadline, waits its turn no longer than its context allows. A first fix
+// of the tests above made it wait on a mutex, until the first returned
+// (found by the day's second review).
+func TestExtendLeaseWaitsItsTurnWithinItsContext(t *testing.T) {
+	t.Parallel()
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	e.RDB.AddHook(hold)
+	t.Cleanup(hold.open)
+	started, second := testkit.Chan[string](), testkit.Chan[error]()
+	go_ := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		<-go_
+		go func() { _ = runtime.ExtendLease(ctx, 0) }()
+		<-hold.held
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		second <- runtime.ExtendLease(c, 0)
+		<-ctx.Done()
+		return nil
+	}))
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: 30 * time.Second, RenewInterval: 9 * time.Second,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+	hold.armed.Store(true)
+	close(go_)
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the second ExtendLease, its turn not come by its deadline: %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the second ExtendLease, with a 200 ms deadline, still waits after 3 s")
+	}
+}

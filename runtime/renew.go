@@ -326,33 +326,44 @@ func startRenewals(as []*Attempt) []*Attempt {
 // startRenewal counts a renewal of the lease in flight, unless the worker
 // has given the attempt up (expire decides that under mu): none is sent
 // once its give-back may have been. The renewal loop's (extend false) is
-// not sent either while an ExtendLease is in flight or waits to be sent
-// (beginExtend): that one renews the lease.
+// not sent either while an ExtendLease that shortens the lease is under
+// way (beginExtend), and marks one that lengthens it overlapped.
 func (a *Attempt) startRenewal(extend bool) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lapsed || (a.extending && !extend) {
 		return false
 	}
+	if a.lengthening && !extend {
+		a.overlapped = true
+	}
 	a.renewing++
 	return true
 }
 
-// beginExtend marks an ExtendLease of the attempt under way, so that the
-// renewal loop sends no renewal of it until endExtend, and returns a
-// channel closed once the renewals in flight have returned (nil when none
-// is): ExtendLease is sent only then. Two renewals in flight at once
-// with different durations would leave the lease to whichever Redis ran
-// last, and the worker's reckoning of its end to whichever reply it read
-// last: a renewal sent before an ExtendLease that shortened the lease,
-// and answered after it, would make the worker hold the attempt past the
-// lease's real end. It reports false when the worker has given the
-// attempt up.
-func (a *Attempt) beginExtend() (done <-chan struct{}, ok bool) {
+// beginExtend marks an ExtendLease of the attempt to duration d under way
+// (until endExtend), and reports false when the worker has given the
+// attempt up. Two renewals in flight at once leave the lease to whichever
+// Redis ran last, and the worker's reckoning of its end to whichever reply
+// it read last:
+//   - One that shortens the lease waits for the renewals in flight: the
+//     channel returned, when not nil, is closed once they have returned,
+//     and the renewal loop sends none until endExtend. Otherwise a renewal
+//     sent before it, and answered after it, would make the worker hold
+//     the attempt past the lease's real end.
+//   - One that keeps or lengthens it waits for nothing and stops no
+//     renewal (a slow reply would otherwise cost the lease it renews): when
+//     a renewal was in flight beside it (overlapped), the worker's
+//     reckoning keeps the earlier end.
+func (a *Attempt) beginExtend(d time.Duration) (done <-chan struct{}, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lapsed {
 		return nil, false
+	}
+	if d >= a.lease {
+		a.lengthening, a.overlapped = true, a.renewing > 0
+		return nil, true
 	}
 	a.extending = true
 	if a.renewing == 0 {
@@ -368,7 +379,42 @@ func (a *Attempt) beginExtend() (done <-chan struct{}, ok bool) {
 func (a *Attempt) endExtend() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.extending = false
+	a.extending, a.lengthening, a.overlapped = false, false, false
+}
+
+// takeExtendTurn waits until no other ExtendLease of the attempt is under
+// way, or ctx ends (its cause returned), and takes the turn until
+// endExtendTurn.
+func (a *Attempt) takeExtendTurn(ctx context.Context) error {
+	for {
+		a.mu.Lock()
+		if !a.extendBusy {
+			a.extendBusy = true
+			a.mu.Unlock()
+			return nil
+		}
+		if a.extendFree == nil {
+			a.extendFree = make(chan struct{})
+		}
+		free := a.extendFree
+		a.mu.Unlock()
+		select {
+		case <-free:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// endExtendTurn gives the turn taken by takeExtendTurn back.
+func (a *Attempt) endExtendTurn() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.extendBusy = false
+	if a.extendFree != nil {
+		close(a.extendFree)
+		a.extendFree = nil
+	}
 }
 
 // renewalReturned counts a renewal of the lease returned (whatever its
