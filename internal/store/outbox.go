@@ -111,7 +111,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 	if err != nil || len(msgs) == 0 {
 		return RelayResult{}, err
 	}
-	now, err := s.Time(ctx) // the entries' IDs are in store time
+	now, err := s.timeAt(ctx, p.Outbox()) // the entries' IDs are its node's time
 	if err != nil {
 		return RelayResult{}, err
 	}

@@ -46,3 +46,28 @@ func TestRelayAgeInStoreTime(t *testing.T) {
 		t.Errorf("the too old effect applied: ledger %q", v)
 	}
 }
+
+// TestRelayAgeOnTheClusterNode: on a cluster, the relay reads the time
+// of the node that holds the outbox (a keyless TIME goes to any node,
+// whose clock may differ, and which may be down while this one is up):
+// a fresh entry relays.
+func TestRelayAgeOnTheClusterNode(t *testing.T) {
+	t.Parallel()
+	rdb := env.Cluster.Client()
+	t.Cleanup(func() { rdb.Close() })
+	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)}) // no injected clock: the node's TIME
+	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, st: st, p: st.Partition("q", 0)}
+	f.enqueue(store.NewJob{Local: "job"})
+	j := f.claimOne("w")
+	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
+	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
+		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+		t.Fatalf("relay: %+v %v, want the entry relayed", res, err)
+	}
+	if v, _ := rdb.Get(f.ctx, ledger).Result(); v != "3" {
+		t.Errorf("the relayed effect: ledger %q, want 3", v)
+	}
+}

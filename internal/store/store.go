@@ -235,6 +235,21 @@ func strs(v any) ([]string, error) {
 	return out, nil
 }
 
+// timeAt is Time read at the node that holds key: on a cluster, a keyless
+// TIME goes to any node, whose clock may differ from the key's node's
+// and which may be down while that one is up.
+func (s *Store) timeAt(ctx context.Context, key string) (time.Time, error) {
+	cc, ok := s.rdb.(*redis.ClusterClient)
+	if s.cfg.Now != nil || !ok {
+		return s.Time(ctx)
+	}
+	node, err := cc.MasterForKey(ctx, key)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return node.Time(ctx).Result()
+}
+
 // Time reads the store's time: the injected clock's (Config.Now), else
 // Redis TIME, in one round trip. An operator's tool takes its "now" from
 // it, never from its machine's clock, to place what it reads against data
