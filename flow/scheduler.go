@@ -72,6 +72,10 @@ const (
 	abandonAfter = 30 * time.Second
 	maxWait      = time.Minute
 	retryWait    = time.Second
+	// boundedWindows is the most windows before now that one round
+	// decides: the windows of owed ticks a schedule keeps
+	// (lua/schedule.lua OWED_MAX), and the one before a pause
+	boundedWindows = 33
 )
 
 var _ runtime.Periodic = (*Scheduler)(nil)
@@ -225,7 +229,10 @@ func (s *Scheduler) loop(ctx context.Context, sc *schedule) {
 // due ticks the missed-run policy keeps if it wins the claim on them. It
 // returns the store time and how long to wait for the next round.
 func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Duration, error) {
-	for range 3 {
+	// three claims lost to another scheduler end the round; the windows
+	// decided before now's (owed ticks, those before a pause: each claim
+	// of one ends it, and there are boundedWindows at most) do not count
+	for moved, windows := 0, 0; moved < 3 && windows <= boundedWindows; {
 		st, err := s.c.st.SyncSchedule(ctx, sc.Name, abandonAfter)
 		if err != nil {
 			return time.Time{}, 0, err
@@ -264,11 +271,12 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 			if err := s.enqueue(ctx, sc, ticks); err != nil || !st.Until.Before(st.Now) {
 				return st.Now, wait, err
 			}
-			continue // the ticks after the pause's are decided by the next sync
+			windows++
+			continue // the next sync hands out the window after this one
 		case store.ClaimPaused:
 			return st.Now, wait, nil
 		}
-		// Another scheduler moved first: look again.
+		moved++ // another scheduler moved first: look again
 	}
 	return time.Time{}, retryWait, nil
 }

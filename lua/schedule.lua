@@ -9,12 +9,13 @@
 -- latest tick enqueued (set by the ack that confirms it); paused = '1'
 -- while paused; paused_at = when, while paused: the ticks due before it
 -- fell while the schedule ran, and are still decided (a pause stops the
--- ticks after it, not those no scheduler had claimed yet); owed_from and
--- owed_to = the ticks in (owed_from, owed_to] were due before a pause and
--- undecided when it was resumed: a scheduler decides them apart, the
--- resume having moved last to its own time (as every release's resume
--- does, so that a scheduler of a release before these fields runs no tick
--- of the pause). Definition fields are written by the schedulers with
+-- ticks after it, not those no scheduler had claimed yet); owed = the
+-- windows of ticks due before a pause and undecided when it was resumed,
+-- oldest first, as 'from:to' (the ticks in (from, to]) separated by
+-- spaces, OWED_MAX at most: a scheduler decides them apart, the resume
+-- having moved last to its own time (as every release's resume does, so
+-- that a scheduler of a release before these fields runs no tick of the
+-- pause). Definition fields are written by the schedulers with
 -- HSET and never read here.
 --
 -- KEYS[1] the schedule's hash
@@ -28,15 +29,16 @@
 --            Returns {'ok', now, from, paused (0|1), upto, abandoned
 --            ticks...}: (from, upto] is the window a scheduler decides
 --            now: (last, now]; while paused, (last, the pause's time]
---            (empty once last is there); when ticks are owed, that
---            window first; upto is never past now;
+--            (empty once last is there); when ticks are owed, their
+--            oldest window first; upto is never past now;
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset, to the time recorded in field hand_at, and the
 --            sync's call ID in field hand) to enqueue again; the same
 --            sync sent again (its reply lost) is handed the same ticks,
 --            those still pending with that claim time; or {'missing', now}.
 --   'claim'  ARGV[4] the start of the window the caller saw (last, or
---            owed_from), ARGV[5] the new last tick (the window's end),
+--            the oldest owed window's), ARGV[5] the new last tick (the
+--            window's end),
 --            ARGV[6...] the ticks the caller will enqueue.
 --            Returns 'ok' (last moved, or the owed window decided up to it; the
 --            ticks are pending), 'moved' (another scheduler moved first:
@@ -56,9 +58,8 @@
 --            'missing'.
 --   'resume' Restarts a paused schedule from now: the ticks that fell
 --            while it was paused are not run; those due before the pause
---            that no scheduler decided yet are owed (unless ticks of an
---            earlier pause are owed still: those stay, and these are
---            dropped). Returns 'ok' or 'missing'.
+--            that no scheduler decided yet are owed, after those of
+--            earlier pauses still owed. Returns 'ok' or 'missing'.
 -- ARGV[#ARGV] the call ID (lib_replay.lua)
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
@@ -87,8 +88,35 @@ end
 -- nil (absent, or written by hand)
 local function time_of(v) return v and count_of(v) end
 
+-- OWED_MAX is the most owed windows a schedule keeps: a resume past it
+-- drops its window (pauses and resumes by the dozen with no scheduler
+-- running between them).
+local OWED_MAX = 32
+-- owed_of(v) is the owed windows field v parsed, a list of {from, to}:
+-- nil when there are none, or false when v is malformed (written by
+-- hand; the caller deletes it)
+local function owed_of(v)
+  if not v or v == '' then return nil end
+  local out, prev = {}, -1
+  if #v > 48 * OWED_MAX then return false end
+  for f, t in string.gmatch(v, '(%d+):(%d+)') do
+    local from, to = count_of(f), count_of(t)
+    if not (from and to and prev <= from and from < to) then return false end
+    out[#out + 1] = { from, to }
+    prev = to
+  end
+  if #out == 0 then return false end
+  return out
+end
+-- owed_text(w) is owed windows w as the field holds them
+local function owed_text(w)
+  local parts = {}
+  for i, x in ipairs(w) do parts[i] = string.format('%d:%d', x[1], x[2]) end
+  return join(parts, ' ')
+end
+
 if op == 'sync' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'owed_from', 'owed_to')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'owed')
   -- count_of: a whole number of ms; any other (written by hand: 'nan',
   -- '1.5', '1e300') would be answered as another integer (Redis turns a
   -- Lua number into one), which the claim would then never find equal
@@ -101,18 +129,18 @@ if op == 'sync' then
     last = NOW
     redis.call('HSET', K, 'last', NOW)
   end
-  local paused, pa, of, ot = 0, time_of(st[5]), time_of(st[6]), time_of(st[7])
+  local paused, pa, owed = 0, time_of(st[5]), owed_of(st[6])
   if st[2] == '1' then paused = 1 end
   if paused == 0 and st[5] then
     redis.call('HDEL', K, 'paused_at') -- resumed by a release before it
   end
-  if (st[6] or st[7]) and not (of and ot and of < ot) then
-    redis.call('HDEL', K, 'owed_from', 'owed_to') -- none, or written by hand
-    of = nil
+  if owed == false then
+    redis.call('HDEL', K, 'owed') -- written by hand
+    owed = nil
   end
   local from, upto = last, NOW
-  if of then
-    from, upto = of, ot
+  if owed then
+    from, upto = owed[1][1], owed[1][2]
   elseif paused == 1 then
     upto = math.max(last, pa or last) -- an older release's pause: none
   end
@@ -143,25 +171,30 @@ if op == 'sync' then
   if handed then redis.call('HSET', K, 'hand', token, 'hand_at', NOW) end
   return out
 elseif op == 'claim' then
-  local st = redis.call('HMGET', K, 'last', 'paused', 'paused_at', 'claim', 'owed_from', 'owed_to')
+  local st = redis.call('HMGET', K, 'last', 'paused', 'paused_at', 'claim', 'owed')
   if st[4] == CALL_ID then
     -- this very claim, sent again after its record expired
     return remember(STATUS.ok)
   end
   local seen, to = tonumber(ARGV[4]), tonumber(ARGV[5])
-  local of, ot = time_of(st[5]), time_of(st[6])
-  if of and ot and seen == of then
-    -- the owed window: decided apart from last, up to to (a claim
+  local owed = owed_of(st[5])
+  if owed and seen == owed[1][1] then
+    -- the oldest owed window: decided apart from last, up to to (a claim
     -- planned before the resume, from the last tick it saw then, decides
     -- only its start: the rest stays owed)
-    if to > ot then return remember(STATUS.moved) end
+    if to > owed[1][2] then return remember(STATUS.moved) end
     for i = 6, #ARGV - 1 do redis.call('HSET', KP, ARGV[i], NOW) end
-    if to < ot then
-      redis.call('HSET', K, 'owed_from', ARGV[5])
+    if to < owed[1][2] then
+      owed[1][1] = to
     else
-      redis.call('HDEL', K, 'owed_from', 'owed_to')
+      table.remove(owed, 1)
     end
-    redis.call('HSET', K, 'claim', CALL_ID)
+    if #owed > 0 then
+      redis.call('HSET', K, 'owed', owed_text(owed), 'claim', CALL_ID)
+    else
+      redis.call('HDEL', K, 'owed')
+      redis.call('HSET', K, 'claim', CALL_ID)
+    end
     return remember(STATUS.ok)
   end
   if tonumber(st[1]) ~= seen then return remember(STATUS.moved) end
@@ -177,12 +210,19 @@ elseif op == 'pause' then
   end
   return STATUS.ok
 elseif op == 'resume' then
-  local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at', 'owed_from')
+  local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at', 'owed')
   if st[1] == '1' then
     local last, pa = time_of(st[2]), time_of(st[3])
     pa = pa and math.min(pa, NOW) -- a time ahead (written by hand, a clock gone back): now
-    if last and pa and last < pa and not st[4] then
-      redis.call('HSET', K, 'owed_from', last, 'owed_to', pa) -- due before the pause, undecided
+    if last and pa and last < pa then
+      -- due before the pause, undecided: owed after the windows owed
+      -- already (a malformed field, written by hand, is replaced)
+      local owed = owed_of(st[4]) or {}
+      local prev = owed[#owed]
+      if #owed < OWED_MAX and not (prev and prev[2] > last) then
+        owed[#owed + 1] = { last, pa }
+        redis.call('HSET', K, 'owed', owed_text(owed))
+      end
     end
     redis.call('HSET', K, 'paused', '0', 'last', NOW)
     redis.call('HDEL', K, 'paused_at')

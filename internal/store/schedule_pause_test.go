@@ -83,8 +83,8 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			f.clk.Advance(time.Minute)
 			claim(resumed, minute(7), store.Claimed, minute(7))
 
-			// Two pauses and resumes before any sync: the ticks owed by the
-			// first stay owed, those of the second are dropped.
+			// Two pauses and resumes before any sync: the ticks due before
+			// each pause are owed, oldest first.
 			f.clk.Advance(time.Minute) // 8:01, tick 8 due
 			must(t, st.PauseSchedule(ctx, "s"))
 			f.clk.Advance(2 * time.Minute)
@@ -95,6 +95,8 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			must(t, st.ResumeSchedule(ctx, "s"))
 			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(7), Until: minute(8).Add(time.Second)})
 			claim(minute(7), minute(8).Add(time.Second), store.Claimed, minute(8))
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(10).Add(time.Second), Until: minute(11).Add(time.Second)})
+			claim(minute(10).Add(time.Second), minute(11).Add(time.Second), store.Claimed, minute(11))
 			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Until: minute(12).Add(time.Second)})
 
 			// A pause's time ahead of store time (written by hand, or a
@@ -103,6 +105,13 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			must(t, f.rdb.HSet(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "paused_at", minute(60).UnixMilli()).Err())
 			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Paused: true, Until: minute(12).Add(time.Second)})
 			must(t, st.ResumeSchedule(ctx, "s"))
+
+			// Owed windows written by hand as no windows are dropped.
+			must(t, f.rdb.HSet(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "owed", "9:x").Err())
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Until: minute(12).Add(time.Second)})
+			if n, _ := f.rdb.HExists(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "owed").Result(); n {
+				t.Errorf("a malformed owed field was kept")
+			}
 
 			// Ran is the latest tick whose job was added, as its ack says:
 			// the claims of ticks 4 and 7 are no run yet.
