@@ -72,10 +72,12 @@ type Attempt struct {
 	// An ExtendLease under way (beginExtend): extending, one that shortens
 	// the lease, and renewalsDone, when not nil, closed once no renewal is
 	// in flight; lengthening, one that does not, and overlapped, a renewal
-	// was in flight beside it. extendBusy: an ExtendLease has the turn
-	// (takeExtendTurn), and extendFree, when not nil, is closed when it
-	// gives the turn back.
+	// was in flight beside it, the earliest end one of them would give
+	// being overlapEnd. oldestRenewal: when the oldest renewal in flight
+	// started. extendBusy: an ExtendLease has the turn (takeExtendTurn),
+	// and extendFree, when not nil, is closed when it gives the turn back.
 	extending, lengthening, overlapped bool
+	overlapEnd, oldestRenewal          time.Time
 	renewalsDone                       chan struct{}
 	extendBusy                         bool
 	extendFree                         chan struct{}

@@ -126,16 +126,16 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if w == nil {
 		return ErrNoAttempt
 	}
-	if d <= 0 {
-		d = a.leaseDuration()
-	}
-	if d <= w.opts.RenewInterval {
+	if d > 0 && d <= w.opts.RenewInterval {
 		return fmt.Errorf("%w: lease %s must be longer than the renewal interval %s", ErrInvalidArgument, d, w.opts.RenewInterval)
 	}
 	if err := a.takeExtendTurn(ctx); err != nil {
 		return err
 	}
 	defer a.endExtendTurn()
+	if d <= 0 {
+		d = a.leaseDuration() // read in its turn: an ExtendLease before it may have changed it
+	}
 	if a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
@@ -181,12 +181,12 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if a.lapsed || a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	a.lease = d
-	if end := sent.Add(d); !a.overlapped || end.Before(a.leaseEnd) {
+	a.lease, a.leaseEnd = d, sent.Add(d)
+	if a.overlapped && a.overlapEnd.Before(a.leaseEnd) {
 		// beside a renewal of the older, shorter duration, which Redis may
-		// have run after this call: the lease may end at the earlier time
-		// until the next renewal, which carries d
-		a.leaseEnd = end
+		// have run after this call: the lease may end as that renewal
+		// would have it, until the next renewal, which carries d
+		a.leaseEnd = a.overlapEnd
 	}
 	return nil
 }

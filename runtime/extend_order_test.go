@@ -231,3 +231,100 @@ func TestExtendLeaseWaitsItsTurnWithinItsContext(t *testing.T) {
 		t.Fatal("the second ExtendLease, with a 200 ms deadline, still waits after 3 s")
 	}
 }
+
+// TestExtendLeaseKeepReadInItsTurn: ExtendLease(ctx, 1m) is in flight, its
+// reply slow; ExtendLease(ctx, 0), which keeps the current duration,
+// waits its turn and then keeps the minute. Before, it read the duration
+// before waiting (30 s) and shortened the lease back to it (found by the
+// day's third review).
+func TestExtendLeaseKeepReadInItsTurn(t *testing.T) {
+	t.Parallel()
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	e.RDB.AddHook(hold)
+	started, done := testkit.Chan[string](), testkit.Chan[error]()
+	go_ := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		<-go_
+		go func() { done <- runtime.ExtendLease(ctx, time.Minute) }()
+		<-hold.held
+		go func() { done <- runtime.ExtendLease(ctx, 0) }()
+		time.Sleep(200 * time.Millisecond) // the keep call waits its turn
+		hold.open()
+		<-ctx.Done()
+		return nil
+	}))
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: 30 * time.Second, RenewInterval: 9 * time.Second,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(hold.open)
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+	hold.armed.Store(true)
+	close(go_)
+	for i := 0; i < 2; i++ {
+		if err := testkit.Recv(t, done, "ExtendLease to return"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := e.Job(id).LeaseExpiry.Sub(clk.Now()); left < 50*time.Second {
+		t.Fatalf("after ExtendLease(1m) and ExtendLease(0): the lease ends %s from now, want 1m (the keep call shortened it)", left)
+	}
+}
+
+// TestExtendLeaseBesideSlowRenewal: a background renewal's reply is slow;
+// ExtendLease(ctx, 0) goes out beside it and succeeds (Redis holds the
+// lease 30 s from the renewal). The worker must reckon with the end the
+// renewal would give, not the one it had before both calls: it gave the
+// attempt up at that one, 8 s before the lease Redis held ended (found by
+// the day's third review).
+func TestExtendLeaseBesideSlowRenewal(t *testing.T) {
+	t.Parallel()
+	const (
+		lease = 30 * time.Second
+		renew = 9 * time.Second
+	)
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	e.RDB.AddHook(hold)
+	started, extended, lost := testkit.Chan[string](), testkit.Chan[error](), testkit.Chan[error]()
+	go_ := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		go func() {
+			<-ctx.Done()
+			lost <- context.Cause(ctx)
+		}()
+		<-go_
+		extended <- runtime.ExtendLease(ctx, 0)
+		<-ctx.Done()
+		return nil
+	}))
+	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(hold.open)
+	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+	start := clk.Now()
+	hold.armed.Store(true)
+	clk.Advance(renew) // the background renewal: run, its reply held
+	testkit.Recv(t, (<-chan struct{})(hold.held), "the renewal's reply to be held")
+	close(go_)
+	if err := testkit.Recv(t, extended, "ExtendLease to return"); err != nil {
+		t.Fatalf("ExtendLease: %v", err)
+	}
+	held := e.Job(id).LeaseExpiry
+	t.Logf("Redis holds the lease until start+%s", held.Sub(start))
+	clk.Advance(start.Add(lease + time.Second).Sub(clk.Now())) // past the end before both calls, 8 s before Redis's
+	select {
+	case cause := <-lost:
+		t.Fatalf("given up at start+31s (%v), though ExtendLease returned nil and Redis holds the lease until start+%s", cause, held.Sub(start))
+	case <-time.After(time.Second):
+	}
+}

@@ -334,11 +334,26 @@ func (a *Attempt) startRenewal(extend bool) bool {
 	if a.lapsed || (a.extending && !extend) {
 		return false
 	}
+	now := a.ctl.w.clk.Now() // no later than the renewal is sent
+	if a.renewing == 0 {
+		a.oldestRenewal = now
+	}
 	if a.lengthening && !extend {
-		a.overlapped = true
+		a.overlap(now.Add(a.lease))
 	}
 	a.renewing++
 	return true
+}
+
+// overlap records a renewal in flight beside a lengthening ExtendLease,
+// whose end (from no later than it was sent) would be end: the earliest
+// of them is the latest end the worker may reckon with (ExtendLease).
+// Must hold a.mu.
+func (a *Attempt) overlap(end time.Time) {
+	if !a.overlapped || end.Before(a.overlapEnd) {
+		a.overlapEnd = end
+	}
+	a.overlapped = true
 }
 
 // beginExtend marks an ExtendLease of the attempt to duration d under way
@@ -353,8 +368,9 @@ func (a *Attempt) startRenewal(extend bool) bool {
 //     the attempt past the lease's real end.
 //   - One that keeps or lengthens it waits for nothing and stops no
 //     renewal (a slow reply would otherwise cost the lease it renews): when
-//     a renewal was in flight beside it (overlapped), the worker's
-//     reckoning keeps the earlier end.
+//     renewals were in flight beside it (overlapped), the worker reckons
+//     with the earliest end one of them would give the lease (overlapEnd,
+//     from when it started), if that is earlier than its own.
 func (a *Attempt) beginExtend(d time.Duration) (done <-chan struct{}, ok bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -362,7 +378,10 @@ func (a *Attempt) beginExtend(d time.Duration) (done <-chan struct{}, ok bool) {
 		return nil, false
 	}
 	if d >= a.lease {
-		a.lengthening, a.overlapped = true, a.renewing > 0
+		a.lengthening, a.overlapped = true, false
+		if a.renewing > 0 { // the oldest of those in flight ends first
+			a.overlap(a.oldestRenewal.Add(a.lease))
+		}
 		return nil, true
 	}
 	a.extending = true
