@@ -16,6 +16,12 @@ import (
 	"github.com/sluicehq/sluice/runtime"
 )
 
+// The leases of the tests of this file.
+const (
+	extendLease = 30 * time.Second
+	extendRenew = 9 * time.Second
+)
+
 // TestExtendLeaseAfterRenewalInFlight: a background renewal of the lease
 // (its old duration) has run in Redis and its reply is still on its way
 // when the handler shortens the lease with ExtendLease. Redis keeps the
@@ -26,44 +32,20 @@ import (
 // worker could take the job (found by an audit).
 func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	t.Parallel()
-	const (
-		lease   = 30 * time.Second
-		renew   = 9 * time.Second
-		shorter = 12 * time.Second
-	)
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	first := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
-	e.RDB.AddHook(first)
-	rest := newCallGate(isScript(lua.Renew, ""))
-	e.RDB.AddHook(rest)
-	started, extended, lost := testkit.Chan[string](), testkit.Chan[error](), testkit.Chan[error]()
-	go_ := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		started <- job.ID
-		go func() {
-			<-ctx.Done()
-			lost <- context.Cause(ctx)
-		}()
-		<-go_
+	const shorter = 12 * time.Second
+	extended := testkit.Chan[error]()
+	r := newLeaseRun(t, func(ctx context.Context) {
 		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
-		<-ctx.Done()
-		return nil
-	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
-		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
-	t.Cleanup(first.open)
+	})
+	rest := newCallGate(isScript(lua.Renew, ""))
+	r.e.RDB.AddHook(rest)
 	t.Cleanup(rest.open)
-	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
-	e.Enqueue(workArgs{N: 1})
-	testkit.Recv(t, started, "the job to start")
 
-	first.armed.Store(true)
-	clk.Advance(renew) // the background renewal: run by Redis, its reply held
-	testkit.Recv(t, (<-chan struct{})(first.held), "the background renewal's reply to be held")
-	extendAt := clk.Now()
-	close(go_)
+	r.hold.armed.Store(true)
+	r.clk.Advance(extendRenew) // the background renewal: run by Redis, its reply held
+	testkit.Recv(t, (<-chan struct{})(r.hold.held), "the background renewal's reply to be held")
+	extendAt := r.clk.Now()
+	close(r.release)
 	var (
 		err      error
 		returned bool
@@ -73,8 +55,8 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 		returned = true
 	case <-time.After(300 * time.Millisecond): // waiting for the renewal in flight
 	}
-	first.open()
-	testkit.Recv(t, (<-chan struct{})(first.returned), "the background renewal to return")
+	r.hold.open()
+	testkit.Recv(t, (<-chan struct{})(r.hold.returned), "the background renewal to return")
 	if !returned {
 		err = testkit.Recv(t, extended, "ExtendLease to return")
 	}
@@ -86,15 +68,168 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	// No renewal lands any more: the attempt must be given up at the end
 	// of the shorter lease, not of the longer one.
 	rest.armed.Store(true)
-	clk.Advance(extendAt.Add(shorter + time.Millisecond).Sub(clk.Now()))
+	r.clk.Advance(extendAt.Add(shorter + time.Millisecond).Sub(r.clk.Now()))
 	select {
-	case cause := <-lost:
+	case cause := <-r.lost:
 		if !errors.Is(cause, runtime.ErrLeaseLost) {
 			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatalf("the attempt still runs %s after ExtendLease(%s): the worker reckons with the renewal's older duration", shorter, shorter)
 	}
+}
+
+// TestExtendLeaseSlowReplyKeepsRenewals: an ExtendLease that keeps the
+// lease's duration (ExtendLease(ctx, 0), what an isolated handler's
+// Confirm sends) has run in Redis and its reply is slow. The renewal loop
+// goes on renewing the lease beside it, and the worker does not give the
+// attempt up. A first fix of the test above stopped every background
+// renewal while any ExtendLease was in flight, and the attempt was lost
+// at its lease's end (found by the day's second review).
+func TestExtendLeaseSlowReplyKeepsRenewals(t *testing.T) {
+	t.Parallel()
+	r := newLeaseRun(t, func(ctx context.Context) { _ = runtime.ExtendLease(ctx, 0) })
+	r.clk.waitTimers(t, extendRenew, 1)
+	r.hold.armed.Store(true)
+	close(r.release)
+	testkit.Recv(t, (<-chan struct{})(r.hold.held), "ExtendLease's reply to be held")
+	for i := 1; i <= 2; i++ {
+		r.clk.Advance(extendRenew)
+		r.clk.waitTimers(t, extendRenew, 1+i)
+		if left := r.e.Job(r.id).LeaseExpiry.Sub(r.clk.Now()); left < extendLease-time.Second {
+			t.Fatalf("%s on: the store's lease ends %s from now, want about %s: the renewal loop skipped the attempt", time.Duration(i)*extendRenew, left, extendLease)
+		}
+	}
+	r.clk.Advance(extendLease - 2*extendRenew + time.Second) // past the lease the worker had when ExtendLease went out
+	select {
+	case cause := <-r.lost:
+		t.Fatalf("the attempt was given up (%v) while only ExtendLease's reply was slow", cause)
+	case <-time.After(time.Second):
+	}
+}
+
+// TestExtendLeaseWaitsItsTurnWithinItsContext: an ExtendLease of the
+// attempt is in flight, its reply slow; a second one, with a 200 ms
+// deadline, waits its turn no longer than its context allows. A first fix
+// of the tests above made it wait on a mutex, until the first returned
+// (found by the day's second review).
+func TestExtendLeaseWaitsItsTurnWithinItsContext(t *testing.T) {
+	t.Parallel()
+	second := testkit.Chan[error]()
+	var r *leaseRun
+	r = newLeaseRun(t, func(ctx context.Context) {
+		go func() { _ = runtime.ExtendLease(ctx, 0) }()
+		<-r.hold.held
+		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		second <- runtime.ExtendLease(c, 0)
+	})
+	r.hold.armed.Store(true)
+	close(r.release)
+	select {
+	case err := <-second:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("the second ExtendLease, its turn not come by its deadline: %v, want context.DeadlineExceeded", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the second ExtendLease, with a 200 ms deadline, still waits after 3 s")
+	}
+}
+
+// TestExtendLeaseKeepReadInItsTurn: ExtendLease(ctx, 1m) is in flight, its
+// reply slow; ExtendLease(ctx, 0), which keeps the current duration,
+// waits its turn and then keeps the minute. Before, it read the duration
+// before waiting (30 s) and shortened the lease back to it (found by the
+// day's third review).
+func TestExtendLeaseKeepReadInItsTurn(t *testing.T) {
+	t.Parallel()
+	done := testkit.Chan[error]()
+	var r *leaseRun
+	r = newLeaseRun(t, func(ctx context.Context) {
+		go func() { done <- runtime.ExtendLease(ctx, time.Minute) }()
+		<-r.hold.held
+		go func() { done <- runtime.ExtendLease(ctx, 0) }()
+		time.Sleep(200 * time.Millisecond) // the keep call waits its turn
+		r.hold.open()
+	})
+	r.hold.armed.Store(true)
+	close(r.release)
+	for range 2 {
+		if err := testkit.Recv(t, done, "ExtendLease to return"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left := r.e.Job(r.id).LeaseExpiry.Sub(r.clk.Now()); left < 50*time.Second {
+		t.Fatalf("after ExtendLease(1m) and ExtendLease(0): the lease ends %s from now, want 1m (the keep call shortened it)", left)
+	}
+}
+
+// TestExtendLeaseBesideSlowRenewal: a background renewal's reply is slow;
+// ExtendLease(ctx, 0) goes out beside it and succeeds (Redis holds the
+// lease 30 s from the renewal). The worker must reckon with the end the
+// renewal would give, not the one it had before both calls: it gave the
+// attempt up at that one, 8 s before the lease Redis held ended (found by
+// the day's third review).
+func TestExtendLeaseBesideSlowRenewal(t *testing.T) {
+	t.Parallel()
+	extended := testkit.Chan[error]()
+	r := newLeaseRun(t, func(ctx context.Context) { extended <- runtime.ExtendLease(ctx, 0) })
+	start := r.clk.Now()
+	r.hold.armed.Store(true)
+	r.clk.Advance(extendRenew) // the background renewal: run, its reply held
+	testkit.Recv(t, (<-chan struct{})(r.hold.held), "the renewal's reply to be held")
+	close(r.release)
+	if err := testkit.Recv(t, extended, "ExtendLease to return"); err != nil {
+		t.Fatalf("ExtendLease: %v", err)
+	}
+	held := r.e.Job(r.id).LeaseExpiry
+	r.clk.Advance(start.Add(extendLease + time.Second).Sub(r.clk.Now())) // past the end before both calls, 8 s before Redis's
+	select {
+	case cause := <-r.lost:
+		t.Fatalf("given up at start+31s (%v), though ExtendLease returned nil and Redis holds the lease until start+%s", cause, held.Sub(start))
+	case <-time.After(time.Second):
+	}
+}
+
+// leaseRun is a worker on a fake clock (extendLease, renewed every
+// extendRenew) running one job, whose handler, once release is closed,
+// runs body, then waits for its context's end (lost gets its cause). hold
+// holds the first renewal reply it is armed for.
+type leaseRun struct {
+	e       *env
+	clk     *testClock
+	hold    *holdFirstReply
+	id      string
+	lost    chan error
+	release chan struct{}
+}
+
+func newLeaseRun(t *testing.T, body func(ctx context.Context)) *leaseRun {
+	t.Helper()
+	clk := newTestClock(fakeStart())
+	r := &leaseRun{e: newEnv(t, clk), clk: clk, lost: testkit.Chan[error](), release: make(chan struct{}),
+		hold: &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}}
+	r.e.RDB.AddHook(r.hold)
+	started := testkit.Chan[string]()
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		go func() {
+			<-ctx.Done()
+			r.lost <- context.Cause(ctx)
+		}()
+		<-r.release
+		body(ctx)
+		<-ctx.Done()
+		return nil
+	}))
+	w := r.e.startWorker(reg, runtime.Options{Clock: clk, Lease: extendLease, RenewInterval: extendRenew,
+		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
+	t.Cleanup(r.hold.open) // before the worker stops: it waits for the renewals in flight
+	r.e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
+	r.id = r.e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the job to start")
+	return r
 }
 
 // holdFirstReply is a go-redis hook that lets the first call matching
@@ -131,200 +266,4 @@ func (h *holdFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h *holdFirstReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
-}
-
-// TestExtendLeaseSlowReplyKeepsRenewals: an ExtendLease that keeps the
-// lease's duration (ExtendLease(ctx, 0), what an isolated handler's
-// Confirm sends) has run in Redis and its reply is slow. The renewal loop
-// goes on renewing the lease beside it, and the worker does not give the
-// attempt up. A first fix of the test above stopped every background
-// renewal while any ExtendLease was in flight, and the attempt was lost
-// at its lease's end (found by the day's second review).
-func TestExtendLeaseSlowReplyKeepsRenewals(t *testing.T) {
-	t.Parallel()
-	const (
-		lease = 30 * time.Second
-		renew = 9 * time.Second
-	)
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
-	e.RDB.AddHook(hold)
-	started, lost := testkit.Chan[string](), testkit.Chan[error]()
-	go_ := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		started <- job.ID
-		go func() {
-			<-ctx.Done()
-			lost <- context.Cause(ctx)
-		}()
-		<-go_
-		_ = runtime.ExtendLease(ctx, 0)
-		<-ctx.Done()
-		return nil
-	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
-		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
-	t.Cleanup(hold.open)
-	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
-	id := e.Enqueue(workArgs{N: 1})
-	testkit.Recv(t, started, "the job to start")
-	clk.waitTimers(t, renew, 1)
-	hold.armed.Store(true)
-	close(go_)
-	testkit.Recv(t, (<-chan struct{})(hold.held), "ExtendLease's reply to be held")
-	for i := 1; i <= 2; i++ {
-		clk.Advance(renew)
-		clk.waitTimers(t, renew, 1+i)
-		if left := e.Job(id).LeaseExpiry.Sub(clk.Now()); left < lease-time.Second {
-			t.Fatalf("%s on: the store's lease ends %s from now, want about %s: the renewal loop skipped the attempt", time.Duration(i)*renew, left, lease)
-		}
-	}
-	clk.Advance(lease - 2*renew + time.Second) // past the lease the worker had when ExtendLease went out
-	select {
-	case cause := <-lost:
-		t.Fatalf("the attempt was given up (%v) while only ExtendLease's reply was slow", cause)
-	case <-time.After(time.Second):
-	}
-}
-
-// TestExtendLeaseWaitsItsTurnWithinItsContext: an ExtendLease of the
-// attempt is in flight, its reply slow; a second one, with a 200 ms
-// deadline, waits its turn no longer than its context allows. A first fix
-// of the tests above made it wait on a mutex, until the first returned
-// (found by the day's second review).
-func TestExtendLeaseWaitsItsTurnWithinItsContext(t *testing.T) {
-	t.Parallel()
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
-	e.RDB.AddHook(hold)
-	t.Cleanup(hold.open)
-	started, second := testkit.Chan[string](), testkit.Chan[error]()
-	go_ := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		started <- job.ID
-		<-go_
-		go func() { _ = runtime.ExtendLease(ctx, 0) }()
-		<-hold.held
-		c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		defer cancel()
-		second <- runtime.ExtendLease(c, 0)
-		<-ctx.Done()
-		return nil
-	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: 30 * time.Second, RenewInterval: 9 * time.Second,
-		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
-	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
-	e.Enqueue(workArgs{N: 1})
-	testkit.Recv(t, started, "the job to start")
-	hold.armed.Store(true)
-	close(go_)
-	select {
-	case err := <-second:
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("the second ExtendLease, its turn not come by its deadline: %v, want context.DeadlineExceeded", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("the second ExtendLease, with a 200 ms deadline, still waits after 3 s")
-	}
-}
-
-// TestExtendLeaseKeepReadInItsTurn: ExtendLease(ctx, 1m) is in flight, its
-// reply slow; ExtendLease(ctx, 0), which keeps the current duration,
-// waits its turn and then keeps the minute. Before, it read the duration
-// before waiting (30 s) and shortened the lease back to it (found by the
-// day's third review).
-func TestExtendLeaseKeepReadInItsTurn(t *testing.T) {
-	t.Parallel()
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
-	e.RDB.AddHook(hold)
-	started, done := testkit.Chan[string](), testkit.Chan[error]()
-	go_ := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		started <- job.ID
-		<-go_
-		go func() { done <- runtime.ExtendLease(ctx, time.Minute) }()
-		<-hold.held
-		go func() { done <- runtime.ExtendLease(ctx, 0) }()
-		time.Sleep(200 * time.Millisecond) // the keep call waits its turn
-		hold.open()
-		<-ctx.Done()
-		return nil
-	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: 30 * time.Second, RenewInterval: 9 * time.Second,
-		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
-	t.Cleanup(hold.open)
-	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
-	id := e.Enqueue(workArgs{N: 1})
-	testkit.Recv(t, started, "the job to start")
-	hold.armed.Store(true)
-	close(go_)
-	for i := 0; i < 2; i++ {
-		if err := testkit.Recv(t, done, "ExtendLease to return"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if left := e.Job(id).LeaseExpiry.Sub(clk.Now()); left < 50*time.Second {
-		t.Fatalf("after ExtendLease(1m) and ExtendLease(0): the lease ends %s from now, want 1m (the keep call shortened it)", left)
-	}
-}
-
-// TestExtendLeaseBesideSlowRenewal: a background renewal's reply is slow;
-// ExtendLease(ctx, 0) goes out beside it and succeeds (Redis holds the
-// lease 30 s from the renewal). The worker must reckon with the end the
-// renewal would give, not the one it had before both calls: it gave the
-// attempt up at that one, 8 s before the lease Redis held ended (found by
-// the day's third review).
-func TestExtendLeaseBesideSlowRenewal(t *testing.T) {
-	t.Parallel()
-	const (
-		lease = 30 * time.Second
-		renew = 9 * time.Second
-	)
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	hold := &holdFirstReply{match: isScript(lua.Renew, ""), held: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
-	e.RDB.AddHook(hold)
-	started, extended, lost := testkit.Chan[string](), testkit.Chan[error](), testkit.Chan[error]()
-	go_ := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
-		started <- job.ID
-		go func() {
-			<-ctx.Done()
-			lost <- context.Cause(ctx)
-		}()
-		<-go_
-		extended <- runtime.ExtendLease(ctx, 0)
-		<-ctx.Done()
-		return nil
-	}))
-	w := e.startWorker(reg, runtime.Options{Clock: clk, Lease: lease, RenewInterval: renew,
-		MaintenanceInterval: time.Hour, IdlePoll: time.Hour})
-	t.Cleanup(hold.open)
-	e.Sig.Renewed.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w.ID() && p.N == 0 })
-	id := e.Enqueue(workArgs{N: 1})
-	testkit.Recv(t, started, "the job to start")
-	start := clk.Now()
-	hold.armed.Store(true)
-	clk.Advance(renew) // the background renewal: run, its reply held
-	testkit.Recv(t, (<-chan struct{})(hold.held), "the renewal's reply to be held")
-	close(go_)
-	if err := testkit.Recv(t, extended, "ExtendLease to return"); err != nil {
-		t.Fatalf("ExtendLease: %v", err)
-	}
-	held := e.Job(id).LeaseExpiry
-	t.Logf("Redis holds the lease until start+%s", held.Sub(start))
-	clk.Advance(start.Add(lease + time.Second).Sub(clk.Now())) // past the end before both calls, 8 s before Redis's
-	select {
-	case cause := <-lost:
-		t.Fatalf("given up at start+31s (%v), though ExtendLease returned nil and Redis holds the lease until start+%s", cause, held.Sub(start))
-	case <-time.After(time.Second):
-	}
 }
