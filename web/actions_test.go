@@ -158,7 +158,7 @@ func TestDeadEffectPageAndRedrive(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
 	ctx := context.Background()
-	bad := f.env.NS + ":elsewhere:list"
+	bad := f.elsewhereList()
 	id, eff := f.deadEffect(bad)
 	c := client()
 	for _, path := range []string{"/effects", "/effects?queue=" + testQueue} {

@@ -231,7 +231,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// scheme.
 	parentID := f.enqueue(parent{})
 	f.startScheduler("nightly")
-	f.deadEffect(f.env.NS + ":elsewhere:list")
+	f.deadEffect(f.elsewhereList())
 	f.suspended(parentID, "the parent to wait for its signal", awaitsOneSignal)
 	do(t, ctx, "parent's page", chromedp.Navigate(f.url+jobPath(parentID)), chromedp.WaitVisible(chromedp.CSS(`[data-spawn="kids"]`)))
 	shot(t, ctx, dir, "job-children")

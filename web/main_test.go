@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
@@ -276,6 +277,16 @@ func awaitsOneSignal(j *flow.JobInfo) bool { return j.Suspended && len(j.Awaitin
 // deadEffect runs a payout job (a worker must run) whose effect Redis
 // refuses, an INCRBY on bad, which it makes a list; it returns the job's
 // ID and the dead effect once the worker's relay has dead-lettered it.
+// elsewhereList names a key in no slot of the test queue's partitions:
+// an effect on it is relayed through the outbox.
+func (f *fixture) elsewhereList() string {
+	var tags []string
+	for i := range testPartitions {
+		tags = append(tags, keys.Partition{NS: f.env.NS, Queue: testQueue, Index: i}.Tag())
+	}
+	return redistest.Elsewhere(f.env.NS, "list", tags...)
+}
+
 func (f *fixture) deadEffect(bad string) (string, sluicetype.DeadEffect) {
 	f.t.Helper()
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -38,7 +39,7 @@ func TestEffectsCommands(t *testing.T) {
 	check(exitUsage, "effects", "list")
 	check(exitUsage, "effects", "redrive")
 
-	bad := f.ns + ":elsewhere:list"
+	bad := redistest.Elsewhere(f.ns, "list", p.Tag()) // in another slot than the job's: relayed
 	f.st.Client().RPush(f.ctx, bad, "x")
 	f.enqueue("j1", email{To: "ann@example.com"})
 	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "fx"})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -206,7 +207,7 @@ func TestBuryCorruptDeadCount(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			bad := f.p.NS + ":elsewhere:list" // another slot, a list: INCRBY cannot apply
+			bad := redistest.Elsewhere(f.p.NS, "list", f.p.Tag()) // another slot, a list: INCRBY cannot apply
 			f.rdb.RPush(f.ctx, bad, "x")
 			f.enqueue(store.NewJob{Local: "A"}, store.NewJob{Local: "B"})
 			held := f.claimLeases(2, "w")
