@@ -46,6 +46,8 @@ local F = {
   lease_start = 'ls',
   -- when its lease expires (ms), as older scripts wrote it: read only (the run zset has it)
   lease_expiry = 'le',
+  -- the last renewal renew.lua applied to its lease: lease ID, space, sequence number
+  renewal = 'rn',
   -- each attempt's timeout (ms)
   timeout = 'to',
   -- when it may no longer run (ms)

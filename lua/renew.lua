@@ -1,8 +1,8 @@
 -- renew.lua: extend every lease a worker holds in one partition.
 --
 -- KEYS: the partition layout of lib.lua.
--- ARGV[9]: number of leases n; then n groups of 4 fields:
---   id, lease ID, fence, lease duration (ms)
+-- ARGV[9]: number of leases n; then n groups of 5 fields:
+--   id, lease ID, fence, lease duration (ms), sequence number (see below)
 -- Returns: flat list of lease ID, state for each lease that is no longer
 --   held (state is the job's current state, or '' when the job is gone).
 --   A lease whose expiry has passed is no longer held, though no
@@ -13,17 +13,33 @@
 --   run (corrupt data: nothing but a hand removes it) is held, as the
 --   other writes of an attempt take it, and the renewal puts its entry
 --   back, so that the reaper finds the job if its worker dies.
+-- Sequence numbers: a worker numbers the renewals of one attempt in the
+-- order it sends them (its renewal loop's and ExtendLease's alike, from
+-- 1; 0 for none). A renewal numbered no higher than the last one applied
+-- to that attempt (F.renewal: the lease ID and its number) moves nothing
+-- and answers the lease held: it is a re-send of one that ran (go-redis
+-- sends a call again when its reply is lost), or one that reached Redis
+-- after a later one (a call that timed out on its way, a renewal beside
+-- an ExtendLease), which would otherwise set the lease to a duration the
+-- worker has since changed, perhaps shorter than the one it reckons with.
 -- Transitions: none; only the lease expiry (score in run) moves.
 do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
 local lost = {}
-local fs, fl, ff = F.state, F.lease_id, F.fence -- read per lease, looked up once
+local fs, fl, ff, fr = F.state, F.lease_id, F.fence, F.renewal -- read per lease, looked up once
 for i = 0, n - 1 do
-  local b = 10 + i * 4
+  local b = 10 + i * 5
   local id = ARGV[b]
-  local h = fields(job_key(id), fs, fl, ff)
+  local jk = job_key(id)
+  local h = fields(jk, fs, fl, ff, fr)
   h[1] = state_of(h[1])
   local held = h[1] == 'running' and h[2] == ARGV[b + 1] and h[3] == ARGV[b + 2]
+  -- seq: this renewal's number; last: the last applied to this attempt's
+  -- lease (a mark of an earlier attempt, or none, is 0)
+  local seq, last = count_of(ARGV[b + 4]) or 0, 0
+  if h[4] and string.sub(h[4], 1, #ARGV[b + 1] + 1) == ARGV[b + 1] .. ' ' then
+    last = count_of(string.sub(h[4], #ARGV[b + 1] + 2)) or 0
+  end
   if held then
     -- pcall, call_aside only when it fails: a run index of another type
     -- is set aside, not raised on after the leases renewed before
@@ -32,9 +48,12 @@ for i = 0, n - 1 do
     expiry = tonumber(expiry)
     held = expiry == nil or expiry > NOW -- the reaper takes a score <= NOW
   end
-  if held then
+  if held and (seq == 0 or seq > last) then
     local at = num_s(NOW + tonumber(ARGV[b + 3]))
     if type(redis.pcall('ZADD', K_RUN, at, id)) == 'table' then call_aside('ZADD', K_RUN, nil, at, id) end
+    if seq > 0 then redis.call('HSET', jk, fr, ARGV[b + 1] .. ' ' .. ARGV[b + 4]) end
+  elseif held then
+    -- already applied, or older than the one applied: held, unmoved
   else
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none

@@ -69,6 +69,11 @@ type Attempt struct {
 	// were, and gives its job back once they have returned (abandon)
 	renewing int
 	handBack bool
+	// renewals numbers the renewals of the lease sent so far (store.Renewal
+	// Seq: Redis applies none older than one it applied), and reckoned is
+	// the number of the one whose answer leaseEnd was last reckoned from:
+	// an answer read after a later renewal's does not set it back
+	renewals, reckoned int64
 	// An ExtendLease under way (beginExtend): extending, one that shortens
 	// the lease, and renewalsDone, when not nil, closed once no renewal is
 	// in flight; lengthening, one that does not, and overlapped, a renewal

@@ -151,7 +151,11 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 			return context.Cause(ctx)
 		}
 	}
-	if a.ctl.gone.Load() || !a.startRenewal(true) {
+	if a.ctl.gone.Load() {
+		return ErrLeaseLost
+	}
+	seq, ok := a.startRenewal(true)
+	if !ok {
 		return ErrLeaseLost
 	}
 	defer func() {
@@ -160,8 +164,11 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		}
 	}()
 	sent := w.clk.Now()
-	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d}})
+	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d, Seq: seq}})
 	if err != nil {
+		// it may still reach Redis and apply, unless a later renewal
+		// does first: one that shortens the lease ends it sooner then
+		a.shortenIfApplied(seq, sent.Add(d))
 		return err
 	}
 	if len(lost) > 0 {
@@ -181,14 +188,28 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if a.lapsed || a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	a.lease, a.leaseEnd = d, sent.Add(d)
-	if a.overlapped && a.overlapEnd.Before(a.leaseEnd) {
+	a.lease = d
+	end := sent.Add(d)
+	if a.overlapped && a.overlapEnd.Before(end) {
 		// beside a renewal of the older, shorter duration, which Redis may
 		// have run after this call: the lease may end as that renewal
 		// would have it, until the next renewal, which carries d
-		a.leaseEnd = a.overlapEnd
+		end = a.overlapEnd
 	}
+	a.reckonLocked(seq, end)
 	return nil
+}
+
+// shortenIfApplied reckons with the end that renewal seq, whose call
+// failed, gives the lease if it reached Redis anyway, when that is
+// earlier than the end reckoned: unless a later renewal's answer has
+// been read, after which Redis refuses it.
+func (a *Attempt) shortenIfApplied(seq int64, end time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if seq > a.reckoned && end.Before(a.leaseEnd) {
+		a.leaseEnd = end
+	}
 }
 
 // LeaseLost returns a channel closed once the attempt's lease is known to

@@ -7,13 +7,17 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 )
 
 // TestExtendLease: ExtendLease renews the lease at once to the new length,
-// which later renewals keep; a too short lease is refused.
+// which later renewals keep; a too short lease is refused. The worker
+// numbers the renewals of the attempt in the order it sends them,
+// ExtendLease's and its loop's alike (Redis applies none older than one
+// it applied: lua/renew.lua).
 func TestExtendLease(t *testing.T) {
 	t.Parallel()
 	const (
@@ -49,8 +53,12 @@ func TestExtendLease(t *testing.T) {
 	clk.waitTimers(t, renew, 1)
 	clk.Advance(renew)
 	clk.waitTimers(t, renew, 2)
-	if j := e.Job(id); !j.LeaseExpiry.Equal(start.Add(renew + extended)) {
+	j := e.Job(id)
+	if !j.LeaseExpiry.Equal(start.Add(renew + extended)) {
 		t.Errorf("after a renewal the lease expires %v, want %v (the extended length)", j.LeaseExpiry, start.Add(renew+extended))
+	}
+	if got, want := e.rawJob(id)[keys.FieldRenewal], j.LeaseID+" 2"; got != want {
+		t.Errorf("the last renewal applied is %q, want %q (ExtendLease's was 1, the loop's next 2)", got, want)
 	}
 	close(release)
 	e.WaitState(id, flow.StateCompleted)

@@ -79,6 +79,46 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	}
 }
 
+// TestExtendLeaseLostReplyShortens: an ExtendLease that shortens the
+// lease ran in Redis, and its reply was lost: the call fails. The worker
+// cannot know whether Redis ran it, so it reckons with the shorter lease,
+// and gives the attempt up at its end when no later renewal lands. Before,
+// it kept the longer end it had, 18 s past the lease Redis held.
+func TestExtendLeaseLostReplyShortens(t *testing.T) {
+	t.Parallel()
+	const shorter = 12 * time.Second
+	extended := testkit.Chan[error]()
+	r := newLeaseRun(t, func(ctx context.Context) {
+		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
+	})
+	rest := newCallGate(isScript(lua.Renew, ""))
+	r.e.RDB.AddHook(rest)
+	t.Cleanup(rest.open)
+
+	r.hold.lose.Store(true)
+	r.hold.armed.Store(true)
+	extendAt := r.clk.Now()
+	close(r.release)
+	testkit.Recv(t, (<-chan struct{})(r.hold.held), "ExtendLease to run in Redis")
+	rest.armed.Store(true) // no renewal lands after it
+	r.hold.open()
+	if err := testkit.Recv(t, extended, "ExtendLease to return"); err == nil {
+		t.Fatal("ExtendLease whose reply was lost returned nil")
+	}
+	if left := r.e.Job(r.id).LeaseExpiry.Sub(extendAt); left != shorter {
+		t.Fatalf("Redis holds the lease for %s from the call, want %s: the test's call did not run", left, shorter)
+	}
+	r.clk.Advance(shorter + time.Millisecond)
+	select {
+	case cause := <-r.lost:
+		if !errors.Is(cause, runtime.ErrLeaseLost) {
+			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the attempt still runs %s after an ExtendLease(%s) that Redis ran", shorter, shorter)
+	}
+}
+
 // TestExtendLeaseSlowReplyKeepsRenewals: an ExtendLease that keeps the
 // lease's duration (ExtendLease(ctx, 0), what an isolated handler's
 // Confirm sends) has run in Redis and its reply is slow. The renewal loop
@@ -235,10 +275,11 @@ func newLeaseRun(t *testing.T, body func(ctx context.Context)) *leaseRun {
 // holdFirstReply is a go-redis hook that lets the first call matching
 // match run, then holds its reply until release is closed (held is closed
 // once it holds it, returned once the call returns); every other call
-// goes through.
+// goes through. With lose set, that call then fails as if its reply were
+// lost, although Redis ran it.
 type holdFirstReply struct {
 	match                   func(cmd redis.Cmder) bool
-	armed, taken            atomic.Bool
+	armed, taken, lose      atomic.Bool
 	held, release, returned chan struct{}
 	releaseOnce             atomic.Bool
 }
@@ -260,6 +301,10 @@ func (h *holdFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		close(h.held)
 		<-h.release
 		defer close(h.returned)
+		if h.lose.Load() {
+			err = errors.New("i/o timeout (injected after Redis ran the call)")
+			cmd.SetErr(err)
+		}
 		return err
 	}
 }

@@ -180,7 +180,7 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 	// cap starved healthy partitions until their leases ran out (one node
 	// of a cluster holding 8 of a worker's partitions); go-redis bounds
 	// the connections per node, so a hung node holds its own pool only
-	as = startRenewals(as) // given up meanwhile: not renewed
+	as, seqs := startRenewals(as) // given up meanwhile: not renewed
 	if len(as) == 0 {
 		return
 	}
@@ -194,7 +194,7 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 	sent := w.clk.Now()
 	rs := make([]store.Renewal, len(as))
 	for i, a := range as {
-		rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration()}
+		rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration(), Seq: seqs[i]}
 	}
 	lost, err = w.st.Renew(cctx, p, rs)
 	if err == nil {
@@ -228,9 +228,7 @@ func (w *Worker) renewed(as []*Attempt, rs []store.Renewal, lost []store.Lost, s
 			a.lose() // logged when the attempt concludes (logging.go)
 			continue
 		}
-		a.mu.Lock()
-		a.leaseEnd = sent.Add(rs[i].Duration)
-		a.mu.Unlock()
+		a.reckon(rs[i].Seq, sent.Add(rs[i].Duration))
 	}
 }
 
@@ -312,27 +310,46 @@ func (a *Attempt) abandon() bool {
 }
 
 // startRenewals counts a renewal in flight for each of as
-// (startRenewal), and returns those the renewal loop renews now.
-func startRenewals(as []*Attempt) []*Attempt {
-	out := as[:0:0]
+// (startRenewal), and returns those the renewal loop renews now, with
+// their renewals' numbers.
+func startRenewals(as []*Attempt) ([]*Attempt, []int64) {
+	out, seqs := as[:0:0], make([]int64, 0, len(as))
 	for _, a := range as {
-		if a.startRenewal(false) {
+		if seq, ok := a.startRenewal(false); ok {
 			out = append(out, a)
+			seqs = append(seqs, seq)
 		}
 	}
-	return out
+	return out, seqs
+}
+
+// reckon sets the lease's end as the answer of renewal seq gives it, end,
+// unless the answer of a later renewal has set it already: Redis applied
+// that one last (lua/renew.lua refuses an older one after it).
+func (a *Attempt) reckon(seq int64, end time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reckonLocked(seq, end)
+}
+
+// reckonLocked is reckon with a.mu held.
+func (a *Attempt) reckonLocked(seq int64, end time.Time) {
+	if seq > a.reckoned {
+		a.leaseEnd, a.reckoned = end, seq
+	}
 }
 
 // startRenewal counts a renewal of the lease in flight, unless the worker
 // has given the attempt up (expire decides that under mu): none is sent
 // once its give-back may have been. The renewal loop's (extend false) is
 // not sent either while an ExtendLease that shortens the lease is under
-// way (beginExtend), and marks one that lengthens it overlapped.
-func (a *Attempt) startRenewal(extend bool) bool {
+// way (beginExtend), and marks one that lengthens it overlapped. It
+// returns the renewal's number (store.Renewal Seq).
+func (a *Attempt) startRenewal(extend bool) (int64, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.lapsed || (a.extending && !extend) {
-		return false
+		return 0, false
 	}
 	now := a.ctl.w.clk.Now() // no later than the renewal is sent
 	if a.renewing == 0 {
@@ -342,7 +359,8 @@ func (a *Attempt) startRenewal(extend bool) bool {
 		a.overlap(now.Add(a.lease))
 	}
 	a.renewing++
-	return true
+	a.renewals++
+	return a.renewals, true
 }
 
 // overlap records a renewal in flight beside a lengthening ExtendLease,

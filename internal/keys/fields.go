@@ -43,6 +43,8 @@ const (
 	FieldLeaseStart = "ls"
 	// when its lease expires (ms), as older scripts wrote it: read only (the run zset has it)
 	FieldLeaseExpiry = "le"
+	// the last renewal renew.lua applied to its lease: lease ID, space, sequence number
+	FieldRenewal = "rn"
 	// each attempt's timeout (ms)
 	FieldTimeout = "to"
 	// when it may no longer run (ms)

@@ -155,6 +155,8 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 			j.LeaseStart = ms(v)
 		case keys.FieldLeaseExpiry:
 			j.LeaseExpiry = ms(v)
+		case keys.FieldRenewal:
+			// the last renewal applied to the lease: the scripts' business
 		case keys.FieldTimeout:
 			j.Timeout = time.Duration(num(v)) * time.Millisecond
 		case keys.FieldDeadline:

@@ -17,9 +17,16 @@ type Lease struct {
 }
 
 // Renewal asks to extend one lease by Duration from now (store time).
+// Seq numbers the renewals of one attempt in the order they are sent,
+// from 1 (0: unnumbered, always applied): a renewal numbered no higher
+// than one already applied to the attempt moves nothing and answers the
+// lease held (lua/renew.lua). So a renewal that reaches Redis late, a
+// re-send after a lost reply or a call that timed out on its way, cannot
+// set the lease back to a duration its worker has since changed.
 type Renewal struct {
 	Lease
 	Duration time.Duration
+	Seq      int64
 }
 
 // Lost is a lease that is no longer held, with the job's current state
@@ -32,10 +39,10 @@ type Lost struct {
 // Renew extends leases of one partition in one round trip and reports the
 // ones that are lost.
 func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) ([]Lost, error) {
-	args := make([]any, 0, 1+4*len(rs))
+	args := make([]any, 0, 1+5*len(rs))
 	args = append(args, len(rs))
 	for _, r := range rs {
-		args = append(args, r.Local, r.LeaseID, r.Fence, ms(r.Duration))
+		args = append(args, r.Local, r.LeaseID, r.Fence, ms(r.Duration), r.Seq)
 	}
 	v, err := s.run(ctx, lua.Renew, p, args...).Result()
 	if err != nil {

@@ -1,0 +1,85 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestRenewalsApplyInTheirOrder: a renewal numbered no higher than the
+// last one applied to its attempt moves nothing and answers the lease
+// held, whenever it reaches Redis: the re-send of one that ran (go-redis
+// sends a call again when its reply is lost), or one that arrives after a
+// later one (a call that timed out on its way, sent before an
+// ExtendLease). Before, every renewal set the lease to its own duration,
+// so one of an older, shorter duration arriving last cut short a lease
+// the worker reckoned with at its new length, and another worker could
+// take the job while it still ran. Unnumbered renewals (0, an older
+// worker's) apply as they always did, and a new attempt's numbers start
+// afresh.
+func TestRenewalsApplyInTheirOrder(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			expiry := func() time.Time {
+				t.Helper()
+				s, ok := f.score(f.p.Running(), "job")
+				if !ok {
+					t.Fatal("the job is not in the run index")
+				}
+				return time.UnixMilli(int64(s))
+			}
+			renew := func(d time.Duration, seq int64) {
+				t.Helper()
+				lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: d, Seq: seq}})
+				if err != nil || len(lost) != 0 {
+					t.Fatalf("renewal %d: lost %+v, %v; want held", seq, lost, err)
+				}
+			}
+
+			f.clk.Advance(time.Second)
+			renew(10*time.Minute, 2) // an ExtendLease
+			long := epoch.Add(time.Second + 10*time.Minute)
+			if got := expiry(); !got.Equal(long) {
+				t.Fatalf("after renewal 2 the lease ends %v, want %v", got, long)
+			}
+			f.clk.Advance(time.Second)
+			renew(30*time.Second, 1) // the loop's renewal sent before it, arriving late
+			if got := expiry(); !got.Equal(long) {
+				t.Fatalf("after a late renewal 1 the lease ends %v, want %v (renewal 2's)", got, long)
+			}
+			renew(10*time.Minute, 2) // a re-send of renewal 2
+			if got := expiry(); !got.Equal(long) {
+				t.Fatalf("after a re-sent renewal 2 the lease ends %v, want %v (its first run's)", got, long)
+			}
+
+			f.clk.Advance(time.Second)
+			renew(time.Minute, 3) // a later renewal applies, shorter or not
+			short := epoch.Add(3*time.Second + time.Minute)
+			if got := expiry(); !got.Equal(short) {
+				t.Fatalf("after renewal 3 the lease ends %v, want %v", got, short)
+			}
+			f.clk.Advance(time.Second)
+			renew(2*time.Minute, 0) // unnumbered: applied
+			if got, want := expiry(), epoch.Add(4*time.Second+2*time.Minute); !got.Equal(want) {
+				t.Fatalf("after an unnumbered renewal the lease ends %v, want %v", got, want)
+			}
+
+			// the next attempt numbers its renewals from 1 again
+			f.clk.Advance(3 * time.Minute)
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 {
+				t.Fatalf("reap: %+v, %v", reaped, err)
+			}
+			f.clk.Advance(time.Minute) // past the crash delay
+			j = f.claimOne("w")
+			renew(5*time.Minute, 1)
+			if got, want := expiry(), f.clk.Now().Add(5*time.Minute); !got.Equal(want) {
+				t.Fatalf("the next attempt's renewal 1: the lease ends %v, want %v", got, want)
+			}
+		})
+	}
+}
