@@ -37,9 +37,7 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	r := newLeaseRun(t, func(ctx context.Context) {
 		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
 	})
-	rest := newCallGate(isScript(lua.Renew, ""))
-	r.e.RDB.AddHook(rest)
-	t.Cleanup(rest.open)
+	rest := r.gateRenewals(t)
 
 	r.hold.armed.Store(true)
 	r.clk.Advance(extendRenew) // the background renewal: run by Redis, its reply held
@@ -91,9 +89,7 @@ func TestExtendLeaseLostReplyShortens(t *testing.T) {
 	r := newLeaseRun(t, func(ctx context.Context) {
 		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
 	})
-	rest := newCallGate(isScript(lua.Renew, ""))
-	r.e.RDB.AddHook(rest)
-	t.Cleanup(rest.open)
+	rest := r.gateRenewals(t)
 
 	r.hold.lose.Store(true)
 	r.hold.armed.Store(true)
@@ -270,6 +266,15 @@ func newLeaseRun(t *testing.T, body func(ctx context.Context)) *leaseRun {
 	r.id = r.e.Enqueue(workArgs{N: 1})
 	testkit.Recv(t, started, "the job to start")
 	return r
+}
+
+// gateRenewals adds a gate that, once armed, holds every renewal call
+// that the first-reply hold lets through, until the test ends.
+func (r *leaseRun) gateRenewals(t *testing.T) *callGate {
+	g := newCallGate(isScript(lua.Renew, ""))
+	r.e.RDB.AddHook(g)
+	t.Cleanup(g.open)
+	return g
 }
 
 // holdFirstReply is a go-redis hook that lets the first call matching
