@@ -122,15 +122,15 @@ func TestAbandonedLeaseGivenBack(t *testing.T) {
 }
 
 // TestAbandonedLeaseGivenBackAfterRenewals: a background renewal is in
-// flight, held back before Redis runs it, and ExtendLease waits for it to
-// return (it is sent only then), when the worker gives the attempt up at
-// its lease's end. The renewal runs when let go, and renews the lease at
-// the store. The worker hands the job back once it has returned, so that
-// it cannot renew the lease after: the job is not left running for an
-// attempt nobody runs. ExtendLease, finding the attempt given up, sends
-// nothing and answers ErrLeaseLost. (A give-back sent at once landed
-// first, when the store's lease had run out, and wrote nothing; the
-// renewal then renewed the lease.)
+// flight, held back before Redis runs it, and ExtendLease's call is held
+// behind it, when the worker gives the attempt up at its lease's end. The
+// renewals run when let go, and renew the lease at the store. The worker
+// hands the job back once they have returned, so that they cannot renew
+// the lease after: the job is not left running for an attempt nobody
+// runs. ExtendLease, returning after the attempt was given up, answers
+// ErrLeaseLost. (A give-back sent at once landed first, when the store's
+// lease had run out, and wrote nothing; the renewal then renewed the
+// lease.)
 func TestAbandonedLeaseGivenBackAfterRenewals(t *testing.T) {
 	t.Parallel()
 	const (
@@ -168,7 +168,7 @@ func TestAbandonedLeaseGivenBackAfterRenewals(t *testing.T) {
 	clk.Advance(renew)
 	testkit.Recv(t, (<-chan struct{})(rg.held), "the background renewal to be held")
 	close(go_)
-	time.Sleep(100 * time.Millisecond) // ExtendLease waits for the renewal (if later, it finds the attempt given up)
+	testkit.Recv(t, (<-chan struct{})(rg.held), "ExtendLease's call to be held behind the renewal")
 	clk.Advance(lease - renew)
 	testkit.Recv(t, lost, "the handler to be cancelled at its lease's end")
 	rg.open()

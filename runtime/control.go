@@ -145,6 +145,7 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	}
 	defer a.endExtend()
 	if done != nil {
+		a.signalExtending()
 		select {
 		case <-done:
 		case <-ctx.Done():

@@ -180,16 +180,19 @@ func TestExtendLeaseWaitsItsTurnWithinItsContext(t *testing.T) {
 func TestExtendLeaseKeepReadInItsTurn(t *testing.T) {
 	t.Parallel()
 	done := testkit.Chan[error]()
+	keepWaits := make(chan struct{})
 	var r *leaseRun
 	r = newLeaseRun(t, func(ctx context.Context) {
 		go func() { done <- runtime.ExtendLease(ctx, time.Minute) }()
 		<-r.hold.held
 		go func() { done <- runtime.ExtendLease(ctx, 0) }()
-		time.Sleep(200 * time.Millisecond) // the keep call waits its turn
+		<-keepWaits
 		r.hold.open()
 	})
 	r.hold.armed.Store(true)
 	close(r.release)
+	r.e.Sig.Extending.WaitFor(t, func(j testsignal.Job) bool { return j.JobID == r.id }) // the keep call waits its turn
+	close(keepWaits)
 	for range 2 {
 		if err := testkit.Recv(t, done, "ExtendLease to return"); err != nil {
 			t.Fatal(err)

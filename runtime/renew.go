@@ -435,12 +435,20 @@ func (a *Attempt) takeExtendTurn(ctx context.Context) error {
 		}
 		free := a.extendFree
 		a.mu.Unlock()
+		a.signalExtending()
 		select {
 		case <-free:
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
+}
+
+// signalExtending tells a test that an ExtendLease of a waits
+// (testsignal.Worker.Extending).
+func (a *Attempt) signalExtending() {
+	w := a.ctl.w
+	w.sig.Extending.Signal(testsignal.Job{Worker: a.Worker, JobID: a.ID})
 }
 
 // endExtendTurn gives the turn taken by takeExtendTurn back.

@@ -47,6 +47,10 @@ type Worker struct {
 	// Tracked: an attempt waits for its tracked goroutines (Attempt.Go)
 	// before it is settled.
 	Tracked Signal[Job]
+	// Extending: an ExtendLease of an attempt waits, for the turn of
+	// another ExtendLease of it or for the renewals of its lease in
+	// flight.
+	Extending Signal[Job]
 }
 
 // By says which of the worker's writes settled a job.
@@ -125,6 +129,7 @@ func NewWorker() *Worker {
 	s.Delivered.Init("delivered")
 	s.Progress.Init("progress")
 	s.Tracked.Init("tracked")
+	s.Extending.Init("extending")
 	return s
 }
 
