@@ -167,6 +167,8 @@ local STATUS = {
   none = '',
   -- the attempt no longer holds the job: nothing written (ack, step)
   stale = 'stale',
+  -- in place of a state: the lease is held, and a later renewal of it ran first: nothing moved (renew)
+  late = 'late',
   -- the job was added (enqueue)
   new = 'new',
   -- the same job, the step's checkpoint, or the signal's key is there already: nothing written (enqueue, step, signal)

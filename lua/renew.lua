@@ -4,7 +4,9 @@
 -- ARGV[9]: number of leases n; then n groups of 5 fields:
 --   id, lease ID, fence, lease duration (ms), sequence number (see below)
 -- Returns: flat list of lease ID, state for each lease that is no longer
---   held (state is the job's current state, or '' when the job is gone).
+--   held (state is the job's current state, or '' when the job is gone),
+--   and of lease ID, STATUS.late for each renewal that moved nothing (see
+--   below).
 --   A lease whose expiry has passed is no longer held, though no
 --   maintenance pass has reaped its job yet (state 'running'): a worker
 --   that stalled past its lease has its writes rejected (SPEC 7), and a
@@ -15,13 +17,16 @@
 --   back, so that the reaper finds the job if its worker dies.
 -- Sequence numbers: a worker numbers the renewals of one attempt in the
 -- order it sends them (its renewal loop's and ExtendLease's alike, from
--- 1; 0 for none). A renewal numbered no higher than the last one applied
--- to that attempt (F.renewal: the lease ID and its number) moves nothing
--- and answers the lease held: it is a re-send of one that ran (go-redis
--- sends a call again when its reply is lost), or one that reached Redis
--- after a later one (a call that timed out on its way, a renewal beside
--- an ExtendLease), which would otherwise set the lease to a duration the
--- worker has since changed, perhaps shorter than the one it reckons with.
+-- 1; 0 for none), and Redis keeps the last it applied to the attempt
+-- (F.renewal: the lease ID and its number). A renewal numbered as that
+-- one is its re-send (go-redis sends a call again when its reply is
+-- lost): it moves nothing, and answers the lease held, which the first
+-- run renewed from no earlier than the worker sent it. One numbered lower
+-- reached Redis after a later one (a call that timed out on its way, a
+-- renewal beside an ExtendLease), and would set the lease to a duration
+-- the worker has since changed, perhaps shorter than the one it reckons
+-- with: it moves nothing and answers STATUS.late, from which the worker
+-- reckons nothing (the lease ends as the later one set it).
 -- Transitions: none; only the lease expiry (score in run) moves.
 do local refused = model_error() if refused then return refused end end
 local n = tonumber(ARGV[9])
@@ -52,9 +57,10 @@ for i = 0, n - 1 do
     local at = num_s(NOW + tonumber(ARGV[b + 3]))
     if type(redis.pcall('ZADD', K_RUN, at, id)) == 'table' then call_aside('ZADD', K_RUN, nil, at, id) end
     if seq > 0 then redis.call('HSET', jk, fr, ARGV[b + 1] .. ' ' .. ARGV[b + 4]) end
-  elseif held then
-    -- already applied, or older than the one applied: held, unmoved
-  else
+  elseif held and seq < last then
+    lost[#lost + 1] = ARGV[b + 1]
+    lost[#lost + 1] = STATUS.late
+  elseif not held then
     lost[#lost + 1] = ARGV[b + 1]
     lost[#lost + 1] = h[1] or STATUS.none
   end

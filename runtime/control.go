@@ -155,6 +155,7 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
+	sent := w.clk.Now() // no later than the renewal is numbered (renewer.renew)
 	seq, ok := a.startRenewal(true)
 	if !ok {
 		return ErrLeaseLost
@@ -164,8 +165,7 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 			w.giveBack(a)
 		}
 	}()
-	sent := w.clk.Now()
-	lost, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d, Seq: seq}})
+	lost, late, err := w.st.Renew(ctx, a.ref.Partition, []store.Renewal{{Lease: a.storeLease(), Duration: d, Seq: seq}})
 	if err != nil {
 		// it may still reach Redis and apply, unless a later renewal
 		// does first: one that shortens the lease ends it sooner then
@@ -189,7 +189,13 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	if a.lapsed || a.ctl.gone.Load() {
 		return ErrLeaseLost
 	}
-	a.lease = d
+	a.lease = d // the renewals after it carry d
+	if len(late) > 0 {
+		// a renewal of the loop sent beside it ran first, with the older
+		// duration: the lease ends as that one's answer says, and the
+		// loop's next renewal carries d
+		return nil
+	}
 	end := sent.Add(d)
 	if a.overlapped && a.overlapEnd.Before(end) {
 		// beside a renewal of the older, shorter duration, which Redis may

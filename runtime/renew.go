@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -174,12 +175,16 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 	defer cancel()
 	var (
 		lost []store.Lost
+		late []string
 		err  error
 	)
 	// no cap over the partitions' calls: hung calls holding the slots of a
 	// cap starved healthy partitions until their leases ran out (one node
 	// of a cluster holding 8 of a worker's partitions); go-redis bounds
 	// the connections per node, so a hung node holds its own pool only
+	// read before the renewals are numbered: a renewal Redis refuses as
+	// late (a later one ran first) ran no earlier than this
+	sent := w.clk.Now()
 	as, seqs := startRenewals(as) // given up meanwhile: not renewed
 	if len(as) == 0 {
 		return
@@ -191,14 +196,13 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 			}
 		}
 	}()
-	sent := w.clk.Now()
 	rs := make([]store.Renewal, len(as))
 	for i, a := range as {
 		rs[i] = store.Renewal{Lease: a.storeLease(), Duration: a.leaseDuration(), Seq: seqs[i]}
 	}
-	lost, err = w.st.Renew(cctx, p, rs)
+	lost, late, err = w.st.Renew(cctx, p, rs)
 	if err == nil {
-		w.renewed(as, rs, lost, sent)
+		w.renewed(as, rs, lost, late, sent)
 		return
 	}
 	if ctx.Err() != nil {
@@ -210,13 +214,17 @@ func (r *renewer) renew(ctx context.Context, p keys.Partition, as []*Attempt, ti
 
 // renewed applies the answer of a renewal of as (sent at sent, as rs):
 // the attempts whose lease is lost are cancelled, the others' leases run
-// on from sent.
-func (w *Worker) renewed(as []*Attempt, rs []store.Renewal, lost []store.Lost, sent time.Time) {
+// on from sent, but for those renewed late (a later renewal of the lease
+// ran first and set its end).
+func (w *Worker) renewed(as []*Attempt, rs []store.Renewal, lost []store.Lost, late []string, sent time.Time) {
 	gone := make(map[string]string, len(lost))
 	for _, l := range lost {
 		gone[l.LeaseID] = l.State
 	}
 	for i, a := range as {
+		if slices.Contains(late, a.LeaseID) {
+			continue
+		}
 		if state, ok := gone[a.LeaseID]; ok {
 			if a.settled.Load() { // acked meanwhile, or the ack will say why
 				continue

@@ -63,7 +63,7 @@ func TestCancel(t *testing.T) {
 			if got.State != "cancelled" || got.Reason != "operator" || got.Fence != j.Fence+1 {
 				t.Fatalf("cancelled job: state %s reason %s fence %d", got.State, got.Reason, got.Fence)
 			}
-			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: time.Minute}})
+			lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: time.Minute}})
 			if err != nil || len(lost) != 1 || lost[0].State != "cancelled" {
 				t.Fatalf("renew after cancel: %+v, %v", lost, err)
 			}

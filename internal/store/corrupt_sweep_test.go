@@ -603,7 +603,7 @@ func sweepSteps() []sweepStep {
 			for _, id := range s.heldOrder() {
 				rs = append(rs, store.Renewal{Lease: s.held[id], Duration: 30 * time.Second})
 			}
-			lost, err := s.st.Renew(s.ctx, s.p, rs)
+			lost, _, err := s.st.Renew(s.ctx, s.p, rs)
 			if err != nil {
 				s.callFailed("renew", err)
 			}

@@ -147,7 +147,7 @@ func TestCorruptJobKeyIsItsJobAlone(t *testing.T) {
 			held := f.claimLeases(2, "w")
 			f.rdb.Set(f.ctx, f.p.Job("bad"), "overwritten", 0)
 
-			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: held["bad"], Duration: time.Minute},
+			lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: held["bad"], Duration: time.Minute},
 				{Lease: held["good"], Duration: time.Minute}})
 			if err != nil || len(lost) != 1 || lost[0].LeaseID != held["bad"].LeaseID {
 				t.Fatalf("renew: lost %+v, %v; want the corrupt job's lease alone", lost, err)

@@ -113,7 +113,7 @@ func modelCalls(f *fixture, running store.Lease) []modelCall {
 			return err
 		}},
 		{"renew", func() error {
-			_, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: running, Duration: time.Minute}})
+			_, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: running, Duration: time.Minute}})
 			return err
 		}},
 		{"cancel", func() error {

@@ -37,8 +37,10 @@ type Lost struct {
 }
 
 // Renew extends leases of one partition in one round trip and reports the
-// ones that are lost.
-func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) ([]Lost, error) {
+// ones that are lost, and the lease IDs of the renewals that moved nothing
+// (late): a renewal of the attempt numbered at least as high ran first
+// (Renewal.Seq), and the lease ends as that one set it, still held.
+func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) (lost []Lost, late []string, err error) {
 	args := make([]any, 0, 1+5*len(rs))
 	args = append(args, len(rs))
 	for _, r := range rs {
@@ -46,17 +48,20 @@ func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) ([]Lo
 	}
 	v, err := s.run(ctx, lua.Renew, p, args...).Result()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	flat, err := strs(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var lost []Lost
 	for i := 0; i+1 < len(flat); i += 2 {
+		if flat[i+1] == statusLate {
+			late = append(late, flat[i])
+			continue
+		}
 		lost = append(lost, Lost{LeaseID: flat[i], State: flat[i+1]})
 	}
-	return lost, nil
+	return lost, late, nil
 }
 
 // Reaped is a job reclaimed from an expired lease.

@@ -33,7 +33,7 @@ func TestFencing(t *testing.T) {
 			if b.Fence != 2 || b.LeaseID == a.LeaseID {
 				t.Fatalf("claim B: fence %d lease %q (A had %q)", b.Fence, b.LeaseID, a.LeaseID)
 			}
-			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(a), Duration: time.Minute}})
+			lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(a), Duration: time.Minute}})
 			if err != nil || len(lost) != 1 || lost[0].LeaseID != a.LeaseID || lost[0].State != "running" {
 				t.Fatalf("renew A = %+v, %v; want A's lease reported lost", lost, err)
 			}
@@ -124,7 +124,7 @@ func TestRenewExtends(t *testing.T) {
 			j := f.claimOne("w")
 			for range 5 {
 				f.clk.Advance(20 * time.Second)
-				lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
+				lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
 				if err != nil || len(lost) != 0 {
 					t.Fatalf("renew = %+v, %v", lost, err)
 				}

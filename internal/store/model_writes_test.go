@@ -545,7 +545,7 @@ func (r *modelRun) opRenew() {
 		}
 		want = append(want, store.Lost{LeaseID: l.LeaseID, State: state})
 	}
-	lost, err := r.st.Renew(r.ctx, r.p, rs)
+	lost, _, err := r.st.Renew(r.ctx, r.p, rs)
 	r.logf("renew %v by %s -> lost %v %v", ls, d, lost, err)
 	if err == nil && !slices.Equal(lost, want) {
 		r.fail("renew: lost %v, want %v", lost, want)

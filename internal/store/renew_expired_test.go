@@ -24,7 +24,7 @@ func TestRenewalAfterExpiryIsLost(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("stalled")
 			f.clk.Advance(35 * time.Second) // the lease was 30 s
-			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
+			lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
 			if err != nil || len(lost) != 1 || lost[0].LeaseID != j.LeaseID || lost[0].State != "running" {
 				t.Fatalf("renewal 5 s after the lease ran out: lost %+v, %v; want the lease lost, its job running", lost, err)
 			}
@@ -134,7 +134,7 @@ func TestHeldLeaseMissingFromRunIndex(t *testing.T) {
 			if err := f.rdb.ZRem(f.ctx, f.p.Running(), "job").Err(); err != nil {
 				t.Fatal(err)
 			}
-			lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
+			lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})
 			if err != nil || len(lost) != 0 {
 				t.Fatalf("renew: lost %v, %v; want held", lost, err)
 			}

@@ -8,11 +8,12 @@ import (
 )
 
 // TestRenewalsApplyInTheirOrder: a renewal numbered no higher than the
-// last one applied to its attempt moves nothing and answers the lease
-// held, whenever it reaches Redis: the re-send of one that ran (go-redis
-// sends a call again when its reply is lost), or one that arrives after a
-// later one (a call that timed out on its way, sent before an
-// ExtendLease). Before, every renewal set the lease to its own duration,
+// last one applied to its attempt moves nothing, whenever it reaches
+// Redis: the re-send of the one that ran (go-redis sends a call again
+// when its reply is lost) answers the lease held, as its first run did;
+// one that arrives after a later one (a call that timed out on its way,
+// sent before an ExtendLease) answers late, from which the worker reckons
+// nothing. Before, every renewal set the lease to its own duration,
 // so one of an older, shorter duration arriving last cut short a lease
 // the worker reckoned with at its new length, and another worker could
 // take the job while it still ran. Unnumbered renewals (0, an older
@@ -33,38 +34,40 @@ func TestRenewalsApplyInTheirOrder(t *testing.T) {
 				}
 				return time.UnixMilli(int64(s))
 			}
-			renew := func(d time.Duration, seq int64) {
+			// renew sends renewal seq, and checks that it is answered held,
+			// and late (it moved nothing: a later one ran first) or not
+			renew := func(d time.Duration, seq int64, wantLate bool) {
 				t.Helper()
-				lost, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: d, Seq: seq}})
-				if err != nil || len(lost) != 0 {
-					t.Fatalf("renewal %d: lost %+v, %v; want held", seq, lost, err)
+				lost, late, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: d, Seq: seq}})
+				if err != nil || len(lost) != 0 || (len(late) == 1) != wantLate || (wantLate && late[0] != j.LeaseID) {
+					t.Fatalf("renewal %d: lost %+v, late %v, %v; want held, late %v", seq, lost, late, err, wantLate)
 				}
 			}
 
 			f.clk.Advance(time.Second)
-			renew(10*time.Minute, 2) // an ExtendLease
+			renew(10*time.Minute, 2, false) // an ExtendLease
 			long := epoch.Add(time.Second + 10*time.Minute)
 			if got := expiry(); !got.Equal(long) {
 				t.Fatalf("after renewal 2 the lease ends %v, want %v", got, long)
 			}
 			f.clk.Advance(time.Second)
-			renew(30*time.Second, 1) // the loop's renewal sent before it, arriving late
+			renew(30*time.Second, 1, true) // the loop's renewal sent before it, arriving late
 			if got := expiry(); !got.Equal(long) {
 				t.Fatalf("after a late renewal 1 the lease ends %v, want %v (renewal 2's)", got, long)
 			}
-			renew(10*time.Minute, 2) // a re-send of renewal 2
+			renew(10*time.Minute, 2, false) // a re-send of renewal 2: held, as its first run
 			if got := expiry(); !got.Equal(long) {
 				t.Fatalf("after a re-sent renewal 2 the lease ends %v, want %v (its first run's)", got, long)
 			}
 
 			f.clk.Advance(time.Second)
-			renew(time.Minute, 3) // a later renewal applies, shorter or not
+			renew(time.Minute, 3, false) // a later renewal applies, shorter or not
 			short := epoch.Add(3*time.Second + time.Minute)
 			if got := expiry(); !got.Equal(short) {
 				t.Fatalf("after renewal 3 the lease ends %v, want %v", got, short)
 			}
 			f.clk.Advance(time.Second)
-			renew(2*time.Minute, 0) // unnumbered: applied
+			renew(2*time.Minute, 0, false) // unnumbered: applied
 			if got, want := expiry(), epoch.Add(4*time.Second+2*time.Minute); !got.Equal(want) {
 				t.Fatalf("after an unnumbered renewal the lease ends %v, want %v", got, want)
 			}
@@ -76,7 +79,7 @@ func TestRenewalsApplyInTheirOrder(t *testing.T) {
 			}
 			f.clk.Advance(time.Minute) // past the crash delay
 			j = f.claimOne("w")
-			renew(5*time.Minute, 1)
+			renew(5*time.Minute, 1, false)
 			if got, want := expiry(), f.clk.Now().Add(5*time.Minute); !got.Equal(want) {
 				t.Fatalf("the next attempt's renewal 1: the lease ends %v, want %v", got, want)
 			}

@@ -30,6 +30,7 @@ import (
 //	               reroute              ErrNotFound
 //	               watch                ErrNotFound
 //	"stale"        ack                  AckResult.Err ErrStale
+//	"late"         renew                the lease ID among Renew's late ones
 //	               step                 ErrStale
 //	"new"          enqueue              Added
 //	"exists"       enqueue              Duplicate
@@ -64,6 +65,7 @@ const (
 	statusMissing      = "missing"
 	statusNone         = ""
 	statusStale        = "stale"
+	statusLate         = "late"
 	statusNew          = "new"
 	statusExists       = "exists"
 	statusConflict     = "conflict"
