@@ -3,10 +3,15 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]: number of outcomes n
 -- ARGV[10]: the n outcomes' fields, packed as one list of strings
---   (lib_pack.lua unpack_args): each outcome 8 fields, id, lease ID,
---   fence, code, delay (ms), message, data, reason; or, for the most
---   common outcome, a completion with no result and no effects, only 4:
---   id, lease ID, fence, 'k'
+--   (lib_pack.lua unpack_args): each outcome 9 fields, id, lease ID,
+--   fence, code, delay (ms), message, data, reason, lease start; or, for
+--   the most common outcome, a completion with no result and no effects,
+--   only 5: id, lease ID, fence, 'k', lease start. The lease start (ms,
+--   store time; the worker has it from its claim's reply) is the start of
+--   the run time a completion tallies (the minute's 'rt:' buckets): the
+--   job's own field is read only when it is '' (the argument costs a
+--   no-op job's path about 1.3% fewer redis-server instructions than the
+--   field's read: bench/RESULTS-3.md, 2026-12-05 later)
 -- ARGV[11...]: the effects of each outcome of 8 fields, in order
 --   (lib_effects.lua's read_effects; a count of 0 for none)
 -- codes and their transitions (all from running):
@@ -94,12 +99,12 @@ do
     local e
     if A[a + 3] == 'k' then
       e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok',
-        delay = 0, msg = '', data = '', reason = '', fx = NO_FX }
-      a = a + 4
+        delay = 0, msg = '', data = '', reason = '', fx = NO_FX, ls = A[a + 4] }
+      a = a + 5
     else
       e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
-        delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7] }
-      a = a + 8
+        delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7], ls = A[a + 8] }
+      a = a + 9
       CODES = CODES or {
         ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
         deadline = true, crash = true, expire = true, release = true, park = true, wait = true, suspend = true,
@@ -119,12 +124,12 @@ end
 
 -- the job fields read per outcome (each field read costs every job about
 -- 0.2 µs: the deadline, which only a deadline outcome needs, is read by
--- it), e.h[1] to e.h[9]: one table rather than a local each, since this
--- chunk's locals come near the 200 registers a Lua function may use
--- (gopher-lua, miniredis's Lua, counts the temporaries of its expressions
--- among them; TestScriptsHaveRegisterHeadroom)
-local READ = { F.state, F.lease_id, F.fence, F.parent, F.has_steps, F.last_error, F.unique, F.concurrency_key,
-  F.lease_start }
+-- it, and the lease start comes with the outcome), e.h[1] to e.h[8]: one
+-- table rather than a local each, since this chunk's locals come near the
+-- 200 registers a Lua function may use (gopher-lua, miniredis's Lua,
+-- counts the temporaries of its expressions among them;
+-- TestScriptsHaveRegisterHeadroom)
+local READ = { F.state, F.lease_id, F.fence, F.parent, F.has_steps, F.last_error, F.unique, F.concurrency_key }
 do
   local ckeys = {}
   for i, e in ipairs(entries) do
@@ -162,8 +167,11 @@ for _, e in ipairs(entries) do
     -- plain: no checkpoints, no errors to delete with the job; ls: a
     -- lease start that is no whole number of ms (corrupt data: 'nan',
     -- 'inf', '1e400', which tonumber takes) is an unknown run time, not
-    -- tallied (a NaN run time would index a table and raise)
-    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = h[9] and count_of(h[9]) }
+    -- tallied (a NaN run time would index a table and raise); only a
+    -- completion tallies one
+    local ls = e.ls
+    if ls == '' and code == 'ok' then ls = redis.call('HGET', jk, F.lease_start) end
+    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = ls and count_of(ls) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
     if code == 'deadline' then

@@ -271,7 +271,7 @@ func (w *Worker) settle(a *Attempt, r result, returned bool, cause error) (store
 		ack.Message, ack.Data = fmt.Sprintf("panic: %v", r.panic), r.stack
 		return ack, true
 	case returned && r.err == nil:
-		ack.Code, ack.Data = store.CodeOK, r.data
+		ack.Code, ack.Data, ack.Started = store.CodeOK, r.data, a.Claimed
 		if fx := a.state.Final(); len(fx) > 0 {
 			// '#' is in no step name (step.validName): a step cannot be named
 			// like the completion, whose relayed effects its commit would mark

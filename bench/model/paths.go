@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,6 +67,9 @@ type sluiceSession struct {
 	st     *store.Store
 	p      keys.Partition
 	claims atomic.Int64
+	// started is each lease's start in store time, by lease ID: a worker
+	// acks a completion with it (store.Ack.Started)
+	started sync.Map
 }
 
 func (s *sluiceSession) enqueue(ctx context.Context, ids []string) error {
@@ -94,6 +98,7 @@ func (s *sluiceSession) claim(ctx context.Context, n int) ([]store.Lease, error)
 	out := make([]store.Lease, len(res.Jobs))
 	for i, j := range res.Jobs {
 		out[i] = store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}
+		s.started.Store(j.LeaseID, j.LeaseExpiry.Add(-leaseFor))
 	}
 	return out, nil
 }
@@ -102,6 +107,9 @@ func (s *sluiceSession) complete(ctx context.Context, leases []store.Lease) erro
 	acks := make([]store.Ack, len(leases))
 	for i, l := range leases {
 		acks[i] = store.Ack{Lease: l, Code: store.CodeOK}
+		if t, ok := s.started.LoadAndDelete(l.LeaseID); ok {
+			acks[i].Started = t.(time.Time)
+		}
 	}
 	res, _, err := s.st.Ack(ctx, s.p, acks)
 	if err != nil {

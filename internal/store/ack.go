@@ -49,6 +49,11 @@ type Ack struct {
 	// commit uniquely for relayed effects.
 	Effects []sluicetype.Effect
 	Commit  string
+	// Started is when the attempt's lease began, in store time (the
+	// claim's reply gives it: the lease's first expiry less its length),
+	// from which a completion tallies its run time; zero reads it from the
+	// job, which costs the ack a field read.
+	Started time.Time
 }
 
 // AckResult is what one ack did: the job's new state, or ErrStale.
@@ -90,6 +95,16 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	return out, outboxed, nil
 }
 
+// addStarted appends a's lease start (ms) to an ack call's fields: ”
+// when not known.
+func (a *Ack) addStarted(fields *argList) {
+	if a.Started.IsZero() {
+		fields.str("")
+		return
+	}
+	fields.int(a.Started.UnixMilli())
+}
+
 // size is about how many bytes a's fields take in an ack call.
 func (a *Ack) size() int {
 	return len(a.Local) + len(a.LeaseID) + len(a.Message) + len(a.Data) + len(a.Reason) + 64
@@ -110,6 +125,7 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		fields.int(a.Fence)
 		if a.Code == CodeOK && len(a.Data) == 0 && len(a.Effects) == 0 {
 			fields.str("k") // a plain completion (lua/ack.lua)
+			a.addStarted(fields)
 			continue
 		}
 		fx, err := s.appendEffects(effects, p, a.Local, a.Commit, a.Effects)
@@ -129,6 +145,7 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 		fields.str(a.Message)
 		fields.bytes(a.Data)
 		fields.str(a.Reason)
+		a.addStarted(fields)
 	}
 	args := append(s.callArgs(p, 2+len(effects)), len(acks), fields.done())
 	args = append(args, effects...)

@@ -129,7 +129,8 @@ func TestList(t *testing.T) {
 }
 
 // TestMinuteCounters: finishing jobs counts them per minute, with the run
-// time of completed attempts.
+// time of completed attempts: from the lease start the ack gives
+// (Ack.Started), in both forms of an outcome, or else from the job's.
 func TestMinuteCounters(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -138,7 +139,13 @@ func TestMinuteCounters(t *testing.T) {
 			f.enqueue(store.NewJob{Local: "a"})
 			j := f.claimOne("w")
 			f.clk.Advance(100 * time.Millisecond)
-			f.ack(j, store.Ack{Code: store.CodeOK})
+			f.ack(j, store.Ack{Code: store.CodeOK}) // the job's lease start: 100 ms
+			f.enqueue(store.NewJob{Local: "c"}, store.NewJob{Local: "d"})
+			c, d := f.claimOne("w"), f.claimOne("w")
+			f.clk.Advance(100 * time.Millisecond)
+			// as given, not the job's: 1 s (a result: the outcome's full form) and 10 s
+			f.ack(c, store.Ack{Code: store.CodeOK, Data: []byte("r"), Started: f.clk.Now().Add(-time.Second)})
+			f.ack(d, store.Ack{Code: store.CodeOK, Started: f.clk.Now().Add(-10 * time.Second)})
 			f.archive("b")
 			m := f.clk.Now().UnixMilli() / 60000
 			got, err := f.st.Minutes(f.ctx, []keys.Partition{f.p}, m-1, m)
@@ -147,7 +154,8 @@ func TestMinuteCounters(t *testing.T) {
 			}
 			want := []store.Minute{
 				{Finished: map[string]int64{}, RunTimes: map[int]int64{}},
-				{Finished: map[string]int64{"completed": 1, "archived": 1}, RunTimes: map[int]int64{26: 1}}, // 4*log2(101) = 26.6
+				// 4*log2(101) = 26.6, 4*log2(1001) = 39.9, 4*log2(10001) = 53.2
+				{Finished: map[string]int64{"completed": 3, "archived": 1}, RunTimes: map[int]int64{26: 1, 39: 1, 53: 1}},
 			}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Fatalf("minutes (-want +got):\n%s", d)
