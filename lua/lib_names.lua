@@ -167,8 +167,6 @@ local STATUS = {
   none = '',
   -- the attempt no longer holds the job: nothing written (ack, step)
   stale = 'stale',
-  -- in place of a state: the lease is held, and a later renewal of it ran first: nothing moved (renew)
-  late = 'late',
   -- the job was added (enqueue)
   new = 'new',
   -- the same job, the step's checkpoint, or the signal's key is there already: nothing written (enqueue, step, signal)
@@ -211,4 +209,6 @@ local STATUS = {
   claimed_all = -2,
   -- in place of the next due time: suspects were passed over, claim again soon (claim)
   held_suspects = -3,
+  -- in place of a state, a number no state is taken for: the lease is held, a later renewal of it ran first, nothing moved (renew)
+  late = -4,
 }

@@ -192,8 +192,12 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	a.lease = d // the renewals after it carry d
 	if len(late) > 0 {
 		// a renewal of the loop sent beside it ran first, with the older
-		// duration: the lease ends as that one's answer says, and the
-		// loop's next renewal carries d
+		// duration or d: the lease ends as that one set it, no earlier
+		// than overlapEnd (it started while this call was under way), and
+		// the loop's next renewal carries d
+		if a.overlapped {
+			a.reckonLocked(seq, a.overlapEnd)
+		}
 		return nil
 	}
 	end := sent.Add(d)

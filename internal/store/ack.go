@@ -111,7 +111,7 @@ func (a *Ack) size() int {
 }
 
 func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	fields := newArgList(48 * len(acks)) // a plain completion: ID, lease ID, fence, 'k'
+	fields := newArgList(56 * len(acks)) // a plain completion: ID, lease ID, fence, 'k', lease start
 	var effects []any
 	id := newContentID()
 	for _, a := range acks {

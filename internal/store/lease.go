@@ -50,16 +50,22 @@ func (s *Store) Renew(ctx context.Context, p keys.Partition, rs []Renewal) (lost
 	if err != nil {
 		return nil, nil, err
 	}
-	flat, err := strs(v)
-	if err != nil {
-		return nil, nil, err
+	list, ok := v.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: renew answered %T, want a list", ErrMalformed, v)
 	}
-	for i := 0; i+1 < len(flat); i += 2 {
-		if flat[i+1] == statusLate {
-			late = append(late, flat[i])
+	for i := 0; i+1 < len(list); i += 2 {
+		id, _ := list[i].(string)
+		// late is a number: a state, even a corrupt one, is a string
+		if n, ok := list[i+1].(int64); ok && n == statusLate {
+			late = append(late, id)
 			continue
 		}
-		lost = append(lost, Lost{LeaseID: flat[i], State: flat[i+1]})
+		state, ok := list[i+1].(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("%w: renew answered %T for the state of lease %s", ErrMalformed, list[i+1], id)
+		}
+		lost = append(lost, Lost{LeaseID: id, State: state})
 	}
 	return lost, late, nil
 }

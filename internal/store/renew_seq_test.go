@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -82,6 +83,28 @@ func TestRenewalsApplyInTheirOrder(t *testing.T) {
 			renew(5*time.Minute, 1, false)
 			if got, want := expiry(), f.clk.Now().Add(5*time.Minute); !got.Equal(want) {
 				t.Fatalf("the next attempt's renewal 1: the lease ends %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestRenewLateIsNoState: a renewal answered late is told apart from a
+// lost lease whatever the job's state field holds: a corrupt state that
+// reads as the late answer's text ("-4", "late") is a lost lease's state.
+// Before, a state field reading "late" made a lost lease look held.
+func TestRenewLateIsNoState(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			j := f.claimOne("w")
+			for _, corrupt := range []string{"-4", "late"} {
+				f.rdb.HSet(f.ctx, f.p.Job("job"), keys.FieldState, corrupt)
+				lost, late, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: time.Minute, Seq: 1}})
+				if err != nil || len(late) != 0 || len(lost) != 1 || lost[0].State != corrupt {
+					t.Fatalf("state %q: lost %+v, late %v, %v; want the lease lost, in state %q", corrupt, lost, late, err, corrupt)
+				}
 			}
 		})
 	}

@@ -30,7 +30,6 @@ import (
 //	               reroute              ErrNotFound
 //	               watch                ErrNotFound
 //	"stale"        ack                  AckResult.Err ErrStale
-//	"late"         renew                the lease ID among Renew's late ones
 //	               step                 ErrStale
 //	"new"          enqueue              Added
 //	"exists"       enqueue              Duplicate
@@ -57,6 +56,7 @@ import (
 //	-1             claim (next due)     ClaimResult.Dry, not Scheduled
 //	-2             claim (next due)     not Dry: it leased all it was asked for
 //	-3             claim (next due)     ClaimResult.Dry and HeldSuspects
+//	-4             renew (a state)      the lease ID among Renew's late ones
 //
 // Other answers are job states (ack: the new state; renew: the current
 // one) or data.
@@ -65,7 +65,6 @@ const (
 	statusMissing      = "missing"
 	statusNone         = ""
 	statusStale        = "stale"
-	statusLate         = "late"
 	statusNew          = "new"
 	statusExists       = "exists"
 	statusConflict     = "conflict"
@@ -87,6 +86,7 @@ const (
 	statusNoDue        = -1
 	statusClaimedAll   = -2
 	statusHeldSuspects = -3
+	statusLate         = -4
 )
 
 // EnqueueStatus says what an enqueue did with one job.
