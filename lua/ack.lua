@@ -11,7 +11,7 @@
 --   the run time a completion tallies (the minute's 'rt:' buckets): the
 --   job's own field is read only when it is '' (the argument costs a
 --   no-op job's path about 1.3% fewer redis-server instructions than the
---   field's read: bench/RESULTS-3.md, 2026-12-05 later)
+--   field's read: bench/RESULTS-3.md, 2026-12-05 12:35 UTC)
 -- ARGV[11...]: the effects of each outcome of 8 fields, in order
 --   (lib_effects.lua's read_effects; a count of 0 for none)
 -- codes and their transitions (all from running):
@@ -128,12 +128,19 @@ end
 -- table rather than a local each, since this chunk's locals come near the
 -- 200 registers a Lua function may use (gopher-lua, miniredis's Lua,
 -- counts the temporaries of its expressions among them;
--- TestScriptsHaveRegisterHeadroom)
-local READ = { F.state, F.lease_id, F.fence, F.parent, F.has_steps, F.last_error, F.unique, F.concurrency_key }
+-- TestScriptsHaveRegisterHeadroom). A lease its claim marked plain
+-- (PLAIN_LEASE) reads the first five only: that job has no parent, unique
+-- key or concurrency key, and e.h[6] to e.h[8] are nil. The mark is the
+-- claim's word only when the job's lease ID is the one the outcome names,
+-- which every outcome checks.
+local READ = { F.state, F.lease_id, F.fence, F.has_steps, F.last_error, F.parent, F.unique, F.concurrency_key }
+local READ_PLAIN = { F.state, F.lease_id, F.fence, F.has_steps, F.last_error }
 do
   local ckeys = {}
   for i, e in ipairs(entries) do
-    e.h = fields(job_key(e.id), unpack(READ)) -- none: answered stale
+    local read = READ
+    if string.sub(e.lease, -1) == PLAIN_LEASE then read = READ_PLAIN end
+    e.h = fields(job_key(e.id), unpack(read)) -- none: answered stale
     ckeys[i] = e.h[8]
   end
   cc_prefetch(ckeys)
@@ -171,7 +178,7 @@ for _, e in ipairs(entries) do
     -- completion tallies one
     local ls = e.ls
     if ls == '' and code == 'ok' then ls = redis.call('HGET', jk, F.lease_start) end
-    local m = { pa = h[4], uk = h[7], plain = not h[5] and not h[6], ls = ls and count_of(ls) }
+    local m = { pa = h[6] or false, uk = h[7], plain = not h[4] and not h[5], ls = ls and count_of(ls) }
     clear_lease(id)
     if h[8] then cc_release(h[8]) end
     if code == 'deadline' then

@@ -105,6 +105,7 @@ if record then
     local jk = job_key(id)
     local lease = ARGV[12] .. '.' .. (k - 2)
     local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
+    if h[2] == lease .. PLAIN_LEASE then lease = h[2] end -- marked by the first run
     -- count_of: a fence or expiry that tonumber reads as inf or nan
     -- (corrupt data) would not pack as an integer; such a job is left out
     local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
@@ -335,6 +336,7 @@ local function take(ak, pinned_to, prio)
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
             fence = fence + 1
             local lease = nonce .. '.' .. (#jobs + 1)
+            if not (ck or h[F.parent] or h[F.unique]) then lease = lease .. PLAIN_LEASE end
             local ms = kind_lease[kind] or lease_ms
             if ms > longest then longest = ms end
             local expiry = NOW + ms

@@ -102,6 +102,12 @@ local SNAME = {
   ['5'] = 'completed', ['6'] = 'archived', ['7'] = 'quarantined', ['8'] = 'cancelled',
 }
 local function state_of(v) return SNAME[v] or v end
+-- PLAIN_LEASE ends the lease ID a claim gives a job with no parent, no
+-- unique key and no concurrency key (claim.lua), fields no transition of
+-- a running job changes: an ack of that lease (ack.lua), which compares
+-- it with the job's own, then reads none of the three. A claim's lease ID
+-- ends with a digit otherwise, as an older release's always does.
+local PLAIN_LEASE = '+'
 -- count_of is the counter field v holds (a fence, an attempt count; 0
 -- when absent: nil, or false from HMGET), or nil when v is no whole
 -- number from 0 to 2^53: corrupt

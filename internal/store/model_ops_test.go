@@ -465,9 +465,11 @@ func (r *modelRun) opClaim() {
 		if j == nil || j.state != "available" {
 			r.fail("claim leased %s, which is not available (%+v)", cj.Local, j)
 		}
-		if cj.LeaseID != fmt.Sprintf("%s.%d", nonce, i+1) || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
+		// the model's jobs have no parent, unique key or concurrency key:
+		// their lease IDs carry the claim's mark of that (lua/claim.lua)
+		if cj.LeaseID != fmt.Sprintf("%s.%d+", nonce, i+1) || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
 			cj.State != "running" || cj.Worker != worker {
-			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s.%d fence %d expiry %d",
+			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s.%d+ fence %d expiry %d",
 				cj.Local, cj.LeaseID, cj.Fence, cj.LeaseExpiry.UnixMilli(), cj.State, cj.Worker, nonce, i+1, j.fence+1, expiry)
 		}
 		if cj.Attempt != j.attempt || cj.CrashAttempt != j.crash || cj.Kind != j.kind || string(cj.Payload) != j.payload ||
