@@ -4,7 +4,9 @@
 -- ARGV[9]  n, the most jobs to claim
 -- ARGV[10] default lease duration (ms)
 -- ARGV[11] worker identity (recorded as the lease holder)
--- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim
+-- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim,
+--          then PLAIN_LEASE for a job with no parent, unique key or
+--          concurrency key (lib.lua)
 -- ARGV[13] how many due scheduled jobs to promote first
 -- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
 -- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on

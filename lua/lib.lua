@@ -106,7 +106,8 @@ local function state_of(v) return SNAME[v] or v end
 -- unique key and no concurrency key (claim.lua), fields no transition of
 -- a running job changes: an ack of that lease (ack.lua), which compares
 -- it with the job's own, then reads none of the three. A claim's lease ID
--- ends with a digit otherwise, as an older release's always does.
+-- ends with a digit otherwise, as an older release's always does. A
+-- pushed job (lib_offer.lua) is plain by construction, and marked too.
 local PLAIN_LEASE = '+'
 -- count_of is the counter field v holds (a fence, an attempt count; 0
 -- when absent: nil, or false from HMGET), or nil when v is no whole

@@ -15,7 +15,7 @@ type ClaimRequest struct {
 	Lease     time.Duration
 	KindLease map[string]time.Duration // per-kind lease overrides
 	Worker    string
-	Nonce     string // makes lease IDs unique: nonce.1, nonce.2, ...
+	Nonce     string // makes lease IDs unique: nonce.1, nonce.2+, ... (lua/claim.lua: + marks a plain job)
 	// ID, when set, names the call (with Worker): the same request sent
 	// again under it, after an error that may have lost the reply of a
 	// claim Redis ran, is answered the jobs that claim leased, not left
