@@ -32,12 +32,7 @@ const (
 // worker could take the job (found by an audit).
 func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	t.Parallel()
-	const shorter = 12 * time.Second
-	extended := testkit.Chan[error]()
-	r := newLeaseRun(t, func(ctx context.Context) {
-		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
-	})
-	rest := r.gateRenewals(t)
+	r, extended, rest := newShorteningRun(t)
 
 	r.hold.armed.Store(true)
 	r.clk.Advance(extendRenew) // the background renewal: run by Redis, its reply held
@@ -67,14 +62,7 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 	// of the shorter lease, not of the longer one.
 	rest.armed.Store(true)
 	r.clk.Advance(extendAt.Add(shorter + time.Millisecond).Sub(r.clk.Now()))
-	select {
-	case cause := <-r.lost:
-		if !errors.Is(cause, runtime.ErrLeaseLost) {
-			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the attempt still runs %s after ExtendLease(%s): the worker reckons with the renewal's older duration", shorter, shorter)
-	}
+	r.expectLost(t, "the worker reckons with the renewal's older duration")
 }
 
 // TestExtendLeaseLostReplyShortens: an ExtendLease that shortens the
@@ -84,12 +72,7 @@ func TestExtendLeaseAfterRenewalInFlight(t *testing.T) {
 // it kept the longer end it had, 18 s past the lease Redis held.
 func TestExtendLeaseLostReplyShortens(t *testing.T) {
 	t.Parallel()
-	const shorter = 12 * time.Second
-	extended := testkit.Chan[error]()
-	r := newLeaseRun(t, func(ctx context.Context) {
-		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
-	})
-	rest := r.gateRenewals(t)
+	r, extended, rest := newShorteningRun(t)
 
 	r.hold.lose.Store(true)
 	r.hold.armed.Store(true)
@@ -105,14 +88,7 @@ func TestExtendLeaseLostReplyShortens(t *testing.T) {
 		t.Fatalf("Redis holds the lease for %s from the call, want %s: the test's call did not run", left, shorter)
 	}
 	r.clk.Advance(shorter + time.Millisecond)
-	select {
-	case cause := <-r.lost:
-		if !errors.Is(cause, runtime.ErrLeaseLost) {
-			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatalf("the attempt still runs %s after an ExtendLease(%s) that Redis ran", shorter, shorter)
-	}
+	r.expectLost(t, "Redis ran it")
 }
 
 // TestExtendLeaseSlowReplyKeepsRenewals: an ExtendLease that keeps the
@@ -269,6 +245,36 @@ func newLeaseRun(t *testing.T, body func(ctx context.Context)) *leaseRun {
 	r.id = r.e.Enqueue(workArgs{N: 1})
 	testkit.Recv(t, started, "the job to start")
 	return r
+}
+
+// shorter is the lease an ExtendLease of newShorteningRun's asks for.
+const shorter = 12 * time.Second
+
+// newShorteningRun is a leaseRun whose handler calls ExtendLease(shorter)
+// once released (extended gets its error), with a gate for the renewals
+// after the one the run's hold holds.
+func newShorteningRun(t *testing.T) (r *leaseRun, extended chan error, rest *callGate) {
+	t.Helper()
+	extended = testkit.Chan[error]()
+	r = newLeaseRun(t, func(ctx context.Context) {
+		extended <- runtime.ExtendLease(context.WithoutCancel(ctx), shorter)
+	})
+	return r, extended, r.gateRenewals(t)
+}
+
+// expectLost checks that the attempt is given up, lost, within 5 s of
+// the clock having passed the end of its shorter lease; why says what
+// the worker missed if not.
+func (r *leaseRun) expectLost(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case cause := <-r.lost:
+		if !errors.Is(cause, runtime.ErrLeaseLost) {
+			t.Fatalf("handler cancelled with %v, want ErrLeaseLost", cause)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the attempt still runs %s after ExtendLease(%s): %s", shorter, shorter, why)
+	}
 }
 
 // gateRenewals adds a gate that, once armed, holds every renewal call
