@@ -91,7 +91,8 @@ func TestRenewalsApplyInTheirOrder(t *testing.T) {
 // TestRenewLateIsNoState: a renewal answered late is told apart from a
 // lost lease whatever the job's state field holds: a corrupt state that
 // reads as the late answer's text ("-4", "late") is a lost lease's state.
-// Before, a state field reading "late" made a lost lease look held.
+// Before, a state field reading "late" made a lost lease look held. And a
+// corrupt mark of the last renewal applied makes renewals late, not held.
 func TestRenewLateIsNoState(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -99,6 +100,14 @@ func TestRenewLateIsNoState(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "job"})
 			j := f.claimOne("w")
+			// a mark numbered past every renewal (corrupt data): each is
+			// answered late, as it moves nothing, not held (the worker
+			// would reckon a lease Redis never renewed)
+			f.rdb.HSet(f.ctx, f.p.Job("job"), keys.FieldRenewal, j.LeaseID+" 9007199254740000")
+			if lost, late, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: time.Minute, Seq: 1}}); err != nil ||
+				len(lost) != 0 || len(late) != 1 {
+				t.Fatalf("under a corrupt mark: lost %+v, late %v, %v; want late", lost, late, err)
+			}
 			for _, corrupt := range []string{"-4", "late"} {
 				f.rdb.HSet(f.ctx, f.p.Job("job"), keys.FieldState, corrupt)
 				lost, late, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: time.Minute, Seq: 1}})
