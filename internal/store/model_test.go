@@ -147,9 +147,14 @@ type mjob struct {
 	lease   string // 'l' on the hash ("" before the first claim)
 	fence   int64  // 'f' on the hash
 	worker  string
-	started int64             // when its last claim leased it (ms)
-	created int64             // when it was enqueued (ms): names its commits (commitName)
-	steps   map[string]string // step checkpoints: field -> record
+	started int64 // when its last claim leased it (ms)
+	// renewed is the number of the last renewal applied to the lease
+	// renewedLease (lua/renew.lua's mark): a renewal of that lease
+	// numbered no higher moves nothing
+	renewed      int64
+	renewedLease string
+	created      int64             // when it was enqueued (ms): names its commits (commitName)
+	steps        map[string]string // step checkpoints: field -> record
 }
 
 // model is what Redis must hold.
@@ -270,7 +275,8 @@ type modelRun struct {
 	nextGen   int
 	nextSeq   int
 	log       []string
-	leases    []store.Lease // leases handed out, newest last (stale acks pick from them)
+	leases    []store.Lease    // leases handed out, newest last (stale acks pick from them)
+	renewals  map[string]int64 // by lease ID, the highest renewal number sent
 	lastAck   *ackCall
 	lastCkpt  *ckptCall
 	lastClaim *claimCall

@@ -532,11 +532,24 @@ func (r *modelRun) opRenew() {
 	post := pre.clone()
 	var rs []store.Renewal
 	var want []store.Lost
+	var wantLate, seqs []string
 	for _, l := range ls {
-		rs = append(rs, store.Renewal{Lease: l, Duration: d})
+		seq := r.renewalNumber(l.LeaseID)
+		seqs = append(seqs, fmt.Sprint(seq))
+		rs = append(rs, store.Renewal{Lease: l, Duration: d, Seq: seq})
 		// a lease whose expiry has passed is lost, reaped or not
 		if pre.current(l, r.now()) {
-			post.jobs[l.Local].score = r.now() + msOf(d)
+			j := post.jobs[l.Local]
+			last := int64(0)
+			if j.renewedLease == l.LeaseID {
+				last = j.renewed
+			}
+			switch {
+			case seq > last:
+				j.score, j.renewed, j.renewedLease = r.now()+msOf(d), seq, l.LeaseID
+			case seq < last: // it reached Redis after a later one: moves nothing
+				wantLate = append(wantLate, l.LeaseID)
+			} // as the last applied: its re-send, held, moving nothing
 			continue
 		}
 		state := ""
@@ -545,12 +558,28 @@ func (r *modelRun) opRenew() {
 		}
 		want = append(want, store.Lost{LeaseID: l.LeaseID, State: state})
 	}
-	lost, _, err := r.st.Renew(r.ctx, r.p, rs)
-	r.logf("renew %v by %s -> lost %v %v", ls, d, lost, err)
-	if err == nil && !slices.Equal(lost, want) {
-		r.fail("renew: lost %v, want %v", lost, want)
+	lost, late, err := r.st.Renew(r.ctx, r.p, rs)
+	r.logf("renew %v numbered %v by %s -> lost %v late %v %v", ls, seqs, d, lost, late, err)
+	if err == nil && (!slices.Equal(lost, want) || !slices.Equal(late, wantLate)) {
+		r.fail("renew: lost %v late %v, want lost %v late %v", lost, late, want, wantLate)
 	}
 	r.settle(pre, post, err, "renew")
+}
+
+// renewalNumber numbers a renewal of lease as a worker would (the next
+// number), or, one time in four, as one that reaches Redis out of order:
+// a number already sent, which is a re-send of the last or a late older
+// one (store.Renewal.Seq).
+func (r *modelRun) renewalNumber(lease string) int64 {
+	if r.renewals == nil {
+		r.renewals = map[string]int64{}
+	}
+	sent := r.renewals[lease]
+	if sent > 0 && r.chance(1, 4) {
+		return 1 + int64(r.pick(int(sent)))
+	}
+	r.renewals[lease] = sent + 1
+	return sent + 1
 }
 
 // ---- maintenance ----
