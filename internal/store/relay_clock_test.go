@@ -28,15 +28,8 @@ func TestRelayAgeInStoreTime(t *testing.T) {
 	m.SetTime(now)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)}) // no injected clock: Redis TIME
-	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, st: st, p: st.Partition("q", 0)}
-	f.enqueue(store.NewJob{Local: "job"})
-	j := f.claimOne("w")
-	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
-	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
-		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
-		t.Fatal(err)
-	}
+	f, ledger := relayedEffect(t, rdb)
+	st := f.st
 	m.SetTime(now.Add(10 * 24 * time.Hour))
 	res, err := st.RelayOutbox(f.ctx, f.p, 10)
 	if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
@@ -55,7 +48,23 @@ func TestRelayAgeOnTheClusterNode(t *testing.T) {
 	t.Parallel()
 	rdb := env.Cluster.Client()
 	t.Cleanup(func() { rdb.Close() })
-	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)}) // no injected clock: the node's TIME
+	f, ledger := relayedEffect(t, rdb)
+	st := f.st
+	if res, err := st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+		t.Fatalf("relay: %+v %v, want the entry relayed", res, err)
+	}
+	if v, _ := rdb.Get(f.ctx, ledger).Result(); v != "3" {
+		t.Errorf("the relayed effect: ledger %q, want 3", v)
+	}
+}
+
+// relayedEffect is a fixture on rdb whose store has no injected clock
+// (store time is Redis's TIME, of the node that holds the partition), with
+// a job's step committed with one effect on ledger, a key in another slot:
+// an outbox entry for the relay.
+func relayedEffect(t *testing.T, rdb redis.UniversalClient) (*fixture, string) {
+	t.Helper()
+	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)})
 	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, st: st, p: st.Partition("q", 0)}
 	f.enqueue(store.NewJob{Local: "job"})
 	j := f.claimOne("w")
@@ -64,10 +73,5 @@ func TestRelayAgeOnTheClusterNode(t *testing.T) {
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
-		t.Fatalf("relay: %+v %v, want the entry relayed", res, err)
-	}
-	if v, _ := rdb.Get(f.ctx, ledger).Result(); v != "3" {
-		t.Errorf("the relayed effect: ledger %q, want 3", v)
-	}
+	return f, ledger
 }
