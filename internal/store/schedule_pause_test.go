@@ -26,8 +26,7 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
 			ctx, st := f.ctx, f.st
-			minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
-			must(t, st.PublishSchedule(ctx, store.ScheduleDef{Name: "s", Every: time.Minute, Queue: "q", Kind: "k"}))
+			publishMinutely(t, f)
 			sync := func(want store.ScheduleSync) {
 				t.Helper()
 				got, err := st.SyncSchedule(ctx, "s", time.Hour)
@@ -142,8 +141,7 @@ func TestScheduleLateClaimKeepsTheRestOwed(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
 			ctx, st := f.ctx, f.st
-			minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
-			must(t, st.PublishSchedule(ctx, store.ScheduleDef{Name: "s", Every: time.Minute, Queue: "q", Kind: "k"}))
+			publishMinutely(t, f)
 			if _, err := st.SyncSchedule(ctx, "s", time.Hour); err != nil {
 				t.Fatal(err)
 			}
@@ -166,3 +164,13 @@ func TestScheduleLateClaimKeepsTheRestOwed(t *testing.T) {
 		})
 	}
 }
+
+// publishMinutely publishes schedule "s", a tick every minute (its ticks
+// are minute(n), from the fixture's epoch), on f's store.
+func publishMinutely(t *testing.T, f *fixture) {
+	t.Helper()
+	must(t, f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Every: time.Minute, Queue: "q", Kind: "k"}))
+}
+
+// minute is tick n of a schedule of every minute from the epoch.
+func minute(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }

@@ -27,7 +27,6 @@ func TestScheduleScript(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, b)
 			ctx, st := f.ctx, f.st
-			minute := func(n int) time.Time { return epoch.Add(time.Duration(n) * time.Minute) }
 
 			if _, err := st.SyncSchedule(ctx, "s", abandon); !errors.Is(err, store.ErrNoSchedule) {
 				t.Fatalf("sync before publish: %v", err)
