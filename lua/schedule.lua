@@ -74,7 +74,9 @@ if op == 'ack' then
   end
   return STATUS.ok
 end
-if op == 'claim' then
+if op == 'claim' or op == 'pause' or op == 'resume' then
+  -- a pause or resume sent again after a resume or pause that came
+  -- between must not undo it: it answers its first run
   local again = replayed()
   if again then return again end
 end
@@ -116,6 +118,9 @@ local function owed_text(w)
 end
 
 if op == 'sync' then
+  -- validated before the first write (Redis rolls none back)
+  local stale = tonumber(ARGV[4])
+  if not stale then return redis.error_reply('ERR sluice: schedule sync: the abandon delay is no number') end
   local st = redis.call('HMGET', K, 'last', 'paused', 'hand', 'hand_at', 'paused_at', 'owed')
   -- count_of: a whole number of ms; any other (written by hand: 'nan',
   -- '1.5', '1e300') would be answered as another integer (Redis turns a
@@ -145,7 +150,7 @@ if op == 'sync' then
     upto = math.max(last, pa or last) -- an older release's pause: none
   end
   local out = { STATUS.ok, NOW, from, paused, math.min(upto, NOW) }
-  local stale, token = tonumber(ARGV[4]), CALL_ID
+  local token = CALL_ID
   local pend = redis.call('HGETALL', KP)
   if st[3] == token then
     -- this very sync, sent again: its first run handed these over
@@ -208,7 +213,7 @@ elseif op == 'pause' then
   if redis.call('HGET', K, 'paused') ~= '1' then
     redis.call('HSET', K, 'paused', '1', 'paused_at', NOW)
   end
-  return STATUS.ok
+  return remember(STATUS.ok)
 elseif op == 'resume' then
   local st = redis.call('HMGET', K, 'paused', 'last', 'paused_at', 'owed')
   if st[1] == '1' then
@@ -227,6 +232,6 @@ elseif op == 'resume' then
     redis.call('HSET', K, 'paused', '0', 'last', NOW)
     redis.call('HDEL', K, 'paused_at')
   end
-  return STATUS.ok
+  return remember(STATUS.ok)
 end
 return redis.error_reply('schedule.lua: unknown op ' .. tostring(op))
