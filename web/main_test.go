@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
@@ -192,7 +193,11 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	}))
 	f.env = testkit.NewEnv(t, env.Client(t), flow.ClientOptions{Registry: reg, Partitions: parts})
 	if withWorker {
-		f.startWorker(runtime.Options{})
+		// once idle, it has registered the test queue's layout, which the
+		// console's queue actions look up (a pause sent before found no
+		// queue when the worker started late, under load)
+		w := f.startWorker(runtime.Options{})
+		w.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 	}
 	f.ops = admin.New(f.env.Client)
 	o.Admin = f.ops
