@@ -100,7 +100,7 @@ const (
 	// network that re-delivered it would.
 	Duplicate
 	// lateDrop is a DropReply whose connection is held before the cut
-	// (SetLateDrops); drawn by SetRandom only.
+	// (SetLateDrops, InjectLate).
 	lateDrop
 )
 
@@ -120,7 +120,8 @@ func (k FaultKind) String() string {
 
 type injection struct {
 	kind  FaultKind
-	n     int // requests still to fault
+	n     int           // requests still to fault
+	hold  time.Duration // a lateDrop's
 	match func(args []string) bool
 }
 
@@ -148,6 +149,17 @@ func (p *Proxy) Inject(kind FaultKind, n int, match func(args []string) bool) {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
 	p.armed = append(p.armed, &injection{kind: kind, n: n, match: match})
+}
+
+// InjectLate arms a DropReply for the next request that matches, whose
+// connection is held for hold before the cut (as SetLateDrops' are): Redis
+// has run the request, and the client sends it again only after hold, so
+// that calls other clients send meanwhile land between its two runs.
+// It is ordered with Inject's faults, and counted by LateDropped.
+func (p *Proxy) InjectLate(hold time.Duration, match func(args []string) bool) {
+	p.fmu.Lock()
+	defer p.fmu.Unlock()
+	p.armed = append(p.armed, &injection{kind: lateDrop, n: 1, hold: hold, match: match})
 }
 
 // SetRandom injects faults at random into matching requests, for chaos
@@ -219,9 +231,10 @@ func Commands(names ...string) func(args []string) bool {
 	}
 }
 
-// decide returns the fault for a request, 0 for none. args builds the
+// decide returns the fault for a request, 0 for none, and how long to
+// hold its connection before the cut if it is a lateDrop. args builds the
 // request's arguments, which only a match function needs.
-func (p *Proxy) decide(args func() []string) FaultKind {
+func (p *Proxy) decide(args func() []string) (FaultKind, time.Duration) {
 	var a []string
 	get := func() []string {
 		if a == nil {
@@ -236,7 +249,7 @@ func (p *Proxy) decide(args func() []string) FaultKind {
 			if in.n--; in.n == 0 {
 				p.armed = slices.Delete(p.armed, i, i+1)
 			}
-			return in.kind
+			return in.kind, in.hold
 		}
 	}
 	if r := p.random; r != nil && (r.match == nil || r.match(get())) {
@@ -244,19 +257,18 @@ func (p *Proxy) decide(args func() []string) FaultKind {
 		case u < r.drop:
 			if l := p.late; l != nil && l.match(get()) && time.Since(l.last) >= l.gap {
 				l.last = time.Now()
-				return lateDrop
+				return lateDrop, l.hold
 			}
-			return DropReply
+			return DropReply, 0
 		case u < r.drop+r.dup:
-			return Duplicate
+			return Duplicate, 0
 		}
 	}
-	return 0
+	return 0, 0
 }
 
-// fired counts a fault that fired, and returns how long to hold its
-// connection before cutting it (a late drop's hold, SetLateDrops).
-func (p *Proxy) fired(kind FaultKind) time.Duration {
+// fired counts a fault that fired.
+func (p *Proxy) fired(kind FaultKind) {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
 	switch kind {
@@ -265,13 +277,9 @@ func (p *Proxy) fired(kind FaultKind) time.Duration {
 	case lateDrop:
 		p.dropped++
 		p.lateDropped++
-		if p.late != nil {
-			return p.late.hold
-		}
 	case Duplicate:
 		p.duplicated++
 	}
-	return 0
 }
 
 func (p *Proxy) accept() {
@@ -333,6 +341,7 @@ type link struct {
 
 type pending struct {
 	fault FaultKind
+	hold  time.Duration // a lateDrop's
 	// raw marks the point from which the connection is copied through
 	// unparsed: the replies that follow may not answer requests.
 	raw bool
@@ -375,7 +384,7 @@ func (l *link) requests() {
 			e.raw = true
 		case !faultable(name):
 		default:
-			e.fault = l.p.decide(func() []string {
+			e.fault, e.hold = l.p.decide(func() []string {
 				s := make([]string, len(args))
 				for i, a := range args {
 					s[i] = string(buf[a[0]:a[1]])
@@ -435,7 +444,8 @@ func (l *link) replies() {
 				continue
 			case DropReply, lateDrop:
 				w.Flush() // the replies before it
-				time.Sleep(l.p.fired(e.fault))
+				l.p.fired(e.fault)
+				time.Sleep(e.hold)
 				l.client.Close()
 				l.server.Close()
 				return

@@ -186,6 +186,40 @@ func TestProxyDropReply(t *testing.T) {
 	}
 }
 
+// TestProxyInjectLate: an INCR whose reply is dropped late has run when
+// another client reads its key during the hold, and its re-send comes
+// only after the hold: the second increment lands after that read.
+func TestProxyInjectLate(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := startRedis(t)
+	direct := newClient(t, &redis.Options{Addr: srv.Addr()})
+	p := startProxy(t, srv.Addr())
+	rdb := newClient(t, &redis.Options{Addr: p.Addr()})
+	key := redistest.NewNamespace(t) + ":k"
+	p.InjectLate(2*time.Second, Commands("incr"))
+	done := make(chan error, 1)
+	go func() { done <- rdb.Incr(ctx, key).Err() }()
+	for p.LateDropped() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	if got, err := direct.Get(ctx, key).Result(); err != nil || got != "1" {
+		t.Fatalf("during the hold %s = %q, %v; want 1 (Redis ran the INCR)", key, got, err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the INCR returned during the hold: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("INCR: %v, want the re-send's reply", err)
+	}
+	if got, err := direct.Get(ctx, key).Result(); err != nil || got != "2" {
+		t.Fatalf("after the re-send %s = %q, %v; want 2", key, got, err)
+	}
+	checkFired(t, p, 1, 0)
+}
+
 // TestProxyDuplicate: a duplicated INCR increments twice, the client sees
 // the second reply, and its connection goes on working.
 func TestProxyDuplicate(t *testing.T) {
@@ -319,7 +353,7 @@ func TestProxyRandom(t *testing.T) {
 			if gets && i%3 == 0 {
 				name = "GET"
 			}
-			k := p.decide(func() []string { return []string{name, "k"} })
+			k, _ := p.decide(func() []string { return []string{name, "k"} })
 			if name == "GET" {
 				if k != 0 {
 					t.Fatalf("a GET, not matched, got %v", k)
@@ -349,7 +383,7 @@ func TestProxyRandom(t *testing.T) {
 	}
 	var off Proxy
 	off.SetRandom(0, 0, 1, nil)
-	if k := off.decide(func() []string { return []string{"incr"} }); k != 0 {
+	if k, _ := off.decide(func() []string { return []string{"incr"} }); k != 0 {
 		t.Errorf("SetRandom(0, 0) decided %v", k)
 	}
 
