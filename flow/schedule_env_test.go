@@ -13,9 +13,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/chaos"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -44,6 +46,7 @@ type schedEnv struct {
 	clk    *runtime.FakeClock
 	reg    *flow.Registry
 	rounds chan round
+	proxy  *chaos.Proxy // the clients' way to Redis (loseReplies), or nil
 	// backlog holds rounds received while waiting for another schedule's.
 	backlog []round
 }
@@ -132,6 +135,26 @@ func (e *schedEnv) wait(name string, n int) {
 			e.t.Fatalf("round of %s at %v, want %v", name, r.now, now)
 		}
 	}
+}
+
+// loseReplies makes the env's clients reach Redis through the chaos
+// proxy, which drops the replies of one script call in ten after Redis ran
+// it and delivers one in ten twice, drawn from seed. The env's own reads
+// are not script calls, so they pass as they are.
+func (e *schedEnv) loseReplies(seed uint64) {
+	e.t.Helper()
+	px, err := chaos.NewProxy(env.Server.Addr())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	px.SetRandom(0.1, 0.1, seed, chaos.Commands(lua.Commands...))
+	e.rdb, e.proxy = redis.NewClient(&redis.Options{Addr: px.Addr()}), px
+	e.t.Cleanup(func() {
+		d, u := px.Fired()
+		e.t.Logf("%d replies dropped, %d calls delivered twice", d, u)
+		e.rdb.Close()
+		px.Close()
+	})
 }
 
 // queued is the IDs in the default queue's available list, in order.
