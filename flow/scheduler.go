@@ -73,9 +73,9 @@ const (
 	maxWait      = time.Minute
 	retryWait    = time.Second
 	// boundedWindows is the most windows before now that one round
-	// decides: the windows of owed ticks a schedule keeps
-	// (lua/schedule.lua OWED_MAX), and the one before a pause
-	boundedWindows = 33
+	// decides: the windows of owed ticks a schedule keeps, and the one
+	// before a pause
+	boundedWindows = store.OwedMax + 1
 )
 
 var _ runtime.Periodic = (*Scheduler)(nil)

@@ -92,7 +92,7 @@ local function time_of(v) return v and count_of(v) end
 
 -- OWED_MAX is the most owed windows a schedule keeps: a resume past it
 -- drops its window (pauses and resumes by the dozen with no scheduler
--- running between them).
+-- running between them). Go's store.OwedMax is the same number.
 local OWED_MAX = 32
 -- owed_of(v) is the owed windows field v parsed, a list of {from, to}:
 -- nil when there are none, or false when v is malformed (written by

@@ -20,6 +20,12 @@ import (
 // (status.go).
 var ErrNoSchedule = sluicetype.ErrScheduleNotFound
 
+// OwedMax is the most windows of owed ticks a schedule keeps: those due
+// before a pause that no scheduler had decided when it was resumed, one
+// window per pause. It is lua/schedule.lua's OWED_MAX
+// (TestOwedMaxIsTheScript ties the two).
+const OwedMax = 32
+
 // ScheduleDef is what a scheduler publishes about a schedule, for
 // operators: the listing, and TriggerSchedule, which enqueues Template.
 type ScheduleDef struct {
