@@ -36,6 +36,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	quit   chan struct{} // closed by Close: a late drop's hold ends
 	wg     sync.WaitGroup
 
 	fmu                 sync.Mutex // guards the faults below
@@ -52,7 +53,7 @@ func NewProxy(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}, quit: make(chan struct{})}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -77,6 +78,9 @@ func (p *Proxy) Cut() int {
 // forwarding goroutines to end.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.quit)
+	}
 	p.closed = true
 	p.mu.Unlock()
 	err := p.ln.Close()
@@ -216,7 +220,7 @@ func (p *Proxy) Fired() (dropped, duplicated int) {
 }
 
 // LateDropped reports how many of the replies dropped were dropped late
-// (SetLateDrops).
+// (SetLateDrops, InjectLate).
 func (p *Proxy) LateDropped() int {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
@@ -445,7 +449,14 @@ func (l *link) replies() {
 			case DropReply, lateDrop:
 				w.Flush() // the replies before it
 				l.p.fired(e.fault)
-				time.Sleep(e.hold)
+				if e.hold > 0 {
+					hold := time.NewTimer(e.hold)
+					select {
+					case <-hold.C:
+					case <-l.p.quit: // not held past the proxy's end
+					}
+					hold.Stop()
+				}
 				l.client.Close()
 				l.server.Close()
 				return

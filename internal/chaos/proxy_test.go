@@ -199,8 +199,12 @@ func TestProxyInjectLate(t *testing.T) {
 	key := redistest.NewNamespace(t) + ":k"
 	p.InjectLate(2*time.Second, Commands("incr"))
 	done := make(chan error, 1)
+	sent := time.Now()
 	go func() { done <- rdb.Incr(ctx, key).Err() }()
 	for p.LateDropped() == 0 {
+		if time.Since(sent) > 20*time.Second {
+			t.Fatal("the INCR never reached Redis")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	if got, err := direct.Get(ctx, key).Result(); err != nil || got != "1" {
@@ -214,10 +218,39 @@ func TestProxyInjectLate(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("INCR: %v, want the re-send's reply", err)
 	}
+	if d := time.Since(sent); d < 2*time.Second {
+		t.Fatalf("the INCR returned %v after it was sent, within its hold", d)
+	}
 	if got, err := direct.Get(ctx, key).Result(); err != nil || got != "2" {
 		t.Fatalf("after the re-send %s = %q, %v; want 2", key, got, err)
 	}
 	checkFired(t, p, 1, 0)
+}
+
+// TestProxyCloseEndsHold: Close does not wait out a late drop's hold.
+func TestProxyCloseEndsHold(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	srv := startRedis(t)
+	p, err := NewProxy(srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := newClient(t, &redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	p.InjectLate(time.Hour, Commands("incr"))
+	go rdb.Incr(ctx, redistest.NewNamespace(t)+":k")
+	for deadline := time.Now().Add(20 * time.Second); p.LateDropped() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the INCR never reached Redis")
+		}
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- p.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the hour's hold")
+	}
 }
 
 // TestProxyDuplicate: a duplicated INCR increments twice, the client sees
