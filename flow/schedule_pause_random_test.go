@@ -21,8 +21,9 @@ import (
 // a round's sync and its claim). In the end exactly the ticks that fell
 // while the schedule was not paused have a job: one due before a pause
 // runs, whenever a scheduler gets to it; one that fell while paused
-// never does. The day's reviews found three ways the first fixes broke
-// this; each sequence here is drawn from its logged seed.
+// never does. The reviews of 7cf9f6b found three ways the first fixes
+// broke this, each in a sequence drawn from a logged seed (of this test
+// as it was then: the draws have changed since).
 //
 // The lossy run makes every script call of the schedulers and of the
 // operator's pauses and resumes go through the chaos proxy, which drops
@@ -161,4 +162,9 @@ func pauseResentAfterResume(t *testing.T, e *schedEnv, ad *admin.Client) {
 	}
 	testkit.Must(t, ad.ResumeSchedule(ctx, "r"))
 	testkit.Must(t, <-done)
+	// checked here, not only by the ticks: a re-pause near the end of the
+	// sequence would leave no tick to miss
+	if s, err := ad.Schedule(ctx, "r"); err != nil || s.Paused {
+		t.Fatalf("after a pause, a resume, and the pause's re-send: %+v, %v; want it resumed", s, err)
+	}
 }
