@@ -2,7 +2,8 @@
 # redis-ir.sh: the instructions redis-server executes for a command's
 # Redis work, counted by valgrind's callgrind. Unlike CPU time, the count
 # repeats on a shared, noisy machine, so two versions of a script can be
-# compared by one run each.
+# compared by one run each. The redis-server first on PATH is profiled:
+# scripts/redis-symbols.sh builds one whose profile names its functions.
 #
 #   scripts/redis-ir.sh COMMAND [ARG...]
 #   e.g. scripts/redis-ir.sh go run ./bench/model -paths sluice -jobs 20000 -rounds 1
