@@ -23,7 +23,8 @@
 -- prelude names the others from ARGV[2] (partition_keys).
 --   1 sched   zset  scheduled and retryable jobs, score = due time (ms):
 --                   those due soon (lib_ready.lua: later ones wait in buckets)
---   2 run     zset  running jobs, score = lease expiry (ms)
+--   2 run     zset  running jobs, score = lease expiry (ms), and
+--                   RUN_ANCHOR at +inf (lib_batch.lua)
 --   3 done    zset  completed jobs, score = time they may be deleted (ms)
 --   4 dead    zset  archived jobs (dead letters), score = deletion time
 --   5 quar    zset  quarantined jobs, score = deletion time

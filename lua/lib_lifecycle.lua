@@ -77,8 +77,9 @@ end
 -- lapsed_among is the set of the jobs whose lease has run out by store
 -- time, of those ids() lists (a function: the list is made only when
 -- needed): the run index's head scored at or before NOW, up to 256 (usually
--- none), read with one ZRANGEBYSCORE near the index's head, cheap where a
--- ZMSCORE of every job scans a small index once per job; when more lapsed
+-- none), read with one ZRANGEBYSCORE near the index's head, one command
+-- where a ZMSCORE would look up every job (a skiplist's dictionary, the
+-- anchor keeps it one: lib_batch.lua RUN_ANCHOR); when more lapsed
 -- (the reaper is behind), the listed jobs' own scores. A call that checks
 -- attempts (ack, step, progress) reads it once.
 local function lapsed_among(ids)

@@ -155,8 +155,14 @@ func (p Partition) Later() string { return p.Prefix() + "later" }
 // LaterBucket is the list of the job IDs of bucket b of Later.
 func (p Partition) LaterBucket(b string) string { return p.Later() + ":" + b }
 
-// Running is the zset of running jobs by lease expiry.
+// Running is the zset of running jobs by lease expiry. Once a job has
+// run it also holds RunAnchor.
 func (p Partition) Running() string { return p.Prefix() + "run" }
+
+// RunAnchor is a member of Running at +inf that is no job (an ID has no
+// space): it keeps the zset encoded as a skiplist, whose inserts cost
+// log n where a listpack's cost a scan (lua/lib_batch.lua RUN_ANCHOR).
+const RunAnchor = "sluice: the anchor of the running index, which keeps it a skiplist; no job (lib_batch.lua)"
 
 // Stats is the hash counting jobs per state.
 func (p Partition) Stats() string { return p.Prefix() + "stats" }

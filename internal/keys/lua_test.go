@@ -97,6 +97,21 @@ func TestLuaPartitionKeysAgree(t *testing.T) {
 	}
 }
 
+// TestLuaRunAnchorAgrees: the running index's anchor is Go's, and too
+// long for a listpack's member at Redis's default (64 bytes).
+func TestLuaRunAnchorAgrees(t *testing.T) {
+	m := regexp.MustCompile(`(?m)^local RUN_ANCHOR = '([^']*)'$`).FindStringSubmatch(lua.Prelude())
+	if m == nil {
+		t.Fatal("RUN_ANCHOR not found in the prelude")
+	}
+	if m[1] != keys.RunAnchor {
+		t.Errorf("Lua's anchor %q, Go's %q", m[1], keys.RunAnchor)
+	}
+	if len(keys.RunAnchor) <= 64 || !strings.Contains(keys.RunAnchor, " ") {
+		t.Errorf("the anchor must be longer than 64 bytes, with a space (no ID has one): %q", keys.RunAnchor)
+	}
+}
+
 // TestAsideKindsAgree: every kind under which a script sets a key aside is
 // one of Go's (keys.Aside...), and each of Go's is used.
 func TestAsideKindsAgree(t *testing.T) {

@@ -103,7 +103,7 @@ func TestDeclaredKeys(t *testing.T) {
 				if err != nil || len(res.Jobs) != 1 || res.Jobs[0].Local != c.want {
 					t.Fatalf("claim on %s: %v %+v, want %s alone", c.p.Prefix(), err, res, c.want)
 				}
-				if n, _ := s.rdb.ZCard(ctx, c.p.Running()).Result(); n != 1 {
+				if n := runningJobs(t, ctx, s.rdb, c.p); n != 1 {
 					t.Errorf("%s runs %d jobs, want 1", c.p.Prefix(), n)
 				}
 				j := res.Jobs[0]

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -213,6 +214,17 @@ func (f *fixture) score(zset, member string) (float64, bool) {
 		f.t.Fatal(err)
 	}
 	return s, true
+}
+
+// runningJobs is how many jobs p's running index holds (not its anchor,
+// keys.RunAnchor).
+func runningJobs(t *testing.T, ctx context.Context, rdb redis.UniversalClient, p keys.Partition) int {
+	t.Helper()
+	ids, err := rdb.ZRange(ctx, p.Running(), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(slices.DeleteFunc(ids, func(id string) bool { return id == keys.RunAnchor }))
 }
 
 // due is the due time of a job in the partition's scheduled index (the

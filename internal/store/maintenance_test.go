@@ -283,7 +283,9 @@ func TestKeysAgree(t *testing.T) {
 	}
 	// due in an hour: a bucket of later jobs (store.LaterBucketMS)
 	bucket := strconv.FormatInt(f.clk.Now().Add(time.Hour).UnixMilli()/store.LaterBucketMS, 10)
-	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Later(), f.p.LaterBucket(bucket), f.p.Stats(), f.p.Priorities()}
+	// and the running index, which keeps its anchor (keys.RunAnchor)
+	want := []string{f.p.Job("j"), f.p.Errors("j"), f.p.Later(), f.p.LaterBucket(bucket), f.p.Stats(), f.p.Priorities(),
+		f.p.Running()}
 	less := func(a, b string) bool { return a < b }
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(less)); diff != "" {
 		t.Fatalf("keys (-go builder +written by lua):\n%s", diff)

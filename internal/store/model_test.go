@@ -42,6 +42,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -575,6 +576,10 @@ func (r *modelRun) diff(m *model, full bool) []string {
 			in[id] = true
 			j := m.jobs[id]
 			switch {
+			case z == r.p.Running() && id == keys.RunAnchor:
+				if !math.IsInf(e.Score, 1) {
+					bad("%s holds its anchor at %v, want +inf", z, e.Score)
+				}
 			case j == nil:
 				bad("%s holds %s, which does not exist", z, id)
 			case r.index(j.state) != z:
@@ -597,6 +602,9 @@ func (r *modelRun) diff(m *model, full bool) []string {
 		for _, id := range ids {
 			if j := m.jobs[id]; r.index(j.state) == z && !in[id] {
 				bad("%s (%s) is missing from %s", id, j.state, z)
+			}
+			if j := m.jobs[id]; z == r.p.Running() && j.state == "running" && !in[keys.RunAnchor] {
+				bad("%s holds running job %s but no anchor (keys.RunAnchor)", z, id)
 			}
 		}
 	}

@@ -91,7 +91,7 @@ func TestResend(t *testing.T) {
 			if len(res.Jobs) != 2 {
 				t.Fatalf("claimed %d, want 2", len(res.Jobs))
 			}
-			if n, _ := l.rdb.ZCard(l.ctx, l.p.Running()).Result(); n != 2 {
+			if n := runningJobs(t, l.ctx, l.rdb, l.p); n != 2 {
 				t.Fatalf("%d jobs running, want the 2 answered", n)
 			}
 			// a re-sent claim reads the jobs after the claim, the first run
