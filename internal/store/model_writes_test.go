@@ -265,10 +265,12 @@ func (s ckptSpec) String() string {
 	return out
 }
 
-func (r *modelRun) randomCheckpoint(l store.Lease) ckptSpec {
+// randomCheckpoint draws a checkpoint of lease l: a step's, or with cursor
+// set, perhaps a cursor's advance.
+func (r *modelRun) randomCheckpoint(l store.Lease, cursor bool) ckptSpec {
 	s := ckptSpec{deltas: map[string]int64{}}
 	c := store.Checkpoint{Lease: l, Mode: store.ModeOnce}
-	if r.chance(1, 5) {
+	if r.chance(1, 5) && cursor {
 		// a cursor: each advance replaces the record, and commits anew
 		r.nextSeq++ // every advance its own sequence number, as step.Cursor's
 		seq := strconv.Itoa(r.nextSeq)
@@ -297,11 +299,21 @@ func (r *modelRun) opCheckpoint() {
 	if len(ls) > 0 && r.chance(1, 5) {
 		ls = append(ls, ls[0]) // another checkpoint of the same attempt
 	}
+	// A call holds at most one advance of an attempt's cursor, as the
+	// runtime sends them (step.Cursor's each waits for its commit). Two in
+	// one call, sent again once its call record expired, would find the
+	// cursor at the second and apply the first anew: step.lua tells an
+	// advance sent again only by the record being the cursor's last.
+	advanced := map[string]bool{}
 	for _, l := range ls {
-		specs = append(specs, r.randomCheckpoint(l))
+		s := r.randomCheckpoint(l, !advanced[l.LeaseID])
+		if s.c.Mode == store.ModeCursor {
+			advanced[l.LeaseID] = true
+		}
+		specs = append(specs, s)
 	}
 	if l := r.staleLease(); l != nil && (len(specs) == 0 || r.chance(1, 6)) {
-		specs = append(specs, r.randomCheckpoint(*l))
+		specs = append(specs, r.randomCheckpoint(*l, !advanced[l.LeaseID]))
 	}
 	if len(specs) == 0 {
 		r.logf("checkpoint: no lease")
