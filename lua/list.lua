@@ -137,8 +137,11 @@ if zk then
     if #batch == 0 then return out end
     for i = 1, #batch, 2 do
       rank = rank + 1
-      examined = examined + 1
-      consider(batch[i], batch[i + 1], tostring(rank))
+      -- the running index's anchor is no job, and spends no budget
+      if batch[i] ~= RUN_ANCHOR then
+        examined = examined + 1
+        consider(batch[i], batch[i + 1], tostring(rank))
+      end
     end
     if #batch < 2 * want then return out end
   end

@@ -51,6 +51,10 @@ func TestRunAnchorKeepsASkiplist(t *testing.T) {
 			}
 			anchored()
 			f.rdb.ZRem(f.ctx, f.p.Running(), "older")
+			// a page that may examine one entry lists the job, not the anchor
+			if page, err := f.st.List(f.ctx, f.p, "running", "", 1, 1, ""); err != nil || len(page.Entries) != 1 || page.Entries[0].Job.Local != "a" {
+				t.Fatalf("the running jobs' first page of one: %+v %v, want a", page, err)
+			}
 			f.ack(a, store.Ack{Code: store.CodeOK})
 			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
 			if n := runningJobs(t, f.ctx, f.rdb, f.p); n != 0 {
