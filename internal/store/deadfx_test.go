@@ -27,8 +27,7 @@ func TestDeadEffectsVisible(t *testing.T) {
 			f := newFixture(t, b)
 			bad, good := redistest.Elsewhere(f.p.NS, "list", f.p.Tag()), redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			fx := []sluicetype.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", good, "7")}
 			if n, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil || n != 2 {
 				t.Fatalf("checkpoint: %d outboxed, %v", n, err)
@@ -91,8 +90,7 @@ func TestBuryIntoCorruptDeadStream(t *testing.T) {
 			f.rdb.RPush(f.ctx, bad, "x") // INCRBY cannot apply to a list
 			dead := f.p.Outbox() + ":dead"
 			f.overwrite(dead)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			fx := []sluicetype.Effect{fx("INCRBY", bad, "5"), fx("INCRBY", bad, "7")}
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
 				t.Fatalf("checkpoint: %v", err)
@@ -121,8 +119,7 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, backends(t)[1])
 	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), ID: "1-1", Values: []any{"t", "fx", "b", ""}})
-	f.enqueue(store.NewJob{Local: "job"})
-	j := f.claimOne("w")
+	j := f.runningJob()
 	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
@@ -158,8 +155,7 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 	f.clk.mu.Lock()
 	f.clk.now = time.Now() // the entry IDs Redis writes are in real time
 	f.clk.mu.Unlock()
-	f.enqueue(store.NewJob{Local: "job"})
-	j := f.claimOne("w")
+	j := f.runningJob()
 	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "5")}}); err != nil {

@@ -132,8 +132,7 @@ func TestEffectsAllOrNothing(t *testing.T) {
 					if tc.setup != nil {
 						tc.setup(f)
 					}
-					f.enqueue(store.NewJob{Local: "job"})
-					j := f.claimOne("w")
+					j := f.runningJob()
 					c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "c", Effects: tc.fx(f)}
 					if path == "store" {
 						_, err := f.checkpoint(c)
@@ -170,8 +169,7 @@ func TestEffectsAtTheLimits(t *testing.T) {
 			f := newFixture(t, b)
 			f.rdb.Set(f.ctx, f.key("big"), "9223372036854775800", 0)
 			xadd("x", lastButOneID, false)(f)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			effects := []sluicetype.Effect{
 				fx("INCRBY", f.key("big"), "7"),
 				fx("SADD", f.key("set"), members...),
@@ -287,8 +285,7 @@ func TestScoreOKAsRedis(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			n := 0
 			try := func(v string, takes bool) {
 				n++ // a step of its own per score
@@ -324,8 +321,7 @@ func TestEffectsNeedACommitName(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce,
 				Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal"), "1")}}
 			if _, err := f.checkpoint(c); !errors.Is(err, store.ErrInvalidEffect) {

@@ -120,8 +120,7 @@ func TestRenewExtends(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			for range 5 {
 				f.clk.Advance(20 * time.Second)
 				lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(j), Duration: 30 * time.Second}})

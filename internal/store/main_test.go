@@ -145,6 +145,14 @@ func (f *fixture) claimOne(worker string) *store.Job {
 	return res.Jobs[0]
 }
 
+// runningJob enqueues the job "job" and claims it for worker "w": the
+// attempt most lease and effect tests start from.
+func (f *fixture) runningJob() *store.Job {
+	f.t.Helper()
+	f.enqueue(store.NewJob{Local: "job"})
+	return f.claimOne("w")
+}
+
 // reap, promote and sweep run the part of a maintenance pass (Maintain)
 // each names, with that limit.
 func (f *fixture) reap(limit int) ([]store.Reaped, error) {

@@ -66,8 +66,7 @@ func relayedEffect(t *testing.T, rdb redis.UniversalClient) (*fixture, string) {
 	t.Helper()
 	st := store.New(rdb, store.Config{NS: redistest.NewNamespace(t)})
 	f := &fixture{t: t, ctx: context.Background(), rdb: rdb, st: st, p: st.Partition("q", 0)}
-	f.enqueue(store.NewJob{Local: "job"})
-	j := f.claimOne("w")
+	j := f.runningJob()
 	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s",
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {

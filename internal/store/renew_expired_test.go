@@ -129,8 +129,7 @@ func TestHeldLeaseMissingFromRunIndex(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			if err := f.rdb.ZRem(f.ctx, f.p.Running(), "job").Err(); err != nil {
 				t.Fatal(err)
 			}

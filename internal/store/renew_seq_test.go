@@ -25,8 +25,7 @@ func TestRenewalsApplyInTheirOrder(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			expiry := func() time.Time {
 				t.Helper()
 				s, ok := f.score(f.p.Running(), "job")
@@ -98,8 +97,7 @@ func TestRenewLateIsNoState(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			// a mark numbered past every renewal (corrupt data): each is
 			// answered late, as it moves nothing, not held (the worker
 			// would reckon a lease Redis never renewed)

@@ -36,8 +36,7 @@ func TestStreamThatTakesNoEntry(t *testing.T) {
 		t.Run(b.name+"/commit", func(t *testing.T) {
 			f := newFixture(t, b)
 			f.fillStream(f.p.Outbox())
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			other := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			c := store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job@1:s",
 				Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal"), "5"), fx("INCRBY", other, "7")}}
@@ -56,8 +55,7 @@ func TestStreamThatTakesNoEntry(t *testing.T) {
 		t.Run(b.name+"/complete", func(t *testing.T) {
 			f := newFixture(t, b)
 			f.fillStream(f.p.Outbox())
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			other := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: "job@1:#complete",
 				Effects: []sluicetype.Effect{fx("INCRBY", f.key("bal"), "5"), fx("INCRBY", other, "7")}})
@@ -75,8 +73,7 @@ func TestStreamThatTakesNoEntry(t *testing.T) {
 			f := newFixture(t, b)
 			bad := redistest.Elsewhere(f.p.NS, "list", f.p.Tag())
 			f.rdb.RPush(f.ctx, bad, "x") // no INCRBY applies to a list: dead-lettered
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			if n, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce,
 				Commit: "job:s", Effects: []sluicetype.Effect{fx("INCRBY", bad, "5")}}); err != nil || n != 1 {
 				t.Fatalf("checkpoint: %d outboxed, %v", n, err)

@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -18,8 +17,7 @@ func TestStuckEvidenceAfterReap(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			j := f.claimOne("w")
+			j := f.runningJob()
 			f.clk.Advance(31 * time.Second)
 			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 {
 				t.Fatalf("reap: %+v %v", reaped, err)
