@@ -343,7 +343,7 @@ local function take(ak, pinned_to, prio)
             if ms > longest then longest = ms end
             local expiry = NOW + ms
             redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
-            zadd_later(K_RUN, num_s(expiry), id)
+            lease_later(num_s(expiry), id)
             count('available', 'running')
             jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
           end

@@ -53,11 +53,12 @@ local function list_in(t, key)
 end
 
 -- RUN_ANCHOR is a member the running index (K_RUN) holds at +inf once a
--- job has run, before every lease a call adds: never due (the reaper
--- ranges up to now), never a job (an ID has no space). It is longer than
--- Redis's zset-max-listpack-value (64 bytes by default), so the index is
--- made, or turned, a skiplist, and stays one while the anchor keeps it
--- from emptying. In a listpack, which Redis keeps zsets of up to 128
+-- job has run, first in every call's ZADD of leases (lease_later): never
+-- due (the reaper ranges up to now), never a job (an ID has no space);
+-- renew.lua adds it with each renewal. It is longer than Redis's
+-- zset-max-listpack-value (64 bytes by default), so the index is made,
+-- or turned, a skiplist, and stays one while the anchor keeps it from
+-- emptying. In a listpack, which Redis keeps zsets of up to 128
 -- members in, every ZADD scans the whole set twice (is the member there,
 -- where does its score go): with 50-odd jobs running, 7% of the Redis
 -- work of a no-op job (bench/RESULTS-3.md, 2026-12-05 15:40).
@@ -65,9 +66,20 @@ local RUN_ANCHOR = 'sluice: the anchor of the running index, which keeps it a sk
 
 local function zadd_later(key, score, member)
   local l = list_in(ZADDS, key)
-  if #l == 0 and key == K_RUN then l[1], l[2] = '+inf', RUN_ANCHOR end
   l[#l + 1] = score
   l[#l + 1] = member
+end
+
+-- lease_later adds job id to the running index at its lease's expiry (a
+-- string, num_s), at flush(), after the anchor.
+local function lease_later(expiry, id)
+  local l = ZADDS[K_RUN]
+  if not l then
+    l = { '+inf', RUN_ANCHOR }
+    ZADDS[K_RUN] = l
+  end
+  l[#l + 1] = expiry
+  l[#l + 1] = id
 end
 
 local function zrem_later(key, member)

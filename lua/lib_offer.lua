@@ -156,7 +156,7 @@ local function push_sent()
       f[#f + 1], f[#f + 2] = F.lease_id, w[2]
       f[#f + 1], f[#f + 2] = F.worker, w[4] -- the offer may have ended since (wake)
       f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
-      zadd_later(K_RUN, num_s(w[3]), w[1])
+      lease_later(num_s(w[3]), w[1])
     end
     redis.call('HSET', job_key(w[1]), unpack(f))
     count(nil, ok and 'running' or 'available')

@@ -55,7 +55,11 @@ for i = 0, n - 1 do
   end
   if held and (seq == 0 or seq > last) then
     local at = num_s(NOW + tonumber(ARGV[b + 3]))
-    if type(redis.pcall('ZADD', K_RUN, at, id)) == 'table' then call_aside('ZADD', K_RUN, nil, at, id) end
+    -- with the anchor (lib_batch.lua), which a running index set aside
+    -- above lacks
+    if type(redis.pcall('ZADD', K_RUN, '+inf', RUN_ANCHOR, at, id)) == 'table' then
+      call_aside('ZADD', K_RUN, nil, '+inf', RUN_ANCHOR, at, id)
+    end
     if seq > 0 then redis.call('HSET', jk, fr, ARGV[b + 1] .. ' ' .. ARGV[b + 4]) end
   elseif held and seq < last then
     lost[#lost + 1] = ARGV[b + 1]

@@ -16,7 +16,8 @@ import (
 // never reaped) when its last job completes, so that the next claim's
 // ZADD does not scan a listpack of every running job (a listpack took
 // 7% of a no-op job's Redis work at 50-odd running). An index a release
-// without the anchor left a listpack is turned by the next claim.
+// without the anchor left a listpack is turned by the next claim, and one
+// a renewal starts anew gets the anchor too.
 func TestRunAnchorKeepsASkiplist(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -54,6 +55,18 @@ func TestRunAnchorKeepsASkiplist(t *testing.T) {
 			// a page that may examine one entry lists the job, not the anchor
 			if page, err := f.st.List(f.ctx, f.p, "running", "", 1, 1, ""); err != nil || len(page.Entries) != 1 || page.Entries[0].Job.Local != "a" {
 				t.Fatalf("the running jobs' first page of one: %+v %v, want a", page, err)
+			}
+			// a renewal that finds the index overwritten (corrupt data) sets
+			// it aside and starts it anew, with the anchor
+			if err := f.rdb.Set(f.ctx, f.p.Running(), "overwritten", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if lost, _, err := f.st.Renew(f.ctx, f.p, []store.Renewal{{Lease: lease(a), Duration: time.Minute}}); err != nil || len(lost) != 0 {
+				t.Fatalf("renew: %+v %v, want held", lost, err)
+			}
+			anchored()
+			if e := encoding(); e != "skiplist" {
+				t.Fatalf("after a renewal anew the running index is a %s", e)
 			}
 			f.ack(a, store.Ack{Code: store.CodeOK})
 			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
