@@ -126,6 +126,7 @@ type injection struct {
 	kind  FaultKind
 	n     int           // requests still to fault
 	hold  time.Duration // a lateDrop's
+	ran   chan struct{} // InjectLate's
 	match func(args []string) bool
 }
 
@@ -159,11 +160,15 @@ func (p *Proxy) Inject(kind FaultKind, n int, match func(args []string) bool) {
 // connection is held for hold before the cut (as SetLateDrops' are): Redis
 // has run the request, and the client sends it again only after hold, so
 // that calls other clients send meanwhile land between its two runs.
-// It is ordered with Inject's faults, and counted by LateDropped.
-func (p *Proxy) InjectLate(hold time.Duration, match func(args []string) bool) {
+// The channel it returns is closed when Redis has answered the request
+// (the hold begins). It is ordered with Inject's faults, and counted by
+// LateDropped.
+func (p *Proxy) InjectLate(hold time.Duration, match func(args []string) bool) <-chan struct{} {
 	p.fmu.Lock()
 	defer p.fmu.Unlock()
-	p.armed = append(p.armed, &injection{kind: lateDrop, n: 1, hold: hold, match: match})
+	ran := make(chan struct{})
+	p.armed = append(p.armed, &injection{kind: lateDrop, n: 1, hold: hold, ran: ran, match: match})
+	return ran
 }
 
 // SetRandom injects faults at random into matching requests, for chaos
@@ -235,10 +240,18 @@ func Commands(names ...string) func(args []string) bool {
 	}
 }
 
-// decide returns the fault for a request, 0 for none, and how long to
-// hold its connection before the cut if it is a lateDrop. args builds the
-// request's arguments, which only a match function needs.
-func (p *Proxy) decide(args func() []string) (FaultKind, time.Duration) {
+// verdict is what decide makes of one request: its fault (0 for none),
+// and for a lateDrop how long to hold its connection before the cut and
+// the channel to close when Redis has answered it (InjectLate's, or nil).
+type verdict struct {
+	fault FaultKind
+	hold  time.Duration
+	ran   chan struct{}
+}
+
+// decide returns the verdict on a request. args builds the request's
+// arguments, which only a match function needs.
+func (p *Proxy) decide(args func() []string) verdict {
 	var a []string
 	get := func() []string {
 		if a == nil {
@@ -253,7 +266,7 @@ func (p *Proxy) decide(args func() []string) (FaultKind, time.Duration) {
 			if in.n--; in.n == 0 {
 				p.armed = slices.Delete(p.armed, i, i+1)
 			}
-			return in.kind, in.hold
+			return verdict{in.kind, in.hold, in.ran}
 		}
 	}
 	if r := p.random; r != nil && (r.match == nil || r.match(get())) {
@@ -261,14 +274,14 @@ func (p *Proxy) decide(args func() []string) (FaultKind, time.Duration) {
 		case u < r.drop:
 			if l := p.late; l != nil && l.match(get()) && time.Since(l.last) >= l.gap {
 				l.last = time.Now()
-				return lateDrop, l.hold
+				return verdict{fault: lateDrop, hold: l.hold}
 			}
-			return DropReply, 0
+			return verdict{fault: DropReply}
 		case u < r.drop+r.dup:
-			return Duplicate, 0
+			return verdict{fault: Duplicate}
 		}
 	}
-	return 0, 0
+	return verdict{}
 }
 
 // fired counts a fault that fired.
@@ -344,8 +357,7 @@ type link struct {
 }
 
 type pending struct {
-	fault FaultKind
-	hold  time.Duration // a lateDrop's
+	verdict
 	// raw marks the point from which the connection is copied through
 	// unparsed: the replies that follow may not answer requests.
 	raw bool
@@ -388,7 +400,7 @@ func (l *link) requests() {
 			e.raw = true
 		case !faultable(name):
 		default:
-			e.fault, e.hold = l.p.decide(func() []string {
+			e.verdict = l.p.decide(func() []string {
 				s := make([]string, len(args))
 				for i, a := range args {
 					s[i] = string(buf[a[0]:a[1]])
@@ -449,6 +461,9 @@ func (l *link) replies() {
 			case DropReply, lateDrop:
 				w.Flush() // the replies before it
 				l.p.fired(e.fault)
+				if e.ran != nil {
+					close(e.ran)
+				}
 				if e.hold > 0 {
 					hold := time.NewTimer(e.hold)
 					select {

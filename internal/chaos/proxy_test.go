@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
 )
 
 // TestProxy: bytes pass both ways, Cut closes the live connections, new
@@ -197,15 +198,13 @@ func TestProxyInjectLate(t *testing.T) {
 	p := startProxy(t, srv.Addr())
 	rdb := newClient(t, &redis.Options{Addr: p.Addr()})
 	key := redistest.NewNamespace(t) + ":k"
-	p.InjectLate(2*time.Second, Commands("incr"))
+	ran := p.InjectLate(2*time.Second, Commands("incr"))
 	done := make(chan error, 1)
 	sent := time.Now()
 	go func() { done <- rdb.Incr(ctx, key).Err() }()
-	for p.LateDropped() == 0 {
-		if time.Since(sent) > 20*time.Second {
-			t.Fatal("the INCR never reached Redis")
-		}
-		time.Sleep(time.Millisecond)
+	testkit.Recv(t, ran, "the INCR to reach Redis")
+	if n := p.LateDropped(); n != 1 {
+		t.Fatalf("LateDropped() = %d, want 1", n)
 	}
 	if got, err := direct.Get(ctx, key).Result(); err != nil || got != "1" {
 		t.Fatalf("during the hold %s = %q, %v; want 1 (Redis ran the INCR)", key, got, err)
@@ -237,13 +236,9 @@ func TestProxyCloseEndsHold(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb := newClient(t, &redis.Options{Addr: p.Addr(), MaxRetries: -1})
-	p.InjectLate(time.Hour, Commands("incr"))
+	ran := p.InjectLate(time.Hour, Commands("incr"))
 	go rdb.Incr(ctx, redistest.NewNamespace(t)+":k")
-	for deadline := time.Now().Add(20 * time.Second); p.LateDropped() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the INCR never reached Redis")
-		}
-	}
+	testkit.Recv(t, ran, "the INCR to reach Redis")
 	closed := make(chan error, 1)
 	go func() { closed <- p.Close() }()
 	select {
@@ -386,7 +381,7 @@ func TestProxyRandom(t *testing.T) {
 			if gets && i%3 == 0 {
 				name = "GET"
 			}
-			k, _ := p.decide(func() []string { return []string{name, "k"} })
+			k := p.decide(func() []string { return []string{name, "k"} }).fault
 			if name == "GET" {
 				if k != 0 {
 					t.Fatalf("a GET, not matched, got %v", k)
@@ -416,7 +411,7 @@ func TestProxyRandom(t *testing.T) {
 	}
 	var off Proxy
 	off.SetRandom(0, 0, 1, nil)
-	if k, _ := off.decide(func() []string { return []string{"incr"} }); k != 0 {
+	if k := off.decide(func() []string { return []string{"incr"} }).fault; k != 0 {
 		t.Errorf("SetRandom(0, 0) decided %v", k)
 	}
 
