@@ -1,30 +1,35 @@
 package store
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// TestContentIDIsFNV: a call's content ID is FNV-1a over each part and a
-// zero byte after it, whichever way a part is added, so a batch sent again
-// is the same call and any other batch another.
+// TestContentIDIsFNV: a call's content ID is 128-bit FNV-1a over each
+// part and a zero byte after it, whichever way a part is added, so a batch
+// sent again is the same call and any other batch another.
 func TestContentIDIsFNV(t *testing.T) {
 	parts := [][]string{
 		{},
 		{""},
 		{"j1", "lease.1", "7", "ok", ""},
 		{"j1", "lease.1", "-12", "retry", "boom", "\x00\xff"},
+		{strings.Repeat("\xff", 300)}, // carries through both words
 	}
 	for _, ps := range parts {
-		want := fnv.New64a()
+		want := fnv.New128a()
 		for _, p := range ps {
 			want.Write([]byte(p))
 			want.Write([]byte{0})
 		}
+		sum := want.Sum(nil)
 		// the same parts added as strings, as bytes, and (where a part is
 		// a number) as an integer
 		asString, asBytes, mixed := newContentID(), newContentID(), newContentID()
@@ -38,11 +43,11 @@ func TestContentIDIsFNV(t *testing.T) {
 			}
 		}
 		for name, got := range map[string]contentID{"add": asString, "addBytes": asBytes, "addInt": mixed} {
-			if uint64(got) != want.Sum64() {
-				t.Errorf("%q by %s: %x, want FNV-1a %x", ps, name, uint64(got), want.Sum64())
+			if got.hi != binary.BigEndian.Uint64(sum[:8]) || got.lo != binary.BigEndian.Uint64(sum[8:]) {
+				t.Errorf("%q by %s: %x %x, want FNV-1a %x", ps, name, got.hi, got.lo, sum)
 			}
 		}
-		if c := asString.call(); c != "c"+strconv.FormatUint(want.Sum64(), 36) {
+		if c := asString.call(); c != "c"+base64.RawURLEncoding.EncodeToString(sum) {
 			t.Errorf("%q: call ID %q", ps, c)
 		}
 	}
@@ -53,6 +58,29 @@ func TestContentIDIsFNV(t *testing.T) {
 	b.add("bc")
 	if a == b {
 		t.Error("parts split differently hash alike: the zero byte between them is missing")
+	}
+}
+
+// TestCallIDsAre128Bits: a new call's ID is 128 random bits after its
+// prefix, in a text with no '~' (which ends the ID's own part,
+// lua/lib_replay.lua), and content IDs and random ones never share a text.
+func TestCallIDsAre128Bits(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newCallID()
+		raw, err := base64.RawURLEncoding.DecodeString(id[1:])
+		switch {
+		case id[0] != 'n' || err != nil || len(raw) != 16:
+			t.Fatalf("call ID %q: want 'n' and 16 bytes in base64url (%v)", id, err)
+		case strings.Contains(id, "~"):
+			t.Fatalf("call ID %q holds '~'", id)
+		case seen[id]:
+			t.Fatalf("call ID %q made twice", id)
+		}
+		seen[id] = true
+	}
+	if c := newContentID().call(); c[0] != 'c' || len(c) != len(newCallID()) {
+		t.Errorf("content ID %q: want 'c' and as long as a random one", c)
 	}
 }
 
