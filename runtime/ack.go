@@ -20,16 +20,28 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 }
 
 // flushAcks writes one partition's acks, retrying while Redis is
-// unreachable for up to the longest lease (after which the jobs are reaped
+// unreachable until the last of their leases runs out (store.Ack.Resend;
+// the longest lease for acks that give none: after it the jobs are reaped
 // and the acks would be stale anyway), but not on a closed client, which
 // never answers again, nor on an answer a retry would get again (final). A retry is the same call as the first try
 // (store.Ack), so a first try that Redis ran is answered, not repeated.
 // When the store cut the acks into several calls and one failed, the
 // acks of the calls that went through keep their results and only the
-// others are tried again: a call record lasts a minute, a retry up to a
-// lease, and a completion applied once and deleted would answer stale.
+// others are tried again: a completion applied once and deleted would
+// answer stale past its call's record. Each call's record is kept as long
+// as its tries may come (Resend, the same for every ack of the batch).
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.Ack) []store.AckResult {
-	giveUp := w.clk.Now().Add(w.longestLease)
+	var resend time.Duration
+	for _, a := range acks {
+		resend = max(resend, a.Resend)
+	}
+	if resend <= 0 {
+		resend = w.longestLease // hand-backs and give-backs
+	}
+	for i := range acks {
+		acks[i].Resend = resend // part of every call's ID: the same in each try
+	}
+	giveUp := w.clk.Now().Add(resend)
 	delay := 10 * time.Millisecond
 	var out []store.AckResult // when a cut call failed: every ack's result, filled as they come
 	var at []int              // then, the index in out of each ack still to send
@@ -81,6 +93,16 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 		sleep(ctx, w.clk, delay)
 		delay = min(2*delay, 2*time.Second)
 	}
+}
+
+// ackResend is how long attempt a's ack may be sent again
+// (store.Ack.Resend): until its lease runs out, which once renewals stop is
+// a lease from now at most, or the end an ExtendLease set.
+func (w *Worker) ackResend(a *Attempt) time.Duration {
+	a.mu.Lock()
+	end := a.leaseEnd
+	a.mu.Unlock()
+	return max(a.lease, end.Sub(w.clk.Now()))
 }
 
 // final reports whether err is an answer of Redis's that the same call

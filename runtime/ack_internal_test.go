@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,27 +109,24 @@ func TestFlushAcksResendsOnlyFailed(t *testing.T) {
 	}
 }
 
-// malformedAcks is a go-redis hook that answers every call of the ack
-// script with a WRONGTYPE error (a key of another type than Sluice wrote),
-// as a script meeting corrupt data does, and counts the calls.
-type malformedAcks struct{ calls int }
+// onAck is a go-redis hook that hands each call of the ack script to the
+// function, which sends it on with next or answers it itself; every
+// other command passes.
+type onAck func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error
 
-func (h *malformedAcks) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f onAck) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *malformedAcks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (f onAck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
 		if len(args) < 2 || !lua.Ack.Is(cmd.Name(), fmt.Sprint(args[1])) {
 			return next(ctx, cmd)
 		}
-		h.calls++
-		err := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
-		cmd.SetErr(err)
-		return err
+		return f(ctx, cmd, next)
 	}
 }
 
-func (h *malformedAcks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (f onAck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
@@ -145,8 +143,15 @@ func TestFlushAcksMalformedIsFinal(t *testing.T) {
 	st := store.New(rdb, store.Config{NS: "t", RetainCompleted: -1, RetainArchived: time.Hour,
 		RetainCancelled: time.Hour, CrashLimit: 3})
 	p := st.Partition("q", 0)
-	hook := &malformedAcks{}
-	rdb.AddHook(hook)
+	// every ack call answered WRONGTYPE (a key of another type than Sluice
+	// wrote), as a script meeting corrupt data is
+	var calls atomic.Int32
+	rdb.AddHook(onAck(func(_ context.Context, cmd redis.Cmder, _ redis.ProcessHook) error {
+		calls.Add(1)
+		err := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+		cmd.SetErr(err)
+		return err
+	}))
 	clk := NewFakeClock(time.Unix(1e9, 0))
 	w := &Worker{st: st, clk: clk, longestLease: time.Minute, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	done := make(chan []store.AckResult, 1)
@@ -155,10 +160,85 @@ func TestFlushAcksMalformedIsFinal(t *testing.T) {
 	}()
 	select {
 	case res := <-done:
-		if !errors.Is(res[0].Err, store.ErrMalformed) || hook.calls != 1 {
-			t.Fatalf("result %+v after %d calls, want ErrMalformed after one", res, hook.calls)
+		if !errors.Is(res[0].Err, store.ErrMalformed) || calls.Load() != 1 {
+			t.Fatalf("result %+v after %d calls, want ErrMalformed after one", res, calls.Load())
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("flushAcks retried a malformed answer (%d calls)", hook.calls)
+		t.Fatalf("flushAcks retried a malformed answer (%d calls)", calls.Load())
+	}
+}
+
+// TestFlushAcksLateTryAnsweredCompleted: a completion that ran and
+// deleted its job (completed jobs discarded), whose reply was lost, is
+// tried again four minutes later, within its lease but past the store's
+// keep of call records. The try is answered from the call's record, which
+// flushAcks had the store keep for as long as it tries (the acks' Resend,
+// else the longest lease): before, the record was gone, and the worker
+// reported a lost lease for a job that completed (found by an audit).
+func TestFlushAcksLateTryAnsweredCompleted(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		resend, worst time.Duration
+	}{
+		{"the attempt's resend", 10 * time.Minute, time.Minute},
+		{"the longest lease", 0, 10 * time.Minute},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			m := miniredis.RunT(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			defer rdb.Close()
+			st := store.New(rdb, store.Config{NS: "t", RetainCompleted: -1, RetainArchived: time.Hour,
+				RetainCancelled: time.Hour, CrashLimit: 3})
+			p := st.Partition("q", 0)
+			if _, err := st.Enqueue(ctx, p, []store.NewJob{{Local: "j", Kind: "k", Payload: []byte("x"), MaxAttempts: 3}}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := st.Claim(ctx, p, store.ClaimRequest{N: 1, Lease: 10 * time.Minute, Worker: "w", Nonce: "n"})
+			if err != nil || len(res.Jobs) != 1 {
+				t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
+			}
+			j := res.Jobs[0]
+			// a first ack (of no job) loads the script: the first call the
+			// hook sees runs
+			if _, _, err := st.Ack(ctx, p, []store.Ack{{Lease: store.Lease{Local: "none", LeaseID: "x", Fence: 1}, Code: store.CodeOK}}); err != nil {
+				t.Fatal(err)
+			}
+			// the first ack call runs in Redis, then Redis's clock moves on
+			// four minutes and the reply is lost: the next try comes as one
+			// would after Redis was unreachable that long
+			calls := 0
+			rdb.AddHook(onAck(func(ctx context.Context, cmd redis.Cmder, next redis.ProcessHook) error {
+				calls++
+				if err := next(ctx, cmd); err != nil || calls > 1 {
+					return err
+				}
+				m.FastForward(4 * time.Minute)
+				cmd.SetErr(errCut)
+				return errCut
+			}))
+			w := &Worker{st: st, clk: WallClock(), longestLease: c.worst, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			acks := []store.Ack{{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK, Resend: c.resend}}
+			out := w.flushAcks(ctx, p, acks)
+			if calls != 2 || out[0].Err != nil || out[0].State != "completed" {
+				t.Fatalf("%d ack calls, result %+v; want the late try answered completed", calls, out[0])
+			}
+		})
+	}
+}
+
+// TestAckResendIsTheLeaseLeft: an attempt's ack may be sent again until
+// its lease runs out: a lease from now once renewals stop, or later when
+// an ExtendLease set a later end.
+func TestAckResendIsTheLeaseLeft(t *testing.T) {
+	clk := NewFakeClock(time.Unix(1000, 0))
+	w := &Worker{clk: clk}
+	a := &Attempt{lease: time.Minute, leaseEnd: clk.Now().Add(20 * time.Second)}
+	if got := w.ackResend(a); got != time.Minute {
+		t.Errorf("lease end in 20s: %s, want the lease, 1m", got)
+	}
+	a.leaseEnd = clk.Now().Add(time.Hour) // extended
+	if got := w.ackResend(a); got != time.Hour {
+		t.Errorf("lease end extended to 1h from now: %s, want 1h", got)
 	}
 }

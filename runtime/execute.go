@@ -233,6 +233,7 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	if w.ev != nil {
 		w.acking(a) // events.go
 	}
+	ack.Resend = w.ackResend(a)
 	res = w.ack(a.ref.Partition, ack)
 	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
 	w.noteDeath(a, ack, res, r.err)

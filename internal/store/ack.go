@@ -54,6 +54,13 @@ type Ack struct {
 	// from which a completion tallies its run time; zero reads it from the
 	// job, which costs the ack a field read.
 	Started time.Time
+	// Resend is how long after its first try the ack may be sent again
+	// (runtime's flushAcks: until its attempt's lease runs out). The call's
+	// record is kept at least that long, so that a try after the store's
+	// keep, of a completion that ran and deleted its job, is answered
+	// completed, not stale. It is part of the call's ID: every try of a
+	// call must give the same.
+	Resend time.Duration
 }
 
 // AckResult is what one ack did: the job's new state, or ErrStale.
@@ -149,7 +156,14 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	}
 	args := append(s.callArgs(p, 2+len(effects)), len(acks), fields.done())
 	args = append(args, effects...)
-	v, err := s.send(ctx, lua.Ack, id.call(), args).Result()
+	keep, resend := s.keep, time.Duration(0)
+	for _, a := range acks {
+		resend = max(resend, a.Resend)
+	}
+	if resend > s.keepFor {
+		keep = keepSuffix(resend)
+	}
+	v, err := s.sendKept(ctx, lua.Ack, id.call()+keep, args).Result()
 	if err != nil {
 		return nil, 0, err
 	}
