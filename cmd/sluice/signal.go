@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,7 +31,8 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		id, name := args[0], args[1]
 		var payload any
 		if data != "" {
-			if err := json.Unmarshal([]byte(data), &payload); err != nil {
+			var err error
+			if payload, err = signalData(data); err != nil {
 				return usagef("--data: not JSON: %v", err)
 			}
 		}
@@ -77,4 +81,54 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		return nil
 	})
 	return cmd
+}
+
+// signalData decodes a signal's JSON payload for msgpack: a whole number
+// as an integer (int64, else uint64), any other as a float. Decoded as
+// JSON's float64, every number went as a msgpack double, which a wait
+// into an integer field cannot read (its job archived, bad_signal), and
+// an integer beyond 2^53 lost its last digits.
+func signalData(data string) (any, error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("more than one value")
+	}
+	return numbers(v)
+}
+
+// numbers replaces each json.Number in v as signalData says.
+func numbers(v any) (any, error) {
+	var err error
+	switch t := v.(type) {
+	case json.Number:
+		if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
+			return n, nil
+		}
+		if n, err := strconv.ParseUint(string(t), 10, 64); err == nil {
+			return n, nil
+		}
+		f, err := t.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %s: out of range", t)
+		}
+		return f, nil
+	case map[string]any:
+		for k, e := range t {
+			if t[k], err = numbers(e); err != nil {
+				return nil, err
+			}
+		}
+	case []any:
+		for i, e := range t {
+			if t[i], err = numbers(e); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return v, nil
 }

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
+)
+
+// TestSignalDataKeepsIntegers: `jobs signal --data` with numbers. JSON's
+// numbers were decoded as float64 and sent as msgpack doubles, which a
+// wait into an integer field cannot read: the workflow the signal was to
+// wake was archived (bad_signal) while the command said "sent", and an
+// integer beyond 2^53 lost its last digits (found by an audit). A whole
+// number now goes as an integer, and the payload reads back exactly.
+func TestSignalDataKeepsIntegers(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	spec, err := store.SuspendSpec(&sluicetype.SuspendedError{Signals: []string{"approved"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.enqueue("w1", email{To: "wf@example.com"})
+	f.settle(10*time.Millisecond, store.Ack{Code: store.CodeSuspend, Data: []byte(spec)})
+	if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "approved", "--data",
+		`{"OrderID": 9007199254740993, "Amount": 12, "Rate": 1.5, "Big": 18446744073709551615, "Tags": [-1, 2]}`); code != exitOK {
+		t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
+	}
+	j, err := f.c.Job(f.ctx, "default:0:w1")
+	if err != nil || len(j.Signals) != 1 {
+		t.Fatalf("job after the signal: %+v %v", j, err)
+	}
+	var got struct {
+		OrderID int64
+		Amount  int
+		Rate    float64
+		Big     uint64
+		Tags    []int
+	}
+	if err := msgpack.Unmarshal(j.Signals[0].Payload, &got); err != nil {
+		t.Fatalf("the kept signal does not decode into integer fields: %v", err)
+	}
+	if got.OrderID != 9007199254740993 || got.Amount != 12 || got.Rate != 1.5 || got.Big != 18446744073709551615 ||
+		len(got.Tags) != 2 || got.Tags[0] != -1 || got.Tags[1] != 2 {
+		t.Fatalf("the kept signal: %+v", got)
+	}
+}
+
+// TestSignalDataRefusals: what --data cannot send is a usage error,
+// nothing sent.
+func TestSignalDataRefusals(t *testing.T) {
+	t.Parallel()
+	for _, data := range []string{"{", `{"a":1} {"b":2}`, `{"a": 1e999}`, `[1, -1e400]`} {
+		if v, err := signalData(data); err == nil {
+			t.Errorf("signalData(%q) = %v, want an error", data, v)
+		}
+	}
+	if v, err := signalData(`"text"`); err != nil || v != "text" {
+		t.Errorf(`signalData("text"): %v %v`, v, err)
+	}
+}
