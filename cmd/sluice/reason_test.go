@@ -17,7 +17,8 @@ import (
 // that matches nothing is an error (exit 1) naming the reasons Sluice
 // records, not a success. A reason the state's jobs have selects them.
 // A finish-time window that starts at the store's now or later (--after
-// 0s, a time to come) is a usage error too: no job has finished in it.
+// 0s, a time to come) is a usage error too: no job has finished in it,
+// as is one that ends at or before the epoch.
 // testdata/reason.golden holds what each prints.
 func TestReasonUsage(t *testing.T) {
 	t.Parallel()
@@ -43,8 +44,19 @@ func TestReasonUsage(t *testing.T) {
 	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "archived", "--after", "0s", "--dry-run")
 	tr.run(exitUsage, "redrive", "--queue", "default", "--after", "2999-01-01T00:00:00Z")
 	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "archived", "--after", "2999-01-01T00:00:00Z")
+	// a --before at or before the epoch holds no finished job: it selected
+	// every one (the epoch's first millisecond went to the script as "no
+	// bound", the zero time as "now")
+	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "archived", "--before", "1970-01-01T00:00:00Z")
+	tr.run(exitUsage, "jobs", "delete", "--queue", "default", "--state", "completed", "--before", "0001-01-01T00:00:00Z")
+	tr.run(exitUsage, "redrive", "--queue", "default", "--before", "1969-12-31T23:59:59Z", "--dry-run")
+	// the zero time as --after is every job, as no bound
+	tr.run(exitOK, "redrive", "--queue", "default", "--after", "0001-01-01T00:00:00Z", "--dry-run")
 	golden(t, "reason", tr.b.String())
 	if page := f.must("jobs", "list", "--state", "archived"); strings.Count(page, "default:0:a") != 2 {
 		t.Fatalf("archived jobs after the refused commands:\n%s", page)
+	}
+	if page := f.must("jobs", "list", "--state", "completed"); !strings.Contains(page, "default:0:c1") {
+		t.Fatalf("completed jobs after the refused commands:\n%s", page)
 	}
 }

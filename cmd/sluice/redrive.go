@@ -175,21 +175,26 @@ func (s *selection) times(ctx context.Context, client *admin.Client) error {
 		name, text string
 		into       *time.Time
 	}{{"--after", s.after, &s.sel.FinishedAfter}, {"--before", s.before, &s.sel.FinishedBefore}} {
-		at, ago, err := parseTime(t.name, t.text)
+		at, ago, rel, err := parseTime(t.name, t.text)
 		switch {
 		case err != nil:
 			return err
-		case t.name == "--after" && t.text != "" && at.IsZero() && ago == 0:
+		case t.name == "--after" && rel && ago == 0:
 			// finished from now on: no job has
 			return usagef("--after %s selects the jobs that finished from now on, which none has; give how long ago (--after 1h)", t.text)
+		case t.name == "--before" && !rel && t.text != "" && !at.After(time.UnixMilli(1)):
+			// finish times are store time, whole milliseconds after the epoch
+			return usagef("--before %s selects the jobs that finished before it, which none has", t.text)
+		case t.name == "--after" && !rel && at.IsZero():
+			continue // the zero time: every job, as no bound
 		case client == nil || t.text == "":
 			continue
-		case at.IsZero() && now.IsZero():
+		case rel && now.IsZero():
 			if now, err = client.StoreTime(ctx); err != nil {
 				return err
 			}
 		}
-		if at.IsZero() {
+		if rel {
 			at = now.Add(-ago)
 		}
 		*t.into = at
@@ -334,17 +339,18 @@ func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 	return errors.Join(errs...)
 }
 
-// parseTime reads an RFC 3339 time, or a duration ago ("" is neither).
-func parseTime(name, s string) (at time.Time, ago time.Duration, err error) {
+// parseTime reads an RFC 3339 time (at), or a duration ago (ago, with rel
+// set); "" is neither.
+func parseTime(name, s string) (at time.Time, ago time.Duration, rel bool, err error) {
 	if s == "" {
-		return time.Time{}, 0, nil
+		return time.Time{}, 0, false, nil
 	}
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, 0, nil
+		return t, 0, false, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d < 0 {
-		return time.Time{}, 0, usagef("%s %q: want an RFC 3339 time or a duration ago", name, s)
+		return time.Time{}, 0, false, usagef("%s %q: want an RFC 3339 time or a duration ago", name, s)
 	}
-	return time.Time{}, d, nil
+	return time.Time{}, d, true, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -103,11 +104,36 @@ func (c *cli) tree() []*cobra.Command {
 
 // globalFlags are accepted by every command, before or after it.
 func (c *cli) globalFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&c.redisURL, "redis", "", "Redis `URL` (default $REDIS_URL, else redis://localhost:6379)")
-	fs.StringVar(&c.namespace, "namespace", "", "Sluice namespace `NS` (default $SLUICE_NAMESPACE, else sluice)")
+	fs.Var(given{&c.redisURL, "the Redis URL"}, "redis", "Redis `URL` (default $REDIS_URL, else redis://localhost:6379)")
+	fs.Var(given{&c.namespace, "the namespace"}, "namespace", "Sluice namespace `NS` (default $SLUICE_NAMESPACE, else sluice)")
 	fs.BoolVar(&c.json, "json", false, "print JSON instead of tables")
 	fs.Var(&c.partitions, "partitions", "check that queues have these partition counts, `Q=N,...` (layouts are read from Redis)")
 }
+
+// given is a string flag that refuses an empty value: given one (an unset
+// variable, "--namespace $NS"), the default took its place, and the
+// command acted on another namespace or server than the one meant.
+type given struct {
+	s    *string
+	what string
+}
+
+func (g given) String() string {
+	if g.s == nil { // pflag's zero value, for its help
+		return ""
+	}
+	return *g.s
+}
+
+func (g given) Set(v string) error {
+	if v == "" {
+		return fmt.Errorf("empty: give %s, or leave the flag out", g.what)
+	}
+	*g.s = v
+	return nil
+}
+
+func (given) Type() string { return "string" }
 
 // group is a command that only holds others.
 func group(name, short string, cmds ...*cobra.Command) *cobra.Command {

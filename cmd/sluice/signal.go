@@ -33,7 +33,7 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		if data != "" {
 			var err error
 			if payload, err = signalData(data); err != nil {
-				return usagef("--data: not JSON: %v", err)
+				return usagef("--data: %v", err)
 			}
 		}
 		var opts []flow.SignalOption
@@ -93,10 +93,10 @@ func signalData(data string) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not JSON: %v", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("more than one value")
+		return nil, errors.New("not JSON: more than one value")
 	}
 	return numbers(v)
 }
@@ -114,7 +114,7 @@ func numbers(v any) (any, error) {
 		}
 		f, err := t.Float64()
 		if err != nil {
-			return nil, fmt.Errorf("number %s: out of range", t)
+			return nil, fmt.Errorf("number %s is out of range", t)
 		}
 		return f, nil
 	case map[string]any:

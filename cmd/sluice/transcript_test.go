@@ -86,6 +86,9 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "go", "--data", "{")
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "bad name")
 	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "go", "--key", "") // an unset variable
+	tr.run(exitUsage, "jobs", "signal", "default:0:v1", "go", "--data", `{"a": 1e999}`)
+	tr.run(exitUsage, "--namespace", "", "queues", "pause", "default") // an unset variable: not the default namespace
+	tr.run(exitUsage, "--redis", "", "queues", "list")
 	tr.run(exitUsage, "redrive")
 	tr.run(exitUsage, "redrive", "--queue", "default", "default:0:a1")
 	tr.run(exitUsage, "redrive", "--queue", "default", "--after", "yesterday")

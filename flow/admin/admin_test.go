@@ -148,6 +148,10 @@ func TestRedriveSelected(t *testing.T) {
 	if pr, err := a.ops.RedriveSelected(a.ctx, empty, admin.RedriveOptions{DryRun: true}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("redrive of an empty window: %+v %v, want ErrInvalid", pr, err)
 	}
+	epoch := admin.Selector{Queue: "bulk", FinishedBefore: time.Unix(0, 0)} // no job finished before it
+	if pr, err := a.ops.RedriveSelected(a.ctx, epoch, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) || pr.Matched != 0 {
+		t.Fatalf("redrive of jobs finished before the epoch: %+v %v, want ErrInvalid", pr, err)
+	}
 	if _, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "bulk", State: flow.StateCompleted}, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("redrive completed: %v", err)
 	}

@@ -182,6 +182,10 @@ func TestDeleteSelectedRefuses(t *testing.T) {
 		{admin.Selector{Queue: "bad queue", State: flow.StateArchived}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "q", State: flow.StateArchived}, admin.DeleteOptions{BatchSize: 5001}},
 		{admin.Selector{Queue: "q", State: flow.StateArchived, FinishedAfter: time.Unix(7200, 0), FinishedBefore: time.Unix(3600, 0)}, admin.DeleteOptions{DryRun: true}},
+		// no job finished before the epoch (the first millisecond's bound
+		// went to the script as none, and selected every job)
+		{admin.Selector{Queue: "q", State: flow.StateArchived, FinishedBefore: time.Unix(0, 500_000)}, admin.DeleteOptions{}},
+		{admin.Selector{Queue: "q", State: flow.StateCompleted, FinishedBefore: time.Unix(-60, 0)}, admin.DeleteOptions{DryRun: true}},
 	}
 	for _, c := range bad {
 		if pr, err := a.ops.DeleteSelected(a.ctx, c.sel, c.o); !errors.Is(err, flow.ErrInvalid) || pr.Batches != 0 {

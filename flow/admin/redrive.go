@@ -220,6 +220,10 @@ func (sel Selector) window() error {
 			return fmt.Errorf("%w: finish-time bound %v is not within %v..%v", flow.ErrInvalid, b, store.MinTime, store.MaxTime)
 		}
 	}
+	if b := sel.FinishedBefore; !b.IsZero() && !b.After(time.UnixMilli(1)) {
+		// finish times are store time, whole milliseconds after the epoch
+		return fmt.Errorf("%w: finished before %s: no job has", flow.ErrInvalid, b.UTC().Format(time.RFC3339Nano))
+	}
 	if !sel.FinishedAfter.IsZero() && !sel.FinishedBefore.IsZero() && !sel.FinishedAfter.Before(sel.FinishedBefore) {
 		return fmt.Errorf("%w: finished after %s and before %s: no time is both", flow.ErrInvalid,
 			sel.FinishedAfter.UTC().Format(time.RFC3339), sel.FinishedBefore.UTC().Format(time.RFC3339))

@@ -175,7 +175,7 @@ func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector,
 		d = "1"
 	}
 	v, err := s.run(ctx, lua.Redrive, p, "select", sel.State, cur.Score, cur.Member, asof, limit, d,
-		sel.Kind, sel.Reason, unixMS(sel.After), unixMS(sel.Before)).Result()
+		sel.Kind, sel.Reason, boundMS(sel.After), boundMS(sel.Before)).Result()
 	if err != nil {
 		return ScanStep{}, err
 	}

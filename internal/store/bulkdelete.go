@@ -24,7 +24,7 @@ func (s *Store) DeleteStep(ctx context.Context, p keys.Partition, sel Selector, 
 		d = "1"
 	}
 	v, err := s.run(ctx, lua.BulkDelete, p, sel.State, cur.Score, cur.Member, asof, limit, d,
-		sel.Kind, sel.Reason, unixMS(sel.After), unixMS(sel.Before)).Result()
+		sel.Kind, sel.Reason, boundMS(sel.After), boundMS(sel.Before)).Result()
 	if err != nil {
 		return ScanStep{}, err
 	}

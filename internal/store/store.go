@@ -200,6 +200,22 @@ func unixMSUp(t time.Time) int64 {
 	return m
 }
 
+// boundMS is finish-time bound t as the scan scripts take it (ARGV's
+// "finished at or after", "finished before"): 0 for none; else rounded up
+// to a whole millisecond (a finish time, whole milliseconds, is before t,
+// or at or after it, exactly as it is against t rounded up), and -1 for a
+// bound that comes to the epoch, which 0 would turn into none: as an
+// after, every job (as none); as a before, no job.
+func boundMS(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	if ms := unixMSUp(t); ms != 0 {
+		return ms
+	}
+	return -1
+}
+
 // deadlineMS is deadline t as a script takes it: 0 for none, and a
 // deadline at or before the epoch 1 ms after it (long passed, not none).
 func deadlineMS(t time.Time) int64 {
