@@ -21,8 +21,9 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 
 // flushAcks writes one partition's acks, retrying while Redis is
 // unreachable until the last of their leases runs out (store.Ack.Resend;
-// the longest lease for acks that give none: after it the jobs are reaped
-// and the acks would be stale anyway), but not on a closed client, which
+// the longest lease for an ack that gives none, even beside others that
+// do: after it the jobs are reaped and the acks would be stale anyway),
+// but not on a closed client, which
 // never answers again, nor on an answer a retry would get again (final). A retry is the same call as the first try
 // (store.Ack), so a first try that Redis ran is answered, not repeated.
 // When the store cut the acks into several calls and one failed, the
@@ -33,10 +34,10 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.Ack) []store.AckResult {
 	var resend time.Duration
 	for _, a := range acks {
+		if a.Resend <= 0 {
+			a.Resend = w.longestLease // hand-backs and give-backs
+		}
 		resend = max(resend, a.Resend)
-	}
-	if resend <= 0 {
-		resend = w.longestLease // hand-backs and give-backs
 	}
 	for i := range acks {
 		acks[i].Resend = resend // part of every call's ID: the same in each try
@@ -100,9 +101,9 @@ func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.A
 // a lease from now at most, or the end an ExtendLease set.
 func (w *Worker) ackResend(a *Attempt) time.Duration {
 	a.mu.Lock()
-	end := a.leaseEnd
+	end, lease := a.leaseEnd, a.lease // ExtendLease writes both under mu
 	a.mu.Unlock()
-	return max(a.lease, end.Sub(w.clk.Now()))
+	return max(lease, end.Sub(w.clk.Now()))
 }
 
 // final reports whether err is an answer of Redis's that the same call

@@ -174,14 +174,23 @@ func TestFlushAcksMalformedIsFinal(t *testing.T) {
 // keep of call records. The try is answered from the call's record, which
 // flushAcks had the store keep for as long as it tries (the acks' Resend,
 // else the longest lease): before, the record was gone, and the worker
-// reported a lost lease for a job that completed (found by an audit).
+// reported a lost lease for a job that completed (found by an audit). A
+// hand-back (no Resend) batched with an ack of a short lease is tried for
+// the longest lease still, not the short one.
 func TestFlushAcksLateTryAnsweredCompleted(t *testing.T) {
+	type ack struct {
+		code   store.Code
+		resend time.Duration
+		want   string
+	}
 	for _, c := range []struct {
-		name          string
-		resend, worst time.Duration
+		name  string
+		acks  []ack
+		worst time.Duration
 	}{
-		{"the attempt's resend", 10 * time.Minute, time.Minute},
-		{"the longest lease", 0, 10 * time.Minute},
+		{"the attempt's resend", []ack{{store.CodeOK, 10 * time.Minute, "completed"}}, time.Minute},
+		{"the longest lease", []ack{{store.CodeOK, 0, "completed"}}, 10 * time.Minute},
+		{"a hand-back beside a short lease", []ack{{store.CodeRelease, 0, "available"}, {store.CodeOK, time.Millisecond, "completed"}}, 10 * time.Minute},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -191,14 +200,17 @@ func TestFlushAcksLateTryAnsweredCompleted(t *testing.T) {
 			st := store.New(rdb, store.Config{NS: "t", RetainCompleted: -1, RetainArchived: time.Hour,
 				RetainCancelled: time.Hour, CrashLimit: 3})
 			p := st.Partition("q", 0)
-			if _, err := st.Enqueue(ctx, p, []store.NewJob{{Local: "j", Kind: "k", Payload: []byte("x"), MaxAttempts: 3}}); err != nil {
+			var jobs []store.NewJob
+			for i := range c.acks {
+				jobs = append(jobs, store.NewJob{Local: fmt.Sprint("j", i), Kind: "k", Payload: []byte("x"), MaxAttempts: 3})
+			}
+			if _, err := st.Enqueue(ctx, p, jobs); err != nil {
 				t.Fatal(err)
 			}
-			res, err := st.Claim(ctx, p, store.ClaimRequest{N: 1, Lease: 10 * time.Minute, Worker: "w", Nonce: "n"})
-			if err != nil || len(res.Jobs) != 1 {
+			res, err := st.Claim(ctx, p, store.ClaimRequest{N: len(jobs), Lease: 10 * time.Minute, Worker: "w", Nonce: "n"})
+			if err != nil || len(res.Jobs) != len(jobs) {
 				t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
 			}
-			j := res.Jobs[0]
 			// a first ack (of no job) loads the script: the first call the
 			// hook sees runs
 			if _, _, err := st.Ack(ctx, p, []store.Ack{{Lease: store.Lease{Local: "none", LeaseID: "x", Fence: 1}, Code: store.CodeOK}}); err != nil {
@@ -218,10 +230,16 @@ func TestFlushAcksLateTryAnsweredCompleted(t *testing.T) {
 				return errCut
 			}))
 			w := &Worker{st: st, clk: WallClock(), longestLease: c.worst, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			acks := []store.Ack{{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK, Resend: c.resend}}
+			var acks []store.Ack
+			for i, a := range c.acks {
+				j := res.Jobs[i]
+				acks = append(acks, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: a.code, Resend: a.resend})
+			}
 			out := w.flushAcks(ctx, p, acks)
-			if calls != 2 || out[0].Err != nil || out[0].State != "completed" {
-				t.Fatalf("%d ack calls, result %+v; want the late try answered completed", calls, out[0])
+			for i, a := range c.acks {
+				if calls != 2 || out[i].Err != nil || out[i].State != a.want {
+					t.Errorf("%d ack calls, result %d %+v; want the late try answered %s", calls, i, out[i], a.want)
+				}
 			}
 		})
 	}
@@ -229,7 +247,8 @@ func TestFlushAcksLateTryAnsweredCompleted(t *testing.T) {
 
 // TestAckResendIsTheLeaseLeft: an attempt's ack may be sent again until
 // its lease runs out: a lease from now once renewals stop, or later when
-// an ExtendLease set a later end.
+// an ExtendLease set a later end; read under the attempt's lock, which
+// ExtendLease writes under (found by a review under -race).
 func TestAckResendIsTheLeaseLeft(t *testing.T) {
 	clk := NewFakeClock(time.Unix(1000, 0))
 	w := &Worker{clk: clk}
@@ -241,4 +260,21 @@ func TestAckResendIsTheLeaseLeft(t *testing.T) {
 	if got := w.ackResend(a); got != time.Hour {
 		t.Errorf("lease end extended to 1h from now: %s, want 1h", got)
 	}
+	// a handler that ignored its cancellation may still extend its lease
+	// while its attempt concludes (ExtendLease sets both under mu): under
+	// -race, a read of either outside mu is reported
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range 1000 {
+			a.mu.Lock()
+			a.lease, a.leaseEnd = time.Duration(i+1)*time.Second, clk.Now().Add(time.Duration(i)*time.Second)
+			a.mu.Unlock()
+		}
+	})
+	for range 1000 {
+		if got := w.ackResend(a); got <= 0 {
+			t.Fatalf("ackResend %s while the lease is extended", got)
+		}
+	}
+	wg.Wait()
 }

@@ -250,10 +250,15 @@ func selector(f url.Values) (admin.Selector, error) {
 	}{{"after", &sel.FinishedAfter}, {"before", &sel.FinishedBefore}} {
 		if s := f.Get(b.field); s != "" {
 			t, err := time.Parse(time.RFC3339, s)
-			if err != nil {
+			switch {
+			case err != nil:
 				return sel, fmt.Errorf("%w: %s %q is not an RFC 3339 time", flow.ErrInvalid, b.field, s)
+			case t.IsZero() && b.field == "before":
+				// the zero time is no bound to the selector: it selected
+				// every job (Selector.window refuses the epoch and before)
+				return sel, fmt.Errorf("%w: finished before %s: no job has", flow.ErrInvalid, s)
 			}
-			*b.into = t
+			*b.into = t // an after at the zero time: every job, as no bound
 		}
 	}
 	if sel.State == "" {

@@ -254,7 +254,8 @@ func TestBulkFailureSaysWhatItDid(t *testing.T) {
 // page (the dry run) and when posted, and moves nothing: a reason Sluice
 // does not record that no job has (misspelt), or a finish-time window
 // that starts after the store's now. Both were reported as done, with 0
-// jobs.
+// jobs. A window that ends at or before the epoch (the zero time
+// included) selected every job, and is refused too.
 func TestBulkSelectionMatchingNothingRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, false)
@@ -273,6 +274,11 @@ func TestBulkSelectionMatchingNothingRefused(t *testing.T) {
 		}{
 			{"reason", "attempts_exhuasted", "does not record itself"},
 			{"after", "2999-01-01T00:00:00Z", "no job has finished since"},
+			// the zero time, in any zone, and the epoch: it selected
+			// every job, and a bulk delete deleted them
+			{"before", "0001-01-01T00:00:00Z", "no job has"},
+			{"before", "0001-01-01T05:00:00+05:00", "no job has"},
+			{"before", "1970-01-01T00:00:00Z", "no job has"},
 		} {
 			form := url.Values{"queue": {testQueue}, "state": {flow.StateArchived}, tc.field: {tc.value}}
 			code, body := f.get(c, "/confirm/"+action+"?"+form.Encode())

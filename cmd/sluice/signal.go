@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -84,7 +86,8 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 }
 
 // signalData decodes a signal's JSON payload for msgpack: a whole number
-// as an integer (int64, else uint64), any other as a float. Decoded as
+// as an integer (int64, else uint64), written with a fraction or an
+// exponent too ("1.0", "1e3"), any other as a float. Decoded as
 // JSON's float64, every number went as a msgpack double, which a wait
 // into an integer field cannot read (its job archived, bad_signal), and
 // an integer beyond 2^53 lost its last digits.
@@ -116,6 +119,9 @@ func numbers(v any) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("number %s is out of range", t)
 		}
+		if n, ok := wholeNumber(string(t), f); ok {
+			return n, nil
+		}
 		return f, nil
 	case map[string]any:
 		for k, e := range t {
@@ -131,4 +137,28 @@ func numbers(v any) (any, error) {
 		}
 	}
 	return v, nil
+}
+
+// wholeNumber is the integer that number s, a float f, writes with a
+// fraction or an exponent, exactly, when it is one of 64 bits. f bounds
+// the work: s is read exactly (its exponent may be of any size) only when
+// f is a whole number under 2^64, or zero.
+func wholeNumber(s string, f float64) (any, bool) {
+	if f == 0 { // zero, or a fraction too small for a float
+		mant, _, _ := strings.Cut(strings.ToLower(strings.TrimLeft(s, "-")), "e")
+		return int64(0), strings.Trim(mant, "0.") == ""
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<64 {
+		return nil, false
+	}
+	r, ok := new(big.Rat).SetString(s)
+	switch {
+	case !ok || !r.IsInt():
+		return nil, false
+	case r.Num().IsInt64():
+		return r.Num().Int64(), true
+	case r.Num().IsUint64():
+		return r.Num().Uint64(), true
+	}
+	return nil, false
 }

@@ -62,3 +62,22 @@ func TestSignalDataRefusals(t *testing.T) {
 		t.Errorf(`signalData("text"): %v %v`, v, err)
 	}
 }
+
+// TestSignalDataWholeNumbers: a whole number written with a fraction or
+// an exponent goes as an integer too (a review found "1e3" and "1.0" still
+// sent as doubles, which an integer field cannot read), exactly; any other
+// number as a float, and a fraction too small for a float stays one.
+func TestSignalDataWholeNumbers(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]any{
+		"1e3": int64(1000), "1E2": int64(100), "1.0": int64(1), "100e-2": int64(1), "-2.50e1": int64(-25),
+		"0.0": int64(0), "-0": int64(0), "0e99": int64(0), "9007199254740993.0": int64(9007199254740993),
+		"1.8446744073709551615e19": uint64(18446744073709551615),
+		"1.5":                      1.5, "1e-999": 0.0, "9007199254740993.5": 9007199254740994.0, "1e20": 1e20,
+	} {
+		got, err := signalData(in)
+		if err != nil || got != want {
+			t.Errorf("signalData(%s) = %#v, %v; want %#v", in, got, err, want)
+		}
+	}
+}

@@ -56,10 +56,10 @@ type Ack struct {
 	Started time.Time
 	// Resend is how long after its first try the ack may be sent again
 	// (runtime's flushAcks: until its attempt's lease runs out). The call's
-	// record is kept at least that long, so that a try after the store's
-	// keep, of a completion that ran and deleted its job, is answered
-	// completed, not stale. It is part of the call's ID: every try of a
-	// call must give the same.
+	// record is kept that long and the store's keep more (the client's own
+	// re-sends of the last try), so that a late try of a completion that
+	// ran and deleted its job is answered completed, not stale. It is part
+	// of the call's ID: every try of a call must give the same.
 	Resend time.Duration
 }
 
@@ -160,8 +160,11 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	for _, a := range acks {
 		resend = max(resend, a.Resend)
 	}
-	if resend > s.keepFor {
-		keep = keepSuffix(resend)
+	if resend > 0 {
+		// the last try starts up to Resend after the first (and a retry's
+		// pause later), and the client may re-send it for as long as the
+		// store's keep after that
+		keep = keepSuffix(resend + s.keepFor)
 	}
 	v, err := s.sendKept(ctx, lua.Ack, id.call()+keep, args).Result()
 	if err != nil {
