@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -186,7 +187,7 @@ func ValidWorkerID(id string) bool { return names.Valid(id, 128, "_.:-") }
 
 // ValidQueue reports whether name is a valid queue name: 1 to 64 letters,
 // digits, '_', '.' or '-', starting with a letter or digit.
-func ValidQueue(name string) bool { return names.Valid(name, 64, "_.-") }
+func ValidQueue(name string) bool { return keys.ValidQueue(name) }
 
 func (o Options) withDefaults() (Options, error) {
 	bad := func(format string, a ...any) (Options, error) {

@@ -75,6 +75,7 @@ func TestErrorsGolden(t *testing.T) {
 	tr.run(exitUsage, "jobs", "list", "--state", "archived", "--cursor", "-,-")
 	tr.run(exitUsage, "jobs", "show")
 	tr.run(exitUsage, "jobs", "show", "nope")
+	tr.run(exitUsage, "jobs", "show", "ma il:0:x") // no queue has that name: malformed, not not found
 	tr.run(exitUsage, "jobs", "show", "default:0:a1", "default:0:a2")
 	tr.run(exitUsage, "jobs", "cancel", "default:0:v1", "--retain", "-1h")
 	tr.run(exitUsage, "jobs", "cancel", "default:0:v1", "--retain", "0")

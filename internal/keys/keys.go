@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // Priorities is the number of priority levels (0..Priorities-1).
@@ -257,11 +259,16 @@ func LegacyChildLocal(parent, step string, i int) string {
 	return parent + "~" + step + "~" + strconv.Itoa(i)
 }
 
+// ValidQueue reports whether name may name a queue: 1 to 64 ASCII
+// letters, digits, '_', '.' and '-', starting with a letter or a digit.
+func ValidQueue(name string) bool { return names.Valid(name, 64, "_.-") }
+
 // ParseRef reads a job ID written by Ref.String. It reports false when id
-// is not of that form.
+// is not of that form, a queue name that no queue can have included (such
+// an ID is malformed, not the ID of a job that does not exist).
 func ParseRef(ns, id string) (Ref, bool) {
 	q, rest, ok := strings.Cut(id, ":")
-	if !ok || q == "" {
+	if !ok || !ValidQueue(q) {
 		return Ref{}, false
 	}
 	ps, local, ok := strings.Cut(rest, ":")
