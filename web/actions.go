@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +26,10 @@ type action struct {
 	Target string
 	Danger bool
 	Bulk   bool // takes a selector and shows a dry-run count first
+	// Fields are the form fields it reads besides Target (and the CSRF
+	// token); any other is refused, not ignored: a misspelt filter
+	// ("Kind") left out of a bulk delete selected every job of the state.
+	Fields []string
 	// run does it and returns the message to flash and the page to go to.
 	run func(c *console, ctx context.Context, f url.Values) (msg, back string, err error)
 }
@@ -42,25 +48,34 @@ var actions = map[string]action{
 			id := f.Get("id")
 			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), c.ops.DeleteJob(ctx, id)
 		}},
-	"redrive": {Title: "Redrive job", Target: "id",
+	"redrive": {Title: "Redrive job", Target: "id", Fields: []string{"fence"},
 		What: "The job goes back to available, at the back of its priority's list; its history and counters are kept.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
+			if err := c.unchanged(ctx, f); err != nil {
+				return "", "", err
+			}
 			return "redriven " + id, jobPath(id), reportErr(c.ops.Redrive(ctx, id))
 		}},
-	"release": {Title: "Release job", Target: "id",
+	"release": {Title: "Release job", Target: "id", Fields: []string{"fence"},
 		What: "The quarantined job goes back to available with its crash count reset.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
+			if err := c.unchanged(ctx, f); err != nil {
+				return "", "", err
+			}
 			return "released " + id, jobPath(id), reportErr(c.ops.Release(ctx, id))
 		}},
-	"runnow": {Title: "Run job now", Target: "id",
+	"runnow": {Title: "Run job now", Target: "id", Fields: []string{"fence"},
 		What: "The scheduled or retryable job becomes available at once.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
+			if err := c.unchanged(ctx, f); err != nil {
+				return "", "", err
+			}
 			return "made available " + id, jobPath(id), c.ops.RunNow(ctx, id)
 		}},
-	"reroute": {Title: "Reroute job", Target: "id",
+	"reroute": {Title: "Reroute job", Target: "id", Fields: []string{"worker", "policy", "delay", "unpin"},
 		What: "The job prefers another worker (sticky routing), or any worker when unpinned.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
@@ -89,7 +104,7 @@ var actions = map[string]action{
 			q := f.Get("queue")
 			return "resumed " + q, "/queues/" + url.PathEscape(q), c.ops.ResumeQueue(ctx, q)
 		}},
-	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true,
+	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true, Fields: selectorFields,
 		What: "Every job the selector chooses goes back to available (quarantined ones are released), in bounded batches.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			sel, err := selector(f)
@@ -106,7 +121,7 @@ var actions = map[string]action{
 			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s%s", pr.Matched, pr.Examined, sel.State, sel.Queue, leftOut(pr.Unreadable)),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
-	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true,
+	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true, Fields: selectorFields,
 		What: "Every job the selector chooses is deleted, in bounded batches. This cannot be undone.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			sel, err := selector(f)
@@ -130,7 +145,7 @@ var actions = map[string]action{
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			return c.pauseSchedule(ctx, f.Get("schedule"), false)
 		}},
-	"trigger": {Title: "Trigger schedule", Target: "schedule",
+	"trigger": {Title: "Trigger schedule", Target: "schedule", Fields: []string{"once"},
 		What: "The schedule's job is enqueued once now, outside its ticks.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			n := f.Get("schedule")
@@ -313,13 +328,20 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.URL.Query()
-	if err := singleValues(f); err != nil {
+	if err := formFields(a, f, false); err != nil {
 		c.fail(w, r, err)
 		return
 	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
 	if name == "trigger" {
 		v.Once = keys.NewLocal()
+	}
+	if slices.Contains(a.Fields, "fence") && f.Get("fence") == "" {
+		// the attempt the operator sees: the form posted again once the
+		// job ran since is refused (unchanged), not acted on twice
+		if j, err := c.ops.Job(r.Context(), v.Target); err == nil {
+			f.Set("fence", strconv.FormatInt(j.Fence, 10))
+		}
 	}
 	code := http.StatusOK
 	if a.Bulk {
@@ -328,6 +350,14 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		var err error
 		var unread []string
 		v.Count, unread, err = c.dryRun(ctx, name, f)
+		if err == nil && f.Get("before") == "" {
+			// what the count counted: jobs that finished since are not
+			// the action's (they were never shown)
+			var now time.Time
+			if now, err = c.ops.StoreTime(ctx); err == nil {
+				f.Set("before", now.Add(time.Millisecond).UTC().Format(time.RFC3339Nano))
+			}
+		}
 		v.Left = strings.TrimPrefix(leftOut(unread), "; left ")
 		if err != nil {
 			// the page says why, with the status of the error, and offers
@@ -386,7 +416,12 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	if err := singleValues(f); err != nil {
+	if r.URL.RawQuery != "" {
+		// read from the form only: a field in the URL was dropped
+		c.fail(w, r, fmt.Errorf("%w: an action takes its fields in its form, not in the URL (%q)", flow.ErrInvalid, r.URL.RawQuery))
+		return
+	}
+	if err := formFields(a, f, true); err != nil {
 		c.fail(w, r, err)
 		return
 	}
@@ -402,22 +437,53 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		if code == http.StatusInternalServerError && !errors.Is(err, context.Canceled) {
 			c.o.Logger.Error("sluice web: action", "action", name, "err", err)
 		}
+		// the form again, as it was posted: a trigger's key too, so that a
+		// retry after an unknown outcome adds no second job
 		c.render(w, r, code, "confirm", a.Title, confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target),
-			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target))})
+			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target)), Once: f.Get("once")})
 		return
 	}
 	c.flash(w, msg)
 	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
 }
 
-// singleValues refuses a form that gives a field more than once: every
-// action reads one value of each field (url.Values.Get, the first), so
-// id=A&id=B acted on A alone and reported success, as if it were both.
-func singleValues(f url.Values) error {
+// selectorFields are a bulk action's selector fields (selector).
+var selectorFields = []string{"state", "kind", "reason", "after", "before"}
+
+// formFields refuses a form that gives a field more than once (every
+// action reads one value of each field, url.Values.Get, the first, so
+// id=A&id=B acted on A alone and reported success, as if it were both),
+// or a field action a does not read (a misspelt filter, ignored, widened
+// a bulk delete to every job of the state); posted says the form is a
+// POST's, which carries the CSRF token.
+func formFields(a action, f url.Values, posted bool) error {
 	for k, vs := range f {
-		if len(vs) > 1 {
+		switch {
+		case len(vs) > 1:
 			return fmt.Errorf("%w: the field %q is given %d times: an action takes one of each", flow.ErrInvalid, k, len(vs))
+		case k == a.Target || slices.Contains(a.Fields, k) || posted && k == "csrf":
+		default:
+			return fmt.Errorf("%w: %s reads no field %q (it reads %s)", flow.ErrInvalid, a.Title, k, strings.Join(append([]string{a.Target}, a.Fields...), ", "))
 		}
+	}
+	return nil
+}
+
+// unchanged refuses a one-job action whose form names the attempt the
+// confirmation showed (fence) when the job has moved on since: the form
+// posted twice (a double click, a re-sent request) would otherwise act
+// again on a job that ran again in between, and say so twice.
+func (c *console) unchanged(ctx context.Context, f url.Values) error {
+	want := f.Get("fence")
+	if want == "" {
+		return nil
+	}
+	j, err := c.ops.Job(ctx, f.Get("id"))
+	if err != nil {
+		return err
+	}
+	if strconv.FormatInt(j.Fence, 10) != want {
+		return fmt.Errorf("%w: job %s ran again since this page was shown (it is %s now): look at it first", admin.ErrWrongState, j.ID, j.State)
 	}
 	return nil
 }
