@@ -218,11 +218,15 @@ func reportErr(rep admin.RedriveReport, err error) error {
 // refuses one to a worker that is not live).
 func rerouteOption(f url.Values) (flow.EnqueueOption, string, error) {
 	worker, policy, delay := strings.TrimSpace(f.Get("worker")), f.Get("policy"), strings.TrimSpace(f.Get("delay"))
-	if f.Get("unpin") != "" {
+	switch f.Get("unpin") {
+	case "":
+	case "1": // the checkbox's value
 		if worker != "" || delay != "" {
 			return nil, "", fmt.Errorf("%w: unpin takes no worker or delay", flow.ErrInvalid)
 		}
 		return nil, "unpinned", nil
+	default: // "0" or "false" from a script: not taken for yes
+		return nil, "", fmt.Errorf("%w: unpin %q: give 1 to unpin, or leave the field out", flow.ErrInvalid, f.Get("unpin"))
 	}
 	if worker == "" {
 		return nil, "", fmt.Errorf("%w: name a worker, or unpin", flow.ErrInvalid)

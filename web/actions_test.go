@@ -90,6 +90,8 @@ func TestRerouteAction(t *testing.T) {
 		{url.Values{"worker": {"worker-b"}, "policy": {"wait"}, "delay": {"30s"}}, http.StatusBadRequest, "takes no delay"},
 		{url.Values{"worker": {"worker-b"}, "policy": {"after"}}, http.StatusBadRequest, "needs a delay"},
 		{url.Values{"worker": {"worker-b"}, "unpin": {"1"}}, http.StatusBadRequest, "unpin takes no worker"},
+		// a script's "0" is not yes (any value unpinned: an audit)
+		{url.Values{"unpin": {"0"}}, http.StatusBadRequest, "give 1 to unpin"},
 		{url.Values{"worker": {"ghost-worker"}, "policy": {"wait"}}, http.StatusNotFound, "is not live"},
 	} {
 		bad.form.Set("id", id)
