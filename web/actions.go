@@ -342,10 +342,14 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 	}
 	if slices.Contains(a.Fields, "fence") && f.Get("fence") == "" {
 		// the attempt the operator sees: the form posted again once the
-		// job ran since is refused (unchanged), not acted on twice
-		if j, err := c.ops.Job(r.Context(), v.Target); err == nil {
-			f.Set("fence", strconv.FormatInt(j.Fence, 10))
+		// job ran since is refused (unchanged), not acted on twice; a
+		// page that cannot name it offers no confirmation
+		j, err := c.ops.Job(r.Context(), v.Target)
+		if err != nil {
+			c.fail(w, r, err)
+			return
 		}
+		f.Set("fence", strconv.FormatInt(j.Fence, 10))
 	}
 	code := http.StatusOK
 	if a.Bulk {
@@ -353,14 +357,18 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		defer cancel()
 		var err error
 		var unread []string
-		v.Count, unread, err = c.dryRun(ctx, name, f)
-		if err == nil && f.Get("before") == "" {
-			// what the count counted: jobs that finished since are not
-			// the action's (they were never shown)
+		if f.Get("before") == "" && finished(f.Get("state")) {
+			// the jobs finished by now, counted and acted on alike: one
+			// that finishes after is not the action's (never shown)
 			var now time.Time
-			if now, err = c.ops.StoreTime(ctx); err == nil {
-				f.Set("before", now.Add(time.Millisecond).UTC().Format(time.RFC3339Nano))
+			after, bad := time.Parse(time.RFC3339, f.Get("after"))
+			// (an after not before now: the dry run refuses the window)
+			if now, err = c.ops.StoreTime(ctx); err == nil && (bad != nil || after.Before(now)) {
+				f.Set("before", now.UTC().Format(time.RFC3339Nano))
 			}
+		}
+		if err == nil {
+			v.Count, unread, err = c.dryRun(ctx, name, f)
 		}
 		v.Left = strings.TrimPrefix(leftOut(unread), "; left ")
 		if err != nil {
@@ -449,6 +457,16 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	}
 	c.flash(w, msg)
 	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
+}
+
+// finished reports whether a bulk action's state (its form's; archived
+// when empty) is one of finished jobs, which a finish time selects.
+func finished(state string) bool {
+	switch state {
+	case "", flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:
+		return true
+	}
+	return false
 }
 
 // selectorFields are a bulk action's selector fields (selector).

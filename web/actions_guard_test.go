@@ -86,7 +86,7 @@ func TestBulkDeleteBoundToItsDryRun(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `id="dry-run-count">2<`) || form.Get("before") == "" || !strings.Contains(body, "finished before") {
 		t.Fatalf("confirmation: %d, form %v; want a count of 2 and its bound shown", code, form)
 	}
-	time.Sleep(5 * time.Millisecond) // finished after the count, by the store's clock
+	time.Sleep(2 * time.Millisecond) // finish times are whole milliseconds: past the bound's
 	later := f.cancelled(work{}, 3)
 	code, loc, _ := f.post(c, "/act/bulk-delete", form)
 	if code != http.StatusSeeOther {
@@ -99,6 +99,42 @@ func TestBulkDeleteBoundToItsDryRun(t *testing.T) {
 		if _, err := f.ops.Job(context.Background(), id); err != nil {
 			t.Fatalf("job %s, cancelled after the count, was deleted: %v", id, err)
 		}
+	}
+}
+
+// TestBulkDeleteOfUnfinishedJobs: the bound of a bulk action's count is a
+// finish time, which scheduled and retryable jobs have not: their delete
+// is confirmed without one (a review found the bound added, and every
+// such delete refused on Confirm).
+func TestBulkDeleteOfUnfinishedJobs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	ids := []string{f.enqueue(work{}, flow.WithDelay(time.Hour)), f.enqueue(work{}, flow.WithDelay(time.Hour))}
+	c := client()
+	code, body := f.get(c, "/confirm/bulk-delete?"+url.Values{"queue": {testQueue}, "state": {flow.StateScheduled}}.Encode())
+	form := hiddenFields(body)
+	if code != http.StatusOK || form.Get("before") != "" {
+		t.Fatalf("confirmation: %d, form %v; want no finish-time bound", code, form)
+	}
+	if code, _, _ := f.post(c, "/act/bulk-delete", form); code != http.StatusSeeOther {
+		t.Fatalf("bulk delete of scheduled jobs: %d", code)
+	}
+	for _, id := range ids {
+		if _, err := f.ops.Job(context.Background(), id); err == nil {
+			t.Fatalf("job %s was not deleted", id)
+		}
+	}
+}
+
+// TestRedriveConfirmationNamesTheJob: a redrive's confirmation that
+// cannot read its job (here: none has the ID) offers no confirmation,
+// rather than one without the guard of the attempt shown.
+func TestRedriveConfirmationNamesTheJob(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	c := client()
+	if code, body := f.get(c, "/confirm/redrive?id="+url.QueryEscape(testQueue+":0:nosuch")); code != http.StatusNotFound || strings.Contains(body, `id="confirm"`) {
+		t.Fatalf("confirmation of a redrive of no job: %d; want 404 and no Confirm", code)
 	}
 }
 
