@@ -18,12 +18,7 @@ import (
 func TestSignalToJobWaitingForAnother(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	spec, err := store.SuspendSpec(&sluicetype.SuspendedError{Signals: []string{"approved"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.enqueue("w1", email{To: "wf@example.com"})
-	f.settle(10*time.Millisecond, store.Ack{Code: store.CodeSuspend, Data: []byte(spec)})
+	f.suspended("w1", "approved")
 	out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "aproved")
 	j, err := f.c.Job(f.ctx, "default:0:w1")
 	if err != nil {
@@ -36,4 +31,16 @@ func TestSignalToJobWaitingForAnother(t *testing.T) {
 		t.Fatalf("signal aproved to a job suspended waiting for approved: exit %d, %q%q: reported as sent, "+
 			"with no word that the job was not woken and waits for \"approved\"", code, out, errOut)
 	}
+}
+
+// suspended enqueues job local and settles its attempt suspended, waiting
+// for signals (as step.WaitSignal leaves it).
+func (f *fixture) suspended(local string, signals ...string) {
+	f.t.Helper()
+	spec, err := store.SuspendSpec(&sluicetype.SuspendedError{Signals: signals})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.enqueue(local, email{To: "wf@example.com"})
+	f.settle(10*time.Millisecond, store.Ack{Code: store.CodeSuspend, Data: []byte(spec)})
 }

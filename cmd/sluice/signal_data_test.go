@@ -2,12 +2,8 @@ package main
 
 import (
 	"testing"
-	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
-
-	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestSignalDataKeepsIntegers: `jobs signal --data` with numbers. JSON's
@@ -19,12 +15,7 @@ import (
 func TestSignalDataKeepsIntegers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	spec, err := store.SuspendSpec(&sluicetype.SuspendedError{Signals: []string{"approved"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.enqueue("w1", email{To: "wf@example.com"})
-	f.settle(10*time.Millisecond, store.Ack{Code: store.CodeSuspend, Data: []byte(spec)})
+	f.suspended("w1", "approved")
 	if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "approved", "--data",
 		`{"OrderID": 9007199254740993, "Amount": 12, "Rate": 1.5, "Big": 18446744073709551615, "Tags": [-1, 2]}`); code != exitOK {
 		t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
