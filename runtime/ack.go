@@ -23,9 +23,9 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 // unreachable until the last of their leases runs out (store.Ack.Resend;
 // the longest lease for an ack that gives none, even beside others that
 // do: after it the jobs are reaped and the acks would be stale anyway),
-// but not on a closed client, which
-// never answers again, nor on an answer a retry would get again (final). A retry is the same call as the first try
-// (store.Ack), so a first try that Redis ran is answered, not repeated.
+// but not on a closed client, which never answers again, nor on an answer
+// a retry would get again (final). A retry is the same call as the first
+// try (store.Ack), so a first try that Redis ran is answered, not repeated.
 // When the store cut the acks into several calls and one failed, the
 // acks of the calls that went through keep their results and only the
 // others are tried again: a completion applied once and deleted would
