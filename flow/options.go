@@ -215,7 +215,9 @@ func WithTimeout(d time.Duration) EnqueueOption {
 // WithDeadline bounds the job's useful life across attempts: once t passes
 // it is archived with reason deadline_exceeded instead of running. A
 // workflow suspended (step.Sleep, WaitSignal, Select) wakes at its
-// deadline at the latest, and is archived then.
+// deadline at the latest, and is archived then. A deadline not after
+// the job's WithRunAt time is refused (ErrInvalid): the job could never
+// run.
 func WithDeadline(t time.Time) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if t.IsZero() {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/mpack"
@@ -226,6 +227,11 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 				return drafted{}, err
 			}
 		}
+	}
+	if !o.deadline.IsZero() && !o.runAt.IsZero() && !o.deadline.After(o.runAt) {
+		// it could never run: archived deadline_exceeded when it came due
+		return drafted{}, fmt.Errorf("%w: deadline %v is not after the run time %v", ErrInvalid,
+			o.deadline.UTC().Format(time.RFC3339Nano), o.runAt.UTC().Format(time.RFC3339Nano))
 	}
 	// canonical: equal arguments are equal bytes, which an idempotent ID's
 	// repeat, a unique key of the arguments, placement and a quarantine

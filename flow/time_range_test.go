@@ -144,3 +144,26 @@ func TestRatePeriodRoundsUp(t *testing.T) {
 		t.Errorf("RateLimit{Jobs: 1, Per: %s}: the bucket's period is %s ms, want 2", per, got)
 	}
 }
+
+// TestDeadlineNotAfterRunTimeRefused: a job whose deadline is not after
+// its run time could never run (it would be archived deadline_exceeded
+// when it came due), and was accepted (found by an audit). It is refused
+// (ErrInvalid) and nothing is written; one a millisecond after is taken.
+func TestDeadlineNotAfterRunTimeRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := realRedis(t)
+	c, ns := newClient(t, rdb, nil)
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for _, dl := range []time.Time{at.Add(-59 * time.Minute), at} {
+		if res, err := c.Enqueue(ctx, email{To: "never"}, flow.WithRunAt(at), flow.WithDeadline(dl)); !errors.Is(err, flow.ErrInvalid) {
+			t.Errorf("run at %v, deadline %v: %+v %v, want ErrInvalid", at, dl, res, err)
+		}
+	}
+	if n := len(rdb.Keys(ctx, "{"+ns+":*:j:*").Val()); n != 0 {
+		t.Fatalf("%d job keys after the refused enqueues", n)
+	}
+	if _, err := c.Enqueue(ctx, email{To: "soon"}, flow.WithRunAt(at), flow.WithDeadline(at.Add(time.Millisecond))); err != nil {
+		t.Fatalf("a deadline a millisecond after the run time: %v", err)
+	}
+}

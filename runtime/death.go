@@ -58,10 +58,9 @@ type JobSnapshot struct {
 // the minute's hold in all, and another worker's sweep took the report
 // too. Make it idempotent, by Job.ID and Job.Fence.
 // Calls come from a single goroutine per worker, never on the ack path,
-// so a slow handler delays other death reports but no job. A job deleted
-// at once (a negative RetainArchived) keeps no pending report; any other
-// is kept two minutes at least, whatever RetainArchived, so that its
-// report is still there when another worker's sweep may take it.
+// so a slow handler delays other death reports but no job. A dead job is
+// kept two minutes at least, whatever RetainArchived, so that its report
+// is still there when another worker's sweep may take it.
 type Death struct {
 	Job JobSnapshot
 	// State is "archived" or "quarantined".

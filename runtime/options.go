@@ -89,8 +89,8 @@ type Options struct {
 	// RetainCompleted, RetainArchived (archived and quarantined jobs) and
 	// RetainCancelled say how long finished jobs are kept before they are
 	// deleted with all their keys. An archived or quarantined job is kept
-	// two minutes at least (unless RetainArchived is negative), so that
-	// its pending death report outlives its delivery's grace. Defaults DefaultRetainCompleted,
+	// two minutes at least, so that its pending death report outlives its
+	// delivery's grace. Defaults DefaultRetainCompleted,
 	// DefaultRetainArchived, DefaultRetainCancelled. A worker records them
 	// in Redis as its queues' retention when it starts (the worker that
 	// started last, on Redis's clock, wins, even over one whose write
@@ -236,6 +236,14 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RenewInterval != 0 && o.RenewInterval < time.Millisecond {
 		return bad("RenewInterval %s is too short (at least 1ms)", o.RenewInterval)
+	}
+	// periods: a nanosecond (a unit left out, "1" for a second) would
+	// have an idle worker call Redis back to back
+	for name, d := range map[string]time.Duration{"MaintenanceInterval": o.MaintenanceInterval, "IdlePoll": o.IdlePoll,
+		"StuckNoProgress": o.StuckNoProgress} {
+		if d != 0 && d < time.Millisecond {
+			return bad("%s %s is too short (at least 1ms)", name, d)
+		}
 	}
 	for k, d := range o.KindLease {
 		if d < time.Millisecond {

@@ -18,7 +18,7 @@ import (
 // an EventBuffer of 1<<50 panicked in NewWorker (makechan: size out of
 // range), a Concurrency of math.MaxInt at the first ack (its batcher's
 // queue of 4*Concurrency wrapped), a ClaimBatch of math.MaxInt at Run (a
-// claim's jobs are allocated up front).
+// claim's jobs are allocated up front), and periods under a millisecond.
 func TestOptionsOutOfBounds(t *testing.T) {
 	t.Parallel()
 	onEvent := func(context.Context, runtime.Event) {}
@@ -29,6 +29,11 @@ func TestOptionsOutOfBounds(t *testing.T) {
 		"ClaimBatch MaxClaimBatch+1":   {ClaimBatch: runtime.MaxClaimBatch + 1},
 		"EventBuffer 1<<50":            {EventBuffer: 1 << 50, OnEvent: onEvent},
 		"EventBuffer MaxEventBuffer+1": {EventBuffer: runtime.MaxEventBuffer + 1, OnEvent: onEvent},
+		// a unit left out: an idle worker called Redis back to back (about
+		// 80,000 commands a second, found by an audit)
+		"MaintenanceInterval 1ns": {MaintenanceInterval: 1},
+		"IdlePoll 1ns":            {IdlePoll: 1},
+		"StuckNoProgress 999µs":   {StuckNoProgress: time.Millisecond - 1},
 	}
 	for name, o := range cases {
 		func() {
@@ -45,12 +50,13 @@ func TestOptionsOutOfBounds(t *testing.T) {
 }
 
 // TestOptionsAtBounds: the largest Concurrency, ClaimBatch and
-// EventBuffer are accepted.
+// EventBuffer, and periods of a millisecond, are accepted.
 func TestOptionsAtBounds(t *testing.T) {
 	t.Parallel()
 	o := runtime.Options{
 		Concurrency: runtime.MaxConcurrency, ClaimBatch: runtime.MaxClaimBatch,
 		EventBuffer: runtime.MaxEventBuffer, OnEvent: func(context.Context, runtime.Event) {},
+		MaintenanceInterval: time.Millisecond, IdlePoll: time.Millisecond, StuckNoProgress: time.Millisecond,
 	}
 	if _, err := runtime.NewWorker(shared.Client(t), flow.NewRegistry(), o); err != nil {
 		t.Errorf("NewWorker at the bounds: %v", err)
