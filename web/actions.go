@@ -96,13 +96,15 @@ var actions = map[string]action{
 		What: "No worker claims the queue's jobs until it is resumed; running jobs go on.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			q := f.Get("queue")
-			return "paused " + q, "/queues/" + url.PathEscape(q), c.ops.PauseQueue(ctx, q)
+			was := c.queueWas(ctx, q, true)
+			return "paused " + q + was, "/queues/" + url.PathEscape(q), c.ops.PauseQueue(ctx, q)
 		}},
 	"resume": {Title: "Resume queue", Target: "queue",
 		What: "Workers claim the queue's jobs again.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			q := f.Get("queue")
-			return "resumed " + q, "/queues/" + url.PathEscape(q), c.ops.ResumeQueue(ctx, q)
+			was := c.queueWas(ctx, q, false)
+			return "resumed " + q + was, "/queues/" + url.PathEscape(q), c.ops.ResumeQueue(ctx, q)
 		}},
 	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true, Fields: selectorFields,
 		What: "Every job the selector chooses goes back to available (quarantined ones are released), in bounded batches.",
@@ -457,6 +459,28 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	}
 	c.flash(w, msg)
 	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
+}
+
+// queueWas says, for a pause (pause) or a resume of queue q, when it
+// changes nothing: q was paused already (every partition), or was not
+// paused, as the CLI and a schedule's pause say. Both are idempotent, and
+// said the same twice. A queue that cannot be read says nothing (the
+// action says what is wrong with it).
+func (c *console) queueWas(ctx context.Context, q string, pause bool) string {
+	qs, err := c.ops.QueuesLive(ctx, map[string]int{q: 0})
+	if err != nil {
+		return ""
+	}
+	for _, info := range qs {
+		switch {
+		case info.Queue != q || info.Err != nil:
+		case pause && info.Paused > 0 && info.Paused == info.Partitions:
+			return " (it was paused already)"
+		case !pause && info.Paused == 0:
+			return " (it was not paused)"
+		}
+	}
+	return ""
 }
 
 // finished reports whether a bulk action's state (its form's; archived

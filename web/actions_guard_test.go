@@ -205,3 +205,26 @@ func TestTriggerErrorPageKeepsItsKey(t *testing.T) {
 		t.Fatalf("%d trigger jobs, want 1", n)
 	}
 }
+
+// TestPauseTwiceSaysSo: a queue paused (resumed) again said "paused web"
+// both times, as if the second changed something (an audit); it now says
+// it was so already, as a schedule's pause does.
+func TestPauseTwiceSaysSo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.enqueue(work{}) // registers the queue
+	c := client()
+	for i, tc := range []struct{ action, says string }{
+		{"pause", "paused " + testQueue + "<"}, {"pause", "paused " + testQueue + " (it was paused already)"},
+		{"resume", "resumed " + testQueue + "<"}, {"resume", "resumed " + testQueue + " (it was not paused)"},
+	} {
+		_, body := f.get(c, "/confirm/"+tc.action+"?queue="+testQueue)
+		code, loc, _ := f.post(c, "/act/"+tc.action, hiddenFields(body))
+		if code != http.StatusSeeOther {
+			t.Fatalf("%d: %s: %d", i, tc.action, code)
+		}
+		if _, page := f.get(c, strings.TrimPrefix(loc, testPrefix)); !strings.Contains(page, tc.says) {
+			t.Errorf("%d: %s: the page does not say %q", i, tc.action, tc.says)
+		}
+	}
+}

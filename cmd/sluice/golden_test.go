@@ -82,6 +82,11 @@ func TestStatsGolden(t *testing.T) {
 	if out := f.must("queues", "resume", "default"); out != "resumed default\n" {
 		t.Fatalf("resume: %q", out)
 	}
+	// a queue named twice is paused once, and said once (it said "paused
+	// default" twice, the second a change that was none: an audit)
+	if out := f.must("queues", "pause", "default", "default"); out != "paused default\n" {
+		t.Fatalf("pause default default: %q", out)
+	}
 }
 
 // TestWorkersGolden: the registry as a table and as JSON.

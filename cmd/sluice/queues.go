@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -51,7 +52,13 @@ code the errors share, or 1.`,
 		// offers the known queues
 		ValidArgsFunction: c.completeQueues,
 	}
-	cmd.RunE = c.runE(func(cmd *cobra.Command, queues []string) error {
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		var queues []string // each once: a repeat changed nothing, and said it did
+		for _, q := range args {
+			if !slices.Contains(queues, q) {
+				queues = append(queues, q)
+			}
+		}
 		ctx := cmd.Context()
 		client, err := c.connect(ctx)
 		if err != nil {
