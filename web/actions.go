@@ -483,15 +483,14 @@ func (c *console) queueWas(ctx context.Context, q string, pause bool) string {
 	return ""
 }
 
+// terminal reports whether state is a finished job's.
+func terminal(state string) bool {
+	return state == flow.StateCompleted || state == flow.StateArchived || state == flow.StateQuarantined || state == flow.StateCancelled
+}
+
 // finished reports whether a bulk action's state (its form's; archived
 // when empty) is one of finished jobs, which a finish time selects.
-func finished(state string) bool {
-	switch state {
-	case "", flow.StateCompleted, flow.StateArchived, flow.StateQuarantined, flow.StateCancelled:
-		return true
-	}
-	return false
-}
+func finished(state string) bool { return state == "" || terminal(state) }
 
 // selectorFields are a bulk action's selector fields (selector).
 var selectorFields = []string{"state", "kind", "reason", "after", "before"}

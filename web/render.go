@@ -148,9 +148,7 @@ var funcs = template.FuncMap{
 	"narrow": func(s string) bool {
 		return s == flow.StateScheduled || s == flow.StateRetryable || s == flow.StateQuarantined || s == flow.StateCancelled
 	},
-	"terminal": func(s string) bool {
-		return s == flow.StateCompleted || s == flow.StateArchived || s == flow.StateQuarantined || s == flow.StateCancelled
-	},
+	"terminal": terminal,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
