@@ -99,7 +99,11 @@ func (s *Store) Claim(ctx context.Context, p keys.Partition, req ClaimRequest) (
 		// kept for Lease at least, and claim.lua keeps it for the longest
 		// lease it made when that is longer (a KindLease): a claim of
 		// short leases alone is not kept as long as the longest kind's.
-		// Its record holds only IDs.
+		// Its record holds only IDs. Unlike an ack's (Ack.Resend), it
+		// needs no keep on top for go-redis's re-sends of the last try:
+		// once the leases it made have run out, its replay would answer
+		// none of them, and a run anew leases afresh, its reply reaching
+		// the worker, which hands back what it may not run.
 		keep := s.keep
 		if req.Lease > s.keepFor {
 			keep = keepSuffix(req.Lease)
