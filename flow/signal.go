@@ -26,7 +26,9 @@ const MaxSignalPayload = 64 << 10
 // then sends a second signal, which a later wait would take. To retry
 // safely, give the signal an idempotency key (WithSignalKey): a signal
 // with the key of one sent to the job before is not kept again, and the
-// call succeeds.
+// call succeeds, also once the job has finished, for as long as the job is
+// kept (a job deleted on completion answers ErrNotFound: gone, whether or
+// not it took the signal).
 //
 // Errors: ErrInvalid (a malformed ID, name or key, a payload that does not
 // encode or is over MaxSignalPayload), ErrNotFound (no such job), or a

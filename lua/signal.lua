@@ -11,7 +11,9 @@
 --   'ok', state          the signal is kept for the job (lib_waits.lua)
 --                        until a step of it takes it; state is the job's
 --                        state now ('available' when the signal woke it)
---   'exists', state      a signal with this key was sent before: nothing kept
+--   'exists', state      a signal with this key was sent before: nothing
+--                        kept (also once the job has finished, while its
+--                        checkpoints are kept)
 --   'missing', ''        no such job: nothing kept
 --   'final', state       the job has finished: nothing kept
 -- Transitions: scheduled -> available (a job suspended waiting for this
@@ -25,8 +27,16 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.signal_seq)
 local s = state_of(h[1])
 if not s then return remember({ STATUS.missing, STATUS.none }) end
-if TERMINAL[s] then return remember({ STATUS.final, s }) end
 local sk = steps_key(id)
+if TERMINAL[s] then
+  -- a keyed signal sent before it finished is a caller's retry of one
+  -- delivered: answered as such, not as refused (a key holding no hash
+  -- is no marker)
+  if key ~= '' and redis.pcall('HEXISTS', sk, SIGNAL_KEY_PREFIX .. key) == 1 then
+    return remember({ STATUS.exists, s })
+  end
+  return remember({ STATUS.final, s })
+end
 -- what the writes below need, checked before the first (Redis keeps the
 -- writes of a script that raises): a signal counter HINCRBY takes (as
 -- Redis reads an integer, int64: not '1.0', '01', '+1' or ' 1', which

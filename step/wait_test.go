@@ -341,4 +341,14 @@ func TestSignalKeyRetried(t *testing.T) {
 	if j = h.Resume(j.ID, 10*time.Second).Job; j.State != flow.StateCompleted || j.DecodeResult(&votes) != nil || votes != 1 {
 		t.Fatalf("%s with %d votes, want completed with 1", j.State, votes)
 	}
+	// the caller's retry, once the job it woke has finished (the signal
+	// audit): answered as delivered while the job is kept; a signal it
+	// never took is refused
+	if err := h.Client.Signal(ctx, j.ID, "approve", decision{OK: true}, flow.WithSignalKey("vote-ada")); err != nil {
+		t.Fatalf("a keyed retry after the job finished: %v", err)
+	}
+	var se *sluicetype.StateError
+	if err := h.Client.Signal(ctx, j.ID, "approve", decision{OK: true}, flow.WithSignalKey("vote-bob")); !errors.As(err, &se) {
+		t.Fatalf("a new signal to a finished job: %v, want a StateError", err)
+	}
 }
