@@ -160,6 +160,7 @@ local out = {}
 local outboxed = 0
 local completed = 0 -- outcomes answered 'completed'
 local ended = {} -- job ID -> the state an earlier outcome of this call left it in
+local recount = false
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
   local jk = job_key(id)
@@ -180,7 +181,12 @@ for _, e in ipairs(entries) do
     if ls == '' and code == 'ok' then ls = redis.call('HGET', jk, F.lease_start) end
     local m = { pa = h[6] or false, uk = h[7], plain = not h[4] and not h[5], ls = ls and count_of(ls) }
     clear_lease(id)
-    if h[8] then cc_release(h[8]) end
+    if h[8] then
+      -- a key that counts no running job is not the one its claim counted
+      -- (corrupt data): the keys are recounted (cc_recount)
+      if cc_running(h[8]) <= 0 then recount = true end
+      cc_release(h[8])
+    end
     if code == 'deadline' then
       local dl = tonumber(redis.call('HGET', jk, F.deadline))
       if dl and dl > NOW then
@@ -307,6 +313,7 @@ for _, e in ipairs(entries) do
   out[#out + 1] = state
   if state == 'completed' then completed = completed + 1 end
 end
+if recount then cc_recount() end
 flush()
 if completed == n then return remember(outboxed + notified) end
 out[#out + 1] = outboxed + notified

@@ -67,9 +67,12 @@
 -- time, FailAfter archive it with its wait-list entry left behind), and
 -- starts over when the key or class lets it go to its worker's list
 -- (lib_ready.lua push_ready).
--- Transitions: scheduled|retryable -> available (promotion),
+-- Transitions: scheduled|retryable -> available (promotion), scheduled
+--   -> archived ('malformed': promotion meets a state field that names no
+--   state),
 --   available -> running (claim), available -> archived
---   ('deadline_exceeded', 'malformed' for a job it cannot read,
+--   ('deadline_exceeded', 'malformed' for a job it cannot read or whose
+--   state field names no state,
 --   'sticky_unavailable' when a FailAfter fallback is due). A job whose
 --   concurrency key is at its limit, or whose rate class has no token,
 --   stays available but moves to that key's or class's wait list
@@ -348,6 +351,12 @@ local function take(ak, pinned_to, prio)
             jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
           end
         end
+      elseif #raws[i] > 0 and not SCODE[h[fs]] then
+        -- a state no release writes, or none, in a hash (corrupt data):
+        -- archived, not dropped as a stale entry (a deleted job's), which
+        -- would leave it on no index
+        seen[id] = true
+        park(jk, id, 'malformed', h[fck], h[fcn])
       end
       -- any other state: a stale list entry (the job moved on); drop it
     end

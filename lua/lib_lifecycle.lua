@@ -330,6 +330,21 @@ local function finish(jk, id, from, state, reason, m)
   end
 end
 
+-- park_unknown archives ('malformed') job jk, met in the index of state
+-- from (its entry there taken already), when its hash holds a state no
+-- release writes, or none (corrupt data), and says whether it did: taken
+-- for a stale entry, it would be on no index. raw is its state field as
+-- read (false or nil: none); a job with no hash (deleted) is not parked.
+local function park_unknown(jk, id, raw, from)
+  if raw and SCODE[state_of(raw)] then return false end
+  if not raw then
+    local n = redis.pcall('HLEN', jk)
+    if type(n) ~= 'number' or n == 0 then return false end -- no job, or no hash
+  end
+  finish(jk, id, from, 'archived', 'malformed')
+  return true
+end
+
 -- record_error keeps the last ERR_KEEP errors of a job, newest first.
 -- A counter that is no count (corrupt data) is recorded as 0: tonumber
 -- takes 'inf', 'nan' and '1e400', which cjson refuses to encode, and
@@ -403,6 +418,44 @@ local function record_orphan(jk, holder, expiry, lease)
   return true
 end
 
+-- cc_recount lowers each concurrency key's running count (K_CC) to the
+-- jobs of the running index that hold it, letting a waiter go for each
+-- slot freed (cc_release). A slot is freed by the call that ends its
+-- job's attempt, which reads the key from the job; one whose job cannot be
+-- read (its key holds no hash, or no job: corrupt data) would be held for
+-- ever, and a key at its limit would strand its waiters. So the reaper
+-- recounts when it ends such an attempt, and so does an ack or the
+-- reaper that frees a key counting none (the job's key changed since its
+-- claim, and the slot it took is another's). Not while another running job
+-- cannot be read, whose slot may be one of those counted (the pass that
+-- reaps it recounts), nor past 10,000 running jobs (a read each).
+-- It runs only on such data, which no release writes.
+local function cc_recount()
+  local ids = call_aside('ZRANGE', K_RUN, nil, 0, 10000)
+  if #ids > 10000 then return end
+  local ending = {}
+  for _, id in ipairs(ZREMS[K_RUN] or {}) do ending[id] = true end
+  local held = {}
+  for _, id in ipairs(ids) do
+    if id ~= RUN_ANCHOR and not ending[id] then
+      local h, corrupt = fields(job_key(id), F.state, F.concurrency_key)
+      if corrupt or state_of(h[1]) ~= 'running' then return end
+      if h[2] then held[h[2]] = (held[h[2]] or 0) + 1 end
+    end
+  end
+  local counts = redis.pcall('HKEYS', K_CC)
+  if counts.err then return end -- set aside by the calls that write it
+  for _, key in ipairs(counts) do
+    -- a waiter goes per slot freed, up to 100 (a count of 1e9 is corrupt
+    -- data too): those let go past the key's limit wait again at a claim
+    local over = math.min(cc_running(key) - (held[key] or 0), 100)
+    if over > 0 then
+      CC[key] = (held[key] or 0) + over
+      for _ = 1, over do cc_release(key) end
+    end
+  end
+end
+
 -- reap reclaims up to limit jobs whose lease expired (crashed, stalled or
 -- partitioned workers) and returns a flat list of id, new state, previous
 -- holder for each. Each frees its concurrency slot, if it has one, and is
@@ -411,11 +464,16 @@ end
 -- or running -> quarantined at the crash limit; a job whose key holds
 -- something other than a job hash is archived ('malformed'), the value
 -- set aside (set_aside: x:j:<id>, or x:j#2:<id> ... when that is taken).
--- Orphan provenance is recorded on the job (record_orphan).
+-- Orphan provenance is recorded on the job (record_orphan). A job whose
+-- state field names no state, or is missing, is archived ('malformed')
+-- too, its slot freed. When an entry's job cannot say which concurrency
+-- key it held (its key holds no hash, or no job), the pass recounts the
+-- keys' running jobs (cc_recount).
 local function reap(limit, delay)
   local expired = call_aside('ZRANGEBYSCORE', K_RUN, nil, '-inf', NOW_S, 'WITHSCORES', 'LIMIT', '0', limit)
   local out = {}
   local fs, fw, fk = F.state, F.worker, F.concurrency_key
+  local unknown = false -- an entry whose job's concurrency key is unknown
   for i = 1, #expired, 2 do
     local id, expiry = expired[i], expired[i + 1]
     -- written as digits, as Go reads it: miniredis writes a score of
@@ -437,8 +495,24 @@ local function reap(limit, delay)
       out[#out + 1] = id
       out[#out + 1] = 'archived'
       out[#out + 1] = ''
-    elseif s == 'running' then
+      unknown = true
+    elseif s ~= 'running' and park_unknown(jk, id, h[1], 'running') then
+      -- its slot freed too
       if ck then cc_release(ck) end
+      out[#out + 1] = id
+      out[#out + 1] = 'archived'
+      out[#out + 1] = holder or ''
+    elseif s ~= 'running' then
+      -- no job (its hash deleted by hand) or one that no longer runs,
+      -- left in the index (corrupt data): nothing of it to end here
+      unknown = true
+    else
+      if ck then
+        -- a key that counts no running job is not the one its claim
+        -- counted (corrupt data): that one is recounted
+        if cc_running(ck) <= 0 then unknown = true end
+        cc_release(ck)
+      end
       holder = holder or ''
       out[#out + 1] = id
       if not record_orphan(jk, holder, expiry, lease) then
@@ -453,6 +527,7 @@ local function reap(limit, delay)
       out[#out + 1] = holder
     end
   end
+  if unknown then cc_recount() end
   return out
 end
 
@@ -473,8 +548,10 @@ local function sweep(limit)
         -- does) and drop the job from its state's count
         set_aside(jk, 'j:' .. id)
         count(state, nil)
-      elseif s == state then
-        delete_job(id, false, s)
+      elseif s == state or not (s and SCODE[s]) and (s or redis.call('EXISTS', jk) == 1) then
+        -- or its state is none a release writes (corrupt data): deleted
+        -- as its index's state, not left on no index
+        delete_job(id, false, state)
         count(state, nil)
         deleted = deleted + 1
       end
@@ -494,7 +571,7 @@ local function promote(limit)
   for _, id in ipairs(due) do
     redis.call('ZREM', K_SCHED, id)
     local jk = job_key(id)
-    local h = fields(jk, fs, fr)
+    local h, corrupt = fields(jk, fs, fr)
     local s, at = state_of(h[1]), tonumber(h[2])
     -- a job put off to a bucket of later jobs since (sched_add) has a
     -- stale entry here: it stays in its bucket. A due time that is no
@@ -506,6 +583,8 @@ local function promote(limit)
       -- a parent whose join wait timed out stops waiting
       if s == 'scheduled' then redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members) end
       make_available(jk, id, s, false)
+    elseif not corrupt and s ~= 'scheduled' and s ~= 'retryable' then
+      park_unknown(jk, id, h[1], 'scheduled') -- a state no release writes
     end
   end
   return #due

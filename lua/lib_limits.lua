@@ -33,9 +33,12 @@ local function requeue_front(ids)
     F.sticky_fallback
   for i = #ids, 1, -1 do
     local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd, ff)
-    if state_of(h[1]) == 'available' then
+    local s = state_of(h[1])
+    -- a state no release writes (corrupt data) goes to a shared list too,
+    -- where a claim archives it: popped here, it would be on no index
+    if s == 'available' or s and not SCODE[s] then
       local sw = h[3]
-      if h[6] or sw == '' or not h[4] then sw = nil end -- handed to every worker, or not pinned (push_ready)
+      if h[6] or sw == '' or not h[4] or s ~= 'available' then sw = nil end -- handed to every worker, or not pinned (push_ready)
       push_ready(ids[i], true, h[2], sw, h[4], h[5])
       n = n + 1
       if not sw then shared = shared + 1 end

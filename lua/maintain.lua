@@ -14,9 +14,13 @@
 -- Transitions: running -> retryable | available | quarantined
 --   ('crash_limit'; reap: crash_attempt+1, retried after the crash delay,
 --   or quarantined at the crash limit), running -> archived ('malformed':
---   a crash counter that cannot be counted, or a job key that holds no
---   job hash);
---   scheduled|retryable -> available (promote); completed|archived|
+--   a crash counter that cannot be counted, a job key that holds no job
+--   hash, or a state field that names no state: its concurrency slot is
+--   freed, and when the job cannot say which key it held the partition's
+--   counts are recounted, lib_lifecycle.lua cc_recount);
+--   scheduled|retryable -> available (promote), scheduled -> archived
+--   ('malformed': an entry whose job's state field names no state);
+--   completed|archived|
 --   quarantined|cancelled -> (deleted) with the job hash, its error list,
 --   its payload key and its step checkpoints (sweep).
 -- A sched or later zset, or any other key the jobs share, that holds

@@ -55,7 +55,7 @@ local function revive(jk, id, state, reason)
     -- unless another live job took the key meanwhile
     local uq = unique_key(uk)
     local holder = redis.pcall('GET', uq)
-    if type(holder) ~= 'string' or (holder ~= id and redis.call('EXISTS', job_key(holder)) == 0) then
+    if type(holder) ~= 'string' or (holder ~= id and not active_holder(holder)) then
       redis.call('SET', uq, id)
     end
   end

@@ -5,7 +5,8 @@
 -- ARGV[9]  job ID in the partition
 -- ARGV[10] the new preferred worker, or '' to unpin the job
 -- ARGV[11] fallback for the new worker ('w', 'a', 'f'), ARGV[12] its delay (ms)
--- Returns: the job's state, or '' when there is no such job. A completed
+-- Returns: the job's state, '' when there is no such job, or 'malformed'
+--   when its state field names no state (nothing written). A completed
 --   job never runs again: it is refused (its state returned, nothing
 --   written). An archived, quarantined or cancelled one may be redriven,
 --   and then goes to its new worker.
@@ -32,6 +33,9 @@ local jk = job_key(id)
 local o = redis.call('HMGET', jk, F.state, F.sticky_worker, F.sticky_fallback, F.sticky_mode, F.sticky_left)
 local s = state_of(o[1])
 if not s then return STATUS.none end
+-- a state no release writes (corrupt data: '' would read as no job) is
+-- refused, nothing written; a claim or the reaper archives the job
+if not SCODE[s] then return STATUS.malformed end
 if s == 'completed' then return remember(s) end
 -- pinned: the worker it was pinned to (push_ready: a worker and a mode)
 local pinned = o[2] ~= '' and o[4] and o[2]

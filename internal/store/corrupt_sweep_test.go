@@ -278,6 +278,7 @@ func corruptions(full bool) []corruption {
 		{"parent", keys.FieldParent, false},
 		{"parent_prefix", keys.FieldParentPrefix, false},
 		{"parent_step", keys.FieldParentStep, false},
+		{"state", keys.FieldState, true},
 	}
 	for i, fl := range fields {
 		phases := fieldPhases
@@ -287,7 +288,9 @@ func corruptions(full bool) []corruption {
 		for _, v := range sample(values, i, full) {
 			out = append(out, corruption{
 				name: "field " + fl.name + " is " + strconv.Quote(v), phases: phases,
-				damage: func(s *sweep) { s.setField(fl.field, v) },
+				// a state overwritten takes its job from the state counts
+				noStats: fl.field == keys.FieldState,
+				damage:  func(s *sweep) { s.setField(fl.field, v) },
 			})
 		}
 	}
@@ -435,8 +438,47 @@ func runSweep(t *testing.T, b backend, c corruption, from int) {
 			s.check()
 		}
 	}
+	s.atRest()
 	if s.fails > maxSweepFails {
 		t.Errorf("... and %d more", s.fails-maxSweepFails)
+	}
+}
+
+// atRest runs maintenance past every lease once the healthy jobs are
+// done, then checks what jobs share: with no job running, no concurrency
+// slot is held, and the unique keys name no job that has finished (the
+// audit of 2026-12-05: the reaper kept the slot of a running job it could
+// not read, stranding its key's waiters; a unique key stayed held by a
+// job archived as malformed). A damaged key the jobs share spares none.
+func (s *sweep) atRest() {
+	s.t.Helper()
+	s.step = "at rest"
+	s.c.damage(s)
+	s.clk.Advance(time.Hour)
+	clear(s.held)
+	if _, err := s.st.Maintain(s.ctx, s.p, 1000, 1000, 0); err != nil || s.c.shared {
+		s.callFailed("maintain", err)
+		return
+	}
+	if n := runningJobs(s.t, s.ctx, s.rdb, s.p); n > 0 {
+		s.failf("%d jobs still run past every lease", n)
+		return
+	}
+	if held, err := s.rdb.HGetAll(s.ctx, s.p.Concurrency()).Result(); err == nil {
+		for key, n := range held {
+			s.failf("concurrency key %s holds %s slots with no job running", key, n)
+		}
+	}
+	// a job enqueued with each unique key is added, or held by a job that
+	// has not finished
+	for _, u := range []string{"u", "ub"} {
+		res, err := s.st.Enqueue(s.ctx, s.p, []store.NewJob{{Local: "probe-" + u, Kind: "k", Payload: []byte("p"), MaxAttempts: 1, Unique: store.Unique{Key: u}}})
+		if err != nil || res[0].Status == store.Added || res[0].Err != nil {
+			continue // a damaged key refuses it
+		}
+		if st := s.rawState(res[0].Existing); st == "" || slices.Contains([]string{"completed", "archived", "quarantined", "cancelled"}, st) {
+			s.failf("unique key %s is held by %s, which is %q", u, res[0].Existing, st)
+		}
 	}
 }
 

@@ -191,6 +191,8 @@ func rerouteState(state string) (string, error) {
 	switch state {
 	case statusNone:
 		return "", ErrNotFound
+	case statusMalformed:
+		return "", fmt.Errorf("%w: reroute: the job's state field names no state", ErrMalformed)
 	case "completed": // refused: it never runs again
 		return state, &sluicetype.StateError{Op: "reroute", State: state}
 	}

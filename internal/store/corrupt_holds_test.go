@@ -1,0 +1,154 @@
+package store_test
+
+import (
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// These tests hold a corrupt job to what it shares with healthy ones: its
+// concurrency key's slot and its unique key. A helper's audit found that a
+// running job whose key was overwritten, whose hash was deleted by hand or
+// whose state was no state kept its key's slot for ever (the reaper freed
+// only a readable running job's), stranding every waiter of the key; and
+// that a unique key stayed held by a job archived as malformed, or by one
+// a claim dropped as a stale entry, for the archive's retention or for
+// good. Each test failed before its fix.
+
+// claimedLocals is the sorted IDs of the jobs a claim leased.
+func claimedLocals(res store.ClaimResult) []string {
+	return slices.Sorted(maps.Keys(locals(res.Jobs)))
+}
+
+// TestCorruptRunningJobFreesItsSlot: a running job of key k (limit 1) is
+// damaged three ways; once its lease runs out, the reaper frees its slot
+// and the healthy job waiting on k runs. A state no release writes is
+// archived as malformed, as a claim archives an available one.
+func TestCorruptRunningJobFreesItsSlot(t *testing.T) {
+	t.Parallel()
+	damages := []struct {
+		name   string
+		damage func(f *fixture)
+	}{
+		{"key overwritten", func(f *fixture) { f.overwrite(f.p.Job("bad")) }},
+		{"hash deleted", func(f *fixture) { f.rdb.Del(f.ctx, f.p.Job("bad")) }},
+		{"state zzz", func(f *fixture) { f.rdb.HSet(f.ctx, f.p.Job("bad"), "s", "zzz") }},
+	}
+	for _, b := range backends(t) {
+		for _, d := range damages {
+			t.Run(b.name+"/"+d.name, func(t *testing.T) {
+				f := newFixture(t, b)
+				lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+				f.enqueue(store.NewJob{Local: "bad", Limits: lim}, store.NewJob{Local: "good", Limits: lim})
+				if got := claimedLocals(f.claim(10, "w")); !slices.Equal(got, []string{"bad"}) {
+					t.Fatalf("first claim %v, want [bad] (good waits on k)", got)
+				}
+				d.damage(f)
+				f.clk.Advance(time.Minute)
+				reaped, err := f.reap(10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.name != "hash deleted" {
+					if got := reapedStates(reaped)["bad"]; got != "archived" || f.rawState("bad") != "archived" || f.reason("bad") != "malformed" {
+						t.Fatalf("bad reaped %q, now %q (%q); want archived, malformed", got, f.rawState("bad"), f.reason("bad"))
+					}
+				}
+				if got := claimedLocals(f.claim(10, "w")); !slices.Equal(got, []string{"good"}) {
+					t.Fatalf("claim after the reap: %v, want [good]: k's slot was not freed", got)
+				}
+			})
+		}
+	}
+}
+
+// TestSlotRecountKeepsHealthySlots: the recount a corrupt job's reap makes
+// lowers its key's count to the running jobs that hold it, no further: of
+// two more waiters of key k (limit 2), one runs beside the healthy job
+// still running, the other waits.
+func TestSlotRecountKeepsHealthySlots(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 2}
+			f.enqueue(store.NewJob{Local: "bad", Limits: lim}, store.NewJob{Local: "a", Limits: lim},
+				store.NewJob{Local: "c", Limits: lim}, store.NewJob{Local: "d", Limits: lim})
+			f.claimOne("w") // bad, its lease out at 30 s
+			f.clk.Advance(20 * time.Second)
+			f.claimOne("w") // a, its lease out at 50 s
+			f.rdb.Del(f.ctx, f.p.Job("bad"))
+			f.clk.Advance(15 * time.Second)
+			if _, err := f.reap(10); err != nil {
+				t.Fatal(err)
+			}
+			if got := claimedLocals(f.claim(10, "w")); !slices.Equal(got, []string{"c"}) {
+				t.Fatalf("claim after the recount: %v, want [c] beside a, d waiting", got)
+			}
+		})
+	}
+}
+
+// TestUniqueKeyNotHeldByCorruptJob: a unique key is free again once the
+// job that named it is archived as malformed, whether a claim archived it
+// (its key overwritten: the unique key could not be read then; or a state
+// no release writes, which the claim had dropped as a stale entry) or the
+// reaper did (running, with a state no release writes).
+func TestUniqueKeyNotHeldByCorruptJob(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "u1", Unique: store.Unique{Key: "one"}},
+				store.NewJob{Local: "u2", Unique: store.Unique{Key: "two"}})
+			f.overwrite(f.p.Job("u1"))
+			f.rdb.HSet(f.ctx, f.p.Job("u2"), "s", "zzz")
+			res := f.claim(10, "w")
+			parked := map[string]string{}
+			for _, p := range res.Parked {
+				parked[p.Local] = p.Reason
+			}
+			if len(res.Jobs) != 0 || parked["u1"] != "malformed" || parked["u2"] != "malformed" {
+				t.Fatalf("claim leased %v and parked %v; want u1 and u2 parked as malformed", claimedLocals(res), parked)
+			}
+			f.enqueue(store.NewJob{Local: "v1", Unique: store.Unique{Key: "three"}})
+			f.claimOne("w")
+			f.rdb.HSet(f.ctx, f.p.Job("v1"), "s", "zzz")
+			f.clk.Advance(time.Minute)
+			if _, err := f.reap(10); err != nil {
+				t.Fatal(err)
+			}
+			// each key free again: f.enqueue fails on a duplicate
+			f.enqueue(store.NewJob{Local: "n1", Unique: store.Unique{Key: "one"}},
+				store.NewJob{Local: "n2", Unique: store.Unique{Key: "two"}},
+				store.NewJob{Local: "n3", Unique: store.Unique{Key: "three"}})
+		})
+	}
+}
+
+// TestRedriveTakesKeyFromFinishedHolder: a redriven job takes its unique
+// key back from a job that names it but has finished (one archived as
+// malformed before its key could be freed), as from one that is gone.
+func TestRedriveTakesKeyFromFinishedHolder(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "x", MaxAttempts: 1, Unique: store.Unique{Key: "r"}})
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}); r.State != "archived" {
+				t.Fatalf("x: %+v, want archived", r)
+			}
+			f.archive("y")
+			f.rdb.Set(f.ctx, f.p.Unique("r"), "y", 0)
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"x"}); err != nil || errs[0] != nil {
+				t.Fatalf("redrive x: %v %v", errs, err)
+			}
+			if got := f.rdb.Get(f.ctx, f.p.Unique("r")).Val(); got != "x" {
+				t.Fatalf("unique key r names %q after x's redrive, want x", got)
+			}
+		})
+	}
+}
