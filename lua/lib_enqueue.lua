@@ -18,26 +18,21 @@ local PARENT = { F.parent, F.parent_prefix, F.parent_step, F.parent_local }
 local CONCURRENCY = { F.concurrency_key, F.concurrency_limit }
 local STICKY = { F.sticky_worker, F.sticky_mode, F.sticky_delay }
 
--- active_holder says whether job holder may hold a unique key that has
--- no TTL: it has not finished (finish frees its key; a job archived
--- 'malformed', whose unique key could not be read then, may still be
--- named by it). One whose key holds no hash (corrupt data) never runs as
--- itself again: a claim or the reaper archives it, and it holds nothing.
-local function active_holder(holder)
-  local h, corrupt = fields(job_key(holder), F.state)
-  return not corrupt and h[1] and not TERMINAL[state_of(h[1])] or false
-end
-
 -- unique_holder returns the ID of the job holding unique key uk, if one
 -- does, and whether the key holds no string (corrupt data: the job is
 -- refused, nothing written). A key with a TTL is held for its TTL, by a
 -- job that finished and was deleted since too (completed jobs discarded,
 -- or swept by retention before the TTL ran out); one without, while its
--- job is active (active_holder).
+-- job has not finished (finish frees the key; a job archived 'malformed',
+-- whose unique key could not be read then, may still be named by it). A
+-- job whose key holds no hash (corrupt data) never runs as itself again,
+-- and holds nothing.
 local function unique_holder(uk)
   local holder = redis.pcall('GET', unique_key(uk))
   if type(holder) == 'table' then return nil, true end
-  if holder and (active_holder(holder) or redis.call('PTTL', unique_key(uk)) > 0) then
+  if not holder then return nil end
+  local h, corrupt = fields(job_key(holder), F.state)
+  if not corrupt and h[1] and not TERMINAL[state_of(h[1])] or redis.call('PTTL', unique_key(uk)) > 0 then
     return holder
   end
   return nil

@@ -35,8 +35,9 @@
 --   the time of the last one, 'df' what it was redriven from
 --   (state:reason). Releasing a quarantined job resets crash_attempt to 0.
 --   The finish time and terminal reason are cleared. A job with a unique
---   key takes it again (held while it is active) unless another live job
---   holds it; its pending death report, if any, is dropped.
+--   key takes it again (held while it is active) unless another job holds
+--   it (one that has not finished, or any for the key's TTL); its pending
+--   death report, if any, is dropped.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
@@ -52,12 +53,11 @@ local function revive(jk, id, state, reason)
   local uk = redis.call('HGET', jk, F.unique)
   if uk then
     -- active again, it holds its unique key again, while it is active,
-    -- unless another live job took the key meanwhile
-    local uq = unique_key(uk)
-    local holder = redis.pcall('GET', uq)
-    if type(holder) ~= 'string' or (holder ~= id and not active_holder(holder)) then
-      redis.call('SET', uq, id)
-    end
+    -- unless another job holds the key meanwhile, as an enqueue would find
+    -- it held (unique_holder: a job that has not finished, or any for the
+    -- key's TTL); a key that holds no string (corrupt data) is taken
+    local holder, corrupt = unique_holder(uk)
+    if corrupt or not holder then redis.call('SET', unique_key(uk), id) end
   end
   -- held by no one (a held job cancelled before this change kept F.held_by)
   redis.call('HDEL', jk, F.finished, F.reason, F.held_by)

@@ -152,3 +152,34 @@ func TestRedriveTakesKeyFromFinishedHolder(t *testing.T) {
 		})
 	}
 }
+
+// TestRedriveLeavesKeyHeldForItsTTL: a redriven job does not take its
+// unique key from a job that holds it for a TTL, finished or not (a
+// helper's audit: the redrive took it without the TTL, and the redriven
+// job's end deleted it inside the other job's hold).
+func TestRedriveLeavesKeyHeldForItsTTL(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", MaxAttempts: 1, Unique: store.Unique{Key: "u"}})
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}); r.State != "archived" {
+				t.Fatalf("a: %+v, want archived", r)
+			}
+			f.enqueue(store.NewJob{Local: "c", Unique: store.Unique{Key: "u", TTL: time.Hour}})
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}); r.State != "completed" {
+				t.Fatalf("c: %+v, want completed", r)
+			}
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"a"}); err != nil || errs[0] != nil {
+				t.Fatalf("redrive a: %v %v", errs, err)
+			}
+			if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}); r.State != "completed" {
+				t.Fatalf("a again: %+v, want completed", r)
+			}
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "d", Kind: "k", Payload: []byte("d"), MaxAttempts: 1, Unique: store.Unique{Key: "u"}}})
+			if err != nil || res[0].Status == store.Added || res[0].Existing != "c" {
+				t.Fatalf("a duplicate inside c's hour: %+v, %v; want held by c", res, err)
+			}
+		})
+	}
+}
