@@ -431,8 +431,8 @@ end
 -- reaps it recounts), nor past 10,000 running jobs (a read each).
 -- It runs only on such data, which no release writes.
 local function cc_recount()
-  local ids = call_aside('ZRANGE', K_RUN, nil, 0, 10000)
-  if #ids > 10000 then return end
+  local ids = call_aside('ZRANGE', K_RUN, nil, 0, 10001) -- and RUN_ANCHOR
+  if #ids > 10001 then return end
   local ending = {}
   for _, id in ipairs(ZREMS[K_RUN] or {}) do ending[id] = true end
   local held = {}

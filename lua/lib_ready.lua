@@ -149,13 +149,14 @@ local function sched_near(limit)
         local s, at = 'scheduled', nil
         if not h.err then s, at = state_of(h[1]), tonumber(h[2]) end
         if at and not (at > -math.huge and at < math.huge) then at = nil end
-        -- (and so does one whose state no release writes, for promote to
-        -- archive: popped here, it would be on no index)
+        -- (and so does one whose state no release writes, at the bucket's
+        -- start, for promote to archive: popped here, it would be on no
+        -- index)
         if s == 'scheduled' or s == 'retryable' or s and not SCODE[s] then
           -- the bucket is popped: a sched of another type is set aside
           -- (call_aside), not raised on
           local score = false
-          if not at then
+          if not at or not SCODE[s] then
             score = b * SCHED_BUCKET
           elseif math.floor(at / SCHED_BUCKET) == b then
             score = at

@@ -184,7 +184,8 @@ func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector,
 
 // Reroute sets the worker a job prefers (sticky routing), or unpins it
 // when s.Worker is "". It returns the job's state; ErrNotFound when there
-// is no such job.
+// is no such job, ErrMalformed (nothing written) when its state field
+// names no state, and a *sluicetype.StateError for a completed job.
 func (s *Store) Reroute(ctx context.Context, ref keys.Ref, st Sticky) (string, error) {
 	state, err := s.run(ctx, lua.Reroute, ref.Partition, ref.Local, st.Worker, st.Mode, ms(st.After)).Text()
 	if err != nil {

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"testing"
@@ -179,6 +180,74 @@ func TestRedriveLeavesKeyHeldForItsTTL(t *testing.T) {
 			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "d", Kind: "k", Payload: []byte("d"), MaxAttempts: 1, Unique: store.Unique{Key: "u"}}})
 			if err != nil || res[0].Status == store.Added || res[0].Existing != "c" {
 				t.Fatalf("a duplicate inside c's hour: %+v, %v; want held by c", res, err)
+			}
+		})
+	}
+}
+
+// TestAckRecountsAChangedKey: a running job whose concurrency key field
+// was changed since its claim frees, at its ack, a key that counts no
+// running job; the ack recounts, and the key its claim counted lets its
+// waiter go.
+func TestAckRecountsAChangedKey(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			lim := store.Limits{ConcurrencyKey: "k", ConcurrencyLimit: 1}
+			f.enqueue(store.NewJob{Local: "bad", Limits: lim}, store.NewJob{Local: "good", Limits: lim})
+			j := f.claimOne("w")
+			f.rdb.HSet(f.ctx, f.p.Job("bad"), "ck", "x")
+			if r := f.ack(j, store.Ack{Code: store.CodeOK}); r.State != "completed" {
+				t.Fatalf("bad: %+v, want completed", r)
+			}
+			if got := claimedLocals(f.claim(10, "w")); !slices.Equal(got, []string{"good"}) {
+				t.Fatalf("claim after the ack: %v, want [good]: k's slot was not freed", got)
+			}
+		})
+	}
+}
+
+// TestDueJobWithNoStateArchived: a scheduled job whose state field names
+// no state is archived as malformed when it falls due, by a maintenance
+// pass or a claim's promotion, not dropped from the scheduled index.
+func TestDueJobWithNoStateArchived(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "m", Delay: time.Second}, store.NewJob{Local: "c", Delay: time.Second})
+			f.rdb.HSet(f.ctx, f.p.Job("m"), "s", "zzz")
+			f.rdb.HSet(f.ctx, f.p.Job("c"), "s", "")
+			f.clk.Advance(time.Minute)
+			if _, err := f.promote(10); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"m", "c"} {
+				if f.rawState(id) != "archived" || f.reason(id) != "malformed" {
+					t.Fatalf("%s is %q (%q), want archived as malformed", id, f.rawState(id), f.reason(id))
+				}
+			}
+		})
+	}
+}
+
+// TestRerouteRefusesNoState: a reroute of a job whose state field names
+// no state is refused as malformed, with nothing written (it wrote the
+// new routing, then answered "not found").
+func TestRerouteRefusesNoState(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j"})
+			f.rdb.HSet(f.ctx, f.p.Job("j"), "s", "")
+			before := f.rdb.HGetAll(f.ctx, f.p.Job("j")).Val()
+			if _, err := f.st.Reroute(f.ctx, f.ref("j"), store.Sticky{Worker: "w2", Mode: "w"}); !errors.Is(err, store.ErrMalformed) {
+				t.Fatalf("reroute: %v, want ErrMalformed", err)
+			}
+			if after := f.rdb.HGetAll(f.ctx, f.p.Job("j")).Val(); !maps.Equal(before, after) {
+				t.Fatalf("the refused reroute wrote the job: %v -> %v", before, after)
 			}
 		})
 	}

@@ -185,8 +185,8 @@ func redriveStatus(op, local, status string) error {
 	return err
 }
 
-// rerouteState maps reroute.lua's and watch.lua's answer: the job's
-// state, or statusNone.
+// rerouteState maps reroute.lua's answer: the job's
+// state, statusNone or statusMalformed.
 func rerouteState(state string) (string, error) {
 	switch state {
 	case statusNone:

@@ -78,8 +78,9 @@ type SignalResult struct {
 // Signal keeps the signal name with payload for the job of ref until one of
 // its steps takes it, and wakes the job if it is suspended waiting for it
 // (lua/signal.lua). key, when not "", makes it idempotent: a signal with
-// the key of one sent to the job before keeps nothing (Duplicate). Errors:
-// ErrNotFound, or a *sluicetype.StateError for a finished job.
+// the key of one sent to the job before keeps nothing (Duplicate), also
+// once the job has finished. Errors: ErrNotFound, or a
+// *sluicetype.StateError for a finished job the key was not sent to.
 func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte, key string) (SignalResult, error) {
 	v, err := s.run(ctx, lua.Signal, ref.Partition, ref.Local, name, payload, key).Result()
 	if err != nil {
