@@ -133,7 +133,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	}()
 	if a.malformed != nil {
 		r = result{err: &outcome.Park{Reason: "malformed", Err: a.malformed}}
-	} else if h, known := w.handlers.Handler(a.Kind); known {
+	} else if h, known := w.handler(a.Kind); known {
 		r = w.call(ctx, h, a)
 	} else {
 		r = result{err: &outcome.Park{Reason: "unknown_kind", Err: fmt.Errorf("no handler registered for kind %q", a.Kind)}}

@@ -34,7 +34,7 @@ type Contained interface {
 
 // contained reports whether kind's handler is Contained.
 func (w *Worker) contained(kind string) bool {
-	h, ok := w.handlers.Handler(kind)
+	h, ok := w.handler(kind)
 	c, is := h.(Contained)
 	return ok && is && c.Contained()
 }
@@ -44,9 +44,25 @@ type Handlers interface {
 	Handler(kind string) (Handler, bool)
 }
 
+// handler is the handler of kind (Handlers.Handler). The worker asks for
+// it from its own goroutines, where a panic would end the process: one in
+// the lookup (a Handlers of the caller's) is kept instead, with its stack,
+// by a handler that returns it as a *PanicError, so that each attempt of
+// the kind is a crash, as a handler's panic makes it, and nothing else
+// stops.
+func (w *Worker) handler(kind string) (h Handler, ok bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			pe := &PanicError{Value: p, Stack: debug.Stack()}
+			h, ok = HandlerFunc(func(context.Context, *Attempt) ([]byte, error) { return nil, pe }), true
+		}
+	}()
+	return w.handlers.Handler(kind)
+}
+
 // known reports whether the worker has a handler for kind.
 func (w *Worker) known(kind string) bool {
-	_, ok := w.handlers.Handler(kind)
+	_, ok := w.handler(kind)
 	return ok
 }
 
@@ -86,7 +102,7 @@ type RetryPolicy interface {
 // RetryPolicy, else Options.Backoff (else DefaultBackoff, should Backoff
 // panic).
 func (w *Worker) retryDelay(a *Attempt, err error) time.Duration {
-	if h, ok := w.handlers.Handler(a.Kind); ok {
+	if h, ok := w.handler(a.Kind); ok {
 		if p, ok := h.(RetryPolicy); ok {
 			if d, ok := callback(w, a, "retry policy panicked; using Options.Backoff", func() time.Duration {
 				return p.RetryDelay(a.Attempt+1, err)

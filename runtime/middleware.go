@@ -24,7 +24,9 @@ import (
 //     attempt is a crash all the same;
 //   - a middleware's own panic counts as a crash of the attempt, like a
 //     handler's: it unwinds through the middleware further out (their
-//     deferred calls run) and the worker recovers it.
+//     deferred calls run) and the worker recovers it. So does a panic as
+//     it wraps next (each Middleware is called once per attempt), and
+//     one in the lookup of the kind's handler (Handlers).
 //
 // Middleware wraps the handlers found for a job's kind; a job without
 // one (unknown kind, malformed) is archived without running any.
@@ -56,10 +58,14 @@ func (w *Worker) call(ctx context.Context, h Handler, a *Attempt) result {
 		}
 		return r.data, r.err
 	})
-	for i := len(w.opts.Middleware) - 1; i >= 0; i-- {
-		chain = w.opts.Middleware[i](chain)
-	}
-	r := recovered(ctx, chain, a)
+	// wrapped inside the recovery: a middleware that panics as it wraps
+	// (not only as it runs) crashes the attempt, not the worker
+	r := recovered(ctx, HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
+		for i := len(w.opts.Middleware) - 1; i >= 0; i-- {
+			chain = w.opts.Middleware[i](chain)
+		}
+		return chain.Work(ctx, a)
+	}), a)
 	if r.panic == nil && r.err == nil && inner != nil { // a middleware swallowed the panic
 		return result{panic: inner.Value, stack: inner.Stack}
 	}

@@ -77,7 +77,8 @@ func TestMiddlewareOrderAndMetadata(t *testing.T) {
 // TestMiddlewarePanics: a handler's panic reaches middleware as a
 // *PanicError and crashes the attempt, even when a middleware swallows
 // it; a middleware may turn it into an ordinary error (a retry); a
-// middleware's own panic crashes the attempt like a handler's.
+// middleware's own panic, as it runs or as it wraps, crashes the attempt
+// like a handler's.
 func TestMiddlewarePanics(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -126,6 +127,12 @@ func TestMiddlewarePanics(t *testing.T) {
 					panic("middleware broke")
 				})
 			},
+		},
+		{
+			// a helper's audit: wrapping ran outside the recovery, and
+			// this panic ended the worker's process
+			name: "middleware panics as it wraps", state: flow.StateQuarantined, lastError: "panic: wrapping broke",
+			mw: func(runtime.Handler) runtime.Handler { panic("wrapping broke") },
 		},
 	}
 	for _, tt := range tests {
