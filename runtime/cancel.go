@@ -24,8 +24,13 @@ func (w *Worker) listenCancels(ctx context.Context) (stop func()) {
 	ps := w.st.Client().Subscribe(ctx, keys.CancelChannel(w.opts.Namespace))
 	// Wait for the confirmation, so that a cancellation published once the
 	// worker is registered (heartbeat.go) is not missed; on failure go-redis
-	// goes on subscribing in the background.
-	if _, err := ps.Receive(ctx); err != nil && ctx.Err() == nil {
+	// goes on subscribing in the background. Not for longer than a
+	// renewal's interval (nor nodeTimeout): the renewals wait behind it,
+	// and a connection that stays open and silent would hold them, and the
+	// worker's own expiry of its leases, for ever.
+	rctx, cancel := context.WithTimeout(ctx, min(nodeTimeout, w.opts.RenewInterval))
+	defer cancel()
+	if _, err := ps.Receive(rctx); err != nil && ctx.Err() == nil {
 		w.log.Warn("subscribing to operator cancellations failed; renewal will report them", "err", err)
 	}
 	ch := ps.Channel()

@@ -98,13 +98,29 @@ func (w *Worker) subscribe(ctx context.Context) (*wakeups, error) {
 // does not answer cannot hold up the others.
 const nodeTimeout = 2 * time.Second
 
-// confirm waits for ps's subscription to every channel.
+// confirmTimeout bounds the wait for a single server's confirmation of
+// the wake-up subscription at start.
+const confirmTimeout = 10 * time.Second
+
+// confirm waits for ps's subscription to every channel: until ctx ends,
+// or for confirmTimeout, for a connection that stays open and silent
+// (go-redis's read has no deadline of its own there, and a cancel does
+// not interrupt it: ps is closed then, which does).
 func (wk *wakeups) confirm(ctx context.Context, ps *redis.PubSub) error {
+	cctx, cancel := context.WithTimeout(ctx, confirmTimeout)
+	defer cancel()
+	stop := context.AfterFunc(cctx, func() { _ = ps.Close() })
 	for range wk.chans {
-		if _, err := ps.Receive(ctx); err != nil {
+		if _, err := ps.Receive(cctx); err != nil {
 			_ = ps.Close()
+			if ctx.Err() == nil && cctx.Err() != nil {
+				return fmt.Errorf("sluice: subscribing to wake-ups: no confirmation from Redis in %v: %w", confirmTimeout, err)
+			}
 			return err
 		}
+	}
+	if !stop() { // closed as the time ran out
+		return fmt.Errorf("sluice: subscribing to wake-ups: no confirmation from Redis in %v", confirmTimeout)
 	}
 	return nil
 }
