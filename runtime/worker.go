@@ -127,9 +127,11 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
 // queue; one wrapping ErrMalformed when the recorded layout of none of
 // its queues can be read: a queue whose entry alone is corrupt is logged
-// and not claimed from, and the others are served), or, after the same shutdown, one that wraps redis.ErrClosed if
-// its Redis client was closed under it. A second Run while one runs
-// returns ErrRunning at once.
+// and not claimed from, and the others are served; one naming the wake-up
+// subscription, which a single Redis server did not confirm within 10 s),
+// or, after the same shutdown, one that wraps redis.ErrClosed if its
+// Redis client was closed under it. A second Run while one runs returns
+// ErrRunning at once.
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.running.CompareAndSwap(false, true) {
 		return ErrRunning
