@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/runtime"
@@ -34,7 +35,9 @@ func TestHandlersPanicIsTheAttemptsCrash(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	reg := register(t, func(context.Context, *flow.Job[obsArgs]) error { return nil })
-	e.startWorker(panickyHandlers{reg: reg, kind: lookupArgs{}.Kind()}, runtime.Options{CrashLimit: 1})
+	// two crashes: the second claim asks whether the suspect's kind is
+	// Contained, which looks its handler up too
+	e.startWorker(panickyHandlers{reg: reg, kind: lookupArgs{}.Kind()}, runtime.Options{CrashLimit: 2, CrashDelay: time.Millisecond})
 	bad := e.Enqueue(lookupArgs{})
 	good := e.Enqueue(obsArgs{})
 	if j := e.WaitState(bad, flow.StateQuarantined); j.LastError != "panic: lookup broke" {

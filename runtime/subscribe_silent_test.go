@@ -33,6 +33,7 @@ import (
 type silentConn struct {
 	net.Conn
 	match    []byte
+	went     chan<- struct{} // told when it goes silent
 	silent   atomic.Bool
 	mu       sync.Mutex
 	deadline time.Time
@@ -43,6 +44,10 @@ type silentConn struct {
 func (c *silentConn) Write(b []byte) (int, error) {
 	if !c.silent.Load() && bytes.Contains(bytes.ToLower(b), []byte("subscribe")) && bytes.Contains(b, c.match) {
 		c.silent.Store(true)
+		select {
+		case c.went <- struct{}{}:
+		default:
+		}
 	}
 	if c.silent.Load() {
 		return len(b), nil
@@ -93,19 +98,21 @@ func (c *silentConn) Close() error {
 }
 
 // silentSubscribeClient is a client of the shared Redis whose SUBSCRIBE
-// naming a channel that contains match goes silent.
-func silentSubscribeClient(t *testing.T, match string) *redis.Client {
+// naming a channel that contains match goes silent; the channel is told
+// when one does.
+func silentSubscribeClient(t *testing.T, match string) (*redis.Client, <-chan struct{}) {
 	addr := shared.Client(t).(*redis.Client).Options().Addr
+	went := make(chan struct{}, 1)
 	rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: func(ctx context.Context, network, a string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, network, a)
 		if err != nil {
 			return nil, err
 		}
-		return &silentConn{Conn: c, match: []byte(match), closed: make(chan struct{})}, nil
+		return &silentConn{Conn: c, match: []byte(match), went: went, closed: make(chan struct{})}, nil
 	}})
 	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
+	return rdb, went
 }
 
 type silentArgs struct{}
@@ -113,8 +120,8 @@ type silentArgs struct{}
 func (silentArgs) Kind() string { return "silent" }
 
 // runStoppable runs w until stop is closed, and fails the test when Run does
-// not return within 10 s of it.
-func runStoppable(t *testing.T, w *runtime.Worker, stop <-chan struct{}) <-chan error {
+// not return within limit of it.
+func runStoppable(t *testing.T, w *runtime.Worker, stop <-chan struct{}, limit time.Duration) <-chan error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -125,8 +132,8 @@ func runStoppable(t *testing.T, w *runtime.Worker, stop <-chan struct{}) <-chan 
 		select {
 		case err := <-done:
 			out <- err
-		case <-time.After(10 * time.Second):
-			t.Errorf("Run did not return within 10 s of its context's end")
+		case <-time.After(limit):
+			t.Errorf("Run did not return within %v of its context's end", limit)
 			out <- nil
 		}
 	}()
@@ -140,7 +147,7 @@ func runStoppable(t *testing.T, w *runtime.Worker, stop <-chan struct{}) <-chan 
 func TestSilentCancelSubscriptionRenews(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	rdb := silentSubscribeClient(t, ":cancel")
+	rdb, _ := silentSubscribeClient(t, ":cancel")
 	const lease = 2 * time.Second
 	started := make(chan struct{}, 1)
 	cause := make(chan error, 1)
@@ -158,7 +165,7 @@ func TestSilentCancelSubscriptionRenews(t *testing.T) {
 	})
 	testkit.Must(t, err)
 	stop := make(chan struct{})
-	done := runStoppable(t, w, stop)
+	done := runStoppable(t, w, stop, 10*time.Second)
 	testkit.Recv(t, started, "the handler to start")
 	claimed := e.Job(id).LeaseExpiry
 	select {
@@ -166,8 +173,9 @@ func TestSilentCancelSubscriptionRenews(t *testing.T) {
 		t.Fatalf("the handler was cancelled (%v) while its worker was alive", c)
 	case <-time.After(2*lease + time.Second):
 	}
-	if j := e.Job(id); j.State != flow.StateRunning || !j.LeaseExpiry.After(claimed) {
-		t.Errorf("after two leases: %s, lease to %v (at claim %v); want running, renewed", j.State, j.LeaseExpiry, claimed)
+	if j := e.Job(id); j.State != flow.StateRunning || !j.LeaseExpiry.After(claimed) || j.CrashAttempt != 0 {
+		t.Errorf("after two leases: %s, lease to %v (at claim %v), crash_attempt %d; want running, renewed, no crash",
+			j.State, j.LeaseExpiry, claimed, j.CrashAttempt)
 	}
 	close(stop)
 	<-done
@@ -177,16 +185,17 @@ func TestSilentCancelSubscriptionRenews(t *testing.T) {
 }
 
 // TestSilentWakeSubscriptionStops: with the wake-up subscription silent
-// as the worker starts, Run returns once its context ends.
+// as the worker starts, Run returns as soon as its context ends, not at
+// the end of the confirmation's bound (10 s).
 func TestSilentWakeSubscriptionStops(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	rdb := silentSubscribeClient(t, ":wake:")
+	rdb, went := silentSubscribeClient(t, ":wake:")
 	w, err := runtime.NewWorker(rdb, flow.NewRegistry(), runtime.Options{Namespace: e.NS})
 	testkit.Must(t, err)
 	stop := make(chan struct{})
-	done := runStoppable(t, w, stop)
-	time.Sleep(300 * time.Millisecond) // into the wait for the confirmation
+	done := runStoppable(t, w, stop, 3*time.Second)
+	testkit.Recv(t, went, "the wake-up subscription to go silent")
 	close(stop)
 	if err := <-done; err != nil {
 		t.Errorf("Run: %v, want nil when its context ends while it starts", err)

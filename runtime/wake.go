@@ -119,7 +119,10 @@ func (wk *wakeups) confirm(ctx context.Context, ps *redis.PubSub) error {
 			return err
 		}
 	}
-	if !stop() { // closed as the time ran out
+	if !stop() { // closed as ctx ended or the time ran out
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		return fmt.Errorf("sluice: subscribing to wake-ups: no confirmation from Redis in %v", confirmTimeout)
 	}
 	return nil
