@@ -53,6 +53,10 @@ type note struct {
 	// partition receives: the child's partition and its outbox entry
 	// (keys.Partition.NoteMark), delivered once by it (lua/notify.lua)
 	mark string
+	// msg and first are its outbox entry and that entry's first ID, to
+	// delete it or dead-letter it by
+	msg   redis.XMessage
+	first string
 }
 
 // RelayResult is what one relay call did.
@@ -105,7 +109,9 @@ var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 // which go elsewhere, are relayed, and the call returns that error with
 // its result. Stopped there, the partition's other effects would wait for
 // the other queue's resize, and once a day short of a week old be
-// dead-lettered unapplied.
+// dead-lettered unapplied. Notifications to a partition at a newer data
+// model are held alike; those to one that refuses every call for good
+// (its data model key corrupt) are dead-lettered.
 func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
 	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
@@ -149,8 +155,8 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 				continue
 			}
 			n.mark = p.Queue + ":" + strconv.Itoa(p.Index) + ":" + first
+			n.msg, n.first = m, first
 			notes[n.parent.Partition] = append(notes[n.parent.Partition], n)
-			done = append(done, m.ID)
 		case "fx":
 			b, _ := m.Values["b"].(string)
 			if err := s.relayEffect(ctx, []byte(b)); err != nil {
@@ -175,7 +181,23 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result, n.mark)
 		}
 		if err := s.run(ctx, lua.Notify, pp, args...).Err(); err != nil {
-			return RelayResult{}, err
+			switch {
+			case ctx.Err() == nil && errors.Is(err, ErrNewerDataModel):
+				held = cmp.Or(held, err) // a newer process delivers them
+			case passes(ctx, err):
+				return RelayResult{}, err
+			default:
+				// the parent's partition refuses every call (its data
+				// model key is corrupt): its notifications are
+				// dead-lettered, and the entries after them relayed
+				for _, n := range ns {
+					bury(n.msg, n.first, "notification not delivered: "+err.Error())
+				}
+			}
+			continue
+		}
+		for _, n := range ns {
+			done = append(done, n.msg.ID)
 		}
 	}
 	if len(done) > 0 {

@@ -1,0 +1,50 @@
+package store_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestRelayNotificationRefusedIsItsAlone: a child's notification bound
+// for a parent whose partition refuses every call (its data model key
+// corrupt) is dead-lettered, and one bound for a partition at a newer
+// data model is held; either way the effects behind it are relayed. A
+// helper's audit found the notification's failure stopped every pass of
+// the child's outbox, for ever: nothing after it relayed, nothing
+// dead-lettered.
+func TestRelayNotificationRefusedIsItsAlone(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"corrupt model", "newer model"} {
+		t.Run(mode, func(t *testing.T) {
+			f := newFixture(t, backends(t)[1]) // a real redis-server
+			par := f.st.Partition("par", 0)
+			if mode == "corrupt model" {
+				f.rdb.RPush(f.ctx, par.DataModel(), "x")
+			} else {
+				f.rdb.Set(f.ctx, par.DataModel(), "2", 0)
+			}
+			f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: []any{
+				"t", "n", "p", "par:0:parent1", "s", "spawn", "c", "child1", "st", "completed", "r", ""}})
+			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
+			f.commitElsewhere("a", ledger, "1")
+			f.commitElsewhere("b", ledger, "10")
+			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			if got := f.rdb.Get(f.ctx, ledger).Val(); got != "11" {
+				t.Fatalf("ledger %q after the pass (%+v, %v): the effects behind the notification were not relayed", got, res, err)
+			}
+			left := f.rdb.XLen(f.ctx, f.p.Outbox()).Val()
+			if mode == "corrupt model" {
+				if err != nil || len(res.Dead) != 1 || left != 0 {
+					t.Errorf("pass: %+v, %v, %d entries left; want the notification dead-lettered, nothing left", res, err, left)
+				}
+			} else if !errors.Is(err, store.ErrNewerDataModel) || len(res.Dead) != 0 || left != 1 {
+				t.Errorf("pass: %+v, %v, %d entries left; want the notification held (ErrNewerDataModel), alone", res, err, left)
+			}
+		})
+	}
+}
