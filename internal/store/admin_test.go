@@ -34,10 +34,18 @@ func (f *fixture) stats() map[string]int64 {
 func (f *fixture) archive(locals ...string) {
 	f.t.Helper()
 	for _, l := range locals {
-		f.enqueue(store.NewJob{Local: l, MaxAttempts: 1})
-		if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}); r.State != "archived" {
-			f.t.Fatalf("%s: %+v, want archived", l, r)
-		}
+		f.archiveJob(store.NewJob{Local: l})
+	}
+}
+
+// archiveJob enqueues j with max attempts 1 and runs it into archived
+// with one failed attempt.
+func (f *fixture) archiveJob(j store.NewJob) {
+	f.t.Helper()
+	j.MaxAttempts = 1
+	f.enqueue(j)
+	if r := f.ack(f.claimOne("w"), store.Ack{Code: store.CodeRetry, Reason: "error", Message: "boom"}); r.State != "archived" {
+		f.t.Fatalf("%s: %+v, want archived", j.Local, r)
 	}
 }
 
