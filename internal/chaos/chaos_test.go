@@ -57,7 +57,8 @@ const (
 // through a TCP proxy, while a producer keeps enqueueing and a controller
 // SIGKILLs workers, SIGSTOPs them past their lease and resumes them,
 // restarts them gracefully, restarts Redis (append-only, fsync always;
-// half the time after a SIGKILL) and cuts every proxied connection; the
+// half the time after a SIGKILL), cuts every proxied connection and silences
+// every one (cut three leases later; Proxy.Silence); the
 // proxy also loses the reply to, or delivers twice, a few of the script
 // calls (dropRate, dupRate); every other worker process re-sends nothing
 // at go-redis's level (workerConfig.NoRetries), so that a lost reply
@@ -353,7 +354,7 @@ func TestChaos(t *testing.T) {
 	ss := sg.stats()
 	again := reruns(t, direct, ns, len(ids))
 	summary := fmt.Sprintf("chaos %s + drain %s (seed %d): %d jobs + %d bad-effect jobs (errors by class %v), "+
-		"%d kills, %d stalls, %d worker restarts, %d Redis restarts (%d after SIGKILL), %d proxy cuts (%d connections), "+
+		"%d kills, %d stalls, %d worker restarts, %d Redis restarts (%d after SIGKILL), %d proxy cuts (%d connections), %d silences (%d connections), "+
 		"script calls faulted at %g%% drop, %g%% duplicate (seed %d): %d replies dropped, %d requests duplicated; "+
 		"%d worker processes ended by exit pills (%d exit pill runs), %d rejected stale writes (%d steps, %d outcomes), "+
 		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
@@ -361,7 +362,7 @@ func TestChaos(t *testing.T) {
 		"%d enqueue calls retried; %d jobs trickled, %d pushes published (%d jobs: %d started, %d handed back, %d lost; "+
 		"%d started unseen by the watch), %d crashes charged to %d trickled jobs (at most %d to one); %s",
 		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
-		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns,
+		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns, ctl.Silences, ctl.SilencedConns,
 		dropRate*100, dupRate*100, seed, dropped, duplicated,
 		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
 		quarantined, len(culprits), hashes, len(parts),
@@ -371,7 +372,7 @@ func TestChaos(t *testing.T) {
 
 	// The chaos happened: each fault at least once, and zombies tried to
 	// write and were refused.
-	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || stale == 0 ||
+	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || ctl.Silences == 0 || stale == 0 ||
 		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes || pushed == 0 ||
 		wst.Plain == 0 || wst.Remind == 0 || wst.Silent == 0 || wst.Naps == 0 ||
 		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 {

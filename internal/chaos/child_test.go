@@ -47,6 +47,8 @@ type workerConfig struct {
 	// sends again itself (claims, acks, step commits under their IDs)
 	// meets the faults.
 	NoRetries bool
+	// ReadTimeout is the Redis client's (go-redis's default when 0).
+	ReadTimeout time.Duration
 }
 
 // ordinaryCrashLimit is the crash limit of the ordinary jobs' workers:
@@ -72,7 +74,7 @@ func childMain(raw string) int {
 		fmt.Fprintln(os.Stderr, "worker: bad config:", err)
 		return 2
 	}
-	ro := &redis.Options{Addr: cfg.Addr, DialTimeout: time.Second}
+	ro := &redis.Options{Addr: cfg.Addr, DialTimeout: time.Second, ReadTimeout: cfg.ReadTimeout}
 	if cfg.NoRetries {
 		ro.MaxRetries = -1
 	}

@@ -26,12 +26,13 @@ const (
 	faultRestart              // SIGTERM a worker (graceful), start a replacement
 	faultRedis                // restart Redis (half the time after a SIGKILL)
 	faultCut                  // cut every connection through the proxy
+	faultSilence              // silence every connection through the proxy, cut it later
 	numFaults
 )
 
 // counts are the faults injected.
 type counts struct {
-	Kills, Stalls, Restarts, RedisRestarts, RedisKills, Cuts, CutConns int
+	Kills, Stalls, Restarts, RedisRestarts, RedisKills, Cuts, CutConns, Silences, SilencedConns int
 }
 
 // controller injects faults into a fleet of workers, their proxy and
@@ -132,6 +133,11 @@ func (c *controller) inject(f fault) bool {
 	case faultCut:
 		c.CutConns += c.proxy.Cut()
 		c.Cuts++
+	case faultSilence:
+		// the calls on them learn of it by their read timeout (go-redis's
+		// default, 3 s: past the lease); a subscription when the hold ends
+		c.SilencedConns += c.proxy.Silence(3 * lease)
+		c.Silences++
 	}
 	return true
 }
@@ -140,7 +146,7 @@ func (c *controller) inject(f fault) bool {
 // stale write of a stalled worker refused.
 func (c *controller) everyKind() bool {
 	zombies := c.fleet.staleSteps.Load()+c.fleet.staleOutcomes.Load() > 0
-	return c.Kills > 0 && c.Stalls > 0 && c.Restarts > 0 && c.RedisRestarts > 0 && c.Cuts > 0 && zombies
+	return c.Kills > 0 && c.Stalls > 0 && c.Restarts > 0 && c.RedisRestarts > 0 && c.Cuts > 0 && c.Silences > 0 && zombies
 }
 
 // resumeDue resumes the stopped workers whose time has come.

@@ -31,10 +31,12 @@ const ledgerSteps = 4
 // increment of its own counter in two ledgers, and a completion effect.
 // Pad is padFor(N): every fourth job carries a payload long enough for a
 // key of its own (lua/lib_chunks.lua, BODY_MIN), which must reach every attempt
-// intact.
+// intact. A non-zero Pause is how long each step works, instead of
+// 10-40 ms.
 type ledgerJob struct {
-	N   int
-	Pad []byte
+	N     int
+	Pad   []byte
+	Pause time.Duration `json:",omitempty"`
 }
 
 // padFor is job n's padding.
@@ -168,7 +170,11 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 			field := ledgerField(n, name)
 			err := step.Do(ctx, name, func(ctx context.Context) error {
 				_ = rdb.HIncrBy(context.WithoutCancel(ctx), stepRuns(ns), field, 1).Err() // statistics only
-				time.Sleep(time.Duration(10+rand.IntN(31)) * time.Millisecond)
+				pause := job.Args.Pause
+				if pause == 0 {
+					pause = time.Duration(10+rand.IntN(31)) * time.Millisecond
+				}
+				time.Sleep(pause)
 				return step.Effect(ctx,
 					idempotency.HIncrBy(idempotency.SlotKey(ctx, "ledger"), field, 1),
 					idempotency.HIncrBy(foreignLedger(ns), field, 1))

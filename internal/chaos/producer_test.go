@@ -31,6 +31,8 @@ type producer struct {
 	onWorkflow func(k int, id string, args approvalJob)
 	// ledgerOnly: ledger jobs alone, none of the others
 	ledgerOnly bool
+	// slowPause, if set, is the Pause of every odd ledger job's steps
+	slowPause time.Duration
 
 	// pending is the size of a batch whose enqueue failed: it is sent
 	// again, whole, before anything else (part of it may exist).
@@ -93,7 +95,11 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	items := make([]flow.Item, 0, n+n/badEvery+n/wfEvery+n/napEvery+3)
 	var bad, wf, naps []int // the other jobs of the call, after the ledger jobs in this order
 	for i := range n {
-		items = append(items, flow.Item{Args: ledgerJob{N: next + i, Pad: padFor(next + i)}, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}})
+		args := ledgerJob{N: next + i, Pad: padFor(next + i)}
+		if (next+i)%2 == 1 {
+			args.Pause = p.slowPause
+		}
+		items = append(items, flow.Item{Args: args, Opts: []flow.EnqueueOption{flow.WithID(fmt.Sprintf("j%d", next+i))}})
 		if p.ledgerOnly {
 			continue
 		}

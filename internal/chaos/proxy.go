@@ -1,7 +1,7 @@
 // Package chaos holds the machinery of Sluice's chaos suite (chaos_test.go):
 // a TCP proxy between worker processes and Redis that can cut every
-// connection at once, lose the reply to a request Redis ran, or deliver a
-// request twice. The suite itself runs real worker processes against it
+// connection at once, silence every connection for a while, lose the reply
+// to a request Redis ran, or deliver a request twice. The suite itself runs real worker processes against it
 // while faults are injected; see TestChaos.
 package chaos
 
@@ -33,16 +33,18 @@ type Proxy struct {
 	ln       net.Listener
 	upstream string
 
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	quit   chan struct{} // closed by Close: a late drop's hold ends
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	links    map[*link]struct{}
+	closed   bool
+	silenced int           // client connections silenced
+	quit     chan struct{} // closed by Close: a late drop's hold ends
+	wg       sync.WaitGroup
 
 	fmu                 sync.Mutex // guards the faults below
 	armed               []*injection
-	random              *randomFaults // nil when off
-	late                *lateDrops    // nil when off
+	random              *randomFaults   // nil when off
+	late                *lateDrops      // nil when off
+	silent              *silentRequests // nil when off
 	dropped, duplicated int
 	lateDropped         int // of dropped
 }
@@ -53,7 +55,7 @@ func NewProxy(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}, quit: make(chan struct{})}
+	p := &Proxy{ln: ln, upstream: upstream, links: map[*link]struct{}{}, quit: make(chan struct{})}
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -66,11 +68,12 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 func (p *Proxy) Cut() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
+	for l := range p.links {
+		l.client.Close()
+		l.server.Close()
 	}
-	n := len(p.conns) / 2
-	clear(p.conns)
+	n := len(p.links)
+	clear(p.links)
 	return n
 }
 
@@ -321,13 +324,13 @@ func (p *Proxy) forward(c net.Conn) {
 		c.Close()
 		return
 	}
-	if !p.track(c, u) {
+	l := &link{p: p, client: &muteConn{Conn: c}, server: &muteConn{Conn: u}}
+	if !p.track(l) {
 		c.Close()
 		u.Close()
 		return
 	}
-	defer p.untrack(c, u)
-	l := &link{p: p, client: c, server: u}
+	defer p.untrack(l)
 	done := make(chan struct{}, 2)
 	go func() {
 		l.requests()
@@ -349,7 +352,7 @@ func (p *Proxy) forward(c net.Conn) {
 // replies come back in the order of the requests.
 type link struct {
 	p              *Proxy
-	client, server net.Conn
+	client, server *muteConn
 
 	mu      sync.Mutex
 	pending []pending // one per request whose reply has not come back, from first on
@@ -394,19 +397,16 @@ func (l *link) requests() {
 			}
 			continue
 		}
+		if hold, ok := l.p.silences(func() []string { return strArgs(buf, args) }); ok {
+			l.p.silenceLink(l, hold) // this request and all after it go nowhere
+		}
 		var e pending
 		switch name := buf[args[0][0]:args[0][1]]; {
 		case passthrough(name):
 			e.raw = true
 		case !faultable(name):
 		default:
-			e.verdict = l.p.decide(func() []string {
-				s := make([]string, len(args))
-				for i, a := range args {
-					s[i] = string(buf[a[0]:a[1]])
-				}
-				return s
-			})
+			e.verdict = l.p.decide(func() []string { return strArgs(buf, args) })
 		}
 		// Before the request goes out, or its reply could beat the entry.
 		l.push(e)
@@ -485,6 +485,15 @@ func (l *link) replies() {
 	}
 }
 
+// strArgs returns a request's arguments, args' ranges of buf, as strings.
+func strArgs(buf []byte, args [][2]int) []string {
+	s := make([]string, len(args))
+	for i, a := range args {
+		s[i] = string(buf[a[0]:a[1]])
+	}
+	return s
+}
+
 // trim lets a buffer that held a large request or reply go, rather than
 // keep it as long as the connection lasts.
 func trim(buf []byte) []byte {
@@ -551,7 +560,7 @@ func faultable(name []byte) bool {
 
 // copyRaw copies src to dst unparsed until either fails, after flushing
 // w (dst's writer) and passing on what r (src's reader) holds.
-func copyRaw(dst, src net.Conn, w *bufio.Writer, r *bufio.Reader) {
+func copyRaw(dst, src *muteConn, w *bufio.Writer, r *bufio.Reader) {
 	if w.Flush() != nil {
 		return
 	}
@@ -583,19 +592,18 @@ func (f flushReader) Read(p []byte) (int, error) {
 	return f.r.Read(p)
 }
 
-func (p *Proxy) track(c, u net.Conn) bool {
+func (p *Proxy) track(l *link) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
 		return false
 	}
-	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+	p.links[l] = struct{}{}
 	return true
 }
 
-func (p *Proxy) untrack(c, u net.Conn) {
+func (p *Proxy) untrack(l *link) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	delete(p.conns, c)
-	delete(p.conns, u)
+	delete(p.links, l)
 }
