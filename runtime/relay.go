@@ -26,18 +26,19 @@ func (w *Worker) kickRelay() {
 func (w *Worker) relayLoop(ctx context.Context) {
 	for n := 1; ; n++ {
 		for _, p := range w.parts {
+			after := ""
 			for {
-				res, err := w.st.RelayOutbox(ctx, p, relayLimit)
+				res, err := w.st.RelayOutbox(ctx, p, after, relayLimit)
 				w.reportDead(ctx, p, res.Dead)
-				if err != nil {
-					if ctx.Err() == nil {
-						w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
-					}
+				if err != nil && ctx.Err() == nil {
+					w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
+				}
+				// a full batch goes on after its last entry, past those it
+				// held (they stay at the front), unless the call failed
+				if res.Handled < relayLimit || err != nil && res.Held == 0 {
 					break
 				}
-				if res.Handled < relayLimit {
-					break
-				}
+				after = res.Last
 			}
 		}
 		t := w.clk.NewTimer(w.opts.MaintenanceInterval)

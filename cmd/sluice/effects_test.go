@@ -52,7 +52,7 @@ func TestEffectsCommands(t *testing.T) {
 	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
 		t.Fatalf("ack: %+v %v", r, err)
 	}
-	if r, err := f.st.RelayOutbox(f.ctx, p, 10); err != nil || len(r.Dead) != 1 {
+	if r, err := f.st.RelayOutbox(f.ctx, p, "", 10); err != nil || len(r.Dead) != 1 {
 		t.Fatalf("relay: %+v %v", r, err)
 	}
 	out := check(exitOK, "effects", "list", "--queue", "default")

@@ -237,7 +237,7 @@ func TestChildCompletionWithCorruptParent(t *testing.T) {
 			if _, _, err := f.st.Ack(f.ctx, g.p, []store.Ack{{Lease: held["c"], Code: store.CodeOK}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.st.RelayOutbox(f.ctx, g.p, 100); err != nil {
+			if _, err := f.st.RelayOutbox(f.ctx, g.p, "", 100); err != nil {
 				t.Fatalf("relay: %v", err)
 			}
 			if n := f.rdb.XLen(f.ctx, g.p.Outbox()).Val(); n != 0 {

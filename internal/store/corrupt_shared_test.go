@@ -218,7 +218,7 @@ func TestBuryCorruptDeadCount(t *testing.T) {
 				}
 			}
 			f.rdb.HSet(f.ctx, f.p.Job("B"), keys.FieldDeadEffects, "x")
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || len(res.Dead) != 2 {
 				t.Fatalf("relay: %+v %v, want both effects reported dead", res, err)
 			}

@@ -32,7 +32,7 @@ func TestDeadEffectsVisible(t *testing.T) {
 			if n, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil || n != 2 {
 				t.Fatalf("checkpoint: %d outboxed, %v", n, err)
 			}
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || res.Handled != 2 || len(res.Dead) != 1 {
 				t.Fatalf("relay: %+v %v, want 2 handled, 1 dead", res, err)
 			}
@@ -63,7 +63,7 @@ func TestDeadEffectsVisible(t *testing.T) {
 				!errors.Is(errs[3], store.ErrNoDeadEffect) {
 				t.Fatalf("revive: %v %v", errs, err)
 			}
-			if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+			if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
 				t.Fatalf("relay after revive: %+v %v", res, err)
 			}
 			if v, _ := f.rdb.Get(f.ctx, bad).Result(); v != "5" {
@@ -95,7 +95,7 @@ func TestBuryIntoCorruptDeadStream(t *testing.T) {
 			if _, err := f.checkpoint(store.Checkpoint{Lease: lease(j), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "job:s", Effects: fx}); err != nil {
 				t.Fatalf("checkpoint: %v", err)
 			}
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || len(res.Dead) != 2 {
 				t.Fatalf("relay: %+v %v, want 2 dead", res, err)
 			}
@@ -125,7 +125,7 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 		Effects: []sluicetype.Effect{fx("INCRBY", ledger, "3")}}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+	res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 	if err != nil || len(res.Dead) != 1 || res.Dead[0].Entry != "1-1" || !strings.Contains(res.Dead[0].Error, "older than") {
 		t.Fatalf("relay: %+v %v", res, err)
 	}
@@ -138,7 +138,7 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	if errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{dead[len(dead)-1].ID}); err != nil || errs[0] != nil {
 		t.Fatalf("revive: %v %v", errs, err)
 	}
-	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+	if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
 		t.Fatalf("relay of the revived old entry: %+v %v", res, err)
 	}
 }
@@ -165,7 +165,7 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("outbox: %v", entries)
 	}
-	if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "5" {
@@ -181,7 +181,7 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 	}
 	mark, _ := keys.EffectMark(f.p.NS, ledger, "job:s:0")
 	for round := 0; round < 3; round++ {
-		res, err := f.st.RelayOutbox(f.ctx, p2, 10)
+		res, err := f.st.RelayOutbox(f.ctx, p2, "", 10)
 		if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
 			t.Fatalf("round %d: relay: %+v %v, want the entry dead-lettered as too old", round, res, err)
 		}
@@ -223,7 +223,7 @@ func TestOldNotificationDelivered(t *testing.T) {
 	if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: old.Outbox(), ID: "1-1", Values: entries[0].Values}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	res, err := f.st.RelayOutbox(f.ctx, old, 10)
+	res, err := f.st.RelayOutbox(f.ctx, old, "", 10)
 	if err != nil || res.Handled != 1 || len(res.Dead) != 0 {
 		t.Fatalf("relay: %+v %v, want the notification delivered", res, err)
 	}

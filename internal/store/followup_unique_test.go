@@ -42,7 +42,7 @@ func TestUniqueFollowUpRelayedTwice(t *testing.T) {
 			if err != nil || len(entries) != 1 {
 				t.Fatalf("outbox: %v %v", entries, err)
 			}
-			if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+			if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 				t.Fatal(err)
 			}
 			cr, err := f.st.Claim(f.ctx, next, store.ClaimRequest{N: 1, Lease: 30 * time.Second, Worker: "w", Nonce: "n1", PromoteLimit: 100})
@@ -56,7 +56,7 @@ func TestUniqueFollowUpRelayedTwice(t *testing.T) {
 			if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: entries[0].Values}).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+			if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 				t.Fatal(err)
 			}
 			follow := keys.Ref{Partition: next, Local: "order@1:#complete:0"}

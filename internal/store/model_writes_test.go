@@ -735,7 +735,7 @@ func (r *modelRun) opRelay(limit int) {
 	if err != nil {
 		r.fail("XLEN: %v", err)
 	}
-	res, err := r.st.RelayOutbox(r.ctx, r.p, limit)
+	res, err := r.st.RelayOutbox(r.ctx, r.p, "", limit)
 	r.logf("relay %d of %d outbox entries -> %+v %v", limit, before, res, err)
 	if err == nil && int64(res.Handled) != min(int64(limit), before) {
 		r.fail("relay of %d handled %d entries, want %d of %d", limit, res.Handled, min(int64(limit), before), before)

@@ -75,7 +75,7 @@ func TestStaleChildNotificationDeliveredOnce(t *testing.T) {
 			// relayer X reads the outbox (the first notification) and pauses
 			xdone := make(chan error, 1)
 			go func() {
-				_, err := stX.RelayOutbox(f.ctx, g.p, 100)
+				_, err := stX.RelayOutbox(f.ctx, g.p, "", 100)
 				xdone <- err
 			}()
 			<-hook.read
@@ -88,7 +88,7 @@ func TestStaleChildNotificationDeliveredOnce(t *testing.T) {
 				t.Fatalf("ok: %+v", r)
 			}
 			// relayer Y relays both notifications, in order
-			if _, err := st.RelayOutbox(f.ctx, g.p, 100); err != nil {
+			if _, err := st.RelayOutbox(f.ctx, g.p, "", 100); err != nil {
 				t.Fatal(err)
 			}
 			if v := f.rdb.HGet(f.ctx, f.p.Kids("P"), "c").Val(); !strings.HasPrefix(v, "completed") {

@@ -63,6 +63,8 @@ type note struct {
 type RelayResult struct {
 	Handled int          // outbox entries read
 	Dead    []DeadEffect // those of them dead-lettered
+	Held    int          // those of them left for a later pass (held)
+	Last    string       // the ID of the last entry read: where the next batch starts
 }
 
 // DeadEffect is an outbox entry that could not be relayed: an effect on a
@@ -90,7 +92,8 @@ type DeadEffect struct {
 // ErrNoDeadEffect: no dead-lettered outbox entry has this ID.
 var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 
-// RelayOutbox relays up to limit outbox entries of one partition: effects
+// RelayOutbox relays up to limit outbox entries of one partition, those
+// after the entry ID after ("" for the first): effects
 // on keys in other slots (each applied exactly once, by its dedup marker;
 // one older than relayMaxAge is dead-lettered instead), follow-up jobs
 // (placed again by their queue's layout when a shrink retired their
@@ -111,9 +114,16 @@ var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 // the other queue's resize, and once a day short of a week old be
 // dead-lettered unapplied. Notifications to a partition at a newer data
 // model are held alike; those to one that refuses every call for good
-// (its data model key corrupt) are dead-lettered.
-func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (RelayResult, error) {
-	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), "-", "+", int64(limit)).Result()
+// (its data model key corrupt) are dead-lettered. Held entries stay at
+// the front of the outbox: a caller that read a full batch goes on after
+// its Last entry, or the entries behind a batch's worth of held ones
+// would wait with them.
+func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string, limit int) (RelayResult, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	msgs, err := s.rdb.XRangeN(ctx, p.Outbox(), start, "+", int64(limit)).Result()
 	if err != nil || len(msgs) == 0 {
 		return RelayResult{}, err
 	}
@@ -134,7 +144,10 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		dead = append(dead, d)
 	}
 	oldest := now.Add(-relayMaxAge)
-	var held error // the first entry's left for a later pass
+	var (
+		held  error // the first entry's left for a later pass
+		nheld int
+	)
 	for _, m := range msgs {
 		first, _ := m.Values["o"].(string) // a revived entry's first ID (lua/deadfx.lua)
 		if first == "" {
@@ -162,6 +175,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 			if err := s.relayEffect(ctx, []byte(b)); err != nil {
 				if ctx.Err() == nil && (errors.Is(err, errResizing) || errors.Is(err, ErrNewerDataModel)) {
 					held = cmp.Or(held, err) // its target's matter, not the others'
+					nheld++
 					continue
 				}
 				if passes(ctx, err) {
@@ -184,6 +198,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 			switch {
 			case ctx.Err() == nil && errors.Is(err, ErrNewerDataModel):
 				held = cmp.Or(held, err) // a newer process delivers them
+				nheld += len(ns)
 			case passes(ctx, err):
 				return RelayResult{}, err
 			default:
@@ -206,7 +221,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, limit int) (R
 		}
 	}
 	buried, err := s.bury(ctx, p, dead)
-	return RelayResult{Handled: len(msgs), Dead: buried}, cmp.Or(err, held)
+	return RelayResult{Handled: len(msgs), Dead: buried, Held: nheld, Last: msgs[len(msgs)-1].ID}, cmp.Or(err, held)
 }
 
 // passes reports whether relaying an entry failed for a reason known to

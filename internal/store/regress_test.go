@@ -81,7 +81,7 @@ func TestFollowUpRelayedTwiceEnqueuedOnce(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("outbox: %v %v", entries, err)
 	}
-	if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 		t.Fatal(err)
 	}
 	follow := keys.Ref{Partition: next, Local: "order@1:#complete:0"}
@@ -89,7 +89,7 @@ func TestFollowUpRelayedTwiceEnqueuedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.rdb.XAdd(context.Background(), &redis.XAddArgs{Stream: f.p.Outbox(), Values: entries[0].Values}) // relayed again
-	if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.st.Get(f.ctx, follow); err == nil {

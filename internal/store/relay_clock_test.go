@@ -31,7 +31,7 @@ func TestRelayAgeInStoreTime(t *testing.T) {
 	f, ledger := relayedEffect(t, rdb)
 	st := f.st
 	m.SetTime(now.Add(10 * 24 * time.Hour))
-	res, err := st.RelayOutbox(f.ctx, f.p, 10)
+	res, err := st.RelayOutbox(f.ctx, f.p, "", 10)
 	if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
 		t.Fatalf("relay of an entry 10 days old in store time: %+v %v, want it dead-lettered as too old", res, err)
 	}
@@ -50,7 +50,7 @@ func TestRelayAgeOnTheClusterNode(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	f, ledger := relayedEffect(t, rdb)
 	st := f.st
-	if res, err := st.RelayOutbox(f.ctx, f.p, 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
+	if res, err := st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || res.Handled != 1 || len(res.Dead) != 0 {
 		t.Fatalf("relay: %+v %v, want the entry relayed", res, err)
 	}
 	if v, _ := rdb.Get(f.ctx, ledger).Result(); v != "3" {

@@ -33,7 +33,7 @@ func TestRelayNotificationRefusedIsItsAlone(t *testing.T) {
 			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.commitElsewhere("a", ledger, "1")
 			f.commitElsewhere("b", ledger, "10")
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if got := f.rdb.Get(f.ctx, ledger).Val(); got != "11" {
 				t.Fatalf("ledger %q after the pass (%+v, %v): the effects behind the notification were not relayed", got, res, err)
 			}
@@ -44,6 +44,43 @@ func TestRelayNotificationRefusedIsItsAlone(t *testing.T) {
 				}
 			} else if !errors.Is(err, store.ErrNewerDataModel) || len(res.Dead) != 0 || left != 1 {
 				t.Errorf("pass: %+v, %v, %d entries left; want the notification held (ErrNewerDataModel), alone", res, err, left)
+			}
+		})
+	}
+}
+
+// TestRelayHeldBatchGoesOn: a batch that read only held entries says how
+// many it held and where it stopped, and the batch after its last entry
+// relays the effect behind them; the held entries stay at the front.
+func TestRelayHeldBatchGoesOn(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			par := f.st.Partition("par", 0)
+			f.rdb.Set(f.ctx, par.DataModel(), "2", 0)
+			for _, c := range []string{"child1", "child2"} {
+				f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: []any{
+					"t", "n", "p", "par:0:parent1", "s", "spawn", "c", c, "st", "completed", "r", ""}})
+			}
+			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
+			f.commitElsewhere("a", ledger, "1")
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 2)
+			if !errors.Is(err, store.ErrNewerDataModel) || res.Handled != 2 || res.Held != 2 || res.Last == "" {
+				t.Fatalf("first batch: %+v, %v; want 2 read, 2 held (ErrNewerDataModel), its last ID", res, err)
+			}
+			if got := f.rdb.Get(f.ctx, ledger).Val(); got != "" {
+				t.Fatalf("ledger %q after the held batch, want nothing yet", got)
+			}
+			res, err = f.st.RelayOutbox(f.ctx, f.p, res.Last, 2)
+			if err != nil || res.Handled != 1 || res.Held != 0 {
+				t.Errorf("batch after it: %+v, %v; want the effect read, nothing held", res, err)
+			}
+			if got := f.rdb.Get(f.ctx, ledger).Val(); got != "1" {
+				t.Errorf("ledger %q after the batch behind the held ones, want 1", got)
+			}
+			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 2 {
+				t.Errorf("outbox holds %d entries, want the 2 held", n)
 			}
 		})
 	}

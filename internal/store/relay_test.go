@@ -110,7 +110,7 @@ func TestRetiredFollowUpPlacedAgain(t *testing.T) {
 			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.commitElsewhere("other", ledger, "7")
 
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || res.Handled != 2 || len(res.Dead) != 0 {
 				t.Fatalf("relay: %+v %v, want 2 handled, none dead", res, err)
 			}
@@ -126,7 +126,7 @@ func TestRetiredFollowUpPlacedAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: entry}) // relayed again
-			if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 0 {
+			if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || len(res.Dead) != 0 {
 				t.Fatalf("relay again: %+v %v", res, err)
 			}
 			if at := f.holders("next", 3, local); len(at) != 0 {
@@ -150,7 +150,7 @@ func TestFollowUpEnqueuedBeforeRetire(t *testing.T) {
 		t.Fatal(err)
 	}
 	entry, local := f.commitFollowUp("order", f.st.Partition("next", 1))
-	if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.st.Delete(f.ctx, keys.Ref{Partition: f.st.Partition("next", 1), Local: local}); err != nil {
@@ -158,7 +158,7 @@ func TestFollowUpEnqueuedBeforeRetire(t *testing.T) {
 	}
 	f.shrink("next", 2, 1)
 	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: entry})
-	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 0 || res.Handled != 1 {
+	if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || len(res.Dead) != 0 || res.Handled != 1 {
 		t.Fatalf("relay again: %+v %v", res, err)
 	}
 	if at := f.holders("next", 2, local); len(at) != 0 {
@@ -187,7 +187,7 @@ func TestFollowUpDuringShrink(t *testing.T) {
 	// pass stopped at the follow-up, and a week later both were dead)
 	ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 	f.commitElsewhere("other", ledger, "7")
-	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err == nil || len(res.Dead) != 0 {
+	if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err == nil || len(res.Dead) != 0 {
 		t.Fatalf("relay during the shrink: %+v %v, want an error and nothing dead", res, err)
 	}
 	if v := f.rdb.Get(f.ctx, ledger).Val(); v != "7" {
@@ -197,7 +197,7 @@ func TestFollowUpDuringShrink(t *testing.T) {
 		t.Fatalf("%d entries in the outbox, want the follow-up's", n)
 	}
 	f.resizeLayout("next", lay.Version, 1)
-	if res, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil || len(res.Dead) != 0 {
+	if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || len(res.Dead) != 0 {
 		t.Fatalf("relay after the shrink: %+v %v", res, err)
 	}
 	if at := f.holders("next", 2, local); len(at) != 1 || at[0] != 0 {
@@ -234,7 +234,7 @@ func TestUnplaceableFollowUpDeadLettered(t *testing.T) {
 			f.commitFollowUp("order", to)
 			ledger := redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			f.commitElsewhere("other", ledger, "7")
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || res.Handled != 2 || len(res.Dead) != 1 || res.Dead[0].Job != "order" ||
 				!strings.Contains(res.Dead[0].Error, tc.want) {
 				t.Fatalf("relay: %+v %v, want the follow-up dead-lettered (%q)", res, err, tc.want)

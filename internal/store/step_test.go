@@ -79,14 +79,14 @@ func TestRelayOnce(t *testing.T) {
 				t.Fatalf("outbox %v, %v", entries, err)
 			}
 			for range 3 { // the first relay applies; later ones see the entry again
-				if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+				if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 					t.Fatal(err)
 				}
 				if err := f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: entries[0].Values}).Err(); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := f.st.RelayOutbox(f.ctx, f.p, 10); err != nil {
+			if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil {
 				t.Fatal(err)
 			}
 			if v, _ := f.rdb.Get(f.ctx, target).Result(); v != "7" {

@@ -79,7 +79,7 @@ func TestStreamThatTakesNoEntry(t *testing.T) {
 				t.Fatalf("checkpoint: %d outboxed, %v", n, err)
 			}
 			f.fillStream(f.p.DeadOutbox())
-			res, err := f.st.RelayOutbox(f.ctx, f.p, 10)
+			res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10)
 			if err != nil || len(res.Dead) != 1 {
 				t.Fatalf("relay: %+v, %v; want one dead effect", res, err)
 			}
