@@ -54,28 +54,15 @@ func (c *cli) checkPartitions(ctx context.Context) error {
 	if len(c.partitions) == 0 {
 		return nil
 	}
-	lays, err := c.client.Layouts(ctx)
-	bad, only := admin.Unreadable(err)
-	if !only {
-		return err
-	}
-	recorded := map[string]int{}
-	for _, l := range lays {
-		recorded[l.Name] = l.Partitions
-	}
-	queues := slices.Sorted(maps.Keys(c.partitions))
-	for _, q := range queues {
-		n, ok := recorded[q]
-		if bad[q] != nil { // another queue's corrupt entry does not concern --partitions
-			return c.about("queue", q, bad[q])
+	// each queue's entry read alone: another queue's corrupt entry does
+	// not concern --partitions, and a listing stops at MaxQueuesListed
+	for _, q := range slices.Sorted(maps.Keys(c.partitions)) {
+		l, err := c.client.QueueLayout(ctx, q)
+		if err != nil {
+			return c.queueError(q, err, "--partitions names it; sluice queues list shows the queues that exist")
 		}
-		if !ok {
-			err := c.about("queue", q, admin.ErrQueueNotFound)
-			err.(*subjectError).hint = "--partitions names it; sluice queues list shows the queues that exist"
-			return err
-		}
-		if n != c.partitions[q] {
-			return &sluicetype.LayoutMismatchError{Namespace: c.client.Namespace(), Queue: q, Configured: c.partitions[q], Recorded: n}
+		if l.Partitions != c.partitions[q] {
+			return &sluicetype.LayoutMismatchError{Namespace: c.client.Namespace(), Queue: q, Configured: c.partitions[q], Recorded: l.Partitions}
 		}
 	}
 	return nil
@@ -122,6 +109,9 @@ func (p *partitionsFlag) Set(s string) error {
 		v, err := strconv.Atoi(n)
 		if !ok || q == "" || err != nil || v < 1 {
 			return fmt.Errorf("want QUEUE=N with N at least 1, got %q", kv)
+		}
+		if was, ok := (*p)[q]; ok && was != v {
+			return fmt.Errorf("queue %q given %d and %d partitions", q, was, v)
 		}
 		(*p)[q] = v
 	}

@@ -86,7 +86,7 @@ errors share (3: all unknown), or 1.`,
 		}
 		out := effectsRedriveJSON{Redriven: []string{}, Failed: map[string]string{}}
 		var errs []error
-		for _, id := range ids {
+		for _, id := range once(ids) {
 			if err := client.RedriveEffects(cmd.Context(), id); err != nil {
 				err = c.about("dead effect", id, err)
 				out.Failed[id] = bare(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +27,9 @@ func (c *cli) queuesListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the namespace's queues with their layouts",
-		Long: `List every queue registered in the namespace: its partition count
+		Long: `List the queues registered in the namespace (at most ` + strconv.Itoa(admin.MaxQueuesListed) + `, sorted by name; a
+command about one queue reads its own entry, however many there are):
+its partition count
 (recorded in Redis by the first client or worker that used it; every
 process reads it from there), the layout's version (1, plus one per
 resize), how many partitions are paused, and when it was registered and
@@ -95,14 +96,11 @@ docs/operations.md ("Resizing a queue").`,
 		if err != nil {
 			return err
 		}
-		if err := c.checkQueue(ctx, client, queue); err != nil {
+		lay, err := c.queueLayout(ctx, client, queue)
+		if err != nil {
 			return err
 		}
-		lays, err := client.Layouts(ctx)
-		if !listed(err) { // else another queue's entry is corrupt: checkQueue read this one's
-			return err
-		}
-		if i := slices.IndexFunc(lays, func(q admin.QueueInfo) bool { return q.Name == queue }); i >= 0 && lays[i].Partitions == n {
+		if lay.Partitions == n {
 			return c.resizeToItsCount(ctx, client, queue, n)
 		}
 		if err := client.ResizeQueue(ctx, queue, n); err != nil {

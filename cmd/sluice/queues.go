@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -53,12 +52,7 @@ code the errors share, or 1.`,
 		ValidArgsFunction: c.completeQueues,
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
-		var queues []string // each once: a repeat changed nothing, and said it did
-		for _, q := range args {
-			if !slices.Contains(queues, q) {
-				queues = append(queues, q)
-			}
-		}
+		queues := once(args) // a repeat changed nothing, and said it did
 		ctx := cmd.Context()
 		client, err := c.connect(ctx)
 		if err != nil {

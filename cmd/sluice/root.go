@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,6 +198,19 @@ func minArgs(name string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// once is args without repeats, in the order first given: a command
+// acts on each target once, and a repeat would report a failure for the
+// target it has just acted on (run-now: "it is available").
+func once(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // noArgs accepts no argument.

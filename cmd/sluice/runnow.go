@@ -34,7 +34,7 @@ errors share (3: all unknown, 2: all malformed), or 1.`,
 		}
 		out := runNowJSON{Available: []string{}, Failed: map[string]string{}}
 		var errs []error
-		for _, id := range ids {
+		for _, id := range once(ids) {
 			if err := client.RunNow(cmd.Context(), id); err != nil {
 				err = c.about("job", id, err)
 				out.Failed[id] = bare(err)

@@ -70,6 +70,22 @@ func (c *Client) Layouts(ctx context.Context) ([]QueueInfo, error) {
 	return c.queues(ctx, false)
 }
 
+// QueueLayout reads one queue's layout, however many queues the namespace
+// has (Queues and Layouts list at most MaxQueuesListed), in one round
+// trip; Paused is 0. A queue that is not registered: ErrQueueNotFound,
+// naming it. A registry entry that is not a layout: ErrMalformed, the
+// queue named as Unreadable reads it.
+func (c *Client) QueueLayout(ctx context.Context, queue string) (QueueInfo, error) {
+	l, err := c.b.Store.ReadLayout(ctx, queue)
+	if errors.Is(err, store.ErrMalformed) {
+		return QueueInfo{}, &store.EntryError{Name: queue, Err: err}
+	}
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	return queueInfo(l, nil), nil
+}
+
 func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, error) {
 	lays, unread := c.b.Store.ListLayouts(ctx)
 	if _, only := store.EntryErrors(unread); !only {
