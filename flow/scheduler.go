@@ -27,11 +27,15 @@ import (
 // scheduler that dies or stalls after claiming a tick and before
 // confirming it leaves the tick pending; another enqueues it 30 to 90
 // seconds later, and the enqueue that comes second adds nothing (it looks
-// for the job on every partition of the queue first: a queue that grew
-// meanwhile would place it elsewhere). Only an outage of every scheduler
-// longer than a day, between the tick's enqueue and its confirmation,
-// with the job deleted in between, runs a tick twice; or a shrink of its
-// queue in that time that retired the partition holding the job.
+// for the job on every partition of the queue first, and every enqueue of
+// a tick places it by the queue's layout read just before: a queue that
+// grew meanwhile would place it elsewhere). Only an outage of every
+// scheduler longer than a day, between the tick's enqueue and its
+// confirmation, with the job deleted in between, runs a tick twice; or a
+// shrink of its queue in that time that retired the partition holding the
+// job; or a scheduler that stalls between that read and its enqueue for
+// as long as it takes to grow the queue and another scheduler to take the
+// tick (30 seconds at least).
 //
 // Ticks are decided in store time (Redis TIME, or the client's Clock), so
 // schedulers with skewed clocks still agree. A new schedule's first tick is
@@ -286,9 +290,18 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 // whose job Redis's data keeps from being added (ErrMalformed: a corrupt
 // key that every try would meet), is logged and confirmed; on any other
 // error (Redis unreachable, a partition refused) the ticks stay pending.
+//
+// The queue's layout is read afresh first (one round trip per window of
+// ticks): a scheduler that stalled after its claim while the queue grew
+// would otherwise place the ticks by the count its process read at start,
+// where another scheduler that took them as abandoned placed them by the
+// new one, and each tick's job would be added twice.
 func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time) error {
 	if len(ticks) == 0 {
 		return nil
+	}
+	if _, err := s.c.partitions(ctx, sc.def.Queue); err != nil && !errors.Is(err, ErrQueueNotFound) {
+		return err // a queue not registered yet is registered by the enqueue
 	}
 	items := make([]Item, len(ticks))
 	for i, t := range ticks {
