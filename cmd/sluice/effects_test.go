@@ -18,7 +18,6 @@ import (
 func TestEffectsCommands(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
 	check := func(want int, args ...string) string {
 		t.Helper()
 		out, errs, code := f.sluice(args...)
@@ -39,22 +38,7 @@ func TestEffectsCommands(t *testing.T) {
 	check(exitUsage, "effects", "list")
 	check(exitUsage, "effects", "redrive")
 
-	bad := redistest.Elsewhere(f.ns, "list", p.Tag()) // in another slot than the job's: relayed
-	f.st.Client().RPush(f.ctx, bad, "x")
-	f.enqueue("j1", email{To: "ann@example.com"})
-	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "fx"})
-	if err != nil || len(res.Jobs) != 1 {
-		t.Fatalf("claim: %+v %v", res, err)
-	}
-	j := res.Jobs[0]
-	ack := store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK,
-		Commit: "j1:#complete", Effects: []sluicetype.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
-	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
-		t.Fatalf("ack: %+v %v", r, err)
-	}
-	if r, err := f.st.RelayOutbox(f.ctx, p, "", 10); err != nil || len(r.Dead) != 1 {
-		t.Fatalf("relay: %+v %v", r, err)
-	}
+	bad := f.deadEffect("j1")
 	out := check(exitOK, "effects", "list", "--queue", "default")
 	if !strings.Contains(out, "default:0:j1") || !strings.Contains(out, "INCRBY "+bad+" 5") || !strings.Contains(out, "holds a list") {
 		t.Fatalf("list: %q", out)
@@ -77,4 +61,29 @@ func TestEffectsCommands(t *testing.T) {
 		t.Fatalf("second redrive names no ID: %q", out)
 	}
 	check(exitUsage, "effects", "redrive", "not-an-id")
+}
+
+// deadEffect completes job local of queue default's partition 0 with an
+// effect, INCRBY 5, on a key in another slot that holds a list, and
+// relays it: it is dead-lettered. It returns that key.
+func (f *fixture) deadEffect(local string) string {
+	f.t.Helper()
+	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
+	bad := redistest.Elsewhere(f.ns, "list", p.Tag()) // in another slot than the job's: relayed
+	f.st.Client().RPush(f.ctx, bad, "x")
+	f.enqueue(local, email{To: "ann@example.com"})
+	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "fx"})
+	if err != nil || len(res.Jobs) != 1 {
+		f.t.Fatalf("claim: %+v %v", res, err)
+	}
+	j := res.Jobs[0]
+	ack := store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK,
+		Commit: local + ":#complete", Effects: []sluicetype.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
+	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
+		f.t.Fatalf("ack: %+v %v", r, err)
+	}
+	if r, err := f.st.RelayOutbox(f.ctx, p, "", 10); err != nil || len(r.Dead) != 1 {
+		f.t.Fatalf("relay: %+v %v", r, err)
+	}
+	return bad
 }

@@ -7,10 +7,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/redistest"
-	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestRunNowRepeatedID: `jobs run-now ID ID` makes the job available
@@ -45,23 +41,7 @@ func TestRunNowRepeatedID(t *testing.T) {
 func TestEffectsRedriveRepeatedID(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	p := keys.Partition{NS: f.ns, Queue: "default", Index: 0}
-	bad := redistest.Elsewhere(f.ns, "list", p.Tag())
-	f.st.Client().RPush(f.ctx, bad, "x")
-	f.enqueue("j1", email{To: "ann@example.com"})
-	res, err := f.st.Claim(f.ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "w", Nonce: "fx"})
-	if err != nil || len(res.Jobs) != 1 {
-		t.Fatalf("claim: %+v %v", res, err)
-	}
-	j := res.Jobs[0]
-	ack := store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeOK,
-		Commit: "j1:#complete", Effects: []sluicetype.Effect{{Op: "INCRBY", Key: bad, Args: []string{"5"}}}}
-	if r, _, err := f.st.Ack(f.ctx, p, []store.Ack{ack}); err != nil || r[0].State != "completed" {
-		t.Fatalf("ack: %+v %v", r, err)
-	}
-	if r, err := f.st.RelayOutbox(f.ctx, p, "", 10); err != nil || len(r.Dead) != 1 {
-		t.Fatalf("relay: %+v %v", r, err)
-	}
+	bad := f.deadEffect("j1")
 	list := f.must("effects", "list", "--queue", "default")
 	id := strings.Fields(strings.Split(list, "\n")[1])[0]
 	f.st.Client().Del(f.ctx, bad)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -58,40 +59,14 @@ func TestChaosLostReplies(t *testing.T) {
 	proxy.SetLateDrops(lostDropHold, lostLease, func(a []string) bool {
 		return len(a) > 1 && strings.EqualFold(a[0], "fcall") && a[1] == lua.Claim.Function()
 	})
-	rdb := srv.Client()
-	t.Cleanup(func() { rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := workerConfig{
-		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lostLease, Renew: lostLease / 4, Maintenance: 200 * time.Millisecond,
+		Concurrency: 4, Lease: lostLease, Renew: lostLease / 4, Maintenance: 200 * time.Millisecond,
 		NoRetries: true, // every other process: what Sluice sends again itself meets the faults
 	}
-	f := newFleet(t, cfg)
-	for range fleetSize {
-		f.start(cfg)
-	}
-	prod := &producer{c: c, backlog: backlog, ledgerOnly: true}
-	pctx, stopProducer := context.WithCancel(ctx)
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		prod.run(pctx)
-	}()
-	t.Cleanup(func() {
-		stopProducer()
-		<-produced
-	})
+	r := startLedgerRun(t, srv, proxy, cfg, &producer{backlog: backlog, ledgerOnly: true})
+	f, ns := r.fleet, r.ns
 	time.Sleep(dur)
-	stopProducer()
-	<-produced
-	ids, _, errs := prod.result()
-	for _, err := range errs {
-		t.Errorf("enqueue: %v", err)
-	}
-	drainLedgerJobs(ctx, t, c, rdb, ns, len(ids))
+	ids := r.drain(ctx)
 	for len(f.live) > 0 {
 		f.term(f.live[0])
 	}
@@ -108,6 +83,63 @@ func TestChaosLostReplies(t *testing.T) {
 	if dropped == 0 || late == 0 || duplicated == 0 || len(ids) == 0 {
 		t.Errorf("not every fault happened: %s", summary)
 	}
+}
+
+// ledgerRun is a run of ledger jobs on a fleet of worker processes that
+// reach srv through proxy, while a producer enqueues them.
+type ledgerRun struct {
+	t     *testing.T
+	ns    string
+	rdb   redis.UniversalClient // srv's, not through the proxy
+	c     *flow.Client          // on rdb
+	fleet *fleet
+	prod  *producer
+	stop  func() // stops the producer, and waits for it
+}
+
+// startLedgerRun starts fleetSize worker processes with cfg (its Addr and
+// NS set here: the proxy's, a new namespace) and prod (its client set
+// here), producing until the run's drain.
+func startLedgerRun(t *testing.T, srv *redisproc.Server, proxy *Proxy, cfg workerConfig, prod *producer) *ledgerRun {
+	t.Helper()
+	r := &ledgerRun{t: t, ns: redistest.NewNamespace(t), rdb: srv.Client(), prod: prod}
+	t.Cleanup(func() { r.rdb.Close() })
+	c, err := flow.NewClient(r.rdb, flow.ClientOptions{Namespace: r.ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c, prod.c = c, c
+	cfg.Addr, cfg.NS = proxy.Addr(), r.ns
+	r.fleet = newFleet(t, cfg)
+	for range fleetSize {
+		r.fleet.start(cfg)
+	}
+	pctx, stopProducer := context.WithCancel(context.Background())
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		prod.run(pctx)
+	}()
+	r.stop = sync.OnceFunc(func() {
+		stopProducer()
+		<-produced
+	})
+	t.Cleanup(r.stop)
+	return r
+}
+
+// drain stops the producer and waits until every job it enqueued has
+// finished and every effect is relayed; it returns the jobs' IDs.
+func (r *ledgerRun) drain(ctx context.Context) []string {
+	t := r.t
+	t.Helper()
+	r.stop()
+	ids, _, errs := r.prod.result()
+	for _, err := range errs {
+		t.Errorf("enqueue: %v", err)
+	}
+	drainLedgerJobs(ctx, t, r.c, r.rdb, r.ns, len(ids))
+	return ids
 }
 
 // drainLedgerJobs waits until the queue "default" in ns holds n finished

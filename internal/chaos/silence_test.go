@@ -6,9 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/flow"
-	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 const (
@@ -46,57 +43,31 @@ func TestChaosSilence(t *testing.T) {
 	dur := chaosDuration(t) / 2
 	ctx := context.Background()
 	srv, proxy, seed := startProxied(t)
-	rdb := srv.Client()
-	t.Cleanup(func() { rdb.Close() })
-	ns := redistest.NewNamespace(t)
-	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := workerConfig{
-		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: silenceLease, Renew: silenceLease / 4, Maintenance: 200 * time.Millisecond,
+		Concurrency: 4, Lease: silenceLease, Renew: silenceLease / 4, Maintenance: 200 * time.Millisecond,
 		NoRetries: true, ReadTimeout: silenceRead,
 	}
-	f := newFleet(t, cfg)
-	for range fleetSize {
-		f.start(cfg)
-	}
 	// every other job runs past a lease: it needs its renewals
-	prod := &producer{c: c, backlog: backlog, ledgerOnly: true, slowPause: silenceLease * 3 / 2 / ledgerSteps}
-	pctx, stopProducer := context.WithCancel(ctx)
-	produced := make(chan struct{})
-	go func() {
-		defer close(produced)
-		prod.run(pctx)
-	}()
-	t.Cleanup(func() {
-		stopProducer()
-		<-produced
-	})
+	r := startLedgerRun(t, srv, proxy, cfg, &producer{backlog: backlog, ledgerOnly: true, slowPause: silenceLease * 3 / 2 / ledgerSteps})
+	f := r.fleet
 	proxy.SetSilentRequests(silentSubscribes, silenceHold, seed, Commands("subscribe", "ssubscribe", "psubscribe"))
 	rng := rand.New(rand.NewPCG(seed, 2))
 	silences, starting := 0, 0
 	for until := time.Now().Add(dur); time.Now().Before(until) || silences < 3 || starting == 0; {
 		if rng.IntN(3) == 0 { // one worker replaced: it subscribes anew
 			f.term(f.live[0])
-			f.start(cfg)
+			f.start(f.cfg)
 			starting++
 		}
 		proxy.Silence(silenceHold)
 		silences++
 		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
 	}
-	stopProducer()
-	<-produced
-	ids, _, errs := prod.result()
-	for _, err := range errs {
-		t.Errorf("enqueue: %v", err)
-	}
-	drainLedgerJobs(ctx, t, c, rdb, ns, len(ids))
+	ids := r.drain(ctx)
 	for len(f.live) > 0 {
 		f.term(f.live[0])
 	}
-	lst, ran := checkLedgerRun(ctx, t, srv.Addr(), ns, ids, f.starts.counts(), func(int) int { return 0 })
+	lst, ran := checkLedgerRun(ctx, t, srv.Addr(), r.ns, ids, f.starts.counts(), func(int) int { return 0 })
 	summary := fmt.Sprintf("%s (seed %d): %d jobs, %d attempts started; %d silences (%d as a worker started), %d connections silenced; %d crashes charged to %d jobs, %d attempts spent",
 		dur, seed, len(ids), ran, silences, starting, proxy.Silenced(), lst.Crashes, lst.Crashed, lst.Attempts)
 	t.Log(summary)
