@@ -57,6 +57,9 @@ type floodArgs struct {
 	Stderr int
 	Result int
 	Exit   int // when set, the child exits with this status a moment after its stderr, as a dying process does
+	// Then, when set, is how the handler ends after its stderr: "panic"
+	// panics, "crash" returns a *sluicetype.CrashError
+	Then string `json:",omitempty"`
 }
 
 func (floodArgs) Kind() string { return "iso_flood" }
@@ -137,6 +140,12 @@ func childRegistry() *flow.Registry {
 		if job.Args.Exit != 0 {
 			time.Sleep(100 * time.Millisecond) // the rest of its dying
 			os.Exit(job.Args.Exit)
+		}
+		switch job.Args.Then {
+		case "panic":
+			panic("after a flood")
+		case "crash":
+			return "", &sluicetype.CrashError{Reason: "tool_crash", Message: "the tool died after its dump"}
 		}
 		return strings.Repeat("r", job.Args.Result), nil
 	}))

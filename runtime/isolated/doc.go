@@ -33,7 +33,7 @@
 // Options.MaxStdout or Options.MaxStderr (the attempt then fails with
 // ErrOutputLimit; past MaxStderr the child is given Options.ExitGrace to
 // exit first, a crash if it does, as a dying child writing its last
-// words), and in any case once the attempt is over, so that
+// words, or if its reply reports a panic or a crash), and in any case once the attempt is over, so that
 // nothing the child started outlives its attempt (a process that leaves
 // the group, with setsid, is beyond reach). A child that dies by a signal,
 // exits, or closes its stdout without a valid reply is a crash: a

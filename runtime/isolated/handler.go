@@ -45,7 +45,8 @@ type Options struct {
 	// MaxStderr bounds the child's stderr in one attempt, likewise, but a
 	// child past it is given ExitGrace to exit first: one that is dying
 	// (a Go runtime's dump of every goroutine can pass a megabyte) exits
-	// without a reply, and is the crash it is. Default 1 MiB.
+	// without a reply, and is the crash it is, as is one whose reply
+	// reports a panic or a crash. Default 1 MiB.
 	MaxStderr int
 	// Stderr, when set, receives a copy of the child's stderr (up to
 	// MaxStderr). The children of concurrent attempts write to it

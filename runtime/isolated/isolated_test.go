@@ -3,6 +3,7 @@
 package isolated_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -175,7 +176,8 @@ func TestOutput(t *testing.T) {
 		args    floodArgs
 		state   string
 		message string // of the error recorded
-		crash   bool   // counted as a crash, class child_crash
+		crash   bool   // counted as a crash, class child_crash unless class says
+		class   string
 	}{
 		{name: "within limits", opts: isolated.Options{MaxStdout: 1 << 10, MaxStderr: 1 << 10},
 			args: floodArgs{Stray: "stray print", Stderr: 900, Result: 900}, state: flow.StateCompleted},
@@ -185,6 +187,13 @@ func TestOutput(t *testing.T) {
 		// the crash it is, not a returned error (before: ErrOutputLimit)
 		{name: "stderr over, then death", opts: isolated.Options{MaxStderr: 1 << 10, ExitGrace: 10 * time.Second},
 			args: floodArgs{Stderr: 64 << 10, Exit: 2}, state: flow.StateRetryable, crash: true},
+		// a reply that says the handler panicked or crashed, after a flood
+		// over the limit: the crash it reports (before: ErrOutputLimit, a
+		// returned error; found by a helper's audit)
+		{name: "stderr over, then panic", opts: isolated.Options{MaxStderr: 1 << 10, ExitGrace: 10 * time.Second},
+			args: floodArgs{Stderr: 64 << 10, Then: "panic"}, state: flow.StateRetryable, crash: true, class: "panic"},
+		{name: "stderr over, then a crash returned", opts: isolated.Options{MaxStderr: 1 << 10, ExitGrace: 10 * time.Second},
+			args: floodArgs{Stderr: 64 << 10, Then: "crash"}, state: flow.StateRetryable, crash: true, class: "tool_crash"},
 		{name: "stdout over", opts: isolated.Options{MaxStdout: 4 << 10},
 			args: floodArgs{Result: 64 << 10}, state: flow.StateRetryable, message: "isolated: child output over its limit: stdout over 4096 bytes"},
 	}
@@ -207,8 +216,9 @@ func TestOutput(t *testing.T) {
 				return
 			}
 			if tt.crash {
-				if len(j.Errors) != 1 || j.Errors[0].Class != "child_crash" || j.CrashAttempt != 1 || j.Attempt != 0 {
-					t.Errorf("attempt %d, crash_attempt %d, errors %+v, want one crash (child_crash)", j.Attempt, j.CrashAttempt, j.Errors)
+				class := cmp.Or(tt.class, "child_crash")
+				if len(j.Errors) != 1 || j.Errors[0].Class != class || j.CrashAttempt != 1 || j.Attempt != 0 {
+					t.Errorf("attempt %d, crash_attempt %d, errors %+v, want one crash (%s)", j.Attempt, j.CrashAttempt, j.Errors, class)
 				}
 				return
 			}

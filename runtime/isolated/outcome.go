@@ -48,6 +48,10 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	return replyMsg{Outcome: outcomeError, Message: err.Error()}
 }
 
+// crashed reports whether a reply reports a crash: a panic, or a crash the
+// handler returned.
+func crashed(r *replyMsg) bool { return r.Outcome == outcomePanic || r.Outcome == outcomeCrash }
+
 // decide returns, in the worker, what the child's reply means: a result
 // (with the completion effects staged on the attempt) or an outcome error.
 func (s *session) decide(r *replyMsg) ([]byte, error) {

@@ -183,7 +183,10 @@ wait:
 func (s *session) verdict(r readResult, ps *os.ProcessState, excerpt []byte) ([]byte, error) {
 	var long *tooLongError
 	switch {
-	case r.err == nil && s.stderr.over(): // written before the reply, read after it
+	case r.err == nil && s.stderr.over() && !crashed(r.reply):
+		// written before the reply, read after it: the attempt fails for
+		// it, unless the reply reports a crash, which the attempt is
+		// whatever its child wrote before it
 		return nil, s.stderrOver()
 	case r.err == nil:
 		return s.decide(r.reply)
