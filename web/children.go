@@ -27,8 +27,9 @@ type spawnGroup struct {
 type childRow struct {
 	Index int
 	ID    string
-	State string // its state now, "" when it no longer exists
+	State string // its state now, "" when it no longer exists or cannot be read (Err)
 	Ended string // the state it finished in, as the parent's record says; "" while not finished
+	Err   string // why it cannot be read (corrupt data, a newer data model); "" when it can
 }
 
 // children finds what j spawned. Spawn checkpoints its step with the
@@ -91,7 +92,11 @@ func (c *console) children(ctx context.Context, j *flow.JobInfo, x admin.JobExtr
 	for gi := range groups {
 		for ki := range groups[gi].Kids {
 			k := &groups[gi].Kids[ki]
-			k.State = briefs[k.ID].State
+			b := briefs[k.ID]
+			k.State = b.State
+			if b.Err != nil {
+				k.Err = b.Err.Error()
+			}
 		}
 	}
 	return groups, others, nil

@@ -101,6 +101,12 @@ type event struct {
 type subscriber struct {
 	job string // a job ID followed, "" for none
 	ch  chan event
+	// fresh: the followed job's state is owed to it, changed or not (a
+	// stream just opened, or one that missed a job event): the changes
+	// are worked out once for every subscriber, and another tab that
+	// followed the job first may have taken the last one. Guarded by the
+	// hub's mu.
+	fresh bool
 }
 
 func newHub(o ops, interval time.Duration, onError func(error)) *hub {
@@ -115,7 +121,7 @@ func (h *hub) subscribe(job string) *subscriber {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if job != "" && (h.watched[job] > 0 || len(h.watched) < maxWatchedJobs) {
-		s.job = job
+		s.job, s.fresh = job, true
 		h.watched[job]++
 	}
 	h.subs[s] = struct{}{}
@@ -186,7 +192,7 @@ func (h *hub) publish(ctx context.Context) {
 		ids = append(ids, id)
 	}
 	h.mu.Unlock()
-	changed, err := h.followJobs(ctx, ids)
+	changed, all, err := h.followJobs(ctx, ids)
 	if err != nil && ctx.Err() == nil {
 		h.onError(err)
 	}
@@ -194,18 +200,28 @@ func (h *hub) publish(ctx context.Context) {
 	defer h.mu.Unlock()
 	for s := range h.subs {
 		send(s, event{"overview", snap.json})
-		if data, ok := changed[s.job]; ok {
-			send(s, event{"job", data})
+		if s.job == "" {
+			continue
+		}
+		data, ok := changed[s.job]
+		if !ok && s.fresh {
+			data, ok = all[s.job]
+		}
+		if ok {
+			s.fresh = !send(s, event{"job", data}) // dropped: owed again
 		}
 	}
 }
 
-// send queues ev for s, dropping it when s is behind (the next event
-// carries the whole state again).
-func send(s *subscriber, ev event) {
+// send queues ev for s, dropping it when s is behind (the next overview
+// carries the whole state again; a dropped job event is owed), and
+// reports whether it was queued.
+func send(s *subscriber, ev event) bool {
 	select {
 	case s.ch <- ev:
+		return true
 	default:
+		return false
 	}
 }
 
@@ -230,31 +246,31 @@ func eventOf(id string, b admin.JobBrief) jobEvent {
 
 // followJobs reads the followed jobs and returns the event data of those
 // whose state or counters changed since the last read (every one, the
-// first time).
-func (h *hub) followJobs(ctx context.Context, ids []string) (map[string][]byte, error) {
+// first time), and of every one read (for subscribers owed the state).
+func (h *hub) followJobs(ctx context.Context, ids []string) (changed, all map[string][]byte, err error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
 	if len(ids) == 0 {
 		clear(h.briefs)
-		return nil, nil
+		return nil, nil, nil
 	}
 	bs, err := h.ops.JobBriefs(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string][]byte{}
+	changed, all = map[string][]byte{}, make(map[string][]byte, len(bs))
 	seen := make(map[string]jobEvent, len(bs))
 	for id, b := range bs {
 		ev := eventOf(id, b)
 		seen[id] = ev
-		if old, ok := h.briefs[id]; ok && old == ev {
-			continue
-		}
 		data, _ := json.Marshal(ev)
-		out[id] = data
+		all[id] = data
+		if old, ok := h.briefs[id]; !ok || old != ev {
+			changed[id] = data
+		}
 	}
 	h.briefs = seen
-	return out, nil
+	return changed, all, nil
 }
 
 // current returns the snapshot with workers read less than workersAge

@@ -30,7 +30,7 @@ func TestFollowedJobUnreadable(t *testing.T) {
 	t.Parallel()
 	h := newHub(unreadableOps{}, time.Hour, func(err error) { t.Error(err) })
 	const id = "default:0:bad"
-	out, err := h.followJobs(context.Background(), []string{id})
+	out, _, err := h.followJobs(context.Background(), []string{id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestFollowedJobUnreadable(t *testing.T) {
 	if _, ok := ev["Err"]; ok {
 		t.Fatalf("event %s carries the error value itself", out[id])
 	}
-	again, err := h.followJobs(context.Background(), []string{id})
+	again, _, err := h.followJobs(context.Background(), []string{id})
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second read sent %q (%v), want nothing: the job did not change", again, err)
 	}
