@@ -4,11 +4,14 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  state
 -- ARGV[10] cursor: where the previous page of this partition stopped ('':
---          the start). For running and the finished states, the rank of
---          the next entry from the highest score; for scheduled and
---          retryable, a part of their index and a place in it (below);
---          for available, 'priority.offset', the offset counted from the
---          tail of that priority's list.
+--          the start). For running and the finished states,
+--          'score:ties': the score of the last entry examined and how
+--          many entries of that score were examined, so that entries
+--          added since with a higher score (jobs that started or finished
+--          meanwhile) shift no page; for scheduled and retryable, a part
+--          of their index and a place in it (below); for available,
+--          'priority.offset', the offset counted from the tail of that
+--          priority's list (jobs enqueued between pages shift it).
 -- ARGV[11] the most jobs to return
 -- ARGV[12] the most entries to examine (stale entries are examined but
 --          not returned)
@@ -61,31 +64,56 @@ end
 
 local examined = 0
 
+-- zrange examines the entries of zset zk from score hi down to lo, highest
+-- first, passing over the first skip of those at score hi (a previous
+-- page examined them), until the page or the budget is full; mark(score,
+-- ties) is the cursor after an entry of that score, the ties-th of its
+-- score examined; check(score), when given, builds consider's indexed
+-- check of an entry of that score. Returns the cursor after the last
+-- entry examined, or nil when the range has no more.
+local function zrange(zk, hi, lo, skip, mark, check)
+  local top, ties = hi, skip
+  while #out - 1 < n and examined < budget do
+    local want = math.min(n - (#out - 1), budget - examined)
+    local batch = redis.call('ZREVRANGEBYSCORE', zk, top, lo, 'WITHSCORES', 'LIMIT', ties, want)
+    for i = 1, #batch, 2 do
+      local score = batch[i + 1]
+      if score == top then ties = ties + 1 else top, ties = score, 1 end
+      -- the running index's anchor is no job, and spends no budget
+      if batch[i] ~= RUN_ANCHOR then
+        examined = examined + 1
+        consider(batch[i], score, mark(top, ties), check and check(tonumber(score)))
+      end
+    end
+    if #batch < 2 * want then return nil end
+  end
+  return mark(top, ties)
+end
+-- zcursor reads a cursor 'score:ties' of zrange (after its part's
+-- letter, for the scheduled index), '' the start at hi.
+local function zcursor(c, hi)
+  if c == '' then return hi, 0 end
+  if #c > 64 then return nil end -- no cursor of list.lua's (Go checks its form)
+  local score, ties = string.match(c, '^([^:]+):(%d+)$') -- #c is at most 64
+  return score, tonumber(ties)
+end
+
 -- The scheduled index, highest due time first: the jobs suspended on
 -- signals only (due FAR) in sched, then the buckets of later jobs
 -- (lib_ready.lua sched_add) from the last, each from its tail (the order
 -- its jobs were put there), then the rest of sched. Cursors: 'f' or 'n'
 -- and a rank in that part of sched, 'b' .. bucket .. '.' .. the entries
--- of the bucket examined.
+-- of the bucket examined; a part of sched has zrange's cursors.
 if state == 'scheduled' or state == 'retryable' then
   local phase, pos = cursor:sub(1, 1), cursor:sub(2)
-  if cursor == '' then phase, pos = 'f', '0' end
-  local function zpart(hi, lo, rank)
-    while #out - 1 < n and examined < budget do
-      local want = math.min(n - (#out - 1), budget - examined)
-      local batch = redis.call('ZREVRANGEBYSCORE', K_SCHED, hi, lo, 'WITHSCORES', 'LIMIT', rank, want)
-      for i = 1, #batch, 2 do
-        rank = rank + 1
-        examined = examined + 1
-        local score = tonumber(batch[i + 1])
-        consider(batch[i], batch[i + 1], phase .. rank, function(at) return not at or at == score end)
-      end
-      if #batch < 2 * want then return nil end
-    end
-    return phase .. rank
+  if cursor == '' then phase, pos = 'f', '' end
+  local function zpart(hi, lo)
+    local top, skip = zcursor(pos, hi)
+    return zrange(K_SCHED, top, lo, skip, function(score, ties) return phase .. score .. ':' .. ties end,
+      function(score) return function(at) return not at or at == score end end)
   end
   if phase == 'f' then
-    local c = zpart('+inf', FAR, tonumber(pos) or 0)
+    local c = zpart('+inf', FAR)
     if c then
       out[1] = c
       return out
@@ -121,31 +149,17 @@ if state == 'scheduled' or state == 'retryable' then
       out[1] = 'b' .. string.format('%d', b) .. '.' .. off
       return out
     end
-    phase, pos = 'n', '0'
+    phase, pos = 'n', ''
   end
-  local c = zpart(string.format('(%d', FAR), '-inf', tonumber(pos) or 0)
+  local c = zpart(string.format('(%d', FAR), '-inf')
   if c then out[1] = c end
   return out
 end
 
 local zk = ZSETS[state]
 if zk then
-  local rank = tonumber(cursor) or 0
-  while #out - 1 < n and examined < budget do
-    local want = math.min(n - (#out - 1), budget - examined)
-    local batch = redis.call('ZREVRANGE', zk, rank, rank + want - 1, 'WITHSCORES')
-    if #batch == 0 then return out end
-    for i = 1, #batch, 2 do
-      rank = rank + 1
-      -- the running index's anchor is no job, and spends no budget
-      if batch[i] ~= RUN_ANCHOR then
-        examined = examined + 1
-        consider(batch[i], batch[i + 1], tostring(rank))
-      end
-    end
-    if #batch < 2 * want then return out end
-  end
-  out[1] = tostring(rank)
+  local top, skip = zcursor(cursor, '+inf')
+  out[1] = zrange(zk, top, '-inf', skip, function(score, ties) return score .. ':' .. ties end) or ''
   return out
 end
 

@@ -47,9 +47,14 @@ type JobPage struct {
 //
 // Memory and Redis time are bounded by the page: each script call reads at
 // most a few thousand entries of one partition, and a page needs one or a
-// few calls per partition. Paging is by position, so jobs that change
-// state between pages may be skipped or seen twice; an available job that
-// was cancelled and redriven while still listed may appear twice. Available
+// few calls per partition. A page of running, scheduled, retryable or
+// finished jobs goes on from the score (lease expiry, due time, deletion
+// time) where the last one stopped, so jobs that reach the state between
+// pages shift nothing; a page of available jobs goes on from a position
+// counted from the newest, which jobs enqueued between pages shift (a page
+// may then repeat jobs of the one before). Jobs that change state between
+// pages may be skipped or seen twice; an available job that was cancelled
+// and redriven while still listed may appear twice. Available
 // jobs parked on a concurrency key's or rate class's wait list are counted
 // by QueueStats but not listed.
 func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
@@ -123,14 +128,18 @@ type stream struct {
 // marks a partition with nothing more.
 const cursorDone = "-"
 
-// cursorForms are the forms of a partition's cursor, by state: a rank
-// (running and finished states), a part of the scheduled index and a
-// place in it, a priority and an offset (lua/list.lua).
+// cursorForms are the forms of a partition's cursor, by state: a score
+// and the entries of that score examined (running and finished states), a
+// part of the scheduled index and a place in it, a priority and an offset
+// (lua/list.lua).
 var cursorForms = map[string]*regexp.Regexp{
-	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]\d{1,15}|b\d{1,15}\.\d{1,15})$`),
+	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]` + scoreForm + `:\d{1,15}|b\d{1,15}\.\d{1,15})$`),
 	flow.StateAvailable: regexp.MustCompile(`^\d\.\d{1,15}$`),
-	"":                  regexp.MustCompile(`^\d{1,15}$`),
+	"":                  regexp.MustCompile(`^` + scoreForm + `:\d{1,15}$`),
 }
+
+// scoreForm is a sorted set score as Redis (or miniredis) writes it.
+const scoreForm = `-?\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?`
 
 // parseCursor reads the cursor c of a listing of state over parts. A
 // cursor that is not one this listing gave is ErrInvalid: read as a
