@@ -595,16 +595,22 @@ end
 local function promote_pinned()
   local failed = {}
   local due = call_aside('ZRANGEBYSCORE', PIN_DEADLINES, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
-  local fs, fm, fp, fck, fcn = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit
+  local fs, fm, fp, fck, fcn, fw = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit,
+    F.sticky_worker
   for _, id in ipairs(due) do
     call_aside('ZREM', PIN_DEADLINES, nil, id)
     local jk = job_key(id)
-    local h = fields(jk, fs, fm, fp, fck, fcn)
+    local h = fields(jk, fs, fm, fp, fck, fcn, fw)
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
         local p = priority_of(h[3])
-        call_aside('LPUSH', avail_key(p), true, id) -- its pin entry goes stale
+        call_aside('LPUSH', avail_key(p), true, id)
+        -- its entry leaves its worker's pin list, which a worker that
+        -- never comes back would keep for ever; from the head, where the
+        -- oldest entries are (LREM is O(position)); a pcall: a key of
+        -- another type holds no entry, and raising would fail the call
+        if h[6] and h[6] ~= '' then redis.pcall('LREM', pin_key(h[6]), 1, id) end
         mark_priority(p)
         wake()
       elseif h[2] == 'f' then
