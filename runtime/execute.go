@@ -180,7 +180,10 @@ func (a *Attempt) handlerReturned() {
 }
 
 // graceWatch gives a cancelled handler CancelGrace to return, then settles
-// its job without it.
+// its job without it. An attempt whose outcome was known before (an
+// isolated child replied, and its handler is winding the child down,
+// within its own bounds) is left to its handler, which settles it by that
+// outcome, unless its lease was lost.
 func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan struct{}) {
 	g := w.clk.NewTimer(w.opts.CancelGrace)
 	defer g.Stop()
@@ -188,6 +191,9 @@ func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan str
 	case <-returned:
 		return
 	case <-g.C():
+	}
+	if a.state.Decided() && !errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		return
 	}
 	if a.settled.CompareAndSwap(false, true) {
 		w.log.Warn("handler ignored cancellation; settling its job without it",

@@ -60,7 +60,9 @@ type Options struct {
 	ShutdownWindow time.Duration
 	// CancelGrace is how long a cancelled handler (timeout, deadline,
 	// shutdown) gets to return before the worker settles its job without
-	// it. Default 1s.
+	// it. An isolated attempt whose child replied before is not settled
+	// so: its outcome is the reply's, once its child is wound down
+	// (runtime/isolated bounds that). Default 1s.
 	CancelGrace time.Duration
 	// Backoff gives the delay before a retry. Default DefaultBackoff,
 	// which is also the delay when Backoff panics (logged).
