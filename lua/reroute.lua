@@ -11,10 +11,11 @@
 --   written). An archived, quarantined or cancelled one may be redriven,
 --   and then goes to its new worker.
 -- Transitions: none. An available job moves to the front of its new list
--- at once; the entry left on the old worker's list is skipped by that
--- worker's claims (claim.lua checks that a pinned job still prefers the
--- claiming worker, and F.sticky_left records that the reroute left that
--- list), and one on the list it goes to leaves it. A list it
+-- at once; its entry on the old worker's list leaves it (an entry left
+-- there by an older release is skipped by that worker's claims:
+-- claim.lua checks that a pinned job still prefers the claiming worker,
+-- and F.sticky_left records that the reroute left that list), and one on
+-- the list it goes to leaves it. A list it
 -- goes to whose key holds another type (corrupt data) is set aside and
 -- started anew with it (lib_batch.lua call_aside): the worker written
 -- above is never left without the job on its list.
@@ -76,6 +77,11 @@ if s == 'available' then
     -- when it had no worker or its fallback handed it to every worker
     -- (pcall: after the writes above, a list that is none holds no entry)
     local to = h[2]
+    if pinned and pinned ~= to then
+      -- its entry leaves the list of the worker it no longer prefers:
+      -- one that never comes back would keep it for ever
+      redis.pcall('LREM', pin_key(pinned), -1, id)
+    end
     if to and o[2] == to then
       local pk = pin_key(to)
       redis.pcall('LREM', pk, -1, id)

@@ -34,3 +34,25 @@ func TestStickyFallbackLeavesPinList(t *testing.T) {
 		})
 	}
 }
+
+// TestRerouteLeavesOldPinList: an available job rerouted from a worker to
+// another leaves the old worker's pin list, and the new worker claims it.
+// A helper's audit found the entry left there, stale, for good.
+func TestRerouteLeavesOldPinList(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Sticky: store.Sticky{Worker: "gone", Mode: "w"}})
+			if _, err := f.st.Reroute(f.ctx, f.ref("j"), store.Sticky{Worker: "worker-b", Mode: "w"}); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.rdb.LLen(f.ctx, f.p.Pinned("gone")).Val(); n != 0 {
+				t.Errorf("the old worker's pin list holds %d entries after the reroute, want none", n)
+			}
+			if j := f.claimOne("worker-b"); j.Local != "j" {
+				t.Errorf("worker B claimed %s, want j", j.Local)
+			}
+		})
+	}
+}
