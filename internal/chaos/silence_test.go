@@ -10,7 +10,7 @@ import (
 
 const (
 	// silenceLease is the workers' lease in TestChaosSilence.
-	silenceLease = 2 * time.Second
+	silenceLease = 3 * time.Second
 	// silenceRead is their Redis client's read timeout: how long a call
 	// on a silenced connection waits to learn of it, well inside a lease.
 	silenceRead = 250 * time.Millisecond
@@ -20,7 +20,7 @@ const (
 	silenceHold = 3 * silenceLease
 	// silentSubscribes is the share of subscriptions whose SUBSCRIBE
 	// the proxy silences, with its connection (Proxy.SetSilentRequests)
-	silentSubscribes = 0.3
+	silentSubscribes = 0.5
 )
 
 // TestChaosSilence runs ledger jobs on worker processes whose only fault
@@ -31,7 +31,7 @@ const (
 // (Proxy.SetSilentRequests), which workers replaced now and then make
 // anew. Every other job runs for a lease and a half, so that its lease is
 // lost unless it is renewed. A call on a silenced connection learns of it by its read timeout,
-// an eighth of a lease, and goes on over a new connection. No worker dies
+// a twelfth of a lease, and goes on over a new connection. No worker dies
 // and none stalls, so no lease may be lost: no job may be charged a crash
 // (the class of the silent cancel subscription's bug, 2026-12-05, whose
 // worker renewed nothing while it waited for its subscription's
