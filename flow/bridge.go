@@ -64,3 +64,16 @@ func (c *Client) partitions(ctx context.Context, queue string) ([]keys.Partition
 	}
 	return lay.Parts(c.opts.Namespace), nil
 }
+
+// placing names every partition of queue as the registry records them
+// now, and has the client place new jobs of queue by that count, even in
+// a process configured with a count a resize since changed
+// (store.Layouts.Refresh): a scheduler's ticks go where every other
+// scheduler places them.
+func (c *Client) placing(ctx context.Context, queue string) ([]keys.Partition, error) {
+	lay, err := c.plan.layouts.Refresh(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	return lay.Parts(c.opts.Namespace), nil
+}

@@ -300,8 +300,16 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 	if len(ticks) == 0 {
 		return nil
 	}
-	if _, err := s.c.partitions(ctx, sc.def.Queue); err != nil && !errors.Is(err, ErrQueueNotFound) {
+	if _, err := s.c.placing(ctx, sc.def.Queue); err != nil && !errors.Is(err, ErrQueueNotFound) {
 		return err // a queue not registered yet is registered by the enqueue
+	}
+	return s.enqueuePlaced(ctx, sc, ticks)
+}
+
+// enqueuePlaced is enqueue once the queue's layout has been read.
+func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []time.Time) error {
+	if len(ticks) == 0 {
+		return nil
 	}
 	items := make([]Item, len(ticks))
 	for i, t := range ticks {
@@ -341,9 +349,9 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 // enqueued. A queue no client registered yet has no partitions to look
 // in: its ticks are enqueued.
 func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []time.Time) error {
-	parts, err := s.c.partitions(ctx, sc.def.Queue)
+	parts, err := s.c.placing(ctx, sc.def.Queue)
 	if errors.Is(err, ErrQueueNotFound) {
-		return s.enqueue(ctx, sc, ticks)
+		return s.enqueuePlaced(ctx, sc, ticks)
 	}
 	if err != nil {
 		return err
@@ -369,7 +377,7 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 			return err
 		}
 	}
-	return s.enqueue(ctx, sc, rest)
+	return s.enqueuePlaced(ctx, sc, rest)
 }
 
 // enqueueResized enqueues again, once, the items of res that a shrink of

@@ -50,11 +50,14 @@ type JobPage struct {
 // few calls per partition. A page of running, scheduled, retryable or
 // finished jobs goes on from the score (lease expiry, due time, deletion
 // time) where the last one stopped, so jobs that reach the state between
-// pages shift nothing; a page of available jobs goes on from a position
-// counted from the newest, which jobs enqueued between pages shift (a page
-// may then repeat jobs of the one before). Jobs that change state between
-// pages may be skipped or seen twice; an available job that was cancelled
-// and redriven while still listed may appear twice. Available
+// pages at another score shift nothing; among jobs of the very score
+// where the last page stopped (jobs suspended on signals alone share one,
+// jobs claimed together a lease expiry) it goes on by position, which
+// such jobs arriving or leaving shift. A page of available jobs goes on
+// from a position counted from the newest, which jobs enqueued between
+// pages shift (a page may then repeat jobs of the one before). Jobs that
+// change state between pages may be skipped or seen twice; an available
+// job that was cancelled and redriven while still listed may appear twice. Available
 // jobs parked on a concurrency key's or rate class's wait list are counted
 // by QueueStats but not listed.
 func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
@@ -138,8 +141,9 @@ var cursorForms = map[string]*regexp.Regexp{
 	"":                  regexp.MustCompile(`^` + scoreForm + `:\d{1,15}$`),
 }
 
-// scoreForm is a sorted set score as Redis (or miniredis) writes it.
-const scoreForm = `-?\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?`
+// scoreForm is a sorted set score as Redis (or miniredis) writes it: a
+// number, or an infinity (a corrupt due time is listed at one).
+const scoreForm = `(?:[-+]?inf|-?\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)`
 
 // parseCursor reads the cursor c of a listing of state over parts. A
 // cursor that is not one this listing gave is ErrInvalid: read as a

@@ -150,6 +150,23 @@ func (l *Layouts) Lookup(ctx context.Context, queue string) (Layout, error) {
 	return lay, nil
 }
 
+// Refresh reads queue's layout from the registry and keeps it, as Lookup
+// does, but does not compare it with the process's configured count: for
+// a caller that must place jobs as a process that reads the registry now
+// places them (a scheduler's ticks), which a process configured with a
+// count a resize since changed does too, until it restarts.
+func (l *Layouts) Refresh(ctx context.Context, queue string) (Layout, error) {
+	if l.fixed {
+		return l.Use(ctx, queue)
+	}
+	lay, err := l.st.ReadLayout(ctx, queue)
+	if err != nil {
+		return Layout{}, entryError(queue, err)
+	}
+	l.Put(lay)
+	return lay, nil
+}
+
 // Retired is what an enqueue to partition p, placed there by a count of
 // used partitions, answered with ErrRetired (the queue shrank, taking p
 // away) becomes: it reads the queue's layout again and keeps it, so that
