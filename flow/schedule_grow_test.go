@@ -135,3 +135,37 @@ func checkOneTickJob(t *testing.T, e *schedEnv, k int, tick time.Time) {
 		t.Fatalf("tick %v has %d jobs, want 1: in %v", tick, len(found), found)
 	}
 }
+
+// TestConfiguredSchedulerAfterGrow: the scheduler of a process configured
+// with a queue's partition count (ClientOptions.Partitions) goes on
+// enqueueing ticks after an operator grows the queue, as the process's
+// client goes on enqueueing (docs/operations.md, "Resizing a queue"). A
+// helper's review found that the scheduler's read of the layout before
+// its ticks (4528a85) checked the configured count, failed, and left the
+// ticks pending: the schedule stopped firing from that process.
+func TestConfiguredSchedulerAfterGrow(t *testing.T) {
+	t.Parallel()
+	e := newSchedEnv(t)
+	_, _ = growingTick(t, e) // registers queue default with 2 partitions
+	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
+	stop := e.run(e.newScheduler(sc))
+	e.wait("m", 1)
+	stop()
+
+	two, err := flow.NewClient(e.rdb, flow.ClientOptions{Namespace: e.ns, Registry: e.reg, Clock: e.clk,
+		Partitions: map[string]int{"default": 2}})
+	testkit.Must(t, err)
+	s, err := flow.NewScheduler(two, flow.SchedulerOptions{Logger: testkit.Quiet})
+	testkit.Must(t, err)
+	testkit.Must(t, s.Add(sc))
+	testkit.Must(t, flow.EnqueueTicks(s, "m", at(0))) // the process runs, its client knows the layout of 2
+
+	growQueue(t, e)
+	e.clk.Advance(time.Minute)
+	if _, err := two.Enqueue(context.Background(), report{}); err != nil {
+		t.Fatalf("the same client's Enqueue after the growth: %v", err)
+	}
+	if err := flow.EnqueueTicks(s, "m", at(time.Minute)); err != nil {
+		t.Errorf("its scheduler's tick after the growth: %v (the tick stays pending)", err)
+	}
+}
