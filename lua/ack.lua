@@ -198,7 +198,7 @@ for _, e in ipairs(entries) do
       if bad then
         code, reason, msg, data = 'retry', 'effect', 'completion effects failed: ' .. bad, ''
       else
-        outboxed = outboxed + apply_effects(e.fx)
+        outboxed = outboxed + apply_effects(e.fx, jk)
         if data ~= '' then redis.call('HSET', jk, F.result, data) end
         finish(jk, id, 'running', 'completed', '', m)
         state = 'completed'

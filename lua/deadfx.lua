@@ -3,16 +3,21 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9] mode, 'bury' or 'revive'.
--- 'bury': ARGV[10] n, then n groups of 5: outbox entry ID, the entry's
+-- 'bury': ARGV[10] n, then n groups of 6: outbox entry ID, the entry's
 --   first ID (its own, or for a revived entry the 'o' it carries), the ID
 --   in the partition of the job whose commit wrote it ('' when unknown),
---   the error, the entry's effect (its blob, '' for none). Each entry
---   still in the outbox leaves it for the dead stream (K_OUTBOX .. ':dead':
---   fields 'id', 'o', 'job', 'error', 'b'; 'o' kept through every bury and
+--   the error, the entry's effect (its blob, '' for none), and the
+--   creation time of that job the entry carries ('c', lib_effects.lua;
+--   '-' for an entry of an older release, which carries none). Each entry
+--   still in the outbox leaves it for the dead stream (K_OUTBOX .. ':dead': fields
+--   'id', 'o', 'job', 'error', 'b', 'c'; 'o' kept through every bury and
 --   revive, so that however often an entry goes round, the relay's age
---   check counts from its first ID), and a job that still exists records it:
---   'xd' (dead effects) + 1 and an error of class 'effect_dead'. An entry
---   no longer in the outbox (another relay handled it) is skipped.
+--   check counts from its first ID), and the job records it, if it still
+--   exists and is the one whose commit wrote it (its creation time is the
+--   entry's, when the entry carries one: a job enqueued under the ID after
+--   that one was deleted is another): 'xd' (dead effects) + 1 and an error
+--   of class 'effect_dead'. An entry no longer in the outbox (another relay
+--   handled it) is skipped.
 -- 'revive': ARGV[10] n, then n dead entry IDs: each one's effect goes back
 --   to the outbox as a new entry, relayed again (its dedup marker still
 --   keeps it to once), and leaves the dead stream. The new entry carries
@@ -41,15 +46,17 @@ if mode == 'bury' then
   -- that XDEL, the entry in neither stream
   call_aside('XLEN', DEAD)
   for i = 0, n - 1 do
-    local b = 11 + 5 * i
-    local entry, first, id, msg, blob = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4]
+    local b = 11 + 6 * i
+    local entry, first, id, msg, blob, born = ARGV[b], ARGV[b + 1], ARGV[b + 2], ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
     if #entry <= ID_MAX and string.find(entry, '^%d+%-%d+$') and redis.call('XDEL', K_OUTBOX, entry) == 1 then
       if first == '' then first = entry end
       -- call_aside: a dead stream that takes no new entry is set aside,
       -- not raised on after the XDEL above
-      local dead = call_aside('XADD', DEAD, nil, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob)
+      local dead = call_aside('XADD', DEAD, nil, '*', 'id', entry, 'o', first, 'job', id, 'error', msg, 'b', blob,
+        'c', born)
       local jk = job_key(id)
-      if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' then
+      if id ~= '' and redis.call('TYPE', jk)['ok'] == 'hash' and
+          (born == '-' or (redis.call('HGET', jk, F.created) or '') == born) then
         redis.pcall('HINCRBY', jk, F.dead_effects, 1) -- a corrupt count stays as it is
         record_error(jk, id, 'effect_dead', msg, '')
       end
@@ -77,7 +84,7 @@ elseif mode == 'revive' then
       -- (a dead entry buried before 'o' was kept has only its 'id')
       -- call_aside: an outbox that takes no new entry is set aside, not
       -- raised on after the entries revived before this one
-      call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id)
+      call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', f.b, 'o', f.o or f.id or id, 'c', f.c or '-')
       redis.call('XDEL', DEAD, id)
       out[#out + 1] = STATUS.ok
     end

@@ -256,10 +256,14 @@ end
 -- atomic as one, inside the script.
 local CHUNKED = { SADD = 1, RPUSH = 1, HSET = 2, ZADD = 2 }
 
--- apply_effects writes checked effects; it returns how many went to the
--- outbox.
-local function apply_effects(fx)
-  local outboxed = 0
+-- apply_effects writes checked effects of the job whose hash is jk (nil
+-- for none: a relayed effect); it returns how many went to the outbox.
+-- An outbox entry carries the job's creation time ('c', '' when it has no
+-- such field), so that one dead-lettered later is charged to that job
+-- alone, not to a job enqueued under its ID after it was deleted
+-- (deadfx.lua).
+local function apply_effects(fx, jk)
+  local outboxed, born = 0, nil
   for _, e in ipairs(fx) do
     if e.op then
       local unit = CHUNKED[e.op]
@@ -271,8 +275,10 @@ local function apply_effects(fx)
     else
       -- an outbox of another type is set aside (call_aside), not raised
       -- on after the effects written above
-      if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob)) == 'table' then
-        call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', e.blob)
+      if not born then born = jk and redis.pcall('HGET', jk, F.created) or '' end
+      if type(born) ~= 'string' then born = '' end -- none, or a key of another type
+      if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'fx', 'b', e.blob, 'c', born)) == 'table' then
+        call_aside('XADD', K_OUTBOX, nil, '*', 't', 'fx', 'b', e.blob, 'c', born)
       end
       outboxed = outboxed + 1
     end

@@ -89,7 +89,7 @@ for i = 1, 6 * n, 6 do
       if bad then
         out[#out + 1] = { STATUS.effect_error, bad }
       else
-        local outboxed = apply_effects(fx)
+        local outboxed = apply_effects(fx, jk)
         if take then redis.call('HDEL', sk, take) end
         redis.call('HSET', sk, field, record)
         if not marked then redis.call('HSET', jk, F.has_steps, '1') end

@@ -87,6 +87,7 @@ type DeadEffect struct {
 
 	raw   []byte // the entry's effect as the outbox held it
 	first string // the entry's first ID: Entry, or the 'o' of a revived one
+	born  string // the entry's 'c': its job's creation time; "-" for none (lua/deadfx.lua)
 }
 
 // ErrNoDeadEffect: no dead-lettered outbox entry has this ID.
@@ -139,7 +140,11 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string,
 	// applied once whether it applied before can no longer be told
 	bury := func(m redis.XMessage, first, msg string) {
 		b, _ := m.Values["b"].(string)
-		d := DeadEffect{Entry: m.ID, Error: msg, first: first}
+		born, ok := m.Values["c"].(string)
+		if !ok {
+			born = "-" // an entry of an older release
+		}
+		d := DeadEffect{Entry: m.ID, Error: msg, first: first, born: born}
 		d.describe([]byte(b))
 		dead = append(dead, d)
 	}
@@ -275,7 +280,7 @@ func (s *Store) bury(ctx context.Context, p keys.Partition, dead []DeadEffect) (
 	}
 	args := []any{"bury", len(dead)}
 	for _, d := range dead {
-		args = append(args, d.Entry, d.first, d.Job, d.Error, d.blob())
+		args = append(args, d.Entry, d.first, d.Job, d.Error, d.blob(), d.born)
 	}
 	v, err := s.run(ctx, lua.DeadEffects, p, args...).Result()
 	if err != nil {
