@@ -79,7 +79,8 @@ end
 local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
   if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
-  local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps)
+  local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps,
+    F.run_at)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[2] then return end -- held behind a quarantined twin: it stays held
@@ -88,6 +89,14 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
   -- due_at makes the holder scheduled at at: off its list, its key's turn
   -- passed on when that let it go
   local function due_at(at)
+    local b, was = sched_bucket(at), s == 'scheduled' and tonumber(h[8])
+    if b and was and was > -math.huge and was < math.huge and sched_bucket(was) == b then
+      -- its entry in that bucket of later jobs stands for the new due
+      -- time too: a second one would list it twice there (a delete's dry
+      -- run counted it twice)
+      redis.call('HSET', jk, F.run_at, at)
+      return
+    end
     call_aside('ZREM', K_SCHED, nil, holder)
     if s == 'available' then unlist(jk, holder) end
     schedule_at(jk, holder, s, 'scheduled', at)
