@@ -50,7 +50,14 @@ type DeleteProgress struct {
 // oldest first, scheduled ones soonest due first), so Redis is never
 // blocked for long. The scan takes only finished jobs that finished
 // before it began. A dry run with the same selector counts what a real
-// run would delete, unless jobs change meanwhile. An entry whose data is
+// run would delete, unless jobs change meanwhile, or the run changes them
+// itself: a scheduled child whose delete ends its parent's wait wakes the
+// parent (available, no longer scheduled) before the scan reaches it, so a
+// parent the selector chose too is counted by the dry run and left by the
+// run. A scan of scheduled jobs made over many batches while workers run
+// may also miss jobs that a worker moves, as their time nears, from the
+// part of the index it reads later to the part it has read (run it again
+// to take them). An entry whose data is
 // not a job is skipped and named in DeleteProgress.Unreadable; the other
 // jobs of its batch are deleted. A bucket of scheduled jobs due later
 // whose data is not a list holds no IDs to read: it is passed over. It
