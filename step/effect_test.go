@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -28,12 +26,7 @@ func TestEffectsApplyOnce(t *testing.T) {
 	for _, backend := range []string{"redis", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			var rdb redis.UniversalClient
-			if backend == "cluster" {
-				rdb = shared.Cluster.Client()
-			} else {
-				rdb = shared.Server.Client()
-			}
+			rdb := backendClient(backend)
 			reg := flow.NewRegistry()
 			var local atomic.Value
 			var foreign, done string

@@ -24,6 +24,15 @@ type env struct {
 	*testkit.Env
 }
 
+// backendClient is a new client of the shared redis-server ("redis") or
+// the shared 3-node cluster ("cluster").
+func backendClient(backend string) redis.UniversalClient {
+	if backend == "cluster" {
+		return shared.Cluster.Client()
+	}
+	return shared.Server.Client()
+}
+
 // noBackoff retries a failed job at once.
 func noBackoff(int) time.Duration { return 0 }
 

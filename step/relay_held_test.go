@@ -26,12 +26,7 @@ func TestRelayPastHeldEntries(t *testing.T) {
 	for _, backend := range []string{"redis", "cluster"} {
 		t.Run(backend, func(t *testing.T) {
 			t.Parallel()
-			var rdb redis.UniversalClient
-			if backend == "cluster" {
-				rdb = shared.Cluster.Client()
-			} else {
-				rdb = shared.Server.Client()
-			}
+			rdb := backendClient(backend)
 			reg := flow.NewRegistry()
 			var foreign string
 			register(t, reg, func(ctx context.Context, job *flow.Job[transfer]) error {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
@@ -18,13 +17,7 @@ import (
 func TestJobPageUnreadableChild(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
-	id := f.enqueue(later{})
-	j := f.suspended(id, "the parent to wait for its children", func(j *flow.JobInfo) bool { return j.WaitingFor == "later" })
-	var kids []string
-	testkit.Must(t, j.DecodeStep("later", &kids))
-	if len(kids) != 2 {
-		t.Fatalf("children: %v", kids)
-	}
+	id, kids := f.laterParent()
 	ref, ok := keys.ParseRef(f.env.NS, kids[0])
 	if !ok {
 		t.Fatalf("child ID %q", kids[0])

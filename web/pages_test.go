@@ -190,13 +190,7 @@ func TestOverviewWorkersAtMostTwoSecondsOld(t *testing.T) {
 func TestJobPageListsChildren(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{}, true)
-	id := f.enqueue(later{})
-	j := f.suspended(id, "the parent to wait for its children", func(j *flow.JobInfo) bool { return j.WaitingFor == "later" })
-	var kids []string
-	testkit.Must(t, j.DecodeStep("later", &kids))
-	if len(kids) != 2 {
-		t.Fatalf("children: %v", kids)
-	}
+	id, kids := f.laterParent()
 	c := client()
 	code, body := f.get(c, jobPath(id))
 	if code != http.StatusOK {
@@ -225,6 +219,20 @@ func TestJobPageListsChildren(t *testing.T) {
 	if strings.Count(row, "badge s-completed") != 2 {
 		t.Errorf("the finished child's row %q: want completed now and as the parent knows", row)
 	}
+}
+
+// laterParent enqueues a parent that spawns two children due in an hour
+// (later), waits until it waits for them, and returns its ID and theirs.
+func (f *fixture) laterParent() (string, []string) {
+	f.t.Helper()
+	id := f.enqueue(later{})
+	j := f.suspended(id, "the parent to wait for its children", func(j *flow.JobInfo) bool { return j.WaitingFor == "later" })
+	var kids []string
+	testkit.Must(f.t, j.DecodeStep("later", &kids))
+	if len(kids) != 2 {
+		f.t.Fatalf("children: %v", kids)
+	}
+	return id, kids
 }
 
 // rowWith is the table row of body that contains s.
