@@ -84,6 +84,9 @@ end
 -- no entry to take out, and raising would fail the call after its
 -- writes (a debounce in an enqueue batch: the batch's earlier jobs).
 local function unlist(jk, id)
+  -- a push this call deferred (the job enqueued earlier in the same call,
+  -- its duplicate debounced now) lands first, and leaves with the rest
+  flush_pushes()
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class,
     F.sticky_mode)
   if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
