@@ -114,8 +114,9 @@ var ErrNoDeadEffect = sluicetype.ErrNoDeadEffect
 // its result. Stopped there, the partition's other effects would wait for
 // the other queue's resize, and once a day short of a week old be
 // dead-lettered unapplied. Notifications to a partition at a newer data
-// model are held alike; those to one that refuses every call for good
-// (its data model key corrupt) are dead-lettered. Held entries stay at
+// model, or that this process's Redis user may not touch (NOPERM), are
+// held alike; those to one that refuses every call for good (its data
+// model key corrupt) are dead-lettered. Held entries stay at
 // the front of the outbox: a caller that read a full batch goes on after
 // its Last entry, or the entries behind a batch's worth of held ones
 // would wait with them.
@@ -140,9 +141,9 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string,
 	// applied once whether it applied before can no longer be told
 	bury := func(m redis.XMessage, first, msg string) {
 		b, _ := m.Values["b"].(string)
-		born, ok := m.Values["c"].(string)
-		if !ok {
-			born = "-" // an entry of an older release
+		born, ok := m.Values["c"].(string) // an effect's job's creation time
+		if !ok || m.Values["t"] != "fx" {
+			born = "-" // an entry of an older release, or no effect's
 		}
 		d := DeadEffect{Entry: m.ID, Error: msg, first: first, born: born}
 		d.describe([]byte(b))
@@ -201,8 +202,11 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string,
 		}
 		if err := s.run(ctx, lua.Notify, pp, args...).Err(); err != nil {
 			switch {
-			case ctx.Err() == nil && errors.Is(err, ErrNewerDataModel):
-				held = cmp.Or(held, err) // a newer process delivers them
+			case ctx.Err() == nil && (errors.Is(err, ErrNewerDataModel) || redis.IsPermissionError(err)):
+				// a newer process delivers them, or one whose Redis user
+				// may touch the parent's partition (this one's may not:
+				// NOPERM); dead-lettered, they could never be revived
+				held = cmp.Or(held, err)
 				nheld += len(ns)
 			case passes(ctx, err):
 				return RelayResult{}, err

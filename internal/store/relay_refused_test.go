@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -83,5 +84,43 @@ func TestRelayHeldBatchGoesOn(t *testing.T) {
 				t.Errorf("outbox holds %d entries, want the 2 held", n)
 			}
 		})
+	}
+}
+
+// TestRelayWithoutPermissionHolds: a relay by a process whose Redis user
+// may not touch the parent's partition (NOPERM: an ACL for the child's
+// queue alone) leaves the notification in the outbox, for a process that
+// may, held (as at a newer data model), and dead-letters nothing.
+// 3d5567e took any refusal of notify.lua not known to pass for a
+// partition that refuses every call for good, and dead-lettered such
+// notifications, which can never be revived: TestFanOutRelayAfterWorkerDeath
+// found it, when its worker relayed before the test counted the outbox.
+func TestRelayWithoutPermissionHolds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, backends(t)[1]) // a real redis-server: ACLs
+	user, password := "relay-"+f.p.NS, "pw-"+f.p.NS
+	root := env.Server.Client()
+	t.Cleanup(func() {
+		root.Do(context.Background(), "ACL", "DELUSER", user)
+		root.Close()
+	})
+	if err := root.Do(f.ctx, "ACL", "SETUSER", user, "reset", "on", ">"+password,
+		"~"+f.p.Tag()+"*", "allchannels", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr(), Username: user, Password: password})
+	t.Cleanup(func() { rdb.Close() })
+	st := store.New(rdb, store.Config{NS: f.p.NS})
+	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.Outbox(), Values: []any{
+		"t", "n", "p", "par:0:parent1", "s", "spawn", "c", "child1", "st", "completed", "r", ""}})
+	res, err := st.RelayOutbox(f.ctx, f.p, "", 10)
+	if !redis.IsPermissionError(err) || len(res.Dead) != 0 || res.Held != 1 {
+		t.Errorf("relay without permission on the parent's partition: %+v, %v; want NOPERM, the notification held, nothing dead-lettered", res, err)
+	}
+	if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 1 {
+		t.Errorf("outbox holds %d entries, want the notification, for a process that may relay it", n)
+	}
+	if n := f.rdb.XLen(f.ctx, f.p.DeadOutbox()).Val(); n != 0 {
+		t.Errorf("dead stream holds %d entries, want none", n)
 	}
 }
