@@ -204,8 +204,8 @@ func (h *hub) publish(ctx context.Context) {
 			continue
 		}
 		data, ok := changed[s.job]
-		if !ok && s.fresh {
-			data, ok = all[s.job]
+		if ev, known := all[s.job]; !ok && s.fresh && known {
+			data, ok = marshalEvent(ev), true
 		}
 		if ok {
 			s.fresh = !send(s, event{"job", data}) // dropped: owed again
@@ -246,8 +246,9 @@ func eventOf(id string, b admin.JobBrief) jobEvent {
 
 // followJobs reads the followed jobs and returns the event data of those
 // whose state or counters changed since the last read (every one, the
-// first time), and of every one read (for subscribers owed the state).
-func (h *hub) followJobs(ctx context.Context, ids []string) (changed, all map[string][]byte, err error) {
+// first time), and the events of every one read (for subscribers owed the
+// state, encoded only for them).
+func (h *hub) followJobs(ctx context.Context, ids []string) (changed map[string][]byte, all map[string]jobEvent, err error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
 	if len(ids) == 0 {
@@ -258,19 +259,22 @@ func (h *hub) followJobs(ctx context.Context, ids []string) (changed, all map[st
 	if err != nil {
 		return nil, nil, err
 	}
-	changed, all = map[string][]byte{}, make(map[string][]byte, len(bs))
-	seen := make(map[string]jobEvent, len(bs))
+	changed, all = map[string][]byte{}, make(map[string]jobEvent, len(bs))
 	for id, b := range bs {
 		ev := eventOf(id, b)
-		seen[id] = ev
-		data, _ := json.Marshal(ev)
-		all[id] = data
+		all[id] = ev
 		if old, ok := h.briefs[id]; !ok || old != ev {
-			changed[id] = data
+			changed[id] = marshalEvent(ev)
 		}
 	}
-	h.briefs = seen
+	h.briefs = all
 	return changed, all, nil
+}
+
+// marshalEvent is a job event's data.
+func marshalEvent(ev jobEvent) []byte {
+	data, _ := json.Marshal(ev)
+	return data
 }
 
 // current returns the snapshot with workers read less than workersAge
