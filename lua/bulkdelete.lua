@@ -6,12 +6,11 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  state scanned: completed, archived, quarantined, cancelled (its
 --          terminal set, oldest first), scheduled or retryable (the
---          scheduled set, soonest due first)
+--          scheduled index: its buckets of later jobs, then its zset)
 -- ARGV[10] cursor score, ARGV[11] cursor member: the last entry the
---          previous step read ('' and '': start at the beginning); in
---          the buckets of later jobs, which a scan of the scheduled index
---          reads after its zset, 'later:' .. bucket and the entries of
---          that bucket read
+--          previous step read ('' and '': start at the beginning); a
+--          scan of the scheduled index reads the buckets of later jobs
+--          before its zset, and has the cursors named below
 -- ARGV[12] as-of time (ms) the scan started; '' on the first step
 -- ARGV[13] the most entries to read in this step
 -- ARGV[14] '1': dry run (count, delete nothing)
@@ -84,29 +83,26 @@ local function visit(id, indexed)
   end
 end
 
--- The scheduled index is the sched zset, then the buckets of later jobs
--- (lib_ready.lua sched_add), whose cursor is 'later:' .. bucket and the
--- entries of that bucket read.
+-- The scheduled index is read buckets first, then the sched zset: the
+-- buckets of later jobs (lib_ready.lua sched_add) from the last, each
+-- from its tail, then sched soonest due first. Jobs move only from the
+-- first bucket's head into sched as their time nears (sched_near), so a
+-- job moved during the scan is read in sched, which comes after; and a
+-- bucket's head popped under the scan does not move an offset counted
+-- from its tail. Cursors: 'later:' .. bucket and the entries of that
+-- bucket read from its tail ('later:' alone: from the last bucket); then
+-- 'near:' (sched from its start), then sched's score and member.
 local sched = zk == K_SCHED
-local later = sched and cscore:sub(1, 6) == 'later:'
-if not later then
-  local start = scan_start(zk, cscore, cmember)
-  local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
-  for i = 1, #batch, 2 do
-    local score = tonumber(batch[i + 1])
-    visit(batch[i], function(at) return not at or at == score end)
-    cscore, cmember = batch[i + 1], batch[i]
-  end
-  if sched and read < limit then later, cscore, cmember = true, 'later:', '0' end
-end
-local ended = read < limit
-if later then
-  ended = false
-  local b, off = tonumber(cscore:sub(7)) or -1, tonumber(cmember) or 0
+if sched and cscore == '' then cscore, cmember = 'later:', '0' end
+local ended = false
+if sched and cscore:sub(1, 6) == 'later:' then
+  local b, off = tonumber(cscore:sub(7)), tonumber(cmember) or 0
   while read < limit do
-    local nxt = call_aside('ZRANGEBYSCORE', K_LATER, nil, math.max(b, 0) * SCHED_BUCKET, '+inf', 'LIMIT', 0, 1)
+    local hi = '+inf'
+    if b then hi = b * SCHED_BUCKET end
+    local nxt = call_aside('ZREVRANGEBYSCORE', K_LATER, nil, hi, '-inf', 'LIMIT', 0, 1)
     if #nxt == 0 then
-      ended = true
+      b = nil
       break
     end
     local nb = tonumber(nxt[1])
@@ -116,15 +112,36 @@ if later then
     -- to read; raising would keep the jobs this step deleted counted,
     -- answer no cursor, and fail every later step here. It is passed
     -- over (sched_near sets it aside when it comes due)
-    local ids = redis.pcall('LRANGE', later_key(nxt[1]), off, off + want - 1)
+    local ids = redis.pcall('LRANGE', later_key(nxt[1]), -(off + want), -(off + 1))
     if ids.err then ids = {} end
-    for _, id in ipairs(ids) do
-      visit(id, function(at) return not at or math.floor(at / SCHED_BUCKET) == b end)
+    for i = #ids, 1, -1 do
+      visit(ids[i], function(at) return not at or math.floor(at / SCHED_BUCKET) == b end)
     end
     off = off + #ids
-    if #ids < want then b, off = b + 1, 0 end
+    if #ids < want then
+      b, off = b - 1, 0
+      if b < 0 then
+        b = nil
+        break
+      end
+    end
   end
-  cscore, cmember = 'later:' .. string.format('%d', b), tostring(off)
+  if b then
+    cscore, cmember = 'later:' .. string.format('%d', b), tostring(off)
+  else
+    cscore, cmember = 'near:', ''
+  end
+end
+if read < limit then
+  local start = 0
+  if cscore ~= 'near:' then start = scan_start(zk, cscore, cmember) end
+  local batch = redis.call('ZRANGE', zk, start, start + limit - read - 1, 'WITHSCORES')
+  for i = 1, #batch, 2 do
+    local score = tonumber(batch[i + 1])
+    visit(batch[i], function(at) return not at or at == score end)
+    cscore, cmember = batch[i + 1], batch[i]
+  end
+  ended = read < limit
 end
 flush()
 local done = 0
