@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -10,15 +11,22 @@ import (
 )
 
 // pausedQueues reads which of queues are paused: for each, how many of
-// its partitions, and how many it has.
+// its partitions, and how many it has. Each queue's own entry is read:
+// the listing stops at admin.MaxQueuesListed, and a queue past it would
+// read as not paused. A queue that is not registered, or whose flags
+// cannot be read (a corrupt entry: nor can its jobs be made available),
+// is left out.
 func pausedQueues(ctx context.Context, client *admin.Client, queues []string) (map[string][2]int, error) {
-	qs, err := client.Queues(ctx)
-	if !listed(err) {
-		return nil, err
-	} // a queue whose registry entry is corrupt: its flags cannot be read, nor its jobs made available
 	out := map[string][2]int{}
-	for _, q := range qs {
-		if q.Paused > 0 && slices.Contains(queues, q.Name) {
+	for _, name := range queues {
+		q, err := client.Queue(ctx, name)
+		if bad, only := admin.Unreadable(err); errors.Is(err, admin.ErrQueueNotFound) || only && bad[name] != nil {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if q.Paused > 0 {
 			out[q.Name] = [2]int{q.Paused, q.Partitions}
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // own entry. A helper's audit found every command that checks its queue
 // (queues pause, resume, resize and stats, jobs list, redrive and delete
 // by selector, effects list, --partitions) read the bounded listing and
-// said "not found" (exit 3) of a registered queue.
+// said "not found" (exit 3) of a registered queue, and whether it was
+// paused from the listing too.
 func TestCommandsFindQueuePastListing(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -48,6 +50,23 @@ func TestCommandsFindQueuePastListing(t *testing.T) {
 	// the API finds it
 	if err := admin.New(f.c).PauseQueue(f.ctx, missing); err != nil {
 		t.Fatalf("admin PauseQueue(%s): %v", missing, err)
+	}
+	// and reads whether it was paused from its own flags: a queue past
+	// the listing read as not paused, so its resume said "(it was not
+	// paused)", and a second pause did not say it was paused already
+	// (found by another audit)
+	for _, c := range []struct {
+		verb      string
+		unchanged bool
+	}{{"resume", false}, {"pause", false}, {"pause", true}} {
+		out := f.must("--json", "queues", c.verb, missing)
+		var res pauseJSON
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if slices.Contains(res.Unchanged, missing) != c.unchanged {
+			t.Errorf("queues %s %s (past the listing): %s; want unchanged %v", c.verb, missing, out, c.unchanged)
+		}
 	}
 	for _, cmd := range [][]string{{"queues", "resume", missing}, {"jobs", "list", "--state", "archived", "--queue", missing},
 		{"queues", "stats", missing}, {"--partitions", missing + "=1", "queues", "resume", missing}} {

@@ -76,14 +76,48 @@ func (c *Client) Layouts(ctx context.Context) ([]QueueInfo, error) {
 // naming it. A registry entry that is not a layout: ErrMalformed, the
 // queue named as Unreadable reads it.
 func (c *Client) QueueLayout(ctx context.Context, queue string) (QueueInfo, error) {
-	l, err := c.b.Store.ReadLayout(ctx, queue)
-	if errors.Is(err, store.ErrMalformed) {
-		return QueueInfo{}, &store.EntryError{Name: queue, Err: err}
-	}
+	l, err := c.layout(ctx, queue)
 	if err != nil {
 		return QueueInfo{}, err
 	}
 	return queueInfo(l, nil), nil
+}
+
+// Queue reads one queue as Queues lists it, paused partitions included,
+// however many queues the namespace has: a second round trip after
+// QueueLayout's, with its errors. A queue whose partitions this release
+// cannot read (a newer data model, a paused flag of another type) is
+// named as Unreadable reads it.
+func (c *Client) Queue(ctx context.Context, queue string) (QueueInfo, error) {
+	l, err := c.layout(ctx, queue)
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	paused, err := c.pausedFlags(ctx, l)
+	if err != nil {
+		return QueueInfo{}, err
+	}
+	return queueInfo(l, paused), nil
+}
+
+// layout reads queue's registry entry; one that is not a layout is named
+// (*store.EntryError).
+func (c *Client) layout(ctx context.Context, queue string) (store.Layout, error) {
+	l, err := c.b.Store.ReadLayout(ctx, queue)
+	if errors.Is(err, store.ErrMalformed) {
+		return l, &store.EntryError{Name: queue, Err: err}
+	}
+	return l, err
+}
+
+// pausedFlags reads the paused flags of layout l's partitions; a queue
+// whose partitions this release cannot read is named (*store.EntryError).
+func (c *Client) pausedFlags(ctx context.Context, l store.Layout) ([]bool, error) {
+	paused, err := c.b.Store.PausedFlags(ctx, l.Parts(c.b.Namespace))
+	if errors.Is(err, store.ErrNewerDataModel) || errors.Is(err, store.ErrMalformed) {
+		return nil, &store.EntryError{Name: l.Queue, Err: fmt.Errorf("queue %q: %w", l.Queue, err)}
+	}
+	return paused, err
 }
 
 func (c *Client) queues(ctx context.Context, withPaused bool) ([]QueueInfo, error) {
@@ -130,10 +164,11 @@ func (c *Client) queuesOneByOne(ctx context.Context, lays []store.Layout, unread
 	out := make([]QueueInfo, 0, len(lays))
 	errs := []error{unread}
 	for _, l := range lays {
-		paused, err := c.b.Store.PausedFlags(ctx, l.Parts(c.b.Namespace))
+		paused, err := c.pausedFlags(ctx, l)
+		var bad *store.EntryError
 		switch {
-		case errors.Is(err, store.ErrNewerDataModel) || errors.Is(err, store.ErrMalformed):
-			errs = append(errs, &store.EntryError{Name: l.Queue, Err: fmt.Errorf("queue %q: %w", l.Queue, err)})
+		case errors.As(err, &bad):
+			errs = append(errs, bad)
 		case err != nil:
 			return nil, err
 		default:
