@@ -61,7 +61,10 @@
 -- names (push_ready, a fallback deadline already running kept), never
 -- dropped; unless it waits on its concurrency key's or rate class's
 -- wait list (a reroute by an older release records no F.sticky_left:
--- the entry is stale, the wait list its place). A pinned job its worker's claim sets waiting
+-- the entry is stale, the wait list its place). A pinned job its
+-- worker's claim leases has its fallback deadline removed (else the
+-- deadline stayed, the job long done, and kept the partition's claims
+-- promoting until it passed). One its worker's claim sets waiting
 -- on its concurrency key or rate class waits for that, not for its
 -- worker: its fallback deadline goes (else After would list it a second
 -- time, FailAfter archive it with its wait-list entry left behind), and
@@ -346,6 +349,8 @@ local function take(ak, pinned_to, prio)
             if ms > longest then longest = ms end
             local expiry = NOW + ms
             redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
+            -- its worker came (see the header)
+            if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then call_aside('ZREM', PIN_DEADLINES, nil, id) end
             lease_later(num_s(expiry), id)
             count('available', 'running')
             jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
