@@ -92,3 +92,23 @@ func TestCrashesQuarantine(t *testing.T) {
 type plainArgs struct{ N int }
 
 func (plainArgs) Kind() string { return "plain" }
+
+// TestGarbageHeaderIsCrash: a child that writes six bytes of garbage that
+// start with the protocol's version byte, as a frame header would, and
+// names a length over MaxStdout, then exits, sent no valid reply: a
+// crash, as for any other garbage. A helper's audit found it charged as
+// output over the limit (ErrOutputLimit, an ordinary error spending an
+// attempt), after six bytes.
+func TestGarbageHeaderIsCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	hd, err := isolated.Handler(isolated.Command{Path: "/bin/sh", Args: []string{"-c", `printf '\001Z\377\377\377\377'`}}, isolated.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.startWorker(isolated.Handlers{Kinds: map[string]runtime.Handler{garbageArgs{}.Kind(): hd}}, runtime.Options{})
+	j := e.WaitState(e.Enqueue(garbageArgs{}), flow.StateRetryable)
+	if len(j.Errors) != 1 || j.Errors[0].Class != "child_crash" || j.CrashAttempt != 1 || j.Attempt != 0 {
+		t.Errorf("attempt %d, crash_attempt %d, errors %+v; want one child_crash", j.Attempt, j.CrashAttempt, j.Errors)
+	}
+}

@@ -44,7 +44,7 @@ func TestWorkerDiesAfterReply(t *testing.T) {
 	if err := writeFrame(stdin, frameStart, startMsg{NS: "t", ID: "default:0:x", Queue: "default", Kind: "bg", Payload: payload}); err != nil {
 		t.Fatal(err)
 	}
-	typ, body, err := readFrame(stdout, 1<<20)
+	typ, body, err := readFrame(stdout, 1<<20, childFrames)
 	if err != nil || typ != frameReply {
 		t.Fatalf("reply: %q, %v", typ, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/sluicetype"
@@ -23,6 +24,9 @@ const (
 	frameConfirm    = 'K' // child -> parent: confirm the lease with Redis (confirmMsg), for a strict step
 	frameReply      = 'R' // child -> parent: the attempt's outcome (replyMsg), last
 )
+
+// childFrames are the types of frame a child sends.
+const childFrames = string(frameCheckpoint) + string(frameConfirm) + string(frameReply)
 
 // headerLen is a frame's header: version, type, body length (big endian).
 const headerLen = 6
@@ -134,10 +138,12 @@ func writeFrame(w io.Writer, typ byte, msg any) error {
 	return err
 }
 
-// readFrame reads one frame whose body is at most limit bytes. A longer
-// body is a *tooLongError (with nothing of it read); a clean end of stream
-// before the frame is io.EOF.
-func readFrame(r io.Reader, limit int) (typ byte, body []byte, err error) {
+// readFrame reads one frame of a type in want whose body is at most
+// limit bytes. A frame of another type is a protocol error, whatever
+// length its header names (garbage, not output over a limit); a longer
+// body is a *tooLongError (with nothing of it read); a clean end of
+// stream before the frame is io.EOF.
+func readFrame(r io.Reader, limit int, want string) (typ byte, body []byte, err error) {
 	var h [headerLen]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		if err == io.ErrUnexpectedEOF {
@@ -147,6 +153,9 @@ func readFrame(r io.Reader, limit int) (typ byte, body []byte, err error) {
 	}
 	if h[0] != Version {
 		return 0, nil, fmt.Errorf("%w: frame version %d, want %d", errProtocol, h[0], Version)
+	}
+	if !strings.ContainsRune(want, rune(h[1])) {
+		return 0, nil, fmt.Errorf("%w: unexpected frame type %q", errProtocol, h[1])
 	}
 	n := binary.BigEndian.Uint32(h[2:])
 	if int64(n) > int64(limit) {

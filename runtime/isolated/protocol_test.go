@@ -21,7 +21,7 @@ func TestFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := append([]byte(nil), buf.Bytes()...)
-	typ, body, err := readFrame(&buf, 1<<10)
+	typ, body, err := readFrame(&buf, 1<<10, childFrames)
 	if err != nil || typ != frameCheckpoint {
 		t.Fatalf("readFrame: type %q, %v", typ, err)
 	}
@@ -32,7 +32,7 @@ func TestFrames(t *testing.T) {
 	if out.Seq != in.Seq || out.Field != in.Field || !bytes.Equal(out.Record, in.Record) || len(out.Effects) != 1 || out.Effects[0].Key != "k" {
 		t.Errorf("decoded %+v, want %+v", out, in)
 	}
-	if _, _, err := readFrame(&buf, 1<<10); err != io.EOF {
+	if _, _, err := readFrame(&buf, 1<<10, childFrames); err != io.EOF {
 		t.Errorf("at the end: %v, want io.EOF", err)
 	}
 
@@ -48,8 +48,14 @@ func TestFrames(t *testing.T) {
 		"body":      {raw[:len(raw)-1], 1 << 10, func(err error) bool { return errors.Is(err, errProtocol) }},
 		"too long":  {raw, len(raw) - headerLen - 1, func(err error) bool { return errors.As(err, &long) }},
 		"just fits": {raw, len(raw) - headerLen, func(err error) bool { return err == nil }},
+		// a type the reader does not take is garbage, whatever length
+		// its header names: not over the limit (a child's garbage
+		// charged as ErrOutputLimit spent an attempt, not a crash)
+		"type": {[]byte{Version, 'Z', 0xff, 0xff, 0xff, 0xff}, 1 << 10, func(err error) bool {
+			return errors.Is(err, errProtocol) && !errors.As(err, &long)
+		}},
 	} {
-		if _, _, err := readFrame(bytes.NewReader(tc.b), tc.limit); !tc.want(err) {
+		if _, _, err := readFrame(bytes.NewReader(tc.b), tc.limit, childFrames); !tc.want(err) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -88,7 +94,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r := bytes.NewReader(b)
 		for {
-			typ, body, err := readFrame(r, 64)
+			typ, body, err := readFrame(r, 64, childFrames)
 			if err != nil {
 				return
 			}

@@ -135,7 +135,7 @@ func (p *proxy) readAnswers(in io.Reader, cancel context.CancelCauseFunc) {
 		cancel(p.goneErr())
 	}()
 	for {
-		typ, body, err := readFrame(in, maxFrameIn)
+		_, body, err := readFrame(in, maxFrameIn, string(rune(frameAnswer)))
 		if err != nil {
 			// The end of the stream, even in a frame, is the parent's
 			// going away; anything else it sent is garbled.
@@ -146,10 +146,6 @@ func (p *proxy) readAnswers(in io.Reader, cancel context.CancelCauseFunc) {
 			return
 		}
 		var a answerMsg
-		if typ != frameAnswer {
-			p.garbled = fmt.Errorf("%w: unexpected frame type %q", errProtocol, typ)
-			return
-		}
 		if err := decode(body, &a); err != nil {
 			p.garbled = err
 			return

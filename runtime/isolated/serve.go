@@ -69,10 +69,7 @@ func Serve(h runtime.Handlers) error {
 }
 
 func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer) error {
-	typ, body, err := readFrame(in, maxFrameIn)
-	if err == nil && typ != frameStart {
-		err = fmt.Errorf("%w: frame type %q, want the start", errProtocol, typ)
-	}
+	_, body, err := readFrame(in, maxFrameIn, string(rune(frameStart)))
 	var m startMsg
 	if err == nil {
 		err = decode(body, &m)

@@ -213,7 +213,7 @@ func (s *session) stderrOver() error {
 func (s *session) read() readResult {
 	budget := s.h.opts.MaxStdout
 	for {
-		typ, body, err := readFrame(s.stdout, budget-headerLen)
+		typ, body, err := readFrame(s.stdout, budget-headerLen, childFrames)
 		if err != nil {
 			return readResult{err: err}
 		}
@@ -237,8 +237,6 @@ func (s *session) read() readResult {
 				return readResult{err: err}
 			}
 			return readResult{reply: &m}
-		default:
-			return readResult{err: fmt.Errorf("%w: unexpected frame type %q", errProtocol, typ)}
 		}
 	}
 }
