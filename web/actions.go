@@ -35,17 +35,23 @@ type action struct {
 }
 
 var actions = map[string]action{
-	"cancel": {Title: "Cancel job", Target: "id", Danger: true,
+	"cancel": {Title: "Cancel job", Target: "id", Danger: true, Fields: []string{"created", "redrives"},
 		What: "The job moves to cancelled. A running attempt's context is cancelled at once; any write it still makes is refused.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
+			if err := c.unchanged(ctx, f); err != nil {
+				return "", "", err
+			}
 			res, err := c.ops.CancelJob(ctx, id)
 			return "cancelled " + id + keptFor(res, queueOf(id)), jobPath(id), err
 		}},
-	"delete": {Title: "Delete job", Target: "id", Danger: true,
+	"delete": {Title: "Delete job", Target: "id", Danger: true, Fields: []string{"created", "redrives"},
 		What: "The job and everything kept of it (errors, steps, results) are deleted. This cannot be undone.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
+			if err := c.unchanged(ctx, f); err != nil {
+				return "", "", err
+			}
 			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), c.ops.DeleteJob(ctx, id)
 		}},
 	"redrive": {Title: "Redrive job", Target: "id", Fields: []string{"fence"},
@@ -342,16 +348,19 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 	if name == "trigger" {
 		v.Once = keys.NewLocal()
 	}
-	if slices.Contains(a.Fields, "fence") && f.Get("fence") == "" {
-		// the attempt the operator sees: the form posted again once the
-		// job ran since is refused (unchanged), not acted on twice; a
+	if seen := slices.DeleteFunc(slices.Clone(a.Fields), func(k string) bool { return jobFields[k] == nil || f.Get(k) != "" }); len(seen) > 0 {
+		// the job the operator sees: the form posted again once the job
+		// ran since (fence), was redriven (redrives) or its ID given to a
+		// new job (created) is refused (unchanged), not acted on twice; a
 		// page that cannot name it offers no confirmation
 		j, err := c.ops.Job(r.Context(), v.Target)
 		if err != nil {
 			c.fail(w, r, err)
 			return
 		}
-		f.Set("fence", strconv.FormatInt(j.Fence, 10))
+		for _, k := range seen {
+			f.Set(k, jobFields[k](j))
+		}
 	}
 	code := http.StatusOK
 	if a.Bulk {
@@ -514,21 +523,43 @@ func formFields(a action, f url.Values, posted bool) error {
 	return nil
 }
 
-// unchanged refuses a one-job action whose form names the attempt the
-// confirmation showed (fence) when the job has moved on since: the form
-// posted twice (a double click, a re-sent request) would otherwise act
-// again on a job that ran again in between, and say so twice.
+// jobFields are what a one-job action's confirmation may record of the
+// job it shows, for unchanged to check.
+var jobFields = map[string]func(*flow.JobInfo) string{
+	"fence":    func(j *flow.JobInfo) string { return strconv.FormatInt(j.Fence, 10) },
+	"created":  func(j *flow.JobInfo) string { return strconv.FormatInt(j.Created.UnixNano(), 10) },
+	"redrives": func(j *flow.JobInfo) string { return strconv.Itoa(j.Redrives) },
+}
+
+// unchanged refuses a one-job action whose form records the job the
+// confirmation showed (jobFields) when the job has moved on since: the
+// form posted twice (a double click, a re-sent request) would otherwise
+// act again on a job that ran again, was redriven, or whose ID a new job
+// took in between, and say so twice. A job gone since is named.
 func (c *console) unchanged(ctx context.Context, f url.Values) error {
-	want := f.Get("fence")
-	if want == "" {
+	var seen []string
+	for _, k := range []string{"created", "redrives", "fence"} { // the first difference says why
+		if f.Get(k) != "" {
+			seen = append(seen, k)
+		}
+	}
+	if len(seen) == 0 {
 		return nil
 	}
-	j, err := c.ops.Job(ctx, f.Get("id"))
+	id := f.Get("id")
+	j, err := c.ops.Job(ctx, id)
+	if errors.Is(err, flow.ErrNotFound) {
+		return fmt.Errorf("job %s: %w (it was there when this page was shown: deleted since, or by this form posted before)", id, err)
+	}
 	if err != nil {
 		return err
 	}
-	if strconv.FormatInt(j.Fence, 10) != want {
-		return fmt.Errorf("%w: job %s ran again since this page was shown (it is %s now): look at it first", admin.ErrWrongState, j.ID, j.State)
+	for _, k := range seen {
+		if jobFields[k](j) == f.Get(k) {
+			continue
+		}
+		why := map[string]string{"fence": "ran again", "created": "is another job (its ID was given to a new one)", "redrives": "was redriven"}[k]
+		return fmt.Errorf("%w: job %s %s since this page was shown (it is %s now): look at it first", admin.ErrWrongState, j.ID, why, j.State)
 	}
 	return nil
 }

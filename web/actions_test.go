@@ -350,7 +350,7 @@ func TestUnknownActionNotFound(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
 		t.Errorf("/confirm/nosuch: %d\n%s", code, mainOf(body))
 	}
-	_, page := f.get(c, "/confirm/cancel?id=x") // a page with a form, for the CSRF token
+	_, page := f.get(c, "/confirm/pause?queue="+testQueue) // a page with a form, for the CSRF token
 	code, _, body = f.post(c, "/act/nosuch", url.Values{"csrf": {csrfOf(page)}, "id": {"x"}})
 	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
 		t.Errorf("POST /act/nosuch: %d\n%s", code, mainOf(body))
