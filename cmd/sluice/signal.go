@@ -60,14 +60,18 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		// a job asleep on other signals is not woken by this one (kept
 		// for a later step): say so, a misspelt name is not a success
 		var others []string
-		if j, err := client.Job(cmd.Context(), id); err == nil && j.Suspended && len(j.AwaitingSignals) > 0 &&
-			!slices.Contains(j.AwaitingSignals, name) {
-			others = j.AwaitingSignals
+		asleep := false // suspended on timers alone (step.Sleep): not woken either
+		if j, err := client.Job(cmd.Context(), id); err == nil && j.Suspended && !slices.Contains(j.AwaitingSignals, name) {
+			if len(j.AwaitingSignals) > 0 {
+				others = j.AwaitingSignals
+			} else {
+				asleep = true
+			}
 		}
 		if c.json {
 			out := map[string]any{"id": id, "signal": name, "result": result}
-			if others != nil {
-				out["awaiting"] = others
+			if others != nil || asleep {
+				out["awaiting"] = append([]string{}, others...)
 			}
 			return writeJSON(c.stdout, out)
 		}
@@ -79,6 +83,8 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		if others != nil {
 			fmt.Fprintf(c.stderr, "note: %s sleeps waiting for %s, not %s: it was not woken (the signal is kept for a later step that waits for it)\n",
 				id, strings.Join(others, ", "), name)
+		} else if asleep {
+			fmt.Fprintf(c.stderr, "note: %s sleeps on a timer and waits for no signal: it was not woken (the signal is kept for a later step that waits for it)\n", id)
 		}
 		return nil
 	})

@@ -82,6 +82,7 @@ place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 				return noQueues(client)
 			}
 		} else {
+			queues = once(queues) // a repeat printed its row twice
 			for _, q := range queues {
 				if err := c.checkQueue(ctx, client, q); err != nil {
 					return err

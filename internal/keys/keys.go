@@ -272,7 +272,10 @@ func ParseRef(ns, id string) (Ref, bool) {
 		return Ref{}, false
 	}
 	ps, local, ok := strings.Cut(rest, ":")
-	if !ok || local == "" {
+	if !ok || local == "" || strings.ContainsFunc(local, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		// no job's ID has a space or a control character (flow.WithID
+		// refuses them): one pasted with a trailing space is malformed,
+		// not a job that is not found
 		return Ref{}, false
 	}
 	idx, err := strconv.Atoi(ps)
