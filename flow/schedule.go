@@ -332,12 +332,16 @@ func (tm timing) recent(after, now time.Time, k int) []time.Time {
 	}
 }
 
-// plan decides, at store time now, what to do with the ticks in (last,
-// until] (until is now, or before it the time of a pause): which of them
-// to enqueue, and the new last tick (zero when no tick is due). Only the
-// most recent due tick can be on time; the others are missed, and so is
-// it when it is later than grace.
-func plan(tm timing, p MissedPolicy, grace time.Duration, last, until, now time.Time) (enqueue []time.Time, newLast time.Time) {
+// plan decides, at store time now, what to do with the ticks of the
+// window ws[0] = (last, until] (until is now, or before it the time of a
+// pause): which of them to enqueue, and the new last tick (zero when no
+// tick is due). ws[1:] are the windows decided after it (owed windows of
+// ticks due before a pause, then the one up to now): the policy counts
+// their ticks with ws[0]'s, so that one outage with pauses in it keeps
+// the jobs the policy keeps for one outage. Only the most recent due
+// tick of them all can be on time; the others are missed, and so is it
+// when it is later than grace.
+func plan(tm timing, p MissedPolicy, grace time.Duration, ws [][2]time.Time, now time.Time) (enqueue []time.Time, newLast time.Time) {
 	k := 1
 	switch p.mode {
 	case missedOnce:
@@ -345,25 +349,36 @@ func plan(tm timing, p MissedPolicy, grace time.Duration, last, until, now time.
 	case missedCatchUp:
 		k = p.n + 1
 	}
-	ticks := tm.recent(last, until, k)
-	if len(ticks) == 0 {
+	first := tm.recent(ws[0][0], ws[0][1], 1)
+	if len(first) == 0 {
 		return nil, time.Time{}
 	}
-	newLast = ticks[len(ticks)-1]
-	missed, onTime := ticks, now.Sub(newLast) <= grace
+	newLast = first[0]
+	var ticks []time.Time // the most recent k of all the windows, oldest first
+	for i := len(ws) - 1; i >= 0 && len(ticks) < k; i-- {
+		ticks = append(tm.recent(ws[i][0], ws[i][1], k-len(ticks)), ticks...)
+	}
+	latest := ticks[len(ticks)-1]
+	missed, onTime := ticks, now.Sub(latest) <= grace
 	if onTime {
 		missed = ticks[:len(ticks)-1]
 	}
+	var keep []time.Time
 	switch p.mode {
 	case missedOnce:
 		if len(missed) > 0 {
-			enqueue = append(enqueue, missed[len(missed)-1])
+			keep = append(keep, missed[len(missed)-1])
 		}
 	case missedCatchUp:
-		enqueue = append(enqueue, missed[max(0, len(missed)-p.n):]...)
+		keep = append(keep, missed[max(0, len(missed)-p.n):]...)
 	}
 	if onTime {
-		enqueue = append(enqueue, newLast)
+		keep = append(keep, latest)
+	}
+	for _, t := range keep {
+		if t.After(ws[0][0]) && !t.After(newLast) {
+			enqueue = append(enqueue, t)
+		}
 	}
 	return enqueue, newLast
 }

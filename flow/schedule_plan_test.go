@@ -60,7 +60,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, last := plan(tc.tm, tc.policy, tc.grace, tc.last, tc.now, tc.now)
+			got, last := plan(tc.tm, tc.policy, tc.grace, [][2]time.Time{{tc.last, tc.now}}, tc.now)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("enqueued (-want +got):\n%s", diff)
 			}
@@ -241,4 +241,44 @@ func utcs(ts []time.Time) []time.Time {
 		out[i] = t.UTC()
 	}
 	return out
+}
+
+// TestPlanAcrossWindows: with owed windows (ticks due before a pause) to
+// decide after the first, a policy counts the ticks of all of them, and
+// keeps of the first window only what it keeps of them all. An outage
+// from 0:30 to 8:00 with pauses 3:30..4:30 and 6:45..7:45, back on time
+// at 8:00: missed 1, 2, 3, 5 and 6.
+func TestPlanAcrossWindows(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	at := func(m, s int) time.Time { return t0.Add(time.Duration(m)*time.Minute + time.Duration(s)*time.Second) }
+	minutely := mustTiming(t, "* * * * *", 0, "")
+	w1, w2, w3 := [2]time.Time{at(0, 30), at(3, 30)}, [2]time.Time{at(4, 30), at(6, 45)}, [2]time.Time{at(7, 45), at(8, 0)}
+	now := at(8, 0)
+	for _, tc := range []struct {
+		name     string
+		policy   MissedPolicy
+		ws       [][2]time.Time
+		want     []time.Time
+		wantLast time.Time
+	}{
+		{"skip, first window", SkipMissed, [][2]time.Time{w1, w2, w3}, nil, at(3, 0)},
+		{"once, first window", RunOnce, [][2]time.Time{w1, w2, w3}, nil, at(3, 0)},
+		{"once, second window", RunOnce, [][2]time.Time{w2, w3}, []time.Time{at(6, 0)}, at(6, 0)},
+		{"once, last window", RunOnce, [][2]time.Time{w3}, []time.Time{at(8, 0)}, at(8, 0)},
+		{"catch up 2, first window", CatchUp(2), [][2]time.Time{w1, w2, w3}, nil, at(3, 0)},
+		{"catch up 4, first window", CatchUp(4), [][2]time.Time{w1, w2, w3}, []time.Time{at(2, 0), at(3, 0)}, at(3, 0)},
+		{"catch up 4, second window", CatchUp(4), [][2]time.Time{w2, w3}, []time.Time{at(5, 0), at(6, 0)}, at(6, 0)},
+		{"empty later window", RunOnce, [][2]time.Time{w1, {at(8, 0), at(8, 0)}}, []time.Time{at(3, 0)}, at(3, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, last := plan(minutely, tc.policy, time.Minute, tc.ws, now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("enqueued (-want +got):\n%s", diff)
+			}
+			if !last.Equal(tc.wantLast) {
+				t.Errorf("last = %v, want %v", last, tc.wantLast)
+			}
+		})
+	}
 }

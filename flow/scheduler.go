@@ -257,7 +257,7 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 		// Until is before Now while the ticks due before a pause are
 		// undecided: the whole window up to it is decided now, so that
 		// the next sync (once resumed) drops the ticks of the pause
-		ticks, last := plan(sc.timing, sc.Missed, sc.Grace, st.Last, st.Until, st.Now)
+		ticks, last := plan(sc.timing, sc.Missed, sc.Grace, append([][2]time.Time{{st.Last, st.Until}}, st.Later...), st.Now)
 		if st.Until.Before(st.Now) {
 			last = st.Until
 		} else if last.IsZero() {

@@ -26,11 +26,14 @@
 -- ARGV[3] op, one of:
 --   'sync'   ARGV[4] ms after which a pending tick counts as abandoned.
 --            Starts the state at last = now when there is none.
---            Returns {'ok', now, from, paused (0|1), upto, abandoned
---            ticks...}: (from, upto] is the window a scheduler decides
---            now: (last, now]; while paused, (last, the pause's time]
---            (empty once last is there); when ticks are owed, their
---            oldest window first; upto is never past now;
+--            Returns {'ok', now, from, paused (0|1), upto, {later},
+--            abandoned ticks...}: (from, upto] is the window a scheduler
+--            decides now: (last, now]; while paused, (last, the pause's
+--            time] (empty once last is there); when ticks are owed, their
+--            oldest window first; upto is never past now; later are the
+--            windows to decide after it, oldest first, as from, upto
+--            pairs (the other owed ones, then last's), for a missed-run
+--            policy to count the ticks of all of them together;
 --            each abandoned tick is handed to this caller (its claim time
 --            is reset, to the time recorded in field hand_at, and the
 --            sync's call ID in field hand) to enqueue again; the same
@@ -143,13 +146,18 @@ if op == 'sync' then
     redis.call('HDEL', K, 'owed') -- written by hand
     owed = nil
   end
-  local from, upto = last, NOW
-  if owed then
-    from, upto = owed[1][1], owed[1][2]
-  elseif paused == 1 then
+  local from, upto, later = last, NOW, {}
+  if paused == 1 then
     upto = math.max(last, pa or last) -- an older release's pause: none
   end
-  local out = { STATUS.ok, NOW, from, paused, math.min(upto, NOW) }
+  if owed then
+    for i = 2, #owed do
+      later[#later + 1], later[#later + 2] = owed[i][1], math.min(owed[i][2], NOW)
+    end
+    later[#later + 1], later[#later + 2] = from, math.min(upto, NOW)
+    from, upto = owed[1][1], owed[1][2]
+  end
+  local out = { STATUS.ok, NOW, from, paused, math.min(upto, NOW), later }
   local token = CALL_ID
   local pend = redis.call('HGETALL', KP)
   if st[3] == token then

@@ -86,8 +86,10 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) error {
 // ResumeSchedule restarts a paused schedule with its next tick: the ticks
 // that fell while it was paused are not run (they are not missed ticks).
 // The ticks due before the pause that no scheduler had enqueued are
-// still enqueued, as those of earlier pauses still owed are (32 pauses'
-// worth at most, with no scheduler running between them).
+// still decided, as those of earlier pauses still owed are (32 pauses'
+// worth at most, with no scheduler running between them), by the
+// schedule's missed-run policy, which counts them with the ticks missed
+// since as one outage (RunOnce: one job for them all).
 // Resuming a schedule that is not paused does nothing.
 func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	if !flow.ValidScheduleName(name) {

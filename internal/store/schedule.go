@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -83,6 +84,11 @@ type ScheduleSync struct {
 	// undecided, the window is theirs, apart from the last tick decided
 	// (the resume's time). Until is never after Now.
 	Last, Until time.Time
+	// Later are the windows decided after (Last, Until], oldest first, as
+	// (from, until] pairs: the other owed windows, then the one from the
+	// last tick decided. A missed-run policy counts their ticks with the
+	// window's, so that one outage with pauses in it is one outage.
+	Later [][2]time.Time
 	// Abandoned ticks were claimed by a scheduler that did not confirm them
 	// in time; they are now this caller's to enqueue (again) and Ack.
 	Abandoned []time.Time
@@ -130,15 +136,23 @@ func (s *Store) SyncSchedule(ctx context.Context, name string, abandonAfter time
 	if err != nil {
 		return ScheduleSync{}, err
 	}
-	n := make([]int64, len(l)-1)
-	for i, e := range l[1:] {
-		var ok bool
-		if n[i], ok = e.(int64); !ok {
+	later, ok := l[5].([]any)
+	if !ok || len(later)%2 != 0 {
+		return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
+	}
+	n := make([]int64, 0, len(l)-2+len(later))
+	for _, e := range slices.Concat(l[1:5], later, l[6:]) {
+		x, ok := e.(int64)
+		if !ok {
 			return ScheduleSync{}, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
 		}
+		n = append(n, x)
 	}
 	st := ScheduleSync{Now: time.UnixMilli(n[0]), Last: time.UnixMilli(n[1]), Paused: n[2] == 1, Until: time.UnixMilli(n[3])}
-	for _, t := range n[4:] {
+	for i := 4; i < 4+len(later); i += 2 {
+		st.Later = append(st.Later, [2]time.Time{time.UnixMilli(n[i]), time.UnixMilli(n[i+1])})
+	}
+	for _, t := range n[4+len(later):] {
 		st.Abandoned = append(st.Abandoned, time.UnixMilli(t))
 	}
 	sort.Slice(st.Abandoned, func(i, j int) bool { return st.Abandoned[i].Before(st.Abandoned[j]) })

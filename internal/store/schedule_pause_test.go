@@ -75,7 +75,9 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			if v, _ := f.rdb.HGet(ctx, keys.Schedules{NS: f.p.NS}.Schedule("s"), "last").Int64(); v != resumed.UnixMilli() {
 				t.Errorf("last after the resume: %d, want the resume's time %d", v, resumed.UnixMilli())
 			}
-			sync(store.ScheduleSync{Now: resumed, Last: minute(3).Add(time.Second), Until: paused})
+			// later: the window from the resume, empty yet
+			sync(store.ScheduleSync{Now: resumed, Last: minute(3).Add(time.Second), Until: paused,
+				Later: [][2]time.Time{{resumed, resumed}}})
 			claim(minute(3).Add(time.Second), paused, store.Claimed, minute(4))
 			claim(minute(3).Add(time.Second), paused, store.ClaimMoved, minute(4)) // another scheduler's twin
 			sync(store.ScheduleSync{Now: resumed, Last: resumed, Until: resumed})
@@ -92,9 +94,13 @@ func TestSchedulePauseKeepsTicksDueBefore(t *testing.T) {
 			must(t, st.PauseSchedule(ctx, "s"))
 			f.clk.Advance(time.Minute)
 			must(t, st.ResumeSchedule(ctx, "s"))
-			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(7), Until: minute(8).Add(time.Second)})
+			// each sync names the windows after its own, for a missed-run
+			// policy to count their ticks too
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(7), Until: minute(8).Add(time.Second),
+				Later: [][2]time.Time{{minute(10).Add(time.Second), minute(11).Add(time.Second)}, {minute(12).Add(time.Second), minute(12).Add(time.Second)}}})
 			claim(minute(7), minute(8).Add(time.Second), store.Claimed, minute(8))
-			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(10).Add(time.Second), Until: minute(11).Add(time.Second)})
+			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(10).Add(time.Second), Until: minute(11).Add(time.Second),
+				Later: [][2]time.Time{{minute(12).Add(time.Second), minute(12).Add(time.Second)}}})
 			claim(minute(10).Add(time.Second), minute(11).Add(time.Second), store.Claimed, minute(11))
 			sync(store.ScheduleSync{Now: minute(12).Add(time.Second), Last: minute(12).Add(time.Second), Until: minute(12).Add(time.Second)})
 

@@ -260,7 +260,7 @@ func scheduleSync(name string, v any) ([]any, error) {
 	if ok && len(l) == 2 && l[0] == claimMissing {
 		return nil, fmt.Errorf("%w: %q", ErrNoSchedule, name)
 	}
-	if !ok || len(l) < 5 || l[0] != Claimed {
+	if !ok || len(l) < 6 || l[0] != Claimed {
 		return nil, fmt.Errorf("%w: schedule sync answered %v", ErrMalformed, v)
 	}
 	return l, nil
