@@ -56,6 +56,8 @@ local F = {
   created = 'ct',
   -- when it is due (ms), while scheduled or retryable
   run_at = 'rt',
+  -- the bucket of later jobs it left before the bucket came due, where its entry stays until then
+  later_left = 'rb',
   -- when it reached a terminal state (ms)
   finished = 'ft',
   -- why it reached a terminal state

@@ -51,21 +51,6 @@ local function push_ready(id, front, prio, sw, sm, sd, keep)
   end
 end
 
--- make_available puts a job at the back of its priority list (or pin list),
--- or at the front when it is handed back untouched (shutdown release).
-local function make_available(jk, id, from, front)
-  if from == 'scheduled' or from == 'retryable' then
-    redis.call('HSET', jk, F.state, SCODE.available)
-    redis.call('HDEL', jk, F.run_at)
-  else
-    redis.call('HSET', jk, F.state, SCODE.available)
-  end
-  local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay)
-  push_ready(id, front, h[1], h[2], h[3], h[4])
-  count(from, 'available')
-  wake()
-end
-
 -- The scheduled index. Jobs due within SCHED_HORIZON ms of now are in the
 -- sched zset (K_SCHED) by due time. A job due later waits in a bucket of
 -- SCHED_BUCKET ms: bucket b is a list of job IDs (later_key(b)), listed in
@@ -77,7 +62,12 @@ end
 -- A bucket entry is not removed when its job leaves the bucket early (a
 -- cancel, a run-now, a delete): sched_near skips an entry whose job is
 -- no longer scheduled or retryable in that bucket (F.run_at), so a stale
--- entry costs its bytes until then and changes nothing.
+-- entry costs its bytes until then and changes nothing. A job that
+-- comes back to that bucket before it comes due (woken by a signal, then
+-- asleep on the same timer) is listed there by its stale entry, which
+-- F.later_left names (make_available, sched_add): a second entry would
+-- list it twice, and a job woken and put back many times would fill the
+-- bucket. sched_near drops the note with the entry.
 -- A due time that cannot be read as a finite number (absent, 'x', or
 -- 'nan', 'inf', '1e400', which Lua's tonumber takes: corrupt data, never
 -- written by Sluice for a scheduled or retryable job) names no place in
@@ -99,19 +89,52 @@ local function sched_bucket(at)
   return b
 end
 
+-- make_available puts a job at the back of its priority list (or pin list),
+-- or at the front when it is handed back untouched (shutdown release).
+local function make_available(jk, id, from, front)
+  local h
+  if from == 'scheduled' or from == 'retryable' then
+    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.run_at)
+    -- one that leaves a bucket of later jobs before the bucket comes due
+    -- (run now, a signal) leaves its entry there: F.later_left notes it,
+    -- so that the entry stands for it again if it comes back to that
+    -- bucket before then (sched_add), rather than a second one
+    local at, b = tonumber(h[5]), nil
+    if at and at > -math.huge and at < math.huge then b = sched_bucket(at) end
+    if b then
+      redis.call('HSET', jk, F.state, SCODE.available, F.later_left, string.format('%d', b))
+    else
+      redis.call('HSET', jk, F.state, SCODE.available)
+    end
+    redis.call('HDEL', jk, F.run_at)
+  else
+    redis.call('HSET', jk, F.state, SCODE.available)
+    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay)
+  end
+  push_ready(id, front, h[1], h[2], h[3], h[4])
+  count(from, 'available')
+  wake()
+end
+
 -- sched_add indexes the job id as due at at (ms). A bucket whose key
 -- holds no list (corrupt data) is set aside as sched_near sets it aside,
 -- and starts anew with this job: raising would fail the call after its
 -- writes (an enqueue or ack batch's earlier jobs, their pushes deferred
 -- to flush, listed nowhere). So is a sched or later zset of another type
 -- (lib_batch.lua call_aside: a pcall here, call_aside only when it fails).
-local function sched_add(id, at)
+local function sched_add(id, at, jk)
   local b = sched_bucket(at)
   if not b then
     if type(redis.pcall('ZADD', K_SCHED, at, id)) == 'table' then call_aside('ZADD', K_SCHED, nil, at, id) end
     return
   end
   local bs = string.format('%d', b)
+  -- a job that left this bucket early has its entry there still (the
+  -- bucket is not due: none of it was popped), and K_LATER lists it
+  if jk and redis.call('HGET', jk, F.later_left) == bs then
+    redis.call('HDEL', jk, F.later_left)
+    return
+  end
   call_aside('RPUSH', later_key(bs), 'later:' .. bs, id)
   if type(redis.pcall('ZADD', K_LATER, b * SCHED_BUCKET, bs)) == 'table' then
     call_aside('ZADD', K_LATER, nil, b * SCHED_BUCKET, bs)
@@ -123,7 +146,7 @@ end
 -- at.
 local function sched_near(limit)
   local moved = 0
-  local fs, fr = F.state, F.run_at
+  local fs, fr, fll = F.state, F.run_at, F.later_left
   while moved < limit do
     local head = redis.call('ZRANGEBYSCORE', K_LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', '0', '1')
     if #head == 0 then break end
@@ -145,9 +168,11 @@ local function sched_near(limit)
         -- must not raise now; it goes to sched at the bucket's start, for
         -- promote to meet as it would any other entry, and so does a
         -- scheduled or retryable job whose due time cannot be read
-        local h = redis.pcall('HMGET', job_key(id), fs, fr)
+        local h = redis.pcall('HMGET', job_key(id), fs, fr, fll)
         local s, at = 'scheduled', nil
         if not h.err then s, at = state_of(h[1]), tonumber(h[2]) end
+        -- the entry a job that left the bucket early was noted by is gone
+        if not h.err and h[3] == bs then redis.call('HDEL', job_key(id), fll) end
         if at and not (at > -math.huge and at < math.huge) then at = nil end
         -- (and so does one whose state no release writes, at the bucket's
         -- start, for promote to archive: popped here, it would be on no
@@ -177,7 +202,7 @@ end
 -- take this definition (prelude.go).
 local function schedule_at(jk, id, from, state, at)
   redis.call('HSET', jk, F.state, SCODE[state], F.run_at, at)
-  sched_add(id, at)
+  sched_add(id, at, jk)
   count(from, state)
   wake()
 end

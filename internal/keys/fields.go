@@ -53,6 +53,8 @@ const (
 	FieldCreated = "ct"
 	// when it is due (ms), while scheduled or retryable
 	FieldRunAt = "rt"
+	// the bucket of later jobs it left before the bucket came due, where its entry stays until then
+	FieldLaterLeft = "rb"
 	// when it reached a terminal state (ms)
 	FieldFinished = "ft"
 	// why it reached a terminal state

@@ -157,6 +157,8 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 			j.LeaseExpiry = ms(v)
 		case keys.FieldRenewal:
 			// the last renewal applied to the lease: the scripts' business
+		case keys.FieldLaterLeft:
+			// the bucket of later jobs it left early: the scheduled index's business
 		case keys.FieldTimeout:
 			j.Timeout = time.Duration(num(v)) * time.Millisecond
 		case keys.FieldDeadline:
