@@ -181,7 +181,7 @@ for i = 1, n do
     elseif holder then
       -- a debounce moves the holder's run time and wakes the workers
       -- itself (schedule_at); a replace lists nothing
-      on_duplicate(holder, o[20], payload, due, kind, o[24])
+      on_duplicate(holder, o[20], payload, due, kind, o[24], uk)
       -- folded into the holder: a repeat must not add it once the holder
       -- is gone, nor fold it in again
       if relayed then redis.call('SET', followup_key(id), '1', 'PX', keep) end

@@ -354,12 +354,18 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		// new job (created) is refused (unchanged), not acted on twice; a
 		// page that cannot name it offers no confirmation
 		j, err := c.ops.Job(r.Context(), v.Target)
-		if err != nil {
+		switch {
+		case errors.Is(err, flow.ErrMalformed) && !slices.Contains(a.Fields, "fence"):
+			// a job whose data cannot be read (corrupt) is still offered
+			// its cancel or delete, the operator's remedy for it, and the
+			// form records nothing of it
+		case err != nil:
 			c.fail(w, r, err)
 			return
-		}
-		for _, k := range seen {
-			f.Set(k, jobFields[k](j))
+		default:
+			for _, k := range seen {
+				f.Set(k, jobFields[k](j))
+			}
 		}
 	}
 	code := http.StatusOK
