@@ -76,13 +76,17 @@ end
 -- as a job enqueued with them would be (enqueue.lua), leaving its list
 -- and passing its key's turn on as a debounce does. The caller has
 -- checked that the fingerprint's held list is a list (corrupt_limits).
-local function on_duplicate(holder, policy, payload, due, kind, fingerprint)
+-- The holder is the job of unique key uk only while it holds it: a key
+-- with a TTL outlives its job, and a job enqueued under that ID since
+-- is left as it is.
+local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
   if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
   local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps,
-    F.run_at)
+    F.run_at, F.unique)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
+  if h[9] ~= uk then return end -- another job under the ID (see above)
   if h[2] then return end -- held behind a quarantined twin: it stays held
   -- count_of: a fence that is no count (corrupt data) is taken as run
   if h[5] ~= kind or (count_of(h[6]) or 1) > 0 or h[7] then return end
