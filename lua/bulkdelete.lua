@@ -83,59 +83,118 @@ local function visit(id, indexed)
   end
 end
 
--- The scheduled index is read buckets first, then the sched zset: the
--- buckets of later jobs (lib_ready.lua sched_add) from the last, each
--- from its tail, then sched soonest due first. Jobs move only from the
--- first bucket's head into sched as their time nears (sched_near), so a
--- job moved during the scan is read in sched, which comes after; and a
--- bucket's head popped under the scan does not move an offset counted
--- from its tail. Cursors: 'later:' .. bucket and the entries of that
--- bucket read from its tail ('later:' alone: from the last bucket); then
--- 'near:' (sched from its start), then sched's score and member.
-local sched = zk == K_SCHED
-if sched and cscore == '' then cscore, cmember = 'later:', '0' end
+-- The scheduled index is read in slices of SCHED_BUCKET ms of due time,
+-- soonest first: slice b is bucket b of later jobs (lib_ready.lua
+-- sched_add), from its tail, then the entries of sched due in it. A job
+-- moves only forward in this order while the scan runs: a bucket coming
+-- due moves into sched at each job's due time, in the same slice, after
+-- its list; a debounce puts a job off to a later time. So no job
+-- scheduled when the scan began is missed (one a debounce brings
+-- forward past the scan's place excepted), and an offset counted from a
+-- bucket's tail stays right as its head is popped. Cursors:
+-- 'later:' .. slice and the entries of its bucket read; 'near:' ..
+-- slice .. ':' .. the last sched entry's score ('' none yet), and its
+-- member.
 local ended = false
-if sched and cscore:sub(1, 6) == 'later:' then
-  local b, off = tonumber(cscore:sub(7)), tonumber(cmember) or 0
-  while read < limit do
-    local hi = '+inf'
-    if b then hi = b * SCHED_BUCKET end
-    local nxt = call_aside('ZREVRANGEBYSCORE', K_LATER, nil, hi, '-inf', 'LIMIT', 0, 1)
-    if #nxt == 0 then
-      b = nil
-      break
-    end
-    local nb = tonumber(nxt[1])
-    if nb ~= b then b, off = nb, 0 end
+if zk == K_SCHED then
+  local B = SCHED_BUCKET
+  -- T bounds the slices: a due time at or past T (a FAR wake included
+  -- below it), or at or before -T, is no time Sluice writes (corrupt
+  -- data), and falls in one slice at each end, -inf and inf, where slice
+  -- arithmetic would lose its precision
+  local T = B * 1099511627776 -- 2^40 slices, about 174,000 years
+  -- num is x as a score argument
+  local function num(x) return string.format('%.17g', x) end
+  -- slice_of is the slice of due time x
+  local function slice_of(x)
+    if x >= T then return math.huge elseif x < -T then return -math.huge end
+    return math.floor(x / B)
+  end
+  -- slice_text is slice b in a cursor, slice_in reads it back
+  local function slice_text(b)
+    if b == math.huge then return 'inf' elseif b == -math.huge then return '-inf' end
+    return string.format('%d', b)
+  end
+  local function slice_in(v)
+    if v == 'inf' then return math.huge elseif v == '-inf' then return -math.huge end
+    return tonumber(v)
+  end
+  -- range is slice b's scores as ZRANGEBYSCORE's bounds
+  local function range(b)
+    if b == math.huge then return num(T), '+inf' elseif b == -math.huge then return '-inf', '(' .. num(-T) end
+    return num(b * B), '(' .. num((b + 1) * B)
+  end
+  -- after is the first slice after slice prev (nil: the first) that has
+  -- a bucket or an entry of sched, or nil when none has
+  local function after(prev)
+    if prev == math.huge then return nil end
+    local lo = '-inf'
+    if prev then lo = num(-T) end
+    if prev and prev > -math.huge then lo = num((prev + 1) * B) end
+    -- scores: a bucket's member need not be a number (corrupt data)
+    local l = call_aside('ZRANGEBYSCORE', K_LATER, nil, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local z = call_aside('ZRANGEBYSCORE', zk, nil, lo, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+    local nb = l[2] and slice_of(score_num(l[2]))
+    if z[2] and (not nb or slice_of(score_num(z[2])) < nb) then nb = slice_of(score_num(z[2])) end
+    return nb
+  end
+  local b, phase, off, zs, zm
+  if cscore == '' then
+    b, phase, off = after(nil), 'l', 0
+  elseif cscore:sub(1, 6) == 'later:' then
+    b, phase, off = slice_in(cscore:sub(7)), 'l', tonumber(cmember) or 0
+  elseif cscore:sub(1, 5) == 'near:' then
+    local at = string.find(cscore, ':', 6, true)
+    if at then b, phase, zs, zm = slice_in(cscore:sub(6, at - 1)), 'n', cscore:sub(at + 1), cmember end
+  end
+  if cscore ~= '' and not b then return redis.error_reply('ERR sluice: bad scan cursor ' .. cscore) end
+  while b and read < limit do
     local want = limit - read
-    -- pcall: a bucket whose key holds no list (corrupt data) has no jobs
-    -- to read; raising would keep the jobs this step deleted counted,
-    -- answer no cursor, and fail every later step here. It is passed
-    -- over (sched_near sets it aside when it comes due)
-    local ids = redis.pcall('LRANGE', later_key(nxt[1]), -(off + want), -(off + 1))
-    if ids.err then ids = {} end
-    for i = #ids, 1, -1 do
-      visit(ids[i], function(at) return not at or math.floor(at / SCHED_BUCKET) == b end)
-    end
-    off = off + #ids
-    if #ids < want then
-      b, off = b - 1, 0
-      if b < 0 then
-        b = nil
-        break
+    if phase == 'l' then
+      local lo, hi = range(b)
+      local m = call_aside('ZRANGEBYSCORE', K_LATER, nil, lo, hi, 'LIMIT', 0, 1)
+      -- pcall: a bucket whose key holds no list (corrupt data) has no
+      -- jobs to read; raising would keep the jobs this step deleted
+      -- counted, answer no cursor, and fail every later step here. It is
+      -- passed over (sched_near sets it aside when it comes due)
+      local ids = m[1] and redis.pcall('LRANGE', later_key(m[1]), -(off + want), -(off + 1)) or {}
+      if ids.err then ids = {} end
+      for i = #ids, 1, -1 do
+        visit(ids[i], function(at) return not at or slice_of(at) == b end)
       end
+      off = off + #ids
+      if #ids < want then phase, zs, zm = 'n', '', '' end
+    else
+      local start
+      if zs == '' then
+        start = 0
+        if b > -math.huge then start = redis.call('ZCOUNT', zk, '-inf', '(' .. (range(b))) end
+      else
+        start = scan_start(zk, zs, zm)
+      end
+      local batch = redis.call('ZRANGE', zk, start, start + want - 1, 'WITHSCORES')
+      local rest = #batch == 2 * want -- a full batch: the slice may go on
+      for i = 1, #batch, 2 do
+        local score = score_num(batch[i + 1])
+        if slice_of(score) ~= b then
+          rest = false
+          break
+        end
+        visit(batch[i], function(at) return not at or at == score end)
+        zs, zm = batch[i + 1], batch[i]
+      end
+      if not rest then b, phase, off = after(b), 'l', 0 end
     end
   end
-  if b then
-    cscore, cmember = 'later:' .. string.format('%d', b), tostring(off)
+  ended = not b
+  if phase == 'l' then
+    cscore, cmember = 'later:' .. slice_text(b or 0), tostring(off)
   else
-    cscore, cmember = 'near:', ''
+    cscore, cmember = 'near:' .. slice_text(b or 0) .. ':' .. zs, zm
   end
-end
-if read < limit then
-  local start = 0
-  if cscore ~= 'near:' then start = scan_start(zk, cscore, cmember) end
-  local batch = redis.call('ZRANGE', zk, start, start + limit - read - 1, 'WITHSCORES')
+else
+  local start = scan_start(zk, cscore, cmember)
+  local batch = redis.call('ZRANGE', zk, start, start + limit - 1, 'WITHSCORES')
   for i = 1, #batch, 2 do
     local score = tonumber(batch[i + 1])
     visit(batch[i], function(at) return not at or at == score end)
@@ -147,7 +206,7 @@ flush()
 local done = 0
 if ended then done = 1 end
 local size
-if sched then -- scheduled and retryable jobs, which the index holds
+if zk == K_SCHED then -- scheduled and retryable jobs, which the index holds
   local n = call_aside('HMGET', K_STATS, nil, 'scheduled', 'retryable')
   size = (tonumber(n[1]) or 0) + (tonumber(n[2]) or 0)
 else

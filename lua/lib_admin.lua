@@ -30,6 +30,14 @@ local function remove_job(jk, id, s, uk)
   count(s, nil)
 end
 
+-- score_num reads a score a reply gives: a number, or an infinity,
+-- which not every engine's tonumber reads (miniredis answers '+Inf').
+local function score_num(v)
+  local x = tonumber(v)
+  if x then return x elseif string.sub(v, 1, 1) == '-' then return -math.huge end
+  return math.huge
+end
+
 -- scan_start is the rank in zset zk of the first entry after a scan's
 -- cursor (score cscore, member cmember) in zset order, whether or not
 -- the cursor's member is still there (a moved or deleted job left): the
@@ -42,7 +50,7 @@ local function scan_start(zk, cscore, cmember)
   local r = redis.call('ZRANK', zk, cmember)
   if old then
     redis.call('ZADD', zk, old, cmember)
-    if tonumber(old) <= tonumber(cscore) then r = r + 1 end
+    if score_num(old) <= score_num(cscore) then r = r + 1 end
   else
     redis.call('ZREM', zk, cmember)
   end

@@ -47,18 +47,20 @@ type DeleteProgress struct {
 //
 // It works in batches: each script call examines at most BatchSize jobs
 // of one partition, in the order of the state's index (finished jobs
-// oldest first; scheduled ones due far ahead first, then the jobs due
-// soon), so Redis is never blocked for long. The scan takes only finished jobs that finished
+// oldest first, scheduled ones soonest due first), so Redis is never
+// blocked for long. The scan takes only finished jobs that finished
 // before it began. A dry run with the same selector counts what a real
 // run would delete, unless jobs change meanwhile, or the run changes them
 // itself: a scheduled child whose delete ends its parent's wait wakes the
 // parent (available, no longer scheduled) before the scan reaches it, so a
 // parent the selector chose too is counted by the dry run and left by the
-// run. A dry run of scheduled jobs while jobs are scheduled or retried
-// may also count a job twice: one whose time nears is read again where
-// workers move it, and one read in a bucket of jobs due later may be read
-// again as others join the bucket. The run deletes each once, and jobs
-// moved during the scan are not missed. An entry whose data is
+// run. A dry run of scheduled jobs while jobs are scheduled or put off
+// may also count a job twice: one a debounced duplicate puts off past
+// the scan's place is read again there, and one read in a bucket of jobs
+// due later may be read again as others join the bucket. The run
+// deletes each once; jobs that workers move into the near index as their
+// time nears, or that a debounce puts off, are not missed (one a
+// debounce brings forward past the scan's place is). An entry whose data is
 // not a job is skipped and named in DeleteProgress.Unreadable; the other
 // jobs of its batch are deleted. A bucket of scheduled jobs due later
 // whose data is not a list holds no IDs to read: it is passed over. It
