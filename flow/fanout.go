@@ -151,6 +151,14 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	if err != nil {
 		return nil, fmt.Errorf("child %d: %w", bad, err)
 	}
+	if st.Lease.Fence > 1 {
+		// an attempt before this one may have added children and failed
+		// short of the step's checkpoint, placed by a partition count the
+		// queue has changed since: those stay where they are
+		if err := placedBefore(ctx, pl, jobs, routes); err != nil {
+			return nil, err
+		}
+	}
 	ids := make([]string, len(items))
 	all := make([]int, len(items))
 	for i, r := range routes {
@@ -181,6 +189,40 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 		return ids, cmp.Or(err, fmt.Errorf("%w: the queue of %d children was resized again during the spawn", sluicetype.ErrLayoutMismatch, len(again)))
 	}
 	return ids, nil
+}
+
+// placedBefore moves the routes of children already added, on another
+// partition of their queue than the one routes name, to that partition:
+// one pipelined round trip per queue of more than one partition, made
+// only when the step may have run before.
+func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route) error {
+	byQueue := map[keys.Partition][]int{} // by partition 0 of the queue
+	for i, r := range routes {
+		if r.of > 1 {
+			q := keys.Partition{NS: r.ref.Partition.NS, Queue: r.ref.Partition.Queue}
+			byQueue[q] = append(byQueue[q], i)
+		}
+	}
+	for q, idx := range byQueue {
+		parts := make([]keys.Partition, routes[idx[0]].of)
+		for k := range parts {
+			parts[k] = keys.Partition{NS: q.NS, Queue: q.Queue, Index: k}
+		}
+		locals := make([]string, len(idx))
+		for k, i := range idx {
+			locals[k] = jobs[i].Local
+		}
+		found, err := pl.st.EnqueuedIn(ctx, parts, locals)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx {
+			if p, ok := found[jobs[i].Local]; ok {
+				routes[i].ref.Partition = p
+			}
+		}
+	}
+	return nil
 }
 
 // addChildren enqueues the children which of a spawn, one call per

@@ -366,7 +366,7 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 	}
 	var rest, done []time.Time
 	for i, t := range ticks {
-		if found[locals[i]] {
+		if _, ok := found[locals[i]]; ok {
 			done = append(done, t)
 		} else {
 			rest = append(rest, t)

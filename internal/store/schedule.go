@@ -322,24 +322,27 @@ func decodeSchedule(name string, m map[string]string) (ScheduleRecord, error) {
 	return r, nil
 }
 
-// EnqueuedIn lists which of locals (a schedule's tick job IDs) were
-// enqueued in any of parts: the job is there, or its enqueue's one-day
-// marker (NewJob.Tick, keys.Partition.FollowUp) is. A tick abandoned by a
-// scheduler that died after enqueueing it is enqueued again by another,
-// which places it by the queue's count then: after the queue grew, on
-// another partition than the first, where its ID meets nothing. The
-// second scheduler asks this first, over every partition of the queue.
-// One pipelined round trip (EXISTS per key).
-func (s *Store) EnqueuedIn(ctx context.Context, parts []keys.Partition, locals []string) (map[string]bool, error) {
+// EnqueuedIn says where each of locals was enqueued among parts: the
+// first partition (in parts' order) where its job is, or its enqueue's
+// one-day marker (NewJob.Tick, keys.Partition.FollowUp) is; a local
+// found nowhere is absent. A job added once, then again after its queue
+// grew, would be placed by the new count on another partition than the
+// first, where its ID meets nothing: a schedule's tick abandoned by a
+// scheduler that died after enqueueing it and enqueued again by another,
+// a spawn's children added by an attempt that failed before its step's
+// checkpoint. Their second placement asks this first, over every
+// partition of the queue. One pipelined round trip (EXISTS per key).
+func (s *Store) EnqueuedIn(ctx context.Context, parts []keys.Partition, locals []string) (map[string]keys.Partition, error) {
 	type probe struct {
 		local string
+		part  keys.Partition
 		cmd   *redis.IntCmd
 	}
 	var probes []probe
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, part := range parts {
 			for _, l := range locals {
-				probes = append(probes, probe{l, p.Exists(ctx, part.Job(l), part.FollowUp(l))})
+				probes = append(probes, probe{l, part, p.Exists(ctx, part.Job(l), part.FollowUp(l))})
 			}
 		}
 		return nil
@@ -347,10 +350,10 @@ func (s *Store) EnqueuedIn(ctx context.Context, parts []keys.Partition, locals [
 	if err := pipeError(cmds); err != nil {
 		return nil, err
 	}
-	out := map[string]bool{}
+	out := map[string]keys.Partition{}
 	for _, pr := range probes {
-		if pr.cmd.Val() > 0 {
-			out[pr.local] = true
+		if _, seen := out[pr.local]; !seen && pr.cmd.Val() > 0 {
+			out[pr.local] = pr.part
 		}
 	}
 	return out, nil
