@@ -94,7 +94,10 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
   -- passed on when that let it go
   local function due_at(at)
     local b, was = sched_bucket(at), s == 'scheduled' and tonumber(h[8])
-    if b and was and was > -math.huge and was < math.huge and sched_bucket(was) == b then
+    -- (not when it is in sched: its bucket came due by a clock since
+    -- gone back, and its entry there is gone)
+    if b and was and was > -math.huge and was < math.huge and sched_bucket(was) == b
+        and redis.pcall('ZSCORE', K_SCHED, holder) == false then
       -- its entry in that bucket of later jobs stands for the new due
       -- time too: a second one would list it twice there (a delete's dry
       -- run counted it twice)

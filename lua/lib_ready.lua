@@ -67,7 +67,12 @@ end
 -- asleep on the same timer) is listed there by its stale entry, which
 -- F.later_left names (make_available, sched_add): a second entry would
 -- list it twice, and a job woken and put back many times would fill the
--- bucket. sched_near drops the note with the entry.
+-- bucket. The note is a hint only: it is written only for a job that was
+-- not in sched (whose bucket, by a clock since gone back, may have come
+-- due), and sched_add finds the entry in the bucket (LPOS, paid only by
+-- a job coming back) before it trusts it, as the bucket's value may have
+-- been set aside (corrupt data). sched_near drops the note with the
+-- entry. A job indexed nowhere would never run.
 -- A due time that cannot be read as a finite number (absent, 'x', or
 -- 'nan', 'inf', '1e400', which Lua's tonumber takes: corrupt data, never
 -- written by Sluice for a scheduled or retryable job) names no place in
@@ -91,16 +96,17 @@ end
 
 -- make_available puts a job at the back of its priority list (or pin list),
 -- or at the front when it is handed back untouched (shutdown release).
-local function make_available(jk, id, from, front)
+local function make_available(jk, id, from, front, in_sched)
   local h
   if from == 'scheduled' or from == 'retryable' then
     h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.run_at)
     -- one that leaves a bucket of later jobs before the bucket comes due
-    -- (run now, a signal) leaves its entry there: F.later_left notes it,
-    -- so that the entry stands for it again if it comes back to that
-    -- bucket before then (sched_add), rather than a second one
+    -- (run now, a signal, a join: in_sched is 0, what their ZREM of sched
+    -- answered) leaves its entry there: F.later_left notes it (see the
+    -- scheduled index, below). Not one that was in sched: its bucket came
+    -- due, by a clock since gone back, and its entry there is gone
     local at, b = tonumber(h[5]), nil
-    if at and at > -math.huge and at < math.huge then b = sched_bucket(at) end
+    if at and at > -math.huge and at < math.huge and in_sched == 0 then b = sched_bucket(at) end
     if b then
       redis.call('HSET', jk, F.state, SCODE.available, F.later_left, string.format('%d', b))
     else
@@ -133,7 +139,9 @@ local function sched_add(id, at, jk)
   -- bucket is not due: none of it was popped), and K_LATER lists it
   if jk and redis.call('HGET', jk, F.later_left) == bs then
     redis.call('HDEL', jk, F.later_left)
-    return
+    -- unless the entry went with the bucket's value, set aside as corrupt
+    -- (sched_add, sched_near): only a job coming back pays this lookup
+    if type(redis.pcall('LPOS', later_key(bs), id)) == 'number' then return end
   end
   call_aside('RPUSH', later_key(bs), 'later:' .. bs, id)
   if type(redis.pcall('ZADD', K_LATER, b * SCHED_BUCKET, bs)) == 'table' then

@@ -91,3 +91,34 @@ func TestDeleteScanCorruptIndexEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteScanEdges: a delete scan of scheduled jobs over near entries
+// at -inf, inf and FAR (a signal-only wait's due time) ends, in batches
+// of any size, and a dry run counts what the real run deletes.
+func TestDeleteScanEdges(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "a", Delay: time.Hour}, store.NewJob{Local: "b", Delay: time.Hour},
+				store.NewJob{Local: "c", Delay: 2 * time.Second}, store.NewJob{Local: "d", Delay: 2 * time.Hour},
+				store.NewJob{Local: "e", Delay: 3 * time.Second}, store.NewJob{Local: "g", Delay: time.Hour})
+			// corrupt due times: -inf, inf, FAR, huge
+			for loc, sc := range map[string]float64{"c": math.Inf(-1), "e": math.Inf(1)} {
+				f.rdb.ZAdd(f.ctx, f.p.Sched(), redis.Z{Score: sc, Member: loc})
+				f.rdb.HSet(f.ctx, f.p.Job(loc), "rt", "x")
+			}
+			f.enqueue(store.NewJob{Local: "far", Delay: time.Hour})
+			f.rdb.ZAdd(f.ctx, f.p.Sched(), redis.Z{Score: 4503599627370496, Member: "far"})
+			f.rdb.HSet(f.ctx, f.p.Job("far"), "rt", "4503599627370496")
+			for _, batch := range []int{1, 2, 3, 100} {
+				if n, _ := f.deleteScan(store.Selector{State: "scheduled"}, batch, true); n != 7 {
+					t.Errorf("dry run batch %d matched %d, want 7", batch, n)
+				}
+			}
+			if n, _ := f.deleteScan(store.Selector{State: "scheduled"}, 1, false); n != 7 {
+				t.Errorf("real run matched %d, want 7", n)
+			}
+		})
+	}
+}

@@ -67,3 +67,106 @@ func TestLaterBucketReturn(t *testing.T) {
 		})
 	}
 }
+
+// TestLaterNoteAfterPopWithClockBack: a job whose bucket was popped into
+// sched (by a worker whose clock is ahead) is run now by a client whose
+// clock is behind, then snoozed back into that bucket: it is indexed, and
+// runs. A review found the run-now noted the bucket as still ahead
+// (19c4b01), though the job had no entry there any more, and the snooze
+// trusted the note: the job was indexed nowhere and never ran.
+func TestLaterNoteAfterPopWithClockBack(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Delay: 10 * time.Second})
+			if n := len(f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val()); n != 1 {
+				t.Fatalf("buckets %d, want 1", n)
+			}
+			// a worker 6 s ahead: the bucket comes within the horizon and is popped
+			f.clk.Advance(6 * time.Second)
+			if r := f.claim(1, "w"); len(r.Jobs) != 0 {
+				t.Fatalf("claimed %d early", len(r.Jobs))
+			}
+			if n := len(f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val()); n != 0 {
+				t.Fatalf("bucket not popped")
+			}
+			// a client 6 s behind runs it now, and the worker snoozes it
+			f.clk.Advance(-6 * time.Second)
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				t.Fatal(err)
+			}
+			j := f.claimOne("w")
+			f.ack(j, store.Ack{Code: store.CodeSnooze, Delay: 10 * time.Second})
+			if _, ok := f.due("j"); !ok {
+				t.Errorf("j is scheduled but in no index (rb=%q)", f.rdb.HGet(f.ctx, f.p.Job("j"), "rb").Val())
+			}
+			f.clk.Advance(time.Minute)
+			if r := f.claim(1, "w"); len(r.Jobs) != 1 {
+				t.Fatalf("j never runs: claimed %d once due", len(r.Jobs))
+			}
+		})
+	}
+}
+
+// TestLaterNoteAfterBucketSetAside: a job run now out of its bucket of
+// later jobs notes the bucket; the bucket's key is found corrupt and set
+// aside when another job is scheduled into it, taking the job's entry
+// with it. Snoozed back into the bucket, the job is indexed there anew
+// (the note is checked against the bucket), where a review found it
+// indexed nowhere.
+func TestLaterNoteAfterBucketSetAside(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Delay: time.Hour})
+			bs := f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val()
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				t.Fatal(err)
+			}
+			f.overwrite(f.p.LaterBucket(bs[0]))
+			f.enqueue(store.NewJob{Local: "k", Delay: time.Hour})
+			j := f.claimOne("w")
+			f.ack(j, store.Ack{Code: store.CodeSnooze, Delay: time.Hour})
+			if _, ok := f.due("j"); !ok {
+				t.Errorf("j is scheduled but in no index; bucket holds %v",
+					f.rdb.LRange(f.ctx, f.p.LaterBucket(bs[0]), 0, -1).Val())
+			}
+		})
+	}
+}
+
+// TestDebounceSameBucketAfterPopWithClockBack: a debounce that keeps its
+// holder in the same bucket only rewrites its due time (lib_enqueue.lua
+// due_at), unless the holder is in sched: its bucket was popped by a
+// clock ahead of the call's. A review found the sched entry kept the old
+// time, promote took it for stale, and the holder never ran (since
+// 3fcdab0).
+func TestDebounceSameBucketAfterPopWithClockBack(t *testing.T) {
+	t.Parallel()
+	uq := store.Unique{Key: "u", OnDuplicate: "debounce"}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Delay: 11 * time.Second, Unique: uq})
+			f.clk.Advance(6 * time.Second)
+			if r := f.claim(1, "w"); len(r.Jobs) != 0 {
+				t.Fatalf("claimed %d early", len(r.Jobs))
+			}
+			f.clk.Advance(-6 * time.Second)
+			f.duplicate(store.NewJob{Local: "j2", Delay: 14 * time.Second, Unique: uq})
+			f.clk.Advance(12 * time.Second)
+			if _, err := f.promote(100); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := f.due("j"); !ok {
+				t.Errorf("j is scheduled but in no index")
+			}
+			f.clk.Advance(time.Minute)
+			if r := f.claim(1, "w"); len(r.Jobs) != 1 {
+				t.Fatalf("j never runs: claimed %d once due", len(r.Jobs))
+			}
+		})
+	}
+}
