@@ -57,7 +57,8 @@ type DeleteProgress struct {
 // run. A dry run of scheduled jobs while jobs are scheduled or put off
 // may also count a job twice: one a debounced duplicate puts off past
 // the scan's place is read again there, and one read in a bucket of jobs
-// due later may be read again as others join the bucket. The run
+// due later may be read again as others join the bucket, or where
+// workers move the bucket as its time nears. The run
 // deletes each once; jobs that workers move into the near index as their
 // time nears, or that a debounce puts off, are not missed (one a
 // debounce brings forward past the scan's place is). An entry whose data is
