@@ -270,6 +270,7 @@ local function minute_key(m) return PFX .. 'm:' .. m end
 local DEATHS = PFX .. 'dd'
 local function hold_key(fp) return PFX .. 'qh:' .. fp end
 local function held_key(fp) return PFX .. 'qw:' .. fp end
+local function hold_next_key(fp) return PFX .. 'qn:' .. fp end
 local function followup_key(id) return PFX .. 'fu:' .. id end
 -- RELAY_KEEP (ms): how long the marker of something relayed from another
 -- slot (a follow-up's, a child notification's) is kept. Go:

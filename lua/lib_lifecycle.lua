@@ -17,10 +17,25 @@ end
 -- quarantined one is released or deleted. Mirrored by keys.Partition's
 -- QuarantineHold and HeldOn.
 -- free_held ends quarantined job id's hold (fingerprint qf): the jobs held
--- behind it become due now.
+-- behind it become due now, unless another job of the fingerprint is
+-- still quarantined (the first of hold_next_key's still so, which a
+-- quarantine pushed there while id held): that one holds them in its
+-- place. Entries of jobs no longer quarantined are dropped as met.
 local function free_held(qf, id)
   local qh = hold_key(qf)
-  if redis.pcall('GET', qh) == id then redis.call('DEL', qh) end
+  local next_holder = false
+  if redis.pcall('GET', qh) == id then
+    while true do
+      local n = redis.pcall('LPOP', hold_next_key(qf)) -- pcall: corrupt data names no job
+      if type(n) ~= 'string' then break end
+      local v = redis.pcall('HMGET', job_key(n), F.state, F.hold_fingerprint)
+      if n ~= id and not v.err and state_of(v[1]) == 'quarantined' and v[2] == qf then
+        next_holder = n
+        break
+      end
+    end
+    if next_holder then redis.call('SET', qh, next_holder) else redis.call('DEL', qh) end
+  end
   local wk = held_key(qf)
   local fs, fq, fr = F.state, F.held_by, F.run_at
   local held = redis.pcall('LRANGE', wk, 0, -1) -- corrupt: none to free
@@ -29,7 +44,9 @@ local function free_held(qf, id)
     local hk = job_key(h)
     local v = redis.pcall('HMGET', hk, fs, fq) -- pcall: a corrupt key must not raise after a write
     if v.err then v = {} end
-    if v[2] == id or not v[2] then
+    if v[2] == id and next_holder then
+      redis.call('HSET', hk, fq, next_holder)
+    elseif v[2] == id or not v[2] then
       redis.call('LREM', wk, 1, h) -- held by id, or by none (gone, cancelled): the others stay held
       if v[2] == id and state_of(v[1]) == 'scheduled' then
         redis.call('HDEL', hk, fq)
@@ -319,12 +336,15 @@ local function finish(jk, id, from, state, reason, m)
     zadd_later(DEATHS, num_s(NOW + DEATH_GRACE), id)
   end
   if state == 'quarantined' then
-    -- it holds its twins, unless one quarantined before it still does
+    -- it holds its twins, unless one quarantined before it still does:
+    -- then it is next (free_held)
     local qf = redis.call('HGET', jk, F.hold_fingerprint)
     if qf then
       local cur = redis.pcall('GET', hold_key(qf))
       if type(cur) ~= 'string' or state_of(fields(job_key(cur), F.state)[1]) ~= 'quarantined' then
         redis.call('SET', hold_key(qf), id)
+      elseif cur ~= id then
+        call_aside('RPUSH', hold_next_key(qf), true, id)
       end
     end
   end

@@ -68,6 +68,11 @@ func (p Partition) QuarantineHold(fp string) string { return p.Prefix() + "qh:" 
 // fingerprint fp; see QuarantineHold.
 func (p Partition) HeldOn(fp string) string { return p.Prefix() + "qw:" + fp }
 
+// HoldNext lists the other jobs of fingerprint fp quarantined while
+// QuarantineHold named a job: when that job is released or deleted, the
+// first of them still quarantined holds fp's copies in its place.
+func (p Partition) HoldNext(fp string) string { return p.Prefix() + "qn:" + fp }
+
 // Deaths is the sorted set of a partition's pending death reports: jobs
 // that reached archived or quarantined and for which no death handler
 // has run yet, scored by when a sweep may deliver them (lua/deaths.lua).
