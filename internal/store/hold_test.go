@@ -79,6 +79,20 @@ func TestQuarantineHold(t *testing.T) {
 	}
 }
 
+// crashOut claims job local and crashes it three times, a minute apart:
+// quarantined at the fixture's crash limit.
+func (f *fixture) crashOut(local string) {
+	f.t.Helper()
+	for range 3 {
+		j := f.claimOne("w")
+		if j.Local != local {
+			f.t.Fatalf("claimed %s, want %s", j.Local, local)
+		}
+		f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
+		f.clk.Advance(time.Minute)
+	}
+}
+
 // TestQuarantineHoldTwoQuarantined: a second job of the fingerprint
 // quarantined while the first still is leaves the hold with the first,
 // and deleting either never strands a held job; a debounce of a held job
@@ -88,19 +102,8 @@ func TestQuarantineHoldTwoQuarantined(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			crashOut := func(local string) {
-				t.Helper()
-				for range 3 {
-					j := f.claimOne("w")
-					if j.Local != local {
-						t.Fatalf("claimed %s, want %s", j.Local, local)
-					}
-					f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
-					f.clk.Advance(time.Minute)
-				}
-			}
 			f.enqueue(store.NewJob{Local: "a", Hold: "fp"}, store.NewJob{Local: "c", Hold: "fp", Delay: 10 * time.Hour})
-			crashOut("a")
+			f.crashOut("a")
 			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp",
 				Unique: store.Unique{Key: "u", OnDuplicate: "debounce"}}})
 			if err != nil || res[0].HeldBy != "a" {
@@ -116,7 +119,7 @@ func TestQuarantineHoldTwoQuarantined(t *testing.T) {
 			// c, a twin enqueued before a's quarantine, is quarantined too:
 			// the hold stays a's, and deleting c frees nothing
 			f.clk.Advance(10 * time.Hour)
-			crashOut("c")
+			f.crashOut("c")
 			if _, err := f.st.Delete(f.ctx, keys.Ref{Partition: f.p, Local: "c"}); err != nil {
 				t.Fatal(err)
 			}

@@ -19,21 +19,10 @@ func TestHoldSecondTwin(t *testing.T) {
 		for _, how := range []string{"release", "delete"} {
 			t.Run(b.name+"/"+how, func(t *testing.T) {
 				f := newFixture(t, b)
-				crashOut := func(local string) {
-					t.Helper()
-					for range 3 {
-						j := f.claimOne("w")
-						if j.Local != local {
-							t.Fatalf("claimed %s, want %s", j.Local, local)
-						}
-						f.ack(j, store.Ack{Code: store.CodeCrash, Reason: "panic", Message: "boom"})
-						f.clk.Advance(time.Minute)
-					}
-				}
 				f.enqueue(store.NewJob{Local: "a", Hold: "fp"}, store.NewJob{Local: "c", Hold: "fp", Delay: 10 * time.Hour})
-				crashOut("a")
+				f.crashOut("a")
 				f.clk.Advance(10 * time.Hour)
-				crashOut("c")
+				f.crashOut("c")
 				if j, _ := f.get("c"); j.State != "quarantined" {
 					t.Fatalf("c is %s", j.State)
 				}
