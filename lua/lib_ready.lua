@@ -137,13 +137,16 @@ local function sched_add(id, at, jk)
   local bs = string.format('%d', b)
   -- a job that left this bucket early has its entry there still (the
   -- bucket is not due: none of it was popped), and K_LATER lists it
+  local kept = false
   if jk and redis.call('HGET', jk, F.later_left) == bs then
     redis.call('HDEL', jk, F.later_left)
     -- unless the entry went with the bucket's value, set aside as corrupt
     -- (sched_add, sched_near): only a job coming back pays this lookup
-    if type(redis.pcall('LPOS', later_key(bs), id)) == 'number' then return end
+    kept = type(redis.pcall('LPOS', later_key(bs), id)) == 'number'
   end
-  call_aside('RPUSH', later_key(bs), 'later:' .. bs, id)
+  if not kept then call_aside('RPUSH', later_key(bs), 'later:' .. bs, id) end
+  -- K_LATER lists the bucket even when the entry stands: the index may
+  -- have been set aside (corrupt data) since, and a ZADD of it is a no-op
   if type(redis.pcall('ZADD', K_LATER, b * SCHED_BUCKET, bs)) == 'table' then
     call_aside('ZADD', K_LATER, nil, b * SCHED_BUCKET, bs)
   end

@@ -170,3 +170,33 @@ func TestDebounceSameBucketAfterPopWithClockBack(t *testing.T) {
 		})
 	}
 }
+
+// TestLaterNoteAfterIndexSetAside: a job run now out of its bucket notes
+// it; the index of buckets is found corrupt and set aside when another
+// job is scheduled; the job snoozed back into its bucket, whose entry
+// stands, runs when due. A third review found the entry trusted and the
+// bucket left out of the new index: the job never ran.
+func TestLaterNoteAfterIndexSetAside(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Delay: time.Hour})
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				t.Fatal(err)
+			}
+			f.overwrite(f.p.Later())
+			f.enqueue(store.NewJob{Local: "k", Delay: 3 * time.Hour})
+			j := f.claimOne("w")
+			if j.Local != "j" {
+				t.Fatalf("claimed %s", j.Local)
+			}
+			f.ack(j, store.Ack{Code: store.CodeSnooze, Delay: time.Hour})
+			f.clk.Advance(2 * time.Hour)
+			if r := f.claim(1, "w"); len(r.Jobs) != 1 || r.Jobs[0].Local != "j" {
+				t.Fatalf("j never runs once due: claimed %d; later index %v", len(r.Jobs),
+					f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val())
+			}
+		})
+	}
+}
