@@ -186,8 +186,8 @@ local function deliver(parent, step, child, state, payload)
   if type(left) ~= 'number' then return end
   if left <= 0 or (failed and h[3] == 'f') then
     redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members)
-    local in_sched = call_aside('ZREM', K_SCHED, nil, parent)
-    make_available(pk, parent, 'scheduled', false, in_sched)
+    call_aside('ZREM', K_SCHED, nil, parent)
+    make_available(pk, parent, 'scheduled', false)
   end
 end
 

@@ -67,12 +67,11 @@ end
 -- asleep on the same timer) is listed there by its stale entry, which
 -- F.later_left names (make_available, sched_add): a second entry would
 -- list it twice, and a job woken and put back many times would fill the
--- bucket. The note is a hint only: it is written only for a job that was
--- not in sched (whose bucket, by a clock since gone back, may have come
--- due), and sched_add finds the entry in the bucket (LPOS, paid only by
--- a job coming back) before it trusts it, as the bucket's value may have
--- been set aside (corrupt data). sched_near drops the note with the
--- entry. A job indexed nowhere would never run.
+-- bucket. The note is a hint only: sched_add finds the entry in the
+-- bucket (LPOS, paid only by a job coming back) before it trusts it, as
+-- the entry may be gone (the bucket came due by a clock since gone back,
+-- or its value was set aside as corrupt data). A job indexed nowhere
+-- would never run.
 -- A due time that cannot be read as a finite number (absent, 'x', or
 -- 'nan', 'inf', '1e400', which Lua's tonumber takes: corrupt data, never
 -- written by Sluice for a scheduled or retryable job) names no place in
@@ -96,17 +95,15 @@ end
 
 -- make_available puts a job at the back of its priority list (or pin list),
 -- or at the front when it is handed back untouched (shutdown release).
-local function make_available(jk, id, from, front, in_sched)
+local function make_available(jk, id, from, front)
   local h
   if from == 'scheduled' or from == 'retryable' then
     h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.run_at)
     -- one that leaves a bucket of later jobs before the bucket comes due
-    -- (run now, a signal, a join: in_sched is 0, what their ZREM of sched
-    -- answered) leaves its entry there: F.later_left notes it (see the
-    -- scheduled index, below). Not one that was in sched: its bucket came
-    -- due, by a clock since gone back, and its entry there is gone
+    -- (run now, a signal, a join) leaves its entry there: F.later_left
+    -- notes it (see the scheduled index, below)
     local at, b = tonumber(h[5]), nil
-    if at and at > -math.huge and at < math.huge and in_sched == 0 then b = sched_bucket(at) end
+    if at and at > -math.huge and at < math.huge then b = sched_bucket(at) end
     if b then
       redis.call('HSET', jk, F.state, SCODE.available, F.later_left, string.format('%d', b))
     else
@@ -157,7 +154,7 @@ end
 -- at.
 local function sched_near(limit)
   local moved = 0
-  local fs, fr, fll = F.state, F.run_at, F.later_left
+  local fs, fr = F.state, F.run_at
   while moved < limit do
     local head = redis.call('ZRANGEBYSCORE', K_LATER, '-inf', NOW + SCHED_HORIZON, 'LIMIT', '0', '1')
     if #head == 0 then break end
@@ -179,11 +176,9 @@ local function sched_near(limit)
         -- must not raise now; it goes to sched at the bucket's start, for
         -- promote to meet as it would any other entry, and so does a
         -- scheduled or retryable job whose due time cannot be read
-        local h = redis.pcall('HMGET', job_key(id), fs, fr, fll)
+        local h = redis.pcall('HMGET', job_key(id), fs, fr)
         local s, at = 'scheduled', nil
         if not h.err then s, at = state_of(h[1]), tonumber(h[2]) end
-        -- the entry a job that left the bucket early was noted by is gone
-        if not h.err and h[3] == bs then redis.call('HDEL', job_key(id), fll) end
         if at and not (at > -math.huge and at < math.huge) then at = nil end
         -- (and so does one whose state no release writes, at the bucket's
         -- start, for promote to archive: popped here, it would be on no

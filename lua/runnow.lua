@@ -39,7 +39,7 @@ if s == 'scheduled' then
   if h[4] then return { STATUS.held .. h[4], s } end
   redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members)
 end
-local in_sched = call_aside('ZREM', K_SCHED, nil, id)
-make_available(jk, id, s, false, in_sched)
+call_aside('ZREM', K_SCHED, nil, id)
+make_available(jk, id, s, false)
 flush()
 return remember({ STATUS.ok, s })

@@ -53,8 +53,8 @@ local seq = redis.call('HINCRBY', jk, F.signal_seq, 1)
 redis.call('HSET', sk, signal_field(seq, name), payload)
 redis.call('HSET', jk, F.has_steps, 1)
 if s == 'scheduled' and awaited(h[3], h[2] or '0', name) then
-  local in_sched = call_aside('ZREM', K_SCHED, nil, id)
-  make_available(jk, id, 'scheduled', false, in_sched)
+  call_aside('ZREM', K_SCHED, nil, id)
+  make_available(jk, id, 'scheduled', false)
   s = 'available'
 end
 flush()
