@@ -47,10 +47,6 @@ local function corrupt_limits(class, fingerprint)
     or (fingerprint ~= '' and type(redis.pcall('LLEN', held_key(fingerprint))) ~= 'number')
 end
 
--- HOLD_AT: the due time of a held job, never reached (14 digits, which
--- Lua writes as an integer).
-local HOLD_AT = 99999999999999
-
 -- quarantined_twin is the job that holds copies of fingerprint while it is
 -- quarantined (lib_lifecycle.lua free_held), or false.
 local function quarantined_twin(fingerprint)

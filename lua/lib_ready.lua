@@ -83,11 +83,17 @@ local SCHED_BUCKET, SCHED_HORIZON = 5000, 5000
 -- FAR is the due time of a job suspended on signals only (lib_waits.lua):
 -- only a signal (or an operator) wakes it. It stays in sched.
 local FAR = 4503599627370496 -- 2^52 ms
+-- HOLD_AT: the due time of a held job (lib_enqueue.lua), never reached
+-- (14 digits, which Lua writes as an integer). It stays in sched too,
+-- and so does any due time at or past it (the year 5138): its release
+-- (free_held) gives it a new score there, where a bucket would keep its
+-- entry for ever, one more for each job ever held.
+local HOLD_AT = 99999999999999
 
 -- sched_bucket is the bucket of due time at, or nil when at belongs in
 -- the sched zset.
 local function sched_bucket(at)
-  if at >= FAR then return nil end
+  if at >= HOLD_AT then return nil end
   local b = math.floor(at / SCHED_BUCKET)
   if b * SCHED_BUCKET <= NOW + SCHED_HORIZON then return nil end
   return b

@@ -98,8 +98,9 @@ local function zcursor(c, hi)
   return score, tonumber(ties)
 end
 
--- The scheduled index, highest due time first: the jobs suspended on
--- signals only (due FAR) in sched, then the buckets of later jobs
+-- The scheduled index, highest due time first: the jobs due at or past
+-- HOLD_AT in sched (held ones, those suspended on signals only at FAR),
+-- then the buckets of later jobs
 -- (lib_ready.lua sched_add) from the last, each from its tail (the order
 -- its jobs were put there), then the rest of sched. Cursors: 'f' or 'n'
 -- and a rank in that part of sched, 'b' .. bucket .. '.' .. the entries
@@ -113,7 +114,7 @@ if state == 'scheduled' or state == 'retryable' then
       function(score) return function(at) return not at or at == score end end)
   end
   if phase == 'f' then
-    local c = zpart('+inf', FAR)
+    local c = zpart('+inf', HOLD_AT)
     if c then
       out[1] = c
       return out
@@ -151,7 +152,7 @@ if state == 'scheduled' or state == 'retryable' then
     end
     phase, pos = 'n', ''
   end
-  local c = zpart(string.format('(%d', FAR), '-inf')
+  local c = zpart(string.format('(%d', HOLD_AT), '-inf')
   if c then out[1] = c end
   return out
 end

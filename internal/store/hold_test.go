@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -195,6 +197,62 @@ func TestHeldJobCancelledAndRedriven(t *testing.T) {
 			}
 			if n, _ := f.rdb.Exists(f.ctx, f.p.HeldOn("fp")).Result(); n != 0 {
 				t.Fatal("hold list left after the release")
+			}
+		})
+	}
+}
+
+// TestHeldJobsLeaveNoIndexEntry: a held job is indexed at its never-due
+// time in sched, whose next score (its release) replaces the entry. A
+// review found it in a bucket of later jobs that never comes due: each
+// release left its entry there, and the bucket grew by one entry per job
+// ever held. Listings still show held jobs first, after the jobs
+// suspended on signals only and before those due later than the horizon.
+func TestHeldJobsLeaveNoIndexEntry(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "late", Delay: 100 * 24 * time.Hour})
+			for round := range 3 {
+				q := fmt.Sprintf("q%d", round)
+				f.enqueue(store.NewJob{Local: q, Hold: "fp"})
+				f.crashOut(q)
+				var held []store.NewJob
+				for i := range 4 {
+					held = append(held, store.NewJob{Local: fmt.Sprintf("h%d.%d", round, i), Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"})
+				}
+				res, err := f.st.Enqueue(f.ctx, f.p, held)
+				if err != nil || res[0].HeldBy != q || res[3].HeldBy != q {
+					t.Fatalf("round %d: enqueue held: %+v %v", round, res, err)
+				}
+				if got, want := f.listAll("scheduled", 2), []string{held[3].Local, held[2].Local, held[1].Local, held[0].Local, "late"}; !slices.Equal(got, want) {
+					t.Fatalf("round %d: scheduled lists %v, want %v (held first, never due; ties highest ID first)", round, got, want)
+				}
+				if _, err := f.st.Delete(f.ctx, f.ref(q)); err != nil {
+					t.Fatal(err)
+				}
+				for range held {
+					f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK})
+				}
+			}
+			buckets, err := f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entries []string
+			for _, bs := range buckets {
+				ids, err := f.rdb.LRange(f.ctx, f.p.LaterBucket(bs), 0, -1).Result()
+				if err != nil {
+					t.Fatal(err)
+				}
+				entries = append(entries, ids...)
+			}
+			if !slices.Equal(entries, []string{"late"}) {
+				t.Fatalf("buckets of later jobs %v hold %v after 12 held jobs ran; want late alone", buckets, entries)
+			}
+			if got := f.listAll("scheduled", 2); !slices.Equal(got, []string{"late"}) {
+				t.Fatalf("scheduled lists %v, want late alone", got)
 			}
 		})
 	}
