@@ -24,7 +24,7 @@ local again = replayed()
 if again then return again end
 local id = ARGV[9]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key, F.concurrency_limit)
+local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key, F.concurrency_limit, F.run_at)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
 if TERMINAL[s] then return { STATUS.final, s } end
@@ -38,6 +38,7 @@ if s == 'running' then
 elseif s == 'scheduled' or s == 'retryable' then
   call_aside('ZREM', K_SCHED, nil, id)
   redis.call('HDEL', jk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members, F.held_by) -- held no more
+  note_left(jk, h[5]) -- redriven and put off again, it may come back to that bucket
 elseif s == 'available' then
   unlist(jk, id)
   if h[3] then cc_release(h[3], h[4] or 1) end -- perhaps the waiter its key let go

@@ -102,6 +102,8 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
     end
     call_aside('ZREM', K_SCHED, nil, holder)
     if s == 'available' then unlist(jk, holder) end
+    -- off to another bucket, or to sched: its old bucket's entry stays
+    if s == 'scheduled' then note_left(jk, h[8]) end
     schedule_at(jk, holder, s, 'scheduled', at)
     if s == 'available' and h[3] then cc_release(h[3], h[4] or 1) end
   end

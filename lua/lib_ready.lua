@@ -65,7 +65,7 @@ end
 -- entry costs its bytes until then and changes nothing. A job that
 -- comes back to that bucket before it comes due (woken by a signal, then
 -- asleep on the same timer) is listed there by its stale entry, which
--- F.later_left names (make_available, sched_add): a second entry would
+-- F.later_left names (note_left, sched_add): a second entry would
 -- list it twice, and a job woken and put back many times would fill the
 -- bucket. The note is a hint only: sched_add finds the entry in the
 -- bucket (LPOS, paid only by a job coming back) before it trusts it, as
@@ -99,22 +99,43 @@ local function sched_bucket(at)
   return b
 end
 
+-- LEFT_NOTES bounds F.later_left: the buckets of later jobs, not yet
+-- due, that a job left early. A job that left more (woken and put off
+-- again and again, each time to another bucket) may be listed twice in
+-- the oldest should it come back to it: a listing shows it twice, and
+-- nothing else changes.
+-- (A note field is read to its first 256 bytes, room for all of them:
+-- corrupt data must not cost a long scan.)
+local LEFT_NOTES = 4
+
+-- note_left notes in the job's F.later_left the bucket of due time at
+-- (the job's F.run_at), which the job leaves before the bucket comes due
+-- (run now, a signal, a join, a debounce, a cancel) leaving its entry
+-- there (see the scheduled index, above); nothing when at is in sched.
+-- The notes of buckets come due since are dropped.
+local function note_left(jk, at)
+  at = tonumber(at)
+  if not (at and at > -math.huge and at < math.huge) then return end
+  local b = sched_bucket(at)
+  if not b then return end
+  local bs, notes = string.format('%d', b), {}
+  for w in string.gmatch(string.sub(redis.call('HGET', jk, F.later_left) or '', 1, 256), '%S+') do
+    local n = tonumber(w)
+    if w ~= bs and n and sched_bucket(n * SCHED_BUCKET) then notes[#notes + 1] = w end
+  end
+  notes[#notes + 1] = bs
+  while #notes > LEFT_NOTES do table.remove(notes, 1) end
+  redis.call('HSET', jk, F.later_left, join(notes, ' '))
+end
+
 -- make_available puts a job at the back of its priority list (or pin list),
 -- or at the front when it is handed back untouched (shutdown release).
 local function make_available(jk, id, from, front)
   local h
   if from == 'scheduled' or from == 'retryable' then
     h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.run_at)
-    -- one that leaves a bucket of later jobs before the bucket comes due
-    -- (run now, a signal, a join) leaves its entry there: F.later_left
-    -- notes it (see the scheduled index, below)
-    local at, b = tonumber(h[5]), nil
-    if at and at > -math.huge and at < math.huge then b = sched_bucket(at) end
-    if b then
-      redis.call('HSET', jk, F.state, SCODE.available, F.later_left, string.format('%d', b))
-    else
-      redis.call('HSET', jk, F.state, SCODE.available)
-    end
+    redis.call('HSET', jk, F.state, SCODE.available)
+    note_left(jk, h[5])
     redis.call('HDEL', jk, F.run_at)
   else
     redis.call('HSET', jk, F.state, SCODE.available)
@@ -140,12 +161,23 @@ local function sched_add(id, at, jk)
   local bs = string.format('%d', b)
   -- a job that left this bucket early has its entry there still (the
   -- bucket is not due: none of it was popped), and K_LATER lists it
-  local kept = false
-  if jk and redis.call('HGET', jk, F.later_left) == bs then
-    redis.call('HDEL', jk, F.later_left)
-    -- unless the entry went with the bucket's value, set aside as corrupt
-    -- (sched_add, sched_near): only a job coming back pays this lookup
-    kept = type(redis.pcall('LPOS', later_key(bs), id)) == 'number'
+  local kept, notes = false, jk and redis.call('HGET', jk, F.later_left)
+  if notes then
+    local rest, back = {}, false
+    for w in string.gmatch(string.sub(notes, 1, 256), '%S+') do
+      if w == bs then back = true else rest[#rest + 1] = w end
+    end
+    if back then
+      if #rest == 0 then
+        redis.call('HDEL', jk, F.later_left)
+      else
+        redis.call('HSET', jk, F.later_left, join(rest, ' '))
+      end
+      -- unless the entry went with the bucket's value, set aside as
+      -- corrupt (sched_add, sched_near), or with the bucket, come due by
+      -- a clock since gone back: only a job coming back pays this lookup
+      kept = type(redis.pcall('LPOS', later_key(bs), id)) == 'number'
+    end
   end
   if not kept then call_aside('RPUSH', later_key(bs), 'later:' .. bs, id) end
   -- K_LATER lists the bucket even when the entry stands: the index may

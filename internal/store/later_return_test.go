@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,5 +200,103 @@ func TestLaterNoteAfterIndexSetAside(t *testing.T) {
 					f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val())
 			}
 		})
+	}
+}
+
+// TestLaterBucketReturnAfterAnother: a job leaves its bucket of later
+// jobs early, is put into a second bucket, leaves that one early too, and
+// comes back to the first: it is listed in each bucket once, and once by
+// a listing and a dry run. A review found the note named the last bucket
+// left only, so that the first got a second entry; and a debounced
+// duplicate (which moves its holder between buckets) and a cancel (its
+// job then redriven) noted no bucket at all.
+func TestLaterBucketReturnAfterAnother(t *testing.T) {
+	t.Parallel()
+	uq := store.Unique{Key: "u", OnDuplicate: "debounce"}
+	// each moves job j, scheduled, to be due in d from now
+	moves := map[string]func(f *fixture, step int, d time.Duration){
+		"run now": func(f *fixture, _ int, d time.Duration) {
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				f.t.Fatal(err)
+			}
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: d})
+		},
+		"debounce": func(f *fixture, step int, d time.Duration) {
+			f.duplicate(store.NewJob{Local: fmt.Sprintf("dup%d", step), Delay: d, Unique: uq})
+		},
+		"cancel": func(f *fixture, _ int, d time.Duration) {
+			if _, err := f.st.Cancel(f.ctx, f.ref("j"), retainCancelled); err != nil {
+				f.t.Fatal(err)
+			}
+			if errs, err := f.st.RedriveIDs(f.ctx, f.p, store.ActionRedrive, []string{"j"}); err != nil || errs[0] != nil {
+				f.t.Fatalf("redrive: %v %v", errs, err)
+			}
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: d})
+		},
+	}
+	for _, b := range backends(t) {
+		for name, move := range moves {
+			t.Run(b.name+"/"+name, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "j", Delay: time.Hour, Unique: uq})
+				for step, d := range []time.Duration{2 * time.Hour, time.Hour, 3 * time.Hour, 2 * time.Hour, time.Hour} {
+					move(f, step, d)
+				}
+				buckets := f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val()
+				if len(buckets) != 3 {
+					t.Fatalf("buckets %v, want 3", buckets)
+				}
+				for _, bs := range buckets {
+					if got := f.rdb.LRange(f.ctx, f.p.LaterBucket(bs), 0, -1).Val(); len(got) != 1 {
+						t.Errorf("bucket %s lists %v, want j once", bs, got)
+					}
+				}
+				if l := f.listAll("scheduled", 10); len(l) != 1 {
+					t.Errorf("listing scheduled jobs: %v, want [j] once", l)
+				}
+				if n, _ := f.deleteScan(store.Selector{State: "scheduled"}, 100, true); n != 1 {
+					t.Errorf("a dry run counted %d, want 1", n)
+				}
+				f.clk.Advance(time.Hour)
+				if j := f.claimOne("w"); j.Local != "j" {
+					t.Fatalf("claimed %s at the due time, want j", j.Local)
+				}
+				if r := f.claim(5, "w"); len(r.Jobs) != 0 {
+					t.Fatalf("claimed %d more", len(r.Jobs))
+				}
+			})
+		}
+	}
+}
+
+// TestLaterNoteCorrupt: a job's note of the buckets it left (field rb)
+// overwritten with garbage, or with more buckets than are kept, changes
+// nothing but a listing: the job run now and snoozed back is indexed, and
+// runs at its due time.
+func TestLaterNoteCorrupt(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for name, note := range map[string]string{
+			"garbage": strings.Repeat("x\x00 -1 nan 1e400 ", 2000),
+			"long":    strings.Repeat("99999999999 ", 100),
+		} {
+			t.Run(b.name+"/"+name, func(t *testing.T) {
+				f := newFixture(t, b)
+				f.enqueue(store.NewJob{Local: "j", Delay: time.Hour})
+				f.rdb.HSet(f.ctx, f.p.Job("j"), "rb", note)
+				if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+					t.Fatal(err)
+				}
+				f.rdb.HSet(f.ctx, f.p.Job("j"), "rb", note+f.rdb.HGet(f.ctx, f.p.Job("j"), "rb").Val())
+				f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: time.Hour})
+				if _, ok := f.due("j"); !ok {
+					t.Fatalf("j is scheduled but in no index (rb=%.40q)", f.rdb.HGet(f.ctx, f.p.Job("j"), "rb").Val())
+				}
+				f.clk.Advance(time.Hour)
+				if j := f.claimOne("w"); j.Local != "j" {
+					t.Fatalf("claimed %s at the due time, want j", j.Local)
+				}
+			})
+		}
 	}
 }
