@@ -164,6 +164,21 @@ func TestResend(t *testing.T) {
 			}
 			l.wantStats(map[string]string{"available": "1", "archived": "0"})
 		}},
+		{"release hands a hold over once", func(t *testing.T, l *lossy, fire func() func()) {
+			l.holdHandOver(fire, func() error {
+				errs, err := l.st.RedriveIDs(l.ctx, l.p, store.ActionRelease, []string{"a"})
+				if err == nil {
+					err = errs[0]
+				}
+				return err
+			})
+		}},
+		{"delete hands a hold over once", func(t *testing.T, l *lossy, fire func() func()) {
+			l.holdHandOver(fire, func() error {
+				_, err := l.st.Delete(l.ctx, keys.Ref{Partition: l.p, Local: "a"})
+				return err
+			})
+		}},
 		{"signal is kept once and wakes its job", func(t *testing.T, l *lossy, fire func() func()) {
 			l.enqueue(store.NewJob{Local: "a"})
 			l.suspend(l.claimOne("w"), &sluicetype.SuspendedError{Signals: []string{"go"}})
@@ -212,6 +227,41 @@ func TestResend(t *testing.T) {
 				c.run(t, l, func() func() { return l.fault(kind) })
 			})
 		}
+	}
+}
+
+// holdHandOver quarantines a, then b and c, of one fingerprint (a holds
+// it, b and c wait to take it over), adds d held by a, and frees a by
+// free (its release or deletion) under the fault fire arms: the caller
+// is answered the first run's success, and the hold goes to b alone, d
+// held by it, then to c once b is released, whether the call ran once or
+// twice.
+func (l *lossy) holdHandOver(fire func() func(), free func() error) {
+	l.t.Helper()
+	l.enqueue(store.NewJob{Local: "a", Hold: "fp"}, store.NewJob{Local: "b", Hold: "fp", Delay: 10 * time.Hour},
+		store.NewJob{Local: "c", Hold: "fp", Delay: 20 * time.Hour})
+	l.crashOut("a")
+	l.clk.Advance(10 * time.Hour)
+	l.crashOut("b")
+	l.clk.Advance(10 * time.Hour)
+	l.crashOut("c")
+	res, err := l.st.Enqueue(l.ctx, l.p, []store.NewJob{{Local: "d", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"}})
+	if err != nil || res[0].HeldBy != "a" {
+		l.t.Fatalf("enqueue d: %+v %v, want held by a", res, err)
+	}
+	check := fire()
+	if err := free(); err != nil {
+		l.t.Fatalf("freeing a: %v", err)
+	}
+	check()
+	if j, _ := l.get("d"); j.State != "scheduled" || j.HeldBy != "b" {
+		l.t.Fatalf("d is %s held by %q, want held by b", j.State, j.HeldBy)
+	}
+	if errs, err := l.st.RedriveIDs(l.ctx, l.p, store.ActionRelease, []string{"b"}); err != nil || errs[0] != nil {
+		l.t.Fatalf("release b: %v %v", errs, err)
+	}
+	if j, _ := l.get("d"); j.State != "scheduled" || j.HeldBy != "c" {
+		l.t.Fatalf("once b is released d is %s held by %q, want held by c", j.State, j.HeldBy)
 	}
 }
 
