@@ -43,6 +43,7 @@ func (r *modelRun) randomOp() {
 		{"maintain", 8, r.opMaintain},
 		{"cancel", 4, r.opCancel},
 		{"delete", 3, r.opDelete},
+		{"run-now", 3, r.opRunNow},
 		{"redrive", 4, r.opRedrive},
 		{"relay", 5, func() { r.opRelay([]int{1, 3, 100}[r.rng.IntN(3)]) }},
 		{"resend", 6, r.opResend},
@@ -511,18 +512,25 @@ func (r *modelRun) opClaim() {
 			r.fail("claim left %s (priority %d, crash_attempt %d) and took a job of priority %d; before the claim:%s", j.id, j.prio, j.crash, lowest, lists)
 		}
 	}
-	var nextDue time.Time
+	// nextDue is the wake-up the model expects. After the clock went back,
+	// a bucket that a claim at a later time moved into sched is there
+	// still: its jobs then call for their own due time, up to lastDue.
+	var nextDue, lastDue time.Time
 	if res.Dry {
-		var nd int64 = -1
+		var nd, ld int64 = -1, -1
 		for _, j := range post.inState("scheduled", "retryable") {
-			if at := r.wakeFor(j.score); nd < 0 || at < nd {
+			if at := r.wakeFor(j.score, r.now()); nd < 0 || at < nd {
 				nd = at
+			}
+			if at := r.wakeFor(j.score, r.highWater); ld < 0 || at < ld {
+				ld = at
 			}
 		}
 		// suspects passed over: look again soon, by the worker's clock
 		// (claim.lua answers -3, HeldSuspects)
 		if nd >= 0 && held == 0 {
 			nextDue = time.UnixMilli(max(nd, r.now())) // a delay of 0 when due already
+			lastDue = time.UnixMilli(max(ld, r.now()))
 		}
 	}
 	// A bucket of later jobs whose jobs all left it early (stale entries)
@@ -532,7 +540,8 @@ func (r *modelRun) opClaim() {
 	resDue := dueAt(res, time.UnixMilli(r.now()))
 	early := !resDue.IsZero() && (nextDue.IsZero() || resDue.Before(nextDue)) && resDue.UnixMilli()%store.LaterBucketMS == 0 &&
 		!resDue.Before(time.UnixMilli(r.now()))
-	if res.Dry != (len(res.Jobs) < n) || (!resDue.Equal(nextDue) && !early) || res.HeldSuspects != (res.Dry && held > 0) {
+	moved := !nextDue.IsZero() && !resDue.Before(nextDue) && !resDue.After(lastDue)
+	if res.Dry != (len(res.Jobs) < n) || (!resDue.Equal(nextDue) && !early && !moved) || res.HeldSuspects != (res.Dry && held > 0) {
 		r.fail("claim: dry %v next due %v held suspects %v, want dry %v next due %v held %v",
 			res.Dry, resDue, res.HeldSuspects, len(res.Jobs) < n, nextDue, res.Dry && held > 0)
 	}
@@ -570,11 +579,12 @@ type ackSpec struct {
 // wakeFor is when a claim asks to be called again for a job due at due:
 // its due time when it is in the sched zset, or when its bucket of later
 // jobs moves into sched (store.LaterBucketMS before the bucket's start).
-// After a claim, the buckets within that horizon have moved, and a job
-// in another was put there when it was due further ahead still.
-func (r *modelRun) wakeFor(due int64) int64 {
+// After a claim at time at, the buckets within that horizon have moved,
+// and a job in another was put there when it was due further ahead
+// still.
+func (r *modelRun) wakeFor(due, at int64) int64 {
 	start := due / store.LaterBucketMS * store.LaterBucketMS
-	if due >= store.NeverDue || start <= r.now()+store.LaterBucketMS {
+	if due >= store.NeverDue || start <= at+store.LaterBucketMS {
 		return due
 	}
 	return start - store.LaterBucketMS

@@ -271,7 +271,8 @@ type modelRun struct {
 	listKey         string
 
 	epoch     time.Time
-	total     int // steps of the whole run (all segments)
+	highWater int64 // ms: the latest the store clock has been
+	total     int   // steps of the whole run (all segments)
 	step      int
 	nextGen   int
 	nextSeq   int
@@ -346,6 +347,7 @@ func newModelRun(t *testing.T, seed uint64, seg int, lossy bool) *modelRun {
 	r.p = r.st.Partition("q", 0)
 	r.subscribeOffers()
 	r.epoch = r.clk.Now()
+	r.highWater = r.now()
 	for i := range 3 {
 		r.inKeys = append(r.inKeys, r.p.Tag()+":fx:k"+strconv.Itoa(i))
 	}

@@ -660,6 +660,34 @@ func (r *modelRun) opCancel() {
 	r.settle(pre, post, err, "cancel")
 }
 
+// opRunNow makes a scheduled or retryable job available before its due
+// time: out of the sched zset or out of a bucket of later jobs, whose
+// entry stays (the job may come back to it, snoozed or retried).
+func (r *modelRun) opRunNow() {
+	id := r.pickID("scheduled", "retryable", "available", "running")
+	pre := r.m
+	post := pre.clone()
+	want := "missing"
+	if j := post.jobs[id]; j != nil {
+		if j.state == "scheduled" || j.state == "retryable" {
+			want = "ok:" + j.state
+			available(j)
+		} else {
+			want = "refused:" + j.state
+		}
+	}
+	prev, err := r.st.RunNow(r.ctx, keys.Ref{Partition: r.p, Local: id})
+	got, known := adminResult(prev, err)
+	r.logf("run now %s -> %s %v (want %s)", id, got, err, want)
+	if known && got != want {
+		r.fail("run now %s: %s, want %s", id, got, want)
+	}
+	if known {
+		err = nil
+	}
+	r.settle(pre, post, err, "run now")
+}
+
 func (r *modelRun) opDelete() {
 	id := r.pickID("completed", "archived", "cancelled", "available", "scheduled", "running")
 	pre := r.m
@@ -751,11 +779,16 @@ func (r *modelRun) opRelay(limit int) {
 // ---- time ----
 
 // opTick moves the store clock on: mostly a little, now and then past
-// leases (reap), retry delays (promote) and retention (sweep). It never
-// runs modelMaxSkew ahead of real time.
+// leases (reap), retry delays (promote) and retention (sweep). Now and
+// then it moves it back, by up to a bucket of later jobs and a half: a
+// failover to a server whose clock is behind, or a worker's injected
+// clock, makes the next call see an earlier time than the last one. It
+// never runs modelMaxSkew ahead of real time.
 func (r *modelRun) opTick() {
 	var d time.Duration
 	switch x := r.pick(100); {
+	case x < 4:
+		d = -time.Millisecond - r.delay(7500)
 	case x < 50:
 		d = r.delay(2000)
 	case x < 85:
@@ -769,6 +802,7 @@ func (r *modelRun) opTick() {
 		d = min(d, 45*time.Second)
 	}
 	r.clk.Advance(d)
+	r.highWater = max(r.highWater, r.now())
 	r.logf("tick %s", d)
 	if r.proxy != nil {
 		return
