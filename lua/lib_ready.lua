@@ -99,11 +99,13 @@ local function sched_bucket(at)
   return b
 end
 
--- LEFT_NOTES bounds F.later_left: the buckets of later jobs, not yet
--- due, that a job left early. A job that left more (woken and put off
--- again and again, each time to another bucket) may be listed twice in
--- the oldest should it come back to it: a listing shows it twice, and
--- nothing else changes.
+-- LEFT_NOTES bounds F.later_left: the last buckets of later jobs that a
+-- job left early. A job that left more (woken and put off again and
+-- again, each time to another bucket) may be listed twice in the oldest
+-- should it come back to it: a listing shows it twice, and nothing else
+-- changes. Notes of buckets come due since are not dropped by the
+-- clock, which may go back (a failover) and make the bucket ahead again:
+-- the LPOS in sched_add tells them.
 -- (A note field is read to its first 256 bytes, room for all of them:
 -- corrupt data must not cost a long scan.)
 local LEFT_NOTES = 4
@@ -112,7 +114,6 @@ local LEFT_NOTES = 4
 -- (the job's F.run_at), which the job leaves before the bucket comes due
 -- (run now, a signal, a join, a debounce, a cancel) leaving its entry
 -- there (see the scheduled index, above); nothing when at is in sched.
--- The notes of buckets come due since are dropped.
 local function note_left(jk, at)
   at = tonumber(at)
   if not (at and at > -math.huge and at < math.huge) then return end
@@ -120,8 +121,7 @@ local function note_left(jk, at)
   if not b then return end
   local bs, notes = string.format('%d', b), {}
   for w in string.gmatch(string.sub(redis.call('HGET', jk, F.later_left) or '', 1, 256), '%S+') do
-    local n = tonumber(w)
-    if w ~= bs and n and sched_bucket(n * SCHED_BUCKET) then notes[#notes + 1] = w end
+    if w ~= bs and tonumber(w) then notes[#notes + 1] = w end
   end
   notes[#notes + 1] = bs
   while #notes > LEFT_NOTES do table.remove(notes, 1) end

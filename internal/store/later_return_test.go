@@ -300,3 +300,42 @@ func TestLaterNoteCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterNoteKeptWithClockAhead: a job leaves bucket b1 early, is put
+// into b2, and is run now out of b2 by a clock an hour ahead (by which b1
+// looks due, though no claim moved it); the clock goes back, and the job
+// is snoozed back into b1. It is listed there once. A review found the
+// notes of buckets that looked due were dropped, and b1 got a second
+// entry.
+func TestLaterNoteKeptWithClockAhead(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Delay: time.Hour})
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				t.Fatal(err)
+			}
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: 3 * time.Hour})
+			skew := time.Hour - 3*time.Second
+			f.clk.Advance(skew)
+			if _, err := f.st.RunNow(f.ctx, f.ref("j")); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(-skew)
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeSnooze, Delay: time.Hour})
+			for _, bs := range f.rdb.ZRange(f.ctx, f.p.Later(), 0, -1).Val() {
+				if got := f.rdb.LRange(f.ctx, f.p.LaterBucket(bs), 0, -1).Val(); len(got) > 1 {
+					t.Errorf("bucket %s lists %v, want j once", bs, got)
+				}
+			}
+			if l := f.listAll("scheduled", 1); len(l) != 1 {
+				t.Errorf("listing scheduled jobs: %v, want [j] once", l)
+			}
+			f.clk.Advance(time.Hour)
+			if j := f.claimOne("w"); j.Local != "j" {
+				t.Fatalf("claimed %s at the due time, want j", j.Local)
+			}
+		})
+	}
+}
