@@ -154,8 +154,11 @@ type mjob struct {
 	// numbered no higher moves nothing
 	renewed      int64
 	renewedLease string
-	created      int64             // when it was enqueued (ms): names its commits (commitName)
-	steps        map[string]string // step checkpoints: field -> record
+	created      int64 // when it was enqueued (ms): names its commits (commitName)
+	// runNowFrom is the due time a run-now took it from (ms): a snooze or
+	// retry now and then puts it back there, into the bucket it left
+	runNowFrom int64
+	steps      map[string]string // step checkpoints: field -> record
 }
 
 // model is what Redis must hold.
@@ -271,8 +274,9 @@ type modelRun struct {
 	listKey         string
 
 	epoch     time.Time
-	highWater int64 // ms: the latest the store clock has been
-	total     int   // steps of the whole run (all segments)
+	highWater int64         // ms: the latest the store clock has been
+	lastTick  time.Duration // the last tick that moved the clock on
+	total     int           // steps of the whole run (all segments)
 	step      int
 	nextGen   int
 	nextSeq   int

@@ -44,11 +44,11 @@ func (r *modelRun) randomAck(l store.Lease, i int, invalidUsed *bool) ackSpec {
 			a.Data = []byte("result")
 		}
 	case x < 57:
-		a.Code, a.Reason, a.Delay = store.CodeRetry, "error", r.delay(20000)
+		a.Code, a.Reason, a.Delay = store.CodeRetry, "error", r.backDelay(l.Local, 20000)
 	case x < 65:
 		a.Code, a.Reason = store.CodeCrash, "panic"
 	case x < 71:
-		a.Code, a.Delay = store.CodeSnooze, r.delay(20000)
+		a.Code, a.Delay = store.CodeSnooze, r.backDelay(l.Local, 20000)
 	case x < 79:
 		a.Code = store.CodeFree
 		if r.chance(1, 2) {
@@ -65,6 +65,17 @@ func (r *modelRun) randomAck(l store.Lease, i int, invalidUsed *bool) ackSpec {
 	}
 	s.ack = a
 	return s
+}
+
+// backDelay is a retry's or snooze's delay for job local: now and then
+// the one that puts it back at the due time a run-now took it from (into
+// the bucket of later jobs it left, where its entry may still be), else
+// up to maxMS.
+func (r *modelRun) backDelay(local string, maxMS int) time.Duration {
+	if j := r.m.jobs[local]; j != nil && j.runNowFrom > r.now() && r.chance(3, 4) {
+		return time.Duration(j.runNowFrom-r.now()) * time.Millisecond
+	}
+	return r.delay(maxMS)
 }
 
 func (s ackSpec) String() string {
@@ -665,12 +676,24 @@ func (r *modelRun) opCancel() {
 // entry stays (the job may come back to it, snoozed or retried).
 func (r *modelRun) opRunNow() {
 	id := r.pickID("scheduled", "retryable", "available", "running")
+	// mostly one due past the horizon: in a bucket of later jobs, or
+	// moved out of one by a clock since gone back
+	var later []string
+	for _, j := range r.m.inState("scheduled", "retryable") {
+		if j.score > r.now()+store.LaterBucketMS {
+			later = append(later, j.id)
+		}
+	}
+	if len(later) > 0 && r.chance(2, 3) {
+		id = later[r.pick(len(later))]
+	}
 	pre := r.m
 	post := pre.clone()
 	want := "missing"
 	if j := post.jobs[id]; j != nil {
 		if j.state == "scheduled" || j.state == "retryable" {
 			want = "ok:" + j.state
+			j.runNowFrom = j.score
 			available(j)
 		} else {
 			want = "refused:" + j.state
@@ -787,8 +810,12 @@ func (r *modelRun) opRelay(limit int) {
 func (r *modelRun) opTick() {
 	var d time.Duration
 	switch x := r.pick(100); {
-	case x < 4:
+	case x < 3:
 		d = -time.Millisecond - r.delay(7500)
+	case x < 6:
+		// undo the last tick on, up to 10 s: the buckets a claim moved
+		// into sched since are ahead of the horizon again
+		d = -min(r.lastTick, 10*time.Second)
 	case x < 50:
 		d = r.delay(2000)
 	case x < 85:
@@ -803,6 +830,9 @@ func (r *modelRun) opTick() {
 	}
 	r.clk.Advance(d)
 	r.highWater = max(r.highWater, r.now())
+	if d > 0 {
+		r.lastTick = d
+	}
 	r.logf("tick %s", d)
 	if r.proxy != nil {
 		return
