@@ -5,10 +5,11 @@
 -- ARGV[9]  state
 -- ARGV[10] cursor: where the previous page of this partition stopped ('':
 --          the start). For running and the finished states,
---          'score:ties': the score of the last entry examined and how
---          many entries of that score were examined, so that entries
---          added since with a higher score (jobs that started or finished
---          meanwhile) shift no page; for scheduled and retryable, a part
+--          'score:ties:member': the score of the last entry examined,
+--          how many entries of that score were examined, and its member
+--          (in hex), so that entries added since with a higher score
+--          (jobs that started or finished meanwhile) shift no page, nor
+--          do entries of that score that left; for scheduled and retryable, a part
 --          of their index and a place in it (below); for available,
 --          'priority.offset', the offset counted from the tail of that
 --          priority's list (jobs enqueued between pages shift it).
@@ -64,38 +65,83 @@ end
 
 local examined = 0
 
+-- sorts_before says a sorts before b as Redis orders the members of
+-- one score: by their bytes (Lua's < would follow the server's locale)
+local function sorts_before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+-- hex and unhex turn a member into a cursor's part and back
+local function hex(m) return (string.gsub(m, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
+local function unhex(h) return (string.gsub(h, '%x%x', function(x) return string.char(tonumber(x, 16)) end)) end
+
+-- tie_skip is how many of zset zk's entries at score a previous page
+-- examined, highest first, when the last was member: those that sort
+-- at or after it (entries of one score come highest member first),
+-- found by its place among them, which stays right when some of them
+-- left since (a job cancelled or deleted between pages, where a count
+-- of them passed over one entry more).
+local function tie_skip(zk, score, member)
+  local below = redis.call('ZCOUNT', zk, '-inf', '(' .. score)
+  local lo, hi = 0, redis.call('ZCOUNT', zk, score, score)
+  local ties = hi
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local m = redis.call('ZRANGE', zk, below + mid, below + mid)[1]
+    if m and sorts_before(m, member) then lo = mid + 1 else hi = mid end
+  end
+  return ties - lo
+end
+
 -- zrange examines the entries of zset zk from score hi down to lo, highest
--- first, passing over the first skip of those at score hi (a previous
--- page examined them), until the page or the budget is full; mark(score,
--- ties) is the cursor after an entry of that score, the ties-th of its
--- score examined; check(score), when given, builds consider's indexed
--- check of an entry of that score. Returns the cursor after the last
--- entry examined, or nil when the range has no more.
-local function zrange(zk, hi, lo, skip, mark, check)
-  local top, ties = hi, skip
+-- first, passing over those at score hi that a previous page examined
+-- (skip of them, or those up to member: tie_skip), until the page or the
+-- budget is full; mark(score, ties, member) is the cursor after an entry
+-- of that score, the ties-th of its score examined; check(score), when
+-- given, builds consider's indexed check of an entry of that score.
+-- Returns the cursor after the last entry examined, or nil when the range
+-- has no more.
+local function zrange(zk, hi, lo, skip, mark, check, member)
+  local top, ties, last = hi, skip, member
+  if member then ties = tie_skip(zk, hi, member) end
   while #out - 1 < n and examined < budget do
     local want = math.min(n - (#out - 1), budget - examined)
     local batch = redis.call('ZREVRANGEBYSCORE', zk, top, lo, 'WITHSCORES', 'LIMIT', ties, want)
     for i = 1, #batch, 2 do
       local score = batch[i + 1]
       if score == top then ties = ties + 1 else top, ties = score, 1 end
+      last = batch[i]
       -- the running index's anchor is no job, and spends no budget
       if batch[i] ~= RUN_ANCHOR then
         examined = examined + 1
-        consider(batch[i], score, mark(top, ties), check and check(tonumber(score)))
+        consider(batch[i], score, mark(top, ties, last), check and check(tonumber(score)))
       end
     end
     if #batch < 2 * want then return nil end
   end
-  return mark(top, ties)
+  return mark(top, ties, last)
 end
--- zcursor reads a cursor 'score:ties' of zrange (after its part's
--- letter, for the scheduled index), '' the start at hi.
+-- zcursor reads a cursor of zrange (after its part's letter, for the
+-- scheduled index): 'score:ties:member' (the member in hex), or
+-- 'score:ties' (from an earlier version); '' the start at hi.
 local function zcursor(c, hi)
   if c == '' then return hi, 0 end
-  if #c > 64 then return nil end -- no cursor of list.lua's (Go checks its form)
-  local score, ties = string.match(c, '^([^:]+):(%d+)$') -- #c is at most 64
-  return score, tonumber(ties)
+  if #c > 320 then return nil end -- no cursor of list.lua's (Go checks its form)
+  local score, ties, m = string.match(c, '^([^:]+):(%d+):?(%x*)$') -- #c is at most 320
+  if m == '' or #m % 2 == 1 then m = nil elseif m then m = unhex(m) end
+  return score, tonumber(ties), m
+end
+-- zmark is zrange's mark: part (the scheduled index's letter, or '') and
+-- the cursor after the ties-th entry of score examined, member (named
+-- when it is no longer than a job ID may be: flow.MaxIDLength).
+local function zmark(part, score, ties, member)
+  local c = part .. score .. ':' .. ties
+  if member and #member <= 128 then c = c .. ':' .. hex(member) end
+  return c
 end
 
 -- The scheduled index, highest due time first: the jobs due at or past
@@ -109,9 +155,9 @@ if state == 'scheduled' or state == 'retryable' then
   local phase, pos = cursor:sub(1, 1), cursor:sub(2)
   if cursor == '' then phase, pos = 'f', '' end
   local function zpart(hi, lo)
-    local top, skip = zcursor(pos, hi)
-    return zrange(K_SCHED, top, lo, skip, function(score, ties) return phase .. score .. ':' .. ties end,
-      function(score) return function(at) return not at or at == score end end)
+    local top, skip, member = zcursor(pos, hi)
+    return zrange(K_SCHED, top, lo, skip, function(score, ties, m) return zmark(phase, score, ties, m) end,
+      function(score) return function(at) return not at or at == score end end, member)
   end
   if phase == 'f' then
     local c = zpart('+inf', HOLD_AT)
@@ -159,8 +205,8 @@ end
 
 local zk = ZSETS[state]
 if zk then
-  local top, skip = zcursor(cursor, '+inf')
-  out[1] = zrange(zk, top, '-inf', skip, function(score, ties) return score .. ':' .. ties end) or ''
+  local top, skip, member = zcursor(cursor, '+inf')
+  out[1] = zrange(zk, top, '-inf', skip, function(score, ties, m) return zmark('', score, ties, m) end, nil, member) or ''
   return out
 end
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,6 +206,9 @@ func TestListJobs(t *testing.T) {
 		{Queue: "lst", State: flow.StateScheduled, Cursor: "zz,zz,zz"},
 		{Queue: "lst", State: flow.StateAvailable, Cursor: "a,b,c"},
 		{Queue: "lst", State: flow.StateAvailable, Cursor: "1,2,3"},
+		// a last member that is no hex, or longer than an ID may be
+		{Queue: "lst", State: flow.StateArchived, Cursor: "5:1:6g,-,-"},
+		{Queue: "lst", State: flow.StateArchived, Cursor: "5:1:" + strings.Repeat("ab", 129) + ",-,-"},
 		// every partition done: the last page gives "", not this
 		{Queue: "lst", State: flow.StateArchived, Cursor: "-,-,-"},
 		{Queue: "lst", State: flow.StateArchived, Limit: admin.MaxListLimit + 1},
@@ -212,6 +217,17 @@ func TestListJobs(t *testing.T) {
 		if _, err := a.ops.ListJobs(a.ctx, o); !errors.Is(err, flow.ErrInvalid) {
 			t.Errorf("ListJobs(%+v): %v, want ErrInvalid", o, err)
 		}
+	}
+	// a cursor of an earlier version (no last member) still pages on
+	// from its score; got[6] is the last of the first page of 7
+	first, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "lst", State: flow.StateArchived, Limit: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := regexp.MustCompile(`:[0-9a-f]+(,|$)`).ReplaceAllString(first.Next, "$1")
+	page, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "lst", State: flow.StateArchived, Limit: 1, Cursor: old})
+	if err != nil || old == first.Next || len(page.Jobs) != 1 || page.Jobs[0].ID != want[7] {
+		t.Fatalf("page after the earlier cursor %q (from %q): %+v %v, want %s", old, first.Next, page.Jobs, err, want[7])
 	}
 }
 

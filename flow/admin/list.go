@@ -131,15 +131,21 @@ type stream struct {
 // marks a partition with nothing more.
 const cursorDone = "-"
 
-// cursorForms are the forms of a partition's cursor, by state: a score
-// and the entries of that score examined (running and finished states), a
+// cursorForms are the forms of a partition's cursor, by state: a score,
+// the entries of that score examined and the last of them (running and
+// finished states), a
 // part of the scheduled index and a place in it, a priority and an offset
 // (lua/list.lua).
 var cursorForms = map[string]*regexp.Regexp{
-	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]` + scoreForm + `:\d{1,15}|b\d{1,15}\.\d{1,15})$`),
+	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]` + scoreForm + `:\d{1,15}` + memberForm + `|b\d{1,15}\.\d{1,15})$`),
 	flow.StateAvailable: regexp.MustCompile(`^\d\.\d{1,15}$`),
-	"":                  regexp.MustCompile(`^` + scoreForm + `:\d{1,15}$`),
+	"":                  regexp.MustCompile(`^` + scoreForm + `:\d{1,15}` + memberForm + `$`),
 }
+
+// memberForm is the member of the last entry examined, in hex, which a
+// cursor names so that a page goes on among entries of one score after
+// some of them left (a cursor of an earlier version has none).
+const memberForm = `(?::(?:[0-9a-f]{2}){1,128})?`
 
 // scoreForm is a sorted set score as Redis (or miniredis) writes it: a
 // number, or an infinity (a corrupt due time is listed at one).
