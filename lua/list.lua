@@ -45,22 +45,25 @@ local seen = {}
 -- when that cannot be read) with cursor after, if it is in the state and
 -- of the kind asked; indexed, when given, checks that its due time (nil
 -- when it is no finite number: the entry is the job's, lib_ready.lua)
--- still belongs where it was found.
+-- still belongs where it was found. It returns whether it listed it (a
+-- caller that passes no cursor then writes its own there, built only for
+-- the entries listed).
 local function consider(id, key, after, indexed, near)
-  if seen[id] then return end
+  if seen[id] then return false end
   local h = redis.pcall('HMGET', job_key(id), unpack(FIELDS))
-  if h.err then return end
+  if h.err then return false end
   h[1] = state_of(h[1])
-  if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return end
+  if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return false end
   local at = tonumber(h[8])
   if at and not (at > -math.huge and at < math.huge) then at = nil end
-  if indexed and not indexed(at) then return end -- stale: listed where it is now
+  if indexed and not indexed(at) then return false end -- stale: listed where it is now
   seen[id] = true
   key = key or (at and h[8]) or near
   if state == 'available' then key = string.format('%.0f', priority_of(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end
   out[#out + 1] = e
+  return true
 end
 
 local examined = 0
@@ -75,8 +78,9 @@ local function sorts_before(a, b)
   return #a < #b
 end
 
--- hex and unhex turn a member into a cursor's part and back
-local function hex(m) return (string.gsub(m, '.', function(c) return string.format('%02x', string.byte(c)) end)) end
+-- hex and unhex turn a member into a cursor's part and back (hex takes
+-- at most 128 bytes: zmark)
+local function hex(m) return string.format(string.rep('%02x', #m), string.byte(m, 1, -1)) end
 local function unhex(h) return (string.gsub(h, '%x%x', function(x) return string.char(tonumber(x, 16)) end)) end
 
 -- tie_skip is how many of zset zk's entries at score a previous page
@@ -118,7 +122,7 @@ local function zrange(zk, hi, lo, skip, mark, check, member)
       -- the running index's anchor is no job, and spends no budget
       if batch[i] ~= RUN_ANCHOR then
         examined = examined + 1
-        consider(batch[i], score, mark(top, ties, last), check and check(tonumber(score)))
+        if consider(batch[i], score, false, check and check(tonumber(score))) then out[#out][1] = mark(top, ties, last) end
       end
     end
     if #batch < 2 * want then return nil end
@@ -140,7 +144,7 @@ end
 -- when it is no longer than a job ID may be: flow.MaxIDLength).
 local function zmark(part, score, ties, member)
   local c = part .. score .. ':' .. ties
-  if member and #member <= 128 then c = c .. ':' .. hex(member) end
+  if member and #member > 0 and #member <= 128 then c = c .. ':' .. hex(member) end
   return c
 end
 

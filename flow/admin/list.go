@@ -51,9 +51,10 @@ type JobPage struct {
 // finished jobs goes on from the score (lease expiry, due time, deletion
 // time) where the last one stopped, so jobs that reach the state between
 // pages at another score shift nothing; among jobs of the very score
-// where the last page stopped (jobs suspended on signals alone share one,
-// jobs claimed together a lease expiry) it goes on by position, which
-// such jobs arriving or leaving shift. A page of available jobs goes on
+// where the last page stopped (held jobs and jobs suspended on signals
+// alone share one, jobs claimed together a lease expiry) it goes on after
+// the last job shown, by ID, so such jobs leaving shift nothing either
+// (one arriving is listed if its ID sorts after). A page of available jobs goes on
 // from a position counted from the newest, which jobs enqueued between
 // pages shift (a page may then repeat jobs of the one before). Jobs that
 // change state between pages may be skipped or seen twice; an available

@@ -51,3 +51,44 @@ func TestListPagesPastInfiniteScores(t *testing.T) {
 		t.Errorf("listed %d jobs, want 3", len(seen))
 	}
 }
+
+// TestListPagesPastEmptyMember: an index entry whose member is empty
+// (corrupt data: no job has that ID) where a page stops gives a cursor
+// the next ListJobs takes. A review found the cursor named the empty
+// member as "score:ties:", which the cursor form refused (ErrInvalid).
+func TestListPagesPastEmptyMember(t *testing.T) {
+	t.Parallel()
+	rdb := env.Client(t)
+	a := newAdmin(t, rdb, map[string]int{"emp": 1})
+	var ids []string
+	for i := range 2 {
+		ids = append(ids, a.enqueue(email{To: fmt.Sprint(i)}, flow.WithQueue("emp"), flow.WithMaxAttempts(1)))
+	}
+	a.finish("emp", 1, 0, failAck)
+	p := a.st.Partition("emp", 0)
+	zk := p.Terminal(flow.StateArchived)
+	locals, err := rdb.ZRange(a.ctx, zk, 0, -1).Result()
+	if err != nil || len(locals) != 2 {
+		t.Fatalf("archived index: %v %v", locals, err)
+	}
+	// highest first: job, 999 stale entries, job, 998 stale entries, "":
+	// with Limit 2 (budget 1000) the first call stops after the 999, the
+	// second at "" with one job listed, and the page of 2 is full
+	zs := []redis.Z{{Score: 40, Member: locals[0]}, {Score: 20, Member: locals[1]}, {Score: 5, Member: ""}}
+	for i := range 999 {
+		zs = append(zs, redis.Z{Score: 30, Member: fmt.Sprintf("stale-a%03d", i)})
+	}
+	for i := range 998 {
+		zs = append(zs, redis.Z{Score: 10, Member: fmt.Sprintf("stale-b%03d", i)})
+	}
+	if err := rdb.ZAdd(a.ctx, zk, zs...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	page, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "emp", State: flow.StateArchived, Limit: 2})
+	if err != nil || len(page.Jobs) != 2 || page.Next == "" {
+		t.Fatalf("first page: %+v %v", page, err)
+	}
+	if _, err := a.ops.ListJobs(a.ctx, admin.ListOptions{Queue: "emp", State: flow.StateArchived, Limit: 2, Cursor: page.Next}); err != nil {
+		t.Fatalf("page after %q: %v", page.Next, err)
+	}
+}
