@@ -21,11 +21,6 @@ import (
 
 // randomOp runs one operation, chosen at random.
 func (r *modelRun) randomOp() {
-	type op struct {
-		name string
-		w    int
-		run  func()
-	}
 	enq := 14
 	switch live := len(r.m.jobs); {
 	case live >= modelMaxJobs:
@@ -33,7 +28,7 @@ func (r *modelRun) randomOp() {
 	case live < 5:
 		enq = 30
 	}
-	ops := []op{
+	runWeighted(r.rng, r.counts, []weightedOp{
 		{"enqueue", enq, r.opEnqueue},
 		{"claim", 14, r.opClaim},
 		{"offered", 6, r.opOffered},
@@ -48,20 +43,7 @@ func (r *modelRun) randomOp() {
 		{"relay", 5, func() { r.opRelay([]int{1, 3, 100}[r.rng.IntN(3)]) }},
 		{"resend", 6, r.opResend},
 		{"tick", 12, r.opTick},
-	}
-	total := 0
-	for _, o := range ops {
-		total += o.w
-	}
-	x := r.rng.IntN(total)
-	for _, o := range ops {
-		if x < o.w {
-			r.counts[o.name]++
-			o.run()
-			return
-		}
-		x -= o.w
-	}
+	})
 }
 
 func (r *modelRun) ref(id string) string { return keys.Ref{Partition: r.p, Local: id}.String() }

@@ -42,9 +42,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -96,25 +96,12 @@ const (
 
 func TestModel(t *testing.T) {
 	t.Parallel()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SLUICE_MODEL_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("SLUICE_MODEL_SEED=%q: %v", s, err)
-		}
-		seed = v
-	}
+	seed := envSeed(t, "SLUICE_MODEL_SEED")
 	steps := modelDefaultSteps
 	if testing.Short() {
 		steps = modelDefaultSteps / 3
 	}
-	if s := os.Getenv("SLUICE_MODEL_STEPS"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			t.Fatalf("SLUICE_MODEL_STEPS=%q: want a positive number", s)
-		}
-		steps = v
-	}
+	steps = envSteps(t, "SLUICE_MODEL_STEPS", steps)
 	t.Logf("model: seed %d, %d steps per run; reproduce with SLUICE_MODEL_SEED=%d SLUICE_MODEL_STEPS=%d go test -race -count=1 -run TestModel ./internal/store/",
 		seed, steps, seed, steps)
 	for _, lossy := range []bool{true, false} {
@@ -205,12 +192,7 @@ func (m *model) clone() *model {
 // ids lists the live jobs' IDs, sorted (every random choice iterates in a
 // fixed order, so that a seed reproduces a run).
 func (m *model) ids() []string {
-	out := make([]string, 0, len(m.jobs))
-	for id := range m.jobs {
-		out = append(out, id)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(m.jobs))
 }
 
 // inState lists the live jobs in one of states, sorted by ID.
@@ -376,14 +358,8 @@ func (r *modelRun) now() int64 { return r.clk.Now().UnixMilli() }
 
 // logf records an operation of this step.
 func (r *modelRun) logf(format string, a ...any) {
-	r.log = append(r.log, fmt.Sprintf("step %d [t+%s]: ", r.step, r.clk.Now().Sub(r.epoch))+fmt.Sprintf(format, a...))
-	keep := modelLogKeep
-	if n, err := strconv.Atoi(os.Getenv("SLUICE_MODEL_LOG")); err == nil && n > 0 {
-		keep = n
-	}
-	if len(r.log) > keep {
-		r.log = r.log[len(r.log)-keep:]
-	}
+	r.log = keepLast(r.log, fmt.Sprintf("step %d [t+%s]: ", r.step, r.clk.Now().Sub(r.epoch))+fmt.Sprintf(format, a...),
+		"SLUICE_MODEL_LOG", modelLogKeep)
 }
 
 // fail stops the run with what it takes to reproduce it.
