@@ -151,18 +151,22 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	if err != nil {
 		return nil, fmt.Errorf("child %d: %w", bad, err)
 	}
+	var added map[int]bool
 	if st.Lease.Fence > 1 {
 		// an attempt before this one may have added children and failed
 		// short of the step's checkpoint, placed by a partition count the
 		// queue has changed since: those stay where they are
-		if err := placedBefore(ctx, pl, jobs, routes); err != nil {
+		if added, err = placedBefore(ctx, pl, jobs, routes); err != nil {
 			return nil, err
 		}
 	}
 	ids := make([]string, len(items))
-	all := make([]int, len(items))
+	all := make([]int, 0, len(items))
 	for i, r := range routes {
-		ids[i], all[i] = r.ref.String(), i
+		ids[i] = r.ref.String()
+		if !added[i] {
+			all = append(all, i)
+		}
 	}
 	refused, err := addChildren(ctx, pl, jobs, routes, ids, all)
 	if err != nil || len(refused) == 0 {
@@ -193,36 +197,51 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 
 // placedBefore moves the routes of children already added, on another
 // partition of their queue than the one routes name, to that partition:
-// one pipelined round trip per queue of more than one partition, made
-// only when the step may have run before.
-func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route) error {
+// one of the queue now, or one a shrink retired since (where a child the
+// step added before, and its seven-day marker, still are). Two pipelined
+// round trips per queue at most (the retired flags, then the children),
+// made only when the step may have run before. It returns the children
+// found on a retired partition: added before, not to be added again (a
+// retired partition takes no job, and a shrink left no job on it: those
+// children ran; their IDs name the partition they ran on).
+func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route) (added map[int]bool, err error) {
+	added = map[int]bool{}
 	byQueue := map[keys.Partition][]int{} // by partition 0 of the queue
 	for i, r := range routes {
-		if r.of > 1 {
-			q := keys.Partition{NS: r.ref.Partition.NS, Queue: r.ref.Partition.Queue}
-			byQueue[q] = append(byQueue[q], i)
-		}
+		q := keys.Partition{NS: r.ref.Partition.NS, Queue: r.ref.Partition.Queue}
+		byQueue[q] = append(byQueue[q], i)
 	}
 	for q, idx := range byQueue {
 		parts := make([]keys.Partition, routes[idx[0]].of)
 		for k := range parts {
 			parts[k] = keys.Partition{NS: q.NS, Queue: q.Queue, Index: k}
 		}
+		retired, err := pl.st.RetiredBeyond(ctx, q.NS, q.Queue, len(parts))
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 1 && len(retired) == 0 {
+			continue // one place: where the routes already are
+		}
+		parts = append(parts, retired...)
 		locals := make([]string, len(idx))
 		for k, i := range idx {
 			locals[k] = jobs[i].Local
 		}
 		found, err := pl.st.EnqueuedIn(ctx, parts, locals)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, i := range idx {
 			if p, ok := found[jobs[i].Local]; ok {
 				routes[i].ref.Partition = p
+				if p.Index >= routes[i].of {
+					added[i] = true
+				}
 			}
 		}
 	}
-	return nil
+	return added, nil
 }
 
 // addChildren enqueues the children which of a spawn, one call per

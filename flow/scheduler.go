@@ -344,8 +344,9 @@ func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []tim
 // not confirm. It may have enqueued them before it died, placed by the
 // queue's partition count then: after the queue grew, the count now
 // places a tick elsewhere, where its ID would meet nothing and its job
-// would run twice. Ticks whose job (or its enqueue's marker) is on any
-// partition of the queue now are confirmed as they are; the others are
+// would run twice; so after it shrank, where the tick's partition is
+// retired. Ticks whose job (or its enqueue's marker) is on any partition
+// of the queue now, or one retired since, are confirmed as they are; the others are
 // enqueued. A queue no client registered yet has no partitions to look
 // in: its ticks are enqueued.
 func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []time.Time) error {
@@ -356,6 +357,13 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 	if err != nil {
 		return err
 	}
+	// and the partitions a shrink retired since, where a tick enqueued
+	// before it (and its marker) may still be
+	retired, err := s.c.st.RetiredBeyond(ctx, s.c.opts.Namespace, sc.def.Queue, len(parts))
+	if err != nil {
+		return err
+	}
+	parts = append(parts, retired...)
 	locals := make([]string, len(ticks))
 	for i, t := range ticks {
 		locals[i] = tickID(sc.Name, t)

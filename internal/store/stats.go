@@ -126,6 +126,34 @@ func (s *Store) RetiredFlags(ctx context.Context, parts []keys.Partition) ([]boo
 	return out, nil
 }
 
+// RetiredBeyond lists the partitions of queue in namespace ns, from index
+// n up, that a shrink retired: the ones a layout of n partitions no longer
+// names, where a job or an enqueue's marker from before the shrink may
+// still be (EnqueuedIn). A shrink retires every partition past its new
+// count, and a growth takes them back from the lowest, so they run from n
+// without a gap: the flags are read 16 at a time (one pipelined round
+// trip each) up to the first partition not retired.
+func (s *Store) RetiredBeyond(ctx context.Context, ns, queue string, n int) ([]keys.Partition, error) {
+	var out []keys.Partition
+	for from := n; from < MaxPartitions; from += 16 {
+		parts := make([]keys.Partition, 0, 16)
+		for k := from; k < min(from+16, MaxPartitions); k++ {
+			parts = append(parts, keys.Partition{NS: ns, Queue: queue, Index: k})
+		}
+		flags, err := s.RetiredFlags(ctx, parts)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range flags {
+			if !r {
+				return out, nil
+			}
+			out = append(out, parts[i])
+		}
+	}
+	return out, nil
+}
+
 // TerminalSizes reads the size of the zset of terminal state in each of
 // parts, in one pipelined round trip. Like StateSizes, whose terminal
 // states it reads, it does not check the data model.
