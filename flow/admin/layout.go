@@ -299,19 +299,26 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 			return errors.Join(err, c.takeBack(ctx, gone))
 		}
 	}
+	var grown []keys.Partition
 	for i := lay.Partitions; i < partitions; i++ {
 		// paused, whatever an earlier shrink left there
-		if err := st.TakeBack(ctx, st.Partition(queue, i)); err != nil {
-			return err
+		p := st.Partition(queue, i)
+		grown = append(grown, p)
+		if err := st.TakeBack(ctx, p); err != nil {
+			return errors.Join(err, c.retireGrown(ctx, queue, token, grown))
 		}
 	}
 	now, done, err := st.ResizeLayout(ctx, queue, lay.Version, partitions, token)
 	switch {
 	case errors.Is(err, store.ErrResizeUnlocked):
 		// a resume took the lock, and brings back what this retired
-		return refuse("cancelled: the lock was taken (by a ResumeQueue of the queue, or after a minute) before the new layout was recorded; nothing was recorded")
+		return errors.Join(refuse("cancelled: the lock was taken (by a ResumeQueue of the queue, or after a minute) before the new layout was recorded; nothing was recorded"),
+			c.retireGrown(ctx, queue, token, grown))
 	case err != nil:
-		return err // recorded or not: the partitions stay retired (run the resize again, or ResumeQueue)
+		// recorded or not: the partitions a shrink retired stay retired
+		// (run the resize again, or ResumeQueue); those a growth took back
+		// are retired again unless it was recorded
+		return errors.Join(err, c.retireGrown(ctx, queue, token, grown))
 	case !done:
 		// another resize was recorded without the lock (an older tool):
 		// what this retired comes back only where that layout has it
@@ -322,9 +329,47 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 			}
 		}
 		return errors.Join(refuse("the queue was resized meanwhile (now %d partitions, version %d): look again",
-			now.Partitions, now.Version), c.takeBack(ctx, keep))
+			now.Partitions, now.Version), c.takeBack(ctx, keep), c.retireGrown(ctx, queue, token, grown))
 	}
 	c.b.Layouts.Put(now)
+	return nil
+}
+
+// retireGrown retires again the partitions grown, which a growth took
+// back (TakeBack) and may not have recorded: beyond the layout, each
+// would take the jobs of a producer still on an older count, where no
+// worker claims them. The lock is taken again first (it may have lapsed,
+// or a resume taken it), and a partition the layout standing now names
+// is kept. An error names the partitions left open.
+func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []keys.Partition) error {
+	if len(grown) == 0 {
+		return nil
+	}
+	st := c.b.Store
+	open := func(err error) error {
+		return fmt.Errorf("partitions %d to %d of queue %q, beyond its layout, may take jobs that no worker claims (run the resize again): %w",
+			grown[0].Index, grown[len(grown)-1].Index, queue, err)
+	}
+	ok, err := st.LockResize(ctx, queue, token, false)
+	if err != nil {
+		return open(err)
+	}
+	if !ok {
+		return open(errors.New("another resize holds the queue's lock"))
+	}
+	now, err := st.ReadLayout(ctx, queue)
+	if err != nil {
+		return open(err)
+	}
+	var errs []error
+	for _, p := range grown {
+		if p.Index >= now.Partitions {
+			errs = append(errs, st.Retire(ctx, p))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return open(err)
+	}
 	return nil
 }
 
