@@ -22,17 +22,24 @@
 --   to the outbox as a new entry, relayed again (its dedup marker still
 --   keeps it to once), and leaves the dead stream. The new entry carries
 --   the first one's ID ('o'), so the relay's age check still counts from
---   it: one too old to tell whether it applied is never relayed.
+--   it: one too old to tell whether it applied is never relayed, and is
+--   refused here ('stale'), left dead, rather than sent round to be
+--   buried again.
 -- Returns: 'bury': the entries dead-lettered, as a flat list of outbox
 --   entry ID, dead entry ID; 'revive': per ID, 'ok', 'missing' (no such
---   dead entry, or not an entry ID) or 'empty' (it holds no effect: a
---   notification, or an entry that could not be read).
+--   dead entry, or not an entry ID), 'empty' (it holds no effect: a
+--   notification, or an entry that could not be read) or 'stale' (its
+--   first entry is past RELAY_MAX_AGE).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none.
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
 if again then return again end
 local DEAD = K_OUTBOX .. ':dead'
+-- RELAY_MAX_AGE is the age past which the relay dead-letters an entry
+-- (store relayMaxAge): a day short of how long an applied one is
+-- remembered (RELAY_KEEP), so that one applied before is always known
+local RELAY_MAX_AGE = RELAY_KEEP - 86400000
 -- ID_MAX is a stream entry ID's greatest length (two numbers of 20 digits
 -- and a '-'): a longer argument is none, and is not matched (a pattern
 -- that repeats an item must not meet a value of any length:
@@ -75,10 +82,15 @@ elseif mode == 'revive' then
     if #e > 0 then
       for k = 1, #e[1][2], 2 do f[e[1][2][k]] = e[1][2][k + 1] end
     end
+    -- the first entry's time, which the relay's age check reads
+    local born = tonumber(string.match(string.sub(f.o or f.id or id, 1, ID_MAX), '^(%d+)%-') or '')
     if #e == 0 then
       out[#out + 1] = STATUS.missing
     elseif (f.b or '') == '' then
       out[#out + 1] = STATUS.empty -- a notification or an unreadable entry: nothing to relay
+    elseif not born or born < NOW - RELAY_MAX_AGE then
+      -- the relay would bury it again at once: refused, left as it is
+      out[#out + 1] = STATUS.stale
     else
       -- 'o': the first entry's ID, whose time the relay's age check reads
       -- (a dead entry buried before 'o' was kept has only its 'id')

@@ -32,8 +32,9 @@ var (
 	// ErrNoDeadEffect: no dead-lettered effect has this ID.
 	ErrNoDeadEffect = errors.New("sluice: dead effect not found")
 	// ErrNoEffectToRelay: a dead-lettered entry that holds no effect (a
-	// parent's notification, or an entry that could not be read) cannot
-	// be sent back to the outbox; it is listed, and left as it is.
+	// parent's notification, or an entry that could not be read), or one
+	// first written too long ago to tell whether it applied (six days),
+	// cannot be sent back to the outbox; it is listed, and left as it is.
 	ErrNoEffectToRelay = errors.New("sluice: the dead-lettered entry holds no effect to relay")
 	// ErrScheduleNotFound: no scheduler has run a schedule of this name
 	// in the namespace.

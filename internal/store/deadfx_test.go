@@ -132,14 +132,17 @@ func TestOutboxOldEntryDeadLettered(t *testing.T) {
 	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "3" {
 		t.Errorf("the entry after it: %q, want 3", v)
 	}
-	// sent back, it is still as old: dead-lettered again, not applied
+	// it is still as old: sending it back is refused, and it stays dead
 	f.rdb.XAdd(f.ctx, &redis.XAddArgs{Stream: f.p.DeadOutbox(), Values: []any{"id", "2-1", "job", "", "error", "x", "b", "blob"}})
 	dead, _ := f.st.DeadEffects(f.ctx, f.p, "", 10)
-	if errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{dead[len(dead)-1].ID}); err != nil || errs[0] != nil {
-		t.Fatalf("revive: %v %v", errs, err)
+	if errs, err := f.st.ReviveEffects(f.ctx, f.p, []string{dead[len(dead)-1].ID}); err != nil || !errors.Is(errs[0], sluicetype.ErrNoEffectToRelay) {
+		t.Fatalf("revive: %v %v, want ErrNoEffectToRelay", errs, err)
 	}
-	if res, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
-		t.Fatalf("relay of the revived old entry: %+v %v", res, err)
+	if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 0 {
+		t.Errorf("the refused entry went to the outbox (%d entries)", n)
+	}
+	if after, _ := f.st.DeadEffects(f.ctx, f.p, "", 10); len(after) != len(dead) {
+		t.Errorf("%d dead entries after the refusal, want %d", len(after), len(dead))
 	}
 }
 
@@ -180,17 +183,25 @@ func TestReburiedEntryKeepsFirstID(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark, _ := keys.EffectMark(f.p.NS, ledger, "job:s:0")
-	for round := 0; round < 3; round++ {
-		res, err := f.st.RelayOutbox(f.ctx, p2, "", 10)
-		if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
-			t.Fatalf("round %d: relay: %+v %v, want the entry dead-lettered as too old", round, res, err)
-		}
-		if round == 1 {
-			f.rdb.Del(f.ctx, mark) // expired, a day after the entry was first too old
-		}
-		if errs, err := f.st.ReviveEffects(f.ctx, p2, []string{res.Dead[0].ID}); err != nil || errs[0] != nil {
-			t.Fatalf("round %d: revive: %v %v", round, errs, err)
-		}
+	res, err := f.st.RelayOutbox(f.ctx, p2, "", 10)
+	if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+		t.Fatalf("relay: %+v %v, want the entry dead-lettered as too old", res, err)
+	}
+	f.rdb.Del(f.ctx, mark) // expired, a day after the entry was first too old
+	// sent back by a store clock 13 h behind, by which it is 143 h old:
+	// the new entry carries the first one's ID
+	f.clk.Advance(-13 * time.Hour)
+	if errs, err := f.st.ReviveEffects(f.ctx, p2, []string{res.Dead[0].ID}); err != nil || errs[0] != nil {
+		t.Fatalf("revive: %v %v", errs, err)
+	}
+	f.clk.Advance(13 * time.Hour)
+	res, err = f.st.RelayOutbox(f.ctx, p2, "", 10)
+	if err != nil || len(res.Dead) != 1 || !strings.Contains(res.Dead[0].Error, "older than") {
+		t.Fatalf("relay of the revived entry: %+v %v, want it dead-lettered as too old (by its first ID)", res, err)
+	}
+	// and sent back now, it is refused: the relay would bury it again
+	if errs, err := f.st.ReviveEffects(f.ctx, p2, []string{res.Dead[0].ID}); err != nil || !errors.Is(errs[0], sluicetype.ErrNoEffectToRelay) {
+		t.Fatalf("revive of the entry too old: %v %v, want ErrNoEffectToRelay", errs, err)
 	}
 	if v, _ := f.rdb.Get(f.ctx, ledger).Result(); v != "5" {
 		t.Fatalf("ledger %q: the effect applied twice", v)

@@ -226,6 +226,9 @@ func reviveStatus(id, status string) error {
 		return nil
 	case statusEmpty:
 		return fmt.Errorf("%w (a parent's notification, or an unreadable entry)", sluicetype.ErrNoEffectToRelay)
+	case statusStale:
+		return fmt.Errorf("%w: it was first written more than %v ago, past which whether it applied cannot be told (the relay would dead-letter it again)",
+			sluicetype.ErrNoEffectToRelay, relayMaxAge)
 	}
 	return fmt.Errorf("%w: %s", ErrNoDeadEffect, id) // statusMissing
 }
