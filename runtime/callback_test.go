@@ -151,13 +151,27 @@ func TestPanickingCallbacksKeepTheWorker(t *testing.T) {
 	retried(e.Enqueue(policyOddArgs{}), "odd")            // NonConsuming panicked
 	await(e.Enqueue(policyOKArgs{}), flow.StateCompleted) // the process still works
 
-	logs := stderr.String()
-	for _, want := range []string{
+	// the child's stderr reaches the buffer through a pipe, which the
+	// test may read before it is drained: polled too
+	wants := []string{
 		"retry policy panicked; using Options.Backoff", "index out of range",
 		"Options.NonConsuming panicked; the attempt counts", "NonConsuming: odd",
-	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("the child's log has no %q", want)
+	}
+	missing := func() []string {
+		logs := stderr.String()
+		var out []string
+		for _, want := range wants {
+			if !strings.Contains(logs, want) {
+				out = append(out, want)
+			}
 		}
+		return out
+	}
+	deadline := time.Now().Add(waitTimeout)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, want := range missing() {
+		t.Errorf("the child's log has no %q", want)
 	}
 }
