@@ -156,7 +156,7 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 		// an attempt before this one may have added children and failed
 		// short of the step's checkpoint, placed by a partition count the
 		// queue has changed since: those stay where they are
-		if added, err = placedBefore(ctx, pl, jobs, routes); err != nil {
+		if added, err = placedBefore(ctx, pl, jobs, routes, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -189,41 +189,68 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 	for _, i := range refused {
 		jobs[i], routes[i], ids[i] = jobs2[i], routes2[i], routes2[i].ref.String()
 	}
+	if st.Lease.Fence > 1 {
+		// by a count this process had not seen: the step run before may
+		// have added them there, or elsewhere by the new count
+		more, err := placedBefore(ctx, pl, jobs, routes, refused)
+		if err != nil {
+			return ids, err
+		}
+		rest := refused[:0]
+		for _, i := range refused {
+			ids[i] = routes[i].ref.String()
+			if !more[i] {
+				rest = append(rest, i)
+			}
+		}
+		refused = rest
+	}
 	if again, err := addChildren(ctx, pl, jobs, routes, ids, refused); err != nil || len(again) > 0 {
 		return ids, cmp.Or(err, fmt.Errorf("%w: the queue of %d children was resized again during the spawn", sluicetype.ErrLayoutMismatch, len(again)))
 	}
 	return ids, nil
 }
 
-// placedBefore moves the routes of children already added, on another
-// partition of their queue than the one routes name, to that partition:
-// one of the queue now, or one a shrink retired since (where a child the
-// step added before, and its seven-day marker, still are). Two pipelined
-// round trips per queue at most (the retired flags, then the children),
-// made only when the step may have run before. It returns the children
-// found on a retired partition: added before, not to be added again (a
-// retired partition takes no job, and a shrink left no job on it: those
-// children ran; their IDs name the partition they ran on).
-func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route) (added map[int]bool, err error) {
+// placedBefore moves the routes of the children which (nil: all) already
+// added, on another partition of their queue than the one routes name, to
+// that partition: one of the queue's layout, or one an earlier layout
+// named (store.PartitionsBeyond), where a child the step added before,
+// and its seven-day marker, still are. It returns the children found on a
+// partition a shrink retired: added before, not to be added again (a
+// retired partition takes no job, and a shrink leaves none on it: those
+// children ran; their IDs name the partition they ran on). A queue this
+// process knows as never resized (layout version 1) costs nothing: its
+// children were placed where routes place them. Else, per queue, two
+// pipelined round trips or more (the flags past the layout, 16 a read;
+// then the children), made only when the step may have run before.
+func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route, which []int) (added map[int]bool, err error) {
 	added = map[int]bool{}
+	if which == nil {
+		which = make([]int, len(routes))
+		for i := range which {
+			which[i] = i
+		}
+	}
 	byQueue := map[keys.Partition][]int{} // by partition 0 of the queue
-	for i, r := range routes {
+	for _, i := range which {
+		r := routes[i]
+		if lay, ok := pl.layouts.Cached(r.ref.Partition.Queue); ok && lay.Version == 1 && lay.Partitions == r.of {
+			continue
+		}
 		q := keys.Partition{NS: r.ref.Partition.NS, Queue: r.ref.Partition.Queue}
 		byQueue[q] = append(byQueue[q], i)
 	}
 	for q, idx := range byQueue {
-		parts := make([]keys.Partition, routes[idx[0]].of)
+		of := routes[idx[0]].of
+		parts := make([]keys.Partition, of)
 		for k := range parts {
 			parts[k] = keys.Partition{NS: q.NS, Queue: q.Queue, Index: k}
 		}
-		retired, err := pl.st.RetiredBeyond(ctx, q.NS, q.Queue, len(parts))
+		former, retired, err := pl.st.PartitionsBeyond(ctx, q.NS, q.Queue, of)
 		if err != nil {
 			return nil, err
 		}
-		if len(parts) == 1 && len(retired) == 0 {
-			continue // one place: where the routes already are
-		}
-		parts = append(parts, retired...)
+		parts = append(parts, former...)
 		locals := make([]string, len(idx))
 		for k, i := range idx {
 			locals[k] = jobs[i].Local
@@ -235,7 +262,7 @@ func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes 
 		for _, i := range idx {
 			if p, ok := found[jobs[i].Local]; ok {
 				routes[i].ref.Partition = p
-				if p.Index >= routes[i].of {
+				if p.Index >= of && retired[p.Index-of] {
 					added[i] = true
 				}
 			}

@@ -357,13 +357,13 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 	if err != nil {
 		return err
 	}
-	// and the partitions a shrink retired since, where a tick enqueued
-	// before it (and its marker) may still be
-	retired, err := s.c.st.RetiredBeyond(ctx, s.c.opts.Namespace, sc.def.Queue, len(parts))
+	// and the partitions an earlier layout named, where a tick enqueued
+	// before a shrink (and its marker) may still be
+	former, _, err := s.c.st.PartitionsBeyond(ctx, s.c.opts.Namespace, sc.def.Queue, len(parts))
 	if err != nil {
 		return err
 	}
-	parts = append(parts, retired...)
+	parts = append(parts, former...)
 	locals := make([]string, len(ticks))
 	for i, t := range ticks {
 		locals[i] = tickID(sc.Name, t)

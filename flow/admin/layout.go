@@ -361,14 +361,29 @@ func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []k
 	if err != nil {
 		return open(err)
 	}
-	var errs []error
+	var beyond []keys.Partition
 	for _, p := range grown {
 		if p.Index >= now.Partitions {
-			errs = append(errs, st.Retire(ctx, p))
+			beyond = append(beyond, p)
 		}
+	}
+	var errs []error
+	for _, p := range beyond {
+		errs = append(errs, st.Retire(ctx, p))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return open(err)
+	}
+	// retired before the check, as a shrink does: a job an enqueue left
+	// there meanwhile (by a producer on the count the growth took back)
+	// is seen, and its partition stays open rather than hold a job no
+	// one would ever claim or probe for
+	for _, p := range beyond {
+		if err := c.checkEmpty(ctx, []keys.Partition{p}, func(format string, a ...any) error {
+			return fmt.Errorf(format, a...)
+		}); err != nil {
+			return errors.Join(open(err), st.TakeBack(ctx, p))
+		}
 	}
 	return nil
 }

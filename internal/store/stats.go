@@ -126,32 +126,45 @@ func (s *Store) RetiredFlags(ctx context.Context, parts []keys.Partition) ([]boo
 	return out, nil
 }
 
-// RetiredBeyond lists the partitions of queue in namespace ns, from index
-// n up, that a shrink retired: the ones a layout of n partitions no longer
-// names, where a job or an enqueue's marker from before the shrink may
-// still be (EnqueuedIn). A shrink retires every partition past its new
-// count, and a growth takes them back from the lowest, so they run from n
-// without a gap: the flags are read 16 at a time (one pipelined round
-// trip each) up to the first partition not retired.
-func (s *Store) RetiredBeyond(ctx context.Context, ns, queue string, n int) ([]keys.Partition, error) {
-	var out []keys.Partition
+// PartitionsBeyond lists the partitions of queue in namespace ns, from
+// index n up, that a layout once named: each holds a pause flag (retired
+// by a shrink, or paused, taken back by a growth that failed to record
+// its layout), where a job or an enqueue's marker from an earlier layout
+// may still be (EnqueuedIn); retired says which a shrink retired (they
+// take no job). The flags are read 16 at a time (one pipelined round trip
+// each) up to the first partition that holds none: a partition of the
+// queue is paused before any resize takes it away, and none past the
+// last one used has a flag.
+func (s *Store) PartitionsBeyond(ctx context.Context, ns, queue string, n int) (parts []keys.Partition, retired []bool, err error) {
 	for from := n; from < MaxPartitions; from += 16 {
-		parts := make([]keys.Partition, 0, 16)
+		chunk := make([]keys.Partition, 0, 16)
 		for k := from; k < min(from+16, MaxPartitions); k++ {
-			parts = append(parts, keys.Partition{NS: ns, Queue: queue, Index: k})
+			chunk = append(chunk, keys.Partition{NS: ns, Queue: queue, Index: k})
 		}
-		flags, err := s.RetiredFlags(ctx, parts)
-		if err != nil {
-			return nil, err
-		}
-		for i, r := range flags {
-			if !r {
-				return out, nil
+		var dm models
+		cmds := make([]*redis.StringCmd, len(chunk))
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, part := range chunk {
+				dm.add(ctx, p, part)
+				cmds[i] = p.Get(ctx, part.Paused())
 			}
-			out = append(out, parts[i])
+			return nil
+		})
+		if err := dm.err(); err != nil {
+			return nil, nil, err
+		}
+		for i, c := range cmds {
+			err := c.Err()
+			switch {
+			case errors.Is(err, redis.Nil):
+				return parts, retired, nil
+			case err != nil && !strings.HasPrefix(err.Error(), "WRONGTYPE"):
+				return nil, nil, readError(err)
+			}
+			parts, retired = append(parts, chunk[i]), append(retired, c.Val() == "r")
 		}
 	}
-	return out, nil
+	return parts, retired, nil
 }
 
 // TerminalSizes reads the size of the zset of terminal state in each of

@@ -1,0 +1,138 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+type staleShrinkParent struct{}
+
+func (staleShrinkParent) Kind() string { return "stale-shrink-parent" }
+
+type staleShrinkKid struct{ N int }
+
+func (staleShrinkKid) Kind() string { return "stale-shrink-kid" }
+
+// TestSpawnRetriedAcrossShrinkStaleCount is TestSpawnRetriedAcrossShrink
+// with the spawn step run again by the same worker (it serves "parents",
+// not "kids", and keeps the count 4 of kids it read: a producer of kids
+// that was not restarted, which Spawn's refusal path is made for). The
+// children it places on partitions 2 and 3 are refused there (retired);
+// before they are placed again by the new count 2, the refusal path
+// looks for them where the new layout and the earlier ones put them, and
+// keeps as added those found on a retired partition. A review found them
+// added, and run, a second time.
+func TestSpawnRetriedAcrossShrinkStaleCount(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	ns := redistest.NewNamespace(t)
+	ctx := context.Background()
+	const kids = 12
+	reg := flow.NewRegistry()
+	var c *flow.Client
+	planted := make(chan string, 4)
+	spawned := make(chan []string, 4)
+	testkit.Must(t, flow.Register(reg, func(context.Context, *flow.Job[staleShrinkKid]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, j *flow.Job[staleShrinkParent]) error {
+		ref, _ := keys.ParseRef(ns, j.ID)
+		if j.Attempt == 0 {
+			local := keys.ChildLocal(ref.Local, j.Created, "fan", 0)
+			r, err := c.Enqueue(ctx, staleShrinkKid{N: 999}, flow.WithQueue("kids"), flow.WithID(local))
+			if err != nil {
+				t.Errorf("planting: %v", err)
+			}
+			planted <- r.ID
+		}
+		items := make([]flow.Item, kids)
+		for i := range items {
+			items[i] = flow.Item{Args: staleShrinkKid{N: i}, Opts: []flow.EnqueueOption{flow.WithQueue("kids")}}
+		}
+		ch, err := flow.Spawn(ctx, "fan", items...)
+		if err != nil {
+			return err
+		}
+		spawned <- ch.IDs
+		return nil
+	}))
+	c0, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg, Partitions: map[string]int{"kids": 4}})
+	testkit.Must(t, err)
+	r, err := c0.Enqueue(ctx, staleShrinkKid{N: -1}, flow.WithQueue("kids")) // registers kids with 4 partitions
+	testkit.Must(t, err)
+	c, err = flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
+	testkit.Must(t, err)
+	adm := admin.New(c)
+	testkit.Must(t, adm.DeleteJob(ctx, r.ID))
+
+	opts := runtime.Options{Namespace: ns, Queues: map[string]int{"parents": 1}, Concurrency: 1,
+		Backoff: func(int) time.Duration { return time.Hour }}
+	testkit.StartWorker(t, rdb, reg, opts, nil) // runs both attempts of the parent
+	parent, err := c.Enqueue(ctx, staleShrinkParent{}, flow.WithQueue("parents"))
+	testkit.Must(t, err)
+	testkit.Recv(t, planted, "attempt 1")
+	waitDepth := func(queue, state string, want int64) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			st, err := adm.QueueStats(ctx, queue, 0)
+			testkit.Must(t, err)
+			if st.Depth[state] == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("queue %s: %v, want %s %d", queue, st.Depth, state, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitDepth("parents", "retryable", 1)
+
+	wk := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: map[string]int{"kids": 2}, Concurrency: 4}, nil)
+	waitDepth("kids", "completed", kids)
+	_, err = adm.DeleteSelected(ctx, admin.Selector{Queue: "kids", State: flow.StateCompleted}, admin.DeleteOptions{})
+	testkit.Must(t, err)
+	testkit.Must(t, adm.PauseQueue(ctx, "kids"))
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err = adm.ResizeQueue(ctx, "kids", 2)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, admin.ErrResizeRefused) || time.Now().After(deadline) {
+			t.Fatalf("resize: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wk.Cancel()
+	<-wk.Done()
+	testkit.Must(t, adm.ResumeQueue(ctx, "kids"))
+
+	// attempt 2 of the parent, by the worker that still has kids at 4
+	testkit.Must(t, adm.RunNow(ctx, parent.ID))
+	ids := testkit.Recv(t, spawned, "the spawn step, run again")
+
+	st, err := adm.QueueStats(ctx, "kids", 0)
+	testkit.Must(t, err)
+	var total int64
+	for _, n := range st.Depth {
+		total += n
+	}
+	if total != 1 {
+		var again []string
+		for i, id := range ids {
+			if _, err := c.Job(ctx, id); err == nil && i != 0 {
+				again = append(again, id)
+			}
+		}
+		t.Errorf("queue kids holds %d jobs after the spawn ran again in a process still on the count 4 (%v); want only child 0: children added (and run) a second time: %v",
+			total, st.Depth, again)
+	}
+}
