@@ -218,11 +218,12 @@ func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([
 // and its seven-day marker, still are. It returns the children found on a
 // partition a shrink retired: added before, not to be added again (a
 // retired partition takes no job, and a shrink leaves none on it: those
-// children ran; their IDs name the partition they ran on). A queue this
-// process knows as never resized (layout version 1) costs nothing: its
-// children were placed where routes place them. Else, per queue, two
-// pipelined round trips or more (the flags past the layout, 16 a read;
-// then the children), made only when the step may have run before.
+// children ran; their IDs name the partition they ran on). The queue's
+// layout is read from the registry, not this process's view of it, which
+// may be older than a resize: a queue never resized (version 1) costs
+// that one read, its children placed where routes place them; else, two
+// pipelined round trips more or so (the flags past the layout, 16 a read;
+// then the children). Only when the step may have run before.
 func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes []route, which []int) (added map[int]bool, err error) {
 	added = map[int]bool{}
 	if which == nil {
@@ -233,16 +234,20 @@ func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes 
 	}
 	byQueue := map[keys.Partition][]int{} // by partition 0 of the queue
 	for _, i := range which {
-		r := routes[i]
-		if lay, ok := pl.layouts.Cached(r.ref.Partition.Queue); ok && lay.Version == 1 && lay.Partitions == r.of {
-			continue
-		}
-		q := keys.Partition{NS: r.ref.Partition.NS, Queue: r.ref.Partition.Queue}
+		q := keys.Partition{NS: routes[i].ref.Partition.NS, Queue: routes[i].ref.Partition.Queue}
 		byQueue[q] = append(byQueue[q], i)
 	}
 	for q, idx := range byQueue {
-		of := routes[idx[0]].of
-		parts := make([]keys.Partition, of)
+		lay, err := pl.layouts.Refresh(ctx, q.Queue)
+		if err != nil {
+			return nil, err
+		}
+		if lay.Version == 1 && lay.Partitions == routes[idx[0]].of {
+			continue
+		}
+		// the layout's partitions, and those the routes' count names
+		of := lay.Partitions
+		parts := make([]keys.Partition, max(of, routes[idx[0]].of))
 		for k := range parts {
 			parts[k] = keys.Partition{NS: q.NS, Queue: q.Queue, Index: k}
 		}
@@ -250,7 +255,13 @@ func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes 
 		if err != nil {
 			return nil, err
 		}
-		parts = append(parts, former...)
+		wasRetired := map[int]bool{}
+		for k, p := range former {
+			wasRetired[p.Index] = retired[k]
+			if p.Index >= len(parts) {
+				parts = append(parts, p)
+			}
+		}
 		locals := make([]string, len(idx))
 		for k, i := range idx {
 			locals[k] = jobs[i].Local
@@ -262,9 +273,7 @@ func placedBefore(ctx context.Context, pl *planner, jobs []store.NewJob, routes 
 		for _, i := range idx {
 			if p, ok := found[jobs[i].Local]; ok {
 				routes[i].ref.Partition = p
-				if p.Index >= of && retired[p.Index-of] {
-					added[i] = true
-				}
+				added[i] = wasRetired[p.Index]
 			}
 		}
 	}

@@ -382,10 +382,10 @@ func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []k
 		if err := c.checkEmpty(ctx, []keys.Partition{p}, func(format string, a ...any) error {
 			return fmt.Errorf(format, a...)
 		}); err != nil {
-			return errors.Join(open(err), st.TakeBack(ctx, p))
+			errs = append(errs, open(err), st.TakeBack(ctx, p))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // takeBack brings partitions a refused shrink retired back, paused as
