@@ -32,8 +32,29 @@ func (shrinkRetryKid) Kind() string { return "shrink-retry-kid" }
 // placedBefore probed only the partitions of the new layout: the children
 // the first run added to partitions 2 and 3 were added again (and ran a
 // second time) on partitions 0 and 1.
+//
+// Run again by the same worker ("stale count": it serves "parents", not
+// "kids", and keeps the count 4 of kids it read, as a producer of kids
+// that was not restarted), the children it places on partitions 2 and 3
+// are refused there (retired); before they are placed again by the new
+// count 2, the refusal path looks for them where the new layout and the
+// earlier ones put them, and keeps as added those found on a retired
+// partition. A review found them added, and run, a second time.
 func TestSpawnRetriedAcrossShrink(t *testing.T) {
 	t.Parallel()
+	for _, stale := range []bool{false, true} {
+		name := "new worker"
+		if stale {
+			name = "stale count"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			spawnRetriedAcrossShrink(t, stale)
+		})
+	}
+}
+
+func spawnRetriedAcrossShrink(t *testing.T, stale bool) {
 	rdb := realRedis(t)
 	ns := redistest.NewNamespace(t)
 	ctx := context.Background()
@@ -75,7 +96,7 @@ func TestSpawnRetriedAcrossShrink(t *testing.T) {
 
 	opts := runtime.Options{Namespace: ns, Queues: map[string]int{"parents": 1}, Concurrency: 1,
 		Backoff: func(int) time.Duration { return time.Hour }}
-	w1 := testkit.StartWorker(t, rdb, reg, opts, nil)
+	w1 := testkit.StartWorker(t, rdb, reg, opts, nil) // with stale: runs both attempts of the parent
 	parent, err := c.Enqueue(ctx, shrinkRetryParent{}, flow.WithQueue("parents"))
 	testkit.Must(t, err)
 	testkit.Recv(t, planted, "attempt 1")
@@ -95,8 +116,10 @@ func TestSpawnRetriedAcrossShrink(t *testing.T) {
 		}
 	}
 	waitDepth("parents", "retryable", 1)
-	w1.Cancel()
-	<-w1.Done()
+	if !stale {
+		w1.Cancel()
+		<-w1.Done()
+	}
 
 	// the children (and the planted job) run and finish; their finished
 	// jobs are deleted, so partitions 2 and 3 of kids end up empty
@@ -120,8 +143,11 @@ func TestSpawnRetriedAcrossShrink(t *testing.T) {
 	<-wk.Done()
 	testkit.Must(t, adm.ResumeQueue(ctx, "kids"))
 
-	// attempt 2 of the parent runs the spawn step again
-	testkit.StartWorker(t, rdb, reg, opts, nil)
+	// attempt 2 of the parent runs the spawn step again: by a new worker,
+	// or by the one that still has kids at 4
+	if !stale {
+		testkit.StartWorker(t, rdb, reg, opts, nil)
+	}
 	testkit.Must(t, adm.RunNow(ctx, parent.ID))
 	ids := testkit.Recv(t, spawned, "the spawn step, run again")
 
@@ -140,7 +166,7 @@ func TestSpawnRetriedAcrossShrink(t *testing.T) {
 				again = append(again, id)
 			}
 		}
-		t.Errorf("queue kids holds %d jobs after the spawn ran again (%v); want only child 0: children added (and run) a second time: %v",
-			total, st.Depth, again)
+		t.Errorf("queue kids holds %d jobs after the spawn ran again (stale count %v; %v); want only child 0: children added (and run) a second time: %v",
+			total, stale, st.Depth, again)
 	}
 }
