@@ -75,26 +75,11 @@ func TestSpawnRetriedStaleLowerCountAfterShrinkAndGrowth(t *testing.T) {
 	testkit.Must(t, err)
 	ids := testkit.Recv(t, planted, "attempt 1")
 	t.Logf("attempt 1 placed %v", ids)
-	waitDepth := func(queue, state string, want int64) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			st, err := adm.QueueStats(ctx, queue, 0)
-			testkit.Must(t, err)
-			if st.Depth[state] == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queue %s: %v, want %s %d", queue, st.Depth, state, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitDepth("parents", "retryable", 1)
+	waitDepth(t, adm, "parents", "retryable", 1)
 	w0.Cancel()
 	<-w0.Done()
 	wk := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: map[string]int{"kids": 4}, Concurrency: 4}, nil)
-	waitDepth("kids", "completed", kids) // they ran
+	waitDepth(t, adm, "kids", "completed", kids) // they ran
 	_, err = adm.DeleteSelected(ctx, admin.Selector{Queue: "kids", State: flow.StateCompleted}, admin.DeleteOptions{})
 	testkit.Must(t, err)
 	// stands for a run of the step that died short of its checkpoint
@@ -106,24 +91,14 @@ func TestSpawnRetriedStaleLowerCountAfterShrinkAndGrowth(t *testing.T) {
 	resize := func(n int) {
 		t.Helper()
 		testkit.Must(t, adm.PauseQueue(ctx, "kids"))
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			err := adm.ResizeQueue(ctx, "kids", n)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, admin.ErrResizeRefused) || time.Now().After(deadline) {
-				t.Fatalf("resize to %d: %v", n, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		resizeOnceEmpty(t, adm, "kids", n)
 		testkit.Must(t, adm.ResumeQueue(ctx, "kids"))
 	}
 	resize(2)
 	testkit.StartWorker(t, rdb, reg, opts, nil) // A: reads kids at 2 and keeps it
 	_, err = c.Enqueue(ctx, gapKid{N: -2}, flow.WithQueue("parents"))
 	testkit.Must(t, err)
-	waitDepth("parents", "completed", 1) // A's Run has read the registry
+	waitDepth(t, adm, "parents", "completed", 1) // A's Run has read the registry
 	resize(3)
 
 	testkit.Must(t, adm.RunNow(ctx, parent.ID))

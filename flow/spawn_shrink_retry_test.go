@@ -2,7 +2,6 @@ package flow_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -100,22 +99,7 @@ func spawnRetriedAcrossShrink(t *testing.T, stale bool) {
 	parent, err := c.Enqueue(ctx, shrinkRetryParent{}, flow.WithQueue("parents"))
 	testkit.Must(t, err)
 	testkit.Recv(t, planted, "attempt 1")
-	waitDepth := func(queue, state string, want int64) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			st, err := adm.QueueStats(ctx, queue, 0)
-			testkit.Must(t, err)
-			if st.Depth[state] == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queue %s: %v, want %s %d", queue, st.Depth, state, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	waitDepth("parents", "retryable", 1)
+	waitDepth(t, adm, "parents", "retryable", 1)
 	if !stale {
 		w1.Cancel()
 		<-w1.Done()
@@ -124,21 +108,11 @@ func spawnRetriedAcrossShrink(t *testing.T, stale bool) {
 	// the children (and the planted job) run and finish; their finished
 	// jobs are deleted, so partitions 2 and 3 of kids end up empty
 	wk := testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Queues: map[string]int{"kids": 2}, Concurrency: 4}, nil)
-	waitDepth("kids", "completed", kids) // 11 children and the planted job
+	waitDepth(t, adm, "kids", "completed", kids) // 11 children and the planted job
 	_, err = adm.DeleteSelected(ctx, admin.Selector{Queue: "kids", State: flow.StateCompleted}, admin.DeleteOptions{})
 	testkit.Must(t, err)
 	testkit.Must(t, adm.PauseQueue(ctx, "kids"))
-	deadline := time.Now().Add(15 * time.Second)
-	for { // until the children's notifications to the parent are relayed
-		err = adm.ResizeQueue(ctx, "kids", 2)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, admin.ErrResizeRefused) || time.Now().After(deadline) {
-			t.Fatalf("resize: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	resizeOnceEmpty(t, adm, "kids", 2)
 	wk.Cancel()
 	<-wk.Done()
 	testkit.Must(t, adm.ResumeQueue(ctx, "kids"))

@@ -79,45 +79,20 @@ func TestSpawnRetriedByStaleV1ProcessAfterShrink(t *testing.T) {
 	opts := runtime.Options{Namespace: ns, Queues: map[string]int{"parents": 1}, Concurrency: 1,
 		Backoff: func(int) time.Duration { return time.Hour }}
 	testkit.StartWorker(t, rdb, reg, opts, nil) // A: loads kids at version 1, count 4, and keeps it
-	waitDepth := func(queue, state string, want int64) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			st, err := adm.QueueStats(ctx, queue, 0)
-			testkit.Must(t, err)
-			if st.Depth[state] == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("queue %s: %v, want %s %d", queue, st.Depth, state, want)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	// the worker has read the registry (its Run has started)
 	_, err = c.Enqueue(ctx, v1SkipKid{N: -2}, flow.WithQueue("parents"))
 	testkit.Must(t, err)
-	waitDepth("parents", "completed", 1)
+	waitDepth(t, adm, "parents", "completed", 1)
 
 	testkit.Must(t, adm.PauseQueue(ctx, "kids"))
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		err = adm.ResizeQueue(ctx, "kids", 3)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, admin.ErrResizeRefused) || time.Now().After(deadline) {
-			t.Fatalf("resize: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	resizeOnceEmpty(t, adm, "kids", 3)
 	testkit.Must(t, adm.ResumeQueue(ctx, "kids"))
 	c3, err = flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg}) // reads kids at count 3
 	testkit.Must(t, err)
 
 	parent, err := c.Enqueue(ctx, v1SkipParent{}, flow.WithQueue("parents"))
 	testkit.Must(t, err)
-	waitDepth("parents", "retryable", 1)
+	waitDepth(t, adm, "parents", "retryable", 1)
 	testkit.Must(t, adm.RunNow(ctx, parent.ID))
 	ids := testkit.Recv(t, spawned, "the spawn step, run again on A")
 
