@@ -28,8 +28,11 @@
 -- Returns: 'bury': the entries dead-lettered, as a flat list of outbox
 --   entry ID, dead entry ID; 'revive': per ID, 'ok', 'missing' (no such
 --   dead entry, or not an entry ID), 'empty' (it holds no effect: a
---   notification, or an entry that could not be read) or 'stale' (its
---   first entry is past RELAY_MAX_AGE).
+--   notification, or an entry that could not be read), 'stale' (its
+--   first entry is past RELAY_MAX_AGE) or 'retired' (for every ID: a
+--   shrink of the queue retired the partition, pause.lua 'r'; nothing
+--   sent back). A paused flag of another type (corrupt data) fails a
+--   revive with an error naming its key, nothing sent back.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 -- Transitions: none.
 do local refused = model_error() if refused then return refused end end
@@ -72,6 +75,20 @@ if mode == 'bury' then
     end
   end
 elseif mode == 'revive' then
+  -- A partition a shrink retired takes no effect back: no worker relays
+  -- it once the shrink is recorded. ResizeQueue retires a partition before
+  -- it checks that both streams are empty (outbox, then dead), so that an
+  -- entry moved from dead to outbox between the two reads would be seen
+  -- by neither, and left for no relay, if a revive could follow the retire.
+  local paused = redis.pcall('GET', PAUSED)
+  if type(paused) == 'table' then
+    return redis.error_reply('ERR sluice: malformed key: ' .. PAUSED ..
+      ' is of another type than the flag pause.lua writes: nothing was sent back (resuming the partition deletes it)')
+  end
+  if paused == 'r' then
+    for i = 1, n do out[i] = STATUS.retired end
+    return remember(out)
+  end
   for i = 0, n - 1 do
     local id = ARGV[11 + i]
     -- a pcall: an ID of the right shape beyond 64 bits is refused by

@@ -57,7 +57,9 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 // dedup marker stands); one that still cannot apply is dead-lettered
 // again. The error joins one error per ID that failed: ErrInvalid for a
 // malformed ID, ErrNoDeadEffect for one that is not there,
-// ErrNoEffectToRelay for one that holds no effect, and the call's error
+// ErrNoEffectToRelay for one that holds no effect, ErrLayoutMismatch for
+// one of a partition a shrink retired (no worker relays it: resize the
+// queue back to a count that includes it first), and the call's error
 // for each ID of a partition whose call failed (the other partitions are
 // still sent theirs).
 func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {

@@ -40,6 +40,7 @@ import (
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
 //	"retired"      enqueue              ErrRetired: the partition went away in a shrink
+//	               deadfx revive        ErrRetired
 //	               runnow               *sluicetype.StateError (ErrWrongState), Why names id
 //	"final"        cancel, signal       *sluicetype.StateError (ErrWrongState)
 //	"running"      delete               *sluicetype.StateError (ErrWrongState)
@@ -229,6 +230,8 @@ func reviveStatus(id, status string) error {
 	case statusStale:
 		return fmt.Errorf("%w: it was first written more than %v ago, past which whether it applied cannot be told (the relay would dead-letter it again)",
 			sluicetype.ErrNoEffectToRelay, relayMaxAge)
+	case statusRetired:
+		return fmt.Errorf("%w: no worker relays its outbox; left dead (resize the queue back to take the partition back, then send it again)", ErrRetired)
 	}
 	return fmt.Errorf("%w: %s", ErrNoDeadEffect, id) // statusMissing
 }
