@@ -36,7 +36,11 @@ func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 // at rate r (store time), per queue partition. Jobs over the rate wait
 // without spending attempts and without holding up other classes. Every job
 // of a class should carry the same rate. A job has one rate class: given
-// twice, the later applies.
+// twice, the later applies. If the store's clock steps back (a failover to
+// a server whose clock is behind, an NTP step), the class refills nothing
+// until the clock is past its last refill, for at most the time a full
+// burst takes to refill; should the clock then step forward again, the
+// class may start up to one burst more than its rate over that stretch.
 func WithRateLimit(class string, r RateLimit) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {
