@@ -87,33 +87,64 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	default:
 		return pr, fmt.Errorf("%w: cannot delete %s jobs by selector", flow.ErrInvalid, sel.State)
 	}
+	var progress func(scanProgress)
+	if o.Progress != nil {
+		progress = func(p scanProgress) { o.Progress(DeleteProgress(p)) }
+	}
+	got, err := c.runSelected(ctx, sel, o.BatchSize, c.b.Store.DeleteStep, o.DryRun, progress)
+	return DeleteProgress(got), err
+}
+
+// scanProgress is the progress of a scan by selector: DeleteProgress and
+// RedriveProgress are the same fields.
+type scanProgress struct {
+	Examined   int
+	Total      int64
+	Matched    int
+	Batches    int
+	Unreadable []string
+	Done       bool
+}
+
+// stepFunc is one bounded script call of a scan by selector on a
+// partition (store's DeleteStep, RedriveStep).
+type stepFunc func(ctx context.Context, p keys.Partition, sel store.Selector, cur store.ScanCursor, batch int, dryRun bool) (store.ScanStep, error)
+
+// runSelected runs a scan by selector, its state already checked, to the
+// end: the reason and batch size checked, each call's counts added up and
+// reported to progress (when not nil), then the final counts with Done.
+// Its error is the first call's that failed, or the selector's reasons
+// that matched nothing.
+func (c *Client) runSelected(ctx context.Context, sel Selector, size int, step stepFunc, dryRun bool,
+	progress func(scanProgress)) (scanProgress, error) {
+	var pr scanProgress
 	if err := sel.checkReason(); err != nil {
 		return pr, err
 	}
-	batch, err := batchSize(o.BatchSize)
+	batch, err := batchSize(size)
 	if err != nil {
 		return pr, err
 	}
 	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
 	err = c.scanSelected(ctx, sel, &pr.Total,
 		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
-			return c.b.Store.DeleteStep(ctx, p, ss, cur, batch, o.DryRun)
+			return step(ctx, p, ss, cur, batch, dryRun)
 		},
-		func(p keys.Partition, step store.ScanStep) {
-			pr.Examined += step.Examined
-			pr.Matched += step.Matched
+		func(p keys.Partition, st store.ScanStep) {
+			pr.Examined += st.Examined
+			pr.Matched += st.Matched
 			pr.Batches++
-			pr.Unreadable = appendRefs(pr.Unreadable, p, step.Unreadable)
-			if o.Progress != nil {
-				o.Progress(pr)
+			pr.Unreadable = appendRefs(pr.Unreadable, p, st.Unreadable)
+			if progress != nil {
+				progress(pr)
 			}
 		})
 	if err != nil {
 		return pr, err
 	}
 	pr.Done = true
-	if o.Progress != nil {
-		o.Progress(pr)
+	if progress != nil {
+		progress(pr)
 	}
 	return pr, sel.unmatched(pr.Matched)
 }

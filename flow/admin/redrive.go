@@ -167,35 +167,12 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if sel.State != flow.StateArchived && sel.State != flow.StateCancelled && sel.State != flow.StateQuarantined {
 		return pr, fmt.Errorf("%w: cannot redrive %s jobs", flow.ErrInvalid, sel.State)
 	}
-	if err := sel.checkReason(); err != nil {
-		return pr, err
-	}
-	batch, err := batchSize(o.BatchSize)
-	if err != nil {
-		return pr, err
-	}
-	ss := store.Selector{State: sel.State, Kind: sel.Kind, Reason: sel.Reason, After: sel.FinishedAfter, Before: sel.FinishedBefore}
-	err = c.scanSelected(ctx, sel, &pr.Total,
-		func(p keys.Partition, cur store.ScanCursor) (store.ScanStep, error) {
-			return c.b.Store.RedriveStep(ctx, p, ss, cur, batch, o.DryRun)
-		},
-		func(p keys.Partition, step store.ScanStep) {
-			pr.Examined += step.Examined
-			pr.Matched += step.Matched
-			pr.Batches++
-			pr.Unreadable = appendRefs(pr.Unreadable, p, step.Unreadable)
-			if o.Progress != nil {
-				o.Progress(pr)
-			}
-		})
-	if err != nil {
-		return pr, err
-	}
-	pr.Done = true
+	var progress func(scanProgress)
 	if o.Progress != nil {
-		o.Progress(pr)
+		progress = func(p scanProgress) { o.Progress(RedriveProgress(p)) }
 	}
-	return pr, sel.unmatched(pr.Matched)
+	got, err := c.runSelected(ctx, sel, o.BatchSize, c.b.Store.RedriveStep, o.DryRun, progress)
+	return RedriveProgress(got), err
 }
 
 // distinct is ids without repeats, in the order first given.
