@@ -43,6 +43,23 @@ func (c *Client) bridge() bridge.Client {
 		},
 		Enqueue: func(ctx context.Context, lay store.Layout, route string, job store.NewJob) (any, error) {
 			ref := c.plan.in(lay, cmp.Or(route, job.Local), job.Local, nil)
+			if !job.Generated {
+				// an ID the caller chose, so that the same call made again
+				// adds nothing: one added under an earlier layout may be on
+				// another partition than this count chooses
+				at, found, err := c.enqueuedBefore(ctx, lay, job.Local)
+				if err != nil {
+					return Enqueued{ID: ref.String()}, err
+				}
+				if found && at.Index >= lay.Partitions {
+					// on a partition a shrink retired, which takes no job:
+					// kept as added, as a spawn keeps its children there
+					return Enqueued{ID: keys.Ref{Partition: at, Local: job.Local}.String(), Duplicate: true}, nil
+				}
+				if found {
+					ref.Partition = at // answered there: a repeat, or a conflict
+				}
+			}
 			res, err := c.plan.enqueue(ctx, ref.Partition, lay.Partitions, []store.NewJob{job})
 			if err != nil {
 				// the ID it was sent under, as Enqueue gives: Redis may
@@ -53,6 +70,23 @@ func (c *Client) bridge() bridge.Client {
 			return e, e.Err
 		},
 	}
+}
+
+// enqueuedBefore says on which partition of lay's queue a job with the
+// local ID local was added, if any: those of lay, then those an earlier
+// layout named (retired by a shrink since, or not).
+func (c *Client) enqueuedBefore(ctx context.Context, lay store.Layout, local string) (keys.Partition, bool, error) {
+	parts := lay.Parts(c.opts.Namespace)
+	former, _, err := c.st.PartitionsBeyond(ctx, c.opts.Namespace, lay.Queue, lay.Partitions)
+	if err != nil {
+		return keys.Partition{}, false, err
+	}
+	found, err := c.st.EnqueuedIn(ctx, append(parts, former...), []string{local})
+	if err != nil {
+		return keys.Partition{}, false, err
+	}
+	p, ok := found[local]
+	return p, ok, nil
 }
 
 // partitions names every partition of queue, as the registry records

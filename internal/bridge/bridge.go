@@ -31,11 +31,14 @@ type Client struct {
 	// NextRun is the next tick of schedule r after now; zero if its
 	// timing cannot be read.
 	NextRun func(r store.ScheduleRecord, now time.Time) time.Time
-	// Enqueue adds job (its ID generated) to lay's queue, in the
-	// partition Client.Enqueue would choose under lay for routing key
-	// route ("": by the job's ID), and answers a flow.Enqueued. It reads
-	// no layout and registers none: the caller read lay (an operator
-	// call: Layouts.Lookup, on every call).
+	// Enqueue adds job to lay's queue, in the partition Client.Enqueue
+	// would choose under lay for routing key route ("": by the job's ID),
+	// and answers a flow.Enqueued. A job whose ID the caller chose (not
+	// Generated) goes to the partition where a job with its ID was added
+	// before, if any (under an earlier layout: a repeat is then answered
+	// there), and one found on a partition a shrink retired is answered
+	// a duplicate. It reads no layout and registers none: the caller read
+	// lay (an operator call: Layouts.Lookup, on every call).
 	Enqueue func(ctx context.Context, lay store.Layout, route string, job store.NewJob) (any, error)
 	// Signal is flow.Client.Signal with opts (a []flow.SignalOption), and
 	// says whether the signal was a duplicate of one sent with its key.
