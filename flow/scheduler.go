@@ -29,13 +29,17 @@ import (
 // seconds later, and the enqueue that comes second adds nothing (it looks
 // for the job on every partition of the queue first, and every enqueue of
 // a tick places it by the queue's layout read just before: a queue that
-// grew meanwhile would place it elsewhere). Only an outage of every
-// scheduler longer than a day, between the tick's enqueue and its
+// grew meanwhile would place it elsewhere). A scheduler that finds it has
+// held its ticks longer than 15 seconds when it is about to enqueue them
+// (its process stopped or starved meanwhile) leaves them to be handed
+// over instead: another may have enqueued them since. Only an outage of
+// every scheduler longer than a day, between the tick's enqueue and its
 // confirmation, with the job deleted in between, runs a tick twice; or a
 // shrink of its queue in that time that retired the partition holding the
-// job; or a scheduler that stalls between that read and its enqueue for
-// as long as it takes to grow the queue and another scheduler to take the
-// tick (30 seconds at least).
+// job; or a scheduler that stalls right after that check, before its
+// enqueue reaches Redis, for as long as it takes another scheduler to
+// take the tick (30 seconds at least) and either the queue to grow or
+// the tick's job to run and be gone a day.
 //
 // Ticks are decided in store time (Redis TIME, or the client's Clock), so
 // schedulers with skewed clocks still agree. A new schedule's first tick is
@@ -237,13 +241,14 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 	// decided before now's (owed ticks, those before a pause: each claim
 	// of one ends it, and there are boundedWindows at most) do not count
 	for moved, windows := 0, 0; moved < 3 && windows <= boundedWindows; {
+		synced := s.clk.Now()
 		st, err := s.c.st.SyncSchedule(ctx, sc.Name, abandonAfter)
 		if err != nil {
 			return time.Time{}, 0, err
 		}
 		if len(st.Abandoned) > 0 {
 			s.log.Warn("enqueueing ticks another scheduler claimed but did not confirm", "schedule", sc.Name, "ticks", len(st.Abandoned))
-			if err := s.enqueueAbandoned(ctx, sc, st.Abandoned); err != nil {
+			if err := s.enqueueAbandoned(ctx, sc, st.Abandoned, synced); err != nil {
 				return st.Now, 0, err
 			}
 		}
@@ -263,6 +268,7 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 		} else if last.IsZero() {
 			return st.Now, wait, nil
 		}
+		claimed := s.clk.Now()
 		res, err := s.c.st.ClaimTicks(ctx, sc.Name, st.Last, last, ticks)
 		if err != nil {
 			return st.Now, 0, err
@@ -272,7 +278,7 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 			if dropped := tickCount(sc.timing, st.Last, last) - len(ticks); dropped > 0 {
 				s.log.Info("missed ticks dropped", "schedule", sc.Name, "dropped", dropped, "policy", sc.Missed.String())
 			}
-			if err := s.enqueue(ctx, sc, ticks); err != nil || !st.Until.Before(st.Now) {
+			if err := s.enqueue(ctx, sc, ticks, claimed); err != nil || !st.Until.Before(st.Now) {
 				return st.Now, wait, err
 			}
 			windows++
@@ -296,19 +302,39 @@ func (s *Scheduler) round(ctx context.Context, sc *schedule) (time.Time, time.Du
 // would otherwise place the ticks by the count its process read at start,
 // where another scheduler that took them as abandoned placed them by the
 // new one, and each tick's job would be added twice.
-func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time) error {
+func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time, claimed time.Time) error {
 	if len(ticks) == 0 {
 		return nil
 	}
 	if _, err := s.c.placing(ctx, sc.def.Queue); err != nil && !errors.Is(err, ErrQueueNotFound) {
 		return err // a queue not registered yet is registered by the enqueue
 	}
-	return s.enqueuePlaced(ctx, sc, ticks)
+	return s.enqueuePlaced(ctx, sc, ticks, claimed)
 }
 
-// enqueuePlaced is enqueue once the queue's layout has been read.
-func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []time.Time) error {
+// claimFresh is how long after a scheduler sent the call that gave it
+// ticks (its claim, or the sync that handed them over) it still enqueues
+// them: half of abandonAfter, after which another scheduler may take them.
+const claimFresh = abandonAfter / 2
+
+// enqueuePlaced is enqueue once the queue's layout has been read. since
+// is when the call that gave the scheduler the ticks was sent, by its
+// clock. Ticks held longer than claimFresh (the process stalled: stopped,
+// starved, paused by a debugger) are not enqueued but left pending, for
+// the next sync to hand them over as abandoned, to this scheduler or
+// another, which then looks for their jobs first: another scheduler may
+// have taken them meanwhile, enqueued them and confirmed them, and after
+// a day (the tick's marker gone with its job) nothing would tell a late
+// enqueue from a first one. Only a stall after this check and before the
+// enqueue reaches Redis, or one the clock does not see (a virtual machine
+// whose clocks stood still), passes it.
+func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []time.Time, since time.Time) error {
 	if len(ticks) == 0 {
+		return nil
+	}
+	if held := s.heldFor(since); held > claimFresh {
+		s.log.Warn("ticks held too long to enqueue (the process stalled): left for a scheduler to take as abandoned",
+			"schedule", sc.Name, "ticks", len(ticks), "held", held)
 		return nil
 	}
 	items := make([]Item, len(ticks))
@@ -349,10 +375,10 @@ func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []tim
 // of the queue now, or one retired since, are confirmed as they are; the others are
 // enqueued. A queue no client registered yet has no partitions to look
 // in: its ticks are enqueued.
-func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []time.Time) error {
+func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []time.Time, synced time.Time) error {
 	parts, err := s.c.placing(ctx, sc.def.Queue)
 	if errors.Is(err, ErrQueueNotFound) {
-		return s.enqueuePlaced(ctx, sc, ticks)
+		return s.enqueuePlaced(ctx, sc, ticks, synced)
 	}
 	if err != nil {
 		return err
@@ -385,7 +411,15 @@ func (s *Scheduler) enqueueAbandoned(ctx context.Context, sc *schedule, ticks []
 			return err
 		}
 	}
-	return s.enqueuePlaced(ctx, sc, rest)
+	return s.enqueuePlaced(ctx, sc, rest, synced)
+}
+
+// heldFor is how long ago since was by the scheduler's clock: by the
+// wall clock too when that says longer (a monotonic clock may leave out
+// a system's suspension).
+func (s *Scheduler) heldFor(since time.Time) time.Duration {
+	now := s.clk.Now()
+	return max(now.Sub(since), now.Round(0).Sub(since.Round(0)))
 }
 
 // enqueueResized enqueues again, once, the items of res that a shrink of
