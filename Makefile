@@ -29,7 +29,7 @@ SLUICE_MODEL_STEPS ?= 20000
 
 chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m), then the store model for SLUICE_MODEL_STEPS, with -race
 	scripts/ensure.sh redis-server REDIS_SERVER
-	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos(LostReplies|Silence)?$$' -v ./internal/chaos
+	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) SLUICE_RESIZE_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos(LostReplies|Silence|Resize)?$$' -v ./internal/chaos
 	SLUICE_MODEL_STEPS=$(SLUICE_MODEL_STEPS) $(GO) test -race -count=1 -timeout 2h -run '^TestModel$$' -v ./internal/store
 
 lint: ## gofmt check, go vet, staticcheck

@@ -335,6 +335,21 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 	return nil
 }
 
+// undoTimeout bounds what a resize that failed does to undo its changes.
+const undoTimeout = 30 * time.Second
+
+// undoContext is the context of a failed resize's undoing (retireGrown,
+// takeBack): ctx's values without its end, which is often why the resize
+// failed (its caller cancelled it, or its deadline passed), for at most
+// undoTimeout. Left undone, a growth cancelled by its caller left the
+// partitions it took back open beyond the layout (a producer on the old
+// count placed jobs there that no worker claims: found by
+// TestChaosResize), and a refused shrink left partitions of the layout
+// retired.
+func undoContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+}
+
 // retireGrown retires again the partitions grown, which a growth took
 // back (TakeBack) and may not have recorded: beyond the layout, each
 // would take the jobs of a producer still on an older count, where no
@@ -345,6 +360,8 @@ func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []k
 	if len(grown) == 0 {
 		return nil
 	}
+	ctx, cancel := undoContext(ctx)
+	defer cancel()
 	st := c.b.Store
 	open := func(err error) error {
 		return fmt.Errorf("partitions %d to %d of queue %q, beyond its layout, may take jobs that no worker claims (run the resize again): %w",
@@ -391,6 +408,8 @@ func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []k
 // takeBack brings partitions a refused shrink retired back, paused as
 // they were. Called with the queue's resize lock held.
 func (c *Client) takeBack(ctx context.Context, parts []keys.Partition) error {
+	ctx, cancel := undoContext(ctx)
+	defer cancel()
 	var errs []error
 	for _, p := range parts {
 		if err := c.b.Store.TakeBack(ctx, p); err != nil {
