@@ -40,7 +40,8 @@ func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 // a server whose clock is behind, an NTP step), the class refills nothing
 // until the clock is past its last refill, for at most the time a full
 // burst takes to refill; should the clock then step forward again, the
-// class may start up to one burst more than its rate over that stretch.
+// class may start up to one burst more than its rate, and so again for
+// each such step back and forward.
 func WithRateLimit(class string, r RateLimit) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if class == "" || r.Jobs <= 0 || r.Per <= 0 || r.Burst < 0 {

@@ -35,8 +35,9 @@ type Schedule struct {
 	// whose hour field is not '*' still runs once at each of its times of
 	// the day: a time the clocks skip runs at the first instant after the
 	// jump, a time they repeat runs at its first occurrence only. A Cron
-	// whose hour field is '*' (or '*/1', the same hours) runs by elapsed
-	// time: once in each hour that passes, the repeated one included.
+	// whose hour field means every hour ('*', '?', '*/1', or a list with
+	// one of them) runs by elapsed time: once in each hour that passes,
+	// the repeated one included.
 	TimeZone string
 	// Args are the arguments of every job enqueued.
 	Args Args
@@ -200,8 +201,8 @@ const cronStar = 1 << 63
 // turned forward skips runs at the first instant after the jump, and a
 // time that a clock turned back repeats runs at its first occurrence
 // only (wallNext). One whose hour is '*' runs by elapsed time (every hour
-// that passes, none that does not: elapsedNext); so does '*/1', which
-// the cron library reads as '*'.
+// that passes, none that does not: elapsedNext); so do '?', '*/1' and a
+// list with one of them, which the cron library reads as '*'.
 func (tm timing) next(t time.Time) time.Time {
 	if c := tm.cron; c != nil {
 		if c.Hour&cronStar != 0 {

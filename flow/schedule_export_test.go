@@ -27,3 +27,15 @@ func EnqueueClaimedTicks(s *Scheduler, name string, claimed time.Time, ticks ...
 	}
 	return ErrScheduleNotFound
 }
+
+// Round runs one scheduling round of schedule name, as the scheduler's
+// loop does.
+func Round(s *Scheduler, name string) error {
+	for _, sc := range s.scheds {
+		if sc.Name == name {
+			_, _, err := s.round(context.Background(), sc)
+			return err
+		}
+	}
+	return ErrScheduleNotFound
+}

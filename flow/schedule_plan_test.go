@@ -184,6 +184,10 @@ func TestTimingDST(t *testing.T) {
 			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 6, 0), utc(11, 1, 7, 0)}},
 		{"overlap: '*/1' hours are '*'", "0 */1 * * *", "America/New_York", utc(11, 1, 4, 30), utc(11, 1, 7, 30),
 			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 6, 0), utc(11, 1, 7, 0)}},
+		{"overlap: '?' hours are '*'", "0 ? * * *", "America/New_York", utc(11, 1, 4, 30), utc(11, 1, 7, 30),
+			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 6, 0), utc(11, 1, 7, 0)}},
+		{"overlap: a list with '*/1' is '*'", "0 */1,3 * * *", "America/New_York", utc(11, 1, 4, 30), utc(11, 1, 7, 30),
+			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 6, 0), utc(11, 1, 7, 0)}},
 		{"overlap: '0/1' hours are set times", "0 0/1 * * *", "America/New_York", utc(11, 1, 4, 30), utc(11, 1, 7, 30),
 			[]time.Time{utc(11, 1, 5, 0), utc(11, 1, 7, 0)}},
 		// London: on 25 October 2026 02:00 BST becomes 01:00 GMT (01:00 UTC)

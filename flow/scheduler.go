@@ -30,16 +30,16 @@ import (
 // for the job on every partition of the queue first, and every enqueue of
 // a tick places it by the queue's layout read just before: a queue that
 // grew meanwhile would place it elsewhere). A scheduler that finds it has
-// held its ticks longer than 15 seconds when it is about to enqueue them
-// (its process stopped or starved meanwhile) leaves them to be handed
-// over instead: another may have enqueued them since. Only an outage of
-// every scheduler longer than a day, between the tick's enqueue and its
-// confirmation, with the job deleted in between, runs a tick twice; or a
-// shrink of its queue in that time that retired the partition holding the
-// job; or a scheduler that stalls right after that check, before its
-// enqueue reaches Redis, for as long as it takes another scheduler to
-// take the tick (30 seconds at least) and either the queue to grow or
-// the tick's job to run and be gone a day.
+// held its ticks longer than an hour when it is about to enqueue them
+// (its process stopped meanwhile) leaves them to be handed over instead:
+// another has enqueued them since, and a day later nothing would tell its
+// enqueue from a first one. Only an outage of every scheduler longer than
+// a day, between the tick's enqueue and its confirmation, with the job
+// deleted in between, runs a tick twice; or a shrink of its queue in that
+// time that retired the partition holding the job; or a scheduler that
+// stalls, before its enqueue reaches Redis, for as long as it takes
+// another scheduler to take the tick (30 seconds at least) and the queue
+// to grow, or (after that check) for a day.
 //
 // Ticks are decided in store time (Redis TIME, or the client's Clock), so
 // schedulers with skewed clocks still agree. A new schedule's first tick is
@@ -314,8 +314,10 @@ func (s *Scheduler) enqueue(ctx context.Context, sc *schedule, ticks []time.Time
 
 // claimFresh is how long after a scheduler sent the call that gave it
 // ticks (its claim, or the sync that handed them over) it still enqueues
-// them: half of abandonAfter, after which another scheduler may take them.
-const claimFresh = abandonAfter / 2
+// them: far less than the day a tick's marker keeps its enqueue known
+// (lib.lua TICK_KEEP), far more than a round's calls take on a slow
+// Redis, or a fake clock moves within one.
+const claimFresh = time.Hour
 
 // enqueuePlaced is enqueue once the queue's layout has been read. since
 // is when the call that gave the scheduler the ticks was sent, by its
@@ -327,7 +329,8 @@ const claimFresh = abandonAfter / 2
 // a day (the tick's marker gone with its job) nothing would tell a late
 // enqueue from a first one. Only a stall after this check and before the
 // enqueue reaches Redis, or one the clock does not see (a virtual machine
-// whose clocks stood still), passes it.
+// whose clocks stood still), passes it. A shorter stall is safe as it
+// was: the enqueue meets the job or its marker.
 func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []time.Time, since time.Time) error {
 	if len(ticks) == 0 {
 		return nil

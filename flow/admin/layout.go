@@ -292,11 +292,11 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 		gone = parts[partitions:]
 		for _, p := range gone {
 			if err := st.Retire(ctx, p); err != nil {
-				return errors.Join(err, c.takeBack(ctx, gone))
+				return errors.Join(err, c.undoRetire(ctx, gone))
 			}
 		}
 		if err := c.checkEmpty(ctx, gone, refuse); err != nil {
-			return errors.Join(err, c.takeBack(ctx, gone))
+			return errors.Join(err, c.undoRetire(ctx, gone))
 		}
 	}
 	var grown []keys.Partition
@@ -329,7 +329,7 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 			}
 		}
 		return errors.Join(refuse("the queue was resized meanwhile (now %d partitions, version %d): look again",
-			now.Partitions, now.Version), c.takeBack(ctx, keep), c.retireGrown(ctx, queue, token, grown))
+			now.Partitions, now.Version), c.undoRetire(ctx, keep), c.retireGrown(ctx, queue, token, grown))
 	}
 	c.b.Layouts.Put(now)
 	return nil
@@ -339,7 +339,7 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 const undoTimeout = 30 * time.Second
 
 // undoContext is the context of a failed resize's undoing (retireGrown,
-// takeBack): ctx's values without its end, which is often why the resize
+// undoRetire): ctx's values without its end, which is often why the resize
 // failed (its caller cancelled it, or its deadline passed), for at most
 // undoTimeout. Left undone, a growth cancelled by its caller left the
 // partitions it took back open beyond the layout (a producer on the old
@@ -399,24 +399,32 @@ func (c *Client) retireGrown(ctx context.Context, queue, token string, grown []k
 		if err := c.checkEmpty(ctx, []keys.Partition{p}, func(format string, a ...any) error {
 			return fmt.Errorf(format, a...)
 		}); err != nil {
-			errs = append(errs, open(err), st.TakeBack(ctx, p))
+			errs = append(errs, open(err), c.takeBack(ctx, []keys.Partition{p}))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// takeBack brings partitions a refused shrink retired back, paused as
-// they were. Called with the queue's resize lock held.
+// takeBack brings back, paused as they were, those of parts that a
+// shrink retired and that are still retired (store.BringBack): one a
+// resume or another resize changed since is left as it is, however this
+// call's lock fared meanwhile.
 func (c *Client) takeBack(ctx context.Context, parts []keys.Partition) error {
-	ctx, cancel := undoContext(ctx)
-	defer cancel()
 	var errs []error
 	for _, p := range parts {
-		if err := c.b.Store.TakeBack(ctx, p); err != nil {
+		if _, err := c.b.Store.BringBack(ctx, p); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// undoRetire is takeBack as the undoing of a shrink that failed, past
+// ctx's end (undoContext).
+func (c *Client) undoRetire(ctx context.Context, parts []keys.Partition) error {
+	ctx, cancel := undoContext(ctx)
+	defer cancel()
+	return c.takeBack(ctx, parts)
 }
 
 // RetiredPartitions lists the partitions of queue's current layout that a

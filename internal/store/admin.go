@@ -77,6 +77,14 @@ func (s *Store) TakeBack(ctx context.Context, p keys.Partition) error {
 	return s.run(ctx, lua.Pause, p, "u").Err()
 }
 
+// BringBack undoes a shrink's Retire of partition p: p is paused if it
+// is still retired, and left as it is otherwise (a resume or another
+// resize changed it since), which brought reports.
+func (s *Store) BringBack(ctx context.Context, p keys.Partition) (brought bool, err error) {
+	n, err := s.run(ctx, lua.Pause, p, "b").Int()
+	return n == 1, err
+}
+
 // RedriveAction is what a redrive by ID does.
 type RedriveAction string
 
