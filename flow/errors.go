@@ -29,4 +29,8 @@ var (
 	// ErrNewerDataModel: a newer release changed what the partition's keys
 	// mean; nothing was written. Upgrade this process.
 	ErrNewerDataModel = sluicetype.ErrNewerDataModel
+	// ErrChildResult: a child's result cannot be decoded into the type its
+	// parent's Join or Call asks for. The parent is parked (archived,
+	// reason child_result): every attempt would meet it.
+	ErrChildResult = errors.New("sluice: a child's result cannot be decoded into the type its parent asks for")
 )

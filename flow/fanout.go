@@ -10,11 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/sluicehq/sluice/internal/mpack"
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/names"
+	"github.com/sluicehq/sluice/internal/outcome"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
@@ -407,8 +408,11 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 			pending = append(pending, locals[i])
 		case k.State == StateCompleted:
 			if len(k.Payload) > 0 {
-				if err := msgpack.Unmarshal(k.Payload, &out[i].Result); err != nil {
-					return nil, fmt.Errorf("decoding the result of child %s: %w", ch.IDs[i], err)
+				if err := mpack.Unmarshal(k.Payload, &out[i].Result); err != nil {
+					// the same every attempt: the parent's code asks for
+					// another type than the child returns
+					return nil, &outcome.Park{Reason: "child_result",
+						Err: fmt.Errorf("%w: child %s, as %T: %v", ErrChildResult, ch.IDs[i], out[i].Result, err)}
 				}
 			}
 		default:

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/sluicehq/sluice/internal/mpack"
 
 	"github.com/sluicehq/sluice/internal/checkpoint"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -138,7 +138,7 @@ type StepInfo struct {
 func (j *JobInfo) DecodeStep(name string, v any) error {
 	for _, s := range j.Steps {
 		if s.Name == name && !s.Cursor {
-			return msgpack.Unmarshal(s.Result, v)
+			return mpack.Unmarshal(s.Result, v)
 		}
 	}
 	return fmt.Errorf("%w: job %s has no checkpoint of step %q", ErrNotFound, j.ID, name)
@@ -193,10 +193,10 @@ func lastStep(steps []StepInfo) int {
 }
 
 // DecodeArgs decodes the job's arguments into v.
-func (j *JobInfo) DecodeArgs(v any) error { return msgpack.Unmarshal(j.Payload, v) }
+func (j *JobInfo) DecodeArgs(v any) error { return mpack.Unmarshal(j.Payload, v) }
 
 // DecodeResult decodes the job's result (from RegisterResult) into v.
-func (j *JobInfo) DecodeResult(v any) error { return msgpack.Unmarshal(j.Result, v) }
+func (j *JobInfo) DecodeResult(v any) error { return mpack.Unmarshal(j.Result, v) }
 
 // Job reads one job by ID in one round trip.
 func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {

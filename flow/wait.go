@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/vmihailenco/msgpack/v5"
+	"github.com/sluicehq/sluice/internal/mpack"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/names"
@@ -189,7 +189,7 @@ func Result[R any](ctx context.Context, c *Client, id string) (R, error) {
 		return r, &NotCompletedError{ID: id, State: info.State, Reason: info.Reason, LastError: info.LastError, Job: info}
 	}
 	if len(info.Result) > 0 {
-		if err := msgpack.Unmarshal(info.Result, &r); err != nil {
+		if err := mpack.Unmarshal(info.Result, &r); err != nil {
 			return r, fmt.Errorf("decoding the result of job %s: %w", id, err)
 		}
 	}

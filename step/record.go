@@ -2,7 +2,6 @@ package step
 
 import (
 	"fmt"
-	"github.com/vmihailenco/msgpack/v5"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -107,13 +106,6 @@ func encodeRecord(idx int, v any, check func(res []byte) error) ([]byte, error) 
 
 // decode reads msgpack b into v. msgpack panics on some types it encodes
 // but cannot decode into (a non-empty interface field, such as a
-// fmt.Stringer): that is an error here, which parks the job, where the
-// panic crashed every attempt into quarantine.
-func decode(b []byte, v any) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("decoding: %v", p)
-		}
-	}()
-	return msgpack.Unmarshal(b, v)
-}
+// fmt.Stringer): that is an error here (mpack.ErrUndecodable), which parks
+// the job, where the panic crashed every attempt into quarantine.
+func decode(b []byte, v any) error { return mpack.Unmarshal(b, v) }

@@ -37,6 +37,7 @@ var reasonStates = map[string]string{
 	"invalid_version":     flow.StateArchived,
 	"invalid_wait":        flow.StateArchived,
 	"bad_signal":          flow.StateArchived,
+	"child_result":        flow.StateArchived,
 	"on_complete_in_step": flow.StateArchived,
 	"parked":              flow.StateArchived,
 }

@@ -5,6 +5,8 @@ package mpack
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -23,14 +25,27 @@ var decoders = sync.Pool{New: func() any {
 	return d
 }}
 
+// ErrUndecodable: msgpack cannot fill the type decoded into (a non-empty
+// interface field, such as a fmt.Stringer, which it encodes but panics
+// on decoding).
+var ErrUndecodable = errors.New("msgpack: the value cannot be decoded into its type")
+
 // Unmarshal is msgpack.Unmarshal(b, v), with the same decoder settings
-// (its Reset clears the options Unmarshal sets before it).
-func Unmarshal(b []byte, v any) error {
+// (its Reset clears the options Unmarshal sets before it). Where msgpack
+// panics, on a type it encodes but cannot decode into, Unmarshal returns
+// ErrUndecodable: a job's arguments, a step's or child's result, read by
+// a worker or by a caller's process, would otherwise crash it.
+func Unmarshal(b []byte, v any) (err error) {
 	d := decoders.Get().(*decoder)
 	d.r.Reset(b)
 	d.dec.Reset(&d.r)
-	err := d.dec.Decode(v)
-	d.r.Reset(nil) // the pool keeps no job's bytes
-	decoders.Put(d)
-	return err
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", ErrUndecodable, p) // the decoder is dropped
+			return
+		}
+		d.r.Reset(nil) // the pool keeps no job's bytes
+		decoders.Put(d)
+	}()
+	return d.dec.Decode(v)
 }
