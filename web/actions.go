@@ -54,7 +54,7 @@ var actions = map[string]action{
 			}
 			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), c.ops.DeleteJob(ctx, id)
 		}},
-	"redrive": {Title: "Redrive job", Target: "id", Fields: []string{"fence"},
+	"redrive": {Title: "Redrive job", Target: "id", Fields: []string{"created", "fence"},
 		What: "The job goes back to available, at the back of its priority's list; its history and counters are kept.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
@@ -63,7 +63,7 @@ var actions = map[string]action{
 			}
 			return "redriven " + id, jobPath(id), reportErr(c.ops.Redrive(ctx, id))
 		}},
-	"release": {Title: "Release job", Target: "id", Fields: []string{"fence"},
+	"release": {Title: "Release job", Target: "id", Fields: []string{"created", "fence"},
 		What: "The quarantined job goes back to available with its crash count reset.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
@@ -72,7 +72,7 @@ var actions = map[string]action{
 			}
 			return "released " + id, jobPath(id), reportErr(c.ops.Release(ctx, id))
 		}},
-	"runnow": {Title: "Run job now", Target: "id", Fields: []string{"fence"},
+	"runnow": {Title: "Run job now", Target: "id", Fields: []string{"created", "fence"},
 		What: "The scheduled or retryable job becomes available at once.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")

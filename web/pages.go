@@ -298,11 +298,11 @@ func (c *console) effects(w http.ResponseWriter, r *http.Request) {
 // events is the live stream: an overview event every poll, and a job
 // event when the followed job (?job=ID) changes.
 func (c *console) events(w http.ResponseWriter, r *http.Request) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if !canFlush(w) {
 		http.Error(w, "sluice web: streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	fl := http.NewResponseController(w) // through an Auth middleware's wrapper
 	job := r.URL.Query().Get("job")
 	if job != "" {
 		briefs, err := c.ops.JobBriefs(r.Context(), []string{job})
@@ -325,21 +325,39 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 3000\n\n")
-	fl.Flush()
+	_ = fl.Flush()
 	s := c.hub.subscribe(job)
 	defer c.hub.unsubscribe(s)
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
+	closing, _ := r.Context().Value(shutdownKey{}).(chan struct{}) // nil: never
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-closing: // the server shuts down: the browser reconnects to the next
 			return
 		case ev := <-s.ch:
 			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
 		case <-keep.C:
 			fmt.Fprintf(w, ": keep-alive\n\n")
 		}
-		fl.Flush()
+		_ = fl.Flush()
+	}
+}
+
+// canFlush reports whether w, or a writer it wraps (Unwrap, as
+// http.ResponseController reads it), can flush.
+func canFlush(w http.ResponseWriter) bool {
+	for {
+		if _, ok := w.(http.Flusher); ok {
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
 	}
 }
 

@@ -87,10 +87,21 @@ func Listen(addr string, o Options) (ln net.Listener, h http.Handler, err error)
 	return ln, h, nil
 }
 
+// shutdownKey is the key, in a request's context, of a channel Serve
+// closes as it starts to shut down: the live streams end then (Shutdown
+// waits for every open request, and a stream ends only when its browser
+// goes), the other requests get their five seconds.
+type shutdownKey struct{}
+
 // Serve serves h on ln until ctx is done, then shuts down as
 // ListenAndServe does.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	closing := make(chan struct{})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		BaseContext: func(net.Listener) context.Context {
+			return context.WithValue(context.Background(), shutdownKey{}, closing)
+		}}
+	srv.RegisterOnShutdown(func() { close(closing) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -90,7 +90,7 @@
   // swaps in the fresh content. The server sends only changes, so an event
   // that arrives during a fetch is kept (the latest one) and looked at once
   // the fetch is done: the page may have been read before that change.
-  var refreshing = false, pending = null;
+  var refreshing = false, pending = null, source = null;
   function refreshJob(ev) {
     var live = document.getElementById("live");
     if (!live) return;
@@ -100,14 +100,21 @@
         live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt)) return;
     refreshing = true;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
-      .then(function (r) { return r.text(); })
-      .then(function (html) {
-        var doc = new DOMParser().parseFromString(html, "text/html");
+      .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
+      .then(function (got) {
+        var doc = new DOMParser().parseFromString(got.html, "text/html");
         var fresh = doc.getElementById("live");
         if (fresh) {
           live.replaceWith(fresh);
           times(fresh);
           fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
+        } else if (!got.ok) {
+          // the job is gone (deleted) or cannot be read: the page shows
+          // the answer's message instead of the job, and follows it no more
+          var main = document.querySelector("main"), said = doc.querySelector("main");
+          if (main && said) main.replaceWith(said);
+          if (source) source.close();
+          document.querySelectorAll(".live-dot").forEach(function (d) { d.classList.remove("on"); });
         }
       })
       .catch(function () {})
@@ -122,6 +129,7 @@
     if (!window.EventSource || !document.querySelector("[data-live]")) return;
     var job = document.body.dataset.job;
     var src = new EventSource(base + "/events" + (job ? "?job=" + encodeURIComponent(job) : ""));
+    source = src;
     var dot = document.querySelector(".live-dot");
     src.addEventListener("open", function () { if (dot) dot.classList.add("on"); });
     src.addEventListener("error", function () { if (dot) dot.classList.remove("on"); });
