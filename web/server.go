@@ -254,6 +254,13 @@ func (c *console) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if crossSiteFetch(r) {
+			// an <img>, a script or a fetch of another site's page: no
+			// page of the console is one, and a bulk action's confirmation
+			// would run its dry run (a scan) at another site's request
+			http.Error(w, "sluice web: cross-site request refused (open the console's pages directly)", http.StatusForbidden)
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if err := c.cop.Check(r); err != nil {
 				http.Error(w, "sluice web: cross-origin request refused", http.StatusForbidden)
@@ -266,6 +273,15 @@ func (c *console) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// crossSiteFetch reports whether the browser says r comes from another
+// site and is not a navigation (a link followed, a page opened): what an
+// <img>, <script> or fetch of another site's page sends
+// (Sec-Fetch-Site, Sec-Fetch-Mode; absent from clients other than
+// browsers, which are not refused).
+func crossSiteFetch(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate"
 }
 
 // path is p under the console's prefix.
