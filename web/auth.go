@@ -81,21 +81,57 @@ func (c *console) authorized(r *http.Request) bool {
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
-// A session cookie is its expiry (unix seconds) and the MAC of it under
-// the console's secret: valid until then, and only for this console
-// process.
+// A session cookie is its expiry (unix seconds), a random name and the
+// MAC of both under the console's secret: valid until then, only for
+// this console process, and until its logout (revoked).
 func (c *console) newSession() string {
-	exp := strconv.FormatInt(time.Now().Add(sessionTTL).Unix(), 10)
-	return exp + "." + c.mac(exp)
+	b := make([]byte, 16)
+	rand.Read(b)
+	head := strconv.FormatInt(time.Now().Add(sessionTTL).Unix(), 10) + "." + base64.RawURLEncoding.EncodeToString(b)
+	return head + "." + c.mac(head)
+}
+
+// sessionExpiry is when session v ends, if it is one this console signed.
+func (c *console) sessionExpiry(v string) (int64, bool) {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 || !equal(v[i+1:], c.mac(v[:i])) {
+		return 0, false
+	}
+	exp, _, ok := strings.Cut(v[:i], ".")
+	t, err := strconv.ParseInt(exp, 10, 64)
+	return t, ok && err == nil
 }
 
 func (c *console) validSession(v string) bool {
-	exp, sig, ok := strings.Cut(v, ".")
-	if !ok || !equal(sig, c.mac(exp)) {
+	t, ok := c.sessionExpiry(v)
+	if !ok || time.Now().Unix() >= t {
 		return false
 	}
-	t, err := strconv.ParseInt(exp, 10, 64)
-	return err == nil && time.Now().Unix() < t
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, gone := c.revoked[v]
+	return !gone
+}
+
+// revoke ends session v before its expiry: a copy of its cookie (another
+// tab's, a proxy's log) no longer opens the console after the logout.
+// Sessions past their expiry are forgotten.
+func (c *console) revoke(v string) {
+	t, ok := c.sessionExpiry(v)
+	now := time.Now().Unix()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for s, exp := range c.revoked {
+		if exp <= now {
+			delete(c.revoked, s)
+		}
+	}
+	if ok && t > now {
+		if c.revoked == nil {
+			c.revoked = map[string]int64{}
+		}
+		c.revoked[v] = t
+	}
 }
 
 func (c *console) mac(s string) string {
@@ -161,8 +197,11 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
 }
 
-// logout drops the session cookie.
+// logout ends the session and drops its cookie.
 func (c *console) logout(w http.ResponseWriter, r *http.Request) {
+	if ck, err := r.Cookie(sessionCookie); err == nil {
+		c.revoke(ck.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true})
 	http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
 }

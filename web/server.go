@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,6 +20,9 @@ type console struct {
 	pages  *pages
 	secret []byte // signs session cookies; new for every console
 	cop    *http.CrossOriginProtection
+
+	mu      sync.Mutex
+	revoked map[string]int64 // sessions logged out, and when they expire
 }
 
 // Handler returns the console as an http.Handler. Mount it at
