@@ -112,7 +112,7 @@ var actions = map[string]action{
 			was := c.queueWas(ctx, q, false)
 			return "resumed " + q + was, "/queues/" + url.PathEscape(q), c.ops.ResumeQueue(ctx, q)
 		}},
-	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true, Fields: selectorFields,
+	"bulk-redrive": {Title: "Redrive jobs", Target: "queue", Bulk: true, Fields: bulkFields,
 		What: "Every job the selector chooses goes back to available (quarantined ones are released), in bounded batches.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			sel, err := selector(f)
@@ -129,7 +129,7 @@ var actions = map[string]action{
 			return fmt.Sprintf("redrove %d of %d examined %s jobs of %s%s", pr.Matched, pr.Examined, sel.State, sel.Queue, leftOut(pr.Unreadable)),
 				"/queues/" + url.PathEscape(sel.Queue) + "?state=" + url.QueryEscape(sel.State), err
 		}},
-	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true, Fields: selectorFields,
+	"bulk-delete": {Title: "Delete jobs", Target: "queue", Bulk: true, Danger: true, Fields: bulkFields,
 		What: "Every job the selector chooses is deleted, in bounded batches. This cannot be undone.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			sel, err := selector(f)
@@ -308,7 +308,8 @@ type confirmView struct {
 	Error string
 	Back  string // the page the Back link goes to
 	// Once is a fresh key that makes the confirmed action happen once,
-	// however often its form is posted (a trigger's job ID).
+	// however often its form is posted (a trigger's job ID, a bulk
+	// action's run: console.once).
 	Once string
 }
 
@@ -345,7 +346,7 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
-	if name == "trigger" {
+	if name == "trigger" || a.Bulk {
 		v.Once = keys.NewLocal()
 	}
 	if seen := slices.DeleteFunc(slices.Clone(a.Fields), func(k string) bool { return jobFields[k] == nil || f.Get(k) != "" }); len(seen) > 0 {
@@ -460,7 +461,17 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Minute)
 	defer cancel()
-	msg, back, err := a.run(c, ctx, f)
+	var msg, back string
+	var err error
+	if key := f.Get("once"); a.Bulk && key != "" {
+		var again bool
+		msg, back, again, err = c.once.do(key, func() (string, string, error) { return a.run(c, ctx, f) })
+		if again {
+			msg = "done already, by this confirmation posted before: " + msg
+		}
+	} else {
+		msg, back, err = a.run(c, ctx, f)
+	}
 	if err != nil {
 		code := statusOf(err)
 		if code == http.StatusInternalServerError && !errors.Is(err, context.Canceled) {
@@ -509,6 +520,11 @@ func finished(state string) bool { return state == "" || terminal(state) }
 
 // selectorFields are a bulk action's selector fields (selector).
 var selectorFields = []string{"state", "kind", "reason", "after", "before"}
+
+// bulkFields are a bulk action's: its selector, and the key of its
+// confirmation that runs it once however often its form is posted
+// (console.once).
+var bulkFields = append(slices.Clone(selectorFields), "once")
 
 // formFields refuses a form that gives a field more than once (every
 // action reads one value of each field, url.Values.Get, the first, so

@@ -23,6 +23,7 @@ type console struct {
 
 	mu      sync.Mutex
 	revoked map[string]int64 // sessions logged out, and when they expire
+	once    onceRuns         // the runs of bulk actions' confirmations
 }
 
 // Handler returns the console as an http.Handler. Mount it at
