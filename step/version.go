@@ -150,9 +150,8 @@ func next(st *attempt.State) int {
 // suspension) or the signal that woke it (kept until the wait takes it).
 // A new job has neither, unless a signal was sent ahead of its wait, or a
 // Select before the point with timers of its own names was decided by an
-// earlier attempt that ended before the point and recorded before
-// 2026-12-06 (a record since names every case, and its timers are
-// accounted for): then it keeps the old branch, which the code still has. A job suspended past the point on
+// earlier attempt that ended before the point: then it keeps the old
+// branch, which the code still has. A job suspended past the point on
 // signals only and woken otherwise (by an operator) leaves no trace and
 // takes the new branch. Whatever is decided is recorded, once.
 func wentPast(st *attempt.State, n int) (bool, error) {
@@ -185,18 +184,8 @@ func wentPast(st *attempt.State, n int) (bool, error) {
 		now[r.Index] = field
 		accounts[field], accounts[timeoutTimer(field)] = true, true
 		var d decided
-		if decode(r.Result, &d) == nil {
-			if len(d.Case) > 2 && (d.Case[:2] == "t:" || d.Case[:2] == "s:") {
-				accounts[d.Case[2:]] = true
-			}
-			// the timers it did not decide by stay with the job: its
-			// own, no trace of a wait past the point (a late signal of
-			// a losing case is not: a wait past the point may take it)
-			for _, k := range d.Cases {
-				if len(k) > 2 && k[:2] == "t:" {
-					accounts[k[2:]] = true
-				}
-			}
+		if decode(r.Result, &d) == nil && len(d.Case) > 2 && (d.Case[:2] == "t:" || d.Case[:2] == "s:") {
+			accounts[d.Case[2:]] = true
 		}
 	}
 	for i := range now {

@@ -210,10 +210,6 @@ func (s *Selector) add(c *Case) *Case {
 type decided struct {
 	Case    string `msgpack:"c"`
 	Payload []byte `msgpack:"p,omitempty"`
-	// Cases are the keys of every case the select waited on (a record
-	// before 2026-12-06 has none): its losing timers are its own, not a
-	// trace of a later wait (step.Version's wentPast).
-	Cases []string `msgpack:"a,omitempty"`
 }
 
 // Wait returns nil once one of the waits has fired (see Fired), or the
@@ -252,11 +248,7 @@ func (s *Selector) Wait() error {
 				s.name, win.signal, err, rejected))
 		}
 	}
-	keys := make([]string, len(s.cases))
-	for i, c := range s.cases {
-		keys[i] = c.key
-	}
-	b, err := encodeRecord(s.idx, decided{Case: win.key, Payload: payload, Cases: keys}, nil)
+	b, err := encodeRecord(s.idx, decided{Case: win.key, Payload: payload}, nil)
 	if err != nil {
 		return err
 	}
