@@ -328,23 +328,38 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	_ = fl.Flush()
 	s := c.hub.subscribe(job)
 	defer c.hub.unsubscribe(s)
+	if job != "" && s.job == "" {
+		// the hub follows maxWatchedJobs jobs at most: the page says it
+		// is not live rather than show a job that may have moved on
+		fmt.Fprintf(w, "event: unfollowed\ndata: %d\n\n", maxWatchedJobs)
+		_ = fl.Flush()
+	}
 	keep := time.NewTicker(15 * time.Second)
 	defer keep.Stop()
 	closing, _ := r.Context().Value(shutdownKey{}).(chan struct{}) // nil: never
 	for {
+		var err error
+		// a browser that stops reading, its connection still open, holds
+		// the stream no longer than this
+		_ = fl.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		select {
 		case <-r.Context().Done():
 			return
 		case <-closing: // the server shuts down: the browser reconnects to the next
 			return
 		case ev := <-s.ch:
-			fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
 		case <-keep.C:
-			fmt.Fprintf(w, ": keep-alive\n\n")
+			_, err = fmt.Fprintf(w, ": keep-alive\n\n")
 		}
-		_ = fl.Flush()
+		if err != nil || fl.Flush() != nil {
+			return
+		}
 	}
 }
+
+// streamWriteTimeout bounds one write of the live stream.
+const streamWriteTimeout = 30 * time.Second
 
 // canFlush reports whether w, or a writer it wraps (Unwrap, as
 // http.ResponseController reads it), can flush.

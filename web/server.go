@@ -281,12 +281,18 @@ func (c *console) guard(next http.Handler) http.Handler {
 }
 
 // crossSiteFetch reports whether the browser says r comes from another
-// site and is not a navigation (a link followed, a page opened): what an
-// <img>, <script> or fetch of another site's page sends
-// (Sec-Fetch-Site, Sec-Fetch-Mode; absent from clients other than
-// browsers, which are not refused).
+// site and is not a top-level navigation (a link followed, a page
+// opened): what an <img>, <script>, fetch or <iframe> of another site's
+// page sends (Sec-Fetch-Site, Sec-Fetch-Mode, Sec-Fetch-Dest; absent
+// from clients other than browsers, which are not refused). A frame is
+// refused although the console's headers keep it from showing: its
+// request would still run a bulk action's dry run.
 func crossSiteFetch(r *http.Request) bool {
-	return r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate"
+	if r.Header.Get("Sec-Fetch-Site") != "cross-site" {
+		return false
+	}
+	dest := r.Header.Get("Sec-Fetch-Dest")
+	return r.Header.Get("Sec-Fetch-Mode") != "navigate" || dest != "" && dest != "document"
 }
 
 // path is p under the console's prefix.

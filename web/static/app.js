@@ -100,7 +100,7 @@
         live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt)) return;
     refreshing = true;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
-      .then(function (r) { return r.text().then(function (html) { return { ok: r.ok, html: html }; }); })
+      .then(function (r) { return r.text().then(function (html) { return { status: r.status, html: html }; }); })
       .then(function (got) {
         var doc = new DOMParser().parseFromString(got.html, "text/html");
         var fresh = doc.getElementById("live");
@@ -108,9 +108,10 @@
           live.replaceWith(fresh);
           times(fresh);
           fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
-        } else if (!got.ok) {
-          // the job is gone (deleted) or cannot be read: the page shows
-          // the answer's message instead of the job, and follows it no more
+        } else if (got.status === 404) {
+          // the job is gone (deleted): the page shows the answer's message
+          // instead of the job, and follows it no more (another error, a
+          // proxy's or a restart's, is let pass: the next event fetches again)
           var main = document.querySelector("main"), said = doc.querySelector("main");
           if (main && said) main.replaceWith(said);
           if (source) source.close();
@@ -135,6 +136,19 @@
     src.addEventListener("error", function () { if (dot) dot.classList.remove("on"); });
     src.addEventListener("overview", function (ev) { overview(JSON.parse(ev.data)); });
     src.addEventListener("job", refreshJob);
+    src.addEventListener("unfollowed", function (ev) {
+      // the console follows so many jobs at once: this page is not live
+      var live = document.getElementById("live");
+      if (live && !document.getElementById("unfollowed")) {
+        var note = document.createElement("div");
+        note.id = "unfollowed";
+        note.className = "flash";
+        note.setAttribute("role", "status");
+        note.textContent = "This page is not live: the console follows " + ev.data + " jobs at once already. Reload it later to see changes.";
+        live.prepend(note);
+      }
+      document.querySelectorAll("#live .live-dot").forEach(function (d) { d.classList.remove("on"); });
+    });
   }
   times(document);
   setInterval(ticking, 15000);

@@ -1,0 +1,55 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/testkit"
+)
+
+// TestBrowserTransientErrorKeepsFollowing: one failed refresh of a
+// followed job page (a 502 of a proxy, a 500 of a Redis blip: anything
+// but the job's 404) does not end the page's stream: a review found a
+// first version of the page's handling of a deleted job closed it on any
+// answer that was not ok, and a later change (here a cancel) was never
+// shown, the page keeping the stale state and its actions.
+func TestBrowserTransientErrorKeepsFollowing(t *testing.T) {
+	var fail atomic.Bool
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/jobs/") && r.Header.Get("Sec-Fetch-Dest") == "empty" && fail.CompareAndSwap(true, false) {
+				http.Error(w, "502 Bad Gateway (a proxy's blip)", http.StatusBadGateway)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	f := newFixture(t, Options{Auth: mw, Insecure: true}, false)
+	ctx := browser(t)
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
+		t.Fatalf("browser: add the page hooks: %v", err)
+	}
+	do(t, ctx, "the scheduled job's page", chromedp.Navigate(f.url+jobPath(id)))
+	until(t, ctx, "the job page to follow the job live",
+		`document.querySelector("#live")?.dataset.state === "scheduled" && window.jobEvents >= 1`)
+	fail.Store(true)
+	bg := context.Background()
+	testkit.Must(t, f.ops.RunNow(bg, id))
+	until(t, ctx, "the job event of run now", `window.jobEvents >= 2`)
+	for fail.Load() { // the page's refresh met the 502
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := f.ops.CancelJob(bg, id)
+	testkit.Must(t, err)
+	until(t, ctx, "the page to show the job cancelled after one failed refresh",
+		`document.querySelector("#live")?.dataset.state === "cancelled"`)
+}
