@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -238,14 +237,7 @@ func (s *Selector) Wait() error {
 	}
 	if win.decode != nil {
 		if err := win.decode(payload); err != nil {
-			// set aside, its payload kept: a redrive goes on with the
-			// signals after it, where it would meet this one again
-			rejected := checkpoint.RejectedPrefix + strings.TrimPrefix(field, checkpoint.SignalPrefix)
-			if err := s.st.Commit(rejected, payload, store.ModeTake(field), "", nil); err != nil {
-				return err
-			}
-			return park("bad_signal", fmt.Errorf("step %q: signal %q: %w (set aside, its payload kept in the job's steps as %s: a redrive waits on for the next)",
-				s.name, win.signal, err, rejected))
+			return park("bad_signal", fmt.Errorf("step %q: signal %q: %w", s.name, win.signal, err))
 		}
 	}
 	b, err := encodeRecord(s.idx, decided{Case: win.key, Payload: payload}, nil)

@@ -16,10 +16,6 @@ const (
 	// SignalPrefix starts a signal's field: then its sequence number (10
 	// digits), ':' and its name; its value is its payload.
 	SignalPrefix = "!s:"
-	// RejectedPrefix starts the field of a signal a wait set aside, its
-	// payload not of the type the wait asks for: then the rest of its
-	// signal field; its value is the payload, kept.
-	RejectedPrefix = "!r:"
 )
 
 // IsStep reports whether field holds a step's checkpoint: not a cursor's
