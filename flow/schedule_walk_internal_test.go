@@ -48,23 +48,20 @@ func refWall(tm timing, loc *time.Location, from, to time.Time) []time.Time {
 	return out
 }
 
-// TestTimingWallAgainstWalk: a daily cron at a set wall time ("30 2 * * *",
-// "0 0 * * *", "0 1,2,3 * * *") ticks once per matching wall time in each
-// zone of dstZones around each of its 2026 clock changes, as a walk minute
-// by minute finds (refWall).
-func TestTimingWallAgainstWalk(t *testing.T) {
-	t.Parallel()
-	exprs := []string{"30 2 * * *", "0 0 * * *", "0 1 * * *", "30 23 * * *", "0 3 * * *"}
+// walkChanges runs check for each of exprs in each zone of dstZones, in
+// the window of span either side of each of the zone's 2026 clock
+// changes, with the ticks next gives there (got); check reports what the
+// walk wants, and the first 20 differences fail the test.
+func walkChanges(t *testing.T, exprs []string, span time.Duration, want func(tm timing, loc *time.Location, from, to time.Time) []time.Time) {
+	t.Helper()
 	bad := 0
 	for _, z := range dstZones {
 		loc, err := time.LoadLocation(z)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// the 2026 changes of the zone
 		var changes []time.Time
-		x := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		for x.Year() < 2027 {
+		for x := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC); x.Year() < 2027; {
 			_, end := x.In(loc).ZoneBounds()
 			if end.IsZero() {
 				break
@@ -73,7 +70,7 @@ func TestTimingWallAgainstWalk(t *testing.T) {
 			x = end
 		}
 		for _, ch := range changes {
-			from, to := ch.Add(-36*time.Hour), ch.Add(36*time.Hour)
+			from, to := ch.Add(-span), ch.Add(span)
 			for _, e := range exprs {
 				tm, _, err := parseTiming(e, 0, z)
 				if err != nil {
@@ -83,14 +80,22 @@ func TestTimingWallAgainstWalk(t *testing.T) {
 				for x := tm.next(from); !x.IsZero() && !x.After(to); x = tm.next(x) {
 					got = append(got, x.UTC())
 				}
-				want := refWall(tm, loc, from, to)
-				if !slices.EqualFunc(got, want, time.Time.Equal) && bad < 20 {
+				if w := want(tm, loc, from, to); !slices.EqualFunc(got, w, time.Time.Equal) && bad < 20 {
 					bad++
-					t.Errorf("%s %q around %v: got %v, want %v", z, e, ch, got, want)
+					t.Errorf("%s %q around %v: got %v, want %v", z, e, ch, got, w)
 				}
 			}
 		}
 	}
+}
+
+// TestTimingWallAgainstWalk: a daily cron at a set wall time ("30 2 * * *",
+// "0 0 * * *", "0 1,2,3 * * *") ticks once per matching wall time in each
+// zone of dstZones around each of its 2026 clock changes, as a walk minute
+// by minute finds (refWall).
+func TestTimingWallAgainstWalk(t *testing.T) {
+	t.Parallel()
+	walkChanges(t, []string{"30 2 * * *", "0 0 * * *", "0 1 * * *", "30 23 * * *", "0 3 * * *"}, 36*time.Hour, refWall)
 }
 
 // TestTimingElapsedAgainstWalk: a cron whose hour is '*' ticks at every
@@ -98,50 +103,18 @@ func TestTimingWallAgainstWalk(t *testing.T) {
 // zones of dstZones.
 func TestTimingElapsedAgainstWalk(t *testing.T) {
 	t.Parallel()
-	exprs := []string{"0 * * * *", "30 * * * *", "*/20 * * * 0", "45 * 1 * *"}
-	bad := 0
-	for _, z := range dstZones {
-		loc, err := time.LoadLocation(z)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var changes []time.Time
-		x := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		for x.Year() < 2027 {
-			_, end := x.In(loc).ZoneBounds()
-			if end.IsZero() {
-				break
-			}
-			changes = append(changes, end)
-			x = end
-		}
-		for _, ch := range changes {
-			from, to := ch.Add(-30*time.Hour), ch.Add(30*time.Hour)
-			for _, e := range exprs {
-				tm, _, err := parseTiming(e, 0, z)
-				if err != nil {
-					t.Fatal(err)
-				}
-				spec := *tm.cron
-				spec.Location = time.UTC
-				var want []time.Time
-				for u := from.Truncate(time.Minute).Add(time.Minute); !u.After(to); u = u.Add(time.Minute) {
-					w := wallClock(u, loc)
-					if spec.Next(w.Add(-time.Second)).Equal(w) {
-						want = append(want, u)
-					}
-				}
-				var got []time.Time
-				for x := tm.next(from); !x.IsZero() && !x.After(to); x = tm.next(x) {
-					got = append(got, x.UTC())
-				}
-				if !slices.EqualFunc(got, want, time.Time.Equal) && bad < 20 {
-					bad++
-					t.Errorf("%s %q around %v: got %v, want %v", z, e, ch, got, want)
+	walkChanges(t, []string{"0 * * * *", "30 * * * *", "*/20 * * * 0", "45 * 1 * *"}, 30*time.Hour,
+		func(tm timing, loc *time.Location, from, to time.Time) []time.Time {
+			spec := *tm.cron
+			spec.Location = time.UTC
+			var want []time.Time
+			for u := from.Truncate(time.Minute).Add(time.Minute); !u.After(to); u = u.Add(time.Minute) {
+				if w := wallClock(u, loc); spec.Next(w.Add(-time.Second)).Equal(w) {
+					want = append(want, u)
 				}
 			}
-		}
-	}
+			return want
+		})
 }
 
 // TestRecentAgainstWalk: recent(after, now, k) is the last k of the

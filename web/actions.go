@@ -464,8 +464,17 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	var msg, back string
 	var err error
 	if key := f.Get("once"); a.Bulk && key != "" {
+		if len(key) > 64 {
+			c.fail(w, r, fmt.Errorf("%w: the confirmation's key is %d bytes, at most 64", flow.ErrInvalid, len(key)))
+			return
+		}
+		// run past this request: the browser that posts the form again
+		// (a double click) drops the first post, whose run must finish
+		// for the second to say what it did
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Minute)
+		defer cancel()
 		var again bool
-		msg, back, again, err = c.once.do(key, func() (string, string, error) { return a.run(c, ctx, f) })
+		msg, back, again, err = c.once.do(name+" "+key, func() (string, string, error) { return a.run(c, bctx, f) })
 		if again {
 			msg = "done already, by this confirmation posted before: " + msg
 		}

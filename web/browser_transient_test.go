@@ -53,3 +53,37 @@ func TestBrowserTransientErrorKeepsFollowing(t *testing.T) {
 	until(t, ctx, "the page to show the job cancelled after one failed refresh",
 		`document.querySelector("#live")?.dataset.state === "cancelled"`)
 }
+
+// TestBrowserFailedRefreshOfLastChangeRetried: a failed refresh for the
+// job's last change (run now: available, and no worker takes it, so no
+// job event follows) is asked again: the page comes to show the job
+// available. A review found it waited for a next event that never came,
+// showing the old state under a live dot for good.
+func TestBrowserFailedRefreshOfLastChangeRetried(t *testing.T) {
+	var fail atomic.Bool
+	mw := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/jobs/") && r.Header.Get("Sec-Fetch-Dest") == "empty" && fail.CompareAndSwap(true, false) {
+				http.Error(w, "502 Bad Gateway (a proxy's blip)", http.StatusBadGateway)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	f := newFixture(t, Options{Auth: mw, Insecure: true}, false)
+	ctx := browser(t)
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
+		t.Fatalf("browser: add the page hooks: %v", err)
+	}
+	do(t, ctx, "the scheduled job's page", chromedp.Navigate(f.url+jobPath(id)))
+	until(t, ctx, "the job page to follow the job live",
+		`document.querySelector("#live")?.dataset.state === "scheduled" && window.jobEvents >= 1`)
+	fail.Store(true)
+	testkit.Must(t, f.ops.RunNow(context.Background(), id))
+	until(t, ctx, "the page to show the job available after its refresh met a 502",
+		`document.querySelector("#live")?.dataset.state === "available"`)
+	if fail.Load() {
+		t.Fatal("the page's refresh never met the 502")
+	}
+}

@@ -56,3 +56,33 @@ func TestBulkDeletePostedTwice(t *testing.T) {
 		t.Errorf("the same confirmation posted again: %q; want it said done already, deleted 2", msg)
 	}
 }
+
+// TestOnceKeyIsItsActions: a bulk redrive posted with a key a bulk
+// delete's confirmation used runs, as its own: a review found it ran
+// nothing and answered the delete's message.
+func TestOnceKeyIsItsActions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	f.cancelled(work{}, 2)
+	c := client()
+	_, body := f.get(c, "/confirm/bulk-delete?"+url.Values{"queue": {testQueue}, "state": {flow.StateCancelled}}.Encode())
+	form := hiddenFields(body)
+	for k := range form {
+		if form.Get(k) == "" {
+			form.Del(k)
+		}
+	}
+	if code, _, _ := f.post(c, "/act/bulk-delete", form); code != http.StatusSeeOther {
+		t.Fatalf("first post: %d", code)
+	}
+	redrive := url.Values{"queue": {testQueue}, "state": {flow.StateArchived}, "once": {form.Get("once")}, "csrf": {form.Get("csrf")}}
+	code, loc, _ := f.post(c, "/act/bulk-redrive", redrive)
+	if code != http.StatusSeeOther {
+		t.Fatalf("redrive post: %d", code)
+	}
+	_, page := f.get(c, strings.TrimPrefix(loc, testPrefix))
+	_, rest, _ := strings.Cut(page, `class="flash" role="status">`)
+	if msg, _, _ := strings.Cut(rest, "<"); !strings.HasPrefix(msg, "redrove") {
+		t.Fatalf("a bulk redrive posted with a bulk delete's key answers %q; want its own run", msg)
+	}
+}

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"cmp"
+	"errors"
 	"sync"
 	"time"
 )
@@ -60,12 +62,22 @@ func (o *onceRuns) do(key string, run func() (msg, back string, err error)) (msg
 	r := &onceRun{done: make(chan struct{}), at: now}
 	o.runs[key] = r
 	o.mu.Unlock()
-	defer close(r.done)
+	ran := false
+	defer func() {
+		if !ran || r.err != nil {
+			// failed, or panicked (net/http recovers it): not kept, so a
+			// post waiting, or a retry, runs again
+			r.err = cmp.Or(r.err, errOnceFailed)
+			o.mu.Lock()
+			delete(o.runs, key)
+			o.mu.Unlock()
+		}
+		close(r.done)
+	}()
 	r.msg, r.back, r.err = run()
-	if r.err != nil {
-		o.mu.Lock()
-		delete(o.runs, key)
-		o.mu.Unlock()
-	}
+	ran = true
 	return r.msg, r.back, false, r.err
 }
+
+// errOnceFailed stands for a run that panicked.
+var errOnceFailed = errors.New("sluice web: the action's run failed")

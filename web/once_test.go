@@ -47,3 +47,24 @@ func TestOnceRuns(t *testing.T) {
 		t.Fatalf("the retry after a failure: %q, again %v, %v; want it run", msg, again, err)
 	}
 }
+
+// TestOncePanicNotKept: a run that panics (net/http recovers a handler's
+// panic) is not kept: the same confirmation posted again runs. A review
+// found its key kept as a success, answering "done already" with no
+// message, for an hour.
+func TestOncePanicNotKept(t *testing.T) {
+	t.Parallel()
+	var o onceRuns
+	func() {
+		defer func() { _ = recover() }()
+		o.do("k", func() (string, string, error) { panic("boom") })
+	}()
+	ran := false
+	msg, _, again, err := o.do("k", func() (string, string, error) {
+		ran = true
+		return "deleted 2", "/queues/q", nil
+	})
+	if !ran || again || err != nil || msg != "deleted 2" {
+		t.Fatalf("after a run that panicked: ran %v, %q, again %v, %v; want it run", ran, msg, again, err)
+	}
+}

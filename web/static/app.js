@@ -90,7 +90,7 @@
   // swaps in the fresh content. The server sends only changes, so an event
   // that arrives during a fetch is kept (the latest one) and looked at once
   // the fetch is done: the page may have been read before that change.
-  var refreshing = false, pending = null, source = null;
+  var refreshing = false, pending = null, source = null, retries = 0;
   function refreshJob(ev) {
     var live = document.getElementById("live");
     if (!live) return;
@@ -110,15 +110,27 @@
           fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
         } else if (got.status === 404) {
           // the job is gone (deleted): the page shows the answer's message
-          // instead of the job, and follows it no more (another error, a
-          // proxy's or a restart's, is let pass: the next event fetches again)
+          // instead of the job, and follows it no more
           var main = document.querySelector("main"), said = doc.querySelector("main");
           if (main && said) main.replaceWith(said);
           if (source) source.close();
           document.querySelectorAll(".live-dot").forEach(function (d) { d.classList.remove("on"); });
+        } else {
+          throw new Error("status " + got.status);
+        }
+        retries = 0;
+      })
+      .catch(function () {
+        // another answer (a proxy's 502, a restart) or no answer: no event
+        // may follow (the change was the job's last), so the page asks
+        // again, a few times, then says it is not live
+        if (retries < 5) {
+          retries++;
+          setTimeout(function () { refreshJob(ev); }, 2000);
+        } else {
+          document.querySelectorAll(".live-dot").forEach(function (d) { d.classList.remove("on"); });
         }
       })
-      .catch(function () {})
       .finally(function () {
         refreshing = false;
         var next = pending;
