@@ -3,37 +3,30 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/flow/admin"
-	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/redistest"
 )
 
 // What the spawn-across-resize tests share: their workers run in other
 // goroutines (and some in another process's place), with no signal the
-// tests hold, so they poll what Redis says, every pollEvery, for
-// pollFor at most.
-const (
-	pollEvery = 20 * time.Millisecond
-	pollFor   = 15 * time.Second
-)
+// tests hold, so they poll what Redis says (redistest.Within), for pollFor
+// at most.
+const pollFor = 15 * time.Second
 
 // waitDepth waits until queue holds want jobs in state.
 func waitDepth(t *testing.T, adm *admin.Client, queue, state string, want int64) {
 	t.Helper()
-	deadline := time.Now().Add(pollFor)
-	for {
+	redistest.Within(t, pollFor, fmt.Sprintf("queue %s to hold %d %s", queue, want, state), func() (bool, string) {
 		st, err := adm.QueueStats(context.Background(), queue, 0)
-		testkit.Must(t, err)
-		if st.Depth[state] == want {
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %s: %v, want %s %d", queue, st.Depth, state, want)
-		}
-		time.Sleep(pollEvery)
-	}
+		return st.Depth[state] == want, fmt.Sprint(st.Depth)
+	})
 }
 
 // resizeOnceEmpty resizes the paused queue to n, trying again while the
@@ -41,15 +34,15 @@ func waitDepth(t *testing.T, adm *admin.Client, queue, state string, want int64)
 // sent on (their notifications to a parent, until relayed).
 func resizeOnceEmpty(t *testing.T, adm *admin.Client, queue string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(pollFor)
-	for {
+	var other error
+	redistest.Within(t, pollFor, fmt.Sprintf("the resize of %s to %d", queue, n), func() (bool, string) {
 		err := adm.ResizeQueue(context.Background(), queue, n)
-		if err == nil {
-			return
+		if err != nil && !errors.Is(err, admin.ErrResizeRefused) {
+			other = err
 		}
-		if !errors.Is(err, admin.ErrResizeRefused) || time.Now().After(deadline) {
-			t.Fatalf("resize of %s to %d: %v", queue, n, err)
-		}
-		time.Sleep(pollEvery)
+		return err == nil || other != nil, fmt.Sprint(err)
+	})
+	if other != nil {
+		t.Fatalf("resize of %s to %d: %v", queue, n, other)
 	}
 }

@@ -26,19 +26,9 @@ func TestStalledSchedulerLeavesItsTicks(t *testing.T) {
 	e := newSchedEnv(t)
 	ctx := context.Background()
 	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
-	stop := e.run(e.newScheduler(sc))
-	e.wait("m", 1)
-	stop()
-	e.clk.Advance(time.Minute)
-	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
-	stalled := e.newScheduler(sc)
-	claimed := e.clk.Now()
-	res, err := st.ClaimTicks(ctx, "m", at(0), at(time.Minute), []time.Time{at(time.Minute)})
-	if err != nil || res != store.Claimed {
-		t.Fatalf("claim: %q, %v", res, err)
-	}
+	stalled, claimed := claimTickOne(t, e, sc)
 	e.clk.Advance(time.Minute) // the claim is abandoned
-	stop = e.run(e.newScheduler(sc))
+	stop := e.run(e.newScheduler(sc))
 	e.wait("m", 1)
 	stop()
 	if diff := cmp.Diff(tickIDs("m", minutes(1, 2)...), e.queued()); diff != "" {
@@ -60,21 +50,31 @@ func TestStalledSchedulerLeavesItsTicks(t *testing.T) {
 func TestFreshClaimEnqueued(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t)
-	ctx := context.Background()
 	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
-	stop := e.run(e.newScheduler(sc))
-	e.wait("m", 1)
-	stop()
-	e.clk.Advance(time.Minute)
-	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
-	s := e.newScheduler(sc)
-	claimed := e.clk.Now()
-	if res, err := st.ClaimTicks(ctx, "m", at(0), at(time.Minute), []time.Time{at(time.Minute)}); err != nil || res != store.Claimed {
-		t.Fatalf("claim: %q, %v", res, err)
-	}
+	s, claimed := claimTickOne(t, e, sc)
 	e.clk.Advance(14 * time.Second)
 	testkit.Must(t, flow.EnqueueClaimedTicks(s, "m", claimed, at(time.Minute)))
 	if diff := cmp.Diff(tickIDs("m", minutes(1)...), e.queued()); diff != "" {
 		t.Fatalf("jobs (-want +got):\n%s", diff)
 	}
+}
+
+// claimTickOne runs schedule sc (every minute, from t0) once, a minute on
+// claims its tick 1 as a scheduler that then dies or stalls would, and
+// returns a scheduler of sc that has not run (the stalled one, for
+// EnqueueClaimedTicks) and when the claim was sent.
+func claimTickOne(t *testing.T, e *schedEnv, sc flow.Schedule) (*flow.Scheduler, time.Time) {
+	t.Helper()
+	stop := e.run(e.newScheduler(sc))
+	e.wait(sc.Name, 1)
+	stop()
+	e.clk.Advance(time.Minute)
+	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
+	s := e.newScheduler(sc)
+	claimed := e.clk.Now()
+	res, err := st.ClaimTicks(context.Background(), sc.Name, at(0), at(time.Minute), []time.Time{at(time.Minute)})
+	if err != nil || res != store.Claimed {
+		t.Fatalf("claim: %q, %v", res, err)
+	}
+	return s, claimed
 }

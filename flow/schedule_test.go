@@ -14,7 +14,6 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
@@ -143,15 +142,7 @@ func TestScheduleAbandonedTick(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t)
 	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
-	stop := e.run(e.newScheduler(sc))
-	e.wait("m", 1)
-	stop()
-	e.clk.Advance(time.Minute)
-	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
-	res, err := st.ClaimTicks(context.Background(), "m", at(0), at(time.Minute), []time.Time{at(time.Minute)})
-	if err != nil || res != store.Claimed {
-		t.Fatalf("claim: %q, %v", res, err)
-	}
+	claimTickOne(t, e, sc)
 	e.run(e.newScheduler(sc))
 	e.wait("m", 1)
 	if q := e.queued(); len(q) != 0 {
@@ -172,18 +163,9 @@ func TestScheduleStalledSchedulerResumes(t *testing.T) {
 	t.Parallel()
 	e := newSchedEnv(t)
 	sc := flow.Schedule{Name: "m", Cron: "* * * * *", Args: report{}}
-	stop := e.run(e.newScheduler(sc))
-	e.wait("m", 1)
-	stop()
-	e.clk.Advance(time.Minute)
-	st := store.New(e.rdb, store.Config{NS: e.ns, Now: e.clk.Now})
-	stalled := e.newScheduler(sc)
-	res, err := st.ClaimTicks(context.Background(), "m", at(0), at(time.Minute), []time.Time{at(time.Minute)})
-	if err != nil || res != store.Claimed {
-		t.Fatalf("claim: %q, %v", res, err)
-	}
+	stalled, _ := claimTickOne(t, e, sc)
 	e.clk.Advance(time.Minute) // the claim is abandoned
-	stop = e.run(e.newScheduler(sc))
+	stop := e.run(e.newScheduler(sc))
 	e.wait("m", 1)
 	stop()
 	if diff := cmp.Diff(tickIDs("m", minutes(1, 2)...), e.queued()); diff != "" {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/proctest"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -167,10 +168,7 @@ func TestPanickingCallbacksKeepTheWorker(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(waitTimeout)
-	for len(missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	redisproc.Poll(waitTimeout, func() (bool, string) { return len(missing()) == 0, "" })
 	for _, want := range missing() {
 		t.Errorf("the child's log has no %q", want)
 	}

@@ -22,17 +22,8 @@ import (
 // answer that was not ok, and a later change (here a cancel) was never
 // shown, the page keeping the stale state and its actions.
 func TestBrowserTransientErrorKeepsFollowing(t *testing.T) {
-	var fail atomic.Bool
-	mw := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.Contains(r.URL.Path, "/jobs/") && r.Header.Get("Sec-Fetch-Dest") == "empty" && fail.CompareAndSwap(true, false) {
-				http.Error(w, "502 Bad Gateway (a proxy's blip)", http.StatusBadGateway)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	f := newFixture(t, Options{Auth: mw, Insecure: true}, false)
+	blip := newRefreshBlip()
+	f := newFixture(t, Options{Auth: blip.middleware, Insecure: true}, false)
 	ctx := browser(t)
 	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
@@ -41,13 +32,11 @@ func TestBrowserTransientErrorKeepsFollowing(t *testing.T) {
 	do(t, ctx, "the scheduled job's page", chromedp.Navigate(f.url+jobPath(id)))
 	until(t, ctx, "the job page to follow the job live",
 		`document.querySelector("#live")?.dataset.state === "scheduled" && window.jobEvents >= 1`)
-	fail.Store(true)
+	blip.arm()
 	bg := context.Background()
 	testkit.Must(t, f.ops.RunNow(bg, id))
 	until(t, ctx, "the job event of run now", `window.jobEvents >= 2`)
-	for fail.Load() { // the page's refresh met the 502
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Recv(t, blip.failed, "the page's refresh to meet the 502")
 	_, err := f.ops.CancelJob(bg, id)
 	testkit.Must(t, err)
 	until(t, ctx, "the page to show the job cancelled after one failed refresh",
@@ -60,17 +49,8 @@ func TestBrowserTransientErrorKeepsFollowing(t *testing.T) {
 // available. A review found it waited for a next event that never came,
 // showing the old state under a live dot for good.
 func TestBrowserFailedRefreshOfLastChangeRetried(t *testing.T) {
-	var fail atomic.Bool
-	mw := func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if strings.Contains(r.URL.Path, "/jobs/") && r.Header.Get("Sec-Fetch-Dest") == "empty" && fail.CompareAndSwap(true, false) {
-				http.Error(w, "502 Bad Gateway (a proxy's blip)", http.StatusBadGateway)
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-	f := newFixture(t, Options{Auth: mw, Insecure: true}, false)
+	blip := newRefreshBlip()
+	f := newFixture(t, Options{Auth: blip.middleware, Insecure: true}, false)
 	ctx := browser(t)
 	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
@@ -79,11 +59,32 @@ func TestBrowserFailedRefreshOfLastChangeRetried(t *testing.T) {
 	do(t, ctx, "the scheduled job's page", chromedp.Navigate(f.url+jobPath(id)))
 	until(t, ctx, "the job page to follow the job live",
 		`document.querySelector("#live")?.dataset.state === "scheduled" && window.jobEvents >= 1`)
-	fail.Store(true)
+	blip.arm()
 	testkit.Must(t, f.ops.RunNow(context.Background(), id))
 	until(t, ctx, "the page to show the job available after its refresh met a 502",
 		`document.querySelector("#live")?.dataset.state === "available"`)
-	if fail.Load() {
-		t.Fatal("the page's refresh never met the 502")
-	}
+	testkit.Recv(t, blip.failed, "the page's refresh to meet the 502")
+}
+
+// refreshBlip is an Auth middleware that answers the next fetch a job
+// page makes of itself, once armed, with a 502 (a proxy's blip), and says
+// when it did on failed.
+type refreshBlip struct {
+	armed  atomic.Bool
+	failed chan struct{}
+}
+
+func newRefreshBlip() *refreshBlip { return &refreshBlip{failed: make(chan struct{}, 1)} }
+
+func (b *refreshBlip) arm() { b.armed.Store(true) }
+
+func (b *refreshBlip) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.Path, "/jobs/") && r.Header.Get("Sec-Fetch-Dest") == "empty" && b.armed.CompareAndSwap(true, false) {
+			http.Error(w, "502 Bad Gateway (a proxy's blip)", http.StatusBadGateway)
+			b.failed <- struct{}{}
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/lua"
 )
 
@@ -209,11 +210,11 @@ func (c *rzController) step(ctx context.Context) {
 // waitQuiet waits, a second at most, until rzKids holds no unfinished job
 // and no outboxed effect.
 func (c *rzController) waitQuiet(ctx context.Context) {
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+	redisproc.Poll(time.Second, func() (bool, string) {
 		st, err := c.direct.QueueStats(ctx, rzKids, 0)
 		if err != nil {
 			c.t.Errorf("stats: %v", err)
-			return
+			return true, ""
 		}
 		live := int64(0)
 		for s, k := range st.Depth {
@@ -227,10 +228,8 @@ func (c *rzController) waitQuiet(ctx context.Context) {
 				live += l
 			}
 		}
-		if live == 0 {
-			return
-		}
-	}
+		return live == 0, ""
+	})
 }
 
 // restartIfResized restarts the fleet if rzKids' layout changed since it

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
@@ -266,7 +267,7 @@ func rzDrain(ctx context.Context, t *testing.T, rdb redis.UniversalClient, ns st
 	testkit.Must(t, err)
 	var missing []string
 	var outbox, live int64
-	for end := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	drained, _ := redisproc.Poll(time.Minute, func() (bool, string) {
 		f.revive()
 		got, err := rdb.HMGet(ctx, rzLedgerKey(ns), done...).Result()
 		testkit.Must(t, err)
@@ -291,12 +292,10 @@ func rzDrain(ctx context.Context, t *testing.T, rdb redis.UniversalClient, ns st
 				}
 			}
 		}
-		if len(missing) == 0 && outbox == 0 && live == 0 {
-			return withTicks(ctx, t, rdb, ns, want)
-		}
-		if time.Now().After(end) {
-			break
-		}
+		return len(missing) == 0 && outbox == 0 && live == 0, ""
+	})
+	if drained {
+		return withTicks(ctx, t, rdb, ns, want)
 	}
 	// what is left, for the report
 	var report []string
