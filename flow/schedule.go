@@ -50,12 +50,17 @@ type Schedule struct {
 	Missed MissedPolicy
 	// Grace is how late a tick may be enqueued and still count as on time
 	// rather than missed. A tick is also missed once the next tick is due.
-	// Default DefaultGrace.
+	// Default DefaultGrace; at least MinGrace.
 	Grace time.Duration
 }
 
 // DefaultGrace is the default of Schedule.Grace.
 const DefaultGrace = time.Minute
+
+// MinGrace is the least Schedule.Grace: a scheduler's round, a Redis
+// call, a pause of the process take some milliseconds, and a grace below
+// them would count most ticks as missed (SkipMissed would then drop them).
+const MinGrace = time.Second
 
 // MaxCatchUp bounds CatchUp(n).
 const MaxCatchUp = 1000

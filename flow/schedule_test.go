@@ -368,6 +368,7 @@ func TestScheduleBadInput(t *testing.T) {
 		{"catch up 0", with(func(s *flow.Schedule) { s.Missed = flow.CatchUp(0) }), "Missed", flow.ErrInvalid},
 		{"catch up too many", with(func(s *flow.Schedule) { s.Missed = flow.CatchUp(flow.MaxCatchUp + 1) }), "Missed", flow.ErrInvalid},
 		{"negative grace", with(func(s *flow.Schedule) { s.Grace = -time.Second }), "Grace", flow.ErrInvalid},
+		{"grace below MinGrace", with(func(s *flow.Schedule) { s.Grace = 5 * time.Millisecond }), "Grace", flow.ErrInvalid},
 		{"WithID", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithID("x")} }), "Opts", flow.ErrInvalid},
 		{"WithRunAt", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithRunAt(time.Now().Add(time.Hour))} }), "Opts", flow.ErrInvalid},
 		{"WithDeadline", with(func(s *flow.Schedule) { s.Opts = []flow.EnqueueOption{flow.WithDeadline(time.Now().Add(time.Hour))} }), "Opts", flow.ErrInvalid},
@@ -384,6 +385,10 @@ func TestScheduleBadInput(t *testing.T) {
 	}
 	if err := s.Add(ok); err != nil {
 		t.Fatalf("a good schedule: %v", err)
+	}
+	least := with(func(s *flow.Schedule) { s.Name, s.Grace = "least-grace", flow.MinGrace })
+	if err := s.Add(least); err != nil {
+		t.Fatalf("a schedule with MinGrace: %v", err)
 	}
 	if _, err := flow.NewScheduler(nil, flow.SchedulerOptions{}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("nil client: %v", err)

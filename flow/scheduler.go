@@ -123,11 +123,11 @@ func (s *Scheduler) Add(sc Schedule) error {
 	if p := sc.Missed; p.mode == missedCatchUp && (p.n < 1 || p.n > MaxCatchUp) {
 		return bad("Missed", fmt.Errorf("%w: CatchUp(%d) not in 1..%d", ErrInvalid, p.n, MaxCatchUp))
 	}
-	if sc.Grace < 0 {
-		return bad("Grace", fmt.Errorf("%w: grace %s is negative", ErrInvalid, sc.Grace))
-	}
 	if sc.Grace == 0 {
 		sc.Grace = DefaultGrace
+	}
+	if sc.Grace < MinGrace {
+		return bad("Grace", fmt.Errorf("%w: grace %s is below MinGrace (%s)", ErrInvalid, sc.Grace, MinGrace))
 	}
 	var o enqueueOptions
 	for _, opt := range sc.Opts {
