@@ -270,7 +270,12 @@ local function rate_wait(class, b, id)
 end
 
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
--- return to the available lists, as many as there are tokens.
+-- return to the available lists, as many as there are tokens. A waiter
+-- pinned to a worker goes to that worker's list, which only it reads, and
+-- the worker may never claim again: it spends no token here, and the next
+-- waiter goes too (as cc_release does), so that pinned work does not
+-- hold the class's tokens from the others; one let go that finds no
+-- token at its claim waits again. Stale entries spend none either.
 local function promote_rated()
   local due = call_aside('ZRANGEBYSCORE', K_RWAKE, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   for _, class in ipairs(due) do
@@ -281,19 +286,25 @@ local function promote_rated()
     -- defines it again: its waiting jobs go, a hundred per pass
     local k = 100
     if b then k = math.floor(b.tokens) end
-    if k >= 1 then
-      local ids = redis.pcall('LPOP', wk, k)
+    -- spent: waiters let go to the shared lists; popped: entries taken,
+    -- at most max(k, 100) a pass (the next pass goes on: RWAKE below)
+    local spent, popped = 0, 0
+    while spent < k and popped < math.max(k, 100) do
+      local ids = redis.pcall('LPOP', wk, math.min(k - spent, math.max(k, 100) - popped))
       if type(ids) == 'table' and ids.err then
         -- the wait list holds no list: its jobs cannot be read; set aside
         set_aside(wk, 'ratewait:' .. class)
-      elseif ids then
-        requeue_front(ids)
+        break
       end
+      if not ids then break end
+      popped = popped + #ids
+      local _, shared = requeue_front(ids)
+      spent = spent + shared
     end
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false
     elseif b then
-      RWAKE[class] = NOW + math.ceil(math.max(1 - (b.tokens - k), 0) * b.per / b.n)
+      RWAKE[class] = NOW + math.ceil(math.max(1 - (b.tokens - spent), 0) * b.per / b.n)
     else
       RWAKE[class] = NOW + 1000
     end

@@ -85,7 +85,12 @@ if s == 'available' then
     if to and o[2] == to then
       local pk = pin_key(to)
       redis.pcall('LREM', pk, -1, id)
-    elseif not to and (not pinned or o[3]) then
+    end
+    if not to or not pinned then
+      -- its entry on the shared list leaves it as it goes to a worker,
+      -- and as it comes back: an unpinned job's, a handed one's, and one
+      -- that a pin by an older release left there (stale while the job
+      -- was pinned, live again once unpinned)
       local ak = avail_key(priority_of(h[1]))
       redis.pcall('LREM', ak, -1, id)
     end

@@ -35,7 +35,9 @@ func (r *registry) beat(ctx context.Context) {
 	w := r.w
 	queues := make(map[string]int, len(w.served))
 	for q, sq := range w.served {
-		queues[q] = sq.layout.Partitions
+		if !sq.stale.Load() { // resized: it claims from the queue no more (checkLayouts)
+			queues[q] = sq.layout.Partitions
+		}
 	}
 	var jobs []string
 	w.mu.Lock()

@@ -44,9 +44,21 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 		if !live {
 			return fmt.Errorf("%w: %q is not live (a route to a worker that is not running yet needs a fallback: sticky.After or sticky.FailAfter)", ErrWorkerNotFound, s.Worker)
 		}
-		if w.Queues[ref.Partition.Queue] == 0 {
+		q := ref.Partition.Queue
+		if w.Queues[q] == 0 {
 			return fmt.Errorf("%w: %q does not serve queue %q, so it would never claim the job (a route to it needs a fallback: sticky.After or sticky.FailAfter)",
-				ErrWorkerNotFound, s.Worker, ref.Partition.Queue)
+				ErrWorkerNotFound, s.Worker, q)
+		}
+		// a worker started on another count than the registry's stops
+		// claiming from the queue (it was resized since: restart it),
+		// until its next heartbeat says so
+		lay, err := c.layout(ctx, q)
+		if err != nil {
+			return err
+		}
+		if w.Queues[q] != lay.Partitions {
+			return fmt.Errorf("%w: %q serves queue %q as %d partitions, which the queue was resized from (now %d): it no longer claims from it until restarted "+
+				"(a route to it needs a fallback: sticky.After or sticky.FailAfter)", ErrWorkerNotFound, s.Worker, q, w.Queues[q], lay.Partitions)
 		}
 	}
 	_, err = c.b.Store.Reroute(ctx, ref, s)

@@ -1,0 +1,90 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
+	"github.com/sluicehq/sluice/runtime"
+	"github.com/sluicehq/sluice/sticky"
+)
+
+// TestRerouteToWorkerThatStoppedServingQueue: admin.Reroute refuses a
+// route with no fallback (sticky.Wait) to a worker that does not serve
+// the job's queue, where the job would wait for ever. A worker running
+// when its queue is resized stops claiming from the queue (it logs
+// "restart it"): a Wait route to it is refused too (ErrWorkerNotFound),
+// whether or not its heartbeat has said so since.
+func TestRerouteToWorkerThatStoppedServingQueue(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	passes := e.Sig.Maintained.Subscribe()
+	defer passes.Close()
+	reg := quickHandler(t)
+	// old beats at its default interval, long after the resize; beating
+	// every 10 ms
+	old := e.startWorker(reg, runtime.Options{Queues: map[string]int{"rq": 1}, Partitions: map[string]int{"rq": 2},
+		MaintenanceInterval: 10 * time.Millisecond})
+	beating := e.startWorker(reg, runtime.Options{Queues: map[string]int{"rq": 1}, Partitions: map[string]int{"rq": 2},
+		MaintenanceInterval: 10 * time.Millisecond, RenewInterval: 10 * time.Millisecond})
+	pass := func(w string) { passes.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == w }) }
+	pass(old.ID())
+	pass(beating.ID())
+
+	ops := admin.New(e.newClient(nil))
+	testkit.Must(t, ops.PauseQueue(ctx, "rq"))
+	testkit.Must(t, ops.ResizeQueue(ctx, "rq", 4))
+	passes.Drain()
+	pass(old.ID())
+	pass(old.ID()) // it noticed the resize: it claims from rq no more
+	pass(beating.ID())
+	pass(beating.ID())
+
+	fresh := e.newClient(nil)
+	id := ""
+	for i := 0; id == ""; i++ {
+		r, err := fresh.Enqueue(ctx, workArgs{}, flow.WithQueue("rq"), flow.WithPartitionKey("k"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if partitionIndex(t, r.ID) < 2 {
+			id = r.ID
+		}
+	}
+	testkit.Must(t, ops.ResumeQueue(ctx, "rq"))
+	ws, _ := ops.Workers(ctx)
+	err := ops.Reroute(ctx, id, sticky.To(old.ID(), sticky.Wait()))
+	passes.Drain()
+	for range 3 {
+		pass(old.ID())
+	}
+	st := e.Job(id).State
+	if err == nil {
+		t.Fatalf("Reroute of %s (queue rq) with no fallback to %s, which stopped claiming from rq when it was resized, answered ok "+
+			"(its registry entry: %+v); the job is %s, and waits for it for ever", id, old.ID(), ws, st)
+	}
+	if !errors.Is(err, admin.ErrWorkerNotFound) {
+		t.Errorf("refused with %v, want ErrWorkerNotFound", err)
+	}
+	// the heartbeats after the resize say a worker serves rq no more
+	// (sluice workers)
+	beats := e.Sig.Renewed.Subscribe()
+	defer beats.Close()
+	for range 2 {
+		beats.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == beating.ID() })
+	}
+	ws, err = ops.Workers(ctx)
+	testkit.Must(t, err)
+	for _, w := range ws {
+		if _, ok := w.Queues["rq"]; w.ID == beating.ID() && ok {
+			t.Errorf("the worker's registry entry lists rq, which it claims from no more: %+v", w)
+		}
+	}
+}
