@@ -151,7 +151,7 @@ func (c *console) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	rand.Read(b)
 	tok := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: c.cookiePath(), HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	r.AddCookie(&http.Cookie{Name: csrfCookie, Value: tok})
 	return tok
 }
@@ -168,6 +168,13 @@ func (c *console) validCSRF(r *http.Request) bool {
 		got = r.PostFormValue(csrfField)
 	}
 	return equal(got, ck.Value)
+}
+
+// secure reports whether the cookies of the answer to r are Secure:
+// always with Options.SecureCookies (a proxy terminates TLS), else when
+// the console serves TLS itself.
+func (c *console) secure(r *http.Request) bool {
+	return c.o.SecureCookies || r.TLS != nil
 }
 
 func (c *console) cookiePath() string {
@@ -193,7 +200,7 @@ func (c *console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(sessionTTL / time.Second)})
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
 }
 
@@ -202,14 +209,15 @@ func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		c.revoke(ck.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
 }
 
 // flash sets a message for the next page the browser loads.
-func (c *console) flash(w http.ResponseWriter, msg string) {
+func (c *console) flash(w http.ResponseWriter, r *http.Request, msg string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)),
-		Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 60})
+		Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: 60})
 }
 
 // takeFlash returns the flash message of r, if any, and clears it.
@@ -218,7 +226,8 @@ func (c *console) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.cookiePath(), MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
 	if err != nil {
 		return ""
