@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -193,12 +194,26 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", "Log in", map[string]any{})
 }
 
-// login checks the token and sets a session cookie.
+// login checks the token and sets a session cookie. An address that
+// failed too often lately (loginLimit) is answered 429, its token not
+// checked.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	addr := clientAddress(r)
+	if no, left := c.logins.blocked(addr); no {
+		secs := int((left + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, r, http.StatusTooManyRequests, "login", "Log in", map[string]any{"Error": fmt.Sprintf(
+			"Too many failed logins from your address: wait %d seconds, then try again.", secs)})
+		return
+	}
 	if c.o.Token == "" || !equal(r.PostFormValue("token"), c.o.Token) {
+		if c.o.Token != "" {
+			c.logins.failed(addr)
+		}
 		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
 		return
 	}
+	c.logins.succeeded(addr)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(sessionTTL / time.Second)})
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
