@@ -492,7 +492,7 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target)), Once: f.Get("once")})
 		return
 	}
-	c.flash(w, msg)
+	c.flash(w, r, msg)
 	http.Redirect(w, r, c.path(back), http.StatusSeeOther)
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,7 +152,7 @@ func (c *console) csrfToken(w http.ResponseWriter, r *http.Request) string {
 	rand.Read(b)
 	tok := base64.RawURLEncoding.EncodeToString(b)
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: c.cookiePath(), HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	r.AddCookie(&http.Cookie{Name: csrfCookie, Value: tok})
 	return tok
 }
@@ -170,6 +171,13 @@ func (c *console) validCSRF(r *http.Request) bool {
 	return equal(got, ck.Value)
 }
 
+// secure reports whether the cookies of the answer to r are Secure:
+// always with Options.SecureCookies (a proxy terminates TLS), else when
+// the console serves TLS itself.
+func (c *console) secure(r *http.Request) bool {
+	return c.o.SecureCookies || r.TLS != nil
+}
+
 func (c *console) cookiePath() string {
 	if c.o.Prefix == "" {
 		return "/"
@@ -186,14 +194,28 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", "Log in", map[string]any{})
 }
 
-// login checks the token and sets a session cookie.
+// login checks the token and sets a session cookie. An address that
+// failed too often lately (loginLimit) is answered 429, its token not
+// checked.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
+	addr := clientAddress(r)
+	if no, left := c.logins.blocked(addr); no {
+		secs := int((left + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, r, http.StatusTooManyRequests, "login", "Log in", map[string]any{"Error": fmt.Sprintf(
+			"Too many failed logins from your address: wait %d seconds, then try again.", secs)})
+		return
+	}
 	if c.o.Token == "" || !equal(r.PostFormValue("token"), c.o.Token) {
+		if c.o.Token != "" {
+			c.logins.failed(addr)
+		}
 		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
 		return
 	}
+	c.logins.succeeded(addr)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL / time.Second)})
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(sessionTTL / time.Second)})
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
 }
 
@@ -202,14 +224,15 @@ func (c *console) logout(w http.ResponseWriter, r *http.Request) {
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		c.revoke(ck.Value)
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true})
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
 }
 
 // flash sets a message for the next page the browser loads.
-func (c *console) flash(w http.ResponseWriter, msg string) {
+func (c *console) flash(w http.ResponseWriter, r *http.Request, msg string) {
 	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)),
-		Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 60})
+		Path: c.cookiePath(), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: 60})
 }
 
 // takeFlash returns the flash message of r, if any, and clears it.
@@ -218,7 +241,8 @@ func (c *console) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	if err != nil {
 		return ""
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.cookiePath(), MaxAge: -1})
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.cookiePath(), MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure(r)})
 	b, err := base64.RawURLEncoding.DecodeString(ck.Value)
 	if err != nil {
 		return ""

@@ -17,8 +17,14 @@
 // that no proxy forwarded, addressed to a loopback name (Host localhost,
 // 127.0.0.1 or [::1]: a rebound DNS name is refused).
 // Every state-changing request needs the session's CSRF token and passes
-// a cross-origin check; Options.ReadOnly removes every action and
+// a cross-origin check; an address that gives a wrong token to the login
+// page 5 times in a minute is answered 429 until the minute ends.
+// Options.SecureCookies marks the cookies Secure behind a proxy that
+// terminates TLS; Options.ReadOnly removes every action and
 // Options.HideArgs hides arguments, headers and results.
+//
+// The overview lists at most admin.MaxQueuesListed queues, and says so
+// when the namespace has more; a queue it leaves out opens by name.
 //
 // Live pages share one Server-Sent Events stream per console: one poller
 // goroutine reads the counters once per Options.PollInterval, whatever

@@ -56,7 +56,10 @@ type snapshot struct {
 	Queues     []queueView
 	Workers    []sluicetype.WorkerInfo
 	BadWorkers []fault // worker records that could not be read
-	json       []byte  // the overview event's data
+	// Registered is the number of queues in the registry: more than
+	// Queues when the listing stopped at admin.MaxQueuesListed.
+	Registered int
+	json       []byte // the overview event's data
 }
 
 // queueView is one queue of the overview.
@@ -324,7 +327,8 @@ func (h *hub) readWorkers(ctx context.Context, now time.Time) error {
 
 // read reads a snapshot at now: the queue registry (one read) and each
 // partition's counters, paused flag and current minute's finished counts
-// (one bounded call each, admin.Client.QueuesLive); the workers when
+// (one bounded call each, admin.Client.QueuesLive), and the registry's
+// count when the listing reached its bound; the workers when
 // their last read is workersAge old; the hour's history once per queue,
 // and the minutes since the last read when a minute ends. A queue whose
 // data is corrupt is shown with its error.
@@ -338,7 +342,16 @@ func (h *hub) read(ctx context.Context, now time.Time, workersAge time.Duration)
 	if err != nil {
 		return nil, err
 	}
-	snap := &snapshot{At: now, Workers: h.workers, BadWorkers: h.badWorkers}
+	snap := &snapshot{At: now, Workers: h.workers, BadWorkers: h.badWorkers, Registered: len(live)}
+	if len(live) >= admin.MaxQueuesListed {
+		// the listing stops there: the registry's count (one HLEN) says
+		// whether it left queues out, for the page to say so
+		n, err := h.ops.QueueCount(ctx)
+		if err != nil {
+			return nil, err
+		}
+		snap.Registered = max(n, len(live))
+	}
 	histErrs, err := h.updateHistory(ctx, live)
 	if err != nil {
 		return nil, err

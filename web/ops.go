@@ -15,6 +15,7 @@ type ops interface {
 	Namespace() string
 	StoreTime(ctx context.Context) (time.Time, error)
 	QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error)
+	QueueCount(ctx context.Context) (int, error)
 	QueueHistory(ctx context.Context, queue string, partitions, minutes int) ([]admin.MinuteCount, error)
 	QueueStats(ctx context.Context, queue string, window time.Duration) (admin.QueueStats, error)
 	ListJobs(ctx context.Context, o admin.ListOptions) (admin.JobPage, error)

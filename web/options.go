@@ -44,6 +44,12 @@ type Options struct {
 	// Insecure lets a console with no authentication at all answer
 	// requests from beyond loopback (and ListenAndServe listen there).
 	Insecure bool
+	// SecureCookies marks every cookie the console sets (session, CSRF,
+	// flash message) Secure, whatever the request: set it when the
+	// console is served over HTTPS by a proxy that terminates TLS, as
+	// the console sees plain HTTP then. Without it a cookie is Secure
+	// only when the console serves TLS itself.
+	SecureCookies bool
 
 	// ReadOnly shows no action and refuses every state-changing request.
 	ReadOnly bool

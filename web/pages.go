@@ -41,6 +41,9 @@ type overviewView struct {
 	Workers    []sluicetype.WorkerInfo
 	BadWorkers []fault
 	Running    int
+	// Registered is the number of queues in the registry: more than
+	// Queues when the listing stopped at admin.MaxQueuesListed.
+	Registered int
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
@@ -49,7 +52,8 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers, BadWorkers: snap.BadWorkers}
+	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers, BadWorkers: snap.BadWorkers,
+		Registered: snap.Registered}
 	for _, wk := range snap.Workers {
 		v.Running += len(wk.Jobs)
 	}

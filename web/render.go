@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/jobview"
 	"github.com/sluicehq/sluice/internal/msgview"
 )
@@ -135,15 +136,16 @@ var funcs = template.FuncMap{
 		}
 		return d.Round(time.Millisecond).String()
 	},
-	"pretty":   pretty,
-	"attempts": jobview.Attempts,
-	"esc":      url.PathEscape,
-	"query":    url.QueryEscape,
-	"join":     strings.Join,
-	"itoa":     strconv.Itoa,
-	"i64":      func(n int64) string { return strconv.FormatInt(n, 10) },
-	"pct":      func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) },
-	"spark":    spark,
+	"pretty":    pretty,
+	"attempts":  jobview.Attempts,
+	"esc":       url.PathEscape,
+	"query":     url.QueryEscape,
+	"join":      strings.Join,
+	"itoa":      strconv.Itoa,
+	"maxQueues": func() int { return admin.MaxQueuesListed },
+	"i64":       func(n int64) string { return strconv.FormatInt(n, 10) },
+	"pct":       func(f float64) string { return strconv.FormatFloat(f, 'f', 0, 64) },
+	"spark":     spark,
 	// narrow: the states a phone's overview leaves out
 	"narrow": func(s string) bool {
 		return s == flow.StateScheduled || s == flow.StateRetryable || s == flow.StateQuarantined || s == flow.StateCancelled

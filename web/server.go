@@ -20,6 +20,7 @@ type console struct {
 	pages  *pages
 	secret []byte // signs session cookies; new for every console
 	cop    *http.CrossOriginProtection
+	logins *loginLimit // failed logins per client address
 
 	mu      sync.Mutex
 	revoked map[string]int64 // sessions logged out, and when they expire
@@ -51,7 +52,8 @@ func newConsole(o Options) (*console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &console{o: o, ops: o.ops, pages: pg, secret: make([]byte, 32), cop: http.NewCrossOriginProtection()}
+	c := &console{o: o, ops: o.ops, pages: pg, secret: make([]byte, 32), cop: http.NewCrossOriginProtection(),
+		logins: newLoginLimit()}
 	rand.Read(c.secret)
 	c.hub = newHub(o.ops, o.PollInterval, func(err error) { o.Logger.Error("sluice web: live stream", "err", err) })
 	return c, nil

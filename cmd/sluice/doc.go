@@ -48,7 +48,7 @@
 //	schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
 //	effects list --queue Q [--limit N] | effects redrive ID...
 //	web [--addr 127.0.0.1:8080] [--prefix P] [--token T | --user U --password P]
-//	    [--read-only] [--hide-args] [--insecure] [--poll D]   the console (docs/web.md)
+//	    [--read-only] [--hide-args] [--insecure] [--secure-cookies] [--poll D]   the console (docs/web.md)
 //	bench [benchmark flags]                         (sluice bench -h lists them)
 //	completion bash|zsh|fish|powershell             shell completion script
 //

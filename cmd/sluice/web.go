@@ -49,6 +49,7 @@ by one of those names. The console lists the queues registered in the namespace 
 	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no action and refuse every one")
 	fs.BoolVar(&o.HideArgs, "hide-args", false, "hide arguments, headers, results and signal payloads")
 	fs.BoolVar(&o.Insecure, "insecure", false, "serve beyond loopback with no authentication at all")
+	fs.BoolVar(&o.SecureCookies, "secure-cookies", false, "mark every cookie Secure (the console is served over HTTPS by a proxy)")
 	fs.DurationVar(&o.PollInterval, "poll", web.DefaultPollInterval, "how often the live pages read the counters (at least 100ms)")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, _ []string) error {
 		if _, port, err := net.SplitHostPort(addr); err != nil || !validPort(port) {

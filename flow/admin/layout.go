@@ -70,6 +70,16 @@ func (c *Client) Layouts(ctx context.Context) ([]QueueInfo, error) {
 	return c.queues(ctx, false)
 }
 
+// QueueCount is the number of queues registered in the namespace, in one
+// round trip whatever their number: more than MaxQueuesListed means
+// Queues, Layouts and QueuesLive (with no queues named) left some out,
+// which QueueLayout and Queue still read by name. A registry entry that
+// is not a layout counts too (Queues names it in its error).
+func (c *Client) QueueCount(ctx context.Context) (int, error) {
+	n, err := c.b.Store.CountLayouts(ctx)
+	return int(n), err
+}
+
 // QueueLayout reads one queue's layout, however many queues the namespace
 // has (Queues and Layouts list at most MaxQueuesListed), in one round
 // trip; Paused is 0. A queue that is not registered: ErrQueueNotFound,

@@ -274,6 +274,13 @@ func (s *Store) ListLayouts(ctx context.Context) ([]Layout, error) {
 	return out[:min(len(out), MaxQueuesListed)], joinEntries(bad)
 }
 
+// CountLayouts is the number of queues in the namespace's registry (one
+// HLEN), entries that are not layouts included: with ListLayouts, it
+// tells whether the listing stopped at MaxQueuesListed.
+func (s *Store) CountLayouts(ctx context.Context) (int64, error) {
+	return s.rdb.HLen(ctx, keys.Queues(s.cfg.NS)).Result()
+}
+
 // joinEntries joins es as an error, nil for none.
 func joinEntries(es []*EntryError) error {
 	errs := make([]error, len(es))

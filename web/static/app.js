@@ -147,7 +147,17 @@
     src.addEventListener("open", function () { if (dot) dot.classList.add("on"); });
     src.addEventListener("error", function () { if (dot) dot.classList.remove("on"); });
     src.addEventListener("overview", function (ev) { overview(JSON.parse(ev.data)); });
-    src.addEventListener("job", refreshJob);
+    src.addEventListener("job", function (ev) {
+      // the stream sends job events only while it follows the job: one
+      // after the note below (a reconnect that found room) makes the page
+      // live again
+      var note = document.getElementById("unfollowed");
+      if (note) {
+        note.remove();
+        document.querySelectorAll("#live .live-dot").forEach(function (d) { d.classList.add("on"); });
+      }
+      refreshJob(ev);
+    });
     src.addEventListener("unfollowed", function (ev) {
       // the console follows so many jobs at once: this page is not live
       var live = document.getElementById("live");
