@@ -44,7 +44,7 @@ type Attempt struct {
 	// that of this count and fence (store.DoneDeath)
 	redrives int
 	// suspect: the job has a crash on record and its handler is not
-	// Contained; it counts in Worker.suspects while its handler runs.
+	// Contained; it counts in suspects (worker.go) while its handler runs.
 	suspect bool
 	settled atomic.Bool // its outcome is being acked
 	mu      sync.Mutex

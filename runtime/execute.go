@@ -36,7 +36,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.state.Layouts = w.layouts
 	if w.isSuspect(j) {
 		a.suspect = true
-		w.suspects.Add(1) // until its handler returns (execute)
+		suspects.Add(1) // until its handler returns (execute)
 	}
 	w.track(a)
 	w.mu.Lock()
@@ -117,7 +117,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		a.handlerReturned()
 		stopWatch()
 		if a.suspect {
-			w.suspects.Add(-1)
+			suspects.Add(-1)
 		}
 		w.release(1)
 		if a.settled.CompareAndSwap(false, true) {

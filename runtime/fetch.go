@@ -99,8 +99,13 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			sent  = w.clk.Now()
 		)
 		resent := failed[chosen] != nil
+		// gate: this claim may lease a suspect, and holds the process's
+		// suspects count until the jobs it brings have started (a suspect
+		// among them then counts itself)
+		var gate bool
 		if f := failed[chosen]; f != nil {
 			req, sent = f.req, f.sent // sent: when the leases of its first run began, if it ran
+			gate = !req.NoSuspect && suspects.CompareAndSwap(0, 1)
 			// the same claim, answered by its record, may bring back as
 			// many jobs as it asked for; it goes out however many slots
 			// are free (slots taken meanwhile by pushes, or by claims
@@ -124,9 +129,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				continue
 			}
 			nonce := w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10)
+			gate = suspects.CompareAndSwap(0, 1)
 			req = store.ClaimRequest{
 				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
-				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: w.suspects.Load() > 0,
+				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: !gate,
 			}
 			if wk.push != "" {
 				req.Offer, req.OfferChannel, req.OfferFor = w.offerSize(), wk.push, w.opts.IdlePoll
@@ -137,6 +143,9 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		req.Into = into
 		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
+			if gate {
+				suspects.Add(-1)
+			}
 			// its slots go back while it waits: a partition that is down
 			// holds none of the worker's capacity
 			w.release(slots)
@@ -188,11 +197,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		var back []*store.Job
 		for _, j := range res.Jobs[:run] {
-			if resent && !w.mayRunResent(j, sent) {
+			if resent && !w.mayRunResent(j, sent, gate) {
 				back = append(back, j)
 				continue
 			}
 			w.start(jobsCtx, p, j, sent)
+		}
+		if gate {
+			suspects.Add(-1)
 		}
 		w.release(len(back))
 		w.handBack(p, copyJobs(append(back, res.Jobs[run:]...)))
@@ -267,13 +279,14 @@ func (w *Worker) resendFor() time.Duration {
 // (Worker.handBack), charged nothing. It may not when its lease, which
 // the worker reckons from the first send, has less than half its length
 // left (a handler would start on a lease about to run out), nor when it
-// is a suspect and the worker runs one now (the first send may have said
-// it ran none).
-func (w *Worker) mayRunResent(j *store.Job, sent time.Time) bool {
+// is a suspect and the claim did not hold the process's suspects count
+// as it went out again (gate): the first send may have said the process
+// ran none, and one may run now.
+func (w *Worker) mayRunResent(j *store.Job, sent time.Time, gate bool) bool {
 	if w.clk.Now().Sub(sent) > w.leaseFor(j.Kind)/2 {
 		return false
 	}
-	return !w.isSuspect(j) || w.suspects.Load() == 0
+	return !w.isSuspect(j) || gate
 }
 
 // leaseFor is the lease of a job of kind.

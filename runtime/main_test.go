@@ -43,6 +43,10 @@ func TestMain(m *testing.M) {
 		os.Exit(deathExitChildMain())
 	case "callbackpanic":
 		os.Exit(callbackChildMain())
+	case "twoworkers":
+		os.Exit(twoWorkersChildMain(2, 1))
+	case "oneworker":
+		os.Exit(twoWorkersChildMain(1, 2))
 	default:
 		// Re-executed by a crash test: be a worker process, not a test run.
 		os.Exit(childMain())

@@ -39,11 +39,6 @@ type Worker struct {
 	retentionFrom time.Time
 	retentionAt   time.Time // zero until read
 
-	// suspects counts the attempts running here of jobs with a crash on
-	// record: while one runs, claims lease no other (lua/claim.lua), so a
-	// job that kills its process takes down only jobs with none.
-	suspects atomic.Int32
-
 	mu       sync.Mutex
 	inflight map[*Attempt]struct{}
 	free     int            // slots not held by a handler
@@ -252,3 +247,11 @@ func (w *Worker) release(n int) {
 	default:
 	}
 }
+
+// suspects counts the attempts running in this process of jobs with a
+// crash on record (Worker.isSuspect), and the claims in flight that may
+// lease one: while it is not 0, claims lease no other (lua/claim.lua),
+// whichever Worker of the process sends them, so a job that kills its
+// process takes down only jobs with none (docs/guarantees.md). Two Workers
+// in one process share it as they share the process.
+var suspects atomic.Int32
