@@ -111,7 +111,10 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 // and crash them again up to the crash limit. Jobs are matched by a
 // fingerprint of kind and arguments, within a partition: on a queue of
 // several partitions the fingerprint places the job (after a partition
-// key or unique key), so copies meet; give every copy the option. The
+// key or unique key), so copies meet; give every copy the option. A
+// resize of the queue changes that placement: a copy of a payload
+// quarantined before it may land on another partition, and is not held
+// (docs/operations.md, "Resizing a queue"). The
 // fingerprint places the job ahead of a WithID: the same ID with other
 // arguments lands on another partition, where it is added rather than
 // refused as ErrConflict.
