@@ -60,6 +60,9 @@ type Attempt struct {
 	returned    chan struct{}
 	watchOnce   sync.Once
 	leaseEnd    time.Time // our own estimate of when the lease runs out
+	// leaseMoved, made by a reader of leaseEnd's moves (LeaseLeft, an
+	// isolated child's feed), is closed when leaseEnd moves (movedLocked)
+	leaseMoved chan struct{}
 	// lapsed: expire gave the attempt up at leaseEnd (set under mu with
 	// that decision, so that ExtendLease, which moves leaseEnd under mu,
 	// either moves it first or finds the attempt given up)

@@ -220,6 +220,7 @@ func (a *Attempt) shortenIfApplied(seq int64, end time.Time) {
 	defer a.mu.Unlock()
 	if seq > a.reckoned && end.Before(a.leaseEnd) {
 		a.leaseEnd = end
+		a.movedLocked()
 	}
 }
 

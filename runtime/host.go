@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -39,6 +40,18 @@ func (h *attemptHost) Expired() bool {
 	h.a.mu.Lock()
 	defer h.a.mu.Unlock()
 	return now.After(h.a.leaseEnd)
+}
+
+// LeaseLeft is how long the lease has left by this worker's clock, and a
+// channel closed when that changes (a renewal's answer moves it).
+func (h *attemptHost) LeaseLeft() (time.Duration, <-chan struct{}) {
+	now := h.a.ctl.w.clk.Now()
+	h.a.mu.Lock()
+	defer h.a.mu.Unlock()
+	if h.a.leaseMoved == nil {
+		h.a.leaseMoved = make(chan struct{})
+	}
+	return h.a.leaseEnd.Sub(now), h.a.leaseMoved
 }
 
 // Confirm is lease control's renewal.

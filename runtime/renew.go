@@ -344,6 +344,16 @@ func (a *Attempt) reckon(seq int64, end time.Time) {
 func (a *Attempt) reckonLocked(seq int64, end time.Time) {
 	if seq > a.reckoned {
 		a.leaseEnd, a.reckoned = end, seq
+		a.movedLocked()
+	}
+}
+
+// movedLocked tells the reader of leaseEnd's moves, if any, that it
+// moved (a.mu held).
+func (a *Attempt) movedLocked() {
+	if a.leaseMoved != nil {
+		close(a.leaseMoved)
+		a.leaseMoved = nil
 	}
 }
 

@@ -68,6 +68,9 @@ type Host interface {
 	// Expired reports that, by the host's clock, the lease may have run
 	// out since its last successful renewal. Local: no round trip.
 	Expired() bool
+	// LeaseLeft is how long the lease has left by the host's clock, and a
+	// channel closed when that changes (nil: it never does). Local.
+	LeaseLeft() (time.Duration, <-chan struct{})
 	// Confirm checks with Redis that the attempt still holds its lease
 	// (its lease ID and fence are current) and extends it, in one round
 	// trip; a lease found gone cancels the attempt and is returned as the

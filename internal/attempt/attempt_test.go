@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -29,6 +30,9 @@ func (h *toldHost) Send(store.Checkpoint) store.CheckpointResult { return store.
 func (h *toldHost) Lose()                                        {}
 func (h *toldHost) Committed(string, int)                        {}
 func (h *toldHost) Expired() bool                                { return h.expired }
+func (h *toldHost) LeaseLeft() (time.Duration, <-chan struct{}) {
+	return 0, nil
+}
 
 func (h *toldHost) Lost() error {
 	if h.lost {

@@ -44,7 +44,12 @@
 // the worker and recorded as a crash of class "panic", as in a worker, and
 // a *CrashError its handler returns is a crash of the class it names.
 // If the worker itself dies, a child running Main kills its process group
-// as soon as its stdin ends, before or after its reply.
+// as soon as its stdin ends, before or after its reply. If the worker is
+// stopped (SIGSTOP) or hangs, nothing ends its stdin, and the reaper gives
+// the job to another attempt once the lease is gone: the worker tells the
+// child how long the lease has left, at the start and at each renewal, and
+// a child running Main that hears of no renewal by then kills its process
+// group when the lease runs out (ErrLeaseExpired from Serve).
 //
 // Isolation contains crashes; it is not a security sandbox. The child runs
 // as the worker's user, and its steps' effects write whatever Redis keys
@@ -75,7 +80,8 @@
 //     steps (the checkpoints of earlier attempts, step name to record),
 //     ends (when the worker will end the attempt, its timeout or the
 //     job's deadline, whichever is first; absent or zero for neither: the
-//     handler's ctx.Deadline in the child).
+//     handler's ctx.Deadline in the child), lease_ms (how long the lease
+//     has left, in ms; absent from a worker of a build before it).
 //   - 'C' (child to worker): commit a checkpoint: seq (chosen by the child),
 //     field, record, mode ("once" or "cursor"), commit, effects.
 //   - 'K' (child to worker): confirm the lease with Redis before a strict
@@ -85,7 +91,10 @@
 //     protocol error (a crash).
 //   - 'A' (worker to child): the answer to checkpoint or confirmation seq:
 //     code "" (done, or confirmed), "stale", "effect" or "error", with
-//     error.
+//     error. An answer of seq 0 (no checkpoint's: the child numbers them
+//     from 1) carries lease_ms, the lease's time left since a renewal
+//     moved it; a child ends itself and its group once the last it heard
+//     of runs out. A child of a build before it ignores it.
 //   - 'R' (child to worker, last): the outcome: "ok" (with result and the
 //     complete effects), "error" (message), "snooze" and "rate_limited"
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"

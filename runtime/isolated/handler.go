@@ -68,6 +68,10 @@ var (
 	// ErrParentGone: Serve's parent closed the child's stdin before the
 	// attempt's reply.
 	ErrParentGone = errors.New("isolated: the parent worker went away")
+	// ErrLeaseExpired: Serve's attempt's lease ran out by the child's
+	// clock, its parent worker silent since (stopped or hung): the job may
+	// go to another attempt, and nothing of this one should go on.
+	ErrLeaseExpired = errors.New("isolated: the attempt's lease ran out with the parent worker silent")
 	// ErrStart: the child process of an attempt could not be started (its
 	// program was removed or is not executable since Handler found it,
 	// its interpreter is missing, or the system is out of processes or

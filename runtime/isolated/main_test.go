@@ -39,7 +39,7 @@ const (
 	childArg   = "sluice-isolated-test-child"   // an isolated child: isolated.Main
 	sleeperArg = "sluice-isolated-test-sleeper" // a grandchild that sleeps
 	garbageArg = "sluice-isolated-test-garbage" // a child that prints text, not frames
-	workerArg  = "sluice-isolated-test-worker"  // a worker process (namespace: the next argument)
+	workerArg  = "sluice-isolated-test-worker"  // a worker process (namespace: the next argument; then its lease, if not the default)
 	leakArg    = "sluice-isolated-test-leak"    // a child that leaves its stdout to a grandchild and exits (next argument: "group" or "setsid")
 	lingerArg  = "sluice-isolated-test-linger"  // a child that replies, then takes its time to exit (linger_test.go)
 	bgArg      = "sluice-isolated-test-bg"      // a Main child whose handler starts a grandchild and returns (orphan_linux_test.go)
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 			fmt.Println("hello, I am not a protocol frame")
 			os.Exit(0)
 		case workerArg:
-			os.Exit(workerMain(os.Args[2]))
+			os.Exit(workerMain(os.Args[2:]))
 		case leakArg:
 			os.Exit(leakMain(os.Args[2] == "setsid"))
 		case lingerArg:
@@ -73,9 +73,19 @@ func TestMain(m *testing.M) {
 	redistest.Main(m, &shared, false)
 }
 
-// workerMain is a worker process on namespace ns running hangArgs jobs in
-// isolated children, until it is killed.
-func workerMain(ns string) int {
+// workerMain is a worker process on namespace args[0] running hangArgs
+// jobs in isolated children, until it is killed; args[1], when given, is
+// its lease (time.ParseDuration).
+func workerMain(args []string) int {
+	ns := args[0]
+	var lease time.Duration
+	if len(args) > 1 {
+		var err error
+		if lease, err = time.ParseDuration(args[1]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+	}
 	hd, err := isolated.Handler(command(), isolated.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,7 +93,7 @@ func workerMain(ns string) int {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envRedis)})
 	w, err := runtime.NewWorker(rdb, isolated.Handlers{Kinds: map[string]runtime.Handler{hangArgs{}.Kind(): hd}},
-		runtime.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		runtime.Options{Namespace: ns, Lease: lease, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2

@@ -58,7 +58,14 @@ type startMsg struct {
 	// Ends is when the worker will end the attempt (its timeout or the
 	// job's deadline, whichever is first; zero for neither): the
 	// handler's ctx.Deadline in the child, which is killed then.
-	Ends       time.Time         `msgpack:"ends"`
+	Ends time.Time `msgpack:"ends"`
+	// LeaseMS is how long the attempt's lease has left, in ms, as the
+	// worker reckons it when it starts the child (0: not said); answers
+	// of seq 0 say it again each time a renewal moves it. A child that
+	// reaches its end with no later word (its worker stopped or hung)
+	// ends itself and its process group: another attempt of the job may
+	// start once the lease is gone.
+	LeaseMS    int64             `msgpack:"lease_ms,omitempty"`
 	Orphan     sluicetype.Orphan `msgpack:"orphan"`
 	Partitions map[string]int    `msgpack:"partitions"`
 	Steps      map[string][]byte `msgpack:"steps"`
@@ -91,11 +98,14 @@ const (
 
 // answerMsg is what a checkpoint or a confirmation did: nothing to say
 // when it was committed or confirmed, Code and Error when nothing was
-// written or the lease is not confirmed.
+// written or the lease is not confirmed. An answer of seq 0, which no
+// checkpoint has, says only LeaseMS: how long the lease has left since a
+// renewal moved it (startMsg.LeaseMS).
 type answerMsg struct {
-	Seq   uint64 `msgpack:"seq"`
-	Code  string `msgpack:"code"`
-	Error string `msgpack:"error"`
+	Seq     uint64 `msgpack:"seq"`
+	Code    string `msgpack:"code"`
+	Error   string `msgpack:"error"`
+	LeaseMS int64  `msgpack:"lease_ms,omitempty"`
 }
 
 // Reply outcomes.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -23,7 +24,10 @@ type proxy struct {
 	waiting map[uint64]chan answerMsg
 	ended   bool
 	gone    chan struct{} // closed when the parent's stream ends
-	garbled error         // why the stream was given up, if not for its end (set before gone is closed)
+	// lease takes the lease's time left from the parent's answers of
+	// seq 0, the latest only (watchLease)
+	lease   chan time.Duration
+	garbled error // why the stream was given up, if not for its end (set before gone is closed)
 }
 
 // goneErr is why the parent's stream ended, once gone is closed: the
@@ -64,6 +68,10 @@ func (h *childHost) Committed(string, int) {}
 func (h *childHost) Lost() error { return nil }
 
 func (h *childHost) Expired() bool { return false }
+
+// LeaseLeft: the child's host does not reckon the lease (its parent does,
+// and tells serve's watch).
+func (h *childHost) LeaseLeft() (time.Duration, <-chan struct{}) { return 0, nil }
 
 func (h *childHost) Confirm(ctx context.Context) error { return h.p.confirm(ctx) }
 
@@ -150,6 +158,12 @@ func (p *proxy) readAnswers(in io.Reader, cancel context.CancelCauseFunc) {
 			p.garbled = err
 			return
 		}
+		if a.Seq == 0 { // no checkpoint's: the lease moved
+			if a.LeaseMS > 0 {
+				p.leaseLeft(time.Duration(a.LeaseMS) * time.Millisecond)
+			}
+			continue
+		}
 		p.mu.Lock()
 		ch := p.waiting[a.Seq]
 		delete(p.waiting, a.Seq)
@@ -171,4 +185,41 @@ func (a answerMsg) result() store.CheckpointResult {
 		return store.CheckpointResult{Err: &sluicetype.EffectError{Msg: a.Error}}
 	}
 	return store.CheckpointResult{Err: errors.New("isolated: in the worker: " + a.Error)}
+}
+
+// leaseLeft hands the lease's new time left to watchLease, replacing one
+// it has not taken yet.
+func (p *proxy) leaseLeft(d time.Duration) {
+	for {
+		select {
+		case p.lease <- d:
+			return
+		default:
+		}
+		select {
+		case <-p.lease:
+		default:
+		}
+	}
+}
+
+// watchLease returns a channel closed when the lease, d from now, runs out
+// with no later word from the parent (leaseLeft): the parent stopped or
+// hung, and the reaper may give the job to another attempt.
+func (p *proxy) watchLease(d time.Duration) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		for {
+			select {
+			case d := <-p.lease:
+				t.Reset(d)
+			case <-t.C:
+				close(out)
+				return
+			}
+		}
+	}()
+	return out
 }

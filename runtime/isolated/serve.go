@@ -19,21 +19,26 @@ import (
 
 // Main is the main function of a child program: it runs Serve and ends
 // the process. Once the reply is written it waits for its stdin to end
-// (the worker closes it once it has read the reply, or has died), then
-// kills its process group (itself included) if it leads one, as it does
-// when a worker started it, and otherwise exits with status 0: what the
-// handler started ends with the attempt even when the worker died before
-// it could kill the group. On an error it prints it to stderr and exits
-// with status 1, having killed its group first when the parent worker
-// went away before the reply.
+// (the worker closes it once it has read the reply, or has died), or for
+// the attempt's lease to run out with no word from the worker (stopped
+// or hung), then kills its process group (itself included) if it leads
+// one, as it does when a worker started it, and otherwise exits with
+// status 0: what the handler started ends with the attempt even when the
+// worker could not kill the group. On an error it prints it to stderr and
+// exits with status 1, having killed its group first when the parent
+// worker went away or fell silent past the lease before the reply.
 func Main(h runtime.Handlers) {
-	err := Serve(h)
+	survivePipes()
+	sv, err := serve(context.Background(), h, os.Stdin, protocolOut())
 	if err == nil {
-		_, _ = io.Copy(io.Discard, os.Stdin)
+		select {
+		case <-sv.gone:
+		case <-sv.expired:
+		}
 		killOwnGroup() // the child with it, when it leads the group
 		os.Exit(0)
 	}
-	if errors.Is(err, ErrParentGone) {
+	if errors.Is(err, ErrParentGone) || errors.Is(err, ErrLeaseExpired) {
 		killOwnGroup()
 	}
 	fmt.Fprintln(os.Stderr, err)
@@ -57,6 +62,10 @@ func Main(h runtime.Handlers) {
 // libraries, cannot corrupt the reply. If the parent goes away (stdin ends
 // before the reply) Serve cancels the handler's context and returns
 // ErrParentGone without waiting for the handler: the caller should exit.
+// So it does, with ErrLeaseExpired, when the attempt's lease runs out by
+// the child's clock with no word from the parent of a renewal (the
+// worker is stopped or hung, and the job may go to another attempt): the
+// caller should end what the handler started as well, as Main does.
 // If the parent sends what is not an answer (a garbled frame), Serve
 // likewise returns a protocol error naming it, for Main to print.
 // So that the child lives to see it, a write to its stderr once the
@@ -65,27 +74,38 @@ func Main(h runtime.Handlers) {
 // crash.
 func Serve(h runtime.Handlers) error {
 	survivePipes()
-	return serve(context.Background(), h, os.Stdin, protocolOut())
+	_, err := serve(context.Background(), h, os.Stdin, protocolOut())
+	return err
 }
 
-func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer) error {
+// served is what a serve that wrote its reply leaves to wait for: the end
+// of the parent's stream, and the lease's running out (nil: never).
+type served struct {
+	gone, expired <-chan struct{}
+}
+
+func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer) (served, error) {
 	_, body, err := readFrame(in, maxFrameIn, string(rune(frameStart)))
 	var m startMsg
 	if err == nil {
 		err = decode(body, &m)
 	}
 	if err != nil {
-		return fmt.Errorf("isolated: reading the attempt: %w", err)
+		return served{}, fmt.Errorf("isolated: reading the attempt: %w", err)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	p := &proxy{out: out, waiting: map[uint64]chan answerMsg{}, gone: make(chan struct{})}
+	p := &proxy{out: out, waiting: map[uint64]chan answerMsg{}, gone: make(chan struct{}), lease: make(chan time.Duration, 1)}
+	var expired <-chan struct{}
+	if m.LeaseMS > 0 { // a parent of a build before it says nothing of the lease
+		expired = p.watchLease(time.Duration(m.LeaseMS) * time.Millisecond)
+	}
 	go p.readAnswers(in, cancel)
 	rdb := noRedis()
 	defer func() { _ = rdb.Close() }()
 	a, st, err := m.attempt(rdb, p, func() { cancel(runtime.ErrLeaseLost) })
 	if err != nil {
-		return err
+		return served{}, err
 	}
 	hctx := attempt.With(ctx, st)
 	if !m.Ends.IsZero() {
@@ -97,17 +117,20 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 	select {
 	case r = <-replies:
 	case <-p.gone:
-		return p.goneErr()
+		return served{}, p.goneErr()
+	case <-expired:
+		cancel(runtime.ErrLeaseLost)
+		return served{}, ErrLeaseExpired
 	}
 	select {
 	case <-p.gone: // the handler saw its context cancelled for it
-		return p.goneErr()
+		return served{}, p.goneErr()
 	default:
 	}
 	if err := p.send(frameReply, r); err != nil {
-		return fmt.Errorf("%w: writing the reply: %v", ErrParentGone, err)
+		return served{}, fmt.Errorf("%w: writing the reply: %v", ErrParentGone, err)
 	}
-	return nil
+	return served{gone: p.gone, expired: expired}, nil
 }
 
 // attempt builds the handler's view of the attempt and the step state

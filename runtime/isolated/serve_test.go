@@ -52,7 +52,7 @@ func TestServeGarbledFromParent(t *testing.T) {
 			return nil, context.Cause(ctx)
 		})
 		var out bytes.Buffer
-		err := serve(context.Background(), kindHandlers{h}, in, &out)
+		_, err := serve(context.Background(), kindHandlers{h}, in, &out)
 		switch {
 		case !tc.garbled && !errors.Is(err, ErrParentGone):
 			t.Errorf("%s: %v, want ErrParentGone", name, err)

@@ -108,7 +108,19 @@ func (s *session) run(ctx context.Context) ([]byte, error) {
 	if d, ok := ctx.Deadline(); ok {
 		s.begin.Ends = d
 	}
-	s.pending.Go(func() { s.send(frameStart, s.begin) })
+	var moved <-chan struct{}
+	if s.st.Host != nil {
+		var left time.Duration
+		left, moved = s.st.Host.LeaseLeft()
+		if moved != nil {
+			s.begin.LeaseMS = leaseMS(left)
+		}
+	}
+	feeding := make(chan struct{}) // closed once the child is given up or done
+	s.pending.Go(func() {
+		s.send(frameStart, s.begin)
+		s.feedLease(moved, feeding)
+	})
 	replies := make(chan readResult, 1)
 	go func() { replies <- s.read() }()
 
@@ -154,6 +166,7 @@ wait:
 			break wait
 		}
 	}
+	close(feeding)
 	if stopped != nil || held {
 		s.quit.Store(true)
 	}
@@ -284,6 +297,28 @@ func (s *session) confirm(m confirmMsg) answerMsg {
 	}
 	return a
 }
+
+// feedLease tells the child how long the lease has left each time a
+// renewal moves its end (an answer of seq 0), until stop is closed: a
+// child whose worker stops (SIGSTOP, a hang) hears no more, and ends
+// itself when the last end it heard of comes (serve), before another
+// attempt can start.
+func (s *session) feedLease(moved, stop <-chan struct{}) {
+	for moved != nil {
+		select {
+		case <-stop:
+			return
+		case <-moved:
+		}
+		var left time.Duration
+		left, moved = s.st.Host.LeaseLeft()
+		s.send(frameAnswer, answerMsg{LeaseMS: leaseMS(left)})
+	}
+}
+
+// leaseMS is a lease's time left in whole ms for the child, at least 1: 0
+// would say nothing, where the lease has run out.
+func leaseMS(left time.Duration) int64 { return max(left.Milliseconds(), 1) }
 
 // send writes a frame to the child. An error means the child stopped
 // reading: it is dead or about to be killed, and run sees to it.

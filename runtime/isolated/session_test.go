@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -24,10 +25,13 @@ func (h *sendHost) Send(c store.Checkpoint) store.CheckpointResult {
 	h.sent = append(h.sent, c.Field)
 	return store.CheckpointResult{}
 }
-func (h *sendHost) Lose()                         {}
-func (h *sendHost) Committed(string, int)         {}
-func (h *sendHost) Lost() error                   { return nil }
-func (h *sendHost) Expired() bool                 { return false }
+func (h *sendHost) Lose()                 {}
+func (h *sendHost) Committed(string, int) {}
+func (h *sendHost) Lost() error           { return nil }
+func (h *sendHost) Expired() bool         { return false }
+func (h *sendHost) LeaseLeft() (time.Duration, <-chan struct{}) {
+	return 0, nil
+}
 func (h *sendHost) Confirm(context.Context) error { return nil }
 func (h *sendHost) fields() []string              { h.mu.Lock(); defer h.mu.Unlock(); return h.sent }
 
