@@ -269,13 +269,18 @@ local function rate_wait(class, b, id)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
 end
 
+-- PIN_GRACE (ms): how long a token let go to a waiter pinned to a worker
+-- waits for that worker to claim it (promote_rated).
+local PIN_GRACE = 1000
+
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
 -- return to the available lists, as many as there are tokens. A waiter
 -- pinned to a worker goes to that worker's list, which only it reads, and
--- the worker may never claim again: it spends no token here, and the next
--- waiter goes too (as cc_release does), so that pinned work does not
--- hold the class's tokens from the others; one let go that finds no
--- token at its claim waits again. Stale entries spend none either.
+-- the worker may be gone: the class's waiters are looked at again within
+-- PIN_GRACE, and the token, if that worker has not spent it by then, goes
+-- to the next waiter, so that pinned work does not hold the class's
+-- tokens from the others (the pinned job, claimed later with no token,
+-- waits again).
 local function promote_rated()
   local due = call_aside('ZRANGEBYSCORE', K_RWAKE, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   for _, class in ipairs(due) do
@@ -286,25 +291,23 @@ local function promote_rated()
     -- defines it again: its waiting jobs go, a hundred per pass
     local k = 100
     if b then k = math.floor(b.tokens) end
-    -- spent: waiters let go to the shared lists; popped: entries taken,
-    -- at most max(k, 100) a pass (the next pass goes on: RWAKE below)
-    local spent, popped = 0, 0
-    while spent < k and popped < math.max(k, 100) do
-      local ids = redis.pcall('LPOP', wk, math.min(k - spent, math.max(k, 100) - popped))
+    local pinned = false -- a waiter went to its worker's list
+    if k >= 1 then
+      local ids = redis.pcall('LPOP', wk, k)
       if type(ids) == 'table' and ids.err then
         -- the wait list holds no list: its jobs cannot be read; set aside
         set_aside(wk, 'ratewait:' .. class)
-        break
+      elseif ids then
+        local n, shared = requeue_front(ids)
+        pinned = shared < n
       end
-      if not ids then break end
-      popped = popped + #ids
-      local _, shared = requeue_front(ids)
-      spent = spent + shared
     end
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false
     elseif b then
-      RWAKE[class] = NOW + math.ceil(math.max(1 - (b.tokens - spent), 0) * b.per / b.n)
+      local at = NOW + math.ceil(math.max(1 - (b.tokens - k), 0) * b.per / b.n)
+      if pinned then at = math.min(at, NOW + PIN_GRACE) end
+      RWAKE[class] = at
     else
       RWAKE[class] = NOW + 1000
     end

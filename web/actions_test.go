@@ -102,7 +102,11 @@ func TestRerouteAction(t *testing.T) {
 			t.Fatalf("after reroute %v the job prefers %q (%v), want it untouched", bad.form, sw, err)
 		}
 	}
-	testkit.Must(t, st.Heartbeat(context.Background(), sluicetype.WorkerInfo{ID: "worker-b", Queues: map[string]int{ref.Partition.Queue: 1}}, time.Minute))
+	// worker-b serves the queue as its layout has it (a worker on another
+	// count stopped claiming from it: refused)
+	lay, err := st.ReadLayout(context.Background(), ref.Partition.Queue)
+	testkit.Must(t, err)
+	testkit.Must(t, st.Heartbeat(context.Background(), sluicetype.WorkerInfo{ID: "worker-b", Queues: map[string]int{ref.Partition.Queue: lay.Partitions}}, time.Minute))
 	code, loc, body := f.act(c, "reroute", url.Values{"id": {id}, "worker": {"worker-b"}, "policy": {"wait"}})
 	if code != http.StatusSeeOther || loc != testPrefix+jobPath(id) {
 		t.Fatalf("reroute: %d to %q\n%s", code, loc, body)

@@ -11,13 +11,14 @@ import (
 	"github.com/sluicehq/sluice/lua"
 )
 
-// TestPinnedRateWaiterSpendsNoToken: a rate-class waiter pinned to a
+// TestPinnedRateWaiterHoldsTokenBriefly: a rate-class waiter pinned to a
 // worker that went away (its claim parked it on the class, then it died)
 // is let go by the class's next token to that worker's pin list, which
-// no one reads. It spends no token there: the unpinned waiter behind it
-// goes with it, not a whole period later (pinned work never hides
-// runnable unpinned work; cc_release does the same for a key's turn).
-func TestPinnedRateWaiterSpendsNoToken(t *testing.T) {
+// no one reads. The unpinned waiter behind it gets the token a moment
+// later (lib_limits.lua PIN_GRACE), not a whole period later: pinned work
+// never hides runnable unpinned work for long. (TestRerouteWaitingJob:
+// a pinned waiter whose worker claims at once keeps its turn.)
+func TestPinnedRateWaiterHoldsTokenBriefly(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
@@ -154,8 +155,7 @@ func TestCancelRunningResent(t *testing.T) {
 // and archived there by its fallback (sticky_unavailable): the class's
 // next waiter does not wait for the class's next wake, an hour on, with
 // the token unspent (docs/state-machine.md: a waiter let go that leaves
-// before a claim leases it lets the next waiter go). The pinned waiter
-// spends no token (promote_rated), so the next one goes with it.
+// before a claim leases it lets the next waiter go).
 func TestFailAfterRateWaiterPassesToken(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
