@@ -69,9 +69,10 @@
 // sluice.jobs.processed (also by sluice.outcome), sluice.jobs.failed
 // (errors, timeouts, deadlines, panics, parked jobs, lost leases, rejected
 // outcomes), sluice.jobs.retried (failed attempts whose job runs again),
-// sluice.jobs.crashed (panics and crash errors the store charged, not
-// those of an attempt whose lease was lost; jobs the worker's reaper
-// reclaims from an expired lease count with sluice.queue only),
+// sluice.jobs.crashed (panics and crash errors, not those the store
+// refused as stale, which the reaper that took the job back counts; jobs
+// the worker's reaper reclaims from an expired lease count with
+// sluice.queue only),
 // sluice.jobs.quarantined; histograms sluice.attempt.duration (seconds,
 // worker clock) and sluice.job.latency (enqueue to claim, store clock,
 // also by sluice.attempt.first: no failure before it); the gauge

@@ -69,6 +69,6 @@ func waitingAttempt(t *testing.T, h Handler) (*Worker, runTask) {
 	w.attemptBase = ctx
 	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
 	t.Cleanup(func() { close(w.pool.quit) })
-	w.start(ctx, p, res.Jobs[0], time.Now())
+	w.start(ctx, p, res.Jobs[0], time.Now(), false) // a fresh job: no suspect
 	return w, <-w.pool.tasks
 }

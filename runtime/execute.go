@@ -24,8 +24,10 @@ type result struct {
 
 // start sets up the attempt of claimed job j and hands it to a runner. It
 // keeps nothing of j but what j points to: the fetch loop decodes the next
-// claim into the same storage.
-func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, claimed time.Time) {
+// claim into the same storage. suspect: j is a suspect, and its caller
+// took the process's suspects count for it, given back once its handler
+// returns.
+func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, claimed time.Time, suspect bool) {
 	lease := w.leaseFor(j.Kind)
 	a := newAttempt(p, j, lease)
 	a.Worker = w.opts.WorkerID
@@ -34,10 +36,7 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.state.Init(w.st, a.ref, a.storeLease(), j.Steps)
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Layouts = w.layouts
-	if w.isSuspect(j) {
-		a.suspect = true
-		suspects.Add(1) // until its handler returns (execute)
-	}
+	a.suspect = suspect
 	w.track(a)
 	w.mu.Lock()
 	w.inflight[a] = struct{}{}
@@ -117,7 +116,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		a.handlerReturned()
 		stopWatch()
 		if a.suspect {
-			suspects.Add(-1)
+			suspectDone()
 		}
 		w.release(1)
 		if a.settled.CompareAndSwap(false, true) {

@@ -40,6 +40,11 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	// partitions (on other cluster nodes, say) are served meanwhile.
 	failed := make([]*failedClaim, n)
 	errDelay := make([]time.Duration, n)
+	// held marks the partitions whose last claim passed a suspect over
+	// while the process ran one; heldWake, closed once the process runs
+	// none (suspectFreed, read before that claim's count), readies them
+	held := make([]bool, n)
+	var heldWake <-chan struct{}
 	// into holds the jobs of each claim until start has copied them out:
 	// one claim's storage serves the next.
 	into := make([]store.Job, w.opts.ClaimBatch)
@@ -88,9 +93,21 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				ready[i], due[i] = true, time.Time{}
 			}
 		}
+		if heldWake != nil {
+			select {
+			case <-heldWake: // the suspect the process ran is done
+				for i := range held {
+					if held[i] {
+						ready[i], due[i], held[i] = true, time.Time{}, false
+					}
+				}
+				heldWake = nil
+			default:
+			}
+		}
 		chosen := pick.next(ready)
 		if chosen < 0 {
-			w.waitForWork(ctx, wake, due, onWake)
+			w.waitForWork(ctx, wake, heldWake, due, onWake)
 			continue
 		}
 		var (
@@ -99,13 +116,8 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			sent  = w.clk.Now()
 		)
 		resent := failed[chosen] != nil
-		// gate: this claim may lease a suspect, and holds the process's
-		// suspects count until the jobs it brings have started (a suspect
-		// among them then counts itself)
-		var gate bool
 		if f := failed[chosen]; f != nil {
 			req, sent = f.req, f.sent // sent: when the leases of its first run began, if it ran
-			gate = !req.NoSuspect && suspects.CompareAndSwap(0, 1)
 			// the same claim, answered by its record, may bring back as
 			// many jobs as it asked for; it goes out however many slots
 			// are free (slots taken meanwhile by pushes, or by claims
@@ -129,10 +141,15 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				continue
 			}
 			nonce := w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10)
-			gate = suspects.CompareAndSwap(0, 1)
+			// read before the count: a suspect that ends after it wakes
+			// this worker if its claim passes one over (heldWake)
+			free := suspectFreed()
 			req = store.ClaimRequest{
 				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
-				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: !gate,
+				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: suspects.Load() > 0,
+			}
+			if req.NoSuspect {
+				heldWake = free
 			}
 			if wk.push != "" {
 				req.Offer, req.OfferChannel, req.OfferFor = w.offerSize(), wk.push, w.opts.IdlePoll
@@ -143,9 +160,6 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		req.Into = into
 		res, err := w.st.Claim(ctx, p, req)
 		if err != nil {
-			if gate {
-				suspects.Add(-1)
-			}
 			// its slots go back while it waits: a partition that is down
 			// holds none of the worker's capacity
 			w.release(slots)
@@ -182,6 +196,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			}
 			if res.HeldSuspects {
 				due[chosen] = sent.Add(suspectPoll)
+				held[chosen] = true
 			}
 			w.sig.Dry.Signal(testsignal.Dry{Worker: w.opts.WorkerID, Queue: p.Queue, Partition: p.Index})
 		}
@@ -197,14 +212,18 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 		}
 		var back []*store.Job
 		for _, j := range res.Jobs[:run] {
-			if resent && !w.mayRunResent(j, sent, gate) {
+			if resent && !w.mayRunResent(j, sent) {
 				back = append(back, j)
 				continue
 			}
-			w.start(jobsCtx, p, j, sent)
-		}
-		if gate {
-			suspects.Add(-1)
+			if w.isSuspect(j) && !suspects.CompareAndSwap(0, 1) {
+				// another Worker of the process leased a suspect meanwhile
+				// (the claim may lease one while none runs): handed back,
+				// nothing charged, for a claim once that one is done
+				back = append(back, j)
+				continue
+			}
+			w.start(jobsCtx, p, j, sent, w.isSuspect(j)) // a suspect's count taken above
 		}
 		w.release(len(back))
 		w.handBack(p, copyJobs(append(back, res.Jobs[run:]...)))
@@ -278,15 +297,10 @@ func (w *Worker) resendFor() time.Duration {
 // (first sent at sent), may run here; otherwise it is handed back
 // (Worker.handBack), charged nothing. It may not when its lease, which
 // the worker reckons from the first send, has less than half its length
-// left (a handler would start on a lease about to run out), nor when it
-// is a suspect and the claim did not hold the process's suspects count
-// as it went out again (gate): the first send may have said the process
-// ran none, and one may run now.
-func (w *Worker) mayRunResent(j *store.Job, sent time.Time, gate bool) bool {
-	if w.clk.Now().Sub(sent) > w.leaseFor(j.Kind)/2 {
-		return false
-	}
-	return !w.isSuspect(j) || gate
+// left (a handler would start on a lease about to run out). (A suspect
+// runs only while the process runs none, as from any claim.)
+func (w *Worker) mayRunResent(j *store.Job, sent time.Time) bool {
+	return w.clk.Now().Sub(sent) <= w.leaseFor(j.Kind)/2
 }
 
 // leaseFor is the lease of a job of kind.
@@ -316,7 +330,7 @@ const suspectPoll = 100 * time.Millisecond
 
 // waitForWork blocks until a wake-up on wake, the earliest due time (every
 // partition that is not ready has one), or shutdown.
-func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, due []time.Time, onWake func(any, bool)) {
+func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, heldWake <-chan struct{}, due []time.Time, onWake func(any, bool)) {
 	wait := w.opts.IdlePoll
 	for _, d := range due {
 		if !d.IsZero() {
@@ -330,6 +344,7 @@ func (w *Worker) waitForWork(ctx context.Context, wake <-chan any, due []time.Ti
 	case <-ctx.Done():
 	case m, open := <-wake:
 		onWake(m, open)
+	case <-heldWake: // the loop readies the partitions that passed a suspect over
 	case <-t.C(): // the loop readies what is due
 	}
 }

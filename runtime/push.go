@@ -98,7 +98,7 @@ func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Me
 			back = append(back, j)
 			continue
 		}
-		w.start(jobsCtx, p, j, w.pushStart(sent, push.OfferMade, j))
+		w.start(jobsCtx, p, j, w.pushStart(sent, push.OfferMade, j), false) // a push carries new jobs: no suspect
 	}
 	w.handBack(p, back)
 }

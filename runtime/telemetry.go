@@ -84,7 +84,7 @@ func newTelemetry(o Options, st *store.Store) *workerTelemetry {
 		"Attempts that failed: an error, timeout, deadline, panic or crash, a parked job, a lost lease or a rejected outcome.")
 	t.retried = counter("sluice.jobs.retried", "{attempt}", "Failed attempts whose job will run again.")
 	t.crashed = counter("sluice.jobs.crashed", "{job}",
-		"Crashes the store charged: panics and crash errors of this worker's attempts, and jobs its reaper reclaimed from an expired lease.")
+		"Crashes: panics and crash errors of this worker's attempts (not those refused as stale, which a reaper counts), and jobs its reaper reclaimed from an expired lease.")
 	t.quarantined = counter("sluice.jobs.quarantined", "{job}", "Jobs quarantined at the crash limit.")
 	t.deadEffects = counter("sluice.effects.dead", "{effect}",
 		"Effects on keys in other slots that could not be applied and were dead-lettered.")
@@ -163,9 +163,11 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 			outcome, state = "rejected", ""
 		}
 	}
-	// a crash the store refused (stale: the reaper charged it; failed: the
-	// reaper will) is counted by the reaper, once
-	crash := acked && res.Err == nil && ack.Code == store.CodeCrash
+	// a crash the store refused as stale was charged by the reaper that
+	// took the job back, which counts it; one whose answer was lost may
+	// have been charged here, and is counted (a reaper that charges it
+	// after all counts it again)
+	crash := acked && !errors.Is(res.Err, store.ErrStale) && ack.Code == store.CodeCrash
 	var failed bool
 	switch {
 	case outcome == "lease_lost" || outcome == "rejected" || crash:

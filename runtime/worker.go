@@ -249,9 +249,35 @@ func (w *Worker) release(n int) {
 }
 
 // suspects counts the attempts running in this process of jobs with a
-// crash on record (Worker.isSuspect), and the claims in flight that may
-// lease one: while it is not 0, claims lease no other (lua/claim.lua),
-// whichever Worker of the process sends them, so a job that kills its
-// process takes down only jobs with none (docs/guarantees.md). Two Workers
-// in one process share it as they share the process.
-var suspects atomic.Int32
+// crash on record (Worker.isSuspect): 0 or 1. While one runs, claims lease
+// no other (lua/claim.lua), whichever Worker of the process sends them,
+// and one that a claim sent before leased anyway is handed back
+// (fetchLoop takes the count with a CompareAndSwap), so a job that kills
+// its process takes down only jobs with none (docs/guarantees.md). Two
+// Workers in one process share it as they share the process.
+// suspectFree is closed when the count falls back to 0, and replaced
+// (under suspectMu): the Workers whose claims passed a suspect over
+// meanwhile claim again at once.
+var (
+	suspects    atomic.Int32
+	suspectMu   sync.Mutex
+	suspectFree = make(chan struct{})
+)
+
+// suspectFreed is the channel closed when the process next runs no
+// suspect.
+func suspectFreed() <-chan struct{} {
+	suspectMu.Lock()
+	defer suspectMu.Unlock()
+	return suspectFree
+}
+
+// suspectDone ends a suspect's count (its handler returned).
+func suspectDone() {
+	suspectMu.Lock()
+	defer suspectMu.Unlock()
+	if suspects.Add(-1) == 0 {
+		close(suspectFree)
+		suspectFree = make(chan struct{})
+	}
+}

@@ -127,8 +127,17 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 		return served{}, p.goneErr()
 	default:
 	}
-	if err := p.send(frameReply, r); err != nil {
-		return served{}, fmt.Errorf("%w: writing the reply: %v", ErrParentGone, err)
+	// a reply longer than the pipe holds waits for the parent to read it:
+	// a parent that stopped never does, and the lease runs out meanwhile
+	sent := make(chan error, 1)
+	go func() { sent <- p.send(frameReply, r) }()
+	select {
+	case err := <-sent:
+		if err != nil {
+			return served{}, fmt.Errorf("%w: writing the reply: %v", ErrParentGone, err)
+		}
+	case <-expired:
+		return served{}, ErrLeaseExpired
 	}
 	return served{gone: p.gone, expired: expired}, nil
 }
