@@ -86,15 +86,20 @@ if s == 'available' then
       local pk = pin_key(to)
       redis.pcall('LREM', pk, -1, id)
     end
-    if not to or not pinned then
+    if not to or not pinned or o[3] then
       -- its entry on the shared list leaves it as it goes to a worker,
       -- and as it comes back: an unpinned job's, a handed one's, and one
       -- that a pin by an older release left there (stale while the job
-      -- was pinned, live again once unpinned)
+      -- was pinned, live again once unpinned or handed again)
       local ak = avail_key(priority_of(h[1]))
       redis.pcall('LREM', ak, -1, id)
     end
     push_ready(id, true, h[1], h[2], h[3], h[4])
+    -- a job of a rate class on a ready list may be a waiter a token let
+    -- go, its class's next wake set as if it would spend it, and now on a
+    -- pin list: the class's waiters are looked at again now
+    -- (promote_rated gives a pinned waiter's token PIN_GRACE)
+    if h[6] then RWAKE[h[6]] = NOW end
     wake()
   end
 end

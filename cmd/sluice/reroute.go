@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -74,6 +75,11 @@ ever, so the worker must be live (else exit 3).`,
 			return missingError{fmt.Sprintf("job %s is completed: it never runs again, so it has no run to reroute", id)}
 		}
 		if err := client.Reroute(cmd.Context(), id, opt); errors.Is(err, admin.ErrWorkerNotFound) {
+			if liveWorker(cmd.Context(), client, to) {
+				// live, but it claims from the job's queue no more (a
+				// resize since it started) or never did: admin says which
+				return missingError{bare(err)}
+			}
 			err := c.about("worker", to, err)
 			err.(*subjectError).hint = "no live worker has this ID; --after D or --fail-after D reroutes to it with a fallback"
 			return err
@@ -99,4 +105,19 @@ func policy(after, failAfter time.Duration) sticky.Policy {
 		return sticky.FailAfter(failAfter)
 	}
 	return sticky.Wait()
+}
+
+// liveWorker reports whether worker id is registered as live (false too
+// when the registry cannot be read: the refusal is reported as it is).
+func liveWorker(ctx context.Context, client *admin.Client, id string) bool {
+	ws, err := client.Workers(ctx)
+	if !listed(err) {
+		return false
+	}
+	for _, w := range ws {
+		if w.ID == id {
+			return true
+		}
+	}
+	return false
 }
