@@ -194,26 +194,28 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", "Log in", map[string]any{})
 }
 
-// login checks the token and sets a session cookie. An address that
-// failed too often lately (loginLimit) is answered 429, its token not
-// checked.
+// login checks the token and sets a session cookie. An address that gave
+// too many wrong credentials lately (loginLimit) is answered 429, its
+// token not checked.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
-	addr := clientAddress(r)
-	if no, left := c.logins.blocked(addr); no {
-		secs := int((left + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	if c.o.Token == "" {
+		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
+		return
+	}
+	// the body is read before the limit is asked: a client holding it
+	// back holds no check open
+	tok := r.PostFormValue("token")
+	ok, wait := c.logins.check(clientAddress(r), func() bool { return equal(tok, c.o.Token) })
+	if wait > 0 {
+		secs := retryAfter(w, wait)
 		c.render(w, r, http.StatusTooManyRequests, "login", "Log in", map[string]any{"Error": fmt.Sprintf(
 			"Too many failed logins from your address: wait %d seconds, then try again.", secs)})
 		return
 	}
-	if c.o.Token == "" || !equal(r.PostFormValue("token"), c.o.Token) {
-		if c.o.Token != "" {
-			c.logins.failed(addr)
-		}
+	if !ok {
 		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
 		return
 	}
-	c.logins.succeeded(addr)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(sessionTTL / time.Second)})
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)
