@@ -3,6 +3,7 @@ package web
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -56,14 +57,29 @@ func newLoginLimit() *loginLimit {
 	return &loginLimit{now: time.Now, fails: map[string]*loginFails{}}
 }
 
-// clientAddress is the address r came from: its connection's host. A
-// forwarding header is not believed (anyone may send one), so behind a
-// proxy every client shares the proxy's limit.
+// clientAddress is the address r came from, as the limit counts it: its
+// connection's host, an IPv6 one by its /64 prefix (a client commonly
+// holds a whole /64 and could try each of its addresses). A forwarding
+// header is not believed (anyone may send one), so behind a proxy every
+// client shares the proxy's limit.
 func clientAddress(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
 		return host
 	}
-	return r.RemoteAddr
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	p, err := a.Prefix(64)
+	if err != nil {
+		return a.String()
+	}
+	return p.String()
 }
 
 // check runs right, which checks one request's credentials and must not

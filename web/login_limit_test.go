@@ -262,6 +262,59 @@ func TestLoginLimitSuccessKeepsCount(t *testing.T) {
 	}
 }
 
+// TestLoginLimitIPv6Prefix: an IPv6 client holds a whole /64, so the
+// limit counts an IPv6 address by its /64: 20 wrong tokens from 4
+// addresses of one /64 have at most loginFailures checked. A review found
+// each address counted apart, all 20 checked.
+func TestLoginLimitIPv6Prefix(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	f := newFixture(t, Options{}, false)
+	c, err := newConsole(Options{Admin: f.ops, Token: token})
+	testkit.Must(t, err)
+	h := c.routes()
+	csrf := strings.Repeat("c", 43)
+	checked := 0
+	for a := 1; a <= 4; a++ {
+		for range loginFailures {
+			form := url.Values{"token": {"wrong"}, "csrf": {csrf}}
+			req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.AddCookie(&http.Cookie{Name: csrfCookie, Value: csrf})
+			req.RemoteAddr = fmt.Sprintf("[2001:db8:1:2::%x]:50000", a)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code == http.StatusUnauthorized {
+				checked++
+			}
+		}
+	}
+	if checked > loginFailures {
+		t.Errorf("%d wrong tokens checked in one minute from one IPv6 /64 (4 of its addresses), want at most %d", checked, loginFailures)
+	}
+}
+
+// TestClientAddress: the address the limit counts: an IPv4 address whole
+// (mapped into IPv6 or not), an IPv6 one by its /64, zone dropped.
+func TestClientAddress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ remote, want string }{
+		{"203.0.113.7:50000", "203.0.113.7"},
+		{"[::ffff:203.0.113.7]:50000", "203.0.113.7"},
+		{"[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:443", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:3::1]:443", "2001:db8:1:3::/64"},
+		{"[fe80::1%eth0]:443", "fe80::/64"},
+		{"[::1]:443", "::/64"},
+		{"pipe", "pipe"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = tc.remote
+		if got := clientAddress(r); got != tc.want {
+			t.Errorf("clientAddress(%q) = %q, want %q", tc.remote, got, tc.want)
+		}
+	}
+}
+
 // BenchmarkLoginLimitFull: a failed login from a new address when the
 // limit is full of live windows (a client rotating addresses). A review
 // measured about 1 ms per failure when eviction scanned every window
