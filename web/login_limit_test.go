@@ -315,6 +315,114 @@ func TestClientAddress(t *testing.T) {
 	}
 }
 
+// TestLoginLimitBearer: the login form's token is the one a Bearer header
+// carries on any request, so bearer guesses count against the same limit:
+// an address refused at /login is refused 429 with Retry-After for its
+// Bearer guesses, the right one included (not checked), while a session
+// cookie still opens the console from it and another address's right
+// token does too. A review found Bearer tokens checked without limit:
+// 100 wrong guesses answered 401, then the right one 200.
+func TestLoginLimitBearer(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	f := newFixture(t, Options{}, false)
+	c, err := newConsole(Options{Admin: f.ops, Token: token})
+	testkit.Must(t, err)
+	h := c.routes()
+	csrf := strings.Repeat("c", 43)
+	const from = "203.0.113.7:50000"
+	var code int
+	for range loginFailures + 1 {
+		form := url.Values{"token": {"wrong"}, "csrf": {csrf}}
+		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: csrfCookie, Value: csrf})
+		req.RemoteAddr = from
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		code = w.Code
+	}
+	if code != http.StatusTooManyRequests {
+		t.Fatalf("setup: the address is not refused at /login (%d)", code)
+	}
+	get := func(remote string, set func(*http.Request)) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/workers", nil)
+		set(req)
+		req.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	bearer := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	checked := 0
+	for i := range 101 {
+		tok := "guess-" + strconv.Itoa(i)
+		if i == 100 {
+			tok = token
+		}
+		w := get(from, bearer(tok))
+		if w.Code != http.StatusTooManyRequests {
+			checked++
+		} else if s, err := strconv.Atoi(w.Header().Get("Retry-After")); err != nil || s <= 0 || s > 60 {
+			t.Fatalf("429 with Retry-After %q, want seconds in 1..60", w.Header().Get("Retry-After"))
+		}
+		if i == 100 && w.Code == http.StatusOK {
+			t.Errorf("an address refused at /login had %d Bearer guesses checked, and the right one opened /workers (200)", checked)
+		}
+	}
+	if checked > 0 {
+		t.Errorf("an address refused at /login had %d Bearer guesses checked, want none", checked)
+	}
+	session := c.newSession()
+	if w := get(from, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: sessionCookie, Value: session}) }); w.Code != http.StatusOK {
+		t.Errorf("a session cookie from the refused address: %d, want 200", w.Code)
+	}
+	if w := get("198.51.100.2:40000", bearer(token)); w.Code != http.StatusOK {
+		t.Errorf("the right Bearer token from another address: %d, want 200", w.Code)
+	}
+}
+
+// TestLoginLimitBasicAuth: wrong basic auth credentials count as wrong
+// tokens do: after loginFailures of them within a minute an address is
+// answered 429 with Retry-After, the right ones included, until the
+// minute ends; another address gets in meanwhile.
+func TestLoginLimitBasicAuth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	c, err := newConsole(Options{Admin: f.ops, User: "ops", Password: "pw"})
+	testkit.Must(t, err)
+	clock := &fakeClock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	c.logins.now = clock.now
+	h := c.routes()
+	get := func(remote, password string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodGet, "/workers", nil)
+		req.SetBasicAuth("ops", password)
+		req.RemoteAddr = remote
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	const attacker = "203.0.113.7:50000"
+	for i := range loginFailures {
+		if w := get(attacker, "wrong"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong password %d: %d, want 401", i+1, w.Code)
+		}
+	}
+	w := get(attacker, "pw")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "60" {
+		t.Fatalf("the right password after %d wrong: %d, Retry-After %q, want 429 and 60", loginFailures, w.Code, w.Header().Get("Retry-After"))
+	}
+	if w := get("198.51.100.2:40000", "pw"); w.Code != http.StatusOK {
+		t.Errorf("the right password from another address meanwhile: %d, want 200", w.Code)
+	}
+	clock.add(loginWindow)
+	if w := get(attacker, "pw"); w.Code != http.StatusOK {
+		t.Errorf("the right password once the minute ended: %d, want 200", w.Code)
+	}
+}
+
 // BenchmarkLoginLimitFull: a failed login from a new address when the
 // limit is full of live windows (a client rotating addresses). A review
 // measured about 1 ms per failure when eviction scanned every window
