@@ -24,14 +24,29 @@ const (
 )
 
 // authenticate lets a request through when Options.Auth let it reach here
-// and no Token or basic auth is set, or when it carries the bearer token,
-// basic auth credentials or a session cookie. The login page and the
-// static files need none.
+// and no Token or basic auth is set, or when it carries a session cookie,
+// the bearer token or the basic auth credentials. The login page and the
+// static files need none. Bearer and basic credentials count against the
+// failed-login limit (loginLimit) as the login form's token does: from an
+// address it refuses they are answered 429, not checked.
 func (c *console) authenticate(next http.Handler) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c.o.Token == "" && c.o.User == "" || c.authorized(r) || open(r) {
+		if c.o.Token == "" && c.o.User == "" || open(r) || c.session(r) {
 			next.ServeHTTP(w, r)
 			return
+		}
+		if c.credentials(r) {
+			ok, wait := c.logins.check(clientAddress(r), func() bool { return c.rightCredentials(r) })
+			if wait > 0 {
+				secs := retryAfter(w, wait)
+				http.Error(w, fmt.Sprintf("sluice web: too many failed logins from your address: wait %d seconds", secs),
+					http.StatusTooManyRequests)
+				return
+			}
+			if ok {
+				next.ServeHTTP(w, r)
+				return
+			}
 		}
 		if c.o.User != "" && c.o.Token == "" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
@@ -63,12 +78,31 @@ func open(r *http.Request) bool {
 	return r.URL.Path == "/login" || strings.HasPrefix(r.URL.Path, "/static/")
 }
 
-func (c *console) authorized(r *http.Request) bool {
+// session reports whether r carries a valid session cookie (the login
+// form's, with a Token set).
+func (c *console) session(r *http.Request) bool {
+	if c.o.Token == "" {
+		return false
+	}
+	ck, err := r.Cookie(sessionCookie)
+	return err == nil && c.validSession(ck.Value)
+}
+
+// credentials reports whether r carries credentials the console checks:
+// a bearer token with a Token set, basic auth with a User set.
+func (c *console) credentials(r *http.Request) bool {
+	if c.o.Token != "" && strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		return true
+	}
+	_, _, basic := r.BasicAuth()
+	return c.o.User != "" && basic
+}
+
+// rightCredentials reports whether r carries the bearer token or the
+// basic auth credentials.
+func (c *console) rightCredentials(r *http.Request) bool {
 	if c.o.Token != "" {
 		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(t, c.o.Token) {
-			return true
-		}
-		if ck, err := r.Cookie(sessionCookie); err == nil && c.validSession(ck.Value) {
 			return true
 		}
 	}
@@ -194,26 +228,28 @@ func (c *console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "login", "Log in", map[string]any{})
 }
 
-// login checks the token and sets a session cookie. An address that
-// failed too often lately (loginLimit) is answered 429, its token not
-// checked.
+// login checks the token and sets a session cookie. An address that gave
+// too many wrong credentials lately (loginLimit) is answered 429, its
+// token not checked.
 func (c *console) login(w http.ResponseWriter, r *http.Request) {
-	addr := clientAddress(r)
-	if no, left := c.logins.blocked(addr); no {
-		secs := int((left + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	if c.o.Token == "" {
+		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
+		return
+	}
+	// the body is read before the limit is asked: a client holding it
+	// back holds no check open
+	tok := r.PostFormValue("token")
+	ok, wait := c.logins.check(clientAddress(r), func() bool { return equal(tok, c.o.Token) })
+	if wait > 0 {
+		secs := retryAfter(w, wait)
 		c.render(w, r, http.StatusTooManyRequests, "login", "Log in", map[string]any{"Error": fmt.Sprintf(
 			"Too many failed logins from your address: wait %d seconds, then try again.", secs)})
 		return
 	}
-	if c.o.Token == "" || !equal(r.PostFormValue("token"), c.o.Token) {
-		if c.o.Token != "" {
-			c.logins.failed(addr)
-		}
+	if !ok {
 		c.render(w, r, http.StatusUnauthorized, "login", "Log in", map[string]any{"Error": "That token is not the console's."})
 		return
 	}
-	c.logins.succeeded(addr)
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: c.newSession(), Path: c.cookiePath(), HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure(r), MaxAge: int(sessionTTL / time.Second)})
 	http.Redirect(w, r, c.path("/"), http.StatusSeeOther)

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -59,7 +60,10 @@ type snapshot struct {
 	// Registered is the number of queues in the registry: more than
 	// Queues when the listing stopped at admin.MaxQueuesListed.
 	Registered int
-	json       []byte // the overview event's data
+	// Uncounted is set when the listing reached admin.MaxQueuesListed
+	// and the registry could not be counted: it may have left queues out.
+	Uncounted bool
+	json      []byte // the overview event's data
 }
 
 // queueView is one queue of the overview.
@@ -345,12 +349,18 @@ func (h *hub) read(ctx context.Context, now time.Time, workersAge time.Duration)
 	snap := &snapshot{At: now, Workers: h.workers, BadWorkers: h.badWorkers, Registered: len(live)}
 	if len(live) >= admin.MaxQueuesListed {
 		// the listing stops there: the registry's count (one HLEN) says
-		// whether it left queues out, for the page to say so
+		// whether it left queues out; the listing is whole without it,
+		// so a failed count is logged and only the notice changes
 		n, err := h.ops.QueueCount(ctx)
-		if err != nil {
+		switch {
+		case err == nil:
+			snap.Registered = max(n, len(live))
+		case ctx.Err() != nil:
 			return nil, err
+		default:
+			h.onError(fmt.Errorf("counting the queue registry: %w", err))
+			snap.Uncounted = true
 		}
-		snap.Registered = max(n, len(live))
 	}
 	histErrs, err := h.updateHistory(ctx, live)
 	if err != nil {

@@ -44,6 +44,7 @@ type overviewView struct {
 	// Registered is the number of queues in the registry: more than
 	// Queues when the listing stopped at admin.MaxQueuesListed.
 	Registered int
+	Uncounted  bool // the listing reached its bound, the registry was not counted
 }
 
 func (c *console) overview(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +54,7 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := overviewView{At: snap.At, Queues: snap.Queues, Workers: snap.Workers, BadWorkers: snap.BadWorkers,
-		Registered: snap.Registered}
+		Registered: snap.Registered, Uncounted: snap.Uncounted}
 	for _, wk := range snap.Workers {
 		v.Running += len(wk.Jobs)
 	}

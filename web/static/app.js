@@ -143,9 +143,13 @@
     var job = document.body.dataset.job;
     var src = new EventSource(base + "/events" + (job ? "?job=" + encodeURIComponent(job) : ""));
     source = src;
-    var dot = document.querySelector(".live-dot");
-    src.addEventListener("open", function () { if (dot) dot.classList.add("on"); });
-    src.addEventListener("error", function () { if (dot) dot.classList.remove("on"); });
+    // the dot is looked up each time: refreshJob replaces it with #live
+    function dot(on) {
+      var d = document.querySelector(".live-dot");
+      if (d) d.classList.toggle("on", on);
+    }
+    src.addEventListener("open", function () { dot(true); });
+    src.addEventListener("error", function () { dot(false); });
     src.addEventListener("overview", function (ev) { overview(JSON.parse(ev.data)); });
     src.addEventListener("job", function (ev) {
       // the stream sends job events only while it follows the job: one
