@@ -27,8 +27,11 @@ const (
 // requests it sends at once. A right one changes nothing: behind a proxy,
 // an operator's login does not forgive an attacker's failures.
 //
-// At most loginAddressesMax addresses are remembered: ended windows are
-// dropped first, then the oldest.
+// At most loginAddressesMax addresses are remembered, and an ended window
+// is forgotten; a live one is not (forgetting a refused address would lift
+// its refusal): while the table is full of live windows, the addresses
+// not in it share one window of their own (overflowKey), so a client with
+// more addresses than the table holds is limited all the same.
 type loginLimit struct {
 	now func() time.Time // time.Now; tests set their own
 
@@ -53,15 +56,20 @@ type loginStart struct {
 	start time.Time
 }
 
+// overflowKey counts the addresses that find the table full of live
+// windows, together.
+const overflowKey = "overflow"
+
 func newLoginLimit() *loginLimit {
 	return &loginLimit{now: time.Now, fails: map[string]*loginFails{}}
 }
 
 // clientAddress is the address r came from, as the limit counts it: its
 // connection's host, an IPv6 one by its /64 prefix (a client commonly
-// holds a whole /64 and could try each of its addresses). A forwarding
-// header is not believed (anyone may send one), so behind a proxy every
-// client shares the proxy's limit.
+// holds a whole /64 and could try each of its addresses), and every
+// loopback address as one (a local user may bind any of 127.0.0.0/8). A
+// forwarding header is not believed (anyone may send one), so behind a
+// proxy every client shares the proxy's limit.
 func clientAddress(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -72,6 +80,9 @@ func clientAddress(r *http.Request) string {
 		return host
 	}
 	a = a.Unmap().WithZone("")
+	if a.IsLoopback() {
+		return "loopback"
+	}
 	if a.Is4() {
 		return a.String()
 	}
@@ -91,6 +102,12 @@ func (l *loginLimit) check(addr string, right func() bool) (ok bool, wait time.D
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f, found := l.fails[addr]
+	if !found && len(l.fails) >= loginAddressesMax {
+		if l.drop(now); len(l.fails) >= loginAddressesMax {
+			addr = overflowKey
+			f, found = l.fails[addr]
+		}
+	}
 	live := found && now.Before(f.start.Add(loginWindow))
 	if live && f.n >= loginFailures {
 		return false, f.start.Add(loginWindow).Sub(now)
@@ -106,7 +123,7 @@ func (l *loginLimit) check(addr string, right func() bool) (ok bool, wait time.D
 		delete(l.fails, addr) // its window ended: a new one starts
 	}
 	l.drop(now)
-	l.fails[addr] = &loginFails{n: 1, start: now}
+	l.fails[addr] = &loginFails{n: 1, start: now} // room made above: at most loginAddressesMax, and overflowKey
 	l.order = append(l.order, loginStart{addr: addr, start: now})
 	if len(l.order) > 2*loginAddressesMax {
 		l.compact() // only when now went back: order is bounded anyway
@@ -114,15 +131,15 @@ func (l *loginLimit) check(addr string, right func() bool) (ok bool, wait time.D
 	return false, 0
 }
 
-// drop makes room for one window: it drops the ended windows at the front
-// of order, and the oldest live one when the limit is full. Each entry is
-// dropped once, so a failure costs O(1) amortized.
+// drop forgets the ended windows at the front of order, up to the first
+// live one. Each entry is dropped once, so a failure costs O(1)
+// amortized.
 func (l *loginLimit) drop(now time.Time) {
 	for len(l.order) > 0 {
 		e := l.order[0]
 		f, ok := l.fails[e.addr]
 		current := ok && f.start.Equal(e.start)
-		if current && now.Before(e.start.Add(loginWindow)) && len(l.fails) < loginAddressesMax {
+		if current && now.Before(e.start.Add(loginWindow)) {
 			return
 		}
 		if current {

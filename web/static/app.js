@@ -107,7 +107,10 @@
         if (fresh) {
           live.replaceWith(fresh);
           times(fresh);
-          fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.add("on"); });
+          // live only while the stream is open: it may have ended while
+          // the page was fetched
+          var open = !!source && source.readyState === EventSource.OPEN;
+          fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.toggle("on", open); });
         } else if (got.status === 404) {
           // the job is gone (deleted): the page shows the answer's message
           // instead of the job, and follows it no more
