@@ -18,8 +18,8 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// r37eConsole is a console with Token set, its limit on a fake clock.
-func r37eConsole(t *testing.T, o Options) (*console, http.Handler, *fakeClock) {
+// limitConsole is a console with Token set, its limit on a fake clock.
+func limitConsole(t *testing.T, o Options) (*console, http.Handler, *fakeClock) {
 	t.Helper()
 	f := newFixture(t, Options{}, false)
 	o.Admin = f.ops
@@ -30,7 +30,7 @@ func r37eConsole(t *testing.T, o Options) (*console, http.Handler, *fakeClock) {
 	return c, c.routes(), clock
 }
 
-func r37eGet(h http.Handler, path, remote string, set func(*http.Request)) *httptest.ResponseRecorder {
+func limitGet(h http.Handler, path, remote string, set func(*http.Request)) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodGet, path, nil)
 	if set != nil {
 		set(req)
@@ -41,7 +41,7 @@ func r37eGet(h http.Handler, path, remote string, set func(*http.Request)) *http
 	return w
 }
 
-func r37eBearer(tok string) func(*http.Request) {
+func limitBearer(tok string) func(*http.Request) {
 	return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
 }
 
@@ -53,21 +53,21 @@ func r37eBearer(tok string) func(*http.Request) {
 func TestLimitEvictionUnblocks(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
-	_, h, clock := r37eConsole(t, Options{Token: token})
+	_, h, clock := limitConsole(t, Options{Token: token})
 	const victim = "[2001:db8:aaaa:ffff::1]:50000"
 	for range loginFailures {
-		r37eGet(h, "/workers", victim, r37eBearer("wrong"))
+		limitGet(h, "/workers", victim, limitBearer("wrong"))
 	}
-	if w := r37eGet(h, "/workers", victim, r37eBearer("wrong")); w.Code != http.StatusTooManyRequests {
+	if w := limitGet(h, "/workers", victim, limitBearer("wrong")); w.Code != http.StatusTooManyRequests {
 		t.Fatalf("setup: not refused (%d)", w.Code)
 	}
 	for i := range loginAddressesMax {
-		r37eGet(h, "/workers", fmt.Sprintf("[2001:db8:aaaa:%x::1]:50000", i), r37eBearer("wrong"))
+		limitGet(h, "/workers", fmt.Sprintf("[2001:db8:aaaa:%x::1]:50000", i), limitBearer("wrong"))
 	}
 	clock.add(time.Second) // still within the refused address's minute
 	checked := 0
 	for range 3 * loginFailures {
-		if w := r37eGet(h, "/workers", victim, r37eBearer("wrong")); w.Code != http.StatusTooManyRequests {
+		if w := limitGet(h, "/workers", victim, limitBearer("wrong")); w.Code != http.StatusTooManyRequests {
 			checked++
 		}
 	}
@@ -82,7 +82,7 @@ func TestLimitEvictionUnblocks(t *testing.T) {
 // minute.
 func TestLimitRotationUnlimited(t *testing.T) {
 	t.Parallel()
-	c, _, _ := r37eConsole(t, Options{Token: "s3cret-token"})
+	c, _, _ := limitConsole(t, Options{Token: "s3cret-token"})
 	l := c.logins
 	checked := map[string]int{}
 	const rounds = 8
@@ -109,10 +109,10 @@ func TestLimitRotationUnlimited(t *testing.T) {
 func TestLimitRightBearerNeverRefused(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
-	_, h, clock := r37eConsole(t, Options{Token: token})
+	_, h, clock := limitConsole(t, Options{Token: token})
 	const from = "203.0.113.9:1234"
 	for i := range 500 {
-		if w := r37eGet(h, "/login", from, r37eBearer(token)); w.Code == http.StatusTooManyRequests {
+		if w := limitGet(h, "/login", from, limitBearer(token)); w.Code == http.StatusTooManyRequests {
 			t.Fatalf("request %d: 429", i)
 		}
 		// routes that need no Redis on success are not at hand: check the limit's answer itself
@@ -125,7 +125,7 @@ func TestLimitRightBearerNeverRefused(t *testing.T) {
 	codes := map[int]int{}
 	for range 200 {
 		wg.Go(func() {
-			w := r37eGet(h, "/nope", from, r37eBearer(token)) // 404 past auth, no Redis
+			w := limitGet(h, "/nope", from, limitBearer(token)) // 404 past auth, no Redis
 			mu.Lock()
 			codes[w.Code]++
 			mu.Unlock()
@@ -133,7 +133,7 @@ func TestLimitRightBearerNeverRefused(t *testing.T) {
 	}
 	wg.Wait()
 	for range 200 {
-		w := r37eGet(h, "/nope", from, r37eBearer(token))
+		w := limitGet(h, "/nope", from, limitBearer(token))
 		codes[w.Code]++
 	}
 	if codes[http.StatusTooManyRequests] > 0 || codes[http.StatusNotFound] != 400 {
@@ -153,7 +153,7 @@ func newLoginLimitFrom(c *fakeClock) *loginLimit {
 func TestLimitSessionWithWrongBearer(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
-	c, h, _ := r37eConsole(t, Options{Token: token})
+	c, h, _ := limitConsole(t, Options{Token: token})
 	const from = "203.0.113.7:50000"
 	session := c.newSession()
 	both := func(r *http.Request) {
@@ -161,25 +161,25 @@ func TestLimitSessionWithWrongBearer(t *testing.T) {
 		r.Header.Set("Authorization", "Bearer wrong")
 	}
 	for range 50 {
-		if w := r37eGet(h, "/nope", from, both); w.Code != http.StatusNotFound {
+		if w := limitGet(h, "/nope", from, both); w.Code != http.StatusNotFound {
 			t.Fatalf("session + wrong bearer: %d, want 404 past auth", w.Code)
 		}
 	}
 	for i := range loginFailures {
-		if w := r37eGet(h, "/nope", from, r37eBearer("wrong")); w.Code == http.StatusTooManyRequests {
+		if w := limitGet(h, "/nope", from, limitBearer("wrong")); w.Code == http.StatusTooManyRequests {
 			t.Fatalf("wrong bearer %d after 50 session+wrong-bearer requests: 429 (those were counted)", i+1)
 		}
 	}
-	if w := r37eGet(h, "/nope", from, r37eBearer("wrong")); w.Code != http.StatusTooManyRequests {
+	if w := limitGet(h, "/nope", from, limitBearer("wrong")); w.Code != http.StatusTooManyRequests {
 		t.Fatalf("setup: wrong bearer %d: %d, want 429", loginFailures+1, w.Code)
 	} else if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") || strings.Contains(w.Body.String(), "wrong") {
 		t.Errorf("429: %q %q", ct, w.Body.String())
 	}
-	if w := r37eGet(h, "/nope", from, both); w.Code != http.StatusNotFound {
+	if w := limitGet(h, "/nope", from, both); w.Code != http.StatusNotFound {
 		t.Errorf("session + wrong bearer from a refused address: %d, want 404 past auth (the docs: a session cookie is not counted)", w.Code)
 	}
 	// a refused address's browser keeps its session on /events too
-	if w := r37eGet(h, "/nope", from, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: sessionCookie, Value: session}) }); w.Code != http.StatusNotFound {
+	if w := limitGet(h, "/nope", from, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: sessionCookie, Value: session}) }); w.Code != http.StatusNotFound {
 		t.Errorf("session from a refused address: %d", w.Code)
 	}
 }
@@ -189,15 +189,15 @@ func TestLimitSessionWithWrongBearer(t *testing.T) {
 func TestLimitExemptPaths(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
-	_, h, _ := r37eConsole(t, Options{Token: token, User: "ops", Password: "pw"})
+	_, h, _ := limitConsole(t, Options{Token: token, User: "ops", Password: "pw"})
 	const from = "203.0.113.7:50000"
 	for range 20 {
 		for _, p := range []string{"/static/app.js", "/login"} {
-			r37eGet(h, p, from, r37eBearer("wrong"))
-			r37eGet(h, p, from, func(r *http.Request) { r.SetBasicAuth("ops", "wrong") })
+			limitGet(h, p, from, limitBearer("wrong"))
+			limitGet(h, p, from, func(r *http.Request) { r.SetBasicAuth("ops", "wrong") })
 		}
 	}
-	if w := r37eGet(h, "/nope", from, r37eBearer(token)); w.Code != http.StatusNotFound {
+	if w := limitGet(h, "/nope", from, limitBearer(token)); w.Code != http.StatusNotFound {
 		t.Errorf("right bearer after wrong ones on open paths: %d, want 404 past auth (open paths counted?)", w.Code)
 	}
 	for _, p := range []string{"/static/../workers", "/static/%2e%2e/workers", "/static/..%2fworkers", "/login/../workers", "/static//..//workers"} {
@@ -263,7 +263,7 @@ func TestLimitClockBack(t *testing.T) {
 // registry errs; it does not render an Uncounted page.
 func TestLimitCancelledOverview(t *testing.T) {
 	t.Parallel()
-	o := r37eOps{}
+	o := cancelCountOps{}
 	var logged []error
 	hb := newHub(o, time.Second, func(err error) { logged = append(logged, err) })
 	ctx, cancel := context.WithCancel(context.Background())
@@ -277,11 +277,11 @@ func TestLimitCancelledOverview(t *testing.T) {
 	}
 }
 
-type r37eOps struct{ ops }
+type cancelCountOps struct{ ops }
 
-func (r37eOps) Workers(context.Context) ([]sluicetype.WorkerInfo, error) { return nil, nil }
+func (cancelCountOps) Workers(context.Context) ([]sluicetype.WorkerInfo, error) { return nil, nil }
 
-func (r37eOps) QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error) {
+func (cancelCountOps) QueuesLive(ctx context.Context, queues map[string]int) ([]admin.QueueLive, error) {
 	out := make([]admin.QueueLive, admin.MaxQueuesListed)
 	for i := range out {
 		out[i] = admin.QueueLive{Queue: "q" + strconv.Itoa(i), Partitions: 1, Err: errNotRead}
@@ -289,7 +289,7 @@ func (r37eOps) QueuesLive(ctx context.Context, queues map[string]int) ([]admin.Q
 	return out, nil
 }
 
-func (r37eOps) QueueCount(ctx context.Context) (int, error) { return 0, ctx.Err() }
+func (cancelCountOps) QueueCount(ctx context.Context) (int, error) { return 0, ctx.Err() }
 
 // TestLimitLoopbackRotation: a local client (another user of the host, a
 // console on loopback with a token) that binds its connections to other
@@ -298,7 +298,7 @@ func (r37eOps) QueueCount(ctx context.Context) (int, error) { return 0, ctx.Err(
 func TestLimitLoopbackRotation(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
-	_, h, _ := r37eConsole(t, Options{Token: token})
+	_, h, _ := limitConsole(t, Options{Token: token})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	checked := 0
