@@ -214,14 +214,11 @@ local function key_wait(ck, id, class)
   local b = class and bucket(class)
   if b and b.tokens >= 1 then RWAKE[class] = NOW end
 end
-local function park(jk, id, reason, ck, limit, rc)
+local function park(jk, id, reason, ck, limit)
   finish(jk, id, 'available', 'archived', reason)
   archived[#archived + 1] = id
   archived[#archived + 1] = reason
   pass_on(ck, limit)
-  -- perhaps a waiter a token of its class let go, the class's next wake
-  -- set as if it would spend it: its waiters are looked at again now
-  if rc then RWAKE[rc] = NOW end
 end
 
 for _, id in ipairs(unpinned) do
@@ -313,9 +310,9 @@ local function take(ak, pinned_to, prio)
         if type(body) ~= 'string' then body = false end
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
           or not count_of(crashes) then
-          park(jk, id, 'malformed', ck, h[fcn], h[frk])
+          park(jk, id, 'malformed', ck, h[fcn])
         elseif dl and dl <= NOW then
-          park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk])
+          park(jk, id, 'deadline_exceeded', ck, h[fcn])
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           skipped = skipped + 1

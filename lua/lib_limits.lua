@@ -270,9 +270,9 @@ local function rate_wait(class, b, id)
 end
 
 -- PIN_GRACE (ms): how long a token let go to a waiter pinned to a worker
--- waits for that worker to claim it (promote_rated); MAX_POP: the most
--- waiters of a class let go in one pass.
-local PIN_GRACE, MAX_POP = 1000, 1000
+-- waits for that worker to claim it (promote_rated); MAX_POP: a count no
+-- list's length passes (2^32), at most that many let go in one pass.
+local PIN_GRACE, MAX_POP = 1000, 4294967296
 
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
 -- return to the available lists, as many as there are tokens. A waiter
@@ -291,9 +291,8 @@ local function promote_rated()
     -- limits the class, as a claim finds too, until its next enqueue
     -- defines it again: its waiting jobs go, a hundred per pass
     local k = 100
-    -- at most MAX_POP a pass: a count past 1e17 would be written in
-    -- exponent form, which LPOP refuses (taken for a list of another
-    -- type); the next pass goes on (RWAKE below: now)
+    -- at most MAX_POP: a count past 1e17 would be written in exponent
+    -- form, which LPOP refuses (taken for a list of another type)
     if b then k = math.min(math.floor(b.tokens), MAX_POP) end
     local pinned = false -- a waiter went to its worker's list
     if k >= 1 then

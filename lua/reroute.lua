@@ -95,11 +95,6 @@ if s == 'available' then
       redis.pcall('LREM', ak, -1, id)
     end
     push_ready(id, true, h[1], h[2], h[3], h[4])
-    -- a job of a rate class on a ready list may be a waiter a token let
-    -- go, its class's next wake set as if it would spend it, and now on a
-    -- pin list: the class's waiters are looked at again now
-    -- (promote_rated gives a pinned waiter's token PIN_GRACE)
-    if h[6] then RWAKE[h[6]] = NOW end
     wake()
   end
 end

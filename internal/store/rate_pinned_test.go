@@ -93,37 +93,6 @@ func TestPinnedRateWaiterKeepsTurn(t *testing.T) {
 	}
 }
 
-// TestDeadlineRateWaiterPassesToken: a rate waiter whose deadline passed
-// while it waited is let go by the class's token and archived by the
-// claim that meets it (deadline_exceeded), spending no token: the waiter
-// behind it is let go at once, not a whole period later
-// (docs/state-machine.md: a waiter let go that leaves before a claim
-// leases it lets the next waiter go).
-func TestDeadlineRateWaiterPassesToken(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
-			rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
-			f.enqueue(store.NewJob{Local: "r0", Limits: rl})
-			if l := locals(f.claim(10, "w").Jobs); !l["r0"] {
-				t.Fatalf("first claim %v", l)
-			}
-			f.enqueue(store.NewJob{Local: "d", Limits: rl, Deadline: f.clk.Now().Add(30 * time.Minute)})
-			f.enqueue(store.NewJob{Local: "u", Limits: rl})
-			if got := f.claim(10, "w"); len(got.Jobs) != 0 {
-				t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
-			}
-			f.clk.Advance(time.Hour) // a token: d goes (to be archived), u should follow
-			got := claimRounds(f, time.Second)
-			if !got["u"] {
-				j, _ := f.get("d")
-				t.Fatalf("claimed %v in the 3 s after a token came; d is %s (%s); u waits for the class's next token, an hour on, with this one unspent",
-					got, j.State, f.reason("d"))
-			}
-		})
-	}
-}
-
 // TestHugeRateLiftKeepsWaiters: a class's rate raised to a huge one (an
 // operator lifting the limit) while jobs wait on it: its waiters go (at
 // most MAX_POP a pass); the wait list is not taken for one of another
@@ -144,44 +113,6 @@ func TestHugeRateLiftKeepsWaiters(t *testing.T) {
 			if !got["u"] {
 				wl, _ := f.rdb.LRange(f.ctx, f.p.RateWait("slow"), 0, -1).Result()
 				t.Fatalf("the rate lifted, claimed %v; u is not claimed (wait list %v, asides %v)", got, wl, f.asides())
-			}
-		})
-	}
-}
-
-// TestRerouteLetGoRateWaiterPassesToken: a rate waiter let go by the
-// class's token (on the shared list) is pinned by a reroute to a worker
-// that is away (After: admin.Reroute checks no liveness for a route with
-// a fallback). The class's waiters are looked at again: the waiter behind
-// it gets the token, not an hour on.
-func TestRerouteLetGoRateWaiterPassesToken(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			f := newFixture(t, b)
-			rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
-			f.enqueue(store.NewJob{Local: "r0", Limits: rl})
-			if l := locals(f.claim(10, "w").Jobs); !l["r0"] {
-				t.Fatalf("first claim %v", l)
-			}
-			f.enqueue(store.NewJob{Local: "u1", Limits: rl}, store.NewJob{Local: "u2", Limits: rl})
-			if got := f.claim(10, "w"); len(got.Jobs) != 0 {
-				t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
-			}
-			f.clk.Advance(time.Hour)
-			// a claim of a priority-9 job only: promote_rated lets u1 go to the shared list
-			f.enqueue(store.NewJob{Local: "hi", Priority: 9})
-			if j := f.claimOne("w2"); j.Local != "hi" {
-				t.Fatalf("claimed %s", j.Local)
-			}
-			if sh := f.availableOrder(0); len(sh) != 1 || sh[0] != "u1" {
-				t.Fatalf("shared list %v before the reroute, want u1 let go", sh)
-			}
-			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{Worker: "away", Mode: "a", After: time.Hour}); err != nil {
-				t.Fatal(err)
-			}
-			got := claimRounds(f, time.Second)
-			if !got["u2"] {
-				t.Fatalf("claimed %v in the 3 s after the token came; u1 pinned to an absent worker holds the class's token, u2 waits an hour more", got)
 			}
 		})
 	}
