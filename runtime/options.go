@@ -108,7 +108,10 @@ type Options struct {
 	// hostname:pid:random.
 	WorkerID string
 	// Clock is the time source. Default the wall clock with Redis TIME for
-	// every decision in Redis; see NewFakeClock.
+	// every decision in Redis; see NewFakeClock. On another clock than
+	// the default, an isolated child (runtime/isolated) is told nothing of
+	// its lease, which it would count in real time: it does not end
+	// itself when its worker is stopped.
 	Clock Clock
 	// Logger receives the worker's logs. Default slog.Default().
 	Logger *slog.Logger
