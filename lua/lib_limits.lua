@@ -292,7 +292,8 @@ local function promote_rated()
     -- defines it again: its waiting jobs go, a hundred per pass
     local k = 100
     -- at most MAX_POP: a count past 1e17 would be written in exponent
-    -- form, which LPOP refuses (taken for a list of another type)
+    -- form, which LPOP refuses as out of range (taken for a list of
+    -- another type below, and set aside)
     if b then k = math.min(math.floor(b.tokens), MAX_POP) end
     local pinned = false -- a waiter went to its worker's list
     if k >= 1 then

@@ -105,11 +105,14 @@
         var doc = new DOMParser().parseFromString(got.html, "text/html");
         var fresh = doc.getElementById("live");
         if (fresh) {
+          // a note that the page is not live (unfollowed) stays with it
+          var note = document.getElementById("unfollowed");
           live.replaceWith(fresh);
+          if (note) fresh.prepend(note);
           times(fresh);
-          // live only while the stream is open: it may have ended while
-          // the page was fetched
-          var open = !!source && source.readyState === EventSource.OPEN;
+          // live only while the stream is open and follows the job: it may
+          // have ended, or come back unfollowed, while the page was fetched
+          var open = !!source && source.readyState === EventSource.OPEN && !note;
           fresh.querySelectorAll(".live-dot").forEach(function (d) { d.classList.toggle("on", open); });
         } else if (got.status === 404) {
           // the job is gone (deleted): the page shows the answer's message
