@@ -9,10 +9,12 @@ import (
 )
 
 // TestRateLetsGoNoMoreThanTokens: 3000 jobs wait on a class whose bucket
-// then holds 1500 tokens: passes of promote_rated with no claim between
-// them let 1500 go in all, not every waiter (a waiter let go past the
-// tokens would wait again at the back when claimed, and later waiters
-// overtake it), and the first waiters run first.
+// then holds 1500 tokens; a job v of the class that never waited may take
+// one of them meanwhile. Passes of promote_rated with no claim of the
+// class between them let no more than 1500 go (not every waiter: one let
+// go past the tokens waits again at the back when claimed), and the
+// first 1400 waiters run first (the last few of the 1500 may be the ones
+// v's token leaves waiting again).
 func TestRateLetsGoNoMoreThanTokens(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
