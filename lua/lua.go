@@ -58,6 +58,8 @@ var (
 	Watch = load("watch")
 	// Signal sends a signal to a job (lib_waits.lua).
 	Signal = load("signal")
+	// Unsignal discards the signals of one name kept for a job.
+	Unsignal = load("unsignal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = loadAlone("heartbeat")
 	// Layout registers and resizes queue layouts; it runs alone, on the
@@ -82,6 +84,7 @@ func All() map[string]*Script {
 		"step": Step, "notify": Notify, "stuck": Stuck, "progress": Progress, "cancel": Cancel,
 		"delete": Delete, "pause": Pause, "redrive": Redrive, "list": List, "deaths": Deaths,
 		"deadfx": DeadEffects, "reroute": Reroute, "watch": Watch, "signal": Signal,
+		"unsignal":  Unsignal,
 		"heartbeat": Heartbeat, "relay": Relay, "schedule": Schedule, "runnow": RunNow, "live": Live, "layout": Layout,
 		"bulkdelete": BulkDelete, "retention": Retention,
 	}

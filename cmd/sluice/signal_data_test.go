@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -70,5 +71,31 @@ func TestSignalDataWholeNumbers(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("signalData(%s) = %#v, %v; want %#v", in, got, err, want)
 		}
+	}
+}
+
+// TestSignalDiscard: `jobs signal ID NAME --discard` discards the kept
+// signals of that name (exit 0, their number); with none kept it says so
+// and exits 3, nothing discarded; with --data it is a usage error.
+func TestSignalDiscard(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.suspended("w1", "approved")
+	for range 2 {
+		if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--data", `"x"`); code != exitOK {
+			t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
+		}
+	}
+	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitOK || out != "discarded 2 signal(s) later kept for default:0:w1\n" {
+		t.Fatalf("discard: exit %d, %q", code, out)
+	}
+	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitNotFound || !strings.Contains(errOut, "no signal later kept") {
+		t.Fatalf("discard with none kept: exit %d, %q; want %d saying none is kept", code, errOut, exitNotFound)
+	}
+	if _, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--data", `"x"`); code != exitUsage {
+		t.Fatalf("discard with --data: exit %d, want %d", code, exitUsage)
+	}
+	if j, err := f.c.Job(f.ctx, "default:0:w1"); err != nil || len(j.Signals) != 0 {
+		t.Fatalf("job after the discards: %+v %v", j, err)
 	}
 }

@@ -97,6 +97,31 @@ func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload [
 	return SignalResult{State: state}, err
 }
 
+// Unsignal discards the signals named name kept for the job of ref and
+// not yet taken (lua/unsignal.lua), and returns how many it discarded (0:
+// none was kept) and the job's state. Errors: ErrNotFound, or a
+// *sluicetype.StateError for a running job (its attempt may be taking
+// one) or a completed one.
+func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string) (int, string, error) {
+	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name).Result()
+	if err != nil {
+		return 0, "", err
+	}
+	r, ok := v.([]any)
+	var n int64
+	var status, state string
+	if ok && len(r) == 3 {
+		status, _ = r[0].(string)
+		state, _ = r[1].(string)
+		n, ok = r[2].(int64)
+	}
+	if !ok || status == "" {
+		return 0, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
+	}
+	state, err = adminStatus("discard signals", ref.Local, status, state)
+	return int(n), state, err
+}
+
 // ModeTake is the mode of a step commit that takes the signal kept in
 // field (a checkpoint.SignalPrefix field) with its checkpoint.
 func ModeTake(field string) string { return "take:" + field }
