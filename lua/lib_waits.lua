@@ -4,7 +4,8 @@
 -- first time the job waits on it (a sleeping workflow then needs no steps
 -- hash); the signals sent to it in its steps hash (steps_key) beside its
 -- checkpoints, '!s:' .. its sequence number (10 digits) .. ':' .. its
--- name = its payload, until a step takes it (step.lua mode 'take:'). The
+-- name = its payload, until a step takes it (step.lua mode 'take:') or an
+-- operator discards it (unsignal.lua). The
 -- claim that hands a job out hands out both hashes. F.awaits holds, while a job is suspended, the fence of the
 -- attempt that suspended it and the names of the signals it waits for.
 

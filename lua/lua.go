@@ -58,7 +58,7 @@ var (
 	Watch = load("watch")
 	// Signal sends a signal to a job (lib_waits.lua).
 	Signal = load("signal")
-	// Unsignal discards the signals of one name kept for a job.
+	// Unsignal discards the next signal of one name kept for a job.
 	Unsignal = load("unsignal")
 	// Heartbeat runs alone: the worker registry is not in a partition.
 	Heartbeat = loadAlone("heartbeat")

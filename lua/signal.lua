@@ -9,7 +9,8 @@
 --          key in the steps hash, lasts as long as the job)
 -- Returns: { status, state }
 --   'ok', state          the signal is kept for the job (lib_waits.lua)
---                        until a step of it takes it; state is the job's
+--                        until a step of it takes it (or an operator
+--                        discards it, unsignal.lua); state is the job's
 --                        state now ('available' when the signal woke it)
 --   'exists', state      a signal with this key was sent before: nothing
 --                        kept (also once the job has finished, while its

@@ -37,7 +37,7 @@
 //	                                                cancelled, scheduled or retryable
 //	jobs run-now ID...                              scheduled or retryable jobs, available now
 //	jobs reroute ID --to WORKER [--after D | --fail-after D] | jobs reroute ID --unpin
-//	jobs signal ID NAME [--data JSON] [--key K]
+//	jobs signal ID NAME [--data JSON] [--key K] | jobs signal ID NAME --discard   the next one kept
 //	redrive ID...                                   archived or cancelled jobs by ID (at most 1000)
 //	redrive --queue Q [--state archived|cancelled|quarantined] [--kind K]
 //	        [--reason R] [--after T] [--before T] [--batch N] [--dry-run]

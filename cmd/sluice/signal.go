@@ -24,21 +24,21 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 	var discard bool
 	cmd := &cobra.Command{
 		Use:   "signal ID NAME",
-		Short: "Send a signal to a workflow job, or discard the ones kept for it",
+		Short: "Send a signal to a workflow job, or discard one kept for it",
 		Example: `  sluice jobs signal orders:0:42 approved --data '{"By":"ann"}' --key approval-42
   sluice jobs signal orders:0:42 approved --discard   # a payload its wait cannot decode (bad_signal); then redrive it`,
 		Args: nArgs("ID", "NAME"),
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the signal's payload, as `JSON` (default: none)")
 	cmd.Flags().StringVar(&key, "key", "", "an idempotency key `K`: a signal with the key of one sent to the job before is not kept again")
-	cmd.Flags().BoolVar(&discard, "discard", false, "discard the signals NAME sent to the job and not yet taken, instead of sending one (not for a running job)")
+	cmd.Flags().BoolVar(&discard, "discard", false, "discard the next signal NAME sent to the job and not yet taken (the one its wait takes next), instead of sending one; not for a running or completed job")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id, name := args[0], args[1]
 		if discard {
 			if cmd.Flags().Changed("data") || cmd.Flags().Changed("key") {
 				return usagef("--discard sends nothing: it takes no --data or --key")
 			}
-			return c.discardSignals(cmd, id, name)
+			return c.discardSignal(cmd, id, name)
 		}
 		var payload any
 		if data != "" {
@@ -100,24 +100,26 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 	return cmd
 }
 
-// discardSignals discards the signals name kept for job id; none kept is
-// not found (exit 3): a misspelt name is not a success.
-func (c *cli) discardSignals(cmd *cobra.Command, id, name string) error {
+// discardSignal discards the next signal name kept for job id and says
+// what it was; none kept is not found (exit 3): a misspelt name is not a
+// success.
+func (c *cli) discardSignal(cmd *cobra.Command, id, name string) error {
 	client, err := c.connect(cmd.Context())
 	if err != nil {
 		return err
 	}
-	n, err := client.DiscardSignals(cmd.Context(), id, name)
+	sg, err := client.DiscardSignal(cmd.Context(), id, name)
 	if err != nil {
 		return c.about("job", id, err)
 	}
-	if n == 0 {
+	if sg.Seq == 0 {
 		return missingError{fmt.Sprintf("job %s has no signal %s kept (sent and not yet taken): nothing discarded", id, name)}
 	}
 	if c.json {
-		return writeJSON(c.stdout, map[string]any{"id": id, "signal": name, "result": "discarded", "discarded": n})
+		return writeJSON(c.stdout, map[string]any{"id": id, "signal": name, "result": "discarded", "seq": sg.Seq,
+			"data": decoded(sg.Payload)})
 	}
-	fmt.Fprintf(c.stdout, "discarded %d signal(s) %s kept for %s\n", n, name, id)
+	fmt.Fprintf(c.stdout, "discarded signal %s #%d of %s: %s\n", name, sg.Seq, id, compact(decoded(sg.Payload)))
 	return nil
 }
 

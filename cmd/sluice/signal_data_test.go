@@ -74,28 +74,32 @@ func TestSignalDataWholeNumbers(t *testing.T) {
 	}
 }
 
-// TestSignalDiscard: `jobs signal ID NAME --discard` discards the kept
-// signals of that name (exit 0, their number); with none kept it says so
-// and exits 3, nothing discarded; with --data it is a usage error.
+// TestSignalDiscard: `jobs signal ID NAME --discard` discards the next
+// kept signal of that name (exit 0, saying which and its payload, so it
+// can be sent again corrected), the later one kept; with none kept it
+// says so and exits 3; with --data it is a usage error.
 func TestSignalDiscard(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.suspended("w1", "approved")
-	for range 2 {
-		if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--data", `"x"`); code != exitOK {
+	for _, data := range []string{`"first"`, `"second"`} {
+		if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--data", data); code != exitOK {
 			t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
 		}
 	}
-	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitOK || out != "discarded 2 signal(s) later kept for default:0:w1\n" {
+	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitOK || out != "discarded signal later #1 of default:0:w1: \"first\"\n" {
 		t.Fatalf("discard: exit %d, %q", code, out)
+	}
+	if j, err := f.c.Job(f.ctx, "default:0:w1"); err != nil || len(j.Signals) != 1 || j.Signals[0].Seq != 2 {
+		t.Fatalf("job after the discard: %+v %v, want the second signal kept", j, err)
+	}
+	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitOK || !strings.Contains(out, "#2") {
+		t.Fatalf("discard again: exit %d, %q", code, out)
 	}
 	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard"); code != exitNotFound || !strings.Contains(errOut, "no signal later kept") {
 		t.Fatalf("discard with none kept: exit %d, %q; want %d saying none is kept", code, errOut, exitNotFound)
 	}
 	if _, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--data", `"x"`); code != exitUsage {
 		t.Fatalf("discard with --data: exit %d, want %d", code, exitUsage)
-	}
-	if j, err := f.c.Job(f.ctx, "default:0:w1"); err != nil || len(j.Signals) != 0 {
-		t.Fatalf("job after the discards: %+v %v", j, err)
 	}
 }

@@ -27,22 +27,31 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 	return SignalResult{Duplicate: dup}, err
 }
 
-// DiscardSignals discards the signals named name sent to job id and not
-// yet taken by a wait, and returns how many it discarded (0: none was
-// kept). A signal whose payload the job's wait cannot decode parks the
-// job (reason bad_signal) again at every redrive while it is kept:
-// discard it, then redrive the job, which waits for the next one. A
-// running job is refused (its attempt may be taking one), as is a
-// completed one: a *StateError (ErrWrongState). No such job:
-// flow.ErrNotFound. An invalid name: flow.ErrInvalid.
-func (c *Client) DiscardSignals(ctx context.Context, id, name string) (int, error) {
+// DiscardSignal discards the next signal named name sent to job id and
+// not yet taken by a wait: the earliest, which a wait would take next. It
+// returns the signal discarded (Seq 0: none was kept), so that it can be
+// sent again corrected. A signal whose payload the job's wait cannot
+// decode parks the job (reason bad_signal) again at every redrive while
+// it is kept: discard it, then redrive the job, which takes the next
+// signal of the name or waits for one. (A job parked bad_signal whose
+// wait decided on a signal before, and whose code no longer decodes that
+// payload, keeps no signal to discard: it needs code that decodes it.)
+// A discarded signal sent with a key (flow.WithSignalKey) keeps its key
+// used: a corrected one needs another key. A running job is refused (its
+// attempt may be taking it), as is a completed one: a *StateError
+// (ErrWrongState). No such job: flow.ErrNotFound. An invalid name:
+// flow.ErrInvalid. Corrupt signal data: ErrMalformed.
+func (c *Client) DiscardSignal(ctx context.Context, id, name string) (flow.SignalInfo, error) {
 	if !store.ValidWaitName(name) {
-		return 0, fmt.Errorf("%w: signal name %s", flow.ErrInvalid, names.Quote(name))
+		return flow.SignalInfo{}, fmt.Errorf("%w: signal name %s", flow.ErrInvalid, names.Quote(name))
 	}
 	ref, err := c.ref(id)
 	if err != nil {
-		return 0, err
+		return flow.SignalInfo{}, err
 	}
-	n, _, err := c.b.Store.Unsignal(ctx, ref, name)
-	return n, stateError(id, err)
+	seq, payload, _, err := c.b.Store.Unsignal(ctx, ref, name)
+	if err != nil || seq == 0 {
+		return flow.SignalInfo{}, stateError(id, err)
+	}
+	return flow.SignalInfo{Name: name, Seq: seq, Payload: payload}, nil
 }

@@ -12,29 +12,35 @@ import (
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
-// TestUnsignal: discarding a job's kept signals of one name takes them
-// all and leaves the others; none kept is 0; a running job is refused,
-// nothing discarded (its attempt may be taking one); no such job is
-// ErrNotFound.
+// TestUnsignal: discarding a job's next kept signal of one name takes the
+// earliest of them (the one a wait takes next) and answers it, leaving
+// the later ones and other names; none kept answers seq 0; a running job
+// is refused, nothing discarded (its attempt may be taking it); no such
+// job is ErrNotFound; a checkpoints key of another type is ErrMalformed,
+// not "none kept".
 func TestUnsignal(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "j"}, store.NewJob{Local: "r"})
-			for _, name := range []string{"a", "b", "a"} {
-				if _, err := f.st.Signal(f.ctx, f.ref("j"), name, []byte("x"), ""); err != nil {
+			for _, sg := range [][2]string{{"a", "bad"}, {"ab", "other"}, {"a", "good"}} {
+				if _, err := f.st.Signal(f.ctx, f.ref("j"), sg[0], []byte(sg[1]), ""); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if n, state, err := f.st.Unsignal(f.ctx, f.ref("j"), "a"); err != nil || n != 2 || state != "available" {
-				t.Fatalf("unsignal a: %d %q %v, want 2 of an available job", n, state, err)
+			seq, payload, state, err := f.st.Unsignal(f.ctx, f.ref("j"), "a")
+			if err != nil || seq != 1 || string(payload) != "bad" || state != "available" {
+				t.Fatalf("unsignal a: #%d %q %q %v, want #1 bad of an available job", seq, payload, state, err)
 			}
-			if n, _, err := f.st.Unsignal(f.ctx, f.ref("j"), "a"); err != nil || n != 0 {
-				t.Fatalf("unsignal a again: %d %v, want 0", n, err)
+			if seq, payload, _, err = f.st.Unsignal(f.ctx, f.ref("j"), "a"); err != nil || seq != 3 || string(payload) != "good" {
+				t.Fatalf("unsignal a again: #%d %q %v, want #3 good", seq, payload, err)
 			}
-			if n, _, err := f.st.Unsignal(f.ctx, f.ref("j"), "b"); err != nil || n != 1 {
-				t.Fatalf("unsignal b: %d %v, want 1 (kept beside a)", n, err)
+			if seq, _, _, err = f.st.Unsignal(f.ctx, f.ref("j"), "a"); err != nil || seq != 0 {
+				t.Fatalf("unsignal a with none kept: #%d %v, want 0", seq, err)
+			}
+			if seq, payload, _, err = f.st.Unsignal(f.ctx, f.ref("j"), "ab"); err != nil || seq != 2 || string(payload) != "other" {
+				t.Fatalf("unsignal ab: #%d %q %v, want #2 (kept beside a)", seq, payload, err)
 			}
 			if _, err := f.st.Signal(f.ctx, f.ref("r"), "a", []byte("x"), ""); err != nil {
 				t.Fatal(err)
@@ -43,22 +49,29 @@ func TestUnsignal(t *testing.T) {
 				t.Fatalf("claimed %v, want r among them", got)
 			}
 			var se *sluicetype.StateError
-			if n, _, err := f.st.Unsignal(f.ctx, f.ref("r"), "a"); !errors.As(err, &se) || se.State != "running" || n != 0 {
-				t.Fatalf("unsignal a running job: %d %v, want a StateError", n, err)
+			if seq, _, _, err := f.st.Unsignal(f.ctx, f.ref("r"), "a"); !errors.As(err, &se) || se.State != "running" || seq != 0 {
+				t.Fatalf("unsignal a running job: #%d %v, want a StateError", seq, err)
 			}
 			if n, err := f.rdb.HLen(f.ctx, f.p.Steps("r")).Result(); err != nil || n == 0 {
 				t.Fatalf("the running job's kept signal: %d fields, %v", n, err)
 			}
-			if _, _, err := f.st.Unsignal(f.ctx, f.ref("nope"), "a"); !errors.Is(err, store.ErrNotFound) {
+			if _, _, _, err := f.st.Unsignal(f.ctx, f.ref("nope"), "a"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("unsignal a missing job: %v", err)
+			}
+			f.enqueue(store.NewJob{Local: "c"})
+			if err := f.rdb.Set(f.ctx, f.p.Steps("c"), "not a hash", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := f.st.Unsignal(f.ctx, f.ref("c"), "a"); !errors.Is(err, store.ErrMalformed) {
+				t.Fatalf("unsignal a job whose checkpoints key holds a string: %v, want ErrMalformed", err)
 			}
 		})
 	}
 }
 
 // TestUnsignalResent: a discard whose reply is lost (go-redis sends it
-// again) or that is delivered twice answers what its first run did: the
-// signals it discarded, not 0.
+// again) or that is delivered twice answers what its first run did, and
+// discards one signal: the second is still kept.
 func TestUnsignalResent(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []chaos.FaultKind{chaos.DropReply, chaos.Duplicate} {
@@ -72,16 +85,19 @@ func TestUnsignalResent(t *testing.T) {
 			}
 			l.enqueue(store.NewJob{Local: "j"})
 			ref := keys.Ref{Partition: l.p, Local: "j"}
-			for range 3 {
-				if _, err := l.st.Signal(l.ctx, ref, "a", []byte("x"), ""); err != nil {
+			for _, p := range []string{"first", "second"} {
+				if _, err := l.st.Signal(l.ctx, ref, "a", []byte(p), ""); err != nil {
 					t.Fatal(err)
 				}
 			}
 			check := l.fault(kind)
-			n, _, err := l.st.Unsignal(l.ctx, ref, "a")
+			seq, payload, _, err := l.st.Unsignal(l.ctx, ref, "a")
 			check()
-			if err != nil || n != 3 {
-				t.Fatalf("unsignal: %d %v, want 3", n, err)
+			if err != nil || seq != 1 || string(payload) != "first" {
+				t.Fatalf("unsignal: #%d %q %v, want #1 first", seq, payload, err)
+			}
+			if n, err := l.rdb.HLen(l.ctx, l.p.Steps("j")).Result(); err != nil || n != 1 {
+				t.Fatalf("kept after the discard: %d fields, %v; want the second signal", n, err)
 			}
 		})
 	}

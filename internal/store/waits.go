@@ -97,29 +97,32 @@ func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload [
 	return SignalResult{State: state}, err
 }
 
-// Unsignal discards the signals named name kept for the job of ref and
-// not yet taken (lua/unsignal.lua), and returns how many it discarded (0:
-// none was kept) and the job's state. Errors: ErrNotFound, or a
+// Unsignal discards the next signal named name kept for the job of ref
+// and not yet taken (the earliest, which a wait would take next;
+// lua/unsignal.lua) and returns its sequence number (0: none was kept)
+// and payload, with the job's state. Errors: ErrNotFound, a
 // *sluicetype.StateError for a running job (its attempt may be taking
-// one) or a completed one.
-func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string) (int, string, error) {
+// it) or a completed one, ErrMalformed for corrupt signal data.
+func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string) (seq int64, payload []byte, state string, err error) {
 	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name).Result()
 	if err != nil {
-		return 0, "", err
+		return 0, nil, "", err
 	}
 	r, ok := v.([]any)
-	var n int64
-	var status, state string
-	if ok && len(r) == 3 {
+	var status, body string
+	if ok && len(r) == 4 {
 		status, _ = r[0].(string)
 		state, _ = r[1].(string)
-		n, ok = r[2].(int64)
+		body, _ = r[3].(string)
+		seq, ok = r[2].(int64)
 	}
 	if !ok || status == "" {
-		return 0, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
+		return 0, nil, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
 	}
-	state, err = adminStatus("discard signals", ref.Local, status, state)
-	return int(n), state, err
+	if state, err = adminStatus("discard a signal", ref.Local, status, state); err != nil || seq == 0 {
+		return 0, nil, state, err
+	}
+	return seq, []byte(body), state, nil
 }
 
 // ModeTake is the mode of a step commit that takes the signal kept in
