@@ -38,8 +38,10 @@ func TestCrashAckLostReplyCounted(t *testing.T) {
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	id := e.Enqueue(lostCrashArgs{N: 1})
 	s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.Worker == w.ID() && s.By == testsignal.Ack })
-	time.Sleep(2 * time.Second) // past the lease: any reaper would have acted
 	j := e.Job(id)
+	if j.State != flow.StateRetryable {
+		t.Fatalf("job %s, want retryable: no lease left for a reaper to charge", j.State)
+	}
 	m := metrics(t, reader)
 	const crashed = "sluice.jobs.crashed{sluice.queue=default}"
 	const crashedKind = "sluice.jobs.crashed{sluice.job.kind=lostcrash,sluice.queue=default}"

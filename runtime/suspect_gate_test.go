@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,6 +109,7 @@ func TestSuspectNotStarvedByBusyWorker(t *testing.T) {
 	e := newEnv(t, nil)
 	running := testkit.Chan[int]()
 	stop := make(chan struct{})
+	busy, ran := make(chan struct{}), atomic.Int32{} // A has run 50 jobs
 	reg := flow.NewRegistry()
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
 		if job.CrashAttempt == 0 {
@@ -117,6 +119,9 @@ func TestSuspectNotStarvedByBusyWorker(t *testing.T) {
 		return nil
 	}))
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[chainArgs]) error {
+		if ran.Add(1) == 50 {
+			close(busy)
+		}
 		select {
 		case <-stop:
 		default:
@@ -132,7 +137,7 @@ func TestSuspectNotStarvedByBusyWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Queues: map[string]int{"qa": 1}, Concurrency: 16, ClaimBatch: 1, IdlePoll: 50 * time.Millisecond})
-	time.Sleep(300 * time.Millisecond)
+	testkit.Recv(t, busy, "A to be busy")
 	id := e.Enqueue(gateArgs{N: 1}, flow.WithQueue("qb"))
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay, Queues: map[string]int{"qb": 1}, Concurrency: 2, IdlePoll: 50 * time.Millisecond})
 	t.Cleanup(func() { close(stop) })

@@ -37,7 +37,7 @@ func (twoInnocent) Kind() string { return "two_innocent" }
 func twoWorkersChildMain(workers, conc int) int {
 	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv(envChildAddr)})
 	ns := os.Getenv(envChildNS)
-	running := ns + ":two:running:" + strconv.Itoa(os.Getpid())
+	innocentRan := ns + ":two:innocent:" + strconv.Itoa(os.Getpid())
 	reg := flow.NewRegistry()
 	must := func(err error) {
 		if err != nil {
@@ -46,19 +46,14 @@ func twoWorkersChildMain(workers, conc int) int {
 		}
 	}
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[twoCulprit]) error {
-		rdb.Incr(ctx, running)
-		// Fault injection: wait (bounded) until the other job runs in this
-		// process too, then take it down
-		for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-			if n, _ := rdb.Get(ctx, running).Int(); n >= 2 {
-				break
-			}
-		}
+		// Fault injection: wait (bounded) until the innocent has run in
+		// this process too (its push), then take the process down
+		rdb.BLPop(ctx, 2*time.Second, innocentRan)
 		os.Exit(3) // the poison pill takes its process down
 		return nil
 	}))
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[twoInnocent]) error {
-		rdb.Incr(ctx, running)
+		rdb.RPush(ctx, innocentRan, 1)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -56,15 +56,10 @@ func TestBrowserDotRefreshAfterStreamEnd(t *testing.T) {
 	redistest.Within(t, testkit.Timeout, "the browser's reconnect to be refused", func() (bool, string) {
 		return refused.Load() > 0, "no reconnect yet"
 	})
-	time.Sleep(500 * time.Millisecond)
-	off, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!document.querySelector(".live-dot.on")`))
-	testkit.Must(t, err)
-	if !off {
-		t.Fatal("setup: the dot still on after the stream ended")
-	}
+	until(t, ctx, "setup: the dot to go off as the stream ended", `!document.querySelector(".live-dot.on")`)
 	close(release)
+	// the refresh's callback replaces #live and sets its dot at once
 	until(t, ctx, "the refresh to land", `document.getElementById("live").dataset.state === "cancelled"`)
-	time.Sleep(500 * time.Millisecond)
 	on, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("#live .live-dot.on") ? "on" : "off")`))
 	testkit.Must(t, err)
 	if on[:2] == "on" {

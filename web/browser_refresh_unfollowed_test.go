@@ -91,8 +91,8 @@ func TestBrowserRefreshAfterUnfollowed(t *testing.T) {
 	testkit.Recv(t, followed, "the last tab to be followed")
 	until(t, ctx, "the page to say it is not live", `!!document.getElementById("unfollowed") && !document.querySelector(".live-dot.on")`)
 	close(release)
+	// the refresh's callback replaces #live and sets its dot at once
 	until(t, ctx, "the refresh to land", `document.getElementById("live").dataset.state === "cancelled"`)
-	time.Sleep(500 * time.Millisecond)
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("#live .live-dot.on") ? "dot on" : "dot off") + ", note " + (document.getElementById("unfollowed") ? "shown" : "gone")`))
 	testkit.Must(t, err)
 	if got != "dot off, note shown" {
