@@ -20,13 +20,13 @@ func TestFakeClockChildKeepsLease(t *testing.T) {
 	clk := runtime.NewFakeClock(time.UnixMilli(time.Now().UnixMilli()))
 	e := newEnv(t, clk)
 	e.startWorker(isolate(t, command(), isolated.Options{}, fenceArgs{}.Kind()),
-		runtime.Options{Clock: clk, Lease: 500 * time.Millisecond, IdlePoll: time.Hour})
+		runtime.Options{Clock: clk, Lease: 200 * time.Millisecond, IdlePoll: time.Hour})
 	key := e.key("fake")
 	id := e.Enqueue(fenceArgs{Key: key})
 	e.pop(key + ":ready")
 	// Fault timing: three leases of real time pass while the worker's
 	// clock stands still
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	if err := e.RDB.RPush(context.Background(), key+":go", "go").Err(); err != nil {
 		t.Fatal(err)
 	}
