@@ -216,14 +216,15 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				back = append(back, j)
 				continue
 			}
-			if w.isSuspect(j) && !suspects.CompareAndSwap(0, 1) {
+			suspect := w.isSuspect(j)
+			if suspect && !suspects.CompareAndSwap(0, 1) {
 				// another Worker of the process leased a suspect meanwhile
 				// (the claim may lease one while none runs): handed back,
 				// nothing charged, for a claim once that one is done
 				back = append(back, j)
 				continue
 			}
-			w.start(jobsCtx, p, j, sent, w.isSuspect(j)) // a suspect's count taken above
+			w.start(jobsCtx, p, j, sent, suspect) // a suspect's count taken above
 		}
 		w.release(len(back))
 		w.handBack(p, copyJobs(append(back, res.Jobs[run:]...)))

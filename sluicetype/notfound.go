@@ -12,16 +12,21 @@ var notFound = []error{
 	ErrNoDeadEffect,
 	ErrQueueNotFound,
 	ErrWorkerNotFound,
+	ErrSignalNotFound,
 }
 
 // ErrWorkerNotFound: no live worker (one whose heartbeat has not expired)
 // has the worker ID a call names.
 var ErrWorkerNotFound = errors.New("sluice: worker not found")
 
+// ErrSignalNotFound: a job keeps no signal, sent and not yet taken, of
+// the name a call gives (admin.Client.DiscardSignal).
+var ErrSignalNotFound = errors.New("sluice: signal not found")
+
 // IsNotFound reports whether err says that what a call names does not
 // exist: errors.Is(err, s) for one of the not-found sentinels
 // (ErrNotFound, ErrScheduleNotFound, ErrNoDeadEffect, ErrQueueNotFound,
-// ErrWorkerNotFound).
+// ErrWorkerNotFound, ErrSignalNotFound).
 func IsNotFound(err error) bool {
 	for _, s := range notFound {
 		if errors.Is(err, s) {

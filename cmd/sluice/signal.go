@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 )
 
 // jobsSignalCmd sends a signal to a job. The JSON payload is sent
@@ -109,11 +110,11 @@ func (c *cli) discardSignal(cmd *cobra.Command, id, name string) error {
 		return err
 	}
 	sg, err := client.DiscardSignal(cmd.Context(), id, name)
+	if errors.Is(err, admin.ErrSignalNotFound) {
+		return missingError{fmt.Sprintf("job %s has no signal %s kept (sent and not yet taken): nothing discarded", id, name)}
+	}
 	if err != nil {
 		return c.about("job", id, err)
-	}
-	if sg.Seq == 0 {
-		return missingError{fmt.Sprintf("job %s has no signal %s kept (sent and not yet taken): nothing discarded", id, name)}
 	}
 	if c.json {
 		return writeJSON(c.stdout, map[string]any{"id": id, "signal": name, "result": "discarded", "seq": sg.Seq,

@@ -7,7 +7,11 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/names"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
+
+// ErrSignalNotFound: DiscardSignal named a signal the job does not keep.
+var ErrSignalNotFound = sluicetype.ErrSignalNotFound
 
 // SignalResult is what Signal did.
 type SignalResult struct {
@@ -29,8 +33,8 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 
 // DiscardSignal discards the next signal named name sent to job id and
 // not yet taken by a wait: the earliest, which a wait would take next. It
-// returns the signal discarded (Seq 0: none was kept), so that it can be
-// sent again corrected. A signal whose payload the job's wait cannot
+// returns the signal discarded, so that it can be sent again corrected;
+// none of the name kept is ErrSignalNotFound, naming job and signal. A signal whose payload the job's wait cannot
 // decode parks the job (reason bad_signal) again at every redrive while
 // it is kept: discard it, then redrive the job, which takes the next
 // signal of the name or waits for one. (A job parked bad_signal whose
@@ -50,8 +54,11 @@ func (c *Client) DiscardSignal(ctx context.Context, id, name string) (flow.Signa
 		return flow.SignalInfo{}, err
 	}
 	seq, payload, _, err := c.b.Store.Unsignal(ctx, ref, name)
-	if err != nil || seq == 0 {
+	if err != nil {
 		return flow.SignalInfo{}, stateError(id, err)
+	}
+	if seq == 0 {
+		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken)", ErrSignalNotFound, id, name)
 	}
 	return flow.SignalInfo{Name: name, Seq: seq, Payload: payload}, nil
 }
