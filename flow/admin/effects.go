@@ -53,7 +53,7 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 }
 
 // RedriveEffects sends dead-lettered effects back to be relayed again, by
-// the IDs DeadEffects gives. The relay applies each once at most (its
+// the IDs DeadEffects gives (at least one, else ErrInvalid). The relay applies each once at most (its
 // dedup marker stands); one that still cannot apply is dead-lettered
 // again. The error joins one error per ID that failed: ErrInvalid for a
 // malformed ID, ErrNoDeadEffect for one that is not there,
@@ -63,6 +63,9 @@ func (c *Client) DeadEffects(ctx context.Context, queue string, limit int) ([]sl
 // for each ID of a partition whose call failed (the other partitions are
 // still sent theirs).
 func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return fmt.Errorf("%w: no dead effect IDs given", flow.ErrInvalid)
+	}
 	if len(ids) > MaxRedriveIDs {
 		return fmt.Errorf("%w: %d dead effects, at most %d", ErrTooMany, len(ids), MaxRedriveIDs)
 	}

@@ -60,6 +60,15 @@ func TestRedriveByID(t *testing.T) {
 	if _, err := a.ops.Redrive(a.ctx, many...); !errors.Is(err, admin.ErrTooMany) {
 		t.Fatalf("too many: %v", err)
 	}
+	for name, call := range map[string]func() error{
+		"redrive": func() error { _, err := a.ops.Redrive(a.ctx); return err },
+		"release": func() error { _, err := a.ops.Release(a.ctx); return err },
+		"effects": func() error { return a.ops.RedriveEffects(a.ctx) },
+	} {
+		if err := call(); !errors.Is(err, flow.ErrInvalid) { // no IDs is a mistake, not "ok"
+			t.Fatalf("%s of no IDs: %v", name, err)
+		}
+	}
 	noErr(t, a.cancel(avail))
 	noErr(t, a.ops.DeleteJob(a.ctx, avail))
 	if _, err := a.ops.Job(a.ctx, avail); !errors.Is(err, flow.ErrNotFound) {

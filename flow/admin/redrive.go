@@ -32,14 +32,14 @@ type RedriveReport struct {
 // the back of its priority's available list. History is kept: attempt
 // and crash_attempt are not reset (a job whose attempts are spent gets one
 // more attempt per redrive), its errors, steps and orphan provenance stay,
-// and JobInfo.Redrives counts the redrives. At most MaxRedriveIDs IDs
-// (else ErrTooMany); one round trip per partition. The error is also set
-// when a partition's call failed: it joins those calls' errors, and the
-// report is complete all the same (their jobs are in Failed). A job's
-// unique key, if it had one, is held by it again until it finishes,
-// unless another job holds it by then (that job keeps it); a spawned
-// job's parent, told of its failure when it was archived, is not told
-// again.
+// and JobInfo.Redrives counts the redrives. At least one ID (else
+// ErrInvalid) and at most MaxRedriveIDs (else ErrTooMany); one round
+// trip per partition. The error is also set when a partition's call
+// failed: it joins those calls' errors, and the report is complete all
+// the same (their jobs are in Failed). A job's unique key, if it had
+// one, is held by it again until it finishes, unless another job holds
+// it by then (that job keeps it); a spawned job's parent, told of its
+// failure when it was archived, is not told again.
 func (c *Client) Redrive(ctx context.Context, ids ...string) (RedriveReport, error) {
 	return c.redriveIDs(ctx, store.ActionRedrive, ids)
 }
@@ -51,6 +51,9 @@ func (c *Client) Release(ctx context.Context, ids ...string) (RedriveReport, err
 }
 
 func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids []string) (RedriveReport, error) {
+	if len(ids) == 0 { // a call that names no job moves none: say so, not "ok"
+		return RedriveReport{}, fmt.Errorf("%w: no job IDs given", flow.ErrInvalid)
+	}
 	if len(ids) > MaxRedriveIDs {
 		return RedriveReport{}, fmt.Errorf("%w: %d IDs, at most %d (redrive by selector instead)", ErrTooMany, len(ids), MaxRedriveIDs)
 	}
