@@ -34,9 +34,11 @@ func (w *Worker) register() *registry {
 func (r *registry) beat(ctx context.Context) {
 	w := r.w
 	queues := make(map[string]int, len(w.served))
+	versions := make(map[string]int64, len(w.served))
 	for q, sq := range w.served {
 		if !sq.stale.Load() { // resized: it claims from the queue no more (checkLayouts)
 			queues[q] = sq.layout.Partitions
+			versions[q] = sq.layout.Version
 		}
 	}
 	var jobs []string
@@ -50,7 +52,7 @@ func (r *registry) beat(ctx context.Context) {
 	slices.Sort(jobs)
 	info := sluicetype.WorkerInfo{
 		ID: w.opts.WorkerID, Host: r.host, PID: os.Getpid(), Started: r.started,
-		Queues: queues, Concurrency: w.opts.Concurrency, Jobs: jobs,
+		Queues: queues, QueueVersions: versions, Concurrency: w.opts.Concurrency, Jobs: jobs,
 	}
 	if err := w.st.Heartbeat(ctx, info, heartbeatTTL*w.longestLease); err != nil && ctx.Err() == nil {
 		w.log.Warn("worker heartbeat failed", "err", err)

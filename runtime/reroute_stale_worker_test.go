@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,5 +87,50 @@ func TestRerouteToWorkerThatStoppedServingQueue(t *testing.T) {
 		if _, ok := w.Queues["rq"]; w.ID == beating.ID() && ok {
 			t.Errorf("the worker's registry entry lists rq, which it claims from no more: %+v", w)
 		}
+	}
+}
+
+// TestRerouteToWorkerResizedBackToItsCount: a queue resized from 2 to 4
+// partitions and back to 2 has the count a worker started before the
+// resizes serves, but not the layout: the worker stopped claiming from it
+// at the first resize. A Wait route to it is refused before its next
+// heartbeat, by the layout version the heartbeat registered.
+func TestRerouteToWorkerResizedBackToItsCount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	passes := e.Sig.Maintained.Subscribe()
+	defer passes.Close()
+	beats := e.Sig.Renewed.Subscribe()
+	defer beats.Close()
+	// it beats at its default interval, long after the resizes
+	old := e.startWorker(quickHandler(t), runtime.Options{Queues: map[string]int{"rq": 1}, Partitions: map[string]int{"rq": 2},
+		MaintenanceInterval: 10 * time.Millisecond})
+	pass := func() { passes.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == old.ID() }) }
+	beats.WaitFor(t, func(p testsignal.Pass) bool { return p.Worker == old.ID() }) // its first heartbeat
+	ops := admin.New(e.newClient(nil))
+	ws, err := ops.Workers(ctx)
+	testkit.Must(t, err)
+	if len(ws) != 1 || ws[0].QueueVersions["rq"] != 1 || ws[0].Queues["rq"] != 2 {
+		t.Fatalf("registry entry before the resizes: %+v, want rq as 2 partitions of layout version 1", ws)
+	}
+
+	testkit.Must(t, ops.PauseQueue(ctx, "rq"))
+	testkit.Must(t, ops.ResizeQueue(ctx, "rq", 4))
+	passes.Drain()
+	pass()
+	pass() // it noticed the resize: it claims from rq no more
+	testkit.Must(t, ops.ResizeQueue(ctx, "rq", 2))
+	testkit.Must(t, ops.ResumeQueue(ctx, "rq"))
+	r, err := e.newClient(nil).Enqueue(ctx, workArgs{}, flow.WithQueue("rq"))
+	testkit.Must(t, err)
+
+	err = ops.Reroute(ctx, r.ID, sticky.To(old.ID(), sticky.Wait()))
+	if !errors.Is(err, admin.ErrWorkerNotFound) {
+		t.Fatalf("Reroute with no fallback to %s, which stopped claiming from rq at its first resize, answered %v, want ErrWorkerNotFound; "+
+			"the job is %s", old.ID(), err, e.Job(r.ID).State)
+	}
+	if !strings.Contains(err.Error(), "resized") {
+		t.Errorf("the refusal does not say the queue was resized: %v", err)
 	}
 }

@@ -59,14 +59,18 @@ type StuckInfo struct {
 // for three times the worker's longest lease expires: the worker is
 // considered dead and is pruned.
 type WorkerInfo struct {
-	ID          string
-	Host        string
-	PID         int
-	Started     time.Time
-	Queues      map[string]int // served queue -> its partitions
-	Concurrency int
-	Jobs        []string // IDs of the jobs it runs
-	LastSeen    time.Time
+	ID      string
+	Host    string
+	PID     int
+	Started time.Time
+	Queues  map[string]int // served queue -> its partitions
+	// QueueVersions gives each served queue's layout version as the worker
+	// read it (a resize raises it); nil from a release that did not
+	// register it.
+	QueueVersions map[string]int64
+	Concurrency   int
+	Jobs          []string // IDs of the jobs it runs
+	LastSeen      time.Time
 	// DataModel is the partition data model its release knows (the meaning
 	// of a partition's keys); 0 for a release that did not register one,
 	// older than any that did.

@@ -19,8 +19,9 @@ var ErrWorkerNotFound = sluicetype.ErrWorkerNotFound
 // worker when it is next ready (retry, snooze, redrive). A completed job,
 // which never runs again, is refused with a *StateError (ErrWrongState).
 // A route with no fallback (sticky.Wait) to a worker that is not live, or
-// that does not serve the job's queue, is refused with ErrWorkerNotFound:
-// the job would wait for it for ever.
+// that does not serve the job's queue (it never did, or the queue was
+// resized since the worker started, even back to the same count), is
+// refused with ErrWorkerNotFound: the job would wait for it for ever.
 func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) error {
 	ref, err := c.ref(id)
 	if err != nil {
@@ -49,12 +50,18 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 			return fmt.Errorf("%w: %q does not serve queue %q, so it would never claim the job (a route to it needs a fallback: sticky.After or sticky.FailAfter)",
 				ErrWorkerNotFound, s.Worker, q)
 		}
-		// a worker started on another count than the registry's stops
+		// a worker started on another layout than the registry's stops
 		// claiming from the queue (it was resized since: restart it),
-		// until its next heartbeat says so
+		// though its heartbeat says so only at its next beat; a resize
+		// back to the same count is told by the layout's version
 		lay, err := c.layout(ctx, q)
 		if err != nil {
 			return err
+		}
+		if v, ok := w.QueueVersions[q]; ok && v != lay.Version {
+			return fmt.Errorf("%w: %q serves queue %q by its layout version %d, and the queue was resized since (now version %d, %d partitions): "+
+				"it no longer claims from it until restarted (a route to it needs a fallback: sticky.After or sticky.FailAfter)",
+				ErrWorkerNotFound, s.Worker, q, v, lay.Version, lay.Partitions)
 		}
 		if w.Queues[q] != lay.Partitions {
 			return fmt.Errorf("%w: %q serves queue %q as %d partitions, which the queue was resized from (now %d): it no longer claims from it until restarted "+

@@ -29,8 +29,13 @@ func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time
 		qs = append(qs, q+":"+strconv.Itoa(n))
 	}
 	sort.Strings(qs)
+	vs := make([]string, 0, len(w.QueueVersions))
+	for q, v := range w.QueueVersions {
+		vs = append(vs, q+":"+strconv.FormatInt(v, 10))
+	}
+	sort.Strings(vs)
 	return s.heartbeat(ctx, w.ID, ms(ttl), "host", w.Host, "pid", w.PID, "started", unixMS(w.Started),
-		"queues", strings.Join(qs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "), "dm", DataModel)
+		"queues", strings.Join(qs, ","), "qv", strings.Join(vs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "), "dm", DataModel)
 }
 
 // Unregister removes worker id from the registry.
@@ -146,6 +151,20 @@ func decodeWorker(id string, m map[string]string) (sluicetype.WorkerInfo, error)
 			bad = fmt.Errorf("%w: worker %s: queue %q", ErrMalformed, id, q)
 		}
 		w.Queues[name] = p
+	}
+	if _, ok := m["qv"]; ok { // absent: a release before layout versions were registered
+		w.QueueVersions = map[string]int64{}
+	}
+	for q := range strings.SplitSeq(m["qv"], ",") {
+		name, v, ok := strings.Cut(q, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil && bad == nil {
+			bad = fmt.Errorf("%w: worker %s: queue version %q", ErrMalformed, id, q)
+		}
+		w.QueueVersions[name] = n
 	}
 	return w, bad
 }
