@@ -41,8 +41,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	failed := make([]*failedClaim, n)
 	errDelay := make([]time.Duration, n)
 	// held marks the partitions whose last claim passed a suspect over
-	// while the process ran one; heldWake, closed once the process runs
-	// none (suspectFreed, read before that claim's count), readies them
+	// while the process ran one, or started one; heldWake, closed once
+	// the process runs none (suspectFreed, read before that claim's
+	// count), readies them. A claim whose only suspect was contained
+	// readies its partition at once.
 	held := make([]bool, n)
 	var heldWake <-chan struct{}
 	// into holds the jobs of each claim until start has copied them out:
@@ -114,6 +116,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			slots int
 			req   store.ClaimRequest
 			sent  = w.clk.Now()
+			free  <-chan struct{} // suspectFreed as the claim went out; nil for a resent claim
 		)
 		resent := failed[chosen] != nil
 		if f := failed[chosen]; f != nil {
@@ -143,7 +146,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			nonce := w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10)
 			// read before the count: a suspect that ends after it wakes
 			// this worker if its claim passes one over (heldWake)
-			free := suspectFreed()
+			free = suspectFreed()
 			req = store.ClaimRequest{
 				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
 				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: suspects.Load() > 0,
@@ -211,12 +214,14 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			}
 		}
 		var back []*store.Job
+		counted := false // a suspect of the claim's counts, or another Worker's kept it out
 		for _, j := range res.Jobs[:run] {
 			if resent && !w.mayRunResent(j, sent) {
 				back = append(back, j)
 				continue
 			}
 			suspect := w.isSuspect(j)
+			counted = counted || suspect
 			if suspect && !suspects.CompareAndSwap(0, 1) {
 				// another Worker of the process leased a suspect meanwhile
 				// (the claim may lease one while none runs): handed back,
@@ -225,6 +230,16 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				continue
 			}
 			w.start(jobsCtx, p, j, sent, suspect) // a suspect's count taken above
+		}
+		if held[chosen] && free != nil && !req.NoSuspect {
+			if counted {
+				heldWake = free // the suspects passed over wait for the one the process runs
+			} else {
+				// the script leases one job with a crash on record a claim,
+				// and this one's is contained (or none was started): nothing
+				// the process runs holds the others back, claim again now
+				ready[chosen], due[chosen], held[chosen] = true, time.Time{}, false
+			}
 		}
 		w.release(len(back))
 		w.handBack(p, copyJobs(append(back, res.Jobs[run:]...)))

@@ -1,0 +1,134 @@
+package runtime_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/internal/testsignal"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+type boxedArgs struct{}
+
+func (boxedArgs) Kind() string { return "boxed" }
+
+// boxedHandler is a contained handler (as runtime/isolated's are): its
+// crashes cannot take the process down.
+type boxedHandler struct{ runtime.HandlerFunc }
+
+func (boxedHandler) Contained() bool { return true }
+
+// withBoxed serves kind "boxed" by its contained handler and every other
+// kind by the registry.
+type withBoxed struct {
+	*flow.Registry
+	boxed runtime.Handler
+}
+
+func (h withBoxed) Handler(kind string) (runtime.Handler, bool) {
+	if kind == "boxed" {
+		return h.boxed, true
+	}
+	return h.Registry.Handler(kind)
+}
+
+// TestSuspectBehindContainedSuspectRunsAtOnce: a claim leases one job with
+// a crash on record and passes the others over. When the one it leased is
+// of a contained kind, nothing in the process holds the others back: the
+// worker claims again at once and runs the next suspect beside the
+// contained one, on a fake clock that does not move (no poll needed).
+func TestSuspectBehindContainedSuspectRunsAtOnce(t *testing.T) {
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	running := testkit.Chan[string]()
+	release := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
+		running <- job.ID
+		return nil
+	}))
+	h := withBoxed{Registry: reg, boxed: boxedHandler{func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+		running <- a.ID
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}}}
+	defer close(release)
+	mark := func(id string) {
+		ref, _ := keys.ParseRef(e.NS, id)
+		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
+	}
+	boxed := e.Enqueue(boxedArgs{})
+	mark(boxed)
+	plain := e.Enqueue(gateArgs{N: 1})
+	mark(plain)
+	e.startWorker(h, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute})
+	if got := testkit.Recv(t, running, "the contained suspect"); got != boxed {
+		t.Fatalf("ran %s first, want the contained suspect %s", got, boxed)
+	}
+	select {
+	case got := <-running:
+		if got != plain {
+			t.Fatalf("ran %s", got)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the suspect %s behind the contained one (state %s) did not run in 3 s of a fake clock that stood still: "+
+			"the worker waits for a poll, though no suspect of the process runs", plain, e.Job(plain).State)
+	}
+}
+
+// TestOwnHeldSuspectWokenOnFakeClock: one worker, two suspects. Its claim
+// leases the first and passes the second over; the second does not run
+// beside the first, and runs as soon as the first ends, on a fake clock
+// that does not move (the wake-up of the process's suspect count, not a
+// poll).
+func TestOwnHeldSuspectWokenOnFakeClock(t *testing.T) {
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	running := testkit.Chan[string]()
+	release := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
+		running <- job.ID
+		if job.Args.N == 1 {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}))
+	mark := func(id string) {
+		ref, _ := keys.ParseRef(e.NS, id)
+		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
+	}
+	first := e.Enqueue(gateArgs{N: 1})
+	mark(first)
+	second := e.Enqueue(gateArgs{N: 2})
+	mark(second)
+	dry := e.Sig.Dry.Subscribe()
+	defer dry.Close()
+	e.startWorker(reg, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute})
+	if got := testkit.Recv(t, running, "the first suspect"); got != first {
+		t.Fatalf("ran %s first, want %s", got, first)
+	}
+	dry.WaitFor(t, func(testsignal.Dry) bool { return true }) // the claim that leased the first passed the second over
+	if st := e.Job(second).State; st != flow.StateAvailable {
+		t.Fatalf("the second suspect is %s beside the first, want available", st)
+	}
+	close(release)
+	select {
+	case got := <-running:
+		if got != second {
+			t.Fatalf("ran %s", got)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the first suspect ended 3 s ago (fake clock still); the second (state %s) did not run", e.Job(second).State)
+	}
+}
