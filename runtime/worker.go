@@ -255,29 +255,33 @@ func (w *Worker) release(n int) {
 // (fetchLoop takes the count with a CompareAndSwap), so a job that kills
 // its process takes down only jobs with none (docs/guarantees.md). Two
 // Workers in one process share it as they share the process.
-// suspectFree is closed when the count falls back to 0, and replaced
-// (under suspectMu): the Workers whose claims passed a suspect over
-// meanwhile claim again at once.
+// suspectFree holds the channel closed when the count falls back to 0,
+// then replaced (under suspectMu, so that two ends never close one
+// channel): the Workers whose claims passed a suspect over meanwhile
+// claim again at once. A claim reads it without a lock.
 var (
 	suspects    atomic.Int32
 	suspectMu   sync.Mutex
-	suspectFree = make(chan struct{})
+	suspectFree atomic.Pointer[chan struct{}]
 )
 
-// suspectFreed is the channel closed when the process next runs no
-// suspect.
-func suspectFreed() <-chan struct{} {
-	suspectMu.Lock()
-	defer suspectMu.Unlock()
-	return suspectFree
+func init() {
+	ch := make(chan struct{})
+	suspectFree.Store(&ch)
 }
+
+// suspectFreed is the channel closed when the process next runs no
+// suspect (or one already closed, when the count fell to 0 as it was
+// read: the caller then claims again at once, which is harmless).
+func suspectFreed() <-chan struct{} { return *suspectFree.Load() }
 
 // suspectDone ends a suspect's count (its handler returned).
 func suspectDone() {
 	suspectMu.Lock()
 	defer suspectMu.Unlock()
 	if suspects.Add(-1) == 0 {
-		close(suspectFree)
-		suspectFree = make(chan struct{})
+		close(*suspectFree.Load())
+		ch := make(chan struct{})
+		suspectFree.Store(&ch)
 	}
 }
