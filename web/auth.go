@@ -29,13 +29,19 @@ const (
 // static files need none. Bearer and basic credentials count against the
 // failed-login limit (loginLimit) as the login form's token does: from an
 // address it refuses they are answered 429, not checked.
+//
+// A request that carries wrong credentials of a scheme the console checks
+// is answered 401 with that scheme's challenge, whatever its method: it
+// comes from a client that authenticates itself (a script, curl), which a
+// redirect to the login page would answer with a 200 page it cannot use.
+// A browser's GET with no credentials is sent to the login page.
 func (c *console) authenticate(next http.Handler) http.Handler {
 	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c.o.Token == "" && c.o.User == "" || open(r) || c.session(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if c.credentials(r) {
+		if scheme := c.credentials(r); scheme != "" {
 			ok, wait := c.logins.check(clientAddress(r), func() bool { return c.rightCredentials(r) })
 			if wait > 0 {
 				secs := retryAfter(w, wait)
@@ -47,6 +53,14 @@ func (c *console) authenticate(next http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
+			// counted once, above; the challenge is of the scheme sent
+			if scheme == schemeBearer {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sluice", error="invalid_token"`)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
+			}
+			http.Error(w, "sluice web: wrong credentials", http.StatusUnauthorized)
+			return
 		}
 		if c.o.User != "" && c.o.Token == "" {
 			w.Header().Set("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
@@ -88,30 +102,58 @@ func (c *console) session(r *http.Request) bool {
 	return err == nil && c.validSession(ck.Value)
 }
 
-// credentials reports whether r carries credentials the console checks:
-// a bearer token with a Token set, basic auth with a User set.
-func (c *console) credentials(r *http.Request) bool {
-	if c.o.Token != "" && strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
-		return true
+// Authorization schemes the console checks.
+const (
+	schemeBearer = "Bearer"
+	schemeBasic  = "Basic"
+)
+
+// credentials returns the scheme of the credentials r carries that the
+// console checks: Bearer with a Token set, Basic with a User set; "" for
+// none.
+func (c *console) credentials(r *http.Request) string {
+	scheme, _ := authorization(r)
+	switch {
+	case c.o.Token != "" && scheme == schemeBearer:
+		return schemeBearer
+	case c.o.User != "" && scheme == schemeBasic:
+		return schemeBasic
 	}
-	_, _, basic := r.BasicAuth()
-	return c.o.User != "" && basic
+	return ""
 }
 
 // rightCredentials reports whether r carries the bearer token or the
 // basic auth credentials.
 func (c *console) rightCredentials(r *http.Request) bool {
-	if c.o.Token != "" {
-		if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && equal(t, c.o.Token) {
-			return true
+	scheme, cred := authorization(r)
+	switch {
+	case c.o.Token != "" && scheme == schemeBearer:
+		return equal(cred, c.o.Token)
+	case c.o.User != "" && scheme == schemeBasic:
+		b, err := base64.StdEncoding.DecodeString(cred)
+		if err != nil {
+			return false
 		}
-	}
-	if c.o.User != "" {
-		if u, p, ok := r.BasicAuth(); ok && equal(u, c.o.User) && equal(p, c.o.Password) {
-			return true
-		}
+		u, p, ok := strings.Cut(string(b), ":")
+		return ok && equal(u, c.o.User) && equal(p, c.o.Password)
 	}
 	return false
+}
+
+// authorization splits r's Authorization header into its scheme, Bearer
+// or Basic (another is returned as it is), and its credentials. A scheme
+// is matched case-insensitively, as RFC 7235 (section 2.1) has it: a
+// client's "bearer" or "BASIC" is checked, not taken for no credentials
+// (a wrong one went uncounted, a right one to the login page); the
+// spaces after it are skipped (1*SP).
+func authorization(r *http.Request) (scheme, cred string) {
+	scheme, cred, _ = strings.Cut(r.Header.Get("Authorization"), " ")
+	for _, s := range []string{schemeBearer, schemeBasic} {
+		if strings.EqualFold(scheme, s) {
+			scheme = s
+		}
+	}
+	return scheme, strings.TrimLeft(cred, " ")
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }

@@ -20,7 +20,10 @@
 // a cross-origin check; an address that gives wrong credentials (a token
 // to the login page, a bearer token, basic auth) 5 times in a minute is
 // answered 429 until the minute ends, its credentials not checked; a
-// session already open is not affected.
+// session already open is not affected. Wrong bearer or basic credentials
+// are answered 401 with their scheme's challenge, whatever the method (a
+// browser's GET with none goes to the login page); schemes are matched
+// case-insensitively.
 // Options.SecureCookies marks the cookies Secure behind a proxy that
 // terminates TLS; Options.ReadOnly removes every action and
 // Options.HideArgs hides arguments, headers and results.

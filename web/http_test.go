@@ -93,7 +93,8 @@ func TestCSRFRefused(t *testing.T) {
 
 // TestTokenAuth: with a token, a request without it is sent to the login
 // page (or refused, for a script), a bearer token or a session from the
-// login form is let in, and a wrong token is not.
+// login form is let in, and a wrong token is refused 401 (a client that
+// sends credentials is no browser to send to the login page).
 func TestTokenAuth(t *testing.T) {
 	t.Parallel()
 	const token = "s3cret-token"
@@ -108,8 +109,8 @@ func TestTokenAuth(t *testing.T) {
 	if code, body := f.get(c, "/", "Authorization", "Bearer "+token); code != http.StatusOK || !strings.Contains(body, "Overview") {
 		t.Fatalf("bearer token: %d", code)
 	}
-	if code, _ := f.get(c, "/", "Authorization", "Bearer wrong"); code != http.StatusSeeOther {
-		t.Fatalf("wrong bearer token: %d", code)
+	if code, _ := f.get(c, "/", "Authorization", "Bearer wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("wrong bearer token: %d, want 401", code)
 	}
 	code, body := f.get(c, "/login")
 	if code != http.StatusOK {
