@@ -26,6 +26,9 @@ type action struct {
 	Target string
 	Danger bool
 	Bulk   bool // takes a selector and shows a dry-run count first
+	// Once: its confirmation carries a key that runs it once however
+	// often its form is posted (console.once), as a bulk action's does.
+	Once bool
 	// Fields are the form fields it reads besides Target (and the CSRF
 	// token); any other is refused, not ignored: a misspelt filter
 	// ("Kind") left out of a bulk delete selected every job of the state.
@@ -180,6 +183,7 @@ var actions = map[string]action{
 			}
 			return "triggered " + n + ": " + e.ID, jobPath(e.ID), nil
 		}},
+	"discard-signal": discardAction,
 	"redrive-effect": {Title: "Redrive dead effect", Target: "effect",
 		What: "The effect is relayed again; it applies at most once, and is dead-lettered again if it still cannot apply.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
@@ -311,6 +315,8 @@ type confirmView struct {
 	// however often its form is posted (a trigger's job ID, a bulk
 	// action's run: console.once).
 	Once string
+	// Signal is the signal a discard-signal confirmation discards.
+	Signal *flow.SignalInfo
 }
 
 // backPage is the page to return to from action a's confirmation page.
@@ -346,7 +352,7 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
-	if name == "trigger" || a.Bulk {
+	if name == "trigger" || a.Bulk || a.Once {
 		v.Once = keys.NewLocal()
 	}
 	if seen := slices.DeleteFunc(slices.Clone(a.Fields), func(k string) bool { return jobFields[k] == nil || f.Get(k) != "" }); len(seen) > 0 {
@@ -368,6 +374,18 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 				f.Set(k, jobFields[k](j))
 			}
 		}
+	}
+	if name == "discard-signal" {
+		// the signal it would discard, shown (its payload too, to send it
+		// again corrected) and recorded: none kept, or a state that
+		// refuses, is said here rather than offered
+		sg, err := c.keptSignal(r.Context(), v.Target, f.Get("signal"), f.Get("seq"))
+		if err != nil {
+			c.fail(w, r, err)
+			return
+		}
+		f.Set("seq", strconv.FormatInt(sg.Seq, 10))
+		v.Signal = &sg
 	}
 	code := http.StatusOK
 	if a.Bulk {
@@ -463,7 +481,7 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	var msg, back string
 	var err error
-	if key := f.Get("once"); a.Bulk && key != "" {
+	if key := f.Get("once"); (a.Bulk || a.Once) && key != "" {
 		if len(key) > 64 {
 			c.fail(w, r, fmt.Errorf("%w: the confirmation's key is %d bytes, at most 64", flow.ErrInvalid, len(key)))
 			return

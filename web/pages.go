@@ -124,9 +124,12 @@ type jobView struct {
 	ExtraErr string
 	Timeline []moment
 	Actions  []string
-	Running  bool
-	Spawns   []spawnGroup      // the children of each spawning step
-	Others   []admin.ChildInfo // finished children no spawning step names
+	// Discard are the kept signals the page offers to discard, by
+	// sequence number (discardable).
+	Discard map[int64]bool
+	Running bool
+	Spawns  []spawnGroup      // the children of each spawning step
+	Others  []admin.ChildInfo // finished children no spawning step names
 }
 
 // moment is one line of a job's timeline.
@@ -144,7 +147,8 @@ func (c *console) job(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, err)
 		return
 	}
-	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j), Running: j.State == flow.StateRunning}
+	v := &jobView{Job: j, Timeline: timeline(j), Actions: jobActions(j), Discard: discardable(j),
+		Running: j.State == flow.StateRunning}
 	if v.Extras, err = c.ops.JobExtras(r.Context(), id); err != nil {
 		v.ExtraErr = err.Error()
 	}
