@@ -7,9 +7,13 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  the job's ID in the partition
 -- ARGV[10] the signal's name
+-- ARGV[11] the sequence number the next kept signal of the name must have
+--          (a console that showed it), or '' for whichever it is
 -- Returns: { status, state, seq, payload }
 --   'ok', state, seq, payload the signal discarded: its sequence number
---                             and payload (seq 0, payload '': none kept)
+--                             and payload (seq 0, payload '': none kept;
+--                             seq -n: the next kept is #n, not ARGV[11],
+--                             and nothing was discarded)
 --   'missing', '', 0, ''      no such job
 --   'running', 'running', 0, '' refused: its attempt may be taking it
 --   'final', 'completed', 0, '' refused: a completed job never waits again
@@ -37,6 +41,8 @@ for _, f in ipairs(fields) do
   if f:sub(1, 3) == SIGNAL_PREFIX and f:sub(15) == name and (not first or f < first) then first = f end
 end
 if not first then return remember({ STATUS.ok, s, 0, '' }) end
+local seq = tonumber(first:sub(4, 13))
+if ARGV[11] ~= '' and tonumber(ARGV[11]) ~= seq then return remember({ STATUS.ok, s, -seq, '' }) end
 local payload = redis.call('HGET', sk, first)
 redis.call('HDEL', sk, first)
-return remember({ STATUS.ok, s, tonumber(first:sub(4, 13)), payload })
+return remember({ STATUS.ok, s, seq, payload })

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,5 +203,57 @@ func TestDiscardSignalRefused(t *testing.T) {
 	if _, page := h.get(hc, jobPath(hid)); !strings.Contains(page, "discarded signal approve #1 of "+hid+"; its payload: hidden (hide-args)") ||
 		strings.Contains(page, "secret-payload") {
 		t.Errorf("with HideArgs the discard's message shows the payload, or does not name the signal\n%s", page)
+	}
+}
+
+// racingOps reads a job as it was, then has another operator discard the
+// signal it showed before the console's discard runs.
+type racingOps struct {
+	ops
+	armed  atomic.Bool
+	before func()
+}
+
+func (r *racingOps) Job(ctx context.Context, id string) (*flow.JobInfo, error) {
+	j, err := r.ops.Job(ctx, id)
+	if err == nil && r.armed.CompareAndSwap(true, false) {
+		r.before()
+	}
+	return j, err
+}
+
+// TestDiscardSignalRaceDiscardsNoOther: the console checks the signal its
+// confirmation showed is the next one kept, and then discards that one
+// only: when it is taken (here discarded by another operator) between the
+// check and the discard, the next signal of its name is kept.
+func TestDiscardSignalRaceDiscardsNoOther(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &racingOps{}
+	f := newFixture(t, Options{ops: r}, false)
+	r.ops = adminOps{Client: f.ops}
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	for _, p := range []string{"bad", "good"} {
+		_, err := f.ops.Signal(ctx, id, "approve", p)
+		testkit.Must(t, err)
+	}
+	r.before = func() {
+		if _, err := f.ops.DiscardSignal(ctx, id, "approve"); err != nil {
+			t.Errorf("the other operator's discard: %v", err)
+		}
+	}
+	c := client()
+	code, body := f.get(c, "/confirm/discard-signal?"+url.Values{"id": {id}, "signal": {"approve"}, "seq": {"1"}}.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("confirmation: %d\n%s", code, body)
+	}
+	form := url.Values{"csrf": {csrfOf(body)}, "id": {id}, "signal": {"approve"}, "seq": {"1"}, "once": {fieldOf(body, "once")}}
+	r.armed.Store(true)
+	code, _, body = f.post(c, "/act/discard-signal", form)
+	if k := f.kept(id); k != "approve #2" {
+		t.Fatalf("approve #1 taken between the console's check and its discard: the job keeps %q, want approve #2 (answered %d)\n%s", k, code, body)
+	}
+	if code == http.StatusSeeOther || !strings.Contains(body, "not the next one kept") {
+		t.Errorf("the refused discard answered %d, want an error saying #1 is not the next one kept\n%s", code, body)
 	}
 }

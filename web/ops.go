@@ -42,7 +42,7 @@ type ops interface {
 	TriggerScheduleOnce(ctx context.Context, name, key string) (flow.Enqueued, error)
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
-	DiscardSignal(ctx context.Context, id, name string) (flow.SignalInfo, error)
+	DiscardSignalSeq(ctx context.Context, id, name string, seq int64) (flow.SignalInfo, error)
 	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (admin.DeleteProgress, error)
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // discardAction discards the next signal of one name kept for a job (sent
-// and not yet taken by a wait), admin.Client.DiscardSignal: the remedy of
+// and not yet taken by a wait), admin.Client.DiscardSignalSeq: the remedy of
 // a job parked bad_signal, whose wait cannot decode that payload. Its
 // confirmation shows the signal, records its sequence number (a signal
 // taken or discarded since is not followed by the next one of the name)
@@ -28,10 +28,13 @@ var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, 
 		"A job parked bad_signal then needs a redrive. A signal sent with a key keeps its key used: send a corrected one with another key.",
 	run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 		id, name := f.Get("id"), f.Get("signal")
-		if _, err := c.keptSignal(ctx, id, name, f.Get("seq")); err != nil {
+		kept, err := c.keptSignal(ctx, id, name, f.Get("seq"))
+		if err != nil {
 			return "", "", err
 		}
-		sg, err := c.ops.DiscardSignal(ctx, id, name)
+		// that signal only: one a wait takes meanwhile is not followed
+		// by the next of its name
+		sg, err := c.ops.DiscardSignalSeq(ctx, id, name, kept.Seq)
 		if err != nil {
 			return "", "", discardError(id, name, err)
 		}

@@ -23,23 +23,32 @@ import (
 func (c *cli) jobsSignalCmd() *cobra.Command {
 	var data, key string
 	var discard bool
+	var seq int64
 	cmd := &cobra.Command{
 		Use:   "signal ID NAME",
 		Short: "Send a signal to a workflow job, or discard one kept for it",
 		Example: `  sluice jobs signal orders:0:42 approved --data '{"By":"ann"}' --key approval-42
-  sluice jobs signal orders:0:42 approved --discard   # a payload its wait cannot decode (bad_signal); then redrive it`,
+  sluice jobs signal orders:0:42 approved --discard   # a payload its wait cannot decode (bad_signal); then redrive it
+  sluice jobs signal orders:0:42 approved --discard --seq 3   # only if #3 (as 'sluice jobs get' lists it) is still the next`,
 		Args: nArgs("ID", "NAME"),
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the signal's payload, as `JSON` (default: none)")
 	cmd.Flags().StringVar(&key, "key", "", "an idempotency key `K`: a signal with the key of one sent to the job before is not kept again")
 	cmd.Flags().BoolVar(&discard, "discard", false, "discard the next signal NAME sent to the job and not yet taken (the one its wait takes next), instead of sending one; not for a running or completed job")
+	cmd.Flags().Int64Var(&seq, "seq", 0, "with --discard: discard only if signal number `N` is still the next one NAME kept (one a wait took since is not followed by the next)")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id, name := args[0], args[1]
 		if discard {
 			if cmd.Flags().Changed("data") || cmd.Flags().Changed("key") {
 				return usagef("--discard sends nothing: it takes no --data or --key")
 			}
-			return c.discardSignal(cmd, id, name)
+			if cmd.Flags().Changed("seq") && seq < 1 {
+				return usagef("--seq %d: signal numbers start at 1", seq)
+			}
+			return c.discardSignal(cmd, id, name, seq)
+		}
+		if cmd.Flags().Changed("seq") {
+			return usagef("--seq names a kept signal to discard: it goes with --discard")
 		}
 		var payload any
 		if data != "" {
@@ -101,16 +110,25 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 	return cmd
 }
 
-// discardSignal discards the next signal name kept for job id and says
-// what it was; none kept is not found (exit 3): a misspelt name is not a
+// discardSignal discards the next signal name kept for job id (only if
+// it is number seq, when seq > 0) and says what it was; none kept, or
+// another than seq next, is not found (exit 3): a misspelt name is not a
 // success.
-func (c *cli) discardSignal(cmd *cobra.Command, id, name string) error {
+func (c *cli) discardSignal(cmd *cobra.Command, id, name string, seq int64) error {
 	client, err := c.connect(cmd.Context())
 	if err != nil {
 		return err
 	}
-	sg, err := client.DiscardSignal(cmd.Context(), id, name)
+	var sg flow.SignalInfo
+	if seq > 0 {
+		sg, err = client.DiscardSignalSeq(cmd.Context(), id, name, seq)
+	} else {
+		sg, err = client.DiscardSignal(cmd.Context(), id, name)
+	}
 	if errors.Is(err, admin.ErrSignalNotFound) {
+		if seq > 0 {
+			return missingError{strings.TrimPrefix(err.Error(), admin.ErrSignalNotFound.Error()+": ")}
+		}
 		return missingError{fmt.Sprintf("job %s has no signal %s kept (sent and not yet taken): nothing discarded", id, name)}
 	}
 	if err != nil {

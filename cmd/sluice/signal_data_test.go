@@ -102,4 +102,25 @@ func TestSignalDiscard(t *testing.T) {
 	if _, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--data", `"x"`); code != exitUsage {
 		t.Fatalf("discard with --data: exit %d, want %d", code, exitUsage)
 	}
+	// --seq: that signal only, if it is still the next one kept
+	for _, data := range []string{`"third"`, `"fourth"`} {
+		if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--data", data); code != exitOK {
+			t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
+		}
+	}
+	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "4"); code != exitNotFound ||
+		!strings.Contains(errOut, "not the next one kept") || !strings.Contains(errOut, "the next is #3") {
+		t.Fatalf("discard --seq 4 behind #3: exit %d, %q; want %d naming #3", code, errOut, exitNotFound)
+	}
+	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "3"); code != exitOK || out != "discarded signal later #3 of default:0:w1: \"third\"\n" {
+		t.Fatalf("discard --seq 3: exit %d, %q", code, out)
+	}
+	if j, err := f.c.Job(f.ctx, "default:0:w1"); err != nil || len(j.Signals) != 1 || j.Signals[0].Seq != 4 {
+		t.Fatalf("job after the discards by number: %+v %v, want #4 kept", j, err)
+	}
+	for _, args := range [][]string{{"--discard", "--seq", "0"}, {"--seq", "4"}} {
+		if _, _, code := f.sluice(append([]string{"jobs", "signal", "default:0:w1", "later"}, args...)...); code != exitUsage {
+			t.Fatalf("%v: exit %d, want %d", args, code, exitUsage)
+		}
+	}
 }

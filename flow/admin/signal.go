@@ -34,18 +34,37 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 // DiscardSignal discards the next signal named name sent to job id and
 // not yet taken by a wait: the earliest, which a wait would take next. It
 // returns the signal discarded, so that it can be sent again corrected;
-// none of the name kept is ErrSignalNotFound, naming job and signal. A signal whose payload the job's wait cannot
-// decode parks the job (reason bad_signal) again at every redrive while
-// it is kept: discard it, then redrive the job, which takes the next
-// signal of the name or waits for one. (A job parked bad_signal whose
-// wait decided on a signal before, and whose code no longer decodes that
-// payload, keeps no signal to discard: it needs code that decodes it.)
-// A discarded signal sent with a key (flow.WithSignalKey) keeps its key
-// used: a corrected one needs another key. A running job is refused (its
-// attempt may be taking it), as is a completed one: a *StateError
-// (ErrWrongState). No such job: flow.ErrNotFound. An invalid name:
-// flow.ErrInvalid. Corrupt signal data: ErrMalformed.
+// none of the name kept is ErrSignalNotFound, naming job and signal. A
+// signal whose payload the job's wait cannot decode parks the job
+// (reason bad_signal) again at every redrive while it is kept: discard
+// it, then redrive the job, which takes the next signal of the name or
+// waits for one. (A job parked bad_signal whose wait decided on a signal
+// before, and whose code no longer decodes that payload, keeps no signal
+// to discard: it needs code that decodes it.) A discarded signal sent
+// with a key (flow.WithSignalKey) keeps its key used: a corrected one
+// needs another key. A running job is refused (its attempt may be taking
+// it), as is a completed one: a *StateError (ErrWrongState). No such
+// job: flow.ErrNotFound. An invalid name: flow.ErrInvalid. Corrupt
+// signal data: ErrMalformed.
 func (c *Client) DiscardSignal(ctx context.Context, id, name string) (flow.SignalInfo, error) {
+	return c.discardSignal(ctx, id, name, 0)
+}
+
+// DiscardSignalSeq discards signal name number seq (flow.SignalInfo.Seq,
+// as JobInfo.Signals lists it) of job id, as DiscardSignal does, only if
+// it is still the next one of its name kept: a tool that showed an
+// operator that signal discards no other (one a wait took since, or that
+// another operator discarded, is followed by the next). Otherwise it
+// discards nothing and returns ErrSignalNotFound naming the next kept, if
+// any. seq below 1 is flow.ErrInvalid; other errors as DiscardSignal's.
+func (c *Client) DiscardSignalSeq(ctx context.Context, id, name string, seq int64) (flow.SignalInfo, error) {
+	if seq < 1 {
+		return flow.SignalInfo{}, fmt.Errorf("%w: signal number %d (they start at 1)", flow.ErrInvalid, seq)
+	}
+	return c.discardSignal(ctx, id, name, seq)
+}
+
+func (c *Client) discardSignal(ctx context.Context, id, name string, only int64) (flow.SignalInfo, error) {
 	if !store.ValidWaitName(name) {
 		return flow.SignalInfo{}, fmt.Errorf("%w: signal name %s", flow.ErrInvalid, names.Quote(name))
 	}
@@ -53,12 +72,19 @@ func (c *Client) DiscardSignal(ctx context.Context, id, name string) (flow.Signa
 	if err != nil {
 		return flow.SignalInfo{}, err
 	}
-	seq, payload, _, err := c.b.Store.Unsignal(ctx, ref, name)
+	seq, payload, _, err := c.b.Store.Unsignal(ctx, ref, name, only)
 	if err != nil {
 		return flow.SignalInfo{}, stateError(id, err)
 	}
-	if seq == 0 {
+	switch {
+	case seq == 0 && only > 0:
+		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken; #%d was taken by a wait or discarded): nothing discarded",
+			ErrSignalNotFound, id, name, only)
+	case seq == 0:
 		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken)", ErrSignalNotFound, id, name)
+	case seq < 0:
+		return flow.SignalInfo{}, fmt.Errorf("%w: signal %s #%d of job %s is not the next one kept (a wait took it, or it was discarded; the next is #%d): nothing discarded",
+			ErrSignalNotFound, name, only, id, -seq)
 	}
 	return flow.SignalInfo{Name: name, Seq: seq, Payload: payload}, nil
 }

@@ -100,11 +100,17 @@ func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload [
 // Unsignal discards the next signal named name kept for the job of ref
 // and not yet taken (the earliest, which a wait would take next;
 // lua/unsignal.lua) and returns its sequence number (0: none was kept)
-// and payload, with the job's state. Errors: ErrNotFound, a
+// and payload, with the job's state. With only > 0 it discards that
+// signal only if it is the next one, and answers the next one's number
+// negated otherwise, nothing discarded. Errors: ErrNotFound, a
 // *sluicetype.StateError for a running job (its attempt may be taking
 // it) or a completed one, ErrMalformed for corrupt signal data.
-func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string) (seq int64, payload []byte, state string, err error) {
-	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name).Result()
+func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string, only int64) (seq int64, payload []byte, state string, err error) {
+	want := ""
+	if only > 0 {
+		want = strconv.FormatInt(only, 10)
+	}
+	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name, want).Result()
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -119,8 +125,8 @@ func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string) (seq in
 	if !ok || status == "" {
 		return 0, nil, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
 	}
-	if state, err = adminStatus("discard a signal", ref.Local, status, state); err != nil || seq == 0 {
-		return 0, nil, state, err
+	if state, err = adminStatus("discard a signal of", ref.Local, status, state); err != nil || seq <= 0 {
+		return seq, nil, state, err
 	}
 	return seq, []byte(body), state, nil
 }
