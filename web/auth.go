@@ -71,6 +71,11 @@ func (c *console) authenticate(next http.Handler) http.Handler {
 			http.Redirect(w, r, c.path("/login"), http.StatusSeeOther)
 			return
 		}
+		// a 401 names the schemes that would be let through (RFC 9110)
+		w.Header().Add("WWW-Authenticate", `Bearer realm="sluice"`)
+		if c.o.User != "" {
+			w.Header().Add("WWW-Authenticate", `Basic realm="sluice", charset="UTF-8"`)
+		}
 		http.Error(w, "sluice web: authentication required", http.StatusUnauthorized)
 	})
 	if c.o.Auth != nil {

@@ -37,7 +37,8 @@ func basic(user, password string) string {
 // each counts once against the failed-login limit: the fifth wrong one is
 // still checked and refused 401, the right token after it 429. A GET
 // with no credentials (a browser's) is still sent to the login page, a
-// POST with none still refused 401. With no User set, a Basic header is
+// POST with none still refused 401, with the challenges of both schemes
+// (a 401 without one was against RFC 9110). With no User set, a Basic header is
 // not the console's (a proxy's in front of it): that GET goes to the
 // login page too.
 func TestWrongCredentials401(t *testing.T) {
@@ -68,8 +69,9 @@ func TestWrongCredentials401(t *testing.T) {
 	if w := limitDo(h, http.MethodGet, "/workers", other, ""); w.Code != http.StatusSeeOther || !strings.HasSuffix(w.Header().Get("Location"), "/login") {
 		t.Errorf("a GET with no credentials: %d to %q, want 303 to the login page", w.Code, w.Header().Get("Location"))
 	}
-	if w := limitDo(h, http.MethodPost, "/act/cancel", other, ""); w.Code != http.StatusUnauthorized {
-		t.Errorf("a POST with no credentials: %d, want 401", w.Code)
+	if w := limitDo(h, http.MethodPost, "/act/cancel", other, ""); w.Code != http.StatusUnauthorized ||
+		strings.Join(w.Header().Values("WWW-Authenticate"), "; ") != `Bearer realm="sluice"; Basic realm="sluice", charset="UTF-8"` {
+		t.Errorf("a POST with no credentials: %d, challenges %q; want 401 naming Bearer and Basic", w.Code, w.Header().Values("WWW-Authenticate"))
 	}
 
 	_, only, _ := limitConsole(t, Options{Token: token})
