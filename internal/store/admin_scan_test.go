@@ -217,7 +217,7 @@ func TestWorkerRegistry(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			w := sluicetype.WorkerInfo{ID: "w1", Host: "h", PID: 7, Started: epoch, Queues: map[string]int{"q": 2, "r": 1},
-				Concurrency: 4, Jobs: []string{"q:0:a", "q:1:b"}}
+				QueueVersions: map[string]int64{"q": 3, "r": 1}, Concurrency: 4, Jobs: []string{"q:0:a", "q:1:b"}}
 			for _, id := range []string{"w1", "w2"} {
 				w.ID = id
 				if err := f.st.Heartbeat(f.ctx, w, time.Minute); err != nil {

@@ -29,13 +29,17 @@ func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time
 		qs = append(qs, q+":"+strconv.Itoa(n))
 	}
 	sort.Strings(qs)
-	vs := make([]string, 0, len(w.QueueVersions))
-	for q, v := range w.QueueVersions {
-		vs = append(vs, q+":"+strconv.FormatInt(v, 10))
+	fields := []any{"host", w.Host, "pid", w.PID, "started", unixMS(w.Started), "queues", strings.Join(qs, ","),
+		"conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "), "dm", DataModel}
+	if w.QueueVersions != nil { // read back as given: nil stays nil
+		vs := make([]string, 0, len(w.QueueVersions))
+		for q, v := range w.QueueVersions {
+			vs = append(vs, q+":"+strconv.FormatInt(v, 10))
+		}
+		sort.Strings(vs)
+		fields = append(fields, "qv", strings.Join(vs, ","))
 	}
-	sort.Strings(vs)
-	return s.heartbeat(ctx, w.ID, ms(ttl), "host", w.Host, "pid", w.PID, "started", unixMS(w.Started),
-		"queues", strings.Join(qs, ","), "qv", strings.Join(vs, ","), "conc", w.Concurrency, "jobs", strings.Join(w.Jobs, " "), "dm", DataModel)
+	return s.heartbeat(ctx, w.ID, ms(ttl), fields...)
 }
 
 // Unregister removes worker id from the registry.
