@@ -49,7 +49,9 @@
 // the job to another attempt once the lease is gone: the worker tells the
 // child how long the lease has left, at the start and at each renewal, and
 // a child running Main that hears of no renewal by then kills its process
-// group when the lease runs out (ErrLeaseExpired from Serve).
+// group when the lease runs out (ErrLeaseExpired from Serve). A child
+// with a main of its own (set-up before the attempt) calls Serve and then
+// Exit, which ends the process as Main does.
 //
 // Isolation contains crashes; it is not a security sandbox. The child runs
 // as the worker's user, and its steps' effects write whatever Redis keys

@@ -43,6 +43,7 @@ const (
 	leakArg    = "sluice-isolated-test-leak"    // a child that leaves its stdout to a grandchild and exits (next argument: "group" or "setsid")
 	lingerArg  = "sluice-isolated-test-linger"  // a child that replies, then takes its time to exit (linger_test.go)
 	bgArg      = "sluice-isolated-test-bg"      // a Main child whose handler starts a grandchild and returns (orphan_linux_test.go)
+	bgOwnArg   = "sluice-isolated-test-bg-own"  // the same handler under a main of its own: Serve, then Exit
 )
 
 // envRedis tells a child where the tests' Redis is (its environment is
@@ -68,6 +69,10 @@ func TestMain(m *testing.M) {
 			os.Exit(lingerMain())
 		case bgArg:
 			isolated.Main(bgRegistry())
+		case bgOwnArg:
+			err := isolated.Serve(bgRegistry())
+			fmt.Fprintln(os.Stderr, "served:", err) // a main's own work after the attempt
+			isolated.Exit(err)
 		}
 	}
 	redistest.Main(m, &shared, false)

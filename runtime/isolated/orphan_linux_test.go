@@ -17,10 +17,22 @@ import (
 // the worker: its ends of the pipes close). The child kills its group as
 // its stdin ends, so the process its handler started does not outlive the
 // attempt. Before, Main exited right after its reply, and the grandchild,
-// adopted by init, lived on with no one left to kill it.
+// adopted by init, lived on with no one left to kill it. A main of its
+// own that calls Serve and then Exit does the same.
 func TestWorkerDiesAfterReply(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "sluice-isolated-test-bg") // bgArg
+	// bgArg: isolated.Main; bgOwnArg: a main of its own that calls Serve,
+	// then Exit
+	for _, arg := range []string{"sluice-isolated-test-bg", "sluice-isolated-test-bg-own"} {
+		t.Run(arg, func(t *testing.T) {
+			t.Parallel()
+			workerDiesAfterReply(t, arg)
+		})
+	}
+}
+
+func workerDiesAfterReply(t *testing.T, arg string) {
+	cmd := exec.Command(os.Args[0], arg)
 	cmd.SysProcAttr = procAttr()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,13 +28,26 @@ import (
 // worker could not kill the group. On an error it prints it to stderr and
 // exits with status 1, having killed its group first when the parent
 // worker went away or fell silent past the lease before the reply.
-func Main(h runtime.Handlers) {
-	survivePipes()
-	sv, err := serve(context.Background(), h, os.Stdin, protocolOut())
+// It is Exit(Serve(h)).
+func Main(h runtime.Handlers) { Exit(Serve(h)) }
+
+// Exit ends a child program whose own main called Serve, as Main ends
+// its process: err is what Serve returned. After a reply (nil) it waits
+// for the worker to close the child's stdin, or for the attempt's lease
+// to run out with no renewal heard of (the worker stopped or hung, and
+// the job may go to another attempt), then kills the child's process
+// group if it leads one and exits with status 0; so what the handler
+// started ends with the attempt, as under Main. On an error it prints it
+// to stderr and exits with status 1, killing the group first when the
+// parent went away or fell silent past the lease. Release what the main
+// set up before calling it: it does not return.
+func Exit(err error) {
 	if err == nil {
-		select {
-		case <-sv.gone:
-		case <-sv.expired:
+		if sv := lastServed.Load(); sv != nil {
+			select {
+			case <-sv.gone:
+			case <-sv.expired:
+			}
 		}
 		killOwnGroup() // the child with it, when it leads the group
 		os.Exit(0)
@@ -71,10 +85,16 @@ func Main(h runtime.Handlers) {
 // So that the child lives to see it, a write to its stderr once the
 // parent is gone fails (EPIPE) instead of killing the process (SIGPIPE).
 // A panic of the handler is reported to the parent, which counts it as a
-// crash.
+// crash. Serve returns once the reply is written; a main of its own then
+// calls Exit, which waits for the attempt to end as Main does (a main
+// that exits at once leaves what the handler started running, even after
+// the job went to another attempt).
 func Serve(h runtime.Handlers) error {
 	survivePipes()
-	_, err := serve(context.Background(), h, os.Stdin, protocolOut())
+	sv, err := serve(context.Background(), h, os.Stdin, protocolOut())
+	if err == nil {
+		lastServed.Store(&sv)
+	}
 	return err
 }
 
@@ -83,6 +103,9 @@ func Serve(h runtime.Handlers) error {
 type served struct {
 	gone, expired <-chan struct{}
 }
+
+// lastServed is what the process's Serve left to wait for, for Exit.
+var lastServed atomic.Pointer[served]
 
 func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer) (served, error) {
 	_, body, err := readFrame(in, maxFrameIn, string(rune(frameStart)))
