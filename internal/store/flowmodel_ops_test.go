@@ -41,6 +41,9 @@ func (r *flowRun) randomOp() {
 		{"runnow", 3, r.opRunNow},
 		{"tick", 14, r.opTick},
 		{"maintain", 5, r.maintain},
+		{"reroute", 6, r.opReroute},
+		{"workers", 3, r.opWorkers},
+		{"redrive", 3, r.opRedrive},
 	})
 }
 
@@ -77,6 +80,7 @@ func (r *flowRun) opEnqueue() {
 			nj.Hold = flowFPrints[r.pick(len(flowFPrints))]
 			opts = append(opts, nj.Hold)
 		}
+		r.stickyOpt(&nj, &opts)
 		desc = append(desc, fmt.Sprintf("%s(p%d ma%d delay %s %s)", id, nj.Priority, nj.MaxAttempts, nj.Delay, strings.Join(opts, " ")))
 		jobs = append(jobs, nj)
 	}
@@ -187,17 +191,25 @@ type holderState struct {
 func (r *flowRun) add(nj store.NewJob) *fjob {
 	j := &fjob{id: nj.Local, ck: nj.Limits.ConcurrencyKey, rc: nj.Limits.RateClass, uk: nj.Unique.Key, fp: nj.Hold,
 		state: "pending", payload: string(nj.Payload)}
+	if nj.Sticky.Worker != "" {
+		j.sw, j.sm = nj.Sticky.Worker, nj.Sticky.Mode
+	}
 	r.jobs[j.id] = j
 	return j
 }
 
 // ---- claim ----
 
-// claim claims up to n jobs and returns the model's jobs it leased.
-func (r *flowRun) claim(n int) []*fjob {
+// claim claims up to n jobs as a worker claimWorker draws and returns
+// the model's jobs it leased.
+func (r *flowRun) claim(n int) []*fjob { return r.claimAs(n, r.claimWorker()) }
+
+// claimAs claims up to n jobs as worker and returns the model's jobs it
+// leased.
+func (r *flowRun) claimAs(n int, worker string) []*fjob {
 	r.nonce++
 	nonce := fmt.Sprintf("n%d", r.nonce)
-	req := store.ClaimRequest{N: n, Lease: flowLease, Worker: fmt.Sprintf("w%d", r.pick(2)), Nonce: nonce, ID: nonce, PromoteLimit: 100}
+	req := store.ClaimRequest{N: n, Lease: flowLease, Worker: worker, Nonce: nonce, ID: nonce, PromoteLimit: 100}
 	var res store.ClaimResult
 	var err error
 	for try := range 3 {
@@ -205,7 +217,7 @@ func (r *flowRun) claim(n int) []*fjob {
 		if err == nil {
 			break
 		}
-		r.logf("claim %d (nonce %s) try %d: %v", n, nonce, try+1, err)
+		r.logf("claim %d as %s (nonce %s) try %d: %v", n, worker, nonce, try+1, err)
 	}
 	var out []*fjob
 	if err != nil {
@@ -214,9 +226,13 @@ func (r *flowRun) claim(n int) []*fjob {
 		s := r.read(false)
 		for _, j := range r.inState("pending") {
 			if g := s.jobs[j.id]; g.state == "running" && strings.HasPrefix(g.lease, nonce+".") {
+				r.checkStickyLease(j.id, worker)
 				j.state, j.lease, j.fence, j.started = "running", g.lease, g.fence, r.now()
 				out = append(out, j)
 				r.leased(j, nonce)
+			} else if g.state == "archived" && r.snap.jobs[j.id].sm == "f" {
+				// its FailAfter fallback fell due (checkParked)
+				r.checkParked([]store.Parked{{Local: j.id, Reason: "sticky_unavailable"}})
 			}
 		}
 		r.logf("claim %d (nonce %s) failed: found it leased %d", n, nonce, len(out))
@@ -232,14 +248,15 @@ func (r *flowRun) claim(n int) []*fjob {
 		if q := r.snap.quarantined(j.fp); j.mustHold && len(q) > 0 {
 			r.fail("claim leased %s, held before, while %v of its fingerprint %s are quarantined", j.id, q, j.fp)
 		}
+		r.checkStickyLease(j.id, worker)
 		j.state, j.lease, j.fence, j.started = "running", cj.LeaseID, cj.Fence, r.now()
 		out = append(out, j)
 		r.leased(j, nonce)
 	}
-	r.logf("claim %d (nonce %s) -> %v dry %v parked %v", n, nonce, got, res.Dry, res.Parked)
-	if len(res.Parked) > 0 {
-		r.fail("claim parked %v: no job of the model has a deadline or a pin", res.Parked)
-	}
+	r.logf("claim %d as %s (nonce %s) -> %v dry %v parked %v", n, worker, nonce, got, res.Dry, res.Parked)
+	// no job of the model has a deadline: a claim archives only a pinned
+	// job whose FailAfter fell due
+	r.checkParked(res.Parked)
 	return out
 }
 
@@ -267,6 +284,8 @@ func (r *flowRun) opAck() {
 			c = store.CodeRetry
 		case x < 80:
 			c = store.CodeCrash
+		case x < 88:
+			c = store.CodeRelease // a hand-back (shutdown)
 		default:
 			c = store.CodeSnooze
 		}
@@ -276,10 +295,11 @@ func (r *flowRun) opAck() {
 }
 
 var ackAllows = map[store.Code][]string{
-	store.CodeOK:     {"completed"},
-	store.CodeRetry:  {"retryable", "archived", "available"},
-	store.CodeCrash:  {"retryable", "quarantined", "archived", "available"},
-	store.CodeSnooze: {"scheduled", "available"},
+	store.CodeOK:      {"completed"},
+	store.CodeRetry:   {"retryable", "archived", "available"},
+	store.CodeCrash:   {"retryable", "quarantined", "archived", "available"},
+	store.CodeSnooze:  {"scheduled", "available"},
+	store.CodeRelease: {"available"},
 }
 
 func (r *flowRun) ackJobs(jobs []*fjob, codes []store.Code) {

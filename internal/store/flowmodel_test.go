@@ -126,6 +126,9 @@ type fjob struct {
 	// mustHold: seen held; it must stay held while a job of its
 	// fingerprint is quarantined
 	mustHold bool
+	// sw, sm: its sticky routing, worker and mode ("" unpinned;
+	// flowmodel_sticky_test.go)
+	sw, sm string
 }
 
 // fsnap is what Redis holds, read directly.
@@ -136,6 +139,10 @@ type fsnap struct {
 	heldOn  map[string][]string
 	cc      map[string]int
 	scanned []string // job IDs found by SCAN (full checks only)
+	// lists and pinx: where jobs are listed, fallback deadlines
+	// (flowmodel_sticky_test.go)
+	lists *flowLists
+	pinx  map[string]int64
 }
 
 type fstate struct {
@@ -144,6 +151,8 @@ type fstate struct {
 	ck, uk, qf, qb, lease, rc string
 	payload                   string
 	fence, redrives, crashes  int64
+	sw, sm, sf                string // sticky worker, mode, handed by its fallback
+	pr                        int64
 }
 
 func coarse(state string) string {
@@ -177,6 +186,11 @@ type flowRun struct {
 	log     []string
 	counts  map[string]int
 	drained bool
+	// workerGone: workers that claim nothing (flowmodel_sticky_test.go)
+	workerGone map[string]bool
+	// stalePin: job -> the pin list a FailAfter fallback left its entry
+	// on (TestFailAfterUnlistsPinEntry; flowTolerate)
+	stalePin map[string]string
 	// refilled is the store time (ms) the clock moved forward: a bound on
 	// how much any token bucket refilled (lib_limits.lua bucket: between
 	// two loads it refills NOW - u, u at least the clock at the first;
@@ -201,6 +215,9 @@ func newFlowRun(t *testing.T, seed uint64, steps int, lossy bool) *flowRun {
 		counts:  map[string]int{},
 		rated:   map[string][]int64{},
 		ratedBy: map[string][]string{},
+
+		workerGone: map[string]bool{},
+		stalePin:   map[string]string{},
 	}
 	var rdb redis.UniversalClient
 	if lossy {
@@ -212,7 +229,7 @@ func newFlowRun(t *testing.T, seed uint64, steps int, lossy bool) *flowRun {
 		c := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: 1,
 			MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
 		for _, sc := range []*lua.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Cancel, lua.Delete, lua.Redrive,
-			lua.Maintain, lua.RunNow} {
+			lua.Maintain, lua.RunNow, lua.Reroute} {
 			if err := sc.Load(r.ctx, c); err != nil {
 				t.Fatal(err)
 			}
@@ -315,7 +332,8 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 	_, err := r.direct.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for i, id := range ids {
 			hcmds[i] = pl.HMGet(ctx, r.p.Job(id), keys.FieldState, keys.FieldConcurrencyKey, keys.FieldUnique, keys.FieldHoldFingerprint,
-				keys.FieldHeldBy, keys.FieldLeaseID, keys.FieldFence, keys.FieldRedrives, keys.FieldRateClass, keys.FieldCrashAttempt, keys.FieldPayload)
+				keys.FieldHeldBy, keys.FieldLeaseID, keys.FieldFence, keys.FieldRedrives, keys.FieldRateClass, keys.FieldCrashAttempt, keys.FieldPayload,
+				keys.FieldStickyWorker, keys.FieldStickyMode, keys.FieldStickyFallback, keys.FieldPriority)
 		}
 		for i, k := range flowUKeys {
 			uqc[i] = pl.Get(ctx, r.p.Unique(k))
@@ -339,7 +357,8 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 			continue
 		}
 		s.jobs[id] = fstate{exists: true, state: store.StateName(str(0)), ck: str(1), uk: str(2), qf: str(3), qb: str(4),
-			lease: str(5), fence: num(6), redrives: num(7), rc: str(8), crashes: num(9), payload: str(10)}
+			lease: str(5), fence: num(6), redrives: num(7), rc: str(8), crashes: num(9), payload: str(10),
+			sw: str(11), sm: str(12), sf: str(13), pr: num(14)}
 	}
 	for i, k := range flowUKeys {
 		if v, err := uqc[i].Result(); err == nil {
@@ -355,6 +374,7 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 	for k, v := range ccc.Val() {
 		s.cc[k], _ = strconv.Atoi(v)
 	}
+	r.readStickyExtra(s)
 	if full {
 		iter := r.direct.Scan(ctx, 0, r.p.Job("*"), 1000).Iterator()
 		for iter.Next(ctx) {
@@ -487,6 +507,7 @@ func (r *flowRun) check(full bool) {
 			}
 		}
 	}
+	bad = append(bad, r.checkListings(s)...)
 	if len(bad) > 0 {
 		r.fail("invariants broken:\n  %s", strings.Join(bad, "\n  "))
 	}
@@ -554,10 +575,23 @@ func (r *flowRun) drain() {
 		r.maintain()
 		// each claim checks what it leased against a fresh snapshot
 		r.check(false)
-		for range 5 {
-			got := r.claim(20)
+		// the workers claim in turn; after 15 rounds every worker is
+		// back (before, the fallbacks of jobs pinned to gone ones apply)
+		if r.step == 15 {
+			for _, w := range flowWorkers {
+				if r.workerGone[w] {
+					r.setWorker(w, true)
+				}
+			}
+		}
+		for i := range 5 * (len(flowWorkers) + 1) {
+			w := append(slices.Clone(flowWorkers), flowAnon)[i%(len(flowWorkers)+1)]
+			if r.workerGone[w] {
+				continue
+			}
+			got := r.claimAs(20, w)
 			if len(got) == 0 {
-				break
+				continue
 			}
 			codes := make([]store.Code, len(got))
 			for i := range codes {
