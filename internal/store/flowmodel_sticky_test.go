@@ -32,7 +32,6 @@ package store_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,13 +43,6 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
-
-// flowTolerate names the known bugs (each with its minimal test in
-// flowmodel_sticky_bugs_test.go) that the model tolerates, so that a run
-// goes on to find others; set SLUICE_FLOWMODEL_STRICT=1 to tolerate none.
-var flowTolerate = map[string]bool{
-	"failafter-pin": os.Getenv("SLUICE_FLOWMODEL_STRICT") == "", // TestFailAfterUnlistsPinEntry
-}
 
 // flowWorkers are the workers jobs are pinned to and claims are made as;
 // flowAnon is a worker no job is pinned to.
@@ -222,7 +214,6 @@ func (r *flowRun) checkParked(parked []store.Parked) {
 				x.Local, x.Reason, j, g.state, g.sw, g.sm, g.sf, due, at, r.now())
 		}
 		j.state, j.lease = "archived", ""
-		r.stalePin[j.id] = g.sw
 		r.counts["sticky-failed"]++
 	}
 }
@@ -300,21 +291,10 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 		slices.Sort(out)
 		return out, n
 	}
-	// tolerated: the entry a FailAfter fallback left (the known bug
-	// TestFailAfterUnlistsPinEntry shows), of a job no longer available
-	tolerate := func(id string, w []string, n int) ([]string, int) {
-		sp := r.stalePin[id]
-		if sp == "" || !flowTolerate["failafter-pin"] || ls.entries["pin:"+sp][id] != 1 {
-			return w, n
-		}
-		r.counts["tolerated-failafter-pin"]++
-		return slices.DeleteFunc(w, func(e string) bool { return e == "pin:"+sp+"×1" }), n - 1
-	}
 	known := map[string]bool{}
 	for id := range r.gone {
 		known[id] = true
-		w, n := where(id)
-		if w, n = tolerate(id, w, n); n > 0 {
+		if w, n := where(id); n > 0 {
 			add("deleted job %s is listed: %v", id, w)
 		}
 	}
@@ -328,9 +308,6 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 			add("job %s is routed @%q/%q, the model says @%q/%q", id, g.sw, g.sm, j.sw, j.sm)
 		}
 		w, n := where(id)
-		if g.state != "available" {
-			w, n = tolerate(id, w, n)
-		}
 		if g.state != "available" {
 			if n > 0 {
 				add("job %s (%s) is listed: %v", id, g.state, w)
@@ -397,16 +374,11 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 
 // opRedrive redrives archived or cancelled jobs (redrive.lua): back to
 // available, to the list of the routing they have now (a reroute while
-// archived applies then). Jobs a FailAfter fallback left listed (the
-// known bug TestFailAfterUnlistsPinEntry shows: redriven, they are listed
-// twice) are left out while that bug is tolerated.
+// archived applies then).
 func (r *flowRun) opRedrive() {
 	var ids []string
 	var jobs []*fjob
 	for _, j := range r.inState("archived", "cancelled", "completed", "pending") {
-		if flowTolerate["failafter-pin"] && r.stalePin[j.id] != "" {
-			continue
-		}
 		if (j.state == "archived" || j.state == "cancelled") && r.chance(1, 3) || r.chance(1, 30) {
 			ids, jobs = append(ids, j.id), append(jobs, j)
 		}

@@ -188,9 +188,6 @@ type flowRun struct {
 	drained bool
 	// workerGone: workers that claim nothing (flowmodel_sticky_test.go)
 	workerGone map[string]bool
-	// stalePin: job -> the pin list a FailAfter fallback left its entry
-	// on (TestFailAfterUnlistsPinEntry; flowTolerate)
-	stalePin map[string]string
 	// refilled is the store time (ms) the clock moved forward: a bound on
 	// how much any token bucket refilled (lib_limits.lua bucket: between
 	// two loads it refills NOW - u, u at least the clock at the first;
@@ -217,7 +214,6 @@ func newFlowRun(t *testing.T, seed uint64, steps int, lossy bool) *flowRun {
 		ratedBy: map[string][]string{},
 
 		workerGone: map[string]bool{},
-		stalePin:   map[string]string{},
 	}
 	var rdb redis.UniversalClient
 	if lossy {

@@ -1,8 +1,5 @@
 package store_test
 
-// Minimal reproductions of what TestFlowModel's sticky routing
-// (flowmodel_sticky_test.go) found.
-
 import (
 	"slices"
 	"testing"
