@@ -116,7 +116,10 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			slots int
 			req   store.ClaimRequest
 			sent  = w.clk.Now()
-			free  <-chan struct{} // suspectFreed as the claim went out; nil for a resent claim
+			// free is suspectFreed as the claim went out, read before the
+			// count: a suspect that ends after it wakes this worker if its
+			// claim passes one over (heldWake)
+			free = suspectFreed()
 		)
 		resent := failed[chosen] != nil
 		if f := failed[chosen]; f != nil {
@@ -144,9 +147,6 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 				continue
 			}
 			nonce := w.nonce + "-" + strconv.FormatInt(w.claims.Add(1), 10)
-			// read before the count: a suspect that ends after it wakes
-			// this worker if its claim passes one over (heldWake)
-			free = suspectFreed()
 			req = store.ClaimRequest{
 				N: slots, Lease: w.opts.Lease, KindLease: w.opts.KindLease, Worker: w.opts.WorkerID,
 				Nonce: nonce, ID: nonce, PromoteLimit: 100, NoSuspect: suspects.Load() > 0,
@@ -231,13 +231,18 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			}
 			w.start(jobsCtx, p, j, sent, suspect) // a suspect's count taken above
 		}
-		if held[chosen] && free != nil && !req.NoSuspect {
-			if counted {
-				heldWake = free // the suspects passed over wait for the one the process runs
-			} else {
-				// the script leases one job with a crash on record a claim,
-				// and this one's is contained (or none was started): nothing
-				// the process runs holds the others back, claim again now
+		if held[chosen] {
+			switch {
+			case counted || suspects.Load() > 0:
+				// the suspects passed over wait for the one the process
+				// runs (free was read before the count: if it ended since,
+				// free is closed)
+				heldWake = free
+			default:
+				// none runs: the one the claim leased was contained (the
+				// script leases one job with a crash on record a claim),
+				// or the one a claim sent before was held back for ended
+				// since (a resent claim): claim again now
 				ready[chosen], due[chosen], held[chosen] = true, time.Time{}, false
 			}
 		}

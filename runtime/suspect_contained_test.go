@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
+	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/runtime"
 )
 
@@ -130,5 +131,72 @@ func TestOwnHeldSuspectWokenOnFakeClock(t *testing.T) {
 		}
 	case <-time.After(3 * time.Second):
 		t.Fatalf("the first suspect ended 3 s ago (fake clock still); the second (state %s) did not run", e.Job(second).State)
+	}
+}
+
+// TestResentClaimContainedSuspectRunsNextAtOnce: as
+// TestSuspectBehindContainedSuspectRunsAtOnce, but the claim that leased
+// the contained suspect (and passed the in-process one over) lost its
+// reply and was sent again under its ID: the suspect behind runs at once
+// all the same (a resent claim read no wake-up channel, and waited for
+// the 100 ms poll, for ever on a fake clock that stands still).
+func TestResentClaimContainedSuspectRunsNextAtOnce(t *testing.T) {
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	running := testkit.Chan[string]()
+	release := make(chan struct{})
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
+		running <- job.ID
+		return nil
+	}))
+	h := withBoxed{Registry: reg, boxed: boxedHandler{func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
+		running <- a.ID
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, nil
+	}}}
+	defer close(release)
+	mark := func(id string) {
+		ref, _ := keys.ParseRef(e.NS, id)
+		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
+	}
+	boxed := e.Enqueue(boxedArgs{})
+	mark(boxed)
+	plain := e.Enqueue(gateArgs{N: 1})
+	mark(plain)
+	hook := &testkit.LoseFirstReply{Script: lua.Claim}
+	e.RDB.AddHook(hook)
+	e.startWorker(h, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute,
+		Lease: 30 * time.Second, MaintenanceInterval: time.Hour})
+	// the failed claim's back-off (10 ms) only: far less than suspectPoll
+	var got string
+	for range 100 {
+		select {
+		case got = <-running:
+		case <-time.After(10 * time.Millisecond):
+			clk.Advance(5 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	if !hook.Lost.Load() {
+		t.Fatal("no claim reply was lost")
+	}
+	want := map[string]string{boxed: plain, plain: boxed} // the two may start in either order once both are leased
+	next, ok := want[got]
+	if !ok {
+		t.Fatalf("ran %q, want one of the two suspects", got)
+	}
+	select {
+	case got := <-running:
+		if got != next {
+			t.Fatalf("ran %s, want %s", got, next)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("the suspect %s behind the contained one (state %s) did not run in 3 s of a fake clock that stood still, "+
+			"after a resent claim", plain, e.Job(plain).State)
 	}
 }
