@@ -253,7 +253,7 @@ func TestDiscardSignalRaceDiscardsNoOther(t *testing.T) {
 	if k := f.kept(id); k != "approve #2" {
 		t.Fatalf("approve #1 taken between the console's check and its discard: the job keeps %q, want approve #2 (answered %d)\n%s", k, code, body)
 	}
-	if code == http.StatusSeeOther || !strings.Contains(body, "not the next one kept") {
-		t.Errorf("the refused discard answered %d, want an error saying #1 is not the next one kept\n%s", code, body)
+	if code != http.StatusConflict || !strings.Contains(body, "not the next one kept") {
+		t.Errorf("the refused discard answered %d, want 409 saying #1 is not the next one kept (as the check before it would)\n%s", code, body)
 	}
 }

@@ -35,6 +35,10 @@ var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, 
 		// that signal only: one a wait takes meanwhile is not followed
 		// by the next of its name
 		sg, err := c.ops.DiscardSignalSeq(ctx, id, name, kept.Seq)
+		if errors.Is(err, admin.ErrSignalNotFound) { // taken since the check above: a change, as the check's refusal (409)
+			return "", "", fmt.Errorf("%w: %s (since this page was shown): look at the job first", admin.ErrWrongState,
+				strings.TrimPrefix(err.Error(), admin.ErrSignalNotFound.Error()+": "))
+		}
 		if err != nil {
 			return "", "", discardError(id, name, err)
 		}
@@ -68,6 +72,10 @@ func (c *console) keptSignal(ctx context.Context, id, name, seq string) (flow.Si
 		if sg.Name != name {
 			continue
 		}
+		if want != 0 && sg.Seq < want { // one before it is kept still (a number no page showed)
+			return flow.SignalInfo{}, fmt.Errorf("%w: signal %s #%d of job %s is not the next one kept (#%d comes first): look at the job first",
+				admin.ErrWrongState, name, want, id, sg.Seq)
+		}
 		if want != 0 && sg.Seq != want {
 			return flow.SignalInfo{}, fmt.Errorf("%w: signal %s #%d of job %s is no longer the next one kept (a wait took it, or it was discarded, since this page was shown; the next is #%d): look at the job first",
 				admin.ErrWrongState, name, want, id, sg.Seq)
@@ -76,7 +84,7 @@ func (c *console) keptSignal(ctx context.Context, id, name, seq string) (flow.Si
 	}
 	since := ""
 	if want != 0 {
-		since = fmt.Sprintf(" (#%d was taken by a wait, or discarded, since this page was shown)", want)
+		since = fmt.Sprintf(" (#%d was taken by a wait, or discarded, since this page was shown, or never sent)", want)
 	}
 	return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken)%s: nothing discarded", admin.ErrSignalNotFound, id, name, since)
 }

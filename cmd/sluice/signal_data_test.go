@@ -109,7 +109,7 @@ func TestSignalDiscard(t *testing.T) {
 		}
 	}
 	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "4"); code != exitNotFound ||
-		!strings.Contains(errOut, "not the next one kept") || !strings.Contains(errOut, "the next is #3") {
+		!strings.Contains(errOut, "not the next one kept") || !strings.Contains(errOut, "#3 comes first") {
 		t.Fatalf("discard --seq 4 behind #3: exit %d, %q; want %d naming #3", code, errOut, exitNotFound)
 	}
 	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "3"); code != exitOK || out != "discarded signal later #3 of default:0:w1: \"third\"\n" {
@@ -122,5 +122,28 @@ func TestSignalDiscard(t *testing.T) {
 		if _, _, code := f.sluice(append([]string{"jobs", "signal", "default:0:w1", "later"}, args...)...); code != exitUsage {
 			t.Fatalf("%v: exit %d, want %d", args, code, exitUsage)
 		}
+	}
+}
+
+// TestDiscardSeqAheadMessage: `jobs signal ID NAME --discard --seq N`
+// where #N is still kept but behind the next one refuses, and says that
+// #1 comes first, not that #N "was taken by a wait, or discarded" (it is
+// still kept): that is said only of a number below the next kept.
+func TestDiscardSeqAheadMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.suspended("w1", "approved")
+	for _, data := range []string{`"first"`, `"second"`} {
+		if out, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--data", data); code != exitOK {
+			t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
+		}
+	}
+	// #2 is kept, behind #1
+	_, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "2")
+	if code != exitNotFound {
+		t.Fatalf("discard --seq 2 behind #1: exit %d, want %d", code, exitNotFound)
+	}
+	if strings.Contains(errOut, "a wait took it") || !strings.Contains(errOut, "#1 comes first") {
+		t.Errorf("discard --seq 2 while #2 is still kept behind #1: %q, want it to say #1 comes first", errOut)
 	}
 }

@@ -64,6 +64,16 @@ func (c *Client) DiscardSignalSeq(ctx context.Context, id, name string, seq int6
 	return c.discardSignal(ctx, id, name, seq)
 }
 
+// NotNextSignal says that signal name number seq of job id is not the
+// next one of its name the job keeps, next: one below was taken by a
+// wait or discarded, one above is behind it (or another name's).
+func notNextSignal(id, name string, seq, next int64) string {
+	if seq < next {
+		return fmt.Sprintf("signal %s #%d of job %s is not the next one kept (a wait took it, or it was discarded; the next is #%d)", name, seq, id, next)
+	}
+	return fmt.Sprintf("signal %s #%d of job %s is not the next one kept (#%d comes first)", name, seq, id, next)
+}
+
 func (c *Client) discardSignal(ctx context.Context, id, name string, only int64) (flow.SignalInfo, error) {
 	if !store.ValidWaitName(name) {
 		return flow.SignalInfo{}, fmt.Errorf("%w: signal name %s", flow.ErrInvalid, names.Quote(name))
@@ -78,13 +88,12 @@ func (c *Client) discardSignal(ctx context.Context, id, name string, only int64)
 	}
 	switch {
 	case seq == 0 && only > 0:
-		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken; #%d was taken by a wait or discarded): nothing discarded",
+		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken; #%d was taken by a wait, discarded, or never sent): nothing discarded",
 			ErrSignalNotFound, id, name, only)
 	case seq == 0:
 		return flow.SignalInfo{}, fmt.Errorf("%w: job %s keeps no signal %s (sent and not yet taken)", ErrSignalNotFound, id, name)
 	case seq < 0:
-		return flow.SignalInfo{}, fmt.Errorf("%w: signal %s #%d of job %s is not the next one kept (a wait took it, or it was discarded; the next is #%d): nothing discarded",
-			ErrSignalNotFound, name, only, id, -seq)
+		return flow.SignalInfo{}, fmt.Errorf("%w: %s: nothing discarded", ErrSignalNotFound, notNextSignal(id, name, only, -seq))
 	}
 	return flow.SignalInfo{Name: name, Seq: seq, Payload: payload}, nil
 }
