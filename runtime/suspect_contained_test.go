@@ -42,11 +42,23 @@ func (h withBoxed) Handler(kind string) (runtime.Handler, bool) {
 // of a contained kind, nothing in the process holds the others back: the
 // worker claims again at once and runs the next suspect beside the
 // contained one, on a fake clock that does not move (no poll needed).
-func TestSuspectBehindContainedSuspectRunsAtOnce(t *testing.T) {
+// containedPair is a contained suspect (kind boxed, blocking until the
+// test ends) enqueued before a suspect of an in-process kind (gate), both
+// with a crash on record, on a fake clock.
+type containedPair struct {
+	e            *env
+	clk          *testClock
+	h            runtime.Handlers
+	running      chan string // the ID of each attempt that starts
+	boxed, plain string
+}
+
+func newContainedPair(t *testing.T) containedPair {
 	clk := newTestClock(fakeStart())
 	e := newEnv(t, clk)
 	running := testkit.Chan[string]()
 	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
 	reg := flow.NewRegistry()
 	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
 		running <- job.ID
@@ -60,21 +72,28 @@ func TestSuspectBehindContainedSuspectRunsAtOnce(t *testing.T) {
 		}
 		return nil, nil
 	}}}
-	defer close(release)
-	mark := func(id string) {
-		ref, _ := keys.ParseRef(e.NS, id)
-		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
-	}
 	boxed := e.Enqueue(boxedArgs{})
-	mark(boxed)
+	markSuspect(t, e, boxed)
 	plain := e.Enqueue(gateArgs{N: 1})
-	mark(plain)
-	e.startWorker(h, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute})
-	if got := testkit.Recv(t, running, "the contained suspect"); got != boxed {
+	markSuspect(t, e, plain)
+	return containedPair{e: e, clk: clk, h: h, running: running, boxed: boxed, plain: plain}
+}
+
+// markSuspect gives job id a crash on record.
+func markSuspect(t *testing.T, e *env, id string) {
+	ref, _ := keys.ParseRef(e.NS, id)
+	testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
+}
+
+func TestSuspectBehindContainedSuspectRunsAtOnce(t *testing.T) {
+	c := newContainedPair(t)
+	e, boxed, plain := c.e, c.boxed, c.plain
+	e.startWorker(c.h, runtime.Options{Clock: c.clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute})
+	if got := testkit.Recv(t, c.running, "the contained suspect"); got != boxed {
 		t.Fatalf("ran %s first, want the contained suspect %s", got, boxed)
 	}
 	select {
-	case got := <-running:
+	case got := <-c.running:
 		if got != plain {
 			t.Fatalf("ran %s", got)
 		}
@@ -105,14 +124,10 @@ func TestOwnHeldSuspectWokenOnFakeClock(t *testing.T) {
 		}
 		return nil
 	}))
-	mark := func(id string) {
-		ref, _ := keys.ParseRef(e.NS, id)
-		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
-	}
 	first := e.Enqueue(gateArgs{N: 1})
-	mark(first)
+	markSuspect(t, e, first)
 	second := e.Enqueue(gateArgs{N: 2})
-	mark(second)
+	markSuspect(t, e, second)
 	dry := e.Sig.Dry.Subscribe()
 	defer dry.Close()
 	e.startWorker(reg, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute})
@@ -141,35 +156,11 @@ func TestOwnHeldSuspectWokenOnFakeClock(t *testing.T) {
 // all the same (a resent claim read no wake-up channel, and waited for
 // the 100 ms poll, for ever on a fake clock that stands still).
 func TestResentClaimContainedSuspectRunsNextAtOnce(t *testing.T) {
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	running := testkit.Chan[string]()
-	release := make(chan struct{})
-	reg := flow.NewRegistry()
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[gateArgs]) error {
-		running <- job.ID
-		return nil
-	}))
-	h := withBoxed{Registry: reg, boxed: boxedHandler{func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
-		running <- a.ID
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil, nil
-	}}}
-	defer close(release)
-	mark := func(id string) {
-		ref, _ := keys.ParseRef(e.NS, id)
-		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), "c", "1").Err())
-	}
-	boxed := e.Enqueue(boxedArgs{})
-	mark(boxed)
-	plain := e.Enqueue(gateArgs{N: 1})
-	mark(plain)
+	c := newContainedPair(t)
+	e, clk, running, boxed, plain := c.e, c.clk, c.running, c.boxed, c.plain
 	hook := &testkit.LoseFirstReply{Script: lua.Claim}
 	e.RDB.AddHook(hook)
-	e.startWorker(h, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute,
+	e.startWorker(c.h, runtime.Options{Clock: clk, CrashDelay: noCrashDelay, Concurrency: 2, IdlePoll: time.Minute,
 		Lease: 30 * time.Second, MaintenanceInterval: time.Hour})
 	// the failed claim's back-off (10 ms) only: far less than suspectPoll
 	var got string
