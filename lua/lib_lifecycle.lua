@@ -637,7 +637,7 @@ local function promote_pinned()
         -- its entry leaves its worker's pin list (or the wait list it is
         -- on), as a cancel's does: left there, it leaked on the list of a
         -- worker that never comes back, and a redrive listed it twice
-        unlist(jk, id)
+        unlist(jk, id, true)
         finish(jk, id, 'available', 'archived', 'sticky_unavailable')
         failed[#failed + 1] = id
         if h[4] then cc_release(h[4], h[5] or 1) end -- perhaps the waiter its key let go

@@ -79,11 +79,14 @@ end
 -- (cc_release with a pass hands the key's turn on); a job of a rate
 -- class taken off a ready list has its class's waiters looked at again.
 -- It
--- scans from the tail, where a recent job is (LREM is O(position)).
+-- scans from the tail, where a recent job is (LREM is O(position)), or
+-- from the head given oldest: a job whose sticky fallback fell due is
+-- among the oldest of its pin list, behind which a gone worker's backlog
+-- may be long (promote_pinned).
 -- Every LREM is a pcall: a key that holds no list (corrupt data) holds
 -- no entry to take out, and raising would fail the call after its
 -- writes (a debounce in an enqueue batch: the batch's earlier jobs).
-local function unlist(jk, id)
+local function unlist(jk, id, oldest)
   -- a push this call deferred (the job enqueued earlier in the same call,
   -- its duplicate debounced now) lands first, and leaves with the rest
   flush_pushes()
@@ -91,7 +94,7 @@ local function unlist(jk, id)
     F.sticky_mode)
   if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
   local n = 0
-  if h[2] then n = redis.pcall('LREM', pin_key(h[2]), -1, id) end
+  if h[2] then n = redis.pcall('LREM', pin_key(h[2]), oldest and 1 or -1, id) end
   if type(n) ~= 'number' then n = 0 end
   if not h[2] or h[3] then
     local m = redis.pcall('LREM', avail_key(priority_of(h[1])), -1, id)
