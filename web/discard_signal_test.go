@@ -253,7 +253,58 @@ func TestDiscardSignalRaceDiscardsNoOther(t *testing.T) {
 	if k := f.kept(id); k != "approve #2" {
 		t.Fatalf("approve #1 taken between the console's check and its discard: the job keeps %q, want approve #2 (answered %d)\n%s", k, code, body)
 	}
-	if code != http.StatusConflict || !strings.Contains(body, "not the next one kept") {
-		t.Errorf("the refused discard answered %d, want 409 saying #1 is not the next one kept (as the check before it would)\n%s", code, body)
+	if code != http.StatusConflict || !strings.Contains(body, "no longer the next one kept") {
+		t.Errorf("the refused discard answered %d, want 409 saying #1 is no longer the next one kept (as the check before it would)\n%s", code, body)
 	}
+}
+
+// TestDiscardRaceStatusAsCheck: a discard the script refuses (the
+// signal taken between the console's check and its discard) is answered
+// as the check meeting that state answers: here the signal taken was the
+// last kept of its name, and both say none is kept (404), where the race
+// answered 409.
+func TestDiscardRaceStatusAsCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &racingOps{}
+	f := newFixture(t, Options{ops: r}, false)
+	r.ops = adminOps{Client: f.ops}
+	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
+	_, err := f.ops.Signal(ctx, id, "approve", "bad")
+	testkit.Must(t, err)
+	r.before = func() {
+		if _, err := f.ops.DiscardSignal(ctx, id, "approve"); err != nil {
+			t.Errorf("the other operator's discard: %v", err)
+		}
+	}
+	c := client()
+	code, body := f.get(c, "/confirm/discard-signal?"+url.Values{"id": {id}, "signal": {"approve"}, "seq": {"1"}}.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("confirmation: %d\n%s", code, body)
+	}
+	form := url.Values{"csrf": {csrfOf(body)}, "id": {id}, "signal": {"approve"}, "seq": {"1"}, "once": {fieldOf(body, "once")}}
+	r.armed.Store(true)
+	raced, _, rbody := f.post(c, "/act/discard-signal", form)
+
+	// the same form, posted again now that #1 is gone (a fresh once key)
+	code, body = f.get(c, "/confirm/discard-signal?"+url.Values{"id": {id}, "signal": {"approve"}, "seq": {"1"}}.Encode())
+	checked, cbody := code, body
+	if code == http.StatusOK {
+		form = url.Values{"csrf": {csrfOf(body)}, "id": {id}, "signal": {"approve"}, "seq": {"1"}, "once": {fieldOf(body, "once")}}
+		checked, _, cbody = f.post(c, "/act/discard-signal", form)
+	}
+	if raced != checked {
+		t.Errorf("a discard of the last kept signal, taken between check and discard, answered %d; the check meeting the same state answers %d\nraced: %s\nchecked: %s",
+			raced, checked, excerpt(rbody), excerpt(cbody))
+	}
+}
+
+func excerpt(s string) string {
+	if i := strings.Index(s, "signal approve"); i >= 0 {
+		return s[max(0, i-200):min(len(s), i+300)]
+	}
+	if len(s) > 600 {
+		return s[:600]
+	}
+	return s
 }

@@ -35,9 +35,12 @@ var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, 
 		// that signal only: one a wait takes meanwhile is not followed
 		// by the next of its name
 		sg, err := c.ops.DiscardSignalSeq(ctx, id, name, kept.Seq)
-		if errors.Is(err, admin.ErrSignalNotFound) { // taken since the check above: a change, as the check's refusal (409)
-			return "", "", fmt.Errorf("%w: %s (since this page was shown): look at the job first", admin.ErrWrongState,
-				strings.TrimPrefix(err.Error(), admin.ErrSignalNotFound.Error()+": "))
+		if errors.Is(err, admin.ErrSignalNotFound) {
+			// taken since the check above: the check, made again, says
+			// why as it would have (409 for another next, 404 for none)
+			if _, again := c.keptSignal(ctx, id, name, strconv.FormatInt(kept.Seq, 10)); again != nil {
+				return "", "", again
+			}
 		}
 		if err != nil {
 			return "", "", discardError(id, name, err)
