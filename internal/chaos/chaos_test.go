@@ -84,7 +84,14 @@ const (
 // enqueued alone through the proxy, is pushed to idle workers by its
 // enqueue: those jobs too must complete with every effect once, and the
 // pushes Redis published must have been started or handed back, but for
-// the few lost with a faulted worker (checkPushes).
+// the few lost with a faulted worker (checkPushes). Boxed jobs
+// (boxed_test.go), ledger jobs of their own whose attempts run in isolated
+// children of the worker processes (runtime/isolated), go among the
+// ledger jobs: each must complete with its four checkpoints and every
+// effect once, the worker committing its child's checkpoints under its
+// lease; and no child may outlive the workers (checkNoChildren): one
+// whose worker died ends with its stdin, one whose worker is stopped ends
+// when the lease it heard of runs out.
 func TestChaos(t *testing.T) {
 	t.Parallel()
 	dur := chaosDuration(t)
@@ -122,7 +129,7 @@ func TestChaos(t *testing.T) {
 
 	cfg := workerConfig{
 		Addr: proxy.Addr(), NS: ns, Concurrency: 4, Lease: lease, Renew: lease / 4, Maintenance: 200 * time.Millisecond,
-		NoRetries: true,
+		NoRetries: true, BoxDir: t.TempDir(),
 	}
 	f := newFleet(t, cfg)
 	for range fleetSize {
@@ -189,8 +196,9 @@ func TestChaos(t *testing.T) {
 	ids, retries, errs := prod.result()
 	bad := prod.badJobs()
 	wf, naps := prod.workflows()
+	boxed := prod.boxedJobs()
 	trickled, terrs := trick.result()
-	others := len(bad) + len(wf) + len(naps)
+	others := len(bad) + len(wf) + len(naps) + len(boxed)
 	for _, err := range append(errs, terrs...) {
 		t.Errorf("enqueue: %v", err)
 	}
@@ -234,6 +242,8 @@ func TestChaos(t *testing.T) {
 		f.term(f.live[0])
 	}
 	drainWall := time.Since(started) - chaosWall
+	// No isolated child outlives its worker.
+	checkNoChildren(t, cfg.BoxDir)
 	dropped, duplicated := proxy.Fired()
 	pushed, pushedJobs, badPushes := pushes.stop()
 	for _, err := range badPushes {
@@ -258,6 +268,8 @@ func TestChaos(t *testing.T) {
 	}
 	// The bad-effect jobs: archived, none of their effects applied.
 	badClasses := checkBadEffects(ctx, t, c, direct, part, bad)
+	// The boxed jobs: completed with their four checkpoints.
+	bst := checkBoxed(ctx, t, c, boxed, cfg.BoxDir)
 
 	// Nothing else finished, nothing else exists: the ledger jobs
 	// completed, the bad-effect jobs archived.
@@ -269,7 +281,7 @@ func TestChaos(t *testing.T) {
 	for s := range st.Depth {
 		wantDepth[s] = 0
 	}
-	wantDepth[flow.StateCompleted] = int64(len(ids) + len(wf) + len(naps))
+	wantDepth[flow.StateCompleted] = int64(len(ids) + len(wf) + len(naps) + len(boxed))
 	wantDepth[flow.StateArchived] = int64(len(bad))
 	if diff := cmp.Diff(wantDepth, st.Depth); diff != "" {
 		t.Errorf("ordinary jobs per state (-want +got):\n%s", diff)
@@ -311,9 +323,11 @@ func TestChaos(t *testing.T) {
 	wfFields, wst := checkWorkflows(ctx, t, c, wf, sends)
 	maps.Copy(fields, wfFields)
 	maps.Copy(fields, checkNaps(ctx, t, c, naps, &wst))
+	maps.Copy(fields, boxedFields(boxed))
 
 	// Every effect exactly once, in the jobs' slot and relayed: the ledger
-	// jobs', the workflows' (one receipt each) and the nap jobs'.
+	// jobs', the workflows' (one receipt each), the nap jobs' and the boxed
+	// jobs'.
 	for f := range tfields {
 		delete(fields, f)
 	}
@@ -346,8 +360,8 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	if want := len(ids) + others + len(culprits) + len(trickled); hashes != want {
-		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d workflows, %d nap jobs, %d culprits, %d trickled)",
-			hashes, want, len(ids), len(bad), len(wf), len(naps), len(culprits), len(trickled))
+		t.Errorf("%d job hashes in the namespace, want %d (%d ledger, %d bad-effect, %d workflows, %d nap jobs, %d boxed, %d culprits, %d trickled)",
+			hashes, want, len(ids), len(bad), len(wf), len(naps), len(boxed), len(culprits), len(trickled))
 	}
 
 	stale := f.staleSteps.Load() + f.staleOutcomes.Load()
@@ -360,14 +374,14 @@ func TestChaos(t *testing.T) {
 		"%d quarantined (%d culprits); %d job hashes in %d partitions checked against indexes and counters; "+
 		"%d crashes charged to %d ledger jobs (at most %d to one), %d attempts spent, %d step executions repeated, "+
 		"%d enqueue calls retried; %d jobs trickled, %d pushes published (%d jobs: %d started, %d handed back, %d lost; "+
-		"%d started unseen by the watch), %d crashes charged to %d trickled jobs (at most %d to one); %s",
+		"%d started unseen by the watch), %d crashes charged to %d trickled jobs (at most %d to one); %s; %d boxed jobs: %s",
 		chaosWall.Round(time.Millisecond), drainWall.Round(time.Millisecond), seed, len(ids), len(bad), badClasses,
 		ctl.Kills, ctl.Stalls, ctl.Restarts, ctl.RedisRestarts, ctl.RedisKills, ctl.Cuts, ctl.CutConns, ctl.Silences, ctl.SilencedConns,
 		dropRate*100, dupRate*100, seed, dropped, duplicated,
 		f.exited, f.pillExits.Load(), stale, f.staleSteps.Load(), f.staleOutcomes.Load(),
 		quarantined, len(culprits), hashes, len(parts),
 		lst.Crashes, lst.Crashed, lst.MaxCrash, lst.Attempts, again, retries,
-		len(trickled), pushed, len(pushedJobs), pStarted, pBack, pLost, pUnseen, tst.Crashes, tst.Crashed, tst.MaxCrash, wst.summary(sg, len(naps)))
+		len(trickled), pushed, len(pushedJobs), pStarted, pBack, pLost, pUnseen, tst.Crashes, tst.Crashed, tst.MaxCrash, wst.summary(sg, len(naps)), len(boxed), bst)
 	t.Log(summary)
 
 	// The chaos happened: each fault at least once, and zombies tried to
@@ -375,7 +389,7 @@ func TestChaos(t *testing.T) {
 	if ctl.Kills == 0 || ctl.Stalls == 0 || ctl.Restarts == 0 || ctl.RedisRestarts == 0 || ctl.Cuts == 0 || ctl.Silences == 0 || stale == 0 ||
 		dropped == 0 || duplicated == 0 || f.exited == 0 || len(ids) == 0 || len(bad) < badModes || pushed == 0 ||
 		wst.Plain == 0 || wst.Remind == 0 || wst.Silent == 0 || wst.Naps == 0 ||
-		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 {
+		ss.Early == 0 || ss.Observed == 0 || ss.Probes == 0 || len(boxed) == 0 || bst.Ends["replied"] == 0 {
 		t.Errorf("not every fault happened: %s", summary)
 	}
 }

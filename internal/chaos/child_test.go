@@ -2,7 +2,8 @@ package chaos
 
 // The worker process. The test binary re-executes itself with envWorker
 // set; init recognises it before TestMain, so a worker process starts no
-// redis-server of its own.
+// redis-server of its own. So it does an isolated child of a worker
+// (boxedArg, boxed_test.go).
 
 import (
 	"context"
@@ -27,6 +28,9 @@ import (
 const envWorker = "SLUICE_CHAOS_WORKER"
 
 func init() {
+	if len(os.Args) > 1 && os.Args[1] == boxedArg {
+		boxedMain(os.Args[2:]) // an isolated child (boxed_test.go)
+	}
 	if cfg := os.Getenv(envWorker); cfg != "" {
 		os.Exit(childMain(cfg))
 	}
@@ -49,6 +53,9 @@ type workerConfig struct {
 	NoRetries bool
 	// ReadTimeout is the Redis client's (go-redis's default when 0).
 	ReadTimeout time.Duration
+	// BoxDir, if set, makes the workers run the boxed jobs in isolated
+	// children, which note themselves there (boxed_test.go).
+	BoxDir string `json:",omitempty"`
 }
 
 // ordinaryCrashLimit is the crash limit of the ordinary jobs' workers:
@@ -80,7 +87,11 @@ func childMain(raw string) int {
 	}
 	rdb := redis.NewClient(ro)
 	defer rdb.Close()
-	reg := registry(cfg.NS, rdb)
+	reg, err := withBoxes(cfg, registry(cfg.NS, rdb))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		return 2
+	}
 	log := slog.New(staleSpy{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})})
 	base := runtime.Options{
 		Namespace: cfg.NS, Lease: cfg.Lease, RenewInterval: cfg.Renew, MaintenanceInterval: cfg.Maintenance,

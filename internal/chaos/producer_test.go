@@ -22,7 +22,8 @@ import (
 // Alongside ledger job badEvery*k + badEvery/2 goes bad-effect job k, ID
 // "b<k>", in the same call; so do approval workflow k ("w<k>", alongside
 // ledger job wfEvery*k + wfEvery/2) and nap job k ("z<k>", alongside
-// napEvery*k + napEvery-1). Each workflow acknowledged is handed to
+// napEvery*k + napEvery-1), and boxed job k ("x<k>", alongside
+// boxedEvery*k + 1; boxed_test.go). Each workflow acknowledged is handed to
 // onWorkflow (the signaller).
 type producer struct {
 	c       *flow.Client
@@ -43,6 +44,7 @@ type producer struct {
 	bad     []string // bad-effect jobs acknowledged, job k at index k
 	wf      []string // approval workflows acknowledged, workflow k at index k
 	naps    []string // nap jobs acknowledged, job k at index k
+	boxed   []string // boxed jobs acknowledged, job k at index k
 	retries int      // enqueue calls that failed and were sent again
 	errs    []error  // unexpected answers
 }
@@ -92,8 +94,8 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	p.mu.Lock()
 	next := len(p.ids)
 	p.mu.Unlock()
-	items := make([]flow.Item, 0, n+n/badEvery+n/wfEvery+n/napEvery+3)
-	var bad, wf, naps []int // the other jobs of the call, after the ledger jobs in this order
+	items := make([]flow.Item, 0, n+n/badEvery+n/wfEvery+n/napEvery+n/boxedEvery+4)
+	var bad, wf, naps, boxed []int // the other jobs of the call, after the ledger jobs in this order
 	for i := range n {
 		args := ledgerJob{N: next + i, Pad: padFor(next + i)}
 		if (next+i)%2 == 1 {
@@ -112,6 +114,9 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 		if (next+i)%napEvery == napEvery-1 {
 			naps = append(naps, (next+i)/napEvery)
 		}
+		if (next+i)%boxedEvery == 1 {
+			boxed = append(boxed, (next+i)/boxedEvery)
+		}
 	}
 	for _, k := range bad {
 		items = append(items, flow.Item{Args: badEffectJob{K: k, Mode: k % badModes}, Opts: []flow.EnqueueOption{
@@ -122,6 +127,10 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 	}
 	for _, k := range naps {
 		items = append(items, flow.Item{Args: napFor(k), Opts: []flow.EnqueueOption{flow.WithID(napID(k))}})
+	}
+	for _, k := range boxed {
+		items = append(items, flow.Item{Args: boxedJob{K: k, Pad: padFor(k)}, Opts: []flow.EnqueueOption{
+			flow.WithID(boxedID(k))}})
 	}
 	res, err := p.c.EnqueueMany(ctx, items...)
 	if err != nil {
@@ -139,8 +148,10 @@ func (p *producer) enqueue(ctx context.Context, n int) error {
 			p.bad = append(p.bad, r.ID)
 		case j < len(wf):
 			p.wf = append(p.wf, r.ID)
-		default:
+		case j < len(wf)+len(naps):
 			p.naps = append(p.naps, r.ID)
+		default:
+			p.boxed = append(p.boxed, r.ID)
 		}
 	}
 	got := slices.Clone(p.wf[len(p.wf)-len(wf):])
@@ -166,6 +177,13 @@ func (p *producer) badJobs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.bad
+}
+
+// boxedJobs returns the acknowledged boxed jobs' IDs, job k at index k.
+func (p *producer) boxedJobs() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.boxed
 }
 
 // workflows returns the acknowledged workflows' and nap jobs' IDs, job k
