@@ -87,6 +87,11 @@ type fenceArgs struct {
 
 func (fenceArgs) Kind() string { return "iso_fence" }
 
+// oneStepArgs: one durable step, "only", and the job's result "done".
+type oneStepArgs struct{}
+
+func (oneStepArgs) Kind() string { return "iso_onestep" }
+
 // unknownArgs has no handler in the child.
 type unknownArgs struct{}
 
@@ -160,6 +165,9 @@ func childRegistry() *flow.Registry {
 		}
 		<-ctx.Done()
 		return context.Cause(ctx)
+	}))
+	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[oneStepArgs]) (string, error) {
+		return step.Run(ctx, "only", func(context.Context) (string, error) { return "done", nil })
 	}))
 	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[stepsArgs]) (string, error) {
 		r, key := rdb(), job.Args.Key

@@ -80,10 +80,21 @@ var (
 )
 
 // ChildError is an ordinary error a child's handler returned. It spends
-// an attempt; the job is retried with backoff.
-type ChildError struct{ Message string }
+// an attempt; the job is retried with backoff. Cause, when set, is the
+// error of the last call the worker made for the child (a step's commit,
+// a strict step's lease check) if that call failed on Redis: the child's
+// error most likely comes from it, and the worker's
+// runtime.Options.NonConsuming sees it (errors.Is and errors.As reach it),
+// as it would the same failure in the worker's process.
+type ChildError struct {
+	Message string
+	Cause   error
+}
 
 func (e *ChildError) Error() string { return e.Message }
+
+// Unwrap returns Cause.
+func (e *ChildError) Unwrap() error { return e.Cause }
 
 // Handler returns a runtime.Handler that runs each attempt in a new child
 // process started from cmd: the attempt goes to the child's stdin and its

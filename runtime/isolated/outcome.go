@@ -64,7 +64,11 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		if r.Message == "" {
 			r.Message = "isolated: the child's handler failed"
 		}
-		return nil, &ChildError{Message: r.Message}
+		ce := &ChildError{Message: r.Message}
+		if f := s.failed.Load(); f != nil {
+			ce.Cause = *f
+		}
+		return nil, ce
 	case outcomeSnooze:
 		return nil, &sluicetype.SnoozeError{Delay: delay}
 	case outcomeRateLimited:

@@ -35,6 +35,10 @@ type session struct {
 	// and confirmations read after either are refused as stale.
 	done context.Context
 	quit atomic.Bool
+	// failed is the error of the last call made for the child (commit,
+	// confirm) if it failed on Redis; one that succeeds clears it
+	// (ChildError.Cause)
+	failed atomic.Pointer[error]
 
 	reapOnce sync.Once
 	state    *os.ProcessState
@@ -269,11 +273,13 @@ func (s *session) commit(m checkpointMsg) answerMsg {
 	var fx *sluicetype.EffectError
 	switch {
 	case err == nil:
+		s.failed.Store(nil)
 	case errors.Is(err, store.ErrStale):
 		a.Code, a.Error = answerStale, err.Error()
 	case errors.As(err, &fx):
 		a.Code, a.Error = answerEffect, fx.Msg
 	default:
+		s.failed.Store(&err)
 		a.Code, a.Error = answerError, err.Error()
 	}
 	return a
@@ -290,9 +296,11 @@ func (s *session) confirm(m confirmMsg) answerMsg {
 	}
 	switch err := s.st.Check(s.done, true); {
 	case err == nil:
+		s.failed.Store(nil)
 	case errors.Is(err, store.ErrStale):
 		a.Code, a.Error = answerStale, err.Error()
 	default:
+		s.failed.Store(&err)
 		a.Code, a.Error = answerError, err.Error()
 	}
 	return a
