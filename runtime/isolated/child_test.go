@@ -92,6 +92,19 @@ type oneStepArgs struct{}
 
 func (oneStepArgs) Kind() string { return "iso_onestep" }
 
+// swallowArgs (rev3): a best-effort step whose failure the handler
+// ignores, then a genuine error of the handler's own.
+type swallowArgs struct{}
+
+func (swallowArgs) Kind() string { return "iso_swallow" }
+
+// laterArgs (rev3): step "a" (whose commit the test makes fail), then,
+// once Key+":go" is pushed, step "b"; the handler returns a's error
+// (wrapped), as one that reports the first failure after its other work.
+type laterArgs struct{ Key string }
+
+func (laterArgs) Kind() string { return "iso_later" }
+
 // unknownArgs has no handler in the child.
 type unknownArgs struct{}
 
@@ -168,6 +181,27 @@ func childRegistry() *flow.Registry {
 	}))
 	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[oneStepArgs]) (string, error) {
 		return step.Run(ctx, "only", func(context.Context) (string, error) { return "done", nil })
+	}))
+	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[laterArgs]) error {
+		r, key := rdb(), job.Args.Key
+		errA := step.Do(ctx, "a", func(context.Context) error { return nil })
+		if err := r.RPush(ctx, key+":afailed", fmt.Sprint(errA)).Err(); err != nil {
+			return err
+		}
+		if err := r.BLPop(ctx, 0, key+":go").Err(); err != nil {
+			return err
+		}
+		if err := step.Do(ctx, "b", func(context.Context) error { return nil }); err != nil {
+			return err
+		}
+		if errA != nil {
+			return fmt.Errorf("step a: %w", errA)
+		}
+		return nil
+	}))
+	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[swallowArgs]) error {
+		_ = step.Do(ctx, "audit", func(context.Context) error { return nil }) // best effort: its failure is ignored
+		return errors.New("genuine: the input is invalid")
 	}))
 	must(flow.RegisterResult(reg, func(ctx context.Context, job *flow.Job[stepsArgs]) (string, error) {
 		r, key := rdb(), job.Args.Key

@@ -81,11 +81,12 @@ var (
 
 // ChildError is an ordinary error a child's handler returned. It spends
 // an attempt; the job is retried with backoff. Cause, when set, is the
-// error of the last call the worker made for the child (a step's commit,
-// a strict step's lease check) if that call failed on Redis: the child's
-// error most likely comes from it, and the worker's
-// runtime.Options.NonConsuming sees it (errors.Is and errors.As reach it),
-// as it would the same failure in the worker's process.
+// error of a call the worker made for the child (a step's commit, a
+// strict step's lease check) that failed on Redis, and that the child's
+// error quotes (the handler returned the step's error, wrapped or not):
+// the worker's runtime.Options.NonConsuming sees it (errors.Is and
+// errors.As reach it), as it would the same failure in the worker's own
+// process. A handler error that quotes none has no Cause.
 type ChildError struct {
 	Message string
 	Cause   error

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,5 +78,78 @@ func TestChildErrorCarriesCommitFailure(t *testing.T) {
 	}
 	if j.Attempt != 0 || len(j.Errors) != 0 {
 		t.Errorf("attempt %d, errors %+v, want none spent: NonConsuming saw %v (%T)", j.Attempt, j.Errors, *p, *p)
+	}
+}
+
+// TestChildOwnErrorHasNoCause: the child's best-effort step "audit"
+// cannot commit (Redis refuses the worker's step calls), its handler
+// ignores that and returns an error of its own, which has nothing to do
+// with Redis: NonConsuming sees that error alone, as it would in the
+// worker's own process, and the attempt is spent (the failed commit's
+// error was its Cause, and the attempt put back unspent).
+func TestChildOwnErrorHasNoCause(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	hook := &failSteps{}
+	hook.on.Store(true)
+	e.RDB.AddHook(hook)
+	var mu sync.Mutex
+	var wrong []string
+	e.startWorker(isolate(t, command(), isolated.Options{}, swallowArgs{}.Kind()), runtime.Options{
+		Lease: time.Second, Backoff: func(int) time.Duration { return 0 },
+		NonConsuming: func(err error) bool {
+			hook.on.Store(false)
+			transient := errors.Is(err, testkit.ErrInjected)
+			if transient && !strings.Contains(err.Error(), testkit.ErrInjected.Error()) {
+				mu.Lock()
+				wrong = append(wrong, err.Error())
+				mu.Unlock()
+			}
+			return transient
+		},
+	})
+	id := e.Enqueue(swallowArgs{}, flow.WithMaxAttempts(1))
+	j := e.WaitState(id, flow.StateArchived)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Errorf("NonConsuming saw the handler's own error %q as the failed commit's (ChildError.Cause stale); attempt %d, errors %d",
+			wrong, j.Attempt, len(j.Errors))
+	}
+}
+
+// TestChildErrorQuotesFailedCommit: the child's step "a" cannot commit
+// (Redis refuses the worker's step calls), step "b" commits afterwards,
+// and the handler returns a's error, wrapped: NonConsuming recognises
+// the failed commit in it (a later success hid it).
+func TestChildErrorQuotesFailedCommit(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	hook := &failSteps{}
+	hook.on.Store(true)
+	e.RDB.AddHook(hook)
+	seen := make(chan error, 10)
+	e.startWorker(isolate(t, command(), isolated.Options{}, laterArgs{}.Kind()), runtime.Options{
+		Lease: time.Second, Backoff: func(int) time.Duration { return 0 },
+		NonConsuming: func(err error) bool {
+			seen <- err
+			return errors.Is(err, testkit.ErrInjected)
+		},
+	})
+	key := e.key("later")
+	id := e.Enqueue(laterArgs{Key: key}, flow.WithMaxAttempts(5))
+	t.Logf("the child's step a: %s", e.pop(key+":afailed"))
+	hook.on.Store(false) // b commits
+	if err := e.RDB.RPush(t.Context(), key+":go", "go").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-seen:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the attempt never reached NonConsuming (job %s)", id)
+	}
+	if strings.Contains(err.Error(), testkit.ErrInjected.Error()) && !errors.Is(err, testkit.ErrInjected) {
+		t.Errorf("NonConsuming could not recognise the failed commit in %q (ChildError.Cause cleared by b's commit): the attempt is spent", err)
 	}
 }

@@ -64,11 +64,7 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		if r.Message == "" {
 			r.Message = "isolated: the child's handler failed"
 		}
-		ce := &ChildError{Message: r.Message}
-		if f := s.failed.Load(); f != nil {
-			ce.Cause = *f
-		}
-		return nil, ce
+		return nil, &ChildError{Message: r.Message, Cause: s.failedIn(r.Message)}
 	case outcomeSnooze:
 		return nil, &sluicetype.SnoozeError{Delay: delay}
 	case outcomeRateLimited:

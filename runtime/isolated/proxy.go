@@ -184,7 +184,7 @@ func (a answerMsg) result() store.CheckpointResult {
 	case answerEffect:
 		return store.CheckpointResult{Err: &sluicetype.EffectError{Msg: a.Error}}
 	}
-	return store.CheckpointResult{Err: errors.New("isolated: in the worker: " + a.Error)}
+	return store.CheckpointResult{Err: errors.New(workerErrPrefix + a.Error)}
 }
 
 // leaseLeft hands the lease's new time left to watchLease, replacing one
@@ -223,3 +223,7 @@ func (p *proxy) watchLease(d time.Duration) <-chan struct{} {
 	}()
 	return out
 }
+
+// workerErrPrefix starts the error a child's call gets for one the worker
+// made and Redis failed (session.failedIn looks for it).
+const workerErrPrefix = "isolated: in the worker: "

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,10 +36,11 @@ type session struct {
 	// and confirmations read after either are refused as stale.
 	done context.Context
 	quit atomic.Bool
-	// failed is the error of the last call made for the child (commit,
-	// confirm) if it failed on Redis; one that succeeds clears it
-	// (ChildError.Cause)
-	failed atomic.Pointer[error]
+	// failed holds the errors of the calls made for the child (commit,
+	// confirm) that failed on Redis, the last maxFailed of them: a child's
+	// error that quotes one carries it (failedIn, ChildError.Cause)
+	failedMu sync.Mutex
+	failed   []error
 
 	reapOnce sync.Once
 	state    *os.ProcessState
@@ -273,13 +275,12 @@ func (s *session) commit(m checkpointMsg) answerMsg {
 	var fx *sluicetype.EffectError
 	switch {
 	case err == nil:
-		s.failed.Store(nil)
 	case errors.Is(err, store.ErrStale):
 		a.Code, a.Error = answerStale, err.Error()
 	case errors.As(err, &fx):
 		a.Code, a.Error = answerEffect, fx.Msg
 	default:
-		s.failed.Store(&err)
+		s.noteFailed(err)
 		a.Code, a.Error = answerError, err.Error()
 	}
 	return a
@@ -296,11 +297,10 @@ func (s *session) confirm(m confirmMsg) answerMsg {
 	}
 	switch err := s.st.Check(s.done, true); {
 	case err == nil:
-		s.failed.Store(nil)
 	case errors.Is(err, store.ErrStale):
 		a.Code, a.Error = answerStale, err.Error()
 	default:
-		s.failed.Store(&err)
+		s.noteFailed(err)
 		a.Code, a.Error = answerError, err.Error()
 	}
 	return a
@@ -369,4 +369,31 @@ func describeStop(ctx context.Context) string {
 		return err.Error()
 	}
 	return "the child was stopped"
+}
+
+// maxFailed bounds the failed calls a session remembers.
+const maxFailed = 16
+
+// noteFailed remembers the error of a call made for the child that
+// failed on Redis.
+func (s *session) noteFailed(err error) {
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	if len(s.failed) == maxFailed {
+		s.failed = s.failed[1:]
+	}
+	s.failed = append(s.failed, err)
+}
+
+// failedIn is the latest failed call whose error, as the child's proxy
+// words it (answerMsg.result), is in msg: the child's error carries it.
+func (s *session) failedIn(msg string) error {
+	s.failedMu.Lock()
+	defer s.failedMu.Unlock()
+	for i := len(s.failed) - 1; i >= 0; i-- {
+		if strings.Contains(msg, workerErrPrefix+s.failed[i].Error()) {
+			return s.failed[i]
+		}
+	}
+	return nil
 }
