@@ -94,7 +94,9 @@ local function unlist(jk, id, oldest)
     F.sticky_mode)
   if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
   local n = 0
-  if h[2] then n = redis.pcall('LREM', pin_key(h[2]), oldest and 1 or -1, id) end
+  -- a job its fallback handed to every worker left its pin list then
+  -- (promote_pinned): a claim drops an entry found there all the same
+  if h[2] and not h[3] then n = redis.pcall('LREM', pin_key(h[2]), oldest and 1 or -1, id) end
   if type(n) ~= 'number' then n = 0 end
   if not h[2] or h[3] then
     local m = redis.pcall('LREM', avail_key(priority_of(h[1])), -1, id)
