@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -44,6 +46,7 @@ func (r *famRun) randomOp() {
 		{"parent", 20, r.opParent},
 		{"ack", 24, r.opAck},
 		{"relay", 6, r.opRelay},
+		{"stale-note", 2, r.opStaleNote},
 		{"cancel", 3, r.opCancel},
 		{"delete", 3, r.opDelete},
 		{"redrive", 4, r.opRedrive},
@@ -108,7 +111,7 @@ func (r *famRun) ended(j *famJob, state string, deleted bool) {
 	if j.part == 0 {
 		r.deliver(j.parent, j.id, told)
 	} else {
-		r.notes = append(r.notes, famNote{j.parent, j.id, told})
+		r.notes = append(r.notes, famNote{parent: j.parent, child: j.id, state: told})
 	}
 }
 
@@ -476,6 +479,13 @@ func (r *famRun) resync(j *famJob) {
 // ---- relay ----
 
 func (r *famRun) opRelay() {
+	if msgs, err := r.direct.XRange(r.ctx, r.parts[1].Outbox(), "-", "+").Result(); err == nil {
+		for _, m := range msgs {
+			if _, ok := m.Values["o"]; !ok {
+				r.relayedEntries = append(r.relayedEntries, m)
+			}
+		}
+	}
 	var res store.RelayResult
 	err := r.retry("relay", func() (err error) {
 		res, err = r.st.RelayOutbox(r.ctx, r.parts[1], "", 1000)
@@ -488,9 +498,38 @@ func (r *famRun) opRelay() {
 	notes := r.notes
 	r.notes = nil
 	for _, n := range notes {
+		if n.stale {
+			r.counts["relayed-stale"]++
+			continue
+		}
 		r.deliver(n.parent, n.child, n.state)
 	}
 	r.counts["relayed"] += len(notes)
+}
+
+// opStaleNote puts a notification relayed before back into q:1's outbox
+// under its first ID (the 'o' field a revive writes), as a relayer that
+// read it, stalled while another relayed it and perhaps a later end of
+// the same child, and delivers it late would: notify.lua's mark must
+// deliver it no second time (nor an older end over a newer).
+func (r *famRun) opStaleNote() {
+	p := r.parts[1]
+	if len(r.relayedEntries) == 0 {
+		return
+	}
+	m := r.relayedEntries[r.pick(len(r.relayedEntries))]
+	vals := map[string]any{}
+	for k, v := range m.Values {
+		vals[k] = v
+	}
+	if _, ok := vals["o"]; !ok {
+		vals["o"] = m.ID
+	}
+	if err := r.direct.XAdd(r.ctx, &redis.XAddArgs{Stream: p.Outbox(), Values: vals}).Err(); err != nil {
+		r.fail("XADD: %v", err)
+	}
+	r.logf("stale note %s (child %v, %v) back in q:1's outbox", m.ID, m.Values["c"], m.Values["st"])
+	r.notes = append(r.notes, famNote{stale: true})
 }
 
 // ---- operator calls ----

@@ -131,7 +131,10 @@ type famJob struct {
 func (j *famJob) isParent() bool { return j.parent == "" }
 
 // famNote is a child's end told through q:1's outbox, not yet relayed.
-type famNote struct{ parent, child, state string }
+type famNote struct {
+	parent, child, state string
+	stale                bool // a stale entry put back (opStaleNote): delivers nothing
+}
 
 type famRun struct {
 	t      *testing.T
@@ -154,13 +157,15 @@ type famRun struct {
 	gone    map[string]int
 	spawned map[string]int
 	notes   []famNote
-	step    int
-	tries   int // of the last call retry sent
-	nextID  int
-	nonce   int
-	log     []string
-	counts  map[string]int
-	snap    *famSnap
+	// relayedEntries: q:1's outbox entries seen before a relay
+	relayedEntries []redis.XMessage
+	step           int
+	tries          int // of the last call retry sent
+	nextID         int
+	nonce          int
+	log            []string
+	counts         map[string]int
+	snap           *famSnap
 }
 
 func newFamRun(t *testing.T, seed uint64, steps int, lossy bool) *famRun {
