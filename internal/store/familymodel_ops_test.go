@@ -51,7 +51,7 @@ func (r *famRun) randomOp() {
 		{"delete", 3, r.opDelete},
 		{"redrive", 4, r.opRedrive},
 		{"runnow", 2, r.opRunNow},
-		{"tick", 10, r.opTick},
+		{"tick", 7, r.opTick},
 		{"maintain", 4, r.opMaintain},
 	})
 }
@@ -91,6 +91,7 @@ func (r *famRun) ended(j *famJob, state string, deleted bool) {
 		if deleted {
 			delete(r.jobs, j.id)
 			r.gone[j.id] = j.part
+			r.goneCreated[j.id] = j.created
 		}
 		return
 	}
@@ -109,9 +110,9 @@ func (r *famRun) ended(j *famJob, state string, deleted bool) {
 		return
 	}
 	if j.part == 0 {
-		r.deliver(j.parent, j.id, told)
+		r.deliver(j.parent, j.step, j.id, told)
 	} else {
-		r.notes = append(r.notes, famNote{parent: j.parent, child: j.id, state: told})
+		r.notes = append(r.notes, famNote{parent: j.parent, step: j.step, child: j.id, state: told})
 	}
 }
 
@@ -119,13 +120,17 @@ func (r *famRun) ended(j *famJob, state string, deleted bool) {
 // parent records the child's latest end; the first end of a child its
 // wait names counts for it, and the wait is over when none is left, or
 // under 'f' at a failure.
-func (r *famRun) deliver(parent, child, state string) {
+//
+// A parent enqueued again under the ID of one deleted is told of the
+// children of the one before too (they name its ID): they count for its
+// step, but not for its joins, which name its own children.
+func (r *famRun) deliver(parent, step, child, state string) {
 	p := r.jobs[parent]
 	if p == nil {
 		return
 	}
 	_, had := p.kids[child]
-	p.kids[child] = state
+	p.kids[child], p.kidStep[child] = state, step
 	if had || p.wait == nil || !slices.Contains(p.wait.members, child) {
 		return
 	}
@@ -144,7 +149,21 @@ func (r *famRun) deliver(parent, child, state string) {
 
 func (r *famRun) opEnqueue() {
 	id := fmt.Sprintf("P%03d", r.nextID)
-	r.nextID++
+	var reuse []string
+	for g := range r.gone {
+		if c, ok := r.goneCreated[g]; ok && c != r.now() {
+			reuse = append(reuse, g)
+		}
+	}
+	if slices.Sort(reuse); len(reuse) > 0 && r.chance(1, 3) {
+		// the ID of a parent deleted, whose children may live on
+		id = reuse[r.pick(len(reuse))]
+		delete(r.gone, id)
+		delete(r.goneCreated, id)
+		r.counts["parent-id-reused"]++
+	} else {
+		r.nextID++
+	}
 	nj := store.NewJob{Local: id, Kind: "parent", Payload: []byte("p"), MaxAttempts: 2 + r.pick(3)}
 	var res []store.EnqueueResult
 	err := r.retry("enqueue "+id, func() (err error) {
@@ -152,7 +171,8 @@ func (r *famRun) opEnqueue() {
 		return err
 	})
 	r.logf("enqueue parent %s -> %+v %v", id, res, err)
-	j := &famJob{id: id, state: "pending", steps: map[string][]string{}, kids: map[string]string{}, kidStep: map[string]string{}}
+	j := &famJob{id: id, state: "pending", steps: map[string][]string{}, kids: map[string]string{}, kidStep: map[string]string{},
+		created: r.now()}
 	if err != nil {
 		if !r.read(false).exists(r, id, 0) {
 			return
@@ -236,7 +256,7 @@ func (r *famRun) spawn(p *famJob) {
 	n := 1 + r.pick(5)
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = keys.ChildLocal(p.id, r.epoch, step, i)
+		ids[i] = keys.ChildLocal(p.id, time.UnixMilli(p.created), step, i)
 		part := r.pick(2)
 		r.spawned[ids[i]] = part
 	}
@@ -313,7 +333,10 @@ func (r *famRun) addChildren(p *famJob, step string, first bool) {
 // join joins the children of one of the parent's steps (now and then of
 // two), as flow.Join does.
 func (r *famRun) join(p *famJob) {
-	step := p.stepList[r.pick(len(p.stepList))]
+	step := p.stepList[len(p.stepList)-1]
+	if r.chance(1, 3) {
+		step = p.stepList[r.pick(len(p.stepList))]
+	}
 	members := slices.Clone(p.steps[step])
 	if len(p.stepList) > 1 && r.chance(1, 4) {
 		other := p.stepList[r.pick(len(p.stepList))]
@@ -502,7 +525,7 @@ func (r *famRun) opRelay() {
 			r.counts["relayed-stale"]++
 			continue
 		}
-		r.deliver(n.parent, n.child, n.state)
+		r.deliver(n.parent, n.step, n.child, n.state)
 	}
 	r.counts["relayed"] += len(notes)
 }
@@ -663,9 +686,9 @@ func (r *famRun) opRunNow() {
 func (r *famRun) opTick() {
 	var d time.Duration
 	switch x := r.pick(100); {
-	case x < 55:
+	case x < 65:
 		d = time.Duration(r.pick(2001)) * time.Millisecond
-	case x < 85:
+	case x < 88:
 		d = 2*time.Second + time.Duration(r.pick(38001))*time.Millisecond
 	case x < 98:
 		d = 40*time.Second + time.Duration(r.pick(140001))*time.Millisecond

@@ -40,7 +40,7 @@ package store_test
 // Environment:
 //
 //	SLUICE_FAMILYMODEL_SEED   the seed (default: from the time); logged
-//	SLUICE_FAMILYMODEL_STEPS  steps per run (default 400)
+//	SLUICE_FAMILYMODEL_STEPS  steps per run (default 250)
 //	SLUICE_FAMILYMODEL_LOG    how many of the last operations a failure
 //	                          shows (default 30)
 
@@ -68,7 +68,7 @@ import (
 )
 
 const (
-	famDefaultSteps = 400
+	famDefaultSteps = 250
 	famLease        = 30 * time.Second
 	famLogKeep      = 30
 	famMaxParents   = 12
@@ -122,6 +122,7 @@ type famJob struct {
 	stepList []string
 	kids     map[string]string
 	kidStep  map[string]string
+	created  int64 // a parent's enqueue time (ms): its children's IDs carry it
 	wait     *famWait
 	// woken: a wait ended by its children (or a run-now): the parent must
 	// be available with no wait fields until it is claimed
@@ -132,8 +133,8 @@ func (j *famJob) isParent() bool { return j.parent == "" }
 
 // famNote is a child's end told through q:1's outbox, not yet relayed.
 type famNote struct {
-	parent, child, state string
-	stale                bool // a stale entry put back (opStaleNote): delivers nothing
+	parent, step, child, state string
+	stale                      bool // a stale entry put back (opStaleNote): delivers nothing
 }
 
 type famRun struct {
@@ -157,6 +158,9 @@ type famRun struct {
 	gone    map[string]int
 	spawned map[string]int
 	notes   []famNote
+	// goneCreated: a deleted parent's creation time (its children's IDs
+	// carry it): its ID may be enqueued again at another time
+	goneCreated map[string]int64
 	// relayedEntries: q:1's outbox entries seen before a relay
 	relayedEntries []redis.XMessage
 	step           int
@@ -177,7 +181,9 @@ func newFamRun(t *testing.T, seed uint64, steps int, lossy bool) *famRun {
 		jobs:    map[string]*famJob{},
 		gone:    map[string]int{},
 		spawned: map[string]int{},
-		counts:  map[string]int{},
+
+		goneCreated: map[string]int64{},
+		counts:      map[string]int{},
 	}
 	var rdb redis.UniversalClient
 	if lossy {
