@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 )
 
@@ -45,4 +49,22 @@ func resizeOnceEmpty(t *testing.T, adm *admin.Client, queue string, n int) {
 	if other != nil {
 		t.Fatalf("resize of %s to %d: %v", queue, n, other)
 	}
+}
+
+// waitRelayed waits until the outboxes of queue's n partitions are empty:
+// what its jobs sent on (their notifications to a parent in another
+// queue) was relayed, by a worker that serves the queue.
+func waitRelayed(t *testing.T, rdb redis.UniversalClient, ns, queue string, n int) {
+	t.Helper()
+	redistest.Within(t, pollFor, fmt.Sprintf("the outboxes of %s relayed", queue), func() (bool, string) {
+		var left []int64
+		for i := range n {
+			l, err := rdb.XLen(context.Background(), keys.Partition{NS: ns, Queue: queue, Index: i}.Outbox()).Result()
+			if err != nil {
+				return false, err.Error()
+			}
+			left = append(left, l)
+		}
+		return slices.Max(left) == 0, fmt.Sprint(left)
+	})
 }

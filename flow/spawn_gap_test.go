@@ -85,6 +85,10 @@ func TestSpawnRetriedStaleLowerCountAfterShrinkAndGrowth(t *testing.T) {
 	// stands for a run of the step that died short of its checkpoint
 	pref, _ := keys.ParseRef(ns, parent.ID)
 	testkit.Must(t, rdb.Del(ctx, pref.Partition.Steps(pref.Local)).Err())
+	// their ends, told to the parent through kids' outboxes, are relayed
+	// by wk: no worker serves kids after it, and a partition the resize
+	// takes away must hold none
+	waitRelayed(t, rdb, ns, "kids", 4)
 	wk.Cancel()
 	<-wk.Done()
 
