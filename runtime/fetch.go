@@ -188,6 +188,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 			continue
 		}
 		failed[chosen], errDelay[chosen] = nil, 0
+		held[chosen] = false             // set below if this claim passed suspects over (not an earlier one's)
 		run := min(len(res.Jobs), slots) // a resent claim may bring back more
 		pick.served(chosen, run)
 		w.release(slots - run)
