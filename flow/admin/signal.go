@@ -64,7 +64,7 @@ func (c *Client) DiscardSignalSeq(ctx context.Context, id, name string, seq int6
 	return c.discardSignal(ctx, id, name, seq)
 }
 
-// NotNextSignal says that signal name number seq of job id is not the
+// notNextSignal says that signal name number seq of job id is not the
 // next one of its name the job keeps, next: one below was taken by a
 // wait or discarded, one above is behind it (or another name's).
 func notNextSignal(id, name string, seq, next int64) string {
