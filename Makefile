@@ -26,11 +26,14 @@ sweep: ## Run the full sweep of corrupt keys and fields (every type, every value
 
 SLUICE_CHAOS_DURATION ?= 5m
 SLUICE_MODEL_STEPS ?= 20000
+SLUICE_AREA_MODEL_STEPS ?= 3000
 
-chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m), then the store model for SLUICE_MODEL_STEPS, with -race
+chaos: ## Run the chaos suite for SLUICE_CHAOS_DURATION (default 5m), then the store model for SLUICE_MODEL_STEPS and the flow-control, waits and families models for SLUICE_AREA_MODEL_STEPS, with -race
 	scripts/ensure.sh redis-server REDIS_SERVER
 	SLUICE_CHAOS_DURATION=$(SLUICE_CHAOS_DURATION) SLUICE_RESIZE_DURATION=$(SLUICE_CHAOS_DURATION) $(GO) test -race -count=1 -timeout 2h -run '^TestChaos(LostReplies|Silence|Resize)?$$' -v ./internal/chaos
 	SLUICE_MODEL_STEPS=$(SLUICE_MODEL_STEPS) $(GO) test -race -count=1 -timeout 2h -run '^TestModel$$' -v ./internal/store
+	SLUICE_FLOWMODEL_STEPS=$(SLUICE_AREA_MODEL_STEPS) SLUICE_WAITMODEL_STEPS=$(SLUICE_AREA_MODEL_STEPS) SLUICE_FAMILYMODEL_STEPS=$(SLUICE_AREA_MODEL_STEPS) \
+		$(GO) test -race -count=1 -timeout 2h -run '^(TestFlowModel|TestWaitModel|TestFamilyModel)$$' -v ./internal/store
 
 lint: ## gofmt check, go vet, staticcheck
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
