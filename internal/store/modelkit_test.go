@@ -1,16 +1,24 @@
 package store_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/internal/chaos"
+	"github.com/sluicehq/sluice/lua"
 )
 
-// What the randomised model tests (TestModel, TestFlowModel) share: their
-// seeds and lengths from the environment, their choice of operation, and
-// the log of the last operations a failure shows.
+// What the randomised model tests (TestModel, TestFlowModel, TestWaitModel,
+// TestFamilyModel) share: their seeds and lengths from the environment,
+// their choice of operation, the log of the last operations a failure
+// shows, and (the last three) their Redis.
 
 // envSeed is the seed environment variable name sets, else one from the
 // time.
@@ -76,4 +84,40 @@ func keepLast(log []string, line, env string, def int) []string {
 		log = log[len(log)-def:]
 	}
 	return log
+}
+
+// modelRedis is the Redis of a model test run (TestFlowModel,
+// TestWaitModel, TestFamilyModel): with lossy, the shared redis-server
+// behind a chaos proxy that, seeded, loses the reply of 5% of the script
+// calls and delivers 5% twice, reached by a client that sends a call
+// again once (the scripts are loaded first, so that every call is one the
+// proxy faults); else miniredis, with no faults. direct reaches the same
+// data with no proxy between (px is nil for miniredis).
+func modelRedis(t *testing.T, lossy bool, seed uint64, scripts ...*lua.Script) (name string, rdb, direct redis.UniversalClient, px *chaos.Proxy) {
+	t.Helper()
+	if !lossy {
+		mr := miniredis.RunT(t)
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
+		t.Cleanup(func() { c.Close() })
+		return "miniredis", c, c, nil
+	}
+	px, err := chaos.NewProxy(env.Server.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: 1,
+		MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
+	for _, sc := range scripts {
+		if err := sc.Load(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := env.Server.Client()
+	t.Cleanup(func() {
+		c.Close()
+		d.Close()
+		px.Close()
+	})
+	px.SetRandom(0.05, 0.05, seed, chaos.Commands(lua.Commands...))
+	return "redis-lossy", c, d, px
 }

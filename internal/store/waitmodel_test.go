@@ -55,7 +55,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/chaos"
@@ -230,36 +229,10 @@ func newWaitRun(t *testing.T, seed uint64, lossy bool) *waitRun {
 	}
 	retainCompleted, crashDelay := waitRetainComp, time.Second
 	var rdb redis.UniversalClient
-	if lossy {
-		r.name = "redis-lossy"
-		px, err := chaos.NewProxy(env.Server.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: 1,
-			MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 4 * time.Millisecond})
-		for _, sc := range []*lua.Script{lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel, lua.Delete,
-			lua.Redrive, lua.Maintain, lua.Signal, lua.Unsignal, lua.RunNow} {
-			if err := sc.Load(r.ctx, c); err != nil {
-				t.Fatal(err)
-			}
-		}
-		direct := env.Server.Client()
-		t.Cleanup(func() {
-			c.Close()
-			direct.Close()
-			px.Close()
-		})
-		px.SetRandom(0.05, 0.05, seed, chaos.Commands(lua.Commands...))
-		rdb, r.direct, r.proxy = c, direct, px
-	} else {
-		r.name = "miniredis"
-		mr := miniredis.RunT(t)
-		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), ReadTimeout: 30 * time.Second})
-		t.Cleanup(func() { c.Close() })
-		rdb, r.direct = c, c
-		retainCompleted = -1
-		crashDelay = 0
+	r.name, rdb, r.direct, r.proxy = modelRedis(t, lossy, seed, lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel,
+		lua.Delete, lua.Redrive, lua.Maintain, lua.Signal, lua.Unsignal, lua.RunNow)
+	if !lossy { // the other branches of the scripts
+		retainCompleted, crashDelay = -1, 0
 	}
 	r.crashDelay = crashDelay.Milliseconds()
 	r.retainCompleted = -1
