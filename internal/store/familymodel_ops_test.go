@@ -18,7 +18,6 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func (r *famRun) pick(n int) int           { return r.rng.IntN(n) }
@@ -572,23 +571,14 @@ func (r *famRun) pickJob(states ...string) *famJob {
 // (whether it must apply); it reports whether it applied, and whether
 // its outcome is known.
 func (r *famRun) adminOutcome(what string, j *famJob, want bool, err error) (applied, known bool) {
-	var se *sluicetype.StateError
-	switch {
-	case err == nil:
-		if !want {
-			r.fail("%s %s applied, the model has it %s (Redis %s)", what, j.id, j.state, r.snap.jobs[j.id].state)
-		}
-		return true, true
-	case errors.As(err, &se):
-		if want {
-			r.fail("%s %s refused (%v), the model has it %s (Redis %s)", what, j.id, err, j.state, r.snap.jobs[j.id].state)
-		}
-		return false, true
-	case errors.Is(err, store.ErrNotFound):
-		r.fail("%s %s: not found, the model has it %s", what, j.id, j.state)
+	applied, known, wrong := adminVerdict(err, want)
+	if wrong != "" {
+		r.fail("%s %s %s, the model has it %s (Redis %s)", what, j.id, wrong, j.state, r.snap.jobs[j.id].state)
 	}
-	r.counts["unknown-outcome"]++
-	return false, false
+	if !known {
+		r.counts["unknown-outcome"]++
+	}
+	return applied, known
 }
 
 func (r *famRun) opCancel() {

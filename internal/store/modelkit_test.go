@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -12,7 +14,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/chaos"
+	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // What the randomised model tests (TestModel, TestFlowModel, TestWaitModel,
@@ -120,4 +124,27 @@ func modelRedis(t *testing.T, lossy bool, seed uint64, scripts ...*lua.Script) (
 	})
 	px.SetRandom(0.05, 0.05, seed, chaos.Commands(lua.Commands...))
 	return "redis-lossy", c, d, px
+}
+
+// adminVerdict reads an operator call's answer against want, whether the
+// model says the call must apply: whether it applied, whether its outcome
+// is known (an error other than a refusal or not found: the call may have
+// run), and what disagrees with the model ("" when nothing does).
+func adminVerdict(err error, want bool) (applied, known bool, wrong string) {
+	var se *sluicetype.StateError
+	switch {
+	case err == nil:
+		if !want {
+			wrong = "applied"
+		}
+		return true, true, wrong
+	case errors.As(err, &se):
+		if want {
+			wrong = fmt.Sprintf("refused (%v)", err)
+		}
+		return false, true, wrong
+	case errors.Is(err, store.ErrNotFound):
+		return false, false, "not found"
+	}
+	return false, false, ""
 }
