@@ -191,31 +191,51 @@ local function pass_on(ck, limit)
   local ps = passes[ck] or { 0, 0 }
   passes[ck] = { math.max(ps[1], tonumber(limit) or 1), ps[2] + 1 }
 end
+-- WAITING[class]: whether the class has waiters on its wait list, read
+-- once per call (nil: not yet) and set as this claim parks jobs there.
+local WAITING = {}
+local function has_waiters(class)
+  local w = WAITING[class]
+  if w == nil then
+    w = redis.call('EXISTS', ratewait_key(class)) == 1
+    WAITING[class] = w
+  end
+  return w
+end
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true; its concurrency key ck (limit)
--- then passes its turn on.
+-- then passes its turn on. A waiter its class let go takes the token
+-- promised to it (lib_limits.lua promise); any other job only a token no
+-- promise holds, and none while the class has waiters: it waits behind
+-- them, and the class's next pass lets them go first, in their order.
 local function rate_limited(class, id, ck, limit)
   local b = bucket(class)
   if not b then return false end
-  if b.tokens >= 1 then
+  local owed = unpromise(class, id)
+  if b.tokens - promised(class) >= 1 and (owed or not has_waiters(class)) then
     b.tokens = b.tokens - 1
     return false
   end
-  rate_wait(class, b, id)
+  rate_wait(class, b, id, owed)
+  WAITING[class] = true
   pass_on(ck, limit)
   return true
 end
+-- unowe gives back the token promised to job id of rate class class (nil:
+-- none), which leaves its ready list without spending it: the class's
+-- waiters are looked at again now.
+local function unowe(class, id)
+  if class and unpromise(class, id) then RWAKE[class] = NOW end
+end
 -- key_wait sets the job waiting on its concurrency key ck. A job of a rate
--- class that a token let go leaves that token unspent: the class's
--- waiters are looked at again now, not at the wake time set as if it
--- would spend it.
+-- class that its class let go gives its promised token back (unowe).
 local function key_wait(ck, id, class)
   cc_wait(ck, id)
-  local b = class and bucket(class)
-  if b and b.tokens >= 1 then RWAKE[class] = NOW end
+  unowe(class, id)
 end
-local function park(jk, id, reason, ck, limit)
+local function park(jk, id, reason, ck, limit, class)
   finish(jk, id, 'available', 'archived', reason)
+  unowe(class, id)
   archived[#archived + 1] = id
   archived[#archived + 1] = reason
   pass_on(ck, limit)
@@ -310,9 +330,9 @@ local function take(ak, pinned_to, prio)
         if type(body) ~= 'string' then body = false end
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
           or not count_of(crashes) then
-          park(jk, id, 'malformed', ck, h[fcn])
+          park(jk, id, 'malformed', ck, h[fcn], h[frk])
         elseif dl and dl <= NOW then
-          park(jk, id, 'deadline_exceeded', ck, h[fcn])
+          park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk])
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           skipped = skipped + 1
@@ -335,9 +355,13 @@ local function take(ak, pinned_to, prio)
           local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
           if steps.err then
             -- it does not run: the rate token taken for it goes back
-            -- (the class's bucket is BUCKETS' once rate_limited took one)
+            -- (the class's bucket is BUCKETS' once rate_limited took one),
+            -- to the class's next waiter
             local rb = h[frk] and BUCKETS[h[frk]]
-            if rb then rb.tokens = rb.tokens + 1 end
+            if rb then
+              rb.tokens = rb.tokens + 1
+              RWAKE[h[frk]] = NOW
+            end
             park(jk, id, 'malformed', ck, h[fcn])
           else
             if ck then CC[ck] = cc_running(ck) + 1 end
@@ -361,7 +385,7 @@ local function take(ak, pinned_to, prio)
         -- archived, not dropped as a stale entry (a deleted job's), which
         -- would leave it on no index
         seen[id] = true
-        park(jk, id, 'malformed', h[fck], h[fcn])
+        park(jk, id, 'malformed', h[fck], h[fcn], h[frk])
       end
       -- any other state: a stale list entry (the job moved on); drop it
     end

@@ -235,14 +235,15 @@ local function join(parts, sep)
   return join(pieces, sep)
 end
 -- The partition's other keys, each named here only (Go: keys.Partition,
--- TestLuaKeysAgree): a held unique key, a rate class's token bucket and
--- wait list, a concurrency key's wait list and the waiter counts, a
+-- TestLuaKeysAgree): a held unique key, a rate class's token bucket, wait
+-- list and promises to the waiters it let go, a concurrency key's wait list and the waiter counts, a
 -- worker's pin list and the sticky fallback deadlines, the paused flag,
 -- a minute's throughput, pending death reports, the quarantine hold of a
 -- fingerprint and the jobs held on it, a relayed follow-up's marker.
 local function unique_key(k) return PFX .. 'uq:' .. k end
 local function rate_key(class) return PFX .. 'rl:' .. class end
 local function ratewait_key(class) return PFX .. 'rw:' .. class end
+local function ratego_key(class) return PFX .. 'rg:' .. class end
 local function ccwait_key(key) return PFX .. 'cw:' .. key end
 local CC_WAITING = PFX .. 'cwn'
 local function pin_key(worker) return PFX .. 'pin:' .. worker end

@@ -21,13 +21,63 @@ local function cc_running(key)
   return n
 end
 
+-- Promises (docs/design/rate-waiters.md). A rate class that lets a
+-- waiter go to a ready list promises it a token until its claim: the
+-- zset ratego_key(class) holds each such job, scored with the time (ms)
+-- until which the promise stands, PROMISE_KEEP after it went (PIN_GRACE
+-- for a job pinned to a worker, which may be gone: its token goes to the
+-- next waiter then). A pass lets go only the tokens not promised, and a
+-- newcomer's claim takes only those, so a second pass before the claims
+-- (workers busy with other work, a cancel that wakes the class) lets no
+-- more waiters go than there are tokens, and the waiters run in their
+-- order. Every token a claim takes is still counted in the bucket, so a
+-- promise that outlives its job (a script of an older release ended it)
+-- costs the class that token until it lapses, never an extra one.
+-- PROMISED[class] is the number of promises standing this call (nil: not
+-- read yet).
+local PROMISE_KEEP, PIN_GRACE = 60000, 1000
+local PROMISED = {}
+local function promised(class)
+  local n = PROMISED[class]
+  if n == nil then
+    -- not a zset (corrupt data): no promise is read from it, and the
+    -- next promise sets it aside (call_aside)
+    n = tonumber((redis.pcall('ZCOUNT', ratego_key(class), '(' .. NOW, '+inf'))) or 0
+    PROMISED[class] = n
+  end
+  return n
+end
+
+-- promise records that class let job id go, pinned or not.
+local function promise(class, id, pinned)
+  local key = ratego_key(class)
+  call_aside('ZADD', key, nil, NOW + (pinned and PIN_GRACE or PROMISE_KEEP), id)
+  redis.pcall('PEXPIRE', key, PROMISE_KEEP)
+  PROMISED[class] = promised(class) + 1
+end
+
+-- unpromise takes the promise to job id, which leaves its ready list
+-- (claimed, or gone), and says whether one stood: its token is free again.
+-- A lapsed one is taken too, and stood for nothing.
+local function unpromise(class, id)
+  if promised(class) == 0 then return false end
+  local key = ratego_key(class)
+  local at = tonumber((redis.pcall('ZSCORE', key, id)))
+  if not at then return false end
+  redis.pcall('ZREM', key, id)
+  if at <= NOW then return false end
+  PROMISED[class] = PROMISED[class] - 1
+  return true
+end
+
 -- requeue_front puts back waiting jobs (still 'available') at the front of
 -- their priority lists, keeping their order; stale entries are dropped. It
 -- returns how many it put back, and how many of them on the shared lists.
 -- A pinned job goes back to its worker's list, unless its fallback handed
 -- it to every worker before it waited: it stays handed (its shared list),
--- not pinned again for another delay.
-local function requeue_front(ids)
+-- not pinned again for another delay. listed, if given, is called with
+-- each job put back and whether it went to a pin list.
+local function requeue_front(ids, listed)
   local n, shared = 0, 0
   local fs, fp, fw, fm, fd, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay,
     F.sticky_fallback
@@ -40,6 +90,7 @@ local function requeue_front(ids)
       local sw = h[3]
       if h[6] or sw == '' or not h[4] or s ~= 'available' then sw = nil end -- handed to every worker, or not pinned (push_ready)
       push_ready(ids[i], true, h[2], sw, h[4], h[5])
+      if listed then listed(ids[i], sw ~= nil) end
       n = n + 1
       if not sw then shared = shared + 1 end
     end
@@ -77,7 +128,8 @@ end
 -- it leaves that wait list, and a key's waiter count, so that the key's
 -- turn or the class's token does not go to an entry whose job is gone
 -- (cc_release with a pass hands the key's turn on); a job of a rate
--- class taken off a ready list has its class's waiters looked at again.
+-- class taken off a ready list gives back the token its class promised it
+-- (unpromise), to the next waiter.
 -- It
 -- scans from the tail, where a recent job is (LREM is O(position)), or
 -- from the head given oldest: a job whose sticky fallback fell due is
@@ -103,10 +155,9 @@ local function unlist(jk, id, oldest)
     if type(m) == 'number' then n = n + m end
   end
   if n > 0 then
-    -- a job of a rate class on a ready list may be a waiter a token let
-    -- go, its class's next wake set as if it would spend it: the class's
-    -- waiters are looked at again now (promote_rated)
-    if h[5] then RWAKE[h[5]] = NOW end
+    -- a job of a rate class on a ready list may be a waiter its class let
+    -- go with a token promised: the token goes to the next waiter now
+    if h[5] and unpromise(h[5], id) then RWAKE[h[5]] = NOW end
     return
   end
   if h[4] then
@@ -267,31 +318,55 @@ local function rate_define(class, n, per, burst)
   redis.call('PEXPIRE', bk, rate_keep(tonumber(n), tonumber(per), tonumber(burst)))
 end
 
--- rate_wait parks a job of class until its bucket has a token again.
-local function rate_wait(class, b, id)
-  call_aside('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
-  local at = NOW + math.ceil((1 - b.tokens) * b.per / b.n)
+-- next_token is when class, whose bucket is b, may have a token no
+-- promise holds: at once, or when refill brings one, or when the first
+-- promise standing lapses. While every token is promised and the bucket
+-- is full, refill adds none: a claim that spends one makes room a token's
+-- time later, so the class is looked at again a token's time from now.
+local function next_token(class, b)
+  local free = b.tokens - promised(class)
+  if free >= 1 then return NOW end
+  local need = 1 - free
+  if b.tokens >= b.burst then need = 1 end
+  local at = NOW + math.ceil(need * b.per / b.n)
+  if promised(class) > 0 then
+    local first = redis.pcall('ZRANGEBYSCORE', ratego_key(class), '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+    local lapse = type(first) == 'table' and first[2] and tonumber(first[2])
+    if lapse and lapse < at then at = lapse end
+  end
+  return at
+end
+
+-- rate_wait parks a job of class until its bucket has a token no promise
+-- holds: at the back of the class's wait list, or at its front (front) for
+-- a waiter let go with a token promised that its claim found spent (the
+-- class's rate lowered since).
+local function rate_wait(class, b, id, front)
+  call_aside(front and 'LPUSH' or 'RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
+  local at = next_token(class, b)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
 end
 
--- PIN_GRACE (ms): how long a token let go to a waiter pinned to a worker
--- waits for that worker to claim it (promote_rated); MAX_POP: a count no
--- list's length passes (2^32), at most that many let go in one pass.
-local PIN_GRACE, MAX_POP = 1000, 4294967296
+-- MAX_POP: a count no list's length passes (2^32), at most that many let
+-- go in one pass.
+local MAX_POP = 4294967296
 
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
--- return to the available lists, as many as there are tokens. A waiter
--- pinned to a worker goes to that worker's list, which only it reads, and
--- the worker may be gone: the class's waiters are looked at again within
--- PIN_GRACE, and the token, if that worker has not spent it by then, goes
--- to the next waiter, so that pinned work does not hold the class's
--- tokens from the others (the pinned job, claimed later with no token,
--- waits again).
+-- return to the available lists, as many as there are tokens no promise
+-- holds, and promises each its token (promise). A waiter pinned to a
+-- worker goes to that worker's list, which only it reads, and the worker
+-- may be gone: its promise lapses after PIN_GRACE, when the class's
+-- waiters are looked at again (next_token), and the token, if that worker
+-- has not spent it by then, goes to the next waiter, so that pinned work
+-- does not hold the class's tokens from the others (the pinned job,
+-- claimed later with no token, waits again).
 local function promote_rated()
   local due = call_aside('ZRANGEBYSCORE', K_RWAKE, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   for _, class in ipairs(due) do
     local b = bucket(class)
     local wk = ratewait_key(class)
+    -- lapsed promises go (pcall: a key of another type holds none)
+    redis.pcall('ZREMRANGEBYSCORE', ratego_key(class), '-inf', NOW)
     -- no bucket (expired while idle, or corrupt and dropped): nothing
     -- limits the class, as a claim finds too, until its next enqueue
     -- defines it again: its waiting jobs go, a hundred per pass
@@ -299,24 +374,20 @@ local function promote_rated()
     -- at most MAX_POP: a count past 1e17 would be written in exponent
     -- form, which LPOP refuses as out of range (taken for a list of
     -- another type below, and set aside)
-    if b then k = math.min(math.floor(b.tokens), MAX_POP) end
-    local pinned = false -- a waiter went to its worker's list
+    if b then k = math.min(math.floor(b.tokens - promised(class)), MAX_POP) end
     if k >= 1 then
       local ids = redis.pcall('LPOP', wk, k)
       if type(ids) == 'table' and ids.err then
         -- the wait list holds no list: its jobs cannot be read; set aside
         set_aside(wk, 'ratewait:' .. class)
       elseif ids then
-        local n, shared = requeue_front(ids)
-        pinned = shared < n
+        requeue_front(ids, b and function(id, pin) promise(class, id, pin) end)
       end
     end
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false
     elseif b then
-      local at = NOW + math.ceil(math.max(1 - (b.tokens - k), 0) * b.per / b.n)
-      if pinned then at = math.min(at, NOW + PIN_GRACE) end
-      RWAKE[class] = at
+      RWAKE[class] = next_token(class, b)
     else
       RWAKE[class] = NOW + 1000
     end

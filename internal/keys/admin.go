@@ -43,6 +43,11 @@ func (p Partition) RateBucket(class string) string { return p.Prefix() + "rl:" +
 // RateWait is the list of a rate class's jobs waiting for a token.
 func (p Partition) RateWait(class string) string { return p.Prefix() + "rw:" + class }
 
+// RateLetGo is the sorted set of a rate class's waiters let go to a ready
+// list and not yet claimed, each scored with the time (ms) until which the
+// class keeps a token promised to it (lua/lib_limits.lua promise).
+func (p Partition) RateLetGo(class string) string { return p.Prefix() + "rg:" + class }
+
 // ConcurrencyWait is the list of a concurrency key's jobs waiting for a
 // slot; ConcurrencyWaiting counts them per key.
 func (p Partition) ConcurrencyWait(key string) string { return p.Prefix() + "cw:" + key }

@@ -22,7 +22,7 @@ func TestLuaKeysAgree(t *testing.T) {
 	builders := map[string]string{
 		"job_key": p.Job(x), "err_key": p.Errors(x), "steps_key": p.Steps(x), "body_key": p.Body(x),
 		"kids_key": p.Kids(x), "kidcount_key": p.KidCount(x),
-		"unique_key": p.Unique(x), "rate_key": p.RateBucket(x), "ratewait_key": p.RateWait(x),
+		"unique_key": p.Unique(x), "rate_key": p.RateBucket(x), "ratewait_key": p.RateWait(x), "ratego_key": p.RateLetGo(x),
 		"ccwait_key": p.ConcurrencyWait(x), "CC_WAITING": p.ConcurrencyWaiting(), "pin_key": p.Pinned(x),
 		"PIN_DEADLINES": p.PinDeadlines(), "PAUSED": p.Paused(), "minute_key": p.Minute(7),
 		"DEATHS": p.Deaths(), "hold_key": p.QuarantineHold(x), "held_key": p.HeldOn(x), "hold_next_key": p.HoldNext(x),

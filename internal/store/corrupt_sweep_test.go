@@ -155,6 +155,7 @@ func corruptions(full bool) []corruption {
 		{"concurrency wait list", "list", one(func(p keys.Partition) string { return p.ConcurrencyWait("kb") }), false},
 		{"rate wait list", "list", one(func(p keys.Partition) string { return p.RateWait("rb") }), false},
 		{"rate bucket", "hash", one(func(p keys.Partition) string { return p.RateBucket("rb") }), false},
+		{"rate promises", "zset", one(func(p keys.Partition) string { return p.RateLetGo("rb") }), false},
 		{"bucket of later jobs", "list", one(func(p keys.Partition) string { return p.LaterBucket(badBucket()) }), false},
 		{"unique key", "string", one(func(p keys.Partition) string { return p.Unique("ub") }), false},
 		{"quarantine hold", "string", one(func(p keys.Partition) string { return p.QuarantineHold("fpb") }), false},

@@ -142,6 +142,9 @@ type fsnap struct {
 	// (flowmodel_sticky_test.go)
 	lists *flowLists
 	pinx  map[string]int64
+	// promises: rate classes' promises and buckets
+	// (flowmodel_rate_test.go)
+	promises *flowPromises
 }
 
 type fstate struct {
@@ -343,6 +346,7 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 		s.cc[k], _ = strconv.Atoi(v)
 	}
 	r.readStickyExtra(s)
+	r.readPromises(s)
 	if full {
 		iter := r.direct.Scan(ctx, 0, r.p.Job("*"), 1000).Iterator()
 		for iter.Next(ctx) {
@@ -476,6 +480,7 @@ func (r *flowRun) check(full bool) {
 		}
 	}
 	bad = append(bad, r.checkListings(s)...)
+	bad = append(bad, r.checkPromises(s)...)
 	if len(bad) > 0 {
 		r.fail("invariants broken:\n  %s", strings.Join(bad, "\n  "))
 	}

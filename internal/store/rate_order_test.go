@@ -11,10 +11,20 @@ import (
 // an hour whose token was just spent, and returns the class's limits.
 func threeWaiters(t *testing.T, f *fixture) store.Limits {
 	t.Helper()
+	return slowWaiters(t, f, store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"}, store.NewJob{Local: "u3"})
+}
+
+// slowWaiters makes jobs wait, in their order, on class "slow" of one job
+// an hour whose token was just spent, and returns the class's limits.
+func slowWaiters(t *testing.T, f *fixture, jobs ...store.NewJob) store.Limits {
+	t.Helper()
 	rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
 	f.enqueue(store.NewJob{Local: "r0", Limits: rl})
 	f.claim(10, "w")
-	f.enqueue(store.NewJob{Local: "u1", Limits: rl}, store.NewJob{Local: "u2", Limits: rl}, store.NewJob{Local: "u3", Limits: rl})
+	for i := range jobs {
+		jobs[i].Limits = rl
+	}
+	f.enqueue(jobs...)
 	if got := f.claim(10, "w"); len(got.Jobs) != 0 {
 		t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
 	}
