@@ -191,41 +191,13 @@ local function pass_on(ck, limit)
   local ps = passes[ck] or { 0, 0 }
   passes[ck] = { math.max(ps[1], tonumber(limit) or 1), ps[2] + 1 }
 end
--- WAITING[class]: whether the class has waiters on its wait list, read
--- once per call (nil: not yet) and set as this claim parks jobs there.
-local WAITING = {}
-local function has_waiters(class)
-  local w = WAITING[class]
-  if w == nil then
-    w = redis.call('EXISTS', ratewait_key(class)) == 1
-    WAITING[class] = w
-  end
-  return w
-end
 -- rate_limited takes a token from the job's rate class, or parks the job
--- until there is one and reports true; its concurrency key ck (limit)
--- then passes its turn on. A waiter its class let go takes the token
--- promised to it (lib_limits.lua promise); any other job only a token no
--- promise holds, and none while the class has waiters: it waits behind
--- them, and the class's next pass lets them go first, in their order.
+-- until there is one and reports true (lib_limits.lua rate_take); its
+-- concurrency key ck (limit) then passes its turn on.
 local function rate_limited(class, id, ck, limit)
-  local b = bucket(class)
-  if not b then return false end
-  local owed = unpromise(class, id)
-  if b.tokens - promised(class) >= 1 and (owed or not has_waiters(class)) then
-    b.tokens = b.tokens - 1
-    return false
-  end
-  rate_wait(class, b, id, owed)
-  WAITING[class] = true
+  if not rate_take(class, id) then return false end
   pass_on(ck, limit)
   return true
-end
--- unowe gives back the token promised to job id of rate class class (nil:
--- none), which leaves its ready list without spending it: the class's
--- waiters are looked at again now.
-local function unowe(class, id)
-  if class and unpromise(class, id) then RWAKE[class] = NOW end
 end
 -- key_wait sets the job waiting on its concurrency key ck. A job of a rate
 -- class that its class let go gives its promised token back (unowe).
@@ -406,6 +378,7 @@ for i = #held, 1, -1 do
   redis.call('LPUSH', held[i][1], held[i][2])
   if held[i][3] then mark_priority(held[i][3]) end
 end
+rate_fronts()
 local passed = false
 for ck, ps in pairs(passes) do
   for _ = 1, ps[2] do

@@ -29,14 +29,15 @@ end
 -- next waiter then). A pass lets go only the tokens not promised, and a
 -- newcomer's claim takes only those, so a second pass before the claims
 -- (workers busy with other work, a cancel that wakes the class) lets no
--- more waiters go than there are tokens, and the waiters run in their
--- order. Every token a claim takes is still counted in the bucket, so a
--- promise that outlives its job (a script of an older release ended it)
--- costs the class that token until it lapses, never an extra one.
--- PROMISED[class] is the number of promises standing this call (nil: not
--- read yet).
+-- more waiters go than there are tokens. Every token a claim takes is
+-- still counted in the bucket, so a promise that outlives its job (a
+-- script of an older release ended it) costs the class that token until
+-- it lapses, never an extra one.
+-- Per call, and per class: PROMISED the promises standing, SHARED those
+-- to waiters on a shared list, FIRST when the first standing one lapses
+-- (false: none); nil: not read yet.
 local PROMISE_KEEP, PIN_GRACE = 60000, 1000
-local PROMISED = {}
+local PROMISED, SHARED, FIRST = {}, {}, {}
 local function promised(class)
   local n = PROMISED[class]
   if n == nil then
@@ -48,12 +49,47 @@ local function promised(class)
   return n
 end
 
--- promise records that class let job id go, pinned or not.
+-- shared_promised is how many promises stand to waiters on a shared list:
+-- those that lapse more than PIN_GRACE from now (one on a worker's list
+-- lapses sooner; a shared one in its last second counts as pinned, and
+-- lets the next waiters go a second before it lapses).
+local function shared_promised(class)
+  local n = SHARED[class]
+  if n == nil then
+    n = 0
+    if promised(class) > 0 then
+      n = tonumber((redis.pcall('ZCOUNT', ratego_key(class), '(' .. (NOW + PIN_GRACE), '+inf'))) or 0
+    end
+    SHARED[class] = n
+  end
+  return n
+end
+
+-- lapse_after is when the first promise of class lapses after time from,
+-- or nil when none does.
+local function lapse_after(class, from)
+  if from == NOW and FIRST[class] ~= nil then return FIRST[class] or nil end
+  local at = nil
+  if promised(class) > 0 then
+    local first = redis.pcall('ZRANGEBYSCORE', ratego_key(class), '(' .. from, '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+    at = type(first) == 'table' and first[2] and tonumber(first[2]) or nil
+  end
+  if from == NOW then FIRST[class] = at or false end
+  return at
+end
+
+-- promise records that class let job id go, pinned or not (a job already
+-- promised has its promise renewed).
 local function promise(class, id, pinned)
   local key = ratego_key(class)
-  call_aside('ZADD', key, nil, NOW + (pinned and PIN_GRACE or PROMISE_KEEP), id)
+  local n = promised(class)
+  local added = call_aside('ZADD', key, nil, NOW + (pinned and PIN_GRACE or PROMISE_KEEP), id)
   redis.pcall('PEXPIRE', key, PROMISE_KEEP)
-  PROMISED[class] = promised(class) + 1
+  if added == 1 then
+    PROMISED[class] = n + 1
+    if not pinned and SHARED[class] then SHARED[class] = SHARED[class] + 1 end
+  end
+  FIRST[class] = nil
 end
 
 -- unpromise takes the promise to job id, which leaves its ready list
@@ -65,8 +101,10 @@ local function unpromise(class, id)
   local at = tonumber((redis.pcall('ZSCORE', key, id)))
   if not at then return false end
   redis.pcall('ZREM', key, id)
+  FIRST[class] = nil
   if at <= NOW then return false end
   PROMISED[class] = PROMISED[class] - 1
+  if at > NOW + PIN_GRACE and SHARED[class] then SHARED[class] = SHARED[class] - 1 end
   return true
 end
 
@@ -90,7 +128,7 @@ local function requeue_front(ids, listed)
       local sw = h[3]
       if h[6] or sw == '' or not h[4] or s ~= 'available' then sw = nil end -- handed to every worker, or not pinned (push_ready)
       push_ready(ids[i], true, h[2], sw, h[4], h[5])
-      if listed then listed(ids[i], sw ~= nil) end
+      if listed then listed(ids[i], sw and true or false) end
       n = n + 1
       if not sw then shared = shared + 1 end
     end
@@ -329,22 +367,98 @@ local function next_token(class, b)
   local need = 1 - free
   if b.tokens >= b.burst then need = 1 end
   local at = NOW + math.ceil(need * b.per / b.n)
-  if promised(class) > 0 then
-    local first = redis.pcall('ZRANGEBYSCORE', ratego_key(class), '(' .. NOW, '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
-    local lapse = type(first) == 'table' and first[2] and tonumber(first[2])
-    if lapse and lapse < at then at = lapse end
-  end
+  local lapse = lapse_after(class, NOW)
+  if lapse and lapse < at then at = lapse end
   return at
 end
 
+-- next_pass is when class's waiters are looked at again. While waiters
+-- let go to a shared list still hold their promises, the next are let go
+-- only once those are claimed (the claim that takes the last wakes the
+-- class: claim.lua rate_limited), so that they go behind them, not ahead
+-- (a pass puts them at the front of the list); or, should they never be,
+-- when the first of their promises lapses.
+local function next_pass(class, b)
+  if shared_promised(class) > 0 then return lapse_after(class, NOW + PIN_GRACE) or NOW end
+  return next_token(class, b)
+end
+
+-- FRONTS[class]: waiters of class set waiting again at the front of its
+-- wait list this call, in order; rate_fronts pushes them.
+local FRONTS = {}
+
 -- rate_wait parks a job of class until its bucket has a token no promise
--- holds: at the back of the class's wait list, or at its front (front) for
--- a waiter let go with a token promised that its claim found spent (the
--- class's rate lowered since).
+-- holds: at the back of the class's wait list, or at its front (front)
+-- for a waiter let go with a token promised that its claim found spent
+-- (the class's rate lowered since), pushed there by rate_fronts with the
+-- others of the call in their order.
 local function rate_wait(class, b, id, front)
-  call_aside(front and 'LPUSH' or 'RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
-  local at = next_token(class, b)
+  if front then
+    local l = list_in(FRONTS, class)
+    l[#l + 1] = id
+  else
+    call_aside('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
+  end
+  local at = next_pass(class, b)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
+end
+
+-- rate_fronts pushes the waiters rate_wait set at the front of their
+-- classes' wait lists, the first ahead of the rest.
+local function rate_fronts()
+  for class, ids in pairs(FRONTS) do
+    local rev = {}
+    for i = #ids, 1, -1 do rev[#rev + 1] = ids[i] end
+    for i = 1, #rev, 1000 do
+      call_aside('LPUSH', ratewait_key(class), 'ratewait:' .. class, unpack(rev, i, math.min(i + 999, #rev)))
+    end
+  end
+end
+
+-- WAITING[class]: whether the class has waiters on its wait list, read
+-- once per call (nil: not yet) and set as the call parks jobs there.
+local WAITING = {}
+local function has_waiters(class)
+  local w = WAITING[class]
+  if w == nil then
+    w = redis.call('EXISTS', ratewait_key(class)) == 1
+    WAITING[class] = w
+  end
+  return w
+end
+
+-- rate_take takes a token from class for job id, which a claim is about
+-- to lease, and reports false; or parks the job until there is one, and
+-- reports true. A waiter its class let go takes the token promised to it
+-- (promise); any other job only a token no promise holds, and none while
+-- the class has waiters: it waits behind them, and the class's next pass
+-- lets them go first, in their order (a waiter let go that finds no
+-- token, its class's rate lowered since, waits again at the front, and
+-- those let go after it that this call meets wait behind it). The claim
+-- of the last waiter let go
+-- to a shared list wakes the class, whose next waiters go behind those
+-- (next_pass). A class with no bucket limits nothing.
+local function rate_take(class, id)
+  local b = bucket(class)
+  if not b then return false end
+  local owed = unpromise(class, id)
+  -- a waiter let go behind one this call set waiting again stays behind it
+  if b.tokens - promised(class) >= 1 and (owed or not has_waiters(class)) and not (owed and FRONTS[class]) then
+    b.tokens = b.tokens - 1
+    if owed and shared_promised(class) == 0 and has_waiters(class) then RWAKE[class] = NOW end
+    return false
+  end
+  rate_wait(class, b, id, owed)
+  WAITING[class] = true
+  return true
+end
+
+-- unowe gives back the token promised to job id of rate class class (nil:
+-- none), which leaves its ready list without spending it (archived, or
+-- set waiting on its concurrency key by a claim): the class's waiters are
+-- looked at again now.
+local function unowe(class, id)
+  if class and unpromise(class, id) then RWAKE[class] = NOW end
 end
 
 -- MAX_POP: a count no list's length passes (2^32), at most that many let
@@ -356,7 +470,7 @@ local MAX_POP = 4294967296
 -- holds, and promises each its token (promise). A waiter pinned to a
 -- worker goes to that worker's list, which only it reads, and the worker
 -- may be gone: its promise lapses after PIN_GRACE, when the class's
--- waiters are looked at again (next_token), and the token, if that worker
+-- waiters are looked at again (next_pass), and the token, if that worker
 -- has not spent it by then, goes to the next waiter, so that pinned work
 -- does not hold the class's tokens from the others (the pinned job,
 -- claimed later with no token, waits again).
@@ -374,7 +488,12 @@ local function promote_rated()
     -- at most MAX_POP: a count past 1e17 would be written in exponent
     -- form, which LPOP refuses as out of range (taken for a list of
     -- another type below, and set aside)
-    if b then k = math.min(math.floor(b.tokens - promised(class)), MAX_POP) end
+    if b then
+      k = math.min(math.floor(b.tokens - promised(class)), MAX_POP)
+      -- waiters let go before hold promises on a shared list: the next
+      -- go once those are claimed (next_pass)
+      if shared_promised(class) > 0 then k = 0 end
+    end
     if k >= 1 then
       local ids = redis.pcall('LPOP', wk, k)
       if type(ids) == 'table' and ids.err then
@@ -387,7 +506,7 @@ local function promote_rated()
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false
     elseif b then
-      RWAKE[class] = next_token(class, b)
+      RWAKE[class] = next_pass(class, b)
     else
       RWAKE[class] = NOW + 1000
     end

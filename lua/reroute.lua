@@ -24,8 +24,9 @@
 -- key or class lets it go (requeue_front reads its preference then):
 -- listed anew here as well, it would be listed twice, and a claim would
 -- set it waiting a second time, a rate token later spent on the stale
--- entry. A waiter its rate class let go, rerouted to a worker, keeps the
--- token promised to it for PIN_GRACE from then (lib_limits.lua promise).
+-- entry. A waiter its rate class let go keeps the token promised to it,
+-- rerouted to a worker for PIN_GRACE from then, unpinned for PROMISE_KEEP
+-- (lib_limits.lua promise).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
@@ -97,12 +98,12 @@ if s == 'available' then
     end
     push_ready(id, true, h[1], h[2], h[3], h[4])
     wake()
-    -- a waiter its rate class let go keeps its promised token, for
-    -- PIN_GRACE once it goes to a worker that may be gone
-    -- (lib_limits.lua promise): the class's next wake learns when that
-    -- promise lapses
-    if h[6] and to and unpromise(h[6], id) then
-      promise(h[6], id, true)
+    -- a waiter its rate class let go keeps its promised token: for
+    -- PIN_GRACE once it goes to a worker that may be gone, for
+    -- PROMISE_KEEP on a shared list (lib_limits.lua promise); the class's
+    -- next pass learns when that promise lapses
+    if h[6] and unpromise(h[6], id) then
+      promise(h[6], id, (to and to ~= '' and h[3]) and true or false)
       RWAKE[h[6]] = NOW
     end
   end

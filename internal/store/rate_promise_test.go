@@ -26,24 +26,7 @@ func TestRateWaitersRunInOrderWhileWorkersBusy(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			rl := store.Limits{RateClass: "c", RateJobs: 5, RatePer: time.Second, RateBurst: 5}
-			var first, ws []store.NewJob
-			var want []string
-			for i := range 5 {
-				first = append(first, store.NewJob{Local: fmt.Sprintf("r%d", i), Limits: rl})
-			}
-			f.enqueue(first...)
-			if got := f.claim(10, "w"); len(got.Jobs) != 5 {
-				t.Fatalf("first claim took %d jobs, want the burst of 5", len(got.Jobs))
-			}
-			for i := range 20 {
-				ws = append(ws, store.NewJob{Local: fmt.Sprintf("w%02d", i), Limits: rl})
-				want = append(want, fmt.Sprintf("w%02d", i))
-			}
-			f.enqueue(ws...)
-			if got := f.claim(30, "w"); len(got.Jobs) != 0 {
-				t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
-			}
+			_, want := burstWaiters(t, f, 20)
 			for i := range 4 {
 				f.enqueue(store.NewJob{Local: fmt.Sprintf("hi%d", i), Priority: 9})
 				f.clk.Advance(time.Second)
@@ -92,23 +75,30 @@ func TestNewcomerWaitsBehindLetGoWaiter(t *testing.T) {
 }
 
 // TestArchivedLetGoWaiterPassesToken: u1, u2 wait on a class of 1 an
-// hour; the token lets u1 go, and u1's deadline passes before a claim
-// leases it. The claim that archives u1 gives its promised token to u2,
-// which runs at once, not an hour later.
+// hour; the token lets u1 go, and u1's deadline passes 10 s later, while
+// its promise stands (a minute). The claim that archives u1 gives its
+// token back: it tells the worker to claim again at once, and that claim
+// runs u2, not an hour later.
 func TestArchivedLetGoWaiterPassesToken(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			dl := f.clk.Now().Add(time.Hour + time.Minute)
+			dl := f.clk.Now().Add(time.Hour + 10*time.Second)
 			slowWaiters(t, f, store.NewJob{Local: "u1", Deadline: dl}, store.NewJob{Local: "u2"})
 			letFirstGo(t, f)
-			f.clk.Advance(2 * time.Minute) // u1's deadline passes
+			f.clk.Advance(20 * time.Second) // u1's deadline passes; its promise stands
 			got := f.claim(10, "w")
-			if l := locals(got.Jobs); len(l) != 1 || !l["u2"] {
-				t.Fatalf("claimed %v (parked %v), want [u2]: u1's token goes to it", l, got.Parked)
-			}
 			if f.reason("u1") != "deadline_exceeded" {
 				t.Fatalf("u1 archived for %q", f.reason("u1"))
+			}
+			if len(got.Jobs) == 0 && !(got.Scheduled && got.NextDue == 0) {
+				t.Fatalf("claimed none, next due %v (scheduled %v): want u2 now, or a claim again at once", got.NextDue, got.Scheduled)
+			}
+			if len(got.Jobs) == 0 {
+				got = f.claim(10, "w")
+			}
+			if l := locals(got.Jobs); len(l) != 1 || !l["u2"] {
+				t.Fatalf("claimed %v, want [u2]: u1's token goes to it", l)
 			}
 		})
 	}
@@ -177,5 +167,129 @@ func letFirstGo(t *testing.T, f *fixture) {
 	}
 	if sh := f.availableOrder(0); !slices.Equal(sh, []string{"u1"}) {
 		t.Fatalf("shared list %v, want [u1] let go", sh)
+	}
+}
+
+// burstWaiters spends the burst of class "c" (5 a second, burst 5) and
+// makes n jobs w00.. wait on it, in order; it returns the class's limits
+// and the waiters' names.
+func burstWaiters(t *testing.T, f *fixture, n int) (store.Limits, []string) {
+	t.Helper()
+	rl := store.Limits{RateClass: "c", RateJobs: 5, RatePer: time.Second, RateBurst: 5}
+	var first, ws []store.NewJob
+	var names []string
+	for i := range 5 {
+		first = append(first, store.NewJob{Local: fmt.Sprintf("r%d", i), Limits: rl})
+	}
+	f.enqueue(first...)
+	if got := f.claim(10, "w"); len(got.Jobs) != 5 {
+		t.Fatalf("first claim took %d jobs, want the burst of 5", len(got.Jobs))
+	}
+	for i := range n {
+		ws = append(ws, store.NewJob{Local: fmt.Sprintf("w%02d", i), Limits: rl})
+		names = append(names, fmt.Sprintf("w%02d", i))
+	}
+	f.enqueue(ws...)
+	if got := f.claim(30, "w"); len(got.Jobs) != 0 {
+		t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
+	}
+	return rl, names
+}
+
+// TestRateLetGoWaitersKeepOrderAtTokenPace: 10 jobs wait on a class of 5
+// a second (burst 5). The workers come back after a second, when a pass
+// lets w00..w04 go with 5 tokens promised, and from then on take one job
+// per token (a worker of one slot whose jobs take a token's time). Each
+// token a claim spends refills before the next claim, whose pass lets the
+// next waiter go to the FRONT of the shared list, ahead of the waiters let
+// go before and still promised: w05, w06 ... run before w01..w04, which
+// keep their tokens until their promises lapse (a minute) and then, claimed
+// with no promise behind a wait list, wait again at its back. (With 400
+// waiters and the same pace, w01 ran 396th, some 79 s late, after every
+// later waiter.)
+func TestRateLetGoWaitersKeepOrderAtTokenPace(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			_, want := burstWaiters(t, f, 10)
+			f.clk.Advance(time.Second)
+			var ran []string
+			for range 10 {
+				for _, j := range f.claim(1, "w").Jobs {
+					ran = append(ran, j.Local)
+				}
+				f.clk.Advance(200 * time.Millisecond)
+			}
+			if !slices.Equal(ran, want) {
+				t.Fatalf("ran %v (shared list %v), want the waiters in their order %v", ran, f.availableOrder(0), want)
+			}
+		})
+	}
+}
+
+// TestRateLoweredLetGoWaitersKeepOrder: w00..w04 wait on a class of 5 a
+// second and a pass lets all five go with a token promised each; then an
+// enqueue lowers the class to 1 a second (burst 1). Each waiter's claim
+// finds its promised token spent (the bucket holds 1 and the others'
+// promises 4, 3 ...) and waits again "at the front" of the wait list: one
+// after the other, each ahead of the one before, so w04, the last let go,
+// runs first and the rest run in reverse order.
+func TestRateLoweredLetGoWaitersKeepOrder(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			_, want := burstWaiters(t, f, 5)
+			f.clk.Advance(time.Second)
+			f.enqueue(store.NewJob{Local: "x", Priority: 9})
+			if j := f.claimOne("w"); j.Local != "x" {
+				t.Fatalf("busy claim took %s", j.Local)
+			}
+			if sh := f.availableOrder(0); !slices.Equal(sh, want) {
+				t.Fatalf("shared list %v, want %v let go", sh, want)
+			}
+			slow := store.Limits{RateClass: "c", RateJobs: 1, RatePer: time.Second, RateBurst: 1}
+			f.enqueue(store.NewJob{Local: "n", Limits: slow})
+			var ran []string
+			for range 8 {
+				for _, j := range f.claim(10, "w").Jobs {
+					ran = append(ran, j.Local)
+				}
+				f.clk.Advance(time.Second)
+			}
+			if !slices.Equal(ran, append(slices.Clone(want), "n")) {
+				t.Fatalf("ran %v, want the waiters in their order, then n: %v", ran, append(slices.Clone(want), "n"))
+			}
+		})
+	}
+}
+
+// TestUnpinnedLetGoWaiterKeepsToken: u1, u2 wait on a class of 1 an hour;
+// the token lets u1 go to the shared list (promised for a minute). An
+// operator pins u1 to a worker and, a moment later, unpins it again: it is
+// back on the shared list, where a waiter let go keeps its token for a
+// minute, but its promise still lapses a second after the pin. A claim
+// 1.1 s later lets u2 go with u1's token, runs u2, and sets u1 waiting
+// again, at the back.
+func TestUnpinnedLetGoWaiterKeepsToken(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			slowWaiters(t, f, store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"})
+			letFirstGo(t, f)
+			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{Worker: "gone", Mode: "w"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{}); err != nil {
+				t.Fatal(err)
+			}
+			if sh := f.availableOrder(0); !slices.Equal(sh, []string{"u1"}) {
+				t.Fatalf("shared list %v, want [u1] back on it", sh)
+			}
+			f.clk.Advance(1100 * time.Millisecond)
+			if l := locals(f.claim(10, "w").Jobs); len(l) != 1 || !l["u1"] {
+				wl, _ := f.rdb.LRange(f.ctx, f.p.RateWait("slow"), 0, -1).Result()
+				t.Fatalf("claimed %v (wait list %v), want [u1]: unpinned, it keeps its token as a shared waiter does", l, wl)
+			}
+		})
 	}
 }
