@@ -435,9 +435,9 @@ end
 -- lets them go first, in their order (a waiter let go that finds no
 -- token, its class's rate lowered since, waits again at the front, and
 -- those let go after it that this call meets wait behind it). The claim
--- of the last waiter let go
--- to a shared list wakes the class, whose next waiters go behind those
--- (next_pass). A class with no bucket limits nothing.
+-- of the last waiter let go to a shared list wakes the class, whose next
+-- waiters go behind those (next_pass). A class with no bucket limits
+-- nothing.
 local function rate_take(class, id)
   local b = bucket(class)
   if not b then return false end

@@ -115,9 +115,7 @@ func TestReroutedLetGoWaiterHoldsTokenForPinGrace(t *testing.T) {
 			f := newFixture(t, b)
 			slowWaiters(t, f, store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"})
 			letFirstGo(t, f)
-			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{Worker: "gone", Mode: "w"}); err != nil {
-				t.Fatal(err)
-			}
+			pinAway(t, f, "u1")
 			if l := locals(f.claim(10, "w").Jobs); len(l) != 0 {
 				t.Fatalf("within the grace claimed %v, want none: the token is u1's", l)
 			}
@@ -265,20 +263,18 @@ func TestRateLoweredLetGoWaitersKeepOrder(t *testing.T) {
 
 // TestUnpinnedLetGoWaiterKeepsToken: u1, u2 wait on a class of 1 an hour;
 // the token lets u1 go to the shared list (promised for a minute). An
-// operator pins u1 to a worker and, a moment later, unpins it again: it is
-// back on the shared list, where a waiter let go keeps its token for a
-// minute, but its promise still lapses a second after the pin. A claim
-// 1.1 s later lets u2 go with u1's token, runs u2, and sets u1 waiting
-// again, at the back.
+// operator pins u1 to a worker that never comes (its promise now lapses
+// after a second) and, a moment later, unpins it again: back on the
+// shared list, it keeps its token as a waiter let go there does, and a
+// claim 1.1 s later runs u1, not u2 (before, the one-second promise of
+// the pin stood, the token went to u2, and u1 waited again at the back).
 func TestUnpinnedLetGoWaiterKeepsToken(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			slowWaiters(t, f, store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"})
 			letFirstGo(t, f)
-			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{Worker: "gone", Mode: "w"}); err != nil {
-				t.Fatal(err)
-			}
+			pinAway(t, f, "u1")
 			if _, err := f.st.Reroute(f.ctx, f.ref("u1"), store.Sticky{}); err != nil {
 				t.Fatal(err)
 			}
@@ -291,5 +287,13 @@ func TestUnpinnedLetGoWaiterKeepsToken(t *testing.T) {
 				t.Fatalf("claimed %v (wait list %v), want [u1]: unpinned, it keeps its token as a shared waiter does", l, wl)
 			}
 		})
+	}
+}
+
+// pinAway reroutes job local to a worker that never comes (sticky.Wait).
+func pinAway(t *testing.T, f *fixture, local string) {
+	t.Helper()
+	if _, err := f.st.Reroute(f.ctx, f.ref(local), store.Sticky{Worker: "gone", Mode: "w"}); err != nil {
+		t.Fatal(err)
 	}
 }
