@@ -35,8 +35,9 @@ func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 // WithRateLimit puts the job in rate class class, whose jobs start at most
 // at rate r (store time), per queue partition. Jobs over the rate wait
 // without spending attempts and without holding up other classes, and
-// start in the order they began to wait: a job of the class that finds
-// others waiting waits behind them. Every job
+// start in the order they began to wait while the workers claim them
+// within about a token's time: a job of the class that finds others
+// waiting waits behind them. Every job
 // of a class should carry the same rate. A job has one rate class: given
 // twice, the later applies. If the store's clock steps back (a failover to
 // a server whose clock is behind, an NTP step), the class refills nothing

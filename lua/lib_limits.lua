@@ -24,87 +24,87 @@ end
 -- Promises (docs/design/rate-waiters.md). A rate class that lets a
 -- waiter go to a ready list promises it a token until its claim: the
 -- zset ratego_key(class) holds each such job, scored with the time (ms)
--- until which the promise stands, PROMISE_KEEP after it went (PIN_GRACE
--- for a job pinned to a worker, which may be gone: its token goes to the
--- next waiter then). A pass lets go only the tokens not promised, and a
+-- until which the promise stands: the time the class takes to refill a
+-- token after it went, at least PIN_GRACE and at most PROMISE_KEEP
+-- (promise_keep), or PIN_GRACE for a job pinned to a worker, which may be
+-- gone. A waiter not claimed by then (on a list the workers do not reach
+-- while they have work of a higher priority) holds the token from the
+-- class's other waiters no longer. A pass lets go only the tokens not promised, and a
 -- newcomer's claim takes only those, so a second pass before the claims
 -- (workers busy with other work, a cancel that wakes the class) lets no
 -- more waiters go than there are tokens. Every token a claim takes is
 -- still counted in the bucket, so a promise that outlives its job (a
 -- script of an older release ended it) costs the class that token until
 -- it lapses, never an extra one.
--- Per call, and per class: PROMISED the promises standing, SHARED those
--- to waiters on a shared list, FIRST when the first standing one lapses
--- (false: none); nil: not read yet.
+-- A promise scored past NOW + PROMISE_KEEP (corrupt data, or made before
+-- the store's clock stepped back) stands for nothing.
+-- Per call, and per class: PROMISED the promises standing, FIRST when the
+-- first of them lapses (false: none), KEPT whether the key holds any
+-- promise, lapsed ones too (a claim takes a lapsed one off: should the
+-- store's clock step back, it would stand again); nil: not read yet.
 local PROMISE_KEEP, PIN_GRACE = 60000, 1000
-local PROMISED, SHARED, FIRST = {}, {}, {}
+local PROMISED, FIRST, KEPT = {}, {}, {}
 local function promised(class)
   local n = PROMISED[class]
   if n == nil then
+    local key = ratego_key(class)
+    -- the key expires PROMISE_KEEP after the last promise: most classes
+    -- have none, and pay one EXISTS
+    KEPT[class] = redis.call('EXISTS', key) == 1
     -- not a zset (corrupt data): no promise is read from it, and the
     -- next promise sets it aside (call_aside)
-    n = tonumber((redis.pcall('ZCOUNT', ratego_key(class), '(' .. NOW, '+inf'))) or 0
+    n = KEPT[class] and tonumber((redis.pcall('ZCOUNT', key, '(' .. NOW, NOW + PROMISE_KEEP))) or 0
     PROMISED[class] = n
   end
   return n
 end
 
--- shared_promised is how many promises stand to waiters on a shared list:
--- those that lapse more than PIN_GRACE from now (one on a worker's list
--- lapses sooner; a shared one in its last second counts as pinned, and
--- lets the next waiters go a second before it lapses).
-local function shared_promised(class)
-  local n = SHARED[class]
-  if n == nil then
-    n = 0
-    if promised(class) > 0 then
-      n = tonumber((redis.pcall('ZCOUNT', ratego_key(class), '(' .. (NOW + PIN_GRACE), '+inf'))) or 0
-    end
-    SHARED[class] = n
-  end
-  return n
-end
-
--- lapse_after is when the first promise of class lapses after time from,
--- or nil when none does.
-local function lapse_after(class, from)
-  if from == NOW and FIRST[class] ~= nil then return FIRST[class] or nil end
+-- first_lapse is when the first promise of class standing lapses, or nil
+-- when none stands.
+local function first_lapse(class)
+  if FIRST[class] ~= nil then return FIRST[class] or nil end
   local at = nil
   if promised(class) > 0 then
-    local first = redis.pcall('ZRANGEBYSCORE', ratego_key(class), '(' .. from, '+inf', 'WITHSCORES', 'LIMIT', '0', '1')
+    local first = redis.pcall('ZRANGEBYSCORE', ratego_key(class), '(' .. NOW, NOW + PROMISE_KEEP, 'WITHSCORES', 'LIMIT',
+      '0', '1')
     at = type(first) == 'table' and first[2] and tonumber(first[2]) or nil
   end
-  if from == NOW then FIRST[class] = at or false end
+  FIRST[class] = at or false
   return at
 end
 
--- promise records that class let job id go, pinned or not (a job already
--- promised has its promise renewed).
-local function promise(class, id, pinned)
+-- promise records that class let job id go, its token promised for ms (a
+-- job already promised has its promise renewed).
+local function promise(class, id, ms)
   local key = ratego_key(class)
   local n = promised(class)
-  local added = call_aside('ZADD', key, nil, NOW + (pinned and PIN_GRACE or PROMISE_KEEP), id)
+  local added = call_aside('ZADD', key, nil, NOW + ms, id)
   redis.pcall('PEXPIRE', key, PROMISE_KEEP)
-  if added == 1 then
-    PROMISED[class] = n + 1
-    if not pinned and SHARED[class] then SHARED[class] = SHARED[class] + 1 end
-  end
+  KEPT[class] = true
+  if added == 1 then PROMISED[class] = n + 1 end
   FIRST[class] = nil
+end
+
+-- holds_promise says whether a promise of class to job id stands.
+local function holds_promise(class, id)
+  if promised(class) == 0 then return false end
+  local at = tonumber((redis.pcall('ZSCORE', ratego_key(class), id)))
+  return at and at > NOW and at <= NOW + PROMISE_KEEP or false
 end
 
 -- unpromise takes the promise to job id, which leaves its ready list
 -- (claimed, or gone), and says whether one stood: its token is free again.
 -- A lapsed one is taken too, and stood for nothing.
 local function unpromise(class, id)
-  if promised(class) == 0 then return false end
+  promised(class)
+  if not KEPT[class] then return false end
   local key = ratego_key(class)
   local at = tonumber((redis.pcall('ZSCORE', key, id)))
   if not at then return false end
   redis.pcall('ZREM', key, id)
   FIRST[class] = nil
-  if at <= NOW then return false end
+  if at <= NOW or at > NOW + PROMISE_KEEP then return false end
   PROMISED[class] = PROMISED[class] - 1
-  if at > NOW + PIN_GRACE and SHARED[class] then SHARED[class] = SHARED[class] - 1 end
   return true
 end
 
@@ -338,6 +338,13 @@ local function bucket(class, n, per, burst)
   return b
 end
 
+-- promise_keep is how long a class whose bucket is b promises a waiter it
+-- lets go to a shared list its token: a token's refill time, at least
+-- PIN_GRACE and at most PROMISE_KEEP (see promise).
+local function promise_keep(b)
+  return math.min(math.max(math.ceil(b.per / b.n), PIN_GRACE), PROMISE_KEEP)
+end
+
 -- rate_define records a rate class's parameters in its bucket (the latest
 -- enqueue's win), so jobs need to carry only the class name.
 local DEFINED = {}
@@ -367,20 +374,9 @@ local function next_token(class, b)
   local need = 1 - free
   if b.tokens >= b.burst then need = 1 end
   local at = NOW + math.ceil(need * b.per / b.n)
-  local lapse = lapse_after(class, NOW)
+  local lapse = first_lapse(class)
   if lapse and lapse < at then at = lapse end
   return at
-end
-
--- next_pass is when class's waiters are looked at again. While waiters
--- let go to a shared list still hold their promises, the next are let go
--- only once those are claimed (the claim that takes the last wakes the
--- class: claim.lua rate_limited), so that they go behind them, not ahead
--- (a pass puts them at the front of the list); or, should they never be,
--- when the first of their promises lapses.
-local function next_pass(class, b)
-  if shared_promised(class) > 0 then return lapse_after(class, NOW + PIN_GRACE) or NOW end
-  return next_token(class, b)
 end
 
 -- FRONTS[class]: waiters of class set waiting again at the front of its
@@ -399,7 +395,7 @@ local function rate_wait(class, b, id, front)
   else
     call_aside('RPUSH', ratewait_key(class), 'ratewait:' .. class, id)
   end
-  local at = next_pass(class, b)
+  local at = next_token(class, b)
   if not RWAKE[class] or at < RWAKE[class] then RWAKE[class] = at end
 end
 
@@ -434,10 +430,8 @@ end
 -- the class has waiters: it waits behind them, and the class's next pass
 -- lets them go first, in their order (a waiter let go that finds no
 -- token, its class's rate lowered since, waits again at the front, and
--- those let go after it that this call meets wait behind it). The claim
--- of the last waiter let go to a shared list wakes the class, whose next
--- waiters go behind those (next_pass). A class with no bucket limits
--- nothing.
+-- those let go after it that this call meets wait behind it). A class
+-- with no bucket limits nothing.
 local function rate_take(class, id)
   local b = bucket(class)
   if not b then return false end
@@ -445,7 +439,6 @@ local function rate_take(class, id)
   -- a waiter let go behind one this call set waiting again stays behind it
   if b.tokens - promised(class) >= 1 and (owed or not has_waiters(class)) and not (owed and FRONTS[class]) then
     b.tokens = b.tokens - 1
-    if owed and shared_promised(class) == 0 and has_waiters(class) then RWAKE[class] = NOW end
     return false
   end
   rate_wait(class, b, id, owed)
@@ -465,12 +458,58 @@ end
 -- go in one pass.
 local MAX_POP = 4294967296
 
+-- let_go puts waiters of class, popped from its wait list in order, back
+-- on their ready lists (requeue_front) and promises each its token. A pass
+-- puts the waiters it lets go at the front of their lists, where waiters
+-- let go by an earlier pass and not claimed yet would be behind them: so
+-- on a shared list that holds such a waiter, the new ones go right behind
+-- the last of them instead (LINSERT after it), in their order. That last
+-- waiter is the list's mark, field 'g<priority>' of the class's bucket;
+-- it stands while its promise does (a waiter claimed or gone has none),
+-- and a mark no longer on its list (rerouted) leaves the new waiters at
+-- the front.
+local function let_go(class, b, ids)
+  local bk, keep = rate_key(class), promise_keep(b)
+  -- per priority: the mark to put the next waiter behind (false: to the
+  -- front), and the pass's last waiter there, the list's next mark
+  local marks, last, front, placed = {}, {}, {}, false
+  local fs, fp, fw, fm, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_fallback
+  for _, id in ipairs(ids) do
+    local h = fields(job_key(id), fs, fp, fw, fm, ff)
+    local p = priority_of(h[2])
+    -- a job requeue_front puts on a shared list (its rule)
+    local shared = state_of(h[1]) == 'available' and (h[5] or not h[3] or h[3] == '' or not h[4])
+    local m = false
+    if shared then
+      m = marks[p]
+      if m == nil then
+        m = redis.pcall('HGET', bk, 'g' .. p)
+        if type(m) ~= 'string' or not holds_promise(class, m) then m = false end
+      end
+      last[p] = id
+    end
+    if m and (tonumber(redis.pcall('LINSERT', avail_key(p), 'AFTER', m, id)) or 0) > 0 then
+      promise(class, id, keep)
+      mark_priority(p)
+      marks[p], placed = id, true
+    else
+      -- at the front, with the rest of the pass: the pass's later
+      -- waiters for this list go there too, behind it
+      front[#front + 1] = id
+      if shared then marks[p] = false end
+    end
+  end
+  requeue_front(front, function(id, pin) promise(class, id, pin and PIN_GRACE or keep) end)
+  if placed then wake() end
+  for p, id in pairs(last) do redis.pcall('HSET', bk, 'g' .. p, id) end
+end
+
 -- promote_rated lets waiting jobs of rate classes whose tokens are back
 -- return to the available lists, as many as there are tokens no promise
 -- holds, and promises each its token (promise). A waiter pinned to a
 -- worker goes to that worker's list, which only it reads, and the worker
 -- may be gone: its promise lapses after PIN_GRACE, when the class's
--- waiters are looked at again (next_pass), and the token, if that worker
+-- waiters are looked at again (next_token), and the token, if that worker
 -- has not spent it by then, goes to the next waiter, so that pinned work
 -- does not hold the class's tokens from the others (the pinned job,
 -- claimed later with no token, waits again).
@@ -481,6 +520,7 @@ local function promote_rated()
     local wk = ratewait_key(class)
     -- lapsed promises go (pcall: a key of another type holds none)
     redis.pcall('ZREMRANGEBYSCORE', ratego_key(class), '-inf', NOW)
+    redis.pcall('ZREMRANGEBYSCORE', ratego_key(class), '(' .. (NOW + PROMISE_KEEP), '+inf')
     -- no bucket (expired while idle, or corrupt and dropped): nothing
     -- limits the class, as a claim finds too, until its next enqueue
     -- defines it again: its waiting jobs go, a hundred per pass
@@ -488,25 +528,20 @@ local function promote_rated()
     -- at most MAX_POP: a count past 1e17 would be written in exponent
     -- form, which LPOP refuses as out of range (taken for a list of
     -- another type below, and set aside)
-    if b then
-      k = math.min(math.floor(b.tokens - promised(class)), MAX_POP)
-      -- waiters let go before hold promises on a shared list: the next
-      -- go once those are claimed (next_pass)
-      if shared_promised(class) > 0 then k = 0 end
-    end
+    if b then k = math.min(math.floor(b.tokens - promised(class)), MAX_POP) end
     if k >= 1 then
       local ids = redis.pcall('LPOP', wk, k)
       if type(ids) == 'table' and ids.err then
         -- the wait list holds no list: its jobs cannot be read; set aside
         set_aside(wk, 'ratewait:' .. class)
       elseif ids then
-        requeue_front(ids, b and function(id, pin) promise(class, id, pin) end)
+        if b then let_go(class, b, ids) else requeue_front(ids) end
       end
     end
     if redis.call('EXISTS', wk) == 0 then
       RWAKE[class] = false
     elseif b then
-      RWAKE[class] = next_pass(class, b)
+      RWAKE[class] = next_token(class, b)
     else
       RWAKE[class] = NOW + 1000
     end

@@ -25,8 +25,8 @@
 -- listed anew here as well, it would be listed twice, and a claim would
 -- set it waiting a second time, a rate token later spent on the stale
 -- entry. A waiter its rate class let go keeps the token promised to it,
--- rerouted to a worker for PIN_GRACE from then, unpinned for PROMISE_KEEP
--- (lib_limits.lua promise).
+-- rerouted to a worker for PIN_GRACE from then, unpinned for as long as a
+-- waiter let go to a shared list (lib_limits.lua promise).
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
@@ -103,7 +103,9 @@ if s == 'available' then
     -- PROMISE_KEEP on a shared list (lib_limits.lua promise); the class's
     -- next pass learns when that promise lapses
     if h[6] and unpromise(h[6], id) then
-      promise(h[6], id, (to and to ~= '' and h[3]) and true or false)
+      local b = bucket(h[6])
+      local pinned = to and to ~= '' and h[3]
+      promise(h[6], id, (pinned or not b) and PIN_GRACE or promise_keep(b))
       RWAKE[h[6]] = NOW
     end
   end

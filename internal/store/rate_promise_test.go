@@ -17,32 +17,35 @@ import (
 // without running gives its token to the next one at once.
 
 // TestRateWaitersRunInOrderWhileWorkersBusy: 20 jobs wait on a class of 5
-// a second (burst 5). For four seconds the workers take only
-// higher-priority work, each claim a pass of the class: they let 5
-// waiters go, not 20, and the waiters then run 5 a second in their order
-// (before, each pass let 5 more go to the front of the list, and the last
-// let go ran first).
+// per 20 s (burst 5: a token refills in 4 s, as long as the class
+// promises a token to a waiter it lets go). For 3.6 s the workers take
+// only higher-priority work, each claim a pass of the class: they let 5
+// waiters go, not 20, and the waiters then run in their order, the rest
+// one a token (before, each pass let 5 more go to the front of the list,
+// and the last let go ran first).
 func TestRateWaitersRunInOrderWhileWorkersBusy(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			_, want := burstWaiters(t, f, 20)
+			rl := store.Limits{RateClass: "c", RateJobs: 5, RatePer: 20 * time.Second, RateBurst: 5}
+			_, want := waitersOn(t, f, rl, 20)
+			f.clk.Advance(20 * time.Second) // the bucket full again
 			for i := range 4 {
 				f.enqueue(store.NewJob{Local: fmt.Sprintf("hi%d", i), Priority: 9})
-				f.clk.Advance(time.Second)
 				if j := f.claimOne("w"); j.Local != fmt.Sprintf("hi%d", i) {
 					t.Fatalf("busy claim %d took %s", i, j.Local)
 				}
+				f.clk.Advance(900 * time.Millisecond)
 			}
 			if sh := f.availableOrder(0); len(sh) != 5 {
 				t.Fatalf("four passes with no claim of the class between them let %d waiters go (%v), want 5: one bucket of tokens", len(sh), sh)
 			}
 			var ran []string
-			for range 6 {
+			for range 20 {
 				for _, j := range f.claim(30, "w").Jobs {
 					ran = append(ran, j.Local)
 				}
-				f.clk.Advance(time.Second)
+				f.clk.Advance(4 * time.Second)
 			}
 			if !slices.Equal(ran, want) {
 				t.Fatalf("ran %v, want the waiters in their order %v", ran, want)
@@ -173,7 +176,13 @@ func letFirstGo(t *testing.T, f *fixture) {
 // and the waiters' names.
 func burstWaiters(t *testing.T, f *fixture, n int) (store.Limits, []string) {
 	t.Helper()
-	rl := store.Limits{RateClass: "c", RateJobs: 5, RatePer: time.Second, RateBurst: 5}
+	return waitersOn(t, f, store.Limits{RateClass: "c", RateJobs: 5, RatePer: time.Second, RateBurst: 5}, n)
+}
+
+// waitersOn spends the burst of rate class rl (5) and makes n jobs w00..
+// wait on it, in order; it returns rl and the waiters' names.
+func waitersOn(t *testing.T, f *fixture, rl store.Limits, n int) (store.Limits, []string) {
+	t.Helper()
 	var first, ws []store.NewJob
 	var names []string
 	for i := range 5 {
