@@ -463,40 +463,61 @@ local MAX_POP = 4294967296
 -- puts the waiters it lets go at the front of their lists, where waiters
 -- let go by an earlier pass and not claimed yet would be behind them: so
 -- on a shared list that holds such a waiter, the new ones go right behind
--- the last of them instead (LINSERT after it), in their order. That last
+-- the last of them instead, in their order. That last
 -- waiter is the list's mark, field 'g<priority>' of the class's bucket;
 -- it stands while its promise does (a waiter claimed or gone has none),
 -- and a mark no longer on its list (rerouted) leaves the new waiters at
 -- the front.
 local function let_go(class, b, ids)
   local bk, keep = rate_key(class), promise_keep(b)
-  -- per priority: the mark to put the next waiter behind (false: to the
-  -- front), and the pass's last waiter there, the list's next mark
-  local marks, last, front, placed = {}, {}, {}, false
+  -- how far down its list a pass looks for a mark (LPOS MAXLEN): one
+  -- deeper, or not there (rerouted to a worker), leaves the new waiters
+  -- at the front, where a search to the list's end would cost the pass
+  -- the list's whole backlog
+  local MARK_SCAN = 1000
+  -- per priority: the waiters of this pass to put behind the list's mark,
+  -- and the mark's index (false: none, they go to the front), and the
+  -- pass's last waiter there, the list's next mark
+  local behind, last, front = {}, {}, {}
   local fs, fp, fw, fm, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_fallback
   for _, id in ipairs(ids) do
     local h = fields(job_key(id), fs, fp, fw, fm, ff)
     local p = priority_of(h[2])
     -- a job requeue_front puts on a shared list (its rule)
     local shared = state_of(h[1]) == 'available' and (h[5] or not h[3] or h[3] == '' or not h[4])
-    local m = false
+    local g = false
     if shared then
-      m = marks[p]
-      if m == nil then
-        m = redis.pcall('HGET', bk, 'g' .. p)
-        if type(m) ~= 'string' or not holds_promise(class, m) then m = false end
+      g = behind[p]
+      if g == nil then
+        g = false
+        local m = promised(class) > 0 and redis.pcall('HGET', bk, 'g' .. p)
+        if type(m) == 'string' and holds_promise(class, m) then
+          local at = redis.pcall('LPOS', avail_key(p), m, 'MAXLEN', MARK_SCAN)
+          if type(at) == 'number' then g = { at = at } end
+        end
+        behind[p] = g
       end
       last[p] = id
     end
-    if m and (tonumber(redis.pcall('LINSERT', avail_key(p), 'AFTER', m, id)) or 0) > 0 then
-      promise(class, id, keep)
+    if g then g[#g + 1] = id else front[#front + 1] = id end
+  end
+  -- behind each mark, in one move per list: the head down to the mark
+  -- taken off and pushed back with the new waiters after it (O(mark's
+  -- index + waiters); a LINSERT per waiter, each after the one before,
+  -- scanned the list to it: quadratic in the waiters a pass lets go).
+  -- Before the front pushes, which would move the mark's index.
+  local placed = false
+  for p, g in pairs(behind) do
+    if g then
+      local ak = avail_key(p)
+      local head = redis.call('LPOP', ak, g.at + 1)
+      local rev = {}
+      for i = #g, 1, -1 do rev[#rev + 1] = g[i] end
+      for i = #head, 1, -1 do rev[#rev + 1] = head[i] end
+      for i = 1, #rev, 1000 do redis.call('LPUSH', ak, unpack(rev, i, math.min(i + 999, #rev))) end
+      for _, id in ipairs(g) do promise(class, id, keep) end
       mark_priority(p)
-      marks[p], placed = id, true
-    else
-      -- at the front, with the rest of the pass: the pass's later
-      -- waiters for this list go there too, behind it
-      front[#front + 1] = id
-      if shared then marks[p] = false end
+      placed = true
     end
   end
   requeue_front(front, function(id, pin) promise(class, id, pin and PIN_GRACE or keep) end)
