@@ -434,7 +434,13 @@ end
 -- with no bucket limits nothing.
 local function rate_take(class, id)
   local b = bucket(class)
-  if not b then return false end
+  -- a class with no bucket (corrupt and dropped) limits nothing; a
+  -- promise made before it went is taken all the same, or it would stand
+  -- on a running job and hold a token once the bucket is defined again
+  if not b then
+    unpromise(class, id)
+    return false
+  end
   local owed = unpromise(class, id)
   -- a waiter let go behind one this call set waiting again stays behind it
   if b.tokens - promised(class) >= 1 and (owed or not has_waiters(class)) and not (owed and FRONTS[class]) then

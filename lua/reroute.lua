@@ -103,9 +103,11 @@ if s == 'available' then
     -- PROMISE_KEEP on a shared list (lib_limits.lua promise); the class's
     -- next pass learns when that promise lapses
     if h[6] and unpromise(h[6], id) then
+      -- (a class with no bucket limits nothing, and its claims take no
+      -- promise: none is made)
       local b = bucket(h[6])
       local pinned = to and to ~= '' and h[3]
-      promise(h[6], id, (pinned or not b) and PIN_GRACE or promise_keep(b))
+      if b then promise(h[6], id, pinned and PIN_GRACE or promise_keep(b)) end
       RWAKE[h[6]] = NOW
     end
   end
