@@ -308,10 +308,6 @@ local function take(ak, pinned_to, prio)
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           skipped = skipped + 1
-          -- a waiter its rate class let go gives its token back: passed
-          -- over by every worker that runs a suspect, it would hold the
-          -- token from the class's next waiters for as long as its promise
-          unowe(h[frk], id)
           if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then
             -- its worker came, and passed it over as a suspect: its
             -- fallback, for a worker that does not come, starts over (XX:

@@ -125,8 +125,8 @@ func TestRateStarvedLowPriorityWaiterHoldsClass(t *testing.T) {
 // TestRateSuspectLetGoWaiterHoldsClass: u00..u09 wait on a class of 1 a
 // second; u00 has a crash on record (a suspect). The only worker runs a
 // suspect already (NoSuspect), and claims every 100 ms: it passes u00
-// over each time, and each time u00 gives its promised token back, so
-// u01.. run one a second.
+// over each time, and u00's promise lapses after a token's time (a
+// second), so u01.. still run at the class's rate.
 func TestRateSuspectLetGoWaiterHoldsClass(t *testing.T) {
 	for _, b := range backends(t)[:2] {
 		t.Run(b.name, func(t *testing.T) {

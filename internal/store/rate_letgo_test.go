@@ -10,17 +10,16 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
-// Third review of the rate promises (9473909: let_go, promise_keep, the
-// suspect's unowe).
+// A rate class's passes behind a mark, suspects let go, and classes whose
+// bucket is gone (lua/lib_limits.lua let_go, rate_take).
 
 // TestRateSuspectPassedOverKeepsItsPlace: u1, u2, u3 wait on a class of 1
 // a second; u1 has a crash on record. A token lets u1 go; a worker that
-// runs a suspect already (NoSuspect) passes it over, and u1 gives its
-// token back (claim.lua unowe). The next claim, by a worker that may run
-// a suspect, lets u2 go with that token, and then meets u1 with no
-// promise while the class has waiters: u1 waits again at the BACK of the
-// wait list, behind u3 and every later waiter (with a long wait list on a
-// slow class, for all of it).
+// runs a suspect already (NoSuspect) passes it over, and u1 keeps its
+// promised token (a suspect passed over that gave it back, claimed next
+// with no promise while the class had waiters, waited again at the back
+// of the wait list, behind u3 and every later waiter). The next claim, by
+// a worker that may run a suspect, runs u1, then u2 and u3.
 func TestRateSuspectPassedOverKeepsItsPlace(t *testing.T) {
 	for _, b := range backends(t)[:2] {
 		t.Run(b.name, func(t *testing.T) {
