@@ -236,8 +236,9 @@ local function join(parts, sep)
 end
 -- The partition's other keys, each named here only (Go: keys.Partition,
 -- TestLuaKeysAgree): a held unique key, a rate class's token bucket, wait
--- list and promises to the waiters it let go, a concurrency key's wait list and the waiter counts, a
--- worker's pin list and the sticky fallback deadlines, the paused flag,
+-- list and promises to the waiters it let go, a concurrency key's wait
+-- list and the waiter counts, a worker's pin list and the sticky fallback
+-- deadlines, the paused flag,
 -- a minute's throughput, pending death reports, the quarantine hold of a
 -- fingerprint and the jobs held on it, a relayed follow-up's marker.
 local function unique_key(k) return PFX .. 'uq:' .. k end

@@ -28,14 +28,14 @@ end
 -- token after it went, at least PIN_GRACE and at most PROMISE_KEEP
 -- (promise_keep), or PIN_GRACE for a job pinned to a worker, which may be
 -- gone. A waiter not claimed by then (on a list the workers do not reach
--- while they have work of a higher priority) holds the token from the
--- class's other waiters no longer. A pass lets go only the tokens not promised, and a
--- newcomer's claim takes only those, so a second pass before the claims
--- (workers busy with other work, a cancel that wakes the class) lets no
--- more waiters go than there are tokens. Every token a claim takes is
--- still counted in the bucket, so a promise that outlives its job (a
--- script of an older release ended it) costs the class that token until
--- it lapses, never an extra one.
+-- while they have work of a higher priority) no longer holds the token
+-- from the class's other waiters. A pass lets go only the tokens not
+-- promised, and a newcomer's claim takes only those, so a second pass
+-- before the claims (workers busy with other work, a cancel that wakes
+-- the class) lets no more waiters go than there are tokens. Every token a
+-- claim takes is still counted in the bucket, so a promise that outlives
+-- its job (a script of an older release ended it) costs the class that
+-- token until it lapses, never an extra one.
 -- A promise scored past NOW + PROMISE_KEEP (corrupt data, or made before
 -- the store's clock stepped back) stands for nothing.
 -- Per call, and per class: PROMISED the promises standing, FIRST when the
@@ -469,11 +469,10 @@ local MAX_POP = 4294967296
 -- puts the waiters it lets go at the front of their lists, where waiters
 -- let go by an earlier pass and not claimed yet would be behind them: so
 -- on a shared list that holds such a waiter, the new ones go right behind
--- the last of them instead, in their order. That last
--- waiter is the list's mark, field 'g<priority>' of the class's bucket;
--- it stands while its promise does (a waiter claimed or gone has none),
--- and a mark no longer on its list (rerouted) leaves the new waiters at
--- the front.
+-- the last of them instead, in their order. That last waiter is the
+-- list's mark, field 'g<priority>' of the class's bucket; it stands while
+-- its promise does (a waiter claimed or gone has none), and a mark no
+-- longer on its list (rerouted) leaves the new waiters at the front.
 local function let_go(class, b, ids)
   local bk, keep = rate_key(class), promise_keep(b)
   -- how far down its list a pass looks for a mark (LPOS MAXLEN): one

@@ -99,12 +99,11 @@ if s == 'available' then
     push_ready(id, true, h[1], h[2], h[3], h[4])
     wake()
     -- a waiter its rate class let go keeps its promised token: for
-    -- PIN_GRACE once it goes to a worker that may be gone, for
-    -- PROMISE_KEEP on a shared list (lib_limits.lua promise); the class's
-    -- next pass learns when that promise lapses
+    -- PIN_GRACE once it goes to a worker that may be gone, for a shared
+    -- waiter's time (promise_keep) on a shared list (lib_limits.lua
+    -- promise); the class's next pass learns when that promise lapses. A
+    -- class with no bucket limits nothing: no promise is made
     if h[6] and unpromise(h[6], id) then
-      -- (a class with no bucket limits nothing, and its claims take no
-      -- promise: none is made)
       local b = bucket(h[6])
       local pinned = to and to ~= '' and h[3]
       if b then promise(h[6], id, pinned and PIN_GRACE or promise_keep(b)) end
