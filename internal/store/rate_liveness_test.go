@@ -172,13 +172,8 @@ func TestRateStalePromiseFarAheadStallsClass(t *testing.T) {
 	for _, b := range backends(t)[:2] {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			rl := store.Limits{RateClass: "s", RateJobs: 1, RatePer: time.Second, RateBurst: 1}
-			f.enqueue(store.NewJob{Local: "r0", Limits: rl})
-			f.claim(10, "w")
-			f.enqueue(store.NewJob{Local: "u1", Limits: rl}, store.NewJob{Local: "u2", Limits: rl})
-			if got := f.claim(10, "w"); len(got.Jobs) != 0 {
-				t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
-			}
+			classWaiters(t, f, store.Limits{RateClass: "s", RateJobs: 1, RatePer: time.Second, RateBurst: 1},
+				store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"})
 			at := float64(f.clk.Now().Add(time.Hour).UnixMilli())
 			if err := f.rdb.ZAdd(f.ctx, f.p.RateLetGo("s"), redis.Z{Score: at, Member: "gone"}).Err(); err != nil {
 				t.Fatal(err)
@@ -249,13 +244,8 @@ func TestRateInfPromiseNextDue(t *testing.T) {
 	for _, b := range backends(t)[:2] {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			rl := store.Limits{RateClass: "s", RateJobs: 1, RatePer: time.Second, RateBurst: 1}
-			f.enqueue(store.NewJob{Local: "r0", Limits: rl})
-			f.claim(10, "w")
-			f.enqueue(store.NewJob{Local: "u1", Limits: rl}, store.NewJob{Local: "u2", Limits: rl})
-			if got := f.claim(10, "w"); len(got.Jobs) != 0 {
-				t.Fatalf("claimed over the rate: %v", locals(got.Jobs))
-			}
+			classWaiters(t, f, store.Limits{RateClass: "s", RateJobs: 1, RatePer: time.Second, RateBurst: 1},
+				store.NewJob{Local: "u1"}, store.NewJob{Local: "u2"})
 			if err := f.rdb.ZAdd(f.ctx, f.p.RateLetGo("s"), redis.Z{Score: math.Inf(1), Member: "gone"}).Err(); err != nil {
 				t.Fatal(err)
 			}

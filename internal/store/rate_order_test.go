@@ -18,7 +18,13 @@ func threeWaiters(t *testing.T, f *fixture) store.Limits {
 // an hour whose token was just spent, and returns the class's limits.
 func slowWaiters(t *testing.T, f *fixture, jobs ...store.NewJob) store.Limits {
 	t.Helper()
-	rl := store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}
+	return classWaiters(t, f, store.Limits{RateClass: "slow", RateJobs: 1, RatePer: time.Hour, RateBurst: 1}, jobs...)
+}
+
+// classWaiters makes jobs wait, in their order, on rate class rl (a burst
+// of 1) whose token a job r0 just spent, and returns rl.
+func classWaiters(t *testing.T, f *fixture, rl store.Limits, jobs ...store.NewJob) store.Limits {
+	t.Helper()
 	f.enqueue(store.NewJob{Local: "r0", Limits: rl})
 	f.claim(10, "w")
 	for i := range jobs {
