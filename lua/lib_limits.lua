@@ -85,11 +85,19 @@ local function promise(class, id, ms)
   FIRST[class] = nil
 end
 
+-- promise_at is when the promise of class to job id lapses, or nil when
+-- it has none; standing says whether it stands (not lapsed, nor scored
+-- past NOW + PROMISE_KEEP).
+local function promise_at(class, id)
+  return tonumber((redis.pcall('ZSCORE', ratego_key(class), id)))
+end
+local function standing(at)
+  return at and at > NOW and at <= NOW + PROMISE_KEEP or false
+end
+
 -- holds_promise says whether a promise of class to job id stands.
 local function holds_promise(class, id)
-  if promised(class) == 0 then return false end
-  local at = tonumber((redis.pcall('ZSCORE', ratego_key(class), id)))
-  return at and at > NOW and at <= NOW + PROMISE_KEEP or false
+  return promised(class) > 0 and standing(promise_at(class, id))
 end
 
 -- unpromise takes the promise to job id, which leaves its ready list
@@ -98,14 +106,21 @@ end
 local function unpromise(class, id)
   promised(class)
   if not KEPT[class] then return false end
-  local key = ratego_key(class)
-  local at = tonumber((redis.pcall('ZSCORE', key, id)))
+  local at = promise_at(class, id)
   if not at then return false end
-  redis.pcall('ZREM', key, id)
+  redis.pcall('ZREM', ratego_key(class), id)
   FIRST[class] = nil
-  if at <= NOW or at > NOW + PROMISE_KEEP then return false end
+  if not standing(at) then return false end
   PROMISED[class] = PROMISED[class] - 1
   return true
+end
+
+-- unowe gives back the token promised to job id of rate class class (nil:
+-- none), which leaves its ready list without spending it (cancelled,
+-- deleted, archived, or set waiting on its concurrency key by a claim):
+-- the class's waiters are looked at again now.
+local function unowe(class, id)
+  if class and unpromise(class, id) then RWAKE[class] = NOW end
 end
 
 -- requeue_front puts back waiting jobs (still 'available') at the front of
@@ -195,7 +210,7 @@ local function unlist(jk, id, oldest)
   if n > 0 then
     -- a job of a rate class on a ready list may be a waiter its class let
     -- go with a token promised: the token goes to the next waiter now
-    if h[5] and unpromise(h[5], id) then RWAKE[h[5]] = NOW end
+    unowe(h[5], id)
     return
   end
   if h[4] then
@@ -450,14 +465,6 @@ local function rate_take(class, id)
   rate_wait(class, b, id, owed)
   WAITING[class] = true
   return true
-end
-
--- unowe gives back the token promised to job id of rate class class (nil:
--- none), which leaves its ready list without spending it (archived, or
--- set waiting on its concurrency key by a claim): the class's waiters are
--- looked at again now.
-local function unowe(class, id)
-  if class and unpromise(class, id) then RWAKE[class] = NOW end
 end
 
 -- MAX_POP: a count no list's length passes (2^32), at most that many let
