@@ -118,11 +118,14 @@ func TestMetrics(t *testing.T) {
 	e.startWorker(reg, runtime.Options{CrashDelay: noCrashDelay,
 		Clock: clk, MeterProvider: mp, CrashLimit: 2, Backoff: func(int) time.Duration { return 0 }, IdlePoll: time.Hour,
 	})
-	// An attempt is counted before the worker signals it settled: six
-	// attempts (1 twice, 2 once, 3 twice, 4 once).
+	// An attempt is counted before the worker signals its ack: six
+	// attempts (1 twice, 2 once, 3 twice, 4 once). Only acks count here: a
+	// claim may lease a job the worker then hands back unrun (a second
+	// suspect, no free slot), which is settled too but is no attempt.
 	const attempts = "sluice.attempt.duration.count{sluice.job.kind=work,sluice.queue=default}"
+	acked := func(s testsignal.Settled) bool { return s.By == testsignal.Ack }
 	for range 6 {
-		e.Sig.Settled.Wait(t)
+		e.Sig.Settled.WaitFor(t, acked)
 	}
 	if n := metrics(t, reader)[attempts]; n != 6 {
 		t.Fatalf("%v attempts counted, want 6", n)
@@ -132,7 +135,7 @@ func TestMetrics(t *testing.T) {
 	testkit.Recv(t, started, "job 5 to start")
 	clk.Advance(2 * time.Second)
 	close(release)
-	if s := e.Sig.Settled.Wait(t); s.JobID != res.ID || s.State != flow.StateCompleted {
+	if s := e.Sig.Settled.WaitFor(t, acked); s.JobID != res.ID || s.State != flow.StateCompleted {
 		t.Fatalf("settled %+v, want job 5 completed", s)
 	}
 	if n := metrics(t, reader)[attempts]; n != 7 {
