@@ -42,8 +42,11 @@ end
 -- first of them lapses (false: none), KEPT whether the key holds any
 -- promise, lapsed ones too (a claim takes a lapsed one off: should the
 -- store's clock step back, it would stand again); nil: not read yet.
+-- DATED: the classes whose promises key this call has given its expiry
+-- since it last removed promises (a removal may delete the key, and a
+-- promise after it make it again, with none).
 local PROMISE_KEEP, PIN_GRACE = 60000, 1000
-local PROMISED, FIRST, KEPT = {}, {}, {}
+local PROMISED, FIRST, KEPT, DATED = {}, {}, {}, {}
 local function promised(class)
   local n = PROMISED[class]
   if n == nil then
@@ -79,7 +82,11 @@ local function promise(class, id, ms)
   local key = ratego_key(class)
   local n = promised(class)
   local added = call_aside('ZADD', key, nil, NOW + ms, id)
-  redis.pcall('PEXPIRE', key, PROMISE_KEEP)
+  if not DATED[class] then
+    -- once per call: every promise of the call lapses by NOW + PROMISE_KEEP
+    redis.pcall('PEXPIRE', key, PROMISE_KEEP)
+    DATED[class] = true
+  end
   KEPT[class] = true
   if added == 1 then PROMISED[class] = n + 1 end
   FIRST[class] = nil
@@ -109,7 +116,7 @@ local function unpromise(class, id)
   local at = promise_at(class, id)
   if not at then return false end
   redis.pcall('ZREM', ratego_key(class), id)
-  FIRST[class] = nil
+  FIRST[class], DATED[class] = nil, nil
   if not standing(at) then return false end
   PROMISED[class] = PROMISED[class] - 1
   return true
@@ -554,6 +561,7 @@ local function promote_rated()
     -- lapsed promises go (pcall: a key of another type holds none)
     redis.pcall('ZREMRANGEBYSCORE', ratego_key(class), '-inf', NOW)
     redis.pcall('ZREMRANGEBYSCORE', ratego_key(class), '(' .. (NOW + PROMISE_KEEP), '+inf')
+    DATED[class] = nil
     -- no bucket (expired while idle, or corrupt and dropped): nothing
     -- limits the class, as a claim finds too, until its next enqueue
     -- defines it again: its waiting jobs go, a hundred per pass

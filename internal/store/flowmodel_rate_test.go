@@ -11,7 +11,10 @@ package store_test
 //     worker's pin list), not waiting;
 //   - a class never promises more tokens than its bucket holds at that
 //     time: a claim spends a token only if the bucket holds one beyond
-//     those promised to others, and a pass promises only such tokens.
+//     those promised to others, and a pass promises only such tokens;
+//   - a class's promises key, when there is one, expires (a minute after
+//     its last promise): a key made again within a call after a removal
+//     emptied it must be given its expiry again.
 
 import (
 	"errors"
@@ -19,6 +22,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +31,7 @@ import (
 type flowPromises struct {
 	live   map[string]map[string]int64 // class -> job -> when its promise lapses (ms)
 	tokens map[string]float64          // class -> tokens its bucket holds now; absent: no bucket
+	ttl    map[string]time.Duration    // class -> its promises key's PTTL (-2: no key, -1: no expiry)
 }
 
 // readPromises reads each class's promises and bucket into s.
@@ -34,10 +39,12 @@ func (r *flowRun) readPromises(s *fsnap) {
 	ctx := r.ctx
 	zs := map[string]*redis.ZSliceCmd{}
 	bs := map[string]*redis.SliceCmd{}
+	ts := map[string]*redis.DurationCmd{}
 	_, err := r.direct.Pipelined(ctx, func(pl redis.Pipeliner) error {
 		for _, c := range flowRClass {
 			zs[c] = pl.ZRangeWithScores(ctx, r.p.RateLetGo(c), 0, -1)
 			bs[c] = pl.HMGet(ctx, r.p.RateBucket(c), "t", "u", "n", "p", "b")
+			ts[c] = pl.PTTL(ctx, r.p.RateLetGo(c))
 		}
 		return nil
 	})
@@ -45,8 +52,9 @@ func (r *flowRun) readPromises(s *fsnap) {
 		r.fail("reading promises: %v", err)
 	}
 	now := float64(r.now())
-	s.promises = &flowPromises{live: map[string]map[string]int64{}, tokens: map[string]float64{}}
+	s.promises = &flowPromises{live: map[string]map[string]int64{}, tokens: map[string]float64{}, ttl: map[string]time.Duration{}}
 	for _, c := range flowRClass {
+		s.promises.ttl[c] = ts[c].Val()
 		live := map[string]int64{}
 		for _, z := range zs[c].Val() {
 			if z.Score > now {
@@ -89,6 +97,9 @@ func (r *flowRun) checkPromises(s *fsnap) []string {
 					add("class %s promises a token to job %s, listed on %s", c, id, name)
 				}
 			}
+		}
+		if s.promises.ttl[c] == -1 {
+			add("class %s's promises key (%v) has no expiry", c, live)
 		}
 		if tokens, ok := s.promises.tokens[c]; ok && float64(len(live)) > tokens+1e-9 {
 			add("class %s promises %d tokens (%v), its bucket holds %.3f", c, len(live), live, tokens)
