@@ -394,6 +394,10 @@ func (r *modelRun) sendCheckpoints(call *ckptCall, what string) {
 		desc = append(desc, s.String())
 		if s.invalid != "go" {
 			fmt.Fprintf(&b, "%s\x00%s\x00%d\x00%s\x00%s\x00%s\x00%s\x00", s.c.Local, s.c.LeaseID, s.c.Fence, s.c.Field, s.c.Mode, s.c.Commit, s.c.Record)
+			fmt.Fprintf(&b, "%d\x00", len(s.c.Effects)) // and its effects
+			for _, e := range s.c.Effects {
+				fmt.Fprintf(&b, "%s\x00%s\x00%q\x00%s\x00", e.Op, e.Key, e.Args, e.Job)
+			}
 		}
 	}
 	key := b.String()

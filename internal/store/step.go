@@ -101,6 +101,20 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 		id.add(c.Mode)
 		id.add(c.Commit)
 		id.addBytes(c.Record)
+		// the effects too: a commit of the same checkpoint with other
+		// effects (a cursor saved again after its effects failed, with
+		// others or none) is another call, not a re-send of the first,
+		// whose recorded answer would be taken for its own
+		id.addInt(int64(len(c.Effects)))
+		for _, e := range c.Effects {
+			id.add(e.Op)
+			id.add(e.Key)
+			id.addInt(int64(len(e.Args)))
+			for _, a := range e.Args {
+				id.add(a)
+			}
+			id.addBytes(e.Job)
+		}
 		c.pack(fields)
 	}
 	if len(sent) == 0 {
