@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"strconv"
 	"sync"
@@ -399,6 +400,21 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	if err != nil {
 		return nil, err
 	}
+	// FailFast's answer is the failed child its first decision named,
+	// recorded with the attempt's fence: children that fail later would
+	// make the first failed by index another one, and a run after a crash
+	// or a failed attempt take another branch than the one its
+	// checkpoints recorded
+	pin, field := -1, ""
+	if policy == FailFast {
+		field = joinField(ch)
+		if b, ok := st.Checkpoint(field); ok {
+			if i, err := strconv.Atoi(string(b)); err == nil && i >= 0 && i < len(kids) &&
+				kids[i].Done && kids[i].State != StateCompleted {
+				pin = i // still failed (a redrive may have completed it since)
+			}
+		}
+	}
 	out := make([]ChildResult[R], len(kids))
 	var pending []string
 	for i, k := range kids {
@@ -417,7 +433,12 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 			}
 		default:
 			out[i].Error = string(k.Payload)
-			if policy == FailFast {
+			if policy == FailFast && (pin < 0 || pin == i) {
+				if pin < 0 {
+					if err := st.Commit(field, []byte(strconv.Itoa(i)), store.ModeCursor, "", nil); err != nil {
+						return nil, err
+					}
+				}
 				return out, &ChildFailedError{Index: i, ID: ch.IDs[i], State: k.State, Message: out[i].Error}
 			}
 		}
@@ -435,4 +456,17 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	// parent waking and joining again on every ack.
 	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
 		FailFast: policy == FailFast, Recheck: JoinRecheck}
+}
+
+// joinField is the checkpoint field of a FailFast Join's decision about
+// ch: '!j:', its step and a hash of the IDs it joins (a Children may join
+// some of a step's children). A '!' field is no step (checkpoint.IsStep):
+// it takes no position and is no evidence for step.Version.
+func joinField(ch *Children) string {
+	h := fnv.New64a()
+	for _, id := range ch.IDs {
+		_, _ = h.Write([]byte(id))
+		_, _ = h.Write([]byte{0})
+	}
+	return "!j:" + ch.Step + ":" + strconv.FormatUint(h.Sum64(), 36)
 }
