@@ -376,7 +376,10 @@ func childID(id string) EnqueueOption {
 // returns a *WaitingError that the handler must return: the job is suspended,
 // without holding a worker or spending an attempt, and runs again (its
 // finished steps skipped) when the children are done. R is the children's
-// result type.
+// result type. Under FailFast the failed child it answers is recorded with
+// the job's checkpoints: every later run (a retry, a run after a crash) is
+// told of the same child while it stays failed, though others may have
+// failed since, so that it takes the branch its checkpoints recorded.
 func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildResult[R], error) {
 	st, ok := attempt.From(ctx)
 	if !ok {

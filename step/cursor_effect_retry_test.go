@@ -16,7 +16,7 @@ type cursorRetry struct{}
 
 func (cursorRetry) Kind() string { return "cursor_retry" }
 
-// TestReview40bCursorFlushAfterEffectError: a cursor checkpoint whose
+// TestCursorFlushAfterEffectError: a cursor checkpoint whose
 // effects cannot apply writes nothing and answers an EffectError. The
 // handler then saves the same progress without the effect (Flush). That
 // commit has no effects at all, so it cannot fail with an effect error:
@@ -25,7 +25,7 @@ func (cursorRetry) Kind() string { return "cursor_retry" }
 // second commit, with the same lease, field, record and commit name, is
 // taken for a re-send of the first and answered its recorded
 // effect_error (lib_replay.lua) without running.
-func TestReview40bCursorFlushAfterEffectError(t *testing.T) {
+func TestCursorFlushAfterEffectError(t *testing.T) {
 	t.Parallel()
 	reg := flow.NewRegistry()
 	var firstErr, flushErr atomic.Value
