@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"strings"
 
@@ -78,7 +79,8 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
-	streams, err := parseCursor(o.Cursor, o.State, parts)
+	tag := cursorTag(o.Queue, o.State, o.Kind)
+	streams, err := parseCursor(o.Cursor, tag, o.State, parts)
 	if err != nil {
 		return JobPage{}, err
 	}
@@ -115,7 +117,9 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 		}
 		out.Jobs = append(out.Jobs, summary(best.p, e.Job))
 	}
-	out.Next = formatCursor(streams)
+	if next := formatCursor(streams); next != "" {
+		out.Next = tag + cursorTagEnd + next
+	}
 	return out, nil
 }
 
@@ -152,11 +156,34 @@ const memberForm = `(?::(?:[0-9a-f]{2}){1,128})?`
 // number, or an infinity (a corrupt due time is listed at one).
 const scoreForm = `(?:[-+]?inf|-?\d{1,20}(?:\.\d{1,20})?(?:[eE][-+]?\d{1,3})?)`
 
-// parseCursor reads the cursor c of a listing of state over parts. A
-// cursor that is not one this listing gave is ErrInvalid: read as a
-// start, or by the script, it listed the wrong jobs, or none.
-func parseCursor(c, state string, parts []keys.Partition) ([]*stream, error) {
+// cursorTag names a listing (queue, state, kind) in its cursors: a
+// cursor of another listing of the same form (another finished state,
+// queue or kind, over as many partitions) read as this one's place
+// listed the wrong jobs, or none, and said so as if it were the end.
+func cursorTag(queue, state, kind string) string {
+	h := fnv.New32a()
+	h.Write([]byte(queue + "\x00" + state + "\x00" + kind))
+	return fmt.Sprintf("%08x", h.Sum32())
+}
+
+// cursorTagEnd ends a cursor's tag; no partition's cursor has one.
+const cursorTagEnd = "_"
+
+// parseCursor reads the cursor c of the listing tag (cursorTag) of state
+// over parts. A cursor that is not one this listing gave is ErrInvalid:
+// read as a start, or by the script, it listed the wrong jobs, or none.
+// A cursor with no tag is of an earlier version, taken as it was.
+func parseCursor(c, tag, state string, parts []keys.Partition) ([]*stream, error) {
 	cs := make([]string, len(parts))
+	if t, rest, ok := strings.Cut(c, cursorTagEnd); ok {
+		if t != tag {
+			return nil, fmt.Errorf("%w: cursor %q is another listing's (another queue, state or kind): give it to the listing that gave it, or start over", flow.ErrInvalid, c)
+		}
+		if rest == "" {
+			return nil, fmt.Errorf("%w: cursor %q names no place", flow.ErrInvalid, c)
+		}
+		c = rest
+	}
 	if c != "" {
 		cs = strings.Split(c, ",")
 		if len(cs) != len(parts) {
