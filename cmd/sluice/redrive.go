@@ -98,11 +98,14 @@ func (s *selection) flags(cmd *cobra.Command, stateUsage string, states ...strin
 	if len(states) > 0 {
 		choice(cmd, &s.sel.State, "state", "", stateUsage, states...)
 	}
-	fs.StringVar(&s.sel.Kind, "kind", "", "only jobs of kind `K`")
-	fs.StringVar(&s.sel.Reason, "reason", "", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
+	// each refuses an empty value (given): "--before $CUTOFF" with the
+	// variable unset bounded nothing, and the command deleted or moved
+	// every job of the state
+	fs.Var(given{&s.sel.Kind, "the kind"}, "kind", "only jobs of kind `K`")
+	fs.Var(given{&s.sel.Reason, "the reason"}, "reason", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
 	_ = cmd.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions(admin.Reasons(""), cobra.ShellCompDirectiveNoFileComp))
-	fs.StringVar(&s.after, "after", "", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
-	fs.StringVar(&s.before, "before", "", "only jobs finished before `T`: RFC 3339 or a duration ago")
+	fs.Var(given{&s.after, "the time"}, "after", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
+	fs.Var(given{&s.before, "the time"}, "before", "only jobs finished before `T`: RFC 3339 or a duration ago")
 	intRange(fs, &s.batch, "batch", 500, 1, 5000, "jobs examined per script call")
 	fs.BoolVar(&s.dryRun, "dry-run", false, "count the jobs, "+cmd.Name()+" none")
 }
