@@ -51,7 +51,10 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 			return usagef("--seq names a kept signal to discard: it goes with --discard")
 		}
 		var payload any
-		if data != "" {
+		// given, --data must be JSON: an empty value (an unset variable)
+		// is none, not "no payload", which woke the workflow with a zero
+		// value and said "sent"
+		if cmd.Flags().Changed("data") {
 			var err error
 			if payload, err = signalData(data); err != nil {
 				return usagef("--data: %v", err)
