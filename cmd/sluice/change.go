@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -33,6 +34,13 @@ note says so.`,
 		}
 		id := args[0]
 		res, err := client.CancelJob(cmd.Context(), id)
+		if errors.Is(err, admin.ErrQueueNotFound) {
+			// the retention could not be read: its queue is not registered
+			// (jobs of an older release), which is not the job missing
+			if _, jerr := client.Job(cmd.Context(), id); jerr == nil {
+				return fmt.Errorf("cannot cancel job %s: %w", id, err)
+			}
+		}
 		if err != nil {
 			return c.about("job", id, err)
 		}
