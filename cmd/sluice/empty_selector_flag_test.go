@@ -10,8 +10,8 @@ import (
 
 // TestEmptySelectorFlagRefused: a selector flag given an empty value
 // (--before "$CUTOFF", --kind "$KIND" with the variable unset) bounds
-// nothing, so the command acted on every job of the state: "jobs delete
-// --queue default --state archived --before ”" deleted the archived jobs
+// nothing, so the command acted on every job of the state: `jobs delete
+// --queue default --state archived --before ""` deleted the archived jobs
 // of every finish time, and said so with exit 0, where the operator
 // asked for the old ones only. --namespace, --redis and --key already
 // refuse an empty value for this reason (root.go given, signal --key):
