@@ -102,8 +102,8 @@ func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	return out, outboxed, nil
 }
 
-// addStarted appends a's lease start (ms) to an ack call's fields: ”
-// when not known.
+// addStarted appends a's lease start (ms) to an ack call's fields: the empty
+// string when not known.
 func (a *Ack) addStarted(fields *argList) {
 	if a.Started.IsZero() {
 		fields.str("")

@@ -27,7 +27,7 @@ import (
 // key, hold lists, checkpoints, body, error list, children, their very
 // hash) replaced by a value of another type; a field of the bad jobs'
 // hashes read as a number or a name set to 'x', '1.5', 'nan', 'inf',
-// '-1', '1e400', ” (or, in the full sweep, megabytes of digits); a field
+// '-1', '1e400', the empty string (or, in the full sweep, megabytes of digits); a field
 // of their rate bucket likewise; or a key every job shares (an index, the
 // stats, the priority mask) replaced. The
 // scenario, healthy jobs of every shape side by side with bad ones of the
