@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -35,14 +34,6 @@ func TestDeleteGolden(t *testing.T) {
 	if err := rdb.ZAdd(f.ctx, p.Terminal(flow.StateArchived), redis.Z{Score: float64(epoch.UnixMilli()), Member: "bad"}).Err(); err != nil {
 		t.Fatal(err)
 	}
-	exists := func(id string) bool {
-		t.Helper()
-		_, err := f.c.Job(f.ctx, id)
-		if err != nil && !errors.Is(err, flow.ErrNotFound) {
-			t.Fatal(err)
-		}
-		return err == nil
-	}
 
 	tr := &transcript{f: f}
 	// usage: exit 2
@@ -69,7 +60,7 @@ func TestDeleteGolden(t *testing.T) {
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "scheduled", "--kind", "sms", "--dry-run")
 	// a redrive by selector names the entry it cannot read as delete does
 	tr.run(exitOK, "redrive", "--queue", "default", "--dry-run")
-	if !exists("default:0:a1") || !exists("default:0:k1") {
+	if !f.exists("default:0:a1") || !f.exists("default:0:k1") {
 		t.Fatal("a dry run deleted jobs")
 	}
 	// a2 finished 1.5s after a1: after a1's finish plus a second, a2 only
@@ -78,14 +69,14 @@ func TestDeleteGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "archived", "--after", a1.Finished.Add(time.Second).Format(time.RFC3339Nano))
-	if !exists("default:0:a1") || exists("default:0:a2") {
-		t.Fatalf("--after: a1 kept %v, a2 kept %v; want a1 only", exists("default:0:a1"), exists("default:0:a2"))
+	if !f.exists("default:0:a1") || f.exists("default:0:a2") {
+		t.Fatalf("--after: a1 kept %v, a2 kept %v; want a1 only", f.exists("default:0:a1"), f.exists("default:0:a2"))
 	}
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "archived")
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "scheduled", "--kind", "sms")
 	tr.run(exitOK, "jobs", "delete", "--queue", "default", "--state", "completed", "--kind", "sms")
 	tr.run(exitOK, "jobs", "delete", "default:0:v1") // by ID, as before
-	if exists("default:0:a1") || exists("default:0:k1") || exists("default:0:v1") || !exists("default:0:s1") || !exists("default:0:c1") {
+	if f.exists("default:0:a1") || f.exists("default:0:k1") || f.exists("default:0:v1") || !f.exists("default:0:s1") || !f.exists("default:0:c1") {
 		t.Fatal("deleted the wrong jobs")
 	}
 	if v, err := rdb.Get(f.ctx, p.Job("bad")).Result(); v != "x" || err != nil {
@@ -117,7 +108,7 @@ func TestDeleteGolden(t *testing.T) {
 	if err := json.Unmarshal([]byte(f.must("--json", "jobs", "delete", "--queue", "default", "--state", "completed")), &rep); err != nil || rep.Matched != 1 || rep.DryRun || len(rep.Unreadable) != 0 {
 		t.Fatalf("jobs delete --json: %+v, %v", rep, err)
 	}
-	if exists("default:0:c1") {
+	if f.exists("default:0:c1") {
 		t.Fatal("c1 not deleted")
 	}
 }

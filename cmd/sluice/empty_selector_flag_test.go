@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -20,14 +19,6 @@ func TestEmptySelectorFlagRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.populate() // archived a1, a2 (kind email), finished a few seconds before now
-	exists := func(id string) bool {
-		t.Helper()
-		_, err := f.c.Job(f.ctx, id)
-		if err != nil && !errors.Is(err, flow.ErrNotFound) {
-			t.Fatal(err)
-		}
-		return err == nil
-	}
 	f.clk.Advance(time.Minute)
 	for _, args := range [][]string{
 		{"jobs", "delete", "--queue", "default", "--state", "archived", "--before", ""},
@@ -41,7 +32,7 @@ func TestEmptySelectorFlagRefused(t *testing.T) {
 		if code != exitUsage {
 			t.Errorf("sluice %q: exit %d, want %d (an empty selector flag)\nstdout: %s\nstderr: %s", args, code, exitUsage, out, errs)
 		}
-		if !exists("default:0:a1") || !exists("default:0:a2") {
+		if !f.exists("default:0:a1") || !f.exists("default:0:a2") {
 			t.Fatalf("sluice %q deleted archived jobs it was not asked to", args)
 		}
 		if j, err := f.c.Job(f.ctx, "default:0:a1"); err != nil || j.State != flow.StateArchived {

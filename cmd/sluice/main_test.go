@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"os"
@@ -51,6 +52,16 @@ type fixture struct {
 	stdoutTTY, stderrTTY bool
 	// more environment variables the CLI sees
 	env map[string]string
+}
+
+// exists says whether job id can be read.
+func (f *fixture) exists(id string) bool {
+	f.t.Helper()
+	_, err := f.c.Job(f.ctx, id)
+	if err != nil && !errors.Is(err, flow.ErrNotFound) {
+		f.t.Fatal(err)
+	}
+	return err == nil
 }
 
 func newFixture(t *testing.T) *fixture {
