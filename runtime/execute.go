@@ -113,19 +113,19 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		}
 		a.ctl.gid.Store(0) // the runner goroutine moves on to other attempts
 		r = w.join(a, r)   // tracked goroutines (tracked.go)
-		a.handlerReturned()
+		// the cause the handler was stopped for as it returned: a stop
+		// after that (expire, which leaves a returned handler's outcome to
+		// be acked: abandon) must not turn its outcome into none
+		stopped := a.handlerReturned(ctx)
 		stopWatch()
 		if a.suspect {
 			suspectDone()
 		}
 		w.release(1)
 		if a.settled.CompareAndSwap(false, true) {
-			var cause error
-			if ctx.Err() != nil {
-				cause = context.Cause(ctx)
-				if a.state.Decided() && !errors.Is(cause, ErrLeaseLost) {
-					cause = nil // the outcome was known before (an isolated child replied)
-				}
+			cause := stopped
+			if cause != nil && a.state.Decided() && !errors.Is(cause, ErrLeaseLost) {
+				cause = nil // the outcome was known before (an isolated child replied)
 			}
 			w.conclude(a, r, true, cause)
 		}
@@ -168,14 +168,21 @@ func (a *Attempt) returnedChan() <-chan struct{} {
 }
 
 // handlerReturned records that the handler returned, closing the
-// returnedChan channel if it was made.
-func (a *Attempt) handlerReturned() {
+// returnedChan channel if it was made, and returns the cause ctx (the
+// attempt's) was cancelled for by then, if it was. Read under mu, with
+// hasReturned set: abandon cancels a running handler under mu, and leaves
+// one that has returned to ack its outcome.
+func (a *Attempt) handlerReturned(ctx context.Context) (cause error) {
 	a.mu.Lock()
 	a.hasReturned = true
+	if ctx.Err() != nil {
+		cause = context.Cause(ctx)
+	}
 	if a.returned != nil {
 		close(a.returned)
 	}
 	a.mu.Unlock()
+	return cause
 }
 
 // graceWatch gives a cancelled handler CancelGrace to return, then settles
