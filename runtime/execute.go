@@ -197,6 +197,14 @@ func (w *Worker) graceWatch(ctx context.Context, a *Attempt, returned <-chan str
 	case <-returned:
 		return
 	case <-g.C():
+		// both ready at once (it returned as the grace ran out): select
+		// picks either, and the runner settles a returned handler by its
+		// outcome
+		select {
+		case <-returned:
+			return
+		default:
+		}
 	}
 	if a.state.Decided() && !errors.Is(context.Cause(ctx), ErrLeaseLost) {
 		return
