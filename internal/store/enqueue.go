@@ -100,6 +100,12 @@ type EnqueueResult struct {
 	Err    error // ErrConflict for Conflicted; the call's error for Failed
 }
 
+// MaxConcurrencyLimit is the largest concurrency limit a job's hash
+// keeps: the largest whole number the scripts read (a Lua number, 2^53 -
+// 1). A larger limit is written as this one, which no partition's
+// running jobs ever reach either.
+const MaxConcurrencyLimit = 1<<53 - 1
+
 // DefaultMaxAttempts is the max attempts of a job whose hash has no 'ma'
 // field: the scripts leave it out for the default, to keep pending jobs
 // small (lua/lib.lua DEFAULT_MAX_ATTEMPTS).
@@ -304,7 +310,9 @@ func (s *Store) enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		}
 		l := j.Limits
 		fields.str(l.ConcurrencyKey)
-		fields.int(int64(l.ConcurrencyLimit))
+		// the scripts read a limit of 2^53 or more as corrupt data, a limit
+		// of 1 (lua/lib.lua count_of): no partition runs that many jobs
+		fields.int(min(int64(l.ConcurrencyLimit), MaxConcurrencyLimit))
 		fields.str(l.RateClass)
 		fields.int(int64(l.RateJobs))
 		fields.int(msUp(l.RatePer)) // never a faster rate than asked
