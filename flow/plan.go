@@ -228,7 +228,10 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 			}
 		}
 	}
-	if !o.deadline.IsZero() && !o.runAt.IsZero() && !o.deadline.After(o.runAt) {
+	// compared as the store keeps them: the run time rounded up to a
+	// whole millisecond, the deadline rounded down (a deadline within the
+	// run time's millisecond is kept at or before it)
+	if !o.deadline.IsZero() && !o.runAt.IsZero() && o.deadline.UnixMilli() <= unixMilliUp(o.runAt) {
 		// it could never run: archived deadline_exceeded when it came due
 		return drafted{}, fmt.Errorf("%w: deadline %v is not after the run time %v", ErrInvalid,
 			o.deadline.UTC().Format(time.RFC3339Nano), o.runAt.UTC().Format(time.RFC3339Nano))
@@ -289,6 +292,16 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		// finished and been deleted since
 		Relayed: parent != nil, Tick: o.tick,
 	}}, nil
+}
+
+// unixMilliUp is t in unix milliseconds rounded up, as the store keeps a
+// run time (store.unixMSUp).
+func unixMilliUp(t time.Time) int64 {
+	m := t.UnixMilli()
+	if t.After(time.UnixMilli(m)) {
+		m++
+	}
+	return m
 }
 
 // routeKey is the key whose hash places a job on its queue's partition,
