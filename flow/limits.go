@@ -21,7 +21,8 @@ type RateLimit struct {
 // of each queue partition: with several partitions, each allows limit (see
 // the README on limits and partitions). A job has one concurrency key:
 // given twice, as any option, the later applies (a job's own options
-// override its kind's defaults).
+// override its kind's defaults). A limit of 2^53 or more is kept as
+// 2^53 - 1, the largest the scripts read: no limit in practice.
 func WithConcurrencyLimit(key string, limit int) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if key == "" || limit <= 0 {
