@@ -309,7 +309,8 @@ func (h *Harness) partitions(ctx context.Context) ([]keys.Partition, error) {
 }
 
 // busy reports whether a job of the namespace is available or running,
-// or a notification (a child's end, a relayed effect) waits in an outbox.
+// or scheduled or retryable and due, or a notification (a child's end, a
+// relayed effect) waits in an outbox.
 func (h *Harness) busy(ctx context.Context, parts []keys.Partition) (bool, error) {
 	for _, p := range parts {
 		n, err := h.Redis.HMGet(ctx, p.Stats(), flow.StateAvailable, flow.StateRunning).Result()
@@ -323,6 +324,17 @@ func (h *Harness) busy(ctx context.Context, parts []keys.Partition) (bool, error
 		}
 		if l, err := h.Redis.XLen(ctx, p.Outbox()).Result(); err != nil || l > 0 {
 			return l > 0, err
+		}
+		// A scheduled or retryable job due by the harness's clock (the
+		// test advanced it) is work to run now too: the worker promotes
+		// it at its next claim, which also moves a bucket of later jobs
+		// that has begun into sched (sched_near): one that has is busy
+		// until then.
+		due := strconv.FormatInt(h.Clock.Now().UnixMilli(), 10)
+		for _, k := range []string{p.Sched(), p.Later()} {
+			if n, err := h.Redis.ZCount(ctx, k, "-inf", due).Result(); err != nil || n > 0 {
+				return n > 0, err
+			}
 		}
 	}
 	return false, nil
