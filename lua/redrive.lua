@@ -5,8 +5,9 @@
 --
 -- 'ids': ARGV[10] what to do: 'redrive' (archived or cancelled jobs) or
 --   'release' (quarantined jobs); ARGV[11] n; then n job IDs.
---   Returns one status per ID: 'ok' (moved), 'missing', or the job's state
---   when it is not one the action takes (nothing written for it).
+--   Returns one status per ID: 'ok' (moved), 'missing', 'malformed' (its
+--   key holds another type than a hash), or the job's state when it is
+--   not one the action takes (nothing written for it).
 --
 -- 'select': one bounded step of a scan of one terminal zset, oldest
 --   first, moving (or, in a dry run, only counting) the jobs that match.
@@ -78,9 +79,11 @@ if ARGV[9] == 'ids' then
   for i = 1, tonumber(ARGV[11]) do
     local id = ARGV[11 + i]
     local jk = job_key(id)
-    local h = fields(jk, F.state, F.reason)
+    local h, bad = fields(jk, F.state, F.reason)
     h[1] = state_of(h[1])
-    if not h[1] then
+    if bad then
+      out[i] = STATUS.malformed -- its key holds another type: not missing
+    elseif not h[1] then
       out[i] = STATUS.missing
     elseif takes[h[1]] then
       revive(jk, id, h[1], h[2])

@@ -177,10 +177,13 @@ func runNowStatus(ref keys.Ref, status, state string) (string, error) {
 }
 
 // redriveStatus maps redrive.lua's answer for the job local ('ids' mode):
-// statusOK, statusMissing, or the job's state.
+// statusOK, statusMissing, statusMalformed, or the job's state.
 func redriveStatus(op, local, status string) error {
-	if status == statusOK {
+	switch status {
+	case statusOK:
 		return nil
+	case statusMalformed:
+		return fmt.Errorf("%w: %s: job %s: its key holds another type than a hash", ErrMalformed, op, local)
 	}
 	_, err := adminStatus(op, local, status, status)
 	return err
