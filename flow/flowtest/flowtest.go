@@ -136,7 +136,8 @@ func Within(d time.Duration) Option { return func(c *runConfig) { c.timeout = d 
 // Result is where a job ended.
 type Result struct {
 	Job *flow.JobInfo
-	// Attempts is how many times the handler was called.
+	// Attempts is how many times the job's handler was called (by this
+	// Run or Resume; not counting the calls of the jobs it spawned).
 	Attempts int
 }
 
@@ -228,7 +229,7 @@ func (h *Harness) Resume(id string, timeout time.Duration) *Result {
 					h.t.Fatalf("flowtest: reading job %s: %v", id, err)
 				}
 				if settled(info, h.Clock.Now()) {
-					return &Result{Job: info, Attempts: calls.get()}
+					return &Result{Job: info, Attempts: calls.get(id)}
 				}
 			}
 			if !covers(served, parts) {
@@ -355,21 +356,26 @@ func settled(j *flow.JobInfo, now time.Time) bool {
 	return false
 }
 
+// callCounter counts handler calls by job ID: a Resume works the jobs
+// its job spawns too, whose calls are theirs.
 type callCounter struct {
 	mu sync.Mutex
-	n  int
+	n  map[string]int
 }
 
-func (c *callCounter) inc() {
+func (c *callCounter) inc(id string) {
 	c.mu.Lock()
-	c.n++
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[id]++
 	c.mu.Unlock()
 }
 
-func (c *callCounter) get() int {
+func (c *callCounter) get(id string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n
+	return c.n[id]
 }
 
 // handlers wraps the registry to count calls and inject crashes.
@@ -404,7 +410,7 @@ func (r retrying) RetryDelay(attempt int, err error) time.Duration {
 // count wraps inner to count its calls and inject crashes.
 func (hs *handlers) count(inner runtime.Handler) runtime.HandlerFunc {
 	return runtime.HandlerFunc(func(ctx context.Context, a *runtime.Attempt) ([]byte, error) {
-		hs.calls.inc()
+		hs.calls.inc(a.ID)
 		hs.h.mu.Lock()
 		after, crash := hs.h.crash[a.ID]
 		delete(hs.h.crash, a.ID)
