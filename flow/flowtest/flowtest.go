@@ -310,32 +310,40 @@ func (h *Harness) partitions(ctx context.Context) ([]keys.Partition, error) {
 }
 
 // busy reports whether a job of the namespace is available or running,
-// or scheduled or retryable and due, or a notification (a child's end, a
-// relayed effect) waits in an outbox.
+// or scheduled or retryable and due by the harness's clock, or a
+// notification (a child's end, a relayed effect) waits in an outbox.
+//
+// Each partition is read in one transaction: a job the worker moves
+// meanwhile (a due retry claimed, from sched to running) is seen where
+// it is, not missed between two reads.
 func (h *Harness) busy(ctx context.Context, parts []keys.Partition) (bool, error) {
+	// A scheduled or retryable job due by the harness's clock (the test
+	// advanced it, or a retry without backoff) is work to run now: the
+	// worker promotes it at its next claim, which also moves a bucket of
+	// later jobs that has begun into sched (sched_near).
+	due := strconv.FormatInt(h.Clock.Now().UnixMilli(), 10)
 	for _, p := range parts {
-		n, err := h.Redis.HMGet(ctx, p.Stats(), flow.StateAvailable, flow.StateRunning).Result()
-		if err != nil {
+		var (
+			n          *redis.SliceCmd
+			out        *redis.IntCmd
+			sched, lat *redis.IntCmd
+		)
+		if _, err := h.Redis.TxPipelined(ctx, func(pp redis.Pipeliner) error {
+			n = pp.HMGet(ctx, p.Stats(), flow.StateAvailable, flow.StateRunning)
+			out = pp.XLen(ctx, p.Outbox())
+			sched = pp.ZCount(ctx, p.Sched(), "-inf", due)
+			lat = pp.ZCount(ctx, p.Later(), "-inf", due)
+			return nil
+		}); err != nil {
 			return false, err
 		}
-		for _, v := range n {
+		for _, v := range n.Val() {
 			if s, _ := v.(string); s != "" && s != "0" {
 				return true, nil
 			}
 		}
-		if l, err := h.Redis.XLen(ctx, p.Outbox()).Result(); err != nil || l > 0 {
-			return l > 0, err
-		}
-		// A scheduled or retryable job due by the harness's clock (the
-		// test advanced it) is work to run now too: the worker promotes
-		// it at its next claim, which also moves a bucket of later jobs
-		// that has begun into sched (sched_near): one that has is busy
-		// until then.
-		due := strconv.FormatInt(h.Clock.Now().UnixMilli(), 10)
-		for _, k := range []string{p.Sched(), p.Later()} {
-			if n, err := h.Redis.ZCount(ctx, k, "-inf", due).Result(); err != nil || n > 0 {
-				return n > 0, err
-			}
+		if out.Val() > 0 || sched.Val() > 0 || lat.Val() > 0 {
+			return true, nil
 		}
 	}
 	return false, nil
