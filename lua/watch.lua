@@ -3,7 +3,8 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9] the job's ID in the partition
--- Returns: the job's state, or '' when there is no such job. A job in a
+-- Returns: the job's state, '' when there is no such job, or 'malformed'
+--   when its state field names no state (nothing written). A job in a
 --   terminal state is answered as it is, nothing written; any other is
 --   marked watched (F.watched, and a member of WATCHING), so that finish
 --   (lib_lifecycle.lua) publishes '<state> <id>' on DONE_CHANNEL when it
@@ -19,6 +20,10 @@ if id == nil or id == '' then return redis.error_reply('ERR sluice: watch: no jo
 local jk = job_key(id)
 local s = state_of(redis.call('HGET', jk, F.state))
 if not s then return STATUS.none end
+-- a state no release writes (corrupt data) is refused, nothing written:
+-- no worker finishes a job whose state it cannot read in a terminal
+-- index, so a waiter would wait for ever
+if not SCODE[s] then return STATUS.malformed end
 if TERMINAL[s] then return s end
 redis.call('HSET', jk, F.watched, '1')
 call_aside('SADD', WATCHING, nil, id)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,8 +27,11 @@ func (s *Store) Watch(ctx context.Context, ref keys.Ref) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if v == statusNone {
+	switch v {
+	case statusNone:
 		return "", ErrNotFound
+	case statusMalformed:
+		return "", fmt.Errorf("%w: watch: job %s: its state field names no state", ErrMalformed, ref.Local)
 	}
 	return v, nil
 }
