@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
-	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
 
@@ -41,5 +41,33 @@ func TestRedriveByIDOfAJobKeyOfAnotherType(t *testing.T) {
 	if e := rep.Failed[bad]; !errors.Is(e, flow.ErrMalformed) || errors.Is(e, flow.ErrNotFound) {
 		t.Errorf("release of a job key of another type: %v, want ErrMalformed", e)
 	}
-	_ = store.DataModel
+}
+
+// TestRedriveByIDOfAJobWhoseStateNamesNoState: Redrive and Release by ID
+// of a job whose state field names no state (corrupt data) report
+// ErrMalformed in its entry, not a *StateError (ErrWrongState) naming a
+// state that does not exist, which tells the operator the job is fine
+// and in another state; nothing is written for it.
+func TestRedriveByIDOfAJobWhoseStateNamesNoState(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), nil)
+	bad := a.enqueue(email{To: "bad"}, flow.WithMaxAttempts(1))
+	a.finish("default", 1, 0, failAck)
+	ref, _ := keys.ParseRef(a.ns, bad)
+	testkit.Must(t, a.st.Client().HSet(a.ctx, ref.Job(ref.Local), keys.FieldState, "bogus").Err())
+	for name, call := range map[string]func() (admin.RedriveReport, error){
+		"redrive": func() (admin.RedriveReport, error) { return a.ops.Redrive(a.ctx, bad) },
+		"release": func() (admin.RedriveReport, error) { return a.ops.Release(a.ctx, bad) },
+	} {
+		rep, err := call()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := rep.Failed[bad]; !errors.Is(e, flow.ErrMalformed) || errors.Is(e, admin.ErrWrongState) {
+			t.Errorf("%s of a job whose state names no state: %v, want ErrMalformed", name, e)
+		}
+	}
+	if s, _ := a.st.Client().HGet(a.ctx, ref.Job(ref.Local), keys.FieldState).Result(); s != "bogus" {
+		t.Errorf("state field %q after the refusals, want it untouched", s)
+	}
 }
