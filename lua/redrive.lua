@@ -6,8 +6,9 @@
 -- 'ids': ARGV[10] what to do: 'redrive' (archived or cancelled jobs) or
 --   'release' (quarantined jobs); ARGV[11] n; then n job IDs.
 --   Returns one status per ID: 'ok' (moved), 'missing', 'malformed' (its
---   key holds another type than a hash), or the job's state when it is
---   not one the action takes (nothing written for it).
+--   key holds another type than a hash, or its state field names no
+--   state), or the job's state when it is not one the action takes
+--   (nothing written for it).
 --
 -- 'select': one bounded step of a scan of one terminal zset, oldest
 --   first, moving (or, in a dry run, only counting) the jobs that match.
@@ -85,6 +86,8 @@ if ARGV[9] == 'ids' then
       out[i] = STATUS.malformed -- its key holds another type: not missing
     elseif not h[1] then
       out[i] = STATUS.missing
+    elseif not SCODE[h[1]] then
+      out[i] = STATUS.malformed -- a state no release writes: corrupt data
     elseif takes[h[1]] then
       revive(jk, id, h[1], h[2])
       out[i] = STATUS.ok

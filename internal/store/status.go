@@ -183,7 +183,7 @@ func redriveStatus(op, local, status string) error {
 	case statusOK:
 		return nil
 	case statusMalformed:
-		return fmt.Errorf("%w: %s: job %s: its key holds another type than a hash", ErrMalformed, op, local)
+		return fmt.Errorf("%w: %s: job %s: its key holds another type than a hash, or its state field names no state", ErrMalformed, op, local)
 	}
 	_, err := adminStatus(op, local, status, status)
 	return err
