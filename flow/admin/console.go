@@ -335,13 +335,38 @@ func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBri
 			continue
 		}
 		v := read[i].Values
-		b := JobBrief{State: store.StateName(v[0])}
-		b.Attempt, _ = strconv.Atoi(v[1])
-		b.CrashAttempt, _ = strconv.Atoi(v[2])
-		b.Fence, _ = strconv.ParseInt(v[3], 10, 64)
+		b, err := brief(v)
+		if err != nil {
+			err = fmt.Errorf("job %s: %w", id, err)
+			out[id] = JobBrief{Err: err}
+			continue
+		}
 		out[id] = b
 	}
 	return out, nil
+}
+
+// brief reads a job's state and counters (JobBriefs' fields, "" when
+// absent): a state that names none of flow.States, or a counter that is
+// not a whole number, is corrupt data (ErrMalformed).
+func brief(v []string) (JobBrief, error) {
+	b := JobBrief{State: store.StateName(v[0])}
+	if b.State != "" && !validState(b.State) {
+		return JobBrief{}, fmt.Errorf("%w: its state field %q names no state", flow.ErrMalformed, v[0])
+	}
+	counts := [3]int64{}
+	for k := range counts {
+		if v[k+1] == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v[k+1], 10, 64)
+		if err != nil || n < 0 {
+			return JobBrief{}, fmt.Errorf("%w: its counter %q is not a whole number", flow.ErrMalformed, v[k+1])
+		}
+		counts[k] = n
+	}
+	b.Attempt, b.CrashAttempt, b.Fence = int(counts[0]), int(counts[1]), counts[2]
+	return b, nil
 }
 
 // MaxChildrenListed bounds JobExtras.Children.
