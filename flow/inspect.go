@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -208,7 +209,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !validState(j.State) {
+	if !slices.Contains(States, j.State) {
 		// corrupt data: a JobInfo's State is one of States
 		return nil, fmt.Errorf("%w: job %s: its state field %s names no state", ErrMalformed, id, names.Quote(j.State))
 	}
@@ -235,16 +236,6 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		HeldBy: heldBy(ref, j.HeldBy), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
 		PreferredWorker: j.PreferredWorker,
 	}, nil
-}
-
-// validState reports whether s is one of States.
-func validState(s string) bool {
-	for _, x := range States {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // heldBy is the job ID of the quarantined job of ref's partition with ID
