@@ -65,7 +65,7 @@ else
 end
 if s == 'available' then
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.concurrency_key,
-    F.rate_class)
+    F.rate_class, F.concurrency_limit)
   if waits_listed(id, h[5], h[6]) then
     -- pinned anew: not handed to every worker by its old fallback, and
     -- its new fallback starts when it is let go (push_ready); pinx of
@@ -98,6 +98,14 @@ if s == 'available' then
     end
     push_ready(id, true, h[1], h[2], h[3], h[4])
     wake()
+    -- moved from the shared list (unpinned, or handed by its fallback)
+    -- to a worker's (push_ready's rule), it may be the waiter a freed
+    -- slot of its key let go, whose turn no other waiter takes until
+    -- that slot is taken and freed again; its worker may never claim:
+    -- the key's next waiter goes too when the key has room, as
+    -- cc_release lets a pinned waiter's next go (one let go needlessly
+    -- only waits again at its claim)
+    if h[5] and h[2] and h[2] ~= '' and h[3] and (not pinned or o[3]) then cc_release(h[5], h[7] or 1) end
     -- a waiter its rate class let go keeps its promised token: for
     -- PIN_GRACE once it goes to a worker that may be gone, for a shared
     -- waiter's time (promise_keep) on a shared list (lib_limits.lua
