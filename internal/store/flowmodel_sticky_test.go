@@ -360,6 +360,16 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 			}
 		}
 	}
+	shared := map[string]bool{} // concurrency keys with an available job on a shared list
+	for name, m := range ls.entries {
+		if strings.HasPrefix(name, "av") {
+			for id := range m {
+				if g := s.jobs[id]; g.exists && g.state == "available" && g.ck != "" {
+					shared[g.ck] = true
+				}
+			}
+		}
+	}
 	for _, k := range flowCKeys {
 		total := 0
 		for _, c := range ls.entries["cw:"+k] {
@@ -367,6 +377,14 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 		}
 		if ls.cwn[k] != total {
 			add("concurrency key %s counts %d waiters, its wait list holds %d", k, ls.cwn[k], total)
+		}
+		// a key with waiters and room has a job any worker may claim (the
+		// waiter a freed slot let go to a shared list holds the key's
+		// turn): else no claim leases one and no slot frees, and its
+		// waiters wait for ever
+		if total > 0 && s.cc[k] < flowCLimit[k] && !shared[k] {
+			add("concurrency key %s (limit %d) runs %d and has %d waiters, but no job of it is on a shared list", k,
+				flowCLimit[k], s.cc[k], total)
 		}
 	}
 	return bad
