@@ -84,12 +84,16 @@ var actions = map[string]action{
 			}
 			return "made available " + id, jobPath(id), c.ops.RunNow(ctx, id)
 		}},
-	"reroute": {Title: "Reroute job", Target: "id", Fields: []string{"worker", "policy", "delay", "unpin"},
+	"reroute": {Title: "Reroute job", Target: "id", Fields: []string{"worker", "policy", "delay", "unpin", "created"},
 		What: "The job prefers another worker (sticky routing), or any worker when unpinned.",
 		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 			id := f.Get("id")
 			to, msg, err := rerouteOption(f)
 			if err != nil {
+				return "", "", err
+			}
+			// the job the confirmation showed, not a new one given its ID
+			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
 			if to == nil {

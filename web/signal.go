@@ -23,11 +23,16 @@ import (
 // and carries a key that runs it once however often its form is posted
 // (a double click discarded two signals). Its message names the signal
 // and its payload, to send it again corrected.
-var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, Once: true, Fields: []string{"signal", "seq", "once"},
+var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, Once: true, Fields: []string{"signal", "seq", "once", "created"},
 	What: "The signal, sent to the job and not yet taken by a wait, is deleted: a wait of its name takes the next one sent. " +
 		"A job parked bad_signal then needs a redrive. A signal sent with a key keeps its key used: send a corrected one with another key.",
 	run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
 		id, name := f.Get("id"), f.Get("signal")
+		// the job the confirmation showed: a new one given its ID since
+		// numbers its signals from 1 again, and would lose its own
+		if err := c.unchanged(ctx, f); err != nil {
+			return "", "", err
+		}
 		kept, err := c.keptSignal(ctx, id, name, f.Get("seq"))
 		if err != nil {
 			return "", "", err
