@@ -110,7 +110,9 @@ func (c *console) queue(w http.ResponseWriter, r *http.Request) {
 // find answers the ID search box.
 func (c *console) find(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.URL.Query().Get("id"))
-	if _, err := c.ops.Job(r.Context(), id); err != nil {
+	if _, err := c.ops.Job(r.Context(), id); err != nil && !errors.Is(err, flow.ErrMalformed) {
+		// (a job whose data cannot be read is there: its page says
+		// what is wrong with it, and offers its remedy)
 		c.fail(w, r, err)
 		return
 	}
@@ -143,6 +145,19 @@ type moment struct {
 func (c *console) job(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	j, err := c.ops.Job(r.Context(), id)
+	if errors.Is(err, flow.ErrMalformed) {
+		// its data cannot be read: the page says so, and links to what
+		// the console offers such a job (its delete, its cancel: the
+		// confirmations record nothing of it), which no other page does
+		code := statusOf(err)
+		c.o.Logger.Error("sluice web", "path", r.URL.Path, "err", err)
+		data := map[string]any{"Error": err.Error(), "Code": code, "ID": id}
+		if !c.o.ReadOnly {
+			data["Remedy"] = []string{"delete", "cancel"}
+		}
+		c.render(w, r, code, "error", http.StatusText(code), data)
+		return
+	}
 	if err != nil {
 		c.fail(w, r, err)
 		return
