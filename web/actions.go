@@ -2,8 +2,11 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -495,8 +498,14 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		// for the second to say what it did
 		bctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 10*time.Minute)
 		defer cancel()
+		// the key runs this form once: the same key posted with another
+		// form (another selector, target or signal) is not the run it
+		// names, and runs as its own (the form hashed: kept in memory)
+		what := maps.Clone(f)
+		delete(what, csrfField)
+		sum := sha256.Sum256([]byte(what.Encode()))
 		var again bool
-		msg, back, again, err = c.once.do(name+" "+key, func() (string, string, error) { return a.run(c, bctx, f) })
+		msg, back, again, err = c.once.do(name+" "+key+" "+hex.EncodeToString(sum[:]), func() (string, string, error) { return a.run(c, bctx, f) })
 		if again {
 			msg = "done already, by this confirmation posted before: " + msg
 		}
