@@ -28,7 +28,15 @@ type proxy struct {
 	// seq 0, the latest only (watchLease)
 	lease   chan time.Duration
 	garbled error // why the stream was given up, if not for its end (set before gone is closed)
+	// unread, when set, reports whether the parent's frames wait unread
+	// in the pipe (watchLease)
+	unread func() bool
 }
+
+// unreadRecheck is how soon watchLease looks again at a lease that ran
+// out with frames of the parent still unread: readAnswers reads them
+// meanwhile, and a renewal among them resets the watch.
+const unreadRecheck = 10 * time.Millisecond
 
 // goneErr is why the parent's stream ended, once gone is closed: the
 // parent went away (ErrParentGone), or it sent what the child cannot
@@ -216,6 +224,19 @@ func (p *proxy) watchLease(d time.Duration) <-chan struct{} {
 			case d := <-p.lease:
 				t.Reset(d)
 			case <-t.C:
+				// A renewal read meanwhile, or one still queued in
+				// the pipe (this process was stopped while its parent
+				// went on renewing): the lease did not run out.
+				select {
+				case d := <-p.lease:
+					t.Reset(d)
+					continue
+				default:
+				}
+				if p.unread != nil && p.unread() {
+					t.Reset(unreadRecheck)
+					continue
+				}
 				close(out)
 				return
 			}

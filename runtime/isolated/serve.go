@@ -119,6 +119,9 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	p := &proxy{out: out, waiting: map[uint64]chan answerMsg{}, gone: make(chan struct{}), lease: make(chan time.Duration, 1)}
+	if f, ok := in.(*os.File); ok {
+		p.unread = func() bool { return unread(f) }
+	}
 	var expired <-chan struct{}
 	if m.LeaseMS > 0 { // a parent of a build before it says nothing of the lease
 		expired = p.watchLease(time.Duration(m.LeaseMS) * time.Millisecond)

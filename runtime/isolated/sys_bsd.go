@@ -15,3 +15,6 @@ func dupTo(oldfd, newfd int) error { return syscall.Dup2(oldfd, newfd) }
 
 // leadsGroup reports whether the process leads its process group.
 func leadsGroup() bool { return syscall.Getpgrp() == os.Getpid() }
+
+// unread cannot tell here (see sys_linux.go).
+func unread(*os.File) bool { return false }

@@ -26,3 +26,20 @@ func dupTo(oldfd, newfd int) error { return syscall.Dup3(oldfd, newfd, 0) }
 
 // leadsGroup reports whether the process leads its process group.
 func leadsGroup() bool { return syscall.Getpgrp() == os.Getpid() }
+
+// unread reports whether bytes written to f (a pipe) wait to be read: a
+// child continued after a stop has its parent's frames queued there.
+func unread(f *os.File) bool {
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n := 0
+	_ = sc.Control(func(fd uintptr) {
+		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+		if errno != 0 {
+			n = 0
+		}
+	})
+	return n > 0
+}

@@ -2,7 +2,10 @@
 
 package isolated
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // awaitExit returns once the child has exited (here, by reaping it).
 func awaitExit(s *session) { s.reap() }
@@ -12,3 +15,6 @@ func dupTo(oldfd, newfd int) error { return errors.ErrUnsupported }
 
 // leadsGroup cannot tell here: a child does not kill its group.
 func leadsGroup() bool { return false }
+
+// unread cannot tell here (see sys_linux.go).
+func unread(*os.File) bool { return false }
