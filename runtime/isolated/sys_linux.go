@@ -34,7 +34,7 @@ func unread(f *os.File) bool {
 	if err != nil {
 		return false
 	}
-	n := 0
+	var n int32 // TIOCINQ writes a C int
 	_ = sc.Control(func(fd uintptr) {
 		_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
 		if errno != 0 {
