@@ -445,6 +445,24 @@ func (s *Store) relayFollowUp(ctx context.Context, f FollowUp) error {
 		if err != nil {
 			return err
 		}
+		if res[0].Status == Conflicted {
+			// A follow-up's job is the same on every relay of its entry:
+			// another job under its ID whose content differs, once the
+			// follow-up's enqueue marker is set, is the follow-up itself,
+			// added by an earlier relay (whose relayer died before
+			// deleting the entry, or whose reply was lost) and whose
+			// arguments a unique key's OnDuplicate "replace" changed
+			// since. It applied: not a conflict to dead-letter.
+			// (enqueue.lua compares a job still there by its content, as
+			// a repeated Spawn needs.)
+			n, err := s.rdb.Exists(ctx, p.FollowUp(job.Local)).Result()
+			if err != nil {
+				return err
+			}
+			if n == 1 {
+				return nil
+			}
+		}
 		if res[0].Err != nil {
 			if via != nil {
 				// nothing was added (a conflict, a corrupt key): the
