@@ -33,53 +33,13 @@ import (
 // suspectMu, which the runner takes (suspectDone) after handlerReturned
 // and before it settles.
 func TestOutcomeOfReturnedHandlerAckedWhenLeaseLapsesBeforeSettle(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	w, err := NewWorker(rdb, kindHandlers{"k": HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
-		return nil, nil
-	})}, Options{Namespace: "t", Queues: map[string]int{"q": 1},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := w.st.Partition("q", 0)
-	if _, err := w.st.Enqueue(ctx, p, []store.NewJob{{Local: "j", Kind: "k", Payload: []byte("x"), MaxAttempts: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := w.st.Claim(ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: w.opts.WorkerID, Nonce: "n"})
-	if err != nil || len(res.Jobs) != 1 {
-		t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
-	}
-	svc, stop := context.WithCancel(ctx)
-	var services sync.WaitGroup
-	w.acks.start(svc, &services)
-	defer func() { stop(); services.Wait() }()
-	w.attemptBase = ctx
-	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
-	defer close(w.pool.quit)
-
-	suspects.Add(1) // start's caller takes the count of a suspect
-	w.start(ctx, p, res.Jobs[0], time.Now(), true)
-	task := <-w.pool.tasks
-	returned := task.a.returnedChan()
-
-	suspectMu.Lock() // holds the runner between handlerReturned and its settlement
-	go w.runner(w.pool, task)
-	<-returned
-	// the worker's clock passes the lease's end (by its reckoning; the
-	// store still holds the lease for about a minute)
-	if back := w.expire(time.Now().Add(2 * time.Minute)); len(back) != 0 {
-		t.Errorf("expire gave back %d attempts of a returned handler, want none: it acks its own outcome", len(back))
-	}
-	suspectMu.Unlock()
-	w.busy.Wait()
-
-	j, _, err := w.st.Get(ctx, keys.Ref{Partition: p, Local: "j"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := settleAfterStop(t, func(context.Context, *Attempt) ([]byte, error) { return nil, nil }, func(w *Worker, a *Attempt) {
+		// the worker's clock passes the lease's end (by its reckoning; the
+		// store still holds the lease for about a minute)
+		if back := w.expire(time.Now().Add(2 * time.Minute)); len(back) != 0 {
+			t.Errorf("expire gave back %d attempts of a returned handler, want none: it acks its own outcome", len(back))
+		}
+	})
 	if j.State != "completed" {
 		t.Errorf("a handler that returned nil before its lease lapsed by the worker's clock left its job %q, want completed (its outcome acked: neither acked nor given back, the job waits for the reaper's crash and runs again)", j.State)
 	}
@@ -93,13 +53,28 @@ func TestOutcomeOfReturnedHandlerAckedWhenLeaseLapsesBeforeSettle(t *testing.T) 
 // was handed back as a release, its error not counted, and a poison pill
 // that fails as workers stop is never archived.
 func TestErrorReturnedBeforeShutdownCancelCountsAnAttempt(t *testing.T) {
+	j := settleAfterStop(t, func(context.Context, *Attempt) ([]byte, error) { return nil, errors.New("boom") }, func(w *Worker, a *Attempt) {
+		a.mu.Lock()
+		cancel := a.cancel
+		a.mu.Unlock()
+		cancel(ErrShutdown) // what drain does once the shutdown window ends
+	})
+	if j.State != "retryable" || j.Attempt != 1 {
+		t.Errorf("a handler that returned an error before the shutdown cancelled it left its job %q with attempt %d, want retryable with attempt 1 (its error counted, not handed back as a release)", j.State, j.Attempt)
+	}
+}
+
+// settleAfterStop runs one attempt of a job of kind "k" served by h, a
+// suspect (see above), and calls stop between the handler's return and
+// the runner's settlement; it returns the job once the attempt is
+// settled.
+func settleAfterStop(t *testing.T, h HandlerFunc, stop func(*Worker, *Attempt)) *store.Job {
+	t.Helper()
 	ctx := context.Background()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	w, err := NewWorker(rdb, kindHandlers{"k": HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
-		return nil, errors.New("boom")
-	})}, Options{Namespace: "t", Queues: map[string]int{"q": 1},
+	w, err := NewWorker(rdb, kindHandlers{"k": h}, Options{Namespace: "t", Queues: map[string]int{"q": 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -112,27 +87,22 @@ func TestErrorReturnedBeforeShutdownCancelCountsAnAttempt(t *testing.T) {
 	if err != nil || len(res.Jobs) != 1 {
 		t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
 	}
-	svc, stop := context.WithCancel(ctx)
+	svc, cancel := context.WithCancel(ctx)
 	var services sync.WaitGroup
 	w.acks.start(svc, &services)
-	defer func() { stop(); services.Wait() }()
+	defer func() { cancel(); services.Wait() }()
 	w.attemptBase = ctx
 	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
 	defer close(w.pool.quit)
 
-	suspects.Add(1)
+	suspects.Add(1) // start's caller takes the count of a suspect
 	w.start(ctx, p, res.Jobs[0], time.Now(), true)
 	task := <-w.pool.tasks
-	a := task.a
-	returned := a.returnedChan()
-
-	suspectMu.Lock()
+	returned := task.a.returnedChan()
+	suspectMu.Lock() // holds the runner between handlerReturned and its settlement
 	go w.runner(w.pool, task)
 	<-returned
-	a.mu.Lock()
-	cancel := a.cancel
-	a.mu.Unlock()
-	cancel(ErrShutdown) // what drain does once the shutdown window ends
+	stop(w, task.a)
 	suspectMu.Unlock()
 	w.busy.Wait()
 
@@ -140,7 +110,5 @@ func TestErrorReturnedBeforeShutdownCancelCountsAnAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.State != "retryable" || j.Attempt != 1 {
-		t.Errorf("a handler that returned an error before the shutdown cancelled it left its job %q with attempt %d, want retryable with attempt 1 (its error counted, not handed back as a release)", j.State, j.Attempt)
-	}
+	return j
 }
