@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -25,26 +26,7 @@ func TestRelayRepeatedFollowUpWhoseArgsWereReplacedIsNotDeadLettered(t *testing.
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			to := f.st.Partition("next", 0)
-			uq := store.Unique{Key: "order-7", OnDuplicate: "replace"}
-			f.enqueue(store.NewJob{Local: "order"})
-			j := f.claimOne("w")
-			fu, err := store.FollowUpEffect(store.FollowUp{Partition: to,
-				Job: store.NewJob{Kind: "ship", Payload: []byte("first"), MaxAttempts: 3, Unique: uq}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			commit := "order@1:#complete"
-			if r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: commit, Effects: []sluicetype.Effect{fu}}); r.State != "completed" {
-				t.Fatalf("ack: %+v", r)
-			}
-			local := commit + ":0"
-
-			// the first relay enqueues the follow-up, then fails to delete
-			// its entry (a relayer that died there)
-			b.rdb.AddHook(&testkit.FailCommand{Cmd: "xdel", Key: f.p.Outbox(), Fail: 1})
-			if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err == nil {
-				t.Fatal("first relay: want the injected XDEL failure")
-			}
+			uq, local := replaceableFollowUp(t, f, b, to)
 			if n := f.rdb.XLen(f.ctx, f.p.Outbox()).Val(); n != 1 {
 				t.Fatalf("outbox holds %d entries after the failed delete, want 1", n)
 			}
@@ -97,24 +79,7 @@ func TestRelayRepeatedPlacedAgainFollowUpWhoseArgsWereReplacedAppliesOnce(t *tes
 			f := newFixture(t, b)
 			f.shrink("next", 3, 2)
 			retired := f.st.Partition("next", 2)
-			uq := store.Unique{Key: "order-7", OnDuplicate: "replace"}
-			f.enqueue(store.NewJob{Local: "order"})
-			j := f.claimOne("w")
-			fu, err := store.FollowUpEffect(store.FollowUp{Partition: retired,
-				Job: store.NewJob{Kind: "ship", Payload: []byte("first"), MaxAttempts: 3, Unique: uq}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			commit := "order@1:#complete"
-			if r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: commit, Effects: []sluicetype.Effect{fu}}); r.State != "completed" {
-				t.Fatalf("ack: %+v", r)
-			}
-			local := commit + ":0"
-
-			b.rdb.AddHook(&testkit.FailCommand{Cmd: "xdel", Key: f.p.Outbox(), Fail: 1})
-			if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err == nil {
-				t.Fatal("first relay: want the injected XDEL failure")
-			}
+			uq, local := replaceableFollowUp(t, f, b, retired)
 			at := f.holders("next", 3, local)
 			if len(at) != 1 {
 				t.Fatalf("follow-up held by partitions %v after the first relay, want one", at)
@@ -154,4 +119,30 @@ func TestRelayRepeatedPlacedAgainFollowUpWhoseArgsWereReplacedAppliesOnce(t *tes
 			}
 		})
 	}
+}
+
+// replaceableFollowUp acks a job "order" with a follow-up of kind "ship"
+// to partition to, under unique key order-7 with OnDuplicate "replace",
+// and relays it once, failing the delete of its outbox entry (a relayer
+// that died there): the follow-up is enqueued, its entry still there. It
+// returns the unique key and the follow-up's job ID in to.
+func replaceableFollowUp(t *testing.T, f *fixture, b backend, to keys.Partition) (store.Unique, string) {
+	t.Helper()
+	uq := store.Unique{Key: "order-7", OnDuplicate: "replace"}
+	f.enqueue(store.NewJob{Local: "order"})
+	j := f.claimOne("w")
+	fu, err := store.FollowUpEffect(store.FollowUp{Partition: to,
+		Job: store.NewJob{Kind: "ship", Payload: []byte("first"), MaxAttempts: 3, Unique: uq}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := "order@1:#complete"
+	if r := f.ack(j, store.Ack{Code: store.CodeOK, Commit: commit, Effects: []sluicetype.Effect{fu}}); r.State != "completed" {
+		t.Fatalf("ack: %+v", r)
+	}
+	b.rdb.AddHook(&testkit.FailCommand{Cmd: "xdel", Key: f.p.Outbox(), Fail: 1})
+	if _, err := f.st.RelayOutbox(f.ctx, f.p, "", 10); err == nil {
+		t.Fatal("first relay: want the injected XDEL failure")
+	}
+	return uq, commit + ":0"
 }
