@@ -15,6 +15,7 @@
 --                               (WithQuarantineHold)
 --   state, state                refused: the job is available, running or
 --                               finished
+--   an error (WRONGTYPE)        its job's key or state is corrupt
 -- Nothing is written for a refusal.
 -- Transitions: scheduled|retryable -> available, as when its due time
 --   comes (lib_lifecycle.lua promote): its priority, attempts, unique key,
@@ -31,6 +32,9 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.held_by)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
+-- a state no release writes (corrupt data): malformed, not a state the
+-- call refuses, as for a key of another type; nothing written
+if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
 if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
 if s == 'scheduled' then
   -- F.awaits names the fence of the attempt that suspended the job: the

@@ -17,6 +17,8 @@
 --                        checkpoints are kept)
 --   'missing', ''        no such job: nothing kept
 --   'final', state       the job has finished: nothing kept
+--   an error (WRONGTYPE) its job's data is corrupt (its key, its state,
+--                        its signal counter or checkpoints): nothing kept
 -- Transitions: scheduled -> available (a job suspended waiting for this
 -- signal).
 -- A re-sent call answers what its first run did (lib_replay.lua).
@@ -28,6 +30,9 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.signal_seq)
 local s = state_of(h[1])
 if not s then return remember({ STATUS.missing, STATUS.none }) end
+-- a state no release writes (corrupt data): refused as malformed, nothing
+-- kept, as for a key of another type (not 'ok' for a job no wait reads)
+if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
 local sk = steps_key(id)
 if TERMINAL[s] then
   -- a keyed signal sent before it finished is a caller's retry of one
