@@ -228,10 +228,9 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 			}
 		}
 	}
-	// compared as the store keeps them: the run time rounded up to a
-	// whole millisecond, the deadline rounded down (a deadline within the
-	// run time's millisecond is kept at or before it)
-	if !o.deadline.IsZero() && !o.runAt.IsZero() && o.deadline.UnixMilli() <= unixMilliUp(o.runAt) {
+	// compared as the store keeps them (a deadline within the run time's
+	// millisecond is kept at or before it)
+	if !o.deadline.IsZero() && !o.runAt.IsZero() && !store.DeadlineAfterRun(o.deadline, o.runAt) {
 		// it could never run: archived deadline_exceeded when it came due
 		return drafted{}, fmt.Errorf("%w: deadline %v is not after the run time %v", ErrInvalid,
 			o.deadline.UTC().Format(time.RFC3339Nano), o.runAt.UTC().Format(time.RFC3339Nano))
@@ -292,16 +291,6 @@ func (pl *planner) draft(it Item, parent *store.ParentRef, opts ...EnqueueOption
 		// finished and been deleted since
 		Relayed: parent != nil, Tick: o.tick,
 	}}, nil
-}
-
-// unixMilliUp is t in unix milliseconds rounded up, as the store keeps a
-// run time (store.unixMSUp).
-func unixMilliUp(t time.Time) int64 {
-	m := t.UnixMilli()
-	if t.After(time.UnixMilli(m)) {
-		m++
-	}
-	return m
 }
 
 // routeKey is the key whose hash places a job on its queue's partition,

@@ -225,6 +225,13 @@ func deadlineMS(t time.Time) int64 {
 	return max(t.UnixMilli(), 1)
 }
 
+// DeadlineAfterRun reports whether deadline is after run time runAt as
+// a job's hash keeps them (whole milliseconds: the deadline rounded down,
+// the run time up): a job whose deadline is not could never run.
+func DeadlineAfterRun(deadline, runAt time.Time) bool {
+	return deadlineMS(deadline) > unixMSUp(runAt)
+}
+
 func timeOrZero(v int64) time.Time {
 	if v < 0 {
 		return time.Time{}
