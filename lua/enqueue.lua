@@ -108,8 +108,9 @@ for i = 1, n do
     b = b + 5
   end
   local jk = jks[i]
-  local relayed = origin == 'f' or origin == 't'
-  local keep = origin == 't' and TICK_KEEP or RELAY_KEEP
+  local tick = origin == 't'
+  local relayed = origin == 'f' or tick
+  local keep = tick and TICK_KEEP or RELAY_KEEP
   if relayed then origin = 'c' end
   local marked = relayed and redis.call('EXISTS', followup_key(id)) == 1
   local old = false -- { kind, payload } of an existing job with this ID
@@ -124,8 +125,15 @@ for i = 1, n do
     end
   end
   -- a job still there is compared as any chosen ID's (a repeat, or a
-  -- conflict when its content changed); the marker speaks for one gone
-  if old and old[1] then marked = false end
+  -- conflict when its content changed); the marker speaks for one gone.
+  -- A tick's marker speaks for its job there too: a tick's job is the
+  -- same on every enqueue of it, so one there with the marker set is the
+  -- tick's own, its arguments changed since by a unique key's replace (a
+  -- scheduler that stalled after its claim, the tick enqueued by another
+  -- meanwhile): a repeat, not a conflict. (Not so for origin 'f': a
+  -- Spawn run again with other items is a real conflict; a relayed
+  -- follow-up, which shares the origin, is told apart by relayFollowUp.)
+  if old and old[1] and not tick then marked = false end
   if o == PLAIN and not relayed and not old and not taken then
     -- A plain job, most jobs: available now in list 0. This is what the
     -- general path below does for it, without parsing its options or

@@ -147,9 +147,6 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 		if err == nil {
 			err = s.retryTaken(ctx, p, jobs[:n], res)
 		}
-		if err == nil {
-			err = s.tickRepeats(ctx, p, jobs[:n], res)
-		}
 		if err != nil {
 			if res == nil {
 				res = make([]EnqueueResult, n)
@@ -208,32 +205,6 @@ func (j *NewJob) timeErr() error {
 		what, at = "deadline", j.Deadline
 	}
 	return fmt.Errorf("%w: %s %v of job %q is not within %v..%v", ErrTimeOutOfRange, what, at, j.Local, MinTime, MaxTime)
-}
-
-// tickRepeats answers Duplicate for the tick jobs of res answered
-// Conflicted whose enqueue marker (keys.Partition.FollowUp) is set: a
-// tick's job is the same on every enqueue of the tick, so another job
-// under its ID once the marker is set is the tick's own, added by an
-// earlier enqueue (a scheduler that stalled past abandonAfter after its
-// claim, the tick taken and enqueued by another meanwhile) and whose
-// arguments a unique key's OnDuplicate "replace" changed since. It
-// applied: not a conflict. (enqueue.lua compares a job still there by its
-// content, as a repeated Spawn needs; relayFollowUp does the same for a
-// follow-up.)
-func (s *Store) tickRepeats(ctx context.Context, p keys.Partition, jobs []NewJob, res []EnqueueResult) error {
-	for i := range res {
-		if !jobs[i].Tick || res[i].Status != Conflicted {
-			continue
-		}
-		n, err := s.rdb.Exists(ctx, p.FollowUp(jobs[i].Local)).Result()
-		if err != nil {
-			return err
-		}
-		if n == 1 {
-			res[i] = EnqueueResult{Status: Duplicate}
-		}
-	}
-	return nil
 }
 
 // maxIDRetries bounds the new IDs tried for one job whose generated ID was
