@@ -29,7 +29,7 @@ func TestStopBeforeTheHandlerStarts(t *testing.T) {
 	w, task := waitingAttempt(t, HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
 		causes <- context.Cause(ctx)
 		return nil, nil
-	}))
+	}), false)
 	task.a.lose()
 	go w.runner(w.pool, task)
 	select {
@@ -46,8 +46,10 @@ func TestStopBeforeTheHandlerStarts(t *testing.T) {
 // waitingAttempt starts a worker on a miniredis, without its loops, with
 // one job of kind "k" (handled by h) claimed for a minute and started: its
 // attempt waits in a pool that has room for one task and no runner. It
-// returns the worker and the task, which the caller runs (w.runner).
-func waitingAttempt(t *testing.T, h Handler) (*Worker, runTask) {
+// returns the worker and the task, which the caller runs (w.runner). A
+// suspect's attempt (suspect) counts itself among the process's suspects,
+// as start's caller does.
+func waitingAttempt(t *testing.T, h Handler, suspect bool) (*Worker, runTask) {
 	t.Helper()
 	ctx := context.Background()
 	m := miniredis.RunT(t)
@@ -69,6 +71,9 @@ func waitingAttempt(t *testing.T, h Handler) (*Worker, runTask) {
 	w.attemptBase = ctx
 	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
 	t.Cleanup(func() { close(w.pool.quit) })
-	w.start(ctx, p, res.Jobs[0], time.Now(), false) // a fresh job: no suspect
+	if suspect {
+		suspects.Add(1)
+	}
+	w.start(ctx, p, res.Jobs[0], time.Now(), suspect)
 	return w, <-w.pool.tasks
 }

@@ -20,7 +20,7 @@ func TestExpireTakesAnAttemptOnce(t *testing.T) {
 		close(running)
 		<-done
 		return nil, nil
-	}))
+	}), false)
 	go w.runner(w.pool, task)
 	<-running
 	a := task.a

@@ -3,16 +3,10 @@ package runtime
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
-	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -70,34 +64,11 @@ func TestErrorReturnedBeforeShutdownCancelCountsAnAttempt(t *testing.T) {
 // settled.
 func settleAfterStop(t *testing.T, h HandlerFunc, stop func(*Worker, *Attempt)) *store.Job {
 	t.Helper()
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	w, err := NewWorker(rdb, kindHandlers{"k": h}, Options{Namespace: "t", Queues: map[string]int{"q": 1},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := w.st.Partition("q", 0)
-	if _, err := w.st.Enqueue(ctx, p, []store.NewJob{{Local: "j", Kind: "k", Payload: []byte("x"), MaxAttempts: 3}}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := w.st.Claim(ctx, p, store.ClaimRequest{N: 1, Lease: time.Minute, Worker: w.opts.WorkerID, Nonce: "n"})
-	if err != nil || len(res.Jobs) != 1 {
-		t.Fatalf("claim: %d jobs, %v", len(res.Jobs), err)
-	}
-	svc, cancel := context.WithCancel(ctx)
+	w, task := waitingAttempt(t, h, true)
+	svc, cancel := context.WithCancel(context.Background())
 	var services sync.WaitGroup
 	w.acks.start(svc, &services)
 	defer func() { cancel(); services.Wait() }()
-	w.attemptBase = ctx
-	w.pool = &runners{tasks: make(chan runTask, 1), quit: make(chan struct{})}
-	defer close(w.pool.quit)
-
-	suspects.Add(1) // start's caller takes the count of a suspect
-	w.start(ctx, p, res.Jobs[0], time.Now(), true)
-	task := <-w.pool.tasks
 	returned := task.a.returnedChan()
 	suspectMu.Lock() // holds the runner between handlerReturned and its settlement
 	go w.runner(w.pool, task)
@@ -106,7 +77,7 @@ func settleAfterStop(t *testing.T, h HandlerFunc, stop func(*Worker, *Attempt)) 
 	suspectMu.Unlock()
 	w.busy.Wait()
 
-	j, _, err := w.st.Get(ctx, keys.Ref{Partition: p, Local: "j"})
+	j, _, err := w.st.Get(context.Background(), task.a.ref)
 	if err != nil {
 		t.Fatal(err)
 	}
