@@ -33,4 +33,8 @@ var (
 	// parent's Join or Call asks for. The parent is parked (archived,
 	// reason child_result): every attempt would meet it.
 	ErrChildResult = errors.New("sluice: a child's result cannot be decoded into the type its parent asks for")
+	// ErrResultType: Result cannot decode a completed job's result into
+	// the type it was asked for. The job is unchanged; ask again with the
+	// type its handler returns.
+	ErrResultType = errors.New("sluice: a job's result cannot be decoded into the type asked for")
 )

@@ -176,9 +176,10 @@ func (e *NotCompletedError) Error() string {
 
 // Result waits for the job id to finish (Client.Wait) and decodes its
 // result, which a handler registered with RegisterResult returned, into
-// an R (R's zero value for a job that completed without a result). A job
-// that finished otherwise is a *NotCompletedError with its state and
-// reason; Wait's errors are returned as they are.
+// an R (R's zero value for a job that completed without a result). A
+// result that does not decode into an R is ErrResultType. A job that
+// finished otherwise is a *NotCompletedError with its state and reason;
+// Wait's errors are returned as they are.
 func Result[R any](ctx context.Context, c *Client, id string) (R, error) {
 	var r R
 	info, err := c.Wait(ctx, id)
@@ -190,7 +191,7 @@ func Result[R any](ctx context.Context, c *Client, id string) (R, error) {
 	}
 	if len(info.Result) > 0 {
 		if err := mpack.Unmarshal(info.Result, &r); err != nil {
-			return r, fmt.Errorf("decoding the result of job %s: %w", id, err)
+			return r, fmt.Errorf("%w: job %s, as %T: %v", ErrResultType, id, r, err)
 		}
 	}
 	return r, nil

@@ -193,8 +193,8 @@ func TestWaitFinished(t *testing.T) {
 	if r, err := flow.Result[int](context.Background(), c, ok); err != nil || r != 9 {
 		t.Fatalf("Result: %d %v", r, err)
 	}
-	if _, err := flow.Result[string](context.Background(), c, ok); err == nil || !strings.Contains(err.Error(), "decoding the result of job "+ok) {
-		t.Fatalf("Result of another type: %v", err)
+	if _, err := flow.Result[string](context.Background(), c, ok); !errors.Is(err, flow.ErrResultType) || !strings.Contains(err.Error(), ok) {
+		t.Fatalf("Result of another type: %v, want ErrResultType naming the job", err)
 	}
 
 	info, err = c.Wait(context.Background(), bad)
