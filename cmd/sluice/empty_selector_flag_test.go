@@ -27,6 +27,9 @@ func TestEmptySelectorFlagRefused(t *testing.T) {
 		{"jobs", "delete", "--queue", "default", "--state", "archived", "--reason", ""},
 		{"redrive", "--queue", "default", "--before", ""},
 		{"redrive", "--queue", "default", "--kind", ""},
+		{"jobs", "list", "--queue", "default", "--state", "archived", "--kind", ""},
+		{"jobs", "list", "--queue", "", "--state", "archived"},
+		{"effects", "list", "--queue", ""},
 	} {
 		out, errs, code := f.sluice(args...)
 		if code != exitUsage {
