@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -81,6 +83,11 @@ func TestChangeCommands(t *testing.T) {
 		t.Fatalf("redrive --json: %+v, %v", rep, err)
 	}
 	check(exitError, "release", "default:0:a1") // available, not quarantined
+	// the ID limit counts jobs: one ID listed more often than it is one job
+	// (here in the wrong state), not a usage error
+	if out := check(exitError, append([]string{"release"}, slices.Repeat([]string{"default:0:a1"}, admin.MaxRedriveIDs+1)...)...); strings.Count(out, "default:0:a1") != 1 {
+		t.Fatalf("release of one ID given %d times: %q", admin.MaxRedriveIDs+1, out)
+	}
 
 	// by selector: archive both again, count them, move them
 	f.settle(0, fail)

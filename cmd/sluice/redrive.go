@@ -53,7 +53,7 @@ func (c *cli) redriveCmd() *cobra.Command {
 		Use:   "redrive (ID... | --queue Q [selector flags])",
 		Short: "Return archived or cancelled jobs to execution, by ID or by selector",
 		Long: `Return archived or cancelled jobs (or, with --state quarantined, quarantined
-ones) to execution, by ID (at most 1000) or by a selector over one queue.
+ones) to execution, by ID (at most 1000 distinct IDs) or by a selector over one queue.
 Each job keeps its counters: one whose attempts were spent gets one more
 per redrive. Times (--after, --before) are RFC 3339 or a duration ago
 ("2h", by Redis's clock, which finish times are kept in). A redrive by
@@ -300,8 +300,12 @@ func stopped(err error) string {
 }
 
 func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
-	if len(ids) > admin.MaxRedriveIDs {
-		return usagef("%s: %d IDs, at most %d: use a selector (--queue ...)", name, len(ids), admin.MaxRedriveIDs)
+	seen := map[string]bool{} // the limit counts jobs, as admin's does
+	for _, id := range ids {
+		seen[id] = true
+	}
+	if len(seen) > admin.MaxRedriveIDs {
+		return usagef("%s: %d IDs, at most %d: use a selector (--queue ...)", name, len(seen), admin.MaxRedriveIDs)
 	}
 	client, err := c.connect(ctx)
 	if err != nil {

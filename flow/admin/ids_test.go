@@ -56,9 +56,18 @@ func TestRedriveByID(t *testing.T) {
 	if j, _ := a.ops.Job(a.ctx, quar); j.CrashAttempt != 0 || j.State != flow.StateAvailable || len(j.Errors) != 3 {
 		t.Fatalf("released job: %+v", j)
 	}
-	many := strings.Split(strings.Repeat("default:0:x,", admin.MaxRedriveIDs+1), ",")[:admin.MaxRedriveIDs+1]
+	var many []string
+	for i := range admin.MaxRedriveIDs + 1 {
+		many = append(many, fmt.Sprintf("default:0:x%d", i))
+	}
 	if _, err := a.ops.Redrive(a.ctx, many...); !errors.Is(err, admin.ErrTooMany) {
 		t.Fatalf("too many: %v", err)
+	}
+	// the limit counts jobs, not how often an ID was given: one ID listed
+	// more times than the limit is one job, and is answered as one
+	again := slices.Repeat([]string{"default:0:x"}, admin.MaxRedriveIDs+1)
+	if rep, err := a.ops.Redrive(a.ctx, again...); err != nil || len(rep.Failed) != 1 || !errors.Is(rep.Failed["default:0:x"], flow.ErrNotFound) {
+		t.Fatalf("one ID given %d times: %+v, %v", len(again), rep, err)
 	}
 	for name, call := range map[string]func() error{
 		"redrive": func() error { _, err := a.ops.Redrive(a.ctx); return err },

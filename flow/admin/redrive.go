@@ -33,7 +33,7 @@ type RedriveReport struct {
 // and crash_attempt are not reset (a job whose attempts are spent gets one
 // more attempt per redrive), its errors, steps and orphan provenance stay,
 // and JobInfo.Redrives counts the redrives. At least one ID (else
-// ErrInvalid) and at most MaxRedriveIDs (else ErrTooMany); one round
+// ErrInvalid) and at most MaxRedriveIDs distinct IDs (else ErrTooMany); one round
 // trip per partition. The error is also set when a partition's call
 // failed: it joins those calls' errors, and the report is complete all
 // the same (their jobs are in Failed). A job's unique key, if it had
@@ -54,10 +54,10 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 	if len(ids) == 0 { // a call that names no job moves none: say so, not "ok"
 		return RedriveReport{}, fmt.Errorf("%w: no job IDs given", flow.ErrInvalid)
 	}
-	if len(ids) > MaxRedriveIDs {
+	ids = distinct(ids)           // one ID given twice is one job: moved, or failed, once
+	if len(ids) > MaxRedriveIDs { // jobs, however often an ID was listed
 		return RedriveReport{}, fmt.Errorf("%w: %d IDs, at most %d (redrive by selector instead)", ErrTooMany, len(ids), MaxRedriveIDs)
 	}
-	ids = distinct(ids) // one ID given twice is one job: moved, or failed, once
 	rep := RedriveReport{Failed: map[string]error{}}
 	byPart := map[keys.Partition][]int{}
 	var order []keys.Partition
