@@ -130,6 +130,9 @@ func (r *flowRun) opReroute() {
 				id = g
 			}
 		}
+	} else if c := r.sharedKeyWaiters(); len(c) > 0 && r.chance(1, 2) {
+		j = c[r.pick(len(c))]
+		id = j.id
 	} else {
 		j = r.pickJob("pending", "running")
 		if j == nil {
@@ -180,6 +183,27 @@ func (r *flowRun) opReroute() {
 		}
 		r.counts["reroute-"+j.state]++
 	}
+}
+
+// sharedKeyWaiters are the jobs on a shared list whose concurrency key
+// has waiters: among them the waiter a freed slot let go, which holds the
+// key's turn. A reroute of such a job must pass the turn on when it pins
+// it; a uniform pick reroutes one too rarely for the model to see it.
+func (r *flowRun) sharedKeyWaiters() []*fjob {
+	ls := r.snap.lists
+	var out []*fjob
+	for _, j := range r.inState("pending") {
+		if j.ck == "" || len(ls.entries["cw:"+j.ck]) == 0 {
+			continue
+		}
+		for p := 0; p <= flowMaxPrio; p++ {
+			if ls.entries["av"+strconv.Itoa(p)][j.id] > 0 {
+				out = append(out, j)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // checkStickyLease checks a job claim leased as worker against the
