@@ -62,8 +62,14 @@ func TestQuarantineHoldThroughClient(t *testing.T) {
 		t.Fatalf("other: %+v %v", other, err)
 	}
 	testkit.WaitState(t, c, w.Sig, other.ID, flow.StateCompleted)
-	if info, err := c.Job(ctx, copied.ID); err != nil || info.State != flow.StateScheduled || info.HeldBy != first.ID {
-		t.Fatalf("copy: %+v %v, want scheduled, held by %s", info, err, first.ID)
+	// held, it is never due while its twin stays quarantined: no RunAt,
+	// not the store's far-future stand-in for "never"
+	if info, err := c.Job(ctx, copied.ID); err != nil || info.State != flow.StateScheduled || info.HeldBy != first.ID || !info.RunAt.IsZero() {
+		t.Fatalf("copy: %+v %v, want scheduled, held by %s, with no RunAt", info, err, first.ID)
+	}
+	page, err := admin.New(c).ListJobs(ctx, admin.ListOptions{Queue: "default", State: flow.StateScheduled})
+	if err != nil || len(page.Jobs) != 1 || page.Jobs[0].HeldBy != first.ID || !page.Jobs[0].RunAt.IsZero() {
+		t.Fatalf("listing scheduled jobs: %+v %v, want the copy, held by %s, with no RunAt", page.Jobs, err, first.ID)
 	}
 	before := runs.Load()
 	if _, err := admin.New(c).Release(ctx, first.ID); err != nil {

@@ -240,8 +240,8 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 	}
 	if j.State == "scheduled" {
 		j.Suspended, j.AwaitingSignals = awaitedSignals(awaits, j.Fence)
-		if j.RunAt.UnixMilli() >= NeverDue {
-			j.RunAt = time.Time{} // suspended on signals only
+		if at := j.RunAt.UnixMilli(); at >= NeverDue || j.HeldBy != "" && at >= HeldDue {
+			j.RunAt = time.Time{} // suspended on signals only, or held: never due as it is
 		}
 	}
 	return nil
@@ -250,6 +250,11 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 // NeverDue is the due time (unix ms) of a job suspended on signals only
 // (lua/lib_waits.lua FAR).
 const NeverDue = 1 << 52
+
+// HeldDue is the due time (unix ms) of a job held behind a quarantined
+// job of its fingerprint (lua/lib_ready.lua HOLD_AT): never reached while
+// the hold lasts.
+const HeldDue = 99999999999999
 
 // MinTime and MaxTime bound the times a job's fields keep (run time,
 // deadline, a timer's wake time, a selector's bounds): past MaxTime a

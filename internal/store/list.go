@@ -16,7 +16,7 @@ var listFields = []string{
 	keys.FieldState, keys.FieldKind, keys.FieldPriority, keys.FieldAttempt, keys.FieldCrashAttempt,
 	keys.FieldMaxAttempts, keys.FieldCreated, keys.FieldRunAt, keys.FieldFinished, keys.FieldReason,
 	keys.FieldLastError, keys.FieldWorker, keys.FieldLeaseStart, keys.FieldRedrives, keys.FieldParent,
-	keys.FieldTimeout, keys.FieldDeadline, keys.FieldRedrivenAt, keys.FieldFence, keys.FieldAwaits,
+	keys.FieldTimeout, keys.FieldDeadline, keys.FieldRedrivenAt, keys.FieldFence, keys.FieldAwaits, keys.FieldHeldBy,
 }
 
 // ctField is the index of keys.FieldCreated in listFields.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +293,9 @@ func TestSuspendSpec(t *testing.T) {
 	}
 	if !strings.Contains(lua.Source("ack"), "local FAR = 4503599627370496") || store.NeverDue != 4503599627370496 {
 		t.Error("store.NeverDue and lib_waits.lua's FAR differ")
+	}
+	if !strings.Contains(lua.Source("enqueue"), fmt.Sprintf("local HOLD_AT = %d", store.HeldDue)) {
+		t.Error("store.HeldDue and lib_ready.lua's HOLD_AT differ")
 	}
 }
 
