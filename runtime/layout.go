@@ -23,8 +23,8 @@ type servedQueue struct {
 	stale  atomic.Bool
 }
 
-// useLayouts reads (or registers) the layout of every queue the worker
-// serves or has a partition count for, and builds the partitions it
+// useLayouts reads (or registers), at each Run, the layout of every queue
+// the worker serves or has a partition count for, and builds the partitions it
 // claims from. It also loads the rest of the registry, so that children
 // spawned into other queues (and isolated attempts, which cannot ask)
 // find their layouts without a round trip.
@@ -35,6 +35,11 @@ type servedQueue struct {
 // fails to enqueue. When none of the served queues can be read the worker
 // has nothing to do, and Run returns their errors.
 func (w *Worker) useLayouts(ctx context.Context) error {
+	// read anew at each Run: a worker run again after its Run returned
+	// (a restart) must not serve a queue by the layout of an earlier Run,
+	// which a resize may have changed since (nor skip the check of its
+	// configured counts against the registry)
+	w.layouts.Forget()
 	served := make(map[string]*servedQueue, len(w.opts.Queues))
 	var parts []keys.Partition
 	var unread []error // the served queues'

@@ -83,6 +83,16 @@ func (l *Layouts) Counts() map[string]int {
 	return out
 }
 
+// Forget drops every layout the view keeps, so that the next Use of a
+// queue reads it from the registry again (and checks it against the
+// configured count): a worker's Run does, since a queue may have been
+// resized while the worker was not running.
+func (l *Layouts) Forget() {
+	l.mu.Lock()
+	clear(l.known)
+	l.mu.Unlock()
+}
+
 // Put makes lay the process's layout of its queue.
 func (l *Layouts) Put(lay Layout) {
 	l.mu.Lock()
