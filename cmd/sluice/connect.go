@@ -68,15 +68,28 @@ func (c *cli) checkPartitions(ctx context.Context) error {
 	return nil
 }
 
-// redacted is a Redis URL without its password.
+// redacted is a Redis URL without its passwords: its user's, and any
+// option named *password (a Sentinel URL's sentinel_password), as
+// flow.Connect's errors hide them.
 func redacted(url string) string {
 	scheme, rest, ok := strings.Cut(url, "://")
-	at := strings.LastIndex(rest, "@")
-	if !ok || at < 0 {
+	if !ok {
 		return url
 	}
-	user, _, _ := strings.Cut(rest[:at], ":")
-	return scheme + "://" + user + ":***" + rest[at:]
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		user, _, _ := strings.Cut(rest[:at], ":")
+		rest = user + ":***" + rest[at:]
+	}
+	if head, query, ok := strings.Cut(rest, "?"); ok {
+		opts := strings.Split(query, "&")
+		for i, o := range opts {
+			if k, _, ok := strings.Cut(o, "="); ok && strings.HasSuffix(strings.ToLower(k), "password") {
+				opts[i] = k + "=***"
+			}
+		}
+		rest = head + "?" + strings.Join(opts, "&")
+	}
+	return scheme + "://" + rest
 }
 
 func firstOf(vs ...string) string {

@@ -203,3 +203,16 @@ func TestUnreachableRedis(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestUnreachableRedisHidesOptionPasswords: the error for a Redis that
+// does not answer names its URL without any password in it, an option's
+// (a Sentinel URL's sentinel_password) as well as its user's.
+func TestUnreachableRedisHidesOptionPasswords(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	_, errs, code := f.sluice("--redis", "redis+sentinel://ann:secret@127.0.0.1:1?master_name=m&sentinel_password=s3ntinel&max_retries=-1", "workers")
+	if code != exitError || strings.Contains(errs, "secret") || strings.Contains(errs, "s3ntinel") ||
+		!strings.Contains(errs, "127.0.0.1:1") {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming the URL without its passwords", code, errs, exitError)
+	}
+}
