@@ -233,3 +233,41 @@ func TestEnqueueManySentAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestSentAsOfPartitionGrownSinceCached: a client that read its queue's
+// layout at 2 partitions, then sends a job again with SentAs naming
+// partition 3 after the queue grew to 4 (the ID another process, or this
+// one after a restart of its cache, was given), reads the layout from
+// Redis before refusing the partition: the job is added there. It was
+// refused ErrInvalid by the count the client had cached.
+func TestSentAsOfPartitionGrownSinceCached(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := redistest.NewNamespace(t)
+	rdb := redis.NewClient(&redis.Options{Addr: env.Server.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	reg, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Partitions: map[string]int{"default": 2}})
+	testkit.Must(t, err)
+	if _, err := reg.Enqueue(ctx, email{}); err != nil { // registers the queue at 2 partitions
+		t.Fatal(err)
+	}
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns}) // no count of its own: it reads Redis's
+	testkit.Must(t, err)
+	if _, err := c.Enqueue(ctx, email{}); err != nil { // caches 2 partitions
+		t.Fatal(err)
+	}
+	other, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns}) // an operator's, in another process
+	testkit.Must(t, err)
+	adm := admin.New(other)
+	testkit.Must(t, adm.PauseQueue(ctx, "default"))
+	testkit.Must(t, adm.ResizeQueue(ctx, "default", 4))
+	testkit.Must(t, adm.ResumeQueue(ctx, "default"))
+
+	res, err := c.Enqueue(ctx, email{}, flow.SentAs("default:3:again"))
+	if err != nil || res.ID != "default:3:again" || res.Duplicate {
+		t.Fatalf("SentAs of partition 3 of a queue grown to 4: %+v, %v; want it added there", res, err)
+	}
+	if _, err := c.Enqueue(ctx, email{}, flow.SentAs("default:4:x")); !errors.Is(err, flow.ErrInvalid) {
+		t.Errorf("SentAs of partition 4 of a queue of 4: %v, want ErrInvalid", err)
+	}
+}

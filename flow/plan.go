@@ -160,9 +160,12 @@ func (pl *planner) in(lay store.Layout, key, local string, sp *spread) keys.Ref 
 // sentAs is locate for a job SentAs places: in partition part-1 of queue,
 // which must have it. The queue was used before (it gave the ID): its
 // layout is read, never registered, when the process does not know it.
+// A partition beyond the count the process knows is checked against the
+// registry before it is refused: the queue may have grown since (the ID
+// came from a process that knew it so).
 func (pl *planner) sentAs(ctx context.Context, queue string, part int, local string) (keys.Ref, int, error) {
 	lay, ok := pl.layouts.Cached(queue)
-	if !ok {
+	if !ok || part-1 >= lay.Partitions {
 		var err error
 		if lay, err = pl.layouts.Lookup(ctx, queue); err != nil {
 			return keys.Ref{}, 0, err
