@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -106,7 +107,14 @@ func (s *Store) runSchedule(ctx context.Context, name, op string, args ...any) (
 	}
 	ks := s.sched()
 	argv := append(append([]any{now, ks.Prefix(), op}, args...), newCallID()+s.keep)
-	return lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)}, argv...).Result()
+	v, err := lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)}, argv...).Result()
+	if isReplyError(err) && strings.Contains(err.Error(), "WRONGTYPE") {
+		// its record or its pending ticks hold another type than a hash
+		// (written by hand): ErrMalformed naming it, as Schedule says,
+		// not Redis's bare reply
+		return nil, scheduleOfAnotherType(name, err)
+	}
+	return v, err
 }
 
 // PublishSchedule writes a schedule's definition (never its state) and adds
