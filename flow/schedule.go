@@ -31,7 +31,8 @@ type Schedule struct {
 	// the hour, whichever scheduler computes them.
 	Every time.Duration
 	// TimeZone is the IANA zone Cron is read in, such as "Europe/Paris".
-	// Default UTC. Not for Every. When the zone's clocks change, a Cron
+	// Default UTC. Not for Every. Not "Local", nor tzdata's "localtime"
+	// or "posixrules": each is the host's own zone. When the zone's clocks change, a Cron
 	// whose hour field is not '*' still runs once at each of its times of
 	// the day: a time the clocks skip runs at the first instant after the
 	// jump, a time they repeat runs at its first occurrence only. A Cron
@@ -155,9 +156,12 @@ func parseTiming(expr string, every time.Duration, tz string) (tm timing, field 
 		return timing{every: int64(every / time.Second)}, "", nil
 	}
 	loc := time.UTC
-	if tz == "Local" {
-		// LoadLocation takes it as each host's own zone: schedulers on
-		// hosts in different zones would tick at different instants
+	if tz == "Local" || strings.EqualFold(tz, "localtime") || strings.EqualFold(tz, "posixrules") {
+		// LoadLocation takes "Local" as each host's own zone, and loads
+		// tzdata's "localtime" (a link to the host's /etc/localtime) and
+		// "posixrules" (a link its tzdata build chooses) where the host
+		// has them: schedulers on hosts in different zones would tick at
+		// different instants
 		return bad("TimeZone", "%q is each host's own zone: name an IANA zone", tz)
 	}
 	if tz != "" {
