@@ -23,7 +23,8 @@ import (
 // the same schedules, and no leader is needed. For every due tick they
 // agree, through one atomic script on the schedule's state in Redis, on
 // which scheduler enqueues it, and the job's ID (sched:<name>:<tick>)
-// makes a repeated enqueue a no-op, for a day after the job is deleted. A
+// makes a repeated enqueue a no-op while the job is kept, and after it is
+// deleted until a day after the tick's first enqueue (its marker). A
 // scheduler that dies or stalls after claiming a tick and before
 // confirming it leaves the tick pending; another enqueues it 30 to 90
 // seconds later, and the enqueue that comes second adds nothing (it looks
