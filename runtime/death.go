@@ -36,6 +36,7 @@ type JobSnapshot struct {
 	CrashAttempt int // panics and lost leases so far
 	MaxAttempts  int
 	Fence        int64 // the last attempt's fence
+	Redrives     int   // how often an operator redrove or released it: a death's identity, with ID and Fence (Death)
 	Created      time.Time
 	Deadline     time.Time // zero: none
 }
@@ -56,7 +57,11 @@ type JobSnapshot struct {
 // the report was dropped; or handlers ran slowly, a death queued at its
 // worker for more than 30 s, or a sweep's reports handled for more than
 // the minute's hold in all, and another worker's sweep took the report
-// too. Make it idempotent, by Job.ID and Job.Fence.
+// too. Make it idempotent, by Job.ID, Job.Fence and Job.Redrives (a job
+// redriven and archived again by a claim, its deadline passed or its
+// sticky fallback due, dies twice under one fence; and Job.Created, for
+// an ID enqueued again after its job was deleted, whose fences start
+// over).
 // Calls come from a single goroutine per worker, never on the ack path,
 // so a slow handler delays other death reports but no job. A dead job is
 // kept two minutes at least, whatever RetainArchived, so that its report
@@ -261,7 +266,7 @@ func snapshot(a *Attempt) JobSnapshot {
 	return JobSnapshot{
 		ID: a.ID, Queue: a.Queue, Kind: a.Kind, Payload: a.Payload, Headers: a.Headers, Priority: a.Priority,
 		Attempt: a.Attempt, CrashAttempt: a.CrashAttempt, MaxAttempts: a.MaxAttempts, Fence: a.Fence,
-		Created: a.Created, Deadline: a.Deadline,
+		Redrives: a.redrives, Created: a.Created, Deadline: a.Deadline,
 	}
 }
 
@@ -269,6 +274,6 @@ func jobSnapshot(ref keys.Ref, j *store.Job) JobSnapshot {
 	return JobSnapshot{
 		ID: ref.String(), Queue: ref.Queue, Kind: j.Kind, Payload: j.Payload, Headers: j.Headers, Priority: j.Priority,
 		Attempt: j.Attempt, CrashAttempt: j.CrashAttempt, MaxAttempts: j.MaxAttempts, Fence: j.Fence,
-		Created: j.Created, Deadline: j.Deadline,
+		Redrives: j.Redrives, Created: j.Created, Deadline: j.Deadline,
 	}
 }
