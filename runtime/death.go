@@ -230,13 +230,25 @@ func (w *Worker) sweepDeaths(ctx context.Context) {
 }
 
 // deliverDeath calls OnDeath, then drops the job's pending death report:
-// whether the handler returned or panicked, it has run.
+// whether the handler returned or panicked, it has run. A death this worker
+// knows only by the job's ID (fill) is completed from the job as Redis
+// holds it then; one whose job is no longer in the death's state was
+// returned to execution since, and is not reported with a later attempt's
+// data.
 func (w *Worker) deliverDeath(ctx context.Context, it deathItem) {
 	w.rel.active.Add(1)
 	defer w.rel.active.Add(-1)
 	if it.fill {
 		if j, _, err := w.st.Get(ctx, it.ref); err != nil {
 			w.log.Warn("reading a dead job for its death report failed", "job", it.d.Job.ID, "err", err)
+		} else if j.State != it.d.State {
+			// redriven or released since, its pending report dropped with
+			// that (as a sweep would find it): what the job holds now is a
+			// later attempt's, running or dead again (that death is
+			// reported by its own report), not this death's
+			w.log.Info("a dead job was returned to execution before its death report was delivered; not reported",
+				"job", it.d.Job.ID, "state", j.State, "reason", it.d.Reason)
+			return
 		} else {
 			it.d.Job = jobSnapshot(it.ref, j)
 			it.redrives, it.lease = j.Redrives, j.LastLeaseID
