@@ -132,20 +132,27 @@ func archiveReason(d *Death, ack store.Ack) bool {
 	return true
 }
 
-// reapedDeaths queues the deaths of jobs a maintenance pass quarantined
-// (a lease lost at the crash limit).
+// reapedDeaths queues the deaths of jobs a maintenance pass (or a give-back)
+// quarantined (a lease lost at the crash limit) or archived ('malformed':
+// its crash counter, its hash or its state corrupt).
 func (w *Worker) reapedDeaths(p keys.Partition, reaped []store.Reaped) {
 	if w.opts.OnDeath == nil {
 		return
 	}
 	for _, r := range reaped {
-		if r.State != "quarantined" {
+		var reason string
+		switch r.State {
+		case "quarantined":
+			reason = "crash_limit"
+		case "archived":
+			reason = "malformed"
+		default:
 			continue
 		}
 		ref := keys.Ref{Partition: p, Local: r.Local}
 		w.queueDeath(deathItem{
 			ref: ref, fill: true,
-			d: Death{Job: JobSnapshot{ID: ref.String(), Queue: p.Queue}, State: r.State, Reason: "crash_limit", At: w.clk.Now()},
+			d: Death{Job: JobSnapshot{ID: ref.String(), Queue: p.Queue}, State: r.State, Reason: reason, At: w.clk.Now()},
 		})
 	}
 }

@@ -261,8 +261,11 @@ func stackTop(stack []byte, frames int) string {
 // read.
 func (w *Worker) logReaped(id, queue string, r store.Reaped) {
 	msg, reason := "job attempt crashed; will retry", "lease_expired"
-	if r.State == "quarantined" {
+	switch r.State {
+	case "quarantined":
 		msg, reason = "job quarantined", "crash_limit"
+	case "archived": // its data corrupt: a counter, its hash or its state
+		msg, reason = "job archived", "malformed"
 	}
 	w.log.LogAttrs(context.Background(), slog.LevelError, msg,
 		slog.String(keyJob, id), slog.String(keyQueue, queue), slog.String(keyReason, reason),
