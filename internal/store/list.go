@@ -81,9 +81,10 @@ func decodeListed(e any) (ListEntry, error) {
 		}
 	}
 	j, err := decodeJob(id, flat)
-	if err != nil { // list it anyway, saying what is wrong
+	if err != nil { // list it anyway, saying what is wrong, by its state and kind
 		st, _ := v[3].(string)
-		j = &Job{Local: id, State: st, LastError: err.Error()}
+		kind, _ := v[4].(string)
+		j = &Job{Local: id, State: st, Kind: kind, LastError: err.Error()}
 	}
 	if j.State == "running" {
 		j.LeaseExpiry = time.UnixMilli(int64(key))
