@@ -17,6 +17,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/sticky"
 )
 
@@ -359,6 +360,10 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target), Back: backPage(a, f.Get(a.Target))}
+	if err := c.targetExists(r.Context(), a, v.Target); err != nil {
+		c.fail(w, r, err) // a queue or schedule that does not exist is offered no button
+		return
+	}
 	if name == "trigger" || a.Bulk || a.Once {
 		v.Once = keys.NewLocal()
 	}
@@ -421,6 +426,25 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c.render(w, r, code, "confirm", a.Title, v)
+}
+
+// targetExists is ErrQueueNotFound or ErrScheduleNotFound when the queue
+// or schedule action a names by target is not there (a bulk action's dry
+// run says so itself); other errors leave the action to say what is
+// wrong (a corrupt schedule record can still be paused).
+func (c *console) targetExists(ctx context.Context, a action, target string) error {
+	var err error
+	switch {
+	case a.Bulk:
+	case a.Target == "queue":
+		_, err = c.ops.QueuesLive(ctx, map[string]int{target: 0})
+	case a.Target == "schedule":
+		_, err = c.ops.Schedule(ctx, target)
+	}
+	if sluicetype.IsNotFound(err) {
+		return err
+	}
+	return nil
 }
 
 // dryRun counts what bulk action name would touch, and for a delete the

@@ -46,7 +46,7 @@ func TestNotFoundIs404(t *testing.T) {
 			t.Errorf("GET %s: %d, want 404 saying %q\n%s", tc.path, code, tc.says, body)
 		}
 	}
-	_, body := f.get(c, "/confirm/trigger?schedule=nosuch")
+	_, body := f.get(c, "/confirm/pause?queue="+testQueue) // a page with a form, for the CSRF token
 	tok := csrfOf(body)
 	for _, tc := range []struct {
 		action string
