@@ -20,6 +20,9 @@
 --
 -- KEYS[1] the schedule's hash
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
+-- Either key holding another type than a hash (written by hand) is refused
+-- with a WRONGTYPE error naming it, before anything is written (the
+-- pending ticks only by the ops that read them: sync, claim, ack).
 -- ARGV[1] now ms, or '' to use the store's TIME
 -- ARGV[2] the schedules' key prefix ("{tag}:"), under which call records
 --         are kept (lib_replay.lua)
@@ -67,6 +70,26 @@
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
 local op = ARGV[3]
+if op == 'claim' or op == 'pause' or op == 'resume' then
+  -- a pause or resume sent again after a resume or pause that came
+  -- between must not undo it: it answers its first run
+  local again = replayed()
+  if again then return again end
+end
+-- validated before the first write (Redis rolls none back): a key of
+-- another type than a hash (written by hand) is refused, WRONGTYPE naming
+-- it, before any op writes the other (a sync would start last anew, drop
+-- paused_at and owed, then raise at the pending ticks; an ack would
+-- delete its ticks, then raise at the record). A pause or resume, which
+-- never reads the pending ticks, still runs over them.
+for i, k in ipairs({ K, KP }) do
+  if i == 1 or op == 'sync' or op == 'claim' or op == 'ack' then
+    local t = redis.call('TYPE', k)['ok']
+    if t ~= 'hash' and t ~= 'none' then
+      return redis.error_reply('WRONGTYPE sluice: schedule key ' .. k .. ' holds a ' .. tostring(t) .. ', not a hash: nothing written')
+    end
+  end
+end
 if op == 'ack' then
   -- safe to run twice (a re-send): the deletes and the greater 'ran' are
   -- the same the second time
@@ -76,12 +99,6 @@ if op == 'ack' then
     redis.call('HSET', K, 'ran', tick)
   end
   return STATUS.ok
-end
-if op == 'claim' or op == 'pause' or op == 'resume' then
-  -- a pause or resume sent again after a resume or pause that came
-  -- between must not undo it: it answers its first run
-  local again = replayed()
-  if again then return again end
 end
 if redis.call('EXISTS', K) == 0 then
   if op == 'sync' then return { STATUS.missing, NOW } end
