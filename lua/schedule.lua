@@ -95,7 +95,10 @@ if op == 'ack' then
   -- the same the second time
   for i = 5, #ARGV - 1 do redis.call('HDEL', KP, ARGV[i]) end
   local tick = count_of(ARGV[4])
-  if tick and redis.call('EXISTS', K) == 1 and tick > (tonumber(redis.call('HGET', K, 'ran')) or 0) then
+  -- count_of: a 'ran' written by hand that tonumber takes but is no
+  -- whole number of ms ('nan', 'inf', '1e300') no tick would pass, and
+  -- the record would stay malformed for ever: it is replaced, as any other
+  if tick and redis.call('EXISTS', K) == 1 and tick > (count_of(redis.call('HGET', K, 'ran')) or 0) then
     redis.call('HSET', K, 'ran', tick)
   end
   return STATUS.ok

@@ -378,3 +378,28 @@ func TestScheduleCorruptLast(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleAckRepairsARanOfNoWholeNumber: a record whose 'ran' field
+// holds what Lua's tonumber takes but is no whole number of ms (written
+// by hand: 'nan', 'inf', '1e300') gets its latest run from the next ack,
+// as one of 'garbage' does. Before, the ack compared the tick with it and
+// never wrote (no tick is greater than 'inf' or 'nan'), and the record
+// stayed malformed for Schedule and Schedules for ever, while its
+// schedule ran.
+func TestScheduleAckRepairsARanOfNoWholeNumber(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		for _, v := range []string{"nan", "inf", "1e300"} {
+			t.Run(b.name+"/"+v, func(t *testing.T) {
+				f := newFixture(t, b)
+				ks, tick := claimedTick(t, f)
+				must(t, f.rdb.HSet(f.ctx, ks.Schedule("s"), "ran", v).Err())
+				must(t, f.st.AckTicks(f.ctx, "s", []time.Time{tick}, tick))
+				r, err := f.st.Schedule(f.ctx, "s")
+				if err != nil || !r.Ran.Equal(tick) {
+					t.Fatalf("after the ack over ran %q: ran %v, %v; want %v", v, r.Ran, err, tick)
+				}
+			})
+		}
+	}
+}
