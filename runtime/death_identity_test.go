@@ -76,18 +76,10 @@ func TestTwoDeathsUnderOneFenceHaveDistinctIdentities(t *testing.T) {
 // pending report, as a sweep would find it.
 func TestDeathReadBackAfterRedriveIsNotTheRunningAttempts(t *testing.T) {
 	t.Parallel()
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	deaths := testkit.Chan[runtime.Death]()
-	// The worker serves another queue: the test claims the jobs itself.
-	w := e.startWorker(flow.NewRegistry(), runtime.Options{
-		Clock: clk, Queues: map[string]int{"other": 1}, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
-		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d },
-	})
+	clk, e, w, deaths, st := claimingTest(t)
 	id := e.Enqueue(workArgs{N: 1}, sticky.To("worker-b", sticky.FailAfter(time.Second)))
 	sentinel := e.Enqueue(workArgs{N: 2}, flow.WithDeadline(clk.Now().Add(time.Second)))
 	clk.Advance(2 * time.Second)
-	st := store.New(e.RDB, store.Config{NS: e.NS, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
 	p := e.partition()
 	res, err := st.Claim(context.Background(), p, store.ClaimRequest{N: 2, Lease: time.Minute, Worker: "test", Nonce: "n1", PromoteLimit: 10})
 	testkit.Must(t, err)

@@ -252,22 +252,29 @@ func TestDeathHandlerIsolated(t *testing.T) {
 	}
 }
 
+// claimingTest starts a worker that reports deaths on the channel it
+// returns and serves another queue, so that the test claims the default
+// queue's jobs itself, with the store it returns.
+func claimingTest(t *testing.T) (*testClock, *env, *workerRun, chan runtime.Death, *store.Store) {
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	deaths := testkit.Chan[runtime.Death]()
+	w := e.startWorker(flow.NewRegistry(), runtime.Options{
+		Clock: clk, Queues: map[string]int{"other": 1}, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
+		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d },
+	})
+	st := store.New(e.RDB, store.Config{NS: e.NS, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
+	return clk, e, w, deaths, st
+}
+
 // TestDeathAtClaim: a job archived by the claim script (its deadline passed
 // while it waited) is reported through the claim path's hook, with the job
 // read back from Redis.
 func TestDeathAtClaim(t *testing.T) {
 	t.Parallel()
-	clk := newTestClock(fakeStart())
-	e := newEnv(t, clk)
-	deaths := testkit.Chan[runtime.Death]()
-	// The worker serves another queue: the test claims the job itself.
-	w := e.startWorker(flow.NewRegistry(), runtime.Options{
-		Clock: clk, Queues: map[string]int{"other": 1}, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
-		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d },
-	})
+	clk, e, w, deaths, st := claimingTest(t)
 	id := e.Enqueue(workArgs{N: 7}, flow.WithDeadline(clk.Now().Add(time.Second)), flow.WithMaxAttempts(4))
 	clk.Advance(2 * time.Second)
-	st := store.New(e.RDB, store.Config{NS: e.NS, RetainCompleted: time.Hour, RetainArchived: time.Hour, RetainCancelled: time.Hour, CrashLimit: 3, Now: clk.Now})
 	res, err := st.Claim(context.Background(), e.partition(), store.ClaimRequest{N: 1, Lease: time.Minute, Worker: "test", Nonce: "n", PromoteLimit: 10})
 	testkit.Must(t, err)
 	if len(res.Parked) != 1 || len(res.Jobs) != 0 {
