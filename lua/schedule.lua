@@ -86,7 +86,7 @@ for i, k in ipairs({ K, KP }) do
   if i == 1 or op == 'sync' or op == 'claim' or op == 'ack' then
     local t = redis.call('TYPE', k)['ok']
     if t ~= 'hash' and t ~= 'none' then
-      return redis.error_reply('WRONGTYPE sluice: schedule key ' .. k .. ' holds a ' .. tostring(t) .. ', not a hash: nothing written')
+      return redis.error_reply('WRONGTYPE sluice: schedule key ' .. k .. ' is a ' .. tostring(t) .. ', not a hash: nothing written')
     end
   end
 end
