@@ -220,7 +220,9 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 //   - when shrinking, the partitions that go away hold no job in any
 //     state and no outboxed or dead-lettered effect (let the work finish
 //     before pausing; delete, or wait out the retention of, finished
-//     jobs).
+//     jobs): by their per-state counters and by their own indexes, so
+//     that a counters key deleted or damaged by hand does not hide jobs
+//     still listed (docs/operations.md, "Resizing a queue").
 //
 // A resize holds the queue's resize lock (a key beside the registry, for
 // at most a minute) from start to end: another resize of the queue
@@ -482,30 +484,42 @@ func (c *Client) takeBackRetired(ctx context.Context, lay store.Layout) error {
 }
 
 // checkEmpty refuses (through refuse) partitions that go away in a shrink
-// while they hold any job or effect.
+// while they hold any job or effect: by their per-state counters, their
+// outboxes, or their own indexes (ready lists, scheduled and running
+// jobs, finished jobs, concurrency and rate waits, pinned jobs with a
+// fallback), read in one round trip. The indexes are read as well as
+// the counters, which a counters key deleted or damaged by hand can make
+// say nothing of jobs still listed: a partition taken away so would
+// keep them where no worker reads.
 func (c *Client) checkEmpty(ctx context.Context, gone []keys.Partition, refuse func(string, ...any) error) error {
-	st := c.b.Store
-	counts, err := st.StateCounts(ctx, gone)
-	if err != nil {
-		return err
-	}
-	outbox, dead, err := st.OutboxSizes(ctx, gone)
+	contents, err := c.b.Store.PartitionContents(ctx, gone)
 	if err != nil {
 		return err
 	}
 	for i, p := range gone {
+		in := contents[i]
 		var held []string
-		for s, n := range counts[i] {
+		for s, n := range in.Counts {
 			if n != 0 {
 				held = append(held, fmt.Sprintf("%s %d", s, n))
 			}
 		}
 		sort.Strings(held)
-		if outbox[i] > 0 {
-			held = append(held, fmt.Sprintf("outboxed effects %d", outbox[i]))
+		if in.Outbox > 0 {
+			held = append(held, fmt.Sprintf("outboxed effects %d", in.Outbox))
 		}
-		if dead[i] > 0 {
-			held = append(held, fmt.Sprintf("dead effects %d", dead[i]))
+		if in.Dead > 0 {
+			held = append(held, fmt.Sprintf("dead effects %d", in.Dead))
+		}
+		if len(held) == 0 && len(in.Indexes) > 0 {
+			// the counters say nothing of jobs its indexes list
+			var listed []string
+			for k, n := range in.Indexes {
+				listed = append(listed, fmt.Sprintf("%s %d", k, n))
+			}
+			sort.Strings(listed)
+			return refuse("partition %d, which would go away, holds jobs that its per-state counters (%s) do not count: its indexes hold %s",
+				p.Index, p.Stats(), strings.Join(listed, ", "))
 		}
 		if len(held) > 0 {
 			return refuse("partition %d, which would go away, holds %s", p.Index, strings.Join(held, ", "))

@@ -39,6 +39,7 @@ func TestReadsRefuseNewerDataModel(t *testing.T) {
 				{"StateCounts", func() error { _, err := f.st.StateCounts(f.ctx, parts); return err }},
 				{"Minutes", func() error { _, err := f.st.Minutes(f.ctx, parts, 100, 105); return err }},
 				{"OutboxSizes", func() error { _, _, err := f.st.OutboxSizes(f.ctx, parts); return err }},
+				{"PartitionContents", func() error { _, err := f.st.PartitionContents(f.ctx, parts); return err }},
 				{"JobsFields", func() error {
 					r, err := f.st.JobsFields(f.ctx, []keys.Ref{ref}, keys.FieldState)
 					if err != nil {
