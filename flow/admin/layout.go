@@ -487,7 +487,8 @@ func (c *Client) takeBackRetired(ctx context.Context, lay store.Layout) error {
 // while they hold any job or effect: by their per-state counters, their
 // outboxes, or their own indexes (ready lists, scheduled and running
 // jobs, finished jobs, concurrency and rate waits, pinned jobs with a
-// fallback), read in one round trip. The indexes are read as well as
+// fallback), read in one round trip (a few more for lazy indexes:
+// store.PartitionContents). The indexes are read as well as
 // the counters, which a counters key deleted or damaged by hand can make
 // say nothing of jobs still listed: a partition taken away so would
 // keep them where no worker reads.
