@@ -67,16 +67,30 @@ type Contents struct {
 	Indexes map[string]int64
 }
 
-// indexNames are the partition's indexes PartitionContents reads, by
-// their names after the partition's prefix, each with the command that
-// counts its entries.
-var indexNames = func() []string {
-	var out []string
+// contentIndex is one of a partition's indexes PartitionContents reads:
+// its key, and the command that counts its entries.
+type contentIndex struct {
+	key   string
+	count func(ctx context.Context, p redis.Pipeliner, key string) *redis.IntCmd
+}
+
+// contentIndexes are part's indexes PartitionContents reads: the ready
+// lists, sched, later, run, the terminal zsets, cwn, rwake and pinx.
+func contentIndexes(part keys.Partition) []contentIndex {
+	llen := func(ctx context.Context, p redis.Pipeliner, k string) *redis.IntCmd { return p.LLen(ctx, k) }
+	hlen := func(ctx context.Context, p redis.Pipeliner, k string) *redis.IntCmd { return p.HLen(ctx, k) }
+	zcard := func(ctx context.Context, p redis.Pipeliner, k string) *redis.IntCmd { return p.ZCard(ctx, k) }
+	var out []contentIndex
 	for i := range keys.Priorities {
-		out = append(out, "avail:"+strconv.Itoa(i))
+		out = append(out, contentIndex{part.Available(i), llen})
 	}
-	return append(out, "sched", "later", "run", "completed", "archived", "quarantined", "cancelled", "cwn", "rwake", "pinx")
-}()
+	for _, k := range []string{part.Sched(), part.Later(), part.Running(), part.Terminal("completed"),
+		part.Terminal("archived"), part.Terminal("quarantined"), part.Terminal("cancelled"),
+		part.RateWake(), part.PinDeadlines()} {
+		out = append(out, contentIndex{k, zcard})
+	}
+	return append(out, contentIndex{part.ConcurrencyWaiting(), hlen})
+}
 
 // PartitionContents reads, for each of parts, its per-state counters,
 // its outbox sizes and the sizes of its own indexes, in one pipelined
@@ -106,16 +120,8 @@ func (s *Store) PartitionContents(ctx context.Context, parts []keys.Partition) (
 			r.stats = p.HGetAll(ctx, part.Stats())
 			r.outbox = p.XLen(ctx, part.Outbox())
 			r.dead = p.XLen(ctx, part.DeadOutbox())
-			for _, name := range indexNames {
-				k := part.Prefix() + name
-				switch {
-				case strings.HasPrefix(name, "avail:"):
-					r.index = append(r.index, p.LLen(ctx, k))
-				case name == "cwn":
-					r.index = append(r.index, p.HLen(ctx, k))
-				default:
-					r.index = append(r.index, p.ZCard(ctx, k))
-				}
+			for _, ix := range contentIndexes(part) {
+				r.index = append(r.index, ix.count(ctx, p, ix.key))
 			}
 			r.anchor = p.ZScore(ctx, part.Running(), keys.RunAnchor)
 		}
@@ -148,16 +154,17 @@ func (s *Store) PartitionContents(ctx context.Context, parts []keys.Partition) (
 			return nil, named(part.DeadOutbox(), err)
 		}
 		c.Outbox, c.Dead = r.outbox.Val(), r.dead.Val()
-		for k, cmd := range r.index {
+		for k, ix := range contentIndexes(part) {
+			cmd := r.index[k]
 			if err := cmd.Err(); err != nil {
-				return nil, named(part.Prefix()+indexNames[k], err)
+				return nil, named(ix.key, err)
 			}
 			n := cmd.Val()
-			if indexNames[k] == "run" && r.anchor.Err() == nil {
+			if ix.key == part.Running() && r.anchor.Err() == nil {
 				n-- // the anchor, no job
 			}
 			if n > 0 {
-				c.Indexes[indexNames[k]] = n
+				c.Indexes[strings.TrimPrefix(ix.key, part.Prefix())] = n
 			}
 		}
 		out[i] = c
