@@ -191,7 +191,7 @@ func Result[R any](ctx context.Context, c *Client, id string) (R, error) {
 	}
 	if len(info.Result) > 0 {
 		if err := mpack.Unmarshal(info.Result, &r); err != nil {
-			return r, fmt.Errorf("%w: job %s, as %T: %v", ErrResultType, id, r, err)
+			return r, fmt.Errorf("%w: job %s, as %T: %w", ErrResultType, id, r, err)
 		}
 	}
 	return r, nil
