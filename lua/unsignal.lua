@@ -17,8 +17,9 @@
 --   'missing', '', 0, ''      no such job
 --   'running', 'running', 0, '' refused: its attempt may be taking it
 --   'final', 'completed', 0, '' refused: a completed job never waits again
---   A checkpoints key of another type (corrupt data) fails the call with
---   an error naming the job, nothing written (as signal.lua's).
+--   A checkpoints key of another type, or a state field that names no
+--   state (corrupt data), fails the call with an error naming the job,
+--   nothing written (as signal.lua's).
 -- Transitions: none.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
@@ -27,6 +28,9 @@ if again then return again end
 local id, name = ARGV[9], ARGV[10]
 local s = state_of(redis.call('HGET', job_key(id), F.state))
 if not s then return remember({ STATUS.missing, STATUS.none, 0, '' }) end
+-- a state no release writes (corrupt data): refused as malformed, nothing
+-- discarded, as signal.lua refuses it (not 'ok' for a job no wait reads)
+if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
 if s == 'running' then return remember({ STATUS.running, s, 0, '' }) end
 if s == 'completed' then return remember({ STATUS.final, s, 0, '' }) end
 local sk = steps_key(id)

@@ -254,6 +254,7 @@ func TestSingleJobCallsOnCorruptKey(t *testing.T) {
 					_, err := f.st.Reroute(f.ctx, ref, store.Sticky{})
 					return err
 				},
+				"discard a signal": func() error { _, _, _, err := f.st.Unsignal(f.ctx, ref, "go", 0); return err },
 			}
 			for name, call := range calls {
 				if err := call(); !errors.Is(err, store.ErrMalformed) {
