@@ -8,7 +8,12 @@ import (
 
 // Key returns an idempotency key for an external call made by step: the
 // same in every attempt of this job (job ID and step name), different for
-// every other job or step. It returns "" outside a running job.
+// every other job or step, but for one case: the key is
+// the job's ID and step joined by ':', so where job IDs hold ':' (as
+// flow.WithID allows) and steps given do too, job "a:b" with step "c" and
+// job "a" with step "b:c" in the same partition get one key. Keep ':' out
+// of one of the two: generated IDs have none, a schedule's jobs' IDs do
+// ("sched:NAME:TIME"). It returns "" outside a running job.
 //
 // The key is made of the job's ID, not of when the job was made: a job
 // enqueued again under the ID of one deleted after its retention
