@@ -38,11 +38,26 @@ local function parse_waits(spec)
   return w
 end
 
+-- signal_name is the name of the signal kept in the steps hash field f,
+-- or nil for a field that holds none: only a field laid out as
+-- signal_field lays it out (ten digits) is a signal, as Go's
+-- checkpoint.Signal reads it; one that is not (corrupt data) is no signal
+-- to a wait in Go, which would suspend again at once if a suspension
+-- here took it for one.
+local function signal_name(f)
+  if f:sub(1, 3) == SIGNAL_PREFIX and f:sub(14, 14) == ':' and #f > 14
+      and string.find(f:sub(4, 13), '^%d%d%d%d%d%d%d%d%d%d$') then
+    return f:sub(15)
+  end
+  return nil
+end
+
 -- has_signal reports whether the steps hash sk holds a signal whose name
 -- is a key of names.
 local function has_signal(sk, names)
   for _, f in ipairs(redis.call('HKEYS', sk)) do
-    if f:sub(1, 3) == SIGNAL_PREFIX and names[f:sub(15)] then return true end
+    local name = signal_name(f)
+    if name and names[name] then return true end
   end
   return false
 end

@@ -80,7 +80,7 @@ for i = 1, 6 * n, 6 do
       out[#out + 1] = { STATUS.exists, 0 }
     else
       local bad = check_effects(fx)
-      if not bad and take and take:sub(1, 3) ~= SIGNAL_PREFIX then
+      if not bad and take and not signal_name(take) then
         -- a step's checkpoint, a timer: only a signal may be taken
         bad = 'take: ' .. take .. ' names no signal'
       elseif not bad and take and redis.call('HEXISTS', sk, take) == 0 then

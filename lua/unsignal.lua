@@ -39,10 +39,11 @@ if fields.err then
   return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ' has corrupt signal data (its checkpoints): nothing discarded')
 end
 -- '!s:' .. ten digits .. ':' .. name (lib_waits.lua signal_field): the
--- earliest is the least field
+-- earliest is the least field; one not laid out so is no signal
+-- (signal_name), which no wait takes and this leaves
 local first = nil
 for _, f in ipairs(fields) do
-  if f:sub(1, 3) == SIGNAL_PREFIX and f:sub(15) == name and (not first or f < first) then first = f end
+  if signal_name(f) == name and (not first or f < first) then first = f end
 end
 if not first then return remember({ STATUS.ok, s, 0, '' }) end
 local seq = tonumber(first:sub(4, 13))

@@ -35,11 +35,18 @@ func Timer(field string, value []byte) (name string, wake time.Time, ok bool) {
 	return name, time.UnixMilli(ms), true
 }
 
-// Signal reads a signal's field: its sequence number and name.
+// Signal reads a signal's field: its sequence number and name. A field
+// not laid out as lua/lib_waits.lua writes it (ten digits: not a sign)
+// is none, as the scripts read it (signal_name).
 func Signal(field string) (seq int64, name string, ok bool) {
 	rest, ok := strings.CutPrefix(field, SignalPrefix)
 	if !ok || len(rest) < 12 || rest[10] != ':' {
 		return 0, "", false
+	}
+	for i := range 10 {
+		if rest[i] < '0' || rest[i] > '9' {
+			return 0, "", false
+		}
 	}
 	seq, err := strconv.ParseInt(rest[:10], 10, 64)
 	if err != nil {

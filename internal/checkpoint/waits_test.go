@@ -22,7 +22,7 @@ func TestWaitFieldsAgreeWithLua(t *testing.T) {
 	if !ok || seq != 42 || name != "approve" {
 		t.Fatalf("Signal: %d %q %v", seq, name, ok)
 	}
-	for _, bad := range []string{"!s:42:approve", "!s:0000000042", "!s:00000000x2:a", "approve", "!t:0000000042:a"} {
+	for _, bad := range []string{"!s:42:approve", "!s:0000000042", "!s:00000000x2:a", "!s:-000000042:a", "!s:+000000042:a", "approve", "!t:0000000042:a"} {
 		if _, _, ok := Signal(bad); ok {
 			t.Errorf("Signal(%q) ok", bad)
 		}

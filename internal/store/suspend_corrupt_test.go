@@ -59,3 +59,39 @@ func TestSuspendCorruptStepsKeyIsItsJobsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestCorruptSignalFieldIsNoSignal: a checkpoints field that starts like
+// a kept signal but holds no sequence number of ten digits (corrupt data:
+// signal.lua writes none such) is no signal to any part of Sluice. The
+// wait in Go skips it (checkpoint.Signal); the suspension took it for a
+// signal there and made the job available again at once, whose wait
+// suspended again: a job that ran for ever without a worker's pause.
+// Discarding the signal's name deleted the field, then failed on the
+// reply it made of it (no number): an error, with the write done.
+func TestCorruptSignalFieldIsNoSignal(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "w"})
+			j := f.claimOne("w1")
+			const field = "!s:00000000x2:approve"
+			f.rdb.HSet(f.ctx, f.p.Steps("w"), field, "p")
+			f.rdb.HSet(f.ctx, f.p.Job("w"), keys.FieldHasSteps, "1")
+			if s := f.suspend(j, &sluicetype.SuspendedError{Signals: []string{"approve"}}); s != "scheduled" {
+				t.Fatalf("suspended on approve with only a corrupt field of its name: %s, want scheduled", s)
+			}
+			seq, _, _, err := f.st.Unsignal(f.ctx, f.ref("w"), "approve", 0)
+			if err != nil || seq != 0 {
+				t.Fatalf("discard: seq %d, %v; want none kept (seq 0)", seq, err)
+			}
+			if !f.rdb.HExists(f.ctx, f.p.Steps("w"), field).Val() {
+				t.Fatal("the discard deleted the corrupt field")
+			}
+			// a signal sent now wakes the job, and is the one kept
+			if s, err := f.signal("w", "approve", "ok"); err != nil || s != "available" {
+				t.Fatalf("signal: %s, %v; want available", s, err)
+			}
+		})
+	}
+}
