@@ -78,12 +78,24 @@ local function awaited(v, fence, name)
   return false
 end
 
+-- wake_of is the wake time a timer's field holds, v (a string, or false
+-- for none): a whole number of ms as suspend writes it and as
+-- the wait in Go reads it (checkpoint.Timer), else nil. A value tonumber
+-- alone takes, but Go does not ('1e3', '5.5', '0x10', ' 5'), would be a
+-- wake time here and none in Go: a job made available at once, whose wait
+-- suspended again, for ever.
+local function wake_of(v)
+  if not v or #v > 18 or not string.find(v, '^%-?%d+$') then return nil end
+  return tonumber(v)
+end
+
 -- suspend ends the running attempt of the job id (fence fence) whose
 -- handler waits on w (parse_waits). Each timer keeps its first wake time;
--- one that holds no finite number (corrupt data: 'x', or 'nan', 'inf',
--- '1e400', which tonumber takes) is read as not set, and set anew from
--- this wait: a NaN due time would reach the index, whose ZADD refuses it
--- after the call's writes, and an infinite one would never come due.
+-- one that holds no whole number (wake_of; corrupt data: 'x', or 'nan',
+-- 'inf', '1e400', '1e3', which tonumber takes) is read as not set, and
+-- set anew from this wait: a NaN due time would reach the index, whose
+-- ZADD refuses it after the call's writes, and an infinite one would
+-- never come due.
 -- Returns the job's new state: available when a timer is due already or an
 -- awaited signal is there, else scheduled at its earliest timer (FAR for
 -- none) or its deadline when that is sooner: a job past its deadline is
@@ -96,12 +108,10 @@ local function suspend(jk, id, fence, w)
   local older -- timers once lived in the steps hash: a job that slept then keeps its wake times
   for _, t in ipairs(w.timers) do
     local f = TIMER_PREFIX .. t[1]
-    local at = tonumber(redis.call('HGET', jk, f))
-    if at and not (at > -math.huge and at < math.huge) then at = nil end
+    local at = wake_of(redis.call('HGET', jk, f))
     if not at then
       if older == nil then older = redis.call('HEXISTS', jk, F.has_steps) == 1 end
-      if older then at = tonumber(redis.call('HGET', sk, f)) end
-      if at and not (at > -math.huge and at < math.huge) then at = nil end
+      if older then at = wake_of(redis.call('HGET', sk, f)) end
     end
     if not at then
       at = t[3]

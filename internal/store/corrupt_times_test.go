@@ -120,11 +120,14 @@ func TestUnreadableRunAtIsDueAtItsEntry(t *testing.T) {
 // it after the ack batch's earlier outcomes had written; one of 'inf' was
 // never due. A timer that holds no finite number is read as not set now,
 // as one that is no number was: set anew from this wait, and the job is
-// due then.
+// due then. So is one that holds a number but no whole one as the wait in
+// Go reads it (checkpoint.Timer): suspend took '1e3' for a wake time long
+// past and made the job available at once, where the wait, which read no
+// wake time, suspended again, for ever.
 func TestUnreadableTimerIsSetAnew(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
-		for _, v := range unreadableTimes {
+		for _, v := range append([]string{"1e3", "5.5", "0x10", " 5", "5 "}, unreadableTimes...) {
 			t.Run(b.name+"/"+v, func(t *testing.T) {
 				t.Parallel()
 				f := newFixture(t, b)
