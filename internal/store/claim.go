@@ -206,7 +206,7 @@ func decodeClaimed(j *Job, u *unpacker, fields []string, worker string) []string
 		j.Steps = make(map[string][]byte, len(steps)/2)
 	}
 	for i := 0; i+1 < len(steps); i += 2 {
-		j.Steps[steps[i]] = []byte(steps[i+1])
+		j.addStep(steps[i], steps[i+1])
 	}
 	return fields
 }

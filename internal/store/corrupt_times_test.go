@@ -3,6 +3,7 @@ package store_test
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -158,5 +159,37 @@ func TestUnreadableTimerIsSetAnew(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestTimerOfJobHashWinsOverStepsHash: a timer is read from the job's
+// hash first, and from its steps hash (where an older release kept it)
+// only when the job's hash holds none readable, as suspend reads it. The
+// claim gave the attempt the steps hash's value over the job hash's: an
+// unreadable one left there (corrupt data), which suspend had replaced
+// with a wake time in the job's hash, was the one the wait read, and the
+// wait never fired while suspend found it due: the job ran for ever.
+func TestTimerOfJobHashWinsOverStepsHash(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "w"})
+			j := f.claimOne("w1")
+			f.rdb.HSet(f.ctx, f.p.Steps("w"), checkpoint.TimerPrefix+"nap", "x")
+			f.rdb.HSet(f.ctx, f.p.Job("w"), keys.FieldHasSteps, "1")
+			if s := f.suspend(j, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "nap", After: time.Hour}}}); s != "scheduled" {
+				t.Fatalf("suspended: %s", s)
+			}
+			f.clk.Advance(time.Hour)
+			j = f.claimOne("w1")
+			want := strconv.FormatInt(epoch.Add(time.Hour).UnixMilli(), 10)
+			if got := string(j.Steps[checkpoint.TimerPrefix+"nap"]); got != want {
+				t.Fatalf("the claimed attempt's timer nap: %q, want the job hash's %s", got, want)
+			}
+			if got, _ := f.get("w"); string(got.Steps[checkpoint.TimerPrefix+"nap"]) != want {
+				t.Fatalf("the job's timer nap as read: %q, want %s", got.Steps[checkpoint.TimerPrefix+"nap"], want)
+			}
+		})
 	}
 }

@@ -247,6 +247,21 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 	return nil
 }
 
+// addStep adds field k of the job's steps hash, with value v, to j.Steps,
+// which holds the timers of its hash already. A timer there that reads
+// stands: timers live in the job's hash, and in the steps hash only where
+// an older release kept them, which suspend reads only when the job's
+// hash holds none that reads (lua/lib_waits.lua). The wait must read the
+// wake time suspend does, or the two disagree on whether it is due.
+func (j *Job) addStep(k, v string) {
+	if cur, ok := j.Steps[k]; ok {
+		if _, _, reads := checkpoint.Timer(k, cur); reads {
+			return
+		}
+	}
+	j.Steps[k] = []byte(v)
+}
+
 // NeverDue is the due time (unix ms) of a job suspended on signals only
 // (lua/lib_waits.lua FAR).
 const NeverDue = 1 << 52

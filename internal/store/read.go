@@ -70,7 +70,7 @@ func (s *Store) Get(ctx context.Context, ref keys.Ref) (*Job, []sluicetype.Error
 			j.Steps = make(map[string][]byte, len(m))
 		}
 		for k, v := range m {
-			j.Steps[k] = []byte(v)
+			j.addStep(k, v)
 		}
 	}
 	if e, err := exp.Result(); err == nil && j.State == "running" {
