@@ -354,7 +354,7 @@ func TestUnknownActionNotFound(t *testing.T) {
 	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
 		t.Errorf("/confirm/nosuch: %d\n%s", code, mainOf(body))
 	}
-	f.enqueue(work{}) // registers the test queue, whose pause page has a form
+	f.enqueue(work{})                                      // registers the test queue, whose pause page has a form
 	_, page := f.get(c, "/confirm/pause?queue="+testQueue) // a page with a form, for the CSRF token
 	code, _, body = f.post(c, "/act/nosuch", url.Values{"csrf": {csrfOf(page)}, "id": {"x"}})
 	if code != http.StatusNotFound || !strings.Contains(body, "no such action") || strings.Contains(body, "job not found") {
