@@ -72,7 +72,8 @@
 // sluice.jobs.crashed (panics and crash errors, not those the store
 // refused as stale, which the reaper that took the job back counts; jobs
 // the worker's reaper reclaims from an expired lease count with
-// sluice.queue only),
+// sluice.queue only; a job archived as malformed instead, its crash
+// counter corrupt, was charged no crash and is not counted),
 // sluice.jobs.quarantined; histograms sluice.attempt.duration (seconds,
 // worker clock) and sluice.job.latency (enqueue to claim, store clock,
 // also by sluice.attempt.first: no failure before it); the gauge

@@ -116,8 +116,11 @@ func (w *Worker) describe(a *Attempt, r result, cause error, acked bool, ack sto
 	}
 	switch res.State {
 	case "archived":
-		if o.event == EventRetried {
+		switch o.event {
+		case EventRetried:
 			o.event, o.reason = EventFailed, "attempts_exhausted"
+		case EventCrashed: // a crash counter that cannot be counted (lib_lifecycle.lua crash)
+			o.event, o.reason = EventFailed, "malformed"
 		}
 	case "quarantined":
 		o.reason = "crash_limit"

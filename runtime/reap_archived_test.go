@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -19,7 +20,7 @@ import (
 // archived by the reaper ('malformed'), not retried. The reaping worker
 // logs it as archived, not as a crash that will retry, and reports its
 // death at once, as it does a quarantine, rather than leaving it to a
-// sweep.
+// sweep. Its metrics count no crash: the store charged none.
 func TestReapedIntoArchiveLoggedAndReportedAsArchived(t *testing.T) {
 	t.Parallel()
 	const lease = 30 * time.Second
@@ -41,10 +42,12 @@ func TestReapedIntoArchiveLoggedAndReportedAsArchived(t *testing.T) {
 	testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), keys.FieldCrashAttempt, "zz").Err())
 
 	deaths := testkit.Chan[runtime.Death]()
+	readerB := sdkmetric.NewManualReader()
 	// B's clock is past A's lease; its sweep of death reports never ticks
 	b, logsB := e.startLogged(flow.NewRegistry(), runtime.Options{Clock: newTestClock(start.Add(lease + time.Second)),
 		Lease: lease, IdlePoll: time.Hour, MaintenanceInterval: time.Hour,
-		OnDeath: func(_ context.Context, d runtime.Death) { deaths <- d }})
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB)),
+		OnDeath:       func(_ context.Context, d runtime.Death) { deaths <- d }})
 	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.By == testsignal.Reap }); s.State != "archived" {
 		t.Fatalf("reaped into %s, want archived", s.State)
 	}
@@ -55,6 +58,8 @@ func TestReapedIntoArchiveLoggedAndReportedAsArchived(t *testing.T) {
 	if diff := cmp.Diff(want, logsB.about(t, id)); diff != "" {
 		t.Errorf("B's records about the job (-want +got):\n%s", diff)
 	}
+	// counted before the reap is signalled
+	checkMetrics(t, metrics(t, readerB), map[string]float64{}, "sluice.jobs.")
 	d := testkit.Recv(t, deaths, "B's report of the death")
 	if d.Job.ID != id || d.State != "archived" || d.Reason != "malformed" {
 		t.Errorf("death %+v, want %s archived, malformed", d, id)

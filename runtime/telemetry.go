@@ -166,13 +166,14 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 	// a crash the store refused as stale was charged by the reaper that
 	// took the job back, which counts it; one whose answer was lost may
 	// have been charged here, and is counted (a reaper that charges it
-	// after all counts it again)
-	crash := acked && !errors.Is(res.Err, store.ErrStale) && ack.Code == store.CodeCrash
+	// after all counts it again); one the store archived ('malformed': a
+	// crash counter that cannot be counted) was charged nothing
+	crash := acked && !errors.Is(res.Err, store.ErrStale) && ack.Code == store.CodeCrash && res.State != "archived"
 	var failed bool
 	switch {
-	case outcome == "lease_lost" || outcome == "rejected" || crash:
+	case outcome == "lease_lost" || outcome == "rejected":
 		failed = true
-	case ack.Code == store.CodeRetry || ack.Code == store.CodeDeadline || ack.Code == store.CodePark:
+	case ack.Code == store.CodeCrash || ack.Code == store.CodeRetry || ack.Code == store.CodeDeadline || ack.Code == store.CodePark:
 		failed = true
 	case state == "retryable": // completed, but its effects could not apply
 		failed = true
@@ -252,9 +253,11 @@ func terminal(state string) bool {
 
 // reaped counts a job this worker's reaper reclaimed from an expired
 // lease: a crash (its kind is not read), and a quarantine at the limit.
+// A job it archived ('malformed': its crash counter, hash or state
+// corrupt) was charged no crash and counts nothing.
 func (t *workerTelemetry) reaped(queue, state string) {
 	ctx := context.Background()
-	if !t.crashed.Enabled(ctx) {
+	if state == "archived" || !t.crashed.Enabled(ctx) {
 		return
 	}
 	q := metric.WithAttributes(telemetry.Queue.String(queue))

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
 	"github.com/sluicehq/sluice/runtime"
@@ -242,4 +243,52 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 		!strings.HasPrefix(span.Status().Description, "outcome rejected") {
 		t.Errorf("A's span %s: status %+v", span.Name(), span.Status())
 	}
+}
+
+// TestCrashArchivedAsMalformedIsNoCrash: a panicking attempt whose job's
+// crash counter was corrupted while it ran is archived by its ack
+// ('malformed'), not charged a crash. The worker logs it as archived (not
+// as a crash that will retry), sends a failed event, and counts a failed
+// attempt but no crash: the store charged none.
+func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reader := sdkmetric.NewManualReader()
+	events := testkit.Chan[runtime.Event]()
+	reg := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
+		ref, _ := keys.ParseRef(e.NS, job.ID)
+		testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldCrashAttempt, "zz").Err())
+		panic("boom over corrupt data")
+	})
+	w, logs := e.startLogged(reg, runtime.Options{
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		OnEvent: func(_ context.Context, ev runtime.Event) {
+			if ev.Type != runtime.EventStarted {
+				events <- ev
+			}
+		}})
+	id := e.Enqueue(obsArgs{})
+	// its records, event and metrics are out by then (e.settled reads the
+	// job back, which its corrupt counter fails)
+	e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.State == flow.StateArchived })
+	got := logs.about(t, id)
+	if len(got) != 1 {
+		t.Fatalf("%d records about the job, want 1: %v", len(got), got)
+	}
+	delete(got[0], "duration")
+	delete(got[0], "stack")
+	want := map[string]any{"level": "ERROR", "msg": "job archived", "worker": w.ID(), "job": id, "kind": "obs",
+		"queue": "default", "attempt": 1.0, "max_attempts": float64(flow.DefaultMaxAttempts),
+		"reason": "malformed", "panic": "boom over corrupt data"}
+	if diff := cmp.Diff(want, got[0]); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+	if ev := testkit.Recv(t, events, "the outcome's event"); ev.Type != runtime.EventFailed || ev.State != flow.StateArchived || ev.Reason != "malformed" {
+		t.Errorf("event %s, state %s, reason %s: want failed, archived, malformed", ev.Type, ev.State, ev.Reason)
+	}
+	const job = "{sluice.job.kind=obs,sluice.queue=default}"
+	checkMetrics(t, metrics(t, reader), map[string]float64{
+		"sluice.jobs.processed{sluice.job.kind=obs,sluice.outcome=crash,sluice.queue=default}": 1,
+		"sluice.jobs.failed" + job: 1,
+	}, "sluice.jobs.")
 }
