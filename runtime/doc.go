@@ -50,7 +50,9 @@
 // is acked, with attributes sluice.job.id, sluice.queue, sluice.job.kind,
 // sluice.attempt, sluice.crash_attempt, sluice.fence, sluice.priority,
 // sluice.worker.id, then sluice.outcome (the ack code: ok, retry, crash,
-// ..., or lease_lost, rejected), sluice.job.state (the job's new state)
+// ..., or lease_lost, rejected, or cancelled for a job an operator
+// cancelled while it ran, which is no failure), sluice.job.state (the
+// job's new state)
 // and sluice.reason, with an error status and an exception event when the
 // attempt failed; "sluice.step <name>" per step.Run/Do/Commit (and
 // flow.Spawn), a child of the span in the handler's context, with

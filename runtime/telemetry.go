@@ -154,9 +154,14 @@ func (t *workerTelemetry) startAttempt(ctx context.Context, a *Attempt, now time
 // endAttempt ends a's span and counts its outcome. r is what the handler
 // produced and cause what cancelled it (nil: nothing); acked says whether
 // an outcome was written (ack, with result res): if not, the lease was
-// lost first.
+// lost first, or an operator cancelled the job (cause ErrCancelled).
 func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult, now time.Time) {
 	outcome, state := "lease_lost", ""
+	if !acked && errors.Is(cause, ErrCancelled) {
+		// an operator cancelled the job: no failure, as its event says
+		// (EventCancelled) and its log does (no record)
+		outcome, state = stateCancelled, stateCancelled
+	}
 	if acked {
 		outcome, state = string(ack.Code), res.State
 		if res.Err != nil {

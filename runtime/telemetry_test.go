@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/internal/testsignal"
@@ -291,4 +292,44 @@ func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
 		"sluice.jobs.processed{sluice.job.kind=obs,sluice.outcome=crash,sluice.queue=default}": 1,
 		"sluice.jobs.failed" + job: 1,
 	}, "sluice.jobs.")
+}
+
+// TestOperatorCancelIsNoFailedAttempt: an attempt whose job an operator
+// cancels while it runs is counted with outcome "cancelled", not as a
+// failed attempt that lost its lease, and its span has no error status:
+// its event is EventCancelled, and it is logged as no failure.
+func TestOperatorCancelIsNoFailedAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	reader := sdkmetric.NewManualReader()
+	rec := tracetest.NewSpanRecorder()
+	reg, started, causes := blockingHandler(t)
+	e.startWorker(reg, runtime.Options{Concurrency: 1,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+	})
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the handler to start")
+	_, err := admin.New(e.Client).CancelJob(context.Background(), id)
+	testkit.Must(t, err)
+	if c := testkit.Recv(t, causes, "the handler's context to end"); !errors.Is(c, runtime.ErrCancelled) {
+		t.Fatalf("cause %v, want ErrCancelled", c)
+	}
+	// counted, and its span ended, before it is signalled
+	e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id })
+	checkMetrics(t, metrics(t, reader), map[string]float64{
+		"sluice.jobs.processed{sluice.job.kind=work,sluice.outcome=cancelled,sluice.queue=default}": 1,
+	}, "sluice.jobs.")
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans ended, want 1", len(spans))
+	}
+	attrs := map[attribute.Key]string{}
+	for _, kv := range spans[0].Attributes() {
+		attrs[kv.Key] = kv.Value.Emit()
+	}
+	if s := spans[0].Status(); s.Code == codes.Error || attrs["sluice.outcome"] != "cancelled" || attrs["sluice.job.state"] != flow.StateCancelled {
+		t.Errorf("span status %+v, outcome %q, state %q: want no error, cancelled, cancelled",
+			s, attrs["sluice.outcome"], attrs["sluice.job.state"])
+	}
 }
