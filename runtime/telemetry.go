@@ -183,7 +183,9 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 	case state == "retryable": // completed, but its effects could not apply
 		failed = true
 	}
-	retried := failed && state != "" && !terminal(state)
+	// a deadline that Redis's clock has not reached yet leaves the job
+	// scheduled at it, for a claim to archive then: it does not run again
+	retried := failed && state != "" && !terminal(state) && ack.Code != store.CodeDeadline
 	// Metrics first, the span last: whoever sees the span ended sees the
 	// attempt counted.
 	if ctx := context.Background(); t.processed.Enabled(ctx) {

@@ -333,3 +333,44 @@ func TestOperatorCancelIsNoFailedAttempt(t *testing.T) {
 			s, attrs["sluice.outcome"], attrs["sluice.job.state"])
 	}
 }
+
+// TestDeadlineNotYetInStoreTimeIsNoRetry: an attempt cut by its job's
+// deadline on the worker's clock, acked before Redis's clock reaches the
+// deadline (here: the deadline moved an hour on while the attempt ran),
+// leaves the job scheduled at its deadline, for the claim that finds it
+// due then to archive it: it does not run again. The attempt counts as
+// failed (a deadline), not as retried.
+func TestDeadlineNotYetInStoreTimeIsNoRetry(t *testing.T) {
+	t.Parallel()
+	const dl = 5 * time.Second
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	reader := sdkmetric.NewManualReader()
+	started, causes := testkit.Chan[string](), testkit.Chan[error]()
+	body := blockUntilDone(started, causes)
+	reg := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
+		err := body(ctx, job.ID)
+		// Redis's clock is not at the deadline yet, as far as the ack sees
+		ref, _ := keys.ParseRef(e.NS, job.ID)
+		testkit.Must(t, e.RDB.HSet(context.Background(), ref.Job(ref.Local), keys.FieldDeadline,
+			clk.Now().Add(time.Hour).UnixMilli()).Err())
+		return err
+	})
+	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour,
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	id := e.Enqueue(obsArgs{}, flow.WithDeadline(clk.Now().Add(dl)))
+	testkit.Recv(t, started, "the handler to start")
+	clk.waitTimers(t, dl, 1) // the deadline is armed
+	clk.Advance(dl)
+	if cause := testkit.Recv(t, causes, "the deadline to cancel the handler"); !errors.Is(cause, runtime.ErrDeadline) {
+		t.Fatalf("cause %v, want ErrDeadline", cause)
+	}
+	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id }); s.State != flow.StateScheduled {
+		t.Fatalf("settled %+v, want scheduled at its deadline", s)
+	}
+	const job = "{sluice.job.kind=obs,sluice.queue=default}"
+	checkMetrics(t, metrics(t, reader), map[string]float64{
+		"sluice.jobs.processed{sluice.job.kind=obs,sluice.outcome=deadline,sluice.queue=default}": 1,
+		"sluice.jobs.failed" + job: 1,
+	}, "sluice.jobs.")
+}
