@@ -15,8 +15,8 @@ import (
 func (w *Worker) reportDead(ctx context.Context, p keys.Partition, dead []store.DeadEffect) {
 	for _, d := range dead {
 		de := d.Public(p)
-		w.log.Error("effect dead-lettered: it cannot be applied", "job", de.JobID, "op", de.Op, "key", de.Key,
-			"error", de.Error, "dead_effect", de.ID)
+		w.log.Error("effect dead-lettered: it cannot be applied", keyJob, de.JobID, keyQueue, p.Queue, "op", de.Op, "key", de.Key,
+			keyErr, de.Error, "dead_effect", de.ID)
 		w.tel.deadEffect(ctx, p)
 		if w.opts.OnDeadEffect != nil {
 			w.callOnDeadEffect(ctx, de)
