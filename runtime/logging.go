@@ -131,7 +131,9 @@ func (w *Worker) describe(a *Attempt, r result, cause error, acked bool, ack sto
 		case EventCrashed:
 			o.next = now.Add(crashDelay(w.opts.CrashDelay, a.CrashAttempt+1))
 		case EventRetried, EventSnoozed:
-			o.next = now.Add(ack.Delay)
+			if ack.Code != store.CodeDeadline { // else due at its deadline, to be archived then: not again
+				o.next = now.Add(ack.Delay)
+			}
 		}
 	}
 	return o

@@ -339,7 +339,8 @@ func TestOperatorCancelIsNoFailedAttempt(t *testing.T) {
 // deadline (here: the deadline moved an hour on while the attempt ran),
 // leaves the job scheduled at its deadline, for the claim that finds it
 // due then to archive it: it does not run again. The attempt counts as
-// failed (a deadline), not as retried.
+// failed (a deadline), not as retried, and its event (snoozed) gives no
+// NextRun: the job is not due again.
 func TestDeadlineNotYetInStoreTimeIsNoRetry(t *testing.T) {
 	t.Parallel()
 	const dl = 5 * time.Second
@@ -356,8 +357,14 @@ func TestDeadlineNotYetInStoreTimeIsNoRetry(t *testing.T) {
 			clk.Now().Add(time.Hour).UnixMilli()).Err())
 		return err
 	})
+	events := testkit.Chan[runtime.Event]()
 	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour,
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		OnEvent: func(_ context.Context, ev runtime.Event) {
+			if ev.Type != runtime.EventStarted {
+				events <- ev
+			}
+		}})
 	id := e.Enqueue(obsArgs{}, flow.WithDeadline(clk.Now().Add(dl)))
 	testkit.Recv(t, started, "the handler to start")
 	clk.waitTimers(t, dl, 1) // the deadline is armed
@@ -373,4 +380,7 @@ func TestDeadlineNotYetInStoreTimeIsNoRetry(t *testing.T) {
 		"sluice.jobs.processed{sluice.job.kind=obs,sluice.outcome=deadline,sluice.queue=default}": 1,
 		"sluice.jobs.failed" + job: 1,
 	}, "sluice.jobs.")
+	if ev := testkit.Recv(t, events, "the outcome's event"); ev.Type != runtime.EventSnoozed || !ev.NextRun.IsZero() {
+		t.Errorf("event %s, next run %v: want snoozed, none", ev.Type, ev.NextRun)
+	}
 }
