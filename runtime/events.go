@@ -28,8 +28,10 @@ const (
 	EventFailed EventType = "failed"
 	// EventCrashed: the handler (or a middleware) panicked, returned a
 	// crash error, or the attempt lost its lease (Reason "lease_lost"; Err
-	// wraps ErrLeaseLost or is ErrStale). State "quarantined" says the
-	// crash reached the crash limit.
+	// wraps ErrLeaseLost or is ErrStale), or Redis did not take its outcome
+	// after retrying (Reason "ack_failed", Err Redis's error, State "": the
+	// job's lease will expire and a reaper reclaim it, as a crash). State
+	// "quarantined" says the crash reached the crash limit.
 	EventCrashed EventType = "crashed"
 	// EventSnoozed: the job was put back without spending an attempt
 	// (flow.Snooze, flow.RateLimited, Options.NonConsuming).
@@ -61,7 +63,7 @@ type Event struct {
 	// Reason classifies the outcome: the error class of a retry (error,
 	// timeout, effect), the archive reason (attempts_exhausted, skipped,
 	// deadline_exceeded, a park reason), crash_limit for a quarantine,
-	// panic or a crash reason, lease_lost, cancelled, revoked.
+	// panic or a crash reason, lease_lost, ack_failed, cancelled, revoked.
 	Reason string
 	// Err is what failed the attempt: the handler's error, a *PanicError,
 	// the cause that stopped it (wrapping ErrTimeout, ErrDeadline,
