@@ -126,6 +126,8 @@ func archiveReason(d *Death, ack store.Ack) bool {
 		d.Reason = "deadline_exceeded"
 	case store.CodePark:
 		d.Reason = ack.Reason
+	case store.CodeCrash: // a crash counter that cannot be counted (lib_lifecycle.lua crash): the fill's read fails on it too
+		d.Reason = "malformed"
 	default: // completion effects failed, or a code archiving for its own reason
 		return false
 	}

@@ -249,13 +249,14 @@ func TestTelemetryReapedAndRejected(t *testing.T) {
 // TestCrashArchivedAsMalformedIsNoCrash: a panicking attempt whose job's
 // crash counter was corrupted while it ran is archived by its ack
 // ('malformed'), not charged a crash. The worker logs it as archived (not
-// as a crash that will retry), sends a failed event, and counts a failed
-// attempt but no crash: the store charged none.
+// as a crash that will retry), sends a failed event, reports its death
+// with reason malformed, and counts a failed attempt but no crash: the
+// store charged none.
 func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	reader := sdkmetric.NewManualReader()
-	events := testkit.Chan[runtime.Event]()
+	events, deaths := testkit.Chan[runtime.Event](), testkit.Chan[runtime.Death]()
 	reg := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
 		ref, _ := keys.ParseRef(e.NS, job.ID)
 		testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldCrashAttempt, "zz").Err())
@@ -263,6 +264,7 @@ func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
 	})
 	w, logs := e.startLogged(reg, runtime.Options{
 		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)),
+		OnDeath:       func(_ context.Context, d runtime.Death) { deaths <- d },
 		OnEvent: func(_ context.Context, ev runtime.Event) {
 			if ev.Type != runtime.EventStarted {
 				events <- ev
@@ -292,6 +294,9 @@ func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
 		"sluice.jobs.processed{sluice.job.kind=obs,sluice.outcome=crash,sluice.queue=default}": 1,
 		"sluice.jobs.failed" + job: 1,
 	}, "sluice.jobs.")
+	if d := testkit.Recv(t, deaths, "the death report"); d.Job.ID != id || d.State != flow.StateArchived || d.Reason != "malformed" {
+		t.Errorf("death of %s: %s, reason %q; want %s archived, malformed", d.Job.ID, d.State, d.Reason, id)
+	}
 }
 
 // TestOperatorCancelIsNoFailedAttempt: an attempt whose job an operator
