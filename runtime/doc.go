@@ -76,9 +76,11 @@
 // the worker's reaper reclaims from an expired lease count with
 // sluice.queue only; a job archived as malformed instead, its crash
 // counter corrupt, was charged no crash and is not counted),
-// sluice.jobs.quarantined; histograms sluice.attempt.duration (seconds,
-// worker clock) and sluice.job.latency (enqueue to claim, store clock,
-// also by sluice.attempt.first: no failure before it); the gauge
+// sluice.jobs.quarantined; sluice.effects.dead (effects the worker's
+// relay dead-lettered, with sluice.queue only); histograms
+// sluice.attempt.duration (seconds, worker clock) and sluice.job.latency
+// (enqueue to claim, store clock, also by sluice.attempt.first: no
+// failure before it); the gauge
 // sluice.queue.depth per sluice.queue and sluice.job.state, read from the
 // per-partition counters of the queues the worker serves, only when a
 // reader collects and while the worker runs. Every worker of a queue
