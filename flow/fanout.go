@@ -373,7 +373,7 @@ func childID(id string) EnqueueOption {
 }
 
 // Join collects the outcomes of children. While some are not finished it
-// returns a *WaitingError that the handler must return: the job is suspended,
+// returns a *sluicetype.WaitingError that the handler must return: the job is suspended,
 // without holding a worker or spending an attempt, and runs again (its
 // finished steps skipped) when the children are done. R is the children's
 // result type. Under FailFast the failed child it answers is recorded with

@@ -199,7 +199,7 @@ func Result[R any](ctx context.Context, c *Client, id string) (R, error) {
 
 // Call runs a child job as the durable step name, in a handler, and
 // returns its result: Spawn of one item then Join. While the child has
-// not finished, Call returns a *WaitingError, which the handler must
+// not finished, Call returns a *sluicetype.WaitingError, which the handler must
 // return (as with Join): the job is suspended, holding no worker and
 // spending no attempt, and runs again, its finished steps skipped, once
 // the child is done; that run's Call returns the child's result without
