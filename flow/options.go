@@ -232,7 +232,9 @@ func WithDeadline(t time.Time) EnqueueOption {
 }
 
 // WithPriority sets the job's priority, 0 (default, lowest) to MaxPriority;
-// within a queue partition higher priorities are always claimed first.
+// within a queue partition higher priorities are always claimed first,
+// after the jobs pinned to the claiming worker (package sticky), which it
+// takes first, in their order.
 func WithPriority(p int) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if p < 0 || p > MaxPriority {
