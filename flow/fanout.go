@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,7 @@ type Children struct {
 
 // ChildResult is one child's outcome.
 type ChildResult[R any] struct {
-	Index  int // position of the child's item in Spawn
+	Index  int // position of the child's item in Spawn (Join's results follow the order of the IDs it joins)
 	ID     string
 	State  string // completed, or archived/cancelled/quarantined when it failed
 	Result R      // when completed: its RegisterResult result
@@ -421,7 +422,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	out := make([]ChildResult[R], len(kids))
 	var pending []string
 	for i, k := range kids {
-		out[i] = ChildResult[R]{Index: i, ID: ch.IDs[i], State: k.State}
+		out[i] = ChildResult[R]{Index: spawnIndex(st.Ref.Local, locals[i], i), ID: ch.IDs[i], State: k.State}
 		switch {
 		case !k.Done:
 			pending = append(pending, locals[i])
@@ -442,7 +443,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 						return nil, err
 					}
 				}
-				return out, &ChildFailedError{Index: i, ID: ch.IDs[i], State: k.State, Message: out[i].Error}
+				return out, &ChildFailedError{Index: out[i].Index, ID: ch.IDs[i], State: k.State, Message: out[i].Error}
 			}
 		}
 	}
@@ -459,6 +460,25 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	// parent waking and joining again on every ack.
 	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
 		FailFast: policy == FailFast, Recheck: JoinRecheck}
+}
+
+// spawnIndex is the position in its Spawn of the item of child local, a
+// child of the job whose ID in its partition is parent: the index its ID
+// ends with (keys.ChildLocal, keys.LegacyChildLocal). A Children of some
+// of a step's children (or merged from several steps) joins them in
+// another order than Spawn's, so the child's place among the IDs joined
+// is no item's position; that place, at, is its index only for an ID
+// that names no child of the job.
+func spawnIndex(parent, local string, at int) int {
+	if !strings.HasPrefix(local, parent+"@") && !strings.HasPrefix(local, parent+"~") {
+		return at
+	}
+	k := strings.LastIndexByte(local, '~')
+	n, err := strconv.Atoi(local[k+1:])
+	if k < len(parent) || err != nil || n < 0 || strconv.Itoa(n) != local[k+1:] {
+		return at
+	}
+	return n
 }
 
 // joinField is the checkpoint field of a FailFast Join's decision about
