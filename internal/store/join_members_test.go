@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestJoinWaitCountsItsMembers: a wait that names its children (WaitSpec)
@@ -192,5 +193,46 @@ func TestJoinWaitOfChildrenOfSeveralSteps(t *testing.T) {
 				t.Fatalf("P after both its children finished: %s waiting for %d, want available", j.State, j.WaitingCount)
 			}
 		})
+	}
+}
+
+// TestJoinEndedByRecheckDoesNotWakeALaterSleep: a join whose wait ends at
+// its recheck (not by its count) leaves no wait behind: the parent then
+// suspended in a sleep is not woken by a child of the join's step that
+// finishes afterwards, whether the wait named its children or counted
+// them.
+func TestJoinEndedByRecheckDoesNotWakeALaterSleep(t *testing.T) {
+	for _, b := range backends(t) {
+		for _, named := range []bool{true, false} {
+			t.Run(fmt.Sprint(b.name, "/named=", named), func(t *testing.T) {
+				f := newFixture(t, b)
+				p, kids := joinParent(f, "s", 2)
+				data := store.WaitSpec(kids)
+				if !named {
+					data = []byte("2")
+				}
+				f.ack(p, store.Ack{Code: store.CodeWait, Message: "s", Data: data, Reason: "f", Delay: time.Minute})
+				f.clk.Advance(time.Minute)
+				if _, err := f.promote(10); err != nil {
+					t.Fatal(err)
+				}
+				p = f.claimOne("w")
+				if p.Local != "P" {
+					t.Fatalf("claimed %s at the recheck, want P", p.Local)
+				}
+				if s := f.suspend(p, &sluicetype.SuspendedError{Timers: []sluicetype.Timer{{Name: "nap", After: 48 * time.Hour}}}); s != "scheduled" {
+					t.Fatalf("sleep: %s, want scheduled", s)
+				}
+				f.clk.Advance(24 * time.Hour)
+				c := f.claimOne("w")
+				if c.Local != "c0" {
+					t.Fatalf("claimed %s, want c0", c.Local)
+				}
+				f.ack(c, store.Ack{Code: store.CodeSkip, Message: "failed"}) // fails: would wake a FailFast wait
+				if j, _ := f.get("P"); j.State != "scheduled" || !j.RunAt.Equal(epoch.Add(time.Minute+48*time.Hour)) {
+					t.Fatalf("P asleep after its join's recheck, when a child finished: %s due %v, want scheduled due at its timer", j.State, j.RunAt)
+				}
+			})
+		}
 	}
 }
