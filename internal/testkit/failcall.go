@@ -82,6 +82,15 @@ type LoseFirstReply struct {
 	// before its caller learns of the loss: what the world does while the
 	// caller waits to send it again.
 	Meanwhile func()
+	// Resend, if set, sends the lost call again (the same command, as
+	// go-redis does on a new connection after a lost reply) once
+	// Meanwhile has run, and answers its caller the second run's reply;
+	// First and Again are then what the first and second runs answered.
+	// Then, if set, runs once the re-sent call has run, before its
+	// caller has its reply.
+	Resend       bool
+	Then         func()
+	First, Again string
 
 	passes
 }
@@ -98,12 +107,34 @@ func (h *LoseFirstReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !h.Lost.CompareAndSwap(false, true) {
 			return nil
 		}
+		if h.Resend {
+			h.First = replyOf(cmd)
+		}
 		if h.Meanwhile != nil {
 			h.Meanwhile()
+		}
+		if h.Resend {
+			err := next(ctx, cmd)
+			h.Again = replyOf(cmd)
+			if h.Then != nil {
+				h.Then()
+			}
+			return err
 		}
 		cmd.SetErr(ErrInjected)
 		return ErrInjected
 	}
+}
+
+// replyOf is cmd's reply, or its error, as text.
+func replyOf(cmd redis.Cmder) string {
+	if err := cmd.Err(); err != nil {
+		return "error: " + err.Error()
+	}
+	if c, ok := cmd.(*redis.Cmd); ok {
+		return fmt.Sprintf("%#v", c.Val())
+	}
+	return cmd.String()
 }
 
 // FailCommand is a go-redis hook (redis.Client.AddHook) that fails the
