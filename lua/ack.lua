@@ -112,6 +112,10 @@ do
       if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
       if e.code == 'wait' and string.byte(e.data, 1) == 221 then
         e.kids = unpack_args(e.data) -- a packed list (array 32); else a count
+      elseif e.code == 'wait' then
+        -- a count, checked before anything is written: Redis does not
+        -- roll back the outcomes before this one
+        if not tonumber(e.data) then return redis.error_reply('ERR sluice: malformed wait for job ' .. e.id) end
       elseif e.code == 'suspend' then
         e.waits = parse_waits(e.data)
         if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
