@@ -265,6 +265,46 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{a})
 			return err
 		}, ""},
+		{"notify wakes a waiting parent", lua.Notify, func(f *fixture) {
+			f.enqueue(store.NewJob{Local: "P"})
+			pj := f.claimOne("w")
+			g := *f
+			g.p = f.st.Partition("q", 1)
+			g.enqueue(store.NewJob{Local: "c", Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
+			if r := f.ack(pj, store.Ack{Code: store.CodeWait, Message: "s", Data: []byte("1"), Reason: "a", Delay: time.Hour}); r.State != "scheduled" {
+				f.t.Fatalf("wait: %+v", r)
+			}
+			g.ack(g.claimOne("w"), store.Ack{Code: store.CodeOK, Data: []byte("r")})
+		}, func(f *fixture) error {
+			_, err := f.st.RelayOutbox(f.ctx, f.st.Partition("q", 1), "", 10)
+			if j, _ := f.get("P"); err == nil && j.State != "available" {
+				return fmt.Errorf("parent %s, want woken", j.State)
+			}
+			return err
+		}, ""},
+		{"enqueue a child", lua.Enqueue, func(f *fixture) { f.enqueue(store.NewJob{Local: "P"}) }, func(f *fixture) error {
+			_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "c", Kind: "k", Payload: []byte("x"), MaxAttempts: 3,
+				Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}}})
+			return err
+		}, ""},
+		{"enqueue replacing a unique job", lua.Enqueue, func(f *fixture) {
+			f.enqueue(store.NewJob{Local: "a", Unique: store.Unique{Key: "u", OnDuplicate: "replace"}})
+		}, func(f *fixture) error {
+			_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "b", Kind: "k", Payload: []byte("y"), MaxAttempts: 3,
+				Unique: store.Unique{Key: "u", OnDuplicate: "replace"}}})
+			return err
+		}, ""},
+		{"enqueue held", lua.Enqueue, func(f *fixture) {
+			f.enqueue(store.NewJob{Local: "a", Hold: "fp"})
+			f.crashOut("a")
+		}, func(f *fixture) error {
+			_, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{{Local: "d", Kind: "k", Payload: []byte("x"), MaxAttempts: 3, Hold: "fp"}})
+			return err
+		}, ""},
+		{"cancel scheduled", lua.Cancel, func(f *fixture) { f.enqueue(store.NewJob{Local: "a", Delay: time.Hour}) }, func(f *fixture) error {
+			_, err := f.st.Cancel(f.ctx, f.ref("a"), retainCancelled)
+			return err
+		}, ""},
 		{"schedule sync", lua.Schedule, func(f *fixture) { f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Every: time.Minute}) },
 			func(f *fixture) error { _, err := f.st.SyncSchedule(f.ctx, "s", time.Minute); return err }, ""},
 		{"schedule claim", lua.Schedule, func(f *fixture) {
