@@ -305,6 +305,21 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 			_, err := f.st.Cancel(f.ctx, f.ref("a"), retainCancelled)
 			return err
 		}, ""},
+		{"ack of a child", lua.Ack, func(f *fixture) {
+			f.enqueue(store.NewJob{Local: "P"}, store.NewJob{Local: "c", Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
+			f.claimOne("w") // P
+			if running = f.claimOne("w"); running.Local != "c" {
+				f.t.Fatalf("claimed %s, want the child c", running.Local)
+			}
+		}, func(f *fixture) error {
+			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: lease(running), Code: store.CodeOK, Data: []byte("r")}})
+			return err
+		}, ""},
+		{"step with an effect elsewhere", lua.Step, func(f *fixture) { running = later(f) }, func(f *fixture) error {
+			_, err := f.checkpoint(store.Checkpoint{Lease: lease(running), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "a:s",
+				Effects: []sluicetype.Effect{fx("INCRBY", redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag()), "7"), fx("INCRBY", f.key("here"), "3")}})
+			return err
+		}, ""},
 		{"schedule sync", lua.Schedule, func(f *fixture) { f.st.PublishSchedule(f.ctx, store.ScheduleDef{Name: "s", Every: time.Minute}) },
 			func(f *fixture) error { _, err := f.st.SyncSchedule(f.ctx, "s", time.Minute); return err }, ""},
 		{"schedule claim", lua.Schedule, func(f *fixture) {
