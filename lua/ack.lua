@@ -110,12 +110,14 @@ do
         deadline = true, crash = true, expire = true, release = true, park = true, wait = true, suspend = true,
       }
       if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
-      if e.code == 'wait' and string.byte(e.data, 1) == 221 then
-        e.kids = unpack_args(e.data) -- a packed list (array 32); else a count
-      elseif e.code == 'wait' then
-        -- a count, checked before anything is written: Redis does not
-        -- roll back the outcomes before this one
-        if not tonumber(e.data) then return redis.error_reply('ERR sluice: malformed wait for job ' .. e.id) end
+      if e.code == 'wait' then
+        if string.byte(e.data, 1) == 221 then
+          e.kids = unpack_args(e.data) -- a packed list (array 32)
+        elseif not tonumber(e.data) then
+          -- else a count, checked before anything is written: Redis does
+          -- not roll back the outcomes before this one
+          return redis.error_reply('ERR sluice: malformed wait for job ' .. e.id)
+        end
       elseif e.code == 'suspend' then
         e.waits = parse_waits(e.data)
         if not e.waits then return redis.error_reply('ERR sluice: malformed suspend waits for job ' .. e.id) end
