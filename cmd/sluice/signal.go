@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +22,7 @@ import (
 // msgpack-encoded, as a map for an object: the wait decodes it into its
 // type by field names, as msgpack does.
 func (c *cli) jobsSignalCmd() *cobra.Command {
-	var data, key string
+	var data, key, created string
 	var discard bool
 	var seq int64
 	cmd := &cobra.Command{
@@ -29,13 +30,15 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		Short: "Send a signal to a workflow job, or discard one kept for it",
 		Example: `  sluice jobs signal orders:0:42 approved --data '{"By":"ann"}' --key approval-42
   sluice jobs signal orders:0:42 approved --discard   # a payload its wait cannot decode (bad_signal); then redrive it
-  sluice jobs signal orders:0:42 approved --discard --seq 3   # only if #3 (as 'sluice jobs get' lists it) is still the next`,
+  sluice jobs signal orders:0:42 approved --discard --seq 3 --created '2026-12-02 13:03:49.715'
+      # only if #3 of the job 'sluice jobs show' showed (its Created) is still the next`,
 		Args: nArgs("ID", "NAME"),
 	}
 	cmd.Flags().StringVar(&data, "data", "", "the signal's payload, as `JSON` (default: none)")
 	cmd.Flags().StringVar(&key, "key", "", "an idempotency key `K`: a signal with the key of one sent to the job before is not kept again")
 	cmd.Flags().BoolVar(&discard, "discard", false, "discard the next signal NAME sent to the job and not yet taken (the one its wait takes next), instead of sending one; not for a running or completed job")
-	cmd.Flags().Int64Var(&seq, "seq", 0, "with --discard: discard only if signal number `N` is still the next one NAME kept (one a wait took since is not followed by the next)")
+	cmd.Flags().Int64Var(&seq, "seq", 0, "with --discard and --created: discard only if signal number `N` is still the next one NAME kept (one a wait took since is not followed by the next)")
+	cmd.Flags().StringVar(&created, "created", "", "with --discard: only if the job is the one created at `TIME`, as 'jobs show' prints it (UTC) or --json does, not a job given its ID since (which numbers its signals from 1 again); required with --seq")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id, name := args[0], args[1]
 		if discard {
@@ -45,10 +48,22 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 			if cmd.Flags().Changed("seq") && seq < 1 {
 				return usagef("--seq %d: signal numbers start at 1", seq)
 			}
-			return c.discardSignal(cmd, id, name, seq)
+			var at *createdTime
+			if cmd.Flags().Changed("created") {
+				t, err := parseCreated(created)
+				if err != nil {
+					return usagef("--created: %v", err)
+				}
+				at = &t
+			} else if cmd.Flags().Changed("seq") {
+				// a job given the ID since numbers its signals from 1
+				// again: #N alone may be the new job's, not the one seen
+				return usagef("--seq needs --created, the job's creation time as 'sluice jobs show %s' prints it: signal #%d of a job given its ID since is another signal", id, seq)
+			}
+			return c.discardSignal(cmd, id, name, seq, at)
 		}
-		if cmd.Flags().Changed("seq") {
-			return usagef("--seq names a kept signal to discard: it goes with --discard")
+		if cmd.Flags().Changed("seq") || cmd.Flags().Changed("created") {
+			return usagef("--seq and --created name a kept signal to discard: they go with --discard")
 		}
 		var payload any
 		// given, --data must be JSON: an empty value (an unset variable)
@@ -116,11 +131,22 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 // discardSignal discards the next signal name kept for job id (only if
 // it is number seq, when seq > 0) and says what it was; none kept, or
 // another than seq next, is not found (exit 3): a misspelt name is not a
-// success.
-func (c *cli) discardSignal(cmd *cobra.Command, id, name string, seq int64) error {
+// success. Given created, a job created at another time (a new job given
+// the ID) is refused (exit 1), nothing discarded.
+func (c *cli) discardSignal(cmd *cobra.Command, id, name string, seq int64, created *createdTime) error {
 	client, err := c.connect(cmd.Context())
 	if err != nil {
 		return err
+	}
+	if created != nil {
+		j, err := client.Job(cmd.Context(), id)
+		if err != nil {
+			return c.about("job", id, err)
+		}
+		if !created.is(j.Created) {
+			return fmt.Errorf("%w: job %s is another job than the one created %s (its ID was given to a new one, created %s): nothing discarded; look at it first (sluice jobs show %s)",
+				admin.ErrWrongState, id, created.given, when(j.Created), id)
+		}
 	}
 	var sg flow.SignalInfo
 	if seq > 0 {
@@ -143,6 +169,38 @@ func (c *cli) discardSignal(cmd *cobra.Command, id, name string, seq int64) erro
 	}
 	fmt.Fprintf(c.stdout, "discarded signal %s #%d of %s: %s\n", name, sg.Seq, id, compact(decoded(sg.Payload)))
 	return nil
+}
+
+// createdTime is a job's creation time as an operator gives it, to the
+// precision given: 'jobs show' prints milliseconds.
+type createdTime struct {
+	t     time.Time
+	prec  time.Duration
+	given string
+}
+
+// parseCreated reads a creation time as 'jobs show' prints it (UTC,
+// timeLayout) or as --json does (RFC 3339).
+func parseCreated(s string) (createdTime, error) {
+	t, err := time.ParseInLocation(timeLayout, s, time.UTC)
+	if err != nil {
+		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
+			return createdTime{}, fmt.Errorf("%q is not a time as 'sluice jobs show' prints it (%s, UTC) or RFC 3339", s, timeLayout)
+		}
+	}
+	prec := time.Second
+	if _, frac, ok := strings.Cut(s, "."); ok {
+		digits := len(frac) - len(strings.TrimLeft(frac, "0123456789"))
+		for i := 0; i < digits && prec > time.Nanosecond; i++ {
+			prec /= 10
+		}
+	}
+	return createdTime{t: t, prec: prec, given: s}, nil
+}
+
+// is says whether a job created at t is the one named.
+func (c createdTime) is(t time.Time) bool {
+	return t.Truncate(c.prec).Equal(c.t.Truncate(c.prec))
 }
 
 // signalData decodes a signal's JSON payload for msgpack: a whole number

@@ -108,11 +108,11 @@ func TestSignalDiscard(t *testing.T) {
 			t.Fatalf("signal: exit %d, %q%q", code, out, errOut)
 		}
 	}
-	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "4"); code != exitNotFound ||
+	if _, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "4", "--created", f.created("default:0:w1")); code != exitNotFound ||
 		!strings.Contains(errOut, "not the next one kept") || !strings.Contains(errOut, "#3 comes first") {
 		t.Fatalf("discard --seq 4 behind #3: exit %d, %q; want %d naming #3", code, errOut, exitNotFound)
 	}
-	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "3"); code != exitOK || out != "discarded signal later #3 of default:0:w1: \"third\"\n" {
+	if out, _, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "3", "--created", f.created("default:0:w1")); code != exitOK || out != "discarded signal later #3 of default:0:w1: \"third\"\n" {
 		t.Fatalf("discard --seq 3: exit %d, %q", code, out)
 	}
 	if j, err := f.c.Job(f.ctx, "default:0:w1"); err != nil || len(j.Signals) != 1 || j.Signals[0].Seq != 4 {
@@ -139,7 +139,7 @@ func TestDiscardSeqAheadMessage(t *testing.T) {
 		}
 	}
 	// #2 is kept, behind #1
-	_, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "2")
+	_, errOut, code := f.sluice("jobs", "signal", "default:0:w1", "later", "--discard", "--seq", "2", "--created", f.created("default:0:w1"))
 	if code != exitNotFound {
 		t.Fatalf("discard --seq 2 behind #1: exit %d, want %d", code, exitNotFound)
 	}
