@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Dead-lettered effects: effects on keys in other slots that the relay
@@ -41,7 +41,14 @@ func (c *cli) effectsListCmd() *cobra.Command {
 			return c.about("queue", queue, err)
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": dead})
+			// times in UTC, as every other time --json prints (the store
+			// gives the host's local time), and none as [], not null
+			out := make([]sluicetype.DeadEffect, 0, len(dead))
+			for _, d := range dead {
+				d.At = d.At.UTC()
+				out = append(out, d)
+			}
+			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": out})
 		}
 		if len(dead) == 0 {
 			fmt.Fprintf(c.stdout, "no dead-lettered effects in queue %q (namespace %q)\n", queue, client.Namespace())
@@ -50,7 +57,7 @@ func (c *cli) effectsListCmd() *cobra.Command {
 		t := newTable(c.stdout, "ID", "JOB", "WRITE", "ERROR", "AT (UTC)")
 		for _, d := range dead {
 			write := strings.TrimSpace(d.Op + " " + d.Key + " " + strings.Join(d.Args, " "))
-			t.row(d.ID, d.JobID, cut(write, 60), d.Error, d.At.UTC().Format(time.RFC3339))
+			t.row(d.ID, d.JobID, cut(write, 60), d.Error, when(d.At))
 		}
 		t.flush()
 		return nil
