@@ -36,10 +36,14 @@ func (c *cli) effectsListCmd() *cobra.Command {
 		if err := c.checkQueue(cmd.Context(), client, queue); err != nil {
 			return err
 		}
-		dead, err := client.DeadEffects(cmd.Context(), queue, limit)
+		// one more than asked tells whether more are kept (at the most
+		// one call lists, that many may hide more)
+		dead, err := client.DeadEffects(cmd.Context(), queue, min(limit+1, admin.MaxListLimit))
 		if err != nil {
 			return c.about("queue", queue, err)
 		}
+		more := len(dead) > limit || len(dead) == admin.MaxListLimit
+		dead = dead[:min(len(dead), limit)]
 		if c.json {
 			// times in UTC, as every other time --json prints (the store
 			// gives the host's local time), and none as [], not null
@@ -48,7 +52,7 @@ func (c *cli) effectsListCmd() *cobra.Command {
 				d.At = d.At.UTC()
 				out = append(out, d)
 			}
-			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": out})
+			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": out, "more": more})
 		}
 		if len(dead) == 0 {
 			fmt.Fprintf(c.stdout, "no dead-lettered effects in queue %q (namespace %q)\n", queue, client.Namespace())
@@ -60,6 +64,13 @@ func (c *cli) effectsListCmd() *cobra.Command {
 			t.row(d.ID, d.JobID, cut(write, 60), d.Error, when(d.At))
 		}
 		t.flush()
+		switch {
+		case more && limit < admin.MaxListLimit:
+			fmt.Fprintf(c.stdout, "more: queue %q keeps more dead-lettered effects than the %d listed (--limit up to %d lists more)\n",
+				queue, limit, admin.MaxListLimit)
+		case more:
+			fmt.Fprintf(c.stdout, "more: queue %q may keep more dead-lettered effects than the %d listed, the most one call lists\n", queue, limit)
+		}
 		return nil
 	})
 	return cmd
