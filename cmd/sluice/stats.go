@@ -30,6 +30,9 @@ type statsJSON struct {
 	RunTimeP50         string           `json:"run_time_p50,omitempty"`
 	RunTimeP90         string           `json:"run_time_p90,omitempty"`
 	RunTimeP99         string           `json:"run_time_p99,omitempty"`
+	// At is Redis's time of the reading, with --watch (the text heads
+	// each block with it)
+	At *time.Time `json:"at,omitempty"`
 }
 
 // Terminal control: cursor home, then clear the screen.
@@ -90,7 +93,7 @@ place on a terminal, until Ctrl-C (exit 0, or that exit 1).`,
 			}
 		}
 		if !watch {
-			return errors.Join(c.printStats(ctx, c.stdout, client, queues, window), unread)
+			return errors.Join(c.printStats(ctx, c.stdout, client, queues, window, time.Time{}), unread)
 		}
 		return errors.Join(c.watchStats(ctx, client, queues, window, interval), unread)
 	})
@@ -111,19 +114,19 @@ func (c *cli) watchStats(ctx context.Context, client *admin.Client, queues []str
 		if redraw {
 			b.WriteString(clearScreen)
 		}
-		if !c.json {
-			// the time of the reading is Redis's, as the rates' minutes and
-			// every other time the CLI prints are
-			now, err := client.StoreTime(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+		// the time of the reading is Redis's, as the rates' minutes and
+		// every other time the CLI prints are; --json gives it as "at"
+		now, err := client.StoreTime(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
+			return err
+		}
+		if !c.json {
 			fmt.Fprintf(&b, "%s UTC, every %v (Ctrl-C stops)\n", when(now), interval)
 		}
-		if err := c.printStats(ctx, &b, client, queues, window); err != nil {
+		if err := c.printStats(ctx, &b, client, queues, window, now); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -145,7 +148,9 @@ func (c *cli) watchStats(ctx context.Context, client *admin.Client, queues []str
 	}
 }
 
-func (c *cli) printStats(ctx context.Context, w io.Writer, client *admin.Client, queues []string, window time.Duration) error {
+// printStats prints the stats of queues; at, if any, is the time of the
+// reading (--watch), which --json gives each queue.
+func (c *cli) printStats(ctx context.Context, w io.Writer, client *admin.Client, queues []string, window time.Duration, at time.Time) error {
 	var all []admin.QueueStats
 	for _, q := range queues {
 		st, err := client.QueueStats(ctx, q, window)
@@ -158,7 +163,7 @@ func (c *cli) printStats(ctx context.Context, w io.Writer, client *admin.Client,
 		out := []statsJSON{}
 		for _, s := range all {
 			j := statsJSON{Queue: s.Queue, Partitions: s.Partitions, Paused: s.Paused, Depth: s.Depth, Window: s.Window.String(),
-				Finished: s.Finished, CompletedPerMinute: s.CompletedPerMinute, RunTimeCount: s.RunTime.Count}
+				Finished: s.Finished, CompletedPerMinute: s.CompletedPerMinute, RunTimeCount: s.RunTime.Count, At: ts(at)}
 			if s.RunTime.Count > 0 {
 				j.RunTimeP50, j.RunTimeP90, j.RunTimeP99 = s.RunTime.P50.String(), s.RunTime.P90.String(), s.RunTime.P99.String()
 			}
