@@ -331,7 +331,7 @@ func TestOperatorCancelIsNoFailedAttempt(t *testing.T) {
 	}
 	attrs := map[attribute.Key]string{}
 	for _, kv := range spans[0].Attributes() {
-		attrs[kv.Key] = kv.Value.Emit()
+		attrs[kv.Key] = kv.Value.String()
 	}
 	if s := spans[0].Status(); s.Code == codes.Error || attrs["sluice.outcome"] != "cancelled" || attrs["sluice.job.state"] != flow.StateCancelled {
 		t.Errorf("span status %+v, outcome %q, state %q: want no error, cancelled, cancelled",
