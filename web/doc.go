@@ -17,7 +17,8 @@
 // that no proxy forwarded, addressed to a loopback name (Host localhost,
 // 127.0.0.1 or [::1]: a rebound DNS name is refused).
 // Every state-changing request needs the session's CSRF token and passes
-// a cross-origin check; an address that gives wrong credentials (a token
+// a cross-origin check (its body, read for the token before any
+// credentials, is refused past 64 KiB, 413); an address that gives wrong credentials (a token
 // to the login page, a bearer token, basic auth) 5 times in a minute is
 // answered 429 until the minute ends, its credentials not checked; a
 // session already open is not affected. Wrong bearer or basic credentials

@@ -273,6 +273,19 @@ func (c *console) guard(next http.Handler) http.Handler {
 				http.Error(w, "sluice web: cross-origin request refused", http.StatusForbidden)
 				return
 			}
+			// the CSRF token is read from the body before any credentials
+			// are checked: read no more of it than a form of the console
+			// takes, and read it here, once, so that a malformed one is
+			// refused rather than read in part (the form parsed again
+			// later returns no error)
+			if err := readForm(w, r); err != nil {
+				code := http.StatusBadRequest
+				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+					code = http.StatusRequestEntityTooLarge
+				}
+				http.Error(w, "sluice web: the form could not be read: "+err.Error(), code)
+				return
+			}
 			if !c.validCSRF(r) {
 				http.Error(w, "sluice web: missing or wrong CSRF token; reload the page and try again", http.StatusForbidden)
 				return
@@ -280,6 +293,25 @@ func (c *console) guard(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// maxFormBytes bounds the body of a POST: the console's forms are a few
+// short fields.
+const maxFormBytes = 64 << 10
+
+// readForm reads r's form, url-encoded or multipart, from a body of at
+// most maxFormBytes.
+func readForm(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return err
+	}
+	// (ParseForm leaves a multipart body unread; ParseMultipartForm,
+	// after it, reads only that)
+	if err := r.ParseMultipartForm(maxFormBytes); err != nil && !errors.Is(err, http.ErrNotMultipart) {
+		return err
+	}
+	return nil
 }
 
 // crossSiteFetch reports whether the browser says r comes from another
