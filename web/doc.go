@@ -14,7 +14,7 @@
 // without authentication (a bearer token, basic auth, or the embedding
 // application's middleware in Options.Auth), and with no authentication
 // configured the handler answers only requests from loopback addresses
-// that no proxy forwarded, addressed to a loopback name (Host localhost,
+// that no proxy forwarded (by a forwarding header), addressed to a loopback name (Host localhost,
 // 127.0.0.1 or [::1]: a rebound DNS name is refused).
 // Every state-changing request needs the session's CSRF token and passes
 // a cross-origin check (its body, read for the token before any
