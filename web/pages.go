@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -350,6 +351,13 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 3000\n\n")
 	_ = fl.Flush()
+	// a stream opened with a session lasts no longer than it: checked
+	// once as the stream opened, it would stream on past the session's
+	// logout (a copy of its cookie, another's) and its expiry
+	session := ""
+	if ck, err := r.Cookie(sessionCookie); err == nil && c.session(r) {
+		session = ck.Value
+	}
 	s := c.hub.subscribe(job)
 	defer c.hub.unsubscribe(s)
 	if job != "" && s.job == "" {
@@ -362,21 +370,24 @@ func (c *console) events(w http.ResponseWriter, r *http.Request) {
 	defer keep.Stop()
 	closing, _ := r.Context().Value(shutdownKey{}).(chan struct{}) // nil: never
 	for {
-		var err error
 		// a browser that stops reading, its connection still open, holds
 		// the stream no longer than this
 		_ = fl.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		var msg string
 		select {
 		case <-r.Context().Done():
 			return
 		case <-closing: // the server shuts down: the browser reconnects to the next
 			return
 		case ev := <-s.ch:
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, ev.data)
+			msg = fmt.Sprintf("event: %s\ndata: %s\n\n", ev.name, ev.data)
 		case <-keep.C:
-			_, err = fmt.Fprintf(w, ": keep-alive\n\n")
+			msg = ": keep-alive\n\n"
 		}
-		if err != nil || fl.Flush() != nil {
+		if session != "" && !c.validSession(session) {
+			return // logged out, or expired: the browser's reconnection is asked for credentials
+		}
+		if _, err := io.WriteString(w, msg); err != nil || fl.Flush() != nil {
 			return
 		}
 	}
