@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -270,25 +271,32 @@ func copyJobs(jobs []*store.Job) []*store.Job {
 // worker stops, under its ID, and hands back the jobs its first run
 // leased, if it ran: the loop would have sent it again, and left, those
 // jobs would stay leased to no attempt until reaped, each charged a
-// crash. It makes no offer (the worker takes no pushes any more).
+// crash. It makes no offer (the worker takes no pushes any more). The
+// claims go at once, each bounded by nodeTimeout: a partition that does
+// not answer holds up none of the others (nor the shutdown, by as many
+// timeouts as there are such partitions).
 func (w *Worker) handBackClaims(ctx context.Context, failed []*failedClaim) {
+	var all sync.WaitGroup
 	for i, f := range failed {
 		if f == nil {
 			continue
 		}
 		req, p := f.req, w.parts[i]
 		req.Into, req.Offer, req.OfferChannel = nil, 0, ""
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
-		res, err := w.st.Claim(cctx, p, req)
-		cancel()
-		if err != nil {
-			w.log.Warn("a failed claim could not be sent again as the worker stops; the reaper takes back what it leased",
-				"queue", p.Queue, "partition", p.Index, "err", err)
-			continue
-		}
-		w.archivedAtClaim(p, res.Parked)
-		w.handBack(p, res.Jobs)
+		all.Go(func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
+			res, err := w.st.Claim(cctx, p, req)
+			cancel()
+			if err != nil {
+				w.log.Warn("a failed claim could not be sent again as the worker stops; the reaper takes back what it leased",
+					"queue", p.Queue, "partition", p.Index, "err", err)
+				return
+			}
+			w.archivedAtClaim(p, res.Parked)
+			w.handBack(p, res.Jobs)
+		})
 	}
+	all.Wait()
 }
 
 // failedClaim is a claim whose call failed: its request, and when it was

@@ -171,13 +171,19 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer close(w.pool.quit)
 	var (
 		fetcher sync.WaitGroup
-		lost    error // the Redis client was closed
+		lost    error                 // the Redis client was closed
+		fetched = make(chan struct{}) // closed when the fetch loop has returned
 	)
-	fetcher.Go(func() { lost = w.fetchLoop(ctx, jobsCtx, wake) })
+	fetcher.Go(func() {
+		defer close(fetched)
+		lost = w.fetchLoop(ctx, jobsCtx, wake)
+	})
+	closeWindow := w.shutdownWindow(ctx.Done(), fetched, cancelJobs)
 	fetcher.Wait()
 	wake.close()
 
-	w.drain(cancelJobs)
+	w.busy.Wait() // the jobs in flight finish, or the window cancels them
+	closeWindow()
 	w.handBacks.Wait()
 	stopServices()
 	services.Wait()
@@ -186,37 +192,53 @@ func (w *Worker) Run(ctx context.Context) error {
 	return lost
 }
 
-// drain waits for in-flight jobs during the shutdown window, then cancels
-// the rest and waits for their jobs to be handed back.
-func (w *Worker) drain(cancelJobs context.CancelCauseFunc) {
-	done := make(chan struct{})
+// shutdownWindow opens the shutdown window as shutdown begins (stop is
+// closed: Run's context ended), or the fetch loop returned (fetched: the
+// Redis client was closed under the worker), whichever comes first: not
+// once the fetch loop has wound down, which sends again the claims that
+// failed and withdraws the worker's offers, each call bounded by
+// nodeTimeout but all of them one after the other, and takes as long as
+// an unreachable Redis makes it. When the window runs out it cancels the
+// jobs still in flight (cancelJobs, then each attempt), which are handed
+// back. The function it returns closes the window (the jobs have all
+// returned) and waits for its goroutine.
+func (w *Worker) shutdownWindow(stop <-chan struct{}, fetched <-chan struct{}, cancelJobs context.CancelCauseFunc) (closeWindow func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
-		w.busy.Wait()
-		close(done)
-	}()
-	t := w.clk.NewTimer(w.opts.ShutdownWindow)
-	defer t.Stop()
-	select {
-	case <-done:
-		return
-	case <-t.C():
-	}
-	w.log.Info("shutdown window ended; cancelling in-flight jobs", "jobs", w.inflightCount())
-	cancelJobs(ErrShutdown)
-	w.mu.Lock()
-	for a := range w.inflight {
-		// an attempt whose cancel is not set yet sees jobsCtx cancelled
-		// once it sets it (execute)
-		a.mu.Lock()
-		cancel := a.cancel
-		a.mu.Unlock()
-		if cancel != nil {
-			cancel(ErrShutdown)
-			a.watch()
+		defer close(done)
+		select {
+		case <-stop:
+		case <-fetched:
+		case <-quit:
+			return
 		}
+		t := w.clk.NewTimer(w.opts.ShutdownWindow)
+		defer t.Stop()
+		select {
+		case <-quit:
+			return
+		case <-t.C():
+		}
+		w.log.Info("shutdown window ended; cancelling in-flight jobs", "jobs", w.inflightCount())
+		cancelJobs(ErrShutdown)
+		w.mu.Lock()
+		for a := range w.inflight {
+			// an attempt whose cancel is not set yet sees jobsCtx cancelled
+			// once it sets it (execute)
+			a.mu.Lock()
+			cancel := a.cancel
+			a.mu.Unlock()
+			if cancel != nil {
+				cancel(ErrShutdown)
+				a.watch()
+			}
+		}
+		w.mu.Unlock()
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
-	w.mu.Unlock()
-	<-done
 }
 
 func (w *Worker) inflightCount() int {
