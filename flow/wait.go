@@ -60,8 +60,9 @@ const WatchKeep = store.WatchKeep
 // ErrMalformed when the job's data cannot be read (its key holds another
 // type than a hash, say), ErrNewerDataModel when its partition is at a
 // newer data model than this release knows (these three at once: no
-// retry changes them), ctx's error when ctx ends first. While Redis
-// cannot be reached, Wait keeps trying until ctx ends.
+// retry changes them), an error wrapping redis.ErrClosed once the Redis
+// client is closed, ctx's error when ctx ends first. While Redis cannot
+// be reached, Wait keeps trying until ctx ends.
 func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 	ref, ok := keys.ParseRef(c.opts.Namespace, id)
 	if !ok {
@@ -89,7 +90,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 			switch {
 			case err == nil:
 				mark, read = false, terminal(state)
-			case refused(err):
+			case c.refused(ctx, err):
 				return nil, err
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -106,7 +107,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 				// It left its final state again (redriven): watch it again.
 				mark = true
 				continue
-			case refused(err):
+			case c.refused(ctx, err):
 				return nil, err
 			case ctx.Err() != nil:
 				return nil, ctx.Err()
@@ -134,14 +135,24 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 	}
 }
 
-// refused reports whether err is an answer about the job that no retry
-// changes, which Wait returns at once: there is no such job, its data
-// cannot be read (ErrMalformed: a key of another type, say), or its
-// partition is at a newer data model than this release knows
-// (ErrNewerDataModel: only upgrading the process changes that). Any
-// other error is taken for Redis being out of reach, and retried.
-func refused(err error) bool {
-	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrNewerDataModel)
+// refused reports whether err is an answer that no retry changes, which
+// Wait returns at once: there is no such job, its data cannot be read
+// (ErrMalformed: a key of another type, say), its partition is at a newer
+// data model than this release knows (ErrNewerDataModel: only upgrading
+// the process changes that), or the Redis client was closed
+// (redis.ErrClosed: it never answers again). Any other error is taken
+// for Redis being out of reach, and retried.
+func (c *Client) refused(ctx context.Context, err error) bool {
+	return errors.Is(err, ErrNotFound) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrNewerDataModel) ||
+		c.clientClosed(ctx, err)
+}
+
+// clientClosed tells whether err means the Redis client is closed, for
+// good. A cluster client also fails a command on one of its node clients
+// that was closed under it (the node left the cluster); a PING, which any
+// node answers, tells the two apart (as runtime's fetch loop does).
+func (c *Client) clientClosed(ctx context.Context, err error) bool {
+	return errors.Is(err, redis.ErrClosed) && errors.Is(c.st.Client().Ping(ctx).Err(), redis.ErrClosed)
 }
 
 // terminal reports whether state is a final one.
@@ -402,6 +413,17 @@ func (h *waitHub) loop(s *waitSession) {
 				continue
 			}
 			pinged = false
+			if errors.Is(err, redis.ErrClosed) {
+				// the Redis client was closed under the session (the
+				// caller's to close): no announcement comes any more, and
+				// no poll reads; the waiters look at their jobs, and
+				// return its error (refused)
+				h.mu.Lock()
+				for k := range s.waiters {
+					s.wakeKey(k)
+				}
+				h.mu.Unlock()
+			}
 			// The connection failed: the next receive reconnects and
 			// subscribes again. Back off while that fails too.
 			if !h.pause(s, backoff) {
