@@ -413,17 +413,7 @@ func (h *waitHub) loop(s *waitSession) {
 				continue
 			}
 			pinged = false
-			if errors.Is(err, redis.ErrClosed) {
-				// the Redis client was closed under the session (the
-				// caller's to close): no announcement comes any more, and
-				// no poll reads; the waiters look at their jobs, and
-				// return its error (refused)
-				h.mu.Lock()
-				for k := range s.waiters {
-					s.wakeKey(k)
-				}
-				h.mu.Unlock()
-			}
+			h.wakeIfClosed(s, err)
 			// The connection failed: the next receive reconnects and
 			// subscribes again. Back off while that fails too.
 			if !h.pause(s, backoff) {
@@ -468,6 +458,23 @@ func (h *waitHub) pause(s *waitSession, d time.Duration) bool {
 // check reads the state of the jobs waited on in channel, or of all when
 // channel is "", in one round trip, and wakes the waiters of those that
 // finished or are gone. It reports false when the read failed.
+// wakeIfClosed wakes every waiter of s when err says the Redis client
+// was closed under the session (the caller's to close): no announcement
+// comes any more and no poll reads, so each waiter looks at its job and
+// returns the error (refused). A PubSub's own connection may outlive the
+// client's Close, or fail with its connection's error first, so the
+// session's receive and its poll both ask.
+func (h *waitHub) wakeIfClosed(s *waitSession, err error) {
+	if !errors.Is(err, redis.ErrClosed) && !errors.Is(s.st.Client().Ping(s.ctx).Err(), redis.ErrClosed) {
+		return
+	}
+	h.mu.Lock()
+	for k := range s.waiters {
+		s.wakeKey(k)
+	}
+	h.mu.Unlock()
+}
+
 func (h *waitHub) check(s *waitSession, channel string) bool {
 	h.mu.Lock()
 	var (
@@ -492,6 +499,7 @@ func (h *waitHub) check(s *waitSession, channel string) bool {
 	states, err := s.st.States(ctx, refs)
 	cancel()
 	if err != nil {
+		h.wakeIfClosed(s, err)
 		return false
 	}
 	h.mu.Lock()
