@@ -233,16 +233,7 @@ func (c *Client) Job(ctx context.Context, id string) (*JobInfo, error) {
 		Progress: progress, CurrentStep: current, WaitingFor: j.WaitingFor, WaitingCount: j.WaitingCount,
 		Tracking: j.Tracking, Stuck: j.Stuck,
 		Redrives: j.Redrives, RedrivenAt: j.RedrivenAt, RedrivenFrom: j.RedrivenFrom, DeadEffects: j.DeadEffects,
-		HeldBy: heldBy(ref, j.HeldBy), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
+		HeldBy: j.HeldByID(ref.Partition), Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, Timers: timers, Signals: signals,
 		PreferredWorker: j.PreferredWorker,
 	}, nil
-}
-
-// heldBy is the job ID of the quarantined job of ref's partition with ID
-// local in it, "" for none.
-func heldBy(ref keys.Ref, local string) string {
-	if local == "" {
-		return ""
-	}
-	return keys.Ref{Partition: ref.Partition, Local: local}.String()
 }

@@ -75,15 +75,6 @@ func summary(p keys.Partition, j *store.Job) flow.JobInfo {
 		LeaseHolder: j.Worker, LeaseExpiry: j.LeaseExpiry, Created: j.Created, RunAt: j.RunAt,
 		Finished: j.Finished, Timeout: j.Timeout, Deadline: j.Deadline, Reason: j.Reason,
 		LastError: j.LastError, Parent: j.Parent, Redrives: j.Redrives, RedrivenAt: j.RedrivenAt,
-		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, HeldBy: heldBy(p, j.HeldBy),
+		Suspended: j.Suspended, AwaitingSignals: j.AwaitingSignals, HeldBy: j.HeldByID(p),
 	}
-}
-
-// heldBy is the ID of the quarantined job a listed job is held behind
-// (a job of its own partition), or "".
-func heldBy(p keys.Partition, local string) string {
-	if local == "" {
-		return ""
-	}
-	return keys.Ref{Partition: p, Local: local}.String()
 }

@@ -262,6 +262,15 @@ func (j *Job) addStep(k, v string) {
 	j.Steps[k] = []byte(v)
 }
 
+// HeldByID is the job ID of the quarantined job j, of partition p, is
+// held behind (HeldBy names it within the partition), or "".
+func (j *Job) HeldByID(p keys.Partition) string {
+	if j.HeldBy == "" {
+		return ""
+	}
+	return keys.Ref{Partition: p, Local: j.HeldBy}.String()
+}
+
 // NeverDue is the due time (unix ms) of a job suspended on signals only
 // (lua/lib_waits.lua FAR).
 const NeverDue = 1 << 52
