@@ -150,8 +150,20 @@ local function deliver(parent, step, child, state, payload)
   -- writing: a parent whose data is corrupt is that parent's problem (its
   -- claim or its join's recheck meets it), not its child's, whose call
   -- has written already
-  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence)
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence, F.created)
   if corrupt or not h[1] then return end
+  -- a child's ID names its parent's creation time (keys.ChildLocal:
+  -- parent@<ms in base 36>~step~i): a job given the parent's ID once the
+  -- parent was deleted is another job, which never waits for this child.
+  -- Recorded on it, the records would outlive it when it is deleted as a
+  -- job of no steps (delete_job's plain). A job of a generated ID keeps
+  -- no created field (its ID carries the time), and a child of an older
+  -- release names none: those are taken as the parent's.
+  if h[6] and string.sub(child, 1, #parent + 1) == parent .. '@' then
+    local mark = string.sub(child, #parent + 2, #parent + 14) -- the time (11 digits at most), '~' and more
+    local born = #mark <= 13 and tonumber(string.match(mark, '^([0-9a-z]+)~') or '', 36)
+    if born and born ~= tonumber(h[6]) then return end
+  end
   local kk = kids_key(parent)
   local ck = kidcount_key(parent)
   local failed = state ~= 'completed'

@@ -120,12 +120,16 @@ func (r *famRun) ended(j *famJob, state string, deleted bool) {
 // wait names counts for it, and the wait is over when none is left, or
 // under 'f' at a failure.
 //
-// A parent enqueued again under the ID of one deleted is told of the
-// children of the one before too (they name its ID): they count for its
-// step, but not for its joins, which name its own children.
+// A parent enqueued again under the ID of one deleted is not told of the
+// children of the one before: their IDs name that one's creation time.
 func (r *famRun) deliver(parent, step, child, state string) {
 	p := r.jobs[parent]
 	if p == nil {
+		return
+	}
+	if own := strings.TrimSuffix(keys.ChildLocal(parent, time.UnixMilli(p.created), step, 0), "0"); !strings.HasPrefix(child, own) {
+		r.logf("  parent %s (created %d) not told of %s, a child of the one before", parent, p.created, child)
+		r.counts["predecessor-child-ignored"]++
 		return
 	}
 	_, had := p.kids[child]

@@ -1,12 +1,14 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -234,5 +236,60 @@ func TestJoinEndedByRecheckDoesNotWakeALaterSleep(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestChildOfDeletedParentIsNotRecordedOnItsSuccessor: a child that
+// finishes after its parent was deleted, and another job enqueued under
+// the parent's ID, is not recorded on that job: the child's ID names its
+// parent's creation time (keys.ChildLocal), which is not the new job's.
+// Recorded there (k:, kc:), the records outlived the new job when it was
+// discarded at its completion as a job of no steps (RetainCompleted < 0),
+// with nothing left to delete them.
+func TestChildOfDeletedParentIsNotRecordedOnItsSuccessor(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			clk := &testClock{now: epoch}
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: retainArchived,
+				RetainCancelled: retainCancelled, CrashLimit: 3, CrashDelay: time.Second, Now: clk.Now})
+			f := &fixture{t: t, ctx: context.Background(), rdb: b.rdb, st: st, clk: clk, p: st.Partition("q", 0)}
+			f.enqueue(store.NewJob{Local: "P", Delay: time.Hour}) // not claimed before its children
+			parent, _, err := f.st.Get(f.ctx, f.ref("P"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, child := keys.ChildLocal("P", parent.Created, "s", 0), keys.ChildLocal("P", parent.Created, "s", 1)
+			f.enqueue(store.NewJob{Local: first, Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}},
+				store.NewJob{Local: child, Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}) // the first child, recorded on its parent
+			if n, err := f.rdb.HLen(f.ctx, f.p.Kids("P")).Result(); err != nil || n != 1 {
+				t.Fatalf("the parent's record of its finished child: %d, %v; want 1", n, err)
+			}
+			if _, err := f.st.Delete(f.ctx, f.ref("P")); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Second)
+			f.enqueue(store.NewJob{Local: "P"}) // another job under the parent's ID
+			c := f.claimOne("w")
+			if c.Local != child {
+				t.Fatalf("claimed %s, want the child %s", c.Local, child)
+			}
+			f.ack(c, store.Ack{Code: store.CodeOK})
+			for _, k := range []string{f.p.Kids("P"), f.p.KidCount("P")} {
+				if n, err := f.rdb.Exists(f.ctx, k).Result(); err != nil || n != 0 {
+					t.Errorf("%s: the old parent's child was recorded on the job now under its ID (%d, %v)", k, n, err)
+				}
+			}
+			p := f.claimOne("w")
+			if p.Local != "P" {
+				t.Fatalf("claimed %s, want P", p.Local)
+			}
+			f.ack(p, store.Ack{Code: store.CodeOK})
+			for _, k := range []string{f.p.Job("P"), f.p.Kids("P"), f.p.KidCount("P")} {
+				if n, err := f.rdb.Exists(f.ctx, k).Result(); err != nil || n != 0 {
+					t.Errorf("%s left after P was completed and discarded (%d, %v)", k, n, err)
+				}
+			}
+		})
 	}
 }
