@@ -54,7 +54,8 @@ import (
 // sweep is cut to what make test can afford: each key with one other
 // type, each field with two of the values (the fields together meet all
 // of them), on redis-server; miniredis and the cluster take the damaged
-// keys only. A field is read by the same script on each, but in another
+// keys only, each from one of its phases (the keys in turn start from
+// every phase). A field is read by the same script on each, but in another
 // Lua under miniredis (gopher-lua reads numbers and matches patterns
 // apart from Redis's: TestScoreOKAsRedis, TestValuesOfMegabytes); its
 // field cases cost make test a minute under -race, and make sweep runs
@@ -69,11 +70,17 @@ func TestCorruptDataIsItsJobsAlone(t *testing.T) {
 		}
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
-			for _, c := range cases {
-				if !full && b.name != "redis" && strings.HasPrefix(c.name, "field ") {
-					continue
+			for i, c := range cases {
+				phases := c.phases
+				if !full && b.name != "redis" {
+					if strings.HasPrefix(c.name, "field ") {
+						continue
+					}
+					// one phase of each damaged key, the keys in turn
+					// starting from every phase
+					phases = phases[i%len(phases):][:1]
 				}
-				for _, ph := range c.phases {
+				for _, ph := range phases {
 					t.Run(c.name+"/from "+phaseNames[ph], func(t *testing.T) {
 						t.Parallel()
 						runSweep(t, b, c, ph)
