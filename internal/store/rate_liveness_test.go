@@ -26,6 +26,11 @@ func TestRateFastClassKeepsRate(t *testing.T) {
 	}{{time.Millisecond, 10}, {time.Millisecond, 2}, {3 * time.Millisecond, 10}, {7 * time.Millisecond, 10}, {50 * time.Millisecond, 100}} {
 		tick, n := c.tick, c.n
 		for _, b := range backends(t)[:2] {
+			if b.name == "miniredis" && tick < 3*time.Millisecond {
+				// 2,000 claims in gopher-lua: a minute of make test under
+				// -race, for the pace the coarser ticks check there too
+				continue
+			}
 			t.Run(fmt.Sprintf("%s/tick=%v/n=%d", b.name, tick, n), func(t *testing.T) {
 				f := newFixture(t, b)
 				rl := store.Limits{RateClass: "fast", RateJobs: 1000, RatePer: time.Second, RateBurst: 1000}
