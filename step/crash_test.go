@@ -32,7 +32,7 @@ import (
 // as crashes.
 func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 	t.Parallel()
-	const jobs, minKills = 60, 50
+	const jobs, minKills = 60, 30
 	ctx := context.Background()
 	rdb := shared.Server.Client()
 	t.Cleanup(func() { rdb.Close() })
