@@ -53,8 +53,10 @@
 // ..., or lease_lost, rejected, or cancelled for a job an operator
 // cancelled while it ran, which is no failure), sluice.job.state (the
 // job's new state)
-// and sluice.reason, with an error status and an exception event when the
-// attempt failed; "sluice.step <name>" per step.Run/Do/Commit (and
+// and sluice.reason (the attempt's Event.Reason: what the job became, e.g.
+// attempts_exhausted, crash_limit, lease_lost, ack_failed), with an error
+// status and an exception event when the attempt failed (a completion
+// whose effects could not apply included); "sluice.step <name>" per step.Run/Do/Commit (and
 // flow.Spawn), a child of the span in the handler's context, with
 // sluice.step, sluice.step.index and sluice.step.cached (its result came
 // from the checkpoint). Step spans are only made when that span records.
@@ -70,7 +72,7 @@
 // Metrics, with attributes sluice.queue and sluice.job.kind:
 // sluice.jobs.processed (also by sluice.outcome), sluice.jobs.failed
 // (errors, timeouts, deadlines, panics, parked jobs, lost leases, rejected
-// outcomes), sluice.jobs.retried (failed attempts whose job runs again),
+// outcomes, completions whose effects could not apply), sluice.jobs.retried (failed attempts whose job runs again),
 // sluice.jobs.crashed (panics and crash errors, not those the store
 // refused as stale, which the reaper that took the job back counts; jobs
 // the worker's reaper reclaims from an expired lease count with

@@ -246,8 +246,9 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	}()
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
-		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, w.clk.Now())
-		w.observe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
+		o := w.describe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
+		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, &o)
+		w.observe(a, &o, store.Ack{})
 		return
 	}
 	if w.ev != nil {
@@ -255,9 +256,11 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	}
 	ack.Resend = w.ackResend(a)
 	res = w.ack(a.ref.Partition, ack)
-	w.tel.endAttempt(a, r, cause, true, ack, res, w.clk.Now())
+	// one telling of the outcome for its metrics, span, record and event
+	o := w.describe(a, r, cause, true, ack, res)
+	w.tel.endAttempt(a, r, cause, true, ack, res, &o)
 	w.noteDeath(a, ack, res, r.err)
-	w.observe(a, r, cause, true, ack, res)
+	w.observe(a, &o, ack)
 }
 
 // settledSignal is the test signal of a concluded attempt: the state its

@@ -54,17 +54,18 @@ type settled struct {
 	at       time.Time
 }
 
-// observe logs an attempt's outcome if it failed and sends its event.
-// acked says whether an outcome ack was written (with result res).
-func (w *Worker) observe(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult) {
-	o := w.describe(a, r, cause, acked, ack, res)
-	w.logOutcome(a, &o, ack)
+// observe logs an attempt's outcome o (describe) if it failed and sends
+// its event; ack is the outcome written, if any.
+func (w *Worker) observe(a *Attempt, o *settled, ack store.Ack) {
+	w.logOutcome(a, o, ack)
 	if w.ev != nil {
-		w.endEvent(a, &o)
+		w.endEvent(a, o)
 	}
 }
 
-// describe tells an attempt's outcome.
+// describe tells an attempt's outcome, as its record, its event and its
+// span tell it. acked says whether an outcome ack was written (with
+// result res).
 func (w *Worker) describe(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult) settled {
 	now := w.clk.Now()
 	o := settled{state: res.State, at: now, duration: max(now.Sub(a.tel.start), 0)}

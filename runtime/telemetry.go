@@ -81,7 +81,7 @@ func newTelemetry(o Options, st *store.Store) *workerTelemetry {
 	}
 	t.processed = counter("sluice.jobs.processed", "{attempt}", "Attempts finished by this worker, by outcome.")
 	t.failed = counter("sluice.jobs.failed", "{attempt}",
-		"Attempts that failed: an error, timeout, deadline, panic or crash, a parked job, a lost lease or a rejected outcome.")
+		"Attempts that failed: an error, timeout, deadline, panic or crash, a parked job, a lost lease, a rejected outcome or completion effects that could not apply.")
 	t.retried = counter("sluice.jobs.retried", "{attempt}", "Failed attempts whose job will run again.")
 	t.crashed = counter("sluice.jobs.crashed", "{job}",
 		"Crashes: panics and crash errors of this worker's attempts (not those refused as stale, which a reaper counts), and jobs its reaper reclaimed from an expired lease.")
@@ -154,8 +154,11 @@ func (t *workerTelemetry) startAttempt(ctx context.Context, a *Attempt, now time
 // endAttempt ends a's span and counts its outcome. r is what the handler
 // produced and cause what cancelled it (nil: nothing); acked says whether
 // an outcome was written (ack, with result res): if not, the lease was
-// lost first, or an operator cancelled the job (cause ErrCancelled).
-func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult, now time.Time) {
+// lost first, or an operator cancelled the job (cause ErrCancelled). o is
+// the outcome as its record and event tell it (describe): the span gives
+// its reason and its time.
+func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult, o *settled) {
+	now := o.at
 	outcome, state := "lease_lost", ""
 	if !acked && errors.Is(cause, ErrCancelled) {
 		// an operator cancelled the job: no failure, as its event says
@@ -180,7 +183,9 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 		failed = true
 	case ack.Code == store.CodeCrash || ack.Code == store.CodeRetry || ack.Code == store.CodeDeadline || ack.Code == store.CodePark:
 		failed = true
-	case state == "retryable": // completed, but its effects could not apply
+	case outcome == string(store.CodeOK) && state != "completed":
+		// its effects could not apply: a retry, archived when it was the
+		// last attempt (or malformed)
 		failed = true
 	}
 	// a deadline that Redis's clock has not reached yet leaves the job
@@ -212,8 +217,8 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 		if state != "" {
 			span.SetAttributes(telemetry.State.String(state))
 		}
-		if acked && ack.Reason != "" && ack.Code != store.CodeWait {
-			span.SetAttributes(telemetry.Reason.String(ack.Reason))
+		if o.reason != "" { // its event's: what the job became, not what the ack asked
+			span.SetAttributes(telemetry.Reason.String(o.reason))
 		}
 		if failed {
 			recordFailure(span, r, cause)

@@ -32,7 +32,7 @@ const (
 	Worker       = attribute.Key("sluice.worker.id")
 	Outcome      = attribute.Key("sluice.outcome")   // ok, retry, crash, ... lease_lost, rejected
 	State        = attribute.Key("sluice.job.state") // the job's state after the span's operation
-	Reason       = attribute.Key("sluice.reason")    // error class or archive reason
+	Reason       = attribute.Key("sluice.reason")    // an attempt's Event.Reason: error class, archive reason, ...
 	Duplicate    = attribute.Key("sluice.duplicate") // enqueue added nothing
 	First        = attribute.Key("sluice.attempt.first")
 	Step         = attribute.Key("sluice.step")
