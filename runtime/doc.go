@@ -77,7 +77,11 @@
 // refused as stale, which the reaper that took the job back counts; jobs
 // the worker's reaper reclaims from an expired lease count with
 // sluice.queue only; a job archived as malformed instead, its crash
-// counter corrupt, was charged no crash and is not counted),
+// counter corrupt, was charged no crash and is not counted; a crash
+// whose ack Redis never answered, after retrying until the lease ran
+// out, is counted by the worker, as the store may have charged it, and
+// counted again by the reaper that reclaims the job if the ack never
+// ran: this metric can exceed the crashes charged during an outage),
 // sluice.jobs.quarantined; sluice.effects.dead (effects the worker's
 // relay dead-lettered, with sluice.queue only); histograms
 // sluice.attempt.duration (seconds, worker clock) and sluice.job.latency
