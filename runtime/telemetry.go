@@ -221,7 +221,7 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 			span.SetAttributes(telemetry.Reason.String(o.reason))
 		}
 		if failed {
-			recordFailure(span, r, cause)
+			recordFailure(span, r, cause, o.err)
 			span.SetStatus(codes.Error, failure(outcome, ack, res))
 		}
 	}
@@ -229,16 +229,22 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 }
 
 // recordFailure adds the exception event of a failed attempt: its panic
-// (with the stack), its error, or the cause that stopped it.
-func recordFailure(span trace.Span, r result, cause error) {
+// (with the stack), its error, the cause that stopped it, or else what
+// its event gives (completion effects that could not apply, a rejected
+// or failed ack).
+func recordFailure(span trace.Span, r result, cause, failed error) {
 	switch {
 	case r.panic != nil:
 		span.RecordError(fmt.Errorf("panic: %v", r.panic),
 			trace.WithAttributes(attribute.String("exception.stacktrace", string(r.stack))))
 	case r.err != nil:
 		span.RecordError(r.err)
-	case cause != nil && !errors.Is(cause, ErrLeaseLost):
-		span.RecordError(cause)
+	case cause != nil:
+		if !errors.Is(cause, ErrLeaseLost) {
+			span.RecordError(cause)
+		}
+	case failed != nil:
+		span.RecordError(failed)
 	}
 }
 

@@ -21,8 +21,9 @@ import (
 // returns nil on its job's last attempt, but the completion's effects
 // cannot apply (INCRBY on a list), so the ack archives the job
 // (attempts_exhausted). The attempt failed: it is counted in
-// sluice.jobs.failed, its span has an error status and the reason its
-// event gives, as an effect failure with attempts left is counted.
+// sluice.jobs.failed, its span has an error status, an exception event and
+// the reason its event gives, as an effect failure with attempts left is
+// counted.
 func TestCompletionEffectsFailingOnLastAttemptCountsAFailure(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
@@ -63,6 +64,9 @@ func TestCompletionEffectsFailingOnLastAttemptCountsAFailure(t *testing.T) {
 	if s := spans[0].Status(); s.Code != codes.Error || attrs["sluice.reason"] != ev.Reason || attrs["sluice.job.state"] != flow.StateArchived {
 		t.Errorf("span status %+v, reason %q, state %q: want an error, %q (its event's), archived",
 			s, attrs["sluice.reason"], attrs["sluice.job.state"], ev.Reason)
+	}
+	if evs := spans[0].Events(); len(evs) != 1 || evs[0].Name != "exception" {
+		t.Errorf("span events %+v, want one exception: why the attempt failed", evs)
 	}
 }
 
