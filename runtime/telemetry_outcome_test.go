@@ -78,3 +78,33 @@ func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 	}
 	return attrs
 }
+
+// TestQuarantineSpanReasonIsItsEvents: a panic at the crash limit
+// quarantines its job; the attempt's span gives the reason its event and
+// record give (crash_limit), not the crash's (panic).
+func TestQuarantineSpanReasonIsItsEvents(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	rec := tracetest.NewSpanRecorder()
+	events := testkit.Chan[runtime.Event]()
+	reg := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error { panic("boom") })
+	e.startWorker(reg, runtime.Options{CrashLimit: 1,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		OnEvent: func(_ context.Context, ev runtime.Event) {
+			if ev.Type != runtime.EventStarted {
+				events <- ev
+			}
+		}})
+	id := e.Enqueue(obsArgs{})
+	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id }); s.State != flow.StateQuarantined {
+		t.Fatalf("settled %+v, want quarantined", s)
+	}
+	ev := testkit.Recv(t, events, "the outcome's event")
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans ended, want 1", len(spans))
+	}
+	if got := spanAttrs(spans[0])["sluice.reason"]; ev.Reason != "crash_limit" || got != ev.Reason {
+		t.Errorf("span reason %q, event reason %q: want crash_limit for both", got, ev.Reason)
+	}
+}
