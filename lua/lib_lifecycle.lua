@@ -58,10 +58,17 @@ local function free_held(qf, id)
   end
 end
 
+-- kids_recorded marks the jobs this call recorded a child's end on
+-- (deliver): a job read as plain before that (an ack reads its jobs
+-- first) has its records of its children to delete.
+local kids_recorded = {}
+
 -- delete_job deletes job id, in state (a name), and every key it owns.
 -- plain says it has none but its hash and perhaps a body key (no errors,
--- no checkpoints), which saves the lookups. It is deleted at once, not
--- with the call's other jobs at its end: an entry of the call that
+-- no checkpoints, no records of its children: deliver marks a job it
+-- records a child on as having checkpoints, and kids_recorded one read
+-- before that in this call), which saves the lookups. It is deleted at
+-- once, not with the call's other jobs at its end: an entry of the call that
 -- failed later would leave it running under its lease, and the call's
 -- re-send would apply its completion twice. Only an archived or
 -- quarantined job can have a pending death report or hold other jobs
@@ -74,7 +81,7 @@ end
 -- finding them would cost every delete a lookup; the operator deletes
 -- it once read.
 local function delete_job(id, plain, state)
-  if plain then
+  if plain and not kids_recorded[id] then
     redis.call('DEL', job_key(id), body_key(id))
     return
   end
@@ -150,7 +157,7 @@ local function deliver(parent, step, child, state, payload)
   -- writing: a parent whose data is corrupt is that parent's problem (its
   -- claim or its join's recheck meets it), not its child's, whose call
   -- has written already
-  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence, F.created)
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence, F.created, F.has_steps)
   if corrupt or not h[1] then return end
   -- a child's ID names its parent's creation time (keys.ChildLocal:
   -- parent@<ms in base 36>~step~i): a job given the parent's ID once the
@@ -185,6 +192,12 @@ local function deliver(parent, step, child, state, payload)
     return
   end
   if redis.pcall('HSET', kk, child, state .. '\n' .. payload) ~= 1 then return end
+  -- a parent with records of its children is no job of no steps, deleted
+  -- with its hash alone (delete_job's plain): one whose Spawn step is not
+  -- checkpointed (yet, or ever: Spawn failed after adding some children,
+  -- and the handler went on) would leave the records in Redis for good
+  kids_recorded[parent] = true
+  if not h[7] then redis.pcall('HSET', pk, F.has_steps, '1') end
   redis.pcall('HINCRBY', ck, step, 1)
   if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
   if state_of(h[1]) ~= 'scheduled' then return end

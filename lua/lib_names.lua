@@ -82,7 +82,7 @@ local F = {
   parent_step = 'ps',
   -- the parent's ID in its partition
   parent_local = 'pl',
-  -- set once it has step checkpoints (steps_key, Partition.Steps)
+  -- set once it has step checkpoints (steps_key, Partition.Steps) or records of its children (deliver)
   has_steps = 'sx',
   -- a suspended parent's spawning step, whose children it waits on
   wait_step = 'ws',

@@ -79,7 +79,7 @@ const (
 	FieldParentStep = "ps"
 	// the parent's ID in its partition
 	FieldParentLocal = "pl"
-	// set once it has step checkpoints (steps_key, Partition.Steps)
+	// set once it has step checkpoints (steps_key, Partition.Steps) or records of its children (deliver)
 	FieldHasSteps = "sx"
 	// a suspended parent's spawning step, whose children it waits on
 	FieldWaitStep = "ws"

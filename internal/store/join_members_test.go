@@ -293,3 +293,51 @@ func TestChildOfDeletedParentIsNotRecordedOnItsSuccessor(t *testing.T) {
 		})
 	}
 }
+
+// TestChildRecordedOnAParentWithoutCheckpointsIsDeletedWithIt: a child
+// that finishes while its parent runs is recorded on it (k:, kc:) before
+// the parent's Spawn step is checkpointed, and the parent may never
+// checkpoint it (Spawn failed after adding some children, a conflict or
+// a refused child, and the handler went on without it). Completed then
+// and discarded (RetainCompleted < 0), the parent is a job of no steps,
+// deleted with its hash alone (delete_job's plain): its records of its
+// children stayed in Redis for good.
+func TestChildRecordedOnAParentWithoutCheckpointsIsDeletedWithIt(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			clk := &testClock{now: epoch}
+			st := store.New(b.rdb, store.Config{NS: redistest.NewNamespace(t), RetainCompleted: -1, RetainArchived: retainArchived,
+				RetainCancelled: retainCancelled, CrashLimit: 3, CrashDelay: time.Second, Now: clk.Now})
+			f := &fixture{t: t, ctx: context.Background(), rdb: b.rdb, st: st, clk: clk, p: st.Partition("q", 0)}
+			f.enqueue(store.NewJob{Local: "P"})
+			p := f.claimOne("w")
+			if p.Local != "P" {
+				t.Fatalf("claimed %s, want P", p.Local)
+			}
+			child := keys.ChildLocal("P", p.Created, "s", 0)
+			f.enqueue(store.NewJob{Local: child, Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
+			f.ack(f.claimOne("w"), store.Ack{Code: store.CodeOK}) // recorded on its running parent
+			if n, err := f.rdb.HLen(f.ctx, f.p.Kids("P")).Result(); err != nil || n != 1 {
+				t.Fatalf("the parent's record of its finished child: %d, %v; want 1", n, err)
+			}
+			f.ack(p, store.Ack{Code: store.CodeOK}) // no step checkpointed
+			// and a parent acked in the call that records its child on it,
+			// which read the parent as plain before
+			f.enqueue(store.NewJob{Local: "Q"})
+			q := f.claimOne("w")
+			f.enqueue(store.NewJob{Local: keys.ChildLocal("Q", q.Created, "s", 0),
+				Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "Q"}, Step: "s"}})
+			c := f.claimOne("w")
+			if _, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: lease(c), Code: store.CodeOK}, {Lease: lease(q), Code: store.CodeOK}}); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"P", "Q"} {
+				for _, k := range []string{f.p.Job(id), f.p.Kids(id), f.p.KidCount(id)} {
+					if n, err := f.rdb.Exists(f.ctx, k).Result(); err != nil || n != 0 {
+						t.Errorf("%s left after %s was completed and discarded (%d, %v)", k, id, n, err)
+					}
+				}
+			}
+		})
+	}
+}
