@@ -315,6 +315,16 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: lease(running), Code: store.CodeOK, Data: []byte("r")}})
 			return err
 		}, ""},
+		{"ack of a child named by its parent's creation time", lua.Ack, func(f *fixture) {
+			f.enqueue(store.NewJob{Local: "P"})
+			p := f.claimOne("w")
+			f.enqueue(store.NewJob{Local: keys.ChildLocal("P", p.Created, "s", 0),
+				Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
+			running = f.claimOne("w")
+		}, func(f *fixture) error {
+			_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{{Lease: lease(running), Code: store.CodeOK, Data: []byte("r")}})
+			return err
+		}, ""},
 		{"step with an effect elsewhere", lua.Step, func(f *fixture) { running = later(f) }, func(f *fixture) error {
 			_, err := f.checkpoint(store.Checkpoint{Lease: lease(running), Field: "s", Record: []byte("r"), Mode: store.ModeOnce, Commit: "a:s",
 				Effects: []sluicetype.Effect{fx("INCRBY", redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag()), "7"), fx("INCRBY", f.key("here"), "3")}})
