@@ -173,7 +173,7 @@ local STATUS = {
   new = 'new',
   -- the same job, the step's checkpoint, or the signal's key is there already: nothing written (enqueue, step, signal)
   exists = 'exists',
-  -- a job with this ID exists with other content (enqueue)
+  -- a job with this ID exists with other content (enqueue), or was created at another time than named (unsignal)
   conflict = 'conflict',
   -- the fresh random ID is another job's: nothing added (enqueue)
   taken = 'taken',

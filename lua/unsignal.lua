@@ -9,6 +9,13 @@
 -- ARGV[10] the signal's name
 -- ARGV[11] the sequence number the next kept signal of the name must have
 --          (a console that showed it), or '' for whichever it is
+-- ARGV[12], ARGV[13] the job must have been created at or after ARGV[12]
+--          and before ARGV[13] (ms), or '' and '': any job of the ID;
+--          checked in this call, so that a job given the ID since the
+--          operator looked (which numbers its signals from 1 again)
+--          loses nothing
+-- ARGV[14] the time the job's generated ID carries (ms), its creation
+--          time when it has no created-time field (enqueue.lua), or ''
 -- Returns: { status, state, seq, payload }
 --   'ok', state, seq, payload the signal discarded: its sequence number
 --                             and payload (seq 0, payload '': none kept;
@@ -17,6 +24,8 @@
 --   'missing', '', 0, ''      no such job
 --   'running', 'running', 0, '' refused: its attempt may be taking it
 --   'final', 'completed', 0, '' refused: a completed job never waits again
+--   'conflict', state, created, '' refused: the job was created (ms) out
+--                             of ARGV[12]..ARGV[13], another job
 --   A checkpoints key of another type, or a state field that names no
 --   state (corrupt data), fails the call with an error naming the job,
 --   nothing written (as signal.lua's).
@@ -31,6 +40,12 @@ if not s then return remember({ STATUS.missing, STATUS.none, 0, '' }) end
 -- a state no release writes (corrupt data): refused as malformed, nothing
 -- discarded, as signal.lua refuses it (not 'ok' for a job no wait reads)
 if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
+if ARGV[12] ~= '' then
+  local ct = tonumber(redis.call('HGET', job_key(id), F.created)) or tonumber(ARGV[14])
+  if not ct or ct < tonumber(ARGV[12]) or ct >= tonumber(ARGV[13]) then
+    return remember({ STATUS.conflict, s, ct or 0, '' })
+  end
+end
 if s == 'running' then return remember({ STATUS.running, s, 0, '' }) end
 if s == 'completed' then return remember({ STATUS.final, s, 0, '' }) end
 local sk = steps_key(id)

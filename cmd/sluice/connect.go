@@ -31,6 +31,9 @@ func (c *cli) connect(ctx context.Context) (*admin.Client, error) {
 		return nil, fmt.Errorf("redis %s: %w", redacted(url), err)
 	}
 	rdb = c.rdb
+	if c.connected != nil {
+		c.connected(rdb)
+	}
 	// Queue layouts are read from Redis; --partitions only checks them.
 	opts := flow.ClientOptions{Namespace: ns, Clock: c.clock, Partitions: map[string]int(c.partitions), RetainCancelled: c.retainCancelled}
 	fc, err := flow.NewClient(rdb, opts)

@@ -29,6 +29,9 @@ type env struct {
 	// stdoutTTY and stderrTTY: the stream is a terminal (queues stats
 	// --watch redraws in place, redrive draws a progress bar)
 	stdoutTTY, stderrTTY bool
+	// connected, when set, sees the Redis client a command connected
+	// with (a test adds its hooks)
+	connected func(redis.UniversalClient)
 }
 
 func main() {

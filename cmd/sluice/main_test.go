@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -52,6 +53,9 @@ type fixture struct {
 	stdoutTTY, stderrTTY bool
 	// more environment variables the CLI sees
 	env map[string]string
+	// connected, when set, sees the Redis client each command connects
+	// with (to add a hook)
+	connected func(redis.UniversalClient)
 }
 
 // exists says whether job id can be read.
@@ -121,7 +125,8 @@ func (f *fixture) runCtx(ctx context.Context, out, errb io.Writer, args ...strin
 	for k, v := range f.env {
 		vars[k] = v
 	}
-	e := env{stdout: out, stderr: errb, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string { return vars[k] }}
+	e := env{stdout: out, stderr: errb, stdoutTTY: f.stdoutTTY, stderrTTY: f.stderrTTY, getenv: func(k string) string { return vars[k] },
+		connected: f.connected}
 	if f.clk != nil { // none: Redis TIME and the wall clock
 		e.clock = f.clk
 	}

@@ -138,20 +138,21 @@ func (c *cli) discardSignal(cmd *cobra.Command, id, name string, seq int64, crea
 	if err != nil {
 		return err
 	}
-	if created != nil {
-		j, err := client.Job(cmd.Context(), id)
-		if err != nil {
-			return c.about("job", id, err)
-		}
-		if !created.is(j.Created) {
-			return fmt.Errorf("%w: job %s is another job than the one created %s (its ID was given to a new one, created %s): nothing discarded; look at it first (sluice jobs show %s)",
-				admin.ErrWrongState, id, created.given, when(j.Created), id)
-		}
-	}
 	var sg flow.SignalInfo
-	if seq > 0 {
+	var other *admin.OtherJobError
+	switch {
+	case created != nil:
+		// the creation time checked in the discard's own call: a job
+		// given the ID after a read of it would lose its signal
+		from := created.t.Truncate(created.prec)
+		sg, err = client.DiscardSignalOf(cmd.Context(), id, name, seq, from, from.Add(created.prec))
+		if errors.As(err, &other) {
+			return fmt.Errorf("%w: job %s is another job than the one created %s (its ID was given to a new one, created %s): nothing discarded; look at it first (sluice jobs show %s)",
+				admin.ErrWrongState, id, created.given, when(other.Created), id)
+		}
+	case seq > 0:
 		sg, err = client.DiscardSignalSeq(cmd.Context(), id, name, seq)
-	} else {
+	default:
 		sg, err = client.DiscardSignal(cmd.Context(), id, name)
 	}
 	if errors.Is(err, admin.ErrSignalNotFound) {
@@ -196,11 +197,6 @@ func parseCreated(s string) (createdTime, error) {
 		}
 	}
 	return createdTime{t: t, prec: prec, given: s}, nil
-}
-
-// is says whether a job created at t is the one named.
-func (c createdTime) is(t time.Time) bool {
-	return t.Truncate(c.prec).Equal(c.t.Truncate(c.prec))
 }
 
 // signalData decodes a signal's JSON payload for msgpack: a whole number

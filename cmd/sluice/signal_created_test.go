@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/lua"
 )
 
 // TestDiscardSeqRefusesAJobThatTookTheID: `jobs signal ID NAME --discard
@@ -72,4 +79,60 @@ func (f *fixture) created(id string) string {
 	}
 	f.t.Fatalf("jobs show %s prints no Created line", id)
 	return ""
+}
+
+// beforeUnsignal is a go-redis hook that runs fn once, just before the
+// first unsignal.lua call reaches Redis: another operator's action in
+// the middle of a discard.
+type beforeUnsignal struct {
+	fired atomic.Bool
+	fn    func()
+}
+
+func (*beforeUnsignal) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (*beforeUnsignal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *beforeUnsignal) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && lua.Unsignal.Is(cmd.Name(), fmt.Sprint(args[1])) && h.fired.CompareAndSwap(false, true) {
+			h.fn()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// TestDiscardCreatedChecksTheJobInTheSameCall: `jobs signal --discard
+// --seq N --created T` discards nothing of a job given the ID between
+// the command's look at the job and its discard. The creation time was
+// checked by a read of the job before the discard, a second call: a
+// job deleted and created again in between lost its own signal #1.
+func TestDiscardCreatedChecksTheJobInTheSameCall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	const id = "default:0:w1"
+	f.suspended("w1", "approved")
+	f.must("jobs", "signal", id, "later", "--data", `"old"`)
+	oldCreated := f.created(id)
+	h := &beforeUnsignal{fn: func() {
+		// the job the operator saw goes, and a new one takes its ID,
+		// with a signal later #1 of its own
+		f.must("jobs", "cancel", id)
+		f.must("jobs", "delete", id)
+		f.clk.Advance(time.Minute)
+		f.enqueue("w1", email{To: "wf@example.com"})
+		f.must("jobs", "signal", id, "later", "--data", `"new"`)
+	}}
+	f.connected = func(rdb redis.UniversalClient) { rdb.AddHook(h) }
+	_, errOut, code := f.sluice("jobs", "signal", id, "later", "--discard", "--seq", "1", "--created", oldCreated)
+	f.connected = nil
+	if !h.fired.Load() {
+		t.Fatal("the discard made no unsignal call")
+	}
+	if code != exitError || !strings.Contains(errOut, "another job") {
+		t.Errorf("discard --seq 1 --created of the job gone by the time of the discard: exit %d, %q; want %d saying it is another job", code, errOut, exitError)
+	}
+	if j, err := f.c.Job(f.ctx, id); err != nil || len(j.Signals) != 1 || j.Signals[0].Seq != 1 {
+		t.Fatalf("the new job after the refused discard: %+v %v, want its signal later #1 kept", j, err)
+	}
 }

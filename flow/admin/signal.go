@@ -2,7 +2,9 @@ package admin
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/names"
@@ -47,7 +49,7 @@ func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts 
 // job: flow.ErrNotFound. An invalid name: flow.ErrInvalid. Corrupt
 // signal data: ErrMalformed.
 func (c *Client) DiscardSignal(ctx context.Context, id, name string) (flow.SignalInfo, error) {
-	return c.discardSignal(ctx, id, name, 0)
+	return c.discardSignal(ctx, id, name, 0, time.Time{}, time.Time{})
 }
 
 // DiscardSignalSeq discards signal name number seq (flow.SignalInfo.Seq,
@@ -61,7 +63,40 @@ func (c *Client) DiscardSignalSeq(ctx context.Context, id, name string, seq int6
 	if seq < 1 {
 		return flow.SignalInfo{}, fmt.Errorf("%w: signal number %d (they start at 1)", flow.ErrInvalid, seq)
 	}
-	return c.discardSignal(ctx, id, name, seq)
+	return c.discardSignal(ctx, id, name, seq, time.Time{}, time.Time{})
+}
+
+// OtherJobError: DiscardSignalOf found job ID created at Created, not in
+// the range it was given: another job than the one named (its ID was
+// given to a new one). It matches ErrWrongState.
+type OtherJobError struct {
+	ID      string
+	Created time.Time
+}
+
+func (e *OtherJobError) Error() string {
+	return fmt.Sprintf("job %s is another job, created %s: nothing discarded", e.ID, e.Created.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes it match ErrWrongState.
+func (e *OtherJobError) Is(target error) bool { return target == ErrWrongState }
+
+// DiscardSignalOf discards as DiscardSignalSeq does (seq 0: as
+// DiscardSignal does, the next one kept) only if job id is the one
+// created at or after from and before before, checked in the same
+// script call as the discard: a job given the ID since a tool showed the
+// job (deleted and created again, numbering its signals from 1 again)
+// loses nothing. Another job is an *OtherJobError (ErrWrongState),
+// nothing discarded; from not before before is flow.ErrInvalid. Other
+// errors as DiscardSignalSeq's.
+func (c *Client) DiscardSignalOf(ctx context.Context, id, name string, seq int64, from, before time.Time) (flow.SignalInfo, error) {
+	if seq < 0 {
+		return flow.SignalInfo{}, fmt.Errorf("%w: signal number %d (they start at 1)", flow.ErrInvalid, seq)
+	}
+	if from.IsZero() || !from.Before(before) {
+		return flow.SignalInfo{}, fmt.Errorf("%w: creation time range %s to %s holds no time", flow.ErrInvalid, from, before)
+	}
+	return c.discardSignal(ctx, id, name, seq, from, before)
 }
 
 // notNextSignal says that signal name number seq of job id is not the
@@ -74,7 +109,7 @@ func notNextSignal(id, name string, seq, next int64) string {
 	return fmt.Sprintf("signal %s #%d of job %s is not the next one kept (#%d comes first)", name, seq, id, next)
 }
 
-func (c *Client) discardSignal(ctx context.Context, id, name string, only int64) (flow.SignalInfo, error) {
+func (c *Client) discardSignal(ctx context.Context, id, name string, only int64, from, before time.Time) (flow.SignalInfo, error) {
 	if !store.ValidWaitName(name) {
 		return flow.SignalInfo{}, fmt.Errorf("%w: signal name %s", flow.ErrInvalid, names.Quote(name))
 	}
@@ -82,7 +117,11 @@ func (c *Client) discardSignal(ctx context.Context, id, name string, only int64)
 	if err != nil {
 		return flow.SignalInfo{}, err
 	}
-	seq, payload, _, err := c.b.Store.Unsignal(ctx, ref, name, only)
+	seq, payload, _, err := c.b.Store.UnsignalOf(ctx, ref, name, only, from, before)
+	var other *store.CreatedError
+	if errors.As(err, &other) {
+		return flow.SignalInfo{}, &OtherJobError{ID: id, Created: other.Created}
+	}
 	if err != nil {
 		return flow.SignalInfo{}, stateError(id, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/names"
@@ -106,11 +107,36 @@ func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload [
 // *sluicetype.StateError for a running job (its attempt may be taking
 // it) or a completed one, ErrMalformed for corrupt signal data.
 func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string, only int64) (seq int64, payload []byte, state string, err error) {
+	return s.UnsignalOf(ctx, ref, name, only, time.Time{}, time.Time{})
+}
+
+// UnsignalOf is Unsignal of the job of ref only if it was created at or
+// after from and before before (from zero: any job of the ID), checked
+// in the same script call as the discard: a job given the ID since
+// (which numbers its signals from 1 again) loses nothing. Another job is
+// a *CreatedError, nothing discarded.
+func (s *Store) UnsignalOf(ctx context.Context, ref keys.Ref, name string, only int64, from, before time.Time) (seq int64, payload []byte, state string, err error) {
 	want := ""
 	if only > 0 {
 		want = strconv.FormatInt(only, 10)
 	}
-	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name, want).Result()
+	lo, hi, idAt := "", "", ""
+	if !from.IsZero() {
+		// the bounds in whole ms, as creation times are kept: a time
+		// within a ms is not before the next one
+		ceil := func(t time.Time) int64 {
+			ms := t.UnixMilli()
+			if time.UnixMilli(ms).Before(t) {
+				ms++
+			}
+			return ms
+		}
+		lo, hi = strconv.FormatInt(ceil(from), 10), strconv.FormatInt(ceil(before), 10)
+		if t, ok := keys.LocalTime(ref.Local); ok {
+			idAt = strconv.FormatInt(t.UnixMilli(), 10)
+		}
+	}
+	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name, want, lo, hi, idAt).Result()
 	if err != nil {
 		return 0, nil, "", err
 	}
@@ -125,6 +151,9 @@ func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string, only in
 	if !ok || status == "" {
 		return 0, nil, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
 	}
+	if status == statusConflict {
+		return 0, nil, state, &CreatedError{ID: ref.Local, Created: time.UnixMilli(seq)}
+	}
 	if state, err = adminStatus("discard a signal of", ref.Local, status, state); err != nil || seq <= 0 {
 		return seq, nil, state, err
 	}
@@ -134,3 +163,17 @@ func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string, only in
 // ModeTake is the mode of a step commit that takes the signal kept in
 // field (a checkpoint.SignalPrefix field) with its checkpoint.
 func ModeTake(field string) string { return "take:" + field }
+
+// CreatedError: UnsignalOf found the job created at Created, out of the
+// range it was given: another job than the one named.
+type CreatedError struct {
+	ID      string
+	Created time.Time
+}
+
+func (e *CreatedError) Error() string {
+	return fmt.Sprintf("job %s is another job, created %s", e.ID, e.Created.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes it match sluicetype.ErrWrongState.
+func (e *CreatedError) Is(target error) bool { return target == sluicetype.ErrWrongState }
