@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sluicehq/sluice/flow/admin"
-	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Dead-lettered effects: effects on keys in other slots that the relay
@@ -47,10 +47,13 @@ func (c *cli) effectsListCmd() *cobra.Command {
 		if c.json {
 			// times in UTC, as every other time --json prints (the store
 			// gives the host's local time), and none as [], not null
-			out := make([]sluicetype.DeadEffect, 0, len(dead))
+			out := make([]deadEffectJSON, 0, len(dead))
 			for _, d := range dead {
-				d.At = d.At.UTC()
-				out = append(out, d)
+				if d.Args == nil {
+					d.Args = []string{} // [], not null
+				}
+				out = append(out, deadEffectJSON{ID: d.ID, JobID: d.JobID, Error: d.Error, Op: d.Op, Key: d.Key,
+					Args: d.Args, At: d.At.UTC()})
 			}
 			return writeJSON(c.stdout, map[string]any{"queue": queue, "dead_effects": out, "more": more})
 		}
@@ -74,6 +77,18 @@ func (c *cli) effectsListCmd() *cobra.Command {
 		return nil
 	})
 	return cmd
+}
+
+// deadEffectJSON is a dead-lettered effect in `effects list --json`, its
+// keys in snake case as every other --json output's.
+type deadEffectJSON struct {
+	ID    string    `json:"id"`
+	JobID string    `json:"job_id"`
+	Error string    `json:"error"`
+	Op    string    `json:"op"`
+	Key   string    `json:"key"`
+	Args  []string  `json:"args"`
+	At    time.Time `json:"at"`
 }
 
 // effectsRedriveJSON is `effects redrive --json`: the effects sent back,

@@ -32,7 +32,29 @@ func TestEffectsListTimesInUTC(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Dead) != 1 {
 		t.Fatalf("effects list --json: %q (%v), want one dead effect", out, err)
 	}
-	if at, _ := got.Dead[0]["At"].(string); !strings.HasSuffix(at, "Z") {
-		t.Errorf("effects list --json: At %q, want UTC (ending in Z) as every other time --json prints", at)
+	if at, _ := got.Dead[0]["at"].(string); !strings.HasSuffix(at, "Z") {
+		t.Errorf("effects list --json: at %q, want UTC (ending in Z) as every other time --json prints", at)
+	}
+}
+
+// TestEffectsListJSONKeysSnakeCase: `effects list --json` names a dead
+// effect's fields in snake case, as every other --json output of the CLI
+// does (job_id as jobs show --json's "dead_effects" sits beside "id").
+// They were Go's field names (ID, JobID, At).
+func TestEffectsListJSONKeysSnakeCase(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.deadEffect("j1")
+	var got struct {
+		Dead []map[string]any `json:"dead_effects"`
+	}
+	out := f.must("--json", "effects", "list", "--queue", "default")
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Dead) != 1 {
+		t.Fatalf("effects list --json: %q (%v), want one dead effect", out, err)
+	}
+	for _, k := range []string{"id", "job_id", "error", "op", "key", "args", "at"} {
+		if _, ok := got.Dead[0][k]; !ok {
+			t.Errorf("effects list --json: %v, want key %q", got.Dead[0], k)
+		}
 	}
 }
