@@ -56,8 +56,17 @@ local fs, fk, fr, ff, fu, frt = F.state, F.kind, F.reason, F.finished, F.unique,
 -- number, and the entry is the job's: lib_ready.lua) is still the
 -- entry's: an entry a job has left is stale (the job is counted where it
 -- is now, or is gone), and is read but not examined.
+-- seen: a bucket of later jobs may list a job twice (a job given the ID
+-- of a deleted one whose entry is still there, a job that left more
+-- buckets than LEFT_NOTES: lib_ready.lua), the second entry read as
+-- stale; a dry run, which deletes nothing, would count the job at each
+-- (as a delete, which finds it gone at the second, does not), so an
+-- entry of a job the step read already is read but not examined
+local seen = {}
 local function visit(id, indexed)
   read = read + 1
+  if seen[id] then return end
+  seen[id] = true
   local jk = job_key(id)
   -- pcall: a key that is not a job hash must not raise after a write
   local h = redis.pcall('HMGET', jk, fs, fk, fr, ff, fu, frt)
