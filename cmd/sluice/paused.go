@@ -48,6 +48,31 @@ func (c *cli) notePaused(ctx context.Context, client *admin.Client, ids []string
 	c.notePausedQueues(ctx, client, queues)
 }
 
+// pausedOf is which of the queues of the jobs ids, or of queues, are
+// paused, for --json ("paused_queues"), as notePaused tells them
+// without: nil for none, or when the flags cannot be read.
+func pausedOf(ctx context.Context, client *admin.Client, ids, queues []string) []string {
+	for _, id := range ids {
+		if ref, ok := keys.ParseRef(client.Namespace(), id); ok && !slices.Contains(queues, ref.Queue) {
+			queues = append(queues, ref.Queue)
+		}
+	}
+	if len(queues) == 0 {
+		return nil
+	}
+	paused, err := pausedQueues(ctx, client, queues)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, q := range queues {
+		if _, ok := paused[q]; ok {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
 // notePausedQueues is notePaused of the queues jobs were just made
 // available in (a redrive or release by selector).
 func (c *cli) notePausedQueues(ctx context.Context, client *admin.Client, queues []string) {

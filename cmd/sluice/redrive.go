@@ -20,6 +20,9 @@ import (
 type redriveJSON struct {
 	Moved  []string          `json:"moved"`
 	Failed map[string]string `json:"failed,omitempty"`
+	// Paused names the paused queues of the jobs moved (the text
+	// output's note): they wait until it is resumed
+	Paused []string `json:"paused_queues,omitempty"`
 }
 
 type selectJSON struct {
@@ -34,6 +37,9 @@ type selectJSON struct {
 	// Error is the error that stopped the scan (the exit is not 0): the
 	// counts are what the batches before it did, which stay done
 	Error string `json:"error,omitempty"`
+	// Paused names the queue when it is paused and jobs were made
+	// available in it (redrive, release: the text output's note)
+	Paused []string `json:"paused_queues,omitempty"`
 }
 
 // selection is the selector flags of redrive, release and jobs delete.
@@ -272,6 +278,9 @@ func (c *cli) redrive(cmd *cobra.Command, name string, ids []string, s selection
 		if err != nil {
 			out.Error = bare(err)
 		}
+		if !s.dryRun && pr.Matched > 0 {
+			out.Paused = pausedOf(cmd.Context(), client, nil, []string{s.sel.Queue})
+		}
 		return errors.Join(writeJSON(c.stdout, out), err)
 	}
 	if err != nil && pr.Batches == 0 {
@@ -326,7 +335,8 @@ func (c *cli) redriveIDs(ctx context.Context, name string, ids []string) error {
 	}
 	sort.Strings(failed)
 	if c.json {
-		out := redriveJSON{Moved: append([]string{}, rep.Moved...), Failed: map[string]string{}}
+		out := redriveJSON{Moved: append([]string{}, rep.Moved...), Failed: map[string]string{},
+			Paused: pausedOf(ctx, client, rep.Moved, nil)}
 		for id, e := range rep.Failed {
 			out.Failed[id] = bare(c.about("job", id, e))
 		}

@@ -11,6 +11,9 @@ import (
 type runNowJSON struct {
 	Available []string          `json:"available"`
 	Failed    map[string]string `json:"failed,omitempty"`
+	// Paused names the paused queues of the jobs made available: they
+	// wait until it is resumed (the text output's note)
+	Paused []string `json:"paused_queues,omitempty"`
 }
 
 func (c *cli) jobsRunNowCmd() *cobra.Command {
@@ -47,6 +50,7 @@ errors share (3: all unknown, 2: all malformed), or 1.`,
 			}
 		}
 		if c.json {
+			out.Paused = pausedOf(cmd.Context(), client, out.Available, nil)
 			if err := writeJSON(c.stdout, out); err != nil {
 				return err
 			}
