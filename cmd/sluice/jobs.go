@@ -21,7 +21,12 @@ func (c *cli) jobsListCmd() *cobra.Command {
 	var o admin.ListOptions
 	cmd := &cobra.Command{
 		Use:   "list --state STATE [--queue Q]",
-		Short: "List a queue's jobs in one state, newest first",
+		Short: "List a queue's jobs in one state, latest first",
+		Long: `List a queue's jobs in one state, latest first: running jobs by lease
+expiry, scheduled and retryable ones by due time, finished ones by when
+they are deleted (finish time plus retention, so a job kept longer lists
+before one that finished after it), available ones by priority, then
+latest enqueued first.`,
 		Example: `  sluice jobs list --state archived --queue mail
   sluice jobs list --state archived --queue mail --cursor <the cursor the last page printed>`,
 		Args: noArgs,
