@@ -47,7 +47,9 @@ import (
 // the first one after a scheduler first runs it. Ticks missed while no
 // scheduler ran are handled by the schedule's MissedPolicy.
 //
-// Schedules are paused, resumed, listed and triggered with the Client.
+// Schedules are paused, resumed, listed and triggered with the Client, and
+// deleted, once removed from every scheduler's code, with
+// admin.Client.DeleteSchedule.
 type Scheduler struct {
 	c   *Client
 	log *slog.Logger
@@ -210,7 +212,15 @@ func (s *Scheduler) loop(ctx context.Context, sc *schedule) {
 		}
 		now, wait, err := s.round(ctx, sc)
 		if errors.Is(err, store.ErrNoSchedule) {
-			published = false // deleted by hand: publish it again
+			// deleted (admin.Client.DeleteSchedule forced, or by hand):
+			// published again at once, and started afresh from now
+			published = s.c.st.PublishSchedule(ctx, sc.def) == nil
+			if published {
+				now, wait, err = s.round(ctx, sc)
+			}
+			if errors.Is(err, store.ErrNoSchedule) {
+				published = false // deleted again meanwhile
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -15,14 +15,19 @@
 -- spaces, OWED_MAX at most: a scheduler decides them apart, the resume
 -- having moved last to its own time (as every release's resume does, so
 -- that a scheduler of a release before these fields runs no tick of the
--- pause). Definition fields are written by the schedulers with
+-- pause); seen = the store time of the latest sync (a scheduler of
+-- this release looks at each of its schedules at least once a minute),
+-- which 'delete' reads to refuse deleting a schedule a scheduler still
+-- runs. Definition fields are written by the schedulers with
 -- HSET and never read here.
 --
 -- KEYS[1] the schedule's hash
 -- KEYS[2] the schedule's pending ticks: tick ms -> claim time ms
+-- KEYS[3] ('delete' only) the set of the schedules' names
 -- Either key holding another type than a hash (written by hand) is refused
 -- with a WRONGTYPE error naming it, before anything is written (the
--- pending ticks only by the ops that read them: sync, claim, ack).
+-- pending ticks only by the ops that read them: sync, claim, ack,
+-- delete; the names set, of another type than a set, by delete).
 -- ARGV[1] now ms, or '' to use the store's TIME
 -- ARGV[2] the schedules' key prefix ("{tag}:"), under which call records
 --         are kept (lib_replay.lua)
@@ -66,13 +71,25 @@
 --            while it was paused are not run; those due before the pause
 --            that no scheduler decided yet are owed, after those of
 --            earlier pauses still owed. Returns 'ok' or 'missing'.
+--   'delete' ARGV[4] '1' to delete even while a scheduler runs it (force),
+--            ARGV[5] how long after its latest sync (seen) a scheduler
+--            still counts as running it, in ms, ARGV[6] the name.
+--            Deletes the record and the pending ticks, and the name from
+--            the names set (KEYS[3]); the jobs the ticks enqueued are not
+--            touched. Unless forced, a schedule synced less than ARGV[5]
+--            ago, or never synced by a scheduler that records seen (a
+--            scheduler of an older release may run it: nothing tells), is
+--            refused: {'running', seen ms or ''}, nothing written. Returns
+--            'ok', that, or 'missing'. The same delete sent again (its
+--            reply lost) is answered what its first run answered.
 -- ARGV[#ARGV] the call ID (lib_replay.lua)
 -- Transitions: none (no job changes state here).
 local K, KP = KEYS[1], KEYS[2]
 local op = ARGV[3]
-if op == 'claim' or op == 'pause' or op == 'resume' then
+if op == 'claim' or op == 'pause' or op == 'resume' or op == 'delete' then
   -- a pause or resume sent again after a resume or pause that came
-  -- between must not undo it: it answers its first run
+  -- between must not undo it: it answers its first run (a delete sent
+  -- again is answered 'ok', not 'missing', by its own record)
   local again = replayed()
   if again then return again end
 end
@@ -83,11 +100,17 @@ end
 -- delete its ticks, then raise at the record). A pause or resume, which
 -- never reads the pending ticks, still runs over them.
 for i, k in ipairs({ K, KP }) do
-  if i == 1 or op == 'sync' or op == 'claim' or op == 'ack' then
+  if i == 1 or op == 'sync' or op == 'claim' or op == 'ack' or op == 'delete' then
     local t = redis.call('TYPE', k)['ok']
     if t ~= 'hash' and t ~= 'none' then
       return redis.error_reply('WRONGTYPE sluice: schedule key ' .. k .. ' is a ' .. tostring(t) .. ', not a hash: nothing written')
     end
+  end
+end
+if op == 'delete' then
+  local t = redis.call('TYPE', KEYS[3])['ok']
+  if t ~= 'set' and t ~= 'none' then
+    return redis.error_reply('WRONGTYPE sluice: schedule key ' .. KEYS[3] .. ' is a ' .. tostring(t) .. ', not a set: nothing written')
   end
 end
 if op == 'ack' then
@@ -105,7 +128,7 @@ if op == 'ack' then
 end
 if redis.call('EXISTS', K) == 0 then
   if op == 'sync' then return { STATUS.missing, NOW } end
-  if op == 'claim' then return remember(STATUS.missing) end
+  if op == 'claim' or op == 'delete' then return remember(STATUS.missing) end
   return STATUS.missing
 end
 
@@ -187,6 +210,9 @@ if op == 'sync' then
     end
     return out
   end
+  -- a scheduler runs it: delete refuses it for a while (the same sync
+  -- sent again, above, leaves the time its first run wrote)
+  redis.call('HSET', K, 'seen', NOW)
   local handed = false
   for i = 1, #pend, 2 do
     -- an entry written by hand: one that names no tick is dropped, one
@@ -260,6 +286,23 @@ elseif op == 'resume' then
     redis.call('HSET', K, 'paused', '0', 'last', NOW)
     redis.call('HDEL', K, 'paused_at')
   end
+  return remember(STATUS.ok)
+elseif op == 'delete' then
+  -- validated before the first write (Redis rolls none back)
+  local within = tonumber(ARGV[5])
+  if not within then return redis.error_reply('ERR sluice: schedule delete: the running window is no number') end
+  if ARGV[4] ~= '1' then
+    local raw = redis.call('HGET', K, 'seen')
+    local seen = time_of(raw)
+    -- no seen: no scheduler of this release synced it, and one of an
+    -- older release, which does not record it, may still run it; a seen
+    -- ahead of now (a clock gone back) is recent
+    if not seen or NOW - seen < within then
+      return remember({ STATUS.running, seen or '' })
+    end
+  end
+  redis.call('DEL', K, KP)
+  redis.call('SREM', KEYS[3], ARGV[6])
   return remember(STATUS.ok)
 end
 return redis.error_reply('schedule.lua: unknown op ' .. tostring(op))

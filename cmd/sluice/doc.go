@@ -45,7 +45,8 @@
 //	queues pause Q... | queues resume Q...
 //	queues stats [Q...] [--window 5m] [--watch [--interval 2s]]
 //	workers
-//	schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME
+//	schedules list | schedules pause NAME | schedules resume NAME | schedules trigger NAME |
+//	schedules delete NAME [--force]
 //	effects list --queue Q [--limit N] | effects redrive ID...
 //	web [--addr 127.0.0.1:8080] [--prefix P] [--token T | --user U --password P]
 //	    [--read-only] [--hide-args] [--insecure] [--secure-cookies] [--poll D]   the console (docs/web.md)

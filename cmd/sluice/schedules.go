@@ -137,6 +137,48 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 	return cmd
 }
 
+func (c *cli) schedulesDeleteCmd() *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a schedule removed from the schedulers' code",
+		Long: `Delete a schedule's record from Redis: its definition, its state (paused,
+last tick) and its ticks claimed and not yet confirmed, atomically, so that
+'schedules list' no longer shows it. Remove the schedule from every
+scheduler's code first: a scheduler that still runs it publishes it again
+at its next round.
+
+A schedule a scheduler synced less than 5 minutes ago (store time; a
+scheduler looks at each of its schedules at least once a minute, paused or
+not), or that no scheduler of this release ever synced (one of an older
+release may still run it), is refused (exit 1) and nothing is deleted,
+unless --force: a scheduler that still runs it then starts it afresh at
+its next round (its pause, and its ticks owed or claimed, are lost).
+
+The jobs the schedule's ticks and triggers enqueued are left alone. An
+unknown schedule exits 3.`,
+		Args: nArgs("NAME"),
+		// offers the schedules' names
+		ValidArgsFunction: c.completeSchedule,
+	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete it even while a scheduler runs it")
+	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
+		client, err := c.connect(cmd.Context())
+		if err != nil {
+			return err
+		}
+		if err := client.DeleteSchedule(cmd.Context(), args[0], admin.DeleteScheduleOptions{Force: force}); err != nil {
+			return c.about("schedule", args[0], err)
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "result": "deleted"})
+		}
+		fmt.Fprintf(c.stdout, "deleted %s (the jobs it enqueued are kept)\n", args[0])
+		return nil
+	})
+	return cmd
+}
+
 func (c *cli) schedulesList(ctx context.Context, client *admin.Client) error {
 	ss, err := client.Schedules(ctx)
 	if !listed(err) {

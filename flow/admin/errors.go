@@ -26,7 +26,19 @@ var (
 	// Scheduler on this release (it publishes the template when it
 	// starts), then trigger again.
 	ErrScheduleOutdated = errors.New("sluice: the schedule's job template predates placement routing")
+	// ErrScheduleRunning: DeleteSchedule was refused because a scheduler
+	// still runs the schedule (it synced it less than
+	// ScheduleRunningWithin ago), or because no scheduler of this release
+	// ever synced it and one of an older release may. Nothing was deleted.
+	// Remove the schedule from every scheduler's code and deploy that,
+	// then delete it once ScheduleRunningWithin has passed, or force it
+	// (DeleteScheduleOptions.Force).
+	ErrScheduleRunning = store.ErrScheduleRunning
 )
+
+// ScheduleRunningWithin is how recently a scheduler must have synced a
+// schedule (store time) for DeleteSchedule to refuse it as still run.
+const ScheduleRunningWithin = store.ScheduleRunningWithin
 
 // stateError fills in the job's full ID in a *StateError from the store.
 func stateError(id string, err error) error {

@@ -98,6 +98,45 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 	return c.b.Store.ResumeSchedule(ctx, name)
 }
 
+// DeleteScheduleOptions configure DeleteSchedule.
+type DeleteScheduleOptions struct {
+	// Force deletes the schedule even while a scheduler still runs it
+	// (ErrScheduleRunning otherwise). That scheduler publishes it again at
+	// its next round and starts it afresh: its state is lost (a pause,
+	// ticks owed since a pause, ticks claimed and not confirmed), and its
+	// next tick is the first after that round.
+	Force bool
+}
+
+// DeleteSchedule deletes a schedule's record: its definition and state
+// (paused, last tick) and its ticks claimed by a scheduler and not yet
+// confirmed, atomically, so that `Schedules` no longer lists it. Delete
+// a schedule once it is removed from every scheduler's code: a scheduler
+// that still runs it would publish it again at its next round.
+//
+// A schedule a scheduler synced less than ScheduleRunningWithin ago (store
+// time; a scheduler syncs each of its schedules at least once a minute,
+// paused or not), or that no scheduler of this release ever synced (one
+// of an older release, which does not record its syncs, may still run
+// it), is refused with ErrScheduleRunning, and nothing is deleted, unless
+// o.Force. An unknown name is ErrScheduleNotFound; a record or pending
+// ticks key of another type than a hash is ErrMalformed naming the
+// schedule; neither writes anything. The same call re-sent after its
+// reply was lost (go-redis does) is answered what its first run answered:
+// nil, not ErrScheduleNotFound.
+//
+// The jobs the schedule's ticks (and triggers) enqueued are left alone:
+// they run, or are deleted, as any job. A schedule of the same name run
+// again later starts afresh, its first tick the first after its first
+// round; a tick's job ID (sched:<name>:<tick>) enqueued in the day before
+// is still not enqueued twice.
+func (c *Client) DeleteSchedule(ctx context.Context, name string, o DeleteScheduleOptions) error {
+	if !flow.ValidScheduleName(name) {
+		return fmt.Errorf("%w: schedule name %q", flow.ErrInvalid, name)
+	}
+	return c.b.Store.DeleteSchedule(ctx, name, o.Force)
+}
+
 // TriggerSchedule enqueues a schedule's job now, outside its ticks, even
 // while it is paused, under a fresh ID (sched:<name>:trigger:<random>), so
 // every call adds one job. The job is the one the schedulers last

@@ -358,6 +358,12 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 			f.st.PauseSchedule(f.ctx, "s")
 			f.clk.Advance(time.Minute)
 		}, func(f *fixture) error { return f.st.ResumeSchedule(f.ctx, "s") }, ""},
+		{"schedule delete", lua.Schedule, func(f *fixture) {
+			claimedTick(f.t, f)
+			f.clk.Advance(store.ScheduleRunningWithin)
+		}, func(f *fixture) error { return f.st.DeleteSchedule(f.ctx, "s", false) }, ""},
+		{"schedule delete forced", lua.Schedule, func(f *fixture) { claimedTick(f.t, f) },
+			func(f *fixture) error { return f.st.DeleteSchedule(f.ctx, "s", true) }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { // one after another: running and synced are shared

@@ -107,7 +107,11 @@ func (s *Store) runSchedule(ctx context.Context, name, op string, args ...any) (
 	}
 	ks := s.sched()
 	argv := append(append([]any{now, ks.Prefix(), op}, args...), newCallID()+s.keep)
-	v, err := lua.Schedule.Run(ctx, s.rdb, []string{ks.Schedule(name), ks.Pending(name)}, argv...).Result()
+	kk := []string{ks.Schedule(name), ks.Pending(name)}
+	if op == "delete" {
+		kk = append(kk, ks.Names())
+	}
+	v, err := lua.Schedule.Run(ctx, s.rdb, kk, argv...).Result()
 	if isReplyError(err) && strings.Contains(err.Error(), "WRONGTYPE") {
 		// its record or its pending ticks hold another type than a hash
 		// (written by hand): ErrMalformed naming it, as Schedule says,
@@ -214,6 +218,36 @@ func (s *Store) PauseSchedule(ctx context.Context, name string) error {
 // does nothing.
 func (s *Store) ResumeSchedule(ctx context.Context, name string) error {
 	return s.simpleSchedule(ctx, name, "resume")
+}
+
+// ScheduleRunningWithin is how recently a scheduler must have synced a
+// schedule (store time) for DeleteSchedule to take it as still running
+// it: a scheduler syncs each of its schedules at least once a minute
+// (flow's maxWait), and retries a failed round within 30 seconds.
+const ScheduleRunningWithin = 5 * time.Minute
+
+// ErrScheduleRunning: DeleteSchedule refused a schedule that a scheduler
+// synced less than ScheduleRunningWithin ago, or that no scheduler of this
+// release ever synced (one of an older release, which does not record its
+// syncs, may run it): the scheduler would publish it again at its next
+// round. Nothing was deleted.
+var ErrScheduleRunning = errors.New("sluice: a scheduler still runs the schedule")
+
+// DeleteSchedule deletes a schedule's record (definition and state), its
+// pending ticks and its name, atomically; the jobs its ticks enqueued are
+// left alone. Unless force, a schedule a scheduler still runs is refused
+// with ErrScheduleRunning (lua/schedule.lua's 'delete'). A re-send of it
+// (go-redis, after a lost reply) is answered what its first run answered.
+func (s *Store) DeleteSchedule(ctx context.Context, name string, force bool) error {
+	f := ""
+	if force {
+		f = "1"
+	}
+	v, err := s.runSchedule(ctx, name, "delete", f, ms(ScheduleRunningWithin), name)
+	if err != nil {
+		return err
+	}
+	return scheduleDeleted(name, v)
 }
 
 func (s *Store) simpleSchedule(ctx context.Context, name, op string) error {

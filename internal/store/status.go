@@ -21,7 +21,7 @@ import (
 //	               redrive ids          nil
 //	               step                 CheckpointResult{Outboxed: n}
 //	               deadfx revive        nil
-//	               schedule             Claimed (claim), nil (sync, ack, pause, resume)
+//	               schedule             Claimed (claim), nil (sync, ack, pause, resume, delete)
 //	"missing"      cancel, delete,      ErrNotFound
 //	               redrive ids, runnow
 //	               deadfx revive        ErrNoDeadEffect
@@ -44,6 +44,7 @@ import (
 //	               runnow               *sluicetype.StateError (ErrWrongState), Why names id
 //	"final"        cancel, signal       *sluicetype.StateError (ErrWrongState)
 //	"running"      delete               *sluicetype.StateError (ErrWrongState)
+//	               schedule delete      ErrScheduleRunning
 //	"suspended"    runnow               *sluicetype.StateError (ErrWrongState), Why says so
 //	a state        redrive ids, runnow  *sluicetype.StateError (ErrWrongState)
 //	"effect_error" step                 *sluicetype.EffectError
@@ -296,4 +297,21 @@ func scheduleDone(name, op string, v any) error {
 		return fmt.Errorf("%w: schedule %s answered %v", ErrMalformed, op, v)
 	}
 	return nil
+}
+
+// scheduleDeleted maps schedule.lua's 'delete' answer for the schedule
+// name: statusOK, statusMissing, or {statusRunning, the ms of seen or an empty string}.
+func scheduleDeleted(name string, v any) error {
+	if l, ok := v.([]any); ok && len(l) == 2 && l[0] == statusRunning {
+		if at, isTime := l[1].(int64); isTime {
+			return fmt.Errorf("%w: schedule %q was synced by a scheduler at %s (store time), less than %s ago: "+
+				"remove it from every scheduler's code and deploy that, wait %s, then delete it again (or force it: "+
+				"a scheduler that still runs it starts it afresh at its next round); nothing was deleted",
+				ErrScheduleRunning, name, time.UnixMilli(at).UTC().Format(time.RFC3339), ScheduleRunningWithin, ScheduleRunningWithin)
+		}
+		return fmt.Errorf("%w: schedule %q was never synced by a scheduler of this release, so whether one of an "+
+			"older release still runs it cannot be told: remove it from every scheduler's code first, then force "+
+			"the delete; nothing was deleted", ErrScheduleRunning, name)
+	}
+	return scheduleDone(name, "delete", v)
 }
