@@ -191,6 +191,30 @@ var actions = map[string]action{
 			}
 			return "triggered " + n + ": " + e.ID, jobPath(e.ID), nil
 		}},
+	"delete-schedule": {Title: "Delete schedule", Target: "schedule", Danger: true, Once: true, Fields: []string{"force", "once"},
+		What: "The schedule's record is deleted: its definition, its state (paused, last tick) and its ticks claimed by a scheduler " +
+			"and not yet confirmed, so that the schedules page no longer lists it. The jobs its ticks and triggers enqueued are kept. " +
+			"Remove it from every scheduler's code first: a scheduler still running it publishes it again at its next round. " +
+			"A schedule a scheduler synced in the last 5 minutes (or that none of this release ever synced) is refused, unless forced.",
+		run: func(c *console, ctx context.Context, f url.Values) (string, string, error) {
+			n := f.Get("schedule")
+			var o admin.DeleteScheduleOptions
+			switch f.Get("force") {
+			case "":
+			case "1": // the forced confirmation's
+				o.Force = true
+			default: // "0" or "false" from a script: not taken for yes
+				return "", "", fmt.Errorf("%w: force %q: give 1 to force the delete, or leave the field out", flow.ErrInvalid, f.Get("force"))
+			}
+			if err := c.ops.DeleteSchedule(ctx, n, o); err != nil {
+				return "", "", err
+			}
+			forced := ""
+			if o.Force {
+				forced = ", forced"
+			}
+			return "deleted schedule " + n + forced + " (the jobs it enqueued are kept)", "/schedules", nil
+		}},
 	"discard-signal": discardAction,
 	"redrive-effect": {Title: "Redrive dead effect", Target: "effect",
 		What: "The effect is relayed again; it applies at most once, and is dead-lettered again if it still cannot apply.",
@@ -325,6 +349,10 @@ type confirmView struct {
 	Once string
 	// Signal is the signal a discard-signal confirmation discards.
 	Signal *flow.SignalInfo
+	// Running: a schedule's delete was refused because a scheduler may
+	// still run it (admin.ErrScheduleRunning); the page offers the forced
+	// delete as a confirmation of its own.
+	Running bool
 }
 
 // backPage is the page to return to from action a's confirmation page.
@@ -543,8 +571,14 @@ func (c *console) act(w http.ResponseWriter, r *http.Request) {
 		}
 		// the form again, as it was posted: a trigger's key too, so that a
 		// retry after an unknown outcome adds no second job
-		c.render(w, r, code, "confirm", a.Title, confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target),
-			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target)), Once: f.Get("once")})
+		v := confirmView{Name: name, Action: a, Form: f, Target: f.Get(a.Target),
+			Count: -1, Error: err.Error(), Back: backPage(a, f.Get(a.Target)), Once: f.Get("once"),
+			Running: errors.Is(err, admin.ErrScheduleRunning) && f.Get("force") == ""}
+		if v.Running && v.Once == "" {
+			// the forced delete it offers runs once however often posted
+			v.Once = keys.NewLocal()
+		}
+		c.render(w, r, code, "confirm", a.Title, v)
 		return
 	}
 	c.flash(w, r, msg)

@@ -23,6 +23,7 @@ func TestConfirmOfMissingQueueOrScheduleIsNotFound(t *testing.T) {
 		"/confirm/pause-schedule?" + url.Values{"schedule": {"nosuch"}}.Encode(),
 		"/confirm/resume-schedule?" + url.Values{"schedule": {"nosuch"}}.Encode(),
 		"/confirm/trigger?" + url.Values{"schedule": {"nosuch"}}.Encode(),
+		"/confirm/delete-schedule?" + url.Values{"schedule": {"nosuch"}}.Encode(),
 	} {
 		code, body := f.get(c, path)
 		if code != http.StatusNotFound || strings.Contains(body, `name="csrf"`) || !strings.Contains(body, "nosuch") {

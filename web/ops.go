@@ -40,6 +40,7 @@ type ops interface {
 	ResumeSchedule(ctx context.Context, name string) error
 	TriggerSchedule(ctx context.Context, name string) (flow.Enqueued, error)
 	TriggerScheduleOnce(ctx context.Context, name, key string) (flow.Enqueued, error)
+	DeleteSchedule(ctx context.Context, name string, o admin.DeleteScheduleOptions) error
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
 	DiscardSignalSeq(ctx context.Context, id, name string, seq int64) (flow.SignalInfo, error)

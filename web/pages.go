@@ -28,7 +28,8 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
-	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay):
+	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay), errors.Is(err, admin.ErrScheduleRunning):
+		// the last: a schedule's delete refused while a scheduler runs it
 		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError

@@ -53,6 +53,8 @@ func TestNotFoundIs404(t *testing.T) {
 		form   url.Values
 	}{
 		{"trigger", url.Values{"schedule": {"nosuch"}}},
+		{"delete-schedule", url.Values{"schedule": {"nosuch"}}},
+		{"delete-schedule", url.Values{"schedule": {"nosuch"}, "force": {"1"}}},
 		{"redrive-effect", url.Values{"effect": {testQueue + ":0:nosuch"}}},
 		{"cancel", url.Values{"id": {testQueue + ":0:nosuch"}}},
 	} {
