@@ -26,8 +26,9 @@
 --   'final', 'completed', 0, '' refused: a completed job never waits again
 --   'conflict', state, created, '' refused: the job was created (ms) out
 --                             of ARGV[12]..ARGV[13], another job
---   A checkpoints key of another type, or a state field that names no
---   state (corrupt data), fails the call with an error naming the job,
+--   A checkpoints key of another type, a state field that names no
+--   state, or (given ARGV[12]) a created-time field that is no whole
+--   number of ms (corrupt data), fails the call with an error naming the job,
 --   nothing written (as signal.lua's).
 -- Transitions: none.
 -- A re-sent call answers what its first run did (lib_replay.lua).
@@ -41,7 +42,14 @@ if not s then return remember({ STATUS.missing, STATUS.none, 0, '' }) end
 -- discarded, as signal.lua refuses it (not 'ok' for a job no wait reads)
 if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
 if ARGV[12] ~= '' then
-  local ct = tonumber(redis.call('HGET', job_key(id), F.created)) or tonumber(ARGV[14])
+  -- a created-time field that is no whole number of ms (written by hand:
+  -- a read of the job is malformed) tells no job: refused, not compared
+  -- ('nan' is in no range and out of none)
+  local raw = redis.call('HGET', job_key(id), F.created)
+  if raw and not string.match(raw, '^%-?%d+$') then
+    return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its created-time field is no whole number of ms: nothing discarded')
+  end
+  local ct = tonumber(raw) or tonumber(ARGV[14])
   if not ct or ct < tonumber(ARGV[12]) or ct >= tonumber(ARGV[13]) then
     return remember({ STATUS.conflict, s, ct or 0, '' })
   end
