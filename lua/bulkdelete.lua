@@ -61,16 +61,18 @@ local fs, fk, fr, ff, fu, frt = F.state, F.kind, F.reason, F.finished, F.unique,
 -- buckets than LEFT_NOTES: lib_ready.lua), the second entry read as
 -- stale; a dry run, which deletes nothing, would count the job at each
 -- (as a delete, which finds it gone at the second, does not), so an
--- entry of a job the step read already is read but not examined
+-- entry of a job the step examined already is read but not examined. A
+-- stale entry marks nothing: the job's own entry, read after it in the
+-- step (the job given the ID due in a later slice), is still examined
 local seen = {}
 local function visit(id, indexed)
   read = read + 1
   if seen[id] then return end
-  seen[id] = true
   local jk = job_key(id)
   -- pcall: a key that is not a job hash must not raise after a write
   local h = redis.pcall('HMGET', jk, fs, fk, fr, ff, fu, frt)
   if h.err then
+    seen[id] = true
     unreadable[#unreadable + 1] = id
     examined = examined + 1
     return
@@ -79,6 +81,7 @@ local function visit(id, indexed)
   if at and not (at > -math.huge and at < math.huge) then at = nil end
   if finished and s ~= state then return end
   if not finished and not ((s == 'scheduled' or s == 'retryable') and indexed(at)) then return end
+  seen[id] = true
   examined = examined + 1 -- in the scanned set (the scheduled index holds both scheduled and retryable jobs)
   local ok = s == state and (kind == '' or h[2] == kind)
   if ok and finished then
