@@ -79,7 +79,8 @@
 --            touched. Unless forced, a schedule synced less than ARGV[5]
 --            ago, or never synced by a scheduler that records seen (a
 --            scheduler of an older release may run it: nothing tells), is
---            refused: {'running', seen ms or ''}, nothing written. Returns
+--            refused: {'running', seen ms, or '', or seen as it is when
+--            it is no time (written by hand)}, nothing written. Returns
 --            'ok', that, or 'missing'. The same delete sent again (its
 --            reply lost) is answered what its first run answered.
 -- ARGV[#ARGV] the call ID (lib_replay.lua)
@@ -296,9 +297,11 @@ elseif op == 'delete' then
     local seen = time_of(raw)
     -- no seen: no scheduler of this release synced it, and one of an
     -- older release, which does not record it, may still run it; a seen
-    -- ahead of now (a clock gone back) is recent
+    -- ahead of now (a clock gone back) is recent; a seen that is no
+    -- time (written by hand) tells nothing either, and is answered as
+    -- it is, for the error to say so
     if not seen or NOW - seen < within then
-      return remember({ STATUS.running, seen or '' })
+      return remember({ STATUS.running, seen or raw or '' })
     end
   end
   redis.call('DEL', K, KP)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,5 +137,32 @@ func TestDeleteScheduleRemovesRecordPendingTicksAndName(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeleteScheduleCorruptSeenSaysSo: a schedule whose field seen is no
+// time (written by hand) is refused unforced with ErrScheduleRunning,
+// nothing written, saying that field cannot tell, not that no scheduler
+// of this release ever synced it (one did: seen is there); forced, it is
+// deleted.
+func TestDeleteScheduleCorruptSeenSaysSo(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			ks, _ := claimedTick(t, f)
+			f.clk.Advance(store.ScheduleRunningWithin)
+			f.rdb.HSet(f.ctx, ks.Schedule("s"), "seen", "soon")
+			before := schedDump(f)
+			err := f.st.DeleteSchedule(f.ctx, "s", false)
+			if !errors.Is(err, store.ErrScheduleRunning) || strings.Contains(err.Error(), "never synced") ||
+				!strings.Contains(err.Error(), `"soon"`) {
+				t.Errorf("delete of a schedule whose seen is corrupt: %v; want ErrScheduleRunning naming the field's value", err)
+			}
+			if after := schedDump(f); !maps.Equal(before, after) {
+				t.Errorf("a refused delete wrote:\nbefore %v\nafter  %v", before, after)
+			}
+			must(t, f.st.DeleteSchedule(f.ctx, "s", true))
+		})
 	}
 }

@@ -300,9 +300,15 @@ func scheduleDone(name, op string, v any) error {
 }
 
 // scheduleDeleted maps schedule.lua's 'delete' answer for the schedule
-// name: statusOK, statusMissing, or {statusRunning, the ms of seen or an empty string}.
+// name: statusOK, statusMissing, or {statusRunning, the ms of seen, or an
+// empty string, or seen as it is when it is no time}.
 func scheduleDeleted(name string, v any) error {
 	if l, ok := v.([]any); ok && len(l) == 2 && l[0] == statusRunning {
+		if raw, isText := l[1].(string); isText && raw != "" {
+			return fmt.Errorf("%w: schedule %q records its latest sync as %q, no time (written by hand), so whether a "+
+				"scheduler still runs it cannot be told: remove it from every scheduler's code first, then force the delete "+
+				"(a scheduler that still runs it records its next sync over it); nothing was deleted", ErrScheduleRunning, name, raw)
+		}
 		if at, isTime := l[1].(int64); isTime {
 			return fmt.Errorf("%w: schedule %q was synced by a scheduler at %s (store time), less than %s ago: "+
 				"remove it from every scheduler's code and deploy that, wait %s, then delete it again (or force it: "+
