@@ -87,8 +87,10 @@ func (e *OtherJobError) Is(target error) bool { return target == ErrWrongState }
 // script call as the discard: a job given the ID since a tool showed the
 // job (deleted and created again, numbering its signals from 1 again)
 // loses nothing. Another job is an *OtherJobError (ErrWrongState),
-// nothing discarded; from not before before is flow.ErrInvalid. Other
-// errors as DiscardSignalSeq's.
+// nothing discarded; from not before before is flow.ErrInvalid; a job
+// whose created-time field is no whole number of ms (corrupt data, which
+// tells no job) is ErrMalformed, nothing discarded. Other errors as
+// DiscardSignalSeq's.
 func (c *Client) DiscardSignalOf(ctx context.Context, id, name string, seq int64, from, before time.Time) (flow.SignalInfo, error) {
 	if seq < 0 {
 		return flow.SignalInfo{}, fmt.Errorf("%w: signal number %d (they start at 1)", flow.ErrInvalid, seq)
