@@ -74,7 +74,7 @@ func TestCompletionEffectsFailingOnLastAttemptCountsAFailure(t *testing.T) {
 func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	return attrs
 }
