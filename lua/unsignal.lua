@@ -44,9 +44,10 @@ if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. 
 if ARGV[12] ~= '' then
   -- a created-time field that is no whole number of ms (written by hand:
   -- a read of the job is malformed) tells no job: refused, not compared
-  -- ('nan' is in no range and out of none)
+  -- ('nan' is in no range and out of none; 20 characters hold any ms
+  -- time, and bound the match)
   local raw = redis.call('HGET', job_key(id), F.created)
-  if raw and not string.match(raw, '^%-?%d+$') then
+  if raw and (#raw > 20 or not string.match(raw, '^%-?%d+$')) then
     return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its created-time field is no whole number of ms: nothing discarded')
   end
   local ct = tonumber(raw) or tonumber(ARGV[14])
