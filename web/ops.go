@@ -44,6 +44,7 @@ type ops interface {
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
 	DiscardSignalSeq(ctx context.Context, id, name string, seq int64) (flow.SignalInfo, error)
+	DiscardSignalOf(ctx context.Context, id, name string, seq int64, from, before time.Time) (flow.SignalInfo, error)
 	DeleteSelected(ctx context.Context, sel admin.Selector, dryRun bool) (admin.DeleteProgress, error)
 }
 

@@ -83,3 +83,42 @@ func TestDiscardSignalOnReusedIDRefused(t *testing.T) {
 		t.Errorf("discard confirmed for the deleted job: POST %d, the new job keeps %q; want 409 and approve #1 kept\n%s", code, kept, mainOf(body))
 	}
 }
+
+// TestDiscardSignalOnIDReusedMidCallRefused: the job is deleted and its
+// ID given to a new job, sent a signal of the same name, after the
+// console checked the job the confirmation showed and before its
+// discard. The discard is refused (409) by its own script call, which
+// names the creation time, and the new job keeps its signal #1 (a second
+// read of the job found the new one, numbering its signals from 1 again).
+func TestDiscardSignalOnIDReusedMidCallRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := &racingOps{}
+	f := newFixture(t, Options{ops: r}, false)
+	r.ops = adminOps{Client: f.ops}
+	id := f.enqueue(work{Order: "old"}, flow.WithID("reused-mid-discard"), flow.WithDelay(time.Hour))
+	_, err := f.ops.Signal(ctx, id, "approve", "old")
+	testkit.Must(t, err)
+	c := client()
+	code, body := f.get(c, "/confirm/discard-signal?"+url.Values{"id": {id}, "signal": {"approve"}, "seq": {"1"}}.Encode())
+	if code != http.StatusOK {
+		t.Fatalf("confirmation: %d\n%s", code, mainOf(body))
+	}
+	form := hiddenFields(body)
+	r.before = func() {
+		if err := f.ops.DeleteJob(ctx, id); err != nil {
+			t.Errorf("deleting the job: %v", err)
+		}
+		if _, err := f.env.Client.Enqueue(ctx, work{Order: "new"}, flow.WithQueue(testQueue), flow.WithID("reused-mid-discard"), flow.WithDelay(time.Hour)); err != nil {
+			t.Errorf("the new job: %v", err)
+		}
+		if _, err := f.ops.Signal(ctx, id, "approve", "new"); err != nil {
+			t.Errorf("the new job's signal: %v", err)
+		}
+	}
+	r.armed.Store(true)
+	code, _, body = f.post(c, "/act/discard-signal", form)
+	if kept := f.kept(id); code != http.StatusConflict || kept != "approve #1" {
+		t.Errorf("discard confirmed for the job deleted mid-call: POST %d, the new job keeps %q; want 409 and approve #1 kept\n%s", code, kept, mainOf(body))
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
@@ -16,7 +17,7 @@ import (
 )
 
 // discardAction discards the next signal of one name kept for a job (sent
-// and not yet taken by a wait), admin.Client.DiscardSignalSeq: the remedy of
+// and not yet taken by a wait), admin.Client.DiscardSignalOf: the remedy of
 // a job parked bad_signal, whose wait cannot decode that payload. Its
 // confirmation shows the signal, records its sequence number (a signal
 // taken or discarded since is not followed by the next one of the name)
@@ -38,8 +39,19 @@ var discardAction = action{Title: "Discard signal", Target: "id", Danger: true, 
 			return "", "", err
 		}
 		// that signal only: one a wait takes meanwhile is not followed
-		// by the next of its name
-		sg, err := c.ops.DiscardSignalSeq(ctx, id, name, kept.Seq)
+		// by the next of its name; and of the job created when the page
+		// showed it, checked again in the discard's own call (a job given
+		// the ID after the reads above would lose its own), an
+		// *admin.OtherJobError (ErrWrongState) otherwise
+		var sg flow.SignalInfo
+		if created := f.Get("created"); created == "" {
+			sg, err = c.ops.DiscardSignalSeq(ctx, id, name, kept.Seq)
+		} else if ns, perr := strconv.ParseInt(created, 10, 64); perr != nil {
+			return "", "", fmt.Errorf("%w: the job's creation time %q is no time", flow.ErrInvalid, created)
+		} else {
+			at := time.Unix(0, ns)
+			sg, err = c.ops.DiscardSignalOf(ctx, id, name, kept.Seq, at, at.Add(time.Millisecond))
+		}
 		if errors.Is(err, admin.ErrSignalNotFound) {
 			// taken since the check above: the check, made again, says
 			// why as it would have (409 for another next, 404 for none)
