@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
@@ -66,7 +68,10 @@ func run(paths []path, jobs, rounds int) error {
 		return fmt.Errorf("starting redis-server: %w", err)
 	}
 	defer srv.Close()
-	rdb := srv.Client()
+	// a read timeout for SLOWLOG GET of up to slowLogLen entries from a
+	// redis-server under callgrind (scripts/redis-ir.sh), tens of times
+	// slower than bare: it timed out at go-redis's default 3 s
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ReadTimeout: 5 * time.Minute})
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
