@@ -71,8 +71,11 @@
 -- ('dl') has not passed by Redis's clock (a worker's clock ran ahead) is
 -- scheduled at its deadline instead, no counter charged, and archived
 -- ('deadline_exceeded') by the claim that finds it due then.
--- Returns: one entry per outcome: the job's new state, or 'stale' when the
---   identity check failed (nothing was written for it); then one more
+-- Returns: one entry per outcome: the job's new state, 'malformed' for a
+--   job archived as malformed (its state archived: the worker reports
+--   the reason the store wrote, not the one its code would give), or
+--   'stale' when the identity check failed (nothing was written for
+--   it); then one more
 --   entry: the number of outbox entries written. When every outcome
 --   answers 'completed' (the common case), only that number, as an
 --   integer: it costs both sides less than a state per job. A re-sent call answers
@@ -217,7 +220,7 @@ for _, e in ipairs(entries) do
       if not a or not ma or ma ~= ma then
         -- a corrupt counter: archived before anything else reads them
         finish(jk, id, 'running', 'archived', 'malformed', m)
-        state = 'archived'
+        state = STATUS.malformed
       else
         record_error(jk, id, reason, msg, data)
         m.plain = false -- it has an error list now, to delete with it
@@ -256,13 +259,15 @@ for _, e in ipairs(entries) do
     elseif code == 'crash' then
       record_error(jk, id, reason, msg, data)
       state = crash(jk, id, 'running', delay)
+      if state == 'archived' then state = STATUS.malformed end -- its crash counter corrupt
     elseif code == 'expire' then
       if not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
         finish(jk, id, 'running', 'archived', 'malformed', m) -- a corrupt orphan counter, as the reaper does
-        state = 'archived'
+        state = STATUS.malformed
       else
         record_error(jk, id, reason, msg, data)
         state = crash(jk, id, 'running', delay)
+        if state == 'archived' then state = STATUS.malformed end -- its crash counter corrupt
       end
     elseif code == 'release' then
       make_available(jk, id, 'running', true)
@@ -307,7 +312,7 @@ for _, e in ipairs(entries) do
       local st = redis.call('TYPE', steps_key(id))['ok']
       if st ~= 'none' and st ~= 'hash' then
         finish(jk, id, 'running', 'archived', 'malformed', m)
-        state = 'archived'
+        state = STATUS.malformed
       else
         state = suspend(jk, id, e.fence, e.waits)
       end

@@ -108,14 +108,20 @@ func (w *Worker) noteDeath(a *Attempt, ack store.Ack, res store.AckResult, err e
 		it.d.Reason = "crash_limit"
 		it.d.Job.CrashAttempt++
 	default:
-		it.fill = !archiveReason(&it.d, ack)
+		it.fill = !archiveReason(&it.d, ack, res)
 	}
 	w.queueDeath(it)
 }
 
-// archiveReason sets d's reason from the ack that archived it, and says
-// whether the ack tells it (else the job, read from Redis, does).
-func archiveReason(d *Death, ack store.Ack) bool {
+// archiveReason sets d's reason from the ack that archived it (res), and
+// says whether the ack tells it (else the job, read from Redis, does).
+// A job the store archived for its corrupt data ('malformed') has that
+// reason, whatever its code asked.
+func archiveReason(d *Death, ack store.Ack, res store.AckResult) bool {
+	if res.Reason != "" {
+		d.Reason = res.Reason
+		return true
+	}
 	switch ack.Code {
 	case store.CodeRetry:
 		d.Reason = "attempts_exhausted"

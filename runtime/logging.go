@@ -117,10 +117,12 @@ func (w *Worker) describe(a *Attempt, r result, cause error, acked bool, ack sto
 	}
 	switch res.State {
 	case "archived":
-		switch o.event {
-		case EventRetried:
+		switch {
+		case res.Reason != "": // what the store archived it for ('malformed': a counter it could not count)
+			o.event, o.reason = EventFailed, res.Reason
+		case o.event == EventRetried:
 			o.event, o.reason = EventFailed, "attempts_exhausted"
-		case EventCrashed: // a crash counter that cannot be counted (lib_lifecycle.lua crash)
+		case o.event == EventCrashed: // a crash counter that cannot be counted (lib_lifecycle.lua crash)
 			o.event, o.reason = EventFailed, "malformed"
 		}
 	case "quarantined":

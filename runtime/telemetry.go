@@ -183,6 +183,8 @@ func (t *workerTelemetry) endAttempt(a *Attempt, r result, cause error, acked bo
 		failed = true
 	case ack.Code == store.CodeCrash || ack.Code == store.CodeRetry || ack.Code == store.CodeDeadline || ack.Code == store.CodePark:
 		failed = true
+	case res.Reason != "": // archived for its corrupt data, whatever it asked (a suspend)
+		failed = true
 	case outcome == string(store.CodeOK) && state != "completed":
 		// its effects could not apply: a retry, archived when it was the
 		// last attempt (or malformed)

@@ -299,6 +299,55 @@ func TestCrashArchivedAsMalformedIsNoCrash(t *testing.T) {
 	}
 }
 
+// TestRetryArchivedAsMalformedSaysMalformed: a failed attempt (a retry)
+// whose job's attempt counter was corrupted while it ran is archived by
+// its ack as 'malformed', not for running out of attempts: the worker's
+// record, event, span and death report say malformed, as the store wrote,
+// and not attempts_exhausted.
+func TestRetryArchivedAsMalformedSaysMalformed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	rec := tracetest.NewSpanRecorder()
+	events, deaths := testkit.Chan[runtime.Event](), testkit.Chan[runtime.Death]()
+	reg := register(t, func(ctx context.Context, job *flow.Job[obsArgs]) error {
+		ref, _ := keys.ParseRef(e.NS, job.ID)
+		testkit.Must(t, e.RDB.HSet(ctx, ref.Job(ref.Local), keys.FieldAttempt, "zz").Err())
+		return errors.New("failed over corrupt data")
+	})
+	_, logs := e.startLogged(reg, runtime.Options{
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		OnDeath:        func(_ context.Context, d runtime.Death) { deaths <- d },
+		OnEvent: func(_ context.Context, ev runtime.Event) {
+			if ev.Type != runtime.EventStarted {
+				events <- ev
+			}
+		}})
+	id := e.Enqueue(obsArgs{})
+	e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.State == flow.StateArchived })
+	if h := e.rawJob(id); h[keys.FieldReason] != "malformed" {
+		t.Fatalf("the store archived the job for %q, want malformed", h[keys.FieldReason])
+	}
+	got := logs.about(t, id)
+	if len(got) != 1 || got[0]["msg"] != "job archived" || got[0]["reason"] != "malformed" {
+		t.Errorf("records about the job %v, want one: job archived, reason malformed", got)
+	}
+	if ev := testkit.Recv(t, events, "the outcome's event"); ev.Type != runtime.EventFailed || ev.State != flow.StateArchived || ev.Reason != "malformed" {
+		t.Errorf("event %s, state %s, reason %s: want failed, archived, malformed", ev.Type, ev.State, ev.Reason)
+	}
+	if d := testkit.Recv(t, deaths, "the death report"); d.Job.ID != id || d.State != flow.StateArchived || d.Reason != "malformed" {
+		t.Errorf("death of %s: %s, reason %q; want %s archived, malformed", d.Job.ID, d.State, d.Reason, id)
+	}
+	spans := rec.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans ended, want 1", len(spans))
+	}
+	for _, kv := range spans[0].Attributes() {
+		if kv.Key == "sluice.reason" && kv.Value.AsString() != "malformed" {
+			t.Errorf("span reason %q, want malformed", kv.Value.AsString())
+		}
+	}
+}
+
 // TestOperatorCancelIsNoFailedAttempt: an attempt whose job an operator
 // cancels while it runs is counted with outcome "cancelled", not as a
 // failed attempt that lost its lease, and its span has no error status:

@@ -66,7 +66,11 @@ type Ack struct {
 // AckResult is what one ack did: the job's new state, or ErrStale.
 type AckResult struct {
 	State string
-	Err   error
+	// Reason is "malformed" for a job the ack archived because its data
+	// is corrupt (a counter it could not count), whatever its code asked:
+	// else empty, the job's reason being the one its code gives.
+	Reason string
+	Err    error
 }
 
 // Ack records outcomes of one partition in one round trip. It also
@@ -183,7 +187,7 @@ func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckRes
 	}
 	out := make([]AckResult, len(acks))
 	for i, a := range answers[:len(acks)] {
-		out[i].State, out[i].Err = ackState(a)
+		out[i] = ackResult(a)
 	}
 	outboxed, _ := strconv.Atoi(answers[len(acks)])
 	return out, outboxed, nil

@@ -16,7 +16,7 @@ import (
 // counter corrupt (a retry's attempt field, a crash's crash field, a
 // max-attempts field that is no number, or nan) archives that job as malformed;
 // the call's other outcomes, before and after it, apply, and the call
-// does not fail. Before, the counter's HINCRBY raised after the earlier
+// does not fail. Its result says why (Reason malformed), on every send. Before, the counter's HINCRBY raised after the earlier
 // outcomes' writes (Redis keeps them), failing every job of the call, and
 // each re-send of it applied the earlier completion's effects again.
 func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
@@ -61,6 +61,9 @@ func TestAckCorruptCounterIsItsJobsAlone(t *testing.T) {
 					got := fmt.Sprintln(res[0].State, res[1].State, res[2].State)
 					if got != "completed archived completed\n" {
 						t.Fatalf("send %d: states %q, want completed archived completed", send, got)
+					}
+					if res[1].Reason != "malformed" || res[0].Reason != "" {
+						t.Fatalf("send %d: reasons %q, %q; want the corrupt job's malformed (what the store wrote), none for a completion", send, res[0].Reason, res[1].Reason)
 					}
 					if v := f.rdb.Get(f.ctx, bal).Val(); v != "100" {
 						t.Fatalf("send %d: the completion's effect applied to %s, want once (100)", send, v)

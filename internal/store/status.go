@@ -139,12 +139,17 @@ func enqueueResult(s string) (EnqueueResult, error) {
 	return EnqueueResult{}, errors.New("sluice: unexpected enqueue status " + s)
 }
 
-// ackState maps an ack script answer to the job's new state or ErrStale.
-func ackState(s string) (string, error) {
-	if s == statusStale {
-		return "", ErrStale
+// ackResult maps an ack script answer to what the ack did: the job's new
+// state (and reason "malformed" for a job archived for its corrupt data),
+// or ErrStale.
+func ackResult(s string) AckResult {
+	switch s {
+	case statusStale:
+		return AckResult{Err: ErrStale}
+	case statusMalformed: // archived for its corrupt data (lua/ack.lua)
+		return AckResult{State: "archived", Reason: statusMalformed}
 	}
-	return s, nil
+	return AckResult{State: s}
 }
 
 // adminStatus maps an operator script's { status, state } answer for the
