@@ -62,7 +62,8 @@ type Event struct {
 	State string
 	// Reason classifies the outcome: the error class of a retry (error,
 	// timeout, effect), the archive reason (attempts_exhausted, skipped,
-	// deadline_exceeded, a park reason), crash_limit for a quarantine,
+	// deadline_exceeded, a park reason, malformed when the store found
+	// the job's data corrupt), crash_limit for a quarantine,
 	// panic or a crash reason, lease_lost, ack_failed, cancelled, revoked.
 	Reason string
 	// Err is what failed the attempt: the handler's error, a *PanicError,
