@@ -19,7 +19,8 @@ import (
 
 // statusOf maps an operator error to an HTTP status: every not-found
 // sentinel of the operator API (a job, queue, schedule, dead effect) is
-// 404.
+// 404, a refusal about the data (its state, corrupt data: ErrMalformed)
+// 409; 500 is left to what broke (Redis unreachable, a lost reply).
 func statusOf(err error) int {
 	switch {
 	case errors.Is(err, flow.ErrInvalid), errors.Is(err, admin.ErrTooMany), errors.As(err, new(*admin.UnmatchedReasonError)):
@@ -28,8 +29,13 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
-	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay), errors.Is(err, admin.ErrScheduleRunning):
-		// the last: a schedule's delete refused while a scheduler runs it
+	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay), errors.Is(err, admin.ErrScheduleRunning),
+		errors.Is(err, admin.ErrScheduleOutdated), errors.Is(err, flow.ErrMalformed):
+		// a schedule's delete refused while a scheduler runs it, a trigger
+		// refused for a template an older release published: refusals
+		// about the data, as is what Redis holds that is not what Sluice
+		// writes (a record of another type, a field that does not decode),
+		// which the request cannot change: not the console breaking
 		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -8,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmihailenco/msgpack/v5"
+
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/lua"
 )
@@ -123,5 +127,59 @@ func TestTriggerUniqueNotTriggered(t *testing.T) {
 	loc2, page2 := trigger()
 	if loc2 != loc1 || !strings.Contains(page2, "not triggered digest") {
 		t.Fatalf("a trigger that met the job holding the key: to %s (the holder is at %s), saying:\n%s", loc2, loc1, page2)
+	}
+}
+
+// TestTriggerRefusedForTheScheduleRecordIsNoServerError: a trigger the
+// operator API refuses for what the schedule's record holds, a job
+// template it cannot decode (flow.ErrMalformed) or one a scheduler of an
+// older release published (admin.ErrScheduleOutdated), is answered 409,
+// as other refusals about the data are, with the API's explanation: not
+// 500, which says the console broke. Nothing is enqueued.
+func TestTriggerRefusedForTheScheduleRecordIsNoServerError(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		rewrite func(f *fixture, key string)
+		says    string
+	}{
+		{"malformed template", func(f *fixture, key string) {
+			testkit.Must(t, f.env.RDB.HSet(context.Background(), key, "job", "not a template").Err())
+		}, "job template"},
+		{"outdated template", func(f *fixture, key string) {
+			ctx := context.Background()
+			var tmpl map[string]any
+			testkit.Must(t, msgpack.Unmarshal(must(f.env.RDB.HGet(ctx, key, "job").Bytes()), &tmpl))
+			delete(tmpl, "route") // as a scheduler of an older release published it
+			delete(tmpl, "placed")
+			testkit.Must(t, f.env.RDB.HSet(ctx, key, "job", must(msgpack.Marshal(tmpl))).Err())
+		}, "run its Scheduler on this release"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, Options{}, false)
+			f.startScheduler("nightly")
+			f.enqueue(work{Order: "first"}) // the application registers the queue
+			c := client()
+			form := url.Values{"schedule": {"nightly"}}
+			code, body := f.get(c, "/confirm/trigger?"+form.Encode())
+			if code != http.StatusOK {
+				t.Fatalf("confirm trigger: %d\n%s", code, body)
+			}
+			form.Set("csrf", csrfOf(body))
+			tc.rewrite(f, keys.Schedules{NS: f.env.NS}.Schedule("nightly"))
+			code, _, body = f.post(c, "/act/trigger", form)
+			if code != http.StatusConflict || !strings.Contains(body, tc.says) {
+				t.Fatalf("trigger: %d, want 409 saying %q\n%s", code, tc.says, body)
+			}
+			st := must(f.ops.QueueStats(context.Background(), testQueue, 0))
+			var n int64
+			for _, d := range st.Depth {
+				n += d
+			}
+			if n != 1 {
+				t.Errorf("%d jobs on the queue, want the first alone: the trigger enqueued", n)
+			}
+		})
 	}
 }
