@@ -103,8 +103,20 @@ type shutdownKey struct{}
 // Serve serves h on ln until ctx is done, then shuts down as
 // ListenAndServe does.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	return serve(ctx, ln, h, idleTimeout)
+}
+
+// idleTimeout is how long Serve keeps a keep-alive connection that waits
+// for its next request.
+const idleTimeout = 2 * time.Minute
+
+// serve is Serve, closing keep-alive connections idle for idle.
+func serve(ctx context.Context, ln net.Listener, h http.Handler, idle time.Duration) error {
 	closing := make(chan struct{})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+	// No ReadTimeout or WriteTimeout: they would cut the live streams
+	// (server-sent events), which last as long as their page; IdleTimeout
+	// counts only between requests.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: idle,
 		BaseContext: func(net.Listener) context.Context {
 			return context.WithValue(context.Background(), shutdownKey{}, closing)
 		}}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -86,5 +87,39 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		t.Errorf("Serve: %v", err)
+	}
+}
+
+// TestServeClosesIdleKeepAlive: a keep-alive connection that sends no
+// next request is closed by the server once its idle timeout runs out
+// (here shortened). Serve set only a header timeout: a client that kept
+// its connection open and idle held it, and its goroutine, for ever.
+func TestServeClosesIdleKeepAlive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{}, false)
+	ln, h, err := Listen("127.0.0.1:0", Options{Admin: f.ops})
+	testkit.Must(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, h, 50*time.Millisecond) }()
+	defer func() { stop(); <-served }()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	testkit.Must(t, err)
+	defer conn.Close()
+	testkit.Must(t, conn.SetDeadline(time.Now().Add(testkit.Timeout))) // the test's bound, not the server's
+	_, err = io.WriteString(conn, "GET /static/missing HTTP/1.1\r\nHost: "+ln.Addr().String()+"\r\n\r\n")
+	testkit.Must(t, err)
+	r := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(r, nil)
+	testkit.Must(t, err)
+	_, err = io.Copy(io.Discard, resp.Body)
+	testkit.Must(t, err)
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the server closed the connection after the response: no keep-alive to test")
+	}
+	// the next read waits for the server: it closes the idle connection
+	if _, err := r.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("reading an idle keep-alive connection: %v, want EOF (the server closed it)", err)
 	}
 }
