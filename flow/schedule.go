@@ -35,7 +35,10 @@ type Schedule struct {
 	// or "posixrules": each is the host's own zone. When the zone's clocks change, a Cron
 	// whose hour field is not '*' still runs once at each of its times of
 	// the day: a time the clocks skip runs at the first instant after the
-	// jump, a time they repeat runs at its first occurrence only. A Cron
+	// jump, a time they repeat runs at its first occurrence only. A
+	// skipped time and another of its times that falls on that first
+	// instant are one tick, one job: "0 2,3 * * *" runs once, at 03:00,
+	// on the day the clocks go from 02:00 to 03:00. A Cron
 	// whose hour field means every hour ('*', '?', '*/1', or a list with
 	// one of them) runs by elapsed time: once in each hour that passes,
 	// the repeated one included.
