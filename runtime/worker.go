@@ -116,7 +116,11 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // Run works until ctx is cancelled, then shuts down gracefully: it stops
 // claiming, lets in-flight jobs finish within ShutdownWindow while still
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
-// their jobs back without charging an attempt or a crash. Run returns nil
+// their jobs back without charging an attempt or a crash. While Redis
+// does not answer, Run can take up to ShutdownWindow plus CancelGrace
+// plus the longest lease to return: each job's outcome or hand-back is
+// sent again until its lease could have run out, after which a reaper
+// takes the job back (and charges the crash). Run returns nil
 // after a graceful shutdown (also when ctx ends while it is starting), or
 // an error if it could not start (a *sluicetype.LayoutMismatchError,
 // ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
