@@ -1,6 +1,9 @@
 package sluicetype
 
-import "errors"
+import (
+	"errors"
+	"time"
+)
 
 // Errors shared by Sluice's packages; match them with errors.Is. The
 // packages that return them also export them under their own names
@@ -67,6 +70,22 @@ func (e *StateError) Error() string {
 
 // Is makes errors.Is(err, ErrWrongState) true.
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
+
+// OtherJobError: a call that named a job by its ID and its creation time
+// (admin.Client.DiscardSignalOf) found another job under the ID, created
+// at Created (the one named was deleted and its ID given to a new job).
+// Nothing was written. errors.Is(err, ErrWrongState) matches it.
+type OtherJobError struct {
+	ID      string    // the job ID (queue:partition:id)
+	Created time.Time // the creation time of the job now under the ID
+}
+
+func (e *OtherJobError) Error() string {
+	return "sluice: job " + e.ID + " is another job, created " + e.Created.UTC().Format(time.RFC3339Nano) + ": nothing written"
+}
+
+// Is makes errors.Is(err, ErrWrongState) true.
+func (e *OtherJobError) Is(target error) bool { return target == ErrWrongState }
 
 // ConflictError: a job could not be enqueued because its ID (WithID) is
 // taken by an existing job with another kind or other arguments.

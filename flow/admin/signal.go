@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -66,20 +65,9 @@ func (c *Client) DiscardSignalSeq(ctx context.Context, id, name string, seq int6
 	return c.discardSignal(ctx, id, name, seq, time.Time{}, time.Time{})
 }
 
-// OtherJobError: DiscardSignalOf found job ID created at Created, not in
-// the range it was given: another job than the one named (its ID was
-// given to a new one). It matches ErrWrongState.
-type OtherJobError struct {
-	ID      string
-	Created time.Time
-}
-
-func (e *OtherJobError) Error() string {
-	return fmt.Sprintf("job %s is another job, created %s: nothing discarded", e.ID, e.Created.UTC().Format(time.RFC3339Nano))
-}
-
-// Is makes it match ErrWrongState.
-func (e *OtherJobError) Is(target error) bool { return target == ErrWrongState }
+// OtherJobError: DiscardSignalOf found another job under the ID, created
+// at another time than the range it was given. It matches ErrWrongState.
+type OtherJobError = sluicetype.OtherJobError
 
 // DiscardSignalOf discards as DiscardSignalSeq does (seq 0: as
 // DiscardSignal does, the next one kept) only if job id is the one
@@ -120,10 +108,6 @@ func (c *Client) discardSignal(ctx context.Context, id, name string, only int64,
 		return flow.SignalInfo{}, err
 	}
 	seq, payload, _, err := c.b.Store.UnsignalOf(ctx, ref, name, only, from, before)
-	var other *store.CreatedError
-	if errors.As(err, &other) {
-		return flow.SignalInfo{}, &OtherJobError{ID: id, Created: other.Created}
-	}
 	if err != nil {
 		return flow.SignalInfo{}, stateError(id, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // TestUnsignalOfCorruptCreatedIsMalformedAndDiscardsNothing: UnsignalOf
@@ -30,7 +31,7 @@ func TestUnsignalOfCorruptCreatedIsMalformedAndDiscardsNothing(t *testing.T) {
 				from := time.UnixMilli(0)
 				before := time.UnixMilli(1 << 50)
 				seq, _, _, err := f.st.UnsignalOf(f.ctx, f.ref("w"), "approve", 0, from, before)
-				var other *store.CreatedError
+				var other *sluicetype.OtherJobError
 				if !errors.Is(err, store.ErrMalformed) || errors.As(err, &other) {
 					t.Errorf("discard of a job whose created field is %q: seq %d, %v; want ErrMalformed", bad, seq, err)
 				}

@@ -114,7 +114,7 @@ func (s *Store) Unsignal(ctx context.Context, ref keys.Ref, name string, only in
 // after from and before before (from zero: any job of the ID), checked
 // in the same script call as the discard: a job given the ID since
 // (which numbers its signals from 1 again) loses nothing. Another job is
-// a *CreatedError, nothing discarded.
+// a *sluicetype.OtherJobError, nothing discarded.
 func (s *Store) UnsignalOf(ctx context.Context, ref keys.Ref, name string, only int64, from, before time.Time) (seq int64, payload []byte, state string, err error) {
 	want := ""
 	if only > 0 {
@@ -152,7 +152,7 @@ func (s *Store) UnsignalOf(ctx context.Context, ref keys.Ref, name string, only 
 		return 0, nil, "", fmt.Errorf("%w: unsignal reply %v", ErrMalformed, v)
 	}
 	if status == statusConflict {
-		return 0, nil, state, &CreatedError{ID: ref.Local, Created: time.UnixMilli(seq)}
+		return 0, nil, state, &sluicetype.OtherJobError{ID: ref.String(), Created: time.UnixMilli(seq)}
 	}
 	if state, err = adminStatus("discard a signal of", ref.Local, status, state); err != nil || seq <= 0 {
 		return seq, nil, state, err
@@ -163,17 +163,3 @@ func (s *Store) UnsignalOf(ctx context.Context, ref keys.Ref, name string, only 
 // ModeTake is the mode of a step commit that takes the signal kept in
 // field (a checkpoint.SignalPrefix field) with its checkpoint.
 func ModeTake(field string) string { return "take:" + field }
-
-// CreatedError: UnsignalOf found the job created at Created, out of the
-// range it was given: another job than the one named.
-type CreatedError struct {
-	ID      string
-	Created time.Time
-}
-
-func (e *CreatedError) Error() string {
-	return fmt.Sprintf("job %s is another job, created %s", e.ID, e.Created.UTC().Format(time.RFC3339Nano))
-}
-
-// Is makes it match sluicetype.ErrWrongState.
-func (e *CreatedError) Is(target error) bool { return target == sluicetype.ErrWrongState }
