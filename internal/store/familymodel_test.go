@@ -7,12 +7,14 @@ package store_test
 // (told at once by the script that finishes it) or in q:1 (told through
 // q:1's outbox and the relay, lua/notify.lua), and checkpoints the list;
 // the spawn is now and then run again (a step re-run after a crash, or a
-// re-sent call). A parent joins children of its steps (collect all, 'a',
+// re-sent call), and now and then not checkpointed (a Spawn that failed
+// part-way, and a handler that went on). A parent joins children of its steps (collect all, 'a',
 // or fail fast, 'f') as flow.Join does: it reads its records
 // (store.Kids) and waits (ack 'wait', WaitSpec) for those not finished.
 // Children are claimed and acked (ok, retry, crash, skip to archived,
 // revoke to cancelled), reaped, cancelled, deleted, redriven, released;
-// parents likewise, run now, and the clock moves. Operations are in
+// parents likewise (half their completions through a store that deletes
+// completed jobs at once), run now, and the clock moves. Operations are in
 // familymodel_ops_test.go.
 //
 // After every step Redis is read with an unfaulted client and checked:
@@ -137,18 +139,21 @@ type famNote struct {
 }
 
 type famRun struct {
-	t      *testing.T
-	ctx    context.Context
-	name   string
-	seed   uint64
-	steps  int
-	rng    *rand.Rand
-	st     *store.Store
-	direct redis.UniversalClient
-	proxy  *chaos.Proxy
-	clk    *testClock
-	parts  [2]keys.Partition
-	epoch  time.Time
+	t     *testing.T
+	ctx   context.Context
+	name  string
+	seed  uint64
+	steps int
+	rng   *rand.Rand
+	st    *store.Store
+	// discard is st with completed jobs deleted at once: the store some
+	// parents' completions are acked through
+	discard *store.Store
+	direct  redis.UniversalClient
+	proxy   *chaos.Proxy
+	clk     *testClock
+	parts   [2]keys.Partition
+	epoch   time.Time
 
 	jobs map[string]*famJob
 	// gone: deleted jobs (ID -> partition), checked absent with all their
@@ -187,10 +192,13 @@ func newFamRun(t *testing.T, seed uint64, steps int, lossy bool) *famRun {
 	var rdb redis.UniversalClient
 	r.name, rdb, r.direct, r.proxy = modelRedis(t, lossy, seed, lua.Enqueue, lua.Claim, lua.Ack, lua.Step, lua.Cancel,
 		lua.Delete, lua.Redrive, lua.Maintain, lua.RunNow, lua.Notify, lua.Relay)
-	r.st = store.New(rdb, store.Config{
+	cfg := store.Config{
 		NS: redistest.NewNamespace(t), RetainCompleted: time.Hour, RetainArchived: 6 * time.Hour,
 		RetainCancelled: 2 * time.Hour, CrashLimit: 3, CrashDelay: time.Second, Now: r.clk.Now,
-	})
+	}
+	r.st = store.New(rdb, cfg)
+	cfg.RetainCompleted = -1
+	r.discard = store.New(rdb, cfg)
 	r.parts = [2]keys.Partition{r.st.Partition("q", 0), r.st.Partition("q", 1)}
 	r.epoch = r.clk.Now()
 	return r
