@@ -57,6 +57,9 @@ func NewCursor[C any](ctx context.Context, name string, every int) (*Cursor[C], 
 	if !ok {
 		return nil, ErrNoAttempt
 	}
+	if err := nested(ctx, name); err != nil {
+		return nil, err
+	}
 	_, rec, err := begin(st, name)
 	if err != nil {
 		return nil, err

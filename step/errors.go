@@ -38,6 +38,13 @@ var (
 	// later attempt completes the job; nothing was staged and the step
 	// fails. Call OnComplete at handler level.
 	ErrOnCompleteInStep = errors.New("sluice: step.OnComplete inside a step function: call it at handler level, outside Run, Do and Commit")
+	// ErrStepInStep: a step (Run, Do, Commit, a wait, a cursor, a
+	// flow.Spawn) was begun inside another step's function. A later
+	// attempt replays the outer step from its checkpoint without running
+	// its function, so the inner step would take a position in the
+	// sequence in one attempt and not in the next; nothing of the inner
+	// step ran and the outer step fails. Call steps at handler level.
+	ErrStepInStep = errors.New("sluice: a step inside another step's function: call steps at handler level, outside Run, Do and Commit")
 )
 
 // park wraps err so that the runtime archives the job with reason.

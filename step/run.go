@@ -26,6 +26,9 @@ func Run[T any](ctx context.Context, name string, fn func(ctx context.Context) (
 	if !ok {
 		return v, ErrNoAttempt
 	}
+	if err := nested(ctx, name); err != nil {
+		return v, err
+	}
 	idx, rec, err := begin(st, name)
 	if err != nil {
 		return v, err
@@ -55,10 +58,11 @@ func run[T any](ctx context.Context, st *attempt.State, name string, idx int, re
 	sc := &stepCtx{Context: ctx}
 	v, err := fn(sc)
 	if r := sc.fx.refusal(); r != nil {
-		// OnComplete was called in fn: a mistake in the handler's code,
-		// which a retry would make again; the job is parked if the
-		// handler returns this (whether fn returned the error or not)
-		return zero, park("on_complete_in_step", r)
+		// OnComplete or a step was called in fn: a mistake in the
+		// handler's code, which a retry would make again; the job is
+		// parked if the handler returns this (whether fn returned the
+		// error or not)
+		return zero, r
 	}
 	if err != nil {
 		return zero, err
@@ -186,7 +190,8 @@ func OnComplete(ctx context.Context, effects ...sluicetype.Effect) error {
 		return ErrNoAttempt
 	}
 	if fx, ok := ctx.Value(stagedKey{}).(*staged); ok {
-		return fx.refuse(ErrOnCompleteInStep)
+		fx.refuse(park("on_complete_in_step", ErrOnCompleteInStep))
+		return ErrOnCompleteInStep
 	}
 	st.OnComplete(effects...)
 	return nil
@@ -202,10 +207,28 @@ type staged struct {
 	refused error
 }
 
-func (s *staged) refuse(err error) error {
+// refuse records err (a park) as the step's failure.
+func (s *staged) refuse(err error) {
 	s.mu.Lock()
 	s.refused = err
 	s.mu.Unlock()
+}
+
+// nested refuses the step name (Run, Do, Commit, a wait, a cursor, a
+// Spawn) when ctx is a step function's: an inner step takes its position
+// in the sequence only in the attempts that run the outer step's
+// function, not in the later ones that replay the outer step from its
+// checkpoint, where the next step would meet the inner step's checkpoint
+// at its position and park the job as stale_checkpoint under unchanged
+// code. The outer step fails with the refusal, even if its function
+// ignores it.
+func nested(ctx context.Context, name string) error {
+	fx, ok := ctx.Value(stagedKey{}).(*staged)
+	if !ok {
+		return nil
+	}
+	err := park("step_in_step", fmt.Errorf("%w: %q", ErrStepInStep, name))
+	fx.refuse(err)
 	return err
 }
 

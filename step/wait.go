@@ -152,6 +152,9 @@ func Select(ctx context.Context, name string) *Selector {
 		return s
 	}
 	s.st = st
+	if s.err = nested(ctx, name); s.err != nil {
+		return s
+	}
 	s.idx, s.rec, s.err = begin(st, name)
 	return s
 }

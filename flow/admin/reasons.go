@@ -39,6 +39,7 @@ var reasonStates = map[string]string{
 	"bad_signal":          flow.StateArchived,
 	"child_result":        flow.StateArchived,
 	"on_complete_in_step": flow.StateArchived,
+	"step_in_step":        flow.StateArchived,
 	"parked":              flow.StateArchived,
 }
 
