@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +28,11 @@ note says so.`,
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		if cmd.Flags().Changed("retain") && c.retainCancelled <= 0 {
 			return usagef("--retain %v: must be positive (leave it out to keep the job as long as the queue's workers would)", c.retainCancelled)
+		}
+		if c.retainCancelled%time.Millisecond != 0 {
+			// the store keeps retentions in whole milliseconds: 500us kept
+			// the job 1ms, and the command said 500µs
+			return usagef("--retain %v: want whole milliseconds (the store keeps no finer time)", c.retainCancelled)
 		}
 		client, err := c.connect(cmd.Context())
 		if err != nil {
