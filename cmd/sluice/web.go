@@ -43,9 +43,11 @@ by one of those names. The console lists the queues registered in the namespace 
 	fs := cmd.Flags()
 	fs.StringVar(&addr, "addr", "127.0.0.1:8080", "`HOST:PORT` to listen on")
 	fs.StringVar(&o.Prefix, "prefix", "", "path prefix `P`, e.g. /sluice behind a proxy")
-	fs.StringVar(&o.Token, "token", "", "bearer `TOKEN` every request must carry (default $SLUICE_WEB_TOKEN)")
-	fs.StringVar(&o.User, "user", "", "basic auth `USER` (default $SLUICE_WEB_USER)")
-	fs.StringVar(&o.Password, "password", "", "basic auth `PASSWORD` (default $SLUICE_WEB_PASSWORD)")
+	// each refuses an empty value (given): "--token $TOKEN" with the
+	// variable unset served the console with no authentication at all
+	fs.Var(given{&o.Token, "the token"}, "token", "bearer `TOKEN` every request must carry (default $SLUICE_WEB_TOKEN)")
+	fs.Var(given{&o.User, "the user"}, "user", "basic auth `USER` (default $SLUICE_WEB_USER)")
+	fs.Var(given{&o.Password, "the password"}, "password", "basic auth `PASSWORD` (default $SLUICE_WEB_PASSWORD)")
 	fs.BoolVar(&o.ReadOnly, "read-only", false, "show no action and refuse every one")
 	fs.BoolVar(&o.HideArgs, "hide-args", false, "hide arguments, headers, results and signal payloads")
 	fs.BoolVar(&o.Insecure, "insecure", false, "serve beyond loopback with no authentication at all")
