@@ -73,6 +73,12 @@ func (c *cli) root() *cobra.Command {
 	c.globalFlags(root.PersistentFlags())
 	root.AddCommand(c.tree()...)
 	root.InitDefaultCompletionCmd()
+	root.InitDefaultHelpCmd()
+	for _, cmd := range root.Commands() {
+		if cmd.Name() == "help" {
+			helpTopics(cmd)
+		}
+	}
 	for _, cmd := range root.Commands() {
 		if cmd.Name() == "completion" {
 			asGroup(cmd)
@@ -161,6 +167,24 @@ func asGroup(g *cobra.Command) {
 			return usagef("%s: name a command (%s)", path(cmd), strings.Join(names, ", "))
 		}
 		return unknownCommand(cmd, args[0])
+	}
+}
+
+// helpTopics makes `sluice help X` of a command X that does not exist a
+// usage error, as running X is: cobra's help printed the help of the
+// command found before X (the root's, a group's) and exited 0.
+func helpTopics(h *cobra.Command) {
+	h.Run = nil
+	h.RunE = func(cmd *cobra.Command, args []string) error {
+		target, rest, err := cmd.Root().Find(args)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		if len(rest) > 0 {
+			return unknownCommand(target, rest[0])
+		}
+		target.InitDefaultHelpFlag() // as executing it does
+		return target.Help()
 	}
 }
 
