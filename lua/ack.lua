@@ -138,8 +138,9 @@ end
 -- 200 registers a Lua function may use (gopher-lua, miniredis's Lua,
 -- counts the temporaries of its expressions among them;
 -- TestScriptsHaveRegisterHeadroom). A lease its claim marked plain
--- (PLAIN_LEASE) reads the first five only: that job has no parent, unique
--- key or concurrency key, and e.h[6] to e.h[8] are nil. The mark is the
+-- (PLAIN_LEASE, or BARE_LEASE: no body key either, e.bare) reads the
+-- first five only: that job has no parent, unique key or concurrency
+-- key, and e.h[6] to e.h[8] are nil. The mark is the
 -- claim's word only when the job's lease ID is the one the outcome names,
 -- which every outcome checks.
 local READ = { F.state, F.lease_id, F.fence, F.has_steps, F.last_error, F.parent, F.unique, F.concurrency_key }
@@ -148,7 +149,8 @@ do
   local ckeys = {}
   for i, e in ipairs(entries) do
     local read = READ
-    if string.sub(e.lease, -1) == PLAIN_LEASE then read = READ_PLAIN end
+    local mark = string.sub(e.lease, -1)
+    if mark == PLAIN_LEASE or mark == BARE_LEASE then read, e.bare = READ_PLAIN, mark == BARE_LEASE end
     e.h = fields(job_key(e.id), unpack(read)) -- none: answered stale
     ckeys[i] = e.h[8]
   end
@@ -188,7 +190,7 @@ for _, e in ipairs(entries) do
     -- completion tallies one
     local ls = e.ls
     if ls == '' and code == 'ok' then ls = redis.call('HGET', jk, F.lease_start) end
-    local m = { pa = h[6] or false, uk = h[7], plain = not h[4] and not h[5], ls = ls and count_of(ls) }
+    local m = { pa = h[6] or false, uk = h[7], plain = not h[4] and not h[5] and (e.bare and 'bare' or true), ls = ls and count_of(ls) }
     clear_lease(id)
     if h[8] then
       -- a key that counts no running job is not the one its claim counted

@@ -6,7 +6,8 @@
 -- ARGV[11] worker identity (recorded as the lease holder)
 -- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim,
 --          then PLAIN_LEASE for a job with no parent, unique key or
---          concurrency key (lib.lua)
+--          concurrency key, BARE_LEASE for such a job with no body key
+--          (lib.lua)
 -- ARGV[13] how many due scheduled jobs to promote first
 -- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
 -- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on
@@ -113,7 +114,7 @@ if record then
     local jk = job_key(id)
     local lease = ARGV[12] .. '.' .. (k - 2)
     local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
-    if h[2] == lease .. PLAIN_LEASE then lease = h[2] end -- marked by the first run
+    if h[2] == lease .. PLAIN_LEASE or h[2] == lease .. BARE_LEASE then lease = h[2] end -- marked by the first run
     -- count_of: a fence or expiry that tonumber reads as inf or nan
     -- (corrupt data) would not pack as an integer; such a job is left out
     local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
@@ -340,7 +341,7 @@ local function take(ak, pinned_to, prio)
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
             fence = fence + 1
             local lease = nonce .. '.' .. (#jobs + 1)
-            if not (ck or h[F.parent] or h[F.unique]) then lease = lease .. PLAIN_LEASE end
+            if not (ck or h[F.parent] or h[F.unique]) then lease = lease .. (h[fpb] and PLAIN_LEASE or BARE_LEASE) end
             local ms = kind_lease[kind] or lease_ms
             if ms > longest then longest = ms end
             local expiry = NOW + ms

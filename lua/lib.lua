@@ -109,7 +109,13 @@ local function state_of(v) return SNAME[v] or v end
 -- it with the job's own, then reads none of the three. A claim's lease ID
 -- ends with a digit otherwise, as an older release's always does. A
 -- pushed job (lib_offer.lua) is plain by construction, and marked too.
+-- BARE_LEASE ends it in place of PLAIN_LEASE when the job's payload is in
+-- its hash too (no body key: only an enqueue writes one, or a replace of
+-- a job that never ran): the ack deletes a discarded completion of it
+-- with its hash alone, one key less to look up (about 2k instructions of
+-- a no-op job's 180k, bench/RESULTS-3.md).
 local PLAIN_LEASE = '+'
+local BARE_LEASE = '='
 -- count_of is the counter field v holds (a fence, an attempt count; 0
 -- when absent: nil, or false from HMGET), or nil when v is no whole
 -- number from 0 to 2^53: corrupt

@@ -67,7 +67,8 @@ local kids_recorded = {}
 -- plain says it has none but its hash and perhaps a body key (no errors,
 -- no checkpoints, no records of its children: deliver marks a job it
 -- records a child on as having checkpoints, and kids_recorded one read
--- before that in this call), which saves the lookups. It is deleted at
+-- before that in this call), which saves the lookups; 'bare', that it
+-- has no body key either (BARE_LEASE). It is deleted at
 -- once, not with the call's other jobs at its end: an entry of the call that
 -- failed later would leave it running under its lease, and the call's
 -- re-send would apply its completion twice. Only an archived or
@@ -82,7 +83,11 @@ local kids_recorded = {}
 -- it once read.
 local function delete_job(id, plain, state)
   if plain and not kids_recorded[id] then
-    redis.call('DEL', job_key(id), body_key(id))
+    if plain == 'bare' then
+      redis.call('DEL', job_key(id))
+    else
+      redis.call('DEL', job_key(id), body_key(id))
+    end
     return
   end
   if not TERMINAL[state] and call_aside('SREM', WATCHING, nil, id) == 1 then

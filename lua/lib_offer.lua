@@ -6,7 +6,7 @@
 -- it takes up to k jobs pushed to its own pub/sub channel until the store
 -- time until (ms; made is when the claim made it), leased for lease ms (m
 -- kinds with leases of their own)
--- under lease IDs nonce .. '.p' .. k .. PLAIN_LEASE (lib.lua), k counting down, to worker (the
+-- under lease IDs nonce .. '.p' .. k .. BARE_LEASE (lib.lua), k counting down, to worker (the
 -- rest of the string: an identity may hold spaces). Go builds the part
 -- after until (store.ClaimRequest.Offer), with no space in a channel,
 -- nonce or kind.
@@ -111,7 +111,7 @@ local OUT, WRITES = {}, {}
 -- in a paused partition (the caller checks).
 local function push_job(id, kind, f)
   local o = OFFER
-  local lease = o.nonce .. '.p' .. num_s(o.k) .. PLAIN_LEASE -- a pushed job is plain (enqueue.lua)
+  local lease = o.nonce .. '.p' .. num_s(o.k) .. BARE_LEASE -- a pushed job is plain, its payload in its hash (enqueue.lua)
   local expiry = NOW + (o.kinds[kind] or o.lease)
   OUT[#OUT + 1] = { id, lease, expiry, 1, {}, f, false }
   WRITES[#WRITES + 1] = { id, lease, expiry, o.worker }
