@@ -79,7 +79,9 @@ const (
 	// job of them would be.
 	ReplaceArgs OnDuplicate = "replace"
 	// Debounce moves the existing job's run time to the new job's (its
-	// WithDelay or WithRunAt): each duplicate pushes it back.
+	// WithDelay or WithRunAt) when that is later than now: each duplicate
+	// pushes it back. A duplicate due now (no delay, or a WithRunAt
+	// passed) leaves the existing job's run time as it is.
 	Debounce OnDuplicate = "debounce"
 )
 

@@ -129,12 +129,23 @@ func (c *cli) schedulesTriggerCmd() *cobra.Command {
 			return fmt.Errorf("schedule %s not triggered: job %s holds its unique key (it has not finished yet)", args[0], e.ID)
 		}
 		if c.json {
-			return writeJSON(c.stdout, map[string]string{"schedule": args[0], "job": e.ID})
+			return writeJSON(c.stdout, triggerJSON{Schedule: args[0], Job: e.ID,
+				Paused: pausedOf(cmd.Context(), client, []string{e.ID}, nil)})
 		}
 		fmt.Fprintf(c.stdout, "triggered %s: job %s\n", args[0], e.ID)
+		c.notePaused(cmd.Context(), client, []string{e.ID})
 		return nil
 	})
 	return cmd
+}
+
+// triggerJSON is `schedules trigger --json`.
+type triggerJSON struct {
+	Schedule string `json:"schedule"`
+	Job      string `json:"job"`
+	// Paused names the job's queue when it is paused: the job waits until
+	// it is resumed (the text output's note), as run-now says
+	Paused []string `json:"paused_queues,omitempty"`
 }
 
 func (c *cli) schedulesDeleteCmd() *cobra.Command {
