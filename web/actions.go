@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html/template"
 	"maps"
 	"net/http"
 	"net/url"
@@ -395,6 +396,15 @@ func (c *console) confirm(w http.ResponseWriter, r *http.Request) {
 	if name == "trigger" || a.Bulk || a.Once {
 		v.Once = keys.NewLocal()
 	}
+	if slices.ContainsFunc(a.Fields, func(k string) bool { return jobFields[k] != nil && f.Get(k) != "" }) {
+		// the job page's link records the job it showed (confirmQuery):
+		// one that moved on since is refused here, before a confirmation
+		// that does not show it is offered
+		if err := c.unchanged(r.Context(), f); err != nil {
+			c.fail(w, r, err)
+			return
+		}
+	}
 	if seen := slices.DeleteFunc(slices.Clone(a.Fields), func(k string) bool { return jobFields[k] == nil || f.Get(k) != "" }); len(seen) > 0 {
 		// the job the operator sees: the form posted again once the job
 		// ran since (fence), was redriven (redrives) or its ID given to a
@@ -682,6 +692,27 @@ func (c *console) unchanged(ctx context.Context, f url.Values) error {
 		return fmt.Errorf("%w: job %s %s since this page was shown (it is %s now): look at it first", admin.ErrWrongState, j.ID, why, j.State)
 	}
 	return nil
+}
+
+// confirmQuery is the query of the job page's link to one-job action
+// name's confirmation for job j: its ID, what the page shows of j that
+// the action's form records (jobFields), and extra pairs (a signal's name
+// and number). The confirmation checks them against the job as it is
+// then (unchanged), and records them: a job that moved on between the job
+// page and the confirmation (redriven, its ID given to a new job) is
+// refused, not recorded as it is by then, which the confirmation page
+// does not show.
+func confirmQuery(name string, j *flow.JobInfo, extra ...string) template.URL {
+	q := "id=" + url.QueryEscape(j.ID)
+	for i := 0; i+1 < len(extra); i += 2 {
+		q += "&" + url.QueryEscape(extra[i]) + "=" + url.QueryEscape(extra[i+1])
+	}
+	for _, k := range actions[name].Fields {
+		if get := jobFields[k]; get != nil {
+			q += "&" + k + "=" + url.QueryEscape(get(j))
+		}
+	}
+	return template.URL(q)
 }
 
 // jobPath is the path of job id's page.

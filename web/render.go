@@ -151,6 +151,7 @@ var funcs = template.FuncMap{
 		return s == flow.StateScheduled || s == flow.StateRetryable || s == flow.StateQuarantined || s == flow.StateCancelled
 	},
 	"terminal": terminal,
+	"confirmq": confirmQuery,
 	"dict": func(kv ...any) map[string]any {
 		m := map[string]any{}
 		for i := 0; i+1 < len(kv); i += 2 {
