@@ -30,12 +30,15 @@ func statusOf(err error) int {
 	case sluicetype.IsNotFound(err):
 		return http.StatusNotFound
 	case errors.Is(err, admin.ErrWrongState), errors.Is(err, admin.ErrNoEffectToRelay), errors.Is(err, admin.ErrScheduleRunning),
-		errors.Is(err, admin.ErrScheduleOutdated), errors.Is(err, flow.ErrMalformed):
+		errors.Is(err, admin.ErrScheduleOutdated), errors.Is(err, flow.ErrMalformed), errors.Is(err, sluicetype.ErrLayoutMismatch):
 		// a schedule's delete refused while a scheduler runs it, a trigger
-		// refused for a template an older release published: refusals
-		// about the data, as is what Redis holds that is not what Sluice
-		// writes (a record of another type, a field that does not decode),
-		// which the request cannot change: not the console breaking
+		// refused for a template an older release published, a dead
+		// effect of a partition a shrink retired (the console's layouts
+		// are Redis's own, so a mismatch is Redis's queue layout, not the
+		// console's configuration): refusals about the data, as is what
+		// Redis holds that is not what Sluice writes (a record of another
+		// type, a field that does not decode), which the request cannot
+		// change: not the console breaking
 		return http.StatusConflict
 	default:
 		return http.StatusInternalServerError
