@@ -41,8 +41,9 @@
 // with error class "child_crash". So is a child that exits while a
 // process it started still holds its stdout open, once Options.ExitGrace
 // has passed. A panic in a Serve child is reported to
-// the worker and recorded as a crash of class "panic", as in a worker, and
-// a *CrashError its handler returns is a crash of the class it names.
+// the worker and recorded as a crash of class "panic", as in a worker (so
+// is a *runtime.PanicError its handler returns), and a *CrashError its
+// handler returns is a crash of the class it names.
 // If the worker itself dies, a child running Main kills its process group
 // as soon as its stdin ends, before or after its reply. If the worker is
 // stopped (SIGSTOP) or hangs, nothing ends its stdin, and the reaper gives

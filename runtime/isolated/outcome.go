@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/internal/attempt"
 	"github.com/sluicehq/sluice/internal/outcome"
+	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sluicetype"
 )
 
@@ -19,6 +20,14 @@ import (
 func reply(data []byte, err error, st *attempt.State) replyMsg {
 	if err == nil {
 		return replyMsg{Outcome: outcomeOK, Result: data, Complete: st.Final()}
+	}
+	// A *runtime.PanicError the handler returned (or wrapped) is its
+	// panic, as in a worker (runtime's recovered, before any other
+	// outcome): replied as an error, it spent an attempt instead of
+	// charging a crash.
+	var pe *runtime.PanicError
+	if errors.As(err, &pe) {
+		return replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(pe.Value), Stack: pe.Stack}
 	}
 	// A wait for children does not cross the boundary: the child has no
 	// children of its own to wait for. A workflow's suspension (timers,
