@@ -88,6 +88,11 @@ func recovered(ctx context.Context, h Handler, a *Attempt) (r result) {
 		if errors.As(err, &pe) {
 			return result{panic: pe.Value, stack: pe.Stack}
 		}
+		// read here, where a panic is the attempt's crash: the worker reads
+		// the message after the handler's recovery (the ack's), where a
+		// panic (a typed nil error whose Error dereferences it) ended the
+		// process, every job in flight with it
+		_ = err.Error()
 	}
 	return result{data: data, err: err}
 }

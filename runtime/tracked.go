@@ -105,6 +105,9 @@ func (a *Attempt) goWith(parent context.Context, f func(ctx context.Context) err
 			t.wg.Done()
 		}()
 		r.err = f(ctx)
+		if r.err != nil {
+			_ = r.err.Error() // a panic here is the goroutine's, as in recovered
+		}
 		normal = true
 	}()
 	return nil
