@@ -100,7 +100,7 @@ func (o *modelOffer) take(j *mjob, now int64) bool {
 	if o == nil || o.k < 1 {
 		return false
 	}
-	j.state, j.lease, j.fence, j.score, j.worker, j.started = "running", fmt.Sprintf("%s.p%d+", o.nonce, o.k), 1, now+o.lease, o.worker, now // a pushed job is plain: its lease ID carries the mark
+	j.state, j.lease, j.fence, j.score, j.worker, j.started = "running", fmt.Sprintf("%s.p%d=", o.nonce, o.k), 1, now+o.lease, o.worker, now // a pushed job is plain, its payload in its hash: its lease ID carries the mark
 	o.k--
 	return true
 }

@@ -449,11 +449,17 @@ func (r *modelRun) opClaim() {
 			r.fail("claim leased %s, which is not available (%+v)", cj.Local, j)
 		}
 		// the model's jobs have no parent, unique key or concurrency key:
-		// their lease IDs carry the claim's mark of that (lua/claim.lua)
-		if cj.LeaseID != fmt.Sprintf("%s.%d+", nonce, i+1) || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
+		// their lease IDs carry the claim's mark of that (lua/claim.lua),
+		// '=' when the payload is in the hash, '+' when it has a key of
+		// its own (longer than BODY_MIN, lua/lib_chunks.lua)
+		mark := "="
+		if len(j.payload) > 832 {
+			mark = "+"
+		}
+		if cj.LeaseID != fmt.Sprintf("%s.%d%s", nonce, i+1, mark) || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
 			cj.State != "running" || cj.Worker != worker {
-			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s.%d+ fence %d expiry %d",
-				cj.Local, cj.LeaseID, cj.Fence, cj.LeaseExpiry.UnixMilli(), cj.State, cj.Worker, nonce, i+1, j.fence+1, expiry)
+			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s.%d%s fence %d expiry %d",
+				cj.Local, cj.LeaseID, cj.Fence, cj.LeaseExpiry.UnixMilli(), cj.State, cj.Worker, nonce, i+1, mark, j.fence+1, expiry)
 		}
 		if cj.Attempt != j.attempt || cj.CrashAttempt != j.crash || cj.Kind != j.kind || string(cj.Payload) != j.payload ||
 			cj.Priority != j.prio || cj.MaxAttempts != j.maxAttempts {

@@ -127,7 +127,7 @@ func TestOfferPushesPlainJobs(t *testing.T) {
 			for i, want := range []struct {
 				local, lease string
 				d            time.Duration
-			}{{"a", "n1.p2+", 30 * time.Second}, {"b", "n1.p1+", time.Minute}} {
+			}{{"a", "n1.p2=", 30 * time.Second}, {"b", "n1.p1=", time.Minute}} {
 				j := p.Jobs[i]
 				if j.Local != want.local || j.LeaseID != want.lease || j.Fence != 1 || j.State != "running" ||
 					string(j.Payload) != "payload-"+want.local || j.Malformed != nil ||
@@ -252,8 +252,8 @@ func TestOfferOfAnotherWorker(t *testing.T) {
 			o.claimOffering(5, 1, "w", "n2")
 			o.enqueue(plain("a"))
 			got := o.pushes()
-			if len(got) != 1 || got[0].Jobs[0].LeaseID != "n2.p1+" {
-				t.Fatalf("pushes %+v, want a under the newer offer's lease n2.p1+", got)
+			if len(got) != 1 || got[0].Jobs[0].LeaseID != "n2.p1=" {
+				t.Fatalf("pushes %+v, want a under the newer offer's lease n2.p1=", got)
 			}
 			o.claimOffering(5, 2, "w", "n3")
 			o.claim(5, "other") // no offer
@@ -327,8 +327,8 @@ func TestOfferEnqueueResent(t *testing.T) {
 			check := l.fault(kind)
 			o.enqueue(plain("a"))
 			check()
-			if got := o.pushes(); len(got) != 1 || got[0].Jobs[0].LeaseID != "n1.p3+" {
-				t.Fatalf("pushes %+v, want one, under n1.p3+", got)
+			if got := o.pushes(); len(got) != 1 || got[0].Jobs[0].LeaseID != "n1.p3=" {
+				t.Fatalf("pushes %+v, want one, under n1.p3=", got)
 			}
 			if f := o.idleFlag(); !strings.Contains(f, " 30000 n1 ") || strings.Fields(f)[1] != "2" {
 				t.Fatalf("idle flag %q, want the offer at 2", f)
@@ -364,8 +364,8 @@ func TestOfferPushThenDebounce(t *testing.T) {
 				t.Fatalf("pushes %+v, want a", got)
 			}
 			a, _ := o.get("a")
-			if a.State != "running" || a.Worker != "w" || a.LeaseID != "n1.p2+" {
-				t.Fatalf("a %+v: not leased to w under n1.p2+", a)
+			if a.State != "running" || a.Worker != "w" || a.LeaseID != "n1.p2=" {
+				t.Fatalf("a %+v: not leased to w under n1.p2=", a)
 			}
 			if at, ok := o.due("h"); !ok || int64(at) != o.clk.Now().Add(2*time.Minute).UnixMilli() {
 				t.Fatalf("h due at %v (%v), want its run time moved 2 minutes on", at, ok)
