@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"runtime/debug"
 )
 
@@ -86,7 +87,14 @@ func recovered(ctx context.Context, h Handler, a *Attempt) (r result) {
 		// the heap, and most attempts return no error
 		var pe *PanicError
 		if errors.As(err, &pe) {
-			return result{panic: pe.Value, stack: pe.Stack}
+			v := pe.Value
+			if v == nil {
+				// a PanicError of no value (&PanicError{}) is a crash too,
+				// as panic(nil) is: a nil panic would read as no panic, and
+				// the attempt as a completion of a handler that failed
+				v = new(goruntime.PanicNilError)
+			}
+			return result{panic: v, stack: pe.Stack}
 		}
 		// read here, where a panic is the attempt's crash: the worker reads
 		// the message after the handler's recovery (the ack's), where a
