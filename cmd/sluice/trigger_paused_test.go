@@ -4,9 +4,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/sluicehq/sluice/internal/store"
 )
@@ -18,19 +15,7 @@ import (
 func TestTriggerNotesPausedQueue(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	tmpl, err := msgpack.Marshal(store.ScheduleJob{
-		NewJob: store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3},
-		Route:  "digest", Placed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Grace: time.Minute, Queue: "default", Kind: "email", Template: tmpl}
-	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.st.RegisterLayout(f.ctx, "default", 1); err != nil {
-		t.Fatal(err)
-	}
+	f.digestSchedule(store.Unique{})
 	if out := f.must("schedules", "trigger", "digest"); strings.Contains(out, "paused") {
 		t.Fatalf("trigger in a running queue: %q, want no note", out)
 	}

@@ -11,6 +11,26 @@ import (
 	"github.com/sluicehq/sluice/internal/store"
 )
 
+// digestSchedule publishes schedule "digest" (hourly, an email job with
+// unique, in queue default) as a scheduler would, and registers the
+// queue as its first process does.
+func (f *fixture) digestSchedule(unique store.Unique) {
+	f.t.Helper()
+	tmpl, err := msgpack.Marshal(store.ScheduleJob{
+		NewJob: store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3, Unique: unique},
+		Route:  "digest", Placed: true})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Grace: time.Minute, Queue: "default", Kind: "email", Template: tmpl}
+	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, _, err := f.st.RegisterLayout(f.ctx, "default", 1); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // TestTriggerUniqueNotTriggered: a unique schedule's trigger that meets
 // the job holding the schedule's unique key adds nothing
 // (admin.TriggerSchedule answers Duplicate). The command says so, names
@@ -19,19 +39,7 @@ import (
 func TestTriggerUniqueNotTriggered(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	tmpl, err := msgpack.Marshal(store.ScheduleJob{
-		NewJob: store.NewJob{Kind: "email", Payload: []byte{0x80}, MaxAttempts: 3, Unique: store.Unique{Key: "digest"}},
-		Route:  "digest", Placed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := store.ScheduleDef{Name: "digest", Every: time.Hour, Missed: "skip", Grace: time.Minute, Queue: "default", Kind: "email", Template: tmpl}
-	if err := f.st.PublishSchedule(f.ctx, def); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := f.st.RegisterLayout(f.ctx, "default", 1); err != nil {
-		t.Fatal(err)
-	}
+	f.digestSchedule(store.Unique{Key: "digest"})
 	id, ok := strings.CutPrefix(strings.TrimSpace(f.must("schedules", "trigger", "digest")), "triggered digest: job ")
 	if !ok {
 		t.Fatal("the first trigger did not say it triggered")
