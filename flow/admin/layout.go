@@ -236,7 +236,8 @@ func Namespaces(ctx context.Context, rdb redis.UniversalClient) ([]string, error
 // the lock is still held. Resizing to the current count does nothing but
 // bring back, paused, partitions of that layout that a shrink retired and
 // did not record (its caller saw an error): a re-run after a lost reply
-// is safe.
+// is safe. A resize to another count brings those its layout keeps back
+// too, once it is recorded.
 //
 // Processes that have the queue's old layout keep it until they restart:
 // a worker notices on its next maintenance pass, logs an error and stops
@@ -344,6 +345,22 @@ func (c *Client) ResizeQueue(ctx context.Context, queue string, partitions int) 
 			now.Partitions, now.Version), c.undoRetire(ctx, keep), c.retireGrown(ctx, queue, token, grown))
 	}
 	c.b.Layouts.Put(now)
+	// Partitions of the new layout that an earlier shrink retired and did
+	// not record (its lock lapsed, its caller saw an error) come back,
+	// paused, as a resize to the current count brings them back: left
+	// retired, they would refuse every enqueue placed there, as if a
+	// resize were under way, until the queue was resumed. Under the lock
+	// (taken again: it may have lapsed), so that a shrink that took it
+	// since keeps what it retired.
+	if ok, err := st.LockResize(ctx, queue, token, false); err != nil {
+		return fmt.Errorf("queue %q was resized to %d partitions, but whether an earlier shrink left some of them retired is not known (resize it to %d again): %w",
+			queue, partitions, partitions, err)
+	} else if ok {
+		if err := c.takeBackRetired(ctx, now); err != nil {
+			return fmt.Errorf("queue %q was resized to %d partitions, but some that an earlier shrink retired may still be (resize it to %d again): %w",
+				queue, partitions, partitions, err)
+		}
+	}
 	return nil
 }
 
