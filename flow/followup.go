@@ -31,7 +31,11 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 	// A planner per call: its round-robin starts anywhere, or every
 	// unkeyed follow-up would land on the same partition.
 	pl.rr.Store(rand.Uint64())
-	pj, err := pl.job(ctx, Item{Args: args, Opts: opts}, nil, nil, traceHeaders(ctx))
+	d, err := pl.draft(Item{Args: args, Opts: opts}, nil, traceHeaders(ctx))
+	if err != nil {
+		return sluicetype.Effect{}, err
+	}
+	pj, err := pl.place(ctx, d, nil)
 	if err != nil {
 		return sluicetype.Effect{}, err
 	}
@@ -40,5 +44,8 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 		return sluicetype.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
 	}
 	job.Local, job.Generated = "", false // set from the commit when it is written
-	return store.FollowUpEffect(store.FollowUp{Partition: pj.ref.Partition, Job: job})
+	// its routing key goes with it: a relay that finds its partition
+	// retired places it again by that key, as producers place its
+	// partition key (and so its unique key) by the new count
+	return store.FollowUpEffect(store.FollowUp{Partition: pj.ref.Partition, Job: job, Route: d.key})
 }

@@ -31,15 +31,6 @@ type planner struct {
 	rr          atomic.Uint64
 }
 
-// job plans one item (a follow-up): draft, then place.
-func (pl *planner) job(ctx context.Context, it Item, parent *store.ParentRef, sp *spread, opts ...EnqueueOption) (placed, error) {
-	d, err := pl.draft(it, parent, opts...)
-	if err != nil {
-		return placed{}, err
-	}
-	return pl.place(ctx, d, sp)
-}
-
 // batch plans items as one call: it drafts every item (item i with
 // opts(i) after its own options; each draft is then shown to check, which
 // may refuse it), and only once all are good gives each its partition,

@@ -17,6 +17,13 @@ import (
 type FollowUp struct {
 	Partition keys.Partition
 	Job       NewJob
+	// Route is the key that placed it (flow's routing key: its partition
+	// key, else its unique key, else its quarantine fingerprint; "" for
+	// none), by which a relay places it again when a shrink retired
+	// Partition (placeIndex): as every producer places a job with that
+	// key, so that it meets one with its unique key there. An entry of
+	// an older release has none.
+	Route string `msgpack:",omitempty"`
 }
 
 // FollowUpEffect is the effect that enqueues f when its commit is written.

@@ -435,7 +435,7 @@ func (s *Store) relayFollowUp(ctx context.Context, f FollowUp) error {
 	for range maxPlacements {
 		res, err := s.Enqueue(ctx, p, []NewJob{job})
 		if errors.Is(err, ErrRetired) {
-			to, from, done, err := s.placeAgain(ctx, p, job)
+			to, from, done, err := s.placeAgain(ctx, p, job, f.Route)
 			if err != nil || done {
 				return err
 			}
@@ -499,7 +499,7 @@ const moved = "moved to "
 // already held from the enqueue itself (the job was added to p before it
 // was retired, and has finished since: a retired partition holds no job)
 // answers done: the follow-up applied before.
-func (s *Store) placeAgain(ctx context.Context, p keys.Partition, job NewJob) (to, from keys.Partition, done bool, err error) {
+func (s *Store) placeAgain(ctx context.Context, p keys.Partition, job NewJob, route string) (to, from keys.Partition, done bool, err error) {
 	lay, err := s.ReadLayout(ctx, p.Queue)
 	if errors.Is(err, sluicetype.ErrQueueNotFound) {
 		return to, from, false, &sluicetype.EffectError{Msg: fmt.Sprintf(
@@ -513,7 +513,7 @@ func (s *Store) placeAgain(ctx context.Context, p keys.Partition, job NewJob) (t
 	}
 	for range maxPlacements {
 		mark := p.FollowUp(job.Local)
-		to = s.Partition(p.Queue, placeIndex(job, lay.Partitions))
+		to = s.Partition(p.Queue, placeIndex(job, route, lay.Partitions))
 		set, err := s.rdb.SetNX(ctx, mark, moved+strconv.Itoa(to.Index), relayMarkTTL).Result()
 		if err != nil {
 			return to, from, false, err
@@ -547,14 +547,17 @@ func (s *Store) placeAgain(ctx context.Context, p keys.Partition, job NewJob) (t
 }
 
 // placeIndex is the partition, of n, that a follow-up placed again goes
-// to: by a stable hash (FNV-1a, as flow places a job by a key) of its
-// unique key, else its quarantine fingerprint, else its local ID, so that
-// the choice is the same on every relay of one entry under one layout.
-// (A partition key the producer gave it is not kept with the job: a
-// follow-up placed again may leave that key's partition.)
-func placeIndex(j NewJob, n int) int {
+// to: by a stable hash (FNV-1a, as flow places a job by a key) of the key
+// that placed it (route: FollowUp.Route), so that it goes where a
+// producer places a job with its partition key and meets one with its
+// unique key there; for an entry of an older release, which has none, its
+// unique key, else its quarantine fingerprint; else its local ID. The
+// choice is the same on every relay of one entry under one layout.
+func placeIndex(j NewJob, route string, n int) int {
 	key := j.Local
 	switch {
+	case route != "":
+		key = route
 	case j.Unique.Key != "":
 		key = j.Unique.Key
 	case j.Hold != "":
