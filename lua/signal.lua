@@ -46,8 +46,13 @@ end
 -- what the writes below need, checked before the first (Redis keeps the
 -- writes of a script that raises): a signal counter HINCRBY takes (as
 -- Redis reads an integer, int64: not '1.0', '01', '+1' or ' 1', which
--- tonumber takes), and a checkpoints key that holds a hash
-if (h[4] and not (int64(h[4]) and count_of(h[4]))) or type(redis.pcall('HLEN', sk)) ~= 'number' then
+-- tonumber takes) that the signal leaves within SEQ_MAX (signal_field
+-- writes ten digits, and a longer number is a field no wait or discard
+-- reads as a signal: kept and answered 'ok', it would be lost), and a
+-- checkpoints key that holds a hash
+local SEQ_MAX = 9999999999
+if (h[4] and not (int64(h[4]) and (count_of(h[4]) or SEQ_MAX) < SEQ_MAX))
+    or type(redis.pcall('HLEN', sk)) ~= 'number' then
   return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ' has corrupt signal data (its signal counter or checkpoints)')
 end
 if key ~= '' then
