@@ -95,13 +95,18 @@ by one of those names. The console lists the queues registered in the namespace 
 
 // serveWeb listens on addr (web.Listen: refused without authentication
 // beyond loopback, or taken), says where the console is once it listens,
-// and serves until ctx is done.
+// and serves until ctx is done. An address of no host (":8080", every
+// interface) is said as localhost's, an address a browser opens.
 func (c *cli) serveWeb(ctx context.Context, addr, ns string, o web.Options) error {
 	ln, h, err := web.Listen(addr, o)
 	if err != nil {
 		return webError(err)
 	}
-	fmt.Fprintf(c.stdout, "serving the console of namespace %q at http://%s%s/ until interrupted\n", ns, addr, o.Prefix)
+	at := addr
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		at = net.JoinHostPort("localhost", port)
+	}
+	fmt.Fprintf(c.stdout, "serving the console of namespace %q at http://%s%s/ until interrupted\n", ns, at, o.Prefix)
 	return webError(web.Serve(ctx, ln, h))
 }
 
