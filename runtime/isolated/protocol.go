@@ -93,7 +93,10 @@ type confirmMsg struct {
 const (
 	answerStale  = "stale"  // the attempt lost its lease: nothing was written
 	answerEffect = "effect" // an effect could not apply: nothing was written
-	answerError  = "error"  // anything else (Redis unreachable, ...)
+	// answerInvalid: an effect is malformed (ErrInvalidEffect): nothing
+	// was written. A child of an older release takes it as answerError.
+	answerInvalid = "invalid"
+	answerError   = "error" // anything else (Redis unreachable, ...)
 )
 
 // answerMsg is what a checkpoint or a confirmation did: nothing to say

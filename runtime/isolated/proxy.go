@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -191,6 +192,13 @@ func (a answerMsg) result() store.CheckpointResult {
 		return store.CheckpointResult{Err: store.ErrStale}
 	case answerEffect:
 		return store.CheckpointResult{Err: &sluicetype.EffectError{Msg: a.Error}}
+	case answerInvalid:
+		// the worker's words, matching ErrInvalidEffect
+		msg, ok := strings.CutPrefix(a.Error, sluicetype.ErrInvalidEffect.Error())
+		if !ok {
+			msg = ": " + a.Error
+		}
+		return store.CheckpointResult{Err: fmt.Errorf("%w%s", sluicetype.ErrInvalidEffect, msg)}
 	}
 	return store.CheckpointResult{Err: errors.New(workerErrPrefix + a.Error)}
 }

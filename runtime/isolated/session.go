@@ -279,6 +279,10 @@ func (s *session) commit(m checkpointMsg) answerMsg {
 		a.Code, a.Error = answerStale, err.Error()
 	case errors.As(err, &fx):
 		a.Code, a.Error = answerEffect, fx.Msg
+	case errors.Is(err, sluicetype.ErrInvalidEffect):
+		// the handler's mistake, not Redis's: the child's step gets
+		// ErrInvalidEffect, as a step in the worker does
+		a.Code, a.Error = answerInvalid, err.Error()
 	default:
 		s.noteFailed(err)
 		a.Code, a.Error = answerError, err.Error()
