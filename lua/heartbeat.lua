@@ -9,7 +9,13 @@
 -- ARGV[3] how long (ms) the worker counts as alive without a heartbeat;
 --         '0' unregisters it
 -- ARGV[4] the prefix of every worker's hash (keys.Workers.WorkerPrefix)
--- ARGV[5..] field, value pairs describing the worker (replace the hash)
+-- ARGV[5..] field, value pairs describing the worker (replace the hash);
+--         to unregister, those naming the process that stops (host, pid,
+--         started): a worker ID reused by a new process (a sticky
+--         worker's stable ID, restarted) is registered by that process
+--         once it beats, and the old one's stop leaves its entry, which
+--         deleted would say a live worker is not (sluice workers, a
+--         sticky.Wait reroute refused) until its next beat
 -- Returns: the number of dead workers pruned from the zset.
 -- Transitions: none. The hash expires ARGV[3] ms after the heartbeat; a
 -- worker whose hash is gone is dead, and every heartbeat removes up to 16
@@ -23,6 +29,10 @@ else
 end
 local ttl = tonumber(ARGV[3])
 if ttl <= 0 then
+  for i = 5, #ARGV - 1, 2 do
+    local v = redis.call('HGET', KEYS[2], ARGV[i])
+    if v and v ~= ARGV[i + 1] then return 0 end -- another process's now
+  end
   redis.call('ZREM', KEYS[1], ARGV[2])
   redis.call('DEL', KEYS[2])
   return 0

@@ -63,7 +63,8 @@ func (r *registry) beat(ctx context.Context) {
 func (r *registry) unregister(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := r.w.st.Unregister(ctx, r.w.opts.WorkerID); err != nil {
+	self := sluicetype.WorkerInfo{ID: r.w.opts.WorkerID, Host: r.host, PID: os.Getpid(), Started: r.started}
+	if err := r.w.st.Unregister(ctx, self); err != nil {
 		r.w.log.Warn("leaving the worker registry failed", "err", err)
 	}
 }

@@ -248,7 +248,17 @@ func TestWorkerRegistry(t *testing.T) {
 			if ttl := f.rdb.PTTL(f.ctx, ws.Worker("w1")).Val(); ttl <= 0 || ttl > time.Minute {
 				t.Fatalf("worker hash TTL %s", ttl)
 			}
-			if err := f.st.Unregister(f.ctx, "w1"); err != nil {
+			// an older process of the ID, stopping after w1 started,
+			// leaves w1's entry
+			w.ID, w.Started = "w1", epoch.Add(-time.Hour)
+			if err := f.st.Unregister(f.ctx, w); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := f.st.Workers(f.ctx); err != nil || len(got) != 1 {
+				t.Fatalf("after an older process of w1 unregistered: %v, %v", got, err)
+			}
+			w.Started = epoch
+			if err := f.st.Unregister(f.ctx, w); err != nil {
 				t.Fatal(err)
 			}
 			if got, err := f.st.Workers(f.ctx); err != nil || len(got) != 0 {

@@ -110,11 +110,11 @@ func (r *flowRun) opWorkers() {
 func (r *flowRun) setWorker(w string, alive bool) {
 	r.workerGone[w] = !alive
 	var err error
+	info := sluicetype.WorkerInfo{ID: w, Host: "h", PID: 1, Started: r.epoch, Queues: map[string]int{"q": 1}, Concurrency: 1}
 	if alive {
-		err = r.st.Heartbeat(r.ctx, sluicetype.WorkerInfo{ID: w, Host: "h", PID: 1, Started: r.epoch,
-			Queues: map[string]int{"q": 1}, Concurrency: 1}, flowWorkerTT)
+		err = r.st.Heartbeat(r.ctx, info, flowWorkerTT)
 	} else {
-		err = r.st.Unregister(r.ctx, w)
+		err = r.st.Unregister(r.ctx, info)
 	}
 	r.logf("worker %s alive %v -> %v", w, alive, err)
 }

@@ -144,7 +144,7 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 		}, ""},
 		{"unregister", lua.Heartbeat, func(f *fixture) {
 			f.st.Heartbeat(f.ctx, sluicetype.WorkerInfo{ID: "w1", Queues: map[string]int{"q": 1}}, time.Minute)
-		}, func(f *fixture) error { return f.st.Unregister(f.ctx, "w1") }, ""},
+		}, func(f *fixture) error { return f.st.Unregister(f.ctx, sluicetype.WorkerInfo{ID: "w1"}) }, ""},
 		{"layout register", lua.Layout, nil, func(f *fixture) error {
 			_, _, err := f.st.RegisterLayout(f.ctx, "lq", 2)
 			return err

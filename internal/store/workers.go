@@ -42,9 +42,11 @@ func (s *Store) Heartbeat(ctx context.Context, w sluicetype.WorkerInfo, ttl time
 	return s.heartbeat(ctx, w.ID, ms(ttl), fields...)
 }
 
-// Unregister removes worker id from the registry.
-func (s *Store) Unregister(ctx context.Context, id string) error {
-	return s.heartbeat(ctx, id, 0)
+// Unregister removes worker w.ID from the registry, unless the entry is
+// another process's (its host, PID or start time is not w's): a worker ID
+// reused by a new process stays registered when the old one stops.
+func (s *Store) Unregister(ctx context.Context, w sluicetype.WorkerInfo) error {
+	return s.heartbeat(ctx, w.ID, 0, "host", w.Host, "pid", w.PID, "started", unixMS(w.Started))
 }
 
 func (s *Store) heartbeat(ctx context.Context, id string, ttl int64, fields ...any) error {
