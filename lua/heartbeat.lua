@@ -30,7 +30,10 @@ end
 local ttl = tonumber(ARGV[3])
 if ttl <= 0 then
   for i = 5, #ARGV - 1, 2 do
-    local v = redis.call('HGET', KEYS[2], ARGV[i])
+    -- a pcall: a key of another type (corrupt data) is no process's
+    -- entry, and is deleted as before
+    local v = redis.pcall('HGET', KEYS[2], ARGV[i])
+    if type(v) == 'table' then break end
     if v and v ~= ARGV[i + 1] then return 0 end -- another process's now
   end
   redis.call('ZREM', KEYS[1], ARGV[2])
