@@ -75,12 +75,10 @@ func (c *cli) root() *cobra.Command {
 	root.InitDefaultCompletionCmd()
 	root.InitDefaultHelpCmd()
 	for _, cmd := range root.Commands() {
-		if cmd.Name() == "help" {
+		switch cmd.Name() {
+		case "help":
 			helpTopics(cmd)
-		}
-	}
-	for _, cmd := range root.Commands() {
-		if cmd.Name() == "completion" {
+		case "completion":
 			asGroup(cmd)
 		}
 	}
