@@ -259,6 +259,11 @@ func (s *Store) appendEffects(args []any, p keys.Partition, local, commit string
 		if err := validateEffect(e); err != nil {
 			return nil, err
 		}
+		if keys.Reserved(s.cfg.NS, e.Key) {
+			// a job's hash, an index, the registry, a relay's marker:
+			// written by an effect, it would change what the scripts read
+			return nil, fmt.Errorf("%w: %s %s: the key is one of Sluice's own", ErrInvalidEffect, e.Op, e.Key)
+		}
 		if keys.Slot(e.Key) == slot {
 			args = append(args, "d", e.Op, e.Key, len(e.Args))
 			for _, a := range e.Args {
