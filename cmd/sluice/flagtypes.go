@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/names"
 )
 
 // choiceFlag is a string flag that takes one of a fixed set of values;
@@ -59,4 +62,16 @@ func (f *rangeFlag) Set(s string) error {
 func intRange(fs *pflag.FlagSet, v *int, name string, value, lo, hi int, usage string) {
 	*v = value
 	fs.Var(&rangeFlag{v: v, lo: lo, hi: hi}, name, fmt.Sprintf("%s (%d..%d)", usage, lo, hi))
+}
+
+// kindFlag is --kind: given, and a valid kind name (flow.ValidKind). No job
+// can have another ("email " from a variable with a trailing space), so a
+// selection by it matched nothing and reported that as done.
+type kindFlag struct{ given }
+
+func (f kindFlag) Set(v string) error {
+	if v != "" && !flow.ValidKind(v) {
+		return fmt.Errorf("no job can be of kind %s: a kind is 1 to 128 letters, digits or _.:/-, starting with a letter or digit", names.Quote(v))
+	}
+	return f.given.Set(v)
 }

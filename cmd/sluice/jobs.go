@@ -35,7 +35,7 @@ latest enqueued first.`,
 	choice(cmd, &o.State, "state", "", "the jobs' state", flow.States...)
 	// an empty --kind ("$KIND" unset) is refused, as the selectors of
 	// delete and redrive refuse it, not taken for every kind
-	cmd.Flags().Var(given{&o.Kind, "the kind"}, "kind", "only jobs of kind `K`")
+	cmd.Flags().Var(kindFlag{given{&o.Kind, "the kind"}}, "kind", "only jobs of kind `K`")
 	intRange(cmd.Flags(), &o.Limit, "limit", admin.DefaultListLimit, 1, admin.MaxListLimit, "jobs per page")
 	cmd.Flags().StringVar(&o.Cursor, "cursor", "", "the cursor `C` the previous page printed, for the next page")
 	_ = cmd.MarkFlagRequired("state")

@@ -107,7 +107,7 @@ func (s *selection) flags(cmd *cobra.Command, stateUsage string, states ...strin
 	// each refuses an empty value (given): "--before $CUTOFF" with the
 	// variable unset bounded nothing, and the command deleted or moved
 	// every job of the state
-	fs.Var(given{&s.sel.Kind, "the kind"}, "kind", "only jobs of kind `K`")
+	fs.Var(kindFlag{given{&s.sel.Kind, "the kind"}}, "kind", "only jobs of kind `K`")
 	fs.Var(given{&s.sel.Reason, "the reason"}, "reason", "only jobs that ended for reason `R` (attempts_exhausted, skipped, operator, crash_limit, ...)")
 	_ = cmd.RegisterFlagCompletionFunc("reason", cobra.FixedCompletions(admin.Reasons(""), cobra.ShellCompDirectiveNoFileComp))
 	fs.Var(given{&s.after, "the time"}, "after", "only jobs finished at or after `T`: RFC 3339 or a duration ago")
