@@ -110,6 +110,9 @@ errors share (3: all unknown), or 1.`,
 		Args: minArgs("dead effect IDs"),
 	}
 	cmd.RunE = c.runE(func(cmd *cobra.Command, ids []string) error {
+		// the limit counts dead effects, as admin's does: one ID given
+		// twice is one effect, sent back once
+		ids = once(ids)
 		if len(ids) > admin.MaxRedriveIDs {
 			return usagef("effects redrive: %d IDs, at most %d", len(ids), admin.MaxRedriveIDs)
 		}
@@ -119,7 +122,7 @@ errors share (3: all unknown), or 1.`,
 		}
 		out := effectsRedriveJSON{Redriven: []string{}, Failed: map[string]string{}}
 		var errs []error
-		for _, id := range once(ids) {
+		for _, id := range ids {
 			if err := client.RedriveEffects(cmd.Context(), id); err != nil {
 				err = c.about("dead effect", id, err)
 				out.Failed[id] = bare(err)

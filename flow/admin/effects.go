@@ -66,13 +66,14 @@ func (c *Client) RedriveEffects(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return fmt.Errorf("%w: no dead effect IDs given", flow.ErrInvalid)
 	}
+	ids = distinct(ids) // one ID given twice is one effect: the limit counts effects, as Redrive's counts jobs
 	if len(ids) > MaxRedriveIDs {
 		return fmt.Errorf("%w: %d dead effects, at most %d", ErrTooMany, len(ids), MaxRedriveIDs)
 	}
 	byPart := map[keys.Partition][]string{}
 	names := map[keys.Partition][]string{} // the IDs as given, for errors
 	var errs []error
-	for _, id := range distinct(ids) {
+	for _, id := range ids {
 		ref, err := c.ref(id)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: dead effect ID %q", flow.ErrInvalid, id))

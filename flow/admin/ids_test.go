@@ -173,3 +173,17 @@ func TestRedriveOnePartitionFails(t *testing.T) {
 		t.Fatalf("dead-effect redrive past a failing partition: %v; want the injected error for one and ErrNoDeadEffect for the other", err)
 	}
 }
+
+// TestRedriveEffectsLimitCountsEffects: RedriveEffects' limit counts dead
+// effects, as Redrive's counts jobs: one ID given more times than
+// MaxRedriveIDs is one effect, answered once, not ErrTooMany.
+func TestRedriveEffectsLimitCountsEffects(t *testing.T) {
+	t.Parallel()
+	a := newAdmin(t, env.Client(t), nil)
+	a.enqueue(email{To: "x"}) // registers the queue
+	again := slices.Repeat([]string{"default:0:nope"}, admin.MaxRedriveIDs+1)
+	if err := a.ops.RedriveEffects(a.ctx, again...); errors.Is(err, admin.ErrTooMany) || !errors.Is(err, admin.ErrNoDeadEffect) ||
+		strings.Count(err.Error(), "default:0:nope") != 1 {
+		t.Fatalf("one dead effect ID given %d times: %v; want one not-found error", len(again), err)
+	}
+}
