@@ -101,18 +101,23 @@ docs/operations.md ("Resizing a queue").`,
 			return err
 		}
 		if lay.Partitions == n {
-			return c.resizeToItsCount(ctx, client, queue, n)
+			return c.resizeToItsCount(ctx, client, lay)
 		}
 		if err := client.ResizeQueue(ctx, queue, n); err != nil {
 			return c.about("queue", queue, err)
 		}
-		if c.json {
-			return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": true})
-		}
-		fmt.Fprintf(c.stdout, "resized %s to %d partition%s; restart its workers and producers, then: sluice queues resume %s\n", queue, n, plural(n), queue)
-		return nil
+		return c.resized(queue, n)
 	})
 	return cmd
+}
+
+// resized says that queue was resized to n partitions.
+func (c *cli) resized(queue string, n int) error {
+	if c.json {
+		return writeJSON(c.stdout, map[string]any{"queue": queue, "partitions": n, "changed": true})
+	}
+	fmt.Fprintf(c.stdout, "resized %s to %d partition%s; restart its workers and producers, then: sluice queues resume %s\n", queue, n, plural(n), queue)
+	return nil
 }
 
 func (c *cli) namespacesCmd() *cobra.Command {
@@ -167,11 +172,16 @@ func namespaceUsed(ctx context.Context, client *admin.Client) error {
 	return nil
 }
 
+// beforeTakeBack is called between the reads of a resize to the count it
+// has and its call: tests resize the queue there.
+var beforeTakeBack = func() {}
+
 // resizeToItsCount is a resize of queue to the count it has: no restart to
 // ask for, but the partitions of that count a shrink retired and did not
 // record (it failed, or a resume cancelled it) come back, paused
-// (admin.Client.ResizeQueue), and are named.
-func (c *cli) resizeToItsCount(ctx context.Context, client *admin.Client, queue string, n int) error {
+// (admin.Client.ResizeQueue), and are named. lay is the layout read.
+func (c *cli) resizeToItsCount(ctx context.Context, client *admin.Client, lay admin.QueueInfo) error {
+	queue, n := lay.Name, lay.Partitions
 	retired, err := client.RetiredPartitions(ctx, queue)
 	if err != nil {
 		return c.about("queue", queue, err)
@@ -180,8 +190,20 @@ func (c *cli) resizeToItsCount(ctx context.Context, client *admin.Client, queue 
 		retired = []int{}
 	}
 	if len(retired) > 0 {
+		beforeTakeBack()
 		if err := client.ResizeQueue(ctx, queue, n); err != nil {
 			return c.about("queue", queue, err)
+		}
+		// another resize recorded since the layout was read (its shrink
+		// retired those partitions) made this one a resize back to n:
+		// the count changed, and workers and producers must restart, not
+		// "nothing changed"
+		now, err := c.queueLayout(ctx, client, queue)
+		if err != nil {
+			return err
+		}
+		if now.Version != lay.Version {
+			return c.resized(queue, n)
 		}
 	}
 	if c.json {
