@@ -154,6 +154,11 @@ func TestRedriveSelected(t *testing.T) {
 	if pr, err := a.ops.RedriveSelected(a.ctx, epoch, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) || pr.Matched != 0 {
 		t.Fatalf("redrive of jobs finished before the epoch: %+v %v, want ErrInvalid", pr, err)
 	}
+	// a kind no job can have ("email " from a variable with a trailing
+	// space) is a mistake, not 0 jobs
+	if pr, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "bulk", Kind: "email "}, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) || pr.Matched != 0 {
+		t.Fatalf("redrive of a kind no job can have: %+v %v, want ErrInvalid", pr, err)
+	}
 	if _, err := a.ops.RedriveSelected(a.ctx, admin.Selector{Queue: "bulk", State: flow.StateCompleted}, admin.RedriveOptions{}); !errors.Is(err, flow.ErrInvalid) {
 		t.Fatalf("redrive completed: %v", err)
 	}
@@ -212,6 +217,8 @@ func TestListJobs(t *testing.T) {
 		// every partition done: the last page gives "", not this
 		{Queue: "lst", State: flow.StateArchived, Cursor: "-,-,-"},
 		{Queue: "lst", State: flow.StateArchived, Limit: admin.MaxListLimit + 1},
+		// a kind no job can have: a typo, listed as "no such jobs"
+		{Queue: "lst", State: flow.StateArchived, Kind: "email "},
 	}
 	for _, o := range bad {
 		if _, err := a.ops.ListJobs(a.ctx, o); !errors.Is(err, flow.ErrInvalid) {

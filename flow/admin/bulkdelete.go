@@ -73,7 +73,7 @@ func (c *Client) DeleteSelected(ctx context.Context, sel Selector, o DeleteOptio
 	if !runtime.ValidQueue(sel.Queue) {
 		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
 	}
-	if err := sel.window(); err != nil {
+	if err := sel.matchable(); err != nil {
 		return pr, err
 	}
 	switch sel.State {

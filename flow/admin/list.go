@@ -69,6 +69,9 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if !validState(o.State) {
 		return JobPage{}, fmt.Errorf("%w: state %q (want one of %s)", flow.ErrInvalid, o.State, strings.Join(flow.States, ", "))
 	}
+	if err := kindOK(o.Kind); err != nil {
+		return JobPage{}, err
+	}
 	if o.Limit < 0 || o.Limit > MaxListLimit {
 		return JobPage{}, fmt.Errorf("%w: limit %d not in 1..%d", flow.ErrInvalid, o.Limit, MaxListLimit)
 	}

@@ -166,7 +166,7 @@ func TestDeleteSelected(t *testing.T) {
 // TestDeleteSelectedRefuses: bad selectors are refused before anything
 // is read: no state, a state that is not deleted by selector (running,
 // available), a reason or finish time for jobs that have not finished,
-// a bad queue or batch size.
+// a bad queue, kind or batch size.
 func TestDeleteSelectedRefuses(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
@@ -180,6 +180,7 @@ func TestDeleteSelectedRefuses(t *testing.T) {
 		{admin.Selector{Queue: "q", State: flow.StateScheduled, Reason: "x"}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "q", State: flow.StateRetryable, FinishedBefore: time.Now()}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "bad queue", State: flow.StateArchived}, admin.DeleteOptions{}},
+		{admin.Selector{Queue: "q", State: flow.StateArchived, Kind: "-email"}, admin.DeleteOptions{}},
 		{admin.Selector{Queue: "q", State: flow.StateArchived}, admin.DeleteOptions{BatchSize: 5001}},
 		{admin.Selector{Queue: "q", State: flow.StateArchived, FinishedAfter: time.Unix(7200, 0), FinishedBefore: time.Unix(3600, 0)}, admin.DeleteOptions{DryRun: true}},
 		// no job finished before the epoch (the first millisecond's bound

@@ -161,7 +161,7 @@ func (c *Client) RedriveSelected(ctx context.Context, sel Selector, o RedriveOpt
 	if !runtime.ValidQueue(sel.Queue) {
 		return pr, fmt.Errorf("%w: queue %q", flow.ErrInvalid, sel.Queue)
 	}
-	if err := sel.window(); err != nil {
+	if err := sel.matchable(); err != nil {
 		return pr, err
 	}
 	if sel.State == "" {
@@ -191,10 +191,15 @@ func distinct(ids []string) []string {
 	return out
 }
 
-// window refuses a finish-time window with nothing in it: a FinishedAfter
-// not before FinishedBefore would match no job, and a run would report 0
-// for what is a mistake in its bounds.
-func (sel Selector) window() error {
+// matchable refuses a selector that no job can match by its form, for
+// which a run would report 0 for what is a mistake in it: a kind no job
+// can have (flow.ValidKind: "email " from a variable with a trailing
+// space), or a finish-time window with nothing in it (a FinishedAfter
+// not before FinishedBefore).
+func (sel Selector) matchable() error {
+	if err := kindOK(sel.Kind); err != nil {
+		return err
+	}
 	for _, b := range []time.Time{sel.FinishedAfter, sel.FinishedBefore} {
 		if !b.IsZero() && !store.TimeInRange(b) {
 			return fmt.Errorf("%w: finish-time bound %v is not within %v..%v", flow.ErrInvalid, b, store.MinTime, store.MaxTime)
@@ -207,6 +212,15 @@ func (sel Selector) window() error {
 	if !sel.FinishedAfter.IsZero() && !sel.FinishedBefore.IsZero() && !sel.FinishedAfter.Before(sel.FinishedBefore) {
 		return fmt.Errorf("%w: finished after %s and before %s: no time is both", flow.ErrInvalid,
 			sel.FinishedAfter.UTC().Format(time.RFC3339), sel.FinishedBefore.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// kindOK refuses a kind filter that names no kind a job can have ("" is
+// any kind).
+func kindOK(kind string) error {
+	if kind != "" && !flow.ValidKind(kind) {
+		return fmt.Errorf("%w: kind %q: no job can have it", flow.ErrInvalid, kind)
 	}
 	return nil
 }
