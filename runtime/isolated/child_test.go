@@ -252,6 +252,7 @@ func childRegistry() *flow.Registry {
 			return r.RPush(ctx, key+":ran", "ran").Err()
 		}, opts...)
 	}))
+	must(registerParity(reg))
 	return reg
 }
 
