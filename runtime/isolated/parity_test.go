@@ -226,6 +226,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "panic nil", state: flow.StateRetryable, diff: childPanicText},
 		{name: "panic error", state: flow.StateRetryable, diff: childPanicText},
 		{name: "typed nil error", state: flow.StateRetryable, diff: childPanicText},
+		{name: "runtime.Goexit", state: flow.StateRetryable, diff: childPanicText},
 		{name: "PanicError returned", state: flow.StateRetryable, diff: childPanicText},
 		{name: "CrashError", state: flow.StateRetryable},
 		{name: "step ok", state: flow.StateCompleted},

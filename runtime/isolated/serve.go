@@ -138,7 +138,15 @@ func serve(ctx context.Context, h runtime.Handlers, in io.Reader, out io.Writer)
 		hctx = ends{hctx, m.Ends}
 	}
 	replies := make(chan replyMsg, 1)
-	go func() { replies <- work(hctx, h, a, st) }()
+	go func() {
+		var r replyMsg
+		// sent from a defer: a handler that calls runtime.Goexit (t.FailNow
+		// in it) unwinds through work's return, with its reply set by
+		// work's recovery, and a send after the call would never happen:
+		// the worker waited for a reply (renewing the lease) for ever
+		defer func() { replies <- r }()
+		workInto(hctx, h, a, st, &r)
+	}()
 	var r replyMsg
 	select {
 	case r = <-replies:
@@ -204,19 +212,28 @@ func (c ends) Deadline() (time.Time, bool) { return c.at, true }
 
 // work runs the handler and turns what it did into a reply.
 func work(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attempt.State) (r replyMsg) {
+	workInto(ctx, h, a, st, &r)
+	return r
+}
+
+// workInto is work, setting *r: also when the handler ends its goroutine
+// with runtime.Goexit, where nothing after the call runs but the
+// deferred functions.
+func workInto(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attempt.State, r *replyMsg) {
 	hd, ok := h.Handler(a.Kind)
 	if !ok {
-		return replyMsg{Outcome: outcomePark, Reason: "unknown_kind", Message: fmt.Sprintf("no handler registered for kind %q in the isolated child", a.Kind)}
+		*r = replyMsg{Outcome: outcomePark, Reason: "unknown_kind", Message: fmt.Sprintf("no handler registered for kind %q in the isolated child", a.Kind)}
+		return
 	}
 	normal := false
 	defer func() {
 		if p := recover(); p != nil {
-			r = replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(p), Stack: debug.Stack()}
+			*r = replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(p), Stack: debug.Stack()}
 		} else if !normal {
-			r = replyMsg{Outcome: outcomePanic, Message: "handler called runtime.Goexit", Stack: debug.Stack()}
+			*r = replyMsg{Outcome: outcomePanic, Message: "handler called runtime.Goexit", Stack: debug.Stack()}
 		}
 	}()
 	data, err := hd.Work(ctx, a)
 	normal = true
-	return reply(data, err, st)
+	*r = reply(data, err, st)
 }
