@@ -38,9 +38,9 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	case outcome.KindCrash:
 		return replyMsg{Outcome: outcomeCrash, Reason: c.Crash.Reason, Message: c.Crash.Message, Stack: c.Crash.Detail}
 	case outcome.KindSnooze:
-		return replyMsg{Outcome: outcomeSnooze, DelayMS: c.Snooze.Delay.Milliseconds()}
+		return replyMsg{Outcome: outcomeSnooze, DelayMS: delayMS(c.Snooze.Delay)}
 	case outcome.KindRateLimited:
-		return replyMsg{Outcome: outcomeRateLimited, DelayMS: c.RateLimited.Delay.Milliseconds()}
+		return replyMsg{Outcome: outcomeRateLimited, DelayMS: delayMS(c.RateLimited.Delay)}
 	case outcome.KindSkip:
 		return replyMsg{Outcome: outcomeSkip, Message: c.Skip.Reason}
 	case outcome.KindRevoke:
@@ -55,6 +55,17 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 		return r
 	}
 	return replyMsg{Outcome: outcomeError, Message: err.Error()}
+}
+
+// delayMS is a snooze's or a rate limit's delay in whole ms, as the
+// worker's ack gives it to Redis (store's ms): a positive delay under 1 ms
+// is 1, not 0, which made the job due at once, where the same handler in
+// a worker has it wait 1 ms.
+func delayMS(d time.Duration) int64 {
+	if d > 0 && d < time.Millisecond {
+		return 1
+	}
+	return d.Milliseconds()
 }
 
 // crashed reports whether a reply reports a crash: a panic, or a crash the

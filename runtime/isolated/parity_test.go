@@ -212,9 +212,12 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "snooze 1h", state: flow.StateScheduled},
 		{name: "snooze wrapped", state: flow.StateScheduled},
 		{name: "snooze 1.5ms", state: flow.StateScheduled},
+		{name: "snooze 500us", state: flow.StateScheduled},
+		{name: "snooze 1ns", state: flow.StateScheduled},
 		{name: "snooze 0", state: flow.StateArchived}, // due at once: run again, and skipped then
 		{name: "snooze negative", state: flow.StateRetryable},
 		{name: "rate limited 1h", state: flow.StateScheduled},
+		{name: "rate limited 500us", state: flow.StateScheduled},
 		{name: "rate limited 0", state: flow.StateArchived},
 		{name: "rate limited negative", state: flow.StateRetryable},
 		{name: "skip", state: flow.StateArchived},
