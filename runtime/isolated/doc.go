@@ -103,7 +103,7 @@
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"
 //     (reason, message), "suspend" (the workflow's waits), "panic"
 //     (message, stack) or "crash" (reason, message, stack: a *CrashError
-//     returned).
+//     returned; message is the returned error's, wrappers included).
 //
 // After its reply the child should exit; the worker closes its stdin,
 // waits up to Options.ExitGrace and kills its process group.

@@ -33,10 +33,13 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	// children of its own to wait for. A workflow's suspension (timers,
 	// signals) does, and so does a *CrashError the handler returned (one
 	// that lost code it ran, such as a process of its own): a crash in a
-	// worker, it is one here too, not a returned error.
+	// worker, it is one here too, not a returned error. Its message is
+	// the returned error's, wrappers included, as a worker records it
+	// (runtime's classify): the CrashError's own lost what the handler
+	// said around it.
 	switch c := outcome.Classify(err); c.Kind {
 	case outcome.KindCrash:
-		return replyMsg{Outcome: outcomeCrash, Reason: c.Crash.Reason, Message: c.Crash.Message, Stack: c.Crash.Detail}
+		return replyMsg{Outcome: outcomeCrash, Reason: c.Crash.Reason, Message: err.Error(), Stack: c.Crash.Detail}
 	case outcome.KindSnooze:
 		return replyMsg{Outcome: outcomeSnooze, DelayMS: delayMS(c.Snooze.Delay)}
 	case outcome.KindRateLimited:

@@ -232,6 +232,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "runtime.Goexit", state: flow.StateRetryable, diff: childPanicText},
 		{name: "PanicError returned", state: flow.StateRetryable, diff: childPanicText},
 		{name: "CrashError", state: flow.StateRetryable},
+		{name: "CrashError wrapped", state: flow.StateRetryable},
 		{name: "step ok", state: flow.StateCompleted},
 		{name: "step fails", state: flow.StateRetryable},
 		{name: "step invalid effect", state: flow.StateRetryable},
