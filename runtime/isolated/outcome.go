@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	goruntime "runtime"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/attempt"
@@ -27,7 +28,11 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	// charging a crash.
 	var pe *runtime.PanicError
 	if errors.As(err, &pe) {
-		return replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(pe.Value), Stack: pe.Stack}
+		v := pe.Value
+		if v == nil { // as runtime's recovered tells one of no value: a nil panic
+			v = new(goruntime.PanicNilError)
+		}
+		return replyMsg{Outcome: outcomePanic, Message: fmt.Sprint(v), Stack: pe.Stack}
 	}
 	// A wait for children does not cross the boundary: the child has no
 	// children of its own to wait for. A workflow's suspension (timers,

@@ -231,6 +231,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "typed nil error", state: flow.StateRetryable, diff: childPanicText},
 		{name: "runtime.Goexit", state: flow.StateRetryable, diff: childPanicText},
 		{name: "PanicError returned", state: flow.StateRetryable, diff: childPanicText},
+		{name: "PanicError of no value", state: flow.StateRetryable, diff: childPanicText},
 		{name: "CrashError", state: flow.StateRetryable},
 		{name: "CrashError wrapped", state: flow.StateRetryable},
 		{name: "step ok", state: flow.StateCompleted},
