@@ -99,7 +99,10 @@
 //     moved it; a child ends itself and its group once the last it heard
 //     of runs out. A child of a build before it ignores it.
 //   - 'R' (child to worker, last): the outcome: "ok" (with result and the
-//     complete effects), "error" (message), "snooze" and "rate_limited"
+//     complete effects), "error" (message; retry_ms, when the kind's
+//     retry policy in the child chose the delay before the retry: the
+//     worker uses it as it would the policy of a handler of its own),
+//     "snooze" and "rate_limited"
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"
 //     (reason, message), "suspend" (the workflow's waits), "panic"
 //     (message, stack) or "crash" (reason, message, stack: a *CrashError

@@ -90,6 +90,11 @@ var (
 type ChildError struct {
 	Message string
 	Cause   error
+
+	// the delay before the retry that the kind's retry policy in the
+	// child chose (the reply's retry_ms), when retrySet
+	retry    time.Duration
+	retrySet bool
 }
 
 func (e *ChildError) Error() string { return e.Message }
@@ -141,6 +146,20 @@ type handler struct {
 // the worker's, so a job with a crash on record need not run apart from
 // other such jobs (runtime.Contained).
 func (h *handler) Contained() bool { return true }
+
+// RetryDelay is the delay the kind's retry policy in the child
+// (flow.WithRetryPolicy) chose for the retry after err, a *ChildError of
+// the child's reply: the same policy as the handler's in a worker. -1
+// (the worker's Options.Backoff) when the child's handler has none, when
+// the policy left it to Backoff, and for what the child was not asked
+// about: a timeout (the child is killed), completion effects that failed.
+func (h *handler) RetryDelay(_ int, err error) time.Duration {
+	var ce *ChildError
+	if errors.As(err, &ce) && ce.retrySet {
+		return ce.retry
+	}
+	return -1
+}
 
 // Work runs one attempt in a child process.
 func (h *handler) Work(ctx context.Context, a *runtime.Attempt) ([]byte, error) {

@@ -92,7 +92,11 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		if r.Message == "" {
 			r.Message = "isolated: the child's handler failed"
 		}
-		return nil, &ChildError{Message: r.Message, Cause: s.failedIn(r.Message)}
+		ce := &ChildError{Message: r.Message, Cause: s.failedIn(r.Message)}
+		if r.RetryMS != nil && *r.RetryMS >= 0 {
+			ce.retry, ce.retrySet = time.Duration(*r.RetryMS)*time.Millisecond, true
+		}
+		return nil, ce
 	case outcomeSnooze:
 		return nil, &sluicetype.SnoozeError{Delay: delay}
 	case outcomeRateLimited:

@@ -209,6 +209,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "wrapped error", state: flow.StateRetryable},
 		{name: "errors.Join", state: flow.StateRetryable},
 		{name: "errors.Join of a skip", state: flow.StateArchived},
+		{name: "policy error", state: flow.StateRetryable},
 		{name: "snooze 1h", state: flow.StateScheduled},
 		{name: "snooze wrapped", state: flow.StateScheduled},
 		{name: "snooze 1.5ms", state: flow.StateScheduled},

@@ -136,6 +136,11 @@ type replyMsg struct {
 	Stack    []byte                     `msgpack:"stack"`
 	Complete []sluicetype.Effect        `msgpack:"complete"`
 	Suspend  *sluicetype.SuspendedError `msgpack:"suspend,omitempty"`
+	// RetryMS (outcome error) is the delay before the retry that the
+	// kind's retry policy in the child chose (flow.WithRetryPolicy,
+	// runtime.RetryPolicy); absent when it has none, or fell back to the
+	// worker's Backoff. A worker of a build before it ignores it.
+	RetryMS *int64 `msgpack:"retry_ms,omitempty"`
 }
 
 // writeFrame writes one frame: version, type, body length, msgpack body.

@@ -236,4 +236,27 @@ func workInto(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *a
 	data, err := hd.Work(ctx, a)
 	normal = true
 	*r = reply(data, err, st)
+	if p, ok := hd.(runtime.RetryPolicy); ok && r.Outcome == outcomeError {
+		r.RetryMS = retryMS(p, a, err)
+	}
+}
+
+// retryMS is the delay the handler's retry policy chose for the retry
+// after err, for the worker to use as a worker uses a policy of the
+// worker's (runtime.RetryPolicy); nil to leave it to the worker's Backoff
+// (a negative delay, or a policy that panicked: logged to stderr, as a
+// worker logs it).
+func retryMS(p runtime.RetryPolicy, a *runtime.Attempt, err error) (ms *int64) {
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(os.Stderr, "isolated: retry policy panicked; using the worker's Backoff: %v\n%s", v, debug.Stack())
+			ms = nil
+		}
+	}()
+	d := p.RetryDelay(a.Attempt+1, err)
+	if d < 0 {
+		return nil
+	}
+	n := delayMS(d)
+	return &n
 }
