@@ -361,8 +361,12 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 	return ack
 }
 
+// errText is the message of an attempt stopped for cause whose handler
+// returned err: the cause, then err unless it only says the context ended
+// or is the cause again (context.Cause returned, or wrapped: an isolated
+// child killed for it), which would tell the cause twice.
 func errText(cause, err error) string {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cause) {
 		return cause.Error()
 	}
 	return cause.Error() + ": " + err.Error()

@@ -259,6 +259,27 @@ func TestChildAnswersAsWorker(t *testing.T) {
 			compareParity(t, w, c, tc.diff)
 		})
 	}
+	// a handler that outlives its timeout: each worker ends it (the child
+	// by killing it) when its clock passes the timeout
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		clk := runtime.NewFakeClock(time.UnixMilli(time.Now().UnixMilli()))
+		opts := opts
+		opts.Clock, opts.Lease = clk, 10*time.Minute // the timeout's to end the attempt, not the lease
+		inproc, child := newEnv(t, clk), newEnv(t, clk)
+		reg := flow.NewRegistry()
+		must(registerParity(reg))
+		inproc.startWorker(reg, opts)
+		child.startWorker(isolate(t, command(), isolated.Options{}, parityArgs{}.Kind()), opts)
+		wid := inproc.Enqueue(parityArgs{Case: "timeout", Key: inproc.key("running")}, flow.WithTimeout(time.Minute))
+		cid := child.Enqueue(parityArgs{Case: "timeout", Key: child.key("running")}, flow.WithTimeout(time.Minute))
+		inproc.pop(inproc.key("running"))
+		child.pop(child.key("running"))
+		clk.Advance(2 * time.Minute)
+		w := parityOf(inproc.WaitState(wid, flow.StateRetryable), clk.Now())
+		c := parityOf(child.WaitState(cid, flow.StateRetryable), clk.Now())
+		compareParity(t, w, c, nil)
+	})
 }
 
 func compareParity(t *testing.T, w, c parityJob, diff func(w, c *parityJob)) {
