@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -325,7 +326,9 @@ func (w *Worker) classify(a *Attempt, err error) store.Ack {
 	ack := store.Ack{Lease: a.storeLease(), Message: err.Error()}
 	switch c := outcome.Classify(err); {
 	case c.Kind == outcome.KindCrash:
-		ack.Code, ack.Reason, ack.Data = store.CodeCrash, c.Crash.Reason, c.Crash.Detail
+		// a CrashError of no Reason is still a class: an error record of
+		// none reads as nothing in listings, logs and metrics
+		ack.Code, ack.Reason, ack.Data = store.CodeCrash, cmp.Or(c.Crash.Reason, outcome.CrashClass), c.Crash.Detail
 	case c.Kind == outcome.KindSnooze:
 		ack.Code, ack.Delay, ack.Message = store.CodeSnooze, c.Snooze.Delay, ""
 	case c.Kind == outcome.KindRateLimited:

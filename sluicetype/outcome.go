@@ -58,7 +58,7 @@ func (e *WaitingError) Error() string {
 // handler that lost the code it ran, such as an isolated child process
 // that died by a signal or exited without a valid reply.
 type CrashError struct {
-	Reason  string // the error class recorded, e.g. "child_crash"
+	Reason  string // the error class recorded, e.g. "child_crash"; "crash" when empty
 	Message string
 	Detail  []byte // recorded like a panic's stack, e.g. the child's stderr tail
 }

@@ -22,6 +22,10 @@ const (
 	KindSuspend                 // *sluicetype.SuspendedError
 )
 
+// CrashClass is the error class recorded for a *sluicetype.CrashError
+// of no Reason, in a worker and in an isolated child alike.
+const CrashClass = "crash"
+
 // Class is a handler's returned error classified: its kind and the value
 // of that kind found in its chain (nil for KindError).
 type Class struct {

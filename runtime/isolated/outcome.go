@@ -1,6 +1,7 @@
 package isolated
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -44,7 +45,11 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	// said around it.
 	switch c := outcome.Classify(err); c.Kind {
 	case outcome.KindCrash:
-		return replyMsg{Outcome: outcomeCrash, Reason: c.Crash.Reason, Message: err.Error(), Stack: c.Crash.Detail}
+		// of no Reason, the class a worker gives it: decide makes an
+		// empty one (a child of an older build) "child_crash", which this
+		// child, alive and replying, is not
+		reason := cmp.Or(c.Crash.Reason, outcome.CrashClass)
+		return replyMsg{Outcome: outcomeCrash, Reason: reason, Message: err.Error(), Stack: c.Crash.Detail}
 	case outcome.KindSnooze:
 		return replyMsg{Outcome: outcomeSnooze, DelayMS: delayMS(c.Snooze.Delay)}
 	case outcome.KindRateLimited:

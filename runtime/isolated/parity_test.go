@@ -235,6 +235,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "PanicError of no value", state: flow.StateRetryable, diff: childPanicText},
 		{name: "CrashError", state: flow.StateRetryable},
 		{name: "CrashError wrapped", state: flow.StateRetryable},
+		{name: "CrashError of no class", state: flow.StateRetryable},
 		{name: "step ok", state: flow.StateCompleted},
 		{name: "step fails", state: flow.StateRetryable},
 		{name: "step invalid effect", state: flow.StateRetryable},
@@ -289,6 +290,9 @@ func compareParity(t *testing.T, w, c parityJob, diff func(w, c *parityJob)) {
 	}
 	if w != c {
 		t.Errorf("the isolated child left its job\n%+v\nthe worker\n%+v", c, w)
+	}
+	if (w.Attempt > 0 || w.CrashAttempt > 0) && w.Class == "" {
+		t.Errorf("the worker recorded an error of no class: %+v", w)
 	}
 }
 
