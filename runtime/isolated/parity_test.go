@@ -281,6 +281,34 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		c := parityOf(child.WaitState(cid, flow.StateRetryable), clk.Now())
 		compareParity(t, w, c, nil)
 	})
+	// a handler that returns once its lease was lost (the worker's clock
+	// passed the lease between two renewals): nothing of it is acked, and
+	// the reaper charges the crash (lease_expired) of the worker that lost
+	// it, each its own worker
+	t.Run("lease lost", func(t *testing.T) {
+		t.Parallel()
+		clk := runtime.NewFakeClock(time.UnixMilli(time.Now().UnixMilli()))
+		opts := opts
+		opts.Clock, opts.Lease = clk, time.Minute
+		inproc, child := newEnv(t, clk), newEnv(t, clk)
+		reg := flow.NewRegistry()
+		must(registerParity(reg))
+		inproc.startWorker(reg, opts)
+		child.startWorker(isolate(t, command(), isolated.Options{}, parityArgs{}.Kind()), opts)
+		wid := inproc.Enqueue(parityArgs{Case: "timeout", Key: inproc.key("running")})
+		cid := child.Enqueue(parityArgs{Case: "timeout", Key: child.key("running")})
+		inproc.pop(inproc.key("running"))
+		child.pop(child.key("running"))
+		clk.Advance(3 * time.Minute)
+		w := parityOf(inproc.PollState(wid, flow.StateRetryable), clk.Now())
+		c := parityOf(child.PollState(cid, flow.StateRetryable), clk.Now())
+		compareParity(t, w, c, func(w, c *parityJob) {
+			holder, _, _ := strings.Cut(w.LastError, " held by ")
+			if h, _, _ := strings.Cut(c.LastError, " held by "); h == holder {
+				c.LastError = w.LastError // each names its own worker
+			}
+		})
+	})
 }
 
 func compareParity(t *testing.T, w, c parityJob, diff func(w, c *parityJob)) {
