@@ -104,7 +104,8 @@
 //     worker uses it as it would the policy of a handler of its own),
 //     "snooze" and "rate_limited"
 //     (delay_ms), "skip" and "revoke" (message: the reason), "park"
-//     (reason, message), "suspend" (the workflow's waits), "panic"
+//     (reason, message; text: the returned error's, wrappers included,
+//     which the worker records when present), "suspend" (the workflow's waits), "panic"
 //     (message, stack) or "crash" (reason, message, stack: a *CrashError
 //     returned; message is the returned error's, wrappers included).
 //

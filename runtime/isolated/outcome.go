@@ -61,7 +61,7 @@ func reply(data []byte, err error, st *attempt.State) replyMsg {
 	case outcome.KindSuspend:
 		return replyMsg{Outcome: outcomeSuspend, Suspend: c.Suspend}
 	case outcome.KindPark:
-		r := replyMsg{Outcome: outcomePark, Reason: c.Park.Reason}
+		r := replyMsg{Outcome: outcomePark, Reason: c.Park.Reason, Text: err.Error()}
 		if c.Park.Err != nil {
 			r.Message = c.Park.Err.Error()
 		}
@@ -114,7 +114,11 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		if r.Reason == "" {
 			r.Reason = "parked"
 		}
-		return nil, &outcome.Park{Reason: r.Reason, Err: errors.New(r.Message)}
+		park := &outcome.Park{Reason: r.Reason, Err: errors.New(r.Message)}
+		if r.Text != "" && r.Text != park.Error() {
+			return nil, &toldError{text: r.Text, err: park}
+		}
+		return nil, park
 	case outcomeSuspend:
 		if r.Suspend == nil {
 			break
@@ -133,3 +137,15 @@ func (s *session) decide(r *replyMsg) ([]byte, error) {
 		Message: fmt.Sprintf("isolated child %s replied with unknown outcome %q", filepath.Base(s.h.cmd.Path), r.Outcome),
 	}
 }
+
+// toldError is an outcome a child's handler returned wrapped: its
+// message is the returned error's, as a worker records it, and errors.As
+// finds the outcome in it.
+type toldError struct {
+	text string
+	err  error
+}
+
+func (e *toldError) Error() string { return e.text }
+
+func (e *toldError) Unwrap() error { return e.err }

@@ -240,6 +240,7 @@ func TestChildAnswersAsWorker(t *testing.T) {
 		{name: "step fails", state: flow.StateRetryable},
 		{name: "step invalid effect", state: flow.StateRetryable},
 		{name: "step in step", state: flow.StateArchived},
+		{name: "step in step wrapped", state: flow.StateArchived},
 		{name: "context.Canceled returned", state: flow.StateRetryable},
 		{name: "context.DeadlineExceeded returned", state: flow.StateRetryable},
 	}

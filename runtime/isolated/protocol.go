@@ -141,6 +141,12 @@ type replyMsg struct {
 	// runtime.RetryPolicy); absent when it has none, or fell back to the
 	// worker's Backoff. A worker of a build before it ignores it.
 	RetryMS *int64 `msgpack:"retry_ms,omitempty"`
+	// Text (outcome park) is the returned error's message, wrappers
+	// included, which a worker records for a park: Reason and Message
+	// (the park's own cause) lose what the handler said around it. A
+	// worker of a build before it ignores it; absent, the worker records
+	// Reason and Message.
+	Text string `msgpack:"text,omitempty"`
 }
 
 // writeFrame writes one frame: version, type, body length, msgpack body.
