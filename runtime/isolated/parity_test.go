@@ -195,7 +195,16 @@ func parityOf(j *flow.JobInfo, now time.Time) parityJob {
 // its job in the same state, with the same counters, reason, error class
 // and text, and run time, whether the handler ran in the worker or in an
 // isolated child. The worker's own way is the reference; the
-// differences that are the isolation's own are listed in diff, with why.
+// differences that are the isolation's own are listed in diff, with why:
+//   - a panic's message says it happened in the child ("panic in isolated
+//     child: ..."; childPanicText);
+//   - a lost lease's record names the worker that held it, each its own.
+//
+// Not in the table, for the same reason (the child is not asked): a
+// kind's retry policy in the child is not consulted for a timeout (the
+// child is killed) nor for completion effects that fail (after its
+// reply), which take the worker's Backoff; parityPolicy leaves both to
+// Backoff.
 func TestChildAnswersAsWorker(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
