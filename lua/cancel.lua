@@ -3,10 +3,18 @@
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9]  the job's ID in the partition
 -- ARGV[10] the namespace's cancel channel (keys.CancelChannel)
+-- ARGV[11], ARGV[12], ARGV[13] the job must have been created at or
+--          after ARGV[11] and before ARGV[12] (ms), ARGV[13] the time its
+--          generated ID carries, or '' '' '': any job of the ID
+--          (lib_admin.lua other_job)
 -- Returns: { status, state }
 --   'ok', previous state     the job is now cancelled (reason 'operator')
 --   'missing', ''            no such job
 --   'final', state           the job is already in a terminal state
+--   'conflict', created      refused: the job was created (ms) out of
+--                            ARGV[11]..ARGV[12], another job; nothing written
+--   A created-time field that is no whole number of ms (given ARGV[11])
+--   fails the call with an error naming the job, nothing written.
 -- Transitions: available|scheduled|retryable|running -> cancelled ('operator').
 -- A running job's fence is incremented and its lease cleared, so every
 -- later write of the attempt that held it is rejected as stale and its
@@ -27,6 +35,11 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key, F.concurrency_limit, F.run_at)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
+do
+  local other, bad = other_job(jk, id, 11)
+  if bad then return bad end
+  if other then return remember({ STATUS.conflict, other }) end
+end
 if TERMINAL[s] then return { STATUS.final, s } end
 if s == 'running' then
   redis.call('HINCRBY', jk, F.fence, 1)

@@ -3,10 +3,18 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9] the job's ID in the partition
+-- ARGV[10], ARGV[11], ARGV[12] the job must have been created at or after
+--         ARGV[10] and before ARGV[11] (ms), ARGV[12] the time its
+--         generated ID carries, or '' '' '': any job of the ID
+--         (lib_admin.lua other_job)
 -- Returns: { status, state }
 --   'ok', previous state     the job is gone
 --   'missing', ''            no such job
 --   'running', 'running'     refused: cancel it first
+--   'conflict', created      refused: the job was created (ms) out of
+--                            ARGV[10]..ARGV[11], another job; nothing written
+--   A created-time field that is no whole number of ms (given ARGV[10])
+--   fails the call with an error naming the job, nothing written.
 -- Transitions: available|scheduled|retryable|completed|archived|
 --   quarantined|cancelled -> (deleted). An available job leaves its list,
 --   a ready list or a wait list (lib_limits.lua unlist), and passes its
@@ -22,6 +30,11 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.unique)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
+do
+  local other, bad = other_job(jk, id, 10)
+  if bad then return bad end
+  if other then return remember({ STATUS.conflict, other }) end
+end
 if s == 'running' then return { STATUS.running, s } end
 remove_job(jk, id, s, h[2])
 flush()

@@ -56,3 +56,31 @@ local function scan_start(zk, cscore, cmember)
   end
   return r
 end
+
+-- other_job checks that job id (key jk) is the one an operator's tool
+-- showed, named by its creation time in ARGV[k], ARGV[k+1] and ARGV[k+2]
+-- as unsignal.lua's ARGV[12..14]: created at or after ARGV[k] and before
+-- ARGV[k+1] (ms), ARGV[k+2] the time its generated ID carries (its
+-- creation time when it has no created-time field) or ''. Checked in the
+-- call that acts, so that a job given the ID since the tool looked
+-- (deleted and enqueued again) is not acted on. It returns nil when the
+-- job is that one, or the call names none (ARGV[k] '', or a caller that
+-- passes no such arguments: the call ID is the last ARGV); the creation
+-- time (ms, 0 unknown) of the job under the ID when it is another; or
+-- nil and an error reply when its created-time field is no whole number
+-- of ms (written by hand: it tells no job, and is not compared).
+local function other_job(jk, id, k)
+  if #ARGV <= k + 2 or ARGV[k] == '' then return nil end
+  local raw = redis.call('HGET', jk, F.created)
+  -- 20 characters hold any ms time, and bound the match
+  if raw and (#raw > 20 or not string.match(raw, '^%-?%d+$')) then
+    return nil, redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its created-time field is no whole number of ms: nothing written')
+  end
+  local lo, hi = tonumber(ARGV[k]), tonumber(ARGV[k + 1])
+  if not lo or not hi then
+    return nil, redis.error_reply('ERR sluice: creation time range ' .. ARGV[k] .. ' to ' .. ARGV[k + 1] .. ' is no range of ms: nothing written')
+  end
+  local ct = tonumber(raw) or tonumber(ARGV[k + 2])
+  if ct and ct >= lo and ct < hi then return nil end
+  return ct or 0
+end

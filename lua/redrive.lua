@@ -4,11 +4,17 @@
 -- ARGV[9] mode, 'ids' or 'select'.
 --
 -- 'ids': ARGV[10] what to do: 'redrive' (archived or cancelled jobs) or
---   'release' (quarantined jobs); ARGV[11] n; then n job IDs.
+--   'release' (quarantined jobs); ARGV[11] n; then n job IDs; then, or
+--   not, three for each ID in turn: the job must have been created at
+--   or after the first and before the second (ms), the third the time its
+--   generated ID carries, or '' '' '': any job of the ID (lib_admin.lua
+--   other_job).
 --   Returns one status per ID: 'ok' (moved), 'missing', 'malformed' (its
---   key holds another type than a hash, or its state field names no
---   state), or the job's state when it is not one the action takes
---   (nothing written for it).
+--   key holds another type than a hash, its state field names no
+--   state, or, given its creation range, its created-time field is no
+--   whole number of ms), 'conflict ' .. created (the job was created, ms,
+--   out of its range: another job), or the job's state when it is not one
+--   the action takes (nothing written for it).
 --
 -- 'select': one bounded step of a scan of one terminal zset, oldest
 --   first, moving (or, in a dry run, only counting) the jobs that match.
@@ -77,15 +83,25 @@ if ARGV[9] == 'ids' then
   local takes = TAKES[ARGV[10]]
   if not takes then return redis.error_reply('ERR sluice: unknown redrive action ' .. tostring(ARGV[10])) end
   local out = {}
-  for i = 1, tonumber(ARGV[11]) do
+  local n = tonumber(ARGV[11])
+  for i = 1, n do
     local id = ARGV[11 + i]
     local jk = job_key(id)
     local h, bad = fields(jk, F.state, F.reason)
     h[1] = state_of(h[1])
-    if bad then
+    local other, wrong = nil, nil
+    if not bad and h[1] then
+      -- the job a tool showed, not one given its ID since; one whose
+      -- created-time field tells no job is malformed, as a corrupt state
+      -- (the others of the call are moved all the same)
+      other, wrong = other_job(jk, id, 12 + n + 3 * (i - 1))
+    end
+    if bad or wrong then
       out[i] = STATUS.malformed -- its key holds another type: not missing
     elseif not h[1] then
       out[i] = STATUS.missing
+    elseif other then
+      out[i] = STATUS.conflict .. ' ' .. string.format('%d', other)
     elseif not SCODE[h[1]] then
       out[i] = STATUS.malformed -- a state no release writes: corrupt data
     elseif takes[h[1]] then

@@ -5,11 +5,18 @@
 -- ARGV[9]  job ID in the partition
 -- ARGV[10] the new preferred worker, or '' to unpin the job
 -- ARGV[11] fallback for the new worker ('w', 'a', 'f'), ARGV[12] its delay (ms)
+-- ARGV[13], ARGV[14], ARGV[15] the job must have been created at or after
+--          ARGV[13] and before ARGV[14] (ms), ARGV[15] the time its
+--          generated ID carries, or '' '' '': any job of the ID
+--          (lib_admin.lua other_job)
 -- Returns: the job's state, '' when there is no such job, or 'malformed'
 --   when its state field names no state (nothing written). A completed
 --   job never runs again: it is refused (its state returned, nothing
 --   written). An archived, quarantined or cancelled one may be redriven,
---   and then goes to its new worker.
+--   and then goes to its new worker. 'conflict ' .. created: refused, the
+--   job was created (ms) out of ARGV[13]..ARGV[14], another job (nothing
+--   written); a created-time field that is no whole number of ms (given
+--   ARGV[13]) fails the call with an error naming the job.
 -- Transitions: none. An available job moves to the front of its new list
 -- at once; its entry on the old worker's list leaves it (an entry left
 -- there by an older release is skipped by that worker's claims:
@@ -39,6 +46,11 @@ if not s then return STATUS.none end
 -- a state no release writes (corrupt data: '' would read as no job) is
 -- refused, nothing written; a claim or the reaper archives the job
 if not SCODE[s] then return STATUS.malformed end
+do
+  local other, bad = other_job(jk, id, 13)
+  if bad then return bad end
+  if other then return remember(STATUS.conflict .. ' ' .. string.format('%d', other)) end
+end
 if s == 'completed' then return remember(s) end
 -- pinned: the worker it was pinned to (push_ready: a worker and a mode)
 local pinned = o[2] ~= '' and o[4] and o[2]

@@ -3,6 +3,10 @@
 --
 -- KEYS: the partition layout of lib.lua.
 -- ARGV[9] the job's ID in the partition
+-- ARGV[10], ARGV[11], ARGV[12] the job must have been created at or after
+--         ARGV[10] and before ARGV[11] (ms), ARGV[12] the time its
+--         generated ID carries, or '' '' '': any job of the ID
+--         (lib_admin.lua other_job)
 -- Returns: { status, state }
 --   'ok', previous state        the job is available: at the back of its
 --                               priority's list, or of its preferred
@@ -15,7 +19,11 @@
 --                               (WithQuarantineHold)
 --   state, state                refused: the job is available, running or
 --                               finished
---   an error (WRONGTYPE)        its job's key or state is corrupt
+--   'conflict', created         refused: the job was created (ms) out of
+--                               ARGV[10]..ARGV[11], another job
+--   an error (WRONGTYPE)        its job's key or state is corrupt, or (given
+--                               ARGV[10]) its created-time field is no
+--                               whole number of ms
 -- Nothing is written for a refusal.
 -- Transitions: scheduled|retryable -> available, as when its due time
 --   comes (lib_lifecycle.lua promote): its priority, attempts, unique key,
@@ -35,6 +43,11 @@ if not s then return { STATUS.missing, STATUS.none } end
 -- a state no release writes (corrupt data): malformed, not a state the
 -- call refuses, as for a key of another type; nothing written
 if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
+do
+  local other, bad = other_job(jk, id, 10)
+  if bad then return bad end
+  if other then return remember({ STATUS.conflict, other }) end
+end
 if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
 if s == 'scheduled' then
   -- F.awaits names the fence of the attempt that suspended the job: the

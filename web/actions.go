@@ -50,8 +50,17 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			res, err := c.ops.CancelJob(ctx, id)
-			return "cancelled " + id + keptFor(res, queueOf(id)), jobPath(id), err
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			var res admin.Cancelled
+			if from.IsZero() {
+				res, err = c.ops.CancelJob(ctx, id)
+			} else {
+				res, err = c.ops.CancelJobOf(ctx, id, from, before)
+			}
+			return "cancelled " + id + keptFor(res, queueOf(id)), jobPath(id), otherJob(id, err)
 		}},
 	"delete": {Title: "Delete job", Target: "id", Danger: true, Fields: []string{"created", "redrives"},
 		What: "The job and everything kept of it (errors, steps, results) are deleted. This cannot be undone.",
@@ -60,7 +69,16 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), c.ops.DeleteJob(ctx, id)
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			if from.IsZero() {
+				err = c.ops.DeleteJob(ctx, id)
+			} else {
+				err = c.ops.DeleteJobOf(ctx, id, from, before)
+			}
+			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), otherJob(id, err)
 		}},
 	"redrive": {Title: "Redrive job", Target: "id", Fields: []string{"created", "fence"},
 		What: "The job goes back to available, at the back of its priority's list; its history and counters are kept.",
@@ -69,7 +87,16 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			return "redriven " + id, jobPath(id), reportErr(c.ops.Redrive(ctx, id))
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			if from.IsZero() {
+				err = reportErr(c.ops.Redrive(ctx, id))
+			} else {
+				err = reportErr(c.ops.RedriveOf(ctx, id, from, before))
+			}
+			return "redriven " + id, jobPath(id), otherJob(id, err)
 		}},
 	"release": {Title: "Release job", Target: "id", Fields: []string{"created", "fence"},
 		What: "The quarantined job goes back to available with its crash count reset.",
@@ -78,7 +105,16 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			return "released " + id, jobPath(id), reportErr(c.ops.Release(ctx, id))
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			if from.IsZero() {
+				err = reportErr(c.ops.Release(ctx, id))
+			} else {
+				err = reportErr(c.ops.ReleaseOf(ctx, id, from, before))
+			}
+			return "released " + id, jobPath(id), otherJob(id, err)
 		}},
 	"runnow": {Title: "Run job now", Target: "id", Fields: []string{"created", "fence"},
 		What: "The scheduled or retryable job becomes available at once.",
@@ -87,7 +123,16 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			return "made available " + id, jobPath(id), c.ops.RunNow(ctx, id)
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			if from.IsZero() {
+				err = c.ops.RunNow(ctx, id)
+			} else {
+				err = c.ops.RunNowOf(ctx, id, from, before)
+			}
+			return "made available " + id, jobPath(id), otherJob(id, err)
 		}},
 	"reroute": {Title: "Reroute job", Target: "id", Fields: []string{"worker", "policy", "delay", "unpin", "created"},
 		What: "The job prefers another worker (sticky routing), or any worker when unpinned.",
@@ -101,14 +146,26 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
+			from, before, err := formCreated(f)
+			if err != nil {
+				return "", "", err
+			}
+			reroute := func() error {
+				// checked again in the reroute's own call: a job given
+				// the ID after the read above is refused there
+				if from.IsZero() {
+					return c.ops.Reroute(ctx, id, to)
+				}
+				return otherJob(id, c.ops.RerouteOf(ctx, id, to, from, before))
+			}
 			if to == nil {
 				if j, err := c.ops.Job(ctx, id); err == nil && j.PreferredWorker == "" {
 					// unpinned all the same (a pin set since is undone),
 					// but nothing is said to have changed
-					return "already unpinned " + id, jobPath(id), c.ops.Reroute(ctx, id, nil)
+					return "already unpinned " + id, jobPath(id), reroute()
 				}
 			}
-			return msg + " " + id, jobPath(id), c.ops.Reroute(ctx, id, to)
+			return msg + " " + id, jobPath(id), reroute()
 		}},
 	"pause": {Title: "Pause queue", Target: "queue",
 		What: "No worker claims the queue's jobs until it is resumed; running jobs go on.",
@@ -692,6 +749,39 @@ func (c *console) unchanged(ctx context.Context, f url.Values) error {
 		return fmt.Errorf("%w: job %s %s since this page was shown (it is %s now): look at it first", admin.ErrWrongState, j.ID, why, j.State)
 	}
 	return nil
+}
+
+// formCreated reads the creation time a one-job action's form records
+// (jobFields, in ns) as the range of the ms it falls in, creation times
+// being kept in ms; the zero times when the form records none. The
+// action passes it to its call (CancelJobOf and the others of its kind),
+// which checks it in its own script call: unchanged checks the job
+// before, and a job deleted and its ID given to a new one between that
+// read and the call would be acted on, which the operator never saw.
+func formCreated(f url.Values) (from, before time.Time, err error) {
+	created := f.Get("created")
+	if created == "" {
+		return time.Time{}, time.Time{}, nil
+	}
+	ns, err := strconv.ParseInt(created, 10, 64)
+	if err != nil {
+		return time.Time{}, time.Time{}, fmt.Errorf("%w: the job's creation time %q is no time", flow.ErrInvalid, created)
+	}
+	at := time.Unix(0, ns)
+	return at, at.Add(time.Millisecond), nil
+}
+
+// otherJob says an *admin.OtherJobError of one-job action's call on job
+// id as unchanged says a job given the ID since the page was shown: the
+// call itself refused it (given the ID after unchanged looked), nothing
+// done.
+func otherJob(id string, err error) error {
+	var other *admin.OtherJobError
+	if !errors.As(err, &other) {
+		return err
+	}
+	return fmt.Errorf("%w: job %s is another job (its ID was given to a new one, created %s) since this page was shown: nothing done; look at it first",
+		admin.ErrWrongState, id, other.Created.UTC().Format(time.RFC3339Nano))
 }
 
 // confirmQuery is the query of the job page's link to one-job action

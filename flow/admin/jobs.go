@@ -2,6 +2,8 @@ package admin
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
@@ -35,6 +37,26 @@ func validState(s string) bool {
 // ErrMalformed, with nothing cancelled, when the retention recorded for
 // its queue cannot be read and the client sets none.
 func (c *Client) CancelJob(ctx context.Context, id string) (Cancelled, error) {
+	return c.cancelJob(ctx, id, store.Created{})
+}
+
+// CancelJobOf cancels as CancelJob does only if job id is the one created
+// at or after from and before before, checked in the same script call as
+// the cancel: a job given the ID since a tool showed the job (deleted and
+// enqueued again) is not cancelled. Another job is an *OtherJobError
+// (ErrWrongState), nothing written; from not before before is
+// flow.ErrInvalid; a job whose created-time field is no whole number of
+// ms (corrupt data, which tells no job) is ErrMalformed, nothing written.
+// Other errors as CancelJob's.
+func (c *Client) CancelJobOf(ctx context.Context, id string, from, before time.Time) (Cancelled, error) {
+	cr, err := created(from, before)
+	if err != nil {
+		return Cancelled{}, err
+	}
+	return c.cancelJob(ctx, id, cr)
+}
+
+func (c *Client) cancelJob(ctx context.Context, id string, cr store.Created) (Cancelled, error) {
 	ref, err := c.ref(id)
 	if err != nil {
 		return Cancelled{}, err
@@ -43,7 +65,7 @@ func (c *Client) CancelJob(ctx context.Context, id string) (Cancelled, error) {
 	if err != nil {
 		return Cancelled{}, err
 	}
-	res.Previous, err = c.b.Store.Cancel(ctx, ref, res.Kept)
+	res.Previous, err = c.b.Store.CancelOf(ctx, ref, res.Kept, cr)
 	if err != nil {
 		return Cancelled{}, stateError(id, err)
 	}
@@ -58,12 +80,39 @@ func (c *Client) CancelJob(ctx context.Context, id string) (Cancelled, error) {
 // Errors: ErrInvalid, ErrNotFound, or a *StateError (ErrWrongState) for a
 // running job.
 func (c *Client) DeleteJob(ctx context.Context, id string) error {
+	return c.deleteJob(ctx, id, store.Created{})
+}
+
+// DeleteJobOf deletes as DeleteJob does only if job id is the one
+// created at or after from and before before, checked in the same
+// script call as the delete: a job given the ID since a tool showed the
+// job is not deleted. Another job is an *OtherJobError (ErrWrongState),
+// nothing deleted; other errors as CancelJobOf's.
+func (c *Client) DeleteJobOf(ctx context.Context, id string, from, before time.Time) error {
+	cr, err := created(from, before)
+	if err != nil {
+		return err
+	}
+	return c.deleteJob(ctx, id, cr)
+}
+
+func (c *Client) deleteJob(ctx context.Context, id string, cr store.Created) error {
 	ref, err := c.ref(id)
 	if err != nil {
 		return err
 	}
-	_, err = c.b.Store.Delete(ctx, ref)
+	_, err = c.b.Store.DeleteOf(ctx, ref, cr)
 	return stateError(id, err)
+}
+
+// created is the store's Created of a creation time range a caller
+// gives (CancelJobOf and the others of its kind): flow.ErrInvalid when
+// it holds no time.
+func created(from, before time.Time) (store.Created, error) {
+	if from.IsZero() || !from.Before(before) {
+		return store.Created{}, fmt.Errorf("%w: creation time range %s to %s holds no time", flow.ErrInvalid, from, before)
+	}
+	return store.Created{From: from, Before: before}, nil
 }
 
 // summary turns a listed job into a JobInfo.

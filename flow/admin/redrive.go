@@ -41,16 +41,41 @@ type RedriveReport struct {
 // it by then (that job keeps it); a spawned job's parent, told of its
 // failure when it was archived, is not told again.
 func (c *Client) Redrive(ctx context.Context, ids ...string) (RedriveReport, error) {
-	return c.redriveIDs(ctx, store.ActionRedrive, ids)
+	return c.redriveIDs(ctx, store.ActionRedrive, ids, store.Created{})
 }
 
 // Release returns quarantined jobs to execution like Redrive, and resets
 // their crash_attempt to 0 (their orphan provenance is kept).
 func (c *Client) Release(ctx context.Context, ids ...string) (RedriveReport, error) {
-	return c.redriveIDs(ctx, store.ActionRelease, ids)
+	return c.redriveIDs(ctx, store.ActionRelease, ids, store.Created{})
 }
 
-func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids []string) (RedriveReport, error) {
+// RedriveOf redrives job id as Redrive does only if it is the one created
+// at or after from and before before, checked in the same script call: a
+// job given the ID since a tool showed the job is not redriven. Another
+// job is an *OtherJobError (ErrWrongState) in the report's Failed,
+// nothing written for it; from not before before is flow.ErrInvalid.
+func (c *Client) RedriveOf(ctx context.Context, id string, from, before time.Time) (RedriveReport, error) {
+	cr, err := created(from, before)
+	if err != nil {
+		return RedriveReport{}, err
+	}
+	return c.redriveIDs(ctx, store.ActionRedrive, []string{id}, cr)
+}
+
+// ReleaseOf releases job id as Release does only if it is the one
+// created at or after from and before before, as RedriveOf redrives.
+func (c *Client) ReleaseOf(ctx context.Context, id string, from, before time.Time) (RedriveReport, error) {
+	cr, err := created(from, before)
+	if err != nil {
+		return RedriveReport{}, err
+	}
+	return c.redriveIDs(ctx, store.ActionRelease, []string{id}, cr)
+}
+
+// redriveIDs moves the jobs ids; a cr that is not zero names the job of
+// each (RedriveOf names one).
+func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids []string, cr store.Created) (RedriveReport, error) {
 	if len(ids) == 0 { // a call that names no job moves none: say so, not "ok"
 		return RedriveReport{}, fmt.Errorf("%w: no job IDs given", flow.ErrInvalid)
 	}
@@ -82,7 +107,14 @@ func (c *Client) redriveIDs(ctx context.Context, action store.RedriveAction, ids
 		for k, i := range idx {
 			locals[k] = refs[i].Local
 		}
-		errs, err := c.b.Store.RedriveIDs(ctx, p, action, locals)
+		var crs []store.Created
+		if !cr.From.IsZero() {
+			crs = make([]store.Created, len(locals))
+			for k := range crs {
+				crs[k] = cr
+			}
+		}
+		errs, err := c.b.Store.RedriveIDsOf(ctx, p, action, locals, crs)
 		if err != nil { // this partition's jobs only
 			for _, i := range idx {
 				rep.Failed[ids[i]] = err

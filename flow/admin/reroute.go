@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/store"
@@ -23,6 +24,23 @@ var ErrWorkerNotFound = sluicetype.ErrWorkerNotFound
 // resized since the worker started, even back to the same count), is
 // refused with ErrWorkerNotFound: the job would wait for it for ever.
 func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) error {
+	return c.reroute(ctx, id, to, store.Created{})
+}
+
+// RerouteOf reroutes as Reroute does only if job id is the one created
+// at or after from and before before, checked in the same script call:
+// a job given the ID since a tool showed the job is not rerouted. Another
+// job is an *OtherJobError (ErrWrongState), nothing written; other
+// errors as CancelJobOf's.
+func (c *Client) RerouteOf(ctx context.Context, id string, to flow.EnqueueOption, from, before time.Time) error {
+	cr, err := created(from, before)
+	if err != nil {
+		return err
+	}
+	return c.reroute(ctx, id, to, cr)
+}
+
+func (c *Client) reroute(ctx context.Context, id string, to flow.EnqueueOption, cr store.Created) error {
 	ref, err := c.ref(id)
 	if err != nil {
 		return err
@@ -68,6 +86,6 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 				"(a route to it needs a fallback: sticky.After or sticky.FailAfter)", ErrWorkerNotFound, s.Worker, q, w.Queues[q], lay.Partitions)
 		}
 	}
-	_, err = c.b.Store.Reroute(ctx, ref, s)
+	_, err = c.b.Store.RerouteOf(ctx, ref, s, cr)
 	return stateError(id, err)
 }

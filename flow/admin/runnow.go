@@ -1,6 +1,11 @@
 package admin
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
 
 // RunNow makes a scheduled or retryable job available now instead of at
 // its due time: it goes to the back of its priority's available list (or
@@ -22,10 +27,27 @@ import "context"
 // StateError.Why saying why (suspended, held). Calling it twice is safe:
 // the second call finds the job available and returns that StateError.
 func (c *Client) RunNow(ctx context.Context, id string) error {
+	return c.runNow(ctx, id, store.Created{})
+}
+
+// RunNowOf runs as RunNow does only if job id is the one created at or
+// after from and before before, checked in the same script call: a job
+// given the ID since a tool showed the job is not run. Another job is an
+// *OtherJobError (ErrWrongState), nothing written; other errors as
+// CancelJobOf's.
+func (c *Client) RunNowOf(ctx context.Context, id string, from, before time.Time) error {
+	cr, err := created(from, before)
+	if err != nil {
+		return err
+	}
+	return c.runNow(ctx, id, cr)
+}
+
+func (c *Client) runNow(ctx context.Context, id string, cr store.Created) error {
 	ref, err := c.ref(id)
 	if err != nil {
 		return err
 	}
-	_, err = c.b.Store.RunNow(ctx, ref)
+	_, err = c.b.Store.RunNowOf(ctx, ref, cr)
 	return stateError(id, err)
 }

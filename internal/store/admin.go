@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 // Cancel moves one job to cancelled (reason 'operator'), to be deleted
@@ -20,7 +22,14 @@ import (
 // job's previous state, ErrNotFound, or a *sluicetype.StateError for a
 // finished job.
 func (s *Store) Cancel(ctx context.Context, ref keys.Ref, keep time.Duration) (string, error) {
-	args := append(s.callArgs(ref.Partition, 2), ref.Local, keys.CancelChannel(ref.NS))
+	return s.CancelOf(ctx, ref, keep, Created{})
+}
+
+// CancelOf is Cancel of the job of ref only if it is the one c names:
+// another is a *sluicetype.OtherJobError, nothing written.
+func (s *Store) CancelOf(ctx context.Context, ref keys.Ref, keep time.Duration, c Created) (string, error) {
+	lo, hi, idAt := c.args(ref.Local)
+	args := append(s.callArgs(ref.Partition, 5), ref.Local, keys.CancelChannel(ref.NS), lo, hi, idAt)
 	args[s.partKeys(ref.Partition).nowAt+argRetainCancelled] = retention(keep)
 	return adminReply("cancel", ref, s.send(ctx, lua.Cancel, newCallID(), args))
 }
@@ -29,7 +38,14 @@ func (s *Store) Cancel(ctx context.Context, ref keys.Ref, keep time.Duration) (s
 // (lua/delete.lua). It returns the job's previous state, ErrNotFound, or a
 // *sluicetype.StateError for a running job.
 func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
-	return adminReply("delete", ref, s.run(ctx, lua.Delete, ref.Partition, ref.Local))
+	return s.DeleteOf(ctx, ref, Created{})
+}
+
+// DeleteOf is Delete of the job of ref only if it is the one c names:
+// another is a *sluicetype.OtherJobError, nothing deleted.
+func (s *Store) DeleteOf(ctx context.Context, ref keys.Ref, c Created) (string, error) {
+	lo, hi, idAt := c.args(ref.Local)
+	return adminReply("delete", ref, s.run(ctx, lua.Delete, ref.Partition, ref.Local, lo, hi, idAt))
 }
 
 // adminReply decodes the {status, state} answer of an operator script
@@ -42,6 +58,9 @@ func adminReply(op string, ref keys.Ref, cmd *redis.Cmd) (string, error) {
 	r, err := strs(v)
 	if err != nil || len(r) != 2 {
 		return "", fmt.Errorf("%w: %s reply %v", ErrMalformed, op, v)
+	}
+	if r[0] == statusConflict {
+		return "", otherJob(ref, r[1])
 	}
 	return adminStatus(op, ref.Local, r[0], r[1])
 }
@@ -98,10 +117,24 @@ const (
 // round trip. It returns one error per job: nil (moved), ErrNotFound, or a
 // *sluicetype.StateError.
 func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action RedriveAction, locals []string) ([]error, error) {
-	args := make([]any, 0, 3+len(locals))
+	return s.RedriveIDsOf(ctx, p, action, locals, nil)
+}
+
+// RedriveIDsOf is RedriveIDs of each job only if it is the one
+// created[i] names (nil: any job of each ID): another is a
+// *sluicetype.OtherJobError for that job alone, nothing written for it.
+func (s *Store) RedriveIDsOf(ctx context.Context, p keys.Partition, action RedriveAction, locals []string, created []Created) ([]error, error) {
+	if created != nil && len(created) != len(locals) {
+		return nil, fmt.Errorf("sluice: redrive: %d creation times for %d jobs", len(created), len(locals))
+	}
+	args := make([]any, 0, 3+4*len(locals))
 	args = append(args, "ids", string(action), len(locals))
 	for _, l := range locals {
 		args = append(args, l)
+	}
+	for i, c := range created { // none: any job of each ID
+		lo, hi, idAt := c.args(locals[i])
+		args = append(args, lo, hi, idAt)
 	}
 	v, err := s.run(ctx, lua.Redrive, p, args...).Result()
 	if err != nil {
@@ -113,6 +146,10 @@ func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action Redrive
 	}
 	out := make([]error, len(r))
 	for i, st := range r {
+		if ms, ok := strings.CutPrefix(st, statusConflict+" "); ok {
+			out[i] = otherJob(keys.Ref{Partition: p, Local: locals[i]}, ms)
+			continue
+		}
 		out[i] = redriveStatus(string(action), locals[i], st)
 	}
 	return out, nil
@@ -195,9 +232,63 @@ func (s *Store) RedriveStep(ctx context.Context, p keys.Partition, sel Selector,
 // is no such job, ErrMalformed (nothing written) when its state field
 // names no state, and a *sluicetype.StateError for a completed job.
 func (s *Store) Reroute(ctx context.Context, ref keys.Ref, st Sticky) (string, error) {
-	state, err := s.run(ctx, lua.Reroute, ref.Partition, ref.Local, st.Worker, st.Mode, ms(st.After)).Text()
+	return s.RerouteOf(ctx, ref, st, Created{})
+}
+
+// RerouteOf is Reroute of the job of ref only if it is the one c names:
+// another is a *sluicetype.OtherJobError, nothing written.
+func (s *Store) RerouteOf(ctx context.Context, ref keys.Ref, st Sticky, c Created) (string, error) {
+	lo, hi, idAt := c.args(ref.Local)
+	state, err := s.run(ctx, lua.Reroute, ref.Partition, ref.Local, st.Worker, st.Mode, ms(st.After), lo, hi, idAt).Text()
 	if err != nil {
 		return "", err
 	}
+	if created, ok := strings.CutPrefix(state, statusConflict+" "); ok {
+		return "", otherJob(ref, created)
+	}
 	return rerouteState(state)
+}
+
+// Created names the job an operator's tool showed by its creation time:
+// an operator's call about one job acts only if the job under the ID was
+// created at or after From and before Before, checked in the script
+// call that acts (lib_admin.lua other_job), so that a job given the ID
+// since the tool looked (deleted and enqueued again) is refused, a
+// *sluicetype.OtherJobError, nothing written. The zero Created names any
+// job of the ID, as before.
+type Created struct {
+	From, Before time.Time
+}
+
+// args are c's script arguments for the job local: the bounds in whole
+// ms, as creation times are kept (a time within a ms is not before the
+// next one), and the time local carries when it is a generated ID (the
+// creation time of a job that has no created-time field); ” ” ” for
+// the zero Created.
+func (c Created) args(local string) (lo, hi, idAt string) {
+	if c.From.IsZero() {
+		return "", "", ""
+	}
+	ceil := func(t time.Time) int64 {
+		ms := t.UnixMilli()
+		if time.UnixMilli(ms).Before(t) {
+			ms++
+		}
+		return ms
+	}
+	lo, hi = strconv.FormatInt(ceil(c.From), 10), strconv.FormatInt(ceil(c.Before), 10)
+	if t, ok := keys.LocalTime(local); ok {
+		idAt = strconv.FormatInt(t.UnixMilli(), 10)
+	}
+	return lo, hi, idAt
+}
+
+// otherJob is the error of a call about the job ref that found another
+// job under its ID, created at ms (a script's 'conflict' answer).
+func otherJob(ref keys.Ref, ms string) error {
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: job %s: conflict answer %q", ErrMalformed, ref.Local, ms)
+	}
+	return &sluicetype.OtherJobError{ID: ref.String(), Created: time.UnixMilli(n)}
 }

@@ -14,13 +14,23 @@ import (
 // state, or is scheduled as a suspended workflow or held behind a
 // quarantined job (StateError.Why says which).
 func (s *Store) RunNow(ctx context.Context, ref keys.Ref) (string, error) {
-	v, err := s.run(ctx, lua.RunNow, ref.Partition, ref.Local).Result()
+	return s.RunNowOf(ctx, ref, Created{})
+}
+
+// RunNowOf is RunNow of the job of ref only if it is the one c names:
+// another is a *sluicetype.OtherJobError, nothing written.
+func (s *Store) RunNowOf(ctx context.Context, ref keys.Ref, c Created) (string, error) {
+	lo, hi, idAt := c.args(ref.Local)
+	v, err := s.run(ctx, lua.RunNow, ref.Partition, ref.Local, lo, hi, idAt).Result()
 	if err != nil {
 		return "", err
 	}
 	r, err := strs(v)
 	if err != nil || len(r) != 2 {
 		return "", fmt.Errorf("%w: run now reply %v", ErrMalformed, v)
+	}
+	if r[0] == statusConflict {
+		return "", otherJob(ref, r[1])
 	}
 	return runNowStatus(ref, r[0], r[1])
 }

@@ -120,22 +120,7 @@ func (s *Store) UnsignalOf(ctx context.Context, ref keys.Ref, name string, only 
 	if only > 0 {
 		want = strconv.FormatInt(only, 10)
 	}
-	lo, hi, idAt := "", "", ""
-	if !from.IsZero() {
-		// the bounds in whole ms, as creation times are kept: a time
-		// within a ms is not before the next one
-		ceil := func(t time.Time) int64 {
-			ms := t.UnixMilli()
-			if time.UnixMilli(ms).Before(t) {
-				ms++
-			}
-			return ms
-		}
-		lo, hi = strconv.FormatInt(ceil(from), 10), strconv.FormatInt(ceil(before), 10)
-		if t, ok := keys.LocalTime(ref.Local); ok {
-			idAt = strconv.FormatInt(t.UnixMilli(), 10)
-		}
-	}
+	lo, hi, idAt := Created{From: from, Before: before}.args(ref.Local)
 	v, err := s.run(ctx, lua.Unsignal, ref.Partition, ref.Local, name, want, lo, hi, idAt).Result()
 	if err != nil {
 		return 0, nil, "", err
