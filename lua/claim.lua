@@ -220,7 +220,8 @@ for _, id in ipairs(unpinned) do
 end
 
 -- take claims from the list ak (of priority prio; nil for a pin list)
--- until n jobs are claimed or it is empty, and says whether it emptied it.
+-- until n jobs are claimed or it is empty, and says whether it emptied it
+-- and whether it took any entry from it.
 -- From a pin list (pinned to worker), it skips jobs rerouted elsewhere.
 local function take(ak, pinned_to, prio)
   -- the job fields read and written per job, looked up once per take
@@ -229,7 +230,7 @@ local function take(ak, pinned_to, prio)
     F.sticky_worker, F.sticky_fallback
   local fsm, fsl = F.sticky_mode, F.sticky_left
   local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
-  local skipped = 0 -- suspects of this list passed over
+  local skipped, got = 0, false -- suspects of this list passed over; whether it popped any
   while #jobs < n and skipped < HELD_MAX do
     local want = n - #jobs
     local ids = redis.pcall('LPOP', ak, want)
@@ -239,9 +240,10 @@ local function take(ak, pinned_to, prio)
       -- undo nothing promotion wrote and fail every claim of this worker,
       -- so the value is set aside as a push sets it aside (call_aside)
       set_aside(ak, 'list:' .. ak)
-      return true
+      return true, true
     end
-    if not ids then return true end
+    if not ids then return true, got end
+    got = true
     local raws, hs, ckeys = {}, {}, {}
     for i, id in ipairs(ids) do
       local raw = redis.pcall('HGETALL', job_key(id))
@@ -362,9 +364,9 @@ local function take(ak, pinned_to, prio)
       end
       -- any other state: a stale list entry (the job moved on); drop it
     end
-    if #ids < want then return true end
+    if #ids < want then return true, got end
   end
-  return false
+  return false, got
 end
 
 -- This worker's pinned jobs first (sticky routing), then the shared lists
@@ -372,13 +374,17 @@ end
 -- Other workers' pin lists are never touched, so a backlog pinned
 -- elsewhere costs this claim nothing.
 flush_pushes() -- promoted jobs are in their lists before the pops
-if not quiet then take(pin_key(worker), worker) end
+local pin_taken = false
+if not quiet then pin_taken = select(2, take(pin_key(worker), worker)) end
 take_flagged(take, jobs, n)
 if #jobs < n then take(avail_key(0), nil, 0) end
 for i = #held, 1, -1 do
   redis.call('LPUSH', held[i][1], held[i][2])
   if held[i][3] then mark_priority(held[i][3]) end
 end
+-- once the suspects are back: a pin list this claim emptied leaves the
+-- index of pin lists (a claim that took no entry from it pays nothing)
+if pin_taken then pin_left(worker) end
 rate_fronts()
 local passed = false
 for ck, ps in pairs(passes) do

@@ -243,8 +243,8 @@ end
 -- The partition's other keys, each named here only (Go: keys.Partition,
 -- TestLuaKeysAgree): a held unique key, a rate class's token bucket, wait
 -- list and promises to the waiters it let go, a concurrency key's wait
--- list and the waiter counts, a worker's pin list and the sticky fallback
--- deadlines, the paused flag,
+-- list and the waiter counts, a worker's pin list, the sticky fallback
+-- deadlines and the index of the workers with a pin list, the paused flag,
 -- a minute's throughput, pending death reports, the quarantine hold of a
 -- fingerprint and the jobs held on it, a relayed follow-up's marker.
 local function unique_key(k) return PFX .. 'uq:' .. k end
@@ -255,6 +255,7 @@ local function ccwait_key(key) return PFX .. 'cw:' .. key end
 local CC_WAITING = PFX .. 'cwn'
 local function pin_key(worker) return PFX .. 'pin:' .. worker end
 local PIN_DEADLINES = PFX .. 'pinx'
+local PIN_WORKERS = PFX .. 'pinw'
 local PAUSED = PFX .. 'paused'
 -- MODEL_KEY holds the partition's data model, the meaning of its keys, when
 -- a release that changed it raised it; absent, it is model 1. Every script

@@ -660,7 +660,10 @@ local function promote_pinned()
         -- never comes back would keep for ever; from the head, where the
         -- oldest entries are (LREM is O(position)); a pcall: a key of
         -- another type holds no entry, and raising would fail the call
-        if h[6] and h[6] ~= '' then redis.pcall('LREM', pin_key(h[6]), 1, id) end
+        if h[6] and h[6] ~= '' then
+          local gone = redis.pcall('LREM', pin_key(h[6]), 1, id)
+          if type(gone) == 'number' and gone > 0 then pin_left(h[6]) end
+        end
         mark_priority(p)
         wake()
       elseif h[2] == 'f' then

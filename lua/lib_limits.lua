@@ -210,6 +210,7 @@ local function unlist(jk, id, oldest)
   -- (promote_pinned): a claim drops an entry found there all the same
   if h[2] and not h[3] then n = redis.pcall('LREM', pin_key(h[2]), oldest and 1 or -1, id) end
   if type(n) ~= 'number' then n = 0 end
+  if n > 0 then pin_left(h[2]) end -- (its list's index, lib_ready.lua)
   if not h[2] or h[3] then
     local m = redis.pcall('LREM', avail_key(priority_of(h[1])), -1, id)
     if type(m) == 'number' then n = n + m end

@@ -12,6 +12,21 @@ local function priority_of(p)
   return p
 end
 
+-- PIN_WORKERS indexes the workers whose pin lists hold entries (a zset,
+-- every score 0, so that list.lua pages through it by name), for
+-- listings: no command finds a partition's pin lists otherwise, and a
+-- job pinned to a worker that is gone would be counted and never shown.
+-- push_ready adds a worker as it pins a job to it (the unpinned path
+-- pays nothing); whoever takes entries out of a pin list calls pin_left,
+-- which drops the worker once its list is gone. Both are idempotent.
+-- Pin lists made by an earlier release, before the index, are indexed by
+-- the first maintenance pass over the partition (maintain.lua, from a
+-- scan), which marks the index complete with the member '' (no worker).
+-- A zset of another type (corrupt data) is set aside (call_aside).
+local function pin_left(worker)
+  if redis.call('EXISTS', pin_key(worker)) == 0 then call_aside('ZREM', PIN_WORKERS, nil, worker) end
+end
+
 -- push_ready puts an available job where claims find it: the list of its
 -- priority or, for a job that prefers a worker (F.sticky_worker), that
 -- worker's pin list, with the deadline of its fallback in pinx
@@ -29,6 +44,7 @@ local function push_ready(id, front, prio, sw, sm, sd, keep)
   if sw then
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)
+    call_aside('ZADD', PIN_WORKERS, nil, 0, sw)
     if sm == 'a' or sm == 'f' then
       -- count_of: 'nan' or 'inf' (corrupt data), which tonumber takes,
       -- would be refused by ZADD after the call's writes

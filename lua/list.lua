@@ -12,7 +12,8 @@
 --          do entries of that score that left; for scheduled and retryable, a part
 --          of their index and a place in it (below); for available,
 --          'priority.offset', the offset counted from the tail of that
---          priority's list (jobs enqueued between pages shift it).
+--          priority's list (jobs enqueued between pages shift it), then
+--          'p' .. worker (in hex) .. '.offset' in the pin lists.
 -- ARGV[11] the most jobs to return
 -- ARGV[12] the most entries to examine (stale entries are examined but
 --          not returned)
@@ -21,12 +22,17 @@
 --   (in a bucket of later jobs, by the order they were put there),
 --   finished states by deletion time (finish time plus retention), each
 --   highest first; available by priority (highest first) then newest
---   first within a priority.
+--   first within a priority, then the jobs pinned to a worker (sticky
+--   routing), worker by worker in the order of their names
+--   (PIN_WORKERS, lib_ready.lua), newest first on each: a pinned job is
+--   available too (QueueStats counts it), and one pinned to a worker that
+--   is gone is found only here.
 -- Returns: { next, entry... }: next is the cursor after the last entry
 --   examined, '' when the partition has no more; each entry is
 --   { cursor after it, sort key, id, FIELDS values... }. The sort key is
---   the zset score, or for available priority * 1e14 + creation time, so
---   callers can merge partitions.
+--   the zset score, or for available priority * 1e14 + creation time
+--   (for a pinned job, priority - MAX_PRIORITY - 1: after every job of the
+--   shared lists of any partition), so callers can merge partitions.
 -- Transitions: none.
 do local refused = model_error() if refused then return refused end end
 local FIELDS = {
@@ -45,7 +51,7 @@ local seen = {}
 -- when that cannot be read) with cursor after, if it is in the state and
 -- of the kind asked; indexed, when given, checks that its due time (nil
 -- when it is no finite number: the entry is the job's, lib_ready.lua)
--- still belongs where it was found. It returns whether it listed it (a
+-- still belongs where it was found (it is given the job's ID too). It returns whether it listed it (a
 -- caller that passes no cursor then writes its own there, built only for
 -- the entries listed).
 local function consider(id, key, after, indexed, near)
@@ -56,10 +62,14 @@ local function consider(id, key, after, indexed, near)
   if h[1] ~= state or (kind ~= '' and h[2] ~= kind) then return false end
   local at = tonumber(h[8])
   if at and not (at > -math.huge and at < math.huge) then at = nil end
-  if indexed and not indexed(at) then return false end -- stale: listed where it is now
+  if indexed and not indexed(at, id) then return false end -- stale: listed where it is now
   seen[id] = true
   key = key or (at and h[8]) or near
-  if state == 'available' then key = string.format('%.0f', priority_of(h[3]) * 1e14 + (tonumber(h[7]) or 0)) end
+  if state == 'available' then
+    local p = priority_of(h[3])
+    if key == 'pin' then p = p - MAX_PRIORITY - 1 end -- after the shared lists' jobs (see Returns)
+    key = string.format('%.0f', p * 1e14 + (tonumber(h[7]) or 0))
+  end
   local e = { after, key, id }
   for i = 1, #FIELDS do e[3 + i] = h[i] or false end
   out[#out + 1] = e
@@ -216,9 +226,18 @@ end
 
 if state ~= 'available' then return redis.error_reply('ERR sluice: unknown state ' .. tostring(state)) end
 local prio, off = MAX_PRIORITY, 0
+local pinw -- the pin list's worker a cursor names (then prio is -1)
 if cursor ~= '' then
+  -- no cursor of list.lua's is longer (a worker ID of 128 bytes in hex;
+  -- Go checks its form)
+  if #cursor > 300 then return redis.error_reply('ERR sluice: no cursor of a listing: ' .. string.sub(cursor, 1, 40)) end
   local p, o = string.match(cursor, '^(%d+)%.(%d+)$')
-  prio, off = tonumber(p), tonumber(o)
+  if not p then
+    local hw
+    if #cursor <= 300 then hw, o = string.match(cursor, '^p(%x*)%.(%d+)$') end
+    pinw, p = hw and unhex(hw), -1
+  end
+  prio, off = tonumber(p), tonumber(o) or 0
 end
 while prio >= 0 do
   while #out - 1 < n and examined < budget do
@@ -238,4 +257,44 @@ while prio >= 0 do
   end
   prio, off = prio - 1, 0
 end
+
+-- The pin lists, worker by worker (PIN_WORKERS by name), each from its
+-- tail, as the shared lists. An entry is the job's while the job is
+-- pinned to that worker and not handed to every worker by its fallback
+-- (claim.lua's rule): an entry a reroute or a fallback left there (an
+-- older release's) is stale, its job listed where it is now. A worker's
+-- name longer than a worker ID may be (corrupt data) names no cursor,
+-- and is passed over. An index of another type lists nothing (pcall).
+local function pinned_to(w)
+  return function(_, id)
+    local h = redis.pcall('HMGET', job_key(id), F.sticky_worker, F.sticky_mode, F.sticky_fallback)
+    return not h.err and h[1] == w and h[2] and not h[3] and true or false
+  end
+end
+local w, done = pinw, false
+if not w then off = 0 end
+while #out - 1 < n and examined < budget do
+  if not w or done then
+    local nx = redis.pcall('ZRANGEBYLEX', PIN_WORKERS, w and '(' .. w or '-', '+', 'LIMIT', 0, 1)
+    if nx.err or #nx == 0 then return out end
+    w, off, done = nx[1], 0, false
+  end
+  if #w <= 128 and #w > 0 then
+    local want = math.min(n - (#out - 1), budget - examined)
+    local batch = redis.pcall('LRANGE', pin_key(w), -(off + want), -(off + 1))
+    if batch.err then batch = {} end
+    local check = pinned_to(w)
+    for i = #batch, 1, -1 do
+      off = off + 1
+      examined = examined + 1
+      consider(batch[i], 'pin', 'p' .. hex(w) .. '.' .. off, check)
+    end
+    done = #batch < want -- its list is read: the next worker's
+  else
+    done = true
+  end
+end
+-- (a list read to its end as the page filled: the next page reads it
+-- from off, finds no more, and goes on to the next worker)
+if w then out[1] = 'p' .. hex(w) .. '.' .. off end
 return out

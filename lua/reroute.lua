@@ -94,7 +94,8 @@ if s == 'available' then
     if pinned and pinned ~= to then
       -- its entry leaves the list of the worker it no longer prefers:
       -- one that never comes back would keep it for ever
-      redis.pcall('LREM', pin_key(pinned), -1, id)
+      local gone = redis.pcall('LREM', pin_key(pinned), -1, id)
+      if type(gone) == 'number' and gone > 0 then pin_left(pinned) end
     end
     if to and o[2] == to then
       local pk = pin_key(to)

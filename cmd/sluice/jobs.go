@@ -26,7 +26,8 @@ func (c *cli) jobsListCmd() *cobra.Command {
 expiry, scheduled and retryable ones by due time, finished ones by when
 they are deleted (finish time plus retention, so a job kept longer lists
 before one that finished after it), available ones by priority, then
-latest enqueued first.`,
+latest enqueued first, then those pinned to a worker (sticky routing,
+whether that worker is live or gone), worker by worker.`,
 		Example: `  sluice jobs list --state archived --queue mail
   sluice jobs list --state archived --queue mail --cursor <the cursor the last page printed>`,
 		Args: noArgs,

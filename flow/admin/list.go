@@ -44,7 +44,9 @@ type JobPage struct {
 // newest first: running jobs by lease expiry, scheduled and retryable ones
 // by due time, finished ones by finish time (their deletion time, to be
 // exact: finish time plus retention), each latest first; available jobs by
-// priority (highest first), then latest enqueued first.
+// priority (highest first), then latest enqueued first, then the available
+// jobs pinned to a worker (sticky routing; its worker live or gone),
+// worker by worker in the order of their names, each latest first.
 //
 // Memory and Redis time are bounded by the page: each script call reads at
 // most a few thousand entries of one partition, and a page needs one or a
@@ -143,10 +145,10 @@ const cursorDone = "-"
 // the entries of that score examined and the last of them (running and
 // finished states), a
 // part of the scheduled index and a place in it, a priority and an offset
-// (lua/list.lua).
+// (lua/list.lua), or a worker's pin list (in hex) and an offset.
 var cursorForms = map[string]*regexp.Regexp{
 	flow.StateScheduled: regexp.MustCompile(`^(?:[fn]` + scoreForm + `:\d{1,15}` + memberForm + `|b\d{1,15}\.\d{1,15})$`),
-	flow.StateAvailable: regexp.MustCompile(`^\d\.\d{1,15}$`),
+	flow.StateAvailable: regexp.MustCompile(`^(?:\d|p(?:[0-9a-f]{2}){1,128})\.\d{1,15}$`),
 	"":                  regexp.MustCompile(`^` + scoreForm + `:\d{1,15}` + memberForm + `$`),
 }
 

@@ -64,6 +64,11 @@ func (p Partition) Pinned(worker string) string { return p.Prefix() + "pin:" + w
 // PinDeadlines is the sorted set of pinned jobs by their fallback time.
 func (p Partition) PinDeadlines() string { return p.Prefix() + "pinx" }
 
+// PinWorkers is the sorted set (every score 0) of the workers whose pin
+// lists hold entries, by which a listing finds pinned jobs
+// (lua/lib_ready.lua PIN_WORKERS).
+func (p Partition) PinWorkers() string { return p.Prefix() + "pinw" }
+
 // DataModel holds the partition's data model (the meaning of its keys)
 // once a release that changed it has raised it; absent, it is model 1.
 // The scripts of a release refuse a partition at a model newer than their

@@ -24,7 +24,7 @@ func TestLuaKeysAgree(t *testing.T) {
 		"kids_key": p.Kids(x), "kidcount_key": p.KidCount(x),
 		"unique_key": p.Unique(x), "rate_key": p.RateBucket(x), "ratewait_key": p.RateWait(x), "ratego_key": p.RateLetGo(x),
 		"ccwait_key": p.ConcurrencyWait(x), "CC_WAITING": p.ConcurrencyWaiting(), "pin_key": p.Pinned(x),
-		"PIN_DEADLINES": p.PinDeadlines(), "PAUSED": p.Paused(), "minute_key": p.Minute(7),
+		"PIN_DEADLINES": p.PinDeadlines(), "PIN_WORKERS": p.PinWorkers(), "PAUSED": p.Paused(), "minute_key": p.Minute(7),
 		"DEATHS": p.Deaths(), "hold_key": p.QuarantineHold(x), "held_key": p.HeldOn(x), "hold_next_key": p.HoldNext(x),
 		"followup_key": p.FollowUp(x), "notemark_key": p.NoteMark(x), "CALL_KEY": p.Call(x), "PM_KEY": p.Priorities(),
 		"WATCHING": p.Watching(), "DONE_CHANNEL": p.DoneChannel(),

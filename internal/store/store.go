@@ -36,6 +36,9 @@ type Store struct {
 	rdb   redis.UniversalClient
 	cfg   Config
 	pkeys sync.Map // keys.Partition -> *partKeys
+	// pinsIndexed holds the prefixes of the partitions whose index of pin
+	// lists this process found complete (unindexedPins)
+	pinsIndexed sync.Map
 	// keep ends every call ID: '~' and how long, in ms, its record is kept
 	// (callKeep, read by lua/lib_replay.lua); keepFor is that time
 	keep    string
