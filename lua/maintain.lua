@@ -10,7 +10,8 @@
 -- ARGV[12]: the crash delay (ms) of a reaped job's first crash (lib_lifecycle.lua
 --   crash; 0: available at once)
 -- ARGV[13...]: absent, or the workers whose pin lists a scan found
---   (store.Maintain, once per partition whose index of pin lists,
+--   (store.IndexPinLists, before a listing of available jobs, once per
+--   partition whose index of pin lists,
 --   PIN_WORKERS, is not marked complete: pin lists made by an earlier
 --   release, before the index, which a listing would not find): each
 --   whose list exists is indexed, and the index is marked complete with
@@ -48,11 +49,13 @@ call_aside('ZCARD', K_SCHED)
 call_aside('ZCARD', K_LATER)
 -- (before the pass: a job the reap or promote pins indexes its worker as
 -- any push does; ZADD of one indexed is a no-op, a re-sent call's too)
-for i = 13, #ARGV do
+-- (the call ID is the last ARGV, lib_replay.lua: the workers are those
+-- before it, none in a worker's pass)
+for i = 13, #ARGV - 1 do
   local w = ARGV[i]
   if w ~= '' and redis.call('EXISTS', pin_key(w)) == 1 then call_aside('ZADD', PIN_WORKERS, nil, 0, w) end
 end
-if ARGV[13] then call_aside('ZADD', PIN_WORKERS, nil, 0, '') end
+if #ARGV > 13 then call_aside('ZADD', PIN_WORKERS, nil, 0, '') end
 local reaped = reap(tonumber(ARGV[9]), tonumber(ARGV[12]))
 local promoted = promote(ARGV[10])
 local deleted = sweep(tonumber(ARGV[11]))

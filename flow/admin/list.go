@@ -89,6 +89,13 @@ func (c *Client) ListJobs(ctx context.Context, o ListOptions) (JobPage, error) {
 	if err != nil {
 		return JobPage{}, err
 	}
+	if o.State == flow.StateAvailable {
+		for _, s := range streams {
+			if err := c.b.Store.IndexPinLists(ctx, s.p); err != nil {
+				return JobPage{}, err
+			}
+		}
+	}
 	budget := min(max(4*o.Limit, 1000), 5000)
 	fill := func(s *stream) error {
 		for len(s.buf) == 0 && !s.done {

@@ -88,20 +88,18 @@ type Maintenance struct {
 // (lua/maintain.lua): it reclaims up to reapLimit jobs whose lease expired,
 // makes up to promoteLimit due jobs available, and deletes up to
 // sweepLimit finished jobs per terminal state whose retention passed. A
-// limit of 0 skips that part. Its first pass over a partition whose
-// index of pin lists is not complete indexes them first (unindexedPins).
+// limit of 0 skips that part.
 func (s *Store) Maintain(ctx context.Context, p keys.Partition, reapLimit, promoteLimit, sweepLimit int) (Maintenance, error) {
-	pins, err := s.unindexedPins(ctx, p)
-	if err != nil {
-		return Maintenance{}, err
-	}
+	return s.maintain(ctx, p, reapLimit, promoteLimit, sweepLimit)
+}
+
+// maintain is Maintain, with the workers whose pin lists to index
+// (IndexPinLists) as maintain.lua's last arguments.
+func (s *Store) maintain(ctx context.Context, p keys.Partition, reapLimit, promoteLimit, sweepLimit int, pins ...any) (Maintenance, error) {
 	args := append([]any{reapLimit, promoteLimit, sweepLimit, ms(s.cfg.CrashDelay)}, pins...)
 	v, err := s.run(ctx, lua.Maintain, p, args...).Result()
 	if err != nil {
 		return Maintenance{}, err
-	}
-	if pins != nil {
-		s.pinsIndexed.Store(p.Prefix(), true)
 	}
 	r, _ := v.([]any)
 	if len(r) != 3 {

@@ -96,9 +96,10 @@ func TestListAvailablePinned(t *testing.T) {
 }
 
 // TestListAvailablePinnedBeforeIndex: pin lists an earlier release made,
-// with no index, are found by the first maintenance pass over the
-// partition, which marks the index complete; a listing then lists their
-// jobs.
+// with no index, are not found by a worker's maintenance pass (its loop
+// makes no scan that could fail) but by IndexPinLists, which a listing of
+// available jobs calls first: it marks the index complete, and the
+// listing then lists their jobs.
 func TestListAvailablePinnedBeforeIndex(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -112,8 +113,13 @@ func TestListAvailablePinnedBeforeIndex(t *testing.T) {
 			if got := f.listAll("available", 10); !slices.Equal(got, []string{"a"}) {
 				t.Fatalf("listed %v before the repair, want a alone (the pin lists are not indexed)", got)
 			}
-			// this Store's first pass over the partition
 			if _, err := f.st.Maintain(f.ctx, f.p, 10, 10, 10); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.rdb.Exists(f.ctx, f.p.PinWorkers()).Val(); n != 0 {
+				t.Fatalf("a maintenance pass indexed pin lists: %q", f.rdb.ZRange(f.ctx, f.p.PinWorkers(), 0, -1).Val())
+			}
+			if err := f.st.IndexPinLists(f.ctx, f.p); err != nil {
 				t.Fatal(err)
 			}
 			if got := f.listAll("available", 10); !slices.Equal(got, []string{"a", "b"}) {

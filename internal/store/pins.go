@@ -10,15 +10,36 @@ import (
 	"github.com/sluicehq/sluice/internal/keys"
 )
 
-// unindexedPins is, for a partition whose index of pin lists
-// (keys.Partition.PinWorkers) is not marked complete, the workers whose
-// pin lists a scan of its node finds, for Maintain to index
-// (lua/maintain.lua): pin lists made by an earlier release, before the
-// index, which a listing of available jobs would not find (lua/list.lua),
-// jobs stranded on a worker that is gone among them. It is nil when the
-// index is complete: known so to this process, or marked so in Redis.
-// The scan runs once per partition, not per pass: maintain.lua marks the
-// index complete, and this process remembers it.
+// IndexPinLists makes sure the partition's index of pin lists
+// (keys.Partition.PinWorkers) names every worker that has one, for a
+// listing of available jobs (lua/list.lua) to find the jobs pinned to
+// each, a gone worker's among them. Pin lists made by an earlier release,
+// before the index, are found by one scan of the partition's node and
+// indexed by maintain.lua, which marks the index complete (the member
+// ”): no process scans for them again. It runs on an operator's listing,
+// not in a worker's maintenance: a scan that fails there would stop no
+// reaping. A Redis user that may not SCAN (NOPERM) lists what the index
+// holds: every pin made by this release.
+func (s *Store) IndexPinLists(ctx context.Context, p keys.Partition) error {
+	pins, err := s.unindexedPins(ctx, p)
+	if redis.IsPermissionError(err) {
+		s.pinsIndexed.Store(p.Prefix(), true) // asked again, it would refuse again
+		return nil
+	}
+	if err != nil || pins == nil {
+		return err
+	}
+	if _, err := s.maintain(ctx, p, 0, 0, 0, pins...); err != nil {
+		return err
+	}
+	s.pinsIndexed.Store(p.Prefix(), true)
+	return nil
+}
+
+// unindexedPins is, for a partition whose index of pin lists is not
+// marked complete, the workers whose pin lists a scan of its node finds,
+// led by ” (the mark maintain.lua adds). It is nil when the index is
+// complete: known so to this process, or marked so in Redis.
 func (s *Store) unindexedPins(ctx context.Context, p keys.Partition) ([]any, error) {
 	if _, ok := s.pinsIndexed.Load(p.Prefix()); ok {
 		return nil, nil
