@@ -16,7 +16,7 @@ import (
 // each, a gone worker's among them. Pin lists made by an earlier release,
 // before the index, are found by one scan of the partition's node and
 // indexed by maintain.lua, which marks the index complete (the member
-// ”): no process scans for them again. It runs on an operator's listing,
+// ""): no process scans for them again. It runs on an operator's listing,
 // not in a worker's maintenance: a scan that fails there would stop no
 // reaping. A Redis user that may not SCAN (NOPERM) lists what the index
 // holds: every pin made by this release.
@@ -38,7 +38,7 @@ func (s *Store) IndexPinLists(ctx context.Context, p keys.Partition) error {
 
 // unindexedPins is, for a partition whose index of pin lists is not
 // marked complete, the workers whose pin lists a scan of its node finds,
-// led by ” (the mark maintain.lua adds). It is nil when the index is
+// led by "" (the mark maintain.lua adds). It is nil when the index is
 // complete: known so to this process, or marked so in Redis.
 func (s *Store) unindexedPins(ctx context.Context, p keys.Partition) ([]any, error) {
 	if _, ok := s.pinsIndexed.Load(p.Prefix()); ok {
