@@ -14,7 +14,7 @@ var (
 		"dd": true, "wch": true, "outbox": true, "sched": true, "later": true,
 		"run": true, "stats": true, "pm": true, "completed": true, "archived": true,
 		"quarantined": true, "cancelled": true, "idle": true, "cc": true,
-		"rwake": true, "paused": true, "cwn": true, "pinx": true, "dm": true,
+		"rwake": true, "paused": true, "cwn": true, "pinx": true, "pinw": true, "dm": true,
 	}
 	partitionFamilies = map[string]bool{
 		"j": true, "e": true, "b": true, "s": true, "k": true, "kc": true,
