@@ -259,16 +259,14 @@ for _, e in ipairs(entries) do
       finish(jk, id, 'running', 'archived', 'deadline_exceeded', m)
       state = 'archived'
     elseif code == 'crash' then
-      record_error(jk, id, reason, msg, data)
-      state = crash(jk, id, 'running', delay)
+      state = crash(jk, id, 'running', delay, { reason, msg, data }) -- its error recorded once counted
       if state == 'archived' then state = STATUS.malformed end -- its crash counter corrupt
     elseif code == 'expire' then
       if not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
         finish(jk, id, 'running', 'archived', 'malformed', m) -- a corrupt orphan counter, as the reaper does
         state = STATUS.malformed
       else
-        record_error(jk, id, reason, msg, data)
-        state = crash(jk, id, 'running', delay)
+        state = crash(jk, id, 'running', delay, { reason, msg, data })
         if state == 'archived' then state = STATUS.malformed end -- its crash counter corrupt
       end
     elseif code == 'release' then

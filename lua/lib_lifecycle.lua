@@ -422,7 +422,11 @@ end
 -- process down neither comes straight back nor comes back beside the jobs
 -- it took down with it (claims also lease at most one job with a crash on
 -- record per worker that runs none: claim.lua). A delay of 0 makes it
--- available at once, at the back of its list.
+-- available at once, at the back of its list. rec, when given, is the
+-- crash's error record ({ class, message, stack }: record_error), written
+-- once the crash is counted: a record holds the counters with its own
+-- failure counted, as a retry's does (ack.lua), so that the record of a
+-- first crash reads crash 1, not the 0 of the error before it.
 local CRASH_DELAY_MAX = 60000
 -- bump adds 1 to the counter field f of job jk and returns it, or nil
 -- when the field holds what HINCRBY refuses (corrupt data): HINCRBY would
@@ -433,8 +437,9 @@ local function bump(jk, f)
   if type(v) ~= 'number' then return nil end
   return v
 end
-local function crash(jk, id, from, delay)
+local function crash(jk, id, from, delay, rec)
   local c = bump(jk, F.crash_attempt)
+  if rec then record_error(jk, id, rec[1], rec[2], rec[3]) end
   if not c then
     finish(jk, id, from, 'archived', 'malformed')
     return 'archived'
@@ -571,8 +576,7 @@ local function reap(limit, delay)
         finish(jk, id, 'running', 'archived', 'malformed')
         out[#out + 1] = 'archived'
       else
-        record_error(jk, id, 'lease_expired', 'lease expired while held by ' .. holder, '')
-        out[#out + 1] = crash(jk, id, 'running', delay)
+        out[#out + 1] = crash(jk, id, 'running', delay, { 'lease_expired', 'lease expired while held by ' .. holder, '' })
       end
       out[#out + 1] = holder
     end

@@ -13,8 +13,9 @@ type Orphan struct {
 
 // ErrorRecord is one of a job's recent errors: its class (error, timeout,
 // panic, lease_expired, deadline, effect, effect_dead, ...), when, the
-// counters at the time, the message and, for panics and crashes, the
-// stack.
+// counters at the time, its own failure counted (a job's first error
+// reads attempt 1, its first crash crash 1), the message and, for panics
+// and crashes, the stack.
 type ErrorRecord struct {
 	Class        string
 	At           time.Time
