@@ -7,10 +7,16 @@
 --          after ARGV[11] and before ARGV[12] (ms), ARGV[13] the time its
 --          generated ID carries, or '' '' '': any job of the ID
 --          (lib_admin.lua other_job)
+-- ARGV[14], ARGV[15] the job must have its fence ARGV[14] and its count
+--         of redrives ARGV[15] (each '': any), as a tool showed it, or
+--         not given: any (lib_admin.lua moved_on)
 -- Returns: { status, state }
 --   'ok', previous state     the job is now cancelled (reason 'operator')
 --   'missing', ''            no such job
 --   'final', state           the job is already in a terminal state
+--   'changed ' .. field, state  refused: the job's fence or count of
+--                            redrives is not ARGV[14] or ARGV[15]
+--                            (field 'fence' or 'redrives'); nothing written
 --   'conflict', created      refused: the job was created (ms) out of
 --                            ARGV[11]..ARGV[12], another job; nothing written
 --   A created-time field that is no whole number of ms (given ARGV[11])
@@ -39,6 +45,10 @@ do
   local other, bad = other_job(jk, id, 11)
   if bad then return bad end
   if other then return remember({ STATUS.conflict, other }) end
+end
+do -- the job ran again or was redriven since the tool showed it
+  local changed = moved_on(jk, 14)
+  if changed then return remember({ STATUS.changed .. changed, s }) end
 end
 if TERMINAL[s] then return { STATUS.final, s } end
 if s == 'running' then

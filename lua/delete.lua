@@ -7,10 +7,16 @@
 --         ARGV[10] and before ARGV[11] (ms), ARGV[12] the time its
 --         generated ID carries, or '' '' '': any job of the ID
 --         (lib_admin.lua other_job)
+-- ARGV[13], ARGV[14] the job must have its fence ARGV[13] and its count
+--         of redrives ARGV[14] (each '': any), as a tool showed it, or
+--         not given: any (lib_admin.lua moved_on)
 -- Returns: { status, state }
 --   'ok', previous state     the job is gone
 --   'missing', ''            no such job
 --   'running', 'running'     refused: cancel it first
+--   'changed ' .. field, state  refused: the job's fence or count of
+--                            redrives is not ARGV[13] or ARGV[14]
+--                            (field 'fence' or 'redrives'); nothing written
 --   'conflict', created      refused: the job was created (ms) out of
 --                            ARGV[10]..ARGV[11], another job; nothing written
 --   A created-time field that is no whole number of ms (given ARGV[10])
@@ -34,6 +40,10 @@ do
   local other, bad = other_job(jk, id, 10)
   if bad then return bad end
   if other then return remember({ STATUS.conflict, other }) end
+end
+do -- the job ran again or was redriven since the tool showed it
+  local changed = moved_on(jk, 13)
+  if changed then return remember({ STATUS.changed .. changed, s }) end
 end
 if s == 'running' then return { STATUS.running, s } end
 remove_job(jk, id, s, h[2])

@@ -84,3 +84,21 @@ local function other_job(jk, id, k)
   if ct and ct >= lo and ct < hi then return nil end
   return ct or 0
 end
+
+-- moved_on checks that job id (key jk) is as an operator's tool showed
+-- it, beyond its creation time (other_job): ARGV[k] its fence (the
+-- attempts it began) and ARGV[k+1] the count of its redrives, each as the
+-- tool showed it or '' (not checked). Checked in the call that acts, as
+-- other_job is, so that a job that ran again or was redriven since the
+-- tool looked (keeping its creation time) is not acted on again. It
+-- returns nil when the job is as shown, or the call names nothing (a
+-- caller that passes no such arguments: the call ID is the last ARGV);
+-- 'fence' when it ran again, 'redrives' when it was redriven. A field
+-- that is not there is 0, as Go reads it.
+local function moved_on(jk, k)
+  if #ARGV <= k + 1 or (ARGV[k] == '' and ARGV[k + 1] == '') then return nil end
+  local h = redis.call('HMGET', jk, F.fence, F.redrives)
+  if ARGV[k] ~= '' and (h[1] or '0') ~= ARGV[k] then return 'fence' end
+  if ARGV[k + 1] ~= '' and (h[2] or '0') ~= ARGV[k + 1] then return 'redrives' end
+  return nil
+end

@@ -175,6 +175,8 @@ local STATUS = {
   exists = 'exists',
   -- a job with this ID exists with other content (enqueue), or was created at another time than named (unsignal)
   conflict = 'conflict',
+  -- a prefix, then 'fence' or 'redrives': the job ran again or was redriven since a tool showed it: nothing written (cancel, delete, runnow, redrive)
+  changed = 'changed ',
   -- the fresh random ID is another job's: nothing added (enqueue)
   taken = 'taken',
   -- a prefix, then the ID of the job holding the unique key: nothing added (enqueue)

@@ -8,13 +8,17 @@
 --   not, three for each ID in turn: the job must have been created at
 --   or after the first and before the second (ms), the third the time its
 --   generated ID carries, or '' '' '': any job of the ID (lib_admin.lua
---   other_job).
+--   other_job); then, or not (given these), two for each ID in turn: the
+--   job must have that fence and that count of redrives, each '': any
+--   (lib_admin.lua moved_on).
 --   Returns one status per ID: 'ok' (moved), 'missing', 'malformed' (its
 --   key holds another type than a hash, its state field names no
 --   state, or, given its creation range, its created-time field is no
 --   whole number of ms), 'conflict ' .. created (the job was created, ms,
---   out of its range: another job), or the job's state when it is not one
---   the action takes (nothing written for it).
+--   out of its range: another job), 'changed ' .. field .. ' ' .. state
+--   (its fence or count of redrives, field 'fence' or 'redrives', is not
+--   the one named: it ran again or was redriven since), or the job's
+--   state when it is not one the action takes (nothing written for it).
 --
 -- 'select': one bounded step of a scan of one terminal zset, oldest
 --   first, moving (or, in a dry run, only counting) the jobs that match.
@@ -89,12 +93,14 @@ if ARGV[9] == 'ids' then
     local jk = job_key(id)
     local h, bad = fields(jk, F.state, F.reason)
     h[1] = state_of(h[1])
-    local other, wrong = nil, nil
+    local other, wrong, changed = nil, nil, nil
     if not bad and h[1] then
       -- the job a tool showed, not one given its ID since; one whose
       -- created-time field tells no job is malformed, as a corrupt state
       -- (the others of the call are moved all the same)
       other, wrong = other_job(jk, id, 12 + n + 3 * (i - 1))
+      -- nor one that ran again or was redriven since the tool looked
+      if not other and not wrong then changed = moved_on(jk, 12 + 4 * n + 2 * (i - 1)) end
     end
     if bad or wrong then
       out[i] = STATUS.malformed -- its key holds another type: not missing
@@ -104,6 +110,8 @@ if ARGV[9] == 'ids' then
       out[i] = STATUS.conflict .. ' ' .. string.format('%d', other)
     elseif not SCODE[h[1]] then
       out[i] = STATUS.malformed -- a state no release writes: corrupt data
+    elseif changed then
+      out[i] = STATUS.changed .. changed .. ' ' .. h[1]
     elseif takes[h[1]] then
       revive(jk, id, h[1], h[2])
       out[i] = STATUS.ok

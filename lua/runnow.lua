@@ -7,6 +7,9 @@
 --         ARGV[10] and before ARGV[11] (ms), ARGV[12] the time its
 --         generated ID carries, or '' '' '': any job of the ID
 --         (lib_admin.lua other_job)
+-- ARGV[13], ARGV[14] the job must have its fence ARGV[13] and its count
+--         of redrives ARGV[14] (each '': any), as a tool showed it, or
+--         not given: any (lib_admin.lua moved_on)
 -- Returns: { status, state }
 --   'ok', previous state        the job is available: at the back of its
 --                               priority's list, or of its preferred
@@ -19,6 +22,9 @@
 --                               (WithQuarantineHold)
 --   state, state                refused: the job is available, running or
 --                               finished
+--   'changed ' .. field, state  refused: the job's fence or count of
+--                               redrives is not ARGV[13] or ARGV[14]
+--                               (field 'fence' or 'redrives')
 --   'conflict', created         refused: the job was created (ms) out of
 --                               ARGV[10]..ARGV[11], another job
 --   an error (WRONGTYPE)        its job's key or state is corrupt, or (given
@@ -47,6 +53,10 @@ do
   local other, bad = other_job(jk, id, 10)
   if bad then return bad end
   if other then return remember({ STATUS.conflict, other }) end
+end
+do -- the job ran again or was redriven since the tool showed it
+  local changed = moved_on(jk, 13)
+  if changed then return remember({ STATUS.changed .. changed, s }) end
 end
 if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
 if s == 'scheduled' then

@@ -87,6 +87,28 @@ func (e *OtherJobError) Error() string {
 // Is makes errors.Is(err, ErrWrongState) true.
 func (e *OtherJobError) Is(target error) bool { return target == ErrWrongState }
 
+// MovedOnError: a call that named a job by what a tool showed of it (its
+// fence, the attempts it began, or its count of redrives: admin.Shown)
+// found the job moved on since, keeping its creation time: it ran again
+// (Field "fence") or was redriven (Field "redrives"). Nothing was
+// written. errors.Is(err, ErrWrongState) matches it.
+type MovedOnError struct {
+	ID    string // the job ID (queue:partition:id)
+	Field string // "fence" or "redrives": what is not as shown
+	State string // the state the job is in now
+}
+
+func (e *MovedOnError) Error() string {
+	why := "ran again"
+	if e.Field == "redrives" {
+		why = "was redriven"
+	}
+	return "sluice: job " + e.ID + " " + why + " since it was shown (it is " + e.State + " now): nothing written"
+}
+
+// Is makes errors.Is(err, ErrWrongState) true.
+func (e *MovedOnError) Is(target error) bool { return target == ErrWrongState }
+
 // ConflictError: a job could not be enqueued because its ID (WithID) is
 // taken by an existing job with another kind or other arguments.
 // errors.Is(err, ErrConflict) matches it.

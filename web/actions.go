@@ -50,7 +50,7 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			from, before, err := formCreated(f)
+			from, before, shown, err := formShown(f)
 			if err != nil {
 				return "", "", err
 			}
@@ -58,7 +58,7 @@ var actions = map[string]action{
 			if from.IsZero() {
 				res, err = c.ops.CancelJob(ctx, id)
 			} else {
-				res, err = c.ops.CancelJobOf(ctx, id, from, before)
+				res, err = c.ops.CancelJobOf(ctx, id, from, before, shown)
 			}
 			return "cancelled " + id + keptFor(res, queueOf(id)), jobPath(id), otherJob(id, err)
 		}},
@@ -69,14 +69,14 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			from, before, err := formCreated(f)
+			from, before, shown, err := formShown(f)
 			if err != nil {
 				return "", "", err
 			}
 			if from.IsZero() {
 				err = c.ops.DeleteJob(ctx, id)
 			} else {
-				err = c.ops.DeleteJobOf(ctx, id, from, before)
+				err = c.ops.DeleteJobOf(ctx, id, from, before, shown)
 			}
 			return "deleted " + id, "/queues/" + url.PathEscape(queueOf(id)), otherJob(id, err)
 		}},
@@ -87,14 +87,14 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			from, before, err := formCreated(f)
+			from, before, shown, err := formShown(f)
 			if err != nil {
 				return "", "", err
 			}
 			if from.IsZero() {
 				err = reportErr(c.ops.Redrive(ctx, id))
 			} else {
-				err = reportErr(c.ops.RedriveOf(ctx, id, from, before))
+				err = reportErr(c.ops.RedriveOf(ctx, id, from, before, shown))
 			}
 			return "redriven " + id, jobPath(id), otherJob(id, err)
 		}},
@@ -105,14 +105,14 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			from, before, err := formCreated(f)
+			from, before, shown, err := formShown(f)
 			if err != nil {
 				return "", "", err
 			}
 			if from.IsZero() {
 				err = reportErr(c.ops.Release(ctx, id))
 			} else {
-				err = reportErr(c.ops.ReleaseOf(ctx, id, from, before))
+				err = reportErr(c.ops.ReleaseOf(ctx, id, from, before, shown))
 			}
 			return "released " + id, jobPath(id), otherJob(id, err)
 		}},
@@ -123,14 +123,14 @@ var actions = map[string]action{
 			if err := c.unchanged(ctx, f); err != nil {
 				return "", "", err
 			}
-			from, before, err := formCreated(f)
+			from, before, shown, err := formShown(f)
 			if err != nil {
 				return "", "", err
 			}
 			if from.IsZero() {
 				err = c.ops.RunNow(ctx, id)
 			} else {
-				err = c.ops.RunNowOf(ctx, id, from, before)
+				err = c.ops.RunNowOf(ctx, id, from, before, shown)
 			}
 			return "made available " + id, jobPath(id), otherJob(id, err)
 		}},
@@ -771,11 +771,46 @@ func formCreated(f url.Values) (from, before time.Time, err error) {
 	return at, at.Add(time.Millisecond), nil
 }
 
+// formShown reads, besides the creation time (formCreated), the fence
+// and the count of redrives a one-job action's form records (jobFields),
+// for its call to check in its own script call as it checks the creation
+// time: unchanged checks them before, and a job that ran again or was
+// redriven between that read and the call (keeping its creation time)
+// would be acted on again, which the operator never saw.
+func formShown(f url.Values) (from, before time.Time, shown admin.Shown, err error) {
+	if from, before, err = formCreated(f); err != nil {
+		return time.Time{}, time.Time{}, admin.Shown{}, err
+	}
+	if v := f.Get("fence"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, time.Time{}, admin.Shown{}, fmt.Errorf("%w: the job's fence %q is no count", flow.ErrInvalid, v)
+		}
+		shown.Fence = &n
+	}
+	if v := f.Get("redrives"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return time.Time{}, time.Time{}, admin.Shown{}, fmt.Errorf("%w: the job's count of redrives %q is no count", flow.ErrInvalid, v)
+		}
+		shown.Redrives = &n
+	}
+	return from, before, shown, nil
+}
+
 // otherJob says an *admin.OtherJobError of one-job action's call on job
-// id as unchanged says a job given the ID since the page was shown: the
-// call itself refused it (given the ID after unchanged looked), nothing
+// id as unchanged says a job given the ID since the page was shown, and
+// an *admin.MovedOnError as it says a job that ran again or was redriven
+// since: the call itself refused it (after unchanged looked), nothing
 // done.
 func otherJob(id string, err error) error {
+	var moved *admin.MovedOnError
+	if errors.As(err, &moved) {
+		// said as unchanged says it: the call refused it (moved on
+		// after unchanged looked), nothing done
+		why := map[string]string{"fence": "ran again", "redrives": "was redriven"}[moved.Field]
+		return fmt.Errorf("%w: job %s %s since this page was shown (it is %s now): nothing done; look at it first", admin.ErrWrongState, id, why, moved.State)
+	}
 	var other *admin.OtherJobError
 	if !errors.As(err, &other) {
 		return err

@@ -44,12 +44,13 @@ type ops interface {
 	RedriveEffects(ctx context.Context, ids ...string) error
 	RunNow(ctx context.Context, id string) error
 	// the one-job actions of the job created at or after from and
-	// before before, checked in the action's own script call
-	CancelJobOf(ctx context.Context, id string, from, before time.Time) (admin.Cancelled, error)
-	DeleteJobOf(ctx context.Context, id string, from, before time.Time) error
-	RedriveOf(ctx context.Context, id string, from, before time.Time) (admin.RedriveReport, error)
-	ReleaseOf(ctx context.Context, id string, from, before time.Time) (admin.RedriveReport, error)
-	RunNowOf(ctx context.Context, id string, from, before time.Time) error
+	// before before, and as shown (its fence, its redrives), checked in
+	// the action's own script call
+	CancelJobOf(ctx context.Context, id string, from, before time.Time, shown ...admin.Shown) (admin.Cancelled, error)
+	DeleteJobOf(ctx context.Context, id string, from, before time.Time, shown ...admin.Shown) error
+	RedriveOf(ctx context.Context, id string, from, before time.Time, shown ...admin.Shown) (admin.RedriveReport, error)
+	ReleaseOf(ctx context.Context, id string, from, before time.Time, shown ...admin.Shown) (admin.RedriveReport, error)
+	RunNowOf(ctx context.Context, id string, from, before time.Time, shown ...admin.Shown) error
 	RerouteOf(ctx context.Context, id string, to flow.EnqueueOption, from, before time.Time) error
 	DiscardSignalSeq(ctx context.Context, id, name string, seq int64) (flow.SignalInfo, error)
 	DiscardSignalOf(ctx context.Context, id, name string, seq int64, from, before time.Time) (flow.SignalInfo, error)

@@ -8,6 +8,7 @@ import (
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
+	"github.com/sluicehq/sluice/sluicetype"
 )
 
 func validState(s string) bool {
@@ -47,9 +48,11 @@ func (c *Client) CancelJob(ctx context.Context, id string) (Cancelled, error) {
 // (ErrWrongState), nothing written; from not before before is
 // flow.ErrInvalid; a job whose created-time field is no whole number of
 // ms (corrupt data, which tells no job) is ErrMalformed, nothing written.
-// Other errors as CancelJob's.
-func (c *Client) CancelJobOf(ctx context.Context, id string, from, before time.Time) (Cancelled, error) {
-	cr, err := created(from, before)
+// Given a Shown, a job that ran again or was redriven since the tool
+// showed it is a *MovedOnError (ErrWrongState), nothing written. Other
+// errors as CancelJob's.
+func (c *Client) CancelJobOf(ctx context.Context, id string, from, before time.Time, shown ...Shown) (Cancelled, error) {
+	cr, err := created(from, before, shown)
 	if err != nil {
 		return Cancelled{}, err
 	}
@@ -87,9 +90,10 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // created at or after from and before before, checked in the same
 // script call as the delete: a job given the ID since a tool showed the
 // job is not deleted. Another job is an *OtherJobError (ErrWrongState),
-// nothing deleted; other errors as CancelJobOf's.
-func (c *Client) DeleteJobOf(ctx context.Context, id string, from, before time.Time) error {
-	cr, err := created(from, before)
+// nothing deleted; one that moved on since (shown) a *MovedOnError;
+// other errors as CancelJobOf's.
+func (c *Client) DeleteJobOf(ctx context.Context, id string, from, before time.Time, shown ...Shown) error {
+	cr, err := created(from, before, shown)
 	if err != nil {
 		return err
 	}
@@ -105,14 +109,50 @@ func (c *Client) deleteJob(ctx context.Context, id string, cr store.Created) err
 	return stateError(id, err)
 }
 
+// Shown is more of what a tool showed of a job than its creation time,
+// for CancelJobOf, DeleteJobOf, RunNowOf, RedriveOf and ReleaseOf to
+// check in the same script call as they act: a job that ran again
+// (another Fence) or was redriven (another Redrives) since the tool
+// showed it, keeping its creation time, is refused, a *MovedOnError
+// (ErrWrongState), nothing written. A nil field is not checked.
+type Shown struct {
+	Fence    *int64 // the job's flow.JobInfo.Fence: the attempts it began
+	Redrives *int   // the job's flow.JobInfo.Redrives
+}
+
+// MovedOnError: a call given a Shown found the job moved on since: it ran
+// again or was redriven. It matches ErrWrongState.
+type MovedOnError = sluicetype.MovedOnError
+
 // created is the store's Created of a creation time range a caller
-// gives (CancelJobOf and the others of its kind): flow.ErrInvalid when
-// it holds no time.
-func created(from, before time.Time) (store.Created, error) {
+// gives (CancelJobOf and the others of its kind), and of what else it
+// shows of the job: flow.ErrInvalid when the range holds no time, or
+// what it shows is no fence or count (negative, or given twice).
+func created(from, before time.Time, shown []Shown) (store.Created, error) {
 	if from.IsZero() || !from.Before(before) {
 		return store.Created{}, fmt.Errorf("%w: creation time range %s to %s holds no time", flow.ErrInvalid, from, before)
 	}
-	return store.Created{From: from, Before: before}, nil
+	cr := store.Created{From: from, Before: before}
+	if len(shown) > 1 {
+		return store.Created{}, fmt.Errorf("%w: %d Shown given: a call takes one", flow.ErrInvalid, len(shown))
+	}
+	for _, s := range shown {
+		if s.Fence != nil {
+			if *s.Fence < 0 {
+				return store.Created{}, fmt.Errorf("%w: fence %d (it counts attempts from 0)", flow.ErrInvalid, *s.Fence)
+			}
+			f := *s.Fence
+			cr.Fence = &f
+		}
+		if s.Redrives != nil {
+			if *s.Redrives < 0 {
+				return store.Created{}, fmt.Errorf("%w: redrives %d (it counts from 0)", flow.ErrInvalid, *s.Redrives)
+			}
+			n := int64(*s.Redrives)
+			cr.Redrives = &n
+		}
+	}
+	return cr, nil
 }
 
 // summary turns a listed job into a JobInfo.

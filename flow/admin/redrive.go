@@ -55,8 +55,11 @@ func (c *Client) Release(ctx context.Context, ids ...string) (RedriveReport, err
 // job given the ID since a tool showed the job is not redriven. Another
 // job is an *OtherJobError (ErrWrongState) in the report's Failed,
 // nothing written for it; from not before before is flow.ErrInvalid.
-func (c *Client) RedriveOf(ctx context.Context, id string, from, before time.Time) (RedriveReport, error) {
-	cr, err := created(from, before)
+// Given a Shown, a job that ran again or was redriven since the tool
+// showed it is a *MovedOnError (ErrWrongState) in Failed, nothing written
+// for it.
+func (c *Client) RedriveOf(ctx context.Context, id string, from, before time.Time, shown ...Shown) (RedriveReport, error) {
+	cr, err := created(from, before, shown)
 	if err != nil {
 		return RedriveReport{}, err
 	}
@@ -65,8 +68,8 @@ func (c *Client) RedriveOf(ctx context.Context, id string, from, before time.Tim
 
 // ReleaseOf releases job id as Release does only if it is the one
 // created at or after from and before before, as RedriveOf redrives.
-func (c *Client) ReleaseOf(ctx context.Context, id string, from, before time.Time) (RedriveReport, error) {
-	cr, err := created(from, before)
+func (c *Client) ReleaseOf(ctx context.Context, id string, from, before time.Time, shown ...Shown) (RedriveReport, error) {
+	cr, err := created(from, before, shown)
 	if err != nil {
 		return RedriveReport{}, err
 	}

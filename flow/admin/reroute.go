@@ -33,7 +33,7 @@ func (c *Client) Reroute(ctx context.Context, id string, to flow.EnqueueOption) 
 // job is an *OtherJobError (ErrWrongState), nothing written; other
 // errors as CancelJobOf's.
 func (c *Client) RerouteOf(ctx context.Context, id string, to flow.EnqueueOption, from, before time.Time) error {
-	cr, err := created(from, before)
+	cr, err := created(from, before, nil)
 	if err != nil {
 		return err
 	}

@@ -33,10 +33,10 @@ func (c *Client) RunNow(ctx context.Context, id string) error {
 // RunNowOf runs as RunNow does only if job id is the one created at or
 // after from and before before, checked in the same script call: a job
 // given the ID since a tool showed the job is not run. Another job is an
-// *OtherJobError (ErrWrongState), nothing written; other errors as
-// CancelJobOf's.
-func (c *Client) RunNowOf(ctx context.Context, id string, from, before time.Time) error {
-	cr, err := created(from, before)
+// *OtherJobError (ErrWrongState), nothing written; one that moved on
+// since (shown) a *MovedOnError; other errors as CancelJobOf's.
+func (c *Client) RunNowOf(ctx context.Context, id string, from, before time.Time, shown ...Shown) error {
+	cr, err := created(from, before, shown)
 	if err != nil {
 		return err
 	}

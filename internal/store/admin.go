@@ -26,10 +26,13 @@ func (s *Store) Cancel(ctx context.Context, ref keys.Ref, keep time.Duration) (s
 }
 
 // CancelOf is Cancel of the job of ref only if it is the one c names:
-// another is a *sluicetype.OtherJobError, nothing written.
+// another is a *sluicetype.OtherJobError, one that ran again or was
+// redriven since (c.Fence, c.Redrives) a *sluicetype.MovedOnError,
+// nothing written.
 func (s *Store) CancelOf(ctx context.Context, ref keys.Ref, keep time.Duration, c Created) (string, error) {
 	lo, hi, idAt := c.args(ref.Local)
-	args := append(s.callArgs(ref.Partition, 5), ref.Local, keys.CancelChannel(ref.NS), lo, hi, idAt)
+	fence, redrives := c.seen()
+	args := append(s.callArgs(ref.Partition, 7), ref.Local, keys.CancelChannel(ref.NS), lo, hi, idAt, fence, redrives)
 	args[s.partKeys(ref.Partition).nowAt+argRetainCancelled] = retention(keep)
 	return adminReply("cancel", ref, s.send(ctx, lua.Cancel, newCallID(), args))
 }
@@ -42,10 +45,13 @@ func (s *Store) Delete(ctx context.Context, ref keys.Ref) (string, error) {
 }
 
 // DeleteOf is Delete of the job of ref only if it is the one c names:
-// another is a *sluicetype.OtherJobError, nothing deleted.
+// another is a *sluicetype.OtherJobError, one that ran again or was
+// redriven since (c.Fence, c.Redrives) a *sluicetype.MovedOnError,
+// nothing deleted.
 func (s *Store) DeleteOf(ctx context.Context, ref keys.Ref, c Created) (string, error) {
 	lo, hi, idAt := c.args(ref.Local)
-	return adminReply("delete", ref, s.run(ctx, lua.Delete, ref.Partition, ref.Local, lo, hi, idAt))
+	fence, redrives := c.seen()
+	return adminReply("delete", ref, s.run(ctx, lua.Delete, ref.Partition, ref.Local, lo, hi, idAt, fence, redrives))
 }
 
 // adminReply decodes the {status, state} answer of an operator script
@@ -61,6 +67,9 @@ func adminReply(op string, ref keys.Ref, cmd *redis.Cmd) (string, error) {
 	}
 	if r[0] == statusConflict {
 		return "", otherJob(ref, r[1])
+	}
+	if field, ok := strings.CutPrefix(r[0], statusChanged); ok {
+		return "", movedOn(ref, field, r[1])
 	}
 	return adminStatus(op, ref.Local, r[0], r[1])
 }
@@ -122,12 +131,14 @@ func (s *Store) RedriveIDs(ctx context.Context, p keys.Partition, action Redrive
 
 // RedriveIDsOf is RedriveIDs of each job only if it is the one
 // created[i] names (nil: any job of each ID): another is a
-// *sluicetype.OtherJobError for that job alone, nothing written for it.
+// *sluicetype.OtherJobError for that job alone, one that ran again or
+// was redriven since (Fence, Redrives) a *sluicetype.MovedOnError,
+// nothing written for it.
 func (s *Store) RedriveIDsOf(ctx context.Context, p keys.Partition, action RedriveAction, locals []string, created []Created) ([]error, error) {
 	if created != nil && len(created) != len(locals) {
 		return nil, fmt.Errorf("sluice: redrive: %d creation times for %d jobs", len(created), len(locals))
 	}
-	args := make([]any, 0, 3+4*len(locals))
+	args := make([]any, 0, 3+6*len(locals))
 	args = append(args, "ids", string(action), len(locals))
 	for _, l := range locals {
 		args = append(args, l)
@@ -135,6 +146,10 @@ func (s *Store) RedriveIDsOf(ctx context.Context, p keys.Partition, action Redri
 	for i, c := range created { // none: any job of each ID
 		lo, hi, idAt := c.args(locals[i])
 		args = append(args, lo, hi, idAt)
+	}
+	for _, c := range created { // after every range (lua/redrive.lua)
+		fence, redrives := c.seen()
+		args = append(args, fence, redrives)
 	}
 	v, err := s.run(ctx, lua.Redrive, p, args...).Result()
 	if err != nil {
@@ -148,6 +163,11 @@ func (s *Store) RedriveIDsOf(ctx context.Context, p keys.Partition, action Redri
 	for i, st := range r {
 		if ms, ok := strings.CutPrefix(st, statusConflict+" "); ok {
 			out[i] = otherJob(keys.Ref{Partition: p, Local: locals[i]}, ms)
+			continue
+		}
+		if ch, ok := strings.CutPrefix(st, statusChanged); ok {
+			field, state, _ := strings.Cut(ch, " ")
+			out[i] = movedOn(keys.Ref{Partition: p, Local: locals[i]}, field, state)
 			continue
 		}
 		out[i] = redriveStatus(string(action), locals[i], st)
@@ -258,6 +278,26 @@ func (s *Store) RerouteOf(ctx context.Context, ref keys.Ref, st Sticky, c Create
 // job of the ID, as before.
 type Created struct {
 	From, Before time.Time
+	// Fence and Redrives, when not nil, name the job as the tool showed
+	// it too (cancel, delete, run now and redrive by ID check them; a
+	// reroute does not): its fence (the attempts it began) and its count
+	// of redrives, checked in the same call (lib_admin.lua moved_on), so
+	// that a job that ran again or was redriven since the tool looked,
+	// keeping its creation time, is refused, a *sluicetype.MovedOnError,
+	// nothing written.
+	Fence, Redrives *int64
+}
+
+// seen are c's script arguments naming the job's fence and count of
+// redrives (lib_admin.lua moved_on): "" for one c does not name.
+func (c Created) seen() (fence, redrives string) {
+	if c.Fence != nil {
+		fence = strconv.FormatInt(*c.Fence, 10)
+	}
+	if c.Redrives != nil {
+		redrives = strconv.FormatInt(*c.Redrives, 10)
+	}
+	return fence, redrives
 }
 
 // args are c's script arguments for the job local: the bounds in whole
@@ -291,4 +331,14 @@ func otherJob(ref keys.Ref, ms string) error {
 		return fmt.Errorf("%w: job %s: conflict answer %q", ErrMalformed, ref.Local, ms)
 	}
 	return &sluicetype.OtherJobError{ID: ref.String(), Created: time.UnixMilli(n)}
+}
+
+// movedOn is the error of a call about the job ref that found it moved
+// on since a tool showed it: field ("fence" or "redrives", a script's
+// 'changed ' answer) is not as shown; the job is in state now.
+func movedOn(ref keys.Ref, field, state string) error {
+	if field != "fence" && field != "redrives" {
+		return fmt.Errorf("%w: job %s: changed answer %q", ErrMalformed, ref.Local, field)
+	}
+	return &sluicetype.MovedOnError{ID: ref.String(), Field: field, State: state}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -305,6 +306,21 @@ func TestEveryScriptSafeToReceiveTwice(t *testing.T) {
 			_, err := f.st.Cancel(f.ctx, f.ref("a"), retainCancelled)
 			return err
 		}, ""},
+		{"cancel as shown", lua.Cancel, func(f *fixture) { f.enqueue(store.NewJob{Local: "a", Delay: time.Hour}) }, func(f *fixture) error {
+			c := shownAs(f, "a")
+			c.Redrives = new(int64)
+			_, err := f.st.CancelOf(f.ctx, f.ref("a"), retainCancelled, c)
+			return err
+		}, ""},
+		{"redrive of a job that ran again since it was shown", lua.Redrive, func(f *fixture) { f.archive("a", "b") }, func(f *fixture) error {
+			c := shownAs(f, "a")
+			c.Fence = new(int64) // it ran once: fence 1
+			errs, err := f.st.RedriveIDsOf(f.ctx, f.p, store.ActionRedrive, []string{"a", "b"}, []store.Created{c, {}})
+			if err == nil && (errs[0] == nil || errs[1] != nil) {
+				err = fmt.Errorf("a: %v, b: %v; want a refused, b moved", errs[0], errs[1])
+			}
+			return err
+		}, ""},
 		{"ack of a child", lua.Ack, func(f *fixture) {
 			f.enqueue(store.NewJob{Local: "P"}, store.NewJob{Local: "c", Parent: &store.ParentRef{Ref: keys.Ref{Partition: f.p, Local: "P"}, Step: "s"}})
 			f.claimOne("w") // P
@@ -446,4 +462,14 @@ func nsDump(f *fixture) map[string]string {
 		f.t.Fatal(err)
 	}
 	return out
+}
+
+// shownAs is the Created of job local as it is: its creation time's ms.
+func shownAs(f *fixture, local string) store.Created {
+	f.t.Helper()
+	ms, err := strconv.ParseInt(f.rdb.HGet(f.ctx, f.p.Job(local), keys.FieldCreated).Val(), 10, 64)
+	if err != nil {
+		f.t.Fatalf("created: %v", err)
+	}
+	return store.Created{From: time.UnixMilli(ms), Before: time.UnixMilli(ms + 1)}
 }

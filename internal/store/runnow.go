@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -18,10 +19,13 @@ func (s *Store) RunNow(ctx context.Context, ref keys.Ref) (string, error) {
 }
 
 // RunNowOf is RunNow of the job of ref only if it is the one c names:
-// another is a *sluicetype.OtherJobError, nothing written.
+// another is a *sluicetype.OtherJobError, one that ran again or was
+// redriven since (c.Fence, c.Redrives) a *sluicetype.MovedOnError,
+// nothing written.
 func (s *Store) RunNowOf(ctx context.Context, ref keys.Ref, c Created) (string, error) {
 	lo, hi, idAt := c.args(ref.Local)
-	v, err := s.run(ctx, lua.RunNow, ref.Partition, ref.Local, lo, hi, idAt).Result()
+	fence, redrives := c.seen()
+	v, err := s.run(ctx, lua.RunNow, ref.Partition, ref.Local, lo, hi, idAt, fence, redrives).Result()
 	if err != nil {
 		return "", err
 	}
@@ -31,6 +35,9 @@ func (s *Store) RunNowOf(ctx context.Context, ref keys.Ref, c Created) (string, 
 	}
 	if r[0] == statusConflict {
 		return "", otherJob(ref, r[1])
+	}
+	if field, ok := strings.CutPrefix(r[0], statusChanged); ok {
+		return "", movedOn(ref, field, r[1])
 	}
 	return runNowStatus(ref, r[0], r[1])
 }

@@ -36,6 +36,8 @@ import (
 //	               step                 ErrStepDone
 //	               signal               SignalResult.Duplicate
 //	"conflict"     enqueue              Conflicted, ErrConflict
+//	"changed " f   cancel, delete,      *sluicetype.MovedOnError (ErrWrongState)
+//	               runnow, redrive ids
 //	"taken"        enqueue              taken: Enqueue retries with a new ID
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
@@ -70,6 +72,7 @@ const (
 	statusNew          = "new"
 	statusExists       = "exists"
 	statusConflict     = "conflict"
+	statusChanged      = "changed " // followed by the field not as shown (fence, redrives)
 	statusTaken        = "taken"
 	statusUnique       = "unique " // followed by the holder's ID
 	statusHeld         = "held "   // followed by the quarantined job's ID
