@@ -110,11 +110,13 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 }
 
 // WithQuarantineHold holds the job while a job of the same kind and
-// arguments is quarantined: it is added, but waits (scheduled, never due,
+// arguments is quarantined: enqueued then, it is added, but waits (scheduled, never due,
 // JobInfo.HeldBy naming the quarantined job) until an operator releases
 // that job (admin.Client.Release, sluice release) or it is deleted, so that a
 // payload that crashes workers cannot come straight back under a new ID
-// and crash them again up to the crash limit. Jobs are matched by a
+// and crash them again up to the crash limit. A copy enqueued before
+// the quarantine (waiting, or running) is not held: it runs, and may be
+// quarantined in turn. Jobs are matched by a
 // fingerprint of kind and arguments, within a partition: on a queue of
 // several partitions the fingerprint places the job (after a partition
 // key or unique key), so copies meet; give every copy the option. A
