@@ -137,13 +137,6 @@ end
 local function holds(jk, lease, fence, lapsed)
   return lease_matches(fields(jk, F.state, F.lease_id, F.fence), lease, fence, lapsed)
 end
--- holds_steps is holds, and the job's has-checkpoints flag (F.has_steps;
--- false when unset), read by the same command: a step commit sets the flag
--- only when it is not set.
-local function holds_steps(jk, lease, fence, lapsed)
-  local h = fields(jk, F.state, F.lease_id, F.fence, F.has_steps)
-  return lease_matches(h, lease, fence, lapsed), h[4]
-end
 
 -- deliver records that child (of parent, spawned by step) finished, and
 -- wakes the parent when it waits for that step and the wait is over. A

@@ -51,21 +51,34 @@ local lapsed = lapsed_among(function()
   for i = 1, 6 * n, 6 do ids[#ids + 1] = A[i] end
   return ids
 end)
+-- The loop's body is written out where a helper would do (job_key,
+-- steps_key, holds and its has-checkpoints flag, state_of): in Lua 5.1 a
+-- function call per checkpoint costs about as much as what it wraps, and
+-- steps are the commits a workflow makes most (8% of a plain commit's
+-- instructions, BenchmarkStepCommits under scripts/redis-ir.sh).
+local fst, fl, ff, fsx = F.state, F.lease_id, F.fence, F.has_steps
 for i = 1, 6 * n, 6 do
   local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
   local take
-  if mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
+  if mode ~= 'once' and mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
   local fx = NO_FX
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
-  local jk = job_key(id)
-  local sk = steps_key(id)
-  local held, marked = holds_steps(jk, lease, fence, lapsed[id])
+  local jk, sk = PFX .. 'j:' .. id, PFX .. 's:' .. id
+  -- the identity check (holds), and whether the job is marked as having
+  -- checkpoints, by one command; a pcall: a job key that holds no hash
+  -- (corrupt data) is stale, this job's alone
+  local h = redis.pcall('HMGET', jk, fst, fl, ff, fsx)
+  local held, marked = false, false
+  if not h.err then
+    held = (SNAME[h[1]] or h[1]) == 'running' and h[2] == lease and h[3] == fence and not lapsed[id]
+    marked = h[4]
+  end
   if not held then
     out[#out + 1] = { STATUS.stale, 0 }
   elseif mode == 'once' and not take and #fx == 0 and redis.pcall('HSETNX', sk, field, record) == 1 then
     -- most commits: a new step with nothing else to check, written by the
     -- command that finds it new
-    if not marked then redis.call('HSET', jk, F.has_steps, '1') end
+    if not marked then redis.call('HSET', jk, fsx, '1') end
     out[#out + 1] = OK0
     plain = plain + 1
   else
@@ -92,7 +105,7 @@ for i = 1, 6 * n, 6 do
         local outboxed = apply_effects(fx, jk)
         if take then redis.call('HDEL', sk, take) end
         redis.call('HSET', sk, field, record)
-        if not marked then redis.call('HSET', jk, F.has_steps, '1') end
+        if not marked then redis.call('HSET', jk, fsx, '1') end
         out[#out + 1] = { STATUS.ok, outboxed }
         if outboxed == 0 then plain = plain + 1 end
       end
