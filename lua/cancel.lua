@@ -41,14 +41,9 @@ local jk = job_key(id)
 local h = redis.call('HMGET', jk, F.state, F.lease_id, F.concurrency_key, F.concurrency_limit, F.run_at)
 local s = state_of(h[1])
 if not s then return { STATUS.missing, STATUS.none } end
-do
-  local other, bad = other_job(jk, id, 11)
-  if bad then return bad end
-  if other then return remember({ STATUS.conflict, other }) end
-end
-do -- the job ran again or was redriven since the tool showed it
-  local changed = moved_on(jk, 14)
-  if changed then return remember({ STATUS.changed .. changed, s }) end
+do -- another job than the tool showed, or one that ran or was redriven since
+  local refusal, keep = not_as_shown(jk, id, s, 11, 14)
+  if refusal then return keep and remember(refusal) or refusal end
 end
 if TERMINAL[s] then return { STATUS.final, s } end
 if s == 'running' then

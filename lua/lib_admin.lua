@@ -102,3 +102,18 @@ local function moved_on(jk, k)
   if ARGV[k + 1] ~= '' and (h[2] or '0') ~= ARGV[k + 1] then return 'redrives' end
   return nil
 end
+
+-- not_as_shown is the refusal of an operator's call on job id (key jk,
+-- in state s) when the job is not the one its tool showed (other_job,
+-- ARGV[c..c+2]) or not as it showed it (moved_on, ARGV[m..m+1]), and
+-- whether the call remembers that answer (lib_replay.lua: a refusal is;
+-- the error for a created-time field written by hand is not); nil when
+-- the call may act.
+local function not_as_shown(jk, id, s, c, m)
+  local other, bad = other_job(jk, id, c)
+  if bad then return bad, false end
+  if other then return { STATUS.conflict, other }, true end
+  local changed = moved_on(jk, m)
+  if changed then return { STATUS.changed .. changed, s }, true end
+  return nil
+end

@@ -49,14 +49,9 @@ if not s then return { STATUS.missing, STATUS.none } end
 -- a state no release writes (corrupt data): malformed, not a state the
 -- call refuses, as for a key of another type; nothing written
 if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
-do
-  local other, bad = other_job(jk, id, 10)
-  if bad then return bad end
-  if other then return remember({ STATUS.conflict, other }) end
-end
-do -- the job ran again or was redriven since the tool showed it
-  local changed = moved_on(jk, 13)
-  if changed then return remember({ STATUS.changed .. changed, s }) end
+do -- another job than the tool showed, or one that ran or was redriven since
+  local refusal, keep = not_as_shown(jk, id, s, 10, 13)
+  if refusal then return keep and remember(refusal) or refusal end
 end
 if s ~= 'scheduled' and s ~= 'retryable' then return { s, s } end
 if s == 'scheduled' then
