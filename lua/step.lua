@@ -52,9 +52,9 @@ local lapsed = lapsed_among(function()
   return ids
 end)
 -- The loop's body is written out where a helper would do (job_key,
--- steps_key, holds and its has-checkpoints flag, state_of): in Lua 5.1 a
+-- holds and its has-checkpoints flag, state_of): in Lua 5.1 a
 -- function call per checkpoint costs about as much as what it wraps, and
--- steps are the commits a workflow makes most (8% of a plain commit's
+-- steps are the commits a workflow makes most (7% of a plain commit's
 -- instructions, BenchmarkStepCommits under scripts/redis-ir.sh).
 local fst, fl, ff, fsx = F.state, F.lease_id, F.fence, F.has_steps
 for i = 1, 6 * n, 6 do
@@ -63,7 +63,8 @@ for i = 1, 6 * n, 6 do
   if mode ~= 'once' and mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
   local fx = NO_FX
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
-  local jk, sk = PFX .. 'j:' .. id, PFX .. 's:' .. id
+  local jk = PFX .. 'j:' .. id -- job_key, written out
+  local sk = steps_key(id)
   -- the identity check (holds), and whether the job is marked as having
   -- checkpoints, by one command; a pcall: a job key that holds no hash
   -- (corrupt data) is stale, this job's alone
