@@ -54,7 +54,7 @@ end)
 -- The loop's body is written out where a helper would do (job_key,
 -- holds and its has-checkpoints flag, state_of): in Lua 5.1 a
 -- function call per checkpoint costs about as much as what it wraps, and
--- steps are the commits a workflow makes most (7% of a plain commit's
+-- steps are the commits a workflow makes most (8% of a plain commit's
 -- instructions, BenchmarkStepCommits under scripts/redis-ir.sh).
 local fst, fl, ff, fsx = F.state, F.lease_id, F.fence, F.has_steps
 for i = 1, 6 * n, 6 do
