@@ -96,11 +96,23 @@ func recovered(ctx context.Context, h Handler, a *Attempt) (r result) {
 			}
 			return result{panic: v, stack: pe.Stack}
 		}
-		// read here, where a panic is the attempt's crash: the worker reads
-		// the message after the handler's recovery (the ack's), where a
-		// panic (a typed nil error whose Error dereferences it) ended the
-		// process, every job in flight with it
-		_ = err.Error()
+		probe(err)
 	}
 	return result{data: data, err: err}
+}
+
+// errProbe is an error no other is: errors.Is asks every error in a tree
+// whether it is this one.
+var errProbe = errors.New("runtime: probe")
+
+// probe calls the methods of a returned error that the worker calls
+// after the handler's recovery: its message (the ack's), and Is as
+// errors.Is walks its tree (an attempt stopped for a timeout, a deadline,
+// a shutdown or a failed tracked goroutine, whose cause wraps the error).
+// Called where a panic is the attempt's crash: after the recovery, one (a
+// typed nil error whose Error or Is dereferences it) ended the process,
+// every job in flight with it.
+func probe(err error) {
+	_ = err.Error()
+	_ = errors.Is(err, errProbe)
 }

@@ -106,7 +106,7 @@ func (a *Attempt) goWith(parent context.Context, f func(ctx context.Context) err
 		}()
 		r.err = f(ctx)
 		if r.err != nil {
-			_ = r.err.Error() // a panic here is the goroutine's, as in recovered
+			probe(r.err) // a panic here is the goroutine's, as in recovered
 		}
 		normal = true
 	}()
