@@ -56,7 +56,7 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 	ctx, cancel := context.WithCancelCause(w.attemptBase)
 	defer cancel(nil)
 	a.vctx = attemptCtx{Context: ctx, a: a}
-	ctx = w.tel.startAttempt(&a.vctx, a, w.clk.Now())
+	ctx = w.startSpan(a)
 	timed := false
 	if t := w.timeout(a); t > 0 {
 		var stop context.CancelFunc
@@ -248,7 +248,7 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	ack, ok := w.settle(a, r, returned, cause)
 	if !ok {
 		o := w.describe(a, r, cause, false, store.Ack{}, store.AckResult{}) // logging.go
-		w.tel.endAttempt(a, r, cause, false, ack, store.AckResult{}, &o)
+		w.endSpan(a, r, cause, false, ack, store.AckResult{}, &o)
 		w.observe(a, &o, store.Ack{})
 		return
 	}
@@ -259,9 +259,36 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 	res = w.ack(a.ref.Partition, ack)
 	// one telling of the outcome for its metrics, span, record and event
 	o := w.describe(a, r, cause, true, ack, res)
-	w.tel.endAttempt(a, r, cause, true, ack, res, &o)
+	w.endSpan(a, r, cause, true, ack, res, &o)
 	w.noteDeath(a, ack, res, r.err)
 	w.observe(a, &o, ack)
+}
+
+// startSpan starts a's span (startAttempt) and returns the handler's
+// context with it. The tracer provider is the caller's (its span
+// processors, and the propagator that reads the job's trace context): a
+// panic there, on the runner goroutine before the handler's recovery,
+// ended the process, every job in flight with it. It is logged, and the
+// attempt runs without a span.
+func (w *Worker) startSpan(a *Attempt) context.Context {
+	if ctx, ok := callback(w, a, "starting the attempt's span panicked; the attempt runs without one", func() context.Context {
+		return w.tel.startAttempt(&a.vctx, a, w.clk.Now())
+	}); ok {
+		return ctx
+	}
+	a.tel.span = nil // what it started, if anything, is not ended
+	return &a.vctx
+}
+
+// endSpan ends a's span and counts its outcome (endAttempt), after its
+// ack: a panic of the caller's tracer or meter provider there (a span
+// processor's OnEnd, an exporter a simple span processor calls) is
+// logged, as startSpan's is, and its job is settled as its ack says.
+func (w *Worker) endSpan(a *Attempt, r result, cause error, acked bool, ack store.Ack, res store.AckResult, o *settled) {
+	callback(w, a, "ending the attempt's span panicked", func() struct{} {
+		w.tel.endAttempt(a, r, cause, acked, ack, res, o)
+		return struct{}{}
+	})
 }
 
 // settledSignal is the test signal of a concluded attempt: the state its

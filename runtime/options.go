@@ -159,10 +159,15 @@ type Options struct {
 
 	// TracerProvider makes the attempt spans and, through the handler's
 	// context, the step spans (see Telemetry in the package doc). Default
-	// otel.GetTracerProvider(): a no-op unless an SDK is installed.
+	// otel.GetTracerProvider(): a no-op unless an SDK is installed. A
+	// panic as an attempt's span starts or ends (a span processor, an
+	// exporter it calls, the propagator) is logged: the attempt runs
+	// without its span, or is settled as it would be without it.
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the worker's metrics. Default
-	// otel.GetMeterProvider().
+	// otel.GetMeterProvider(). An attempt's counts are recovered as its
+	// span's end is; its instruments must not panic elsewhere (the
+	// reaper's and relay's counts, which no job is charged with).
 	MeterProvider metric.MeterProvider
 }
 
