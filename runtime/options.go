@@ -111,9 +111,14 @@ type Options struct {
 	// every decision in Redis; see NewFakeClock. On another clock than
 	// the default, an isolated child (runtime/isolated) is told nothing of
 	// its lease, which it would count in real time: it does not end
-	// itself when its worker is stopped.
+	// itself when its worker is stopped. Every loop of the worker reads
+	// it, outside any job's recovery: a Clock that panics ends the
+	// process.
 	Clock Clock
-	// Logger receives the worker's logs. Default slog.Default().
+	// Logger receives the worker's logs. Default slog.Default(). Its
+	// handler is called from every loop of the worker (claims, renewals,
+	// the reaper, the relay), outside any job's recovery: one that panics
+	// ends the process, and one that blocks stops the loop that logs.
 	Logger *slog.Logger
 	// Periodic, when set, runs while the worker runs (see Periodic).
 	Periodic Periodic

@@ -82,16 +82,22 @@ func (*armedProcessor) ForceFlush(context.Context) error { return nil }
 // nothing is left running).
 //
 // Points not in the table, and why:
-//   - Options.Clock: the worker's time source, read on every loop (fetch,
-//     renewals, reaper); a Clock that panics cannot be charged to a job
-//     and is documented as the caller's to keep from panicking.
+//   - Options.Clock and Options.Logger: the worker's time source and log,
+//     used by every loop of the worker (fetch, renewals, reaper, relay),
+//     not only for jobs: a panic there cannot be charged to a job, and a
+//     Logger's handler that blocks blocks the loop that logs. Both are
+//     documented as the caller's to keep from panicking or blocking.
+//   - Options.MeterProvider outside an attempt (the reaper's and relay's
+//     counts, the depth gauge): documented likewise; an attempt's own
+//     counts are recovered with its span's end (the OnEnd row).
 //   - Options.OnDeadEffect: recovered and logged, tested with a relay
-//     that dead-letters an effect (TestDeadEffectHandlerPanicIsLogged).
+//     that dead-letters an effect (step's TestDeadEffectHookPanics).
 //   - runtime/isolated's child: its registry and handlers run in another
 //     process, whose panics its serve loop replies as the attempt's
 //     crash (the isolated package's tests).
 func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 	t.Parallel()
+	stuck := make(chan struct{}) // closed once OnStuck was called for the job
 	rows := []struct {
 		name string
 		// set adds the panicking code to the worker's options (and may
@@ -220,6 +226,27 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 				}
 			}
 			return nil, nil
+		},
+		state: flow.StateCompleted,
+	}, {
+		name: "OnStuck",
+		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
+			o.StuckNoProgress = 50 * time.Millisecond
+			o.OnStuck = func(_ context.Context, s runtime.Stuck) {
+				if s.Job.Kind == (ucArgs{}).Kind() {
+					close(stuck)
+					panic("OnStuck broke")
+				}
+			}
+			return nil, nil
+		},
+		work: func(ctx context.Context, _ *flow.Job[ucArgs]) error {
+			select {
+			case <-stuck:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		},
 		state: flow.StateCompleted,
 	}, {
