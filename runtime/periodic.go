@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -16,12 +18,20 @@ type Periodic interface {
 
 // runPeriodic starts Options.Periodic, if set, as one of the worker's
 // services; it stops when ctx (the worker's Run context) is cancelled.
+// A service that panics is logged and stopped, as one that fails is: it
+// is the caller's code on a goroutine of the worker's, where a panic
+// ended the process, every job in flight with it.
 func (w *Worker) runPeriodic(ctx context.Context, services *sync.WaitGroup) {
 	p := w.opts.Periodic
 	if p == nil {
 		return
 	}
 	services.Go(func() {
+		defer func() {
+			if v := recover(); v != nil {
+				w.log.Error("the periodic service panicked; it stopped", keyPanic, fmt.Sprint(v), keyStack, string(debug.Stack()))
+			}
+		}()
 		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
 			w.log.Error("the periodic service stopped", "err", err)
 		}

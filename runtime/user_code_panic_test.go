@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/internal/redisproc"
 	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/runtime"
 )
@@ -108,6 +110,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 		enqOpts []flow.EnqueueOption
 		state   string
 		lastErr string // a substring of the job's last error
+		logged  string // the record of a panic recovered outside the handler
 	}{{
 		name:    "handler",
 		work:    func(context.Context, *flow.Job[ucArgs]) error { panic("handler broke") },
@@ -189,6 +192,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 		regOpts: []flow.HandlerOption{flow.WithRetryPolicy(func(int, error) time.Duration { panic("policy broke") })},
 		state:   flow.StateRetryable,
 		lastErr: "failed",
+		logged:  "retry policy panicked; using Options.Backoff",
 	}, {
 		name: "Backoff",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -198,6 +202,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 		work:    func(context.Context, *flow.Job[ucArgs]) error { return errors.New("failed") },
 		state:   flow.StateRetryable,
 		lastErr: "failed",
+		logged:  "Options.Backoff panicked; using DefaultBackoff",
 	}, {
 		name: "NonConsuming",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -207,6 +212,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 		work:    func(context.Context, *flow.Job[ucArgs]) error { return errors.New("failed") },
 		state:   flow.StateRetryable,
 		lastErr: "failed",
+		logged:  "Options.NonConsuming panicked; the attempt counts",
 	}, {
 		name: "OnDeath",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -217,6 +223,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 		enqOpts: []flow.EnqueueOption{flow.WithMaxAttempts(1)},
 		state:   flow.StateArchived,
 		lastErr: "failed",
+		logged:  "death handler panicked",
 	}, {
 		name: "OnEvent",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -227,7 +234,8 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 			}
 			return nil, nil
 		},
-		state: flow.StateCompleted,
+		state:  flow.StateCompleted,
+		logged: "event handler panicked",
 	}, {
 		name: "OnStuck",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -248,7 +256,18 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 				return ctx.Err()
 			}
 		},
-		state: flow.StateCompleted,
+		state:  flow.StateCompleted,
+		logged: "stuck handler panicked",
+	}, {
+		// no job's code: the job beside it, and the bad one, run on
+		name: "Periodic",
+		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
+			p := &armedPeriodic{armed: make(chan struct{})}
+			o.Periodic = p
+			return nil, func() { close(p.armed) }
+		},
+		state:  flow.StateCompleted,
+		logged: "the periodic service panicked; it stopped",
 	}, {
 		name: "span processor OnStart",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -256,7 +275,8 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 			o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
 			return nil, func() { p.armed.Store(true) }
 		},
-		state: flow.StateCompleted,
+		state:  flow.StateCompleted,
+		logged: "starting the attempt's span panicked; the attempt runs without one",
 	}, {
 		name: "span processor OnEnd",
 		set: func(o *runtime.Options, _ *flow.Registry) (runtime.Handlers, func()) {
@@ -264,7 +284,8 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 			o.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p))
 			return nil, func() { p.armed.Store(true) }
 		},
-		state: flow.StateCompleted,
+		state:  flow.StateCompleted,
+		logged: "ending the attempt's span panicked",
 	}}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -295,7 +316,7 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 					h = hh
 				}
 			}
-			e.startWorker(h, o)
+			w := e.startWorker(h, o)
 			good := e.Enqueue(ucGoodArgs{})
 			select {
 			case <-running:
@@ -320,6 +341,15 @@ func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 			}
 			// and the worker still runs jobs
 			e.WaitState(e.Enqueue(ucGoodArgs{}), flow.StateCompleted)
+			if row.logged != "" {
+				found := func() bool {
+					return w.logs.find(func(r logRec) bool { return r.Msg == row.logged && r.Level == slog.LevelError }) != nil
+				}
+				redisproc.Poll(waitTimeout, func() (bool, string) { return found(), "" })
+				if !found() {
+					t.Errorf("no error record %q", row.logged)
+				}
+			}
 		})
 	}
 }
@@ -336,4 +366,16 @@ func (p armedHandlers) Handler(kind string) (runtime.Handler, bool) {
 		panic("lookup broke")
 	}
 	return p.reg.Handler(kind)
+}
+
+// armedPeriodic is a periodic service that panics once armed.
+type armedPeriodic struct{ armed chan struct{} }
+
+func (p *armedPeriodic) Run(ctx context.Context) error {
+	select {
+	case <-p.armed:
+		panic("periodic service broke")
+	case <-ctx.Done():
+		return nil
+	}
 }
