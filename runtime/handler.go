@@ -32,11 +32,24 @@ type Contained interface {
 	Contained() bool
 }
 
-// contained reports whether kind's handler is Contained.
-func (w *Worker) contained(kind string) bool {
+// contained reports whether kind's handler is Contained. It is asked on
+// the fetch loop, as a job with a crash on record is claimed, where a
+// panic of the caller's Contained ended the process, every job in flight
+// with it: one is logged, and the job is a suspect, as it is of a handler
+// not Contained.
+func (w *Worker) contained(kind string) (yes bool) {
 	h, ok := w.handler(kind)
 	c, is := h.(Contained)
-	return ok && is && c.Contained()
+	if !ok || !is {
+		return false
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("a handler's Contained panicked; its job is a suspect", keyKind, kind, keyPanic, fmt.Sprint(p), keyStack, string(debug.Stack()))
+			yes = false
+		}
+	}()
+	return c.Contained()
 }
 
 // Handlers finds the handler of a job kind. *flow.Registry implements it.
