@@ -32,3 +32,20 @@ func TestReturnedPanicErrorIsCrash(t *testing.T) {
 		}
 	}
 }
+
+// panickyLookup is a child's Handlers whose lookup panics.
+type panickyLookup struct{}
+
+func (panickyLookup) Handler(string) (runtime.Handler, bool) { panic("lookup broke") }
+
+// TestLookupPanicIsCrash: a child's Handlers whose lookup panics crashes
+// its attempt with a panic reply, as a worker's does (a crash of class
+// "panic" with the panic's value): the lookup ran before the handler's
+// recovery, and the panic ended the child, which its worker recorded as
+// a child_crash with an excerpt of its stderr.
+func TestLookupPanicIsCrash(t *testing.T) {
+	r := work(context.Background(), panickyLookup{}, &runtime.Attempt{Kind: "k"}, &attempt.State{})
+	if r.Outcome != outcomePanic || r.Message != "lookup broke" || len(r.Stack) == 0 {
+		t.Errorf("reply %q (message %q, %d bytes of stack), want a panic with the lookup's value and stack", r.Outcome, r.Message, len(r.Stack))
+	}
+}

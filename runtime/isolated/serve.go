@@ -219,12 +219,11 @@ func work(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attem
 // workInto is work, setting *r: also when the handler ends its goroutine
 // with runtime.Goexit, where nothing after the call runs but the
 // deferred functions.
+//
+// The handler is looked up inside the recovery: a Handlers of the
+// caller's whose lookup panics crashes the attempt with a panic reply, as
+// it does in a worker, rather than ending the child (a child_crash).
 func workInto(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *attempt.State, r *replyMsg) {
-	hd, ok := h.Handler(a.Kind)
-	if !ok {
-		*r = replyMsg{Outcome: outcomePark, Reason: "unknown_kind", Message: fmt.Sprintf("no handler registered for kind %q in the isolated child", a.Kind)}
-		return
-	}
 	normal := false
 	defer func() {
 		if p := recover(); p != nil {
@@ -233,6 +232,12 @@ func workInto(ctx context.Context, h runtime.Handlers, a *runtime.Attempt, st *a
 			*r = replyMsg{Outcome: outcomePanic, Message: "handler called runtime.Goexit", Stack: debug.Stack()}
 		}
 	}()
+	hd, ok := h.Handler(a.Kind)
+	if !ok {
+		normal = true
+		*r = replyMsg{Outcome: outcomePark, Reason: "unknown_kind", Message: fmt.Sprintf("no handler registered for kind %q in the isolated child", a.Kind)}
+		return
+	}
 	data, err := hd.Work(ctx, a)
 	normal = true
 	*r = reply(data, err, st)
