@@ -95,8 +95,9 @@ func (*armedProcessor) ForceFlush(context.Context) error { return nil }
 //   - Options.OnDeadEffect: recovered and logged, tested with a relay
 //     that dead-letters an effect (step's TestDeadEffectHookPanics).
 //   - runtime/isolated's child: its registry and handlers run in another
-//     process, whose panics its serve loop replies as the attempt's
-//     crash (the isolated package's tests).
+//     process, whose panics (its lookup's too) it replies as the
+//     attempt's crash (isolated's TestLookupPanicIsCrash and
+//     TestChildAnswersAsWorker); a child that dies is a child_crash.
 func TestUserCodePanicIsThatJobsAlone(t *testing.T) {
 	t.Parallel()
 	stuck := make(chan struct{}) // closed once OnStuck was called for the job
