@@ -65,9 +65,9 @@ func TestExtendLease(t *testing.T) {
 }
 
 // takeOver starts worker B with its clock past lease, which reaps the
-// job A holds and runs it (blocking until the test ends); it returns once
-// B runs the job under fence 2.
-func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
+// job A holds and runs it (blocking until the test ends); it returns
+// B's fence once B runs the job.
+func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) int64 {
 	t.Helper()
 	started := testkit.Chan[int64]()
 	release := make(chan struct{})
@@ -81,9 +81,15 @@ func takeOver(t *testing.T, e *env, start time.Time, lease time.Duration) {
 		Clock: newTestClock(start.Add(lease + time.Second)), Lease: lease, MaintenanceInterval: time.Hour, IdlePoll: time.Hour,
 	})
 	t.Cleanup(func() { close(release) })
-	if f := testkit.Recv(t, started, "B to take the job over"); f != 2 {
-		t.Fatalf("B runs fence %d, want 2", f)
+	// the job has a crash on record now (its lease ran out): a suspect,
+	// which a worker hands back when another of the process runs one
+	// (the count is the process's, and tests of this package run in
+	// parallel), to claim it again with the next fence
+	f := testkit.Recv(t, started, "B to take the job over")
+	if f < 2 {
+		t.Fatalf("B runs fence %d, want 2 or more", f)
 	}
+	return f
 }
 
 // TestLeaseLost: after another worker took the job over, ExtendLease
@@ -149,7 +155,7 @@ func TestLeaseLost(t *testing.T) {
 			})
 			id := e.Enqueue(workArgs{N: 1})
 			testkit.Recv(t, started, "A to start the job")
-			takeOver(t, e, start, lease)
+			fence := takeOver(t, e, start, lease)
 			if via == "ExtendLease" {
 				close(check)
 			} else {
@@ -168,7 +174,7 @@ func TestLeaseLost(t *testing.T) {
 				t.Errorf("%d attempts of A still in flight after it settled its only one", n)
 			}
 			checkSummary(t, "job after A's attempt", e.Job(id), summary{
-				State: flow.StateRunning, CrashAttempt: 1, Fence: 2, Holder: e.Job(id).LeaseHolder, OrphanHolder: a.ID(), OrphanCount: 1,
+				State: flow.StateRunning, CrashAttempt: 1, Fence: fence, Holder: e.Job(id).LeaseHolder, OrphanHolder: a.ID(), OrphanCount: 1,
 			})
 			if j := e.Job(id); j.Tracking != nil {
 				t.Errorf("the stale attempt's progress was written: %+v", j.Tracking)
