@@ -56,7 +56,9 @@ const WatchKeep = store.WatchKeep
 // (so is one that was discarded before the Wait call).
 //
 // Errors: ErrInvalid for a malformed ID, ErrNotFound when there is no
-// such job (also when an operator deletes it during the wait),
+// such job (also when an operator deletes it during the wait, and when
+// a new job was given its ID since: the job Wait found first is the one
+// it waits for, told apart by its creation time),
 // ErrMalformed when the job's data cannot be read (its key holds another
 // type than a hash, say), ErrNewerDataModel when its partition is at a
 // newer data model than this release knows (these three at once: no
@@ -80,15 +82,26 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 		}
 	}()
 	mark, read := true, false
+	// born is the creation time (ms) of the job the first watch found, 0
+	// when it has no created field (a generated ID, never given to
+	// another job): a job read later with another one is a new job given
+	// the ID once the one waited for was deleted (its announcement lost,
+	// or the ID taken again before this read), and the wait is over
+	var born int64
 	for {
 		failed := false
 		if mark {
 			// Subscribed (add) before the job is marked: a finish after
 			// the mark is announced to this subscription, or found by the
 			// check the subscription's confirmation starts (hub.loop).
-			state, err := c.st.Watch(ctx, ref)
+			state, created, err := c.st.Watch(ctx, ref)
 			switch {
+			case err == nil && born != 0 && created != born:
+				return nil, fmt.Errorf("%w: job %s was deleted during the wait (another job has its ID now)", ErrNotFound, id)
 			case err == nil:
+				if born == 0 {
+					born = created
+				}
 				mark, read = false, terminal(state)
 			case c.refused(ctx, err):
 				return nil, err
@@ -101,6 +114,8 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 		if read {
 			info, err := c.Job(ctx, id)
 			switch {
+			case err == nil && born != 0 && info.Created.UnixMilli() != born:
+				return nil, fmt.Errorf("%w: job %s was deleted during the wait (another job has its ID now)", ErrNotFound, id)
 			case err == nil && terminal(info.State):
 				return info, nil
 			case err == nil:

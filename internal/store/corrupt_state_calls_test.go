@@ -28,7 +28,7 @@ func TestSingleJobCallsOnStateOfNoState(t *testing.T) {
 			calls := map[string]func() error{
 				"run now": func() error { _, err := f.st.RunNow(f.ctx, ref); return err },
 				"signal":  func() error { _, err := f.st.Signal(f.ctx, ref, "go", nil, ""); return err },
-				"watch":   func() error { _, err := f.st.Watch(f.ctx, ref); return err },
+				"watch":   func() error { _, _, err := f.st.Watch(f.ctx, ref); return err },
 				"reroute": func() error {
 					_, err := f.st.Reroute(f.ctx, ref, store.Sticky{})
 					return err

@@ -252,7 +252,7 @@ func TestSingleJobCallsOnCorruptKey(t *testing.T) {
 				"delete":  func() error { _, err := f.st.Delete(f.ctx, ref); return err },
 				"run now": func() error { _, err := f.st.RunNow(f.ctx, ref); return err },
 				"signal":  func() error { _, err := f.st.Signal(f.ctx, ref, "go", nil, ""); return err },
-				"watch":   func() error { _, err := f.st.Watch(f.ctx, ref); return err },
+				"watch":   func() error { _, _, err := f.st.Watch(f.ctx, ref); return err },
 				"reroute": func() error {
 					_, err := f.st.Reroute(f.ctx, ref, store.Sticky{})
 					return err

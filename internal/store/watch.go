@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,18 +24,25 @@ const WatchKeep = time.Minute
 // that has not finished as watched, so that finishing it publishes
 // "<state> <local>" on that channel and keeps it at least WatchKeep. A
 // finished job is only read. ErrNotFound when there is no such job.
-func (s *Store) Watch(ctx context.Context, ref keys.Ref) (string, error) {
+// created is the job's creation time in ms (its created field), 0 when
+// it has none (a generated ID tells it, and is never given to another
+// job) or the field is no whole number (corrupt: nothing to compare).
+func (s *Store) Watch(ctx context.Context, ref keys.Ref) (state string, created int64, err error) {
 	v, err := s.run(ctx, lua.Watch, ref.Partition, ref.Local).Text()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	switch v {
 	case statusNone:
-		return "", ErrNotFound
+		return "", 0, ErrNotFound
 	case statusMalformed:
-		return "", fmt.Errorf("%w: watch: job %s: its state field names no state", ErrMalformed, ref.Local)
+		return "", 0, fmt.Errorf("%w: watch: job %s: its state field names no state", ErrMalformed, ref.Local)
 	}
-	return v, nil
+	state, ct, _ := strings.Cut(v, " ")
+	if n, err := strconv.ParseInt(ct, 10, 64); err == nil && n > 0 {
+		created = n
+	}
+	return state, created, nil
 }
 
 // States reads the state of each job of refs in one round trip (a

@@ -44,7 +44,8 @@ func (d *doneSub) next() string {
 }
 
 func (f *fixture) watch(local string) (string, error) {
-	return f.st.Watch(f.ctx, keys.Ref{Partition: f.p, Local: local})
+	state, _, err := f.st.Watch(f.ctx, keys.Ref{Partition: f.p, Local: local})
+	return state, err
 }
 
 // watched reports whether job local carries the watch mark, and whether

@@ -1,0 +1,75 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluicehq/sluice/flow"
+	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/chaos"
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redistest"
+	"github.com/sluicehq/sluice/internal/testkit"
+	"github.com/sluicehq/sluice/runtime"
+)
+
+// TestWaitReusedID: a job Wait waits for, deleted and its ID given to a
+// new job while the waiter's connection was down (the delete's
+// announcement lost), ends the wait with ErrNotFound once it reconnects,
+// not with the new job's outcome and result: the caller waited for the
+// job it enqueued, which is gone.
+func TestWaitReusedID(t *testing.T) {
+	t.Parallel()
+	direct := realRedis(t)
+	var addr atomic.Value
+	px1, err := chaos.NewProxy(env.Server.Addr())
+	testkit.Must(t, err)
+	t.Cleanup(func() { px1.Close() })
+	addr.Store(px1.Addr())
+	via := redis.NewClient(&redis.Options{
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr.Load().(string))
+		},
+	})
+	t.Cleanup(func() { via.Close() })
+	c, ns := waitClient(t, via, nil, time.Hour)
+	direct2, err := flow.NewClient(direct, flow.ClientOptions{Namespace: ns})
+	testkit.Must(t, err)
+	adm := admin.New(direct2)
+
+	id := enqueueID(t, direct2, squareJob{N: 5}, flow.WithID("order-1"))
+	out := waitAsync(context.Background(), c, id)
+	awaitWatched(t, direct, ns, id)
+	ref, _ := keys.ParseRef(ns, id)
+	redistest.Eventually(t, "the subscription", func() bool { return numSub(t, direct, ref.DoneChannel()) == 1 })
+
+	px1.Close() // the waiter's connections cut: the delete's announcement is lost
+	redistest.Eventually(t, "the subscription to be gone", func() bool { return numSub(t, direct, ref.DoneChannel()) == 0 })
+	testkit.Must(t, adm.DeleteJob(context.Background(), id))
+	time.Sleep(2 * time.Millisecond) // another creation time
+	if again := enqueueID(t, direct2, squareJob{N: 9}, flow.WithID("order-1")); again != id {
+		t.Fatalf("the new job's ID %s, want %s", again, id)
+	}
+	w := testkit.StartWorker(t, direct, squareRegistry(t), runtime.Options{Namespace: ns}, nil)
+	testkit.WaitState(t, direct2, w.Sig, id, flow.StateCompleted)
+
+	px2, err := chaos.NewProxy(env.Server.Addr())
+	testkit.Must(t, err)
+	t.Cleanup(func() { px2.Close() })
+	addr.Store(px2.Addr())
+	o := testkit.Recv(t, out, "the Wait after reconnecting")
+	if !errors.Is(o.err, flow.ErrNotFound) {
+		var got int
+		if o.info != nil {
+			_ = o.info.DecodeResult(&got)
+		}
+		t.Fatalf("Wait of a job deleted and its ID reused: %v (the new job's result %d), want ErrNotFound", o.err, got)
+	}
+}
