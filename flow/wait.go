@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -101,6 +102,7 @@ func (c *Client) Wait(ctx context.Context, id string) (*JobInfo, error) {
 			case err == nil:
 				if born == 0 {
 					born = created
+					w.born.Store(born) // for the poll (hub.check)
 				}
 				mark, read = false, terminal(state)
 			case c.refused(ctx, err):
@@ -284,6 +286,11 @@ type waiter struct {
 	ref  keys.Ref
 	s    *waitSession
 	wake chan struct{} // a value: look at the job again
+	// born is the creation time of the job it waits for, once its watch
+	// read one (0: not yet, or none): a job of the ID created at another
+	// time is a new one, which wakes the waiter (its ErrNotFound) though
+	// it has not finished
+	born atomic.Int64
 }
 
 // interval is the poll interval.
@@ -507,11 +514,13 @@ func (h *waitHub) check(s *waitSession, channel string) bool {
 		}
 	}
 	h.mu.Unlock()
+	// a job of another creation time than a waiter's is not its job (see
+	// waiter.born): it is woken as for a job that is gone
 	if len(refs) == 0 {
 		return true
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, max(s.poll, 5*time.Second))
-	states, err := s.st.States(ctx, refs)
+	states, created, err := s.st.States(ctx, refs)
 	cancel()
 	if err != nil {
 		h.wakeIfClosed(s, err)
@@ -522,6 +531,15 @@ func (h *waitHub) check(s *waitSession, channel string) bool {
 	for i, k := range ks {
 		if states[i] == "" || terminal(states[i]) {
 			s.wakeKey(k)
+			continue
+		}
+		for w := range s.waiters[k] {
+			if b := w.born.Load(); b != 0 && b != created[i] {
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}
 	return true

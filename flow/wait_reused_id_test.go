@@ -73,3 +73,27 @@ func TestWaitReusedID(t *testing.T) {
 		t.Fatalf("Wait of a job deleted and its ID reused: %v (the new job's result %d), want ErrNotFound", o.err, got)
 	}
 }
+
+// TestWaitReusedIDPoll: the same, the new job not finishing: the wait
+// ends with ErrNotFound at the next poll, not when the new job ends (an
+// hour here) or never.
+func TestWaitReusedIDPoll(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	c, ns := waitClient(t, rdb, nil, 20*time.Millisecond)
+	adm := admin.New(c)
+	id := enqueueID(t, c, squareJob{N: 5}, flow.WithID("order-2"))
+	out := waitAsync(context.Background(), c, id)
+	awaitWatched(t, rdb, ns, id)
+	ref, _ := keys.ParseRef(ns, id)
+	// the delete's announcement lost: the job's mark removed behind the
+	// waiter's back, as TestWaitFallback does
+	testkit.Must(t, rdb.HDel(context.Background(), ref.Job(ref.Local), keys.FieldWatched).Err())
+	testkit.Must(t, rdb.SRem(context.Background(), ref.Watching(), ref.Local).Err())
+	testkit.Must(t, adm.DeleteJob(context.Background(), id))
+	time.Sleep(2 * time.Millisecond) // another creation time
+	enqueueID(t, c, squareJob{N: 9}, flow.WithID("order-2"), flow.WithDelay(time.Hour))
+	if o := testkit.Recv(t, out, "the Wait"); !errors.Is(o.err, flow.ErrNotFound) {
+		t.Fatalf("Wait of a job deleted and its ID reused: %+v %v, want ErrNotFound", o.info, o.err)
+	}
+}

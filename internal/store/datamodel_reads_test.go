@@ -48,7 +48,7 @@ func TestReadsRefuseNewerDataModel(t *testing.T) {
 					return r[0].Err
 				}},
 				{"States", func() error {
-					s, err := f.st.States(f.ctx, []keys.Ref{ref})
+					s, _, err := f.st.States(f.ctx, []keys.Ref{ref})
 					if err != nil {
 						return err
 					}
@@ -105,7 +105,7 @@ func TestReadsOfAnotherTypeAreMalformed(t *testing.T) {
 			if err != nil || got[0].Err != nil || got[0].Values[0] == "" || !errors.Is(got[1].Err, store.ErrMalformed) {
 				t.Errorf("JobsFields of a good job and a key of another type: %+v, %v; want the good one read, the other ErrMalformed", got, err)
 			}
-			states, err := f.st.States(f.ctx, []keys.Ref{good, bad})
+			states, _, err := f.st.States(f.ctx, []keys.Ref{good, bad})
 			if err != nil || states[0] != "available" || states[1] != "" {
 				t.Errorf("States of a good job and a key of another type: %q, %v; want [available \"\"]", states, err)
 			}

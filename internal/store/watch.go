@@ -49,38 +49,46 @@ func (s *Store) Watch(ctx context.Context, ref keys.Ref) (state string, created 
 // pipeline; on a cluster, one per node), "" for a job that does not
 // exist, and also for one that cannot be read (its key holds another
 // type, its partition is at a newer data model, read in the same round
-// trip): reading the job (Get) says which. It writes nothing. Its error
-// is that of reaching Redis.
-func (s *Store) States(ctx context.Context, refs []keys.Ref) ([]string, error) {
+// trip): reading the job (Get) says which. created is each job's
+// creation time as Watch answers it (0: none). It writes nothing. Its
+// error is that of reaching Redis.
+func (s *Store) States(ctx context.Context, refs []keys.Ref) (states []string, created []int64, err error) {
 	if len(refs) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var dm models
-	cmds := make([]*redis.StringCmd, len(refs))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	cmds := make([]*redis.SliceCmd, len(refs))
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, r := range refs {
 			dm.add(ctx, p, r.Partition)
-			cmds[i] = p.HGet(ctx, r.Job(r.Local), keys.FieldState)
+			cmds[i] = p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldCreated)
 		}
 		return nil
 	})
 	if err != nil && !isReplyError(err) {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := dm.unreached(); err != nil { // not the job's: the call's
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]string, len(refs))
+	states, created = make([]string, len(refs)), make([]int64, len(refs))
 	for i, c := range cmds {
 		v, err := c.Result()
 		switch {
 		case err != nil && !isReplyError(err):
-			return nil, err
+			return nil, nil, err
 		case err != nil, dm.of(refs[i].Partition) != nil:
-			// absent (redis.Nil), unreadable: ""
+			// unreadable: ""
 		default:
-			out[i] = StateName(v)
+			if st, ok := v[0].(string); ok {
+				states[i] = StateName(st)
+			}
+			if ct, ok := v[1].(string); ok {
+				if n, err := strconv.ParseInt(ct, 10, 64); err == nil && n > 0 {
+					created[i] = n
+				}
+			}
 		}
 	}
-	return out, nil
+	return states, created, nil
 }

@@ -133,7 +133,7 @@ func TestWatch(t *testing.T) {
 			if n, err := f.rdb.Exists(f.ctx, f.p.Watching()).Result(); err != nil || n != 0 {
 				t.Fatalf("the set of watched jobs outlived them: %d %v", n, err)
 			}
-			states, err := f.st.States(f.ctx, []keys.Ref{{Partition: f.p, Local: "a"}, {Partition: f.p, Local: "nope"}, {Partition: f.p, Local: "c"}})
+			states, _, err := f.st.States(f.ctx, []keys.Ref{{Partition: f.p, Local: "a"}, {Partition: f.p, Local: "nope"}, {Partition: f.p, Local: "c"}})
 			if err != nil || strings.Join(states, ",") != "completed,,cancelled" {
 				t.Fatalf("States: %q %v", states, err)
 			}
