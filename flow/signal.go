@@ -30,6 +30,11 @@ const MaxSignalPayload = 64 << 10
 // kept (a job deleted on completion answers ErrNotFound: gone, whether or
 // not it took the signal).
 //
+// A signal names its job by ID alone. Where IDs come back (WithID, after
+// the job is deleted), a signal sent, or retried, once another job has
+// the ID is that job's: compare JobInfo.Created with the job you mean
+// before you send.
+//
 // Errors: ErrInvalid (a malformed ID, name or key, a payload that does not
 // encode or is over MaxSignalPayload), ErrNotFound (no such job), or a
 // *sluicetype.StateError (ErrWrongState) for a job that has finished.
