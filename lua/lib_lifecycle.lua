@@ -641,6 +641,7 @@ end
 -- did not claim them in time; it returns the IDs it archived.
 local function promote_pinned()
   local failed = {}
+  local left = {} -- workers whose pin lists this lost entries: pin_left once each
   local due = call_aside('ZRANGEBYSCORE', PIN_DEADLINES, nil, '-inf', NOW_S, 'LIMIT', '0', '100')
   local fs, fm, fp, fck, fcn, fw = F.state, F.sticky_mode, F.priority, F.concurrency_key, F.concurrency_limit,
     F.sticky_worker
@@ -659,7 +660,7 @@ local function promote_pinned()
         -- another type holds no entry, and raising would fail the call
         if h[6] and h[6] ~= '' then
           local gone = redis.pcall('LREM', pin_key(h[6]), 1, id)
-          if type(gone) == 'number' and gone > 0 then pin_left(h[6]) end
+          if type(gone) == 'number' and gone > 0 then left[h[6]] = true end
         end
         mark_priority(p)
         wake()
@@ -674,6 +675,7 @@ local function promote_pinned()
       end
     end
   end
+  for w in pairs(left) do pin_left(w) end
   return failed
 end
 

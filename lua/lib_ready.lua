@@ -26,6 +26,9 @@ end
 local function pin_left(worker)
   if redis.call('EXISTS', pin_key(worker)) == 0 then call_aside('ZREM', PIN_WORKERS, nil, worker) end
 end
+-- PIN_INDEXED holds the workers this call indexed (push_ready): one ZADD
+-- per worker per call, not per job, for a batch pinned to one worker
+local PIN_INDEXED = {}
 
 -- push_ready puts an available job where claims find it: the list of its
 -- priority or, for a job that prefers a worker (F.sticky_worker), that
@@ -44,7 +47,10 @@ local function push_ready(id, front, prio, sw, sm, sd, keep)
   if sw then
     redis.call('HDEL', job_key(id), F.sticky_fallback) -- pinned again (a retry, a reroute): its fallback starts over
     key = pin_key(sw)
-    call_aside('ZADD', PIN_WORKERS, nil, 0, sw)
+    if not PIN_INDEXED[sw] then
+      call_aside('ZADD', PIN_WORKERS, nil, 0, sw)
+      PIN_INDEXED[sw] = true
+    end
     if sm == 'a' or sm == 'f' then
       -- count_of: 'nan' or 'inf' (corrupt data), which tonumber takes,
       -- would be refused by ZADD after the call's writes

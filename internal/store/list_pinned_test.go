@@ -10,7 +10,7 @@ import (
 )
 
 // pinWorkers is the partition's index of pin lists (lua/lib_ready.lua
-// PIN_WORKERS), without the mark of a complete index (”).
+// PIN_WORKERS), without the mark of a complete index (the member "").
 func (f *fixture) pinWorkers() []string {
 	f.t.Helper()
 	var out []string
@@ -127,6 +127,37 @@ func TestListAvailablePinnedBeforeIndex(t *testing.T) {
 			}
 			if got := f.rdb.ZRange(f.ctx, f.p.PinWorkers(), 0, -1).Val(); !slices.Equal(got, []string{"", "gone"}) {
 				t.Errorf("pin index %q, want the mark of a complete index and gone", got)
+			}
+		})
+	}
+}
+
+// TestPinIndexedAgainAfterEmptied: the index of pin lists is written once
+// per worker per call (push_ready), and a call's record of what it wrote
+// is its own: a worker whose list a claim emptied (leaving the index) is
+// indexed again by the next call that pins a job to it, and that job is
+// listed.
+func TestPinIndexedAgainAfterEmptied(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			pinned := func(id string) store.NewJob {
+				return store.NewJob{Local: id, Sticky: store.Sticky{Worker: "w", Mode: "w"}}
+			}
+			f.enqueue(pinned("a"), pinned("b"))
+			if got := f.pinWorkers(); !slices.Equal(got, []string{"w"}) {
+				t.Fatalf("pin index %q after two pins in one call, want [w]", got)
+			}
+			if res := f.claim(2, "w"); len(res.Jobs) != 2 {
+				t.Fatalf("w claimed %d, want 2", len(res.Jobs))
+			}
+			if got := f.pinWorkers(); len(got) != 0 {
+				t.Fatalf("pin index %q after w's list was emptied, want none", got)
+			}
+			f.enqueue(pinned("c"))
+			if got := f.listAll("available", 10); !slices.Equal(got, []string{"c"}) {
+				t.Errorf("listed %v, want c (pinned to w again)", got)
 			}
 		})
 	}
