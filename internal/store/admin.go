@@ -303,7 +303,7 @@ func (c Created) seen() (fence, redrives string) {
 // args are c's script arguments for the job local: the bounds in whole
 // ms, as creation times are kept (a time within a ms is not before the
 // next one), and the time local carries when it is a generated ID (the
-// creation time of a job that has no created-time field); ” ” ” for
+// creation time of a job that has no created-time field); three empty strings for
 // the zero Created.
 func (c Created) args(local string) (lo, hi, idAt string) {
 	if c.From.IsZero() {
