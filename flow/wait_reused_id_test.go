@@ -53,8 +53,7 @@ func TestWaitReusedID(t *testing.T) {
 	px1.Close() // the waiter's connections cut: the delete's announcement is lost
 	redistest.Eventually(t, "the subscription to be gone", func() bool { return numSub(t, direct, ref.DoneChannel()) == 0 })
 	testkit.Must(t, adm.DeleteJob(context.Background(), id))
-	time.Sleep(2 * time.Millisecond) // another creation time
-	if again := enqueueID(t, direct2, squareJob{N: 9}, flow.WithID("order-1")); again != id {
+	if again := enqueueID(t, laterClient(t, direct, ns), squareJob{N: 9}, flow.WithID("order-1")); again != id {
 		t.Fatalf("the new job's ID %s, want %s", again, id)
 	}
 	w := testkit.StartWorker(t, direct, squareRegistry(t), runtime.Options{Namespace: ns}, nil)
@@ -91,9 +90,18 @@ func TestWaitReusedIDPoll(t *testing.T) {
 	testkit.Must(t, rdb.HDel(context.Background(), ref.Job(ref.Local), keys.FieldWatched).Err())
 	testkit.Must(t, rdb.SRem(context.Background(), ref.Watching(), ref.Local).Err())
 	testkit.Must(t, adm.DeleteJob(context.Background(), id))
-	time.Sleep(2 * time.Millisecond) // another creation time
-	enqueueID(t, c, squareJob{N: 9}, flow.WithID("order-2"), flow.WithDelay(time.Hour))
+	enqueueID(t, laterClient(t, rdb, ns), squareJob{N: 9}, flow.WithID("order-2"), flow.WithDelay(time.Hour))
 	if o := testkit.Recv(t, out, "the Wait"); !errors.Is(o.err, flow.ErrNotFound) {
 		t.Fatalf("Wait of a job deleted and its ID reused: %+v %v, want ErrNotFound", o.info, o.err)
 	}
+}
+
+// laterClient is a client of namespace ns whose store time is a second
+// ahead: a job it enqueues under a reused ID has another creation time
+// than the deleted one's, with no sleep for the clock to move on.
+func laterClient(t *testing.T, rdb redis.UniversalClient, ns string) *flow.Client {
+	t.Helper()
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Clock: runtime.NewFakeClock(time.Now().Add(time.Second))})
+	testkit.Must(t, err)
+	return c
 }

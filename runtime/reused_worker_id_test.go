@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/flow/admin"
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/runtime"
 	"github.com/sluicehq/sluice/sticky"
 )
@@ -26,22 +27,26 @@ func TestStoppedWorkerLeavesReusedIDRegistered(t *testing.T) {
 	o := runtime.Options{WorkerID: "gpu-reused", Queues: map[string]int{"default": 1}}
 	registered := func(after time.Time) time.Time {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
+		var started time.Time
+		redistest.Eventually(t, "worker "+o.WorkerID+" registered, started after "+after.String(), func() bool {
 			ws, _ := ops.Workers(ctx)
 			for _, w := range ws {
 				if w.ID == o.WorkerID && w.Started.After(after) {
-					return w.Started
+					started = w.Started
+					return true
 				}
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		t.Fatalf("worker %s never registered (started after %s)", o.WorkerID, after)
-		return time.Time{}
+			return false
+		})
+		return started
 	}
+	// each process on a clock of its own, the new one's a second later:
+	// their start times differ with no sleep for the clock to move on
+	start := fakeStart()
+	o.Clock = newTestClock(start)
 	old := e.startWorker(reg, o)
 	oldStarted := registered(time.Time{})
-	time.Sleep(5 * time.Millisecond) // the new process starts later
+	o.Clock = newTestClock(start.Add(time.Second))
 	e.startWorker(reg, o)
 	newStarted := registered(oldStarted)
 

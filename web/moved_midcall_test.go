@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
 // TestJobActionsOnJobMovedOnMidCallRefused: the job is redriven, or runs
@@ -78,13 +80,13 @@ func TestJobActionsOnJobMovedOnMidCallRefused(t *testing.T) {
 			if _, err := f.ops.Release(ctx, id); err != nil {
 				f.t.Errorf("the other operator's release: %v", err)
 			}
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-				if k, err := f.ops.Job(ctx, id); err == nil && k.State == flow.StateQuarantined && k.Fence > j.Fence {
-					return
-				} else if time.Now().After(deadline) {
-					f.t.Errorf("the released job was not quarantined again: %+v %v", k, err)
-					return
-				}
+			// polled, not waited on with Fatal: this runs in the console's
+			// handler goroutine
+			if ok, last := redisproc.Poll(10*time.Second, func() (bool, string) {
+				k, err := f.ops.Job(ctx, id)
+				return err == nil && k.State == flow.StateQuarantined && k.Fence > j.Fence, fmt.Sprintf("%+v %v", k, err)
+			}); !ok {
+				f.t.Errorf("the released job was not quarantined again: %s", last)
 			}
 		}, want: flow.StateQuarantined, why: "ran again since"},
 	} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/runtime"
 )
 
 // TestJobActionsOnIDReusedMidCallRefused: the job is deleted and its ID
@@ -71,9 +72,15 @@ func TestJobActionsOnIDReusedMidCallRefused(t *testing.T) {
 				if err := f.ops.DeleteJob(ctx, id); err != nil {
 					t.Errorf("deleting the job: %v", err)
 				}
-				// another ms: creation times are kept in ms
-				time.Sleep(3 * time.Millisecond)
-				if _, err := f.env.Client.Enqueue(ctx, work{Order: "new"}, flow.WithQueue(testQueue), flow.WithID(local), flow.WithDelay(time.Hour)); err != nil {
+				// enqueued a second later by store time: another
+				// creation time, with no sleep for the clock to move on
+				later, err := flow.NewClient(f.env.RDB, flow.ClientOptions{Namespace: f.env.NS,
+					Clock: runtime.NewFakeClock(time.Now().Add(time.Second))})
+				if err != nil {
+					t.Errorf("the later client: %v", err)
+					return
+				}
+				if _, err := later.Enqueue(ctx, work{Order: "new"}, flow.WithQueue(testQueue), flow.WithID(local), flow.WithDelay(time.Hour)); err != nil {
 					t.Errorf("the new job: %v", err)
 				}
 				if tc.prep != nil {
