@@ -3,8 +3,6 @@ package flow_test
 import (
 	"context"
 	"errors"
-	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/flow/admin"
-	"github.com/sluicehq/sluice/internal/chaos"
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/testkit"
@@ -27,18 +24,7 @@ import (
 func TestWaitReusedID(t *testing.T) {
 	t.Parallel()
 	direct := realRedis(t)
-	var addr atomic.Value
-	px1, err := chaos.NewProxy(env.Server.Addr())
-	testkit.Must(t, err)
-	t.Cleanup(func() { px1.Close() })
-	addr.Store(px1.Addr())
-	via := redis.NewClient(&redis.Options{
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr.Load().(string))
-		},
-	})
-	t.Cleanup(func() { via.Close() })
+	via, cut, reconnect := cuttableClient(t)
 	c, ns := waitClient(t, via, nil, time.Hour)
 	direct2, err := flow.NewClient(direct, flow.ClientOptions{Namespace: ns})
 	testkit.Must(t, err)
@@ -50,7 +36,7 @@ func TestWaitReusedID(t *testing.T) {
 	ref, _ := keys.ParseRef(ns, id)
 	redistest.Eventually(t, "the subscription", func() bool { return numSub(t, direct, ref.DoneChannel()) == 1 })
 
-	px1.Close() // the waiter's connections cut: the delete's announcement is lost
+	cut() // the waiter's connections cut: the delete's announcement is lost
 	redistest.Eventually(t, "the subscription to be gone", func() bool { return numSub(t, direct, ref.DoneChannel()) == 0 })
 	testkit.Must(t, adm.DeleteJob(context.Background(), id))
 	if again := enqueueID(t, laterClient(t, direct, ns), squareJob{N: 9}, flow.WithID("order-1")); again != id {
@@ -59,10 +45,7 @@ func TestWaitReusedID(t *testing.T) {
 	w := testkit.StartWorker(t, direct, squareRegistry(t), runtime.Options{Namespace: ns}, nil)
 	testkit.WaitState(t, direct2, w.Sig, id, flow.StateCompleted)
 
-	px2, err := chaos.NewProxy(env.Server.Addr())
-	testkit.Must(t, err)
-	t.Cleanup(func() { px2.Close() })
-	addr.Store(px2.Addr())
+	reconnect()
 	o := testkit.Recv(t, out, "the Wait after reconnecting")
 	if !errors.Is(o.err, flow.ErrNotFound) {
 		var got int

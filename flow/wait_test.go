@@ -319,18 +319,7 @@ func TestWaitMany(t *testing.T) {
 func TestWaitReconnect(t *testing.T) {
 	t.Parallel()
 	direct := realRedis(t)
-	var addr atomic.Value
-	px1, err := chaos.NewProxy(env.Server.Addr())
-	testkit.Must(t, err)
-	t.Cleanup(func() { px1.Close() })
-	addr.Store(px1.Addr())
-	via := redis.NewClient(&redis.Options{
-		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr.Load().(string))
-		},
-	})
-	t.Cleanup(func() { via.Close() })
+	via, cut, reconnect := cuttableClient(t)
 	c, ns := waitClient(t, via, nil, time.Hour)
 	direct2, err := flow.NewClient(direct, flow.ClientOptions{Namespace: ns})
 	testkit.Must(t, err)
@@ -341,16 +330,13 @@ func TestWaitReconnect(t *testing.T) {
 	ref, _ := keys.ParseRef(ns, id)
 	redistest.Eventually(t, "the subscription", func() bool { return numSub(t, direct, ref.DoneChannel()) == 1 })
 
-	px1.Close() // every connection of the waiting client cut, none can be made
+	cut() // every connection of the waiting client cut, none can be made
 	redistest.Eventually(t, "the subscription to be gone", func() bool { return numSub(t, direct, ref.DoneChannel()) == 0 })
 	w := testkit.StartWorker(t, direct, squareRegistry(t), runtime.Options{Namespace: ns}, nil)
 	testkit.WaitState(t, direct2, w.Sig, id, flow.StateCompleted)
 	testkit.NoRecv(t, out, "a Wait result while disconnected")
 
-	px2, err := chaos.NewProxy(env.Server.Addr())
-	testkit.Must(t, err)
-	t.Cleanup(func() { px2.Close() })
-	addr.Store(px2.Addr())
+	reconnect()
 	wantCompleted(t, testkit.Recv(t, out, "the Wait after reconnecting"), id, 25)
 }
 
@@ -480,4 +466,27 @@ func TestCallOutsideHandler(t *testing.T) {
 	if _, err := flow.Call[int](context.Background(), "x", squareJob{}); err == nil {
 		t.Fatal("Call outside a handler did not fail")
 	}
+}
+
+// cuttableClient is a client of the shared server through a proxy; cut
+// closes the proxy (every connection cut, none can be made) and
+// reconnect lets the client connect again, through a new one.
+func cuttableClient(t *testing.T) (via *redis.Client, cut, reconnect func()) {
+	t.Helper()
+	var addr atomic.Value
+	proxy := func() {
+		px, err := chaos.NewProxy(env.Server.Addr())
+		testkit.Must(t, err)
+		t.Cleanup(func() { px.Close() })
+		addr.Store(px)
+	}
+	proxy()
+	via = redis.NewClient(&redis.Options{
+		Dialer: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr.Load().(*chaos.Proxy).Addr())
+		},
+	})
+	t.Cleanup(func() { via.Close() })
+	return via, func() { addr.Load().(*chaos.Proxy).Close() }, proxy
 }
