@@ -210,13 +210,13 @@ func (s *Scheduler) loop(ctx context.Context, sc *schedule) {
 		if !published {
 			published = s.c.st.PublishSchedule(ctx, sc.def) == nil
 		}
-		now, wait, err := s.round(ctx, sc)
+		now, wait, err := s.safeRound(ctx, sc)
 		if errors.Is(err, store.ErrNoSchedule) {
 			// deleted (admin.Client.DeleteSchedule forced, or by hand):
 			// published again at once, and started afresh from now
 			published = s.c.st.PublishSchedule(ctx, sc.def) == nil
 			if published {
-				now, wait, err = s.round(ctx, sc)
+				now, wait, err = s.safeRound(ctx, sc)
 			}
 			if errors.Is(err, store.ErrNoSchedule) {
 				published = false // deleted again meanwhile
@@ -242,6 +242,20 @@ func (s *Scheduler) loop(ctx context.Context, sc *schedule) {
 		}
 		t.Stop()
 	}
+}
+
+// safeRound is round with a panic made its error. Every tick's enqueue
+// runs the user's code again (its arguments' Kind, defaults and encoding:
+// Add ran them once), here on the scheduler's goroutine, where a panic
+// would end the process. A round that panicked after its claim leaves the
+// ticks pending, to be enqueued as abandoned by a later round.
+func (s *Scheduler) safeRound(ctx context.Context, sc *schedule) (now time.Time, wait time.Duration, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			now, wait, err = time.Time{}, 0, fmt.Errorf("schedule %s: a panic enqueueing its job: %v", sc.Name, p)
+		}
+	}()
+	return s.round(ctx, sc)
 }
 
 // round looks at a schedule once: it enqueues abandoned ticks, then the
