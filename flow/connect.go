@@ -3,6 +3,7 @@ package flow
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 
@@ -17,14 +18,15 @@ import (
 //
 //	redis://[user:password@]host[:port][/db][?option=value...]    one server
 //	rediss://...                                                   the same over TLS
-//	redis+cluster://[user:password@]host:port[,host:port...][?option=value...]
+//	redis+cluster://[user:password@]host[:port][,host[:port]...][?option=value...]
 //	rediss+cluster://...                                           a cluster over TLS
-//	redis+sentinel://[user:password@]host:port[,host:port...][/db]?master_name=name[&option=value...]
+//	redis+sentinel://[user:password@]host[:port][,host[:port]...][/db]?master_name=name[&option=value...]
 //	rediss+sentinel://...                                          the same over TLS
 //
 // A URL whose host part lists several comma-separated addresses is a
 // cluster as well, whatever its scheme's suffix, unless it is a Sentinel
-// URL. user and password are the
+// URL. An address without a port has Redis's: 6379, or 26379 for a
+// Sentinel. user and password are the
 // Redis ACL user and password (a password alone is the default user's);
 // percent-encode special characters. The options are go-redis's
 // (redis.ParseURL for a server, redis.ParseClusterURL for a cluster), for
@@ -65,10 +67,12 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 		}
 	}
 	if sentinel {
-		return failoverClient(rawURL, base, user, addrs, tail)
+		return failoverClient(rawURL, base, user, defaultPort(addrs, "26379"), tail)
 	}
 	if len(addrs) > 1 {
 		cluster = true
+		// go-redis gives the first address a port, not the others
+		addrs = defaultPort(addrs, "6379")
 	}
 	if !cluster {
 		opts, err := redis.ParseURL(base + "://" + rest)
@@ -97,6 +101,20 @@ func Connect(rawURL string) (redis.UniversalClient, error) {
 		return nil, badURL(rawURL, err)
 	}
 	return redis.NewClusterClient(opts), nil
+}
+
+// defaultPort gives port to each address of addrs that has none
+// ("h", "[::1]"), as go-redis does to a URL's host alone.
+func defaultPort(addrs []string, port string) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		u, err := url.Parse("redis://" + a)
+		if err == nil && u.Port() == "" && !strings.HasSuffix(a, ":") && u.Hostname() != "" {
+			a = net.JoinHostPort(u.Hostname(), port)
+		}
+		out[i] = a
+	}
+	return out
 }
 
 // failoverClient is Connect for a Sentinel URL: base is its scheme

@@ -105,3 +105,18 @@ func TestConnectHidesUnencodedPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectAddressesWithoutPort: the README and `sluice --help` give
+// redis+cluster://h1,h2 and redis+sentinel://s1,s2?master_name=m. Every
+// address may leave out its port, not only the first (the others were
+// refused, "unable to parse addr param"): a cluster node's is 6379, a
+// Sentinel's 26379 (Redis's own ports; TestDefaultPort).
+func TestConnectAddressesWithoutPort(t *testing.T) {
+	t.Parallel()
+	cl := connect(t, "redis+cluster://h1,h2:7001,h3")
+	if got := cl.(*redis.ClusterClient).Options().Addrs; strings.Join(got, ",") != "h1:6379,h2:7001,h3:6379" {
+		t.Errorf("cluster addresses %v, want h1:6379 h2:7001 h3:6379", got)
+	}
+	connect(t, "redis+sentinel://s1,s2:26380,s3?master_name=m")
+	connect(t, "redis+sentinel://u:p@s1,[::1]?master_name=m")
+}
