@@ -35,14 +35,16 @@ func FollowUp(ctx context.Context, args Args, opts ...EnqueueOption) (sluicetype
 	if err != nil {
 		return sluicetype.Effect{}, err
 	}
+	// before it is placed: placing may register its queue, and bad input
+	// writes nothing
+	if !d.job.Generated {
+		return sluicetype.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
+	}
 	pj, err := pl.place(ctx, d, nil)
 	if err != nil {
 		return sluicetype.Effect{}, err
 	}
 	job := pj.job
-	if !job.Generated {
-		return sluicetype.Effect{}, fmt.Errorf("%w: a follow-up's ID is derived from its commit; WithID is not allowed", ErrInvalid)
-	}
 	job.Local, job.Generated = "", false // set from the commit when it is written
 	// its routing key goes with it: a relay that finds its partition
 	// retired places it again by that key, as producers place its
