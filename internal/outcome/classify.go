@@ -42,27 +42,32 @@ type Class struct {
 
 // Classify finds what err asks for: the first outcome value in its chain,
 // in the order of the kinds (a Snooze or RateLimited with a negative delay
-// counts as an ordinary error). It is the one place that reads a
+// counts as an ordinary error, and so does a typed nil outcome wrapped in
+// err, which asks for nothing). It is the one place that reads a
 // handler's error; the worker (an ack) and an isolated child (a reply to
 // its parent) each map the class to what they send.
 func Classify(err error) Class {
 	var c Class
+	// each value is checked for nil before it is read: errors.As finds a
+	// typed nil (fmt.Errorf("...: %w", e) of an e never set, which fmt
+	// prints as <nil>), and its fields are read after the handler's
+	// recovery, where the panic ended the worker's process
 	switch {
-	case errors.As(err, &c.Crash):
+	case errors.As(err, &c.Crash) && c.Crash != nil:
 		c.Kind = KindCrash
-	case errors.As(err, &c.Snooze) && c.Snooze.Delay >= 0:
+	case errors.As(err, &c.Snooze) && c.Snooze != nil && c.Snooze.Delay >= 0:
 		c.Kind = KindSnooze
-	case errors.As(err, &c.RateLimited) && c.RateLimited.Delay >= 0:
+	case errors.As(err, &c.RateLimited) && c.RateLimited != nil && c.RateLimited.Delay >= 0:
 		c.Kind = KindRateLimited
-	case errors.As(err, &c.Skip):
+	case errors.As(err, &c.Skip) && c.Skip != nil:
 		c.Kind = KindSkip
-	case errors.As(err, &c.Revoke):
+	case errors.As(err, &c.Revoke) && c.Revoke != nil:
 		c.Kind = KindRevoke
-	case errors.As(err, &c.Park):
+	case errors.As(err, &c.Park) && c.Park != nil:
 		c.Kind = KindPark
-	case errors.As(err, &c.Wait):
+	case errors.As(err, &c.Wait) && c.Wait != nil:
 		c.Kind = KindWait
-	case errors.As(err, &c.Suspend):
+	case errors.As(err, &c.Suspend) && c.Suspend != nil:
 		c.Kind = KindSuspend
 	}
 	return c
