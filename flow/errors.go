@@ -10,7 +10,8 @@ import (
 var (
 	// ErrInvalid: bad input (kind, queue name, ID, duration, option).
 	ErrInvalid = errors.New("sluice: invalid input")
-	// ErrPayloadTooLarge: the encoded arguments exceed MaxPayload.
+	// ErrPayloadTooLarge: the encoded arguments exceed MaxPayload, or the
+	// encoded headers (WithHeaders) MaxHeaders.
 	ErrPayloadTooLarge = errors.New("sluice: payload too large")
 	// ErrUnknownKind: the kind has no handler in the client's registry.
 	ErrUnknownKind = errors.New("sluice: unknown job kind")
