@@ -380,7 +380,10 @@ func childID(id string) EnqueueOption {
 // result type. Under FailFast the failed child it answers is recorded with
 // the job's checkpoints: every later run (a retry, a run after a crash) is
 // told of the same child while it stays failed, though others may have
-// failed since, so that it takes the branch its checkpoints recorded.
+// failed since, so that it takes the branch its checkpoints recorded. An
+// ID that names no child this job spawned (another job's, or a child of
+// an earlier job of this ID) is ErrInvalid: it never tells this job that
+// it finished, and Join would wait for it for ever.
 func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildResult[R], error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
@@ -397,6 +400,12 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		ref, ok := keys.ParseRef(st.Store.NS(), id)
 		if !ok {
 			return nil, fmt.Errorf("%w: child ID %s", ErrInvalid, names.Quote(id))
+		}
+		if !childOf(st.Ref.Local, st.Created, ref.Local) {
+			// only a child this job spawned tells it that it finished
+			// (its records, kids_key): any other job, or a child of an
+			// earlier job of this ID, would be waited for for ever
+			return nil, fmt.Errorf("%w: job %s is no child this job spawned (Join takes the IDs of its own Spawn)", ErrInvalid, names.Quote(id))
 		}
 		locals[i] = ref.Local
 	}
@@ -460,6 +469,14 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	// parent waking and joining again on every ack.
 	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
 		FailFast: policy == FailFast, Recheck: JoinRecheck}
+}
+
+// childOf reports whether local is the ID in its partition of a child
+// the job parent, created at created, spawned: keys.ChildLocal's, or
+// keys.LegacyChildLocal's (a spawn checkpointed by an older release).
+func childOf(parent string, created time.Time, local string) bool {
+	return strings.HasPrefix(local, parent+"@"+strconv.FormatInt(created.UnixMilli(), 36)+"~") ||
+		strings.HasPrefix(local, parent+"~")
 }
 
 // spawnIndex is the position in its Spawn of the item of child local, a
