@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/testsignal"
 )
@@ -25,22 +26,7 @@ func (w *Worker) kickRelay() {
 // are relayed too.
 func (w *Worker) relayLoop(ctx context.Context) {
 	for n := 1; ; n++ {
-		for _, p := range w.parts {
-			after := ""
-			for {
-				res, err := w.st.RelayOutbox(ctx, p, after, relayLimit)
-				w.reportDead(ctx, p, res.Dead)
-				if err != nil && ctx.Err() == nil {
-					w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
-				}
-				// a full batch goes on after its last entry, past those it
-				// held (they stay at the front), unless the call failed
-				if res.Handled < relayLimit || err != nil && res.Held == 0 {
-					break
-				}
-				after = res.Last
-			}
-		}
+		w.relayPass(ctx)
 		t := w.clk.NewTimer(w.opts.MaintenanceInterval)
 		w.sig.Relayed.Signal(testsignal.Pass{Worker: w.opts.WorkerID, N: n})
 		select {
@@ -52,4 +38,42 @@ func (w *Worker) relayLoop(ctx context.Context) {
 		}
 		t.Stop()
 	}
+}
+
+// relayPass relays the outboxes of the partitions served, once.
+func (w *Worker) relayPass(ctx context.Context) {
+	for _, p := range w.parts {
+		after := ""
+		for {
+			res, err := w.st.RelayOutbox(ctx, p, after, relayLimit)
+			w.reportDead(ctx, p, res.Dead)
+			if err != nil && ctx.Err() == nil {
+				w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
+			}
+			// a full batch goes on after its last entry, past those it
+			// held (they stay at the front), unless the call failed
+			if res.Handled < relayLimit || err != nil && res.Held == 0 {
+				break
+			}
+			after = res.Last
+		}
+	}
+}
+
+// finalRelayTimeout bounds the relay pass of a worker's shutdown.
+const finalRelayTimeout = 5 * time.Second
+
+// finalRelay relays, as a worker shuts down, what its last acks wrote to
+// its partitions' outboxes (a child's end told to a parent in another
+// queue, effects on keys in other slots): they kicked the relay loop,
+// which the shutdown stops, most likely before it ran. Only workers that
+// serve a partition relay its outbox: where this one was the last (a
+// queue of children served by workers of their own, scaled to none once
+// idle), the parent would wait for its child, ended, until a worker
+// served the queue again. Two relayers of one outbox are safe
+// (RelayOutbox); the pass is bounded, as Redis may be out of reach.
+func (w *Worker) finalRelay(bg context.Context) {
+	ctx, cancel := context.WithTimeout(bg, finalRelayTimeout)
+	defer cancel()
+	w.relayPass(ctx)
 }

@@ -189,6 +189,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.busy.Wait() // the jobs in flight finish, or the window cancels them
 	closeWindow()
 	w.handBacks.Wait()
+	w.finalRelay(bg) // the last acks' outbox entries: no other worker may serve these partitions
 	stopServices()
 	services.Wait()
 	stopReliability()
