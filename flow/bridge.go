@@ -31,6 +31,7 @@ func (c *Client) bridge() bridge.Client {
 			o, _ := opts.([]SignalOption)
 			return c.signal(ctx, id, name, payload, o...)
 		},
+		SignalCreatedIn: func(from, before time.Time) any { return signalCreatedIn(from, before) },
 		NextRun: func(r store.ScheduleRecord, now time.Time) time.Time {
 			tm, _, err := parseTiming(r.Cron, r.Every, r.TimeZone)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -30,14 +31,17 @@ const MaxSignalPayload = 64 << 10
 // kept (a job deleted on completion answers ErrNotFound: gone, whether or
 // not it took the signal).
 //
-// A signal names its job by ID alone. Where IDs come back (WithID, after
-// the job is deleted), a signal sent, or retried, once another job has
-// the ID is that job's: compare JobInfo.Created with the job you mean
-// before you send.
+// A signal names its job by ID alone, unless WithSignalJobCreated names
+// its creation time too. Where IDs come back (WithID, after the job is
+// deleted), a signal sent, or retried, once another job has the ID is
+// that job's; with WithSignalJobCreated it is refused, checked in the
+// call that would keep it.
 //
 // Errors: ErrInvalid (a malformed ID, name or key, a payload that does not
-// encode or is over MaxSignalPayload), ErrNotFound (no such job), or a
-// *sluicetype.StateError (ErrWrongState) for a job that has finished.
+// encode or is over MaxSignalPayload), ErrNotFound (no such job), a
+// *sluicetype.StateError (ErrWrongState) for a job that has finished, or
+// a *sluicetype.OtherJobError (ErrWrongState) for another job under the
+// ID than WithSignalJobCreated names.
 func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) error {
 	_, err := c.signal(ctx, id, name, payload, opts...)
 	return err
@@ -69,7 +73,14 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 	if o.keyed && (o.key == "" || len(o.key) > MaxSignalKey || !utf8.ValidString(o.key)) {
 		return false, fmt.Errorf("%w: signal key %s: 1 to %d bytes of UTF-8", ErrInvalid, names.Quote(o.key), MaxSignalKey)
 	}
-	res, err := c.st.Signal(ctx, ref, name, b, o.key)
+	var of store.Created
+	if o.dated {
+		if o.from.IsZero() || !o.before.After(o.from) {
+			return false, fmt.Errorf("%w: a signal to the job created %s (JobInfo.Created names a job)", ErrInvalid, o.from)
+		}
+		of = store.Created{From: o.from, Before: o.before}
+	}
+	res, err := c.st.SignalOf(ctx, ref, name, b, o.key, of)
 	if err != nil {
 		var se *sluicetype.StateError
 		if errors.As(err, &se) { // it names the job
@@ -88,8 +99,10 @@ const MaxSignalKey = 200
 type SignalOption func(*signalOptions)
 
 type signalOptions struct {
-	key   string
-	keyed bool // WithSignalKey was given: an empty key is a mistake, not "no key"
+	key          string
+	keyed        bool      // WithSignalKey was given: an empty key is a mistake, not "no key"
+	from, before time.Time // the job's creation time, at or after from and before before
+	dated        bool      // WithSignalJobCreated was given: a zero time is a mistake
 }
 
 // WithSignalKey makes the signal idempotent per job: a signal with the key
@@ -99,4 +112,25 @@ type signalOptions struct {
 // was meant to make safe would keep the signal twice.
 func WithSignalKey(key string) SignalOption {
 	return func(o *signalOptions) { o.key, o.keyed = key, true }
+}
+
+// WithSignalJobCreated sends the signal only to the job of the ID that was
+// created at created (JobInfo.Created; kept to the millisecond), checked
+// in the call that keeps it: a job given the ID since (the one meant was
+// deleted and the ID enqueued again) is sent nothing, and the call fails
+// with a *sluicetype.OtherJobError naming its creation time. The zero
+// time is ErrInvalid.
+func WithSignalJobCreated(created time.Time) SignalOption {
+	if created.IsZero() {
+		return signalCreatedIn(created, created)
+	}
+	at := time.UnixMilli(created.UnixMilli()) // kept to the ms
+	return signalCreatedIn(at, at.Add(time.Millisecond))
+}
+
+// signalCreatedIn sends a signal only to the job created at or after from
+// and before before (admin.Client.SignalOf: a time as a tool shows it, to
+// its precision).
+func signalCreatedIn(from, before time.Time) SignalOption {
+	return func(o *signalOptions) { o.from, o.before, o.dated = from, before, true }
 }

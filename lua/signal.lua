@@ -7,7 +7,14 @@
 -- ARGV[12] its idempotency key, '' for none: a signal with the key of one
 --          sent to the job before is not kept again (its marker, '!i:' ..
 --          key in the steps hash, lasts as long as the job)
--- Returns: { status, state }
+-- ARGV[13], ARGV[14], ARGV[15] (optional: the call ID is the last ARGV)
+--          the job must have been created at or after ARGV[13] and before
+--          ARGV[14] (ms), ARGV[15] the time its generated ID carries or ''
+--          (lib_admin.lua other_job); '' and '': any job of the ID.
+--          Checked in this call, so that a job given the ID since the
+--          sender learnt of it (deleted and enqueued again) is not sent
+--          another job's signal
+-- Returns: { status, state } (and created, for 'conflict')
 --   'ok', state          the signal is kept for the job (lib_waits.lua)
 --                        until a step of it takes it (or an operator
 --                        discards it, unsignal.lua); state is the job's
@@ -17,8 +24,11 @@
 --                        checkpoints are kept)
 --   'missing', ''        no such job: nothing kept
 --   'final', state       the job has finished: nothing kept
+--   'conflict', state, created  another job has the ID, created (ms) out
+--                        of ARGV[13]..ARGV[14]: nothing kept
 --   an error (WRONGTYPE) its job's data is corrupt (its key, its state,
---                        its signal counter or checkpoints): nothing kept
+--                        its signal counter or checkpoints, or given
+--                        ARGV[13], its created-time field): nothing kept
 -- Transitions: scheduled -> available (a job suspended waiting for this
 -- signal).
 -- A re-sent call answers what its first run did (lib_replay.lua).
@@ -33,6 +43,11 @@ if not s then return remember({ STATUS.missing, STATUS.none }) end
 -- a state no release writes (corrupt data): refused as malformed, nothing
 -- kept, as for a key of another type (not 'ok' for a job no wait reads)
 if not SCODE[s] then return redis.error_reply('WRONGTYPE sluice: job ' .. id .. ': its state field names no state') end
+do
+  local other, bad = other_job(jk, id, 13)
+  if bad then return bad end
+  if other then return remember({ STATUS.conflict, s, string.format('%d', other) }) end
+end
 local sk = steps_key(id)
 if TERMINAL[s] then
   -- a keyed signal sent before it finished is a caller's retry of one

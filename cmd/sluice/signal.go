@@ -29,6 +29,7 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		Use:   "signal ID NAME",
 		Short: "Send a signal to a workflow job, or discard one kept for it",
 		Example: `  sluice jobs signal orders:0:42 approved --data '{"By":"ann"}' --key approval-42
+  sluice jobs signal orders:0:42 approved --created '2026-12-02 13:03:49.715'   # not to a job given the ID since
   sluice jobs signal orders:0:42 approved --discard   # a payload its wait cannot decode (bad_signal); then redrive it
   sluice jobs signal orders:0:42 approved --discard --seq 3 --created '2026-12-02 13:03:49.715'
       # only if #3 of the job 'sluice jobs show' showed (its Created) is still the next`,
@@ -38,7 +39,7 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 	cmd.Flags().StringVar(&key, "key", "", "an idempotency key `K`: a signal with the key of one sent to the job before is not kept again")
 	cmd.Flags().BoolVar(&discard, "discard", false, "discard the next signal NAME sent to the job and not yet taken (the one its wait takes next), instead of sending one; not for a running or completed job")
 	cmd.Flags().Int64Var(&seq, "seq", 0, "with --discard and --created: discard only if signal number `N` is still the next one NAME kept (one a wait took since is not followed by the next)")
-	cmd.Flags().StringVar(&created, "created", "", "with --discard: only if the job is the one created at `TIME`, as 'jobs show' prints it (UTC) or --json does, not a job given its ID since (which numbers its signals from 1 again); required with --seq")
+	cmd.Flags().StringVar(&created, "created", "", "only if the job is the one created at `TIME`, as 'jobs show' prints it (UTC) or --json does, not a job given its ID since (which, for --discard, numbers its signals from 1 again); required with --seq")
 	cmd.RunE = c.runE(func(cmd *cobra.Command, args []string) error {
 		id, name := args[0], args[1]
 		if discard {
@@ -62,8 +63,16 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 			}
 			return c.discardSignal(cmd, id, name, seq, at)
 		}
-		if cmd.Flags().Changed("seq") || cmd.Flags().Changed("created") {
-			return usagef("--seq and --created name a kept signal to discard: they go with --discard")
+		if cmd.Flags().Changed("seq") {
+			return usagef("--seq names a kept signal to discard: it goes with --discard")
+		}
+		var at *createdTime
+		if cmd.Flags().Changed("created") {
+			t, err := parseCreated(created)
+			if err != nil {
+				return usagef("--created: %v", err)
+			}
+			at = &t
 		}
 		var payload any
 		// given, --data must be JSON: an empty value (an unset variable)
@@ -86,7 +95,20 @@ func (c *cli) jobsSignalCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		res, err := client.Signal(cmd.Context(), id, name, payload, opts...)
+		var res admin.SignalResult
+		if at != nil {
+			// the creation time checked in the signal's own call: a job
+			// given the ID after the operator looked is sent nothing
+			from := at.t.Truncate(at.prec)
+			res, err = client.SignalOf(cmd.Context(), id, name, payload, from, from.Add(at.prec), opts...)
+			var other *admin.OtherJobError
+			if errors.As(err, &other) {
+				return fmt.Errorf("%w: job %s is another job than the one created %s (its ID was given to a new one, created %s): nothing sent; look at it first (sluice jobs show %s)",
+					admin.ErrWrongState, id, at.given, when(other.Created), id)
+			}
+		} else {
+			res, err = client.Signal(cmd.Context(), id, name, payload, opts...)
+		}
 		if err != nil {
 			return c.about("job", id, err)
 		}

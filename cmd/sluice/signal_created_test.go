@@ -19,7 +19,8 @@ import (
 // without --created, which names the job shown, is a usage error (exit
 // 2), --created of the job gone refuses (exit 1) and the new job keeps
 // its signal #1; --created of the job there (as `jobs show` prints it, or
-// as --json does) discards it.
+// as --json does) discards it. A signal sent with --created is checked
+// alike: the job gone is sent nothing.
 func TestDiscardSeqRefusesAJobThatTookTheID(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -54,8 +55,18 @@ func TestDiscardSeqRefusesAJobThatTookTheID(t *testing.T) {
 			t.Errorf("--created %q: exit %d, want %d", bad, code, exitUsage)
 		}
 	}
-	if _, _, code := f.sluice("jobs", "signal", id, "later", "--data", `"x"`, "--created", f.created(id)); code != exitUsage {
-		t.Errorf("--created without --discard: exit %d, want %d", code, exitUsage)
+	// a signal sent with --created names the job too: the job gone is
+	// sent nothing (exit 1), the job there is sent it
+	if _, errOut, code := f.sluice("jobs", "signal", id, "later", "--data", `"x"`, "--created", oldCreated); code != exitError ||
+		!strings.Contains(errOut, "another job") || !strings.Contains(errOut, "nothing sent") {
+		t.Errorf("signal --created of the job gone: exit %d, %q; want %d saying it is another job", code, errOut, exitError)
+	}
+	if j, err := f.c.Job(f.ctx, id); err != nil || len(j.Signals) != 1 {
+		t.Fatalf("the new job after the refused signal: %+v %v, want its one signal kept alone", j, err)
+	}
+	if out, errOut, code := f.sluice("jobs", "signal", id, "later", "--data", `"x"`, "--created", f.created(id)); code != exitOK ||
+		!strings.Contains(out, "sent signal later") {
+		t.Errorf("signal --created of the job there: exit %d, %q%q", code, out, errOut)
 	}
 	// the time as --json prints it names the job too
 	j, err := f.c.Job(f.ctx, id)

@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/flow"
@@ -30,6 +31,16 @@ type SignalResult struct {
 func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...flow.SignalOption) (SignalResult, error) {
 	dup, err := c.b.Signal(ctx, id, name, payload, opts)
 	return SignalResult{Duplicate: dup}, err
+}
+
+// SignalOf is Signal only to the job of the ID created at or after from
+// and before before (its creation time as a tool showed it, to the
+// precision shown), checked in the call that keeps it: another job under
+// the ID (the one meant was deleted and the ID given to a new job) is
+// sent nothing, an *OtherJobError naming its creation time.
+func (c *Client) SignalOf(ctx context.Context, id, name string, payload any, from, before time.Time, opts ...flow.SignalOption) (SignalResult, error) {
+	all := append(slices.Clip(opts), c.b.SignalCreatedIn(from, before).(flow.SignalOption))
+	return c.Signal(ctx, id, name, payload, all...)
 }
 
 // DiscardSignal discards the next signal named name sent to job id and

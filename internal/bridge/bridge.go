@@ -43,6 +43,9 @@ type Client struct {
 	// Signal is flow.Client.Signal with opts (a []flow.SignalOption), and
 	// says whether the signal was a duplicate of one sent with its key.
 	Signal func(ctx context.Context, id, name string, payload any, opts any) (duplicate bool, err error)
+	// SignalCreatedIn is the flow.SignalOption that sends a signal only to
+	// the job created at or after from and before before.
+	SignalCreatedIn func(from, before time.Time) any
 }
 
 // FromFlow returns the configuration of c, a *flow.Client. Set by flow.

@@ -12,7 +12,7 @@ import (
 )
 
 // TestOperatorCallsOfAnotherJobWriteNothing: cancel, delete, run now,
-// reroute and redrive by ID, given the creation time of the job a tool
+// reroute, signal and redrive by ID, given the creation time of the job a tool
 // showed, check it in their own script call: a job created at another
 // time (given the ID since) is an *OtherJobError naming its creation
 // time, nothing written, and the same call for the job's own time acts.
@@ -45,6 +45,15 @@ func TestOperatorCallsOfAnotherJobWriteNothing(t *testing.T) {
 				_, err := f.st.RerouteOf(f.ctx, f.ref("x"), store.Sticky{Worker: "w2", Mode: "a", After: time.Minute}, c)
 				if err == nil && f.rdb.HGet(f.ctx, f.p.Job("x"), keys.FieldStickyWorker).Val() != "w2" {
 					t.Errorf("rerouted, yet the job prefers no w2")
+				}
+				return err
+			}, "scheduled"},
+			{"signal", nil, "scheduled", func(f *fixture, c store.Created) error {
+				_, err := f.st.SignalOf(f.ctx, f.ref("x"), "go", []byte("p"), "k", c)
+				if kept := f.rdb.HGet(f.ctx, f.p.Job("x"), keys.FieldSignalSeq).Val(); err != nil && kept != "" {
+					t.Errorf("signal refused, yet one was kept (seq %s)", kept)
+				} else if err == nil && kept != "1" {
+					t.Errorf("signal of the job itself: seq %q, want 1", kept)
 				}
 				return err
 			}, "scheduled"},

@@ -83,11 +83,27 @@ type SignalResult struct {
 // once the job has finished. Errors: ErrNotFound, or a
 // *sluicetype.StateError for a finished job the key was not sent to.
 func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte, key string) (SignalResult, error) {
-	v, err := s.run(ctx, lua.Signal, ref.Partition, ref.Local, name, payload, key).Result()
+	return s.SignalOf(ctx, ref, name, payload, key, Created{})
+}
+
+// SignalOf is Signal to the job of ref only if it is the one created in
+// of's range (the zero Created: any job of the ID), checked in the same
+// script call: a job given the ID since is sent nothing, a
+// *sluicetype.OtherJobError.
+func (s *Store) SignalOf(ctx context.Context, ref keys.Ref, name string, payload []byte, key string, of Created) (SignalResult, error) {
+	args := []any{ref.Local, name, payload, key}
+	if !of.From.IsZero() {
+		lo, hi, idAt := of.args(ref.Local)
+		args = append(args, lo, hi, idAt)
+	}
+	v, err := s.run(ctx, lua.Signal, ref.Partition, args...).Result()
 	if err != nil {
 		return SignalResult{}, err
 	}
 	r, err := strs(v)
+	if err == nil && len(r) == 3 && r[0] == statusConflict {
+		return SignalResult{State: r[1]}, otherJob(ref, r[2])
+	}
 	if err != nil || len(r) != 2 {
 		return SignalResult{}, fmt.Errorf("%w: signal reply %v", ErrMalformed, v)
 	}
