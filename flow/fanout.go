@@ -25,7 +25,12 @@ import (
 
 // JoinRecheck is how long a parent waits for its children before it runs
 // again anyway, a safety net for a child that never finishes (deleted by an
-// operator, stuck in a paused queue).
+// operator, stuck in a paused queue), and for one whose end no worker
+// relays: a child in another partition tells its parent through its
+// partition's outbox, which only workers serving that partition relay,
+// and its worker may have been killed after its ack, before its relay,
+// with none serving the children's queue since. Join run again relays
+// those outboxes itself.
 const JoinRecheck = 10 * time.Minute
 
 // JoinPolicy says when a parent stops waiting for its children.
@@ -384,6 +389,15 @@ func childID(id string) EnqueueOption {
 // ID that names no child this job spawned (another job's, or a child of
 // an earlier job of this ID) is ErrInvalid: it never tells this job that
 // it finished, and Join would wait for it for ever.
+//
+// A parent run again (at JoinRecheck, a retry, admin's RunNow) whose
+// Join finds children it has no record of relays, in its worker, the
+// outboxes of their partitions (those other than its own) before it
+// waits again, once each (entries it cannot relay dead-lettered and
+// reported as by the worker's relay, runtime.Options.OnDeadEffect): their
+// ends may sit there with no worker serving their queue any more.
+// A Join whose children are all recorded, or on the run that spawned
+// them, costs no round trip more.
 func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildResult[R], error) {
 	st, ok := attempt.From(ctx)
 	if !ok {
@@ -396,6 +410,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 		return []ChildResult[R]{}, nil // a spawn of nothing: all done
 	}
 	locals := make([]string, len(ch.IDs))
+	parts := make([]keys.Partition, len(ch.IDs))
 	for i, id := range ch.IDs {
 		ref, ok := keys.ParseRef(st.Store.NS(), id)
 		if !ok {
@@ -407,11 +422,17 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 			// earlier job of this ID, would be waited for for ever
 			return nil, fmt.Errorf("%w: job %s is no child this job spawned (Join takes the IDs of its own Spawn)", ErrInvalid, names.Quote(id))
 		}
-		locals[i] = ref.Local
+		locals[i], parts[i] = ref.Local, ref.Partition
 	}
 	kids, err := st.Store.Kids(ctx, st.Ref, locals)
 	if err != nil {
 		return nil, err
+	}
+	if far := unrelayed(st, policy, parts, kids); len(far) > 0 && st.Host.Relay(ctx, far) {
+		// the relay read entries: some may be the ends of these children
+		if kids, err = st.Store.Kids(ctx, st.Ref, locals); err != nil {
+			return nil, err
+		}
 	}
 	// FailFast's answer is the failed child its first decision named,
 	// recorded with the attempt's fence: children that fail later would
@@ -469,6 +490,41 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	// parent waking and joining again on every ack.
 	return nil, &sluicetype.WaitingError{Step: ch.Step, Count: len(pending), Children: pending,
 		FailFast: policy == FailFast, Recheck: JoinRecheck}
+}
+
+// unrelayed returns the partitions, other than the parent's, of the
+// children kids has no record of, when the parent runs again (its fence
+// past 1: at its Join's recheck, a retry, RunNow) and Join may wait for
+// them: each such child tells the parent of its end through its
+// partition's outbox, which only workers serving that partition relay,
+// and none may any more (a child's worker killed after its ack, before
+// its relay; the children's workers scaled to none). On a first run, the
+// children were spawned by this very attempt; under FailFast, a failed
+// child recorded is Join's answer already. Nil: Join costs no round trip
+// more.
+func unrelayed(st *attempt.State, policy JoinPolicy, parts []keys.Partition, kids []store.Kid) []keys.Partition {
+	if st.Lease.Fence <= 1 || st.Host == nil {
+		return nil
+	}
+	var (
+		far  []keys.Partition
+		seen map[keys.Partition]bool
+	)
+	for i, k := range kids {
+		switch {
+		case k.Done && policy == FailFast && k.State != StateCompleted:
+			return nil
+		case k.Done || parts[i] == st.Ref.Partition || seen[parts[i]]:
+			// recorded, or records its end itself (the parent's partition)
+		default:
+			if seen == nil {
+				seen = map[keys.Partition]bool{}
+			}
+			seen[parts[i]] = true
+			far = append(far, parts[i])
+		}
+	}
+	return far
 }
 
 // childOf reports whether local is the ID in its partition of a child

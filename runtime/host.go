@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -61,3 +62,13 @@ func (h *attemptHost) LeaseLeft() (time.Duration, <-chan struct{}) {
 
 // Confirm is lease control's renewal.
 func (h *attemptHost) Confirm(ctx context.Context) error { return h.a.ExtendLease(ctx, 0) }
+
+// Relay relays the outboxes of parts (flow.Join's children's partitions,
+// which this worker may not serve) as the relay loop does its own.
+func (h *attemptHost) Relay(ctx context.Context, parts []keys.Partition) bool {
+	read := false
+	for _, p := range parts {
+		read = h.a.ctl.w.relayPartition(ctx, p) || read
+	}
+	return read
+}

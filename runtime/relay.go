@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/testsignal"
 )
 
@@ -43,20 +44,27 @@ func (w *Worker) relayLoop(ctx context.Context) {
 // relayPass relays the outboxes of the partitions served, once.
 func (w *Worker) relayPass(ctx context.Context) {
 	for _, p := range w.parts {
-		after := ""
-		for {
-			res, err := w.st.RelayOutbox(ctx, p, after, relayLimit)
-			w.reportDead(ctx, p, res.Dead)
-			if err != nil && ctx.Err() == nil {
-				w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
-			}
-			// a full batch goes on after its last entry, past those it
-			// held (they stay at the front), unless the call failed
-			if res.Handled < relayLimit || err != nil && res.Held == 0 {
-				break
-			}
-			after = res.Last
+		w.relayPartition(ctx, p)
+	}
+}
+
+// relayPartition relays the outbox of p, once, and reports whether it
+// read any entry.
+func (w *Worker) relayPartition(ctx context.Context, p keys.Partition) (read bool) {
+	after := ""
+	for {
+		res, err := w.st.RelayOutbox(ctx, p, after, relayLimit)
+		read = read || res.Handled > 0
+		w.reportDead(ctx, p, res.Dead)
+		if err != nil && ctx.Err() == nil {
+			w.log.Warn("relaying the outbox failed", "queue", p.Queue, "partition", p.Index, "err", err)
 		}
+		// a full batch goes on after its last entry, past those it
+		// held (they stay at the front), unless the call failed
+		if res.Handled < relayLimit || err != nil && res.Held == 0 {
+			return read
+		}
+		after = res.Last
 	}
 }
 

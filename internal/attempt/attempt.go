@@ -76,6 +76,12 @@ type Host interface {
 	// trip; a lease found gone cancels the attempt and is returned as the
 	// error. (An isolated child's host asks its worker to.)
 	Confirm(ctx context.Context) error
+	// Relay relays the outboxes of parts once, as the worker's relay
+	// does (dead-lettered entries reported alike), and reports whether it
+	// read any entry: flow.Join's recheck, for children whose partitions
+	// no worker may serve any more. Failures are the host's to log; a
+	// host with no Redis of its own relays nothing.
+	Relay(ctx context.Context, parts []keys.Partition) bool
 }
 
 // Known is the host's Known, or nil (any valid kind) without a host.

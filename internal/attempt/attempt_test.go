@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -29,6 +30,7 @@ func (h *toldHost) Known(string) bool                            { return true }
 func (h *toldHost) Send(store.Checkpoint) store.CheckpointResult { return store.CheckpointResult{} }
 func (h *toldHost) Lose()                                        {}
 func (h *toldHost) Committed(string, int)                        {}
+func (h *toldHost) Relay(context.Context, []keys.Partition) bool { return false }
 func (h *toldHost) Expired() bool                                { return h.expired }
 func (h *toldHost) LeaseLeft() (time.Duration, <-chan struct{}) {
 	return 0, nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/sluicetype"
 )
@@ -83,6 +84,10 @@ func (h *childHost) Expired() bool { return false }
 func (h *childHost) LeaseLeft() (time.Duration, <-chan struct{}) { return 0, nil }
 
 func (h *childHost) Confirm(ctx context.Context) error { return h.p.confirm(ctx) }
+
+// Relay: a child has no Redis connection (flow.Join, which asks it, fails
+// in a child before).
+func (h *childHost) Relay(context.Context, []keys.Partition) bool { return false }
 
 // checkpoint sends a checkpoint to the parent, which commits it with its
 // own lease, so it is fenced exactly as in a worker.

@@ -32,8 +32,9 @@ func (h *sendHost) Expired() bool         { return false }
 func (h *sendHost) LeaseLeft() (time.Duration, <-chan struct{}) {
 	return 0, nil
 }
-func (h *sendHost) Confirm(context.Context) error { return nil }
-func (h *sendHost) fields() []string              { h.mu.Lock(); defer h.mu.Unlock(); return h.sent }
+func (h *sendHost) Confirm(context.Context) error                { return nil }
+func (h *sendHost) Relay(context.Context, []keys.Partition) bool { return false }
+func (h *sendHost) fields() []string                             { h.mu.Lock(); defer h.mu.Unlock(); return h.sent }
 
 // TestCheckpointAfterGivingUp: a checkpoint the worker reads from the
 // child after it gave up on the attempt (its context ended: a timeout, a
