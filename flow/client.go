@@ -167,7 +167,9 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts ...EnqueueOption) 
 // *sluicetype.ConflictError); the others are added. A job that Redis's
 // data keeps from being added (ErrMalformed: a key it needs, its unique
 // key or rate class, holds something else) has its Err set too, and the
-// error returned counts it, as below.
+// error returned counts it, as below; so does one that Redis refuses as
+// bad input only its clock can tell (ErrInvalid: a WithDelay that makes
+// the job due at or after its deadline), nothing written for it.
 //
 // One partition's failure is its jobs' alone: when a call to a partition
 // fails (Redis unreachable past go-redis's retries, or ErrLayoutMismatch,

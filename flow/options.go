@@ -161,7 +161,12 @@ func WithPartitionKey(key string) EnqueueOption {
 }
 
 // WithDelay makes the job due d from now (store time). Of WithDelay and
-// WithRunAt, the last given wins.
+// WithRunAt, the last given wins. A job whose delay makes it due at or
+// after its WithDeadline could never run: the enqueue refuses it
+// (ErrInvalid, naming both times; nothing written for it), checked in
+// Redis, whose clock the delay counts from (in EnqueueMany that job
+// alone has its Err set; a spawned child fails its Spawn step; a
+// follow-up is dead-lettered when relayed).
 func WithDelay(d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if d < 0 {
@@ -217,7 +222,8 @@ func WithTimeout(d time.Duration) EnqueueOption {
 // workflow suspended (step.Sleep, WaitSignal, Select) wakes at its
 // deadline at the latest, and is archived then. A deadline not after
 // the job's WithRunAt time is refused (ErrInvalid): the job could never
-// run.
+// run; so is one not after the time its WithDelay makes it due, by
+// Redis's clock (see WithDelay).
 func WithDeadline(t time.Time) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if t.IsZero() {

@@ -83,9 +83,17 @@ type placed struct {
 // struck are Failed). A partition that a shrink of its queue took away
 // since this process read the layout adds nothing: the layout is read
 // again, and the error is a *LayoutMismatchError
-// (store.Layouts.Retired), so the next call places by the new count.
+// (store.Layouts.Retired), so the next call places by the new count. A
+// job the script refused as bad input, which only the store could tell
+// (a delay, counted from the store's clock, that makes it due at or
+// after its deadline), is ErrInvalid, as draft's refusals are.
 func (pl *planner) enqueue(ctx context.Context, p keys.Partition, of int, jobs []store.NewJob) ([]store.EnqueueResult, error) {
 	res, err := pl.st.Enqueue(ctx, p, jobs)
+	for i := range res {
+		if res[i].Err != nil && errors.Is(res[i].Err, store.ErrDeadlineNotAfterDue) {
+			res[i].Err = fmt.Errorf("%w: %w", ErrInvalid, res[i].Err)
+		}
+	}
 	if errors.Is(err, store.ErrRetired) {
 		retired := err
 		err = pl.layouts.Retired(ctx, p, of)

@@ -373,8 +373,11 @@ func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []tim
 	if err != nil && res != nil {
 		res, err = s.enqueueResized(ctx, items, res, err)
 	}
+	// a tick whose job the store refused for what it holds (ErrMalformed)
+	// or as bad input (ErrInvalid: its delay makes it due at or after its
+	// deadline) is refused again at every try: logged and confirmed below
 	if err != nil && (res == nil || slices.ContainsFunc(res, func(r Enqueued) bool {
-		return r.Err != nil && !errors.Is(r.Err, ErrConflict) && !errors.Is(r.Err, ErrMalformed)
+		return r.Err != nil && !errors.Is(r.Err, ErrConflict) && !errors.Is(r.Err, ErrMalformed) && !errors.Is(r.Err, ErrInvalid)
 	})) {
 		return err
 	}
@@ -387,6 +390,8 @@ func (s *Scheduler) enqueuePlaced(ctx context.Context, sc *schedule, ticks []tim
 			}
 		case errors.Is(r.Err, ErrConflict):
 			s.log.Error("a tick's job ID is taken by another job", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
+		case errors.Is(r.Err, ErrInvalid):
+			s.log.Error("a tick's job was refused as bad input: it could never run", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
 		case r.Err != nil:
 			s.log.Error("a tick's job was not added: its data in Redis is corrupt", "schedule", sc.Name, "tick", ticks[i], "id", r.ID, "err", r.Err)
 		}

@@ -46,6 +46,10 @@
 --   'taken'     the ID was a fresh random one ('0' above) but a job has it
 --               (two producers drew the same ID): nothing added; the
 --               caller retries with another ID
+--   'past_deadline ' .. deadline .. ' ' .. due  the job's delay makes it
+--               due (NOW + delay, ms) at or after its deadline: it could
+--               never run, and nothing is written for it (a job's run
+--               time the caller checks: it knows it, not the store's NOW)
 --   'retired'   (for every job) the partition went away in a shrink of
 --               its queue (pause.lua 'r'): nothing added
 --   A paused flag of another type (corrupt data) fails the call with an
@@ -173,8 +177,11 @@ for i = 1, n do
   else
     local due = 0 -- 0: now
     local run_at, delay = tonumber(o[1]), tonumber(o[2])
+    local doomed = false -- its deadline, when its delay makes it due then or after
     if delay > 0 then
       due = NOW + delay
+      local dl = tonumber(o[5])
+      if dl > 0 and dl <= due then doomed = dl end
     elseif run_at > 0 then
       due = run_at
     end
@@ -182,6 +189,11 @@ for i = 1, n do
     if uk ~= '' and not (old and old[1]) and not taken then holder, corrupt = unique_holder(uk) end
     if marked then
       out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
+    elseif doomed then
+      -- it would be archived deadline_exceeded when due, never run: bad
+      -- input, refused before it is added, folded into a unique key's
+      -- holder or marked as relayed (a repeat is refused again)
+      out[#out + 1] = STATUS.past_deadline .. num_s(doomed) .. ' ' .. num_s(due)
     elseif taken then
       out[#out + 1] = STATUS.taken
     elseif corrupt or (not (old and old[1]) and corrupt_limits(o[14], o[24])) then

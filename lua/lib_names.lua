@@ -183,6 +183,8 @@ local STATUS = {
   unique = 'unique ',
   -- a prefix, then the ID of the quarantined job the new job is held behind (enqueue), or the job is (runnow: refused)
   held = 'held ',
+  -- a prefix, then the job's deadline and the due time its delay gives it (ms, space-separated): the deadline is not after it, nothing written for the job (enqueue)
+  past_deadline = 'past_deadline ',
   -- the partition went away in a shrink of its queue: nothing added (enqueue)
   retired = 'retired',
   -- the job is already in a terminal state (cancel)

@@ -35,6 +35,11 @@ var (
 	// first, as ErrInvalid; a follow-up read from an outbox entry is
 	// checked here).
 	ErrTimeOutOfRange = errors.New("sluice: a job's time is out of range")
+	// ErrDeadlineNotAfterDue: a job's deadline is at or before the time
+	// its delay makes it due (counted from the store's clock, so only the
+	// enqueue script can tell): it could never run. Nothing was written
+	// for it; the call's other jobs are added (flow: ErrInvalid).
+	ErrDeadlineNotAfterDue = errors.New("sluice: the job's deadline is not after its due time")
 	// ErrResizeUnlocked: a resize's token no longer held its queue's
 	// resize lock when it came to record the layout (the lock expired, or
 	// a resume took it); nothing was recorded.

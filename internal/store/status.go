@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +42,8 @@ import (
 //	"taken"        enqueue              taken: Enqueue retries with a new ID
 //	"unique " id   enqueue              Held, Existing id
 //	"held " id     enqueue              Added, HeldBy id
+//	"past_deadline " dl due
+//	               enqueue              ErrDeadlineNotAfterDue, for that job alone
 //	"retired"      enqueue              ErrRetired: the partition went away in a shrink
 //	               deadfx revive        ErrRetired
 //	               runnow               *sluicetype.StateError (ErrWrongState), Why names id
@@ -74,8 +77,9 @@ const (
 	statusConflict     = "conflict"
 	statusChanged      = "changed " // followed by the field not as shown (fence, redrives)
 	statusTaken        = "taken"
-	statusUnique       = "unique " // followed by the holder's ID
-	statusHeld         = "held "   // followed by the quarantined job's ID
+	statusUnique       = "unique "        // followed by the holder's ID
+	statusHeld         = "held "          // followed by the quarantined job's ID
+	statusPastDeadline = "past_deadline " // followed by the job's deadline and due time (ms)
 	statusRetired      = "retired"
 	statusFinal        = "final"
 	statusRunning      = "running"
@@ -138,6 +142,16 @@ func enqueueResult(s string) (EnqueueResult, error) {
 	}
 	if holder, ok := strings.CutPrefix(s, statusUnique); ok {
 		return EnqueueResult{Status: Held, Existing: holder}, nil
+	}
+	if times, ok := strings.CutPrefix(s, statusPastDeadline); ok {
+		dl, due, _ := strings.Cut(times, " ")
+		d, err1 := strconv.ParseInt(dl, 10, 64)
+		u, err2 := strconv.ParseInt(due, 10, 64)
+		if err1 != nil || err2 != nil {
+			return EnqueueResult{}, fmt.Errorf("%w: enqueue status %q", ErrMalformed, s)
+		}
+		return EnqueueResult{Status: Failed, Err: fmt.Errorf("%w: deadline %s, due time %s by its delay (store time): it could never run; nothing was added",
+			ErrDeadlineNotAfterDue, time.UnixMilli(d).UTC().Format(time.RFC3339Nano), time.UnixMilli(u).UTC().Format(time.RFC3339Nano))}, nil
 	}
 	return EnqueueResult{}, errors.New("sluice: unexpected enqueue status " + s)
 }
