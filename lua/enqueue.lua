@@ -180,7 +180,7 @@ for i = 1, n do
     local doomed = false -- its deadline, when its delay makes it due then or after
     if delay > 0 then
       due = NOW + delay
-      local dl = tonumber(o[5])
+      local dl = tonumber(o[5]) or 0 -- not a number: none, as the claim reads it (and no raise mid-batch)
       if dl > 0 and dl <= due then doomed = dl end
     elseif run_at > 0 then
       due = run_at
