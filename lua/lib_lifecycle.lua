@@ -149,7 +149,13 @@ end
 -- parent: a parent has one per child at most. A wait with no token, or
 -- one that is not its fence (an older release ends a wait leaving the
 -- token, and then its own wait counts), counts every child of its step.
-local function deliver(parent, step, child, state, payload)
+--
+-- dn is the child's count of redrives when it ended (F.redrives; '' or
+-- nil: 0, an end told by an older release). A redrive withdraws the
+-- child's end (withdraw) and marks the run it starts in kidcount_key,
+-- field 'd:<child>': an end of an earlier run, told late (a relayer that
+-- stalled, an entry revived from the dead stream), is not recorded.
+local function deliver(parent, step, child, state, payload, dn)
   local pk = job_key(parent)
   -- every write to the parent's keys is a pcall that fails without
   -- writing: a parent whose data is corrupt is that parent's problem (its
@@ -174,6 +180,10 @@ local function deliver(parent, step, child, state, payload)
   local failed = state ~= 'completed'
   local prev = redis.pcall('HGET', kk, child)
   if type(prev) == 'table' then return end -- not a hash: corrupt
+  dn = tonumber(dn) or 0
+  local run = tonumber(redis.pcall('HGET', ck, 'd:' .. child)) or 0 -- corrupt: none marked
+  if dn < run then return end -- an end of a run withdrawn since (a redrive)
+  if dn > run then redis.pcall('HSET', ck, 'd:' .. child, dn) end
   if prev then
     -- delivered before: this notification again (a relay repeated), or
     -- the child ran again after a redrive and finished anew. It was
@@ -211,6 +221,50 @@ local function deliver(parent, step, child, state, payload)
     redis.call('HDEL', pk, F.wait_step, F.wait_count, F.wait_policy, F.wait_members)
     call_aside('ZREM', K_SCHED, nil, parent)
     make_available(pk, parent, 'scheduled', false)
+  end
+end
+
+-- withdraw takes back the end of child (of parent, spawned by step) that
+-- the parent recorded (deliver), as a redrive or a release of the child
+-- makes it run again (its count of redrives now dn): its record and its
+-- counts are removed, and its next end is recorded as a first one. Only
+-- an end of an earlier run (told with a lower count) is withdrawn, and
+-- the run dn is marked ('d:<child>'), so that a withdrawal told again (a
+-- re-send, two relayers) and one told after the new run's end change
+-- nothing, and the earlier run's end, told late, is not recorded
+-- (deliver). A wait that counted this end (its member, marked with the
+-- wait's token) waits for it again; one that did not name it (a join
+-- that read it finished before it waited) is woken by its own children,
+-- and its join reads the child unfinished and waits for it. A parent
+-- whose join returned already keeps what it collected: its later steps
+-- are checkpointed. Writes are pcalls, as deliver's.
+local function withdraw(parent, step, child, dn)
+  local pk = job_key(parent)
+  local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_members, F.fence, F.created, F.has_steps)
+  if corrupt or not h[1] then return end
+  if h[5] and string.sub(child, 1, #parent + 1) == parent .. '@' then -- another job of the ID (deliver)
+    local mark = string.sub(child, #parent + 2, #parent + 14)
+    local born = #mark <= 13 and tonumber(string.match(mark, '^([0-9a-z]+)~') or '', 36)
+    if born and born ~= tonumber(h[5]) then return end
+  end
+  dn = tonumber(dn) or 0
+  local kk, ck = kids_key(parent), kidcount_key(parent)
+  local run = redis.pcall('HGET', ck, 'd:' .. child)
+  if type(run) == 'table' or (tonumber(run) or 0) >= dn then return end -- corrupt, or withdrawn or ended since
+  local prev = redis.pcall('HGET', kk, child)
+  if type(prev) == 'table' then return end -- not a hash: corrupt
+  if type(redis.pcall('HSET', ck, 'd:' .. child, dn)) ~= 'number' then return end
+  -- the mark is a record of its children: the parent is no plain job
+  kids_recorded[parent] = true
+  if not h[6] then redis.pcall('HSET', pk, F.has_steps, '1') end
+  if not prev then return end -- no end recorded yet: the earlier one, told late, is not
+  redis.pcall('HDEL', kk, child)
+  if (tonumber(redis.pcall('HINCRBY', ck, step, -1)) or 0) < 0 then redis.pcall('HSET', ck, step, 0) end
+  if string.sub(prev, 1, (string.find(prev, '\n', 1, true) or #prev + 1) - 1) ~= 'completed' then
+    if (tonumber(redis.pcall('HINCRBY', ck, step .. ':f', -1)) or 0) < 0 then redis.pcall('HSET', ck, step .. ':f', 0) end
+  end
+  if state_of(h[1]) == 'scheduled' and h[3] and h[3] == h[4] and redis.pcall('HGET', ck, 'w:' .. child) == h[3] then
+    redis.pcall('HINCRBY', pk, F.wait_count, 1) -- its wait counted this end: it waits for the next
   end
 end
 
@@ -261,22 +315,44 @@ local function notify_parent(jk, id, state, pa)
   if pa == false then return end
   if pa == nil and not redis.call('HGET', jk, F.parent) then return end
   local p = redis.call('HMGET', jk, F.parent, F.parent_prefix, F.parent_step, F.parent_local, F.result,
-    F.last_error)
+    F.last_error, F.redrives)
   local payload = p[6] or ''
   if state == 'completed' then payload = p[5] or '' end
   -- a link with a part gone (corrupt data) names no parent or no step to
   -- tell: the parent is not told (its join's recheck runs it again),
   -- rather than the call raising after its writes
   if not (p[1] and p[3]) then return end
+  local dn = p[7] and #p[7] <= 15 and string.match(p[7], '^%d+$') or '0' -- the run that ended (deliver); corrupt: 0
   if p[2] == PFX then
-    if p[4] then deliver(p[4], p[3], id, state, payload) end
+    if p[4] then deliver(p[4], p[3], id, state, payload, dn) end
     return
   end
   -- an outbox of another type is set aside (call_aside), not raised on
   -- after the job's writes; the relay reads a fresh stream from its start
-  if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload))
-    == 'table' then
-    call_aside('XADD', K_OUTBOX, nil, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload)
+  if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload,
+    'dn', dn)) == 'table' then
+    call_aside('XADD', K_OUTBOX, nil, '*', 't', 'n', 'p', p[1], 's', p[3], 'c', id, 'st', state, 'r', payload, 'dn', dn)
+  end
+  notified = notified + 1
+end
+
+-- withdraw_from_parent takes back, on a spawned job's parent, the end it
+-- was told of (withdraw), as the job runs again after a redrive (its
+-- count of redrives bumped): at once when the parent lives in this
+-- partition, else through the outbox (entry 't' 'w', relayed as
+-- notifications are: lua/notify.lua), so that it follows the end it takes
+-- back and comes before the new run's. A link with a part gone tells
+-- nothing, as notify_parent.
+local function withdraw_from_parent(jk, id)
+  local p = redis.call('HMGET', jk, F.parent, F.parent_prefix, F.parent_step, F.parent_local, F.redrives)
+  if not (p[1] and p[3]) then return end
+  local dn = p[5] and #p[5] <= 15 and string.match(p[5], '^%d+$') or '0' -- bumped: a whole number
+  if p[2] == PFX then
+    if p[4] then withdraw(p[4], p[3], id, dn) end
+    return
+  end
+  if type(redis.pcall('XADD', K_OUTBOX, '*', 't', 'w', 'p', p[1], 's', p[3], 'c', id, 'dn', dn)) == 'table' then
+    call_aside('XADD', K_OUTBOX, nil, '*', 't', 'w', 'p', p[1], 's', p[3], 'c', id, 'dn', dn)
   end
   notified = notified + 1
 end

@@ -49,7 +49,9 @@
 --   The finish time and terminal reason are cleared. A job with a unique
 --   key takes it again (held while it is active) unless another job holds
 --   it (one that has not finished, or any for the key's TTL); its pending
---   death report, if any, is dropped.
+--   death report, if any, is dropped. A spawned job's parent is told
+--   to withdraw its end (lib_lifecycle.lua withdraw_from_parent): at
+--   once in this partition, else through the outbox.
 -- A re-sent call answers what its first run did (lib_replay.lua).
 do local refused = model_error() if refused then return refused end end
 local again = replayed()
@@ -81,6 +83,9 @@ local function revive(jk, id, state, reason)
     if qf then free_held(qf, id) end -- its twins held behind it run too
   end
   make_available(jk, id, state, false)
+  -- a spawned job runs again: its parent no longer counts its end (a
+  -- join that waits collects the new run's)
+  withdraw_from_parent(jk, id)
 end
 
 if ARGV[9] == 'ids' then

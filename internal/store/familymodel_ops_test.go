@@ -148,6 +148,30 @@ func (r *famRun) deliver(parent, step, child, state string) {
 	}
 }
 
+// withdraw is lib_lifecycle.lua's withdraw as the product promises it:
+// the parent forgets the child's end, which counts again when the child
+// ends anew; a wait that counted it (it names the child, told since the
+// wait began) waits for it again. A wait that does not name it is not
+// changed: its join reads the child unfinished once woken.
+func (r *famRun) withdraw(parent, step, child string) {
+	p := r.jobs[parent]
+	if p == nil {
+		return
+	}
+	if own := strings.TrimSuffix(keys.ChildLocal(parent, time.UnixMilli(p.created), step, 0), "0"); !strings.HasPrefix(child, own) {
+		return // a child of the one before (deliver)
+	}
+	if _, had := p.kids[child]; !had {
+		return
+	}
+	delete(p.kids, child)
+	r.counts["withdrawn"]++
+	if p.wait != nil && slices.Contains(p.wait.members, child) {
+		p.wait.left++
+		r.counts["withdrawn-rewait"]++
+	}
+}
+
 // ---- enqueue and claim ----
 
 func (r *famRun) opEnqueue() {
@@ -547,6 +571,10 @@ func (r *famRun) opRelay() {
 			r.counts["relayed-stale"]++
 			continue
 		}
+		if n.withdraw {
+			r.withdraw(n.parent, n.step, n.child)
+			continue
+		}
 		r.deliver(n.parent, n.step, n.child, n.state)
 	}
 	r.counts["relayed"] += len(notes)
@@ -655,7 +683,11 @@ func (r *famRun) opRedrive() {
 	r.logf("%s %s (%s) -> %v %v", action, j.id, j.state, errs, err)
 	if err != nil {
 		r.counts["unknown-outcome"]++
+		was := j.state
 		r.resync(j)
+		if terminalStates[was] && j.state == "pending" {
+			r.revived(j)
+		}
 		return
 	}
 	want := j.state == "archived" || j.state == "cancelled"
@@ -669,6 +701,21 @@ func (r *famRun) opRedrive() {
 	if applied {
 		j.state = "pending"
 		r.counts["redriven"]++
+		r.revived(j)
+	}
+}
+
+// revived: a child redriven or released runs again, and its parent
+// withdraws the end it was told of: at once in q:0, through q:1's outbox
+// otherwise, in order with the child's ends.
+func (r *famRun) revived(j *famJob) {
+	if j.isParent() {
+		return
+	}
+	if j.part == 0 {
+		r.withdraw(j.parent, j.step, j.id)
+	} else {
+		r.notes = append(r.notes, famNote{parent: j.parent, step: j.step, child: j.id, withdraw: true})
 	}
 }
 

@@ -28,7 +28,9 @@ package store_test
 //   - a parent's records of its children (k:<id>) hold exactly the
 //     latest end of each finished child the model has told it of, and
 //     its counts (kc:<id>) the number of them and of those failed: each
-//     end counted once, whatever re-sends, relays and redrives did;
+//     end counted once, whatever re-sends, relays and redrives did; a
+//     child redriven or released is withdrawn (no record, not counted,
+//     and a wait that counted it waits for it again) until it ends anew;
 //   - a waiting parent is scheduled with the step and count of its wait
 //     (children named and not yet told), and is woken (available, its
 //     wait cleared) exactly when its policy is met: not before, not
@@ -132,10 +134,12 @@ type famJob struct {
 
 func (j *famJob) isParent() bool { return j.parent == "" }
 
-// famNote is a child's end told through q:1's outbox, not yet relayed.
+// famNote is a child's end, or its withdrawal (a redrive), told through
+// q:1's outbox, not yet relayed.
 type famNote struct {
 	parent, step, child, state string
 	stale                      bool // a stale entry put back (opStaleNote): delivers nothing
+	withdraw                   bool // the child was redriven: its parent forgets its end
 }
 
 type famRun struct {
@@ -461,13 +465,13 @@ func (r *famRun) check(full bool) {
 		}
 		got := map[string]string{}
 		for k, v := range g.kc {
-			if strings.HasPrefix(k, "w:") {
-				if j.kidStep[k[2:]] == "" {
+			if strings.HasPrefix(k, "w:") || strings.HasPrefix(k, "d:") {
+				if j.kidStep[k[2:]] == "" && strings.HasPrefix(k, "w:") {
 					add("parent %s marks %s for a wait, not a child of it", id, k[2:])
 				}
 				continue
 			}
-			if strings.HasSuffix(k, ":f") && v == "0" {
+			if v == "0" { // a count withdrawn to none (a redrive), or no failure
 				continue
 			}
 			got[k] = v

@@ -47,8 +47,12 @@ type note struct {
 	parent keys.Ref
 	step   string
 	child  string
-	state  string
+	state  string // "" for a withdrawal of the child's end ('w' entry)
 	result string
+	// redrives is the child's count of redrives when it ended or was
+	// redriven ("" from an older release: 0): the parent records no end
+	// of a run withdrawn since (lua/lib_lifecycle.lua deliver, withdraw)
+	redrives string
 	// mark names the notification among all others the parent's
 	// partition receives: the child's partition and its outbox entry
 	// (keys.Partition.NoteMark), delivered once by it (lua/notify.lua)
@@ -159,15 +163,16 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string,
 		if first == "" {
 			first = m.ID
 		}
-		// A notification is delivered at any age: a dead-lettered one
-		// could not be revived (it holds no effect), and its marker only
-		// matters while a stalled relayer may repeat it.
-		if m.Values["t"] != "n" && entryTime(first).Before(oldest) {
+		// A notification (a child's end or its withdrawal) is delivered
+		// at any age: a dead-lettered one could not be revived (it holds
+		// no effect), and its marker only matters while a stalled relayer
+		// may repeat it.
+		if t := m.Values["t"]; t != "n" && t != "w" && entryTime(first).Before(oldest) {
 			bury(m, first, "not relayed: older than "+relayMaxAge.String()+", so whether it was applied before is no longer known")
 			continue
 		}
 		switch m.Values["t"] {
-		case "n":
+		case "n", "w": // a child's end, or its withdrawal (a redrive)
 			n, ok := s.decodeNote(m.Values)
 			if !ok {
 				bury(m, first, "malformed notification")
@@ -198,7 +203,7 @@ func (s *Store) RelayOutbox(ctx context.Context, p keys.Partition, after string,
 	for pp, ns := range notes {
 		args := []any{len(ns)}
 		for _, n := range ns {
-			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result, n.mark)
+			args = append(args, n.parent.Local, n.step, n.child, n.state, n.result, n.mark, n.redrives)
 		}
 		if err := s.run(ctx, lua.Notify, pp, args...).Err(); err != nil {
 			switch {
@@ -392,7 +397,18 @@ func (d DeadEffect) Public(p keys.Partition) sluicetype.DeadEffect {
 func (s *Store) decodeNote(v map[string]any) (note, bool) {
 	str := func(k string) string { x, _ := v[k].(string); return x }
 	ref, ok := keys.ParseRef(s.cfg.NS, str("p"))
-	return note{parent: ref, step: str("s"), child: str("c"), state: str("st"), result: str("r")}, ok
+	n := note{parent: ref, step: str("s"), child: str("c"), state: str("st"), result: str("r"), redrives: str("dn")}
+	if v["t"] == "w" {
+		n.state, n.result = "", "" // lua/notify.lua: a withdrawal
+	} else if n.state == "" {
+		return n, false // an end names its state: '' is a withdrawal's
+	}
+	if n.redrives != "" {
+		if c, err := strconv.ParseUint(n.redrives, 10, 63); err != nil || strconv.FormatUint(c, 10) != n.redrives {
+			return n, false
+		}
+	}
+	return n, ok
 }
 
 // relayEffect applies one outboxed effect; an *sluicetype.EffectError means it can
