@@ -57,7 +57,7 @@ type JobInfo struct {
 	LeaseHolder  string    // worker holding the lease, while running
 	LeaseExpiry  time.Time // while running
 	Created      time.Time // enqueue time in store time, or the producer's when within 50 ms of it
-	RunAt        time.Time // when scheduled or retryable: due time (zero while held: HeldBy)
+	RunAt        time.Time // when scheduled or retryable: due time (while held, HeldBy: zero, or its Deadline, when it is archived if still held)
 	Finished     time.Time // when in a terminal state
 	Timeout      time.Duration
 	Deadline     time.Time

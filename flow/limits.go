@@ -114,7 +114,10 @@ func WithUnique(key string, ttl time.Duration, on OnDuplicate) EnqueueOption {
 // JobInfo.HeldBy naming the quarantined job) until an operator releases
 // that job (admin.Client.Release, sluice release) or it is deleted, so that a
 // payload that crashes workers cannot come straight back under a new ID
-// and crash them again up to the crash limit. A copy enqueued before
+// and crash them again up to the crash limit. A held job with a
+// WithDeadline is due at its deadline (JobInfo.RunAt) and archived then
+// (deadline_exceeded) if still held, as WithDeadline says: a parent
+// joining it is told, though no operator releases the twin. A copy enqueued before
 // the quarantine (waiting, or running) is not held: it runs, and may be
 // quarantined in turn. Jobs are matched by a
 // fingerprint of kind and arguments, within a partition: on a queue of

@@ -306,7 +306,12 @@ local function take(ak, pinned_to, prio)
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
           or not count_of(crashes) then
           park(jk, id, 'malformed', ck, h[fcn], h[frk])
-        elseif dl and dl <= NOW then
+        elseif dl and (dl <= NOW or h[F.held_by]) then
+          -- held behind a quarantined twin, it was listed at its deadline
+          -- (lib_ready.lua held_due), which has passed though the clock
+          -- may have gone back since (a failover): archived, not run while
+          -- its twin is quarantined; held no more
+          unhold(jk, id, h[F.held_by], h[F.hold_fingerprint])
           park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk])
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one

@@ -30,7 +30,9 @@
 --   fingerprint (kind and arguments; empty: no hold). A job with a
 --   fingerprint whose twin (lib.lua qh:) is quarantined is added held:
 --   scheduled at HOLD_AT, never due, until that job is released or deleted
---   (lib_lifecycle.lua free_held). Most jobs are plain, and their five fields are
+--   (lib_lifecycle.lua free_held); one with a deadline is due at its
+--   deadline instead (lib_ready.lua held_due), archived then
+--   (deadline_exceeded) by the claim that meets it. Most jobs are plain, and their five fields are
 --   all Lua copies.
 -- Returns: n, the number of jobs, when every job was added (the common
 --   case: an integer costs both sides less than a status per job); else
@@ -216,7 +218,7 @@ for i = 1, n do
       local held_by = false
       if o[24] ~= '' then
         held_by = quarantined_twin(o[24])
-        if held_by then due = HOLD_AT end
+        if held_by then due = held_due(o[5]) end -- due at its deadline, if any, to be archived then
       end
       local state = 'available'
       if due > NOW then state = 'scheduled' end

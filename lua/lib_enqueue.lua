@@ -79,7 +79,7 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
   if policy ~= 'replace' and policy ~= 'debounce' then return end
   local jk = job_key(holder)
   local h = fields(jk, F.state, F.held_by, F.concurrency_key, F.concurrency_limit, F.kind, F.fence, F.has_steps,
-    F.run_at, F.unique)
+    F.run_at, F.unique, F.deadline)
   local s = state_of(h[1])
   if s ~= 'available' and s ~= 'scheduled' then return end
   if h[9] ~= uk then return end -- another job under the ID (see above)
@@ -125,7 +125,7 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
     redis.call('HSET', jk, unpack(f))
     if twin then
       redis.call('RPUSH', held_key(fingerprint), holder)
-      due_at(HOLD_AT)
+      due_at(held_due(h[10])) -- its own deadline, if any, still ends it (held_due)
     end
   elseif policy == 'debounce' and due > NOW then
     due_at(due)

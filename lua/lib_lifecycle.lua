@@ -42,20 +42,42 @@ local function free_held(qf, id)
   if held.err then held = {} end
   for _, h in ipairs(held) do
     local hk = job_key(h)
-    local v = redis.pcall('HMGET', hk, fs, fq) -- pcall: a corrupt key must not raise after a write
+    local v = redis.pcall('HMGET', hk, fs, fq, fr) -- pcall: a corrupt key must not raise after a write
     if v.err then v = {} end
     if v[2] == id and next_holder then
       redis.call('HSET', hk, fq, next_holder)
     elseif v[2] == id or not v[2] then
       redis.call('LREM', wk, 1, h) -- held by id, or by none (gone, cancelled): the others stay held
+      -- one held with a deadline and listed at it (held_due), for a claim
+      -- to archive, is held no more: that claim checks its deadline as
+      -- any job's (a claim archives a listed job still held though its
+      -- deadline is ahead: the clock went back since its promotion)
+      if v[2] == id and state_of(v[1]) == 'available' then redis.call('HDEL', hk, fq) end
       if v[2] == id and state_of(v[1]) == 'scheduled' then
         redis.call('HDEL', hk, fq)
+        -- one held with a deadline was due then (held_due), perhaps in a
+        -- bucket of later jobs, whose entry stays: noted, as any job's
+        -- that leaves a bucket early, so that coming back there (a retry)
+        -- does not list it twice
+        note_left(hk, v[3])
         redis.call('HSET', hk, fr, NOW_S)
         call_aside('ZADD', K_SCHED, nil, NOW_S, h)
         wake()
       end
     end
   end
+end
+
+-- unhold ends the hold of job id (hash jk), held behind quarantined
+-- held_by with fingerprint qf, when it finishes while still held: one
+-- held with a deadline is archived at it (held_due) whether or not its
+-- twin was released. Its entry on the held list goes (a pcall: a list of
+-- another type, corrupt data, holds none), and so does the name of the
+-- job it was held behind, which would show it held though archived.
+local function unhold(jk, id, held_by, qf)
+  if not held_by then return end
+  redis.call('HDEL', jk, F.held_by)
+  if qf then redis.pcall('LREM', held_key(qf), 1, id) end
 end
 
 -- kids_recorded marks the jobs this call recorded a child's end on

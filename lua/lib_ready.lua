@@ -112,6 +112,19 @@ local FAR = 4503599627370496 -- 2^52 ms
 -- entry for ever, one more for each job ever held.
 local HOLD_AT = 99999999999999
 
+-- held_due is the due time of a held job with deadline dl (its field as
+-- read, or enqueue's argument; '0' or absent: none, and so is one that is
+-- no finite number, as claim reads it): its deadline, so that the claim
+-- that meets it then archives it (deadline_exceeded) whether or not its
+-- twin was released (a deadline bounds the job's useful life; at HOLD_AT
+-- it stayed scheduled for ever, and a parent joining it waited for ever);
+-- HOLD_AT when it has none.
+local function held_due(dl)
+  dl = tonumber(dl)
+  if dl and dl > 0 and dl < HOLD_AT then return dl end
+  return HOLD_AT
+end
+
 -- sched_bucket is the bucket of due time at, or nil when at belongs in
 -- the sched zset.
 local function sched_bucket(at)

@@ -46,7 +46,9 @@ type NewJob struct {
 	// Hold is the job's fingerprint (kind and arguments) for the
 	// quarantine hold: while a job with the same fingerprint is
 	// quarantined in the partition, this one is added held, never due,
-	// until that one is released or deleted. "": no hold.
+	// until that one is released or deleted; with a Deadline, due then,
+	// and archived (deadline_exceeded) by the claim that meets it. "": no
+	// hold.
 	Hold string
 }
 

@@ -78,6 +78,11 @@ func (r *flowRun) opEnqueue() {
 		if r.chance(1, 3) {
 			nj.Hold = flowFPrints[r.pick(len(flowFPrints))]
 			opts = append(opts, nj.Hold)
+			if r.chance(1, 3) {
+				// a deadline ends it, held or not (claim: deadline_exceeded)
+				nj.Deadline = r.clk.Now().Add(nj.Delay + time.Duration(1+r.pick(60000))*time.Millisecond)
+				opts = append(opts, fmt.Sprintf("deadline %d", nj.Deadline.UnixMilli()))
+			}
 		}
 		r.stickyOpt(&nj, &opts)
 		desc = append(desc, fmt.Sprintf("%s(p%d ma%d delay %s %s)", id, nj.Priority, nj.MaxAttempts, nj.Delay, strings.Join(opts, " ")))
@@ -190,6 +195,9 @@ type holderState struct {
 func (r *flowRun) add(nj store.NewJob) *fjob {
 	j := &fjob{id: nj.Local, ck: nj.Limits.ConcurrencyKey, rc: nj.Limits.RateClass, uk: nj.Unique.Key, fp: nj.Hold,
 		state: "pending", payload: string(nj.Payload)}
+	if !nj.Deadline.IsZero() {
+		j.deadline = nj.Deadline.UnixMilli()
+	}
 	if nj.Sticky.Worker != "" {
 		j.sw, j.sm = nj.Sticky.Worker, nj.Sticky.Mode
 	}
@@ -229,6 +237,8 @@ func (r *flowRun) claimAs(n int, worker string) []*fjob {
 				j.state, j.lease, j.fence, j.started = "running", g.lease, g.fence, r.now()
 				out = append(out, j)
 				r.leased(j, nonce)
+			} else if g.state == "archived" && r.deadlinePassed(j) {
+				r.checkParked([]store.Parked{{Local: j.id, Reason: "deadline_exceeded"}})
 			} else if g.state == "archived" && r.snap.jobs[j.id].sm == "f" {
 				// its FailAfter fallback fell due (checkParked)
 				r.checkParked([]store.Parked{{Local: j.id, Reason: "sticky_unavailable"}})
@@ -253,8 +263,8 @@ func (r *flowRun) claimAs(n int, worker string) []*fjob {
 		r.leased(j, nonce)
 	}
 	r.logf("claim %d as %s (nonce %s) -> %v dry %v parked %v", n, worker, nonce, got, res.Dry, res.Parked)
-	// no job of the model has a deadline: a claim archives only a pinned
-	// job whose FailAfter fell due
+	// a claim archives only a pinned job whose FailAfter fell due, and a
+	// job whose deadline passed (checkParked)
 	r.checkParked(res.Parked)
 	return out
 }

@@ -231,6 +231,17 @@ func (r *flowRun) checkStickyLease(id, worker string) {
 func (r *flowRun) checkParked(parked []store.Parked) {
 	for _, x := range parked {
 		j, g := r.jobs[x.Local], r.snap.jobs[x.Local]
+		if x.Reason == "deadline_exceeded" {
+			if j == nil || j.state != "pending" || !r.deadlinePassed(j) {
+				r.fail("claim parked %s (%s): the model has it %+v; Redis %s held by %q, now %d", x.Local, x.Reason, j, g.state, g.qb, r.now())
+			}
+			j.state, j.lease = "archived", ""
+			r.counts["deadline-archived"]++
+			if g.qb != "" {
+				r.counts["deadline-archived-held"]++
+			}
+			continue
+		}
 		at, due := r.snap.pinx[x.Local]
 		if j == nil || j.state != "pending" || x.Reason != "sticky_unavailable" || g.sm != "f" || g.sf != "" ||
 			!due || at > r.now() {
@@ -240,6 +251,13 @@ func (r *flowRun) checkParked(parked []store.Parked) {
 		j.state, j.lease = "archived", ""
 		r.counts["sticky-failed"]++
 	}
+}
+
+// deadlinePassed says whether a claim may archive job j at its deadline:
+// it has one, and it passed by store time; or it was held, listed at its
+// deadline (lib_ready.lua held_due), and the clock went back since.
+func (r *flowRun) deadlinePassed(j *fjob) bool {
+	return j != nil && j.deadline != 0 && (j.deadline <= r.now() || r.snap.jobs[j.id].qb != "")
 }
 
 // flowLists is where jobs are listed: list name -> job ID -> entries.

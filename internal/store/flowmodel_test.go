@@ -24,11 +24,14 @@ package store_test
 //     the key was held (redrive.lua: it takes the key again only when
 //     free); enqueue answers "unique <holder>" exactly when the key is
 //     held, naming the holder;
-//   - a held job (HeldBy) is scheduled, on its fingerprint's held list,
-//     and names a quarantined job of its fingerprint; a job added while a
-//     job of its fingerprint is quarantined is added held; a job seen
-//     held stays held (runs not) while any job of its fingerprint is
-//     quarantined;
+//   - a held job (HeldBy) is scheduled (or available, when it has a
+//     deadline: listed at it, for a claim to archive), on its
+//     fingerprint's held list, and names a quarantined job of its
+//     fingerprint; a job added while a job of its fingerprint is
+//     quarantined is added held; a job seen held stays held (runs not)
+//     while any job of its fingerprint is quarantined, unless archived
+//     by its deadline (deadline_exceeded, by a claim: some jobs with a
+//     fingerprint have one);
 //   - no rate class leases more jobs than its token bucket allows:
 //     between any two leases, at most burst + rate * the store time the
 //     clock moved forward meanwhile (checked at the end: checkRates);
@@ -123,8 +126,11 @@ type fjob struct {
 	started int64 // store ms of its last claim
 	payload string
 	// mustHold: seen held; it must stay held while a job of its
-	// fingerprint is quarantined
+	// fingerprint is quarantined (or be archived at its deadline)
 	mustHold bool
+	// deadline: its deadline (store ms), 0 none; only jobs with a
+	// fingerprint have one, which archives them held or not
+	deadline int64
 	// sw, sm: its sticky routing, worker and mode ("" unpinned;
 	// flowmodel_sticky_test.go)
 	sw, sm string
@@ -155,6 +161,7 @@ type fstate struct {
 	fence, redrives, crashes  int64
 	sw, sm, sf                string // sticky worker, mode, handed by its fallback
 	pr                        int64
+	runAt                     int64 // its due time (ms), while scheduled
 }
 
 func coarse(state string) string {
@@ -304,7 +311,7 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 		for i, id := range ids {
 			hcmds[i] = pl.HMGet(ctx, r.p.Job(id), keys.FieldState, keys.FieldConcurrencyKey, keys.FieldUnique, keys.FieldHoldFingerprint,
 				keys.FieldHeldBy, keys.FieldLeaseID, keys.FieldFence, keys.FieldRedrives, keys.FieldRateClass, keys.FieldCrashAttempt, keys.FieldPayload,
-				keys.FieldStickyWorker, keys.FieldStickyMode, keys.FieldStickyFallback, keys.FieldPriority)
+				keys.FieldStickyWorker, keys.FieldStickyMode, keys.FieldStickyFallback, keys.FieldPriority, keys.FieldRunAt)
 		}
 		for i, k := range flowUKeys {
 			uqc[i] = pl.Get(ctx, r.p.Unique(k))
@@ -329,7 +336,7 @@ func (r *flowRun) read(full bool, extra ...string) *fsnap {
 		}
 		s.jobs[id] = fstate{exists: true, state: store.StateName(str(0)), ck: str(1), uk: str(2), qf: str(3), qb: str(4),
 			lease: str(5), fence: num(6), redrives: num(7), rc: str(8), crashes: num(9), payload: str(10),
-			sw: str(11), sm: str(12), sf: str(13), pr: num(14)}
+			sw: str(11), sm: str(12), sf: str(13), pr: num(14), runAt: num(15)}
 	}
 	for i, k := range flowUKeys {
 		if v, err := uqc[i].Result(); err == nil {
@@ -462,9 +469,17 @@ func (r *flowRun) check(full bool) {
 		}
 		if g.qb != "" && !terminalStates[g.state] {
 			q := s.jobs[g.qb]
-			if g.state != "scheduled" || !q.exists || q.state != "quarantined" || q.qf != g.qf || !slices.Contains(s.heldOn[g.qf], id) {
+			// held with a deadline, it is listed at it (lib_ready.lua
+			// held_due), for the claim that meets it to archive
+			listed := g.state == "available" && j.deadline != 0
+			if g.state != "scheduled" && !listed || !q.exists || q.state != "quarantined" || q.qf != g.qf || !slices.Contains(s.heldOn[g.qf], id) {
 				add("job %s (%s, fingerprint %s) is held by %s, which is %s with fingerprint %q; held list %v",
 					id, g.state, g.qf, g.qb, orGone(q), q.qf, s.heldOn[g.qf])
+			}
+			if g.state == "scheduled" && j.deadline != 0 && g.runAt != j.deadline {
+				// never due else, it would outlive its deadline, and a
+				// parent joining it would wait for ever
+				add("job %s held by %s is due at %d, not at its deadline %d", id, g.qb, g.runAt, j.deadline)
 			}
 			if g.qf != "" {
 				j.mustHold = true
