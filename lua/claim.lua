@@ -334,14 +334,9 @@ local function take(ak, pinned_to, prio)
           -- data too
           local steps = h[fsx] and redis.pcall('HGETALL', steps_key(id)) or NO_STEPS
           if steps.err then
-            -- it does not run: the rate token taken for it goes back
-            -- (the class's bucket is BUCKETS' once rate_limited took one),
+            -- it does not run: the rate token taken for it goes back,
             -- to the class's next waiter
-            local rb = h[frk] and BUCKETS[h[frk]]
-            if rb then
-              rb.tokens = rb.tokens + 1
-              RWAKE[h[frk]] = NOW
-            end
+            rate_untake(h[frk])
             park(jk, id, 'malformed', ck, h[fcn])
           else
             if ck then CC[ck] = cc_running(ck) + 1 end

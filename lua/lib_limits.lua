@@ -475,6 +475,18 @@ local function rate_take(class, id)
   return true
 end
 
+-- rate_untake gives back the token rate_take took for a job of class
+-- (nil: none) that does not run after all (its checkpoints unreadable):
+-- the class's bucket is BUCKETS' once rate_take took one, and the class's
+-- next waiter is looked at again now.
+local function rate_untake(class)
+  local b = class and BUCKETS[class]
+  if b then
+    b.tokens = b.tokens + 1
+    RWAKE[class] = NOW
+  end
+end
+
 -- MAX_POP: a count no list's length passes (2^32), at most that many let
 -- go in one pass.
 local MAX_POP = 4294967296

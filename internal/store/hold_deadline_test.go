@@ -23,7 +23,7 @@ func TestHeldJobArchivedAtDeadline(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
 			f.enqueue(store.NewJob{Local: "q", Hold: "fp"},
-				store.NewJob{Local: "r", Delay: 10 * time.Hour, Deadline: f.clk.Now().Add(time.Hour),
+				store.NewJob{Local: "r", Delay: 30 * time.Minute, Deadline: f.clk.Now().Add(time.Hour),
 					Unique: store.Unique{Key: "u", OnDuplicate: "replace"}})
 			f.crashOut("q")
 			now := f.clk.Now()
