@@ -51,7 +51,9 @@
 --   'past_deadline ' .. deadline .. ' ' .. due  the job's delay makes it
 --               due (NOW + delay, ms) at or after its deadline: it could
 --               never run, and nothing is written for it (a job's run
---               time the caller checks: it knows it, not the store's NOW)
+--               time the caller checks: it knows it, not the store's NOW);
+--               a job of its ID already there is answered 'exists' or
+--               'conflict' as ever (a repeat, not a job refused)
 --   'retired'   (for every job) the partition went away in a shrink of
 --               its queue (pause.lua 'r'): nothing added
 --   A paused flag of another type (corrupt data) fails the call with an
@@ -191,10 +193,13 @@ for i = 1, n do
     if uk ~= '' and not (old and old[1]) and not taken then holder, corrupt = unique_holder(uk) end
     if marked then
       out[#out + 1] = STATUS.exists -- relayed before: the follow-up may be gone since
-    elseif doomed then
+    elseif doomed and not (old and old[1]) then
       -- it would be archived deadline_exceeded when due, never run: bad
       -- input, refused before it is added, folded into a unique key's
-      -- holder or marked as relayed (a repeat is refused again)
+      -- holder or marked as relayed (a repeat is refused again). A job
+      -- of its ID already there is answered as below (exists, conflict):
+      -- added when it was due before its deadline, it runs, and the same
+      -- job enqueued again later (a Spawn run again) is a repeat
       out[#out + 1] = STATUS.past_deadline .. num_s(doomed) .. ' ' .. num_s(due)
     elseif taken then
       out[#out + 1] = STATUS.taken

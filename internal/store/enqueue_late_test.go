@@ -115,3 +115,31 @@ func TestFollowUpPastItsDeadlineDeadLettered(t *testing.T) {
 		})
 	}
 }
+
+// TestEnqueueRepeatOfAddedJobNotRefusedPastDeadline: a job of a chosen ID
+// already there is a repeat (Duplicate), whatever its delay makes of its
+// deadline by now: it was added when its due time came before its
+// deadline, and it runs. Enqueued again later (a producer's retry, a
+// Spawn run again after its worker died before the step's checkpoint),
+// the same job with the same delay is due later by the store's clock, and
+// the new check refused it, ErrDeadlineNotAfterDue (ErrInvalid: a Spawn
+// step failed), for a job that is there and will run.
+func TestEnqueueRepeatOfAddedJobNotRefusedPastDeadline(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			job := store.NewJob{Local: "x", Kind: "k", Payload: []byte("p"), MaxAttempts: 3,
+				Delay: time.Hour, Deadline: f.clk.Now().Add(90 * time.Minute)}
+			f.enqueue(job)
+			f.clk.Advance(40 * time.Minute) // due now + 1h: after the deadline
+			res, err := f.st.Enqueue(f.ctx, f.p, []store.NewJob{job})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Status != store.Duplicate || res[0].Err != nil {
+				t.Fatalf("the same job enqueued again: %+v, want Duplicate (it is there and runs)", res[0])
+			}
+		})
+	}
+}
