@@ -100,3 +100,60 @@ func TestJoinRecheckRelaysChildrenOutboxes(t *testing.T) {
 		t.Errorf("dead effect reported: %+v, want kids' entry %s, unknown", d, bad)
 	}
 }
+
+type snoozedSpawner struct{}
+
+func (snoozedSpawner) Kind() string { return "snoozed-spawner" }
+
+// TestJoinOnItsSpawningRunRelaysNothing: a parent whose Spawn runs on an
+// attempt past its first (here a snooze before it; a retry, a workflow
+// resumed after a Sleep or a signal alike) joins children it has just
+// spawned. None can have ended yet, and Join must cost no round trip
+// more (its doc, the changelog): it relayed the outboxes of all their
+// partitions in the handler, every entry in them (here one no relay can
+// read, dead-lettered by the parent's worker, which serves no partition
+// of the children's queue).
+func TestJoinOnItsSpawningRunRelaysNothing(t *testing.T) {
+	t.Parallel()
+	rdb := realRedis(t)
+	ns := redistest.NewNamespace(t)
+	ctx := context.Background()
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(context.Context, *flow.Job[relayKid]) error { return nil }))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[snoozedSpawner]) error {
+		if job.Fence <= 1 {
+			return flow.Snooze(time.Millisecond)
+		}
+		kids, err := flow.Spawn(ctx, "kids", flow.Item{Args: relayKid{}, Opts: []flow.EnqueueOption{flow.WithQueue("kids")}})
+		if err != nil {
+			return err
+		}
+		_, err = flow.Join[struct{}](ctx, kids, flow.CollectAll)
+		return err
+	}))
+	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
+	testkit.Must(t, err)
+	kp := keys.Partition{NS: ns, Queue: "kids"}
+	_, err = rdb.XAdd(ctx, &redis.XAddArgs{Stream: kp.Outbox(), Values: []string{"t", "zz"}}).Result()
+	testkit.Must(t, err)
+	dead := make(chan sluicetype.DeadEffect, 4)
+	testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Concurrency: 2, // the default queue only
+		OnDeadEffect: func(_ context.Context, d sluicetype.DeadEffect) { dead <- d }}, nil)
+	e, err := c.Enqueue(ctx, snoozedSpawner{})
+	testkit.Must(t, err)
+	redistest.Within(t, 5*time.Second, "the parent to wait", func() (bool, string) {
+		j, err := c.Job(ctx, e.ID)
+		if err != nil {
+			return false, err.Error()
+		}
+		return j.WaitingFor != "", j.State
+	})
+	if n, err := rdb.XLen(ctx, kp.Outbox()).Result(); err != nil || n != 1 {
+		t.Errorf("the children's outbox holds %d entries (%v), want 1: relayed on the run that spawned them", n, err)
+	}
+	select {
+	case d := <-dead:
+		t.Errorf("dead effect reported by the parent's worker: %+v: it relayed the children's outbox on the run that spawned them", d)
+	default:
+	}
+}
