@@ -176,14 +176,27 @@ func (r *waitRun) opEnqueue() {
 		nj.Delay = time.Duration(1+r.pick(60000)) * time.Millisecond
 		j.state, j.score = "scheduled", r.now()+nj.Delay.Milliseconds()
 	}
-	post.jobs[id] = j
-	delete(post.gone, id)
+	// due at or after its deadline by its delay, it could never run:
+	// refused, that job alone (enqueue.lua past_deadline), nothing written
+	doomed := nj.Delay > 0 && dl > 0 && dl <= j.score
+	if doomed {
+		post = pre.clone()
+	} else {
+		post.jobs[id] = j
+		delete(post.gone, id)
+	}
 	res, err := r.st.Enqueue(r.ctx, r.p, []store.NewJob{nj})
 	r.logf("enqueue %s (deadline %d, priority %d, delay %s) -> %+v %v", id, dl, nj.Priority, nj.Delay, res, err)
-	if err == nil && (len(res) != 1 || res[0].Status != store.Added || res[0].Err != nil) {
+	switch {
+	case err != nil:
+	case doomed && (len(res) != 1 || res[0].Status != store.Failed || !errors.Is(res[0].Err, store.ErrDeadlineNotAfterDue)):
+		r.fail("enqueue %s due at or after its deadline: %+v, want refused (ErrDeadlineNotAfterDue)", id, res)
+	case doomed:
+		r.counts["~enqueue-past-deadline"]++
+	case len(res) != 1 || res[0].Status != store.Added || res[0].Err != nil:
 		r.fail("enqueue %s: %+v", id, res)
 	}
-	if r.settle(pre, post, err, "enqueue") {
+	if r.settle(pre, post, err, "enqueue") && !doomed {
 		r.created[id] = r.step
 	}
 }
