@@ -118,9 +118,11 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 // renewing their leases, cancels the rest with cause ErrShutdown and hands
 // their jobs back without charging an attempt or a crash. While Redis
 // does not answer, Run can take up to ShutdownWindow plus CancelGrace
-// plus the longest lease to return: each job's outcome or hand-back is
-// sent again until its lease could have run out, after which a reaper
-// takes the job back (and charges the crash). Run returns nil
+// plus the longest lease, plus 5 s, to return: each job's outcome or
+// hand-back is sent again until its lease could have run out, after which
+// a reaper takes the job back (and charges the crash); then a last relay
+// of the partitions' outboxes (what the last acks wrote: a child's end
+// told to its parent) is tried for up to 5 s. Run returns nil
 // after a graceful shutdown (also when ctx ends while it is starting), or
 // an error if it could not start (a *sluicetype.LayoutMismatchError,
 // ErrLayoutMismatch, when Options.Partitions disagrees with Redis about a
