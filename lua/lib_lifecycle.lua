@@ -160,6 +160,20 @@ local function holds(jk, lease, fence, lapsed)
   return lease_matches(fields(jk, F.state, F.lease_id, F.fence), lease, fence, lapsed)
 end
 
+-- of_another_parent says whether child was spawned by another job of the
+-- ID parent than the one created at created (its F.created): a child's ID
+-- names its parent's creation time (keys.ChildLocal: parent@<ms in base
+-- 36>~step~i), and a job given the parent's ID once the parent was
+-- deleted is another job. A job of a generated ID keeps no created field
+-- (its ID carries the time), and a child of an older release names none:
+-- those are taken as the parent's.
+local function of_another_parent(parent, created, child)
+  if not created or string.sub(child, 1, #parent + 1) ~= parent .. '@' then return false end
+  local mark = string.sub(child, #parent + 2, #parent + 14) -- the time (11 digits at most), '~' and more
+  local born = #mark <= 13 and tonumber(string.match(mark, '^([0-9a-z]+)~') or '', 36)
+  return born and born ~= tonumber(created) or false
+end
+
 -- deliver records that child (of parent, spawned by step) finished, and
 -- wakes the parent when it waits for that step and the wait is over. A
 -- join's wait (ack.lua 'wait') names the children it waits for: each is
@@ -185,18 +199,10 @@ local function deliver(parent, step, child, state, payload, dn)
   -- has written already
   local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_policy, F.wait_members, F.fence, F.created, F.has_steps)
   if corrupt or not h[1] then return end
-  -- a child's ID names its parent's creation time (keys.ChildLocal:
-  -- parent@<ms in base 36>~step~i): a job given the parent's ID once the
-  -- parent was deleted is another job, which never waits for this child.
-  -- Recorded on it, the records would outlive it when it is deleted as a
-  -- job of no steps (delete_job's plain). A job of a generated ID keeps
-  -- no created field (its ID carries the time), and a child of an older
-  -- release names none: those are taken as the parent's.
-  if h[6] and string.sub(child, 1, #parent + 1) == parent .. '@' then
-    local mark = string.sub(child, #parent + 2, #parent + 14) -- the time (11 digits at most), '~' and more
-    local born = #mark <= 13 and tonumber(string.match(mark, '^([0-9a-z]+)~') or '', 36)
-    if born and born ~= tonumber(h[6]) then return end
-  end
+  -- a job given the parent's ID once the parent was deleted never waits
+  -- for this child. Recorded on it, the records would outlive it when it
+  -- is deleted as a job of no steps (delete_job's plain)
+  if of_another_parent(parent, h[6], child) then return end
   local kk = kids_key(parent)
   local ck = kidcount_key(parent)
   local failed = state ~= 'completed'
@@ -264,11 +270,7 @@ local function withdraw(parent, step, child, dn)
   local pk = job_key(parent)
   local h, corrupt = fields(pk, F.state, F.wait_step, F.wait_members, F.fence, F.created, F.has_steps)
   if corrupt or not h[1] then return end
-  if h[5] and string.sub(child, 1, #parent + 1) == parent .. '@' then -- another job of the ID (deliver)
-    local mark = string.sub(child, #parent + 2, #parent + 14)
-    local born = #mark <= 13 and tonumber(string.match(mark, '^([0-9a-z]+)~') or '', 36)
-    if born and born ~= tonumber(h[5]) then return end
-  end
+  if of_another_parent(parent, h[5], child) then return end
   dn = tonumber(dn) or 0
   local kk, ck = kids_key(parent), kidcount_key(parent)
   local run = redis.pcall('HGET', ck, 'd:' .. child)
