@@ -169,7 +169,7 @@ func (r *waitRun) opEnqueue() {
 	if r.chance(1, 3) {
 		nj.Priority = 1 + r.pick(3)
 	}
-	j := &wjob{id: id, state: "available", deadline: dl, prio: nj.Priority}
+	j := &wjob{id: id, state: "available", deadline: dl, prio: nj.Priority, created: r.now()}
 	if r.chance(1, 4) {
 		// due later: in sched, or in a bucket of later jobs (a deleted
 		// job's ID enqueued again may find its old entry there)
@@ -542,6 +542,10 @@ func (r *waitRun) opAck() {
 
 type sentSignal struct {
 	id, name, payload, key string
+	// of, when not 0, names the job by its creation time too (ms;
+	// SignalOf): a job of the ID created at another time is another job,
+	// refused, nothing kept
+	of int64
 }
 
 func (r *waitRun) opSignal() {
@@ -569,6 +573,11 @@ func (r *waitRun) opSignal() {
 		} else {
 			s.key = fmt.Sprintf("k%d", r.pick(r.step+1)) // perhaps another job's
 		}
+	}
+	// named by its creation time: the job's own, or one a millisecond
+	// off, as a caller that saw an earlier job of the ID would name it
+	if j != nil && r.chance(1, 4) {
+		s.of = j.created - int64(r.pick(2))
 	}
 	r.sendSignal(s, "signal")
 }
@@ -598,6 +607,8 @@ func (r *waitRun) sendSignal(s sentSignal, what string) {
 	want := "missing"
 	if j := post.jobs[s.id]; j != nil {
 		switch {
+		case s.of != 0 && s.of != j.created:
+			want = fmt.Sprintf("other:%d", j.created)
 		case terminalStates[j.state] && s.key != "" && j.used[s.key]:
 			want = "duplicate:" + j.state
 		case terminalStates[j.state]:
@@ -622,11 +633,19 @@ func (r *waitRun) sendSignal(s sentSignal, what string) {
 			want = "ok:" + j.state
 		}
 	}
-	res, err := r.st.Signal(r.ctx, r.ref(s.id), s.name, []byte(s.payload), s.key)
+	var of store.Created
+	if s.of != 0 {
+		of = store.Created{From: time.UnixMilli(s.of), Before: time.UnixMilli(s.of + 1)}
+	}
+	res, err := r.st.SignalOf(r.ctx, r.ref(s.id), s.name, []byte(s.payload), s.key, of)
 	var got string
 	var se *sluicetype.StateError
+	var other *sluicetype.OtherJobError
 	known := true
 	switch {
+	case errors.As(err, &other):
+		got = fmt.Sprintf("other:%d", other.Created.UnixMilli())
+		r.counts["~signal-other-job"]++
 	case err == nil && res.Duplicate:
 		got = "duplicate:" + res.State
 	case err == nil:
@@ -638,7 +657,7 @@ func (r *waitRun) sendSignal(s sentSignal, what string) {
 	default:
 		known = false
 	}
-	r.logf("%s %s %s=%s key %q -> %s %v (want %s)", what, s.id, s.name, s.payload, s.key, got, err, want)
+	r.logf("%s %s %s=%s key %q of %d -> %s %v (want %s)", what, s.id, s.name, s.payload, s.key, s.of, got, err, want)
 	if known && got != want {
 		r.fail("%s %s %s key %q: %s, want %s", what, s.id, s.name, s.key, got, want)
 	}

@@ -137,6 +137,7 @@ type wjob struct {
 	seq     int64            // the signal counter
 	used    map[string]bool  // idempotency keys sent
 	steps   map[string]string
+	created int64 // its creation time (ms): a job of the ID enqueued again has its own
 }
 
 func (j *wjob) clone() *wjob {
