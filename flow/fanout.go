@@ -50,11 +50,14 @@ const (
 type Children struct {
 	Step string
 	IDs  []string
+}
 
-	// spawned: Spawn added them in this very attempt (its step ran, not
-	// read from its checkpoint), so none has ended yet that a Join would
-	// find in an outbox (unrelayed)
-	spawned bool
+// spawnedNow is the attempt's memo (attempt.State.Memo) that step's Spawn
+// added its children in this very attempt (its step ran, not read from
+// its checkpoint): none has ended yet that a Join would find in an outbox
+// (unrelayed). A step's name is used once per attempt.
+func spawnedNow(st *attempt.State, step string, ran bool) bool {
+	return st.Memo("spawned:"+step, func() any { return ran }).(bool)
 }
 
 // ChildResult is one child's outcome.
@@ -110,15 +113,14 @@ func Spawn(ctx context.Context, name string, items ...Item) (*Children, error) {
 	if !ok {
 		return nil, step.ErrNoAttempt
 	}
-	ran := false
 	ids, err := step.Run(ctx, name, func(ctx context.Context) ([]string, error) {
-		ran = true
+		spawnedNow(st, name, true)
 		return spawn(ctx, st, name, items)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Children{Step: name, IDs: ids, spawned: ran}, nil
+	return &Children{Step: name, IDs: ids}, nil
 }
 
 func spawn(ctx context.Context, st *attempt.State, name string, items []Item) ([]string, error) {
@@ -437,7 +439,7 @@ func Join[R any](ctx context.Context, ch *Children, policy JoinPolicy) ([]ChildR
 	}
 	// on the run that spawned them (its fence past 1 too: after a retry,
 	// a snooze, a Sleep or a signal), no child has ended unrelayed yet
-	if far := unrelayed(st, policy, parts, kids); len(far) > 0 && !ch.spawned && st.Host.Relay(ctx, far) {
+	if far := unrelayed(st, policy, parts, kids); len(far) > 0 && !spawnedNow(st, ch.Step, false) && st.Host.Relay(ctx, far) {
 		// the relay read entries: some may be the ends of these children
 		if kids, err = st.Store.Kids(ctx, st.Ref, locals); err != nil {
 			return nil, err
