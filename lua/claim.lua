@@ -214,9 +214,9 @@ local function park(jk, id, reason, ck, limit, class)
   pass_on(ck, limit)
 end
 
-for _, id in ipairs(unpinned) do
-  archived[#archived + 1] = id
-  archived[#archived + 1] = 'sticky_unavailable'
+for i = 1, #unpinned, 2 do
+  archived[#archived + 1] = unpinned[i]
+  archived[#archived + 1] = unpinned[i + 1]
 end
 
 -- take claims from the list ak (of priority prio; nil for a pin list)
@@ -288,7 +288,7 @@ local function take(ak, pinned_to, prio)
         -- keep)
         if not h[fsf] and not string.find(' ' .. (h[fsl] or '') .. ' ', ' ' .. pinned_to .. ' ', 1, true)
           and not waits_listed(id, h[fck], h[frk]) then
-          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay], true)
+          push_ready(id, true, h[F.priority], sw, h[fsm], h[F.sticky_delay], true, h[fdl])
           if sw then seen[id] = true end
         end
       elseif h[fs] == 'available' and not pinned_to and sw and not h[fsf] then
@@ -349,7 +349,7 @@ local function take(ak, pinned_to, prio)
             local expiry = NOW + ms
             redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
             -- its worker came (see the header)
-            if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then call_aside('ZREM', PIN_DEADLINES, nil, id) end
+            if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f' or dl) then call_aside('ZREM', PIN_DEADLINES, nil, id) end
             lease_later(num_s(expiry), id)
             count('available', 'running')
             jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }

@@ -282,7 +282,7 @@ for i = 1, n do
       else
         local sw = o[21]
         if sw == '' then sw = nil end
-        push_ready(id, false, o[6], sw, o[22], o[23])
+        push_ready(id, false, o[6], sw, o[22], o[23], nil, o[5])
       end
       count(nil, state)
       listed = true

@@ -738,7 +738,9 @@ local function promote(limit)
 end
 
 -- promote_pinned applies the fallback of pinned jobs whose preferred worker
--- did not claim them in time; it returns the IDs it archived.
+-- did not claim them in time, and archives a job that waits for its worker
+-- alone once its deadline passed (push_ready lists it in pinx at its
+-- deadline); it returns the IDs it archived and why, in pairs.
 local function promote_pinned()
   local failed = {}
   local left = {} -- workers whose pin lists this lost entries: pin_left once each
@@ -748,7 +750,8 @@ local function promote_pinned()
   for _, id in ipairs(due) do
     call_aside('ZREM', PIN_DEADLINES, nil, id)
     local jk = job_key(id)
-    local h = fields(jk, fs, fm, fp, fck, fcn, fw)
+    local h = fields(jk, fs, fm, fp, fck, fcn, fw, F.deadline)
+    local dl = h[7] and count_of(h[7])
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
@@ -764,13 +767,17 @@ local function promote_pinned()
         end
         mark_priority(p)
         wake()
-      elseif h[2] == 'f' then
-        -- its entry leaves its worker's pin list (or the wait list it is
-        -- on), as a cancel's does: left there, it leaked on the list of a
-        -- worker that never comes back, and a redrive listed it twice
+      elseif h[2] == 'f' or (dl and dl <= NOW) then
+        -- its FailAfter fell due, or it waits for its worker alone, which
+        -- did not come by its deadline (archived as a claim archives a job
+        -- it meets then). Its entry leaves its worker's pin list (or the
+        -- wait list it is on), as a cancel's does: left there, it leaked on
+        -- the list of a worker that never comes back, and a redrive listed
+        -- it twice
+        local why = h[2] == 'f' and 'sticky_unavailable' or 'deadline_exceeded'
         unlist(jk, id, true)
-        finish(jk, id, 'available', 'archived', 'sticky_unavailable')
-        failed[#failed + 1] = id
+        finish(jk, id, 'available', 'archived', why)
+        failed[#failed + 1], failed[#failed + 2] = id, why
         if h[4] then cc_release(h[4], h[5] or 1) end -- perhaps the waiter its key let go
       end
     end

@@ -142,14 +142,14 @@ local function requeue_front(ids, listed)
   local fs, fp, fw, fm, fd, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay,
     F.sticky_fallback
   for i = #ids, 1, -1 do
-    local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd, ff)
+    local h = fields(job_key(ids[i]), fs, fp, fw, fm, fd, ff, F.deadline)
     local s = state_of(h[1])
     -- a state no release writes (corrupt data) goes to a shared list too,
     -- where a claim archives it: popped here, it would be on no index
     if s == 'available' or s and not SCODE[s] then
       local sw = h[3]
       if h[6] or sw == '' or not h[4] or s ~= 'available' then sw = nil end -- handed to every worker, or not pinned (push_ready)
-      push_ready(ids[i], true, h[2], sw, h[4], h[5])
+      push_ready(ids[i], true, h[2], sw, h[4], h[5], nil, h[7])
       if listed then listed(ids[i], sw and true or false) end
       n = n + 1
       if not sw then shared = shared + 1 end

@@ -34,14 +34,18 @@ local PIN_INDEXED = {}
 -- priority or, for a job that prefers a worker (F.sticky_worker), that
 -- worker's pin list, with the deadline of its fallback in pinx
 -- (F.sticky_mode is 'a' to hand it to any worker, 'f' to fail it, after
--- F.sticky_delay ms; 'w' waits for ever).
+-- F.sticky_delay ms; 'w' waits for ever, or until its deadline, which
+-- pinx then holds).
 -- A job is pinned only with a worker that is no empty string and a mode:
 -- enqueue and reroute write both, or neither, so an empty worker, or one
 -- without a mode (corrupt data), pins nothing; every reader of the
 -- routing (unlist, requeue_front, reroute.lua, claim.lua) reads it so.
 -- keep (a claim listing anew a job whose place it doubts) keeps a
 -- fallback deadline already running (ZADD NX) rather than start it over.
-local function push_ready(id, front, prio, sw, sm, sd, keep)
+-- dl is the job's deadline field (F.deadline), which its callers read
+-- with its routing: a job that waits for its worker alone is listed in
+-- pinx at it.
+local function push_ready(id, front, prio, sw, sm, sd, keep, dl)
   local key
   if sw == '' or not sm then sw = nil end
   if sw then
@@ -51,10 +55,20 @@ local function push_ready(id, front, prio, sw, sm, sd, keep)
       call_aside('ZADD', PIN_WORKERS, nil, 0, sw)
       PIN_INDEXED[sw] = true
     end
+    -- at: when its fallback falls due; for a job that waits for its
+    -- worker alone ('w'), its deadline, if it has one: a claim of any
+    -- worker archives it then (promote_pinned), where only its own
+    -- worker's claim, which may never come, would look at it
+    -- (count_of: 'nan' or 'inf', corrupt data, which tonumber takes,
+    -- would be refused by ZADD after the call's writes)
+    local at
     if sm == 'a' or sm == 'f' then
-      -- count_of: 'nan' or 'inf' (corrupt data), which tonumber takes,
-      -- would be refused by ZADD after the call's writes
-      local at = NOW + (count_of(sd) or 0)
+      at = NOW + (count_of(sd) or 0)
+    else
+      at = count_of(dl) -- (none, '0' or corrupt data: nil or 0, no deadline)
+      if at == 0 then at = nil end
+    end
+    if at then
       if keep then
         call_aside('ZADD', PIN_DEADLINES, nil, 'NX', at, id)
       else
@@ -168,15 +182,15 @@ end
 local function make_available(jk, id, from, front)
   local h
   if from == 'scheduled' or from == 'retryable' then
-    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.run_at)
+    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.deadline, F.run_at)
     redis.call('HSET', jk, F.state, SCODE.available)
-    note_left(jk, h[5])
+    note_left(jk, h[6])
     redis.call('HDEL', jk, F.run_at)
   else
     redis.call('HSET', jk, F.state, SCODE.available)
-    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay)
+    h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.deadline)
   end
-  push_ready(id, front, h[1], h[2], h[3], h[4])
+  push_ready(id, front, h[1], h[2], h[3], h[4], nil, h[5])
   count(from, 'available')
   wake()
 end

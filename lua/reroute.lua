@@ -77,7 +77,7 @@ else
 end
 if s == 'available' then
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_delay, F.concurrency_key,
-    F.rate_class, F.concurrency_limit)
+    F.rate_class, F.concurrency_limit, F.deadline)
   if waits_listed(id, h[5], h[6]) then
     -- pinned anew: not handed to every worker by its old fallback, and
     -- its new fallback starts when it is let go (push_ready); pinx of
@@ -109,7 +109,7 @@ if s == 'available' then
       local ak = avail_key(priority_of(h[1]))
       redis.pcall('LREM', ak, -1, id)
     end
-    push_ready(id, true, h[1], h[2], h[3], h[4])
+    push_ready(id, true, h[1], h[2], h[3], h[4], nil, h[8])
     wake()
     -- moved from the shared list (unpinned, or handed by its fallback)
     -- to a worker's (push_ready's rule), it may be the waiter a freed

@@ -31,7 +31,9 @@ type Policy struct {
 	d    time.Duration
 }
 
-// Wait keeps the job for its worker for ever.
+// Wait keeps the job for its worker for ever, or until its deadline
+// (flow.WithDeadline): then the first claim of any worker archives it
+// (deadline_exceeded), so a worker that never comes back does not keep it.
 func Wait() Policy { return Policy{mode: "wait"} }
 
 // After hands the job to any worker once it has waited d unclaimed. Its

@@ -61,6 +61,12 @@ func (r *flowRun) stickyOpt(nj *store.NewJob, opts *[]string) {
 	}
 	nj.Sticky = r.drawSticky(false)
 	*opts = append(*opts, stickyDesc(nj.Sticky))
+	if nj.Sticky.Mode == "w" && nj.Deadline.IsZero() && r.chance(1, 3) {
+		// it waits for its worker alone, which may be gone for good: its
+		// deadline still ends it (promote_pinned), by any worker's claim
+		nj.Deadline = r.clk.Now().Add(nj.Delay + time.Duration(1+r.pick(60000))*time.Millisecond)
+		*opts = append(*opts, fmt.Sprintf("deadline %d", nj.Deadline.UnixMilli()))
+	}
 }
 
 // drawSticky draws a routing: a worker and a fallback; unpinned too when
@@ -370,6 +376,12 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 			if ok && g.sm != "w" {
 				if _, due := s.pinx[id]; !due {
 					add("job %s on the pin list of %s (mode %s) has no fallback deadline", id, g.sw, g.sm)
+				}
+			}
+			if ok && g.sm == "w" && j.deadline != 0 {
+				if at, due := s.pinx[id]; !due || at != j.deadline {
+					add("job %s waits on the pin list of %s with its deadline %d in pinx at %d (listed %v)", id, g.sw,
+						j.deadline, at, due)
 				}
 			}
 			if ok {

@@ -566,6 +566,15 @@ func (r *flowRun) drain() {
 		// the workers claim in turn; after 15 rounds every worker is
 		// back (before, the fallbacks of jobs pinned to gone ones apply)
 		if r.step == 15 {
+			// by now (over ten minutes on) every deadline has passed: a
+			// job pinned to a gone worker, waiting for it alone, ended at
+			// its deadline all the same
+			for _, id := range r.ids() {
+				if j := r.jobs[id]; j.deadline != 0 && (j.state == "pending" || j.state == "running") {
+					r.fail("job %s (%s) outlived its deadline %d (now %d): Redis %s @%s/%s", id, j.state, j.deadline,
+						r.now(), s.jobs[id].state, s.jobs[id].sw, s.jobs[id].sm)
+				}
+			}
 			for _, w := range flowWorkers {
 				if r.workerGone[w] {
 					r.setWorker(w, true)

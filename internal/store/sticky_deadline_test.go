@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestWaitPinnedJobMeetsItsDeadline: a job pinned to a worker with no
+// fallback (sticky.Wait) and a deadline is archived at its deadline by any
+// worker's claim, its pin list entry taken with it, when its own worker
+// never comes back: before, only that worker's claim looked at it, and it
+// stayed available for ever (a parent joining it waited for ever). Its own
+// worker, back before the deadline, still runs it, and leaves nothing
+// due behind.
+func TestWaitPinnedJobMeetsItsDeadline(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			wait := func(w string) store.Sticky { return store.Sticky{Worker: w, Mode: "w"} }
+			f.enqueue(store.NewJob{Local: "j", Sticky: wait("gone"), Deadline: f.clk.Now().Add(time.Minute)},
+				store.NewJob{Local: "k", Sticky: wait("back"), Deadline: f.clk.Now().Add(time.Minute)},
+				store.NewJob{Local: "forever", Sticky: wait("gone")})
+			res := f.claim(10, "w")
+			if len(res.Jobs) != 0 || len(res.Parked) != 0 {
+				t.Fatalf("before the deadline w claimed %v, parked %v", locals(res.Jobs), res.Parked)
+			}
+			if res.NextDue <= 0 || res.NextDue > time.Minute {
+				t.Fatalf("next due in %v, want the deadline in a minute (a worker must come then)", res.NextDue)
+			}
+			k := f.claimOne("back")
+			if k.Local != "k" {
+				t.Fatalf("worker back claimed %s, want k", k.Local)
+			}
+			f.clk.Advance(time.Minute)
+			res = f.claim(10, "w")
+			if len(res.Jobs) != 0 || len(res.Parked) != 1 || res.Parked[0].Local != "j" || res.Parked[0].Reason != "deadline_exceeded" {
+				t.Fatalf("at the deadline w claimed %v, parked %v; want j archived deadline_exceeded", locals(res.Jobs), res.Parked)
+			}
+			if got, _ := f.get("j"); got.State != "archived" || got.Reason != "deadline_exceeded" {
+				t.Fatalf("j is %s (%s)", got.State, got.Reason)
+			}
+			pin, err := f.rdb.LRange(f.ctx, f.p.Pinned("gone"), 0, -1).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(pin, "j") || !slices.Contains(pin, "forever") {
+				t.Fatalf("pin list of gone is %v, want forever alone", pin)
+			}
+			if n, err := f.rdb.ZCard(f.ctx, f.p.PinDeadlines()).Result(); err != nil || n != 0 {
+				t.Fatalf("%d fallback deadlines left (%v), want none", n, err)
+			}
+			f.ack(k, store.Ack{Code: store.CodeOK})
+		})
+	}
+}
