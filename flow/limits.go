@@ -81,7 +81,9 @@ const (
 	// Debounce moves the existing job's run time to the new job's (its
 	// WithDelay or WithRunAt) when that is later than now: each duplicate
 	// pushes it back. A duplicate due now (no delay, or a WithRunAt
-	// passed) leaves the existing job's run time as it is.
+	// passed), or at or past the existing job's WithDeadline, leaves the
+	// existing job's run time as it is: moved there, the job would be
+	// archived at its deadline without running.
 	Debounce OnDuplicate = "debounce"
 )
 

@@ -127,7 +127,9 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
       redis.call('RPUSH', held_key(fingerprint), holder)
       due_at(held_due(h[10])) -- its own deadline, if any, still ends it (held_due)
     end
-  elseif policy == 'debounce' and due > NOW then
+  elseif policy == 'debounce' and due > NOW and not (tonumber(h[10]) and due >= tonumber(h[10])) then
+    -- (never to or past its deadline: a claim would archive it unrun, the
+    -- work of it and of its duplicates lost; it stays due when it was)
     due_at(due)
   end
 end

@@ -84,6 +84,12 @@ func (r *flowRun) opEnqueue() {
 				opts = append(opts, fmt.Sprintf("deadline %d", nj.Deadline.UnixMilli()))
 			}
 		}
+		// a deadline, for any job now and then, and often for a debounced
+		// one: a debounce must not put it off past it (lib_enqueue.lua)
+		if nj.Deadline.IsZero() && (r.chance(1, 8) || nj.Unique.OnDuplicate == "debounce" && r.chance(1, 2)) {
+			nj.Deadline = r.clk.Now().Add(nj.Delay + time.Duration(1+r.pick(60000))*time.Millisecond)
+			opts = append(opts, fmt.Sprintf("deadline %d", nj.Deadline.UnixMilli()))
+		}
 		r.stickyOpt(&nj, &opts)
 		desc = append(desc, fmt.Sprintf("%s(p%d ma%d delay %s %s)", id, nj.Priority, nj.MaxAttempts, nj.Delay, strings.Join(opts, " ")))
 		jobs = append(jobs, nj)

@@ -484,6 +484,10 @@ func (r *flowRun) check(full bool) {
 			if g.qf != "" {
 				j.mustHold = true
 			}
+		} else if g.state == "scheduled" && j.deadline > r.now() && g.runAt >= j.deadline {
+			// due at or past a deadline still ahead (a debounce moved it
+			// there), a claim would archive it unrun
+			add("job %s is scheduled at %d, at or past its deadline %d (now %d)", id, g.runAt, j.deadline, r.now())
 		}
 		if j.mustHold && g.qf != "" {
 			if len(s.quarantined(g.qf)) == 0 {
