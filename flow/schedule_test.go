@@ -386,6 +386,12 @@ func TestScheduleBadInput(t *testing.T) {
 	if err := s.Add(ok); err != nil {
 		t.Fatalf("a good schedule: %v", err)
 	}
+	// a nil option is none, as Enqueue takes it (a conditional option
+	// left unset), not a mistake
+	withNil := with(func(s *flow.Schedule) { s.Name, s.Opts = "with-nil", []flow.EnqueueOption{nil, flow.WithPriority(3)} })
+	if err := s.Add(withNil); err != nil {
+		t.Fatalf("a schedule with a nil option: %v", err)
+	}
 	least := with(func(s *flow.Schedule) { s.Name, s.Grace = "least-grace", flow.MinGrace })
 	if err := s.Add(least); err != nil {
 		t.Fatalf("a schedule with MinGrace: %v", err)

@@ -134,8 +134,8 @@ func (s *Scheduler) Add(sc Schedule) error {
 	}
 	var o enqueueOptions
 	for _, opt := range sc.Opts {
-		if opt == nil {
-			return bad("Opts", fmt.Errorf("%w: nil option", ErrInvalid))
+		if opt == nil { // none to apply, as Enqueue takes it
+			continue
 		}
 		if err := opt(&o); err != nil {
 			return bad("Opts", err)
