@@ -79,6 +79,8 @@ func TestBadInput(t *testing.T) {
 		{"oversized partition key", email{}, []flow.EnqueueOption{flow.WithPartitionKey(strings.Repeat("k", flow.MaxPartitionKeyLength+1))}, flow.ErrInvalid},
 		{"SentAs of no job ID", email{}, []flow.EnqueueOption{flow.SentAs("nope")}, flow.ErrInvalid},
 		{"SentAs of a negative partition", email{}, []flow.EnqueueOption{flow.SentAs("default:-1:x")}, flow.ErrInvalid},
+		{"SentAs of a partition with a leading zero", email{}, []flow.EnqueueOption{flow.SentAs("default:00:x")}, flow.ErrInvalid},
+		{"SentAs of a partition with a sign", email{}, []flow.EnqueueOption{flow.SentAs("default:+0:x")}, flow.ErrInvalid},
 		{"SentAs of an ID with a space", email{}, []flow.EnqueueOption{flow.SentAs("default:0:a b")}, flow.ErrInvalid},
 		{"SentAs of another queue", email{}, []flow.EnqueueOption{flow.SentAs("default:0:x"), flow.WithQueue("other")}, flow.ErrInvalid},
 		{"SentAs of another queue than default", email{}, []flow.EnqueueOption{flow.WithQueue("default"), flow.SentAs("emails:0:x")}, flow.ErrInvalid},

@@ -118,7 +118,10 @@ func SentAs(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		q, rest, ok1 := strings.Cut(id, ":")
 		n, local, ok2 := strings.Cut(rest, ":")
-		if idx, err := strconv.Atoi(n); !ok1 || !ok2 || err != nil || idx < 0 || idx >= store.MaxPartitions || local == "" ||
+		// the partition as IDs write it, with no sign or leading zero:
+		// "q:01:x" is no ID Sluice gives
+		idx, err := strconv.Atoi(n)
+		if !ok1 || !ok2 || err != nil || strconv.Itoa(idx) != n || idx < 0 || idx >= store.MaxPartitions || local == "" ||
 			!runtime.ValidQueue(q) {
 			return fmt.Errorf("%w: SentAs(%s): not a job ID (queue:partition:local)", ErrInvalid, names.Quote(id))
 		}
