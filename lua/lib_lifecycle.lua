@@ -750,7 +750,7 @@ local function promote_pinned()
   for _, id in ipairs(due) do
     call_aside('ZREM', PIN_DEADLINES, nil, id)
     local jk = job_key(id)
-    local h = fields(jk, fs, fm, fp, fck, fcn, fw, F.deadline)
+    local h = fields(jk, fs, fm, fp, fck, fcn, fw, F.deadline, F.held_by, F.hold_fingerprint)
     local dl = h[7] and count_of(h[7])
     if state_of(h[1]) == 'available' then
       if h[2] == 'a' then
@@ -776,6 +776,10 @@ local function promote_pinned()
         -- it twice
         local why = h[2] == 'f' and 'sticky_unavailable' or 'deadline_exceeded'
         unlist(jk, id, true)
+        -- one held behind a quarantined twin was promoted at its deadline
+        -- (held_due), its entry here due then: held no more, as when a
+        -- claim archives it (else it showed held though archived)
+        unhold(jk, id, h[8], h[9])
         finish(jk, id, 'available', 'archived', why)
         failed[#failed + 1], failed[#failed + 2] = id, why
         if h[4] then cc_release(h[4], h[5] or 1) end -- perhaps the waiter its key let go

@@ -57,3 +57,36 @@ func TestWaitPinnedJobMeetsItsDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitPinnedHeldJobHeldNoMoreAtDeadline: a job pinned with
+// sticky.Wait and held behind a quarantined twin is due at its deadline
+// (held_due); promoted then onto its worker's pin list, its pinx entry is
+// due at once and promote_pinned archives it deadline_exceeded. It must
+// be held no more, as when a claim archives it (unhold): it showed held
+// by its twin though archived, and stayed on the twin's held list.
+func TestWaitPinnedHeldJobHeldNoMoreAtDeadline(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "q", Hold: "fp"})
+			f.crashOut("q")
+			f.enqueue(store.NewJob{Local: "h", Hold: "fp", Sticky: store.Sticky{Worker: "gone", Mode: "w"},
+				Deadline: f.clk.Now().Add(time.Minute)})
+			if j, _ := f.get("h"); j.HeldBy != "q" {
+				t.Fatalf("h held by %q, want q", j.HeldBy)
+			}
+			f.clk.Advance(2 * time.Minute)
+			res := f.claim(10, "w")
+			if len(res.Parked) != 1 || res.Parked[0].Local != "h" || res.Parked[0].Reason != "deadline_exceeded" {
+				t.Fatalf("parked %v, want h deadline_exceeded", res.Parked)
+			}
+			if j, _ := f.get("h"); j.State != "archived" || j.HeldBy != "" {
+				t.Fatalf("h is %s held by %q, want archived, held by none", j.State, j.HeldBy)
+			}
+			if l, _ := f.rdb.LRange(f.ctx, f.p.HeldOn("fp"), 0, -1).Result(); len(l) != 0 {
+				t.Fatalf("held list %v, want empty", l)
+			}
+		})
+	}
+}
