@@ -205,6 +205,11 @@ local function unlist(jk, id, oldest)
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class,
     F.sticky_mode)
   if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
+  -- its fallback time or deadline leaves pinx with it (push_ready lists
+  -- it anew when it is available again): left there, a Wait job's
+  -- deadline, days ahead perhaps, kept every claim of the partition
+  -- reading and promoting the timed indexes for a job long gone
+  if h[2] and not h[3] then call_aside('ZREM', PIN_DEADLINES, nil, id) end
   local n = 0
   -- a job its fallback handed to every worker left its pin list then
   -- (promote_pinned): a claim drops an entry found there all the same

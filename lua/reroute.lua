@@ -109,6 +109,10 @@ if s == 'available' then
       local ak = avail_key(priority_of(h[1]))
       redis.pcall('LREM', ak, -1, id)
     end
+    -- its old fallback time or deadline goes: push_ready lists the new
+    -- one, if any (else a Wait job's deadline stayed for a job unpinned
+    -- or run since, every claim reading the timed indexes until then)
+    if pinned and not o[3] then call_aside('ZREM', PIN_DEADLINES, nil, id) end
     push_ready(id, true, h[1], h[2], h[3], h[4], nil, h[8])
     wake()
     -- moved from the shared list (unpinned, or handed by its fallback)
