@@ -774,7 +774,8 @@ local function promote_pinned()
         -- wait list it is on), as a cancel's does: left there, it leaked on
         -- the list of a worker that never comes back, and a redrive listed
         -- it twice
-        local why = h[2] == 'f' and 'sticky_unavailable' or 'deadline_exceeded'
+        local why = 'deadline_exceeded'
+        if h[2] == 'f' then why = 'sticky_unavailable' end
         unlist(jk, id, true)
         -- one held behind a quarantined twin was promoted at its deadline
         -- (held_due), its entry here due then: held no more, as when a

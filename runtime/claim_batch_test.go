@@ -25,7 +25,13 @@ func (bigBatchArgs) Kind() string { return "big_batch" }
 func TestLargeClaimBatchOnMiniredis(t *testing.T) {
 	t.Parallel()
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	// miniredis runs each 256-job claim in gopher-lua, under -race: on a
+	// loaded machine one took past go-redis's 3 s read timeout (a CI run at
+	// load 15), and its jobs' 2 s leases with it. A read allowed 15 s and
+	// leases of 5 s keep to what the test checks: a claim that failed
+	// after leasing would still show as jobs run only once their leases
+	// ran out, charged a crash, well within testkit.Timeout (20 s).
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), ReadTimeout: 15 * time.Second})
 	t.Cleanup(func() { rdb.Close() })
 	e := testkit.NewEnv(t, rdb, flow.ClientOptions{})
 	reg := flow.NewRegistry()
@@ -41,7 +47,7 @@ func TestLargeClaimBatchOnMiniredis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.StartWorker(reg, runtime.Options{Concurrency: 256, ClaimBatch: 256, Lease: 2 * time.Second, MaintenanceInterval: 200 * time.Millisecond})
+	e.StartWorker(reg, runtime.Options{Concurrency: 256, ClaimBatch: 256, Lease: 5 * time.Second, MaintenanceInterval: 200 * time.Millisecond})
 	for _, r := range res {
 		if j := e.WaitState(r.ID, flow.StateCompleted); j.CrashAttempt != 0 || j.Attempt != 0 {
 			t.Fatalf("%s completed after %d crashes and %d failed attempts, want none", r.ID, j.CrashAttempt, j.Attempt)
