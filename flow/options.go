@@ -224,7 +224,9 @@ func WithTimeout(d time.Duration) EnqueueOption {
 // it is archived with reason deadline_exceeded instead of running. A
 // workflow suspended (step.Sleep, WaitSignal, Select) wakes at its
 // deadline at the latest, and is archived then; so is a job held behind
-// a quarantined twin (WithQuarantineHold) that is still held then. A deadline not after
+// a quarantined twin (WithQuarantineHold) that is still held then, and
+// one whose retry backoff, Snooze, RateLimited or crash delay would end
+// after t (it is due at t instead). A deadline not after
 // the job's WithRunAt time is refused (ErrInvalid): the job could never
 // run; so is one not after the time its WithDelay makes it due, by
 // Redis's clock (see WithDelay).

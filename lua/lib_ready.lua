@@ -290,10 +290,18 @@ local function sched_near(limit)
   return moved
 end
 
--- schedule_at makes a job scheduled or retryable (state), due at at (ms).
+-- schedule_at makes a job scheduled or retryable (state), due at at (ms),
+-- or at its deadline when that is sooner: a retry's backoff, a snooze, a
+-- rate limit's or a crash's delay past it would leave it pending past its
+-- useful life (a parent joining it not told) until the claim that met it
+-- archived it anyway (deadline_exceeded); at its deadline that claim
+-- comes then. A deadline that is no finite number (corrupt data) is
+-- none, as claim reads it.
 -- Not named schedule: schedule.lua says that word, which would make it
 -- take this definition (prelude.go).
 local function schedule_at(jk, id, from, state, at)
+  local dl = tonumber(redis.call('HGET', jk, F.deadline))
+  if dl and dl > 0 and dl < at then at = dl end
   redis.call('HSET', jk, F.state, SCODE[state], F.run_at, at)
   sched_add(id, at, jk)
   count(from, state)
