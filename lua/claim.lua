@@ -319,8 +319,11 @@ local function take(ak, pinned_to, prio)
           if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then
             -- its worker came, and passed it over as a suspect: its
             -- fallback, for a worker that does not come, starts over (XX:
-            -- one that already went stays gone)
-            call_aside('ZADD', PIN_DEADLINES, nil, 'XX', NOW + (count_of(h[F.sticky_delay]) or 0), id)
+            -- one that already went stays gone), never past its deadline
+            -- (push_ready)
+            local at = NOW + (count_of(h[F.sticky_delay]) or 0)
+            if dl and dl > 0 and dl < at then at = dl end
+            call_aside('ZADD', PIN_DEADLINES, nil, 'XX', at, id)
           end
         elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
           key_wait(ck, id, h[frk]) -- its key is at its limit

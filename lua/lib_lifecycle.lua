@@ -752,8 +752,9 @@ local function promote_pinned()
     local jk = job_key(id)
     local h = fields(jk, fs, fm, fp, fck, fcn, fw, F.deadline, F.held_by, F.hold_fingerprint)
     local dl = h[7] and count_of(h[7])
+    local late = dl and dl <= NOW -- its deadline passed (it is listed at it when that is before its fallback)
     if state_of(h[1]) == 'available' then
-      if h[2] == 'a' then
+      if h[2] == 'a' and not late then
         redis.call('HSET', jk, F.sticky_fallback, '1') -- handed to every worker: claims take it from the shared list
         local p = priority_of(h[3])
         call_aside('LPUSH', avail_key(p), true, id)
@@ -767,22 +768,26 @@ local function promote_pinned()
         end
         mark_priority(p)
         wake()
-      elseif h[2] == 'f' or (dl and dl <= NOW) then
-        -- its FailAfter fell due, or it waits for its worker alone, which
-        -- did not come by its deadline (archived as a claim archives a job
-        -- it meets then). Its entry leaves its worker's pin list (or the
-        -- wait list it is on), as a cancel's does: left there, it leaked on
-        -- the list of a worker that never comes back, and a redrive listed
-        -- it twice
-        local why = 'deadline_exceeded'
-        if h[2] == 'f' then why = 'sticky_unavailable' end
+      elseif h[2] == 'f' or late then
+        -- its FailAfter fell due, or its worker did not come by its
+        -- deadline (archived as a claim archives a job it meets then,
+        -- before any fallback: a job past its deadline never runs). Its
+        -- entry leaves its worker's pin list (or the wait list it is on),
+        -- as a cancel's does: left there, it leaked on the list of a
+        -- worker that never comes back, and a redrive listed it twice
         unlist(jk, id, true)
         -- one held behind a quarantined twin was promoted at its deadline
         -- (held_due), its entry here due then: held no more, as when a
         -- claim archives it (else it showed held though archived)
         unhold(jk, id, h[8], h[9])
-        finish(jk, id, 'available', 'archived', why)
-        failed[#failed + 1], failed[#failed + 2] = id, why
+        -- (each reason written out: TestReasonsAgreeWithCode reads them)
+        if late then
+          finish(jk, id, 'available', 'archived', 'deadline_exceeded')
+          failed[#failed + 1], failed[#failed + 2] = id, 'deadline_exceeded'
+        else
+          finish(jk, id, 'available', 'archived', 'sticky_unavailable')
+          failed[#failed + 1], failed[#failed + 2] = id, 'sticky_unavailable'
+        end
         if h[4] then cc_release(h[4], h[5] or 1) end -- perhaps the waiter its key let go
       end
     end

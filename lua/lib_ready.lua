@@ -55,19 +55,18 @@ local function push_ready(id, front, prio, sw, sm, sd, keep, dl)
       call_aside('ZADD', PIN_WORKERS, nil, 0, sw)
       PIN_INDEXED[sw] = true
     end
-    -- at: when its fallback falls due; for a job that waits for its
-    -- worker alone ('w'), its deadline, if it has one: a claim of any
-    -- worker archives it then (promote_pinned), where only its own
-    -- worker's claim, which may never come, would look at it
+    -- at: when its fallback falls due, or its deadline, if it has one
+    -- and that is sooner (a job that waits for its worker alone, 'w', has
+    -- no fallback): a claim of any worker archives it then
+    -- (promote_pinned), where only its own worker's claim, which may
+    -- never come, would look at it before its fallback (an After or
+    -- FailAfter past its deadline kept it available past its deadline)
     -- (count_of: 'nan' or 'inf', corrupt data, which tonumber takes,
     -- would be refused by ZADD after the call's writes)
     local at
-    if sm == 'a' or sm == 'f' then
-      at = NOW + (count_of(sd) or 0)
-    else
-      at = count_of(dl) -- (none, '0' or corrupt data: nil or 0, no deadline)
-      if at == 0 then at = nil end
-    end
+    if sm == 'a' or sm == 'f' then at = NOW + (count_of(sd) or 0) end
+    local d = count_of(dl) -- (none, '0' or corrupt data: nil or 0, no deadline)
+    if d and d > 0 and not (at and at <= d) then at = d end
     if at then
       if keep then
         call_aside('ZADD', PIN_DEADLINES, nil, 'NX', at, id)

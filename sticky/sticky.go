@@ -39,11 +39,12 @@ func Wait() Policy { return Policy{mode: "wait"} }
 // After hands the job to any worker once it has waited d unclaimed. Its
 // worker's claim passing the job over (a concurrency key or rate class at
 // its limit, a suspect it cannot take now) starts the wait over; a pause
-// of the queue counts as waiting.
+// of the queue counts as waiting. A deadline (flow.WithDeadline) before
+// d ends it as Wait's does.
 func After(d time.Duration) Policy { return Policy{mode: "after", d: d} }
 
 // FailAfter archives the job (reason sticky_unavailable) once it has waited
-// d unclaimed.
+// d unclaimed, or at its deadline (deadline_exceeded), when that is sooner.
 func FailAfter(d time.Duration) Policy { return Policy{mode: "fail", d: d} }
 
 // To routes a job to worker with policy p. An invalid worker name or a

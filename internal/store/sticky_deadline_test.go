@@ -90,3 +90,47 @@ func TestWaitPinnedHeldJobHeldNoMoreAtDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestPinnedFallbackPastDeadline: a job pinned to a worker with a fallback
+// (sticky.After, sticky.FailAfter) due after its deadline is archived at
+// its deadline (deadline_exceeded) by any worker's claim when its worker
+// does not come, as a sticky.Wait job is: before, its fallback's entry in
+// pinx was the only one, and it stayed available past its deadline until
+// the fallback fell due (an hour here), a parent joining it not told.
+// Its worker passing it over as a suspect does not put it past its
+// deadline either.
+func TestPinnedFallbackPastDeadline(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			dl := f.clk.Now().Add(time.Minute)
+			f.enqueue(store.NewJob{Local: "a", Sticky: store.Sticky{Worker: "gone", Mode: "a", After: time.Hour}, Deadline: dl},
+				store.NewJob{Local: "f", Sticky: store.Sticky{Worker: "gone", Mode: "f", After: time.Hour}, Deadline: dl},
+				store.NewJob{Local: "soon", Sticky: store.Sticky{Worker: "gone", Mode: "a", After: time.Second}, Deadline: dl})
+			for _, id := range []string{"a", "f"} {
+				if at, ok := f.score(f.p.PinDeadlines(), id); !ok || int64(at) != dl.UnixMilli() {
+					t.Fatalf("%s in pinx at %v (%v), want its deadline %d", id, at, ok, dl.UnixMilli())
+				}
+			}
+			f.clk.Advance(time.Second)
+			if got := locals(f.claim(10, "w").Jobs); len(got) != 1 || !got["soon"] {
+				t.Fatalf("at 1 s claimed %v, want soon (its fallback before its deadline)", got)
+			}
+			f.clk.Advance(time.Minute)
+			res := f.claim(10, "w")
+			if len(res.Jobs) != 0 || len(res.Parked) != 2 {
+				t.Fatalf("at the deadline claimed %v, parked %v; want a and f archived", locals(res.Jobs), res.Parked)
+			}
+			for _, p := range res.Parked {
+				if p.Reason != "deadline_exceeded" {
+					t.Errorf("%s parked %s, want deadline_exceeded", p.Local, p.Reason)
+				}
+			}
+			pin, err := f.rdb.LRange(f.ctx, f.p.Pinned("gone"), 0, -1).Result()
+			if err != nil || len(pin) != 0 {
+				t.Fatalf("pin list of gone is %v (%v), want empty", pin, err)
+			}
+		})
+	}
+}
