@@ -105,8 +105,17 @@ func (r *waitRun) crash(m *wmodel, j *wjob) string {
 		wavailable(j)
 		return "available"
 	}
-	j.state, j.score = "retryable", r.now()+min(r.crashDelay<<(j.crash-1), max(r.crashDelay, 60000))
+	j.state, j.score = "retryable", dueBy(j, r.now()+min(r.crashDelay<<(j.crash-1), max(r.crashDelay, 60000)))
 	return "retryable"
+}
+
+// dueBy is when a job due again at at is due: at its deadline, if it has
+// one before at (lib_ready.lua schedule_at).
+func dueBy(j *wjob, at int64) int64 {
+	if j.deadline > 0 && j.deadline < at {
+		return j.deadline
+	}
+	return at
 }
 
 // due lists the jobs in states whose score has come, in zset order.
@@ -440,12 +449,12 @@ func (r *waitRun) applyAck(pre, post *wmodel, s waitAckSpec) string {
 			r.finish(post, j, "archived")
 			return "archived"
 		}
-		j.state, j.score = "retryable", r.now()+a.Delay.Milliseconds()
+		j.state, j.score = "retryable", dueBy(j, r.now()+a.Delay.Milliseconds())
 		return "retryable"
 	case store.CodeCrash:
 		return r.crash(post, j)
 	case store.CodeSnooze:
-		j.state, j.score = "scheduled", r.now()+a.Delay.Milliseconds()
+		j.state, j.score = "scheduled", dueBy(j, r.now()+a.Delay.Milliseconds())
 		return "scheduled"
 	case store.CodeDeadline:
 		if j.deadline > r.now() {
