@@ -75,7 +75,8 @@ type Event struct {
 	Duration time.Duration
 	// NextRun is when the job is due again after a retried, crashed (not
 	// quarantined) or snoozed outcome, by the worker's clock (Redis decides
-	// by its own, so it may differ by their skew); zero otherwise.
+	// by its own, so it may differ by their skew), and no later than the
+	// job's deadline, when it is archived rather than run; zero otherwise.
 	NextRun time.Time
 	// At is when it happened (worker clock).
 	At time.Time

@@ -94,6 +94,28 @@ func TestEventsRetriedThenCompleted(t *testing.T) {
 	testkit.NoRecv(t, events, "event after the completion")
 }
 
+// TestEventsNextRunStopsAtDeadline: a retry whose backoff ends past the
+// job's deadline is due at the deadline (the store archives it then), and
+// its event's NextRun says so, not the end of the backoff.
+func TestEventsNextRunStopsAtDeadline(t *testing.T) {
+	t.Parallel()
+	clk := newTestClock(fakeStart())
+	e := newEnv(t, clk)
+	reg := register(t, func(context.Context, *flow.Job[obsArgs]) error { return errors.New("not yet") })
+	events := testkit.Chan[runtime.Event]()
+	e.startWorker(reg, runtime.Options{Clock: clk, IdlePoll: time.Hour, Backoff: func(int) time.Duration { return time.Hour },
+		OnEvent: func(_ context.Context, ev runtime.Event) { events <- ev }})
+	deadline := clk.Now().Add(time.Minute).Truncate(time.Millisecond)
+	id := e.Enqueue(obsArgs{}, flow.WithMaxAttempts(5), flow.WithDeadline(deadline))
+	got := recvEvents(t, events, 2)
+	if got[1].Type != runtime.EventRetried || !got[1].NextRun.Equal(deadline) {
+		t.Fatalf("second event %+v, want retried with NextRun %v (the deadline, before the hour's backoff)", seen(got[1]), deadline)
+	}
+	if j := e.WaitState(id, flow.StateRetryable); !j.RunAt.Equal(deadline) {
+		t.Fatalf("job due at %v, want its deadline %v", j.RunAt, deadline)
+	}
+}
+
 // TestEventsCrash: a handler that panics once yields started, crashed
 // (its Err a *PanicError with the value and the stack), then started and
 // completed for its next attempt, one crash on record.

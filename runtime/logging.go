@@ -138,6 +138,11 @@ func (w *Worker) describe(a *Attempt, r result, cause error, acked bool, ack sto
 				o.next = now.Add(ack.Delay)
 			}
 		}
+		// a delay past its deadline ends at it (lib_ready.lua schedule_at),
+		// when the job is archived rather than run
+		if !a.Deadline.IsZero() && o.next.After(a.Deadline) {
+			o.next = a.Deadline
+		}
 	}
 	return o
 }
