@@ -240,7 +240,7 @@ func (r *flowRun) claimAs(n int, worker string) []*fjob {
 		for _, j := range r.inState("pending") {
 			if g := s.jobs[j.id]; g.state == "running" && strings.HasPrefix(g.lease, nonce+".") {
 				r.checkStickyLease(j.id, worker)
-				j.state, j.lease, j.fence, j.started = "running", g.lease, g.fence, r.now()
+				j.state, j.lease, j.fence, j.started, j.snoozedTo = "running", g.lease, g.fence, r.now(), 0
 				out = append(out, j)
 				r.leased(j, nonce)
 			} else if g.state == "archived" && r.deadlinePassed(j) {
@@ -264,7 +264,7 @@ func (r *flowRun) claimAs(n int, worker string) []*fjob {
 			r.fail("claim leased %s, held before, while %v of its fingerprint %s are quarantined", j.id, q, j.fp)
 		}
 		r.checkStickyLease(j.id, worker)
-		j.state, j.lease, j.fence, j.started = "running", cj.LeaseID, cj.Fence, r.now()
+		j.state, j.lease, j.fence, j.started, j.snoozedTo = "running", cj.LeaseID, cj.Fence, r.now(), 0
 		out = append(out, j)
 		r.leased(j, nonce)
 	}
@@ -334,6 +334,16 @@ func (r *flowRun) ackJobs(jobs []*fjob, codes []store.Code) {
 			a.Reason = "panic"
 		case store.CodeSnooze:
 			a.Delay = time.Duration(r.pick(20000)) * time.Millisecond
+		}
+		// the due time a snooze gives it, should it apply (an unknown
+		// outcome included: a job it did not snooze is claimed before it
+		// is scheduled again)
+		j.snoozedTo = 0
+		if codes[i] == store.CodeSnooze {
+			j.snoozedTo = r.now() + a.Delay.Milliseconds()
+			if j.deadline != 0 && j.deadline < j.snoozedTo {
+				j.snoozedTo = j.deadline
+			}
 		}
 		acks[i] = a
 		desc = append(desc, fmt.Sprintf("%s %s %s", j.id, a.LeaseID, a.Code))

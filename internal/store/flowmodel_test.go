@@ -134,6 +134,11 @@ type fjob struct {
 	// sw, sm: its sticky routing, worker and mode ("" unpinned;
 	// flowmodel_sticky_test.go)
 	sw, sm string
+	// snoozedTo: the due time the snooze that ended its last attempt gave
+	// it (store ms): the delay's end, or its deadline when that is sooner
+	// (lib_ready.lua schedule_at); 0 when its last attempt ended
+	// otherwise or it has been claimed since
+	snoozedTo int64
 }
 
 // fsnap is what Redis holds, read directly.
@@ -483,6 +488,16 @@ func (r *flowRun) check(full bool) {
 			}
 			if g.qf != "" {
 				j.mustHold = true
+			}
+		} else if g.state == "scheduled" && j.snoozedTo != 0 {
+			// snoozed: due when its delay ends, or at its deadline when
+			// that is sooner (a claim then archives it: it could not run
+			// before its delay ended)
+			if g.runAt != j.snoozedTo {
+				add("job %s snoozed is scheduled at %d, want %d (its deadline %d, now %d)", id, g.runAt, j.snoozedTo,
+					j.deadline, r.now())
+			} else if g.runAt == j.deadline {
+				r.counts["snoozed-to-deadline"]++
 			}
 		} else if g.state == "scheduled" && j.deadline > r.now() && g.runAt >= j.deadline {
 			// due at or past a deadline still ahead (a debounce moved it
