@@ -296,14 +296,11 @@ for _, e in ipairs(entries) do
           redis.call('HSET', jk, F.wait_step, msg, F.wait_count, left, F.wait_policy, reason)
           redis.call('HDEL', jk, F.wait_members) -- an earlier wait's
         end
-        -- its recheck, or its deadline when that is sooner: a join whose
-        -- children stall is archived at its deadline (deadline_exceeded,
-        -- by the claim that wakes it), as a suspended workflow is
-        -- (lib_waits.lua), not at the recheck after it
-        local due = NOW + delay
-        local dl = tonumber(redis.call('HGET', jk, F.deadline)) -- not a finite number: none, as claim reads it
-        if dl and dl > -math.huge and dl < due then due = dl end
-        schedule_at(jk, id, 'running', 'scheduled', due)
+        -- its recheck, or its deadline when that is sooner (schedule_at):
+        -- a join whose children stall is archived at its deadline
+        -- (deadline_exceeded, by the claim that wakes it), as a suspended
+        -- workflow is (lib_waits.lua), not at the recheck after it
+        schedule_at(jk, id, 'running', 'scheduled', NOW + delay)
         state = 'scheduled'
       end
     elseif code == 'suspend' then

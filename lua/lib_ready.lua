@@ -295,11 +295,12 @@ end
 -- useful life (a parent joining it not told) until the claim that met it
 -- archived it anyway (deadline_exceeded); at its deadline that claim
 -- comes then. A deadline that is no finite number (corrupt data) is
--- none, as claim reads it.
+-- none, as claim reads it. dl is the deadline when the caller read it
+-- already (false: none); nil to read it here.
 -- Not named schedule: schedule.lua says that word, which would make it
 -- take this definition (prelude.go).
-local function schedule_at(jk, id, from, state, at)
-  local dl = tonumber(redis.call('HGET', jk, F.deadline))
+local function schedule_at(jk, id, from, state, at, dl)
+  if dl == nil then dl = tonumber(redis.call('HGET', jk, F.deadline)) end
   if dl and dl > 0 and dl < at then at = dl end
   redis.call('HSET', jk, F.state, SCODE[state], F.run_at, at)
   sched_add(id, at, jk)

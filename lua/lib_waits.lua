@@ -133,6 +133,6 @@ local function suspend(jk, id, fence, w)
     return 'available'
   end
   redis.call('HSET', jk, F.awaits, fence .. ' ' .. join(w.signals, ' '))
-  schedule_at(jk, id, 'running', 'scheduled', due or FAR)
+  schedule_at(jk, id, 'running', 'scheduled', due or FAR, dl or false) -- (the deadline read above)
   return 'scheduled'
 end
