@@ -206,7 +206,12 @@ local function key_wait(ck, id, class)
   cc_wait(ck, id)
   unowe(class, id)
 end
-local function park(jk, id, reason, ck, limit, class)
+-- park archives a job this claim met (reason); pinned, met on its
+-- worker's pin list, its fallback time or deadline leaves pinx with it, as
+-- a cancel's unlist takes it (left there, a Wait job's deadline days ahead
+-- kept every claim of the partition reading the timed indexes)
+local function park(jk, id, reason, ck, limit, class, pinned)
+  if pinned then call_aside('ZREM', PIN_DEADLINES, nil, id) end
   finish(jk, id, 'available', 'archived', reason)
   unowe(class, id)
   archived[#archived + 1] = id
@@ -271,7 +276,7 @@ local function take(ak, pinned_to, prio)
         -- the key holds something that is not a job hash: set it aside
         set_aside(jk, 'j:' .. id)
         redis.call('HSET', jk, fs, SCODE.available, fk, '', fp, '', F.created, NOW_S)
-        park(jk, id, 'malformed')
+        park(jk, id, 'malformed', nil, nil, nil, pinned_to)
       elseif h[fs] == 'available' and pinned_to and (sw ~= pinned_to or h[fsf]) then
         -- rerouted since it was pinned here (the reroute recorded that it
         -- left this list), or handed to every worker by its fallback (its
@@ -305,14 +310,14 @@ local function take(ak, pinned_to, prio)
         if type(body) ~= 'string' then body = false end
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
           or not count_of(crashes) then
-          park(jk, id, 'malformed', ck, h[fcn], h[frk])
+          park(jk, id, 'malformed', ck, h[fcn], h[frk], pinned_to)
         elseif dl and (dl <= NOW or h[F.held_by]) then
           -- held behind a quarantined twin, it was listed at its deadline
           -- (lib_ready.lua held_due), which has passed though the clock
           -- may have gone back since (a failover): archived, not run while
           -- its twin is quarantined; held no more
           unhold(jk, id, h[F.held_by], h[F.hold_fingerprint])
-          park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk])
+          park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk], pinned_to)
         elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           skipped = skipped + 1
@@ -340,7 +345,7 @@ local function take(ak, pinned_to, prio)
             -- it does not run: the rate token taken for it goes back,
             -- to the class's next waiter
             rate_untake(h[frk])
-            park(jk, id, 'malformed', ck, h[fcn])
+            park(jk, id, 'malformed', ck, h[fcn], nil, pinned_to)
           else
             if ck then CC[ck] = cc_running(ck) + 1 end
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
@@ -363,7 +368,7 @@ local function take(ak, pinned_to, prio)
         -- archived, not dropped as a stale entry (a deleted job's), which
         -- would leave it on no index
         seen[id] = true
-        park(jk, id, 'malformed', h[fck], h[fcn], h[frk])
+        park(jk, id, 'malformed', h[fck], h[fcn], h[frk], pinned_to)
       end
       -- any other state: a stale list entry (the job moved on); drop it
     end

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/internal/store"
 )
 
@@ -57,6 +58,34 @@ func TestWaitPinnedJobLeavesPinxWithItsList(t *testing.T) {
 			f.claim(10, "w")
 			if got := pinx(); len(got) != 1 || got[0] != "u" {
 				t.Fatalf("pinx %v once u is promoted, want u", got)
+			}
+		})
+	}
+}
+
+// TestMalformedPinnedJobLeavesPinx: a pinned job that its own worker's
+// claim archives as malformed (corrupt data: here a kind written empty)
+// takes its pinx entry with it, as a cancel's unlist does: left there, a
+// Wait job's deadline a day ahead kept every claim of the partition
+// reading the timed indexes for a job archived (review 47c).
+func TestMalformedPinnedJobLeavesPinx(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "j", Sticky: store.Sticky{Worker: "w", Mode: "w"}, Deadline: f.clk.Now().Add(24 * time.Hour)},
+				store.NewJob{Local: "k", Sticky: store.Sticky{Worker: "w", Mode: "a", After: time.Hour}})
+			for _, id := range []string{"j", "k"} {
+				if err := f.rdb.HSet(f.ctx, f.p.Job(id), keys.FieldKind, "").Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res := f.claim(10, "w")
+			if len(res.Jobs) != 0 || len(res.Parked) != 2 || res.Parked[0].Reason != "malformed" {
+				t.Fatalf("claimed %v, parked %v; want j and k archived malformed", locals(res.Jobs), res.Parked)
+			}
+			if got := f.rdb.ZRange(f.ctx, f.p.PinDeadlines(), 0, -1).Val(); len(got) != 0 {
+				t.Errorf("pinx holds %v after its jobs were archived malformed, want nothing", got)
 			}
 		})
 	}
