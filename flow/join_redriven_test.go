@@ -77,22 +77,14 @@ func TestJoinWaitsForRedrivenChild(t *testing.T) {
 	ctx := context.Background()
 	res, err := c.Enqueue(ctx, redrivenParent{})
 	testkit.Must(t, err)
-	var kid0 string
-	redistest.Within(t, testkit.Timeout, "the parent to wait for child 1", func() (bool, string) {
-		j, err := c.Job(ctx, res.ID)
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, k := range j.Steps {
-			if k.Name == "kids" {
-				var ids []string
-				if j.DecodeStep("kids", &ids) == nil && len(ids) == 2 {
-					kid0 = ids[0]
-				}
-			}
-		}
-		return j.State == flow.StateScheduled && j.WaitingCount == 1, j.State
+	parent := testkit.PollJob(t, c, res.ID, "to wait for child 1", func(j *flow.JobInfo) bool {
+		return j.State == flow.StateScheduled && j.WaitingCount == 1
 	})
+	var ids []string
+	if err := parent.DecodeStep("kids", &ids); err != nil || len(ids) != 2 {
+		t.Fatalf("the parent's kids step: %v, %v; want two children's IDs", ids, err)
+	}
+	kid0 := ids[0]
 	testkit.WaitState(t, c, w.Sig, kid0, flow.StateArchived)
 	failing.Store(false)
 	if _, err := admin.New(c).Redrive(ctx, kid0); err != nil {

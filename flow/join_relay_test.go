@@ -43,14 +43,7 @@ func TestJoinRecheckRelaysChildrenOutboxes(t *testing.T) {
 	ctx := context.Background()
 	reg := flow.NewRegistry()
 	testkit.Must(t, flow.Register(reg, func(context.Context, *flow.Job[relayKid]) error { return nil }))
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, _ *flow.Job[relayParent]) error {
-		kids, err := flow.Spawn(ctx, "kids", flow.Item{Args: relayKid{}, Opts: []flow.EnqueueOption{flow.WithQueue("kids")}})
-		if err != nil {
-			return err
-		}
-		_, err = flow.Join[struct{}](ctx, kids, flow.CollectAll)
-		return err
-	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, _ *flow.Job[relayParent]) error { return joinKid(ctx, relayKid{}) }))
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
 	testkit.Must(t, err)
 	adm := admin.New(c)
@@ -59,13 +52,7 @@ func TestJoinRecheckRelaysChildrenOutboxes(t *testing.T) {
 		OnDeadEffect: func(_ context.Context, d sluicetype.DeadEffect) { dead <- d }}, nil)
 	e, err := c.Enqueue(ctx, relayParent{})
 	testkit.Must(t, err)
-	redistest.Within(t, 5*time.Second, "the parent to wait", func() (bool, string) {
-		j, err := c.Job(ctx, e.ID)
-		if err != nil {
-			return false, err.Error()
-		}
-		return j.WaitingFor != "", j.State
-	})
+	testkit.PollJob(t, c, e.ID, "to wait", func(j *flow.JobInfo) bool { return j.WaitingFor != "" })
 
 	// the child's worker: claims it, acks it, and dies before its relay
 	kp := keys.Partition{NS: ns, Queue: "kids"}
@@ -86,13 +73,7 @@ func TestJoinRecheckRelaysChildrenOutboxes(t *testing.T) {
 	testkit.Must(t, err)
 
 	testkit.Must(t, adm.RunNow(ctx, e.ID)) // as at JoinRecheck
-	redistest.Within(t, 5*time.Second, "the parent to complete", func() (bool, string) {
-		j, err := c.Job(ctx, e.ID)
-		if err != nil {
-			return false, err.Error()
-		}
-		return j.State == flow.StateCompleted, j.State + " waiting for " + j.WaitingFor
-	})
+	testkit.PollJob(t, c, e.ID, "to complete", func(j *flow.JobInfo) bool { return j.State == flow.StateCompleted })
 	if n, err := rdb.XLen(ctx, kp.Outbox()).Result(); err != nil || n != 0 {
 		t.Errorf("the child's outbox holds %d entries (%v), want 0: its end relayed and deleted", n, err)
 	}
@@ -124,12 +105,7 @@ func TestJoinOnItsSpawningRunRelaysNothing(t *testing.T) {
 		if job.Fence <= 1 {
 			return flow.Snooze(time.Millisecond)
 		}
-		kids, err := flow.Spawn(ctx, "kids", flow.Item{Args: relayKid{}, Opts: []flow.EnqueueOption{flow.WithQueue("kids")}})
-		if err != nil {
-			return err
-		}
-		_, err = flow.Join[struct{}](ctx, kids, flow.CollectAll)
-		return err
+		return joinKid(ctx, relayKid{})
 	}))
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
 	testkit.Must(t, err)
@@ -141,13 +117,7 @@ func TestJoinOnItsSpawningRunRelaysNothing(t *testing.T) {
 		OnDeadEffect: func(_ context.Context, d sluicetype.DeadEffect) { dead <- d }}, nil)
 	e, err := c.Enqueue(ctx, snoozedSpawner{})
 	testkit.Must(t, err)
-	redistest.Within(t, 5*time.Second, "the parent to wait", func() (bool, string) {
-		j, err := c.Job(ctx, e.ID)
-		if err != nil {
-			return false, err.Error()
-		}
-		return j.WaitingFor != "", j.State
-	})
+	testkit.PollJob(t, c, e.ID, "to wait", func(j *flow.JobInfo) bool { return j.WaitingFor != "" })
 	if n, err := rdb.XLen(ctx, kp.Outbox()).Result(); err != nil || n != 1 {
 		t.Errorf("the children's outbox holds %d entries (%v), want 1: relayed on the run that spawned them", n, err)
 	}

@@ -35,14 +35,7 @@ func TestChildEndRelayedAtShutdown(t *testing.T) {
 		<-gate
 		return nil
 	}))
-	testkit.Must(t, flow.Register(reg, func(ctx context.Context, _ *flow.Job[shutParent]) error {
-		kids, err := flow.Spawn(ctx, "kids", flow.Item{Args: shutChild{}, Opts: []flow.EnqueueOption{flow.WithQueue("kids")}})
-		if err != nil {
-			return err
-		}
-		_, err = flow.Join[struct{}](ctx, kids, flow.CollectAll)
-		return err
-	}))
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, _ *flow.Job[shutParent]) error { return joinKid(ctx, shutChild{}) }))
 	c, err := flow.NewClient(rdb, flow.ClientOptions{Namespace: ns, Registry: reg})
 	testkit.Must(t, err)
 	testkit.StartWorker(t, rdb, reg, runtime.Options{Namespace: ns, Concurrency: 2}, nil)
@@ -54,11 +47,5 @@ func TestChildEndRelayedAtShutdown(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	close(gate)
 	<-kw.Done()
-	redistest.Within(t, 5*time.Second, "the parent to complete", func() (bool, string) {
-		j, err := c.Job(context.Background(), e.ID)
-		if err != nil {
-			return false, err.Error()
-		}
-		return j.State == flow.StateCompleted, j.State + " waiting for " + j.WaitingFor
-	})
+	testkit.PollJob(t, c, e.ID, "to complete", func(j *flow.JobInfo) bool { return j.State == flow.StateCompleted })
 }

@@ -136,13 +136,25 @@ func describe(j *flow.JobInfo) string {
 // test after Timeout.
 func (e *Env) PollState(id, state string) *flow.JobInfo {
 	e.T.Helper()
+	return PollJob(e.T, e.Client, id, "to be "+state, func(j *flow.JobInfo) bool { return j.State == state })
+}
+
+// PollJob polls job id, read with c, until done holds for it, and returns
+// it then; it fails the test after Timeout with what it last read. what
+// says what is awaited of the job ("to be completed").
+func PollJob(tb testing.TB, c *flow.Client, id, what string, done func(*flow.JobInfo) bool) *flow.JobInfo {
+	tb.Helper()
 	var j *flow.JobInfo
-	redistest.Within(e.T, Timeout, "job "+id+" to be "+state, func() (bool, string) {
+	redistest.Within(tb, Timeout, "job "+id+" "+what, func() (bool, string) {
 		var err error
-		if j, err = e.Client.Job(context.Background(), id); err != nil {
+		if j, err = c.Job(context.Background(), id); err != nil {
 			return false, err.Error()
 		}
-		return j.State == state, j.State + ": " + describe(j)
+		seen := j.State + ": " + describe(j)
+		if j.WaitingFor != "" {
+			seen += ", waiting for " + j.WaitingFor
+		}
+		return done(j), seen
 	})
 	return j
 }
