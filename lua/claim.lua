@@ -325,7 +325,9 @@ local function take(ak, pinned_to, prio)
             -- its worker came, and passed it over as a suspect: its
             -- fallback, for a worker that does not come, starts over (XX:
             -- one that already went stays gone), never past its deadline
-            -- (push_ready)
+            -- (push_ready's rule, written out: a shared helper would be
+            -- one upvalue more than this function has room for,
+            -- TestUpvalueHeadroom)
             local at = NOW + (count_of(h[F.sticky_delay]) or 0)
             if dl and dl > 0 and dl < at then at = dl end
             call_aside('ZADD', PIN_DEADLINES, nil, 'XX', at, id)

@@ -127,9 +127,10 @@ local function on_duplicate(holder, policy, payload, due, kind, fingerprint, uk)
       redis.call('RPUSH', held_key(fingerprint), holder)
       due_at(held_due(h[10])) -- its own deadline, if any, still ends it (held_due)
     end
-  elseif policy == 'debounce' and due > NOW and not (tonumber(h[10]) and due >= tonumber(h[10])) then
-    -- (never to or past its deadline: a claim would archive it unrun, the
-    -- work of it and of its duplicates lost; it stays due when it was)
-    due_at(due)
+  elseif policy == 'debounce' and due > NOW then
+    -- never to or past its deadline: a claim would archive it unrun, the
+    -- work of it and of its duplicates lost; it stays due when it was
+    local dl = tonumber(h[10])
+    if not (dl and due >= dl) then due_at(due) end
   end
 end

@@ -32,10 +32,10 @@ local PIN_INDEXED = {}
 
 -- push_ready puts an available job where claims find it: the list of its
 -- priority or, for a job that prefers a worker (F.sticky_worker), that
--- worker's pin list, with the deadline of its fallback in pinx
+-- worker's pin list, with the time it is due in pinx: its fallback
 -- (F.sticky_mode is 'a' to hand it to any worker, 'f' to fail it, after
--- F.sticky_delay ms; 'w' waits for ever, or until its deadline, which
--- pinx then holds).
+-- F.sticky_delay ms; 'w' waits for ever) or its deadline, whichever is
+-- sooner.
 -- A job is pinned only with a worker that is no empty string and a mode:
 -- enqueue and reroute write both, or neither, so an empty worker, or one
 -- without a mode (corrupt data), pins nothing; every reader of the
