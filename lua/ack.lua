@@ -189,7 +189,7 @@ for _, e in ipairs(entries) do
     -- tallied (a NaN run time would index a table and raise); only a
     -- completion tallies one
     local ls = e.ls
-    if ls == '' and code == 'ok' then ls = redis.call('HGET', jk, F.lease_start) end
+    if ls == '' and code == 'ok' then ls = lease_began(jk, e.lease) end
     local m = { pa = h[6] or false, uk = h[7], plain = not h[4] and not h[5] and (e.bare and 'bare' or true), ls = ls and count_of(ls) }
     clear_lease(id)
     if h[8] then
@@ -262,7 +262,7 @@ for _, e in ipairs(entries) do
       state = crash(jk, id, 'running', delay, { reason, msg, data }) -- its error recorded once counted
       if state == 'archived' then state = STATUS.malformed end -- its crash counter corrupt
     elseif code == 'expire' then
-      if not record_orphan(jk, redis.call('HGET', jk, F.worker) or '', NOW_S, e.lease) then
+      if not record_orphan(jk, lease_holder(jk, e.lease), NOW_S, e.lease) then
         finish(jk, id, 'running', 'archived', 'malformed', m) -- a corrupt orphan counter, as the reaper does
         state = STATUS.malformed
       else

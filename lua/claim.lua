@@ -4,10 +4,12 @@
 -- ARGV[9]  n, the most jobs to claim
 -- ARGV[10] default lease duration (ms)
 -- ARGV[11] worker identity (recorded as the lease holder)
--- ARGV[12] lease nonce: lease IDs are nonce .. '.' .. i, fresh per claim,
---          then PLAIN_LEASE for a job with no parent, unique key or
---          concurrency key, BARE_LEASE for such a job with no body key
---          (lib.lua)
+-- ARGV[12] lease nonce, fresh per claim: lease IDs are
+--          worker .. '/' .. NOW_S .. '/' .. nonce .. '.' .. i (lease_of,
+--          lib.lua: the holder and lease start, which the job's hash then
+--          needs no field for), then PLAIN_LEASE for a job with no parent,
+--          unique key or concurrency key, BARE_LEASE for such a job with
+--          no body key (lib.lua)
 -- ARGV[13] how many due scheduled jobs to promote first
 -- ARGV[14] m, then m pairs (kind, lease ms) overriding the default lease
 -- ARGV[15 + 2m] '1' when the worker runs no suspect (a job with a crash on
@@ -112,9 +114,15 @@ if record then
   for k = 3, #record do
     local id = record[k]
     local jk = job_key(id)
-    local lease = ARGV[12] .. '.' .. (k - 2)
     local h = redis.call('HMGET', jk, F.state, F.lease_id, F.fence, F.has_steps, F.payload_body)
-    if h[2] == lease .. PLAIN_LEASE or h[2] == lease .. BARE_LEASE then lease = h[2] end -- marked by the first run
+    -- the lease ID the first run gave it: this worker's, ending with this
+    -- call's nonce and the job's place, then its mark; that run's store
+    -- time between (lease_of's shape, written out: claim's function has
+    -- room for no more of the library's names, TestUpvalueHeadroom)
+    local lease, tail = h[2] or '', '/' .. ARGV[12] .. '.' .. (k - 2)
+    local mark = string.sub(lease, -1)
+    local core = (mark == PLAIN_LEASE or mark == BARE_LEASE) and string.sub(lease, 1, -2) or lease
+    if string.sub(core, -#tail) ~= tail or string.sub(core, 1, #ARGV[11] + 1) ~= ARGV[11] .. '/' then lease = nil end
     -- count_of: a fence or expiry that tonumber reads as inf or nan
     -- (corrupt data) would not pack as an integer; such a job is left out
     local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
@@ -141,7 +149,9 @@ if redis.call('EXISTS', PAUSED) == 1 then
 end
 local n = tonumber(ARGV[9])
 local lease_ms = tonumber(ARGV[10])
-local worker, nonce = ARGV[11], ARGV[12]
+local worker = ARGV[11]
+-- what every lease ID of this call starts with (ARGV[12])
+local pre = worker .. '/' .. NOW_S .. '/' .. ARGV[12] .. '.'
 -- The four timed indexes (buckets of later jobs, sched, rate wake-ups,
 -- pin deadlines) and this worker's pin list are empty in most partitions:
 -- one EXISTS spares their five reads here (when none exists nothing is
@@ -234,7 +244,7 @@ local function take(ak, pinned_to, prio)
   local fdl, fck, fcn, frk, fsw, fsf = F.deadline, F.concurrency_key, F.concurrency_limit, F.rate_class,
     F.sticky_worker, F.sticky_fallback
   local fsm, fsl = F.sticky_mode, F.sticky_left
-  local fl, fw, fls, fsx = F.lease_id, F.worker, F.lease_start, F.has_steps
+  local fl, fsx = F.lease_id, F.has_steps
   local skipped, got = 0, false -- suspects of this list passed over; whether it popped any
   while #jobs < n and skipped < HELD_MAX do
     local want = n - #jobs
@@ -352,12 +362,12 @@ local function take(ak, pinned_to, prio)
             if ck then CC[ck] = cc_running(ck) + 1 end
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
             fence = fence + 1
-            local lease = nonce .. '.' .. (#jobs + 1)
+            local lease = pre .. (#jobs + 1)
             if not (ck or h[F.parent] or h[F.unique]) then lease = lease .. (h[fpb] and PLAIN_LEASE or BARE_LEASE) end
             local ms = kind_lease[kind] or lease_ms
             if ms > longest then longest = ms end
             local expiry = NOW + ms
-            redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease, fw, worker, fls, NOW_S)
+            redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease)
             -- its worker came (see the header)
             if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f' or dl) then call_aside('ZREM', PIN_DEADLINES, nil, id) end
             lease_later(num_s(expiry), id)

@@ -116,6 +116,22 @@ local function state_of(v) return SNAME[v] or v end
 -- a no-op job's 180k, bench/RESULTS-3.md).
 local PLAIN_LEASE = '+'
 local BARE_LEASE = '='
+-- lease_of reads a lease ID as a claim (or a push, lib_offer.lua) writes
+-- it, worker .. '/' .. start .. '/' .. nonce .. '.' .. i then its mark,
+-- start the store time of the lease's start (ms): it returns worker,
+-- start and what follows them (the mark left off), or nil for a lease ID
+-- of another shape (an older release's, which wrote the holder and the
+-- start as fields of the job, F.worker and F.lease_start). The lease ID
+-- carries them because it is written anyway: two fields more per leased
+-- job cost a no-op job 3% of its instructions (bench/RESULTS-3.md). A
+-- worker ID holds no '/' (runtime.ValidWorkerID); the pattern reads one
+-- that does up to the last '/' but one all the same. A lease ID is a few
+-- hundred bytes at most (a worker ID's 128 and a nonce): a longer one,
+-- or none, is read as of no such shape.
+local function lease_of(lease)
+  if type(lease) ~= 'string' or #lease > 1024 then return nil end
+  return string.match(lease, '^(.+)/(%d+)/([^/]-)[+=]?$')
+end
 -- count_of is the counter field v holds (a fence, an attempt count; 0
 -- when absent: nil, or false from HMGET), or nil when v is no whole
 -- number from 0 to 2^53: corrupt

@@ -549,6 +549,22 @@ local function crash(jk, id, from, delay, rec)
   return 'retryable'
 end
 
+-- lease_holder is the worker that holds lease, job jk's current lease:
+-- named in it (lease_of), or, leased by an older release, in the job's
+-- field ('' when none is).
+local function lease_holder(jk, lease)
+  local w = lease_of(lease)
+  return w or redis.call('HGET', jk, F.worker) or ''
+end
+
+-- lease_began is the store time (ms, a string) at which job jk's current
+-- lease began: named in it (lease_of), or, leased by an older release,
+-- in the job's field (false when none is).
+local function lease_began(jk, lease)
+  local _, start = lease_of(lease)
+  return start or redis.call('HGET', jk, F.lease_start)
+end
+
 -- record_orphan records on job jk, whose attempt (of lease ID lease,
 -- held by holder) ended when its lease ran out, the orphan provenance:
 -- the previous holder (F.orphan_holder), when its lease ended
@@ -631,6 +647,7 @@ local function reap(limit, delay)
     local jk = job_key(id)
     local h, corrupt = fields(jk, fs, fw, fk, F.lease_id)
     local s, holder, ck, lease = h[1], h[2], h[3], h[4]
+    holder = lease_of(lease) or holder -- F.worker: an older release's claim
     s = state_of(s)
     clear_lease(id)
     if corrupt then

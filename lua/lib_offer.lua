@@ -6,7 +6,8 @@
 -- it takes up to k jobs pushed to its own pub/sub channel until the store
 -- time until (ms; made is when the claim made it), leased for lease ms (m
 -- kinds with leases of their own)
--- under lease IDs nonce .. '.p' .. k .. BARE_LEASE (lib.lua), k counting down, to worker (the
+-- under lease IDs worker .. '/' .. NOW_S .. '/' .. nonce .. '.p' .. k ..
+-- BARE_LEASE (lease_of, lib.lua), k counting down, to worker (the
 -- rest of the string: an identity may hold spaces). Go builds the part
 -- after until (store.ClaimRequest.Offer), with no space in a channel,
 -- nonce or kind.
@@ -100,7 +101,7 @@ end
 -- OUT holds the jobs this call leases to the offer, as a claim answers
 -- them, for push_sent to publish in one message (their order kept: a
 -- worker that hands them back keeps it too, runtime/push.go); WRITES
--- their IDs, lease IDs, expiries and worker. Nothing of them is written
+-- their IDs, lease IDs and expiries. Nothing of them is written
 -- before push_sent has published them: a raise earlier in the call leaves
 -- no job leased and unannounced.
 local OUT, WRITES = {}, {}
@@ -111,10 +112,11 @@ local OUT, WRITES = {}, {}
 -- in a paused partition (the caller checks).
 local function push_job(id, kind, f)
   local o = OFFER
-  local lease = o.nonce .. '.p' .. num_s(o.k) .. BARE_LEASE -- a pushed job is plain, its payload in its hash (enqueue.lua)
+  -- a pushed job is plain, its payload in its hash (enqueue.lua)
+  local lease = o.worker .. '/' .. NOW_S .. '/' .. o.nonce .. '.p' .. num_s(o.k) .. BARE_LEASE
   local expiry = NOW + (o.kinds[kind] or o.lease)
   OUT[#OUT + 1] = { id, lease, expiry, 1, {}, f, false }
-  WRITES[#WRITES + 1] = { id, lease, expiry, o.worker }
+  WRITES[#WRITES + 1] = { id, lease, expiry }
   if #OUT == 1 then OUT.chan, OUT.head = o.chan, PART .. ' ' .. o.made .. ' ' .. CHAN .. '\n' end
   o.k = o.k - 1
   PUSHED = PUSHED + 1
@@ -153,9 +155,7 @@ local function push_sent()
     if ok then
       f[4] = SCODE.running
       f[#f + 1], f[#f + 2] = F.fence, '1'
-      f[#f + 1], f[#f + 2] = F.lease_id, w[2]
-      f[#f + 1], f[#f + 2] = F.worker, w[4] -- the offer may have ended since (wake)
-      f[#f + 1], f[#f + 2] = F.lease_start, NOW_S
+      f[#f + 1], f[#f + 2] = F.lease_id, w[2] -- its holder and start in it
       lease_later(num_s(w[3]), w[1])
     end
     redis.call('HSET', job_key(w[1]), unpack(f))

@@ -38,7 +38,7 @@ do local refused = model_error() if refused then return refused end end
 local FIELDS = {
   F.state, F.kind, F.priority, F.attempt, F.crash_attempt, F.max_attempts, F.created, F.run_at, F.finished,
   F.reason, F.last_error, F.worker, F.lease_start, F.redrives, F.parent, F.timeout, F.deadline, F.redriven_at,
-  F.fence, F.awaits, F.held_by,
+  F.fence, F.awaits, F.held_by, F.lease_id,
 }
 local state, cursor = ARGV[9], ARGV[10]
 local n, budget, kind = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13]

@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,7 +92,7 @@ func (w *Worker) takePush(ctx, jobsCtx context.Context, wk *wakeups, m *redis.Me
 	}
 	var back []*store.Job
 	for _, j := range push.Jobs {
-		sent, ok := made.when(offerNonce(j.LeaseID))
+		sent, ok := made.when(store.LeaseNonce(j.LeaseID))
 		if !ok || ctx.Err() != nil || w.staleQueue(p.Queue) || w.acquire(1) == 0 {
 			back = append(back, j)
 			continue
@@ -118,14 +117,6 @@ func (w *Worker) pushStart(sent, made time.Time, j *store.Job) time.Time {
 		return sent
 	}
 	return start
-}
-
-// offerNonce is the nonce of a pushed lease ID, nonce.p<k>.
-func offerNonce(lease string) string {
-	if i := strings.LastIndexByte(lease, '.'); i >= 0 {
-		return lease[:i]
-	}
-	return ""
 }
 
 // handBack releases pushed jobs the worker does not run, in the order an

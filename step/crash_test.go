@@ -74,7 +74,7 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 	states := func() (done int, holders map[string]int) {
 		cmds, _ := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, r := range refs {
-				p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldWorker)
+				p.HMGet(ctx, r.Job(r.Local), keys.FieldState, keys.FieldLeaseID)
 			}
 			return nil
 		})
@@ -83,7 +83,8 @@ func TestKilledWorkersResumeExactlyOnce(t *testing.T) {
 			v := cmd.(*redis.SliceCmd).Val()
 			s, _ := v[0].(string)
 			s = store.StateName(s)
-			w, _ := v[1].(string)
+			lease, _ := v[1].(string)
+			w, _, _ := store.LeaseHolder(lease) // the lease names its worker
 			switch s {
 			case flow.StateCompleted:
 				done++
@@ -277,8 +278,10 @@ func TestFanOutSurvivesKilledWorkers(t *testing.T) {
 		}
 		for _, id := range kidIDs {
 			ref, _ := keys.ParseRef(ns, id)
-			h, _ := rdb.HMGet(ctx, ref.Job(ref.Local), keys.FieldState, keys.FieldWorker).Result()
-			if s, _ := h[0].(string); store.StateName(s) == flow.StateRunning && h[1] == p.id {
+			h, _ := rdb.HMGet(ctx, ref.Job(ref.Local), keys.FieldState, keys.FieldLeaseID).Result()
+			lease, _ := h[1].(string)
+			w, _, _ := store.LeaseHolder(lease) // the lease names its worker
+			if s, _ := h[0].(string); store.StateName(s) == flow.StateRunning && w == p.id {
 				stranded++
 			}
 		}

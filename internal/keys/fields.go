@@ -35,11 +35,14 @@ const (
 	FieldMaxAttempts = "ma"
 	// the fence, moved by each claim and by a cancel (absent: 0)
 	FieldFence = "f"
-	// the lease ID of its current or last attempt
+	// the lease ID of its current or last attempt, which names its holder
+	// and when it began (store.LeaseHolder)
 	FieldLeaseID = "l"
-	// the worker that holds, or last held, its lease
+	// the worker that held its lease, as a release that wrote lease IDs of
+	// another shape recorded it: read only
 	FieldWorker = "w"
-	// when its current or last lease began (ms)
+	// when a lease began (ms), as a release that wrote lease IDs of
+	// another shape recorded it: read only
 	FieldLeaseStart = "ls"
 	// when its lease expires (ms), as older scripts wrote it: read only (the run zset has it)
 	FieldLeaseExpiry = "le"

@@ -18,11 +18,14 @@ import (
 // 'nan', 'inf', '1e400' (inf), '-1e400'. Each is that job's alone.
 
 // TestCorruptLeaseStartIsUnknownRunTime: an ack's completion tallies the
-// attempt's run time (store time less F.lease_start) by a table of bucket
-// fields; a lease start of 'nan' made the index NaN, which raised after
-// the batch's earlier outcomes had written; '-1e400' tallied a bucket
-// 'rt:inf'. A lease start that is no whole number of ms is an unknown run
-// time now: the job completes, untallied, and so do the others.
+// attempt's run time (store time less its lease start) by a table of
+// bucket fields; a lease start of 'nan' made the index NaN, which raised
+// after the batch's earlier outcomes had written; '-1e400' tallied a
+// bucket 'rt:inf'. A lease start that is no whole number of ms is an
+// unknown run time now: the job completes, untallied, and so do the
+// others. The start is read from F.lease_start for a lease ID of an
+// older release's shape (this release's names it, store.LeaseHolder), so
+// "bad" is leased as such a release leased it.
 func TestCorruptLeaseStartIsUnknownRunTime(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
@@ -32,7 +35,10 @@ func TestCorruptLeaseStartIsUnknownRunTime(t *testing.T) {
 				f := newFixture(t, b)
 				f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "bad"}, store.NewJob{Local: "c"})
 				held := f.claimLeases(3, "w")
-				f.rdb.HSet(f.ctx, f.p.Job("bad"), keys.FieldLeaseStart, v)
+				bad := held["bad"]
+				bad.LeaseID = "older-shape.2"
+				held["bad"] = bad
+				f.rdb.HSet(f.ctx, f.p.Job("bad"), keys.FieldLeaseID, bad.LeaseID, keys.FieldLeaseStart, v)
 				res, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{
 					{Lease: held["a"], Code: store.CodeOK},
 					{Lease: held["bad"], Code: store.CodeOK},

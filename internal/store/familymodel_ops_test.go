@@ -229,7 +229,7 @@ func (r *famRun) opClaim() {
 	if err != nil {
 		s := r.read(false)
 		for _, j := range r.inState(true, true, "pending") {
-			if g := s.jobs[j.id]; j.part == part && g.state == "running" && strings.HasPrefix(g.lease, nonce+".") {
+			if g := s.jobs[j.id]; j.part == part && g.state == "running" && store.LeaseNonce(g.lease) == nonce {
 				r.leased(j, g.lease, g.fence)
 			}
 		}

@@ -238,7 +238,7 @@ func (r *flowRun) claimAs(n int, worker string) []*fjob {
 		// the jobs it leased run under its nonce
 		s := r.read(false)
 		for _, j := range r.inState("pending") {
-			if g := s.jobs[j.id]; g.state == "running" && strings.HasPrefix(g.lease, nonce+".") {
+			if g := s.jobs[j.id]; g.state == "running" && store.LeaseNonce(g.lease) == nonce {
 				r.checkStickyLease(j.id, worker)
 				j.state, j.lease, j.fence, j.started, j.snoozedTo = "running", g.lease, g.fence, r.now(), 0
 				out = append(out, j)

@@ -237,6 +237,10 @@ func decodeJobInto(j *Job, local string, flat []string) error {
 	}
 	if j.State != "running" { // lease fields outlive the lease; they mean nothing now
 		j.LeaseID, j.Worker, j.LeaseStart = "", "", time.Time{}
+	} else if w, start, ok := LeaseHolder(j.LeaseID); ok {
+		// the lease names them; the fields, if any, are an older
+		// release's record of an earlier lease
+		j.Worker, j.LeaseStart = w, start
 	}
 	if j.State == "scheduled" {
 		j.Suspended, j.AwaitingSignals = awaitedSignals(awaits, j.Fence)

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
@@ -14,6 +16,37 @@ type Lease struct {
 	Local   string
 	LeaseID string
 	Fence   int64
+}
+
+// LeaseHolder reads the worker and the lease start (store time) a lease
+// ID names: a claim writes it worker/start/nonce.i, then a mark (a push
+// nonce.p<k>; lua/lib.lua lease_of). ok is false for a lease ID of
+// another shape: an older release's, whose job hash holds the two as
+// fields (keys.FieldWorker, keys.FieldLeaseStart).
+func LeaseHolder(lease string) (worker string, start time.Time, ok bool) {
+	last := strings.LastIndexByte(lease, '/')
+	if last < 0 {
+		return "", time.Time{}, false
+	}
+	at := strings.LastIndexByte(lease[:last], '/')
+	if at < 1 {
+		return "", time.Time{}, false
+	}
+	ms, err := strconv.ParseUint(lease[at+1:last], 10, 63)
+	if err != nil {
+		return "", time.Time{}, false
+	}
+	return lease[:at], time.UnixMilli(int64(ms)), true
+}
+
+// LeaseNonce is the nonce of the claim (or offer) that gave lease ID
+// lease: the part between its start and its place in the call.
+func LeaseNonce(lease string) string {
+	lease = lease[strings.LastIndexByte(lease, '/')+1:]
+	if i := strings.LastIndexByte(lease, '.'); i >= 0 {
+		return lease[:i]
+	}
+	return ""
 }
 
 // Renewal asks to extend one lease by Duration from now (store time).

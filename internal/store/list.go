@@ -17,6 +17,7 @@ var listFields = []string{
 	keys.FieldMaxAttempts, keys.FieldCreated, keys.FieldRunAt, keys.FieldFinished, keys.FieldReason,
 	keys.FieldLastError, keys.FieldWorker, keys.FieldLeaseStart, keys.FieldRedrives, keys.FieldParent,
 	keys.FieldTimeout, keys.FieldDeadline, keys.FieldRedrivenAt, keys.FieldFence, keys.FieldAwaits, keys.FieldHeldBy,
+	keys.FieldLeaseID, // a running job's holder and lease start are in it (LeaseHolder)
 }
 
 // ctField is the index of keys.FieldCreated in listFields.

@@ -100,7 +100,10 @@ func (o *modelOffer) take(j *mjob, now int64) bool {
 	if o == nil || o.k < 1 {
 		return false
 	}
-	j.state, j.lease, j.fence, j.score, j.worker, j.started = "running", fmt.Sprintf("%s.p%d=", o.nonce, o.k), 1, now+o.lease, o.worker, now // a pushed job is plain, its payload in its hash: its lease ID carries the mark
+	// a pushed job is plain, its payload in its hash: its lease ID carries
+	// the mark, after its worker and start
+	lease := fmt.Sprintf("%s/%d/%s.p%d=", o.worker, now, o.nonce, o.k)
+	j.state, j.lease, j.fence, j.score, j.worker, j.started = "running", lease, 1, now+o.lease, o.worker, now
 	o.k--
 	return true
 }

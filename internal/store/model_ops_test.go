@@ -402,7 +402,7 @@ func (r *modelRun) opClaim() {
 				r.fail("claim: reading %s: %v", j.id, herr)
 			}
 			l, _ := v[1].(string)
-			if s, _ := v[0].(string); store.StateName(s) == "running" && strings.HasPrefix(l, nonce+".") {
+			if s, _ := v[0].(string); store.StateName(s) == "running" && store.LeaseNonce(l) == nonce {
 				f, _ := v[2].(string)
 				j.state, j.lease, j.score, j.worker, j.started = "running", l, expiry, worker, r.now()
 				j.fence, _ = strconv.ParseInt(f, 10, 64)
@@ -411,7 +411,7 @@ func (r *modelRun) opClaim() {
 		r.logf("claim %d for %s (nonce %s, no suspect %v)", n, worker, nonce, noSuspect)
 		if r.settle(pre, post, err, "claim") {
 			for _, j := range post.inState("running") {
-				if strings.HasPrefix(j.lease, nonce+".") {
+				if store.LeaseNonce(j.lease) == nonce {
 					r.addLease(store.Lease{Local: j.id, LeaseID: j.lease, Fence: j.fence})
 				}
 			}
@@ -456,10 +456,12 @@ func (r *modelRun) opClaim() {
 		if len(j.payload) > 832 {
 			mark = "+"
 		}
-		if cj.LeaseID != fmt.Sprintf("%s.%d%s", nonce, i+1, mark) || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
+		// and name their worker and store time (store.LeaseHolder)
+		want := fmt.Sprintf("%s/%d/%s.%d%s", worker, r.now(), nonce, i+1, mark)
+		if cj.LeaseID != want || cj.Fence != j.fence+1 || cj.LeaseExpiry.UnixMilli() != expiry ||
 			cj.State != "running" || cj.Worker != worker {
-			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s.%d%s fence %d expiry %d",
-				cj.Local, cj.LeaseID, cj.Fence, cj.LeaseExpiry.UnixMilli(), cj.State, cj.Worker, nonce, i+1, mark, j.fence+1, expiry)
+			r.fail("claim answered %s lease %s fence %d expiry %d state %s worker %s; want lease %s fence %d expiry %d",
+				cj.Local, cj.LeaseID, cj.Fence, cj.LeaseExpiry.UnixMilli(), cj.State, cj.Worker, want, j.fence+1, expiry)
 		}
 		if cj.Attempt != j.attempt || cj.CrashAttempt != j.crash || cj.Kind != j.kind || string(cj.Payload) != j.payload ||
 			cj.Priority != j.prio || cj.MaxAttempts != j.maxAttempts {

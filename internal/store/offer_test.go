@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,6 +129,8 @@ func TestOfferPushesPlainJobs(t *testing.T) {
 				local, lease string
 				d            time.Duration
 			}{{"a", "n1.p2=", 30 * time.Second}, {"b", "n1.p1=", time.Minute}} {
+				// the lease names its worker and start (store.LeaseHolder)
+				want.lease = fmt.Sprintf("w/%d/%s", o.clk.Now().UnixMilli(), want.lease)
 				j := p.Jobs[i]
 				if j.Local != want.local || j.LeaseID != want.lease || j.Fence != 1 || j.State != "running" ||
 					string(j.Payload) != "payload-"+want.local || j.Malformed != nil ||
@@ -135,7 +138,8 @@ func TestOfferPushesPlainJobs(t *testing.T) {
 					t.Fatalf("pushed job %+v; want %s under lease %s, fence 1, expiry in %s", j, want.local, want.lease, want.d)
 				}
 				stored, _ := o.get(want.local)
-				if stored.State != "running" || stored.LeaseID != want.lease || stored.Worker != "w" || stored.Fence != 1 {
+				if stored.State != "running" || stored.LeaseID != want.lease || stored.Worker != "w" || stored.Fence != 1 ||
+					!stored.LeaseStart.Equal(o.clk.Now()) {
 					t.Fatalf("stored job %+v: not leased to w under %s", stored, want.lease)
 				}
 				if r := o.ack(j, store.Ack{Code: store.CodeOK}); r.Err != nil || r.State != "completed" {
@@ -252,7 +256,7 @@ func TestOfferOfAnotherWorker(t *testing.T) {
 			o.claimOffering(5, 1, "w", "n2")
 			o.enqueue(plain("a"))
 			got := o.pushes()
-			if len(got) != 1 || got[0].Jobs[0].LeaseID != "n2.p1=" {
+			if len(got) != 1 || store.LeaseNonce(got[0].Jobs[0].LeaseID) != "n2" || !strings.HasSuffix(got[0].Jobs[0].LeaseID, "n2.p1=") {
 				t.Fatalf("pushes %+v, want a under the newer offer's lease n2.p1=", got)
 			}
 			o.claimOffering(5, 2, "w", "n3")
@@ -327,7 +331,7 @@ func TestOfferEnqueueResent(t *testing.T) {
 			check := l.fault(kind)
 			o.enqueue(plain("a"))
 			check()
-			if got := o.pushes(); len(got) != 1 || got[0].Jobs[0].LeaseID != "n1.p3=" {
+			if got := o.pushes(); len(got) != 1 || got[0].Jobs[0].LeaseID != fmt.Sprintf("w/%d/n1.p3=", o.clk.Now().UnixMilli()) {
 				t.Fatalf("pushes %+v, want one, under n1.p3=", got)
 			}
 			if f := o.idleFlag(); !strings.Contains(f, " 30000 n1 ") || strings.Fields(f)[1] != "2" {
@@ -364,7 +368,7 @@ func TestOfferPushThenDebounce(t *testing.T) {
 				t.Fatalf("pushes %+v, want a", got)
 			}
 			a, _ := o.get("a")
-			if a.State != "running" || a.Worker != "w" || a.LeaseID != "n1.p2=" {
+			if a.State != "running" || a.Worker != "w" || a.LeaseID != fmt.Sprintf("w/%d/n1.p2=", o.clk.Now().UnixMilli()) {
 				t.Fatalf("a %+v: not leased to w under n1.p2=", a)
 			}
 			if at, ok := o.due("h"); !ok || int64(at) != o.clk.Now().Add(2*time.Minute).UnixMilli() {

@@ -1,0 +1,107 @@
+package store_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/internal/keys"
+	"github.com/sluicehq/sluice/internal/store"
+)
+
+// TestLeaseHolder reads the worker and start a lease ID names, and
+// nothing from an older release's lease IDs or a mangled one.
+func TestLeaseHolder(t *testing.T) {
+	t.Parallel()
+	at := time.UnixMilli(1767268800000)
+	for _, c := range []struct {
+		lease, worker string
+		ok            bool
+	}{
+		{"w-1/1767268800000/ab12-3.1+", "w-1", true},
+		{"host:9/1767268800000/ab12-3.p2=", "host:9", true},
+		{"a/b/1767268800000/n.1", "a/b", true}, // a worker ID with '/' (none valid has one)
+		{"ab12-3.1+", "", false},               // an older release's
+		{"/1767268800000/n.1", "", false},
+		{"w/17e3/n.1", "", false},
+		{"w/-1/n.1", "", false},
+		{"", "", false},
+	} {
+		w, start, ok := store.LeaseHolder(c.lease)
+		if w != c.worker || ok != c.ok || ok && !start.Equal(at) {
+			t.Errorf("LeaseHolder(%q) = %q, %v, %v; want %q, %v", c.lease, w, start, ok, c.worker, c.ok)
+		}
+	}
+	if n := store.LeaseNonce("w/1767268800000/ab12-3.p2="); n != "ab12-3" {
+		t.Errorf("LeaseNonce = %q, want ab12-3", n)
+	}
+}
+
+// TestLeaseNamesItsHolder: a claim writes no worker or lease-start field
+// into the job; its lease ID names them. A job's view, its reaping and
+// its orphan record name the lease's holder, not an older release's
+// fields left in the hash by an earlier lease; a job leased by an older
+// release (a lease ID of the older shape) is read from those fields.
+func TestLeaseNamesItsHolder(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			// leased by an older release: its lease ID names no holder,
+			// the fields do (a claim's lease, rewritten as that release
+			// wrote it)
+			start := f.clk.Now()
+			f.claimOne("someone")
+			jk := f.p.Job("job")
+			if err := f.rdb.HSet(f.ctx, jk, keys.FieldLeaseID, "old-nonce.1",
+				keys.FieldWorker, "old-worker", keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(time.Second)
+			if got, _ := f.get("job"); got.Worker != "old-worker" || !got.LeaseStart.Equal(start) {
+				t.Fatalf("older release's lease: worker %q start %v, want old-worker %v", got.Worker, got.LeaseStart, start)
+			}
+			f.clk.Advance(30 * time.Second)
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 || reaped[0].Holder != "old-worker" {
+				t.Fatalf("reap = %+v, %v; want old-worker's lease", reaped, err)
+			}
+			if got, _ := f.get("job"); got.Orphan.Holder != "old-worker" {
+				t.Fatalf("orphan holder %q, want old-worker", got.Orphan.Holder)
+			}
+
+			// leased by this release: the old fields stay, and mean nothing
+			f.clk.Advance(time.Minute)
+			begun := f.clk.Now()
+			j := f.claimOne("new-worker")
+			if w, _, ok := store.LeaseHolder(j.LeaseID); !ok || w != "new-worker" {
+				t.Fatalf("lease ID %q names no new-worker", j.LeaseID)
+			}
+			if v, _ := f.rdb.HGet(f.ctx, jk, keys.FieldWorker).Result(); v != "old-worker" {
+				t.Fatalf("claim wrote the worker field (%q): the lease ID carries it", v)
+			}
+			f.clk.Advance(time.Second)
+			if got, _ := f.get("job"); got.Worker != "new-worker" || !got.LeaseStart.Equal(begun) || got.LeaseID != j.LeaseID {
+				t.Fatalf("job %+v; want leased to new-worker since %v", got, begun)
+			}
+			page, err := f.st.List(f.ctx, f.p, "running", "", 10, 100, "")
+			if err != nil || len(page.Entries) != 1 || page.Entries[0].Job.Worker != "new-worker" ||
+				!page.Entries[0].Job.LeaseStart.Equal(begun) {
+				t.Fatalf("listing %+v, %v; want the job leased to new-worker since %v", page, err, begun)
+			}
+			// a worker that gives the lease up records itself as the orphan's holder
+			if r := f.ack(j, store.Ack{Code: store.CodeExpire, Delay: time.Second}); r.Err != nil {
+				t.Fatalf("expire: %+v", r)
+			}
+			if got, _ := f.get("job"); got.Orphan.Holder != "new-worker" || got.Orphan.Count != 2 {
+				t.Fatalf("orphan %+v, want new-worker's, the second", got.Orphan)
+			}
+			f.clk.Advance(time.Minute)
+			f.claimOne("third")
+			f.clk.Advance(31 * time.Second)
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 || reaped[0].Holder != "third" {
+				t.Fatalf("reap = %+v, %v; want third's lease", reaped, err)
+			}
+		})
+	}
+}
