@@ -72,7 +72,10 @@
 -- worker: its fallback deadline goes (else After would list it a second
 -- time, FailAfter archive it with its wait-list entry left behind), and
 -- starts over when the key or class lets it go to its worker's list
--- (lib_ready.lua push_ready).
+-- (lib_ready.lua push_ready). Any job a claim sets waiting with a
+-- deadline is listed in pinx at it (wait_dated): archived then by the
+-- first claim of the partition, off its wait list, not when its key or
+-- class lets it go.
 -- Transitions: scheduled|retryable -> available (promotion), scheduled
 --   -> archived ('malformed': promotion meets a state field that names no
 --   state),
@@ -202,19 +205,41 @@ local function pass_on(ck, limit)
   local ps = passes[ck] or { 0, 0 }
   passes[ck] = { math.max(ps[1], tonumber(limit) or 1), ps[2] + 1 }
 end
+-- wait_dated indexes a job this claim sets waiting on its concurrency key
+-- or rate class: with a deadline (dl, its field), in pinx at it, where
+-- the first claim of the partition then archives it (promote_pinned),
+-- its wait-list entry taken with it (before, it stayed waiting until its
+-- key or class let it go and a claim met it, hours late behind long
+-- jobs); with none, a pinned one (met on its worker's pin list) loses
+-- its fallback time there, as it waits for its key or class, not for its
+-- worker (see the header). A job with neither pays nothing. Its entry
+-- leaves with it when it leaves the wait list otherwise (requeue_front,
+-- let_go, unlist; reroute.lua lists it at its deadline still).
+local function wait_dated(id, dl, pinned)
+  local d = count_of(dl) -- (none, '0' or corrupt data: nil or 0, no deadline)
+  if d and d > 0 then
+    call_aside('ZADD', PIN_DEADLINES, nil, d, id)
+  elseif pinned then
+    call_aside('ZREM', PIN_DEADLINES, nil, id)
+  end
+end
 -- rate_limited takes a token from the job's rate class, or parks the job
 -- until there is one and reports true (lib_limits.lua rate_take); its
--- concurrency key ck (limit) then passes its turn on.
-local function rate_limited(class, id, ck, limit)
+-- concurrency key ck (limit) then passes its turn on. dl and pinned are
+-- wait_dated's.
+local function rate_limited(class, id, ck, limit, dl, pinned)
   if not rate_take(class, id) then return false end
   pass_on(ck, limit)
+  wait_dated(id, dl, pinned)
   return true
 end
 -- key_wait sets the job waiting on its concurrency key ck. A job of a rate
--- class that its class let go gives its promised token back (unowe).
-local function key_wait(ck, id, class)
+-- class that its class let go gives its promised token back (unowe). dl
+-- and pinned are wait_dated's.
+local function key_wait(ck, id, class, dl, pinned)
   cc_wait(ck, id)
   unowe(class, id)
+  wait_dated(id, dl, pinned)
 end
 -- park archives a job this claim met (reason); pinned, met on its
 -- worker's pin list, its fallback time or deadline leaves pinx with it, as
@@ -343,11 +368,9 @@ local function take(ak, pinned_to, prio)
             call_aside('ZADD', PIN_DEADLINES, nil, 'XX', at, id)
           end
         elseif ck and cc_running(ck) >= math.max(count_of(h[fcn]) or 1, 1) then
-          key_wait(ck, id, h[frk]) -- its key is at its limit
-          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end -- its worker came (see the header)
-        elseif h[frk] and rate_limited(h[frk], id, ck, h[fcn]) then
+          key_wait(ck, id, h[frk], h[fdl], pinned_to) -- its key is at its limit
+        elseif h[frk] and rate_limited(h[frk], id, ck, h[fcn], h[fdl], pinned_to) then
           -- parked on its rate class (rate_limited did it)
-          if pinned_to then call_aside('ZREM', PIN_DEADLINES, nil, id) end
         else
           -- read only for a job it leases, before the lease is written: a
           -- checkpoints key that holds no hash (an error reply) is corrupt

@@ -757,7 +757,9 @@ end
 -- promote_pinned applies the fallback of pinned jobs whose preferred worker
 -- did not claim them in time, and archives a job that waits for its worker
 -- alone once its deadline passed (push_ready lists it in pinx at its
--- deadline); it returns the IDs it archived and why, in pairs.
+-- deadline), and one waiting on its concurrency key or rate class (a
+-- claim listed it at its deadline: claim.lua wait_dated), off its wait
+-- list (unlist); it returns the IDs it archived and why, in pairs.
 local function promote_pinned()
   local failed = {}
   local left = {} -- workers whose pin lists this lost entries: pin_left once each

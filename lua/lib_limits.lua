@@ -130,6 +130,16 @@ local function unowe(class, id)
   if class and unpromise(class, id) then RWAKE[class] = NOW end
 end
 
+-- dated_left takes out of pinx the entry of job id, whose deadline field
+-- is dl, listed there at its deadline while it waited on its concurrency
+-- key or rate class (claim.lua wait_dated), as it leaves the wait list
+-- for a shared list, or goes (unlist). A job with no deadline pays
+-- nothing.
+local function dated_left(id, dl)
+  local d = count_of(dl)
+  if d and d > 0 then call_aside('ZREM', PIN_DEADLINES, nil, id) end
+end
+
 -- requeue_front puts back waiting jobs (still 'available') at the front of
 -- their priority lists, keeping their order; stale entries are dropped. It
 -- returns how many it put back, and how many of them on the shared lists.
@@ -150,6 +160,12 @@ local function requeue_front(ids, listed)
       local sw = h[3]
       if h[6] or sw == '' or not h[4] or s ~= 'available' then sw = nil end -- handed to every worker, or not pinned (push_ready)
       push_ready(ids[i], true, h[2], sw, h[4], h[5], nil, h[7])
+      -- a waiter with a deadline, listed in pinx at it while it waited
+      -- (claim.lua wait_dated), leaves it for a shared list (a pin
+      -- list's push_ready lists it anew): a claim meets it there, and
+      -- the entry, left, would keep every claim reading the timed
+      -- indexes, the job run and gone perhaps, until its deadline
+      if not sw and h[7] then dated_left(ids[i], h[7]) end
       if listed then listed(ids[i], sw and true or false) end
       n = n + 1
       if not sw then shared = shared + 1 end
@@ -203,7 +219,7 @@ local function unlist(jk, id, oldest)
   -- its duplicate debounced now) lands first, and leaves with the rest
   flush_pushes()
   local h = redis.call('HMGET', jk, F.priority, F.sticky_worker, F.sticky_fallback, F.concurrency_key, F.rate_class,
-    F.sticky_mode)
+    F.sticky_mode, F.deadline)
   if h[2] == '' or not h[6] then h[2] = false end -- not pinned (push_ready)
   -- its fallback time or deadline leaves pinx with it (push_ready lists
   -- it anew when it is available again): left there, a Wait job's
@@ -226,6 +242,9 @@ local function unlist(jk, id, oldest)
     unowe(h[5], id)
     return
   end
+  -- a waiter with a deadline leaves pinx, where a claim listed it at it
+  -- (claim.lua wait_dated; a pinned one left it above)
+  if (h[4] or h[5]) and not (h[2] and not h[3]) then dated_left(id, h[7]) end
   if h[4] then
     local cw = ccwait_key(h[4])
     local gone = redis.pcall('LREM', cw, 0, id)
@@ -518,7 +537,7 @@ local function let_go(class, b, ids)
   local behind, last, front = {}, {}, {}
   local fs, fp, fw, fm, ff = F.state, F.priority, F.sticky_worker, F.sticky_mode, F.sticky_fallback
   for _, id in ipairs(ids) do
-    local h = fields(job_key(id), fs, fp, fw, fm, ff)
+    local h = fields(job_key(id), fs, fp, fw, fm, ff, F.deadline)
     local p = priority_of(h[2])
     -- a job requeue_front puts on a shared list (its rule)
     local shared = state_of(h[1]) == 'available' and (h[5] or not h[3] or h[3] == '' or not h[4])
@@ -536,7 +555,12 @@ local function let_go(class, b, ids)
       end
       last[p] = id
     end
-    if g then g[#g + 1] = id else front[#front + 1] = id end
+    if g then
+      g[#g + 1] = id
+      dated_left(id, h[6]) -- (requeue_front's, for one that goes to the front)
+    else
+      front[#front + 1] = id
+    end
   end
   -- behind each mark, in one move per list: the head down to the mark
   -- taken off and pushed back with the new waiters after it (O(mark's

@@ -82,9 +82,17 @@ if s == 'available' then
     -- pinned anew: not handed to every worker by its old fallback, and
     -- its new fallback starts when it is let go (push_ready); pinx of
     -- another type is set aside (call_aside), not raised on after the
-    -- routing above changed
+    -- routing above changed. It waits still: with a deadline it stays
+    -- listed at it (claim.lua wait_dated), where the first claim of the
+    -- partition archives it (a fallback time an older release left
+    -- there goes)
     redis.call('HDEL', jk, F.sticky_fallback)
-    call_aside('ZREM', PIN_DEADLINES, nil, id)
+    local d = count_of(h[8])
+    if d and d > 0 then
+      call_aside('ZADD', PIN_DEADLINES, nil, d, id)
+    else
+      call_aside('ZREM', PIN_DEADLINES, nil, id)
+    end
   else
     -- an entry it has on the list it goes to leaves it, else both would
     -- be live: it has one on its worker's list, and on the shared list

@@ -61,7 +61,9 @@ func (p Partition) ConcurrencyWaiting() string { return p.Prefix() + "cwn" }
 // fallback applies.
 func (p Partition) Pinned(worker string) string { return p.Prefix() + "pin:" + worker }
 
-// PinDeadlines is the sorted set of pinned jobs by their fallback time.
+// PinDeadlines is the sorted set of pinned jobs by their fallback time
+// (or deadline, if sooner), and of jobs waiting on a concurrency key or
+// rate class by their deadline.
 func (p Partition) PinDeadlines() string { return p.Prefix() + "pinx" }
 
 // PinWorkers is the sorted set (every score 0) of the workers whose pin

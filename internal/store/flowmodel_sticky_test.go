@@ -392,6 +392,11 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 			if ok && g.sw != "" {
 				r.counts["listed-handed"]++
 			}
+			// let go from a wait list, or handed by its fallback: its
+			// wait's deadline or its fallback time left pinx with it
+			if at, due := s.pinx[id]; ok && due {
+				add("job %s on the shared list %s is in pinx at %d", id, name, at)
+			}
 		case strings.HasPrefix(name, "cw:"):
 			ok = name == "cw:"+g.ck
 			if ok && g.sw != "" {
@@ -401,6 +406,20 @@ func (r *flowRun) checkListings(s *fsnap) []string {
 			ok = name == "rw:"+g.rc
 			if ok && g.sw != "" {
 				r.counts["listed-rw-pinned"]++
+			}
+		}
+		// a waiter with a deadline is listed in pinx at it (claim.lua
+		// wait_dated), for the first claim then to archive it, whether or
+		// not its key or class lets it go; one with none is not listed
+		if ok && (strings.HasPrefix(name, "cw:") || strings.HasPrefix(name, "rw:")) {
+			at, due := s.pinx[id]
+			switch {
+			case j.deadline != 0 && (!due || at != j.deadline):
+				add("job %s waits on %s with its deadline %d in pinx at %d (listed %v)", id, name, j.deadline, at, due)
+			case j.deadline == 0 && due:
+				add("job %s waits on %s with no deadline, in pinx at %d", id, name, at)
+			case j.deadline != 0:
+				r.counts["listed-waiting-dated"]++
 			}
 		}
 		if !ok {
