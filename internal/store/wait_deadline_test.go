@@ -168,3 +168,47 @@ func TestWaiterLeavesNoDeadlineBehind(t *testing.T) {
 		}
 	}
 }
+
+// TestWaiterLetGoBehindMarkLeavesNoDeadline: a rate class's pass that
+// lets a dated waiter go behind a waiter an earlier pass let go, still on
+// the shared list with its token promised (lib_limits.lua let_go's mark),
+// takes its pinx entry too, as one let go to the front does.
+func TestWaiterLetGoBehindMarkLeavesNoDeadline(t *testing.T) {
+	t.Parallel()
+	lim := store.Limits{RateClass: "b", RateJobs: 1, RatePer: time.Second, RateBurst: 3}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			dl := f.clk.Now().Add(time.Hour)
+			f.enqueue(store.NewJob{Local: "r0", Limits: lim}, store.NewJob{Local: "r1", Limits: lim},
+				store.NewJob{Local: "r2", Limits: lim}, store.NewJob{Local: "w1", Limits: lim},
+				store.NewJob{Local: "w2", Limits: lim}, store.NewJob{Local: "w3", Limits: lim, Deadline: dl})
+			if got := f.leased("w"); got != "[r0 r1 r2]" {
+				t.Fatalf("first claim %s, want [r0 r1 r2]", got)
+			}
+			if got := f.pinx(); len(got) != 1 || got["w3"] != dl.UnixMilli() {
+				t.Fatalf("pinx %v, want w3 at its deadline", got)
+			}
+			// 2.5 tokens: w1 and w2 let go, w1 claimed, w2 left with its
+			// token promised for a second (the mark), half a token free
+			f.clk.Advance(2500 * time.Millisecond)
+			if j := f.claimOne("w"); j.Local != "w1" {
+				t.Fatalf("claimed %s, want w1", j.Local)
+			}
+			// a token free while w2's promise stands: w3 goes behind w2
+			f.clk.Advance(600 * time.Millisecond)
+			if got := f.pinx(); len(got) != 1 {
+				t.Fatalf("pinx %v before the pass, want w3", got)
+			}
+			if j := f.claimOne("w"); j.Local != "w2" {
+				t.Fatalf("claimed %s, want w2", j.Local)
+			}
+			if got := f.availableOrder(0); fmt.Sprint(got) != "[w3]" {
+				t.Fatalf("available %v, want [w3]", got)
+			}
+			if got := f.pinx(); len(got) != 0 {
+				t.Errorf("pinx %v, want empty", got)
+			}
+		})
+	}
+}
