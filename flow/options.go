@@ -224,7 +224,10 @@ func WithTimeout(d time.Duration) EnqueueOption {
 // it is archived with reason deadline_exceeded instead of running. A
 // workflow suspended (step.Sleep, WaitSignal, Select) wakes at its
 // deadline at the latest, and is archived then; so is a job held behind
-// a quarantined twin (WithQuarantineHold) that is still held then, and
+// a quarantined twin (WithQuarantineHold) that is still held then, one
+// still waiting then for a concurrency slot or a rate token
+// (WithConcurrencyLimit, WithRateLimit; by the first claim of its
+// partition after t, off the wait list), and
 // one whose retry backoff, Snooze, RateLimited or crash delay would end
 // after t (it is due at t instead). A deadline not after
 // the job's WithRunAt time is refused (ErrInvalid): the job could never
