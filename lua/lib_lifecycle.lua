@@ -209,7 +209,14 @@ local function deliver(parent, step, child, state, payload, dn)
   local prev = redis.pcall('HGET', kk, child)
   if type(prev) == 'table' then return end -- not a hash: corrupt
   dn = tonumber(dn) or 0
-  local run = tonumber(redis.pcall('HGET', ck, 'd:' .. child)) or 0 -- corrupt: none marked
+  -- a parent whose join names its children (a token, its fence) counts
+  -- this child only if it is marked with it: that mark is read with the
+  -- run's, one command per delivery (nothing this call writes before it
+  -- is read changes it)
+  local named = state_of(h[1]) == 'scheduled' and h[4] and h[4] == h[5]
+  local marks = named and redis.pcall('HMGET', ck, 'd:' .. child, 'w:' .. child)
+    or { redis.pcall('HGET', ck, 'd:' .. child) }
+  local run = tonumber(marks[1]) or 0 -- corrupt: none marked (an error reply is a table: no number)
   if dn < run then return end -- an end of a run withdrawn since (a redrive)
   if dn > run then redis.pcall('HSET', ck, 'd:' .. child, dn) end
   if prev then
@@ -237,9 +244,9 @@ local function deliver(parent, step, child, state, payload, dn)
   redis.pcall('HINCRBY', ck, step, 1)
   if failed then redis.pcall('HINCRBY', ck, step .. ':f', 1) end
   if state_of(h[1]) ~= 'scheduled' then return end
-  if h[4] and h[4] == h[5] then
+  if named then
     -- a child the join does not wait for (a counts key of another type: none)
-    if redis.pcall('HGET', ck, 'w:' .. child) ~= h[4] then return end
+    if marks[2] ~= h[4] then return end
   elseif h[2] ~= step then
     return
   end
