@@ -10,6 +10,9 @@
 --   step field (the step name, or 'cursor:' .. name for a cursor),
 --   the checkpoint record (opaque bytes),
 --   mode: 'once' (a step completes once: an existing checkpoint is kept),
+--   'once+' ('once' from a worker that knows the job is marked as having
+--   checkpoints: its claim answered some, or the attempt committed one;
+--   the mark, never taken off a job, is then not read),
 --   'cursor' (the record replaces the previous one), or 'take:' .. the
 --   field of a signal sent to the job (lib_waits.lua): 'once', and the
 --   signal is deleted with the checkpoint; one gone already, or a field
@@ -59,20 +62,25 @@ end)
 local fst, fl, ff, fsx = F.state, F.lease_id, F.fence, F.has_steps
 for i = 1, 6 * n, 6 do
   local id, lease, fence, field, record, mode = A[i], A[i + 1], A[i + 2], A[i + 3], A[i + 4], A[i + 5]
-  local take
-  if mode ~= 'once' and mode:sub(1, 5) == 'take:' then take, mode = mode:sub(6), 'once' end
+  local take, known = nil, false -- known: the worker knows the job is marked ('once+')
+  if mode == 'once+' then
+    known, mode = true, 'once'
+  elseif mode ~= 'once' and mode:sub(1, 5) == 'take:' then
+    take, mode = mode:sub(6), 'once'
+  end
   local fx = NO_FX
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
   local jk = PFX .. 'j:' .. id -- job_key, written out
   local sk = steps_key(id)
   -- the identity check (holds), and whether the job is marked as having
-  -- checkpoints, by one command; a pcall: a job key that holds no hash
-  -- (corrupt data) is stale, this job's alone
-  local h = redis.pcall('HMGET', jk, fst, fl, ff, fsx)
+  -- checkpoints (unless the worker knows), by one command; a pcall: a
+  -- job key that holds no hash (corrupt data) is stale, this job's alone
+  local h
+  if known then h = redis.pcall('HMGET', jk, fst, fl, ff) else h = redis.pcall('HMGET', jk, fst, fl, ff, fsx) end
   local held, marked = false, false
   if not h.err then
     held = (SNAME[h[1]] or h[1]) == 'running' and h[2] == lease and h[3] == fence and not lapsed[id]
-    marked = h[4]
+    marked = known or h[4]
   end
   if not held then
     out[#out + 1] = { STATUS.stale, 0 }

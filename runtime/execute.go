@@ -35,6 +35,9 @@ func (w *Worker) start(jobsCtx context.Context, p keys.Partition, j *store.Job, 
 	a.leaseEnd = claimed.Add(lease)
 	a.state = &a.stateMem
 	a.state.Init(w.st, a.ref, a.storeLease(), j.Steps)
+	if j.Checkpointed {
+		a.state.Marked()
+	}
 	a.state.Created, a.state.Claimed = j.Created, a.Claimed
 	a.state.Layouts = w.layouts
 	a.suspect = suspect

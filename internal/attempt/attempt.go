@@ -45,6 +45,7 @@ type State struct {
 	current string
 	memo    map[string]any
 	decided atomic.Bool // Decide
+	marked  atomic.Bool // Marked, or a commit went through
 }
 
 // Host is what runs an attempt: the state asks it at step boundaries and
@@ -112,6 +113,11 @@ func New(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]by
 func (s *State) Init(st *store.Store, ref keys.Ref, lease store.Lease, steps map[string][]byte) {
 	s.Store, s.Ref, s.Lease, s.steps = st, ref, lease, steps // used: at the first step
 }
+
+// Marked records that the job is marked as having checkpoints (its claim
+// answered some: store.Job.Checkpointed): its step commits say so
+// (store.ModeOnceMarked), as do those after the attempt's first commit.
+func (s *State) Marked() { s.marked.Store(true) }
 
 // Decide records that the attempt's outcome is known while its handler
 // has not returned yet: an isolated child replied, and the worker waits
@@ -298,8 +304,12 @@ func (s *State) Commit(field string, record []byte, mode, commit string, fx []sl
 	if s.Host == nil {
 		return errNoHost
 	}
+	send := mode
+	if mode == store.ModeOnce && s.marked.Load() {
+		send = store.ModeOnceMarked // the script need not read the mark
+	}
 	res := s.Host.Send(store.Checkpoint{
-		Lease: s.Lease, Field: field, Record: record, Mode: mode, Commit: commit, Effects: fx,
+		Lease: s.Lease, Field: field, Record: record, Mode: send, Commit: commit, Effects: fx,
 	})
 	n, err := res.Outboxed, res.Err
 	if errors.Is(err, store.ErrStale) || errors.Is(err, store.ErrStepDone) {
@@ -309,6 +319,7 @@ func (s *State) Commit(field string, record []byte, mode, commit string, fx []sl
 	if err != nil {
 		return err
 	}
+	s.marked.Store(true) // every commit that went through marks the job (lua/step.lua)
 	s.mu.Lock()
 	if s.steps == nil {
 		s.steps = map[string][]byte{}

@@ -52,7 +52,13 @@ func BenchmarkStepCommits(b *testing.B) {
 			batch := leases[i:min(i+20, len(leases))]
 			cs := make([]store.Checkpoint, len(batch))
 			for k, l := range batch {
-				cs[k] = store.Checkpoint{Lease: l, Field: field, Record: record, Mode: store.ModeOnce}
+				// as a worker sends them: its first commit finds the job
+				// unmarked
+				mode := store.ModeOnceMarked
+				if step == 0 {
+					mode = store.ModeOnce
+				}
+				cs[k] = store.Checkpoint{Lease: l, Field: field, Record: record, Mode: mode}
 			}
 			rs, err := st.Checkpoints(ctx, p, cs)
 			if err != nil {

@@ -199,6 +199,9 @@ func decodeClaimed(j *Job, u *unpacker, fields []string, worker string) []string
 	// re-sent claim): its lease is the one the claim gave it
 	j.State, j.Fence, j.Worker = "running", fence, worker
 	j.LeaseID, j.LeaseExpiry, j.LeaseStart = lease, time.UnixMilli(expiry), time.Time{}
+	// a claim reads a job's checkpoints only when the job is marked as
+	// having some (lua/claim.lua)
+	j.Checkpointed = len(steps) > 0
 	if j.Malformed != nil || len(steps) == 0 {
 		return fields
 	}

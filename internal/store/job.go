@@ -32,9 +32,13 @@ type Job struct {
 	// LastLeaseID is the lease ID of its last claim as the hash keeps it,
 	// whatever its state (LeaseID is empty unless it runs): with Fence and
 	// Redrives, it names a death (DoneDeath)
-	LastLeaseID  string
-	Worker       string
-	LeaseStart   time.Time
+	LastLeaseID string
+	Worker      string
+	LeaseStart  time.Time
+	// Checkpointed: the claim that leased it answered checkpoints, so the
+	// job is marked as having some (store.ModeOnceMarked); set by a claim
+	// alone
+	Checkpointed bool
 	LeaseExpiry  time.Time
 	Timeout      time.Duration
 	Deadline     time.Time

@@ -17,6 +17,12 @@ var ErrStepDone = errors.New("sluice: step already checkpointed")
 const (
 	ModeOnce   = "once"   // a step: the first checkpoint stays
 	ModeCursor = "cursor" // a cursor: each checkpoint replaces the last
+	// ModeOnceMarked is ModeOnce from an attempt that knows its job is
+	// marked as having checkpoints (its claim answered some,
+	// Job.Checkpointed, or it committed one): the script then reads one
+	// field less of the job (lua/step.lua). The mark is never taken off a
+	// job, so what the attempt knew stays true.
+	ModeOnceMarked = "once+"
 )
 
 // Checkpoint is one step commit of a running attempt.
