@@ -100,8 +100,11 @@ end
 -- awaited signal is there, else scheduled at its earliest timer (FAR for
 -- none) or its deadline when that is sooner: a job past its deadline is
 -- archived by the claim that wakes it (deadline_exceeded), not left
--- waiting for ever on a signal that never comes. The ended lease's fields go: a suspended job holds no lease, and
--- a sleeping workflow is that much smaller.
+-- waiting for ever on a signal that never comes. The ended lease has no
+-- fields of its own to take off (its lease ID names its holder and start,
+-- lease_of; the worker and lease-start fields an earlier release wrote
+-- mean nothing once the job runs no more, and a claim reads them for a
+-- lease ID of that release's shape alone).
 local function suspend(jk, id, fence, w)
   local sk = steps_key(id)
   local due
@@ -125,7 +128,6 @@ local function suspend(jk, id, fence, w)
   -- the lease ID stays, as every other ending leaves it: the same ack
   -- sent again once its call record is gone is answered the job's state
   -- by it (ack.lua), not 'stale' (a lease reported lost)
-  redis.call('HDEL', jk, F.worker, F.lease_start)
   local names = {}
   for _, s in ipairs(w.signals) do names[s] = true end
   if (due and due <= NOW) or (#w.signals > 0 and has_signal(sk, names)) then
