@@ -391,6 +391,12 @@ local function take(ak, pinned_to, prio)
             if ms > longest then longest = ms end
             local expiry = NOW + ms
             redis.call('HSET', jk, fs, SCODE.running, ff, num_s(fence), fl, lease)
+            -- the holder and start of an earlier lease, as an older
+            -- release recorded them: that release's readers (its reaper,
+            -- its inspection) read this lease's from them, and would name
+            -- that worker and time; gone, they name none (a job leased by
+            -- this release alone pays a table lookup)
+            if h[F.worker] or h[F.lease_start] then redis.call('HDEL', jk, F.worker, F.lease_start) end
             -- its worker came (see the header)
             if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f' or dl) then call_aside('ZREM', PIN_DEADLINES, nil, id) end
             lease_later(num_s(expiry), id)

@@ -70,15 +70,22 @@ func TestLeaseNamesItsHolder(t *testing.T) {
 				t.Fatalf("orphan holder %q, want old-worker", got.Orphan.Holder)
 			}
 
-			// leased by this release: the old fields stay, and mean nothing
+			// leased by this release: the old fields go (an older
+			// release's reader would take them for this lease's,
+			// TestClaimDropsOlderHolderFields), and where some are found
+			// all the same they mean nothing
 			f.clk.Advance(time.Minute)
 			begun := f.clk.Now()
 			j := f.claimOne("new-worker")
 			if w, _, ok := store.LeaseHolder(j.LeaseID); !ok || w != "new-worker" {
 				t.Fatalf("lease ID %q names no new-worker", j.LeaseID)
 			}
-			if v, _ := f.rdb.HGet(f.ctx, jk, keys.FieldWorker).Result(); v != "old-worker" {
-				t.Fatalf("claim wrote the worker field (%q): the lease ID carries it", v)
+			if v, err := f.rdb.HGet(f.ctx, jk, keys.FieldWorker).Result(); err == nil {
+				t.Fatalf("claim left or wrote the worker field (%q): the lease ID carries it", v)
+			}
+			if err := f.rdb.HSet(f.ctx, jk, keys.FieldWorker, "old-worker",
+				keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
+				t.Fatal(err)
 			}
 			f.clk.Advance(time.Second)
 			if got, _ := f.get("job"); got.Worker != "new-worker" || !got.LeaseStart.Equal(begun) || got.LeaseID != j.LeaseID {
@@ -101,6 +108,48 @@ func TestLeaseNamesItsHolder(t *testing.T) {
 			f.clk.Advance(31 * time.Second)
 			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 || reaped[0].Holder != "third" {
 				t.Fatalf("reap = %+v, %v; want third's lease", reaped, err)
+			}
+		})
+	}
+}
+
+// TestClaimDropsOlderHolderFields: a job leased by an older release keeps
+// that release's worker and lease-start fields once its attempt ends (a
+// crash, a retry). A claim of this release that leases it again deletes
+// them: an older release's reader (its reaper, sluice jobs show, the
+// console, while builds are mixed or an older tool is in use) reads the
+// holder and start from them alone, and named that earlier worker and
+// time as this lease's, the orphan record of its reaper too. Without
+// them it shows no holder, as the upgrade note says.
+func TestClaimDropsOlderHolderFields(t *testing.T) {
+	t.Parallel()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			f := newFixture(t, b)
+			f.enqueue(store.NewJob{Local: "job"})
+			start := f.clk.Now()
+			f.claimOne("someone")
+			jk := f.p.Job("job")
+			// leased as an older release leased it
+			if err := f.rdb.HSet(f.ctx, jk, keys.FieldLeaseID, "old-nonce.1",
+				keys.FieldWorker, "old-worker", keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
+				t.Fatal(err)
+			}
+			f.clk.Advance(31 * time.Second)
+			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 || reaped[0].Holder != "old-worker" {
+				t.Fatalf("reap = %+v, %v; want old-worker's lease", reaped, err)
+			}
+			f.clk.Advance(time.Minute)
+			j := f.claimOne("new-worker")
+			if w, _, ok := store.LeaseHolder(j.LeaseID); !ok || w != "new-worker" {
+				t.Fatalf("lease ID %q names no new-worker", j.LeaseID)
+			}
+			left, err := f.rdb.HMGet(f.ctx, jk, keys.FieldWorker, keys.FieldLeaseStart).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left[0] != nil || left[1] != nil {
+				t.Fatalf("leased to new-worker, the job still holds an older release's worker %v and lease start %v", left[0], left[1])
 			}
 		})
 	}
