@@ -157,8 +157,10 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
 		n := job.Args.N
-		fmt.Printf("started %s\n", job.ID)       // every attempt that reaches its handler (TestChaosLostReplies)
-		if strings.Contains(job.LeaseID, ".p") { // leased by its enqueue: <nonce>.p<k>
+		fmt.Printf("started %s\n", job.ID) // every attempt that reaches its handler (TestChaosLostReplies)
+		// leased by its enqueue: <worker>/<start>/<nonce>.p<k> (a worker ID,
+		// a host name's, may hold ".p")
+		if strings.Contains(job.LeaseID[strings.LastIndexByte(job.LeaseID, '/')+1:], ".p") {
 			fmt.Printf("push started %s\n", job.ID)
 		}
 		if !bytes.Equal(job.Args.Pad, padFor(n)) {
