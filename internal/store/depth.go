@@ -61,7 +61,8 @@ type Contents struct {
 	// not counted), the terminal zsets (completed, archived, quarantined,
 	// cancelled), cwn (concurrency keys with waiting jobs), rwake (jobs
 	// waiting on the rate classes it lists) and pinx (pinned jobs with a
-	// fallback). later counts the entries of its buckets whose job
+	// fallback or a deadline, waiters of a concurrency key or rate class
+	// with a deadline). later counts the entries of its buckets whose job
 	// exists, not buckets, and pinx its jobs that exist: these indexes
 	// keep entries of jobs gone until they come due (liveLazy).
 	Indexes map[string]int64
@@ -188,8 +189,8 @@ const (
 // liveLazy corrects, in out (read from parts), the counts of the indexes
 // that keep entries of jobs gone until they come due (lua/lib_ready.lua,
 // lib_limits.lua): a later bucket keeps the entry of a job that left it
-// early (deleted, cancelled, run now), pinx a pinned job deleted before
-// its fallback, rwake a rate class whose waiting jobs were deleted. None
+// early (deleted, cancelled, run now), pinx a job deleted by an earlier
+// release before its fallback or deadline, rwake a rate class whose waiting jobs were deleted. None
 // is a job held, and a partition emptied so must not refuse a shrink
 // for weeks. later then counts the entries of its buckets whose job
 // hash exists, pinx its jobs that exist, rwake the jobs on the wait
