@@ -38,14 +38,11 @@ local F = {
   max_attempts = 'ma',
   -- the fence, moved by each claim and by a cancel (absent: 0)
   fence = 'f',
-  -- the lease ID of its current or last attempt, which names its holder
-  -- and when it began (lease_of, lib.lua)
+  -- the lease ID of its current or last attempt, which names its holder and start (lease_of, lib.lua)
   lease_id = 'l',
-  -- the worker that held its lease, as a release that wrote lease IDs of
-  -- another shape recorded it: read only
+  -- its lease's holder, as releases of another lease ID shape wrote it: read only
   worker = 'w',
-  -- when a lease began (ms), as a release that wrote lease IDs of
-  -- another shape recorded it: read only
+  -- when its lease began (ms), as releases of another lease ID shape wrote it: read only
   lease_start = 'ls',
   -- when its lease expires (ms), as older scripts wrote it: read only (the run zset has it)
   lease_expiry = 'le',

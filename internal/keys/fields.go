@@ -35,14 +35,11 @@ const (
 	FieldMaxAttempts = "ma"
 	// the fence, moved by each claim and by a cancel (absent: 0)
 	FieldFence = "f"
-	// the lease ID of its current or last attempt, which names its holder
-	// and when it began (store.LeaseHolder)
+	// the lease ID of its current or last attempt, which names its holder and start (lease_of, lib.lua)
 	FieldLeaseID = "l"
-	// the worker that held its lease, as a release that wrote lease IDs of
-	// another shape recorded it: read only
+	// its lease's holder, as releases of another lease ID shape wrote it: read only
 	FieldWorker = "w"
-	// when a lease began (ms), as a release that wrote lease IDs of
-	// another shape recorded it: read only
+	// when its lease began (ms), as releases of another lease ID shape wrote it: read only
 	FieldLeaseStart = "ls"
 	// when its lease expires (ms), as older scripts wrote it: read only (the run zset has it)
 	FieldLeaseExpiry = "le"
