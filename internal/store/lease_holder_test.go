@@ -37,6 +37,22 @@ func TestLeaseHolder(t *testing.T) {
 	}
 }
 
+// leaseAsOlderRelease enqueues job local and leases it as a release
+// whose lease IDs named no holder did: a claim's lease, its ID rewritten
+// in that release's shape, its holder (worker) and start in fields. It
+// returns the start.
+func (f *fixture) leaseAsOlderRelease(local, worker string) time.Time {
+	f.t.Helper()
+	f.enqueue(store.NewJob{Local: local})
+	start := f.clk.Now()
+	f.claimOne("someone")
+	if err := f.rdb.HSet(f.ctx, f.p.Job(local), keys.FieldLeaseID, "old-nonce.1",
+		keys.FieldWorker, worker, keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
+		f.t.Fatal(err)
+	}
+	return start
+}
+
 // TestLeaseNamesItsHolder: a claim writes no worker or lease-start field
 // into the job; its lease ID names them. A job's view, its reaping and
 // its orphan record name the lease's holder, not an older release's
@@ -47,17 +63,10 @@ func TestLeaseNamesItsHolder(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
 			// leased by an older release: its lease ID names no holder,
-			// the fields do (a claim's lease, rewritten as that release
-			// wrote it)
-			start := f.clk.Now()
-			f.claimOne("someone")
+			// the fields do
+			start := f.leaseAsOlderRelease("job", "old-worker")
 			jk := f.p.Job("job")
-			if err := f.rdb.HSet(f.ctx, jk, keys.FieldLeaseID, "old-nonce.1",
-				keys.FieldWorker, "old-worker", keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
-				t.Fatal(err)
-			}
 			f.clk.Advance(time.Second)
 			if got, _ := f.get("job"); got.Worker != "old-worker" || !got.LeaseStart.Equal(start) {
 				t.Fatalf("older release's lease: worker %q start %v, want old-worker %v", got.Worker, got.LeaseStart, start)
@@ -126,15 +135,8 @@ func TestClaimDropsOlderHolderFields(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "job"})
-			start := f.clk.Now()
-			f.claimOne("someone")
+			f.leaseAsOlderRelease("job", "old-worker")
 			jk := f.p.Job("job")
-			// leased as an older release leased it
-			if err := f.rdb.HSet(f.ctx, jk, keys.FieldLeaseID, "old-nonce.1",
-				keys.FieldWorker, "old-worker", keys.FieldLeaseStart, fmt.Sprint(start.UnixMilli())).Err(); err != nil {
-				t.Fatal(err)
-			}
 			f.clk.Advance(31 * time.Second)
 			if reaped, err := f.reap(10); err != nil || len(reaped) != 1 || reaped[0].Holder != "old-worker" {
 				t.Fatalf("reap = %+v, %v; want old-worker's lease", reaped, err)
