@@ -281,6 +281,11 @@ func (s ckptSpec) String() string {
 func (r *modelRun) randomCheckpoint(l store.Lease, cursor bool) ckptSpec {
 	s := ckptSpec{deltas: map[string]int64{}}
 	c := store.Checkpoint{Lease: l, Mode: store.ModeOnce}
+	if j := r.m.jobs[l.Local]; j != nil && len(j.steps) > 0 && r.chance(1, 2) {
+		// as a worker that knows the job marked as having checkpoints
+		// sends a step (attempt.State): the script reads no mark
+		c.Mode = store.ModeOnceMarked
+	}
 	if r.chance(1, 5) && cursor {
 		// a cursor: each advance replaces the record, and commits anew
 		r.nextSeq++ // every advance its own sequence number, as step.Cursor's
@@ -352,7 +357,7 @@ func (r *modelRun) applyCheckpoint(m *model, s ckptSpec) string {
 		// attempt commits once too.
 		return "ok"
 	}
-	if ok && s.c.Mode == store.ModeOnce {
+	if ok && s.c.Mode != store.ModeCursor {
 		return "exists"
 	}
 	if s.invalid == "script" {
