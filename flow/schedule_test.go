@@ -34,8 +34,7 @@ func TestScheduleFleet(t *testing.T) {
 	if err := flow.Register(reg, func(_ context.Context, job *flow.Job[report]) error {
 		mu.Lock()
 		ran[job.ID]++
-		// <worker>/<start>/<nonce>.p<k>: a worker ID may hold ".p" (a host name's)
-		pushed[job.ID] = strings.Contains(job.LeaseID[strings.LastIndexByte(job.LeaseID, '/')+1:], ".p")
+		pushed[job.ID] = testkit.PushedLease(job.LeaseID)
 		mu.Unlock()
 		return nil
 	}); err != nil {

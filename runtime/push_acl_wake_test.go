@@ -35,7 +35,7 @@ func TestProducerAllowedWakeChannelsOnly(t *testing.T) {
 	e.Sig.Idle.WaitFor(t, func(i testsignal.Idle) bool { return i.Worker == w.ID() })
 	res, err := producer.Enqueue(ctx, workArgs{N: 1})
 	testkit.Must(t, err)
-	if got := testkit.Recv(t, ran, "the job to run"); got.id != res.ID || pushedLease(got.lease) {
+	if got := testkit.Recv(t, ran, "the job to run"); got.id != res.ID || testkit.PushedLease(got.lease) {
 		t.Fatalf("ran %+v; want %s, claimed (its push was refused)", got, res.ID)
 	}
 	checkSummary(t, res.ID, e.WaitState(res.ID, flow.StateCompleted), summary{State: flow.StateCompleted, Fence: 1})

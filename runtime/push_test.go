@@ -19,13 +19,6 @@ type textArgs struct{ Text string }
 
 func (textArgs) Kind() string { return "text" }
 
-// pushedLease says whether lease is one an enqueue pushed,
-// <worker>/<start>/<nonce>.p<k>: the part after the worker, whose ID may
-// hold ".p" (a host name's), says so.
-func pushedLease(lease string) bool {
-	return strings.Contains(lease[strings.LastIndexByte(lease, '/')+1:], ".p")
-}
-
 // TestIdleWorkerTakesPushedJobs: an idle worker's claim left an offer, so
 // plain jobs enqueued next are leased to it by their enqueues and run
 // under the pushed leases (nonce.p<k>), a payload chunked in the hash
@@ -49,7 +42,7 @@ func TestIdleWorkerTakesPushedJobs(t *testing.T) {
 	for _, text := range []string{"small", strings.Repeat("x", 500)} { // the second chunked
 		id := e.Enqueue(textArgs{Text: text})
 		r := testkit.Recv(t, ran, "the idle worker to run the job")
-		if !pushedLease(r.lease) || r.text != text {
+		if !testkit.PushedLease(r.lease) || r.text != text {
 			t.Fatalf("job ran under lease %q with %d bytes; want a pushed lease (nonce.p<k>) and its %d bytes",
 				r.lease, len(r.text), len(text))
 		}
@@ -63,7 +56,7 @@ func TestIdleWorkerTakesPushedJobs(t *testing.T) {
 		{"with a priority", e.Enqueue(textArgs{Text: "with a priority"}, flow.WithPriority(2))},
 		{"with a big payload", e.Enqueue(textArgs{Text: big})},
 	} {
-		if r := testkit.Recv(t, ran, "the listed job"); pushedLease(r.lease) {
+		if r := testkit.Recv(t, ran, "the listed job"); testkit.PushedLease(r.lease) {
 			t.Fatalf("a job %s ran under pushed lease %q", c.what, r.lease)
 		}
 		e.WaitState(c.id, flow.StateCompleted)

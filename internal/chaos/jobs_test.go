@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/idempotency"
+	"github.com/sluicehq/sluice/internal/testkit"
 	"github.com/sluicehq/sluice/sluicetype"
 	"github.com/sluicehq/sluice/step"
 )
@@ -157,10 +157,8 @@ func registry(ns string, rdb redis.UniversalClient) *flow.Registry {
 	reg := flow.NewRegistry()
 	must(flow.Register(reg, func(ctx context.Context, job *flow.Job[ledgerJob]) error {
 		n := job.Args.N
-		fmt.Printf("started %s\n", job.ID) // every attempt that reaches its handler (TestChaosLostReplies)
-		// leased by its enqueue: <worker>/<start>/<nonce>.p<k> (a worker ID,
-		// a host name's, may hold ".p")
-		if strings.Contains(job.LeaseID[strings.LastIndexByte(job.LeaseID, '/')+1:], ".p") {
+		fmt.Printf("started %s\n", job.ID)    // every attempt that reaches its handler (TestChaosLostReplies)
+		if testkit.PushedLease(job.LeaseID) { // leased by its enqueue
 			fmt.Printf("push started %s\n", job.ID)
 		}
 		if !bytes.Equal(job.Args.Pad, padFor(n)) {

@@ -16,6 +16,7 @@ package testkit
 
 import (
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,14 @@ import (
 // Timeout bounds every wait of a test: generous, for -race on two shared
 // cores.
 const Timeout = testsignal.Timeout
+
+// PushedLease says whether lease is one an enqueue pushed to an idle
+// worker, <worker>/<start>/<nonce>.p<k> (lua/lib_offer.lua), rather than
+// one a claim gave: the part after the worker, whose ID may hold ".p" (a
+// host name's), says so.
+func PushedLease(lease string) bool {
+	return strings.Contains(lease[strings.LastIndexByte(lease, '/')+1:], ".p")
+}
 
 // Quiet is the logger of workers whose logs no test reads.
 var Quiet = slog.New(slog.DiscardHandler)
