@@ -18,6 +18,10 @@ type Lease struct {
 	Fence   int64
 }
 
+// leaseMax is the longest lease ID LeaseHolder reads, as lua/lib.lua's
+// lease_of: a worker ID's 128 bytes and a nonce are a few hundred.
+const leaseMax = 1024
+
 // LeaseHolder reads the worker and the lease start (store time) a lease
 // ID names: a claim writes it worker/start/nonce.i, then a mark (a push
 // nonce.p<k>; lua/lib.lua lease_of). ok is false for a lease ID of
@@ -25,7 +29,7 @@ type Lease struct {
 // fields (keys.FieldWorker, keys.FieldLeaseStart).
 func LeaseHolder(lease string) (worker string, start time.Time, ok bool) {
 	last := strings.LastIndexByte(lease, '/')
-	if last < 0 {
+	if last < 0 || len(lease) > leaseMax {
 		return "", time.Time{}, false
 	}
 	at := strings.LastIndexByte(lease[:last], '/')

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ func TestLeaseHolder(t *testing.T) {
 		{"w/17e3/n.1", "", false},
 		{"w/-1/n.1", "", false},
 		{"", "", false},
+		{strings.Repeat("w", 1024) + "/1767268800000/n.1", "", false}, // longer than lease_of reads
 	} {
 		w, start, ok := store.LeaseHolder(c.lease)
 		if w != c.worker || ok != c.ok || ok && !start.Equal(at) {
