@@ -48,15 +48,22 @@ func TestDueNoLaterThanDeadline(t *testing.T) {
 				t.Fatalf("at 10 s claimed %v, want early", got)
 			}
 			f.clk.Advance(50 * time.Second)
-			res := f.claim(10, "w")
-			if len(res.Jobs) != 0 || len(res.Parked) != 3 {
-				t.Fatalf("at the deadline claimed %v, parked %v; want the three due after it archived", locals(res.Jobs), res.Parked)
-			}
-			for _, p := range res.Parked {
-				if p.Reason != "deadline_exceeded" {
-					t.Errorf("%s parked %s, want deadline_exceeded", p.Local, p.Reason)
-				}
-			}
+			f.claimArchivesLate(3, "the three due after it")
 		})
+	}
+}
+
+// claimArchivesLate claims at a deadline and wants n jobs (what) archived
+// deadline_exceeded, none leased.
+func (f *fixture) claimArchivesLate(n int, what string) {
+	f.t.Helper()
+	res := f.claim(10, "w")
+	if len(res.Jobs) != 0 || len(res.Parked) != n {
+		f.t.Fatalf("at the deadline claimed %v, parked %v; want %s archived", locals(res.Jobs), res.Parked, what)
+	}
+	for _, p := range res.Parked {
+		if p.Reason != "deadline_exceeded" {
+			f.t.Errorf("%s parked %s, want deadline_exceeded", p.Local, p.Reason)
+		}
 	}
 }

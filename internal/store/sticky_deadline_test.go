@@ -118,15 +118,7 @@ func TestPinnedFallbackPastDeadline(t *testing.T) {
 				t.Fatalf("at 1 s claimed %v, want soon (its fallback before its deadline)", got)
 			}
 			f.clk.Advance(time.Minute)
-			res := f.claim(10, "w")
-			if len(res.Jobs) != 0 || len(res.Parked) != 2 {
-				t.Fatalf("at the deadline claimed %v, parked %v; want a and f archived", locals(res.Jobs), res.Parked)
-			}
-			for _, p := range res.Parked {
-				if p.Reason != "deadline_exceeded" {
-					t.Errorf("%s parked %s, want deadline_exceeded", p.Local, p.Reason)
-				}
-			}
+			f.claimArchivesLate(2, "a and f")
 			pin, err := f.rdb.LRange(f.ctx, f.p.Pinned("gone"), 0, -1).Result()
 			if err != nil || len(pin) != 0 {
 				t.Fatalf("pin list of gone is %v (%v), want empty", pin, err)
