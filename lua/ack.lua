@@ -97,12 +97,13 @@ do
   local CODES
   local A = unpack_args(ARGV[10])
   local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
-  local NO_FX = {}
   for _ = 1, n do
     local e
     if A[a + 3] == 'k' then
-      e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok',
-        delay = 0, msg = '', data = '', reason = '', fx = NO_FX, ls = A[a + 4] }
+      -- its delay, message, data and reason are nil, read as 0 and '' by
+      -- the loop below: a table of five fields rather than ten costs a
+      -- no-op job's path about 2% of its instructions
+      e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = 'ok', ls = A[a + 4] }
       a = a + 5
     else
       e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
@@ -143,16 +144,23 @@ end
 -- key, and e.h[6] to e.h[8] are nil. The mark is the
 -- claim's word only when the job's lease ID is the one the outcome names,
 -- which every outcome checks.
-local READ = { F.state, F.lease_id, F.fence, F.has_steps, F.last_error, F.parent, F.unique, F.concurrency_key }
-local READ_PLAIN = { F.state, F.lease_id, F.fence, F.has_steps, F.last_error }
 do
   local ckeys = {}
+  local fs, fl, ff, fx, fe = F.state, F.lease_id, F.fence, F.has_steps, F.last_error
+  local fp, fu, fc = F.parent, F.unique, F.concurrency_key
   for i, e in ipairs(entries) do
-    local read = READ
-    local mark = string.sub(e.lease, -1)
-    if mark == PLAIN_LEASE or mark == BARE_LEASE then read, e.bare = READ_PLAIN, mark == BARE_LEASE end
-    e.h = fields(job_key(e.id), unpack(read)) -- none: answered stale
-    ckeys[i] = e.h[8]
+    -- the HMGET written out (not fields with unpack: -1.1% of a no-op
+    -- job's instructions); a pcall as fields makes it
+    local jk, mark, h = job_key(e.id), string.sub(e.lease, -1), nil
+    if mark == PLAIN_LEASE or mark == BARE_LEASE then
+      if mark == BARE_LEASE then e.bare = true end
+      h = redis.pcall('HMGET', jk, fs, fl, ff, fx, fe)
+    else
+      h = redis.pcall('HMGET', jk, fs, fl, ff, fx, fe, fp, fu, fc)
+    end
+    if h.err then h = {} end -- a key of another type (corrupt data): answered stale
+    e.h = h
+    ckeys[i] = h[8]
   end
   cc_prefetch(ckeys)
   -- an attempt whose lease has run out by store time is over, reaped or
@@ -173,7 +181,7 @@ local completed = 0 -- outcomes answered 'completed'
 local ended = {} -- job ID -> the state an earlier outcome of this call left it in
 local recount = false
 for _, e in ipairs(entries) do
-  local id, code, delay, msg, data, reason = e.id, e.code, e.delay, e.msg, e.data, e.reason
+  local id, code, delay, msg, data, reason = e.id, e.code, e.delay or 0, e.msg or '', e.data or '', e.reason or ''
   local jk = job_key(id)
   local h = e.h
   local state = STATUS.stale
@@ -205,11 +213,12 @@ for _, e in ipairs(entries) do
       end
     end
     if code == 'ok' then
-      local bad = check_effects(e.fx)
+      local fx = e.fx -- none for a plain completion
+      local bad = fx and check_effects(fx)
       if bad then
         code, reason, msg, data = 'retry', 'effect', 'completion effects failed: ' .. bad, ''
       else
-        outboxed = outboxed + apply_effects(e.fx, jk)
+        if fx then outboxed = outboxed + apply_effects(fx, jk) end
         if data ~= '' then redis.call('HSET', jk, F.result, data) end
         finish(jk, id, 'running', 'completed', '', m)
         state = 'completed'

@@ -32,7 +32,6 @@ var boundedUnpacks = map[string]string{
 	"lib_offer.lua unpack(f)":        "the lease fields of one pushed job",
 	"heartbeat.lua unpack(ARGV, 5)":  "a worker's registry fields, a dozen, from Go",
 	"list.lua unpack(FIELDS)":        "a constant list of job fields",
-	"ack.lua unpack(read)":           "one of two constant lists of job fields, eight or five",
 	"lib_effects.lua unpack(e.args)": "a non-variadic effect's few arguments, or an XADD's, at most MAX_XADD_ARGS (1,001): the variadic ones are written by call_chunked",
 }
 
