@@ -284,9 +284,11 @@ local function take(ak, pinned_to, prio)
     end
     if not ids then return true, got end
     got = true
-    local raws, hs, ckeys = {}, {}, {}
+    local raws, hs, ckeys, jks = {}, {}, {}, {}
     for i, id in ipairs(ids) do
-      local raw = redis.pcall('HGETALL', job_key(id))
+      local jk = job_key(id)
+      jks[i] = jk
+      local raw = redis.pcall('HGETALL', jk)
       raws[i] = raw
       if not raw.err then
         local h = {}
@@ -297,7 +299,7 @@ local function take(ak, pinned_to, prio)
     end
     cc_prefetch(ckeys)
     for i, id in ipairs(ids) do
-      local jk = job_key(id)
+      local jk = jks[i]
       local h = hs[i]
       -- sw: the worker it is pinned to, if any (push_ready: a worker that
       -- is no empty string, and a mode)
