@@ -86,8 +86,8 @@ end
 -- the store's has no created-time field ('ct'): readers take the ID's.
 local CT_SLACK = 50
 
--- the job fields written per job, looked up once
-local fk, fs, fct = F.kind, F.state, F.created
+-- the job fields written per job, and list 0's key, looked up once
+local fk, fs, fct, ak0 = F.kind, F.state, F.created, avail_key(0)
 -- One EXISTS for all the call's job keys: almost always none exists (IDs
 -- are fresh), and then no job needs its own. added marks the IDs this call
 -- adds, for a second job under one of them.
@@ -172,7 +172,7 @@ for i = 1, n do
     end
     added[id] = true
     if not pushed then
-      push_later(avail_key(0), id)
+      push_later(ak0, id)
       count(nil, 'available')
       listed = true
     end
