@@ -434,7 +434,7 @@ local function finish(jk, id, from, state, reason, m)
   end
   tally(state)
   if state == 'completed' and m.ls then tally_run(NOW - m.ls) end
-  notify_parent(jk, id, state, m.pa)
+  if m.pa ~= false then notify_parent(jk, id, state, m.pa) end -- no call for a job known to have no parent
   if m.uk then
     -- a unique key held while the job is active is free again
     local uq = unique_key(m.uk)
