@@ -402,7 +402,6 @@ local function take(ak, pinned_to, prio)
             -- its worker came (see the header)
             if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f' or dl) then call_aside('ZREM', PIN_DEADLINES, nil, id) end
             lease_later(num_s(expiry), id)
-            count('available', 'running')
             jobs[#jobs + 1] = { id, lease, expiry, fence, steps, raws[i], body }
           end
         end
@@ -429,6 +428,7 @@ local pin_taken = false
 if not quiet then pin_taken = select(2, take(pin_key(worker), worker)) end
 take_flagged(take, jobs, n)
 if #jobs < n then take(avail_key(0), nil, 0) end
+count('available', 'running', #jobs) -- every job leased, counted once
 for i = #held, 1, -1 do
   redis.call('LPUSH', held[i][1], held[i][2])
   if held[i][3] then mark_priority(held[i][3]) end
