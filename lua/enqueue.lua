@@ -105,6 +105,7 @@ local fresh = 0 -- jobs answered STATUS.new
 -- woken for; no later job of the call is pushed past it (lib_offer.lua).
 -- A debounce that moves a unique key's holder wakes them itself.
 local listed = false
+local plain_listed = 0 -- plain jobs listed: counted available once, after the loop
 b = 1
 for i = 1, n do
   local id, kind, payload, origin = A[b], A[b + 1], A[b + 2], A[b + 3]
@@ -173,7 +174,7 @@ for i = 1, n do
     added[id] = true
     if not pushed then
       push_later(ak0, id)
-      count(nil, 'available')
+      plain_listed = plain_listed + 1
       listed = true
     end
     out[#out + 1] = STATUS.new
@@ -299,6 +300,7 @@ end
 -- jobs listed (or scheduled): the idle flag and any offer go, and idle
 -- workers are woken; else the offer stays, less what it gave (a job that
 -- exists already, or was refused, wakes nobody)
+count(nil, 'available', plain_listed)
 if push_sent() then listed = true end
 if listed then wake() else offer_kept() end
 flush()
