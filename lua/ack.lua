@@ -159,7 +159,7 @@ do
       h = redis.pcall('HMGET', jk, fs, fl, ff, fx, fe, fp, fu, fc)
     end
     if h.err then h = {} end -- a key of another type (corrupt data): answered stale
-    e.h = h
+    e.h, e.jk = h, jk
     ckeys[i] = h[8]
   end
   cc_prefetch(ckeys)
@@ -182,15 +182,15 @@ local ended = {} -- job ID -> the state an earlier outcome of this call left it 
 local recount = false
 for _, e in ipairs(entries) do
   local id, code, delay, msg, data, reason = e.id, e.code, e.delay or 0, e.msg or '', e.data or '', e.reason or ''
-  local jk = job_key(id)
-  local h = e.h
+  local jk, h = e.jk, e.h
   local state = STATUS.stale
   if ended[id] then
     -- the job's fields were read before an earlier outcome of this call
     -- ended its attempt: a second outcome of that attempt is late (it
     -- answers the state the first left), any other is stale
     if h[2] == e.lease and h[3] == e.fence then state = ended[id] end
-  elseif state_of(h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and not e.lapsed then
+  -- (state_of, written out: a call per job)
+  elseif (SNAME[h[1]] or h[1]) == 'running' and h[2] == e.lease and h[3] == e.fence and not e.lapsed then
     -- plain: no checkpoints, no errors to delete with the job; ls: a
     -- lease start that is no whole number of ms (corrupt data: 'nan',
     -- 'inf', '1e400', which tonumber takes) is an unknown run time, not

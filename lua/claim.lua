@@ -130,7 +130,7 @@ if record then
     -- (corrupt data) would not pack as an integer; such a job is left out
     local expiry, fence = redis.call('ZSCORE', K_RUN, id), count_of(h[3])
     expiry = expiry and count_of(expiry)
-    if state_of(h[1]) == 'running' and h[2] == lease and expiry and expiry > NOW and fence then
+    if (SNAME[h[1]] or h[1]) == 'running' and h[2] == lease and expiry and expiry > NOW and fence then
       local steps = {}
       if h[4] then steps = redis.call('HGETALL', steps_key(id)) end
       jobs[#jobs + 1] = { id, lease, expiry, fence, steps, redis.call('HGETALL', jk),
@@ -293,7 +293,8 @@ local function take(ak, pinned_to, prio)
       if not raw.err then
         local h = {}
         for k = 1, #raw, 2 do h[raw[k]] = raw[k + 1] end
-        h[fs] = state_of(h[fs])
+        local st = h[fs]
+        h[fs] = SNAME[st] or st -- state_of, written out: a call per job
         hs[i], ckeys[i] = h, h[fck]
       end
     end
