@@ -102,13 +102,13 @@ local kids_recorded = {}
 -- the job's to delete: a job of the ID before it may have left it (a
 -- sweep sets aside and leaves no job), it may be one of several, and
 -- finding them would cost every delete a lookup; the operator deletes
--- it once read.
-local function delete_job(id, plain, state)
+-- it once read. jk, when given, is job_key(id).
+local function delete_job(id, plain, state, jk)
   if plain and not kids_recorded[id] then
     if plain == 'bare' then
-      redis.call('DEL', job_key(id))
+      redis.call('DEL', jk or job_key(id))
     else
-      redis.call('DEL', job_key(id), body_key(id))
+      redis.call('DEL', jk or job_key(id), body_key(id))
     end
     return
   end
@@ -451,7 +451,7 @@ local function finish(jk, id, from, state, reason, m)
   end
   if (state == 'archived' or state == 'quarantined') and ret >= 0 and ret < DEATH_KEEP then ret = DEATH_KEEP end
   if ret < 0 then
-    delete_job(id, m.plain, state)
+    delete_job(id, m.plain, state, jk)
     count(from, nil)
     return
   end
