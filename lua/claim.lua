@@ -388,8 +388,9 @@ local function take(ak, pinned_to, prio)
             if ck then CC[ck] = cc_running(ck) + 1 end
             if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
             fence = fence + 1
-            local lease = pre .. (#jobs + 1)
-            if not (ck or h[F.parent] or h[F.unique]) then lease = lease .. (h[fpb] and PLAIN_LEASE or BARE_LEASE) end
+            local mark = ''
+            if not (ck or h[F.parent] or h[F.unique]) then mark = h[fpb] and PLAIN_LEASE or BARE_LEASE end
+            local lease = pre .. (#jobs + 1) .. mark -- one string made, not two
             local ms = kind_lease[kind] or lease_ms
             if ms > longest then longest = ms end
             local expiry = NOW + ms
