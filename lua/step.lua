@@ -55,7 +55,7 @@ local lapsed = lapsed_among(function()
   return ids
 end)
 -- The loop's body is written out where a helper would do (job_key,
--- holds and its has-checkpoints flag, state_of): in Lua 5.1 a
+-- steps_key, holds and its has-checkpoints flag, state_of): in Lua 5.1 a
 -- function call per checkpoint costs about as much as what it wraps, and
 -- steps are the commits a workflow makes most (8% of a plain commit's
 -- instructions, BenchmarkStepCommits under scripts/redis-ir.sh).
@@ -71,7 +71,7 @@ for i = 1, 6 * n, 6 do
   local fx = NO_FX
   if ARGV[b] == '0' then b = b + 1 else fx, b = read_effects(b) end
   local jk = PFX .. 'j:' .. id -- job_key, written out
-  local sk = steps_key(id)
+  local sk = PFX .. 's:' .. id -- steps_key, written out
   -- the identity check (holds), and whether the job is marked as having
   -- checkpoints (unless the worker knows), by one command; a pcall: a
   -- job key that holds no hash (corrupt data) is stale, this job's alone

@@ -114,6 +114,9 @@ var (
 	quoted     = regexp.MustCompile(`^(?:'([^']*)'|"([^"]*)")$`)
 	keyFromJob = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*=\s*job_key\(`)
 	keyOther   = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*=\s*(?:[a-z_]+_key\(|KEYS\[)`)
+	// a key helper written out where a call per job costs (step.lua):
+	// PFX .. 'j:' .. id is a job hash, PFX .. '<other>:' .. id is not
+	keyWritten = regexp.MustCompile(`\b([A-Za-z_]\w*)\s*=\s*PFX\s*\.\.\s*'([a-z]+):'\s*\.\.`)
 	otherKey   = regexp.MustCompile(`^(?:[a-z_]+_key\(|KEYS\[|[A-Z][A-Z0-9_]*$)`)
 )
 
@@ -143,6 +146,13 @@ func hashLiterals(name, src string) (found []hashLiteral, unknown []string, jobC
 	}
 	for _, m := range keyOther.FindAllStringSubmatch(code, -1) {
 		others[m[1]] = true
+	}
+	for _, m := range keyWritten.FindAllStringSubmatch(code, -1) {
+		if m[2] == "j" {
+			jobs[m[1]] = true
+		} else {
+			others[m[1]] = true
+		}
 	}
 	for _, loc := range redisCall.FindAllStringIndex(code, -1) {
 		args := callArgs(code, loc[1])
@@ -238,6 +248,10 @@ redis.call('HSET', bk, 't', 1)
 redis.call('HSET', K_STATS, 'running', 1)
 redis.call('HGETALL', jk)
 redis.call('HSET', jk, fs, 'running', ff, '1')
+local wk = PFX .. 'j:' .. id
+local sk = PFX .. 's:' .. id
+redis.call('HGET', wk, 'w')
+redis.call('HSETNX', sk, 'step', 'x')
 `
 	found, unknown, _ := hashLiterals("t.lua", src)
 	var got []string
@@ -246,7 +260,7 @@ redis.call('HSET', jk, fs, 'running', ff, '1')
 			got = append(got, strconv.Itoa(l.line)+":"+l.cmd+":"+l.field)
 		}
 	}
-	want := "4:HGET:s 5:HMGET:l 5:HMGET:f 6:HSET:ws 7:HINCRBY:c"
+	want := "4:HGET:s 5:HMGET:l 5:HMGET:f 6:HSET:ws 7:HINCRBY:c 15:HGET:w"
 	if strings.Join(got, " ") != want {
 		t.Errorf("job fields found: %q, want %q", strings.Join(got, " "), want)
 	}
