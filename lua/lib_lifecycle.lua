@@ -5,7 +5,9 @@
 -- clear_lease takes a job out of the running set. Its lease fields stay
 -- until the next claim overwrites them; they mean nothing outside running.
 local function clear_lease(id)
-  zrem_later(K_RUN, id)
+  -- zrem_later(K_RUN, id), written out: a call per ended attempt
+  local l = ZREMS[K_RUN] or list_in(ZREMS, K_RUN)
+  l[#l + 1] = id
 end
 
 -- Quarantine hold (flow.WithQuarantineHold): a job may carry a
@@ -432,7 +434,7 @@ local function finish(jk, id, from, state, reason, m)
     local v = redis.call('HMGET', jk, F.parent, F.unique, F.watched)
     m = { pa = v[1], uk = v[2], plain = false, wt = v[3] }
   end
-  tally(state)
+  TPUT[state] = (TPUT[state] or 0) + 1 -- tally(state), written out: a call per job
   if state == 'completed' and m.ls then tally_run(NOW - m.ls) end
   if m.pa ~= false then notify_parent(jk, id, state, m.pa) end -- no call for a job known to have no parent
   if m.uk then
@@ -441,7 +443,11 @@ local function finish(jk, id, from, state, reason, m)
     if redis.pcall('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end -- pcall: a corrupt key holds no ID
   end
   local ret = RET[state]
-  if is_watched(jk, m) then
+  -- is_watched, not called when its answer is known: no watched job in
+  -- the partition, and the caller did not read the field
+  local watched = m.wt
+  if watched == nil and watching_any ~= false then watched = is_watched(jk, m) end
+  if watched then
     redis.call('HDEL', jk, F.watched)
     call_aside('SREM', WATCHING, nil, id)
     -- a pcall: a channel an ACL refuses must not raise after the writes;
