@@ -114,6 +114,10 @@ do
         deadline = true, crash = true, expire = true, release = true, park = true, wait = true, suspend = true,
       }
       if not CODES[e.code] then return redis.error_reply('ERR sluice: unknown ack code ' .. tostring(e.code)) end
+      -- a delay that is no number (or nan) is refused here, before anything
+      -- is written: the loop below reads a missing one as 0, which is a
+      -- plain completion's (it carries none)
+      if not e.delay or e.delay ~= e.delay then return redis.error_reply('ERR sluice: malformed delay for job ' .. tostring(e.id)) end
       if e.code == 'wait' then
         if string.byte(e.data, 1) == 221 then
           e.kids = unpack_args(e.data) -- a packed list (array 32)
