@@ -434,7 +434,7 @@ local function finish(jk, id, from, state, reason, m)
     local v = redis.call('HMGET', jk, F.parent, F.unique, F.watched)
     m = { pa = v[1], uk = v[2], plain = false, wt = v[3] }
   end
-  TPUT[state] = (TPUT[state] or 0) + 1 -- tally(state), written out: a call per job
+  TPUT[state] = (TPUT[state] or 0) + 1 -- the minute's tally (lib_batch.lua TPUT)
   if state == 'completed' and m.ls then tally_run(NOW - m.ls) end
   if m.pa ~= false then notify_parent(jk, id, state, m.pa) end -- no call for a job known to have no parent
   if m.uk then
