@@ -98,8 +98,8 @@ do
   local A = unpack_args(ARGV[10])
   local a, b = 1, 11 -- the next outcome's fields in A, its effects in ARGV
   for _ = 1, n do
-    local e
-    if A[a + 3] == 'k' then
+    local e, plain = nil, A[a + 3] == 'k'
+    if plain then
       -- its delay, message, data and reason are nil, read as 0 and '' by
       -- the loop below: a table of five fields rather than ten costs a
       -- no-op job's path about 2% of its instructions
@@ -109,6 +109,12 @@ do
       e = { id = A[a], lease = A[a + 1], fence = A[a + 2], code = A[a + 3],
         delay = tonumber(A[a + 4]), msg = A[a + 5], data = A[a + 6], reason = A[a + 7], ls = A[a + 8] }
       a = a + 9
+    end
+    -- a list cut short (a hand-made call: the store sends every field)
+    -- is refused before anything is written; the loop below would read
+    -- its missing fields as a plain completion's
+    if e.ls == nil then return redis.error_reply('ERR sluice: malformed outcome for job ' .. tostring(e.id)) end
+    if not plain then
       CODES = CODES or {
         ok = true, retry = true, free = true, snooze = true, skip = true, revoke = true,
         deadline = true, crash = true, expire = true, release = true, park = true, wait = true, suspend = true,
