@@ -341,13 +341,13 @@ local function take(ak, pinned_to, prio)
         -- handed it there; a pin with no mode, or to '', is none)
       elseif h[fs] == 'available' then
         seen[id] = true -- every branch below acts on the job
-        local kind, ck, crashes = h[fk], h[fck], h[fc]
-        local dl, fence = tonumber(h[fdl]), count_of(h[ff])
+        local kind, ck, crashes = h[fk], h[fck], count_of(h[fc]) -- crashes: nil when corrupt
+        local dl, fence = h[fdl] and tonumber(h[fdl]), count_of(h[ff])
         -- a body key that holds no string is corrupt data: no payload
         local body = h[fpb] and redis.pcall('GET', body_key(id)) or false
         if type(body) ~= 'string' then body = false end
         if not kind or kind == '' or not (h[fp] or body) or not fence or not count_of(h[fa])
-          or not count_of(crashes) then
+          or not crashes then
           park(jk, id, 'malformed', ck, h[fcn], h[frk], pinned_to)
         elseif dl and (dl <= NOW or h[F.held_by]) then
           -- held behind a quarantined twin, it was listed at its deadline
@@ -356,7 +356,7 @@ local function take(ak, pinned_to, prio)
           -- its twin is quarantined; held no more
           unhold(jk, id, h[F.held_by], h[F.hold_fingerprint])
           park(jk, id, 'deadline_exceeded', ck, h[fcn], h[frk], pinned_to)
-        elseif (tonumber(crashes) or 0) > 0 and not suspect_ok then
+        elseif crashes > 0 and not suspect_ok then
           held[#held + 1] = { ak, id, prio } -- a suspect, and this worker has one
           skipped = skipped + 1
           if pinned_to and (h[fsm] == 'a' or h[fsm] == 'f') then
@@ -386,7 +386,7 @@ local function take(ak, pinned_to, prio)
             park(jk, id, 'malformed', ck, h[fcn], nil, pinned_to)
           else
             if ck then CC[ck] = cc_running(ck) + 1 end
-            if (tonumber(crashes) or 0) > 0 then suspect_ok = false end
+            if crashes > 0 then suspect_ok = false end
             fence = fence + 1
             local mark = ''
             if not (ck or h[F.parent] or h[F.unique]) then mark = h[fpb] and PLAIN_LEASE or BARE_LEASE end
