@@ -416,10 +416,10 @@ local DEATH_KEEP = 120000
 local WATCH_KEEP = 60000
 local watching_any = nil
 
--- is_watched says whether finishing job jk (m as for finish) must be
--- announced.
-local function is_watched(jk, m)
-  if m.wt ~= nil then return m.wt ~= false end
+-- is_watched says whether job jk, whose F.watched its caller did not
+-- read, is watched (finish asks only while watching_any is not known
+-- false: no call per job in a partition nobody waits on).
+local function is_watched(jk)
   if watching_any == nil then watching_any = redis.call('EXISTS', WATCHING) == 1 end
   return watching_any and redis.call('HGET', jk, F.watched) ~= false
 end
@@ -443,10 +443,10 @@ local function finish(jk, id, from, state, reason, m)
     if redis.pcall('GET', uq) == id and redis.call('PTTL', uq) < 0 then redis.call('DEL', uq) end -- pcall: a corrupt key holds no ID
   end
   local ret = RET[state]
-  -- is_watched, not called when its answer is known: no watched job in
-  -- the partition, and the caller did not read the field
+  -- watched: the field as the caller read it (false: not set), else
+  -- looked up unless the partition has no watched job
   local watched = m.wt
-  if watched == nil and watching_any ~= false then watched = is_watched(jk, m) end
+  if watched == nil and watching_any ~= false then watched = is_watched(jk) end
   if watched then
     redis.call('HDEL', jk, F.watched)
     call_aside('SREM', WATCHING, nil, id)
