@@ -2,14 +2,11 @@ package store_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
@@ -70,7 +67,16 @@ func TestAckRefusesMalformedOutcome(t *testing.T) {
 				f := newFixture(t, b)
 				f.enqueue(store.NewJob{Local: "x"}, store.NewJob{Local: "y"})
 				held := f.claimLeases(2, "w")
-				b.rdb.AddHook(spoilAck(c.spoil))
+				b.rdb.AddHook(spoilCalls{lua.Ack, func(args []any) {
+					for i, a := range args { // each argument, as bytes
+						switch v := a.(type) {
+						case []byte:
+							args[i] = c.spoil(v)
+						case string:
+							args[i] = string(c.spoil([]byte(v)))
+						}
+					}
+				}})
 				_, _, err := f.st.Ack(f.ctx, f.p, []store.Ack{
 					{Lease: held["x"], Code: store.CodeOK},
 					{Lease: held["y"], Code: store.CodeRetry, Delay: time.Minute, Message: "boom", Reason: "error"},
@@ -88,32 +94,5 @@ func TestAckRefusesMalformedOutcome(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// spoilAck rewrites each argument of an ack call, as bytes, before it is
-// sent.
-type spoilAck func([]byte) []byte
-
-func (spoilAck) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (spoilAck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
-func (s spoilAck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if len(args) > 1 && lua.Ack.Is(cmd.Name(), fmt.Sprint(args[1])) {
-			for i, a := range args {
-				switch v := a.(type) {
-				case []byte:
-					args[i] = s(v)
-				case string:
-					args[i] = string(s([]byte(v)))
-				}
-			}
-		}
-		return next(ctx, cmd)
 	}
 }

@@ -16,7 +16,10 @@ import (
 func (s *Store) CheckpointUnchecked(ctx context.Context, p keys.Partition, c Checkpoint) (string, any, error) {
 	fields := newArgList(0)
 	c.pack(fields)
-	args := []any{1, fields.done(), len(c.Effects)}
+	args := []any{1, fields.done(), ""}
+	if len(c.Effects) > 0 {
+		args = append(args[:2], "1", len(c.Effects))
+	}
 	for _, e := range c.Effects {
 		args = append(args, "d", e.Op, e.Key, len(e.Args))
 		for _, a := range e.Args {

@@ -90,15 +90,22 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	// A checkpoint whose effects are invalid fails alone: the others go.
 	fields := newArgList(64 * len(cs))
 	var effects []any
+	// marks: per checkpoint sent, '1' where its effects follow in ARGV,
+	// sent as '' when none has any (lua/step.lua)
+	marks, withFx := make([]byte, 0, len(cs)), false
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
 	id := newContentID()
 	for i, c := range cs {
-		fx, err := s.appendEffects(effects, p, c.Local, c.Commit, c.Effects)
-		if err != nil {
-			out[i].Err = err
-			continue
+		mark := byte('0')
+		if len(c.Effects) > 0 {
+			fx, err := s.appendEffects(effects, p, c.Local, c.Commit, c.Effects)
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			effects, mark, withFx = fx, '1', true
 		}
-		effects = fx
+		marks = append(marks, mark)
 		sent = append(sent, i)
 		id.add(c.Local)
 		id.add(c.LeaseID)
@@ -126,7 +133,10 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	if len(sent) == 0 {
 		return out, nil
 	}
-	args := append(s.callArgs(p, 2+len(effects)), len(sent), fields.done())
+	if !withFx {
+		marks = marks[:0]
+	}
+	args := append(s.callArgs(p, 3+len(effects)), len(sent), fields.done(), marks)
 	args = append(args, effects...)
 	reply, err := s.send(ctx, lua.Step, id.call(), args).Result()
 	if err == nil {
