@@ -1,11 +1,13 @@
 package store_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/internal/redistest"
 	"github.com/sluicehq/sluice/internal/store"
 	"github.com/sluicehq/sluice/lua"
 	"github.com/sluicehq/sluice/sluicetype"
@@ -14,41 +16,64 @@ import (
 // TestStepEffectsGoToTheirCheckpoint: in one call, checkpoints with
 // effects and checkpoints without are interleaved, and each applies its
 // own effects only (the script learns which have any from one argument,
-// not from a count per checkpoint).
+// not from a count per checkpoint). Which checkpoint took which effects
+// shows: a, whose step is written already, applies none; d alone writes
+// an entry to the outbox; and x, whose effects Go refuses, is not sent,
+// so the map must not count it.
 func TestStepEffectsGoToTheirCheckpoint(t *testing.T) {
 	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			f := newFixture(t, b)
-			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "b"}, store.NewJob{Local: "c"}, store.NewJob{Local: "d"})
-			held := f.claimLeases(4, "w")
-			bal, other := f.key("bal"), f.key("other")
+			f.enqueue(store.NewJob{Local: "a"}, store.NewJob{Local: "x"}, store.NewJob{Local: "b"},
+				store.NewJob{Local: "c"}, store.NewJob{Local: "d"})
+			held := f.claimLeases(5, "w")
+			if err := f.rdb.HSet(f.ctx, f.p.Steps("a"), "s", "before").Err(); err != nil {
+				t.Fatal(err)
+			}
+			bal, far := f.key("bal"), redistest.Elsewhere(f.p.NS, "ledger", f.p.Tag())
 			step := func(id string, fx ...sluicetype.Effect) store.Checkpoint {
 				return store.Checkpoint{Lease: held[id], Field: "s", Record: []byte("r-" + id), Mode: store.ModeOnce,
 					Commit: id + ":s", Effects: fx}
 			}
 			rs, err := f.st.Checkpoints(f.ctx, f.p, []store.Checkpoint{
-				step("a"), step("b", fx("INCRBY", bal, "5")), step("c"),
-				step("d", fx("INCRBY", bal, "7"), fx("INCRBY", other, "1")),
+				step("a"), step("x", fx("INCRBY", bal, "no number")), step("b", fx("INCRBY", bal, "5")), step("c"),
+				step("d", fx("INCRBY", bal, "7"), fx("INCRBY", far, "1")),
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, r := range rs {
-				if r.Err != nil {
-					t.Errorf("checkpoint %d: %v", i, r.Err)
+			if len(rs) != 5 {
+				t.Fatalf("%d results, want 5", len(rs))
+			}
+			if !errors.Is(rs[0].Err, store.ErrStepDone) {
+				t.Errorf("a: %v, want ErrStepDone", rs[0].Err)
+			}
+			if !errors.Is(rs[1].Err, store.ErrInvalidEffect) {
+				t.Errorf("x: %v, want ErrInvalidEffect", rs[1].Err)
+			}
+			for i, id := range []string{"a", "x", "b", "c", "d"} {
+				if i >= 2 && rs[i].Err != nil {
+					t.Errorf("%s: %v", id, rs[i].Err)
+				}
+				want := 0
+				if id == "d" {
+					want = 1 // its effect elsewhere
+				}
+				if rs[i].Outboxed != want {
+					t.Errorf("%s: %d outboxed, want %d", id, rs[i].Outboxed, want)
 				}
 			}
 			if v := f.rdb.Get(f.ctx, bal).Val(); v != "12" {
 				t.Errorf("bal %q, want 12 (b's 5 and d's 7, once each)", v)
 			}
-			if v := f.rdb.Get(f.ctx, other).Val(); v != "1" {
-				t.Errorf("other %q, want 1 (d's)", v)
-			}
-			for _, id := range []string{"a", "b", "c", "d"} {
-				if v := f.rdb.HGet(f.ctx, f.p.Steps(id), "s").Val(); v != "r-"+id {
-					t.Errorf("%s's checkpoint %q, want %q", id, v, "r-"+id)
+			for id, want := range map[string]string{"a": "before", "b": "r-b", "c": "r-c", "d": "r-d"} {
+				if v := f.rdb.HGet(f.ctx, f.p.Steps(id), "s").Val(); v != want {
+					t.Errorf("%s's checkpoint %q, want %q", id, v, want)
 				}
+			}
+			if n := f.rdb.Exists(f.ctx, f.p.Steps("x")).Val(); n != 0 {
+				t.Errorf("x, refused, has checkpoints")
 			}
 		})
 	}
