@@ -54,7 +54,7 @@ local A = unpack_args(ARGV[10])
 local FX, FXMAP, b = {}, ARGV[11], 12
 if FXMAP ~= '' then
   if #FXMAP ~= n or string.find(FXMAP, '[^01]') then
-    return redis.error_reply('ERR sluice: malformed effects map: ' .. #FXMAP .. ' marks for ' .. n .. ' checkpoints')
+    return redis.error_reply('ERR sluice: malformed effects map: not one mark, 0 or 1, for each of ' .. n .. ' checkpoints')
   end
   for k = 1, n do
     if string.byte(FXMAP, k) == 49 then
