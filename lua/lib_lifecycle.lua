@@ -342,10 +342,9 @@ local notified = 0
 
 -- notify_parent tells a spawned job's parent that it finished: at once when
 -- the parent lives in this partition, else through the outbox. pa is the
--- job's parent field when the caller read it (false: none), nil to read it
--- here.
+-- job's parent field when the caller read it, nil to read it here; a
+-- caller that read none (false) does not call (finish: a call per job).
 local function notify_parent(jk, id, state, pa)
-  if pa == false then return end
   if pa == nil and not redis.call('HGET', jk, F.parent) then return end
   local p = redis.call('HMGET', jk, F.parent, F.parent_prefix, F.parent_step, F.parent_local, F.result,
     F.last_error, F.redrives)

@@ -21,7 +21,8 @@
 -- ARGV[11]: which checkpoints have effects: '' for none (most calls), else
 --   one character per checkpoint, '1' where its effects follow, '0' where
 --   it has none (an argument per checkpoint, '0' each, cost a plain step
---   about 2.5% more Redis instructions, parsing it included)
+--   about 1.9% more Redis instructions, parsing it included:
+--   bench/RESULTS-3.md, 2026-12-07 19:40)
 -- ARGV[12...]: the effects of each checkpoint marked '1', in order
 --   (lib_effects.lua's read_effects)
 -- Returns: 0 when every checkpoint answers 'ok', 0 (the common case: an

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -90,22 +91,26 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	// A checkpoint whose effects are invalid fails alone: the others go.
 	fields := newArgList(64 * len(cs))
 	var effects []any
-	// marks: per checkpoint sent, '1' where its effects follow in ARGV,
-	// sent as '' when none has any (lua/step.lua)
-	marks, withFx := make([]byte, 0, len(cs)), false
+	// marks: nil (sent as '') until a checkpoint has effects, then one
+	// per checkpoint sent, '1' where its effects follow in ARGV
+	// (lua/step.lua)
+	var marks []byte
 	sent := make([]int, 0, len(cs)) // index in cs of each checkpoint sent
 	id := newContentID()
 	for i, c := range cs {
-		mark := byte('0')
 		if len(c.Effects) > 0 {
 			fx, err := s.appendEffects(effects, p, c.Local, c.Commit, c.Effects)
 			if err != nil {
 				out[i].Err = err
 				continue
 			}
-			effects, mark, withFx = fx, '1', true
+			if marks == nil {
+				marks = bytes.Repeat([]byte{'0'}, len(sent))
+			}
+			effects, marks = fx, append(marks, '1')
+		} else if marks != nil {
+			marks = append(marks, '0')
 		}
-		marks = append(marks, mark)
 		sent = append(sent, i)
 		id.add(c.Local)
 		id.add(c.LeaseID)
@@ -132,9 +137,6 @@ func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoi
 	}
 	if len(sent) == 0 {
 		return out, nil
-	}
-	if !withFx {
-		marks = marks[:0]
 	}
 	args := append(s.callArgs(p, 3+len(effects)), len(sent), fields.done(), marks)
 	args = append(args, effects...)
