@@ -122,7 +122,11 @@ func (a *Ack) size() int {
 }
 
 func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	fields := newArgList(56 * len(acks)) // a plain completion: ID, lease ID, fence, 'k', lease start
+	size := 0
+	for i := range acks {
+		size += acks[i].size()
+	}
+	fields := newArgList(size)
 	var effects []any
 	id := newContentID()
 	for _, a := range acks {
