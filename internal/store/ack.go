@@ -122,11 +122,7 @@ func (a *Ack) size() int {
 }
 
 func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	size := 0
-	for i := range acks {
-		size += acks[i].size()
-	}
-	fields := newArgList(size)
+	fields := newArgList(argSize(acks, (*Ack).size))
 	var effects []any
 	id := newContentID()
 	for _, a := range acks {

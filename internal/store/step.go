@@ -89,11 +89,7 @@ func (c *Checkpoint) pack(l *argList) {
 func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
-	size := 0
-	for i := range cs {
-		size += cs[i].size()
-	}
-	fields := newArgList(size) // grown by append as a call's fields went in, it was a tenth of a workflow's allocations
+	fields := newArgList(argSize(cs, (*Checkpoint).size))
 	var effects []any
 	// marks: nil (sent as '') until a checkpoint has effects, then one
 	// per checkpoint sent, '1' where its effects follow in ARGV
