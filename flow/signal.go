@@ -59,10 +59,10 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 	}
 	b, err := msgpack.Marshal(payload)
 	if err != nil {
-		return false, fmt.Errorf("%w: signal %q to job %s: encoding the payload: %v", ErrInvalid, name, id, err)
+		return false, fmt.Errorf("%w: signal %q to job %s: encoding the payload: %v", ErrInvalid, name, names.Quote(id), err)
 	}
 	if len(b) > MaxSignalPayload {
-		return false, fmt.Errorf("%w: signal %q to job %s: payload of %d bytes, the limit is %d", ErrInvalid, name, id, len(b), MaxSignalPayload)
+		return false, fmt.Errorf("%w: signal %q to job %s: payload of %d bytes, the limit is %d", ErrInvalid, name, names.Quote(id), len(b), MaxSignalPayload)
 	}
 	var o signalOptions
 	for _, opt := range opts {
@@ -87,7 +87,9 @@ func (c *Client) signal(ctx context.Context, id, name string, payload any, opts 
 			se.ID = id
 			return false, fmt.Errorf("signal %q: %w", name, err)
 		}
-		return false, fmt.Errorf("signal %q to job %s: %w", name, id, err)
+		// the ID as given, which names no job when it is not found: cut
+		// when long, as the refusals above cut it
+		return false, fmt.Errorf("signal %q to job %s: %w", name, names.Quote(id), err)
 	}
 	return res.Duplicate, nil
 }
