@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
-
 	"github.com/sluicehq/sluice/flow"
 	"github.com/sluicehq/sluice/internal/testkit"
 )
@@ -21,12 +18,7 @@ func TestBrowserDeletedJobPage(t *testing.T) {
 	f := newFixture(t, Options{}, false)
 	ctx := browser(t)
 	id := f.enqueue(work{}, flow.WithDelay(time.Hour))
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
-		t.Fatalf("browser: add the page hooks: %v", err)
-	}
-	do(t, ctx, "the scheduled job's page", chromedp.Navigate(f.url+jobPath(id)))
-	until(t, ctx, "the job page to follow the job live",
-		`document.querySelector("#live")?.dataset.state === "scheduled" && window.jobEvents >= 1`)
+	followJobPage(t, ctx, f, id, "scheduled")
 	testkit.Must(t, f.ops.DeleteJob(context.Background(), id))
 	until(t, ctx, "the page to say the job is gone, with no actions and no live dot",
 		`!document.querySelector("#live") && !!document.querySelector("main .flash.error") &&

@@ -23,6 +23,8 @@ const pageHooks = `(() => {
     s.addEventListener("job", () => { window.jobEvents++; });
     return s;
   };
+  // the page reads EventSource.OPEN (whether to light the live dot)
+  Object.assign(window.EventSource, { CONNECTING: ES.CONNECTING, OPEN: ES.OPEN, CLOSED: ES.CLOSED });
   const fetch0 = window.fetch;
   window.fetch = function (...args) {
     const p = fetch0.apply(this, args);
@@ -31,6 +33,18 @@ const pageHooks = `(() => {
     return new Promise(resolve => { window.release = () => resolve(p); });
   };
 })()`
+
+// followJobPage opens job id's page in ctx with pageHooks, and waits
+// until it follows the job live, shown in state.
+func followJobPage(t *testing.T, ctx context.Context, f *fixture, id, state string) {
+	t.Helper()
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
+		t.Fatalf("browser: add the page hooks: %v", err)
+	}
+	do(t, ctx, "the job's page", chromedp.Navigate(f.url+jobPath(id)))
+	until(t, ctx, "the job page to follow the job live",
+		`document.querySelector("#live")?.dataset.state === "`+state+`" && window.jobEvents >= 1`)
+}
 
 // TestBrowserJobEventDuringRefresh: a job event that arrives while the
 // job page is fetching itself for an earlier one is not lost (the server
@@ -44,12 +58,7 @@ func TestBrowserJobEventDuringRefresh(t *testing.T) {
 	if got := testkit.Recv(t, f.started, "the blocking job to start"); got != id {
 		t.Fatalf("started %s, want %s", got, id)
 	}
-	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: pageHooks}); err != nil {
-		t.Fatalf("browser: add the page hooks: %v", err)
-	}
-	do(t, ctx, "the running job's page", chromedp.Navigate(f.url+jobPath(id)))
-	until(t, ctx, "the job page to follow the job live",
-		`document.querySelector("#live")?.dataset.state === "running" && window.jobEvents >= 1`)
+	followJobPage(t, ctx, f, id, "running")
 	do(t, ctx, "mark the page, hold its fetches", chromedp.Evaluate[chromedp.Void](`window.sameDocument = true; window.hold = true`))
 
 	// The cancel's event starts a fetch, held: it read the page cancelled.

@@ -111,6 +111,7 @@ type fixture struct {
 	started   chan string   // block and stall jobs that started
 	canceled  chan string   // block jobs whose context was cancelled
 	unstall   chan struct{} // closed: stall jobs return
+	con       *console      // the console served at url
 }
 
 func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
@@ -205,10 +206,11 @@ func newFixture(t *testing.T, o Options, withWorker bool) *fixture {
 	if o.PollInterval == 0 {
 		o.PollInterval = 200 * time.Millisecond
 	}
-	h, err := Handler(o)
+	con, err := newConsole(o) // Handler's console, kept for the tests that hold its poller
 	testkit.Must(t, err)
+	f.con = con
 	mux := http.NewServeMux()
-	mux.Handle(testPrefix+"/", h)
+	mux.Handle(testPrefix+"/", con.routes())
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + testPrefix

@@ -297,12 +297,18 @@ func (c *Client) ReadableSchedules(ctx context.Context) ([]ScheduleInfo, error) 
 	return c.Schedules(ctx)
 }
 
-// JobBrief is the part of a job that changes as it runs.
+// JobBrief is the part of a job that changes as it runs, and its
+// creation time, which tells the job from another given its ID later.
 type JobBrief struct {
 	State        string // "" when the job no longer exists, or cannot be read
 	Attempt      int
 	CrashAttempt int
 	Fence        int64
+	// Created is the job's creation time, as flow.JobInfo's: a job
+	// deleted and its ID given to a new one between two reads may have
+	// the same state and counters, but not the same creation time. Zero
+	// when the job no longer exists.
+	Created time.Time
 	// Err, when set, is why the job could not be read: its partition is
 	// at a newer data model (ErrNewerDataModel), its key holds another
 	// type than a hash (ErrMalformed). Only Err is then set; the other
@@ -324,7 +330,7 @@ func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBri
 		}
 		refs[i] = ref
 	}
-	read, err := c.b.Store.JobsFields(ctx, refs, keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence)
+	read, err := c.b.Store.JobsFields(ctx, refs, keys.FieldState, keys.FieldAttempt, keys.FieldCrashAttempt, keys.FieldFence, keys.FieldCreated)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +341,7 @@ func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBri
 			continue
 		}
 		v := read[i].Values
-		b, err := brief(v)
+		b, err := brief(refs[i].Local, v)
 		if err != nil {
 			err = fmt.Errorf("job %s: %w", id, err)
 			out[id] = JobBrief{Err: err}
@@ -346,10 +352,12 @@ func (c *Client) JobBriefs(ctx context.Context, ids []string) (map[string]JobBri
 	return out, nil
 }
 
-// brief reads a job's state and counters (JobBriefs' fields, "" when
-// absent): a state that names none of flow.States, or a counter that is
-// not a whole number, is corrupt data (ErrMalformed).
-func brief(v []string) (JobBrief, error) {
+// brief reads the state, counters and creation time of the job of ID
+// local (JobBriefs' fields, "" when absent): a state that names none of
+// flow.States, or a counter or creation time that is not a whole number,
+// is corrupt data (ErrMalformed). A job of a generated ID keeps no
+// creation time: its ID carries it (as Job reads it).
+func brief(local string, v []string) (JobBrief, error) {
 	b := JobBrief{State: store.StateName(v[0])}
 	if b.State != "" && !validState(b.State) {
 		return JobBrief{}, fmt.Errorf("%w: its state field %q names no state", flow.ErrMalformed, v[0])
@@ -366,6 +374,17 @@ func brief(v []string) (JobBrief, error) {
 		counts[k] = n
 	}
 	b.Attempt, b.CrashAttempt, b.Fence = int(counts[0]), int(counts[1]), counts[2]
+	switch {
+	case b.State == "":
+	case v[4] == "":
+		b.Created, _ = keys.LocalTime(local)
+	default:
+		ms, err := strconv.ParseInt(v[4], 10, 64)
+		if err != nil {
+			return JobBrief{}, fmt.Errorf("%w: its creation time %q is not a whole number", flow.ErrMalformed, v[4])
+		}
+		b.Created = time.UnixMilli(ms)
+	}
 	return b, nil
 }
 

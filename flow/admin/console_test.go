@@ -68,18 +68,29 @@ func TestQueuesLive(t *testing.T) {
 	}
 }
 
-// TestJobBriefsAndExtras: briefs follow a job's state and counters and
-// say when it is gone; extras decode its headers.
+// TestJobBriefsAndExtras: briefs follow a job's state and counters, give
+// its creation time as Job does (kept by a job of a given ID, carried by
+// a generated one) and say when it is gone; extras decode its headers.
 func TestJobBriefsAndExtras(t *testing.T) {
 	t.Parallel()
 	a := newAdmin(t, env.Client(t), nil)
 	id := a.enqueue(email{To: "z"}, flow.WithHeaders(map[string]string{"tenant": "acme"}))
+	given := a.enqueue(email{To: "y"}, flow.WithID("given-id"))
 	gone := "default:0:nope"
-	bs, err := a.ops.JobBriefs(a.ctx, []string{id, gone})
+	bs, err := a.ops.JobBriefs(a.ctx, []string{id, given, gone})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff(map[string]admin.JobBrief{id: {State: "available"}, gone: {}}, bs); d != "" {
+	created := map[string]time.Time{}
+	for _, j := range []string{id, given} {
+		info, err := a.ops.Job(a.ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created[j] = info.Created
+	}
+	want := map[string]admin.JobBrief{id: {State: "available", Created: created[id]}, given: {State: "available", Created: created[given]}, gone: {}}
+	if d := cmp.Diff(want, bs); d != "" {
 		t.Errorf("briefs (-want +got):\n%s", d)
 	}
 	a.finish("default", 1, time.Second, failAck)

@@ -96,8 +96,11 @@
     if (!live) return;
     if (refreshing) { pending = ev; return; }
     var d = JSON.parse(ev.data);
+    // the creation time too: a job deleted and its ID given to a new one
+    // between two polls may have the same state and counters
     if (live.dataset.state === d.State && live.dataset.fence === String(d.Fence) &&
-        live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt)) return;
+        live.dataset.attempt === String(d.Attempt) && live.dataset.crash === String(d.CrashAttempt) &&
+        live.dataset.created === String(new Date(d.Created).getTime())) return;
     refreshing = true;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (r) { return r.text().then(function (html) { return { status: r.status, html: html }; }); })
