@@ -253,9 +253,9 @@ func eventOf(id string, b admin.JobBrief) jobEvent {
 
 // followJobs reads the followed jobs and returns the event data of those
 // whose state, counters or creation time (another job given the ID)
-// changed since the last read (every one, the
-// first time), and the events of every one read (for subscribers owed the
-// state, encoded only for them).
+// changed since the last read (every one, the first time), and the
+// events of every one read (for subscribers owed the state, encoded only
+// for them).
 func (h *hub) followJobs(ctx context.Context, ids []string) (changed map[string][]byte, all map[string]jobEvent, err error) {
 	h.compute.Lock()
 	defer h.compute.Unlock()
