@@ -86,15 +86,15 @@ type AckResult struct {
 // before it stand, the others carry its error, and so does the return:
 // a caller retries only those (runtime's flushAcks).
 func (s *Store) Ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	cut := func() int { return callCut(len(acks), len(acks), func(i int) int { return acks[i].size() }) }
-	n := cut()
+	cut := func() (int, int) { return callCut(len(acks), len(acks), func(i int) int { return acks[i].size() }) }
+	n, room := cut()
 	if n == len(acks) {
-		return s.ack(ctx, p, acks) // the common case: one call
+		return s.ack(ctx, p, acks, room) // the common case: one call
 	}
 	out := make([]AckResult, 0, len(acks))
 	outboxed := 0
-	for ; len(acks) > 0; n = cut() {
-		res, ob, err := s.ack(ctx, p, acks[:n])
+	for ; len(acks) > 0; n, room = cut() {
+		res, ob, err := s.ack(ctx, p, acks[:n], room)
 		if err != nil {
 			for range acks {
 				out = append(out, AckResult{Err: err})
@@ -121,8 +121,10 @@ func (a *Ack) size() int {
 	return len(a.Local) + len(a.LeaseID) + len(a.Message) + len(a.Data) + len(a.Reason) + 64
 }
 
-func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack) ([]AckResult, int, error) {
-	fields := newArgList(argSize(acks, (*Ack).size))
+// ack sends acks in one call, its packed argument started with room
+// bytes (callCut).
+func (s *Store) ack(ctx context.Context, p keys.Partition, acks []Ack, room int) ([]AckResult, int, error) {
+	fields := newArgList(room)
 	var effects []any
 	id := newContentID()
 	for _, a := range acks {

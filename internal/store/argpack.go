@@ -27,27 +27,18 @@ const maxCallBytes = 32 << 20
 
 // callCut is how many of the first n items, the i-th of size(i) bytes,
 // one call takes: at most max, and no more than maxCallBytes of them
-// unless the first alone is more.
-func callCut(n, max int, size func(i int) int) int {
-	total := 0
+// unless the first alone is more; and their bytes, the room the call's
+// packed argument starts with (grown by append as the items went in, a
+// step call's was an eighth of the bytes a 10-step workflow allocated).
+func callCut(n, max int, size func(i int) int) (items, bytes int) {
 	for i := range min(n, max) {
-		if total += size(i); total > maxCallBytes && i > 0 {
-			return i
+		s := size(i)
+		if bytes+s > maxCallBytes && i > 0 {
+			return i, bytes
 		}
+		bytes += s
 	}
-	return min(n, max)
-}
-
-// argSize is the room a call's packed argument starts with: the sum of
-// its items' estimates (size). Started smaller and grown by append as the
-// items went in, the argument of a step call was an eighth of the bytes
-// a 10-step workflow allocated.
-func argSize[T any](items []T, size func(*T) int) int {
-	n := 0
-	for i := range items {
-		n += size(&items[i])
-	}
-	return n
+	return min(n, max), bytes
 }
 
 // newArgList is an empty list with room for about size bytes.

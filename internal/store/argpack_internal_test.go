@@ -3,7 +3,7 @@ package store
 import "testing"
 
 // TestCallCut: a call takes items up to max, and up to maxCallBytes of
-// them, but always the first.
+// them, but always the first; it says how many bytes those are.
 func TestCallCut(t *testing.T) {
 	const M = maxCallBytes
 	cases := []struct {
@@ -20,9 +20,13 @@ func TestCallCut(t *testing.T) {
 		{nil, 10, 0},
 	}
 	for _, c := range cases {
-		got := callCut(len(c.sizes), c.max, func(i int) int { return c.sizes[i] })
-		if got != c.want {
-			t.Errorf("callCut(%v, max %d) = %d, want %d", c.sizes, c.max, got, c.want)
+		got, bytes := callCut(len(c.sizes), c.max, func(i int) int { return c.sizes[i] })
+		want := 0
+		for _, s := range c.sizes[:c.want] {
+			want += s
+		}
+		if got != c.want || bytes != want {
+			t.Errorf("callCut(%v, max %d) = %d, %d bytes; want %d, %d bytes", c.sizes, c.max, got, bytes, c.want, want)
 		}
 	}
 }

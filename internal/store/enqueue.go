@@ -144,7 +144,7 @@ func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) ([
 	}
 	out := make([]EnqueueResult, 0, len(jobs))
 	for len(jobs) > 0 {
-		n := callCut(len(jobs), maxEnqueueBatch, func(i int) int { return jobs[i].size() })
+		n, _ := callCut(len(jobs), maxEnqueueBatch, func(i int) int { return jobs[i].size() })
 		res, err := s.enqueue(ctx, p, jobs[:n])
 		if err == nil {
 			err = s.retryTaken(ctx, p, jobs[:n], res)

@@ -52,8 +52,8 @@ type CheckpointResult struct {
 // again (runtime's flushCheckpoints). A checkpoint sent again is answered
 // as its first commit was, whether or not that call ran (lua/step.lua).
 func (s *Store) Checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
-	n := callCut(len(cs), len(cs), func(i int) int { return cs[i].size() })
-	out, err := s.checkpoints(ctx, p, cs[:n])
+	n, room := callCut(len(cs), len(cs), func(i int) int { return cs[i].size() })
+	out, err := s.checkpoints(ctx, p, cs[:n], room)
 	if n == len(cs) {
 		return out, err
 	}
@@ -86,10 +86,12 @@ func (c *Checkpoint) pack(l *argList) {
 	l.str(c.Mode)
 }
 
-func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint) ([]CheckpointResult, error) {
+// checkpoints sends cs in one call, its packed argument started with room
+// bytes (callCut).
+func (s *Store) checkpoints(ctx context.Context, p keys.Partition, cs []Checkpoint, room int) ([]CheckpointResult, error) {
 	out := make([]CheckpointResult, len(cs))
 	// A checkpoint whose effects are invalid fails alone: the others go.
-	fields := newArgList(argSize(cs, (*Checkpoint).size))
+	fields := newArgList(room)
 	var effects []any
 	// marks: nil (sent as '') until a checkpoint has effects, then one
 	// per checkpoint sent, '1' where its effects follow in ARGV
