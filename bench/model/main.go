@@ -3,11 +3,16 @@
 // and through the proposed data model of docs/design/hot-path-data-model.md
 // (model.lua), on one private redis-server, in alternating rounds.
 //
-//	go run ./bench/model [-jobs 40000] [-rounds 3]
+//	go run ./bench/model [-jobs 40000] [-rounds 3] [-paths sluice,model3] [-typical]
 //
 // Every path runs the same batches in the same order (enqueue 100 jobs per
 // call, claim 50, ack what was claimed) with no worker around them, so the
 // figures are what the scripts cost Redis, not a worker's throughput.
+// CPU time on a shared VM varies by a third from run to run; for a
+// comparison that repeats, count instructions (scripts/redis-ir.sh, one
+// path per run). The slow log stays off unless -typical asks for each
+// function's median call: Redis logs every command of a script too, so
+// with it on a path pays for its log entries by its commands.
 package main
 
 import (
@@ -26,14 +31,16 @@ import (
 	"github.com/sluicehq/sluice/internal/redisproc"
 )
 
-// verbose: -v.
-var verbose bool
+// verbose: -v; typical: -typical.
+var verbose, typical bool
 
 func main() {
 	jobs := flag.Int("jobs", 40000, "no-op jobs per path and round")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every path, a different one first")
-	flag.BoolVar(&verbose, "v", false, "print each function's median call per phase")
-	only := flag.String("paths", "sluice,model,model2", "the paths to run, comma-separated; the first is the baseline")
+	flag.BoolVar(&typical, "typical", false, "log every command in the slow log, and report each function at its median call "+
+		"(the log's entries, one per command of a script too, then cost each path by its commands: read CPU and memory from a run without)")
+	flag.BoolVar(&verbose, "v", false, "with -typical, print each function's median call per phase")
+	only := flag.String("paths", "sluice,model,model2,model3", "the paths to run, comma-separated; the first is the baseline")
 	flag.Parse()
 	paths, err := pathsNamed(*only)
 	if err == nil {
@@ -47,12 +54,12 @@ func main() {
 
 // pathsNamed is the paths a -paths flag names, in its order.
 func pathsNamed(list string) ([]path, error) {
-	all := []path{sluicePath{}, modelPath{"model"}, modelPath{"model2"}}
+	all := []path{sluicePath{}, modelPath{"model"}, modelPath{"model2"}, modelPath{"model3"}}
 	var out []path
 	for name := range strings.SplitSeq(list, ",") {
 		i := slices.IndexFunc(all, func(p path) bool { return p.name() == strings.TrimSpace(name) })
 		if i < 0 {
-			return nil, fmt.Errorf("-paths: no path %q (there are sluice, model, model2)", name)
+			return nil, fmt.Errorf("-paths: no path %q (there are sluice, model, model2, model3)", name)
 		}
 		out = append(out, all[i])
 	}
@@ -78,8 +85,12 @@ func run(paths []path, jobs, rounds int) error {
 	if err := loadModel(ctx, rdb); err != nil {
 		return err
 	}
-	// every command in the slow log, for typicalCalls
-	for _, kv := range [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", strconv.Itoa(slowLogLen)}} {
+	// every command in the slow log, for typicalCalls; else none
+	log := [][2]string{{"slowlog-log-slower-than", "-1"}}
+	if typical {
+		log = [][2]string{{"slowlog-log-slower-than", "0"}, {"slowlog-max-len", strconv.Itoa(slowLogLen)}}
+	}
+	for _, kv := range log {
 		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
 			return fmt.Errorf("CONFIG SET %s: %w", kv[0], err)
 		}
@@ -90,7 +101,7 @@ func run(paths []path, jobs, rounds int) error {
 		// does not favour one path
 		for k := range paths {
 			p := paths[(r+k)%len(paths)]
-			c, err := measure(ctx, rdb, p, jobs, fmt.Sprintf("r%d", r))
+			c, err := measure(ctx, rdb, p, jobs, fmt.Sprintf("r%d", r), typical)
 			if err != nil {
 				return fmt.Errorf("%s, round %d: %w", p.name(), r+1, err)
 			}
@@ -118,6 +129,9 @@ func report(paths []path, got map[string][]cost, jobs, rounds int) {
 	fmt.Println(head)
 	fmt.Println(rule)
 	for _, f := range figures {
+		if f.typical && !typical {
+			continue
+		}
 		row := "| " + f.name + " |"
 		base := median(got[paths[0].name()], f.get)
 		for _, p := range paths {
@@ -131,16 +145,18 @@ func report(paths []path, got map[string][]cost, jobs, rounds int) {
 }
 
 var figures = []struct {
-	name string
-	get  func(cost) float64
+	name    string
+	get     func(cost) float64
+	typical bool // from the slow log: -typical
 }{
-	{"Redis CPU, enqueue", func(c cost) float64 { return c.enqueueCPU }},
-	{"Redis CPU, claim + ack", func(c cost) float64 { return c.runCPU }},
-	{"Redis CPU, the whole path", func(c cost) float64 { return c.enqueueCPU + c.runCPU }},
-	{"FCALL time, the whole path", func(c cost) float64 { return c.fcall }},
-	{"… enqueue, each function at its median call", func(c cost) float64 { return c.typicalEnq }},
-	{"… claim + ack, each function at its median call", func(c cost) float64 { return c.typicalRun }},
-	{"commands per job", func(c cost) float64 { return c.commands }},
+	{"Redis CPU, enqueue", func(c cost) float64 { return c.enqueueCPU }, false},
+	{"Redis CPU, claim + ack", func(c cost) float64 { return c.runCPU }, false},
+	{"Redis CPU, the whole path", func(c cost) float64 { return c.enqueueCPU + c.runCPU }, false},
+	{"FCALL time, the whole path", func(c cost) float64 { return c.fcall }, false},
+	{"… enqueue, each function at its median call", func(c cost) float64 { return c.typicalEnq }, true},
+	{"… claim + ack, each function at its median call", func(c cost) float64 { return c.typicalRun }, true},
+	{"commands per job", func(c cost) float64 { return c.commands }, false},
+	{"bytes of memory per ready job (used_memory, call records included)", func(c cost) float64 { return c.memory }, false},
 }
 
 func median(cs []cost, get func(cost) float64) float64 {

@@ -22,11 +22,12 @@ type cost struct {
 	typicalEnq float64 // FCALL µs of enqueue, each function at its median call (SLOWLOG)
 	typicalRun float64 // the same for claim and ack
 	commands   float64 // commands Redis ran, scripts' own included
+	memory     float64 // bytes of used_memory per enqueued job, before the claims
 }
 
 func (c cost) String() string {
-	return fmt.Sprintf("enqueue %.2f µs, claim+ack %.2f µs, FCALL %.2f µs (typical %.2f + %.2f), %.2f commands per job",
-		c.enqueueCPU, c.runCPU, c.fcall, c.typicalEnq, c.typicalRun, c.commands)
+	return fmt.Sprintf("enqueue %.2f µs, claim+ack %.2f µs, FCALL %.2f µs (typical %.2f + %.2f), %.2f commands, %.0f bytes per job",
+		c.enqueueCPU, c.runCPU, c.fcall, c.typicalEnq, c.typicalRun, c.commands, c.memory)
 }
 
 const (
@@ -35,11 +36,17 @@ const (
 )
 
 // measure enqueues jobs no-op jobs on a fresh namespace, then claims and
-// completes them all, and reads what Redis spent.
-func measure(ctx context.Context, rdb *redis.Client, p path, jobs int, round string) (cost, error) {
+// completes them all, and reads what Redis spent. With typical, run has
+// set the slow log to keep every command, and the FCALLs' median times
+// are read from it. Redis logs the commands of scripts too, an entry each,
+// so the log costs a path CPU and memory by its commands: its CPU and
+// memory figures are the ones to read from a run without it.
+func measure(ctx context.Context, rdb *redis.Client, p path, jobs int, round string, typical bool) (cost, error) {
 	s := p.open(rdb, "model-"+p.name()+"-"+round)
-	if err := rdb.SlowLogReset(ctx).Err(); err != nil {
-		return cost{}, err
+	if typical {
+		if err := rdb.SlowLogReset(ctx).Err(); err != nil {
+			return cost{}, err
+		}
 	}
 	before, err := readStats(ctx, rdb)
 	if err != nil {
@@ -59,7 +66,15 @@ func measure(ctx context.Context, rdb *redis.Client, p path, jobs int, round str
 	if err != nil {
 		return cost{}, err
 	}
-	typicalEnq, err := typicalCalls(ctx, rdb)
+	var typicalEnq, typicalRun float64
+	if typical {
+		if typicalEnq, err = typicalCalls(ctx, rdb); err != nil {
+			return cost{}, err
+		}
+	}
+	// the claims' figures start here: reading the slow log is no part of
+	// them, and its entries are gone from the memory
+	ready, err := readStats(ctx, rdb)
 	if err != nil {
 		return cost{}, err
 	}
@@ -80,18 +95,20 @@ func measure(ctx context.Context, rdb *redis.Client, p path, jobs int, round str
 	if err != nil {
 		return cost{}, err
 	}
-	typicalRun, err := typicalCalls(ctx, rdb)
-	if err != nil {
-		return cost{}, err
+	if typical {
+		if typicalRun, err = typicalCalls(ctx, rdb); err != nil {
+			return cost{}, err
+		}
 	}
 	n := float64(jobs)
 	return cost{
 		typicalEnq: typicalEnq / n,
 		typicalRun: typicalRun / n,
 		enqueueCPU: (enqueued.cpu - before.cpu) * 1e6 / n,
-		runCPU:     (after.cpu - enqueued.cpu) * 1e6 / n,
+		runCPU:     (after.cpu - ready.cpu) * 1e6 / n,
 		fcall:      float64(after.fcallUsec-before.fcallUsec) / n,
-		commands:   float64(after.commands-before.commands) / n,
+		commands:   float64(enqueued.commands-before.commands+after.commands-ready.commands) / n,
+		memory:     float64(ready.memory-before.memory) / n,
 	}, nil
 }
 
@@ -99,11 +116,13 @@ type stats struct {
 	cpu       float64 // seconds, user + system
 	fcallUsec int64
 	commands  int64
+	memory    int64 // used_memory
 }
 
-// readStats reads redis-server's CPU time, FCALL time and command count.
+// readStats reads redis-server's CPU time, FCALL time, command count and
+// memory.
 func readStats(ctx context.Context, rdb *redis.Client) (stats, error) {
-	info, err := rdb.Info(ctx, "cpu", "stats", "commandstats").Result()
+	info, err := rdb.Info(ctx, "cpu", "stats", "commandstats", "memory").Result()
 	if err != nil {
 		return stats{}, fmt.Errorf("INFO: %w", err)
 	}
@@ -119,6 +138,8 @@ func readStats(ctx context.Context, rdb *redis.Client) (stats, error) {
 			st.cpu += f
 		case "total_commands_processed":
 			st.commands, _ = strconv.ParseInt(v, 10, 64)
+		case "used_memory":
+			st.memory, _ = strconv.ParseInt(v, 10, 64)
 		case "cmdstat_fcall":
 			for field := range strings.SplitSeq(v, ",") {
 				if u, ok := strings.CutPrefix(field, "usec="); ok {

@@ -19,7 +19,8 @@
 -- the batched DEL, HDEL and ZREM.
 --
 -- KEYS, all functions: 1 ready list, 2 run zset (lease expiry), 3 running
--- index (hash), 4 stats hash, 5 idle flag, 6 fence hash (the second step).
+-- index (hash), 4 stats hash, 5 idle flag, 6 fence hash (the second and
+-- third steps), 7 definitions hash (the third step).
 -- ARGV, all functions: 1 prefix of per-job keys, 2 call ID, 3 wake-up
 -- channel, 4 partition number; then each function's own.
 
@@ -164,9 +165,10 @@ end
 
 -- acker makes the ack of a model step: ARGV 5 n, then n triples (id,
 -- lease ID, fence) of completions whose jobs are deleted, with the keys
--- each job has (named by their prefixes in owned), and its last fence in
--- the fence hash when fenced. Answers 'completed' or 'stale' per entry.
-local function acker(owned, fenced)
+-- each job has (named by their prefixes in owned), and its fields in the
+-- hashes KEYS[k] for each k of fielded (the running index always).
+-- Answers 'completed' or 'stale' per entry.
+local function acker(owned, fielded)
   return function(keys, argv)
     local pfx, call = argv[1], argv[2]
     local again = replayed(pfx, call)
@@ -187,13 +189,14 @@ local function acker(owned, fenced)
           out[i] = 'completed'
           done[#done + 1] = ids[i]
           for _, kp in ipairs(owned) do dels[#dels + 1] = pfx .. kp .. ids[i] end
+          -- the third step: a job with a life hash says so in its entry
+          if string.sub(h, -2) == ' h' then dels[#dels + 1] = pfx .. 'j:' .. ids[i] end
         end
       end
     end
     if #done > 0 then
-      redis.call('DEL', unpack(dels))
-      redis.call('HDEL', keys[3], unpack(done))
-      if fenced then redis.call('HDEL', keys[6], unpack(done)) end
+      if #dels > 0 then redis.call('DEL', unpack(dels)) end
+      for _, k in ipairs(fielded) do redis.call('HDEL', keys[k], unpack(done)) end
       redis.call('ZREM', keys[2], unpack(done))
       redis.call('HINCRBY', keys[4], 'running', -#done)
       local mk = pfx .. 'm:' .. math.floor(now_ms() / 60000)
@@ -264,9 +267,73 @@ local function claim2(keys, argv)
   return leased(keys, argv, c)
 end
 
+-- The third step: no key of its own for a plain job. Its definition is a
+-- field of the partition's definitions hash (KEYS[7], job ID ->
+-- definition), its last fence a field of the fence hash as in the second
+-- step, followed by ' h' when the job has a life hash (j:<id>, created
+-- only when a transition records something of it: the ack deletes it
+-- then, and only then). Every per-job datum is a field of a hash that a
+-- batched command reads or writes for the whole call, so no command runs
+-- per job, and no per-job key can hold another type than the script
+-- expects: a hand-made value under a job's key is no job of the model's
+-- (the second step deletes whatever d:<id> holds).
+
+-- enqueue3: ARGV 5 n, then n pairs (id, definition). An ID whose
+-- definition is there already is taken: one HMGET for the batch.
+local function enqueue3(keys, argv)
+  local again = replayed(argv[1], argv[2])
+  if again then return again end
+  local n = tonumber(argv[5])
+  local ids = {}
+  for i = 1, n do ids[i] = argv[4 + 2 * i] end
+  local had = redis.call('HMGET', keys[7], unpack(ids))
+  local out, added, sets, seen = {}, {}, {}, {}
+  for i = 1, n do
+    local id = ids[i]
+    if had[i] or seen[id] then
+      out[i] = 0
+    else
+      seen[id] = true
+      sets[#sets + 1] = id
+      sets[#sets + 1] = argv[5 + 2 * i]
+      added[#added + 1] = id
+      out[i] = 1
+    end
+  end
+  if #sets > 0 then redis.call('HSET', keys[7], unpack(sets)) end
+  return listed(keys, argv, added, out)
+end
+
+-- claim3: answers as claim2; a job's index entry ends with ' h' when its
+-- fence says it has a life hash.
+local function claim3(keys, argv)
+  local again = replayed(argv[1], argv[2])
+  if again then return again end
+  local c = popped(keys, argv)
+  if c.ids then
+    local fences = redis.call('HMGET', keys[6], unpack(c.ids))
+    local defs = redis.call('HMGET', keys[7], unpack(c.ids))
+    local seen = {}
+    for i, id in ipairs(c.ids) do
+      if not c.held[i] and not seen[id] and defs[i] then
+        seen[id] = true
+        local f = fences[i]
+        lease(c, id, (tonumber(f and string.match(f, '^%d+')) or 0) + 1)
+        if f and string.sub(f, -2) == ' h' then c.index[#c.index] = c.index[#c.index] .. ' h' end
+        c.out[c.o + 1] = defs[i]
+        c.o = c.o + 1
+      end
+    end
+  end
+  return leased(keys, argv, c)
+end
+
 redis.register_function('model_enqueue', enqueue)
 redis.register_function('model_claim', claim)
-redis.register_function('model_ack', acker({ 'j:', 'b:' }, false))
+redis.register_function('model_ack', acker({ 'j:', 'b:' }, { 3 }))
 redis.register_function('model2_enqueue', enqueue2)
 redis.register_function('model2_claim', claim2)
-redis.register_function('model2_ack', acker({ 'd:', 'j:' }, true))
+redis.register_function('model2_ack', acker({ 'd:', 'j:' }, { 3, 6 }))
+redis.register_function('model3_enqueue', enqueue3)
+redis.register_function('model3_claim', claim3)
+redis.register_function('model3_ack', acker({}, { 3, 6, 7 }))

@@ -34,9 +34,9 @@ func server(t *testing.T) *redis.Client {
 func TestModelPaths(t *testing.T) {
 	rdb := server(t)
 	ctx := context.Background()
-	for _, p := range []path{sluicePath{}, modelPath{"model"}, modelPath{"model2"}} {
+	for _, p := range []path{sluicePath{}, modelPath{"model"}, modelPath{"model2"}, modelPath{"model3"}} {
 		t.Run(p.name(), func(t *testing.T) {
-			if _, err := measure(ctx, rdb, p, 120, "test"); err != nil {
+			if _, err := measure(ctx, rdb, p, 120, "test", false); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := rdb.DBSize(ctx).Result(); err != nil || n > 40 {
@@ -51,7 +51,7 @@ func TestModelPaths(t *testing.T) {
 func TestModelFencing(t *testing.T) {
 	rdb := server(t)
 	ctx := context.Background()
-	for _, fn := range []string{"model", "model2"} {
+	for _, fn := range []string{"model", "model2", "model3"} {
 		t.Run(fn, func(t *testing.T) {
 			s := modelPath{fn}.open(rdb, "fence-"+fn).(*modelSession)
 			a, b := keys.NewLocal(), keys.NewLocal()
@@ -96,7 +96,7 @@ func TestModelFencing(t *testing.T) {
 func enqueueArgs(fn string, ids ...string) []any {
 	args := []any{len(ids)}
 	for _, id := range ids {
-		if fn == "model2" {
+		if fn != "model" {
 			args = append(args, id, definition)
 		} else {
 			args = append(args, id, kind, payload)
@@ -117,4 +117,41 @@ func ack(t *testing.T, s *modelSession, call string, leases []store.Lease) []str
 		t.Fatalf("ack = %v, %v", v, err)
 	}
 	return v
+}
+
+// TestModel3LifeHash: the third step deletes a job's life hash only when
+// the job's fence says it has one, and never touches a key of a plain
+// job's name, whatever it holds.
+func TestModel3LifeHash(t *testing.T) {
+	rdb := server(t)
+	ctx := context.Background()
+	s := modelPath{"model3"}.open(rdb, "life").(*modelSession)
+	a, b := keys.NewLocal(), keys.NewLocal()
+	if err := s.enqueue(ctx, []string{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	rdb.HSet(ctx, s.keys[5], a, "3 h")
+	rdb.HSet(ctx, s.pfx+"j:"+a, "attempt", "1")
+	rdb.Set(ctx, s.pfx+"j:"+b, "not the model's", 0)
+	leases, err := s.claim(ctx, 10)
+	if err != nil || len(leases) != 2 {
+		t.Fatalf("claim = %v, %v; want a and b", leases, err)
+	}
+	for _, l := range leases {
+		if want := map[string]int64{a: 4, b: 1}[l.Local]; l.Fence != want {
+			t.Errorf("job %s leased at fence %d; want %d", l.Local, l.Fence, want)
+		}
+	}
+	if got := ack(t, s, "done", leases); got[0] != "completed" || got[1] != "completed" {
+		t.Fatalf("ack = %v; want both completed", got)
+	}
+	if n, _ := rdb.Exists(ctx, s.pfx+"j:"+a).Result(); n != 0 {
+		t.Errorf("a's life hash is still there after its completion")
+	}
+	if v, _ := rdb.Get(ctx, s.pfx+"j:"+b).Result(); v != "not the model's" {
+		t.Errorf("the value under b's name = %q; the ack of a plain job touched it", v)
+	}
+	if n, _ := rdb.HLen(ctx, s.keys[6]).Result(); n != 0 {
+		t.Errorf("%d definitions left after both completed", n)
+	}
 }

@@ -37,7 +37,8 @@ const (
 )
 
 // payload is what Sluice's producer writes for a no-op job's arguments;
-// definition is a job's kind and payload as model2 keeps them, packed.
+// definition is a job's kind and payload as model2 and model3 keep them,
+// packed.
 var (
 	payload    = []byte{0x80}
 	definition = mustPack(map[string]any{"k": kind, "p": payload})
@@ -137,8 +138,8 @@ func loadModel(ctx context.Context, rdb *redis.Client) error {
 	return nil
 }
 
-// modelPath runs model.lua: its first step (fn "model"), or its second
-// ("model2").
+// modelPath runs model.lua: its first step (fn "model"), its second
+// ("model2") or its third ("model3").
 type modelPath struct{ fn string }
 
 func (m modelPath) name() string { return m.fn }
@@ -146,7 +147,7 @@ func (m modelPath) name() string { return m.fn }
 func (m modelPath) open(rdb *redis.Client, ns string) session {
 	tag := "{" + ns + ":q:0}"
 	return &modelSession{rdb: rdb, fn: m.fn, pfx: tag + ":",
-		keys: []string{tag + ":ready", tag + ":run", tag + ":lz", tag + ":stats", tag + ":idle", tag + ":fz"}}
+		keys: []string{tag + ":ready", tag + ":run", tag + ":lz", tag + ":stats", tag + ":idle", tag + ":fz", tag + ":defs"}}
 }
 
 type modelSession struct {
@@ -169,7 +170,7 @@ func (s *modelSession) enqueue(ctx context.Context, ids []string) error {
 	args := make([]any, 0, 1+3*len(ids))
 	args = append(args, len(ids))
 	for _, id := range ids {
-		if s.fn == "model2" {
+		if s.fn != "model" {
 			args = append(args, id, definition)
 		} else {
 			args = append(args, id, kind, payload)
@@ -197,7 +198,8 @@ func (s *modelSession) claim(ctx context.Context, n int) ([]store.Lease, error) 
 }
 
 // parseClaim reads model.lua's claim reply: per job id, lease ID, expiry,
-// fence, then 2f and f values (model), or the definition (model2).
+// fence, then 2f and f values (model), or the definition (model2,
+// model3).
 func (s *modelSession) parseClaim(v []any) ([]store.Lease, error) {
 	var out []store.Lease
 	for o := 0; o < len(v); {
