@@ -218,14 +218,11 @@ end
 -- when not plain available/running) in a job hash created only then. A
 -- job with no hash and no index entry is available.
 
--- enqueue2: ARGV 5 n, then n pairs (id, definition).
-local function enqueue2(keys, argv)
-  local again = replayed(argv[1], argv[2])
-  if again then return again end
-  local n = tonumber(argv[5])
-  local dks = {}
-  for i = 1, n do dks[i] = argv[1] .. 'd:' .. argv[4 + 2 * i] end
-  local had = taken(dks)
+-- fresh picks, of an enqueue's n (id, definition) pairs, those whose ID is
+-- neither taken (had[i]) nor repeated in the call: their names[i] and
+-- definitions as pairs for one write, their IDs, and the call's answer
+-- (1 per job added, 0 per ID taken).
+local function fresh(argv, n, had, names)
   local out, ids, sets, seen = {}, {}, {}, {}
   for i = 1, n do
     local id = argv[4 + 2 * i]
@@ -233,14 +230,43 @@ local function enqueue2(keys, argv)
       out[i] = 0
     else
       seen[id] = true
-      sets[#sets + 1] = dks[i]
+      sets[#sets + 1] = names[i]
       sets[#sets + 1] = argv[5 + 2 * i]
       ids[#ids + 1] = id
       out[i] = 1
     end
   end
+  return out, ids, sets
+end
+
+-- enqueue2: ARGV 5 n, then n pairs (id, definition).
+local function enqueue2(keys, argv)
+  local again = replayed(argv[1], argv[2])
+  if again then return again end
+  local n = tonumber(argv[5])
+  local dks = {}
+  for i = 1, n do dks[i] = argv[1] .. 'd:' .. argv[4 + 2 * i] end
+  local out, ids, sets = fresh(argv, n, taken(dks), dks)
   if #sets > 0 then redis.call('MSET', unpack(sets)) end
   return listed(keys, argv, ids, out)
+end
+
+-- lease_defined leases, in claim c, each popped job that has a definition
+-- (defs[i]) and is neither running nor repeated in the call, at the fence
+-- after its last (fences[i]; marked ' h' when the job has a life hash,
+-- which its index entry then says too), and answers its definition.
+local function lease_defined(c, fences, defs)
+  local seen = {}
+  for i, id in ipairs(c.ids) do
+    if not c.held[i] and not seen[id] and defs[i] then
+      seen[id] = true
+      local f = fences[i]
+      lease(c, id, (tonumber(f and string.match(f, '^%d+')) or 0) + 1)
+      if f and string.sub(f, -2) == ' h' then c.index[#c.index] = c.index[#c.index] .. ' h' end
+      c.out[c.o + 1] = defs[i]
+      c.o = c.o + 1
+    end
+  end
 end
 
 -- claim2: answers, per job leased, id, lease ID, lease expiry, fence,
@@ -253,16 +279,7 @@ local function claim2(keys, argv)
     local fences = redis.call('HMGET', keys[6], unpack(c.ids))
     local dks = {}
     for i, id in ipairs(c.ids) do dks[i] = argv[1] .. 'd:' .. id end
-    local defs = redis.call('MGET', unpack(dks))
-    local seen = {}
-    for i, id in ipairs(c.ids) do
-      if not c.held[i] and not seen[id] and defs[i] then
-        seen[id] = true
-        lease(c, id, (tonumber(fences[i]) or 0) + 1)
-        c.out[c.o + 1] = defs[i]
-        c.o = c.o + 1
-      end
-    end
+    lease_defined(c, fences, redis.call('MGET', unpack(dks)))
   end
   return leased(keys, argv, c)
 end
@@ -286,44 +303,18 @@ local function enqueue3(keys, argv)
   local n = tonumber(argv[5])
   local ids = {}
   for i = 1, n do ids[i] = argv[4 + 2 * i] end
-  local had = redis.call('HMGET', keys[7], unpack(ids))
-  local out, added, sets, seen = {}, {}, {}, {}
-  for i = 1, n do
-    local id = ids[i]
-    if had[i] or seen[id] then
-      out[i] = 0
-    else
-      seen[id] = true
-      sets[#sets + 1] = id
-      sets[#sets + 1] = argv[5 + 2 * i]
-      added[#added + 1] = id
-      out[i] = 1
-    end
-  end
+  local out, added, sets = fresh(argv, n, redis.call('HMGET', keys[7], unpack(ids)), ids)
   if #sets > 0 then redis.call('HSET', keys[7], unpack(sets)) end
   return listed(keys, argv, added, out)
 end
 
--- claim3: answers as claim2; a job's index entry ends with ' h' when its
--- fence says it has a life hash.
+-- claim3: answers as claim2.
 local function claim3(keys, argv)
   local again = replayed(argv[1], argv[2])
   if again then return again end
   local c = popped(keys, argv)
   if c.ids then
-    local fences = redis.call('HMGET', keys[6], unpack(c.ids))
-    local defs = redis.call('HMGET', keys[7], unpack(c.ids))
-    local seen = {}
-    for i, id in ipairs(c.ids) do
-      if not c.held[i] and not seen[id] and defs[i] then
-        seen[id] = true
-        local f = fences[i]
-        lease(c, id, (tonumber(f and string.match(f, '^%d+')) or 0) + 1)
-        if f and string.sub(f, -2) == ' h' then c.index[#c.index] = c.index[#c.index] .. ' h' end
-        c.out[c.o + 1] = defs[i]
-        c.o = c.o + 1
-      end
-    end
+    lease_defined(c, redis.call('HMGET', keys[6], unpack(c.ids)), redis.call('HMGET', keys[7], unpack(c.ids)))
   end
   return leased(keys, argv, c)
 end
