@@ -126,13 +126,21 @@ func (w *Worker) pushStart(sent, made time.Time, j *store.Job) time.Time {
 // first, one after the other, so that the oldest ends at the front.
 // (Jobs of two enqueue calls come in two messages, released apart: the
 // later call's may end in front, as jobs handed back at shutdown.)
+// While Redis does not answer, each release is sent again only until the
+// jobs' leases, all begun before this call, could have run out (the
+// longest lease from now): not for a lease of its own after the one
+// before it gave up, which held a stopping worker's Run a lease per job.
 func (w *Worker) handBack(p keys.Partition, jobs []*store.Job) {
 	if len(jobs) == 0 {
 		return
 	}
+	until := w.clk.Now().Add(w.longestLease)
 	w.handBacks.Go(func() {
 		for _, j := range slices.Backward(jobs) {
-			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease})
+			// at least one try (a Resend of 0 would be the longest lease again)
+			resend := max(until.Sub(w.clk.Now()), time.Millisecond)
+			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease,
+				Resend: resend})
 			id := keys.Ref{Partition: p, Local: j.Local}.String()
 			w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
 			if w.sig.Settled.Enabled() {
