@@ -59,9 +59,14 @@ func (r *registry) beat(ctx context.Context) {
 	}
 }
 
-// unregister removes the worker from the registry as it stops.
+// unregister removes the worker from the registry as it stops, within
+// what the final relay left of their bound (Worker.tailEnd).
 func (r *registry) unregister(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	end := time.Now().Add(finalRelayTimeout)
+	if t := r.w.tailEnd.Load(); t != 0 {
+		end = time.Unix(0, t)
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), end)
 	defer cancel()
 	self := sluicetype.WorkerInfo{ID: r.w.opts.WorkerID, Host: r.host, PID: os.Getpid(), Started: r.started}
 	if err := r.w.st.Unregister(ctx, self); err != nil {

@@ -80,8 +80,8 @@ const finalRelayTimeout = 5 * time.Second
 // idle), the parent would wait for its child, ended, until a worker
 // served the queue again. Two relayers of one outbox are safe
 // (RelayOutbox); the pass is bounded, as Redis may be out of reach.
-func (w *Worker) finalRelay(bg context.Context) {
-	ctx, cancel := context.WithTimeout(bg, finalRelayTimeout)
+func (w *Worker) finalRelay(bg context.Context, end time.Time) {
+	ctx, cancel := context.WithDeadline(bg, end)
 	defer cancel()
 	w.relayPass(ctx)
 }

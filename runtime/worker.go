@@ -67,6 +67,11 @@ type Worker struct {
 	// sig is what the worker tells tests it did: set by Run from its
 	// context, off (each call a nil check) unless a test put a set there.
 	sig testsignal.Worker
+
+	// tailEnd is when Run's last calls (the final relay, the registry's
+	// leave) must end, in Unix ns by the wall clock; 0 until Run's
+	// shutdown gets there.
+	tailEnd atomic.Int64
 }
 
 // NewWorker returns a worker on rdb (which stays the caller's: the worker
@@ -138,6 +143,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	defer w.running.Store(false)
+	w.tailEnd.Store(0) // a Run before this one's
 	w.warnKindOptions()
 	w.sig = testsignal.WorkerFrom(ctx) // before any goroutine of this Run
 	bg := context.WithoutCancel(ctx)
@@ -191,7 +197,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.busy.Wait() // the jobs in flight finish, or the window cancels them
 	closeWindow()
 	w.handBacks.Wait()
-	w.finalRelay(bg) // the last acks' outbox entries: no other worker may serve these partitions
+	// the last relay and the leave of the registry after it (renewer.stop)
+	// share the 5 s Run documents: on a Redis that answers nothing, each
+	// took 5 s of its own
+	tail := time.Now().Add(finalRelayTimeout)
+	w.tailEnd.Store(tail.UnixNano())
+	w.finalRelay(bg, tail) // the last acks' outbox entries: no other worker may serve these partitions
 	stopServices()
 	services.Wait()
 	stopReliability()
