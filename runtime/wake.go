@@ -275,14 +275,17 @@ func (wk *wakeups) withdraw(ctx context.Context, log *slog.Logger, take func(*re
 		return
 	}
 	if err := ps.Unsubscribe(ctx, wk.push); err != nil {
-		// the connection is broken: what it held is lost with it, and the
-		// reaper takes those leases back
+		// the connection is broken: what it held on the wire is lost with
+		// it, and the reaper takes those leases back; what it had received
+		// is in wk.ch already, and handed back
 		log.Warn("could not withdraw the worker's offers; jobs pushed meanwhile wait out their leases", "err", err)
+		wk.takeReceived(take)
 		return
 	}
 	for {
 		select {
 		case <-ctx.Done():
+			wk.takeReceived(take)
 			return
 		case m, open := <-wk.ch:
 			if !open {
@@ -298,6 +301,25 @@ func (wk *wakeups) withdraw(ctx context.Context, log *slog.Logger, take func(*re
 					return
 				}
 			}
+		}
+	}
+}
+
+// takeReceived passes take each push already received, without waiting
+// for more: left in the channel, their jobs would stay leased to a worker
+// that has stopped until reaped, each charged a crash.
+func (wk *wakeups) takeReceived(take func(*redis.Message)) {
+	for {
+		select {
+		case m, open := <-wk.ch:
+			if !open {
+				return
+			}
+			if m, ok := m.(*redis.Message); ok && m.Channel == wk.push {
+				take(m)
+			}
+		default:
+			return
 		}
 	}
 }
