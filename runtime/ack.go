@@ -20,9 +20,10 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 }
 
 // flushAcks writes one partition's acks, retrying while Redis is
-// unreachable until the last of their leases runs out (store.Ack.Resend;
-// the longest lease for an ack that gives none, even beside others that
-// do: after it the jobs are reaped and the acks would be stale anyway),
+// unreachable until the last of their leases runs out (store.Ack.GiveUp,
+// reckoned as the outcome was known; else Resend from now; the longest
+// lease for an ack that gives none, even beside others that do: after it
+// the jobs are reaped and the acks would be stale anyway),
 // but not on a closed client, which never answers again, nor on an answer
 // a retry would get again (final). A retry is the same call as the first
 // try (store.Ack), so a first try that Redis ran is answered, not repeated.
@@ -33,16 +34,24 @@ func (w *Worker) ack(p keys.Partition, a store.Ack) store.AckResult {
 // as its tries may come (Resend, the same for every ack of the batch).
 func (w *Worker) flushAcks(ctx context.Context, p keys.Partition, acks []store.Ack) []store.AckResult {
 	var resend time.Duration
+	var giveUp time.Time // the last ack's (Ack.GiveUp), or resend from now
+	now := w.clk.Now()
 	for _, a := range acks {
 		if a.Resend <= 0 {
 			a.Resend = w.longestLease // hand-backs and give-backs
 		}
 		resend = max(resend, a.Resend)
+		until := a.GiveUp
+		if until.IsZero() {
+			until = now.Add(a.Resend)
+		}
+		if until.After(giveUp) {
+			giveUp = until
+		}
 	}
 	for i := range acks {
 		acks[i].Resend = resend // part of every call's ID: the same in each try
 	}
-	giveUp := w.clk.Now().Add(resend)
 	delay := 10 * time.Millisecond
 	var out []store.AckResult // when a cut call failed: every ack's result, filled as they come
 	var at []int              // then, the index in out of each ack still to send

@@ -259,6 +259,7 @@ func (w *Worker) conclude(a *Attempt, r result, returned bool, cause error) {
 		w.acking(a) // events.go
 	}
 	ack.Resend = w.ackResend(a)
+	ack.GiveUp = w.clk.Now().Add(ack.Resend) // not from when its call starts: it may queue behind others
 	res = w.ack(a.ref.Partition, ack)
 	// one telling of the outcome for its metrics, span, record and event
 	o := w.describe(a, r, cause, true, ack, res)

@@ -140,7 +140,7 @@ func (w *Worker) handBack(p keys.Partition, jobs []*store.Job) {
 			// at least one try (a Resend of 0 would be the longest lease again)
 			resend := max(until.Sub(w.clk.Now()), time.Millisecond)
 			res := w.ack(p, store.Ack{Lease: store.Lease{Local: j.Local, LeaseID: j.LeaseID, Fence: j.Fence}, Code: store.CodeRelease,
-				Resend: resend})
+				Resend: resend, GiveUp: until})
 			id := keys.Ref{Partition: p, Local: j.Local}.String()
 			w.log.Debug("handed back a pushed job", "queue", p.Queue, "job", id, "state", res.State, "err", res.Err)
 			if w.sig.Settled.Enabled() {

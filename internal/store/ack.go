@@ -61,6 +61,11 @@ type Ack struct {
 	// ran and deleted its job is answered completed, not stale. It is part
 	// of the call's ID: every try of a call must give the same.
 	Resend time.Duration
+	// GiveUp, when set, is when the ack's tries stop (runtime's
+	// flushAcks), by the caller's clock: Resend from when the outcome
+	// was known, not from when its call started, which may be long after
+	// (behind a partition's earlier acks, retried). Not sent.
+	GiveUp time.Time
 }
 
 // AckResult is what one ack did: the job's new state, or ErrStale.
