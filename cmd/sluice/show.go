@@ -147,13 +147,23 @@ func stack(w io.Writer, title, s string) {
 	}
 }
 
-// suspension says what a suspended workflow waits for.
+// suspension says what a suspended workflow waits for. Its due time is
+// its earliest timer's wake time or its deadline, if sooner: at the
+// deadline the job is archived (deadline_exceeded), not woken, which is
+// said rather than shown as the end of its wait.
 func suspension(j *flow.JobInfo) string {
+	atDeadline := !j.RunAt.IsZero() && !j.Deadline.IsZero() && !j.RunAt.Before(j.Deadline)
 	if len(j.AwaitingSignals) == 0 {
+		if atDeadline {
+			return "sleeping past its deadline " + when(j.Deadline) + " (archived then: deadline_exceeded)"
+		}
 		return "sleeping until " + when(j.RunAt)
 	}
 	wake := "no timer"
-	if !j.RunAt.IsZero() {
+	switch {
+	case atDeadline:
+		wake = "until its deadline " + when(j.Deadline) + " (archived then: deadline_exceeded)"
+	case !j.RunAt.IsZero():
 		wake = "or until " + when(j.RunAt)
 	}
 	return "waiting for signal " + strings.Join(j.AwaitingSignals, ", ") + ", " + wake
