@@ -39,7 +39,10 @@ const MaxSignalPayload = 64 << 10
 //
 // Errors: ErrInvalid (a malformed ID, name or key, a payload that does not
 // encode or is over MaxSignalPayload), ErrNotFound (no such job), a
-// *sluicetype.StateError (ErrWrongState) for a job that has finished, or
+// *sluicetype.StateError (ErrWrongState) for a job that has finished or
+// whose deadline (WithDeadline) has passed by Redis's clock (it is
+// archived, deadline_exceeded, instead of running: no wait takes the
+// signal; a retry with the key of one kept before succeeds), or
 // a *sluicetype.OtherJobError (ErrWrongState) for another job under the
 // ID than WithSignalJobCreated names.
 func (c *Client) Signal(ctx context.Context, id, name string, payload any, opts ...SignalOption) error {

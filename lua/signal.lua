@@ -24,6 +24,9 @@
 --                        checkpoints are kept)
 --   'missing', ''        no such job: nothing kept
 --   'final', state       the job has finished: nothing kept
+--   'past_deadline ' .. deadline, state  its deadline (ms) has passed by
+--                        store time: nothing kept (a keyed retry of one
+--                        kept before: 'exists')
 --   'conflict', state, created  another job has the ID, created (ms) out
 --                        of ARGV[13]..ARGV[14]: nothing kept
 --   an error (WRONGTYPE) its job's data is corrupt (its key, its state,
@@ -37,7 +40,7 @@ local again = replayed()
 if again then return again end
 local id, name, payload, key = ARGV[9], ARGV[10], ARGV[11], ARGV[12]
 local jk = job_key(id)
-local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.signal_seq)
+local h = redis.call('HMGET', jk, F.state, F.fence, F.awaits, F.signal_seq, F.deadline)
 local s = state_of(h[1])
 if not s then return remember({ STATUS.missing, STATUS.none }) end
 -- a state no release writes (corrupt data): refused as malformed, nothing
@@ -57,6 +60,21 @@ if TERMINAL[s] then
     return remember({ STATUS.exists, s })
   end
   return remember({ STATUS.final, s })
+end
+-- a job whose deadline has passed by store time is archived
+-- (deadline_exceeded) by the claim that meets it, as claim.lua reads the
+-- deadline, instead of running (its running attempt is stopped): no wait
+-- of it takes a signal now. Kept and answered 'ok', the signal was lost;
+-- refused as for a finished job, nothing kept (a keyed retry of one kept
+-- before is answered as such)
+do
+  local dl = tonumber(h[5])
+  if dl and dl <= NOW then
+    if key ~= '' and redis.pcall('HEXISTS', sk, SIGNAL_KEY_PREFIX .. key) == 1 then
+      return remember({ STATUS.exists, s })
+    end
+    return remember({ STATUS.past_deadline .. string.format('%d', dl), s })
+  end
 end
 -- what the writes below need, checked before the first (Redis keeps the
 -- writes of a script that raises): a signal counter HINCRBY takes (as

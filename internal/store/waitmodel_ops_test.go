@@ -624,6 +624,10 @@ func (r *waitRun) sendSignal(s sentSignal, what string) {
 			want = "refused:" + j.state
 		case s.key != "" && j.used[s.key]:
 			want = "duplicate:" + j.state
+		case j.deadline > 0 && j.deadline <= r.now():
+			// archived by the claim that meets it: no wait takes a signal
+			want = "refused:" + j.state
+			r.counts["~signal-past-deadline"]++
 		default:
 			if s.key != "" {
 				if j.used == nil {

@@ -81,7 +81,9 @@ type SignalResult struct {
 // (lua/signal.lua). key, when not "", makes it idempotent: a signal with
 // the key of one sent to the job before keeps nothing (Duplicate), also
 // once the job has finished. Errors: ErrNotFound, or a
-// *sluicetype.StateError for a finished job the key was not sent to.
+// *sluicetype.StateError for a finished job the key was not sent to, or
+// one whose deadline has passed by store time (archived by the claim
+// that meets it: no wait of it takes a signal).
 func (s *Store) Signal(ctx context.Context, ref keys.Ref, name string, payload []byte, key string) (SignalResult, error) {
 	return s.SignalOf(ctx, ref, name, payload, key, Created{})
 }
@@ -109,6 +111,11 @@ func (s *Store) SignalOf(ctx context.Context, ref keys.Ref, name string, payload
 	}
 	if r[0] == statusExists {
 		return SignalResult{State: r[1], Duplicate: true}, nil
+	}
+	if dl, ok := strings.CutPrefix(r[0], statusPastDeadline); ok {
+		ms, _ := strconv.ParseInt(dl, 10, 64)
+		return SignalResult{State: r[1]}, &sluicetype.StateError{ID: ref.Local, Op: "signal", State: r[1],
+			Why: "its deadline " + time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) + " has passed: it is archived (deadline_exceeded) instead of running, and no wait of it takes a signal"}
 	}
 	state, err := adminStatus("signal", ref.Local, r[0], r[1])
 	return SignalResult{State: state}, err
