@@ -115,6 +115,19 @@ func (w *Worker) ackResend(a *Attempt) time.Duration {
 	return max(lease, end.Sub(w.clk.Now()))
 }
 
+// leaseGiveUp is when attempt a's writes stop being sent again, by the
+// worker's clock: now plus its ackResend, reckoned with one reading of
+// the clock.
+func (w *Worker) leaseGiveUp(a *Attempt) time.Time {
+	a.mu.Lock()
+	end, lease := a.leaseEnd, a.lease
+	a.mu.Unlock()
+	if at := w.clk.Now().Add(lease); at.After(end) {
+		return at
+	}
+	return end
+}
+
 // final reports whether err is an answer of Redis's that the same call
 // would get again: data a script or this worker cannot read
 // (store.ErrMalformed; a re-send of a call that ran answers from its

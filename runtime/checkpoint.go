@@ -13,7 +13,10 @@ import (
 
 // flushCheckpoints writes a batch of step checkpoints of one partition.
 // The checkpoints of a call that failed are sent again, as acks are
-// (flushAcks), while Redis is unreachable for up to the longest lease:
+// (flushAcks), while Redis is unreachable, until the last of their
+// attempts' leases could have run out (store.Checkpoint.GiveUp, reckoned
+// as each was sent; the longest lease from the first failure for one
+// that gives none):
 // Redis may have run the call and lost its reply, and a step that did
 // commit must not fail its attempt (an attempt spent, a retry backoff, a
 // job with one attempt archived). Sending one again is safe: the call is
@@ -28,6 +31,9 @@ func (w *Worker) flushCheckpoints(ctx context.Context, p keys.Partition, cs []st
 		return out
 	}
 	giveUp := w.clk.Now().Add(w.longestLease)
+	if last := latestGiveUp(cs); !last.IsZero() {
+		giveUp = last
+	}
 	delay := 10 * time.Millisecond
 	res, at := out, make([]int, len(cs)) // the last try's results, and each one's index in out
 	for i := range at {
@@ -56,4 +62,19 @@ func (w *Worker) flushCheckpoints(ctx context.Context, p keys.Partition, cs []st
 		}
 	}
 	return out
+}
+
+// latestGiveUp is the latest GiveUp of cs, zero when one of them gives
+// none (its tries are bounded by the longest lease).
+func latestGiveUp(cs []store.Checkpoint) time.Time {
+	var last time.Time
+	for _, c := range cs {
+		if c.GiveUp.IsZero() {
+			return time.Time{}
+		}
+		if c.GiveUp.After(last) {
+			last = c.GiveUp
+		}
+	}
+	return last
 }

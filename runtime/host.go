@@ -16,9 +16,14 @@ type attemptHost struct{ a *Attempt }
 
 func (h *attemptHost) Known(kind string) bool { return h.a.ctl.w.known(kind) }
 
-// Send batches the checkpoint with others of its partition.
+// Send batches the checkpoint with others of its partition. While Redis
+// does not answer, it is sent again until the attempt's lease could have
+// run out, reckoned now: its call may wait behind the partition's
+// earlier one, itself sent again.
 func (h *attemptHost) Send(c store.Checkpoint) store.CheckpointResult {
-	return h.a.ctl.w.checkpoints.do(h.a.ref.Partition, c)
+	w := h.a.ctl.w
+	c.GiveUp = w.leaseGiveUp(h.a)
+	return w.checkpoints.do(h.a.ref.Partition, c)
 }
 
 func (h *attemptHost) Lose() { h.a.lose() }

@@ -512,8 +512,11 @@ func (a *Attempt) renewalReturned() bool {
 // held. An outcome of the attempt cannot apply besides it: none is acked
 // (abandon), and the store applies one outcome per attempt.
 func (w *Worker) giveBack(a *Attempt) {
+	// sent again for the longest lease from now, not from when its call
+	// starts: it may wait behind the partition's earlier acks, retried
 	res := w.ack(a.ref.Partition, store.Ack{Lease: a.storeLease(), Code: store.CodeExpire, Reason: "lease_expired",
-		Message: "lease given up by its worker " + a.Worker + ": no renewal came back before it ran out"})
+		Message: "lease given up by its worker " + a.Worker + ": no renewal came back before it ran out",
+		GiveUp:  w.clk.Now().Add(w.longestLease)})
 	if res.Err != nil {
 		return // stale: reaped, or expired by store time; or Redis failed, and the reaper will take it
 	}

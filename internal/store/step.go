@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sluicehq/sluice/internal/keys"
 	"github.com/sluicehq/sluice/lua"
@@ -34,6 +35,12 @@ type Checkpoint struct {
 	Mode    string
 	Commit  string // unique name of this commit, for relayed effects: required with effects
 	Effects []sluicetype.Effect
+	// GiveUp, when set, is when the checkpoint's tries stop (runtime's
+	// flushCheckpoints), by the caller's clock: when its attempt's lease
+	// could have run out, reckoned as the step was sent, not from when
+	// its call started, which may be long after (behind the partition's
+	// earlier call, retried). Not sent.
+	GiveUp time.Time
 }
 
 // CheckpointResult is what one checkpoint did: Outboxed entries written,
