@@ -51,17 +51,23 @@ func TestReapedIntoArchiveLoggedAndReportedAsArchived(t *testing.T) {
 	if s := e.Sig.Settled.WaitFor(t, func(s testsignal.Settled) bool { return s.JobID == id && s.By == testsignal.Reap }); s.State != "archived" {
 		t.Fatalf("reaped into %s, want archived", s.State)
 	}
-	want := []map[string]any{{
-		"level": "ERROR", "msg": "job archived", "worker": b.ID(),
-		"job": id, "queue": "default", "reason": "malformed", "lost_by": a.ID(), "state": "archived",
-	}}
-	if diff := cmp.Diff(want, logsB.about(t, id)); diff != "" {
-		t.Errorf("B's records about the job (-want +got):\n%s", diff)
-	}
 	// counted before the reap is signalled
 	checkMetrics(t, metrics(t, readerB), map[string]float64{}, "sluice.jobs.")
 	d := testkit.Recv(t, deaths, "B's report of the death")
 	if d.Job.ID != id || d.State != "archived" || d.Reason != "malformed" {
 		t.Errorf("death %+v, want %s archived, malformed", d, id)
+	}
+	// read once the death is reported: the report's reading of the job,
+	// whose data is corrupt, warns before OnDeath is called (it was read
+	// before, and failed when the death goroutine had already warned)
+	want := []map[string]any{{
+		"level": "ERROR", "msg": "job archived", "worker": b.ID(),
+		"job": id, "queue": "default", "reason": "malformed", "lost_by": a.ID(), "state": "archived",
+	}, {
+		"level": "WARN", "msg": "reading a dead job for its death report failed", "worker": b.ID(), "job": id,
+		"err": "sluice: malformed job data in Redis: job " + ref.Local + `: field is not a number: "zz"`,
+	}}
+	if diff := cmp.Diff(want, logsB.about(t, id)); diff != "" {
+		t.Errorf("B's records about the job (-want +got):\n%s", diff)
 	}
 }
