@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,4 +77,41 @@ func waitingAttempt(t *testing.T, h Handler, suspect bool) (*Worker, runTask) {
 	}
 	w.start(ctx, p, res.Jobs[0], time.Now(), suspect)
 	return w, <-w.pool.tasks
+}
+
+// TestShutdownBeforeTheHandlerStarts: an attempt whose handler had not
+// started when the shutdown window ended (waiting for its runner) is
+// handed back unrun, nothing charged, as Run documents for the jobs the
+// window cancels. Before, its handler was called anyway, with its
+// context already cancelled: a handler that does not look at its
+// context first (or completes at once) ran the job on a worker that had
+// stopped, and its success was acked as a completion.
+func TestShutdownBeforeTheHandlerStarts(t *testing.T) {
+	called := make(chan struct{}, 1)
+	w, task := waitingAttempt(t, HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
+		called <- struct{}{}
+		return nil, nil // does its work without looking at ctx
+	}), false)
+	svc, stop := context.WithCancel(context.Background())
+	var services sync.WaitGroup
+	w.acks.start(svc, &services)
+	defer func() { stop(); services.Wait() }()
+	jobsCtx, cancelJobs := context.WithCancelCause(context.Background())
+	cancelJobs(ErrShutdown) // the window ended before the runner took it
+	task.ctx = jobsCtx
+	go w.runner(w.pool, task)
+	w.busy.Wait()
+	select {
+	case <-called:
+		t.Error("the handler of an attempt not started by the end of the shutdown window was called")
+	default:
+	}
+	j, _, err := w.st.Get(context.Background(), task.a.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.State != "available" || j.Attempt != 0 || j.CrashAttempt != 0 {
+		t.Errorf("job after a shutdown before its handler started: state %s, attempt %d, crash attempt %d; want available, nothing charged",
+			j.State, j.Attempt, j.CrashAttempt)
+	}
 }

@@ -96,6 +96,11 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 		cancel(early)
 		a.watch()
 	}
+	// a job the shutdown window ended for before its handler started is
+	// handed back unrun, nothing charged (Run): called with its context
+	// cancelled, a handler that does not look at it first ran the job on
+	// a worker that had stopped, and a success was acked as a completion
+	unrun := errors.Is(early, ErrShutdown)
 	stopWatch := func() bool { return false }
 	if timed {
 		// Only timers cancel without telling us; lose and shutdown call
@@ -134,7 +139,9 @@ func (w *Worker) execute(jobsCtx context.Context, a *Attempt, gid uint64) {
 			w.conclude(a, r, true, cause)
 		}
 	}()
-	if a.malformed != nil {
+	if unrun {
+		r = result{err: early}
+	} else if a.malformed != nil {
 		r = result{err: &outcome.Park{Reason: "malformed", Err: a.malformed}}
 	} else if h, known := w.handler(a.Kind); known {
 		r = w.call(ctx, h, a)
