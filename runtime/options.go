@@ -139,7 +139,10 @@ type Options struct {
 	OnStuck func(ctx context.Context, s Stuck)
 	// StuckAfterStop is how long an attempt told to stop (timeout,
 	// deadline, lost lease, shutdown, cancellation) may keep running before
-	// it is reported stuck. Default 30s.
+	// it is reported stuck. Default 30s. One still running when Run
+	// returns is reported then, however long it ran since (a handler that
+	// ignores the shutdown window's cancellation: Run does not wait for
+	// it).
 	StuckAfterStop time.Duration
 	// StuckNoProgress reports an attempt whose lease is healthy but which
 	// made no progress (no step checkpoint, cursor checkpoint or

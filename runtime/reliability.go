@@ -12,6 +12,9 @@ type reliability struct {
 	deathsOnce sync.Once
 	deathQueue chan deathItem
 	active     atomic.Int32 // reports being made
+	// watching counts the stuck watches of attempts told to stop, which
+	// report a handler still running as Run ends (watchStopped)
+	watching atomic.Int32
 
 	mu  sync.Mutex
 	run *relRun // of the current Run; nil when not running
@@ -26,8 +29,9 @@ type relRun struct {
 
 // startReliability starts death delivery and the no-progress watch for a
 // run of the worker; the function it returns stops them. Stopping waits
-// for the reports in progress and the queued deaths for up to
-// CancelGrace, then cancels their context and returns.
+// for the reports in progress, those of handlers told to stop that still
+// run (watchStopped) and the queued deaths for up to CancelGrace, then
+// cancels their context and returns.
 func (w *Worker) startReliability(bg context.Context) (stop func()) {
 	r := &w.rel
 	ctx, cancel := context.WithCancelCause(bg)
@@ -52,7 +56,7 @@ func (w *Worker) startReliability(bg context.Context) (stop func()) {
 			run.wg.Wait()
 			close(done)
 		}()
-		if r.active.Load() == 0 && len(r.deaths()) == 0 {
+		if r.active.Load() == 0 && r.watching.Load() == 0 && len(r.deaths()) == 0 {
 			<-done // all idle: they return at once
 			return
 		}
@@ -73,13 +77,15 @@ func (r *reliability) deaths() chan deathItem {
 }
 
 // spawn runs f in a goroutine the current Run waits for; f must return
-// soon after run.quit is closed. Outside Run it does nothing.
-func (r *reliability) spawn(f func(run *relRun)) {
+// soon after run.quit is closed. Outside Run it does nothing, and
+// returns false.
+func (r *reliability) spawn(f func(run *relRun)) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	run := r.run
 	if run == nil {
-		return
+		return false
 	}
 	run.wg.Go(func() { f(run) })
+	return true
 }

@@ -19,7 +19,8 @@ type StuckCase string
 // Stuck cases.
 const (
 	// IgnoredStop: the attempt was told to stop (timeout, deadline, lost
-	// lease, shutdown, cancellation) and still runs StuckAfterStop later.
+	// lease, shutdown, cancellation) and still runs StuckAfterStop later,
+	// or when Run returns if that is sooner.
 	IgnoredStop StuckCase = "ignored_stop"
 	// NoProgress: the attempt's lease is healthy but it made no progress
 	// (step checkpoint, cursor checkpoint, ReportProgress) for
@@ -52,20 +53,26 @@ type Stuck struct {
 }
 
 // watchStopped starts the watch of an attempt told to stop: if the handler
-// has not returned StuckAfterStop later, it is reported stuck.
+// has not returned StuckAfterStop later, or by the time Run returns if
+// that is sooner, it is reported stuck. Run's end is the last the worker
+// can tell of it: a handler that ignores the shutdown window's
+// cancellation is settled without it after CancelGrace, and Run returns
+// long before the default StuckAfterStop.
 func (w *Worker) watchStopped(ctx context.Context, a *Attempt, returned <-chan struct{}) {
 	since := w.clk.Now()
 	a.ctl.mu.Lock()
 	a.ctl.stoppedAt = since
 	a.ctl.mu.Unlock()
-	w.rel.spawn(func(run *relRun) {
+	r := &w.rel
+	r.watching.Add(1) // before spawn: a stop of the Run that sees none waits for none
+	if !r.spawn(func(run *relRun) {
+		defer r.watching.Add(-1)
 		t := w.clk.NewTimer(w.opts.StuckAfterStop)
 		defer t.Stop()
 		select {
 		case <-returned:
 			return
 		case <-run.quit:
-			return
 		case <-t.C():
 		}
 		select {
@@ -73,7 +80,9 @@ func (w *Worker) watchStopped(ctx context.Context, a *Attempt, returned <-chan s
 		default:
 			w.reportStuck(run.ctx, a, IgnoredStop, context.Cause(ctx), since)
 		}
-	})
+	}) {
+		r.watching.Add(-1)
+	}
 }
 
 // progressWatch reports running attempts without progress for

@@ -257,3 +257,47 @@ func TestStuckNotReported(t *testing.T) {
 		testkit.NoRecv(t, stuck, "stuck report")
 	})
 }
+
+// TestStuckIgnoredShutdown: a handler that ignores the shutdown window's
+// cancellation, with the default StuckAfterStop (30 s), is reported stuck
+// with cause ErrShutdown as Run returns, which is the last the worker can
+// tell of it. Before, the stuck watch was dropped when Run returned,
+// seconds after the stop: OnStuck, documented to see every attempt that
+// ignores a stop (shutdown among the causes), saw none.
+func TestStuckIgnoredShutdown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	started := testkit.Chan[string]()
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	reg := flow.NewRegistry()
+	testkit.Must(t, flow.Register(reg, func(ctx context.Context, job *flow.Job[workArgs]) error {
+		started <- job.ID
+		ignoreStop(release)
+		return nil
+	}))
+	stuck := testkit.Chan[runtime.Stuck]()
+	w := e.StartWorker(reg, runtime.Options{
+		ShutdownWindow: 100 * time.Millisecond, CancelGrace: 100 * time.Millisecond, Logger: testkit.Quiet,
+		OnStuck: func(_ context.Context, s runtime.Stuck) { stuck <- s },
+	})
+	id := e.Enqueue(workArgs{N: 1})
+	testkit.Recv(t, started, "the handler to start")
+	w.Cancel()
+	select {
+	case <-w.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("Run did not return")
+	}
+	select {
+	case s := <-stuck:
+		if s.Case != runtime.IgnoredStop || !errors.Is(s.Cause, runtime.ErrShutdown) || s.Job.ID != id {
+			t.Errorf("stuck report: case %s cause %v job %s, want %s with ErrShutdown for %s", s.Case, s.Cause, s.Job.ID, runtime.IgnoredStop, id)
+		}
+		if !strings.Contains(string(s.Stack), "runtime_test.ignoreStop") {
+			t.Errorf("stack does not show the handler:\n%s", s.Stack)
+		}
+	default:
+		t.Error("a handler that ignored the shutdown's cancellation was not reported stuck by the time Run returned")
+	}
+}
