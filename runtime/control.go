@@ -120,7 +120,9 @@ func (a *Attempt) leaseDuration() time.Duration {
 // any, has returned, and none is sent beside it (beginExtend); calls of
 // one attempt go one at a time, each waiting its turn no longer than its
 // ctx allows. A lease already lost is ErrLeaseLost, and the attempt is
-// cancelled with that cause.
+// cancelled with that cause. A call whose ctx ended returns an error that
+// is both ctx's cause (ErrShutdown on the attempt's context once the
+// shutdown window ended) and ctx's error (context.Canceled).
 func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	w := a.ctl.w
 	if w == nil {
@@ -149,7 +151,7 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return ctxEnded(ctx)
 		}
 	}
 	if a.ctl.gone.Load() {
@@ -170,6 +172,9 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 		// it may still reach Redis and apply, unless a later renewal
 		// does first: one that shortens the lease ends it sooner then
 		a.shortenIfApplied(seq, sent.Add(d))
+		if ctx.Err() != nil {
+			return ctxEnded(ctx)
+		}
 		return err
 	}
 	if len(lost) > 0 {
@@ -209,6 +214,18 @@ func (a *Attempt) ExtendLease(ctx context.Context, d time.Duration) error {
 	}
 	a.reckonLocked(seq, end)
 	return nil
+}
+
+// ctxEnded is what a lease-control call whose ctx ended returns: ctx's
+// cause (ErrShutdown, ErrTimeout, ... on the attempt's context), and
+// ctx.Err(), both for errors.Is. The store call's error only says
+// "context canceled", and is neither.
+func ctxEnded(ctx context.Context) error {
+	cause, err := context.Cause(ctx), ctx.Err()
+	if errors.Is(cause, err) {
+		return cause
+	}
+	return fmt.Errorf("%w: %w", cause, err)
 }
 
 // shortenIfApplied reckons with the end that renewal seq, whose call

@@ -115,3 +115,40 @@ func TestShutdownBeforeTheHandlerStarts(t *testing.T) {
 			j.State, j.Attempt, j.CrashAttempt)
 	}
 }
+
+// TestLeaseControlErrorsAfterStop: once the shutdown window has cancelled
+// an attempt, ExtendLease and ReportProgress on its context return an
+// error that is ErrShutdown (the cause, as ExtendLease's own waits
+// returned) and context.Canceled. Before, both were the store call's
+// "context canceled", which is neither: a caller could not tell it with
+// errors.Is. ReportProgress after the outcome is settled is still
+// ErrAttemptDone.
+func TestLeaseControlErrorsAfterStop(t *testing.T) {
+	type errs struct{ extend, progress error }
+	stopped, got := make(chan struct{}), make(chan errs, 1)
+	w, task := waitingAttempt(t, HandlerFunc(func(ctx context.Context, a *Attempt) ([]byte, error) {
+		<-stopped
+		got <- errs{ExtendLease(ctx, 0), ReportProgress(ctx, 50, "x")}
+		return nil, ctx.Err()
+	}), false)
+	svc, stop := context.WithCancel(context.Background())
+	var services sync.WaitGroup
+	w.acks.start(svc, &services)
+	defer func() { stop(); services.Wait() }()
+	go w.runner(w.pool, task)
+	for task.a.ctl.gid.Load() == 0 {
+		time.Sleep(time.Millisecond) // the handler has started
+	}
+	task.a.stop(ErrShutdown) // as the window's end does
+	close(stopped)
+	e := <-got
+	for name, err := range map[string]error{"ExtendLease": e.extend, "ReportProgress": e.progress} {
+		if !errors.Is(err, ErrShutdown) || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s after the shutdown window: %v, want ErrShutdown and context.Canceled", name, err)
+		}
+	}
+	w.busy.Wait()
+	if err := task.a.ReportProgress(context.Background(), 50, "x"); !errors.Is(err, ErrAttemptDone) {
+		t.Errorf("ReportProgress after the outcome was settled: %v, want ErrAttemptDone", err)
+	}
+}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -37,7 +38,9 @@ type progressState struct {
 // attempt goes to Redis, in the caller's goroutine; reports in between
 // only update the pending value, written by a later call or in the
 // background a second after the last write. A write that finds the lease
-// gone cancels the attempt and returns ErrLeaseLost.
+// gone cancels the attempt and returns ErrLeaseLost; one whose ctx ended
+// returns an error that is both ctx's cause (ErrShutdown on the
+// attempt's context once the shutdown window ended) and ctx's error.
 func (a *Attempt) ReportProgress(ctx context.Context, percent float64, state string) error {
 	c := &a.ctl
 	if c.w == nil {
@@ -69,7 +72,13 @@ func (a *Attempt) ReportProgress(ctx context.Context, percent float64, state str
 		return nil
 	}
 	c.mu.Unlock()
-	return a.flushProgress(ctx)
+	if err := a.flushProgress(ctx); err != nil {
+		if ctx.Err() != nil && !errors.Is(err, ErrLeaseLost) {
+			return ctxEnded(ctx) // as ExtendLease's
+		}
+		return err
+	}
+	return nil
 }
 
 // flushLater writes the pending report after d.

@@ -457,7 +457,7 @@ func (a *Attempt) takeExtendTurn(ctx context.Context) error {
 		select {
 		case <-free:
 		case <-ctx.Done():
-			return context.Cause(ctx)
+			return ctxEnded(ctx)
 		}
 	}
 }
