@@ -55,7 +55,7 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	made := newOffers()
 	defer func() {
 		// pushes that come until the offers end are handed back
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.windDownTimeout())
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
 		defer cancel()
 		wk.withdraw(wctx, w.log, func(m *redis.Message) { w.takePush(ctx, jobsCtx, wk, m, made) })
 	}()
@@ -256,17 +256,6 @@ func (w *Worker) fetchLoop(ctx, jobsCtx context.Context, wk *wakeups) error {
 	return nil
 }
 
-// windDownTimeout bounds each of the two steps of the fetch loop's
-// wind-down as the worker stops, one after the other: the failed claims
-// sent once more (handBackClaims), then the offers withdrawn. nodeTimeout
-// each, but together no more than the longest lease, which Run's bound
-// (ShutdownWindow + CancelGrace + the longest lease + 5 s) leaves room
-// for on a Redis that answers nothing: 2 s each took a lease of under
-// 4 s past it.
-func (w *Worker) windDownTimeout() time.Duration {
-	return min(nodeTimeout, w.longestLease/2)
-}
-
 // copyJobs copies jobs out of a claim's storage (ClaimRequest.Into), which
 // the next claim writes over, for a hand-back that runs after it.
 func copyJobs(jobs []*store.Job) []*store.Job {
@@ -283,7 +272,7 @@ func copyJobs(jobs []*store.Job) []*store.Job {
 // leased, if it ran: the loop would have sent it again, and left, those
 // jobs would stay leased to no attempt until reaped, each charged a
 // crash. It makes no offer (the worker takes no pushes any more). The
-// claims go at once, each bounded by windDownTimeout: a partition that does
+// claims go at once, each bounded by nodeTimeout: a partition that does
 // not answer holds up none of the others (nor the shutdown, by as many
 // timeouts as there are such partitions).
 func (w *Worker) handBackClaims(ctx context.Context, failed []*failedClaim) {
@@ -295,7 +284,7 @@ func (w *Worker) handBackClaims(ctx context.Context, failed []*failedClaim) {
 		req, p := f.req, w.parts[i]
 		req.Into, req.Offer, req.OfferChannel = nil, 0, ""
 		all.Go(func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.windDownTimeout())
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nodeTimeout)
 			res, err := w.st.Claim(cctx, p, req)
 			cancel()
 			if err != nil {

@@ -214,9 +214,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // closed: Run's context ended), or the fetch loop returned (fetched: the
 // Redis client was closed under the worker), whichever comes first: not
 // once the fetch loop has wound down, which sends again the claims that
-// failed and withdraws the worker's offers, each step bounded by
-// windDownTimeout (fetch.go) but one after the other, and takes as long
-// as an unreachable Redis makes it. When the window runs out it cancels the
+// failed and withdraws the worker's offers, each call bounded by
+// nodeTimeout but all of them one after the other, and takes as long as
+// an unreachable Redis makes it. When the window runs out it cancels the
 // jobs still in flight (cancelJobs, then each attempt), which are handed
 // back. The function it returns closes the window (the jobs have all
 // returned) and waits for its goroutine.
